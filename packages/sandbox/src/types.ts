@@ -1,0 +1,99 @@
+/**
+ * Public contract of @mediagate/sandbox. No dockerode type appears here: the gateway
+ * talks to the sandbox only through these shapes (SPEC §1, STYLE "Docker access behind
+ * a small interface of our own").
+ */
+
+/** Where tool calls execute. `docker` is the only backend this package runs containers for. */
+export type BackendKind = "docker" | "ssh" | "local";
+
+/** Everything `resolveSlot` needs to know about the run a tool call belongs to (SPEC §4). */
+export interface SlotScope {
+  readonly backend: BackendKind;
+  /** Persistent Docker: one long-lived container per profile (or shared key). */
+  readonly persistent: boolean;
+  /** Profile name; `"default"` for the default profile. */
+  readonly profile: string;
+  /** The bound session key, when a session is bound. */
+  readonly sessionKey?: string | undefined;
+  /** `sandbox.sharedKey` of the profile, untrimmed as configured. */
+  readonly sharedKey?: string | undefined;
+}
+
+/** A task's environment override; `image` or `backend` isolate the task into its own slot. */
+export interface TaskOverride {
+  readonly image?: string | undefined;
+  readonly backend?: BackendKind | undefined;
+  readonly cwd?: string | undefined;
+}
+
+/** Sandbox settings of one profile, already validated and defaulted by the gateway. */
+export interface SandboxSettings {
+  readonly image: string;
+  /** Persistent container and persistent (bind-mounted) filesystem. Default true. */
+  readonly persistent: boolean;
+  /** Probe for a labelled container left by another process before creating. Default true. */
+  readonly persistAcrossProcesses: boolean;
+  /** Reap exited containers of this profile once per process. Default true. */
+  readonly orphanReaper: boolean;
+  /** Container lifetime used by the reaper's age threshold. Default 300. */
+  readonly lifetimeSeconds: number;
+  /** Docker network mode. Default `"none"`. */
+  readonly network: string;
+  readonly memoryBytes?: number | undefined;
+  readonly nanoCpus?: number | undefined;
+  /** Default 256. */
+  readonly pidsLimit: number;
+  /** Extra binds, `host:container[:mode]`. */
+  readonly volumes: readonly string[];
+  /** Trimmed shared key; empty string means strict per-profile isolation. */
+  readonly sharedKey: string;
+}
+
+export interface ExecOptions {
+  /** Default 120_000. */
+  readonly timeoutMs?: number;
+  /** Cap on stdout + stderr kept, each; the rest is dropped and `truncated` is set. Default 1 MiB. */
+  readonly maxOutputBytes?: number;
+  readonly signal?: AbortSignal;
+  readonly cwd?: string;
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+export interface ExecResult {
+  readonly exitCode: number;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly truncated: boolean;
+  readonly timedOut: boolean;
+  readonly aborted: boolean;
+  readonly durationMs: number;
+}
+
+export type ContainerState =
+  | "created"
+  | "running"
+  | "paused"
+  | "restarting"
+  | "removing"
+  | "exited"
+  | "dead"
+  | "missing";
+
+/** One of this gateway's containers, as `mediagate sandbox ls` shows it. */
+export interface ContainerSummary {
+  readonly id: string;
+  readonly name: string;
+  readonly slot: string;
+  readonly profile: string;
+  readonly state: ContainerState;
+  readonly image: string;
+  readonly createdAt: Date;
+  readonly finishedAt?: Date | undefined;
+}
+
+/** A file read out of a live container with the archive API (the media fallback, SPEC §6.3). */
+export interface ContainerFile {
+  readonly size: number;
+  readonly stream: NodeJS.ReadableStream;
+}
