@@ -1,0 +1,104 @@
+import type { Logger } from "pino";
+import type { StateStore } from "../state/store.js";
+import { endpointHost, OpenAIAgentOptionsError } from "./openai-errors.js";
+
+/** Options of `OpenAIAgent`. */
+export interface OpenAIAgentOptions {
+  /** Base URL of the OpenAI-compatible API, e.g. `https://api.openai.com/v1`. */
+  readonly baseUrl: string;
+  /** Sent as `Authorization: Bearer …`; never logged nor put into errors. */
+  readonly apiKey: string;
+  readonly model: string;
+  /** The profile's state database; history is kept per session id. */
+  readonly store: StateStore;
+  readonly logger: Logger;
+  /** Model answers whose tool calls are executed, per turn. Default 8. */
+  readonly maxToolRounds?: number;
+  /** Extra instructions, appended to the built-in sandbox/MEDIA prompt. */
+  readonly systemPrompt?: string;
+  /** Time limit of one model request. Default 180 000. */
+  readonly timeoutMs?: number;
+  /**
+   * SDK retries of 408/409/429/5xx, timeouts and connection errors, honouring the
+   * endpoint's `retry-after(-ms)`. Default 2.
+   */
+  readonly maxRetries?: number;
+  /** Time limit of one `terminal` command. Default 120 000. */
+  readonly toolTimeoutMs?: number;
+  /** Cap on a tool result sent back to the model, in chars (middle dropped). Default 16 000. */
+  readonly maxToolOutputChars?: number;
+  /** Cap on the bytes `read_file` reads. Default 256 KiB. */
+  readonly readMaxBytes?: number;
+  /** Newest stored messages sent with each request. Default 200. */
+  readonly historyLimit?: number;
+}
+
+/** Defaults of the optional numeric {@link OpenAIAgentOptions}. */
+export const OpenAIAgentDefaults = {
+  maxToolRounds: 8,
+  timeoutMs: 180_000,
+  maxRetries: 2,
+  toolTimeoutMs: 120_000,
+  maxToolOutputChars: 16_000,
+  readMaxBytes: 256 * 1024,
+  historyLimit: 200,
+} as const satisfies Partial<OpenAIAgentOptions>;
+
+/** The limits an agent runs with, defaults applied and checked. */
+export type OpenAIAgentLimits = { readonly [K in keyof typeof OpenAIAgentDefaults]: number };
+
+function checkCount(option: string, value: number, min: number): void {
+  if (!Number.isInteger(value) || value < min) {
+    throw new OpenAIAgentOptionsError(option, `expected an integer ≥ ${min}, got ${value}`);
+  }
+}
+
+/**
+ * Applies {@link OpenAIAgentDefaults} and checks every option, throwing
+ * {@link OpenAIAgentOptionsError} with a message that says how to fix it.
+ */
+export function resolveOpenAIOptions(
+  options: Omit<OpenAIAgentOptions, "store" | "logger">,
+): OpenAIAgentLimits {
+  let protocol = "";
+  try {
+    protocol = new URL(options.baseUrl).protocol;
+  } catch {
+    // reported below, without echoing the value (it may embed a secret)
+  }
+  if (
+    (protocol !== "http:" && protocol !== "https:") ||
+    endpointHost(options.baseUrl) === "invalid-url"
+  ) {
+    throw new OpenAIAgentOptionsError(
+      "baseUrl",
+      "expected an http(s) URL such as https://api.openai.com/v1",
+    );
+  }
+  if (options.model.trim() === "") {
+    throw new OpenAIAgentOptionsError("model", "set the model name the endpoint serves");
+  }
+  if (options.apiKey === "") {
+    throw new OpenAIAgentOptionsError(
+      "apiKey",
+      "set an API key (any placeholder works for endpoints that need none)",
+    );
+  }
+  const limits: OpenAIAgentLimits = {
+    maxToolRounds: options.maxToolRounds ?? OpenAIAgentDefaults.maxToolRounds,
+    timeoutMs: options.timeoutMs ?? OpenAIAgentDefaults.timeoutMs,
+    maxRetries: options.maxRetries ?? OpenAIAgentDefaults.maxRetries,
+    toolTimeoutMs: options.toolTimeoutMs ?? OpenAIAgentDefaults.toolTimeoutMs,
+    maxToolOutputChars: options.maxToolOutputChars ?? OpenAIAgentDefaults.maxToolOutputChars,
+    readMaxBytes: options.readMaxBytes ?? OpenAIAgentDefaults.readMaxBytes,
+    historyLimit: options.historyLimit ?? OpenAIAgentDefaults.historyLimit,
+  };
+  checkCount("maxToolRounds", limits.maxToolRounds, 0);
+  checkCount("maxRetries", limits.maxRetries, 0);
+  checkCount("timeoutMs", limits.timeoutMs, 1);
+  checkCount("toolTimeoutMs", limits.toolTimeoutMs, 1);
+  checkCount("maxToolOutputChars", limits.maxToolOutputChars, 1);
+  checkCount("readMaxBytes", limits.readMaxBytes, 1);
+  checkCount("historyLimit", limits.historyLimit, 0);
+  return limits;
+}

@@ -1,0 +1,239 @@
+import OpenAI, { type ClientOptions } from "openai";
+import type { ChatCompletion, ChatCompletionMessageParam } from "openai/resources/chat/completions";
+import type { Logger } from "pino";
+import type { StateStore } from "../state/store.js";
+import type { ChatMessage, ChatToolCall } from "../state/types.js";
+import {
+  type AbortPhase,
+  endpointHost,
+  OpenAIEndpointError,
+  OpenAITurnAbortedError,
+  toEndpointError,
+} from "./openai-errors.js";
+import { functionToolCalls, toAssistantMessage, trimToTurnBoundary } from "./openai-history.js";
+import {
+  type OpenAIAgentLimits,
+  type OpenAIAgentOptions,
+  resolveOpenAIOptions,
+} from "./openai-options.js";
+import { buildSystemPrompt } from "./openai-prompt.js";
+import { executeToolCall, TOOL_DEFINITIONS, type ToolCallOutcome } from "./tools.js";
+import type { Agent, AgentTurnInput, AgentTurnResult } from "./types.js";
+
+/** Tool calls beyond this many in one model answer are answered "not executed". */
+const MaxCallsPerRound = 16;
+
+const NotExecutedLimit = "not executed: the tool-round limit of this turn was reached";
+const NotExecutedTooMany = `not executed: at most ${MaxCallsPerRound} tool calls per answer`;
+const EmptyReply = "(the model sent an empty reply)";
+
+/**
+ * The `openai` agent (SPEC §9): any OpenAI-compatible chat-completions endpoint, with the
+ * tools `terminal`, `read_file` and `write_file` executed in the sandbox through the turn's
+ * {@link ToolRunner}, and per-session history in the profile's {@link StateStore}.
+ *
+ * A turn is: load history → ask the model → execute its tool calls and send the results
+ * back → … until it answers without tool calls. After `maxToolRounds` rounds of tool calls
+ * the agent stops asking: further calls are answered "not executed", and the reply is the
+ * model's last text plus a note saying the limit was reached.
+ *
+ * History is written once, when the turn completes (user message, assistant tool calls,
+ * tool results, final reply, in one transaction). An aborted or failed turn writes nothing:
+ * a half exchange (tool calls without results) would make every later request of the
+ * session invalid, and the person sees the turn failed anyway and can ask again.
+ *
+ * Requests are never streamed. The abort signal of the turn is passed to every request and
+ * tool call; an abort rejects with {@link OpenAITurnAbortedError}, an endpoint failure with
+ * {@link OpenAIEndpointError} (host, status; never the API key).
+ */
+export class OpenAIAgent implements Agent {
+  readonly kind = "openai" as const;
+  readonly #client: OpenAI;
+  readonly #store: StateStore;
+  readonly #log: Logger;
+  readonly #model: string;
+  readonly #host: string;
+  readonly #apiKey: string;
+  readonly #system: string;
+  readonly #settings: OpenAIAgentLimits;
+
+  constructor(options: OpenAIAgentOptions) {
+    const settings = resolveOpenAIOptions(options);
+    this.#settings = settings;
+    this.#store = options.store;
+    this.#model = options.model;
+    this.#apiKey = options.apiKey;
+    this.#host = endpointHost(options.baseUrl);
+    this.#system = buildSystemPrompt(options.systemPrompt);
+    this.#log = options.logger.child({
+      agent: "openai",
+      endpoint: this.#host,
+      model: options.model,
+    });
+    this.#client = new OpenAI(this.#clientOptions(options));
+  }
+
+  #clientOptions(options: OpenAIAgentOptions): ClientOptions {
+    const sdkLog = this.#log.child({ component: "openai-sdk" });
+    return {
+      baseURL: options.baseUrl,
+      apiKey: options.apiKey,
+      // Explicit nulls keep the SDK from reading OPENAI_* variables (config reads env, once).
+      organization: null,
+      project: null,
+      webhookSecret: null,
+      adminAPIKey: null,
+      timeout: this.#settings.timeoutMs,
+      maxRetries: this.#settings.maxRetries,
+      logLevel: "warn",
+      logger: {
+        error: (message: string) => sdkLog.error(message),
+        warn: (message: string) => sdkLog.warn(message),
+        info: (message: string) => sdkLog.info(message),
+        debug: (message: string) => sdkLog.debug(message),
+      },
+    };
+  }
+
+  /** Runs one turn; see the class documentation for history and abort semantics. */
+  async runTurn(input: AgentTurnInput): Promise<AgentTurnResult> {
+    const { signal, sessionId } = input;
+    const log = this.#log.child({ sessionId });
+    let rounds = 0;
+    const aborted = (phase: AbortPhase) =>
+      new OpenAITurnAbortedError({ sessionId, phase, toolRounds: rounds, reason: signal.reason });
+    if (signal.aborted) throw aborted("model");
+
+    const history = trimToTurnBoundary(
+      this.#store.loadHistory(sessionId, this.#settings.historyLimit),
+    );
+    const turn: ChatMessage[] = [{ role: "user", content: input.text }];
+    let reply: string;
+    for (;;) {
+      const answer = await this.#complete([...history, ...turn], signal, () => aborted("model"));
+      const message = answer.message;
+      const calls = functionToolCalls(message);
+      if (calls.length === 0) {
+        reply = withNote(
+          message.content,
+          answer.cutOff ? "(reply cut off: the model hit its length limit)" : undefined,
+        );
+        turn.push({ role: "assistant", content: reply });
+        break;
+      }
+      turn.push(toAssistantMessage(message, calls));
+      if (rounds >= this.#settings.maxToolRounds) {
+        for (const call of calls) turn.push(toolMessage(call, NotExecutedLimit));
+        reply = withNote(
+          message.content,
+          `(Stopped after ${rounds} tool rounds, the limit for one message. Send another message to let me continue.)`,
+        );
+        turn.push({ role: "assistant", content: reply });
+        log.warn({ rounds }, "tool-round limit reached");
+        break;
+      }
+      rounds += 1;
+      turn.push(...(await this.#executeRound(calls, input, () => aborted("tool"), log, rounds)));
+    }
+    this.#save(sessionId, turn, log);
+    return { reply };
+  }
+
+  /**
+   * Executes one answer's tool calls in order, returning their tool messages. An abort, or a
+   * tool failure while the signal is aborted (a runner may throw instead of returning an
+   * `aborted` result), ends the turn.
+   */
+  async #executeRound(
+    calls: readonly ChatToolCall[],
+    input: AgentTurnInput,
+    aborted: () => OpenAITurnAbortedError,
+    log: Logger,
+    round: number,
+  ): Promise<ChatMessage[]> {
+    const { signal, tools } = input;
+    const results: ChatMessage[] = [];
+    for (const [index, call] of calls.entries()) {
+      if (index >= MaxCallsPerRound) {
+        results.push(toolMessage(call, NotExecutedTooMany));
+        continue;
+      }
+      if (signal.aborted) throw aborted();
+      let outcome: ToolCallOutcome;
+      try {
+        outcome = await executeToolCall(call, tools, {
+          signal,
+          timeoutMs: this.#settings.toolTimeoutMs,
+          maxOutputChars: this.#settings.maxToolOutputChars,
+          readMaxBytes: this.#settings.readMaxBytes,
+        });
+      } catch (error) {
+        if (signal.aborted) throw aborted();
+        throw error;
+      }
+      if (signal.aborted) throw aborted();
+      log.debug({ round, tool: call.function.name, ok: outcome.ok }, "tool call done");
+      results.push(toolMessage(call, outcome.content));
+    }
+    return results;
+  }
+
+  async #complete(
+    conversation: readonly ChatMessage[],
+    signal: AbortSignal,
+    aborted: () => OpenAITurnAbortedError,
+  ): Promise<{ message: ChatCompletion["choices"][number]["message"]; cutOff: boolean }> {
+    const messages: ChatCompletionMessageParam[] = [
+      { role: "system", content: this.#system },
+      ...conversation,
+    ];
+    let completion: ChatCompletion;
+    try {
+      completion = await this.#client.chat.completions.create(
+        { model: this.#model, messages, tools: [...TOOL_DEFINITIONS] },
+        { signal },
+      );
+    } catch (error) {
+      if (signal.aborted) throw aborted();
+      const translated = toEndpointError(error, {
+        host: this.#host,
+        model: this.#model,
+        apiKey: this.#apiKey,
+      });
+      if (translated) this.#log.warn({ err: translated }, "model request failed");
+      throw translated ?? error;
+    }
+    const choice = completion.choices?.[0];
+    if (!choice?.message) {
+      throw new OpenAIEndpointError({
+        kind: "bad_response",
+        host: this.#host,
+        model: this.#model,
+        detail: "the completion has no choices",
+      });
+    }
+    return { message: choice.message, cutOff: choice.finish_reason === "length" };
+  }
+
+  /**
+   * The reply has been produced: a failing history write is logged, not thrown, so the
+   * person still gets the answer (the next turn then lacks this exchange).
+   */
+  #save(sessionId: string, turn: readonly ChatMessage[], log: Logger): void {
+    try {
+      this.#store.appendHistory(sessionId, turn);
+    } catch (error) {
+      log.error({ err: error }, "could not save the turn's history");
+    }
+  }
+}
+
+function toolMessage(call: ChatToolCall, content: string): ChatMessage {
+  return { role: "tool", tool_call_id: call.id, content };
+}
+
+function withNote(content: string | null | undefined, note: string | undefined): string {
+  const text = content?.trim() ?? "";
+  if (note === undefined) return text === "" ? EmptyReply : text;
+  return text === "" ? note : `${text}\n\n${note}`;
+}

@@ -1,0 +1,110 @@
+import type { ExecResult } from "@mediagate/sandbox";
+import { describe, expect, it } from "vitest";
+import { formatShellReply, ShellAgent } from "./shell.js";
+import type { AgentTurnInput, ToolRunner } from "./types.js";
+
+const ok: ExecResult = {
+  exitCode: 0,
+  stdout: "",
+  stderr: "",
+  truncated: false,
+  timedOut: false,
+  aborted: false,
+  durationMs: 1,
+};
+
+describe("formatShellReply", () => {
+  it.each<[string, Partial<ExecResult>, string]>([
+    ["stdout only", { stdout: "hello\n" }, "hello"],
+    ["stdout then stderr", { stdout: "out\n", stderr: "err\n" }, "out\nerr"],
+    ["stderr only with its exit code", { stderr: "boom\n", exitCode: 2 }, "boom\n[exit code 2]"],
+    ["no output", {}, "(no output)"],
+    ["no output, failing", { exitCode: 1 }, "(no output)\n[exit code 1]"],
+    [
+      "a timeout instead of its exit code",
+      { timedOut: true, exitCode: 137 },
+      "(no output)\n[timed out]",
+    ],
+    ["an abort", { aborted: true, exitCode: 130, stdout: "part" }, "part\n[aborted]"],
+    [
+      "sandbox truncation",
+      { stdout: "x", truncated: true },
+      "x\n[output truncated by the sandbox]",
+    ],
+    [
+      "a MEDIA line as part of the reply",
+      { stdout: "made it\nMEDIA:/workspace/a.png\n" },
+      "made it\nMEDIA:/workspace/a.png",
+    ],
+  ])("shows %s", (_label, result, expected) => {
+    expect(formatShellReply({ ...ok, ...result }, 3_500)).toBe(expected);
+  });
+
+  it("keeps the tail of a long output behind a marker counting the dropped chars", () => {
+    const lines = Array.from({ length: 1_000 }, (_, i) => `line ${i}`);
+    const reply = formatShellReply({ ...ok, stdout: lines.join("\n") }, 200);
+    expect(reply.endsWith("line 999")).toBe(true);
+    expect(reply).not.toContain("line 0\n");
+    const [marker, first] = reply.split("\n");
+    const omitted = Number(/\[… (\d+) chars omitted …\]/.exec(marker ?? "")?.[1]);
+    expect(first).toMatch(/^line \d+$/);
+    expect(omitted + reply.length - (marker ?? "").length - 1).toBe(lines.join("\n").length);
+  });
+
+  it("keeps MEDIA lines from the dropped part of a long output", () => {
+    const stdout = `MEDIA:/workspace/plot.png\n${"noise\n".repeat(1_000)}done`;
+    const reply = formatShellReply({ ...ok, stdout }, 100);
+    expect(reply.split("\n")[0]).toBe("MEDIA:/workspace/plot.png");
+    expect(reply.endsWith("done")).toBe(true);
+  });
+});
+
+/** A ToolRunner that answers every command with a fixed result and records the calls. */
+function scripted(result: ExecResult) {
+  const calls: { command: string; timeoutMs?: number; signal?: AbortSignal }[] = [];
+  const tools: ToolRunner = {
+    run: async (command, options) => {
+      calls.push({ command, ...options });
+      return result;
+    },
+    readFile: async () => "",
+    writeFile: async () => {},
+  };
+  return { tools, calls };
+}
+
+function input(
+  text: string,
+  tools: ToolRunner,
+  signal = new AbortController().signal,
+): AgentTurnInput {
+  return { text, profile: "default", sessionKey: "k", sessionId: "s", tools, signal };
+}
+
+describe("ShellAgent", () => {
+  it("runs the message text in the session shell with the turn's signal", async () => {
+    const { tools, calls } = scripted({ ...ok, stdout: "/workspace\n" });
+    const signal = new AbortController().signal;
+    const agent = new ShellAgent({ timeoutMs: 5_000 });
+    expect(agent.kind).toBe("shell");
+    const result = await agent.runTurn(input("  pwd \n", tools, signal));
+    expect(result.reply).toBe("/workspace");
+    expect(calls).toEqual([{ command: "pwd", timeoutMs: 5_000, signal }]);
+  });
+
+  it("applies its reply cap", async () => {
+    const { tools } = scripted({ ...ok, stdout: "z".repeat(10_000) });
+    const result = await new ShellAgent({ maxReplyChars: 500 }).runTurn(input("yes z", tools));
+    expect(result.reply).toMatch(/^\[… 9500 chars omitted …\]\nz{500}$/);
+  });
+
+  it("runs nothing for an empty message or an already aborted turn", async () => {
+    const { tools, calls } = scripted(ok);
+    const agent = new ShellAgent();
+    expect((await agent.runTurn(input("   ", tools))).reply).toBe("(nothing to run)");
+    const controller = new AbortController();
+    controller.abort();
+    expect((await agent.runTurn(input("ls", tools, controller.signal))).reply).toBe("[aborted]");
+    expect(calls).toEqual([]);
+  });
+});

@@ -1,0 +1,100 @@
+import type { ExecResult } from "@mediagate/sandbox";
+import { keepTail, omittedMarker } from "./tools-text.js";
+import type { Agent, AgentTurnInput, AgentTurnResult } from "./types.js";
+
+/** Options of {@link ShellAgent}. */
+export interface ShellAgentOptions {
+  /** Cap on the command output shown, in chars; the tail is kept. Default 3500. */
+  readonly maxReplyChars?: number;
+  /** Time limit of one command. Default 120 000. */
+  readonly timeoutMs?: number;
+}
+
+/** Defaults of {@link ShellAgentOptions}. */
+export const ShellAgentDefaults = {
+  maxReplyChars: 3_500,
+  timeoutMs: 120_000,
+} as const satisfies Required<ShellAgentOptions>;
+
+/** `MEDIA:` lines rescued from the dropped part of a long output, at most this many. */
+const MaxRescuedMediaLines = 10;
+const MaxMediaLineChars = 4_096;
+
+const NoOutput = "(no output)";
+const NothingToRun = "(nothing to run)";
+
+/**
+ * The lines of `text` that start with a `MEDIA:` tag (after indentation). They are the
+ * files the command asked to send; cutting them away with the rest of a long output would
+ * silently drop an attachment.
+ */
+function mediaLines(text: string): string[] {
+  const found: string[] = [];
+  for (const line of text.split("\n")) {
+    const trimmed = line.trim();
+    if (trimmed.startsWith("MEDIA:") && trimmed.length <= MaxMediaLineChars) {
+      found.push(trimmed);
+      if (found.length === MaxRescuedMediaLines) break;
+    }
+  }
+  return found;
+}
+
+/**
+ * Builds the shell agent's reply from a command result:
+ * - stdout, then stderr (the exec API returns them separately, so their interleaving is
+ *   lost), each without its final newline;
+ * - longer than `maxReplyChars`: the tail is kept (a terminal shows the end, and that is
+ *   where results and errors are), preceded by an omission marker and by any `MEDIA:` lines
+ *   of the dropped part;
+ * - `(no output)` when both are empty;
+ * - then one line of notes: `[exit code N]` when non-zero, `[timed out]`, `[aborted]`,
+ *   `[output truncated by the sandbox]`.
+ */
+export function formatShellReply(result: ExecResult, maxReplyChars: number): string {
+  const parts = [result.stdout, result.stderr]
+    .map((part) => part.replace(/\n$/, ""))
+    .filter((part) => part.length > 0);
+  const output = parts.join("\n");
+  const { text, omitted } = keepTail(output, maxReplyChars);
+  let body = text;
+  if (omitted > 0) {
+    const rescued = mediaLines(output.slice(0, omitted));
+    body = [...rescued, omittedMarker(omitted), text].join("\n");
+  }
+  if (body.length === 0) body = NoOutput;
+
+  const notes: string[] = [];
+  if (result.timedOut) notes.push("[timed out]");
+  else if (result.aborted) notes.push("[aborted]");
+  else if (result.exitCode !== 0) notes.push(`[exit code ${result.exitCode}]`);
+  if (result.truncated) notes.push("[output truncated by the sandbox]");
+  return notes.length > 0 ? `${body}\n${notes.join(" ")}` : body;
+}
+
+/**
+ * The embedded default agent (SPEC §9, needs no API key): the message text is a command
+ * line, run in the session's persistent shell in its sandbox (cwd starts at /workspace and
+ * persists, like a terminal); the output is the final reply, so `MEDIA:` lines printed by
+ * the command are delivered. An abort during the command gives a reply noting it (the
+ * output so far is still useful), not an error.
+ */
+export class ShellAgent implements Agent {
+  readonly kind = "shell" as const;
+  readonly #settings: Required<ShellAgentOptions>;
+
+  constructor(options: ShellAgentOptions = {}) {
+    this.#settings = { ...ShellAgentDefaults, ...options };
+  }
+
+  async runTurn(input: AgentTurnInput): Promise<AgentTurnResult> {
+    const command = input.text.trim();
+    if (command === "") return { reply: NothingToRun };
+    if (input.signal.aborted) return { reply: "[aborted]" };
+    const result = await input.tools.run(command, {
+      timeoutMs: this.#settings.timeoutMs,
+      signal: input.signal,
+    });
+    return { reply: formatShellReply(result, this.#settings.maxReplyChars) };
+  }
+}

@@ -1,0 +1,33 @@
+/** The state database could not be opened, read or written. */
+export class StateStoreError extends Error {
+  override readonly name = "StateStoreError";
+  /** What the store was doing: `open`, `append`, `load`, `rotate`, … */
+  readonly operation: string;
+  /** Path of the database file. */
+  readonly path: string;
+
+  constructor(operation: string, path: string, message: string, options?: { cause?: unknown }) {
+    super(`state database ${path}: ${operation} failed: ${message}`, options);
+    this.operation = operation;
+    this.path = path;
+  }
+}
+
+/**
+ * The database's schema version (`PRAGMA user_version`) is newer than this build knows,
+ * typically after a downgrade. The file is left untouched.
+ */
+export class StateSchemaError extends Error {
+  override readonly name = "StateSchemaError";
+  readonly found: number;
+  readonly supported: number;
+
+  constructor(found: number, supported: number) {
+    super(
+      `state database schema version ${found} is newer than this mediagate supports (${supported}); ` +
+        "upgrade mediagate or move the state.db aside",
+    );
+    this.found = found;
+    this.supported = supported;
+  }
+}

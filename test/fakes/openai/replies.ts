@@ -1,0 +1,86 @@
+/** One tool call the fake model makes. `arguments` objects are sent as JSON text. */
+export interface FakeToolCall {
+  readonly name: string;
+  readonly arguments: unknown;
+  /** Default `call_<n>`, unique per server. */
+  readonly id?: string;
+}
+
+/** Answer with a final assistant message. */
+export interface TextReply {
+  readonly type: "text";
+  readonly content: string;
+  readonly finishReason?: "stop" | "length";
+  readonly delayMs?: number;
+}
+
+/** Answer with tool calls (and optional text alongside them). */
+export interface ToolCallsReply {
+  readonly type: "tool_calls";
+  readonly calls: readonly FakeToolCall[];
+  readonly content?: string | null;
+  readonly delayMs?: number;
+}
+
+/** Answer an OpenAI-style error body with this status (and headers, e.g. retry-after-ms). */
+export interface ErrorReply {
+  readonly type: "error";
+  readonly status: number;
+  readonly message: string;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly delayMs?: number;
+}
+
+/** Send this body verbatim (for malformed answers). */
+export interface RawReply {
+  readonly type: "raw";
+  readonly status: number;
+  readonly body: string;
+  readonly contentType?: string;
+  readonly delayMs?: number;
+}
+
+/** Never answer; the request stays open until the client gives up or the server closes. */
+export interface HangReply {
+  readonly type: "hang";
+}
+
+/** What the fake answers one chat-completions request with. */
+export type FakeReply = TextReply | ToolCallsReply | ErrorReply | RawReply | HangReply;
+
+/** Builders for {@link FakeReply} values. */
+export const reply = {
+  text: (content: string, extra: Omit<TextReply, "type" | "content"> = {}): TextReply => ({
+    type: "text",
+    content,
+    ...extra,
+  }),
+  toolCall: (
+    name: string,
+    args: unknown,
+    extra: Omit<ToolCallsReply, "type" | "calls"> = {},
+  ): ToolCallsReply => ({ type: "tool_calls", calls: [{ name, arguments: args }], ...extra }),
+  toolCalls: (
+    calls: readonly FakeToolCall[],
+    extra: Omit<ToolCallsReply, "type" | "calls"> = {},
+  ): ToolCallsReply => ({ type: "tool_calls", calls, ...extra }),
+  error: (
+    status: number,
+    message = `fake error ${status}`,
+    extra: Omit<ErrorReply, "type" | "status" | "message"> = {},
+  ): ErrorReply => ({ type: "error", status, message, ...extra }),
+  /** A 429 asking the client to retry after `retryAfterMs` (header `retry-after-ms`). */
+  rateLimited: (retryAfterMs = 1): ErrorReply => ({
+    type: "error",
+    status: 429,
+    message: "Rate limit reached",
+    headers: { "retry-after-ms": String(retryAfterMs) },
+  }),
+  raw: (status: number, body: string, contentType = "application/json"): RawReply => ({
+    type: "raw",
+    status,
+    body,
+    contentType,
+  }),
+  hang: (): HangReply => ({ type: "hang" }),
+} as const;
