@@ -1,1 +1,27 @@
-export {};
+export type { Classification, KindDirectives } from "./classify.js";
+export { classify } from "./classify.js";
+export { MediaConfigError } from "./errors.js";
+export type { MediaExtraction, MediaTag } from "./extract.js";
+export { extractMedia } from "./extract.js";
+export type { DiscordLimitOptions, TelegramLimitOptions } from "./limits.js";
+export { DiscordDefaults, discordLimits, TelegramDefaults, telegramLimits } from "./limits.js";
+export { formatBytes, noticeFor } from "./notice.js";
+export { PlanDefaults, planMedia } from "./plan.js";
+export type { DeliveryPolicy, PolicyOptions } from "./policy.js";
+export { createPolicy, HOME_SECRETS, SYSTEM_DIRS } from "./policy.js";
+export type {
+  CandidateResult,
+  CandidateSource,
+  CandidateTrace,
+  ContainerFileSource,
+  DeniedMedia,
+  MediaKind,
+  MediaOutcome,
+  MediaPlan,
+  OpenedFile,
+  ReadyMedia,
+  TooLargeMedia,
+  TranslateContext,
+  UnreachableMedia,
+  UploadLimits,
+} from "./types.js";
