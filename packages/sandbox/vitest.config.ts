@@ -1,4 +1,7 @@
 import { defineConfig, mergeConfig } from "vitest/config";
 import shared from "../../vitest.shared.js";
 
-export default mergeConfig(shared, defineConfig({ test: {} }));
+export default mergeConfig(
+  shared,
+  defineConfig({ test: { globalSetup: ["test/global-setup.ts"] } }),
+);

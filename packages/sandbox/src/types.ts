@@ -97,3 +97,9 @@ export interface ContainerFile {
   readonly size: number;
   readonly stream: NodeJS.ReadableStream;
 }
+
+/** What an orphan sweep did: removed container ids, and the ones whose removal failed. */
+export interface ReapResult {
+  readonly removed: string[];
+  readonly failed: { id: string; error: string }[];
+}

@@ -1,0 +1,88 @@
+/**
+ * Sandbox benchmark (not a test): prints one JSON line per figure,
+ * `{"bench": name, "p50_ms": …, "p90_ms": …, "n": …}`. Run from the root with
+ * `pnpm bench:sandbox` after `pnpm --filter @mediagate/sandbox build`.
+ * Env: MEDIAGATE_BENCH_IMAGE (default `mediagate-sandbox:test`).
+ */
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { connectDocker, Defaults, Sandbox } from "@mediagate/sandbox";
+
+const run = promisify(execFile);
+const here = dirname(fileURLToPath(import.meta.url));
+const image = process.env.MEDIAGATE_BENCH_IMAGE ?? "mediagate-sandbox:test";
+const profile = `bench-${randomBytes(4).toString("hex")}`;
+
+function report(bench: string, samples: number[]): void {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (p: number) => sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] ?? Number.NaN;
+  const round = (ms: number) => Math.round(ms * 10_000) / 10_000;
+  const line = { bench, p50_ms: round(at(0.5)), p90_ms: round(at(0.9)), n: sorted.length };
+  process.stdout.write(`${JSON.stringify(line)}\n`);
+}
+
+async function time(n: number, fn: (i: number) => Promise<unknown>, warmup = 3): Promise<number[]> {
+  for (let i = 0; i < warmup; i++) await fn(-1 - i);
+  const samples: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const started = performance.now();
+    await fn(i);
+    samples.push(performance.now() - started);
+  }
+  return samples;
+}
+
+async function main(): Promise<void> {
+  const home = await mkdtemp(join(tmpdir(), "mg-bench-"));
+  const profileHome = join(home, "profiles", profile);
+  const engine = connectDocker();
+  await engine.ping();
+  const settings = { ...Defaults.settings, image };
+  const sandbox = new Sandbox({ engine, profile, profileHome, rootHome: home, settings });
+  try {
+    const { containerId } = await sandbox.acquire("bench");
+
+    const command = "echo hi";
+    report("shell_warm_call", await time(500, () => sandbox.run("bench", "s", command), 20));
+    report("exec_one_shot_api", await time(40, () => sandbox.exec("bench", command)));
+    report(
+      "exec_docker_cli",
+      await time(40, () => run("docker", ["exec", containerId, "sh", "-c", command])),
+    );
+
+    report("acquire_warm_in_process", await time(2000, () => sandbox.acquire("bench"), 10));
+
+    const child = join(here, "sandbox-acquire-child.mjs");
+    const reused: number[] = [];
+    for (let i = 0; i < 15; i++) {
+      const args = [child, profile, profileHome, home, image, "bench"];
+      const { stdout } = await run(process.execPath, args, { cwd: here });
+      const parsed = JSON.parse(stdout) as { ms: number; containerId: string };
+      if (parsed.containerId !== containerId)
+        throw new Error("the other process got another container");
+      reused.push(parsed.ms);
+    }
+    report("acquire_reused_other_process", reused);
+
+    const cold = await time(
+      10,
+      async (i) => {
+        await sandbox.acquire(`cold-${i}`);
+      },
+      1,
+    );
+    report("acquire_cold", cold);
+  } finally {
+    await sandbox.shutdown();
+    const leftovers = await sandbox.list().catch(() => []);
+    for (const c of leftovers) await sandbox.remove(c.id).catch(() => undefined);
+    await rm(home, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,78 @@
+import type Docker from "dockerode";
+import { isAlreadyDone, statusOf } from "./docker-errors.js";
+import { LabelKeys, sanitizeLabelValue, slotHash } from "./labels.js";
+import type { ContainerState } from "./types.js";
+
+const States: readonly ContainerState[] = [
+  "created",
+  "running",
+  "paused",
+  "restarting",
+  "removing",
+  "exited",
+  "dead",
+];
+
+export function toState(value: unknown): ContainerState {
+  return States.find((state) => state === value) ?? "missing";
+}
+
+/** Label filters of this profile's containers (`agent=1`, `profile=<label-safe name>`). */
+export function profileFilters(profile: string): string[] {
+  return [`${LabelKeys.agent}=1`, `${LabelKeys.profile}=${sanitizeLabelValue(profile)}`];
+}
+
+/**
+ * Containers of one slot, any state, newest first. `shared:` slots are looked up across
+ * profiles (every profile with the same shared key uses one container).
+ */
+export async function findSlotContainers(
+  docker: Docker,
+  profile: string,
+  slot: string,
+): Promise<Docker.ContainerInfo[]> {
+  const labels = [
+    `${LabelKeys.agent}=1`,
+    `${LabelKeys.slot}=${sanitizeLabelValue(slot)}`,
+    `${LabelKeys.slotHash}=${slotHash(slot)}`,
+  ];
+  if (!slot.startsWith("shared:")) {
+    labels.push(`${LabelKeys.profile}=${sanitizeLabelValue(profile)}`);
+  }
+  const found = await docker.listContainers({ all: true, filters: { label: labels } });
+  return found.sort((a, b) => b.Created - a.Created);
+}
+
+/** `docker stop` with a grace period; 304 (already stopped) and 404 (gone) count as done. */
+export async function stopContainer(
+  docker: Docker,
+  id: string,
+  graceSeconds: number,
+): Promise<void> {
+  try {
+    await docker.getContainer(id).stop({ t: graceSeconds });
+  } catch (error) {
+    if (!isAlreadyDone(error)) throw error;
+  }
+}
+
+/** Removes a container (and its anonymous volumes); 404 and "already in progress" are done. */
+export async function removeContainer(docker: Docker, id: string, force = false): Promise<void> {
+  try {
+    await docker.getContainer(id).remove({ force, v: true });
+  } catch (error) {
+    if (isAlreadyDone(error)) return;
+    if (statusOf(error) === 409 && /already in progress/i.test(String(error))) return;
+    throw error;
+  }
+}
+
+/** Stop (with grace) then remove: the teardown every cleanup path uses. */
+export async function destroyContainer(
+  docker: Docker,
+  id: string,
+  graceSeconds: number,
+): Promise<void> {
+  await stopContainer(docker, id, graceSeconds);
+  await removeContainer(docker, id, true);
+}

@@ -1,0 +1,43 @@
+/**
+ * Every tunable of @mediagate/sandbox in one place. Settings that belong to a profile's
+ * configuration live under `settings` (the gateway validates and merges them; tests and
+ * the bench spread them); the rest are operational bounds of this package.
+ */
+export const Defaults = {
+  /** Default Docker endpoint when no `DOCKER_HOST` is configured. */
+  dockerHost: "unix:///var/run/docker.sock",
+  settings: {
+    persistent: true,
+    persistAcrossProcesses: true,
+    orphanReaper: true,
+    lifetimeSeconds: 300,
+    network: "none",
+    pidsLimit: 256,
+    volumes: [] as readonly string[],
+    sharedKey: "",
+  },
+  /** Per-call exec timeout. */
+  execTimeoutMs: 120_000,
+  /** Cap on stdout and on stderr kept per call (each). */
+  maxOutputBytes: 1024 * 1024,
+  /** Grace period `docker stop` gives the container before SIGKILL. */
+  stopGraceSeconds: 10,
+  /** Bound on a single lifecycle call (create, start, inspect, list, remove). */
+  operationTimeoutMs: 30_000,
+  /** Bound on finding or making a slot's container (probe, create, start). */
+  provisionTimeoutMs: 60_000,
+  /** A session shell unused this long is closed (it is reopened, with its state, on demand). */
+  shellIdleMs: 10 * 60_000,
+  /** Bound on one whole cleanup (stop grace + remove + deleting directories). */
+  cleanupTimeoutMs: 20_000,
+  /** Bound `shutdown()` waits for outstanding cleanups. */
+  shutdownTimeoutMs: 15_000,
+  /** Bound on `DockerEngine#ping`. */
+  pingTimeoutMs: 5_000,
+  /** How long a killed command may take to report back before its shell is declared broken. */
+  killGraceMs: 3_000,
+  /** How long opening a session shell may take before one-shot exec is used instead. */
+  shellOpenTimeoutMs: 10_000,
+  /** The reaper never uses a lifetime below this when computing its age threshold. */
+  reaperMinLifetimeSeconds: 60,
+} as const;

@@ -1,0 +1,100 @@
+import Docker from "dockerode";
+import { Defaults } from "./defaults.js";
+import { attachClient, dockerOf } from "./docker-client.js";
+import { isNotFound, rethrowUnavailable, withTimeout } from "./docker-errors.js";
+import { DockerUnavailableError } from "./errors.js";
+
+/** Options of {@link connectDocker}. */
+export interface DockerConnectOptions {
+  /**
+   * Endpoint in `DOCKER_HOST` syntax: `unix:///path/docker.sock`, `tcp://host:port`,
+   * `http://host:port` or `https://host:port`. Default `unix:///var/run/docker.sock`.
+   */
+  readonly host?: string | undefined;
+}
+
+/**
+ * One Docker daemon. Holds the dockerode client privately so no dockerode type appears in
+ * this package's exports; never pins an API version (the engine here speaks 1.41).
+ */
+export class DockerEngine {
+  /** The socket or host tried, for messages; never carries credentials. */
+  readonly endpoint: string;
+
+  /** @internal Use {@link connectDocker}; an engine built directly has no client. */
+  constructor(endpoint: string) {
+    this.endpoint = endpoint;
+  }
+
+  /** Resolves when the daemon answers; throws {@link DockerUnavailableError} naming the endpoint. */
+  async ping(): Promise<void> {
+    try {
+      await withTimeout(dockerOf(this).ping(), Defaults.pingTimeoutMs, "ping");
+    } catch (error) {
+      if (error instanceof Error && error.message.startsWith("ping timed out")) {
+        throw new DockerUnavailableError(this.endpoint, error.message, { cause: error });
+      }
+      rethrowUnavailable(this.endpoint, error);
+    }
+  }
+
+  /** True when the image is present locally (nothing is ever pulled). */
+  async hasImage(ref: string): Promise<boolean> {
+    try {
+      await dockerOf(this).getImage(ref).inspect();
+      return true;
+    } catch (error) {
+      if (isNotFound(error)) return false;
+      rethrowUnavailable(this.endpoint, error);
+    }
+  }
+}
+
+/**
+ * Creates a client for the daemon at `host` (DOCKER_HOST syntax). No connection is made
+ * until the first call; an unreachable daemon surfaces as {@link DockerUnavailableError}.
+ * Every dockerode option that dockerode would otherwise read from the environment is set
+ * explicitly, so only the gateway's config decides where Docker is.
+ */
+export function connectDocker(options: DockerConnectOptions = {}): DockerEngine {
+  const host =
+    options.host === undefined || options.host === "" ? Defaults.dockerHost : options.host;
+  const explicit = {
+    socketPath: undefined,
+    host: undefined,
+    port: undefined,
+    protocol: undefined,
+    ca: undefined,
+    cert: undefined,
+    key: undefined,
+    timeout: undefined,
+    version: undefined,
+  };
+  if (host.startsWith("unix://")) {
+    const socketPath = host.slice("unix://".length) || "/var/run/docker.sock";
+    return bind(`unix://${socketPath}`, new Docker({ ...explicit, socketPath }));
+  }
+  let url: URL;
+  try {
+    url = new URL(host.includes("://") ? host : `tcp://${host}`);
+  } catch (error) {
+    throw new DockerUnavailableError(host, "not a valid DOCKER_HOST", { cause: error });
+  }
+  const scheme = url.protocol.replace(/:$/, "");
+  if (scheme !== "tcp" && scheme !== "http" && scheme !== "https") {
+    throw new DockerUnavailableError(
+      `${scheme}://${url.host}`,
+      `unsupported scheme ${scheme} (use unix://, tcp://, http:// or https://)`,
+    );
+  }
+  const protocol = scheme === "https" ? "https" : "http";
+  const port = url.port || (protocol === "https" ? "2376" : "2375");
+  const client = new Docker({ ...explicit, host: url.hostname, port, protocol });
+  return bind(`${scheme}://${url.hostname}:${port}`, client);
+}
+
+function bind(endpoint: string, client: Docker): DockerEngine {
+  const engine = new DockerEngine(endpoint);
+  attachClient(engine, client);
+  return engine;
+}

@@ -1,0 +1,68 @@
+import type Docker from "dockerode";
+import { destroyContainer, profileFilters, toState } from "./containers.js";
+import { Defaults } from "./defaults.js";
+import { isNotFound } from "./docker-errors.js";
+import { LabelKeys, sanitizeLabelValue } from "./labels.js";
+import { parseDockerTime } from "./timestamps.js";
+import type { ContainerSummary } from "./types.js";
+
+/** This profile's containers in every state, newest first, as `sandbox ls` shows them. */
+export async function listProfileContainers(
+  docker: Docker,
+  profile: string,
+): Promise<ContainerSummary[]> {
+  const found = await docker.listContainers({
+    all: true,
+    filters: { label: profileFilters(profile) },
+  });
+  const summaries: ContainerSummary[] = [];
+  for (const c of found.sort((a, b) => b.Created - a.Created)) {
+    const state = toState(c.State);
+    let finishedAt: Date | undefined;
+    if (state === "exited" || state === "dead") {
+      const info = await docker
+        .getContainer(c.Id)
+        .inspect()
+        .catch(() => undefined);
+      finishedAt = parseDockerTime(info?.State.FinishedAt);
+    }
+    summaries.push({
+      id: c.Id,
+      name: (c.Names[0] ?? "").replace(/^\//, ""),
+      slot: c.Labels[LabelKeys.slot] ?? "unknown",
+      profile: c.Labels[LabelKeys.profile] ?? "unknown",
+      state,
+      image: c.Image,
+      createdAt: new Date(c.Created * 1000),
+      finishedAt,
+    });
+  }
+  return summaries;
+}
+
+/**
+ * Stops and removes one container by id or name, only if it carries this profile's
+ * labels. Returns its full id, or `undefined` when it is already gone.
+ */
+export async function removeOwnContainer(
+  docker: Docker,
+  profile: string,
+  idOrName: string,
+): Promise<string | undefined> {
+  let info: Docker.ContainerInspectInfo;
+  try {
+    info = await docker.getContainer(idOrName).inspect();
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+  const labels = info.Config.Labels ?? {};
+  if (
+    labels[LabelKeys.agent] !== "1" ||
+    labels[LabelKeys.profile] !== sanitizeLabelValue(profile)
+  ) {
+    throw new Error(`container ${idOrName} is not a mediagate container of profile ${profile}`);
+  }
+  await destroyContainer(docker, info.Id, Defaults.stopGraceSeconds);
+  return info.Id;
+}

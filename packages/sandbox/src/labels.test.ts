@@ -1,0 +1,55 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { containerLabels, LabelKeys, sanitizeLabelValue, slotHash } from "./labels.js";
+
+describe("sanitizeLabelValue", () => {
+  it.each<[unknown, string]>([
+    ["default", "default"],
+    ["t-1_a.b", "t-1_a.b"],
+    ["profile:work", "profile_work"],
+    ["a b/c", "a_b_c"],
+    ["é", "_"],
+    ["x".repeat(64), "x".repeat(63)],
+    ["", "unknown"],
+    [undefined, "unknown"],
+    [null, "unknown"],
+    [42, "unknown"],
+    [{ toString: () => "x" }, "unknown"],
+  ])("%j → %j", (value, expected) => {
+    expect(sanitizeLabelValue(value)).toBe(expected);
+  });
+
+  it("always yields 1–63 safe characters", () => {
+    fc.assert(
+      fc.property(fc.anything(), (value) => {
+        expect(sanitizeLabelValue(value)).toMatch(/^[A-Za-z0-9_.-]{1,63}$/);
+      }),
+    );
+  });
+
+  it("keeps safe strings up to 63 chars unchanged", () => {
+    fc.assert(
+      fc.property(fc.stringMatching(/^[A-Za-z0-9_.-]{1,63}$/), (value) => {
+        expect(sanitizeLabelValue(value)).toBe(value);
+      }),
+    );
+  });
+});
+
+describe("containerLabels", () => {
+  it("marks the agent, the label-safe slot and profile, and the full slot hash", () => {
+    expect(containerLabels("work", "session:agent:work:dm:1")).toEqual({
+      [LabelKeys.agent]: "1",
+      [LabelKeys.slot]: "session_agent_work_dm_1",
+      [LabelKeys.profile]: "work",
+      [LabelKeys.slotHash]: slotHash("session:agent:work:dm:1"),
+    });
+  });
+
+  it("tells apart slots whose label-safe values collide", () => {
+    const a = containerLabels("p", `session:${"x".repeat(70)}:1`);
+    const b = containerLabels("p", `session:${"x".repeat(70)}:2`);
+    expect(a[LabelKeys.slot]).toBe(b[LabelKeys.slot]);
+    expect(a[LabelKeys.slotHash]).not.toBe(b[LabelKeys.slotHash]);
+  });
+});

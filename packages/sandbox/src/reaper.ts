@@ -1,0 +1,84 @@
+import { rm } from "node:fs/promises";
+import { dirname, join, relative, sep } from "node:path";
+import type Docker from "dockerode";
+import { profileFilters, removeContainer } from "./containers.js";
+import { Defaults } from "./defaults.js";
+import { messageOf } from "./docker-errors.js";
+import { parseDockerTime } from "./timestamps.js";
+import type { ReapResult } from "./types.js";
+
+/** Age (seconds) beyond which an exited container is an orphan: `2 × max(60, lifetime)`. */
+export function reapAgeSeconds(lifetimeSeconds: number): number {
+  return 2 * Math.max(Defaults.reaperMinLifetimeSeconds, lifetimeSeconds);
+}
+
+/**
+ * True when an exited container finished long enough ago to be reaped. A zero
+ * (`0001-01-01…`) or unparseable `FinishedAt` is never reaped: its age is unknown.
+ */
+export function isReapable(finishedAt: unknown, now: Date, lifetimeSeconds: number): boolean {
+  const finished = parseDockerTime(finishedAt);
+  if (finished === undefined) return false;
+  return now.getTime() - finished.getTime() > reapAgeSeconds(lifetimeSeconds) * 1000;
+}
+
+export interface SweepContext {
+  readonly docker: Docker;
+  readonly profile: string;
+  readonly lifetimeSeconds: number;
+  readonly now: Date;
+  /** Roots under which a reaped container's slot dir may be deleted. */
+  readonly sandboxRoots: readonly string[];
+  /** Removal step; the default removes the container. Replaceable for failure tests. */
+  readonly remove?: (id: string) => Promise<void>;
+}
+
+/**
+ * One sweep (SPEC §5): exited containers labelled `mediagate.agent=1` of this profile
+ * only, older than the threshold, are removed together with their slot directory
+ * (found from the `/workspace` bind). Running containers are never listed. A failure is
+ * recorded and the sweep goes on.
+ */
+export async function sweepOrphans(context: SweepContext): Promise<ReapResult> {
+  const { docker } = context;
+  const remove = context.remove ?? ((id: string) => removeContainer(docker, id));
+  const result: ReapResult = { removed: [], failed: [] };
+  const exited = await docker.listContainers({
+    all: true,
+    filters: { label: profileFilters(context.profile), status: ["exited"] },
+  });
+  for (const summary of exited) {
+    try {
+      const info = await docker.getContainer(summary.Id).inspect();
+      if (info.State.Running || info.State.Status !== "exited") continue;
+      if (!isReapable(info.State.FinishedAt, context.now, context.lifetimeSeconds)) continue;
+      await remove(summary.Id);
+      const slotDir = slotDirOfMounts(info.Mounts, context.sandboxRoots);
+      if (slotDir !== undefined) await rm(slotDir, { recursive: true, force: true });
+      result.removed.push(summary.Id);
+    } catch (error) {
+      result.failed.push({ id: summary.Id, error: messageOf(error) });
+    }
+  }
+  return result;
+}
+
+/** The slot dir behind a `/workspace` bind, only if it lies directly under a sandbox root. */
+function slotDirOfMounts(
+  mounts: readonly { Type?: string; Source: string; Destination: string }[] | undefined,
+  roots: readonly string[],
+): string | undefined {
+  const workspace = mounts?.find((m) => m.Destination === "/workspace" && m.Type === "bind");
+  if (workspace === undefined) return undefined;
+  const slotDir = dirname(workspace.Source);
+  const inside = roots.some((root) => {
+    const rel = relative(root, slotDir);
+    return rel.length > 0 && !rel.startsWith("..") && !rel.includes(sep);
+  });
+  return inside ? slotDir : undefined;
+}
+
+/** The directories under which slot dirs live, for a profile home and the root home. */
+export function sandboxRootsOf(profileHome: string, rootHome: string): string[] {
+  return [join(profileHome, "sandboxes", "docker"), join(rootHome, "sandboxes", "docker")];
+}

@@ -1,0 +1,341 @@
+import { rm } from "node:fs/promises";
+import { isAbsolute } from "node:path";
+import type Docker from "dockerode";
+import { readContainerFile } from "./archive.js";
+import { slotDirectoryOf } from "./container-spec.js";
+import { destroyContainer, findSlotContainers, toState } from "./containers.js";
+import { Defaults } from "./defaults.js";
+import { dockerOf } from "./docker-client.js";
+import { guarded, isNotFound, withTimeout } from "./docker-errors.js";
+import type { DockerEngine } from "./engine.js";
+import { SandboxError } from "./errors.js";
+import { listProfileContainers, removeOwnContainer } from "./inventory.js";
+import { KeyedLock } from "./keyed-lock.js";
+import { sanitizeLabelValue } from "./labels.js";
+import { execOnce } from "./one-shot-exec.js";
+import { provisionContainer } from "./provision.js";
+import { sandboxRootsOf, sweepOrphans } from "./reaper.js";
+import { isGone, SessionShells } from "./session-shells.js";
+import type {
+  ContainerFile,
+  ContainerState,
+  ContainerSummary,
+  ExecOptions,
+  ExecResult,
+  ReapResult,
+  SandboxSettings,
+} from "./types.js";
+
+/** Options of {@link Sandbox}. */
+export interface SandboxOptions {
+  readonly engine: DockerEngine;
+  /** Profile name (`"default"` for the default profile); labels and reaping use it. */
+  readonly profile: string;
+  /** The profile's home; slot dirs live in `<profileHome>/sandboxes/docker/`. */
+  readonly profileHome: string;
+  /** The root home; `shared:` slot dirs live in `<rootHome>/sandboxes/docker/`. */
+  readonly rootHome: string;
+  readonly settings: SandboxSettings;
+  /** Clock (ms since epoch) used for the reaper's age check. Default `Date.now`. */
+  readonly now?: () => number;
+  /** Receives problems that are handled rather than thrown (a failed automatic reap). */
+  readonly onWarning?: (message: string, cause?: unknown) => void;
+}
+
+/** Profiles reaped by this process (`endpoint|profile`): the automatic reap runs once. */
+const reapedThisProcess = new Set<string>();
+
+/**
+ * The Docker sandbox of one profile (SPEC §4–5): one container per slot, reused across
+ * processes, hardened; one-shot exec and a persistent shell per chat session; cleanup
+ * bounded by timeouts and awaited on shutdown; the orphan reaper.
+ */
+export class Sandbox {
+  readonly profile: string;
+  readonly #options: SandboxOptions;
+  readonly #docker: Docker;
+  readonly #now: () => number;
+  readonly #handles = new Map<string, string>();
+  readonly #slotLocks = new KeyedLock();
+  readonly #shells: SessionShells;
+  readonly #pending = new Set<Promise<unknown>>();
+
+  constructor(options: SandboxOptions) {
+    if (options.profile.length === 0) {
+      throw new TypeError('Sandbox needs a profile name ("default" for the default profile)');
+    }
+    if (!isAbsolute(options.profileHome) || !isAbsolute(options.rootHome)) {
+      throw new TypeError(
+        "Sandbox needs absolute profileHome and rootHome paths (resolve them in the config)",
+      );
+    }
+    this.#docker = dockerOf(options.engine);
+    this.#options = options;
+    this.profile = options.profile;
+    this.#now = options.now ?? Date.now;
+    this.#shells = new SessionShells(this.#docker, options.onWarning);
+  }
+
+  get #settings(): SandboxSettings {
+    return this.#options.settings;
+  }
+
+  /** The host directory of a slot: `<home>/sandboxes/docker/<sanitizeForPath(slot)>`. */
+  slotDirectory(slot: string): string {
+    return slotDirectoryOf(slot, this.#options);
+  }
+
+  /**
+   * The slot's container, created or reused under a per-slot lock, so concurrent callers
+   * get one container. The first call of the process runs the orphan reaper (unless
+   * disabled). A warm call returns the cached id without asking Docker (a container that
+   * vanished since is noticed by the next exec, which acquires again). Bounded by
+   * `Defaults.provisionTimeoutMs`; a container still being made after that is labelled and
+   * gets reused by the next acquire.
+   */
+  async acquire(slot: string, signal?: AbortSignal): Promise<{ containerId: string }> {
+    const cached = this.#handles.get(slot);
+    if (cached !== undefined) return { containerId: cached };
+    return this.#slotLocks.run(slot, async () => {
+      const held = this.#handles.get(slot);
+      if (held !== undefined) return { containerId: held };
+      await this.#reapOnce();
+      const provisioning = provisionContainer({
+        docker: this.#docker,
+        profile: this.profile,
+        slot,
+        slotDir: this.slotDirectory(slot),
+        settings: this.#settings,
+        signal,
+      });
+      const containerId = await this.#guard("acquire", slot, () =>
+        withTimeout(provisioning, Defaults.provisionTimeoutMs, `acquiring ${slot}`),
+      );
+      this.#handles.set(slot, containerId);
+      return { containerId };
+    });
+  }
+
+  /**
+   * One-shot exec in the slot's container: a string runs under `sh -c`, an array as argv.
+   * Timeout/abort kill every process the exec started. Default timeout 120 s, output cap
+   * 1 MiB per stream.
+   */
+  async exec(
+    slot: string,
+    command: string | string[],
+    opts: ExecOptions = {},
+  ): Promise<ExecResult> {
+    const argv = typeof command === "string" ? ["sh", "-c", command] : command;
+    return this.#withContainer("exec", slot, (id) =>
+      execOnce(this.#docker, id, argv, { ...opts, killOnStop: true }),
+    );
+  }
+
+  /**
+   * Runs `command` in the session's persistent shell in the slot's container: cwd and
+   * exported env persist between this session's calls and never leak to another session.
+   * Calls of one session run one at a time. `opts.cwd` changes directory first (and
+   * persists like a `cd`); `opts.env` applies to this call only. When the shell cannot be
+   * opened the call runs as a one-shot exec with the same state (the shell is retried next
+   * call). The timeout counts from when the command starts, not while queued.
+   */
+  async run(
+    slot: string,
+    sessionKey: string,
+    command: string,
+    opts: ExecOptions = {},
+  ): Promise<ExecResult> {
+    return this.#shells.queue(slot, sessionKey, () =>
+      this.#withContainer("run", slot, (containerId) =>
+        this.#shells.run(slot, sessionKey, containerId, command, opts),
+      ),
+    );
+  }
+
+  /**
+   * Kills every process the session started (background ones too) in every container this
+   * sandbox holds, including its shell; the session's cwd/env survive for its next call.
+   * Returns how many processes were killed.
+   */
+  async killSession(sessionKey: string): Promise<number> {
+    return this.#guard("killSession", "*", () =>
+      this.#shells.kill(sessionKey, this.#handles.values()),
+    );
+  }
+
+  /** The slot's container and its state; `undefined` when the slot has none. */
+  async status(slot: string): Promise<{ containerId: string; state: ContainerState } | undefined> {
+    return this.#guard("status", slot, async () => {
+      let id = this.#handles.get(slot);
+      if (id === undefined) {
+        const found = await findSlotContainers(this.#docker, this.profile, slot);
+        id = (found.find((c) => c.State === "running") ?? found[0])?.Id;
+      }
+      if (id === undefined) return undefined;
+      try {
+        const info = await this.#docker.getContainer(id).inspect();
+        return { containerId: id, state: toState(info.State.Status) };
+      } catch (error) {
+        if (isNotFound(error)) return { containerId: id, state: "missing" as const };
+        throw error;
+      }
+    });
+  }
+
+  /**
+   * Ends a slot's use (SPEC §5). `force`: stop (10 s grace) and remove the container;
+   * dirs are deleted only with `deleteDirs: true` (what `/reset` asks for). Persistent mode
+   * without force: the container keeps running; only this process's handle and shells
+   * are dropped. Non-persistent: stop and remove, then delete the slot dirs unless
+   * `deleteDirs: false`. Bounded by a timeout; `shutdown()` awaits cleanups still running.
+   */
+  async cleanup(slot: string, opts: { force?: boolean; deleteDirs?: boolean } = {}): Promise<void> {
+    const force = opts.force === true;
+    const work = this.#slotLocks.run(slot, async () => {
+      const id = this.#dropSlot(slot);
+      if (!force && this.#settings.persistent) return;
+      const ids = new Set(id === undefined ? [] : [id]);
+      if (this.#settings.persistAcrossProcesses || id === undefined) {
+        for (const c of await findSlotContainers(this.#docker, this.profile, slot)) ids.add(c.Id);
+      }
+      for (const containerId of ids) {
+        await destroyContainer(this.#docker, containerId, Defaults.stopGraceSeconds);
+      }
+      const deleteDirs = force ? opts.deleteDirs === true : opts.deleteDirs !== false;
+      if (deleteDirs) await rm(this.slotDirectory(slot), { recursive: true, force: true });
+    });
+    await this.#guard("cleanup", slot, () =>
+      withTimeout(this.#track(work), Defaults.cleanupTimeoutMs, `cleanup of ${slot}`),
+    );
+  }
+
+  /**
+   * Reads a regular file from the slot's live container through the archive API, without
+   * starting one. `undefined` when the slot has no container or the path is not a regular
+   * file; over `maxBytes`, the real size comes back and the stream fails on read.
+   */
+  async readFile(
+    slot: string,
+    containerPath: string,
+    maxBytes: number,
+  ): Promise<ContainerFile | undefined> {
+    const current = await this.status(slot);
+    if (current === undefined || current.state !== "running") return undefined;
+    return this.#guard("readFile", slot, () =>
+      readContainerFile(this.#docker, current.containerId, containerPath, maxBytes),
+    );
+  }
+
+  /** This profile's containers (all states), newest first. */
+  async list(): Promise<ContainerSummary[]> {
+    return this.#guard("list", "*", () => listProfileContainers(this.#docker, this.profile));
+  }
+
+  /**
+   * Stops and removes a container of this profile, named by slot key or by container id
+   * or name. Slot dirs are kept. A container of another profile (or not ours) is refused;
+   * one that is already gone counts as removed.
+   */
+  async remove(containerIdOrSlot: string): Promise<void> {
+    const bySlot = await this.#guard("remove", containerIdOrSlot, () =>
+      findSlotContainers(this.#docker, this.profile, containerIdOrSlot),
+    );
+    if (bySlot.length > 0 || this.#handles.has(containerIdOrSlot)) {
+      await this.cleanup(containerIdOrSlot, { force: true, deleteDirs: false });
+      return;
+    }
+    const removed = await this.#guard("remove", containerIdOrSlot, () =>
+      removeOwnContainer(this.#docker, this.profile, containerIdOrSlot),
+    );
+    for (const [slot, id] of this.#handles) if (id === removed) this.#dropSlot(slot);
+  }
+
+  /**
+   * Removes this profile's exited containers older than `2 × max(60, lifetimeSeconds)`
+   * and their slot dirs. Runs whenever called (the CLI's `sandbox reap`); the automatic
+   * once-per-process run at first use honours `orphanReaper: false`.
+   */
+  async reapOrphans(opts: { now?: Date } = {}): Promise<ReapResult> {
+    return this.#guard("reapOrphans", "*", () =>
+      sweepOrphans({
+        docker: this.#docker,
+        profile: this.profile,
+        lifetimeSeconds: this.#settings.lifetimeSeconds,
+        now: opts.now ?? new Date(this.#now()),
+        sandboxRoots: sandboxRootsOf(this.#options.profileHome, this.#options.rootHome),
+      }),
+    );
+  }
+
+  /**
+   * Closes every session shell, cleans up non-persistent containers this process made,
+   * and waits (at most `timeoutMs`, default 15 s) for all outstanding cleanups.
+   */
+  async shutdown(timeoutMs: number = Defaults.shutdownTimeoutMs): Promise<void> {
+    this.#shells.closeAll();
+    if (!this.#settings.persistent) {
+      for (const slot of [...this.#handles.keys()]) this.cleanup(slot).catch(() => undefined);
+    }
+    const all = Promise.allSettled([...this.#pending]);
+    await withTimeout(all, timeoutMs, "sandbox shutdown").catch(() => undefined);
+  }
+
+  #dropSlot(slot: string): string | undefined {
+    const id = this.#handles.get(slot);
+    this.#handles.delete(slot);
+    this.#shells.closeSlot(slot);
+    return id;
+  }
+
+  #track<T>(work: Promise<T>): Promise<T> {
+    this.#pending.add(work);
+    const forget = () => this.#pending.delete(work);
+    work.then(forget, forget);
+    return work;
+  }
+
+  async #reapOnce(): Promise<void> {
+    if (!this.#settings.orphanReaper) return;
+    const key = `${this.#options.engine.endpoint}|${sanitizeLabelValue(this.profile)}`;
+    if (reapedThisProcess.has(key)) return;
+    reapedThisProcess.add(key);
+    try {
+      const result = await this.reapOrphans();
+      for (const failure of result.failed) {
+        this.#options.onWarning?.(`could not reap container ${failure.id}: ${failure.error}`);
+      }
+    } catch (error) {
+      this.#options.onWarning?.("orphan reaper failed", error);
+    }
+  }
+
+  /**
+   * Runs `fn` on the slot's container; when the container vanished or stopped underneath
+   * (404/409 on exec), drops the stale handle, acquires again and retries once.
+   */
+  async #withContainer<T>(
+    operation: string,
+    slot: string,
+    fn: (containerId: string) => Promise<T>,
+  ): Promise<T> {
+    const { containerId } = await this.acquire(slot);
+    try {
+      return await this.#guard(operation, slot, () => fn(containerId), containerId);
+    } catch (error) {
+      if (!(error instanceof SandboxError) || !isGone(error.cause)) throw error;
+      if (this.#handles.get(slot) === containerId) this.#handles.delete(slot);
+      const again = await this.acquire(slot);
+      return this.#guard(operation, slot, () => fn(again.containerId), again.containerId);
+    }
+  }
+
+  #guard<T>(
+    operation: string,
+    slot: string,
+    fn: () => Promise<T>,
+    containerId?: string,
+  ): Promise<T> {
+    return guarded(this.#options.engine.endpoint, { operation, slot, containerId }, fn);
+  }
+}

@@ -1,0 +1,208 @@
+import type { Duplex } from "node:stream";
+import type Docker from "dockerode";
+import { Defaults } from "./defaults.js";
+import { withTimeout } from "./docker-errors.js";
+import { FrameDecoder, StreamType } from "./frames.js";
+import { delay, execOnce, killMarked, randomHex } from "./one-shot-exec.js";
+import { MarkerScanner, OutputBuffer } from "./output.js";
+import {
+  CommandMarker,
+  type CommandSpec,
+  controllerCommand,
+  controllerInit,
+  SessionMarker,
+} from "./shell-scripts.js";
+import type { ExecOptions, ExecResult } from "./types.js";
+
+interface Running {
+  readonly out: MarkerScanner;
+  readonly err: MarkerScanner;
+  readonly settle: () => void;
+}
+
+/**
+ * One chat session's persistent shell inside its slot's container: a `docker exec` of
+ * `sh` with stdin attached (the "controller"). Each command runs in a forked subshell of
+ * the controller that restores the session's cwd and exports from a state file and saves
+ * them back on exit, so `cd`/`export`/`unset` persist while the controller stays clean and
+ * never runs user code itself; a warm call costs one fork instead of a `docker exec`.
+ * Non-exported variables, functions and aliases do not carry over between calls.
+ *
+ * Timeout/abort kills the command's processes (the controller's children, their
+ * descendants and everything marked with the command's id) and keeps the shell. Commands
+ * must be serialised by the caller; {@link SessionShell.run} assumes one at a time.
+ */
+export class SessionShell {
+  readonly containerId: string;
+  readonly sessionHash: string;
+  readonly #docker: Docker;
+  readonly #stream: Duplex;
+  #controllerPid = 0;
+  #alive = true;
+  #running: Running | undefined;
+
+  private constructor(docker: Docker, containerId: string, sessionHash: string, stream: Duplex) {
+    this.#docker = docker;
+    this.containerId = containerId;
+    this.sessionHash = sessionHash;
+    this.#stream = stream;
+    const decoder = new FrameDecoder((type, payload) => {
+      const running = this.#running;
+      if (running === undefined) return;
+      (type === StreamType.stderr ? running.err : running.out).push(payload);
+      if (running.out.done && running.err.done) running.settle();
+    });
+    stream.on("data", (chunk: Buffer) => decoder.push(chunk));
+    const died = () => {
+      this.#alive = false;
+      this.#running?.settle();
+    };
+    stream.once("end", died);
+    stream.once("close", died);
+    stream.on("error", died);
+  }
+
+  /** Starts the controller and waits until it reports ready (bounded). */
+  static async open(
+    docker: Docker,
+    containerId: string,
+    sessionHash: string,
+  ): Promise<SessionShell> {
+    const exec = await docker.getContainer(containerId).exec({
+      Cmd: ["sh"],
+      AttachStdin: true,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: false,
+      Env: [`${SessionMarker}=${sessionHash}`],
+    });
+    const stream = (await exec.start({
+      hijack: true,
+      stdin: true,
+      Detach: false,
+      Tty: false,
+    })) as Duplex;
+    const shell = new SessionShell(docker, containerId, sessionHash, stream);
+    try {
+      await withTimeout(shell.#start(), Defaults.shellOpenTimeoutMs, "opening the session shell");
+    } catch (error) {
+      shell.close();
+      throw error;
+    }
+    return shell;
+  }
+
+  get alive(): boolean {
+    return this.#alive;
+  }
+
+  /** The controller's pid inside the container. */
+  get controllerPid(): number {
+    return this.#controllerPid;
+  }
+
+  async #start(): Promise<void> {
+    const ready = `__mediagate_ready_${randomHex(8)}__`;
+    const out = new MarkerScanner(ready, () => {});
+    const err = new MarkerScanner(ready, () => {});
+    err.trailer = "";
+    await new Promise<void>((resolve) => {
+      this.#running = { out, err, settle: resolve };
+      this.#stream.write(controllerInit(this.sessionHash, ready));
+    });
+    this.#running = undefined;
+    const pid = Number.parseInt(out.trailer?.trim() ?? "", 10);
+    if (!this.#alive || Number.isNaN(pid)) throw new Error("the session shell did not start");
+    this.#controllerPid = pid;
+  }
+
+  /** Runs one command; the shell must be alive and idle. */
+  async run(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    const started = performance.now();
+    const cap = options.maxOutputBytes ?? Defaults.maxOutputBytes;
+    const stdout = new OutputBuffer(cap);
+    const stderr = new OutputBuffer(cap);
+    const end = `__mediagate_end_${randomHex(12)}__`;
+    const spec: CommandSpec = {
+      command,
+      sessionHash: this.sessionHash,
+      commandId: randomHex(8),
+      cwd: options.cwd,
+      env: options.env,
+    };
+    let stopReason: "timeout" | "abort" | undefined;
+    let wake: () => void = () => {};
+    const finished = new Promise<void>((resolve) => {
+      const running: Running = {
+        out: new MarkerScanner(end, (chunk) => stdout.push(chunk)),
+        err: new MarkerScanner(end, (chunk) => stderr.push(chunk)),
+        settle: resolve,
+      };
+      this.#running = running;
+    });
+    const stop = new Promise<void>((resolve) => {
+      wake = resolve;
+    });
+    const timer = setTimeout(() => {
+      stopReason ??= "timeout";
+      wake();
+    }, options.timeoutMs ?? Defaults.execTimeoutMs);
+    const onAbort = () => {
+      stopReason ??= "abort";
+      wake();
+    };
+    options.signal?.addEventListener("abort", onAbort, { once: true });
+    if (options.signal?.aborted) onAbort();
+    const running = this.#running;
+    try {
+      const sent = stopReason === undefined;
+      if (sent) this.#stream.write(controllerCommand(spec, end));
+      await Promise.race([finished, stop]);
+      if (sent && stopReason !== undefined && running !== undefined && !running.out.done) {
+        await killMarked(
+          this.#docker,
+          this.containerId,
+          `${CommandMarker}=${spec.commandId}`,
+          this.#controllerPid,
+        ).catch(() => 0);
+        await Promise.race([finished, delay(Defaults.killGraceMs)]);
+        if (!(running.out.done && running.err.done)) await this.#breakDown();
+      }
+    } finally {
+      clearTimeout(timer);
+      options.signal?.removeEventListener("abort", onAbort);
+      this.#running = undefined;
+    }
+    running?.out.flush();
+    running?.err.flush();
+    const code = Number.parseInt(running?.out.trailer ?? "", 10);
+    return {
+      exitCode: Number.isNaN(code) ? -1 : code,
+      stdout: stdout.text(),
+      stderr: stderr.text(),
+      truncated: stdout.truncated || stderr.truncated,
+      timedOut: stopReason === "timeout",
+      aborted: stopReason === "abort",
+      durationMs: performance.now() - started,
+    };
+  }
+
+  /** A command did not come back after its kill: give up on this shell. */
+  async #breakDown(): Promise<void> {
+    this.#alive = false;
+    if (this.#controllerPid > 0) {
+      const argv = ["kill", "-9", String(this.#controllerPid)];
+      await execOnce(this.#docker, this.containerId, argv, { killOnStop: false }).catch(
+        () => undefined,
+      );
+    }
+    this.close();
+  }
+
+  /** Closes the controller's stdin and the connection; the controller exits on EOF. */
+  close(): void {
+    this.#alive = false;
+    this.#stream.end();
+    this.#stream.destroy();
+  }
+}

@@ -1,0 +1,121 @@
+import { stat } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ImageMissingError, LabelKeys } from "../src/index.js";
+import { containersOf, docker, type Fixture, fixture } from "./helpers.js";
+
+let fx: Fixture;
+beforeAll(async () => {
+  fx = await fixture();
+});
+afterAll(async () => {
+  await fx.dispose();
+});
+
+describe("acquire", () => {
+  it("creates a labelled, hardened container with Init and the slot dirs bound", async () => {
+    const sandbox = fx.sandbox({
+      memoryBytes: 256 * 1024 * 1024,
+      nanoCpus: 500_000_000,
+      volumes: ["/tmp:/hosttmp:ro"],
+    });
+    const slot = "session:agent:x:telegram:dm:42";
+    const { containerId } = await sandbox.acquire(slot);
+    const info = await docker.getContainer(containerId).inspect();
+    expect(info.State.Running).toBe(true);
+    expect(info.Config.Labels).toMatchObject({
+      [LabelKeys.agent]: "1",
+      [LabelKeys.slot]: "session_agent_x_telegram_dm_42",
+      [LabelKeys.profile]: fx.profile,
+    });
+    expect(info.Config.Cmd).toEqual(["sleep", "infinity"]);
+    expect(info.Config.WorkingDir).toBe("/workspace");
+    const host = info.HostConfig;
+    expect(host.Init).toBe(true);
+    expect(host.CapDrop).toEqual(["ALL"]);
+    expect(host.SecurityOpt).toEqual(["no-new-privileges"]);
+    expect(host.PidsLimit).toBe(256);
+    expect(host.NetworkMode).toBe("none");
+    expect(host.Memory).toBe(256 * 1024 * 1024);
+    expect(host.NanoCpus).toBe(500_000_000);
+    const dir = sandbox.slotDirectory(slot);
+    expect(dir).toBe(
+      join(fx.home, "profiles", fx.profile, "sandboxes/docker", "session_agent_x_telegram_dm_42-") +
+        dir.slice(-12),
+    );
+    expect(host.Binds).toEqual([
+      `${dir}/workspace:/workspace`,
+      `${dir}/home:/root`,
+      "/tmp:/hosttmp:ro",
+    ]);
+    expect((await stat(join(dir, "workspace"))).isDirectory()).toBe(true);
+    const written = await sandbox.exec(slot, "echo hello > /workspace/f.txt && echo ok");
+    expect(written.stdout).toBe("ok\n");
+    expect((await stat(join(dir, "workspace/f.txt"))).size).toBe(6);
+  });
+
+  it("uses tmpfs instead of binds for a non-persistent filesystem", async () => {
+    const sandbox = fx.sandbox({ persistent: false });
+    const { containerId } = await sandbox.acquire("task-tmpfs");
+    const info = await docker.getContainer(containerId).inspect();
+    expect(info.HostConfig.Binds ?? []).toEqual([]);
+    expect(Object.keys(info.HostConfig.Tmpfs ?? {}).sort()).toEqual(["/root", "/workspace"]);
+    const mounts = await sandbox.exec("task-tmpfs", "grep -E ' /(workspace|root) ' /proc/mounts");
+    expect(mounts.stdout).toMatch(/tmpfs \/workspace tmpfs/);
+  });
+
+  it("makes one container per slot under 20 concurrent acquires", async () => {
+    const sandbox = fx.sandbox();
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => sandbox.acquire("concurrent")),
+    );
+    const ids = new Set(results.map((r) => r.containerId));
+    expect(ids.size).toBe(1);
+    const slotContainers = (await containersOf(fx.profile)).filter(
+      (c) => c.Labels[LabelKeys.slot] === "concurrent",
+    );
+    expect(slotContainers.map((c) => c.Id)).toEqual([...ids]);
+  });
+
+  it("makes one container per slot under 20 concurrent acquires from separate sandboxes", async () => {
+    const sandboxes = Array.from({ length: 20 }, () => fx.sandbox({ orphanReaper: false }));
+    const results = await Promise.all(sandboxes.map((s) => s.acquire("racing")));
+    expect(new Set(results.map((r) => r.containerId)).size).toBe(1);
+    const slotContainers = (await containersOf(fx.profile)).filter(
+      (c) => c.Labels[LabelKeys.slot] === "racing",
+    );
+    expect(slotContainers).toHaveLength(1);
+  });
+
+  it("gives different slots different containers", async () => {
+    const sandbox = fx.sandbox();
+    const [a, b] = await Promise.all([sandbox.acquire("slot-a"), sandbox.acquire("slot-b")]);
+    expect(a.containerId).not.toBe(b.containerId);
+  });
+
+  it("reports a missing image as ImageMissingError and pulls nothing", async () => {
+    const sandbox = fx.sandbox({ image: "mediagate-no-such-image:never" });
+    const error = await sandbox.acquire("no-image").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ImageMissingError);
+    expect(error).toMatchObject({
+      name: "ImageMissingError",
+      image: "mediagate-no-such-image:never",
+    });
+  });
+
+  it("recovers when its container was removed behind its back", async () => {
+    const sandbox = fx.sandbox();
+    const first = await sandbox.acquire("vanishing");
+    await docker.getContainer(first.containerId).remove({ force: true });
+    const result = await sandbox.exec("vanishing", "echo back");
+    expect(result.stdout).toBe("back\n");
+    expect((await sandbox.status("vanishing"))?.containerId).not.toBe(first.containerId);
+  });
+
+  it("honours an aborted signal", async () => {
+    const sandbox = fx.sandbox();
+    await expect(sandbox.acquire("aborted", AbortSignal.abort())).rejects.toMatchObject({
+      name: "AbortError",
+    });
+  });
+});

@@ -1,0 +1,85 @@
+import { execFile } from "node:child_process";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { containerLabels } from "../src/labels.js";
+import { containersOf, docker, type Fixture, fixture, TestImage } from "./helpers.js";
+
+const script = join(dirname(fileURLToPath(import.meta.url)), "fixtures/acquire-slot.mjs");
+
+async function acquireInOtherProcess(fx: Fixture, slot: string, persist = true): Promise<string> {
+  const { stdout } = await promisify(execFile)(process.execPath, [
+    script,
+    fx.profile,
+    fx.home,
+    slot,
+    String(persist),
+  ]);
+  const parsed: unknown = JSON.parse(stdout);
+  if (typeof parsed !== "object" || parsed === null || !("containerId" in parsed))
+    throw new Error(stdout);
+  return String(parsed.containerId);
+}
+
+let fx: Fixture;
+beforeAll(async () => {
+  fx = await fixture();
+});
+afterAll(async () => {
+  await fx.dispose();
+});
+
+describe("cross-process reuse", () => {
+  it("gives a second Node process the same running container", async () => {
+    const { containerId } = await fx.sandbox().acquire("default");
+    expect(await acquireInOtherProcess(fx, "default")).toBe(containerId);
+  });
+
+  it("starts a stopped container and reuses it", async () => {
+    const first = await acquireInOtherProcess(fx, "stopped");
+    await docker.getContainer(first).stop({ t: 1 });
+    const { containerId } = await fx.sandbox().acquire("stopped");
+    expect(containerId).toBe(first);
+    expect((await docker.getContainer(first).inspect()).State.Running).toBe(true);
+  });
+
+  it("replaces a container that cannot be started", async () => {
+    const broken = await docker.createContainer({
+      Image: TestImage,
+      Cmd: ["/no/such/binary"],
+      Labels: containerLabels(fx.profile, "broken"),
+    });
+    const { containerId } = await fx.sandbox().acquire("broken");
+    expect(containerId).not.toBe(broken.id);
+    expect((await docker.getContainer(containerId).inspect()).State.Running).toBe(true);
+    await expect(broken.inspect()).rejects.toMatchObject({ statusCode: 404 });
+  });
+
+  it("shares one container for a shared slot across profiles", async () => {
+    const slot = `shared:team-${fx.profile}`;
+    const mine = await fx.sandbox().acquire(slot);
+    const neighbour = await fixture();
+    try {
+      const theirs = await neighbour.sandbox().acquire(slot);
+      expect(theirs.containerId).toBe(mine.containerId);
+      expect(dirname(neighbour.sandbox().slotDirectory(slot))).toBe(
+        join(neighbour.home, "sandboxes/docker"),
+      );
+    } finally {
+      await neighbour.dispose();
+    }
+  });
+
+  it("skips the probe and makes a fresh container when persistAcrossProcesses is off", async () => {
+    const { containerId } = await fx.sandbox().acquire("private");
+    const other = await acquireInOtherProcess(fx, "private", false);
+    expect(other).not.toBe(containerId);
+    const mine = await fx.sandbox({ persistAcrossProcesses: false }).acquire("private");
+    expect(new Set([containerId, other, mine.containerId]).size).toBe(3);
+    const running = (await containersOf(fx.profile)).filter(
+      (c) => c.Labels["mediagate.slot"] === "private",
+    );
+    expect(running).toHaveLength(3);
+  });
+});

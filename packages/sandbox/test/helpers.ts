@@ -1,0 +1,114 @@
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Docker from "dockerode";
+import { connectDocker, Defaults, LabelKeys, Sandbox, type SandboxSettings } from "../src/index.js";
+
+export const TestImage = "mediagate-sandbox:test";
+
+/** A raw client for assertions and for setting up containers the sandbox did not make. */
+export const docker = new Docker({ socketPath: "/var/run/docker.sock" });
+
+export function testSettings(overrides: Partial<SandboxSettings> = {}): SandboxSettings {
+  return { ...Defaults.settings, image: TestImage, ...overrides };
+}
+
+/** A profile name no other test run uses, so runs never see each other's containers. */
+export function uniqueProfile(): string {
+  return `t-${randomBytes(5).toString("hex")}`;
+}
+
+export interface Fixture {
+  readonly profile: string;
+  readonly home: string;
+  sandbox(overrides?: Partial<SandboxSettings>, extra?: { now?: () => number }): Sandbox;
+  /** Removes every container labelled with this fixture's profile and its temp home. */
+  dispose(): Promise<void>;
+}
+
+export async function fixture(): Promise<Fixture> {
+  const profile = uniqueProfile();
+  const home = await mkdtemp(join(tmpdir(), "mg-sandbox-"));
+  const made: Sandbox[] = [];
+  return {
+    profile,
+    home,
+    sandbox(overrides = {}, extra = {}) {
+      const sandbox = new Sandbox({
+        engine: connectDocker(),
+        profile,
+        profileHome: join(home, "profiles", profile),
+        rootHome: home,
+        settings: testSettings(overrides),
+        ...(extra.now === undefined ? {} : { now: extra.now }),
+      });
+      made.push(sandbox);
+      return sandbox;
+    },
+    async dispose() {
+      for (const sandbox of made) await sandbox.shutdown(5_000);
+      await removeProfileContainers(profile);
+      // A failed test can leave acquires in flight; sweep again once they have landed.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await removeProfileContainers(profile);
+      await rm(home, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function removeProfileContainers(profile: string): Promise<void> {
+  const found = await docker.listContainers({
+    all: true,
+    filters: { label: [`${LabelKeys.profile}=${profile}`] },
+  });
+  await Promise.all(
+    found.map((c) =>
+      docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => undefined),
+    ),
+  );
+}
+
+export async function containersOf(profile: string): Promise<Docker.ContainerInfo[]> {
+  return docker.listContainers({
+    all: true,
+    filters: { label: [`${LabelKeys.profile}=${profile}`] },
+  });
+}
+
+/** Command lines of the processes running in a container, via `ps` (busybox). */
+export async function processList(containerId: string): Promise<string[]> {
+  const exec = await docker.getContainer(containerId).exec({
+    Cmd: ["ps", "-o", "pid,args"],
+    AttachStdout: true,
+    AttachStderr: true,
+  });
+  const stream = await exec.start({ hijack: true, stdin: false });
+  const chunks: Buffer[] = [];
+  stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+  await new Promise((resolve) => stream.on("end", resolve));
+  return demux(Buffer.concat(chunks)).split("\n").slice(1).filter(Boolean);
+}
+
+function demux(buffer: Buffer): string {
+  let out = "";
+  let rest = buffer;
+  while (rest.length >= 8) {
+    const length = rest.readUInt32BE(4);
+    out += rest.subarray(8, 8 + length).toString("utf8");
+    rest = rest.subarray(8 + length);
+  }
+  return out;
+}
+
+/** Polls until `check` holds (Docker reports some changes a moment later), at most ~5 s. */
+export async function eventually(check: () => Promise<boolean>): Promise<boolean> {
+  for (let i = 0; i < 50; i++) {
+    if (await check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return false;
+}

@@ -1,0 +1,121 @@
+import { access } from "node:fs/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dockerOf } from "../src/docker-client.js";
+import { connectDocker } from "../src/index.js";
+import { containerLabels } from "../src/labels.js";
+import { sweepOrphans } from "../src/reaper.js";
+import { docker, type Fixture, fixture, TestImage } from "./helpers.js";
+
+const exists = (path: string) =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
+const alive = (id: string) =>
+  docker
+    .getContainer(id)
+    .inspect()
+    .then(
+      () => true,
+      () => false,
+    );
+/** Far enough ahead that anything exited now is older than 2 × 300 s. */
+const later = () => Date.now() + 11 * 60_000;
+
+/** A container of `profile` that exited just now (sleep 0 under the test image). */
+async function exitedContainer(profile: string, slot: string): Promise<string> {
+  const container = await docker.createContainer({
+    Image: TestImage,
+    Cmd: ["true"],
+    Labels: containerLabels(profile, slot),
+  });
+  await container.start();
+  await container.wait();
+  return container.id;
+}
+
+let fx: Fixture;
+let other: Fixture;
+beforeAll(async () => {
+  fx = await fixture();
+  other = await fixture();
+});
+afterAll(async () => {
+  await fx.dispose();
+  await other.dispose();
+});
+
+describe("orphan reaper", () => {
+  it("removes old exited containers of its profile with their slot dirs, nothing else", async () => {
+    const sandbox = fx.sandbox({ orphanReaper: false });
+    const running = await sandbox.acquire("running");
+    const persisted = await sandbox.acquire("stopped-slot");
+    await docker.getContainer(persisted.containerId).stop({ t: 0 });
+    const plain = await exitedContainer(fx.profile, "plain");
+    const foreign = await exitedContainer(other.profile, "plain");
+
+    const young = await sandbox.reapOrphans();
+    expect(young.removed).toEqual([]);
+
+    const result = await sandbox.reapOrphans({ now: new Date(later()) });
+    expect(result.removed.sort()).toEqual([persisted.containerId, plain].sort());
+    expect(result.failed).toEqual([]);
+    expect(await alive(running.containerId)).toBe(true);
+    expect(await alive(foreign)).toBe(true);
+    expect(await alive(plain)).toBe(false);
+    expect(await exists(sandbox.slotDirectory("stopped-slot"))).toBe(false);
+    expect(await exists(sandbox.slotDirectory("running"))).toBe(true);
+  });
+
+  it("respects the lifetime: 2 × max(60, lifetimeSeconds)", async () => {
+    const sandbox = fx.sandbox({ orphanReaper: false, lifetimeSeconds: 3600 });
+    const id = await exitedContainer(fx.profile, "long-lived");
+    expect((await sandbox.reapOrphans({ now: new Date(Date.now() + 7000_000) })).removed).toEqual(
+      [],
+    );
+    expect(await alive(id)).toBe(true);
+    expect((await sandbox.reapOrphans({ now: new Date(Date.now() + 7300_000) })).removed).toEqual([
+      id,
+    ]);
+  });
+
+  it("keeps sweeping after one removal fails", async () => {
+    const first = await exitedContainer(fx.profile, "fail-a");
+    const second = await exitedContainer(fx.profile, "fail-b");
+    const client = dockerOf(connectDocker());
+    const result = await sweepOrphans({
+      docker: client,
+      profile: fx.profile,
+      lifetimeSeconds: 300,
+      now: new Date(later()),
+      sandboxRoots: [],
+      remove: async (id) => {
+        if (id === first) throw new Error("device busy");
+        await client.getContainer(id).remove();
+      },
+    });
+    expect(result.failed).toEqual([{ id: first, error: "device busy" }]);
+    expect(result.removed).toContain(second);
+    expect(await alive(first)).toBe(true);
+    expect(await alive(second)).toBe(false);
+  });
+
+  it("runs once per process at first use, and not at all when disabled", async () => {
+    const profile = await fixture();
+    try {
+      const early = await exitedContainer(profile.profile, "early");
+      const disabled = profile.sandbox({ orphanReaper: false }, { now: later });
+      await disabled.acquire("x");
+      expect(await alive(early)).toBe(true);
+
+      await profile.sandbox({}, { now: later }).acquire("y");
+      expect(await alive(early)).toBe(false);
+
+      const late = await exitedContainer(profile.profile, "late");
+      await profile.sandbox({}, { now: later }).acquire("z");
+      expect(await alive(late)).toBe(true);
+    } finally {
+      await profile.dispose();
+    }
+  });
+});
