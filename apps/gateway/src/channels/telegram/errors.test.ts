@@ -1,0 +1,87 @@
+import { GrammyError, HttpError } from "grammy";
+import { describe, expect, it } from "vitest";
+import { RateLimitedError } from "../../delivery/retry.js";
+import { classifyTelegramError, failureFacts, TelegramDeliveryError } from "./errors.js";
+import { redactToken } from "./redact.js";
+
+const token = "987654:AAH-secret_token_value";
+
+const apiError = (code: number, description: string, retryAfter?: number) =>
+  new GrammyError(
+    "Call to 'sendMessage' failed!",
+    {
+      ok: false,
+      error_code: code,
+      description,
+      ...(retryAfter === undefined ? {} : { parameters: { retry_after: retryAfter } }),
+    },
+    "sendMessage",
+    {},
+  );
+
+describe("classifyTelegramError", () => {
+  it.each([
+    [
+      "429 with retry_after",
+      apiError(429, "Too Many Requests", 5),
+      { retry: true, afterSeconds: 5 },
+    ],
+    ["500", apiError(500, "Internal Server Error"), { retry: true }],
+    ["502", apiError(502, "Bad Gateway"), { retry: true }],
+    ["400", apiError(400, "Bad Request: chat not found"), { retry: false }],
+    ["403", apiError(403, "Forbidden: bot was blocked by the user"), { retry: false }],
+    [
+      "connection refused",
+      new HttpError("Network request for 'sendMessage' failed!", new Error("connect ECONNREFUSED")),
+      { retry: true },
+    ],
+    [
+      "timeout after sending",
+      new HttpError("x", new Error("Request to 'sendMessage' timed out after 500 seconds")),
+      { retry: false },
+    ],
+    ["anything else", new Error("boom"), { retry: false }],
+  ])("%s", (_name, error, verdict) => {
+    expect(classifyTelegramError(error)).toEqual(verdict);
+  });
+});
+
+describe("token hygiene", () => {
+  it("removes the token and bot URL segments from text", () => {
+    const text = `request to http://127.0.0.1:1/bot${token}/sendMessage failed; other /bot1:abc/x; ${token}`;
+    const clean = redactToken(text, token);
+    expect(clean).not.toContain(token);
+    expect(clean).not.toContain("AAH-secret");
+    expect(clean).not.toContain("1:abc");
+  });
+
+  it("keeps an HttpError's cause but not the URL token it embeds", () => {
+    const cause = new Error(
+      `request to http://127.0.0.1:9/bot${token}/sendPhoto failed, reason: socket hang up`,
+    );
+    const facts = failureFacts(
+      new HttpError("Network request for 'sendPhoto' failed!", cause),
+      token,
+    );
+    expect(facts.description).toContain("socket hang up");
+    expect(JSON.stringify(facts)).not.toContain(token);
+  });
+
+  it("builds a TelegramDeliveryError that knows rate limits and photo rejections", () => {
+    const limited = new TelegramDeliveryError(
+      "sendPhoto",
+      failureFacts(new RateLimitedError(90, 1), token),
+    );
+    expect(limited).toMatchObject({ rateLimited: true, retryAfterSeconds: 90, status: 429 });
+    const photo = new TelegramDeliveryError(
+      "sendPhoto",
+      failureFacts(apiError(400, "Bad Request: PHOTO_INVALID_DIMENSIONS"), token),
+    );
+    expect(photo.photoRejected).toBe(true);
+    const chat = new TelegramDeliveryError(
+      "sendPhoto",
+      failureFacts(apiError(400, "Bad Request: chat not found"), token),
+    );
+    expect(chat.photoRejected).toBe(false);
+  });
+});

@@ -1,0 +1,176 @@
+import type { MediaKind, ReadyMedia } from "@mediagate/media";
+import { type Api, InputFile } from "grammy";
+import type { Logger } from "pino";
+import type { DeliveryOutcome } from "../types.js";
+import { TelegramDeliveryError } from "./errors.js";
+import { redactToken } from "./redact.js";
+import type { TelegramCaller } from "./sender.js";
+import type { OutgoingTarget } from "./target.js";
+
+/** grammY types signals with the `abort-controller` polyfill; a native one works at runtime. */
+export type GrammySignal = Parameters<Api["sendMessage"]>[3];
+export const grammySignal = (signal: AbortSignal | undefined): GrammySignal =>
+  signal as GrammySignal;
+
+/** What a media send needs: the API, the retrying caller and where the reply goes. */
+export interface MediaSendContext {
+  readonly api: Api;
+  readonly caller: TelegramCaller;
+  readonly target: OutgoingTarget;
+  readonly logger: Logger;
+  readonly token: string;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** Outcomes of one step, and whether the caption it carried reached the chat. */
+export interface StepResult {
+  readonly outcomes: readonly DeliveryOutcome[];
+  readonly captionDelivered: boolean;
+}
+
+/** The send method for each kind. */
+export const SendMethods = {
+  photo: "sendPhoto",
+  animation: "sendAnimation",
+  video: "sendVideo",
+  audio: "sendAudio",
+  voice: "sendVoice",
+  document: "sendDocument",
+} as const satisfies Record<MediaKind, string>;
+
+/**
+ * A fresh upload of the item: each call opens a new stream from byte 0 of the held
+ * descriptor, so a retry sends the whole file again.
+ */
+function upload(item: ReadyMedia): InputFile {
+  return new InputFile(() => item.file.stream(), item.filename);
+}
+
+function sendAs(ctx: MediaSendContext, item: ReadyMedia, kind: MediaKind, caption?: string) {
+  const { api, target } = ctx;
+  const signal = grammySignal(ctx.signal);
+  const other = { ...target.options(), ...(caption === undefined ? {} : { caption }) };
+  const chat = target.chat;
+  const request = (): Promise<unknown> => {
+    switch (kind) {
+      case "photo":
+        return api.sendPhoto(chat, upload(item), other, signal);
+      case "animation":
+        return api.sendAnimation(chat, upload(item), other, signal);
+      case "video":
+        return api.sendVideo(chat, upload(item), other, signal);
+      case "audio":
+        return api.sendAudio(chat, upload(item), other, signal);
+      case "voice":
+        return api.sendVoice(chat, upload(item), other, signal);
+      case "document":
+        return api.sendDocument(chat, upload(item), other, signal);
+    }
+  };
+  return ctx.caller.call(SendMethods[kind], target.chatId, request, ctx.signal);
+}
+
+function delivered(item: ReadyMedia, kind: MediaKind): DeliveryOutcome {
+  return { status: "delivered", path: item.path, kind };
+}
+
+/** The typed outcome of a failed upload; the error text is token-free. */
+export function failedOutcome(item: ReadyMedia, error: unknown, token: string): DeliveryOutcome {
+  if (error instanceof TelegramDeliveryError) {
+    if (error.rateLimited) {
+      return {
+        status: "rate_limited",
+        path: item.path,
+        retryAfterSeconds: error.retryAfterSeconds ?? 0,
+      };
+    }
+    return { status: "upload_failed", path: item.path, error: error.message };
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return { status: "upload_failed", path: item.path, error: redactToken(message, token) };
+}
+
+/**
+ * Sends one item by its kind. A photo Telegram refuses as a photo (dimensions, size) is
+ * resent as a document — same bytes, same caption.
+ */
+export async function sendSingle(
+  ctx: MediaSendContext,
+  item: ReadyMedia,
+  caption?: string,
+): Promise<StepResult> {
+  try {
+    await sendAs(ctx, item, item.kind, caption);
+    ctx.target.sent();
+    return { outcomes: [delivered(item, item.kind)], captionDelivered: caption !== undefined };
+  } catch (error) {
+    if (item.kind === "photo" && error instanceof TelegramDeliveryError && error.photoRejected) {
+      ctx.logger.info(
+        { path: item.path, filename: item.filename, description: error.facts.description },
+        "telegram refused the photo; resending it as a document",
+      );
+      try {
+        await sendAs(ctx, item, "document", caption);
+        ctx.target.sent();
+        return { outcomes: [delivered(item, "document")], captionDelivered: caption !== undefined };
+      } catch (fallbackError) {
+        return {
+          outcomes: [failedOutcome(item, fallbackError, ctx.token)],
+          captionDelivered: false,
+        };
+      }
+    }
+    return { outcomes: [failedOutcome(item, error, ctx.token)], captionDelivered: false };
+  }
+}
+
+/**
+ * Sends 2–10 photos as one album, the caption on the first. When Telegram refuses a photo of
+ * the album, each photo is sent on its own (so only the refused ones become documents).
+ */
+export async function sendAlbum(
+  ctx: MediaSendContext,
+  items: readonly ReadyMedia[],
+  caption?: string,
+): Promise<StepResult> {
+  const { api, target, signal } = ctx;
+  const request = () =>
+    api.sendMediaGroup(
+      target.chat,
+      items.map((item, i) => ({
+        type: "photo" as const,
+        media: upload(item),
+        ...(i === 0 && caption !== undefined ? { caption } : {}),
+      })),
+      target.options(),
+      grammySignal(signal),
+    );
+  try {
+    await ctx.caller.call("sendMediaGroup", target.chatId, request, signal);
+    target.sent();
+    return {
+      outcomes: items.map((item) => delivered(item, "photo")),
+      captionDelivered: caption !== undefined,
+    };
+  } catch (error) {
+    if (!(error instanceof TelegramDeliveryError && error.photoRejected)) {
+      return {
+        outcomes: items.map((item) => failedOutcome(item, error, ctx.token)),
+        captionDelivered: false,
+      };
+    }
+    ctx.logger.info(
+      { photos: items.length, description: error.facts.description },
+      "telegram refused an album photo; sending the photos one by one",
+    );
+    const outcomes: DeliveryOutcome[] = [];
+    let captionDelivered = false;
+    for (const item of items) {
+      const pending = captionDelivered ? undefined : caption;
+      const result = await sendSingle(ctx, item, pending);
+      outcomes.push(...result.outcomes);
+      captionDelivered ||= result.captionDelivered;
+    }
+    return { outcomes, captionDelivered };
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * Splitting long replies into platform-sized messages (SPEC §7): Telegram allows 4096 UTF-16
+ * units per message, Discord 2000 characters. Platform-neutral: the limit and the way length
+ * is measured are parameters.
+ */
+
+/** Options of {@link splitText}. */
+export interface SplitTextOptions {
+  /** Largest chunk, in `measure` units. At least 16. */
+  readonly maxLength: number;
+  /**
+   * Length of a string in the platform's units. Must be additive (the length of `a + b` is
+   * the length of `a` plus that of `b`). Default: UTF-16 code units (`text.length`), which is
+   * how Telegram counts.
+   */
+  readonly measure?: ((text: string) => number) | undefined;
+}
+
+/** UTF-16 code units: Telegram's unit for message and caption limits. */
+export const utf16Length = (text: string): number => text.length;
+
+/** Unicode code points. */
+export const codePointLength = (text: string): number => {
+  let count = 0;
+  for (const _ of text) count++;
+  return count;
+};
+
+const MinMaxLength = 16;
+const FenceClose = "```";
+/** A line that opens a fenced code block (up to 3 spaces of indent, 3+ backticks). */
+const FenceOpenLine = /^ {0,3}`{3,}/;
+/** A line that closes one: backticks only, no info string. */
+const FenceCloseLine = /^ {0,3}`{3,}\s*$/;
+
+/**
+ * Splits `text` into chunks of at most `maxLength` units each. A chunk ends at the last
+ * newline that fits, else at the last space, else hard at the limit; whitespace at the cut
+ * (trailing blanks, the separator, blank lines) is dropped, nothing else is. A surrogate pair is never split. A chunk that ends inside a
+ * fenced code block (```) is closed with a fence, and the next chunk reopens it with the same
+ * opening line (language kept), so every chunk renders on its own. Whitespace-only chunks are
+ * dropped (platforms refuse empty messages); empty text gives no chunks.
+ */
+export function splitText(text: string, options: SplitTextOptions): string[] {
+  const { maxLength } = options;
+  const measure = options.measure ?? utf16Length;
+  if (!Number.isInteger(maxLength) || maxLength < MinMaxLength) {
+    throw new RangeError(
+      `maxLength must be an integer of at least ${MinMaxLength}, got ${maxLength}`,
+    );
+  }
+  const closing = `\n${FenceClose}`;
+  const closingLength = measure(closing);
+  const chunks: string[] = [];
+  let position = 0;
+  let openFence: string | undefined;
+  while (position < text.length) {
+    const reopen = openFence === undefined ? "" : `${reopenLine(openFence, maxLength, measure)}\n`;
+    const budget = maxLength - measure(reopen);
+    const end = fit(text, position, budget, measure);
+    if (end === text.length) {
+      chunks.push(reopen + text.slice(position));
+      break;
+    }
+    let cut = chooseCut(text, position, end);
+    let piece = text.slice(position, cut.pieceEnd);
+    let fenceAfter = fenceStateAfter(piece, openFence);
+    if (fenceAfter !== undefined) {
+      cut = chooseCut(text, position, fit(text, position, budget - closingLength, measure));
+      piece = text.slice(position, cut.pieceEnd);
+      fenceAfter = fenceStateAfter(piece, openFence);
+    }
+    chunks.push(reopen + piece.trimEnd() + (fenceAfter === undefined ? "" : closing));
+    position = cut.nextStart;
+    // Blank lines at a cut would only pad the next message.
+    while (text[position] === "\n") position++;
+    openFence = fenceAfter;
+  }
+  return chunks.filter((chunk) => chunk.trim() !== "");
+}
+
+/**
+ * The end index of the longest run from `start` measuring at most `budget`, on a code point
+ * boundary. Always advances by at least one code point so splitting terminates.
+ */
+function fit(text: string, start: number, budget: number, measure: (s: string) => number): number {
+  if (measure === utf16Length) {
+    let end = Math.min(text.length, start + Math.max(budget, 1));
+    if (end < text.length && isHighSurrogate(text.charCodeAt(end - 1))) {
+      if (isLowSurrogate(text.charCodeAt(end))) end = end - 1 > start ? end - 1 : end + 1;
+    }
+    return end;
+  }
+  let used = 0;
+  let end = start;
+  while (end < text.length) {
+    const step = codePointWidth(text, end);
+    const cost = measure(text.slice(end, end + step));
+    if (used + cost > budget && end > start) break;
+    used += cost;
+    end += step;
+  }
+  return end;
+}
+
+/** Where to cut within `[start, end)`: after the last newline, else the last space, else `end`. */
+function chooseCut(
+  text: string,
+  start: number,
+  end: number,
+): { pieceEnd: number; nextStart: number } {
+  if (end >= text.length) return { pieceEnd: text.length, nextStart: text.length };
+  const window = text.slice(start, end);
+  // A separator right at the cut point also counts: the chunk then ends just before it.
+  const separatorAtEnd = text[end] === "\n" || text[end] === " " ? text[end] : undefined;
+  const newline = separatorAtEnd === "\n" ? window.length : window.lastIndexOf("\n");
+  if (newline > 0) return { pieceEnd: start + newline, nextStart: start + newline + 1 };
+  const space = separatorAtEnd === " " ? window.length : window.lastIndexOf(" ");
+  if (space > 0) return { pieceEnd: start + space, nextStart: start + space + 1 };
+  return { pieceEnd: end, nextStart: end };
+}
+
+/** The opening fence line still open after `piece`, given the one open before it. */
+function fenceStateAfter(piece: string, open: string | undefined): string | undefined {
+  let state = open;
+  for (const line of piece.split("\n")) {
+    if (state === undefined) {
+      if (FenceOpenLine.test(line)) state = line.trim();
+    } else if (FenceCloseLine.test(line)) {
+      state = undefined;
+    }
+  }
+  return state;
+}
+
+/** The line that reopens a fence in the next chunk; a plain fence if the original is long. */
+function reopenLine(open: string, maxLength: number, measure: (s: string) => number): string {
+  return measure(open) <= Math.floor(maxLength / 4) ? open : FenceClose;
+}
+
+function codePointWidth(text: string, index: number): number {
+  return isHighSurrogate(text.charCodeAt(index)) && isLowSurrogate(text.charCodeAt(index + 1))
+    ? 2
+    : 1;
+}
+
+const isHighSurrogate = (code: number): boolean => code >= 0xd800 && code <= 0xdbff;
+const isLowSurrogate = (code: number): boolean => code >= 0xdc00 && code <= 0xdfff;
