@@ -1,0 +1,119 @@
+import {
+  DiscordAPIError,
+  DiscordjsError,
+  DiscordjsErrorCodes,
+  HTTPError,
+  RateLimitError,
+} from "discord.js";
+import { RateLimitedError, type RetryVerdict } from "../../delivery/retry.js";
+
+/**
+ * A Discord request failed for good (after the retry policy gave up). Carries the HTTP status
+ * and Discord's error code when Discord answered, never the request URL or body.
+ */
+export class DiscordRequestError extends Error {
+  override readonly name = "DiscordRequestError";
+  readonly platform = "discord";
+
+  constructor(
+    readonly operation: string,
+    readonly status: number | undefined,
+    readonly code: number | string | undefined,
+    message: string,
+  ) {
+    super(`discord ${operation} failed: ${message}`);
+  }
+}
+
+/** How one failed attempt should be treated by the retry policy. */
+export type AttemptFailure =
+  | { readonly kind: "rate_limited"; readonly retryAfterMs: number }
+  | { readonly kind: "server_error"; readonly status: number }
+  | { readonly kind: "network" }
+  | { readonly kind: "rejected"; readonly status: number; readonly code: number | string };
+
+const NetworkCodes = new Set([
+  "ECONNRESET",
+  "ECONNREFUSED",
+  "ETIMEDOUT",
+  "EPIPE",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "UND_ERR_SOCKET",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_HEADERS_TIMEOUT",
+  "UND_ERR_BODY_TIMEOUT",
+]);
+
+/**
+ * Classifies an error thrown by the delivery REST instance (`retries: 0`,
+ * `rejectOnRateLimit: () => true`): a `RateLimitError` is a 429 (or an exhausted bucket),
+ * `HTTPError` a 5xx, `DiscordAPIError` a 4xx Discord refused, and an `AbortError` (discord.js's
+ * request timeout) or a socket error a transport failure. Message creates carry an enforced
+ * nonce, so even a request that may have been processed is safe to repeat.
+ */
+export function classifyFailure(error: unknown): AttemptFailure | undefined {
+  if (error instanceof RateLimitError)
+    return { kind: "rate_limited", retryAfterMs: error.retryAfter };
+  if (error instanceof HTTPError) return { kind: "server_error", status: error.status };
+  if (error instanceof DiscordAPIError) {
+    return error.status >= 500
+      ? { kind: "server_error", status: error.status }
+      : { kind: "rejected", status: error.status, code: error.code };
+  }
+  if (error instanceof DiscordjsError && error.code === DiscordjsErrorCodes.TokenInvalid) {
+    return { kind: "rejected", status: 401, code: error.code }; // login's 401, rethrown by discord.js
+  }
+  if (!(error instanceof Error)) return undefined;
+  if (error.name === "AbortError" || error.name === "TimeoutError") return { kind: "network" };
+  const code = (error as { code?: unknown }).code;
+  const causeCode = (error.cause as { code?: unknown } | undefined)?.code;
+  if (
+    (typeof code === "string" && NetworkCodes.has(code)) ||
+    (typeof causeCode === "string" && NetworkCodes.has(causeCode)) ||
+    error.message === "fetch failed"
+  ) {
+    return { kind: "network" };
+  }
+  return undefined;
+}
+
+/** A log-safe summary of an error: name, status, code, message (no URL, no request body). */
+export function describeError(error: unknown): Record<string, unknown> {
+  if (error instanceof DiscordAPIError) {
+    return { name: error.name, status: error.status, code: error.code, message: error.message };
+  }
+  if (error instanceof HTTPError) return { name: error.name, status: error.status };
+  if (error instanceof RateLimitError) return { name: error.name, retryAfterMs: error.retryAfter };
+  if (error instanceof Error) return { name: error.name, message: error.message };
+  return { message: String(error) };
+}
+
+/**
+ * The shared retry policy's view of a Discord failure: 429 → retry after Discord's wait,
+ * 5xx and transport failures → retry with backoff, anything else → give up.
+ */
+export function discordRetryVerdict(error: unknown): RetryVerdict {
+  const failure = classifyFailure(error);
+  if (failure === undefined || failure.kind === "rejected") return { retry: false };
+  if (failure.kind === "rate_limited") {
+    return { retry: true, afterSeconds: failure.retryAfterMs / 1000 };
+  }
+  return { retry: true };
+}
+
+/**
+ * The error a send finally fails with: typed and log-safe. discord.js's own error is not kept
+ * as `cause`: it holds the whole request body, attachment bytes included.
+ */
+export function toRequestError(operation: string, error: unknown): Error {
+  if (error instanceof RateLimitedError || error instanceof DiscordRequestError) return error;
+  const failure = classifyFailure(error);
+  const status =
+    failure?.kind === "rejected" || failure?.kind === "server_error" ? failure.status : undefined;
+  const code = failure?.kind === "rejected" ? failure.code : undefined;
+  const summary = describeError(error);
+  const message =
+    typeof summary.message === "string" ? summary.message : `HTTP ${status ?? "error"}`;
+  return new DiscordRequestError(operation, status, code, message);
+}

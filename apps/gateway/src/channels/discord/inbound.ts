@@ -1,0 +1,77 @@
+import { type Message, MessageType } from "discord.js";
+import type { InboundMessage } from "../types.js";
+
+/** What the mapping needs besides the message. */
+export interface InboundRules {
+  readonly profile: string;
+  readonly botUserId: string;
+  /** Guild channels (or threads) where every message is answered, mention or not. */
+  readonly channelIds: ReadonlySet<string>;
+  /** Threads the bot has posted in during this process: it keeps answering there. */
+  readonly answeredThreads: ReadonlySet<string>;
+}
+
+/** Removes `<@id>` / `<@!id>` mentions of the bot and the whitespace they leave at the edges. */
+export function stripMention(text: string, botUserId: string): string {
+  return text.split(`<@!${botUserId}>`).join("").split(`<@${botUserId}>`).join("").trim();
+}
+
+/**
+ * Maps a discord.js message to what the core sees, or `undefined` when the bot should not
+ * answer it (SPEC §3 keys follow from chatType/chatId/threadId):
+ *
+ * - DM → `dm`, chatId = the DM channel id. Always answered.
+ * - Guild text channel → `group`, chatId = the channel id. Answered when the bot is mentioned
+ *   or the channel is configured.
+ * - Thread → `group`, chatId = the parent channel id, threadId = the thread id (a thread is its
+ *   own session). Answered when the bot is mentioned, the thread or its parent is configured,
+ *   the bot is a member of the thread, or it already answered there — so a conversation started
+ *   with a mention continues without one.
+ *
+ * Messages of bots (itself included), webhooks and system messages are ignored; the bot's
+ * mention is stripped from the text; a message left empty is ignored.
+ */
+export function toInboundMessage(
+  message: Message,
+  rules: InboundRules,
+): InboundMessage | undefined {
+  if (message.author.bot || message.author.id === rules.botUserId || message.webhookId) {
+    return undefined;
+  }
+  if (message.type !== MessageType.Default && message.type !== MessageType.Reply) return undefined;
+  const mentioned = message.mentions.users.has(rules.botUserId);
+  const text = stripMention(message.content, rules.botUserId);
+  if (text === "") return undefined;
+  const base = {
+    profile: rules.profile,
+    platform: "discord" as const,
+    userId: message.author.id,
+    userName: message.author.globalName ?? message.author.username,
+    messageId: message.id,
+    text,
+  };
+  const { channel } = message;
+  if (!message.inGuild()) {
+    return { ...base, chatType: "dm", chatId: message.channelId, chatName: base.userName };
+  }
+  if (channel.isThread()) {
+    const parentId = channel.parentId ?? channel.id;
+    const answers =
+      mentioned ||
+      rules.channelIds.has(channel.id) ||
+      rules.channelIds.has(parentId) ||
+      rules.answeredThreads.has(channel.id) ||
+      channel.joined;
+    if (!answers) return undefined;
+    return {
+      ...base,
+      chatType: "group",
+      chatId: parentId,
+      threadId: channel.id,
+      chatName: channel.name,
+    };
+  }
+  if (!mentioned && !rules.channelIds.has(channel.id)) return undefined;
+  const chatName = "name" in channel ? `#${channel.name}` : undefined;
+  return { ...base, chatType: "group", chatId: channel.id, chatName };
+}

@@ -1,0 +1,62 @@
+import { randomBytes } from "node:crypto";
+import type { ReadyMedia } from "@mediagate/media";
+import { type RawFile, type REST, Routes } from "discord.js";
+
+/** One message to create: text, attachments, or both. */
+export interface MessageDraft {
+  readonly content?: string | undefined;
+  readonly files?: readonly ReadyMedia[] | undefined;
+  /** Makes the message a reply; a deleted original does not fail the send. */
+  readonly replyTo?: string | undefined;
+}
+
+/**
+ * A nonce for `enforce_nonce`: 16 url-safe characters (Discord allows 25). One per message,
+ * reused by every attempt to create it.
+ */
+export function newNonce(): string {
+  return randomBytes(12).toString("base64url");
+}
+
+/**
+ * One attempt at `POST /channels/:id/messages`. The nonce with `enforce_nonce: true` makes
+ * Discord return the already-created message when an attempt is repeated (after a 5xx that
+ * happened after the write, a timeout, a dropped connection), so no retry posts twice.
+ * Files are read again from byte 0 of their open descriptor on each attempt. Mentions in the
+ * text never ping anyone (`allowed_mentions.parse: []`): the agent's output must not be able
+ * to reach `@everyone`.
+ */
+export async function createMessageAttempt(
+  rest: REST,
+  channelId: string,
+  draft: MessageDraft,
+  nonce: string,
+  signal?: AbortSignal,
+): Promise<{ id: string }> {
+  const media = draft.files ?? [];
+  const files: RawFile[] = await Promise.all(
+    media.map(async (item) => ({
+      name: item.filename,
+      contentType: item.mime,
+      data: await item.file.read(),
+    })),
+  );
+  const body = {
+    ...(draft.content ? { content: draft.content } : {}),
+    nonce,
+    enforce_nonce: true,
+    allowed_mentions: { parse: [], replied_user: false },
+    ...(draft.replyTo === undefined
+      ? {}
+      : { message_reference: { message_id: draft.replyTo, fail_if_not_exists: false } }),
+    ...(media.length === 0
+      ? {}
+      : { attachments: media.map((item, index) => ({ id: index, filename: item.filename })) }),
+  };
+  const created = (await rest.post(Routes.channelMessages(channelId), {
+    body,
+    files: files.length === 0 ? undefined : files,
+    signal,
+  })) as { id: string };
+  return { id: created.id };
+}
