@@ -1,1 +1,74 @@
-export {};
+export { OpenAIAgent } from "./agents/openai.js";
+export type { AbortPhase, OpenAIFailureKind } from "./agents/openai-errors.js";
+export {
+  OpenAIAgentOptionsError,
+  OpenAIEndpointError,
+  OpenAITurnAbortedError,
+} from "./agents/openai-errors.js";
+export type { OpenAIAgentLimits, OpenAIAgentOptions } from "./agents/openai-options.js";
+export { OpenAIAgentDefaults } from "./agents/openai-options.js";
+export type { ShellAgentOptions } from "./agents/shell.js";
+export { formatShellReply, ShellAgent, ShellAgentDefaults } from "./agents/shell.js";
+export type { Agent, AgentTurnInput, AgentTurnResult, ToolRunner } from "./agents/types.js";
+export type { ConsoleChannelOptions } from "./channels/console.js";
+export { ConsoleChannel, ConsoleDefaults } from "./channels/console.js";
+export type { DiscordChannelOptions, DiscordRetryOptions } from "./channels/discord/index.js";
+export {
+  DiscordChannel,
+  DiscordChannelDefaults,
+  DiscordRequestError,
+} from "./channels/discord/index.js";
+export { classifyTelegramError, TelegramDeliveryError } from "./channels/telegram/errors.js";
+export type { TelegramChannelOptions } from "./channels/telegram/telegram-channel.js";
+export {
+  TelegramChannel,
+  TelegramChannelDefaults,
+  TelegramStartError,
+} from "./channels/telegram/telegram-channel.js";
+export type {
+  ChannelAdapter,
+  ChatTarget,
+  ChatType,
+  DeliveryOutcome,
+  DeliveryReport,
+  InboundMessage,
+  OutboundReply,
+  Platform,
+} from "./channels/types.js";
+export type { GatewayEnv } from "./config/env.js";
+export { emptyEnv, readEnv } from "./config/env.js";
+export type { ConfigIssue } from "./config/errors.js";
+export { ConfigError } from "./config/errors.js";
+export { loadConfig, resolveConfig } from "./config/load.js";
+export type {
+  AgentSettings,
+  DiscordSettings,
+  GatewayConfig,
+  ProfileConfig,
+  TelegramSettings,
+} from "./config/types.js";
+export type {
+  ResolvedRetryOptions,
+  RetryClassifier,
+  RetryEvent,
+  RetryOptions,
+  RetryVerdict,
+} from "./delivery/retry.js";
+export { RateLimitedError, RetryDefaults, withRetry } from "./delivery/retry.js";
+export type { SplitTextOptions } from "./delivery/split-text.js";
+export { codePointLength, splitText, utf16Length } from "./delivery/split-text.js";
+export type { GatewayOptions } from "./gateway.js";
+export { Gateway, GatewayDefaults } from "./gateway.js";
+export type { Logger, LoggerOptions } from "./log.js";
+export { createLogger, redactText, silentLogger } from "./log.js";
+export { ProfileRuntime } from "./runtime/profile-runtime.js";
+export type { SessionContext } from "./session/context.js";
+export { SessionScope } from "./session/context.js";
+export type { SessionKeyParts, SessionKeyPolicy } from "./session/key.js";
+export { buildSessionKey } from "./session/key.js";
+export { TurnQueue } from "./session/queue.js";
+export { StateSchemaError, StateStoreError } from "./state/errors.js";
+export type { StateStoreOptions } from "./state/store.js";
+export { StateStore, stateDbPath } from "./state/store.js";
+export type { ChatMessage, ChatToolCall } from "./state/types.js";
+export { isChatMessage } from "./state/types.js";

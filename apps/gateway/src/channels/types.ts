@@ -66,6 +66,11 @@ export interface ChannelAdapter {
   readonly platform: Platform;
   /** Upload limits used when planning media for this platform. */
   readonly limits: UploadLimits;
+  /**
+   * Optional: the exact limits of one chat (e.g. a Discord guild's boosted limit). The core
+   * plans with these when present, else with `limits`.
+   */
+  limitsFor?(target: ChatTarget): UploadLimits;
   /** Begin receiving; resolves once the platform connection is ready. */
   start(onMessage: (message: InboundMessage) => void): Promise<void>;
   /** Stop receiving (in-flight deliveries are drained by the core first). */

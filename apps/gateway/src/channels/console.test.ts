@@ -1,0 +1,80 @@
+import { mkdir, mkdtemp, readdir, readFile, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PassThrough } from "node:stream";
+import { planMedia } from "@mediagate/media";
+import { describe, expect, it } from "vitest";
+import { ConsoleChannel } from "./console.js";
+import type { InboundMessage } from "./types.js";
+
+async function setup() {
+  const home = await mkdtemp(join(tmpdir(), "mg-console-"));
+  const input = new PassThrough();
+  const output = new PassThrough();
+  let printed = "";
+  output.on("data", (c: Buffer) => {
+    printed += c.toString();
+  });
+  const channel = new ConsoleChannel({
+    profile: "default",
+    home,
+    input,
+    output,
+    prompt: "> ",
+    now: () => new Date("2026-01-02T03:04:05.678Z"),
+  });
+  return { home, input, channel, printed: () => printed };
+}
+
+describe("ConsoleChannel", () => {
+  it("turns each non-empty line into a message of the local user in the local DM", async () => {
+    const { input, channel } = await setup();
+    const messages: InboundMessage[] = [];
+    await channel.start((m) => messages.push(m));
+    input.write("echo one\n\n  ls  \n");
+    await new Promise((r) => setImmediate(r));
+    await channel.stop();
+    expect(messages.map((m) => [m.platform, m.chatType, m.chatId, m.userId, m.text])).toEqual([
+      ["console", "dm", "local", "local", "echo one"],
+      ["console", "dm", "local", "local", "ls"],
+    ]);
+    expect(new Set(messages.map((m) => m.messageId)).size).toBe(2);
+  });
+
+  it("prints the reply and copies each file to <home>/outbox/<timestamp>-<filename>", async () => {
+    const { home, channel, printed } = await setup();
+    const slotDir = join(home, "slot");
+    await mkdir(join(slotDir, "workspace"), { recursive: true });
+    await writeFile(join(slotDir, "workspace", "r.txt"), "report");
+    const tmp = join(home, "tmp");
+    await mkdir(tmp);
+    const plan = await planMedia(
+      "done\nMEDIA:/workspace/r.txt",
+      {
+        backend: "docker",
+        slotDirs: [slotDir],
+        volumes: [],
+        allowDirs: [],
+        protectedHomes: [],
+        tmpDir: tmp,
+      },
+      channel.limits,
+    );
+    try {
+      const target = { platform: "console", chatId: "local" } as const;
+      const reply = { sessionKey: "k", profile: "default", target, text: plan.text, plan };
+      const first = await channel.deliver(reply);
+      const second = await channel.deliver(reply);
+      expect(first.outcomes).toEqual([
+        { status: "delivered", path: "/workspace/r.txt", kind: "document" },
+      ]);
+      expect(second.outcomes[0]?.status).toBe("delivered");
+    } finally {
+      await plan.dispose();
+    }
+    const files = (await readdir(join(home, "outbox"))).sort();
+    expect(files).toEqual(["20260102T030405678Z-1-r.txt", "20260102T030405678Z-r.txt"]);
+    expect(await readFile(join(home, "outbox", files[1]!), "utf8")).toBe("report");
+    expect(printed()).toContain(`done\n[document, 6 bytes, ${join(home, "outbox", files[1]!)}]\n`);
+  });
+});

@@ -1,0 +1,165 @@
+import { type FileHandle, mkdir, open } from "node:fs/promises";
+import { join } from "node:path";
+import { createInterface, type Interface } from "node:readline";
+import type { Readable, Writable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import type { UploadLimits } from "@mediagate/media";
+import { ConsoleUser } from "../runtime/access.js";
+import type {
+  ChannelAdapter,
+  ChatTarget,
+  DeliveryOutcome,
+  DeliveryReport,
+  InboundMessage,
+  OutboundReply,
+} from "./types.js";
+
+/** Defaults of {@link ConsoleChannel}. */
+export const ConsoleDefaults = {
+  prompt: "mediagate> ",
+  chatId: "local",
+  /** Files are copied locally; the cap only guards the disk. */
+  maxBytes: 1024 * 1024 * 1024,
+} as const;
+
+/** Options of {@link ConsoleChannel}. */
+export interface ConsoleChannelOptions {
+  /** Profile the console serves (the only profile when no token is configured). */
+  readonly profile: string;
+  /** Media go to `<home>/outbox/<timestamp>-<filename>`. */
+  readonly home: string;
+  readonly input?: Readable | undefined;
+  readonly output?: Writable | undefined;
+  readonly prompt?: string | undefined;
+  /** Called once when input ends (Ctrl-D), e.g. to shut the gateway down. */
+  readonly onClose?: (() => void) | undefined;
+  readonly now?: (() => Date) | undefined;
+}
+
+function safeName(filename: string): string {
+  const cleaned = filename.replace(/[^A-Za-z0-9._-]/g, "_").replace(/^\.+/, "");
+  return cleaned === "" ? "file" : cleaned;
+}
+
+function stamp(date: Date): string {
+  return date.toISOString().replace(/[-:]/g, "").replace(".", "");
+}
+
+/**
+ * The local console: lines typed on stdin are messages of user `console:local` (allowed and
+ * admin by construction) in the DM chat `local`; replies are printed, and media are copied to
+ * `<home>/outbox/<timestamp>-<filename>` and shown as `kind, size, path`.
+ */
+export class ConsoleChannel implements ChannelAdapter {
+  readonly platform = "console" as const;
+  readonly limits: UploadLimits = { maxBytes: () => ConsoleDefaults.maxBytes };
+  readonly #options: ConsoleChannelOptions;
+  readonly #output: Writable;
+  readonly #prompt: string;
+  #rl: Interface | undefined;
+  #counter = 0;
+
+  constructor(options: ConsoleChannelOptions) {
+    this.#options = options;
+    this.#output = options.output ?? process.stdout;
+    this.#prompt = options.prompt ?? ConsoleDefaults.prompt;
+  }
+
+  /** Starts reading lines; each non-empty line becomes one message. */
+  async start(onMessage: (message: InboundMessage) => void): Promise<void> {
+    const input = this.#options.input ?? process.stdin;
+    const rl = createInterface({ input, output: this.#output, terminal: false });
+    this.#rl = rl;
+    rl.on("line", (line) => {
+      const text = line.trim();
+      if (text === "") {
+        this.#showPrompt();
+        return;
+      }
+      this.#counter++;
+      onMessage({
+        profile: this.#options.profile,
+        platform: "console",
+        chatId: ConsoleDefaults.chatId,
+        chatType: "dm",
+        chatName: "console",
+        userId: ConsoleUser.userId,
+        userName: "local",
+        messageId: String(this.#counter),
+        text,
+      });
+    });
+    rl.once("close", () => {
+      if (this.#rl === rl) this.#rl = undefined;
+      this.#options.onClose?.();
+    });
+    this.#showPrompt();
+  }
+
+  async stop(): Promise<void> {
+    const rl = this.#rl;
+    this.#rl = undefined;
+    rl?.close();
+  }
+
+  async sendText(_target: ChatTarget, text: string): Promise<void> {
+    this.#write(`${text}\n`);
+    this.#showPrompt();
+  }
+
+  async deliver(reply: OutboundReply): Promise<DeliveryReport> {
+    if (reply.text.trim() !== "") this.#write(`${reply.text.replace(/\n*$/, "")}\n`);
+    const outcomes: DeliveryOutcome[] = [];
+    const ready = reply.plan.ready();
+    if (ready.length > 0) {
+      const outbox = join(this.#options.home, "outbox");
+      await mkdir(outbox, { recursive: true });
+      for (const media of ready) {
+        const now = (this.#options.now ?? (() => new Date()))();
+        try {
+          const path = await this.#copy(
+            media.file.stream(),
+            outbox,
+            `${stamp(now)}-${safeName(media.filename)}`,
+          );
+          this.#write(`[${media.kind}, ${media.size} bytes, ${path}]\n`);
+          outcomes.push({ status: "delivered", path: media.path, kind: media.kind });
+        } catch (error) {
+          outcomes.push({
+            status: "upload_failed",
+            path: media.path,
+            error: error instanceof Error ? error.message : String(error),
+          });
+        }
+      }
+    }
+    this.#showPrompt();
+    return { outcomes };
+  }
+
+  async showActivity(): Promise<void> {}
+
+  /** Copies to `dir/name`, never overwriting: a taken name gets a `-<n>` before the filename. */
+  async #copy(source: Readable, dir: string, name: string): Promise<string> {
+    for (let attempt = 0; ; attempt++) {
+      const path = join(dir, attempt === 0 ? name : name.replace("-", `-${attempt}-`));
+      let handle: FileHandle;
+      try {
+        handle = await open(path, "wx", 0o600);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "EEXIST" && attempt < 100) continue;
+        throw error;
+      }
+      await pipeline(source, handle.createWriteStream());
+      return path;
+    }
+  }
+
+  #write(text: string): void {
+    this.#output.write(text);
+  }
+
+  #showPrompt(): void {
+    if (this.#rl !== undefined && this.#prompt !== "") this.#output.write(this.#prompt);
+  }
+}

@@ -1,0 +1,65 @@
+import type { GatewayConfig } from "../config/types.js";
+import type { Logger } from "../log.js";
+import { ConsoleChannel } from "./console.js";
+import { DiscordChannel } from "./discord/discord-channel.js";
+import { TelegramChannel } from "./telegram/telegram-channel.js";
+import type { ChannelAdapter } from "./types.js";
+
+/** Options of {@link createChannels}. */
+export interface ChannelFactoryOptions {
+  readonly logger: Logger;
+  /** Called when the console's input ends. */
+  readonly onConsoleClose?: (() => void) | undefined;
+}
+
+/**
+ * The channels a config asks for: Telegram and Discord for each profile whose token is set;
+ * when no profile has any token, the local console serves the first (only) profile.
+ */
+export function createChannels(
+  config: GatewayConfig,
+  options: ChannelFactoryOptions,
+): ChannelAdapter[] {
+  const channels: ChannelAdapter[] = [];
+  for (const profile of config.profiles) {
+    const logger = options.logger.child({ profile: profile.name });
+    if (profile.telegram !== undefined) {
+      channels.push(
+        new TelegramChannel({
+          token: profile.telegram.token,
+          apiRoot: profile.telegram.apiRoot,
+          profile: profile.name,
+          logger: logger.child({ platform: "telegram" }),
+          limits: {
+            photoBytes: profile.telegram.photoMaxBytes,
+            otherBytes: profile.telegram.uploadMaxBytes,
+          },
+        }),
+      );
+    }
+    if (profile.discord !== undefined) {
+      channels.push(
+        new DiscordChannel({
+          token: profile.discord.token,
+          apiRoot: profile.discord.apiRoot,
+          gatewayUrl: profile.discord.gatewayUrl,
+          profile: profile.name,
+          logger: logger.child({ platform: "discord" }),
+          respondIn: { channelIds: profile.discord.channels },
+          limits: { maxBytes: profile.discord.uploadMaxBytes },
+        }),
+      );
+    }
+  }
+  if (channels.length === 0) {
+    const profile = config.profiles[0]!;
+    channels.push(
+      new ConsoleChannel({
+        profile: profile.name,
+        home: profile.home,
+        onClose: options.onConsoleClose,
+      }),
+    );
+  }
+  return channels;
+}

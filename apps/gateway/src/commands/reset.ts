@@ -1,0 +1,55 @@
+import type { PipelineRuntime, PipelineServices } from "../pipeline/types.js";
+import { sandboxProblemOf } from "../runtime/sandbox-errors.js";
+import { SlotRegistry } from "../runtime/slot-registry.js";
+import { describeStop, stopSession } from "./stop.js";
+
+/** What /reset answered. */
+export type ResetResult =
+  | { readonly status: "needs_confirm"; readonly slot: string; readonly sharedBy: number }
+  | { readonly status: "done"; readonly text: string };
+
+/**
+ * `/reset`: everything /stop does, then a new session id (conversation cleared) and a forced
+ * teardown of the slot's container with its dirs, so the next message gets a fresh one.
+ * When the slot is shared (a persistent profile slot or a `shared:` slot), nothing happens
+ * until `/reset confirm`; the question names how many sessions this process has seen use it.
+ */
+export async function resetSession(
+  runtime: PipelineRuntime,
+  services: PipelineServices,
+  sessionKey: string,
+  confirm: boolean,
+): Promise<ResetResult> {
+  const slot = runtime.slotFor(sessionKey);
+  const slotId = SlotRegistry.slotId(runtime.profile.name, slot);
+  if (runtime.isSharedSlot(slot) && !confirm) {
+    return { status: "needs_confirm", slot, sharedBy: services.slots.count(slotId, sessionKey) };
+  }
+  const stopped = await stopSession(runtime, services, sessionKey);
+  runtime.store.rotateSessionId(sessionKey);
+  let teardown = "removed the container and its files";
+  try {
+    await runtime.sandbox.cleanup(slot, { force: true, deleteDirs: true });
+    services.slots.forget(slotId);
+  } catch (error) {
+    teardown =
+      sandboxProblemOf(error)?.kind === "docker_unavailable"
+        ? "could not remove the container (Docker cannot be reached)"
+        : `could not remove the container (${error instanceof Error ? error.name : "error"})`;
+  }
+  const stopLine =
+    stopped.abortedTurn || stopped.droppedMessages > 0 ? ` ${describeStop(stopped)}` : "";
+  return {
+    status: "done",
+    text: `♻️ Reset: new conversation started, ${teardown}.${stopLine}`,
+  };
+}
+
+/** The confirmation question for a shared slot. */
+export function describeResetConfirm(slot: string, sharedBy: number): string {
+  const who = sharedBy === 1 ? "1 session" : `${sharedBy} sessions`;
+  return (
+    `⚠️ This session's container (slot ${slot}) is shared: ${who} known to this gateway use it. ` +
+    "/reset stops and removes it for all of them. Send /reset confirm to go ahead."
+  );
+}

@@ -1,0 +1,35 @@
+import type { PipelineRuntime, PipelineServices } from "../pipeline/types.js";
+import { sandboxProblemOf } from "../runtime/sandbox-errors.js";
+import { SlotRegistry } from "../runtime/slot-registry.js";
+
+/** `/status`: session key and id, slot, container id and state, turn running, queued count. */
+export async function describeStatus(
+  runtime: PipelineRuntime,
+  services: PipelineServices,
+  sessionKey: string,
+  sessionId: string,
+): Promise<string> {
+  const slot = runtime.slotFor(sessionKey);
+  let container: string;
+  try {
+    const status = await runtime.sandbox.status(slot);
+    container =
+      status === undefined ? "none yet" : `${status.containerId.slice(0, 12)} (${status.state})`;
+  } catch (error) {
+    container =
+      sandboxProblemOf(error)?.kind === "docker_unavailable"
+        ? "unknown (Docker cannot be reached)"
+        : "unknown (sandbox error)";
+  }
+  const shared = runtime.isSharedSlot(slot)
+    ? ` (shared; ${services.slots.count(SlotRegistry.slotId(runtime.profile.name, slot), sessionKey)} session(s) seen)`
+    : "";
+  return [
+    `Session: ${sessionKey}`,
+    `Session id: ${sessionId}`,
+    `Slot: ${slot}${shared}`,
+    `Container: ${container}`,
+    `Turn running: ${services.queue.isRunning(sessionKey) ? "yes" : "no"}`,
+    `Queued messages: ${services.queue.queued(sessionKey)}`,
+  ].join("\n");
+}

@@ -1,0 +1,29 @@
+/**
+ * Embedded defaults of the configuration (SPEC §10): with no config file at all the gateway
+ * runs the default profile with the shell agent in a Docker sandbox.
+ */
+export const ConfigDefaults = {
+  profileName: "default",
+  concurrency: 4,
+  agentKind: "shell",
+  openaiMaxToolRounds: 8,
+  groupSessionsPerUser: true,
+  threadSessionsPerUser: false,
+  /** Seconds a turn may run before the chat gets a one-time "still working…" message. */
+  stillWorkingAfterSeconds: 60,
+  /** Root home below the user's home directory when neither config nor env sets one. */
+  homeDirName: ".mediagate",
+  sandbox: {
+    image: "mediagate-sandbox:local",
+    persistent: true,
+    persistAcrossProcesses: true,
+    orphanReaper: true,
+    lifetimeSeconds: 300,
+    network: "none",
+    pidsLimit: 256,
+    sharedKey: "",
+  },
+} as const;
+
+/** Profile names: lowercase letters, digits, `_` and `-`, starting with a letter or digit. */
+export const ProfileNamePattern = /^[a-z0-9][a-z0-9_-]*$/;

@@ -1,0 +1,169 @@
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { emptyEnv, type GatewayEnv, readEnv } from "./env.js";
+import { ConfigError } from "./errors.js";
+import { loadConfig, resolveConfig } from "./load.js";
+
+const env: GatewayEnv = { ...emptyEnv("/home/u") };
+
+function errorOf(raw: unknown, e: GatewayEnv = env): ConfigError {
+  try {
+    resolveConfig(raw, { env: e, source: "/etc/mediagate.yaml" });
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("resolveConfig", () => {
+  it("applies the embedded defaults with no config at all", () => {
+    const config = resolveConfig({}, { env });
+    expect(config.home).toBe("/home/u/.mediagate");
+    expect(config.concurrency).toBe(4);
+    expect(config.profiles).toHaveLength(1);
+    const [p] = config.profiles;
+    expect(p?.name).toBe("default");
+    expect(p?.home).toBe("/home/u/.mediagate");
+    expect(p?.agent).toEqual({ kind: "shell" });
+    expect(p?.sandbox).toMatchObject({
+      image: "mediagate-sandbox:local",
+      persistent: true,
+      network: "none",
+      pidsLimit: 256,
+      lifetimeSeconds: 300,
+      persistAcrossProcesses: true,
+      orphanReaper: true,
+      sharedKey: "",
+    });
+    expect(p?.allowedUsers).toEqual([]);
+    expect(p?.groupSessionsPerUser).toBe(true);
+    expect(p?.threadSessionsPerUser).toBe(false);
+  });
+
+  it("names the key path, the value and what is expected", () => {
+    const error = errorOf({
+      profiles: [
+        { name: "default", telegram: { token: "1:a" } },
+        { name: "work", telegram: { token: "2:b" }, sandbox: { persistent: "yes" } },
+      ],
+    });
+    expect(error.message).toContain("/etc/mediagate.yaml");
+    expect(error.message).toContain(
+      'profiles[1].sandbox.persistent: got "yes", expected a boolean',
+    );
+    expect(error.issues).toHaveLength(1);
+  });
+
+  it("reports every problem, including unknown keys and bad profile names", () => {
+    const error = errorOf({
+      concurrency: 0,
+      profiles: [{ name: "Bad Name", sandbx: {}, agent: { kind: "gpt" } }],
+    });
+    const text = error.message;
+    expect(text).toMatch(/concurrency: got 0, expected/);
+    expect(text).toContain('profiles[0].name: got "Bad Name", expected a profile name matching');
+    expect(text).toContain("profiles[0].sandbx: got {}, expected no such key");
+    expect(text).toContain('profiles[0].agent.kind: got "gpt", expected one of "shell", "openai"');
+  });
+
+  it("never shows a token in an error", () => {
+    const error = errorOf({
+      profiles: [{ name: "default", telegram: { token: 12345678 }, extra: { token: "SECRET99" } }],
+    });
+    expect(error.message).not.toContain("12345678");
+    expect(error.message).not.toContain("SECRET99");
+    expect(error.message).toContain("profiles[0].telegram.token");
+  });
+
+  it("requires unique profile names and a channel token when there are several profiles", () => {
+    const error = errorOf({
+      profiles: [
+        { name: "a", telegram: { token: "1:a" } },
+        { name: "a", discord: { token: "x" } },
+        { name: "c" },
+      ],
+    });
+    expect(error.message).toContain('profiles[1].name: got "a", expected a unique profile name');
+    expect(error.message).toContain("profiles[2]: got no telegram.token and no discord.token");
+  });
+
+  it("lets a lone profile run without tokens (console)", () => {
+    const config = resolveConfig({ profiles: [{ name: "solo" }] }, { env });
+    expect(config.profiles[0]?.home).toBe("/home/u/.mediagate/profiles/solo");
+    expect(config.profiles[0]?.telegram).toBeUndefined();
+  });
+
+  it("env tokens override the primary (first) profile only; file home wins over MEDIAGATE_HOME", () => {
+    const e: GatewayEnv = {
+      ...env,
+      telegramBotToken: "9:env",
+      telegramApiRoot: "http://127.0.0.1:8081",
+      discordBotToken: "dtok",
+      mediagateHome: "/srv/env-home",
+    };
+    const config = resolveConfig(
+      {
+        home: "/var/lib/mg",
+        profiles: [
+          { name: "default", telegram: { token: "1:file" } },
+          { name: "work", telegram: { token: "2:work" } },
+        ],
+      },
+      { env: e },
+    );
+    expect(config.home).toBe("/var/lib/mg");
+    expect(config.profiles[0]?.telegram).toEqual({
+      token: "9:env",
+      apiRoot: "http://127.0.0.1:8081",
+    });
+    expect(config.profiles[0]?.discord?.token).toBe("dtok");
+    expect(config.profiles[1]?.telegram?.token).toBe("2:work");
+    expect(config.profiles[1]?.home).toBe("/var/lib/mg/profiles/work");
+    expect(resolveConfig({}, { env: e }).home).toBe("/srv/env-home");
+  });
+
+  it("trims the shared key and fills the openai tool-round default", () => {
+    const config = resolveConfig(
+      {
+        profiles: [
+          {
+            name: "default",
+            agent: { kind: "openai", baseUrl: "http://127.0.0.1:1/v1", apiKey: "k", model: "m" },
+            sandbox: { sharedKey: "  team  " },
+          },
+        ],
+      },
+      { env },
+    );
+    expect(config.profiles[0]?.sandbox.sharedKey).toBe("team");
+    expect(config.profiles[0]?.agent).toMatchObject({ kind: "openai", maxToolRounds: 8 });
+  });
+});
+
+describe("loadConfig", () => {
+  it("reads YAML from the file, and reports syntax errors and missing files with the path", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "mg-config-"));
+    const good = join(dir, "mediagate.yaml");
+    await writeFile(good, "home: ./state\nconcurrency: 2\nprofiles:\n  - name: default\n");
+    const config = await loadConfig({ path: good, env });
+    expect(config.home).toBe(join(dir, "state"));
+    expect(config.concurrency).toBe(2);
+    const bad = join(dir, "bad.yaml");
+    await writeFile(bad, "profiles: [\n");
+    await expect(loadConfig({ path: bad, env })).rejects.toThrow(bad);
+    await expect(loadConfig({ path: join(dir, "none.yaml"), env })).rejects.toThrow(
+      /none\.yaml: got a missing file/,
+    );
+  });
+
+  it("takes the path from MEDIAGATE_CONFIG when none is given", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "mg-config-"));
+    const file = join(dir, "m.yaml");
+    await writeFile(file, "concurrency: 3\n");
+    const e = readEnv({ MEDIAGATE_CONFIG: file, HOME: "/home/x" });
+    expect((await loadConfig({ env: e })).concurrency).toBe(3);
+  });
+});

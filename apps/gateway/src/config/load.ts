@@ -1,0 +1,192 @@
+import { readFile } from "node:fs/promises";
+import { dirname, isAbsolute, join, resolve } from "node:path";
+import type { SandboxSettings } from "@mediagate/sandbox";
+import { parseDocument } from "yaml";
+import { ConfigDefaults } from "./defaults.js";
+import type { GatewayEnv } from "./env.js";
+import { ConfigError, type ConfigIssue, issuesFromZod, showValue } from "./errors.js";
+import { type ConfigFile, configFileSchema, type ProfileFile } from "./schema.js";
+import type {
+  AgentSettings,
+  DiscordSettings,
+  GatewayConfig,
+  ProfileConfig,
+  TelegramSettings,
+} from "./types.js";
+
+/** Label used in errors when the config did not come from a file. */
+export const EmbeddedSource = "<embedded defaults>";
+
+/**
+ * Reads and validates the config file. The path is `path`, else `env.mediagateConfig`;
+ * with neither, the embedded defaults are used (default profile, shell agent, Docker).
+ * @throws ConfigError naming the file, and for each problem the key, the value and what is expected.
+ */
+export async function loadConfig(options: { path?: string | undefined; env: GatewayEnv }) {
+  const file = options.path ?? options.env.mediagateConfig;
+  if (file === undefined) return resolveConfig({}, { env: options.env });
+  const absolute = resolve(file);
+  let text: string;
+  try {
+    text = await readFile(absolute, "utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new ConfigError(absolute, [
+      {
+        path: "",
+        got: code === "ENOENT" ? "a missing file" : `an unreadable file (${String(code)})`,
+        expected: "a readable YAML config file",
+      },
+    ]);
+  }
+  return resolveConfig(parseYaml(text, absolute), { env: options.env, source: absolute });
+}
+
+/** Parses YAML text; syntax errors become a {@link ConfigError} with line and column. */
+export function parseYaml(text: string, source: string): unknown {
+  const doc = parseDocument(text, { prettyErrors: false });
+  if (doc.errors.length > 0) {
+    throw new ConfigError(
+      source,
+      doc.errors.map((e) => ({
+        path: e.linePos ? `line ${e.linePos[0].line}, column ${e.linePos[0].col}` : "",
+        got: "invalid YAML",
+        expected: `valid YAML (${e.message.split("\n")[0]})`,
+      })),
+    );
+  }
+  return doc.toJS() ?? {};
+}
+
+/**
+ * Validates an already-parsed config object and applies defaults and env overrides.
+ *
+ * Env overrides (`TELEGRAM_*`, `DISCORD_*`) apply to the primary profile — the first one listed
+ * (the only one, or the embedded `default`) — and win over the file; an API-root or gateway-URL
+ * override without a token (from file or env) enables nothing. Other profiles take their tokens
+ * from the file only. `home` in the file wins over `MEDIAGATE_HOME`; relative paths resolve
+ * against the config file's directory. The profile named `default` lives in the root home,
+ * every other one in `<root>/profiles/<name>` (SPEC §2). Admins count as allowed users.
+ */
+export function resolveConfig(
+  raw: unknown,
+  options: { env: GatewayEnv; source?: string | undefined },
+): GatewayConfig {
+  const source = options.source ?? EmbeddedSource;
+  const parsed = configFileSchema.safeParse(raw, { reportInput: true });
+  if (!parsed.success) throw new ConfigError(source, issuesFromZod(raw, parsed.error.issues));
+  const file: ConfigFile = parsed.data;
+  const env = options.env;
+  const baseDir = options.source ? dirname(options.source) : process.cwd();
+  const home = resolveHome(file.home, env, baseDir);
+  const entries: ProfileFile[] = file.profiles ?? [{ name: ConfigDefaults.profileName }];
+  const profiles = entries.map((entry, index) =>
+    resolveProfile(index === 0 ? applyEnvOverrides(entry, env) : entry, home, baseDir),
+  );
+  const issues = crossChecks(profiles);
+  if (issues.length > 0) throw new ConfigError(source, issues);
+  return {
+    home,
+    source: options.source,
+    concurrency: file.concurrency ?? ConfigDefaults.concurrency,
+    profiles,
+    dockerHost: env.dockerHost,
+  };
+}
+
+function expandHome(path: string, env: GatewayEnv, baseDir: string): string {
+  if (path === "~") return env.userHome;
+  if (path.startsWith("~/")) return join(env.userHome, path.slice(2));
+  return isAbsolute(path) ? path : resolve(baseDir, path);
+}
+
+function resolveHome(fromFile: string | undefined, env: GatewayEnv, baseDir: string): string {
+  if (fromFile !== undefined) return expandHome(fromFile, env, baseDir);
+  if (env.mediagateHome !== undefined) return expandHome(env.mediagateHome, env, process.cwd());
+  return join(env.userHome, ConfigDefaults.homeDirName);
+}
+
+function applyEnvOverrides(entry: ProfileFile, env: GatewayEnv): ProfileFile {
+  let out = entry;
+  const tg = { ...entry.telegram };
+  if (env.telegramBotToken !== undefined) tg.token = env.telegramBotToken;
+  if (env.telegramApiRoot !== undefined) tg.apiRoot = env.telegramApiRoot;
+  if (tg.token !== undefined) out = { ...out, telegram: tg };
+  const dc = { ...entry.discord };
+  if (env.discordBotToken !== undefined) dc.token = env.discordBotToken;
+  if (env.discordApiRoot !== undefined) dc.apiRoot = env.discordApiRoot;
+  if (env.discordGatewayUrl !== undefined) dc.gatewayUrl = env.discordGatewayUrl;
+  if (dc.token !== undefined) out = { ...out, discord: dc };
+  return out;
+}
+
+function resolveProfile(entry: ProfileFile, root: string, baseDir: string): ProfileConfig {
+  const s = entry.sandbox ?? {};
+  const d = ConfigDefaults.sandbox;
+  const sandbox: SandboxSettings = {
+    image: s.image ?? d.image,
+    persistent: s.persistent ?? d.persistent,
+    persistAcrossProcesses: s.persistAcrossProcesses ?? d.persistAcrossProcesses,
+    orphanReaper: s.orphanReaper ?? d.orphanReaper,
+    lifetimeSeconds: s.lifetimeSeconds ?? d.lifetimeSeconds,
+    network: s.network ?? d.network,
+    memoryBytes: s.memoryBytes,
+    nanoCpus: s.nanoCpus,
+    pidsLimit: s.pidsLimit ?? d.pidsLimit,
+    volumes: s.volumes ?? [],
+    sharedKey: (s.sharedKey ?? d.sharedKey).trim(),
+  };
+  const agent: AgentSettings =
+    entry.agent?.kind === "openai"
+      ? {
+          ...entry.agent,
+          maxToolRounds: entry.agent.maxToolRounds ?? ConfigDefaults.openaiMaxToolRounds,
+        }
+      : { kind: "shell" };
+  const telegram: TelegramSettings | undefined =
+    entry.telegram?.token !== undefined
+      ? { ...entry.telegram, token: entry.telegram.token }
+      : undefined;
+  const discord: DiscordSettings | undefined =
+    entry.discord?.token !== undefined
+      ? { ...entry.discord, token: entry.discord.token, channels: entry.discord.channels ?? [] }
+      : undefined;
+  return {
+    name: entry.name,
+    home: entry.name === ConfigDefaults.profileName ? root : join(root, "profiles", entry.name),
+    telegram,
+    discord,
+    allowedUsers: entry.allowedUsers ?? [],
+    admins: entry.admins ?? [],
+    agent,
+    sandbox,
+    media: { allowDirs: (entry.media?.allowDirs ?? []).map((p) => resolve(baseDir, p)) },
+    groupSessionsPerUser: entry.groupSessionsPerUser ?? ConfigDefaults.groupSessionsPerUser,
+    threadSessionsPerUser: entry.threadSessionsPerUser ?? ConfigDefaults.threadSessionsPerUser,
+    stillWorkingAfterSeconds:
+      entry.stillWorkingAfterSeconds ?? ConfigDefaults.stillWorkingAfterSeconds,
+  };
+}
+
+function crossChecks(profiles: readonly ProfileConfig[]): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const seen = new Map<string, number>();
+  profiles.forEach((p, i) => {
+    const first = seen.get(p.name);
+    if (first !== undefined) {
+      issues.push({
+        path: `profiles[${i}].name`,
+        got: showValue(p.name, ["name"]),
+        expected: `a unique profile name (profiles[${first}] already uses it)`,
+      });
+    } else seen.set(p.name, i);
+    if (profiles.length > 1 && p.telegram === undefined && p.discord === undefined) {
+      issues.push({
+        path: `profiles[${i}]`,
+        got: "no telegram.token and no discord.token",
+        expected: "a channel token (only a lone profile may run without one, on the local console)",
+      });
+    }
+  });
+  return issues;
+}

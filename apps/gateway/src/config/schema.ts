@@ -1,0 +1,82 @@
+import { z } from "zod";
+import { ConfigDefaults, ProfileNamePattern } from "./defaults.js";
+
+const positiveInt = z.number().int().positive();
+const userId = z.string().regex(/^(telegram|discord|console):[^:\s]+$/, {
+  error: 'a user id "<platform>:<id>" with platform telegram, discord or console',
+});
+const url = z.url({ error: "an http(s) or ws(s) URL" });
+
+const telegramSchema = z.strictObject({
+  token: z.string().min(1, { error: "a non-empty bot token" }).optional(),
+  apiRoot: url.optional(),
+  photoMaxBytes: positiveInt.optional(),
+  uploadMaxBytes: positiveInt.optional(),
+});
+
+const discordSchema = z.strictObject({
+  token: z.string().min(1, { error: "a non-empty bot token" }).optional(),
+  apiRoot: url.optional(),
+  gatewayUrl: url.optional(),
+  channels: z.array(z.string().regex(/^\d+$/, { error: "a channel id (digits)" })).optional(),
+  uploadMaxBytes: positiveInt.optional(),
+});
+
+const agentSchema = z.discriminatedUnion("kind", [
+  z.strictObject({ kind: z.literal("shell") }),
+  z.strictObject({
+    kind: z.literal("openai"),
+    baseUrl: url,
+    apiKey: z.string().min(1, { error: "a non-empty API key" }),
+    model: z.string().min(1, { error: "a model name" }),
+    maxToolRounds: positiveInt.optional(),
+  }),
+]);
+
+const volumeSpec = z.string().regex(/^\/[^:]*:\/[^:]*(:(ro|rw))?$/, {
+  error: 'a volume "/host/path:/container/path[:ro|rw]"',
+});
+
+const sandboxSchema = z.strictObject({
+  image: z.string().min(1, { error: "an image reference" }).optional(),
+  persistent: z.boolean().optional(),
+  persistAcrossProcesses: z.boolean().optional(),
+  orphanReaper: z.boolean().optional(),
+  lifetimeSeconds: positiveInt.optional(),
+  network: z.string().min(1, { error: "a Docker network mode" }).optional(),
+  memoryBytes: positiveInt.optional(),
+  nanoCpus: positiveInt.optional(),
+  pidsLimit: positiveInt.optional(),
+  volumes: z.array(volumeSpec).optional(),
+  sharedKey: z.string().optional(),
+});
+
+const profileSchema = z.strictObject({
+  name: z.string().regex(ProfileNamePattern, {
+    error: `a profile name matching ${ProfileNamePattern.source}`,
+  }),
+  telegram: telegramSchema.optional(),
+  discord: discordSchema.optional(),
+  allowedUsers: z.array(userId).optional(),
+  admins: z.array(userId).optional(),
+  agent: agentSchema.optional(),
+  sandbox: sandboxSchema.optional(),
+  media: z.strictObject({ allowDirs: z.array(z.string()).optional() }).optional(),
+  groupSessionsPerUser: z.boolean().optional(),
+  threadSessionsPerUser: z.boolean().optional(),
+  stillWorkingAfterSeconds: positiveInt.optional(),
+});
+
+/** Raw shape of `mediagate.yaml` (before defaults); unknown keys are errors (typo guard). */
+export const configFileSchema = z.strictObject({
+  home: z.string().min(1, { error: "a directory path" }).optional(),
+  profiles: z.array(profileSchema).min(1, { error: "at least one profile" }).optional(),
+  concurrency: positiveInt.optional(),
+});
+
+/** What the config file may contain, as parsed. */
+export type ConfigFile = z.infer<typeof configFileSchema>;
+/** One profile entry of the config file, as parsed. */
+export type ProfileFile = z.infer<typeof profileSchema>;
+
+export { ConfigDefaults };

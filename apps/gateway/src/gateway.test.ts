@@ -1,0 +1,155 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { UploadLimits } from "@mediagate/media";
+import { afterEach, describe, expect, it } from "vitest";
+import type {
+  ChannelAdapter,
+  ChatTarget,
+  DeliveryReport,
+  InboundMessage,
+} from "./channels/types.js";
+import { emptyEnv } from "./config/env.js";
+import { resolveConfig } from "./config/load.js";
+import { Gateway, type GatewayOptions } from "./gateway.js";
+
+class Inbox implements ChannelAdapter {
+  readonly platform = "telegram" as const;
+  readonly limits: UploadLimits = { maxBytes: () => 1 };
+  readonly texts: string[] = [];
+  started = 0;
+  stopped = 0;
+  onMessage: ((m: InboundMessage) => void) | undefined;
+  async start(onMessage: (m: InboundMessage) => void): Promise<void> {
+    this.started++;
+    this.onMessage = onMessage;
+  }
+  async stop(): Promise<void> {
+    this.stopped++;
+  }
+  async sendText(_t: ChatTarget, text: string): Promise<void> {
+    this.texts.push(text);
+  }
+  async deliver(): Promise<DeliveryReport> {
+    return { outcomes: [] };
+  }
+  async showActivity(): Promise<void> {}
+}
+
+describe("Gateway", () => {
+  const homes: string[] = [];
+  afterEach(async () => {
+    for (const home of homes.splice(0)) await rm(home, { recursive: true, force: true });
+  });
+
+  async function gatewayFor(
+    profiles: unknown[],
+    channel: Inbox,
+    options: Omit<GatewayOptions, "channels"> = {},
+  ) {
+    const home = await mkdtemp(join(tmpdir(), "mg-gateway-"));
+    homes.push(home);
+    const config = resolveConfig({ home, profiles }, { env: emptyEnv(home) });
+    return Gateway.create(config, { ...options, channels: [channel] });
+  }
+
+  it("warns at start-up about each profile with a channel where nobody is allowed", async () => {
+    const gateway = await gatewayFor(
+      [
+        { name: "open", telegram: { token: "1:a" } },
+        { name: "ok", telegram: { token: "2:b" }, allowedUsers: ["telegram:5"] },
+      ],
+      new Inbox(),
+    );
+    expect(gateway.warnings).toEqual([
+      "profile open: nobody is allowed (allowedUsers and admins are empty); every message will be ignored",
+    ]);
+    await gateway.stop();
+  });
+
+  it("starts and stops its channels once, and ignores messages once stopping", async () => {
+    const inbox = new Inbox();
+    const gateway = await gatewayFor([{ name: "solo", allowedUsers: ["telegram:1"] }], inbox);
+    await gateway.start();
+    await Promise.all([gateway.stop(), gateway.stop()]);
+    expect([inbox.started, inbox.stopped]).toEqual([1, 1]);
+    inbox.onMessage?.({
+      profile: "solo",
+      platform: "telegram",
+      chatId: "1",
+      chatType: "dm",
+      userId: "1",
+      messageId: "1",
+      text: "/status",
+    });
+    await gateway.idle();
+    expect(inbox.texts).toEqual([]);
+  });
+
+  it("ignores a message for a profile it does not serve", async () => {
+    const inbox = new Inbox();
+    const gateway = await gatewayFor([{ name: "solo", allowedUsers: ["telegram:1"] }], inbox);
+    await gateway.start();
+    inbox.onMessage?.({
+      profile: "other",
+      platform: "telegram",
+      chatId: "1",
+      chatType: "dm",
+      userId: "1",
+      messageId: "1",
+      text: "/status",
+    });
+    await gateway.idle();
+    expect(inbox.texts).toEqual([]);
+    inbox.onMessage?.({
+      profile: "solo",
+      platform: "telegram",
+      chatId: "1",
+      chatType: "dm",
+      userId: "1",
+      messageId: "2",
+      text: "/status",
+    });
+    await gateway.idle();
+    expect(inbox.texts).toEqual(["⛔ /status is for admins only; nothing was done."]);
+    await gateway.stop();
+  });
+
+  it("stop() lets a running turn drain, then aborts it once the drain bound passes", async () => {
+    const inbox = new Inbox();
+    const aborted: unknown[] = [];
+    let started!: () => void;
+    const running = new Promise<void>((r) => {
+      started = r;
+    });
+    const gateway = await gatewayFor([{ name: "solo", allowedUsers: ["telegram:1"] }], inbox, {
+      drainTimeoutMs: 50,
+      agent: () => ({
+        kind: "shell",
+        runTurn: (input) =>
+          new Promise((_resolve, reject) => {
+            started();
+            input.signal.addEventListener("abort", () => {
+              aborted.push(input.signal.reason);
+              reject(new Error("aborted"));
+            });
+          }),
+      }),
+    });
+    await gateway.start();
+    inbox.onMessage?.({
+      profile: "solo",
+      platform: "telegram",
+      chatId: "1",
+      chatType: "dm",
+      userId: "1",
+      messageId: "1",
+      text: "never ends",
+    });
+    await running;
+    await gateway.stop();
+    expect(aborted).toHaveLength(1);
+    expect(inbox.texts).toEqual([]);
+    await gateway.idle();
+  });
+});

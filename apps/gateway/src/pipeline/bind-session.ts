@@ -1,0 +1,29 @@
+import { buildSessionKey } from "../session/key.js";
+import type { Middleware } from "./types.js";
+
+/**
+ * Step 2: builds the session key (SPEC §3), looks up the session id, resolves the slot and runs
+ * the rest of the pipeline with the session context bound in AsyncLocalStorage.
+ */
+export const bindSession: Middleware = (ctx, next) => {
+  const { message, runtime } = ctx;
+  const profile = runtime.profile.name;
+  const sessionKey = buildSessionKey({ ...message, profile }, runtime.profile);
+  const session = {
+    profile,
+    platform: message.platform,
+    chatId: message.chatId,
+    chatType: message.chatType,
+    chatName: message.chatName,
+    threadId: message.threadId,
+    userId: message.userId,
+    userName: message.userName,
+    messageId: message.messageId,
+    sessionKey,
+    sessionId: runtime.store.currentSessionId(sessionKey),
+  };
+  ctx.session = session;
+  ctx.slot = runtime.slotFor(sessionKey);
+  ctx.log = ctx.log.child({ sessionKey, messageId: message.messageId });
+  return ctx.services.scope.run(session, next);
+};

@@ -1,0 +1,44 @@
+import { parseCommand } from "../commands/parse.js";
+import { describeResetConfirm, resetSession } from "../commands/reset.js";
+import { describeStatus } from "../commands/status.js";
+import { describeStop, stopSession } from "../commands/stop.js";
+import { type Middleware, say, sessionOf } from "./types.js";
+
+/**
+ * Step 3: `/stop`, `/reset [confirm]` and `/status` are handled here, at once, bypassing the
+ * session queue (so /stop reaches a session whose turn is running). They are for admins: anyone
+ * else gets a clear refusal and nothing happens. Other messages continue to the agent turn.
+ */
+export const handleCommands: Middleware = async (ctx, next) => {
+  const command = parseCommand(ctx.message.text);
+  if (command === undefined) return next();
+  if (ctx.access?.admin !== true) {
+    ctx.log.info({ command: command.name }, "admin command refused");
+    await say(ctx, `⛔ /${command.name} is for admins only; nothing was done.`);
+    return;
+  }
+  const session = sessionOf(ctx);
+  const { runtime, services } = ctx;
+  ctx.log.info({ command }, "admin command");
+  switch (command.name) {
+    case "stop":
+      await say(ctx, describeStop(await stopSession(runtime, services, session.sessionKey)));
+      return;
+    case "reset": {
+      const result = await resetSession(runtime, services, session.sessionKey, command.confirm);
+      await say(
+        ctx,
+        result.status === "needs_confirm"
+          ? describeResetConfirm(result.slot, result.sharedBy)
+          : result.text,
+      );
+      return;
+    }
+    case "status":
+      await say(
+        ctx,
+        await describeStatus(runtime, services, session.sessionKey, session.sessionId),
+      );
+      return;
+  }
+};

@@ -1,0 +1,335 @@
+import { setImmediate as tick } from "node:timers/promises";
+import type { TranslateContext, UploadLimits } from "@mediagate/media";
+import type { ContainerState, ExecResult } from "@mediagate/sandbox";
+import { describe, expect, it } from "vitest";
+import type { Agent, AgentTurnInput } from "../agents/types.js";
+import type {
+  ChannelAdapter,
+  ChatTarget,
+  DeliveryReport,
+  InboundMessage,
+  OutboundReply,
+} from "../channels/types.js";
+import { emptyEnv } from "../config/env.js";
+import { resolveConfig } from "../config/load.js";
+import type { ProfileConfig } from "../config/types.js";
+import { silentLogger } from "../log.js";
+import { SlotRegistry } from "../runtime/slot-registry.js";
+import { SessionScope } from "../session/context.js";
+import { TurnQueue } from "../session/queue.js";
+import { RefusalText } from "./authorize.js";
+import { DeliveryFailedText } from "./enqueue-turn.js";
+import { handleMessage } from "./pipeline.js";
+import type { MessageContext, PipelineRuntime, PipelineServices, SandboxOps } from "./types.js";
+
+/*
+ * Test kit for pipeline unit tests: a ChannelAdapter that records what it was asked to send
+ * (our own interface), and a runtime whose sandbox records every call. Real Docker behaviour
+ * is covered by the end-to-end tests.
+ */
+class RecordingChannel implements ChannelAdapter {
+  readonly platform = "telegram" as const;
+  readonly limits: UploadLimits = { maxBytes: () => 50 * 1024 * 1024 };
+  readonly texts: string[] = [];
+  readonly replies: { sessionKey: string; profile: string; text: string; files: string[] }[] = [];
+  async start(): Promise<void> {}
+  async stop(): Promise<void> {}
+  async sendText(_target: ChatTarget, text: string): Promise<void> {
+    this.texts.push(text);
+  }
+  async deliver(reply: OutboundReply): Promise<DeliveryReport> {
+    this.replies.push({
+      sessionKey: reply.sessionKey,
+      profile: reply.profile,
+      text: reply.text,
+      files: reply.plan.ready().map((m) => m.filename),
+    });
+    return { outcomes: [] };
+  }
+  async showActivity(): Promise<void> {}
+}
+
+/** A sandbox that records calls; `run` echoes the command. */
+function recordingSandbox(calls: string[]): SandboxOps {
+  const result = (stdout: string): ExecResult => ({
+    exitCode: 0,
+    stdout,
+    stderr: "",
+    truncated: false,
+    timedOut: false,
+    aborted: false,
+    durationMs: 0,
+  });
+  return {
+    run: async (slot, sessionKey, command) => {
+      calls.push(`run ${slot} ${sessionKey} ${command}`);
+      return result(command);
+    },
+    killSession: async (sessionKey) => {
+      calls.push(`killSession ${sessionKey}`);
+      return 0;
+    },
+    cleanup: async (slot, opts) => {
+      calls.push(`cleanup ${slot} ${JSON.stringify(opts)}`);
+    },
+    status: async (slot) => {
+      calls.push(`status ${slot}`);
+      return { containerId: "c0ffee", state: "running" as ContainerState };
+    },
+    readFile: async (slot, path) => {
+      calls.push(`readFile ${slot} ${path}`);
+      return undefined;
+    },
+    slotDirectory: (slot) => `/nonexistent/${slot}`,
+  };
+}
+
+/** A profile with the given users, via the real config resolver. */
+function testProfile(overrides: Record<string, unknown> = {}): ProfileConfig {
+  const config = resolveConfig(
+    {
+      profiles: [
+        {
+          name: "t",
+          allowedUsers: ["telegram:1", "telegram:2"],
+          admins: ["telegram:1"],
+          ...overrides,
+        },
+      ],
+    },
+    { env: emptyEnv("/tmp/mg-unit") },
+  );
+  return config.profiles[0]!;
+}
+
+/** A runtime over {@link recordingSandbox} and a counting in-memory store. */
+function testRuntime(agent: Agent, calls: string[], profile = testProfile()): PipelineRuntime {
+  const ids = new Map<string, number>();
+  return {
+    profile,
+    agent,
+    store: {
+      currentSessionId: (key) => {
+        calls.push(`currentSessionId ${key}`);
+        return `sid-${ids.get(key) ?? 0}`;
+      },
+      rotateSessionId: (key) => {
+        ids.set(key, (ids.get(key) ?? 0) + 1);
+        calls.push(`rotateSessionId ${key}`);
+        return `sid-${ids.get(key)}`;
+      },
+    },
+    sandbox: recordingSandbox(calls),
+    slotFor: (key) => (profile.sandbox.persistent ? "profile:t" : `session:${key}`),
+    isSharedSlot: (slot) => !slot.startsWith("session:"),
+    translateContext: (): TranslateContext => ({
+      backend: "docker",
+      slotDirs: [],
+      volumes: [],
+      allowDirs: [],
+      protectedHomes: [],
+      tmpDir: "/tmp",
+    }),
+  };
+}
+
+/** Fresh process-wide services. */
+function testServices(concurrency = 4): PipelineServices {
+  return {
+    queue: new TurnQueue({ concurrency }),
+    scope: new SessionScope(),
+    slots: new SlotRegistry(),
+  };
+}
+
+/** A message context for `text` from telegram user `userId`. */
+function testContext(
+  runtime: PipelineRuntime,
+  services: PipelineServices,
+  channel: RecordingChannel,
+  text: string,
+  userId = "1",
+  chatType: InboundMessage["chatType"] = "dm",
+): MessageContext {
+  const message: InboundMessage = {
+    profile: runtime.profile.name,
+    platform: "telegram",
+    chatId: chatType === "dm" ? userId : "-100",
+    chatType,
+    userId,
+    messageId: String(Math.random()),
+    text,
+  };
+  return {
+    message,
+    channel,
+    runtime,
+    services,
+    target: { platform: "telegram", chatId: message.chatId },
+    log: silentLogger(),
+  };
+}
+
+/** An agent that records each turn's input and answers with the text. */
+function echoAgent(seen: AgentTurnInput[]): Agent {
+  return {
+    kind: "shell",
+    async runTurn(input) {
+      seen.push(input);
+      return { reply: `you said: ${input.text}` };
+    },
+  };
+}
+
+describe("message pipeline", () => {
+  it("an unknown user gets one refusal line in a DM, no turn, no session and no sandbox work", async () => {
+    const calls: string[] = [];
+    const seen: AgentTurnInput[] = [];
+    const runtime = testRuntime(echoAgent(seen), calls);
+    const channel = new RecordingChannel();
+    await handleMessage(testContext(runtime, testServices(), channel, "ls", "999"));
+    expect(seen).toEqual([]);
+    expect(calls).toEqual([]);
+    expect(channel.replies).toEqual([]);
+    expect(channel.texts).toEqual([`${RefusalText} (telegram:999)`]);
+  });
+
+  it("an unknown user in a group is ignored silently", async () => {
+    const calls: string[] = [];
+    const channel = new RecordingChannel();
+    const runtime = testRuntime(echoAgent([]), calls);
+    await handleMessage(testContext(runtime, testServices(), channel, "ls", "999", "group"));
+    expect(channel.texts).toEqual([]);
+    expect(calls).toEqual([]);
+  });
+
+  it("an allowed user's turn runs with its identity and the reply carries session key and profile", async () => {
+    const seen: AgentTurnInput[] = [];
+    const runtime = testRuntime(echoAgent(seen), []);
+    const channel = new RecordingChannel();
+    await handleMessage(testContext(runtime, testServices(), channel, "hello", "2", "group"));
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toMatchObject({
+      text: "hello",
+      profile: "t",
+      sessionKey: "agent:t:telegram:group:-100:2",
+      sessionId: "sid-0",
+    });
+    expect(channel.replies).toEqual([
+      {
+        sessionKey: "agent:t:telegram:group:-100:2",
+        profile: "t",
+        text: "you said: hello",
+        files: [],
+      },
+    ]);
+  });
+
+  it("queued turns of different sessions each see their own identity, whoever ran before them", async () => {
+    const services = testServices(1);
+    const observed: [string, string | undefined][] = [];
+    const agent: Agent = {
+      kind: "shell",
+      async runTurn(input) {
+        for (let i = 0; i < 3; i++) {
+          observed.push([input.sessionKey, services.scope.current()?.sessionKey]);
+          await tick();
+          await input.tools.run("true");
+        }
+        return { reply: "ok" };
+      },
+    };
+    const runtime = testRuntime(agent, []);
+    const channel = new RecordingChannel();
+    await Promise.all(
+      ["1", "2", "1", "2"].map((user) =>
+        handleMessage(testContext(runtime, services, channel, `from ${user}`, user)),
+      ),
+    );
+    expect(observed).toHaveLength(12);
+    for (const [expected, actual] of observed) expect(actual).toBe(expected);
+    expect(new Set(observed.map(([k]) => k)).size).toBe(2);
+  });
+
+  it("tool calls run in the session's slot with its session key", async () => {
+    const calls: string[] = [];
+    const agent: Agent = {
+      kind: "shell",
+      async runTurn(input) {
+        const r = await input.tools.run("echo hi");
+        return { reply: r.stdout };
+      },
+    };
+    const runtime = testRuntime(agent, calls);
+    await handleMessage(testContext(runtime, testServices(), new RecordingChannel(), "x", "1"));
+    expect(calls).toContain("run profile:t agent:t:telegram:dm:1 echo hi");
+  });
+
+  it("a non-admin using /stop, /reset or /status is refused and nothing happens", async () => {
+    for (const command of ["/stop", "/reset", "/reset confirm", "/status"]) {
+      const calls: string[] = [];
+      const channel = new RecordingChannel();
+      const runtime = testRuntime(echoAgent([]), calls);
+      await handleMessage(testContext(runtime, testServices(), channel, command, "2"));
+      expect(channel.texts).toEqual([
+        `⛔ /${command.slice(1).split(" ")[0]} is for admins only; nothing was done.`,
+      ]);
+      expect(calls.filter((c) => !c.startsWith("currentSessionId"))).toEqual([]);
+    }
+  });
+
+  it("/stop from an admin bypasses the queue and aborts the running turn", async () => {
+    const services = testServices();
+    const calls: string[] = [];
+    let started!: () => void;
+    const startedP = new Promise<void>((r) => {
+      started = r;
+    });
+    const agent: Agent = {
+      kind: "shell",
+      runTurn: (input) =>
+        new Promise((_resolve, reject) => {
+          started();
+          input.signal.addEventListener("abort", () => reject(new Error("aborted")));
+        }),
+    };
+    const runtime = testRuntime(agent, calls, testProfile({ sandbox: { persistent: false } }));
+    const channel = new RecordingChannel();
+    const turn = handleMessage(testContext(runtime, services, channel, "sleep 1000", "1"));
+    const queued = handleMessage(testContext(runtime, services, channel, "echo later", "1"));
+    await startedP;
+    await handleMessage(testContext(runtime, services, channel, "/stop", "1"));
+    await Promise.all([turn, queued]);
+    expect(channel.texts).toEqual([
+      "🛑 Stopped: aborted the running turn, dropped 1 queued message(s), removed the session's container.",
+    ]);
+    expect(channel.replies).toEqual([]);
+    expect(calls).toContain("killSession agent:t:telegram:dm:1");
+    expect(calls).toContain(
+      'cleanup session:agent:t:telegram:dm:1 {"force":true,"deleteDirs":true}',
+    );
+  });
+
+  it("/reset on a shared slot asks for confirmation first; /reset confirm rotates and tears down", async () => {
+    const calls: string[] = [];
+    const services = testServices();
+    const channel = new RecordingChannel();
+    const runtime = testRuntime(echoAgent([]), calls);
+    await handleMessage(testContext(runtime, services, channel, "hi", "2"));
+    await handleMessage(testContext(runtime, services, channel, "/reset", "1"));
+    expect(channel.texts[0]).toContain("shared: 2 sessions known to this gateway use it");
+    expect(calls.some((c) => c.startsWith("cleanup") || c.startsWith("rotate"))).toBe(false);
+    await handleMessage(testContext(runtime, services, channel, "/reset confirm", "1"));
+    expect(calls).toContain("rotateSessionId agent:t:telegram:dm:1");
+    expect(calls).toContain('cleanup profile:t {"force":true,"deleteDirs":true}');
+    expect(channel.texts[1]).toMatch(/^♻️ Reset: new conversation started, removed the container/);
+  });
+
+  it("a reply the channel cannot deliver ends with one clear line, not silence", async () => {
+    const channel = new RecordingChannel();
+    channel.deliver = () => Promise.reject(new Error("platform down"));
+    const runtime = testRuntime(echoAgent([]), []);
+    await handleMessage(testContext(runtime, testServices(), channel, "hi", "1"));
+    expect(channel.texts).toEqual([DeliveryFailedText]);
+  });
+});

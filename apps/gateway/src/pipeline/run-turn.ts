@@ -1,0 +1,66 @@
+import { startActivity } from "../runtime/activity.js";
+import { sandboxProblemOf, sandboxProblemText } from "../runtime/sandbox-errors.js";
+import { createToolRunner } from "../runtime/tool-runner.js";
+import { type Middleware, say, sessionOf } from "./types.js";
+
+/** What the chat gets when a turn fails for a reason other than the sandbox. */
+export const TurnFailedText = "⚠️ Something went wrong while handling that message.";
+
+/**
+ * Step 5: the agent's turn, with the typing indicator renewed and a one-time "still working…"
+ * message after the profile's threshold. A turn aborted by /stop ends silently (the command
+ * replies); an unreachable Docker daemon gives one clear line and nothing else is affected.
+ */
+export const runTurn: Middleware = async (ctx, next) => {
+  const session = sessionOf(ctx);
+  const signal = ctx.signal ?? new AbortController().signal;
+  const slot = ctx.slot ?? ctx.runtime.slotFor(session.sessionKey);
+  const stopActivity = startActivity(ctx.channel, ctx.target, {
+    intervalMs: ctx.services.activityIntervalMs,
+    stillWorkingAfterMs: ctx.runtime.profile.stillWorkingAfterSeconds * 1000,
+    onError: (error) => ctx.log.warn({ err: error }, "could not send the still-working message"),
+  });
+  const tools = createToolRunner({
+    sandbox: ctx.runtime.sandbox,
+    slot,
+    sessionKey: session.sessionKey,
+    signal,
+  });
+  try {
+    const result = await ctx.runtime.agent.runTurn({
+      text: ctx.message.text,
+      profile: session.profile,
+      sessionKey: session.sessionKey,
+      sessionId: session.sessionId,
+      tools,
+      signal,
+    });
+    ctx.reply = result.reply;
+  } catch (error) {
+    if (signal.aborted) {
+      ctx.log.info("turn aborted");
+      return;
+    }
+    const problem = tools.sandboxProblem ?? sandboxProblemOf(error);
+    if (problem !== undefined) {
+      ctx.log.error({ err: error, slot }, "sandbox unavailable for this turn");
+      await say(ctx, sandboxProblemText(problem));
+    } else {
+      ctx.log.error({ err: error, slot }, "agent turn failed");
+      await say(ctx, TurnFailedText);
+    }
+    return;
+  } finally {
+    stopActivity();
+  }
+  if (signal.aborted) {
+    ctx.log.info("turn aborted; its reply is not delivered");
+    return;
+  }
+  if (tools.sandboxProblem !== undefined) {
+    ctx.log.error({ slot, problem: tools.sandboxProblem }, "sandbox unavailable for this turn");
+    await say(ctx, sandboxProblemText(tools.sandboxProblem));
+    return;
+  }
+  await next();
+};

@@ -1,0 +1,100 @@
+import type { MediaPlan, TranslateContext } from "@mediagate/media";
+import type { Sandbox } from "@mediagate/sandbox";
+import type { Agent } from "../agents/types.js";
+import type {
+  ChannelAdapter,
+  ChatTarget,
+  DeliveryReport,
+  InboundMessage,
+} from "../channels/types.js";
+import type { ProfileConfig } from "../config/types.js";
+import type { Logger } from "../log.js";
+import type { Access } from "../runtime/access.js";
+import type { SlotRegistry } from "../runtime/slot-registry.js";
+import type { SessionContext, SessionScope } from "../session/context.js";
+import type { TurnQueue } from "../session/queue.js";
+import type { StateStore } from "../state/store.js";
+
+/** The sandbox operations the pipeline and the commands use. */
+export type SandboxOps = Pick<
+  Sandbox,
+  "run" | "killSession" | "cleanup" | "status" | "readFile" | "slotDirectory"
+>;
+
+/** What the pipeline needs of a profile's runtime (`ProfileRuntime` implements it). */
+export interface PipelineRuntime {
+  readonly profile: ProfileConfig;
+  readonly agent: Agent;
+  readonly store: Pick<StateStore, "currentSessionId" | "rotateSessionId">;
+  readonly sandbox: SandboxOps;
+  slotFor(sessionKey: string | undefined): string;
+  isSharedSlot(slot: string): boolean;
+  translateContext(sessionKey: string, slot: string): TranslateContext;
+}
+
+/** Process-wide services shared by every message. */
+export interface PipelineServices {
+  readonly queue: TurnQueue;
+  readonly scope: SessionScope;
+  readonly slots: SlotRegistry;
+  /** Typing renewal period; default 4 s. */
+  readonly activityIntervalMs?: number | undefined;
+}
+
+/**
+ * One inbound message on its way through the pipeline. Steps fill in the optional fields
+ * for the steps after them.
+ */
+export interface MessageContext {
+  readonly message: InboundMessage;
+  readonly channel: ChannelAdapter;
+  readonly runtime: PipelineRuntime;
+  readonly services: PipelineServices;
+  readonly target: ChatTarget;
+  log: Logger;
+  access?: Access;
+  session?: SessionContext;
+  /** The container slot of the session's tool calls. */
+  slot?: string;
+  /** The running turn's signal (aborted by /stop). */
+  signal?: AbortSignal;
+  /** The agent's final reply text. */
+  reply?: string;
+  plan?: MediaPlan;
+  report?: DeliveryReport;
+}
+
+/** One pipeline step: do something, then call `next` to continue (or don't, to stop here). */
+export type Middleware = (ctx: MessageContext, next: () => Promise<void>) => Promise<void>;
+
+/** Runs `steps` in order, each deciding whether to call the next (grammY-style). */
+export function compose(steps: readonly Middleware[]): (ctx: MessageContext) => Promise<void> {
+  return (ctx) => {
+    const dispatch = async (index: number): Promise<void> => {
+      const step = steps[index];
+      if (step === undefined) return;
+      let called = false;
+      await step(ctx, () => {
+        if (called) return Promise.reject(new Error(`pipeline step ${index} called next twice`));
+        called = true;
+        return dispatch(index + 1);
+      });
+    };
+    return dispatch(0);
+  };
+}
+
+/** Sends a line to the message's chat; failures are logged, never thrown. */
+export async function say(ctx: MessageContext, text: string): Promise<void> {
+  try {
+    await ctx.channel.sendText(ctx.target, text);
+  } catch (error) {
+    ctx.log.warn({ err: error }, "could not send a message to the chat");
+  }
+}
+
+/** The session of the context; a step that needs it runs after `bindSession`. */
+export function sessionOf(ctx: MessageContext): SessionContext {
+  if (ctx.session === undefined) throw new Error("no session bound: bindSession must run first");
+  return ctx.session;
+}

@@ -1,0 +1,46 @@
+import type { ChannelAdapter, ChatTarget } from "../channels/types.js";
+
+/** Defaults of {@link startActivity}. */
+export const ActivityDefaults = {
+  /** Typing indicators expire after ~5 s on Telegram; renew a little earlier. */
+  intervalMs: 4_000,
+  stillWorkingAfterMs: 60_000,
+  stillWorkingText: "⏳ Still working…",
+} as const;
+
+/** Options of {@link startActivity}. */
+export interface ActivityOptions {
+  readonly intervalMs?: number | undefined;
+  readonly stillWorkingAfterMs?: number | undefined;
+  readonly stillWorkingText?: string | undefined;
+  /** Reports a failed "still working" send (best effort). */
+  readonly onError?: (error: unknown) => void;
+}
+
+/**
+ * Shows that a turn is running: a typing indicator now and every `intervalMs`, and once,
+ * after `stillWorkingAfterMs`, a "still working…" message. Returns the function that stops both.
+ */
+export function startActivity(
+  channel: ChannelAdapter,
+  target: ChatTarget,
+  options: ActivityOptions = {},
+): () => void {
+  const intervalMs = options.intervalMs ?? ActivityDefaults.intervalMs;
+  const afterMs = options.stillWorkingAfterMs ?? ActivityDefaults.stillWorkingAfterMs;
+  const text = options.stillWorkingText ?? ActivityDefaults.stillWorkingText;
+  const typing = () => {
+    channel.showActivity(target).catch(() => {});
+  };
+  typing();
+  const interval = setInterval(typing, intervalMs);
+  const stillWorking = setTimeout(() => {
+    channel.sendText(target, text).catch((error: unknown) => options.onError?.(error));
+  }, afterMs);
+  interval.unref?.();
+  stillWorking.unref?.();
+  return () => {
+    clearInterval(interval);
+    clearTimeout(stillWorking);
+  };
+}

@@ -1,0 +1,22 @@
+import { OpenAIAgent } from "../agents/openai.js";
+import { ShellAgent } from "../agents/shell.js";
+import type { Agent } from "../agents/types.js";
+import type { AgentSettings } from "../config/types.js";
+import type { Logger } from "../log.js";
+import type { StateStore } from "../state/store.js";
+
+/** Builds the agent a profile's config names (SPEC §9). */
+export function createAgent(
+  settings: AgentSettings,
+  deps: { store: StateStore; logger: Logger },
+): Agent {
+  if (settings.kind === "shell") return new ShellAgent();
+  return new OpenAIAgent({
+    baseUrl: settings.baseUrl,
+    apiKey: settings.apiKey,
+    model: settings.model,
+    maxToolRounds: settings.maxToolRounds,
+    store: deps.store,
+    logger: deps.logger,
+  });
+}

@@ -1,0 +1,34 @@
+/**
+ * Which sessions this process has seen use each container slot, to tell `/reset` how many
+ * sessions a shared container serves. Counted per process (sessions of other processes or
+ * earlier runs are not known); documented in the README.
+ */
+export class SlotRegistry {
+  readonly #sessions = new Map<string, Set<string>>();
+
+  /** `scope` separates per-profile slots (`default`, `profile:x`) of different profiles. */
+  static slotId(profile: string, slot: string): string {
+    return slot.startsWith("shared:") ? slot : `${profile}/${slot}`;
+  }
+
+  note(slotId: string, sessionKey: string): void {
+    let set = this.#sessions.get(slotId);
+    if (set === undefined) {
+      set = new Set();
+      this.#sessions.set(slotId, set);
+    }
+    set.add(sessionKey);
+  }
+
+  /** Sessions known to use the slot, `including` counted even if not seen yet. */
+  count(slotId: string, including?: string): number {
+    const set = new Set(this.#sessions.get(slotId));
+    if (including !== undefined) set.add(including);
+    return set.size;
+  }
+
+  /** Forget the slot's sessions (after its container was torn down). */
+  forget(slotId: string): void {
+    this.#sessions.delete(slotId);
+  }
+}

@@ -1,0 +1,99 @@
+import { describe, expect, it } from "vitest";
+import { QueueClosedError, TurnQueue } from "./queue.js";
+
+/** A job that records its start and waits until released. */
+function gated(log: string[], name: string) {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
+  let started!: () => void;
+  const startedP = new Promise<void>((r) => {
+    started = r;
+  });
+  const job = async (signal: AbortSignal) => {
+    log.push(`start ${name}`);
+    started();
+    await Promise.race([
+      gate,
+      new Promise<void>((r) => signal.addEventListener("abort", () => r(), { once: true })),
+    ]);
+    log.push(signal.aborted ? `aborted ${name}` : `end ${name}`);
+  };
+  return { job, release, started: startedP };
+}
+
+describe("TurnQueue", () => {
+  it("runs one turn at a time per session, in arrival order", async () => {
+    const q = new TurnQueue({ concurrency: 4 });
+    const log: string[] = [];
+    const a1 = gated(log, "a1");
+    const a2 = gated(log, "a2");
+    const a3 = gated(log, "a3");
+    const done = [q.enqueue("a", a1.job), q.enqueue("a", a2.job), q.enqueue("a", a3.job)];
+    await a1.started;
+    expect(q.queued("a")).toBe(2);
+    a3.release();
+    a2.release();
+    a1.release();
+    expect(await Promise.all(done)).toEqual(["done", "done", "done"]);
+    expect(log).toEqual(["start a1", "end a1", "start a2", "end a2", "start a3", "end a3"]);
+  });
+
+  it("runs different sessions in parallel up to the global cap", async () => {
+    const q = new TurnQueue({ concurrency: 2 });
+    const log: string[] = [];
+    const jobs = ["a", "b", "c"].map((s) => gated(log, s));
+    const done = jobs.map((j, i) => q.enqueue(["a", "b", "c"][i]!, j.job));
+    await Promise.all([jobs[0]!.started, jobs[1]!.started]);
+    expect(q.active).toBe(2);
+    expect(log).toEqual(["start a", "start b"]);
+    jobs[1]!.release();
+    await jobs[2]!.started;
+    expect(log).toEqual(["start a", "start b", "end b", "start c"]);
+    jobs[0]!.release();
+    jobs[2]!.release();
+    await Promise.all(done);
+    await q.idle();
+    expect(q.active).toBe(0);
+  });
+
+  it("dropQueued drops waiting turns and abortRunning aborts the running one", async () => {
+    const q = new TurnQueue({ concurrency: 1 });
+    const log: string[] = [];
+    const a1 = gated(log, "a1");
+    const a2 = gated(log, "a2");
+    const b1 = gated(log, "b1");
+    const p1 = q.enqueue("a", a1.job);
+    const p2 = q.enqueue("a", a2.job);
+    const pb = q.enqueue("b", b1.job);
+    await a1.started;
+    expect(q.dropQueued("a")).toBe(1);
+    expect(await p2).toBe("dropped");
+    expect(q.abortRunning("a")).toBe(true);
+    expect(await p1).toBe("done");
+    await b1.started;
+    b1.release();
+    expect(await pb).toBe("done");
+    expect(log).toEqual(["start a1", "aborted a1", "start b1", "end b1"]);
+    expect(q.abortRunning("a")).toBe(false);
+  });
+
+  it("a failing job settles as failed, reports the error, and the session continues", async () => {
+    const errors: unknown[] = [];
+    const q = new TurnQueue({ onError: (_k, e) => errors.push(e) });
+    const failed = q.enqueue("a", async () => {
+      throw new Error("boom");
+    });
+    const next = q.enqueue("a", async () => {});
+    expect(await failed).toBe("failed");
+    expect(await next).toBe("done");
+    expect(errors).toHaveLength(1);
+  });
+
+  it("refuses work after close", async () => {
+    const q = new TurnQueue();
+    q.close();
+    await expect(q.enqueue("a", async () => {})).rejects.toBeInstanceOf(QueueClosedError);
+  });
+});

@@ -1,0 +1,184 @@
+/** A queued unit of work for one session; it receives the signal `/stop` aborts. */
+export type TurnJob = (signal: AbortSignal) => Promise<void>;
+
+/** How an enqueued job ended. */
+export type TurnOutcome = "done" | "failed" | "dropped";
+
+/** The queue refuses work after {@link TurnQueue.close}. */
+export class QueueClosedError extends Error {
+  override readonly name = "QueueClosedError";
+  constructor(readonly sessionKey: string) {
+    super(`turn queue is closed; refused work for ${sessionKey}`);
+  }
+}
+
+interface Entry {
+  readonly job: TurnJob;
+  readonly settle: (outcome: TurnOutcome) => void;
+}
+
+interface SessionLane {
+  readonly pending: Entry[];
+  running?: AbortController | undefined;
+  waiting: boolean;
+}
+
+/** Options of {@link TurnQueue}. */
+export interface TurnQueueOptions {
+  /** Turns running at once across all sessions. Default 4. */
+  readonly concurrency?: number;
+  /** Called when a job throws (the queue itself never rejects). */
+  readonly onError?: (sessionKey: string, error: unknown) => void;
+}
+
+/** Defaults of {@link TurnQueue}. */
+export const TurnQueueDefaults = { concurrency: 4 } as const satisfies TurnQueueOptions;
+
+/**
+ * Per-session FIFO with a global cap (SPEC §3): one turn at a time per session, in arrival
+ * order; different sessions run in parallel up to `concurrency`, admitted in the order they
+ * became ready. `/stop` uses {@link abortRunning} and {@link dropQueued}, which bypass the queue.
+ */
+export class TurnQueue {
+  readonly #concurrency: number;
+  readonly #onError: ((sessionKey: string, error: unknown) => void) | undefined;
+  readonly #lanes = new Map<string, SessionLane>();
+  readonly #ready: string[] = [];
+  readonly #idleWaiters: (() => void)[] = [];
+  #active = 0;
+  #closed = false;
+
+  constructor(options: TurnQueueOptions = {}) {
+    this.#concurrency = options.concurrency ?? TurnQueueDefaults.concurrency;
+    if (!Number.isInteger(this.#concurrency) || this.#concurrency < 1) {
+      throw new RangeError(`concurrency must be a positive integer, got ${this.#concurrency}`);
+    }
+    this.#onError = options.onError;
+  }
+
+  /** Queues `job` for `sessionKey`; resolves when it has run, failed, or been dropped. */
+  enqueue(sessionKey: string, job: TurnJob): Promise<TurnOutcome> {
+    if (this.#closed) return Promise.reject(new QueueClosedError(sessionKey));
+    return new Promise<TurnOutcome>((settle) => {
+      const lane = this.#lane(sessionKey);
+      lane.pending.push({ job, settle });
+      this.#markReady(sessionKey, lane);
+      this.#pump();
+    });
+  }
+
+  /** Messages waiting (not running) for a session. */
+  queued(sessionKey: string): number {
+    return this.#lanes.get(sessionKey)?.pending.length ?? 0;
+  }
+
+  /** Whether a turn of the session is running now. */
+  isRunning(sessionKey: string): boolean {
+    return this.#lanes.get(sessionKey)?.running !== undefined;
+  }
+
+  /** Whether {@link close} was called. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Turns running now, across sessions. */
+  get active(): number {
+    return this.#active;
+  }
+
+  /** Aborts the session's running turn, if any; returns whether there was one. */
+  abortRunning(sessionKey: string, reason?: unknown): boolean {
+    const running = this.#lanes.get(sessionKey)?.running;
+    if (running === undefined) return false;
+    running.abort(reason);
+    return true;
+  }
+
+  /** Drops the session's queued (not running) turns; they settle as `dropped`. Returns the count. */
+  dropQueued(sessionKey: string): number {
+    const lane = this.#lanes.get(sessionKey);
+    if (lane === undefined) return 0;
+    const dropped = lane.pending.splice(0);
+    if (lane.waiting) {
+      lane.waiting = false;
+      const at = this.#ready.indexOf(sessionKey);
+      if (at >= 0) this.#ready.splice(at, 1);
+    }
+    if (lane.running === undefined) this.#lanes.delete(sessionKey);
+    for (const entry of dropped) entry.settle("dropped");
+    return dropped.length;
+  }
+
+  /** Drops every queued turn and aborts every running one (shutdown). */
+  abortAll(reason?: unknown): void {
+    for (const sessionKey of [...this.#lanes.keys()]) {
+      this.dropQueued(sessionKey);
+      this.abortRunning(sessionKey, reason);
+    }
+  }
+
+  /** Refuses new work; queued and running turns continue. */
+  close(): void {
+    this.#closed = true;
+  }
+
+  /** Resolves when nothing runs and nothing is queued. */
+  idle(): Promise<void> {
+    if (this.#active === 0 && this.#ready.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  #lane(sessionKey: string): SessionLane {
+    let lane = this.#lanes.get(sessionKey);
+    if (lane === undefined) {
+      lane = { pending: [], waiting: false };
+      this.#lanes.set(sessionKey, lane);
+    }
+    return lane;
+  }
+
+  #markReady(sessionKey: string, lane: SessionLane): void {
+    if (lane.running === undefined && !lane.waiting && lane.pending.length > 0) {
+      lane.waiting = true;
+      this.#ready.push(sessionKey);
+    }
+  }
+
+  #pump(): void {
+    while (this.#active < this.#concurrency && this.#ready.length > 0) {
+      const sessionKey = this.#ready.shift()!;
+      const lane = this.#lanes.get(sessionKey);
+      if (lane === undefined) continue;
+      lane.waiting = false;
+      const entry = lane.pending.shift();
+      if (entry === undefined) continue;
+      this.#start(sessionKey, lane, entry);
+    }
+    if (this.#active === 0 && this.#ready.length === 0) {
+      for (const resolve of this.#idleWaiters.splice(0)) resolve();
+    }
+  }
+
+  #start(sessionKey: string, lane: SessionLane, entry: Entry): void {
+    const controller = new AbortController();
+    lane.running = controller;
+    this.#active++;
+    let outcome: TurnOutcome = "done";
+    // Each job starts from a fresh microtask so no job inherits the caller's stack.
+    void Promise.resolve()
+      .then(() => entry.job(controller.signal))
+      .catch((error: unknown) => {
+        outcome = "failed";
+        this.#onError?.(sessionKey, error);
+      })
+      .finally(() => {
+        this.#active--;
+        lane.running = undefined;
+        if (lane.pending.length === 0) this.#lanes.delete(sessionKey);
+        else this.#markReady(sessionKey, lane);
+        entry.settle(outcome);
+        this.#pump();
+      });
+  }
+}
