@@ -1,0 +1,205 @@
+import type { InboundMessage } from "@mediagate/gateway";
+import { TelegramChannel, TelegramDeliveryError, TelegramStartError } from "@mediagate/gateway";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { FakeTelegram } from "../fakes/telegram/index.js";
+import { captureLogs } from "../fakes/telegram/media-fixtures.js";
+
+let fake: FakeTelegram;
+let apiRoot: string;
+let channel: TelegramChannel | undefined;
+let logs: ReturnType<typeof captureLogs>;
+
+beforeEach(async () => {
+  fake = new FakeTelegram();
+  ({ apiRoot } = await fake.start());
+  logs = captureLogs();
+});
+
+afterEach(async () => {
+  await channel?.stop();
+  channel = undefined;
+  await fake.stop();
+});
+
+function newChannel(extra: { dropPendingUpdates?: boolean; token?: string } = {}): TelegramChannel {
+  channel = new TelegramChannel({
+    token: extra.token ?? fake.token,
+    apiRoot,
+    profile: "work",
+    logger: logs.logger,
+    retry: { minDelayMs: 5, maxDelayMs: 20 },
+    ...(extra.dropPendingUpdates === undefined
+      ? {}
+      : { dropPendingUpdates: extra.dropPendingUpdates }),
+  });
+  return channel;
+}
+
+describe("TelegramChannel receiving (grammY long polling against the fake)", () => {
+  it("maps dm, group, forum topic and channel messages to InboundMessage", async () => {
+    const received: InboundMessage[] = [];
+    await newChannel().start((message) => received.push(message));
+    fake.sendPrivateText({ userId: 11, firstName: "Ann", username: "ann", text: "hello" });
+    fake.sendGroupText({ chatId: -200, userId: 12, text: "in group", title: "Team" });
+    fake.sendGroupText({ chatId: -300, userId: 12, text: "a reply", replyThreadId: 5 });
+    fake.sendTopicText({ chatId: -100400, threadId: 77, userId: 13, text: "in topic" });
+    fake.sendChannelPost({ chatId: -100500, text: "news", title: "News" });
+    await vi.waitFor(() => expect(received).toHaveLength(5));
+    expect(received).toEqual([
+      expect.objectContaining({
+        platform: "telegram",
+        profile: "work",
+        chatType: "dm",
+        chatId: "11",
+        userId: "11",
+        userName: "ann",
+        text: "hello",
+        threadId: undefined,
+      }),
+      expect.objectContaining({
+        chatType: "group",
+        chatId: "-200",
+        chatName: "Team",
+        userId: "12",
+      }),
+      expect.objectContaining({ chatType: "group", chatId: "-300", threadId: undefined }),
+      expect.objectContaining({
+        chatType: "group",
+        chatId: "-100400",
+        threadId: "77",
+        userId: "13",
+      }),
+      expect.objectContaining({ chatType: "channel", chatId: "-100500", userId: "-100500" }),
+    ]);
+    for (const message of received) expect(message.messageId).toMatch(/^\d+$/);
+  });
+
+  it("passes commands through with this bot's @name stripped and drops other bots' commands", async () => {
+    const received: string[] = [];
+    await newChannel().start((message) => received.push(message.text));
+    const bot = fake.bot.username;
+    fake.sendGroupText({ chatId: -7, text: `/stop@${bot}` });
+    fake.sendGroupText({ chatId: -7, text: "/stop@someone_else_bot" });
+    fake.sendGroupText({ chatId: -7, text: `/reset@${bot} confirm` });
+    fake.sendPrivateText({ text: "/status" });
+    await vi.waitFor(() => expect(received).toHaveLength(3));
+    expect(received).toEqual(["/stop", "/reset confirm", "/status"]);
+  });
+
+  it("keeps updates queued while it was down, and confirms handled ones on stop", async () => {
+    fake.sendPrivateText({ text: "sent while the gateway was down" });
+    const received: string[] = [];
+    const tg = newChannel();
+    await tg.start((message) => received.push(message.text));
+    await vi.waitFor(() => expect(received).toEqual(["sent while the gateway was down"]));
+    await tg.stop();
+    expect(fake.pendingUpdates).toBe(0);
+  });
+
+  it("drops updates queued while down when dropPendingUpdates is set", async () => {
+    fake.sendPrivateText({ text: "stale" });
+    const received: string[] = [];
+    await newChannel({ dropPendingUpdates: true }).start((message) => received.push(message.text));
+    fake.sendPrivateText({ text: "fresh" });
+    await vi.waitFor(() => expect(received).toEqual(["fresh"]));
+  });
+
+  it("keeps polling when the message handler throws", async () => {
+    const received: string[] = [];
+    await newChannel().start((message) => {
+      received.push(message.text);
+      if (message.text === "bad") throw new Error("handler bug");
+    });
+    fake.sendPrivateText({ text: "bad" });
+    fake.sendPrivateText({ text: "good" });
+    await vi.waitFor(() => expect(received).toEqual(["bad", "good"]));
+    expect(logs.text()).toContain("handler bug");
+  });
+
+  it("rejects start with a token-free TelegramStartError when the token is refused", async () => {
+    const wrong = "555555:WRONG-secret-token-value";
+    const error = await newChannel({ token: wrong })
+      .start(() => {})
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TelegramStartError);
+    expect(String((error as Error).message)).toContain("401");
+    expect(JSON.stringify(error)).not.toContain("WRONG-secret");
+    expect((error as Error).message).not.toContain("WRONG-secret");
+  });
+
+  it("rejects start with a token-free TelegramStartError when the API is unreachable", async () => {
+    const down = new FakeTelegram();
+    const { apiRoot: deadRoot } = await down.start();
+    await down.stop();
+    channel = new TelegramChannel({
+      token: fake.token,
+      apiRoot: deadRoot,
+      profile: "work",
+      logger: logs.logger,
+      retry: { maxAttempts: 2, minDelayMs: 5 },
+    });
+    const error = await channel.start(() => {}).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TelegramStartError);
+    expect((error as Error).message).toContain("getMe");
+    expect((error as Error).message).not.toContain(fake.token);
+    expect(logs.text()).not.toContain(fake.token);
+  });
+});
+
+describe("TelegramChannel text and activity", () => {
+  it("splits long text at 4096 UTF-16 units and replies into the same topic", async () => {
+    const paragraph = `${"word ".repeat(150).trim()}\n`;
+    const text = paragraph.repeat(20); // ~15 000 units
+    await newChannel().sendText(
+      { platform: "telegram", chatId: "-100400", threadId: "77", replyToMessageId: "5" },
+      text,
+    );
+    const sends = fake.callsTo("sendMessage");
+    expect(sends.length).toBe(4);
+    for (const call of sends) {
+      expect(call.ok).toBe(true);
+      expect(String(call.params.text).length).toBeLessThanOrEqual(4096);
+      expect(call.params).toMatchObject({ chat_id: -100400, message_thread_id: 77 });
+    }
+    expect(sends[0]?.params.reply_parameters).toEqual({
+      message_id: 5,
+      allow_sending_without_reply: true,
+    });
+    expect(sends.slice(1).map((c) => c.params.reply_parameters)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    const squash = (s: string) => s.replace(/\s+/g, "");
+    expect(squash(sends.map((c) => String(c.params.text)).join(""))).toBe(squash(text));
+  });
+
+  it("rejects sendText with a TelegramDeliveryError on a final 400, without retrying", async () => {
+    fake.failNext("sendMessage", {
+      kind: "error",
+      status: 400,
+      description: "Bad Request: chat not found",
+    });
+    const error = await newChannel()
+      .sendText({ platform: "telegram", chatId: "1" }, "hi")
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TelegramDeliveryError);
+    expect(error).toMatchObject({ method: "sendMessage", status: 400 });
+    expect(fake.callsTo("sendMessage")).toHaveLength(1);
+  });
+
+  it("shows typing in the chat and topic, and never throws when that fails", async () => {
+    const tg = newChannel();
+    await tg.showActivity({ platform: "telegram", chatId: "-100400", threadId: "77" });
+    expect(fake.callsTo("sendChatAction")[0]?.params).toEqual({
+      chat_id: -100400,
+      action: "typing",
+      message_thread_id: 77,
+    });
+    fake.failNext("sendChatAction", { kind: "disconnect" });
+    await expect(tg.showActivity({ platform: "telegram", chatId: "1" })).resolves.toBeUndefined();
+    fake.failNext("sendChatAction", { kind: "rate_limit", retryAfterSeconds: 3 });
+    await expect(tg.showActivity({ platform: "telegram", chatId: "1" })).resolves.toBeUndefined();
+    expect(fake.callsTo("sendChatAction")).toHaveLength(3);
+  });
+});

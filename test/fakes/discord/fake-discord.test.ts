@@ -1,0 +1,262 @@
+import { once } from "node:events";
+import {
+  ChannelType,
+  Client,
+  Events,
+  GatewayIntentBits,
+  type Message,
+  Partials,
+  type RESTOptions,
+} from "discord.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { defaultGuild, FakeDiscord, Intent } from "./index.js";
+
+const AllIntents = [
+  GatewayIntentBits.Guilds,
+  GatewayIntentBits.GuildMessages,
+  GatewayIntentBits.MessageContent,
+  GatewayIntentBits.DirectMessages,
+];
+
+let fake: FakeDiscord | undefined;
+let client: Client | undefined;
+
+afterEach(async () => {
+  await client?.destroy();
+  await fake?.close();
+  client = undefined;
+  fake = undefined;
+});
+
+async function connect(
+  intents = AllIntents,
+  rest: Partial<RESTOptions> = {},
+  premiumTier: 0 | 2 = 2,
+  heartbeatIntervalMs?: number,
+): Promise<{ fake: FakeDiscord; client: Client }> {
+  fake = await FakeDiscord.start({
+    guilds: [defaultGuild(premiumTier)],
+    ...(heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs }),
+  });
+  client = new Client({
+    intents,
+    partials: [Partials.Channel],
+    rest: { api: fake.apiRoot, ...rest },
+  });
+  const ready = once(client, Events.ClientReady);
+  await client.login(fake.token);
+  await ready;
+  return { fake, client };
+}
+
+function nextMessage(target: Client): Promise<Message> {
+  return new Promise((resolve) => {
+    const listener = (message: Message) => {
+      if (message.author.id === target.user?.id) return;
+      target.off(Events.MessageCreate, listener);
+      resolve(message);
+    };
+    target.on(Events.MessageCreate, listener);
+  });
+}
+
+describe("fake Discord gateway", () => {
+  it("identifies, becomes ready and delivers the guild with its channels and threads", async () => {
+    const { fake, client } = await connect();
+    const guild = client.guilds.cache.get(fake.guild.id);
+    expect(client.user?.id).toBe(fake.botUser.id);
+    expect(guild?.premiumTier).toBe(2);
+    const thread = client.channels.cache.get(fake.guild.threads[0]!.id);
+    expect(thread?.isThread() && thread.parentId).toBe(fake.guild.channels[0]!.id);
+    const identify = fake.calls.find((call) => call.path === "/gateway/bot");
+    expect(identify?.status).toBe(200);
+    expect(fake.gateway.identifyCount).toBe(1);
+  });
+
+  it("dispatches guild, thread and direct messages the way discord.js maps them", async () => {
+    const { fake, client } = await connect();
+    const [general] = fake.guild.channels;
+    const [thread] = fake.guild.threads;
+
+    let received = nextMessage(client);
+    fake.sendGuildMessage(general!.id, { content: "hello guild", mentionBot: true });
+    const inGuild = await received;
+    expect(inGuild.guildId).toBe(fake.guild.id);
+    expect(inGuild.member).not.toBeNull();
+    expect(inGuild.mentions.users.has(fake.botUser.id)).toBe(true);
+    expect(inGuild.content).toBe(`<@${fake.botUser.id}> hello guild`);
+
+    received = nextMessage(client);
+    fake.sendThreadMessage(thread!.id, { content: "in thread" });
+    const inThread = await received;
+    expect(inThread.channel.isThread()).toBe(true);
+    expect(inThread.channel.isThread() && inThread.channel.parentId).toBe(general!.id);
+
+    received = nextMessage(client);
+    fake.sendDirectMessage({ content: "private", authorId: "300000000000000042" });
+    const direct = await received;
+    expect(direct.guildId).toBeNull();
+    expect(direct.channel.type).toBe(ChannelType.DM);
+    expect(direct.author.id).toBe("300000000000000042");
+  });
+
+  it("hides guild message content without the MessageContent intent unless the bot is mentioned", async () => {
+    const { fake, client } = await connect([
+      GatewayIntentBits.Guilds,
+      GatewayIntentBits.GuildMessages,
+    ]);
+    const channelId = fake.guild.channels[0]!.id;
+    let received = nextMessage(client);
+    fake.sendGuildMessage(channelId, { content: "secret" });
+    expect((await received).content).toBe("");
+    received = nextMessage(client);
+    fake.sendGuildMessage(channelId, { content: "visible", mentionBot: true });
+    expect((await received).content).toContain("visible");
+    expect(fake.sendDirectMessage({ content: "dm" })).toBeDefined();
+    expect(fake.gateway.sessions[0]!.intents & Intent.DirectMessages).toBe(0);
+  });
+
+  it("acknowledges heartbeats, so discord.js keeps the connection instead of resuming", async () => {
+    const { fake, client } = await connect(AllIntents, {}, 2, 50);
+    let beats = 0;
+    await new Promise<void>((resolve) => {
+      fake.gateway.on("op", ({ op }: { op: number }) => {
+        if (op === 1 && ++beats === 4) resolve();
+      });
+    });
+    expect(client.ws.ping).toBeGreaterThanOrEqual(0);
+    expect(fake.gateway.resumeCount).toBe(0);
+    expect(fake.gateway.identifyCount).toBe(1);
+  });
+
+  it("resumes after a dropped socket and replays what was dispatched meanwhile", async () => {
+    const { fake, client } = await connect();
+    const channelId = fake.guild.channels[0]!.id;
+    const resumed = once(fake.gateway, "resume");
+    fake.dropSocket();
+    const missed = nextMessage(client);
+    fake.sendGuildMessage(channelId, { content: "sent while down" });
+    await resumed;
+    expect((await missed).content).toBe("sent while down");
+    const next = nextMessage(client);
+    fake.sendGuildMessage(channelId, { content: "after resume" });
+    expect((await next).content).toBe("after resume");
+    expect(fake.gateway.identifyCount).toBe(1);
+    expect(fake.gateway.resumeCount).toBe(1);
+  });
+});
+
+describe("fake Discord REST", () => {
+  it("keeps the bytes and filenames of a multipart message create", async () => {
+    const { fake, client } = await connect();
+    const channelId = fake.guild.channels[1]!.id;
+    const channel = await client.channels.fetch(channelId);
+    if (!channel?.isSendable()) throw new Error("not sendable");
+    const bytes = Buffer.from([0, 1, 2, 255, 254, 10, 13]);
+    const sent = await channel.send({
+      content: "two files",
+      files: [
+        { attachment: bytes, name: "raw bytes.bin" },
+        { attachment: Buffer.from("hello"), name: "hello.txt" },
+      ],
+    });
+    const [stored] = fake.messagesIn(channelId);
+    expect(stored?.content).toBe("two files");
+    expect(stored?.files.map((file) => file.filename)).toEqual(["raw bytes.bin", "hello.txt"]);
+    expect(stored?.files[0]?.bytes.equals(bytes)).toBe(true);
+    expect(sent.attachments.size).toBe(2);
+    expect(sent.attachments.first()?.size).toBe(bytes.length);
+  });
+
+  it("returns the original message for a repeated nonce with enforce_nonce", async () => {
+    const { fake, client } = await connect();
+    const channelId = fake.guild.channels[0]!.id;
+    const channel = await client.channels.fetch(channelId);
+    if (!channel?.isSendable()) throw new Error("not sendable");
+    const first = await channel.send({ content: "once", nonce: "abc123", enforceNonce: true });
+    const second = await channel.send({ content: "once", nonce: "abc123", enforceNonce: true });
+    const third = await channel.send({ content: "once", nonce: "abc123" });
+    expect(second.id).toBe(first.id);
+    expect(third.id).not.toBe(first.id);
+    expect(fake.messagesIn(channelId)).toHaveLength(2);
+    expect(fake.messageCreates(channelId).map((call) => call.deduplicated)).toEqual([
+      false,
+      true,
+      false,
+    ]);
+  });
+
+  it("answers injected 429s with retry-after, which discord.js waits out", async () => {
+    const { fake, client } = await connect();
+    const channelId = fake.guild.channels[0]!.id;
+    fake.injectFailure({ kind: "rate_limit", retryAfterSeconds: 0.3 });
+    const channel = await client.channels.fetch(channelId);
+    if (!channel?.isSendable()) throw new Error("not sendable");
+    await channel.send("after the limit");
+    expect(fake.messageCreates(channelId).map((call) => call.status)).toEqual([429, 200]);
+    expect(fake.messagesIn(channelId)).toHaveLength(1);
+  });
+
+  it("creates the message on a 5xx-after-processing, so a nonce retry finds it", async () => {
+    const { fake, client } = await connect();
+    const channelId = fake.guild.channels[0]!.id;
+    fake.injectFailure({ kind: "server_error_after_processing", status: 502 });
+    fake.injectFailure({ kind: "server_error", status: 503 });
+    const channel = await client.channels.fetch(channelId);
+    if (!channel?.isSendable()) throw new Error("not sendable");
+    // discord.js retries 5xx itself with the same body, hence the same nonce.
+    const sent = await channel.send({ content: "exactly once", nonce: "n-1", enforceNonce: true });
+    const creates = fake.messageCreates(channelId);
+    expect(creates.map((call) => [call.status, call.injected])).toEqual([
+      [502, "server_error_after_processing"],
+      [503, "server_error"],
+      [200, undefined],
+    ]);
+    expect(creates[2]?.deduplicated).toBe(true);
+    expect(fake.messagesIn(channelId).map((message) => message.id)).toEqual([sent.id]);
+  });
+
+  it("can drop the connection after creating the message, or refuse a create with a 400", async () => {
+    const { fake, client } = await connect(AllIntents, { retries: 0 });
+    const channelId = fake.guild.channels[0]!.id;
+    const channel = await client.channels.fetch(channelId);
+    if (!channel?.isSendable()) throw new Error("not sendable");
+    fake.injectFailure({ kind: "connection_drop_after_processing" });
+    await expect(channel.send("dropped")).rejects.toThrow();
+    fake.injectFailure({ kind: "client_error" });
+    await expect(channel.send("refused")).rejects.toMatchObject({ status: 400, code: 50035 });
+    expect(fake.messageCreates(channelId).map((call) => call.status)).toEqual([0, 400]);
+    expect(fake.messagesIn(channelId).map((message) => message.content)).toEqual(["dropped"]);
+  });
+
+  it("answers typing with a bare 204 and rejects a wrong token", async () => {
+    const { fake, client } = await connect();
+    const channel = await client.channels.fetch(fake.guild.channels[0]!.id);
+    if (!channel?.isSendable()) throw new Error("not sendable");
+    await channel.sendTyping();
+    const typing = fake.calls.find((call) => call.path.endsWith("/typing"));
+    expect(typing?.status).toBe(204);
+
+    const intruder = new Client({ intents: AllIntents, rest: { api: fake.apiRoot, retries: 0 } });
+    await expect(intruder.login("wrong-token")).rejects.toThrow();
+    await intruder.destroy();
+  });
+
+  it("rejects Discord's limits: over 2000 characters, over 10 files, over the upload limit", async () => {
+    const { fake, client } = await connect(AllIntents, {}, 0);
+    const channel = await client.channels.fetch(fake.guild.channels[0]!.id);
+    if (!channel?.isSendable()) throw new Error("not sendable");
+    await expect(channel.send("x".repeat(2001))).rejects.toMatchObject({ code: 50035 });
+    const files = Array.from({ length: 11 }, (_, index) => ({
+      attachment: Buffer.from([index]),
+      name: `f${index}.bin`,
+    }));
+    await expect(channel.send({ files })).rejects.toMatchObject({ code: 50035 });
+    const big = Buffer.alloc(10 * 1024 * 1024 + 1);
+    await expect(
+      channel.send({ files: [{ attachment: big, name: "big.bin" }] }),
+    ).rejects.toMatchObject({
+      status: 413,
+    });
+  });
+});

@@ -1,0 +1,201 @@
+import { EventEmitter } from "node:events";
+import type { Server } from "node:http";
+import { type RawData, type WebSocket, WebSocketServer } from "ws";
+import { guildCreateObject, snowflake } from "./fixtures.js";
+import { isRecord } from "./requests.js";
+import type { World } from "./world.js";
+
+/** Gateway opcodes the fake speaks. */
+export const Op = {
+  Dispatch: 0,
+  Heartbeat: 1,
+  Identify: 2,
+  Resume: 6,
+  InvalidSession: 9,
+  Hello: 10,
+  HeartbeatAck: 11,
+} as const;
+
+/** Gateway intent bits the fake enforces on MESSAGE_CREATE. */
+export const Intent = {
+  Guilds: 1 << 0,
+  GuildMessages: 1 << 9,
+  DirectMessages: 1 << 12,
+  MessageContent: 1 << 15,
+} as const;
+
+interface Dispatched {
+  readonly s: number;
+  readonly t: string;
+  readonly d: unknown;
+}
+
+/** One gateway session: survives a dropped socket, so RESUME can replay what was missed. */
+interface Session {
+  readonly id: string;
+  readonly intents: number;
+  seq: number;
+  readonly log: Dispatched[];
+  socket: WebSocket | undefined;
+}
+
+/**
+ * Per-session view of a dispatch: return the payload this session should get (for intents),
+ * or undefined to withhold it.
+ */
+export type DispatchView = (intents: number) => unknown;
+
+interface GatewayOptions {
+  readonly server: Server;
+  readonly path: string;
+  readonly token: string;
+  readonly world: World;
+  readonly heartbeatIntervalMs: number;
+  readonly resumeUrl: () => string;
+}
+
+/**
+ * The websocket half of the fake (JSON encoding, no compression): HELLO, IDENTIFY → READY +
+ * GUILD_CREATE, heartbeats, RESUME → replay + RESUMED, dispatches. Emits `identify`, `resume`
+ * and `op` (every payload received, token removed).
+ */
+export class FakeGateway extends EventEmitter {
+  readonly sessions: Session[] = [];
+  identifyCount = 0;
+  resumeCount = 0;
+  readonly #wss: WebSocketServer;
+
+  constructor(private readonly options: GatewayOptions) {
+    super();
+    this.#wss = new WebSocketServer({ server: options.server, path: options.path });
+    this.#wss.on("connection", (socket) => this.#accept(socket));
+  }
+
+  /** Send a dispatch to every session; while a session's socket is down it is queued for RESUME. */
+  dispatch(t: string, view: DispatchView): number {
+    let delivered = 0;
+    for (const session of this.sessions) {
+      const d = view(session.intents);
+      if (d === undefined) continue;
+      this.#send(session, t, d);
+      delivered += 1;
+    }
+    return delivered;
+  }
+
+  /** Close every client socket without a close frame (code 1006), keeping sessions resumable. */
+  dropSocket(): void {
+    for (const session of this.sessions) {
+      session.socket?.terminate();
+      session.socket = undefined;
+    }
+  }
+
+  get connected(): boolean {
+    return this.sessions.some((session) => session.socket !== undefined);
+  }
+
+  async close(): Promise<void> {
+    for (const client of this.#wss.clients) client.terminate();
+    await new Promise<void>((resolve) => this.#wss.close(() => resolve()));
+  }
+
+  #accept(socket: WebSocket): void {
+    socket.send(
+      JSON.stringify({
+        op: Op.Hello,
+        d: { heartbeat_interval: this.options.heartbeatIntervalMs },
+        s: null,
+        t: null,
+      }),
+    );
+    socket.on("message", (data) => this.#onMessage(socket, data));
+    socket.on("close", () => {
+      for (const session of this.sessions) {
+        if (session.socket === socket) session.socket = undefined;
+      }
+    });
+  }
+
+  #onMessage(socket: WebSocket, data: RawData): void {
+    let payload: unknown;
+    try {
+      payload = JSON.parse(data.toString());
+    } catch {
+      socket.close(4002, "Error while decoding payload.");
+      return;
+    }
+    if (!isRecord(payload) || typeof payload.op !== "number") return;
+    const d = isRecord(payload.d) ? payload.d : {};
+    const { token: _token, ...withoutToken } = d;
+    this.emit("op", { op: payload.op, d: isRecord(payload.d) ? withoutToken : payload.d });
+    switch (payload.op) {
+      case Op.Heartbeat:
+        socket.send(JSON.stringify({ op: Op.HeartbeatAck, d: null, s: null, t: null }));
+        return;
+      case Op.Identify:
+        this.#identify(socket, d);
+        return;
+      case Op.Resume:
+        this.#resume(socket, d);
+        return;
+      default:
+        return;
+    }
+  }
+
+  #identify(socket: WebSocket, d: Record<string, unknown>): void {
+    if (d.token !== this.options.token) {
+      socket.close(4004, "Authentication failed.");
+      return;
+    }
+    const intents = typeof d.intents === "number" ? d.intents : 0;
+    const session: Session = { id: snowflake(), intents, seq: 0, log: [], socket };
+    this.sessions.push(session);
+    this.identifyCount += 1;
+    const { world } = this.options;
+    this.#send(session, "READY", {
+      v: 10,
+      user: world.botUser,
+      guilds: world.guilds.map((guild) => ({ id: guild.id, unavailable: true })),
+      session_id: session.id,
+      resume_gateway_url: this.options.resumeUrl(),
+      shard: [0, 1],
+      application: { id: world.botUser.id, flags: 0 },
+      private_channels: [],
+      presences: [],
+      relationships: [],
+      guild_join_requests: [],
+      geo_ordered_rtc_regions: [],
+    });
+    for (const guild of world.guilds) {
+      this.#send(session, "GUILD_CREATE", guildCreateObject(guild, world.botUser));
+    }
+    this.emit("identify", session.id);
+  }
+
+  #resume(socket: WebSocket, d: Record<string, unknown>): void {
+    const session = this.sessions.find((candidate) => candidate.id === d.session_id);
+    if (!session || d.token !== this.options.token) {
+      socket.send(JSON.stringify({ op: Op.InvalidSession, d: false, s: null, t: null }));
+      return;
+    }
+    session.socket = socket;
+    const seen = typeof d.seq === "number" ? d.seq : 0;
+    for (const event of session.log) {
+      if (event.s > seen) socket.send(JSON.stringify({ op: Op.Dispatch, ...event }));
+    }
+    this.resumeCount += 1;
+    this.#send(session, "RESUMED", {});
+    this.emit("resume", session.id);
+  }
+
+  #send(session: Session, t: string, d: unknown): void {
+    session.seq += 1;
+    const event: Dispatched = { s: session.seq, t, d };
+    session.log.push(event);
+    if (session.socket?.readyState === 1) {
+      session.socket.send(JSON.stringify({ op: Op.Dispatch, ...event }));
+    }
+  }
+}

@@ -1,0 +1,283 @@
+import { EventEmitter } from "node:events";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { snowflake } from "./fixtures.js";
+import {
+  discordError,
+  type FailureInjection,
+  type FailureKind,
+  isRecord,
+  type ParsedBody,
+  parseBody,
+  type RecordedCall,
+  readBody,
+  routeOf,
+  sendJson,
+} from "./requests.js";
+import type { StoredMessage, World } from "./world.js";
+
+const MessageCreatePath = /^\/channels\/\d+\/messages$/;
+const MaxContentLength = 2000;
+const MaxFiles = 10;
+
+interface RestOptions {
+  readonly token: string;
+  readonly world: World;
+  /** What `GET /gateway/bot` advertises. */
+  readonly gatewayUrl: () => string;
+  readonly nonceWindowMs: number;
+  /** Called for each message the bot created, so the gateway can echo MESSAGE_CREATE. */
+  readonly onCreated: (message: StoredMessage) => void;
+}
+
+interface PendingFailure extends FailureInjection {
+  remaining: number;
+}
+
+interface Answer {
+  readonly status: number;
+  readonly body?: unknown;
+  readonly headers?: Record<string, string>;
+  readonly messageId?: string;
+  readonly deduplicated?: boolean;
+}
+
+/**
+ * The REST half of the fake: `GET /gateway/bot`, `GET /users/@me`, `GET /channels/:id`,
+ * message creates (JSON or multipart, nonce + enforce_nonce honoured within a window, Discord's
+ * 2000-character, 10-file and upload-size checks) and typing. Emits `call` for each recorded call.
+ */
+export class FakeRest extends EventEmitter {
+  readonly calls: RecordedCall[] = [];
+  readonly #failures: PendingFailure[] = [];
+  readonly #nonces = new Map<string, { messageId: string; at: number }>();
+
+  constructor(private readonly options: RestOptions) {
+    super();
+  }
+
+  injectFailure(failure: FailureInjection): void {
+    this.#failures.push({ ...failure, remaining: failure.times ?? 1 });
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+    const method = req.method ?? "GET";
+    const body = await readBody(req);
+    if (req.headers.authorization !== `Bot ${this.options.token}`) {
+      sendJson(res, 401, discordError(0, "401: Unauthorized"));
+      return;
+    }
+    let parsed: ParsedBody;
+    try {
+      parsed = await parseBody(req, body);
+    } catch {
+      sendJson(res, 400, discordError(50109, "The request body contains invalid JSON."));
+      return;
+    }
+    const payload = isRecord(parsed.payload) ? parsed.payload : {};
+    const nonce = typeof payload.nonce === "string" || typeof payload.nonce === "number";
+    const failure = this.#takeFailure(method, path);
+    let answer: Answer;
+    if (failure?.kind === "rate_limit") answer = rateLimited(failure);
+    else if (failure?.kind === "server_error") answer = serverError(failure);
+    else if (failure?.kind === "client_error") {
+      answer = { status: failure.status ?? 400, body: invalidForm("attachments", "BASE_TYPE_BAD") };
+    } else {
+      answer = this.#route(method, path, parsed, payload);
+      if (failure?.kind === "server_error_after_processing") {
+        answer = { ...serverError(failure), ...pick(answer) };
+      }
+      if (failure?.kind === "connection_drop_after_processing") {
+        answer = { status: 0, ...pick(answer) };
+      }
+    }
+    this.calls.push({
+      method,
+      path,
+      route: routeOf(path),
+      status: answer.status,
+      payload: parsed.payload,
+      files: parsed.files,
+      nonce: nonce ? (payload.nonce as string | number) : undefined,
+      enforceNonce: payload.enforce_nonce === true,
+      injected: failure?.kind as FailureKind | undefined,
+      messageId: answer.messageId,
+      deduplicated: answer.deduplicated ?? false,
+    });
+    this.emit("call", this.calls.at(-1));
+    if (answer.status === 0) {
+      res.socket?.destroy();
+    } else if (answer.status === 204) {
+      res.writeHead(204);
+      res.end();
+    } else sendJson(res, answer.status, answer.body, answer.headers);
+  }
+
+  #takeFailure(method: string, path: string): PendingFailure | undefined {
+    const failure = this.#failures.find(
+      (candidate) =>
+        candidate.remaining > 0 &&
+        (candidate.method ?? "POST") === method &&
+        (candidate.path ?? MessageCreatePath).test(path),
+    );
+    if (failure) failure.remaining -= 1;
+    return failure;
+  }
+
+  #route(method: string, path: string, parsed: ParsedBody, payload: Record<string, unknown>) {
+    const { world } = this.options;
+    if (method === "GET" && (path === "/gateway/bot" || path === "/gateway")) {
+      return {
+        status: 200,
+        body: {
+          url: this.options.gatewayUrl(),
+          shards: 1,
+          session_start_limit: {
+            total: 1000,
+            remaining: 999,
+            reset_after: 14_400_000,
+            max_concurrency: 1,
+          },
+        },
+      };
+    }
+    if (method === "GET" && path === "/users/@me") return { status: 200, body: world.botUser };
+    const channelMatch = /^\/channels\/(\d+)(\/messages|\/typing)?$/.exec(path);
+    const channelId = channelMatch?.[1];
+    if (!channelMatch || channelId === undefined) {
+      return { status: 404, body: discordError(0, "404: Not Found") };
+    }
+    const channel = world.channelJson(channelId);
+    if (!channel) return { status: 404, body: discordError(10003, "Unknown Channel") };
+    if (method === "GET" && channelMatch[2] === undefined) return { status: 200, body: channel };
+    if (method === "POST" && channelMatch[2] === "/typing") return { status: 204 };
+    if (method === "POST" && channelMatch[2] === "/messages") {
+      return this.#createMessage(channelId, parsed, payload);
+    }
+    return { status: 405, body: discordError(0, "405: Method Not Allowed") };
+  }
+
+  #createMessage(channelId: string, parsed: ParsedBody, payload: Record<string, unknown>): Answer {
+    const { world } = this.options;
+    const content = typeof payload.content === "string" ? payload.content : "";
+    if (content.length > MaxContentLength) {
+      return { status: 400, body: invalidForm("content", "BASE_TYPE_MAX_LENGTH") };
+    }
+    if (parsed.files.length > MaxFiles) {
+      return { status: 400, body: invalidForm("files", "BASE_TYPE_MAX_LENGTH") };
+    }
+    if (content === "" && parsed.files.length === 0) {
+      return { status: 400, body: discordError(50006, "Cannot send an empty message") };
+    }
+    const total = parsed.files.reduce((sum, file) => sum + file.bytes.length, 0);
+    if (total > world.uploadLimit(channelId)) {
+      return { status: 413, body: discordError(40005, "Request entity too large") };
+    }
+    const nonce = payload.nonce;
+    const key =
+      payload.enforce_nonce === true && (typeof nonce === "string" || typeof nonce === "number")
+        ? `${channelId}:${nonce}`
+        : undefined;
+    const now = Date.now();
+    const seen = key === undefined ? undefined : this.#nonces.get(key);
+    if (seen && now - seen.at <= this.options.nonceWindowMs) {
+      const original = world.messages.find((message) => message.id === seen.messageId);
+      if (original) {
+        return { status: 200, body: original.json, messageId: original.id, deduplicated: true };
+      }
+    }
+    const message = this.#store(channelId, content, parsed, payload);
+    if (key !== undefined) this.#nonces.set(key, { messageId: message.id, at: now });
+    this.options.onCreated(message);
+    return { status: 200, body: message.json, messageId: message.id };
+  }
+
+  #store(
+    channelId: string,
+    content: string,
+    parsed: ParsedBody,
+    payload: Record<string, unknown>,
+  ): StoredMessage {
+    const { world } = this.options;
+    const id = snowflake();
+    const found = world.channel(channelId);
+    const guildId = found && found.kind !== "dm" ? found.guild.id : undefined;
+    const reference = isRecord(payload.message_reference) ? payload.message_reference : undefined;
+    const replyTo = typeof reference?.message_id === "string" ? reference.message_id : undefined;
+    const nonce =
+      typeof payload.nonce === "string" || typeof payload.nonce === "number"
+        ? payload.nonce
+        : undefined;
+    const json: Record<string, unknown> = {
+      id,
+      channel_id: channelId,
+      ...(guildId === undefined ? {} : { guild_id: guildId }),
+      author: world.botUser,
+      content,
+      timestamp: new Date().toISOString(),
+      edited_timestamp: null,
+      tts: false,
+      mention_everyone: false,
+      mentions: [],
+      mention_roles: [],
+      attachments: parsed.files.map((file) => {
+        const attachmentId = snowflake();
+        return {
+          id: attachmentId,
+          filename: file.filename,
+          size: file.bytes.length,
+          content_type: file.contentType,
+          url: `https://cdn.discordapp.test/attachments/${channelId}/${attachmentId}/${file.filename}`,
+          proxy_url: `https://media.discordapp.test/attachments/${channelId}/${attachmentId}/${file.filename}`,
+        };
+      }),
+      embeds: [],
+      pinned: false,
+      type: replyTo === undefined ? 0 : 19,
+      flags: 0,
+      ...(nonce === undefined ? {} : { nonce }),
+      ...(replyTo === undefined
+        ? {}
+        : { message_reference: { type: 0, message_id: replyTo, channel_id: channelId } }),
+    };
+    const message: StoredMessage = {
+      id,
+      channelId,
+      guildId,
+      content,
+      nonce,
+      replyTo,
+      files: parsed.files,
+      json,
+    };
+    world.messages.push(message);
+    return message;
+  }
+}
+
+function rateLimited(failure: FailureInjection): Answer {
+  const seconds = failure.retryAfterSeconds ?? 0.2;
+  return {
+    status: 429,
+    body: { message: "You are being rate limited.", retry_after: seconds, global: false },
+    headers: { "retry-after": String(seconds), "x-ratelimit-scope": "user" },
+  };
+}
+
+function serverError(failure: FailureInjection): Answer {
+  return { status: failure.status ?? 500, body: discordError(0, "500: Internal Server Error") };
+}
+
+function pick(answer: Answer): Pick<Answer, "messageId" | "deduplicated"> {
+  return {
+    ...(answer.messageId === undefined ? {} : { messageId: answer.messageId }),
+    ...(answer.deduplicated === undefined ? {} : { deduplicated: answer.deduplicated }),
+  };
+}
+
+function invalidForm(field: string, code: string) {
+  return {
+    code: 50035,
+    message: "Invalid Form Body",
+    errors: { [field]: { _errors: [{ code, message: `${field} is invalid.` }] } },
+  };
+}

@@ -1,0 +1,274 @@
+import { once } from "node:events";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import {
+  defaultGuild,
+  type GuildFixture,
+  memberObject,
+  snowflake,
+  type ThreadFixture,
+  threadObject,
+  type UserObject,
+  userObject,
+} from "./fixtures.js";
+import { FakeGateway, Intent } from "./gateway.js";
+import type { FailureInjection, RecordedCall } from "./requests.js";
+import { FakeRest } from "./rest.js";
+import { type StoredMessage, World } from "./world.js";
+
+export interface FakeDiscordOptions {
+  /** The bot token REST and IDENTIFY accept (default `fake-discord-token`). */
+  readonly token?: string;
+  readonly botUser?: UserObject;
+  /** Default: one `defaultGuild()`. */
+  readonly guilds?: readonly GuildFixture[];
+  /** HELLO's heartbeat interval (default 41250 ms, as Discord). */
+  readonly heartbeatIntervalMs?: number;
+  /** How long a nonce with enforce_nonce returns the earlier message (default 5 minutes). */
+  readonly nonceWindowMs?: number;
+  /** What `GET /gateway/bot` advertises instead of the real socket URL (to test an override). */
+  readonly advertisedGatewayUrl?: string;
+}
+
+export interface MessageInput {
+  readonly content: string;
+  /** Default: a fixed human user. */
+  readonly authorId?: string;
+  readonly authorName?: string;
+  readonly authorIsBot?: boolean;
+  /** User ids mentioned; `mentionBot` adds `<@bot>` to the content and the mentions. */
+  readonly mentions?: readonly string[];
+  readonly mentionBot?: boolean;
+}
+
+/** The message a helper dispatched as MESSAGE_CREATE. */
+export interface DispatchedMessage {
+  readonly id: string;
+  readonly channelId: string;
+  readonly guildId: string | undefined;
+  readonly authorId: string;
+  readonly content: string;
+}
+
+const DefaultAuthorId = "300000000000000001";
+
+/**
+ * A local Discord (REST under `/api/v10`, gateway at `/gateway`) for the real discord.js client:
+ * `new Client({ rest: { api: fake.apiRoot } })` and `client.login(fake.token)`.
+ */
+export class FakeDiscord {
+  readonly token: string;
+  readonly world: World;
+  readonly rest: FakeRest;
+  readonly gateway: FakeGateway;
+  readonly #server: Server;
+
+  private constructor(server: Server, options: FakeDiscordOptions) {
+    this.#server = server;
+    this.token = options.token ?? "fake-discord-token";
+    const botUser = options.botUser ?? userObject(snowflake(), "mediagate", true);
+    this.world = new World(botUser, options.guilds ?? [defaultGuild()]);
+    this.rest = new FakeRest({
+      token: this.token,
+      world: this.world,
+      gatewayUrl: () => options.advertisedGatewayUrl ?? this.gatewayUrl,
+      nonceWindowMs: options.nonceWindowMs ?? 5 * 60_000,
+      onCreated: (message) => this.#echo(message),
+    });
+    this.gateway = new FakeGateway({
+      server,
+      path: "/gateway",
+      token: this.token,
+      world: this.world,
+      heartbeatIntervalMs: options.heartbeatIntervalMs ?? 41_250,
+      resumeUrl: () => this.gatewayUrl,
+    });
+    server.on("request", (req, res) => {
+      const url = new URL(req.url ?? "/", "http://fake");
+      const match = /^\/api(?:\/v\d+)?(\/.*)$/.exec(url.pathname);
+      if (!match?.[1]) {
+        res.writeHead(404);
+        res.end();
+        return;
+      }
+      this.rest.handle(req, res, match[1]).catch((error: unknown) => {
+        res.writeHead(500, { "content-type": "text/plain" });
+        res.end(String(error));
+      });
+    });
+  }
+
+  static async start(options: FakeDiscordOptions = {}): Promise<FakeDiscord> {
+    const server = createServer();
+    const fake = new FakeDiscord(server, options);
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    return fake;
+  }
+
+  get port(): number {
+    return (this.#server.address() as AddressInfo).port;
+  }
+
+  /** Pass as discord.js `rest.api`. */
+  get apiRoot(): string {
+    return `http://127.0.0.1:${this.port}/api`;
+  }
+
+  get gatewayUrl(): string {
+    return `ws://127.0.0.1:${this.port}/gateway`;
+  }
+
+  get botUser(): UserObject {
+    return this.world.botUser;
+  }
+
+  get guild(): GuildFixture {
+    return this.world.guilds[0]!;
+  }
+
+  get calls(): readonly RecordedCall[] {
+    return this.rest.calls;
+  }
+
+  /** Message creates answered, including failed and deduplicated ones. */
+  messageCreates(channelId?: string): RecordedCall[] {
+    return this.rest.calls.filter(
+      (call) =>
+        call.method === "POST" &&
+        /^\/channels\/\d+\/messages$/.test(call.path) &&
+        (channelId === undefined || call.path === `/channels/${channelId}/messages`),
+    );
+  }
+
+  /** Messages that exist (each posted once), with their attachment bytes. */
+  messagesIn(channelId: string): StoredMessage[] {
+    return this.world.messagesIn(channelId);
+  }
+
+  injectFailure(failure: FailureInjection): void {
+    this.rest.injectFailure(failure);
+  }
+
+  /** Drop the websocket abnormally (1006); discord.js should RESUME the session. */
+  dropSocket(): void {
+    this.gateway.dropSocket();
+  }
+
+  /** Resolves on the next REST call matching the predicate (already recorded ones count). */
+  async waitForCall(predicate: (call: RecordedCall) => boolean): Promise<RecordedCall> {
+    const found = this.rest.calls.find(predicate);
+    if (found) return found;
+    return new Promise((resolve) => {
+      const listener = (call: RecordedCall) => {
+        if (!predicate(call)) return;
+        this.rest.off("call", listener);
+        resolve(call);
+      };
+      this.rest.on("call", listener);
+    });
+  }
+
+  /** MESSAGE_CREATE in a guild text channel, with `member` and resolved `mentions`. */
+  sendGuildMessage(channelId: string, input: MessageInput): DispatchedMessage {
+    const found = this.world.channel(channelId);
+    if (found?.kind !== "text") throw new Error(`fake discord: ${channelId} is no text channel`);
+    return this.#dispatchMessage(channelId, found.guild.id, 0, input);
+  }
+
+  /** MESSAGE_CREATE in a thread (channel type 11 with a parent). */
+  sendThreadMessage(threadId: string, input: MessageInput): DispatchedMessage {
+    const found = this.world.channel(threadId);
+    if (found?.kind !== "thread") throw new Error(`fake discord: ${threadId} is no thread`);
+    return this.#dispatchMessage(threadId, found.guild.id, 11, input);
+  }
+
+  /** MESSAGE_CREATE in the DM channel between the author and the bot (no guild_id). */
+  sendDirectMessage(input: MessageInput): DispatchedMessage {
+    const channelId = this.world.dmChannel(input.authorId ?? DefaultAuthorId);
+    return this.#dispatchMessage(channelId, undefined, 1, input);
+  }
+
+  /** Create a thread under a text channel and dispatch THREAD_CREATE. */
+  createThread(parentId: string, name = "new-thread"): ThreadFixture {
+    const found = this.world.channel(parentId);
+    if (found?.kind !== "text") throw new Error(`fake discord: ${parentId} is no text channel`);
+    const thread = { id: snowflake(), name, parentId };
+    this.world.addThread(found.guild.id, thread);
+    this.gateway.dispatch("THREAD_CREATE", () => ({
+      ...threadObject(found.guild.id, thread, this.botUser.id),
+      newly_created: true,
+    }));
+    return thread;
+  }
+
+  async close(): Promise<void> {
+    await this.gateway.close();
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  #dispatchMessage(
+    channelId: string,
+    guildId: string | undefined,
+    channelType: number,
+    input: MessageInput,
+  ): DispatchedMessage {
+    const author = this.world.user(input.authorId ?? DefaultAuthorId, input.authorName);
+    const authorObject = input.authorIsBot ? { ...author, bot: true } : author;
+    const mentionIds = [...(input.mentions ?? []), ...(input.mentionBot ? [this.botUser.id] : [])];
+    const content = input.mentionBot ? `<@${this.botUser.id}> ${input.content}` : input.content;
+    const id = snowflake();
+    const base = {
+      id,
+      channel_id: channelId,
+      channel_type: channelType,
+      ...(guildId === undefined ? {} : { guild_id: guildId, member: memberObject() }),
+      author: authorObject,
+      content,
+      timestamp: new Date().toISOString(),
+      edited_timestamp: null,
+      tts: false,
+      mention_everyone: false,
+      mentions: mentionIds.map((userId) => ({
+        ...this.world.user(userId),
+        ...(guildId === undefined ? {} : { member: memberObject() }),
+      })),
+      mention_roles: [],
+      attachments: [],
+      embeds: [],
+      pinned: false,
+      type: 0,
+      flags: 0,
+    };
+    const mentionsBot = mentionIds.includes(this.botUser.id);
+    this.gateway.dispatch("MESSAGE_CREATE", (intents) => messageView(base, intents, mentionsBot));
+    return { id, channelId, guildId, authorId: author.id, content };
+  }
+
+  /** Discord echoes the bot's own messages to it over the gateway. */
+  #echo(message: StoredMessage): void {
+    const channelType = this.world.channelType(message.channelId) ?? 0;
+    const base = {
+      ...message.json,
+      channel_type: channelType,
+      ...(message.guildId === undefined ? {} : { member: memberObject() }),
+    };
+    this.gateway.dispatch("MESSAGE_CREATE", (intents) => messageView(base, intents, true));
+  }
+}
+
+/** Discord's intent rules: DMs need DIRECT_MESSAGES, guild messages GUILD_MESSAGES, and
+ * content needs MESSAGE_CONTENT unless the bot is mentioned (or wrote it). */
+function messageView(
+  message: Record<string, unknown>,
+  intents: number,
+  contentAlwaysVisible: boolean,
+): unknown {
+  if (message.guild_id === undefined) {
+    return intents & Intent.DirectMessages ? message : undefined;
+  }
+  if (!(intents & Intent.GuildMessages)) return undefined;
+  if (contentAlwaysVisible || intents & Intent.MessageContent) return message;
+  return { ...message, content: "", attachments: [], embeds: [] };
+}

@@ -1,0 +1,120 @@
+import {
+  ChannelTypes,
+  channelObject,
+  dmChannelObject,
+  type GuildFixture,
+  type ThreadFixture,
+  threadObject,
+  type UserObject,
+  uploadLimitForTier,
+  userObject,
+} from "./fixtures.js";
+import type { RecordedFile } from "./requests.js";
+
+/** A message the bot created through REST, with the bytes of every attachment. */
+export interface StoredMessage {
+  readonly id: string;
+  readonly channelId: string;
+  readonly guildId: string | undefined;
+  readonly content: string;
+  readonly nonce: string | number | undefined;
+  readonly replyTo: string | undefined;
+  readonly files: readonly RecordedFile[];
+  /** The message object as REST answered it. */
+  readonly json: Record<string, unknown>;
+}
+
+export type ChannelKind =
+  | { readonly kind: "text"; readonly guild: GuildFixture; readonly index: number }
+  | { readonly kind: "thread"; readonly guild: GuildFixture; readonly thread: ThreadFixture }
+  | { readonly kind: "dm"; readonly recipient: UserObject };
+
+/** Guilds, channels, threads, DM channels, users and the messages the bot posted. */
+export class World {
+  readonly guilds: GuildFixture[];
+  readonly users = new Map<string, UserObject>();
+  readonly messages: StoredMessage[] = [];
+  readonly #dmByUser = new Map<string, string>();
+  readonly #dmChannels = new Map<string, UserObject>();
+
+  constructor(
+    readonly botUser: UserObject,
+    guilds: readonly GuildFixture[],
+  ) {
+    this.guilds = guilds.map((guild) => ({ ...guild, threads: [...guild.threads] }));
+    this.users.set(botUser.id, botUser);
+  }
+
+  user(id: string, username?: string): UserObject {
+    const known = this.users.get(id);
+    if (known && (username === undefined || known.username === username)) return known;
+    const created = userObject(id, username ?? `user${id.slice(-4)}`);
+    this.users.set(id, created);
+    return created;
+  }
+
+  guild(id: string): GuildFixture {
+    const guild = this.guilds.find((candidate) => candidate.id === id);
+    if (!guild) throw new Error(`fake discord: no guild ${id}`);
+    return guild;
+  }
+
+  /** The DM channel id between the bot and this user (created on first use). */
+  dmChannel(userId: string): string {
+    const existing = this.#dmByUser.get(userId);
+    if (existing) return existing;
+    const id = (BigInt(userId) + 7n).toString();
+    this.#dmByUser.set(userId, id);
+    this.#dmChannels.set(id, this.user(userId));
+    return id;
+  }
+
+  addThread(guildId: string, thread: ThreadFixture): void {
+    const guild = this.guild(guildId);
+    (guild.threads as ThreadFixture[]).push(thread);
+  }
+
+  channel(id: string): ChannelKind | undefined {
+    for (const guild of this.guilds) {
+      const index = guild.channels.findIndex((channel) => channel.id === id);
+      if (index >= 0) return { kind: "text", guild, index };
+      const thread = guild.threads.find((candidate) => candidate.id === id);
+      if (thread) return { kind: "thread", guild, thread };
+    }
+    const recipient = this.#dmChannels.get(id);
+    return recipient ? { kind: "dm", recipient } : undefined;
+  }
+
+  channelJson(id: string): Record<string, unknown> | undefined {
+    const found = this.channel(id);
+    if (!found) return undefined;
+    switch (found.kind) {
+      case "text":
+        return channelObject(found.guild.id, found.guild.channels[found.index]!, found.index);
+      case "thread":
+        return threadObject(found.guild.id, found.thread, this.botUser.id);
+      case "dm":
+        return dmChannelObject(id, found.recipient);
+    }
+  }
+
+  channelType(id: string): number | undefined {
+    const found = this.channel(id);
+    if (!found) return undefined;
+    return found.kind === "text"
+      ? ChannelTypes.GuildText
+      : found.kind === "thread"
+        ? ChannelTypes.PublicThread
+        : ChannelTypes.DM;
+  }
+
+  /** Discord's per-request upload limit for this channel: the guild's boost level, else 10 MiB. */
+  uploadLimit(channelId: string): number {
+    const found = this.channel(channelId);
+    return found && found.kind !== "dm" ? uploadLimitForTier(found.guild.premiumTier) : 10 << 20;
+  }
+
+  messagesIn(channelId: string): StoredMessage[] {
+    return this.messages.filter((message) => message.channelId === channelId);
+  }
+}

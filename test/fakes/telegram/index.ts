@@ -1,0 +1,18 @@
+export type { Fault } from "./faults.js";
+export { TelegramLimits } from "./methods.js";
+export { boundaryOf, MultipartError, type MultipartPart, parseMultipart } from "./multipart.js";
+export type { ApiResponse, UploadedFile } from "./protocol.js";
+export {
+  FakeTelegram,
+  FakeTelegramDefaults,
+  type FakeTelegramOptions,
+  type RecordedCall,
+} from "./server.js";
+export type {
+  ChannelPostInput,
+  GroupTextInput,
+  PrivateTextInput,
+  SenderInput,
+  TopicTextInput,
+  UpdateInput,
+} from "./updates.js";

@@ -1,0 +1,236 @@
+import type { User } from "grammy/types";
+import type { MultipartPart } from "./multipart.js";
+import { type ApiAnswer, fail, ok, type UploadedFile } from "./protocol.js";
+
+/** Telegram's limits, enforced so adapter bugs surface as the same 400s the real API gives. */
+export const TelegramLimits = {
+  messageLength: 4096,
+  captionLength: 1024,
+  albumMin: 2,
+  albumMax: 10,
+} as const;
+
+/** Send methods that upload one file, and the parameter that carries it. */
+export const FileMethods = {
+  sendPhoto: "photo",
+  sendAnimation: "animation",
+  sendVideo: "video",
+  sendAudio: "audio",
+  sendVoice: "voice",
+  sendDocument: "document",
+} as const;
+export type FileMethod = keyof typeof FileMethods;
+
+const ChatActions = new Set([
+  "typing",
+  "upload_photo",
+  "record_video",
+  "upload_video",
+  "record_voice",
+  "upload_voice",
+  "upload_document",
+  "choose_sticker",
+  "find_location",
+  "record_video_note",
+  "upload_video_note",
+]);
+
+/** What a method handler sees: decoded params, file parts by name, and the fake's state. */
+export interface MethodContext {
+  readonly params: Record<string, unknown>;
+  readonly parts: ReadonlyMap<string, MultipartPart>;
+  readonly bot: User;
+  nextMessageId(chatId: string): number;
+  chatFor(chatId: string): Record<string, unknown>;
+  /** The error description for a photo the fake is told to reject, if any. */
+  photoRejection(file: UploadedFile): string | undefined;
+}
+
+export interface MethodResult {
+  readonly answer: ApiAnswer;
+  readonly files: UploadedFile[];
+}
+
+type Resolved = { file: UploadedFile | undefined } | { error: ApiAnswer };
+
+function resolveFile(ctx: MethodContext, field: string, value: unknown): Resolved {
+  if (value === undefined || value === null || value === "") {
+    return { error: fail(400, `Bad Request: there is no ${field} in the request`) };
+  }
+  if (typeof value !== "string") return { error: fail(400, `Bad Request: invalid ${field}`) };
+  if (!value.startsWith("attach://")) return { file: undefined }; // a file_id or URL
+  const attachId = value.slice("attach://".length);
+  const part = ctx.parts.get(attachId);
+  if (part === undefined) {
+    return { error: fail(400, "Bad Request: wrong file identifier/HTTP URL specified") };
+  }
+  return { file: { field, attachId, filename: part.filename, bytes: part.data } };
+}
+
+function fileObject(field: string, file: UploadedFile | undefined, seq: number): unknown {
+  const base = {
+    file_id: `${field}-${seq}`,
+    file_unique_id: `u-${field}-${seq}`,
+    file_size: file?.bytes.length ?? 0,
+  };
+  if (field === "photo") return [{ ...base, width: 800, height: 600 }];
+  return file?.filename === undefined ? base : { ...base, file_name: file.filename };
+}
+
+function baseMessage(ctx: MethodContext, chatId: string): Record<string, unknown> {
+  const message: Record<string, unknown> = {
+    message_id: ctx.nextMessageId(chatId),
+    date: Math.floor(Date.now() / 1000),
+    chat: ctx.chatFor(chatId),
+    from: ctx.bot,
+  };
+  const thread = ctx.params.message_thread_id;
+  if (thread !== undefined) {
+    message.message_thread_id = Number(thread);
+    message.is_topic_message = true;
+  }
+  return message;
+}
+
+function captionError(caption: unknown): ApiAnswer | undefined {
+  if (caption === undefined) return undefined;
+  if (String(caption).length > TelegramLimits.captionLength) {
+    return fail(400, "Bad Request: message caption is too long");
+  }
+  return undefined;
+}
+
+function chatIdOf(ctx: MethodContext): string | ApiAnswer {
+  const chatId = ctx.params.chat_id;
+  if (chatId === undefined || chatId === "") return fail(400, "Bad Request: chat_id is empty");
+  return String(chatId);
+}
+
+export function sendMessage(ctx: MethodContext): MethodResult {
+  const chatId = chatIdOf(ctx);
+  if (typeof chatId !== "string") return { answer: chatId, files: [] };
+  const text = ctx.params.text === undefined ? "" : String(ctx.params.text);
+  if (text.trim() === "")
+    return { answer: fail(400, "Bad Request: message text is empty"), files: [] };
+  if (text.length > TelegramLimits.messageLength) {
+    return { answer: fail(400, "Bad Request: message is too long"), files: [] };
+  }
+  return { answer: ok({ ...baseMessage(ctx, chatId), text }), files: [] };
+}
+
+export function sendFile(ctx: MethodContext, method: FileMethod): MethodResult {
+  const field = FileMethods[method];
+  const chatId = chatIdOf(ctx);
+  if (typeof chatId !== "string") return { answer: chatId, files: [] };
+  const resolved = resolveFile(ctx, field, ctx.params[field]);
+  if ("error" in resolved) return { answer: resolved.error, files: [] };
+  const files = resolved.file === undefined ? [] : [resolved.file];
+  const tooLong = captionError(ctx.params.caption);
+  if (tooLong !== undefined) return { answer: tooLong, files };
+  if (field === "photo" && resolved.file !== undefined) {
+    const rejection = ctx.photoRejection(resolved.file);
+    if (rejection !== undefined) return { answer: fail(400, rejection), files };
+  }
+  const message = baseMessage(ctx, chatId);
+  message[field] = fileObject(field, resolved.file, Number(message.message_id));
+  if (ctx.params.caption !== undefined) message.caption = String(ctx.params.caption);
+  return { answer: ok(message), files };
+}
+
+export function sendMediaGroup(ctx: MethodContext): MethodResult {
+  const chatId = chatIdOf(ctx);
+  if (typeof chatId !== "string") return { answer: chatId, files: [] };
+  const media = ctx.params.media;
+  if (!Array.isArray(media))
+    return { answer: fail(400, "Bad Request: media is not an array"), files: [] };
+  if (media.length < TelegramLimits.albumMin) {
+    return { answer: fail(400, "Bad Request: MEDIA_GROUP_INVALID"), files: [] };
+  }
+  if (media.length > TelegramLimits.albumMax) {
+    return { answer: fail(400, "Bad Request: too many messages to send as an album"), files: [] };
+  }
+  const files: UploadedFile[] = [];
+  const resolvedItems: { type: string; file: UploadedFile | undefined; caption: unknown }[] = [];
+  for (const [index, item] of media.entries()) {
+    if (typeof item !== "object" || item === null) {
+      return { answer: fail(400, "Bad Request: can't parse InputMedia"), files };
+    }
+    const { type, media: ref, caption } = item as Record<string, unknown>;
+    if (type !== "photo" && type !== "video" && type !== "audio" && type !== "document") {
+      return { answer: fail(400, "Bad Request: unsupported media type in album"), files };
+    }
+    const resolved = resolveFile(ctx, `media[${index}]`, ref);
+    if ("error" in resolved) return { answer: resolved.error, files };
+    if (resolved.file !== undefined) files.push(resolved.file);
+    const tooLong = captionError(caption);
+    if (tooLong !== undefined) return { answer: tooLong, files };
+    resolvedItems.push({ type, file: resolved.file, caption });
+  }
+  for (const item of resolvedItems) {
+    const rejection =
+      item.type === "photo" && item.file ? ctx.photoRejection(item.file) : undefined;
+    if (rejection !== undefined) return { answer: fail(400, rejection), files };
+  }
+  const groupId = `group-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+  const messages = resolvedItems.map((item) => {
+    const message = baseMessage(ctx, chatId);
+    message.media_group_id = groupId;
+    message[item.type] = fileObject(item.type, item.file, Number(message.message_id));
+    if (item.caption !== undefined) message.caption = String(item.caption);
+    return message;
+  });
+  return { answer: ok(messages), files };
+}
+
+export function sendChatAction(ctx: MethodContext): MethodResult {
+  const chatId = chatIdOf(ctx);
+  if (typeof chatId !== "string") return { answer: chatId, files: [] };
+  if (!ChatActions.has(String(ctx.params.action))) {
+    return { answer: fail(400, "Bad Request: wrong parameter action in request"), files: [] };
+  }
+  return { answer: ok(true), files: [] };
+}
+
+/** What the fake's state offers to the non-send methods. */
+export interface StateHooks {
+  dropPendingUpdates(): void;
+  pendingUpdates(): number;
+}
+
+/** Routes a call (other than getUpdates) to its handler; unknown methods get 404. */
+export function callMethod(method: string, ctx: MethodContext, state: StateHooks): MethodResult {
+  const plain = (answer: ApiAnswer): MethodResult => ({ answer, files: [] });
+  switch (method) {
+    case "getMe":
+      return plain(ok(ctx.bot));
+    case "deleteWebhook": {
+      const drop = ctx.params.drop_pending_updates;
+      if (drop === true || drop === "true") state.dropPendingUpdates();
+      return plain(ok(true));
+    }
+    case "getWebhookInfo":
+      return plain(
+        ok({
+          url: "",
+          has_custom_certificate: false,
+          pending_update_count: state.pendingUpdates(),
+        }),
+      );
+    case "setMyCommands":
+    case "deleteMyCommands":
+    case "close":
+    case "logOut":
+      return plain(ok(true));
+    case "getChat":
+      return plain(ok(ctx.chatFor(String(ctx.params.chat_id))));
+    case "sendMessage":
+      return sendMessage(ctx);
+    case "sendMediaGroup":
+      return sendMediaGroup(ctx);
+    case "sendChatAction":
+      return sendChatAction(ctx);
+    default:
+      if (method in FileMethods) return sendFile(ctx, method as FileMethod);
+      return plain(fail(404, "Not Found"));
+  }
+}

@@ -1,0 +1,257 @@
+import { randomBytes } from "node:crypto";
+import { Bot, GrammyError, HttpError, InputFile } from "grammy";
+import type { Message } from "grammy/types";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { FakeTelegram } from "./server.js";
+
+let fake: FakeTelegram;
+let apiRoot: string;
+const bots: Bot[] = [];
+
+function newBot(token = fake.token): Bot {
+  const bot = new Bot(token, { client: { apiRoot } });
+  bots.push(bot);
+  return bot;
+}
+
+beforeEach(async () => {
+  fake = new FakeTelegram();
+  ({ apiRoot } = await fake.start());
+});
+
+afterEach(async () => {
+  await Promise.all(bots.splice(0).map((bot) => (bot.isRunning() ? bot.stop() : undefined)));
+  await fake.stop();
+});
+
+/** Starts long polling; resolves once the bot is initialised, with the polling loop. */
+async function startPolling(bot: Bot): Promise<{ running: Promise<void> }> {
+  let running!: Promise<void>;
+  await new Promise<void>((resolve, reject) => {
+    running = bot.start({ onStart: () => resolve() });
+    running.catch(reject);
+  });
+  return { running };
+}
+
+describe("FakeTelegram long polling with the real grammY", () => {
+  it("delivers a queued private message to bot.start() and stops cleanly", async () => {
+    const bot = newBot();
+    const seen: Message[] = [];
+    bot.on("message:text", (ctx) => {
+      seen.push(ctx.message);
+    });
+    fake.sendPrivateText({ userId: 7, text: "hello" });
+    const { running } = await startPolling(bot);
+    await vi.waitFor(() => expect(seen).toHaveLength(1));
+    expect(seen[0]).toMatchObject({
+      text: "hello",
+      chat: { id: 7, type: "private" },
+      from: { id: 7 },
+    });
+    await bot.stop();
+    await running;
+    expect(
+      fake.calls
+        .map((call) => call.method)
+        .slice(0, 2)
+        .sort(),
+    ).toEqual(["deleteWebhook", "getMe"]);
+    // bot.stop() confirms the handled update with a final offset, so nothing stays queued.
+    expect(fake.pendingUpdates).toBe(0);
+  });
+
+  it("holds a long poll until an update is queued", async () => {
+    const bot = newBot();
+    let settled = false;
+    const poll = bot.api.getUpdates({ timeout: 30 }).finally(() => {
+      settled = true;
+    });
+    await vi.waitFor(() => expect(fake.polling).toBe(true));
+    expect(settled).toBe(false);
+    const update = fake.sendGroupText({ chatId: -100, userId: 5, text: "ping" });
+    const updates = await poll;
+    expect(updates.map((u) => u.update_id)).toEqual([update.update_id]);
+  });
+
+  it("answers at once when timeout is 0 or absent, and after the timeout with nothing", async () => {
+    const bot = newBot();
+    expect(await bot.api.getUpdates({ timeout: 0 })).toEqual([]);
+    expect(await bot.api.getUpdates()).toEqual([]);
+    expect(await bot.api.getUpdates({ timeout: 1 })).toEqual([]);
+  });
+
+  it("drops updates below the offset", async () => {
+    const bot = newBot();
+    fake.sendPrivateText({ text: "one" });
+    const second = fake.sendPrivateText({ text: "two" });
+    const updates = await bot.api.getUpdates({ offset: second.update_id });
+    expect(updates.map((u) => u.message?.text)).toEqual(["two"]);
+    expect(fake.pendingUpdates).toBe(1);
+  });
+
+  it("ends a held poll with 409 when another poll arrives", async () => {
+    const bot = newBot();
+    const first = bot.api.getUpdates({ timeout: 30 });
+    await vi.waitFor(() => expect(fake.polling).toBe(true));
+    const second = bot.api.getUpdates({ timeout: 0 });
+    await expect(first).rejects.toMatchObject({ error_code: 409 });
+    expect(await second).toEqual([]);
+  });
+
+  it("marks forum topic messages with message_thread_id", async () => {
+    const bot = newBot();
+    fake.sendTopicText({
+      chatId: -1001,
+      threadId: 77,
+      userId: 9,
+      text: "/status@mediagate_test_bot",
+    });
+    const [update] = await bot.api.getUpdates();
+    expect(update?.message).toMatchObject({
+      message_thread_id: 77,
+      is_topic_message: true,
+      chat: { id: -1001, type: "supergroup", is_forum: true },
+      entities: [{ type: "bot_command", offset: 0, length: 26 }],
+    });
+  });
+});
+
+describe("FakeTelegram uploads with the real grammY", () => {
+  it("records sendDocument bytes, filename with spaces and the field byte-for-byte", async () => {
+    const bytes = randomBytes(200_000);
+    const bot = newBot();
+    const sent = await bot.api.sendDocument(42, new InputFile(bytes, "quarterly report v2.pdf"), {
+      caption: "here",
+      message_thread_id: 3,
+    });
+    expect(sent.document?.file_name).toBe("quarterly report v2.pdf");
+    const call = await fake.waitFor((c) => c.method === "sendDocument");
+    expect(call.multipart).toBe(true);
+    expect(call.params).toMatchObject({ chat_id: "42", caption: "here", message_thread_id: "3" });
+    expect(call.files).toHaveLength(1);
+    expect(call.files[0]?.field).toBe("document");
+    expect(call.files[0]?.filename).toBe("quarterly report v2.pdf");
+    expect(call.files[0]?.bytes.equals(bytes)).toBe(true);
+  });
+
+  it.each([
+    ["sendPhoto", "photo"],
+    ["sendAnimation", "animation"],
+    ["sendVideo", "video"],
+    ["sendAudio", "audio"],
+    ["sendVoice", "voice"],
+  ] as const)("records %s uploads under %s", async (method, field) => {
+    const bytes = randomBytes(1000);
+    const bot = newBot();
+    await bot.api[method](1, new InputFile(bytes, `f.${field}`));
+    const [call] = fake.callsTo(method);
+    expect(call?.ok).toBe(true);
+    expect(call?.files.map((f) => [f.field, f.filename, f.bytes.equals(bytes)])).toEqual([
+      [field, `f.${field}`, true],
+    ]);
+  });
+
+  it("resolves attach:// references of an album", async () => {
+    const files = [randomBytes(10), randomBytes(20), randomBytes(30)];
+    const bot = newBot();
+    const messages = await bot.api.sendMediaGroup(
+      -5,
+      files.map((data, i) => ({
+        type: "photo" as const,
+        media: new InputFile(data, `p${i}.jpg`),
+        ...(i === 0 ? { caption: "album" } : {}),
+      })),
+    );
+    expect(messages).toHaveLength(3);
+    expect(
+      new Set(messages.map((m) => (m as { media_group_id?: string }).media_group_id)).size,
+    ).toBe(1);
+    const [call] = fake.callsTo("sendMediaGroup");
+    expect(call?.files.map((f) => f.field)).toEqual(["media[0]", "media[1]", "media[2]"]);
+    expect(call?.files.map((f, i) => f.bytes.equals(files[i] as Buffer))).toEqual([
+      true,
+      true,
+      true,
+    ]);
+    expect(call?.params.media).toMatchObject([{ type: "photo", caption: "album" }, {}, {}]);
+  });
+
+  it("refuses albums over 10 items and captions over 1024 units like Telegram", async () => {
+    const bot = newBot();
+    const eleven = Array.from({ length: 11 }, (_, i) => ({
+      type: "photo" as const,
+      media: new InputFile(Buffer.from([i]), `${i}.jpg`),
+    }));
+    await expect(bot.api.sendMediaGroup(1, eleven)).rejects.toMatchObject({ error_code: 400 });
+    await expect(
+      bot.api.sendPhoto(1, new InputFile(Buffer.from([1]), "a.jpg"), { caption: "x".repeat(1025) }),
+    ).rejects.toMatchObject({ description: "Bad Request: message caption is too long" });
+    await expect(bot.api.sendMessage(1, "y".repeat(4097))).rejects.toMatchObject({
+      description: "Bad Request: message is too long",
+    });
+  });
+});
+
+describe("FakeTelegram fault injection", () => {
+  it("answers 429 with retry_after for the next N calls, then serves normally", async () => {
+    const bot = newBot();
+    fake.rateLimitNext("sendMessage", 7, 2);
+    for (let i = 0; i < 2; i++) {
+      const error = await bot.api.sendMessage(1, "hi").catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(GrammyError);
+      expect(error).toMatchObject({ error_code: 429, parameters: { retry_after: 7 } });
+    }
+    await expect(bot.api.sendMessage(1, "hi")).resolves.toMatchObject({ text: "hi" });
+    expect(fake.callsTo("sendMessage").map((c) => c.fault ?? "ok")).toEqual([
+      "rate_limit",
+      "rate_limit",
+      "ok",
+    ]);
+  });
+
+  it("answers 5xx as JSON (GrammyError) or as an HTML page (HttpError)", async () => {
+    const bot = newBot();
+    fake.serverErrorNext("sendMessage", 502);
+    fake.failNext("sendMessage", { kind: "server_error", status: 503, html: true });
+    await expect(bot.api.sendMessage(1, "a")).rejects.toMatchObject({ error_code: 502 });
+    await expect(bot.api.sendMessage(1, "a")).rejects.toBeInstanceOf(HttpError);
+  });
+
+  it("drops the connection for a disconnect fault", async () => {
+    const bot = newBot();
+    fake.failNext("sendChatAction", { kind: "disconnect" });
+    await expect(bot.api.sendChatAction(1, "typing")).rejects.toBeInstanceOf(HttpError);
+    expect(fake.callsTo("sendChatAction")[0]).toMatchObject({ status: 0, fault: "disconnect" });
+  });
+
+  it("rejects matching photos with PHOTO_INVALID_DIMENSIONS but takes them as documents", async () => {
+    const bot = newBot();
+    fake.rejectPhotos((file) => file.filename === "wide.png");
+    await expect(
+      bot.api.sendPhoto(1, new InputFile(Buffer.from("x"), "wide.png")),
+    ).rejects.toMatchObject({
+      error_code: 400,
+      description: "Bad Request: PHOTO_INVALID_DIMENSIONS",
+    });
+    await expect(
+      bot.api.sendPhoto(1, new InputFile(Buffer.from("x"), "ok.png")),
+    ).resolves.toBeDefined();
+    await expect(
+      bot.api.sendDocument(1, new InputFile(Buffer.from("x"), "wide.png")),
+    ).resolves.toBeDefined();
+  });
+
+  it("answers 401 for a wrong token", async () => {
+    const bot = newBot("999:wrong");
+    await expect(bot.api.getMe()).rejects.toMatchObject({ error_code: 401 });
+  });
+
+  it("waitFor resolves on a later call and rejects when none comes", async () => {
+    const bot = newBot();
+    const waiting = fake.waitFor((c) => c.method === "sendChatAction");
+    await bot.api.sendChatAction(3, "typing");
+    await expect(waiting).resolves.toMatchObject({ params: { chat_id: 3, action: "typing" } });
+    await expect(fake.waitFor((c) => c.method === "never", 50)).rejects.toThrow(/no matching call/);
+  });
+});

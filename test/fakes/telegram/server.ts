@@ -1,0 +1,331 @@
+import { once } from "node:events";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Update, User } from "grammy/types";
+import { type Fault, FaultQueue, faultAnswer } from "./faults.js";
+import { callMethod, type MethodContext, type MethodResult } from "./methods.js";
+import { type ApiAnswer, fail, type UploadedFile } from "./protocol.js";
+import { decodeBody, RequestError, referencedFiles } from "./request.js";
+import { UpdateQueue } from "./update-queue.js";
+import {
+  type ChannelPostInput,
+  channelPostUpdate,
+  type GroupTextInput,
+  groupTextUpdate,
+  type PrivateTextInput,
+  privateTextUpdate,
+  type TopicTextInput,
+  topicTextUpdate,
+  type UpdateInput,
+} from "./updates.js";
+
+/** One API call as the fake saw and answered it. */
+export interface RecordedCall {
+  /** Order of answering, from 1. */
+  readonly seq: number;
+  readonly method: string;
+  /**
+   * The parameters: JSON bodies as sent; multipart fields as strings (numbers arrive as
+   * strings there), except values that are JSON objects/arrays (`media`, `reply_parameters`),
+   * which are decoded as the real server does.
+   */
+  readonly params: Readonly<Record<string, unknown>>;
+  readonly files: readonly UploadedFile[];
+  readonly multipart: boolean;
+  /** HTTP status answered; 0 when the fault dropped the connection. */
+  readonly status: number;
+  /** Whether the call succeeded (`ok: true`). */
+  readonly ok: boolean;
+  /** The `result` of a successful call, or the error description. */
+  readonly result?: unknown;
+  readonly description?: string;
+  /** Set when an injected fault answered this call. */
+  readonly fault?: Fault["kind"];
+}
+
+export interface FakeTelegramOptions {
+  /** The token the fake accepts; others get 401. */
+  readonly token?: string;
+  readonly botUsername?: string;
+  readonly botId?: number;
+}
+
+export const FakeTelegramDefaults = {
+  token: "123456:TEST-token_abcdefghijklmnopqrstuvwxyz",
+  botUsername: "mediagate_test_bot",
+  botId: 123456,
+} as const satisfies Required<FakeTelegramOptions>;
+
+type Waiter = { predicate: (call: RecordedCall) => boolean; resolve: (call: RecordedCall) => void };
+
+/**
+ * A local Telegram Bot API server for tests: `POST /bot<token>/<method>` with JSON or
+ * multipart bodies, real long polling, a record of every call, and fault injection.
+ * Point grammY at it with `new Bot(token, { client: { apiRoot } })`.
+ */
+export class FakeTelegram {
+  readonly token: string;
+  readonly bot: User;
+  /** Every answered call, in order. */
+  readonly calls: RecordedCall[] = [];
+  private readonly updates = new UpdateQueue();
+  private readonly faults = new FaultQueue();
+  private readonly photoRules: { test: (file: UploadedFile) => boolean; description: string }[] =
+    [];
+  private readonly chats = new Map<string, Record<string, unknown>>();
+  private readonly messageIds = new Map<string, number>();
+  private readonly waiters = new Set<Waiter>();
+  private server: Server | undefined;
+  private inboundMessageId = 1000;
+
+  constructor(options: FakeTelegramOptions = {}) {
+    const settings = { ...FakeTelegramDefaults, ...options };
+    this.token = settings.token;
+    this.bot = {
+      id: settings.botId,
+      is_bot: true,
+      first_name: "mediagate test",
+      username: settings.botUsername,
+      can_join_groups: true,
+      can_read_all_group_messages: false,
+      supports_inline_queries: false,
+    } as User;
+  }
+
+  /** Listens on an ephemeral 127.0.0.1 port; `apiRoot` has no trailing slash. */
+  async start(): Promise<{ apiRoot: string }> {
+    const server = createServer((req, res) => {
+      this.handle(req, res).catch((error: unknown) => {
+        if (!res.headersSent) this.write(res, fail(500, `Internal Server Error: ${String(error)}`));
+      });
+    });
+    server.keepAliveTimeout = 1000;
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    this.server = server;
+    return { apiRoot: this.apiRoot };
+  }
+
+  get apiRoot(): string {
+    if (this.server === undefined) throw new Error("FakeTelegram is not started; call start()");
+    const { port } = this.server.address() as AddressInfo;
+    return `http://127.0.0.1:${port}`;
+  }
+
+  /** Answers held long polls with no updates, drops connections and closes the port. */
+  async stop(): Promise<void> {
+    const server = this.server;
+    if (server === undefined) return;
+    this.server = undefined;
+    this.updates.close();
+    const closed = once(server, "close");
+    server.close();
+    server.closeAllConnections();
+    await closed;
+  }
+
+  /** Queues an update (numbered if `update_id` is absent) and wakes a held long poll. */
+  pushUpdate(update: UpdateInput): Update {
+    const message = update.message ?? update.channel_post;
+    if (message !== undefined) this.chats.set(String(message.chat.id), { ...message.chat });
+    return this.updates.push(update);
+  }
+
+  /** A user writes `text` to the bot in a private chat (chat id = user id). */
+  sendPrivateText(input: PrivateTextInput): Update {
+    return this.pushUpdate(privateTextUpdate(this.inboundMessageId++, input));
+  }
+
+  /** A user writes in a group or supergroup (not a forum topic). */
+  sendGroupText(input: GroupTextInput): Update {
+    return this.pushUpdate(groupTextUpdate(this.inboundMessageId++, input));
+  }
+
+  /** A user writes in a forum topic: `message_thread_id` set, `is_topic_message: true`. */
+  sendTopicText(input: TopicTextInput): Update {
+    return this.pushUpdate(topicTextUpdate(this.inboundMessageId++, input));
+  }
+
+  /** A post in a channel the bot administers (no `from`, `sender_chat` set). */
+  sendChannelPost(input: ChannelPostInput): Update {
+    return this.pushUpdate(channelPostUpdate(this.inboundMessageId++, input));
+  }
+
+  /** Updates queued and not yet confirmed by an offset. */
+  get pendingUpdates(): number {
+    return this.updates.size;
+  }
+
+  /** Whether a `getUpdates` long poll is being held open right now. */
+  get polling(): boolean {
+    return this.updates.holding;
+  }
+
+  /** The next `times` calls of `method` are answered by `fault` instead of being handled. */
+  failNext(method: string, fault: Fault, times = 1): void {
+    this.faults.add(method, fault, times);
+  }
+
+  /** Shorthand: the next `times` calls of `method` get 429 with `retry_after`. */
+  rateLimitNext(method: string, retryAfterSeconds: number, times = 1): void {
+    this.failNext(method, { kind: "rate_limit", retryAfterSeconds }, times);
+  }
+
+  /** Shorthand: the next `times` calls of `method` get a 5xx. */
+  serverErrorNext(method: string, status = 502, times = 1): void {
+    this.failNext(method, { kind: "server_error", status }, times);
+  }
+
+  /**
+   * From now on, photo uploads (sendPhoto and album photos) whose file matches are refused
+   * with a 400, as Telegram refuses images with unusable dimensions.
+   */
+  rejectPhotos(
+    test: (file: UploadedFile) => boolean,
+    description = "Bad Request: PHOTO_INVALID_DIMENSIONS",
+  ): void {
+    this.photoRules.push({ test, description });
+  }
+
+  callsTo(method: string): RecordedCall[] {
+    return this.calls.filter((call) => call.method === method);
+  }
+
+  /** Resolves with the first recorded call (past or future) matching; rejects after timeoutMs. */
+  waitFor(predicate: (call: RecordedCall) => boolean, timeoutMs = 5000): Promise<RecordedCall> {
+    const seen = this.calls.find(predicate);
+    if (seen !== undefined) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        predicate,
+        resolve: (call) => {
+          clearTimeout(timer);
+          resolve(call);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiters.delete(waiter);
+        reject(new Error(`FakeTelegram.waitFor: no matching call within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.waiters.add(waiter);
+    });
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const match = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(new URL(req.url ?? "/", "http://x").pathname);
+    if (req.method !== "POST" && req.method !== "GET") {
+      return this.write(res, fail(405, "Method Not Allowed"));
+    }
+    if (match === null) return this.write(res, fail(404, "Not Found"));
+    const [, token = "", method = ""] = match;
+    let decoded: Awaited<ReturnType<typeof decodeBody>>;
+    try {
+      decoded = await decodeBody(req);
+    } catch (error) {
+      if (error instanceof RequestError) return this.write(res, fail(400, error.message));
+      throw error;
+    }
+    const base = { method, params: decoded.params, multipart: decoded.multipart };
+    if (token !== this.token) {
+      return this.answer(res, base, [], fail(401, "Unauthorized"));
+    }
+    const fault = this.faults.take(method);
+    if (fault !== undefined) {
+      // The upload still arrived in full; record it so tests can check every attempt's bytes.
+      const files = referencedFiles(decoded.params, decoded.parts);
+      if (fault.kind === "disconnect") {
+        this.record({ ...base, files, status: 0, ok: false, fault: fault.kind });
+        res.socket?.destroy();
+        return;
+      }
+      return this.answer(res, base, files, faultAnswer(fault), fault.kind);
+    }
+    if (method === "getUpdates") {
+      const answer = await this.updates.poll(decoded.params, res);
+      if (answer !== undefined) this.answer(res, base, [], answer);
+      return;
+    }
+    const result = this.dispatch(method, decoded.params, decoded.parts);
+    this.answer(res, base, result.files, result.answer);
+  }
+
+  private dispatch(
+    method: string,
+    params: Record<string, unknown>,
+    parts: MethodContext["parts"],
+  ): MethodResult {
+    const ctx: MethodContext = {
+      params,
+      parts,
+      bot: this.bot,
+      nextMessageId: (chatId) => {
+        const next = (this.messageIds.get(chatId) ?? 0) + 1;
+        this.messageIds.set(chatId, next);
+        return next;
+      },
+      chatFor: (chatId) => this.chatFor(chatId),
+      photoRejection: (file) => this.photoRules.find((rule) => rule.test(file))?.description,
+    };
+    return callMethod(method, ctx, {
+      dropPendingUpdates: () => this.updates.dropAll(),
+      pendingUpdates: () => this.updates.size,
+    });
+  }
+
+  private chatFor(chatId: string): Record<string, unknown> {
+    const known = this.chats.get(chatId);
+    if (known !== undefined) return known;
+    const id = Number(chatId);
+    return id > 0
+      ? { id, type: "private", first_name: "User" }
+      : { id, type: "supergroup", title: "Unknown group" };
+  }
+
+  private answer(
+    res: ServerResponse,
+    base: Pick<RecordedCall, "method" | "params" | "multipart">,
+    files: readonly UploadedFile[],
+    answer: ApiAnswer,
+    fault?: Fault["kind"],
+  ): void {
+    const body = answer.body;
+    const isOk = "ok" in body && body.ok;
+    const call: Omit<RecordedCall, "seq"> = {
+      ...base,
+      files,
+      status: answer.status,
+      ok: isOk,
+      ...("ok" in body
+        ? body.ok
+          ? { result: body.result }
+          : { description: body.description }
+        : {}),
+      ...(fault === undefined ? {} : { fault }),
+    };
+    this.record(call);
+    this.write(res, answer);
+  }
+
+  private record(call: Omit<RecordedCall, "seq">): void {
+    const recorded: RecordedCall = { seq: this.calls.length + 1, ...call };
+    this.calls.push(recorded);
+    for (const waiter of this.waiters) {
+      if (waiter.predicate(recorded)) {
+        this.waiters.delete(waiter);
+        waiter.resolve(recorded);
+      }
+    }
+  }
+
+  private write(res: ServerResponse, answer: ApiAnswer): void {
+    if (res.writableEnded || res.destroyed) return;
+    const body = answer.body;
+    if ("raw" in body) {
+      res.writeHead(answer.status, { "content-type": body.contentType });
+      res.end(body.raw);
+      return;
+    }
+    res.writeHead(answer.status, { "content-type": "application/json" });
+    res.end(JSON.stringify(body));
+  }
+}

@@ -1,0 +1,102 @@
+import type { ServerResponse } from "node:http";
+import type { Update } from "grammy/types";
+import { type ApiAnswer, fail, ok } from "./protocol.js";
+import type { UpdateInput } from "./updates.js";
+
+interface HeldPoll {
+  readonly offset: number;
+  readonly limit: number;
+  readonly finish: (answer: ApiAnswer | undefined) => void;
+}
+
+const toInt = (value: unknown, fallback: number): number => {
+  if (value === undefined || value === null || value === "") return fallback;
+  const n = Number(value);
+  return Number.isFinite(n) ? Math.trunc(n) : fallback;
+};
+
+/**
+ * The update queue behind `getUpdates`, with Telegram's semantics: an `offset` confirms (and
+ * forgets) every update below it; a call with `timeout > 0` is held until an update is queued
+ * or the timeout passes; `timeout` 0 or absent answers at once; a second poll while one is
+ * held ends the first with 409 Conflict, as the real server does.
+ */
+export class UpdateQueue {
+  private readonly queue: Update[] = [];
+  private nextId = 1;
+  private held: HeldPoll | undefined;
+
+  get size(): number {
+    return this.queue.length;
+  }
+
+  push(input: UpdateInput): Update {
+    const update = { ...input, update_id: input.update_id ?? this.nextId } as Update;
+    this.nextId = Math.max(this.nextId, update.update_id) + 1;
+    this.queue.push(update);
+    this.wake();
+    return update;
+  }
+
+  /** Whether a long poll is being held open right now. */
+  get holding(): boolean {
+    return this.held !== undefined;
+  }
+
+  dropAll(): void {
+    this.queue.length = 0;
+  }
+
+  /** Resolves with the answer, or undefined when the client went away while held. */
+  poll(params: Record<string, unknown>, res: ServerResponse): Promise<ApiAnswer | undefined> {
+    const offset = toInt(params.offset, 0);
+    const limit = Math.min(100, Math.max(1, toInt(params.limit, 100)));
+    const timeoutSeconds = Math.max(0, toInt(params.timeout, 0));
+    this.confirm(offset);
+    this.held?.finish(
+      fail(
+        409,
+        "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running",
+      ),
+    );
+    const ready = this.take(offset, limit);
+    if (ready.length > 0 || timeoutSeconds === 0) return Promise.resolve(ok(ready));
+    return new Promise((resolve) => {
+      const finish = (answer: ApiAnswer | undefined): void => {
+        if (this.held === poll) this.held = undefined;
+        clearTimeout(timer);
+        res.off("close", onClose);
+        resolve(answer);
+      };
+      const poll: HeldPoll = { offset, limit, finish };
+      const timer = setTimeout(() => finish(ok(this.take(offset, limit))), timeoutSeconds * 1000);
+      const onClose = (): void => {
+        if (!res.writableEnded) finish(undefined);
+      };
+      res.on("close", onClose);
+      this.held = poll;
+    });
+  }
+
+  /** Ends a held poll with no updates (server shutdown). */
+  close(): void {
+    this.held?.finish(ok([]));
+  }
+
+  private wake(): void {
+    const held = this.held;
+    if (held === undefined) return;
+    const ready = this.take(held.offset, held.limit);
+    if (ready.length > 0) held.finish(ok(ready));
+  }
+
+  private confirm(offset: number): void {
+    if (offset <= 0) return;
+    while (this.queue.length > 0 && (this.queue[0]?.update_id ?? offset) < offset)
+      this.queue.shift();
+  }
+
+  private take(offset: number, limit: number): Update[] {
+    return this.queue.filter((update) => update.update_id >= offset).slice(0, limit);
+  }
+}

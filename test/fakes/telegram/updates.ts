@@ -1,0 +1,128 @@
+import type { Chat, Message, Update, User } from "grammy/types";
+
+/** An update before the fake numbers it. */
+export type UpdateInput = Omit<Update, "update_id"> & { update_id?: number };
+
+/** Who sends a message; defaults give a plausible human. */
+export interface SenderInput {
+  readonly userId?: number;
+  readonly firstName?: string;
+  readonly lastName?: string;
+  readonly username?: string;
+}
+
+export interface PrivateTextInput extends SenderInput {
+  readonly text: string;
+}
+
+export interface GroupTextInput extends SenderInput {
+  readonly chatId: number;
+  readonly text: string;
+  readonly title?: string;
+  /** `group` for a basic group; `supergroup` (default) otherwise. */
+  readonly chatType?: "group" | "supergroup";
+  /**
+   * A reply in a plain supergroup carries `message_thread_id` without being a topic message;
+   * set this to produce one.
+   */
+  readonly replyThreadId?: number;
+}
+
+export interface TopicTextInput extends SenderInput {
+  readonly chatId: number;
+  readonly threadId: number;
+  readonly text: string;
+  readonly title?: string;
+}
+
+export interface ChannelPostInput {
+  readonly chatId: number;
+  readonly text: string;
+  readonly title?: string;
+}
+
+export const DefaultSender = {
+  userId: 4242,
+  firstName: "Ada",
+  username: "ada",
+} as const satisfies SenderInput;
+
+export function userOf(sender: SenderInput): User {
+  const user: User = {
+    id: sender.userId ?? DefaultSender.userId,
+    is_bot: false,
+    first_name: sender.firstName ?? DefaultSender.firstName,
+  };
+  if (sender.lastName !== undefined) user.last_name = sender.lastName;
+  const username =
+    sender.username ?? (sender.userId === undefined ? DefaultSender.username : undefined);
+  if (username !== undefined) user.username = username;
+  return user;
+}
+
+/** Bot-command entities for a leading `/command` or `/command@bot`, as Telegram adds them. */
+function entitiesOf(text: string): Message["entities"] {
+  const match = /^\/[A-Za-z0-9_]+(@[A-Za-z0-9_]+)?/.exec(text);
+  if (match === null) return undefined;
+  return [{ type: "bot_command", offset: 0, length: match[0].length }];
+}
+
+function textMessage(
+  messageId: number,
+  date: number,
+  chat: Chat,
+  from: User | undefined,
+  text: string,
+): Message {
+  const message = { message_id: messageId, date, chat, text } as Message;
+  if (from !== undefined) message.from = from;
+  const entities = entitiesOf(text);
+  if (entities !== undefined) message.entities = entities;
+  return message;
+}
+
+const now = (): number => Math.floor(Date.now() / 1000);
+
+export function privateTextUpdate(messageId: number, input: PrivateTextInput): UpdateInput {
+  const from = userOf(input);
+  const chat: Chat.PrivateChat = { id: from.id, type: "private", first_name: from.first_name };
+  if (from.username !== undefined) chat.username = from.username;
+  return { message: textMessage(messageId, now(), chat, from, input.text) } as UpdateInput;
+}
+
+export function groupTextUpdate(messageId: number, input: GroupTextInput): UpdateInput {
+  const title = input.title ?? "Test group";
+  const chat: Chat =
+    input.chatType === "group"
+      ? { id: input.chatId, type: "group", title }
+      : { id: input.chatId, type: "supergroup", title };
+  const message = textMessage(messageId, now(), chat, userOf(input), input.text);
+  if (input.replyThreadId !== undefined) {
+    message.message_thread_id = input.replyThreadId;
+  }
+  return { message } as UpdateInput;
+}
+
+export function topicTextUpdate(messageId: number, input: TopicTextInput): UpdateInput {
+  const chat: Chat.SupergroupChat = {
+    id: input.chatId,
+    type: "supergroup",
+    title: input.title ?? "Test forum",
+    is_forum: true,
+  };
+  const message = textMessage(messageId, now(), chat, userOf(input), input.text);
+  message.message_thread_id = input.threadId;
+  message.is_topic_message = true;
+  return { message } as UpdateInput;
+}
+
+export function channelPostUpdate(messageId: number, input: ChannelPostInput): UpdateInput {
+  const chat: Chat.ChannelChat = {
+    id: input.chatId,
+    type: "channel",
+    title: input.title ?? "Test channel",
+  };
+  const message = textMessage(messageId, now(), chat, undefined, input.text);
+  message.sender_chat = chat;
+  return { channel_post: message } as UpdateInput;
+}
