@@ -12,6 +12,7 @@ const SPOOL_FLAGS = constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | co
 export type SpoolResult =
   | { readonly result: "ok"; readonly file: DescriptorFile }
   | { readonly result: "missing" }
+  | { readonly result: "link"; readonly target: string }
   | { readonly result: "too_large"; readonly size: number }
   | { readonly result: "error"; readonly detail: string };
 
@@ -37,6 +38,7 @@ export async function spoolFromContainer(
     return { result: "error", detail: error instanceof Error ? error.message : String(error) };
   }
   if (!found) return { result: "missing" };
+  if ("linkTarget" in found) return { result: "link", target: found.linkTarget };
   if (found.size > maxBytes) {
     destroy(found.stream);
     return { result: "too_large", size: found.size };

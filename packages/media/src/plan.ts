@@ -20,6 +20,13 @@ import type {
 /** Defaults of the optional `TranslateContext` fields. */
 export const PlanDefaults = { maxFiles: 20 } as const satisfies { maxFiles: number };
 
+/**
+ * How many in-container symlinks the archive fallback follows for one tag. The engine
+ * resolves a whole chain into one absolute target, so one hop is enough; the bound only
+ * guards against a source that answers links forever.
+ */
+const MaxContainerLinkHops = 2;
+
 const KINDS: readonly MediaKind[] = ["photo", "animation", "video", "audio", "voice", "document"];
 
 /**
@@ -98,6 +105,7 @@ async function planOne(
   setup: ResolveSetup,
   limits: UploadLimits,
   extraction: MediaExtraction,
+  hops = 0,
 ): Promise<MediaOutcome> {
   const host = await resolveOnHost(tagPath, setup);
   if (host.status === "found") {
@@ -128,6 +136,17 @@ async function planOne(
     }
     case "missing":
       return { ...host, candidates: trace("missing") };
+    case "link": {
+      // The link's target is planned like a tag of its own: the deny list applies to the real
+      // path (SPEC §6), and a link to an ordinary file in the container still delivers.
+      const linked = trace("symlink", spooled.target);
+      if (hops >= MaxContainerLinkHops) return { ...host, candidates: linked };
+      const inner = await planOne(spooled.target, ctx, setup, limits, extraction, hops + 1);
+      const candidates = [...linked, ...inner.candidates];
+      return inner.status === "ready"
+        ? { ...inner, candidates }
+        : { ...inner, path: host.path, candidates };
+    }
     case "error":
       return { ...host, candidates: trace("error", spooled.detail) };
   }

@@ -17,14 +17,15 @@ export interface UploadLimits {
 export interface ContainerFileSource {
   /**
    * Read `containerPath` from the container. Resolves `undefined` when it is missing or is
-   * not a regular file; a final symlink must not be followed. May resolve a `size` above
+   * neither a regular file nor a symlink. A symlink must not be followed: answer its absolute
+   * target (`linkTarget`), and the plan checks that path like a tag of its own. May resolve a `size` above
    * `maxBytes` (the plan then reports `too_large` without reading the stream) and should stop
    * streaming past `maxBytes`; the plan enforces the cap on the bytes it receives either way.
    */
   read(
     containerPath: string,
     maxBytes: number,
-  ): Promise<{ size: number; stream: NodeJS.ReadableStream } | undefined>;
+  ): Promise<{ size: number; stream: NodeJS.ReadableStream } | { linkTarget: string } | undefined>;
 }
 
 /** Everything `planMedia` needs to find a tagged file on the host. All paths absolute. */
@@ -61,6 +62,7 @@ export type CandidateResult =
   | "escapes_root"
   | "denied"
   | "too_large"
+  | "symlink"
   | "error";
 
 /** One place a tagged path was looked for, with what was found there. */

@@ -165,3 +165,72 @@ describe("archive fallback", () => {
     expect(calls).toEqual([]);
   });
 });
+
+/** A source that answers every path with a symlink, as the engine does for in-container links. */
+function linkingSource(
+  targets: Record<string, string>,
+  files: ContainerFileSource,
+  calls: string[],
+) {
+  const source: ContainerFileSource = {
+    async read(containerPath, maxBytes) {
+      calls.push(containerPath);
+      const target = targets[containerPath];
+      return target === undefined ? files.read(containerPath, maxBytes) : { linkTarget: target };
+    },
+  };
+  return source;
+}
+
+describe("archive fallback and symlinks inside the container", () => {
+  it("withholds a link whose real path is on the deny list, without reading it", async () => {
+    const { containerRoot, ctx } = await withContainer();
+    await put(path.join(containerRoot, "etc/passwd"), Buffer.from("root:x:0:0"));
+    const calls: string[] = [];
+    const source = linkingSource(
+      { "/tmp/pw": "/etc/passwd" },
+      directorySource(containerRoot, []),
+      calls,
+    );
+    const plan = await planMedia("MEDIA:/tmp/pw", { ...ctx, container: source }, telegramLimits());
+    plans.push(plan);
+    expect(plan.outcomes).toHaveLength(1);
+    expect(plan.outcomes[0]).toMatchObject({ status: "denied", path: "/tmp/pw" });
+    expect(plan.outcomes[0]!.candidates).toContainEqual(
+      expect.objectContaining({ source: "container", result: "symlink", detail: "/etc/passwd" }),
+    );
+    expect(calls).toEqual(["/tmp/pw"]);
+    expect(plan.text).not.toContain("/tmp/pw");
+  });
+
+  it("delivers a link to an ordinary file in the container", async () => {
+    const { containerRoot, ctx } = await withContainer();
+    await put(path.join(containerRoot, "tmp/real.png"), Bytes.png);
+    const calls: string[] = [];
+    const source = linkingSource(
+      { "/tmp/l": "/tmp/real.png" },
+      directorySource(containerRoot, []),
+      calls,
+    );
+    const plan = await planMedia("MEDIA:/tmp/l", { ...ctx, container: source }, telegramLimits());
+    plans.push(plan);
+    expect(plan.ready()).toHaveLength(1);
+    expect(await plan.ready()[0]!.file.read()).toEqual(Bytes.png);
+    expect(calls).toEqual(["/tmp/l", "/tmp/real.png"]);
+  });
+
+  it("gives up on a source that answers links forever", async () => {
+    const { containerRoot, ctx } = await withContainer();
+    const calls: string[] = [];
+    const source = linkingSource(
+      { "/tmp/a": "/tmp/b", "/tmp/b": "/tmp/a" },
+      directorySource(containerRoot, []),
+      calls,
+    );
+    const plan = await planMedia("MEDIA:/tmp/a", { ...ctx, container: source }, telegramLimits());
+    plans.push(plan);
+    expect(plan.outcomes[0]).toMatchObject({ status: "unreachable", path: "/tmp/a" });
+    expect(calls.length).toBeLessThanOrEqual(3);
+    expect(plan.text).toContain("MEDIA:/tmp/a");
+  });
+});

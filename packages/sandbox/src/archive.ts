@@ -3,12 +3,16 @@ import { PassThrough, Readable } from "node:stream";
 import type Docker from "dockerode";
 import { extract } from "tar-stream";
 import { isNotFound } from "./docker-errors.js";
-import type { ContainerFile } from "./types.js";
+import type { ContainerFile, ContainerLink } from "./types.js";
 
 interface PathStat {
   readonly size: number;
   readonly mode: number;
+  readonly linkTarget: string;
 }
+
+/** Go's os.ModeSymlink. */
+const GoSymlinkMode = 0x08000000;
 
 /** Go's os.ModeType bits: dir, symlink, named pipe, socket, device, char device, irregular. */
 const GoNonRegularMode =
@@ -22,8 +26,9 @@ function parseStat(header: string | string[] | undefined): PathStat | undefined 
     if (typeof value !== "object" || value === null) return undefined;
     const size = "size" in value ? value.size : undefined;
     const mode = "mode" in value ? value.mode : undefined;
+    const linkTarget = "linkTarget" in value ? value.linkTarget : "";
     if (typeof size !== "number" || typeof mode !== "number") return undefined;
-    return { size, mode };
+    return { size, mode, linkTarget: typeof linkTarget === "string" ? linkTarget : "" };
   } catch {
     return undefined;
   }
@@ -32,7 +37,8 @@ function parseStat(header: string | string[] | undefined): PathStat | undefined 
 /**
  * Reads one regular file out of a live container with the archive API, streamed (the
  * media fallback, SPEC §6.3). `undefined` when the path does not exist or is not a regular
- * file (a symlink is not followed). When the file is larger than `maxBytes` nothing is
+ * file; a symlink is not followed but answered with its target ({@link ContainerLink}), so
+ * the caller can check the real path before deciding to read it. When the file is larger than `maxBytes` nothing is
  * transferred: the result carries the real `size` so the caller can report it, and its
  * stream fails on first read.
  */
@@ -41,7 +47,7 @@ export async function readContainerFile(
   containerId: string,
   path: string,
   maxBytes: number,
-): Promise<ContainerFile | undefined> {
+): Promise<ContainerFile | ContainerLink | undefined> {
   const container = docker.getContainer(containerId);
   let stat: PathStat | undefined;
   try {
@@ -52,7 +58,11 @@ export async function readContainerFile(
     if (isNotFound(error)) return undefined;
     throw error;
   }
-  if (stat === undefined || (stat.mode & GoNonRegularMode) !== 0) return undefined;
+  if (stat === undefined) return undefined;
+  if ((stat.mode & GoSymlinkMode) !== 0 && stat.linkTarget.startsWith("/")) {
+    return { linkTarget: stat.linkTarget };
+  }
+  if ((stat.mode & GoNonRegularMode) !== 0) return undefined;
   if (stat.size > maxBytes) {
     const size = stat.size;
     const stream = new Readable({

@@ -11,6 +11,7 @@ export { DefaultSlot, resolveSlot, TaskRegistry } from "./slot.js";
 export type {
   BackendKind,
   ContainerFile,
+  ContainerLink,
   ContainerState,
   ContainerSummary,
   ExecOptions,

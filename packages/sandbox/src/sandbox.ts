@@ -18,6 +18,7 @@ import { sandboxRootsOf, sweepOrphans } from "./reaper.js";
 import { isGone, SessionShells } from "./session-shells.js";
 import type {
   ContainerFile,
+  ContainerLink,
   ContainerState,
   ContainerSummary,
   ExecOptions,
@@ -212,14 +213,15 @@ export class Sandbox {
 
   /**
    * Reads a regular file from the slot's live container through the archive API, without
-   * starting one. `undefined` when the slot has no container or the path is not a regular
-   * file; over `maxBytes`, the real size comes back and the stream fails on read.
+   * starting one. `undefined` when the slot has no container or the path is neither a regular
+   * file nor a symlink; a symlink answers its target unfollowed; over `maxBytes`, the real
+   * size comes back and the stream fails on read.
    */
   async readFile(
     slot: string,
     containerPath: string,
     maxBytes: number,
-  ): Promise<ContainerFile | undefined> {
+  ): Promise<ContainerFile | ContainerLink | undefined> {
     const current = await this.status(slot);
     if (current === undefined || current.state !== "running") return undefined;
     return this.#guard("readFile", slot, () =>

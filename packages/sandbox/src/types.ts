@@ -98,6 +98,15 @@ export interface ContainerFile {
   readonly stream: NodeJS.ReadableStream;
 }
 
+/**
+ * What `Sandbox#readFile` answers for a path that is a symlink inside the container: where
+ * it points (absolute, as the engine resolved it). The link is never followed here; the
+ * caller decides, so the credential policy can be applied to the real path (SPEC §6).
+ */
+export interface ContainerLink {
+  readonly linkTarget: string;
+}
+
 /** What an orphan sweep did: removed container ids, and the ones whose removal failed. */
 export interface ReapResult {
   readonly removed: string[];

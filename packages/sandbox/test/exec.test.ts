@@ -93,9 +93,10 @@ describe("one-shot exec", () => {
       "mkdir -p /workspace/out && printf 'hello archive' > /workspace/out/a.txt",
     );
     const file = await sandbox.readFile("exec", "/workspace/out/a.txt", 1024);
-    expect(file?.size).toBe(13);
+    if (file === undefined || "linkTarget" in file) throw new Error(`not a file: ${file}`);
+    expect(file.size).toBe(13);
     const chunks: Buffer[] = [];
-    for await (const chunk of file?.stream ?? []) chunks.push(Buffer.from(chunk as Buffer));
+    for await (const chunk of file.stream) chunks.push(Buffer.from(chunk as Buffer));
     expect(Buffer.concat(chunks).toString()).toBe("hello archive");
 
     expect(await sandbox.readFile("exec", "/workspace/out/missing.txt", 1024)).toBeUndefined();
@@ -103,11 +104,26 @@ describe("one-shot exec", () => {
     expect(await sandbox.readFile("no-container", "/workspace/out/a.txt", 1024)).toBeUndefined();
 
     const big = await sandbox.readFile("exec", "/workspace/out/a.txt", 5);
-    expect(big?.size).toBe(13);
+    if (big === undefined || "linkTarget" in big) throw new Error(`not a file: ${big}`);
+    expect(big.size).toBe(13);
     await expect(
       (async () => {
-        for await (const _ of big?.stream ?? []) break;
+        for await (const _ of big.stream) break;
       })(),
     ).rejects.toThrow(/over the 5-byte cap/);
+  });
+
+  it("answers a symlink in the container with its resolved target, unfollowed", async () => {
+    await sandbox.exec(
+      "exec",
+      "ln -sf /etc/passwd /tmp/pw && ln -sf /tmp/pw /tmp/chain && ln -sf a.txt /workspace/out/rel",
+    );
+    expect(await sandbox.readFile("exec", "/tmp/pw", 1024)).toEqual({ linkTarget: "/etc/passwd" });
+    expect(await sandbox.readFile("exec", "/tmp/chain", 1024)).toEqual({
+      linkTarget: "/etc/passwd",
+    });
+    expect(await sandbox.readFile("exec", "/workspace/out/rel", 1024)).toEqual({
+      linkTarget: "/workspace/out/a.txt",
+    });
   });
 });
