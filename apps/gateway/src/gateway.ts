@@ -149,9 +149,13 @@ export class Gateway {
   }
 
   /**
-   * Graceful stop: take no new messages, let running turns and deliveries finish (bounded by
-   * `drainTimeoutMs`, then abort them), stop the channels, await the sandboxes' outstanding
-   * cleanups and close the state databases. Safe to call twice.
+   * Graceful stop: stop receiving on every channel first (a message that still arrives while
+   * the channels stop is handled like any other), then take no new messages, let running
+   * turns and deliveries finish (bounded by `drainTimeoutMs`, then abort them), await the
+   * sandboxes' outstanding cleanups and close the state databases. Safe to call twice.
+   *
+   * Receiving stops before the drain, not after it: a Telegram update fetched during the drain
+   * and ignored would still be confirmed by the final poll, and so be lost for the next process.
    */
   stop(): Promise<void> {
     this.#stopping ??= this.#stop();
@@ -159,6 +163,11 @@ export class Gateway {
   }
 
   async #stop(): Promise<void> {
+    for (const channel of this.channels) {
+      await channel.stop().catch((error: unknown) => {
+        this.logger.warn({ err: error, platform: channel.platform }, "channel stop failed");
+      });
+    }
     this.#accepting = false;
     const queue = this.#services.queue;
     queue.close();
@@ -170,11 +179,6 @@ export class Gateway {
       this.logger.warn({ running: queue.active }, "drain timed out; aborting running turns");
       queue.abortAll(new Error("gateway shutting down"));
       await Promise.race([this.idle(), delay(GatewayDefaults.abortGraceMs)]);
-    }
-    for (const channel of this.channels) {
-      await channel.stop().catch((error: unknown) => {
-        this.logger.warn({ err: error, platform: channel.platform }, "channel stop failed");
-      });
     }
     for (const runtime of this.runtimes.values()) {
       await runtime.close(GatewayDefaults.shutdownTimeoutMs).catch((error: unknown) => {

@@ -73,7 +73,10 @@ export interface ChannelAdapter {
   limitsFor?(target: ChatTarget): UploadLimits;
   /** Begin receiving; resolves once the platform connection is ready. */
   start(onMessage: (message: InboundMessage) => void): Promise<void>;
-  /** Stop receiving (in-flight deliveries are drained by the core first). */
+  /**
+   * Stop receiving. Sending (`sendText`, `deliver`, `showActivity`) must keep working after
+   * it: the core stops receiving first, then drains the turns already in flight.
+   */
   stop(): Promise<void>;
   /** Send plain text, split per the platform's limits. */
   sendText(target: ChatTarget, text: string, signal?: AbortSignal): Promise<void>;

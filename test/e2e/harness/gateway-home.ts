@@ -1,0 +1,57 @@
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Gateway } from "@mediagate/gateway";
+import { DockerObserver } from "./docker-observer.js";
+
+/** The sandbox image every end-to-end test runs (busybox, built by the set-up). */
+export const TestImage = "mediagate-sandbox:test";
+
+/**
+ * A profile name no other test run uses (`<prefix>-<8 hex>`): containers are found by their
+ * `mediagate.profile` label, so runs sharing the engine never see each other's.
+ */
+export function uniqueProfileName(prefix: string): string {
+  return `${prefix}-${randomBytes(4).toString("hex")}`;
+}
+
+/** A fresh temp directory to serve as `MEDIAGATE_HOME` for one test file. */
+export function createTempHome(prefix: string): Promise<string> {
+  return mkdtemp(join(tmpdir(), `mediagate-${prefix}-`));
+}
+
+/**
+ * Stops the gateway, removes every container of its profiles (through the sandbox, then any
+ * leftover the engine still lists under the profile labels) and deletes the home.
+ */
+export async function teardownGateway(gateway: Gateway | undefined, home: string): Promise<void> {
+  if (gateway !== undefined) {
+    await gateway.stop();
+    const docker = new DockerObserver();
+    for (const runtime of gateway.runtimes.values()) {
+      for (const c of await runtime.sandbox.list().catch(() => [])) {
+        await runtime.sandbox.remove(c.id).catch(() => {});
+      }
+      for (const c of await docker.profileContainers(runtime.name)) await docker.removeForce(c.id);
+    }
+  }
+  if (home !== "") await rm(home, { recursive: true, force: true });
+}
+
+/**
+ * Polls `check` until it holds. The bound is generous and only there so a broken gateway fails
+ * the test instead of hanging it; nothing is asserted about how long it took.
+ */
+export async function waitUntil(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 30_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`waitUntil: ${what} did not happen`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}

@@ -1,0 +1,191 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitUntil } from "./harness/gateway-home.js";
+import { type TelegramBot, TelegramGatewayHarness } from "./harness/telegram-gateway.js";
+
+const Admin = 1001;
+const Member = 1002;
+const Group = -100_600;
+const Forum = -100_601;
+const Topic = 9;
+
+/**
+ * Session identity over Telegram end to end (SPEC §3): groups are per user, forum topics are
+ * shared by their members, one session's messages run in order, and a restarted gateway picks
+ * up what was written while it was down — in the container it left behind.
+ */
+describe("gateway over Telegram: sessions", () => {
+  let harness: TelegramGatewayHarness;
+  let bot: TelegramBot;
+
+  beforeAll(async () => {
+    harness = await TelegramGatewayHarness.start(
+      "t-sess",
+      [{ admins: [Admin], allowed: [Member], settings: { stillWorkingAfterSeconds: 1 } }],
+      { drainTimeoutMs: 5_000 },
+    );
+    bot = harness.bot();
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+  });
+
+  it("makes one container for the profile when several sessions start at once", async () => {
+    expect(await bot.containers()).toEqual([]);
+    const since = bot.mark();
+    bot.fake.sendPrivateText({ userId: Admin, text: "echo first" });
+    bot.fake.sendPrivateText({ userId: Member, text: "echo second" });
+    bot.fake.sendGroupText({ chatId: Group, userId: Member, text: "echo third" });
+    await waitUntil(() => bot.fake.pendingUpdates === 0, "updates taken");
+    await harness.gateway.idle();
+    expect(bot.texts(Admin, since)).toEqual(["first"]);
+    expect(bot.texts(Member, since)).toEqual(["second"]);
+    expect(bot.texts(Group, since)).toEqual(["third"]);
+    expect(await bot.containers()).toHaveLength(1);
+  });
+
+  it("keys a group per user and a forum topic per topic, as /status shows", async () => {
+    let since = bot.mark();
+    await bot.handle((fake) =>
+      fake.sendGroupText({ chatId: Group, userId: Admin, text: `/status@${fake.bot.username}` }),
+    );
+    expect(bot.texts(Group, since)[0]).toContain(
+      `Session: agent:${bot.profile}:telegram:group:${Group}:${Admin}\n`,
+    );
+    since = bot.mark();
+    await bot.handle((fake) =>
+      fake.sendTopicText({ chatId: Forum, threadId: Topic, userId: Admin, text: "/status" }),
+    );
+    expect(bot.texts(Forum, since)[0]).toContain(
+      `Session: agent:${bot.profile}:telegram:group:${Forum}:${Topic}\n`,
+    );
+  });
+
+  it("treats a plain reply in a supergroup as the group's session, not a topic", async () => {
+    const since = bot.mark();
+    await bot.handle((fake) =>
+      fake.sendGroupText({ chatId: Group, userId: Admin, text: "/status", replyThreadId: 4242 }),
+    );
+    const [answer] = bot.callsIn(Group, since).filter((c) => c.method === "sendMessage");
+    expect(String(answer?.params.text)).toContain(
+      `Session: agent:${bot.profile}:telegram:group:${Group}:${Admin}\n`,
+    );
+    expect(answer?.params.message_thread_id).toBeUndefined();
+  });
+
+  it("gives two members of a group their own shell, and members of a topic a shared one", async () => {
+    const say = (chat: "group" | "topic", userId: number, text: string) =>
+      bot.handle((fake) =>
+        chat === "group"
+          ? fake.sendGroupText({ chatId: Group, userId, text })
+          : fake.sendTopicText({ chatId: Forum, threadId: Topic, userId, text }),
+      );
+    await say("group", Admin, "mkdir -p /tmp/admin && cd /tmp/admin && pwd");
+    await say("topic", Admin, "mkdir -p /tmp/topic && cd /tmp/topic && pwd");
+    const since = bot.mark();
+    await say("group", Member, "pwd");
+    await say("topic", Member, "pwd");
+    expect(bot.texts(Group, since)).toEqual(["/workspace"]);
+    expect(bot.texts(Forum, since)).toEqual(["/tmp/topic"]);
+  });
+
+  it("runs one session's messages one at a time, in order", async () => {
+    const since = bot.mark();
+    for (const text of ["sleep 0.3; echo one", "echo two", "sleep 0.1; echo three"]) {
+      bot.fake.sendPrivateText({ userId: Admin, text });
+    }
+    await waitUntil(() => bot.texts(Admin, since).length >= 3, "three answers");
+    await harness.gateway.idle();
+    expect(bot.texts(Admin, since)).toEqual(["one", "two", "three"]);
+  });
+
+  it("tells the chat once that a long turn is still working, then answers", async () => {
+    const since = bot.mark();
+    await bot.handle((fake) =>
+      fake.sendPrivateText({ userId: Member, text: "sleep 2.5; echo finally" }),
+    );
+    expect(bot.texts(Member, since)).toEqual(["⏳ Still working…", "finally"]);
+  });
+
+  it("carries on when the container is stopped or removed behind its back", async () => {
+    const ask = async (text: string) => {
+      const since = bot.mark();
+      await bot.handle((fake) => fake.sendPrivateText({ userId: Admin, text }));
+      return bot.texts(Admin, since);
+    };
+    expect(await ask("echo up")).toEqual(["up"]);
+    const first = await bot.runningContainer();
+    await harness.docker.stop(first);
+    expect(await ask("echo after a stop")).toEqual(["after a stop"]);
+    await harness.docker.removeForce(await bot.runningContainer());
+    expect(await ask("echo after a removal")).toEqual(["after a removal"]);
+    const last = await bot.runningContainer();
+    expect(last).not.toBe(first);
+    expect(await bot.containers()).toHaveLength(1);
+  });
+
+  it("after a restart, answers what was written while it was down, in the same container", async () => {
+    await bot.handle((fake) =>
+      fake.sendPrivateText({ userId: Admin, text: "echo before > /workspace/before.txt; echo ok" }),
+    );
+    const container = await bot.runningContainer();
+    await harness.stopGateway();
+    const since = bot.mark();
+    bot.fake.sendPrivateText({ userId: Admin, text: "cat /workspace/before.txt" });
+    await harness.restart();
+    await waitUntil(() => bot.texts(Admin, since).length > 0, "the answer after the restart");
+    await harness.gateway.idle();
+    expect(bot.texts(Admin, since)).toEqual(["before"]);
+    expect(await bot.runningContainer()).toBe(container);
+    expect(existsSync(join(bot.profileSlotDir(), "workspace", "before.txt"))).toBe(true);
+  });
+
+  it("answers a message already queued behind a running turn when it shuts down", async () => {
+    const since = bot.mark();
+    const answers = () => bot.texts(Admin, since).filter((t) => t !== "⏳ Still working…");
+    await bot.post((fake) =>
+      fake.sendPrivateText({ userId: Admin, text: "sleep 0.5; echo first" }),
+    );
+    await bot.post((fake) => fake.sendPrivateText({ userId: Admin, text: "echo second" }));
+    await harness.restart();
+    await waitUntil(() => answers().length >= 2, "both answers", 20_000);
+    expect(answers()).toEqual(["first", "second"]);
+  });
+
+  it("a shutdown that outlasts its drain bound aborts the turn and leaves no process behind", async () => {
+    const container = await bot.runningContainer();
+    await bot.post((fake) => fake.sendPrivateText({ userId: Member, text: "sleep 1000" }));
+    await waitUntil(
+      async () => (await harness.docker.processes(container)).includes("sleep 1000"),
+      "sleep running",
+    );
+    await harness.restart();
+    expect(await bot.runningContainer()).toBe(container);
+    expect(await harness.docker.processes(container)).not.toContain("sleep 1000");
+  });
+
+  it("does not lose a message that arrives while the gateway is shutting down", async () => {
+    const since = bot.mark();
+    // a turn in flight keeps the shutdown draining for a while
+    await bot.post((fake) =>
+      fake.sendPrivateText({ userId: Admin, text: "sleep 2; echo drained" }),
+    );
+    const stopping = harness.stopGateway();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    bot.fake.sendPrivateText({ userId: Member, text: "echo written during the shutdown" });
+    await stopping;
+    await harness.restart();
+    await waitUntil(
+      () => bot.texts(Member, since).length > 0,
+      "the message written during the shutdown answered",
+      20_000,
+    );
+    // The profile's short still-working threshold may add its notice during `sleep 2`.
+    const answers = (user: number) =>
+      bot.texts(user, since).filter((text) => !text.startsWith("⏳"));
+    expect(answers(Admin)).toEqual(["drained"]);
+    expect(answers(Member)).toEqual(["written during the shutdown"]);
+  });
+});
