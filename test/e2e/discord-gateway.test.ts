@@ -1,0 +1,130 @@
+import { emptyEnv, Gateway, resolveConfig } from "@mediagate/gateway";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FakeDiscord, type StoredMessage } from "../fakes/discord/index.js";
+import {
+  createTempHome,
+  TestImage,
+  teardownGateway,
+  uniqueProfileName,
+} from "./harness/gateway-home.js";
+
+const Token = "discord-gateway-e2e-token-Pm3v";
+const Admin = "300000000000000001";
+const Stranger = "300000000000000666";
+
+/**
+ * The whole gateway on Discord: config → channel factory → the real DiscordChannel and
+ * discord.js against the fake, the shell agent in a real Docker sandbox.
+ */
+describe("gateway over Discord against the real Docker engine", () => {
+  let fake: FakeDiscord;
+  let gateway: Gateway | undefined;
+  let home = "";
+  let profile = "";
+
+  beforeAll(async () => {
+    fake = await FakeDiscord.start({ token: Token });
+    profile = uniqueProfileName("e2e-discord");
+    home = await createTempHome("e2e-discord");
+    const config = resolveConfig(
+      {
+        home,
+        profiles: [
+          {
+            name: profile,
+            discord: { token: Token, apiRoot: fake.apiRoot },
+            admins: [`discord:${Admin}`],
+            sandbox: { image: TestImage },
+          },
+        ],
+      },
+      { env: emptyEnv(home) },
+    );
+    gateway = await Gateway.create(config, { activityIntervalMs: 100 });
+    await gateway.start();
+  });
+
+  afterAll(async () => {
+    await teardownGateway(gateway, home);
+    await fake.close();
+  });
+
+  /** The next message the bot posts in `channelId` after the ones already there. */
+  async function nextPost(channelId: string, send: () => void): Promise<StoredMessage> {
+    const before = fake.messagesIn(channelId).length;
+    send();
+    await fake.waitForCall(() => fake.messagesIn(channelId).length > before);
+    return fake.messagesIn(channelId)[before]!;
+  }
+
+  it("answers /status in a DM with the DM's session key", async () => {
+    const dm = fake.world.dmChannel(Admin);
+    const post = await nextPost(dm, () =>
+      fake.sendDirectMessage({ content: "/status", authorId: Admin }),
+    );
+    expect(post.content).toContain(`Session: agent:${profile}:discord:dm:${dm}`);
+  });
+
+  it("keys a guild channel per user and a thread per thread", async () => {
+    const channel = fake.guild.channels[0]!.id;
+    const thread = fake.guild.threads[0]!.id;
+    const inChannel = await nextPost(channel, () =>
+      fake.sendGuildMessage(channel, { content: "/status", mentionBot: true, authorId: Admin }),
+    );
+    expect(inChannel.content).toContain(
+      `Session: agent:${profile}:discord:group:${channel}:${Admin}`,
+    );
+    const inThread = await nextPost(thread, () =>
+      fake.sendThreadMessage(thread, { content: "/status", mentionBot: true, authorId: Admin }),
+    );
+    expect(inThread.content).toContain(
+      `Session: agent:${profile}:discord:group:${channel}:${thread}\n`,
+    );
+  });
+
+  it("runs the message in the sandbox and delivers the MEDIA file as an attachment in the thread", async () => {
+    const thread = fake.guild.threads[0]!.id;
+    const post = await nextPost(thread, () =>
+      fake.sendThreadMessage(thread, {
+        content: "printf 'made in the sandbox' > /workspace/d.txt; echo MEDIA:/workspace/d.txt",
+        mentionBot: true,
+        authorId: Admin,
+      }),
+    );
+    await gateway!.idle();
+    const files = fake.messagesIn(thread).flatMap((message) => message.files);
+    expect(files.map((file) => [file.filename, file.bytes.toString()])).toContainEqual([
+      "d.txt",
+      "made in the sandbox",
+    ]);
+    expect(post.content).not.toContain("MEDIA:");
+    expect(fake.calls.some((call) => call.path === `/channels/${thread}/typing`)).toBe(true);
+  });
+
+  it("/stop from a Discord admin aborts the running turn", async () => {
+    const dm = fake.world.dmChannel(Admin);
+    const typingBefore = fake.calls.filter((call) => call.path === `/channels/${dm}/typing`).length;
+    fake.sendDirectMessage({ content: "sleep 1000", authorId: Admin });
+    await fake.waitForCall(
+      () =>
+        fake.calls.filter((call) => call.path === `/channels/${dm}/typing`).length > typingBefore,
+    );
+    const stopped = await nextPost(dm, () =>
+      fake.sendDirectMessage({ content: "/stop", authorId: Admin }),
+    );
+    expect(stopped.content).toMatch(/^🛑 Stopped: aborted the running turn/);
+    await gateway!.idle();
+  });
+
+  it("gives a user who is not allowed no agent turn", async () => {
+    const dm = fake.world.dmChannel(Stranger);
+    fake.sendDirectMessage({ content: "echo should-not-run", authorId: Stranger });
+    const admin = fake.world.dmChannel(Admin);
+    await nextPost(admin, () =>
+      fake.sendDirectMessage({ content: "echo sentinel", authorId: Admin }),
+    );
+    await gateway!.idle();
+    const answers = fake.messagesIn(dm).map((message) => message.content);
+    expect(answers.join("\n")).not.toContain("should-not-run");
+  });
+});

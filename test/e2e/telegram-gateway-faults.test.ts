@@ -1,0 +1,152 @@
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitUntil } from "./harness/gateway-home.js";
+import { pngWith, writeCommand } from "./harness/sandbox-files.js";
+import { type TelegramBot, TelegramGatewayHarness } from "./harness/telegram-gateway.js";
+
+const Admin = 1001;
+const Member = 1002;
+
+/**
+ * Delivery under pressure, end to end: Telegram's flood control and server errors injected by
+ * the fake (429 with retry_after, 5xx), and a reply made of 1 MB of MEDIA: noise. Files that
+ * arrived are counted in the fake's successful calls only.
+ */
+describe("gateway over Telegram: delivery under rate limits and noise", () => {
+  let harness: TelegramGatewayHarness;
+  let bot: TelegramBot;
+
+  beforeAll(async () => {
+    harness = await TelegramGatewayHarness.start("t-flood", [
+      { admins: [Admin], allowed: [Member] },
+    ]);
+    bot = harness.bot();
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+  });
+
+  it("delivers every file exactly once through a storm of 429s on documents, photos and albums", async () => {
+    const docs = [randomBytes(5000), randomBytes(7000), randomBytes(3000)];
+    const photos = [pngWith(randomBytes(32)), pngWith(randomBytes(32)), pngWith(randomBytes(32))];
+    const faultsBefore = bot.fake.calls.filter((c) => c.fault === "rate_limit").length;
+    const since = bot.mark();
+
+    bot.fake.rateLimitNext("sendDocument", 1, 2);
+    bot.fake.rateLimitNext("sendMediaGroup", 1, 2);
+    await bot.handle((fake) =>
+      fake.sendPrivateText({
+        userId: Admin,
+        text: [
+          writeCommand("/workspace/d0.bin", docs[0]!),
+          writeCommand("/workspace/d1.bin", docs[1]!),
+          writeCommand("/workspace/p0.png", photos[0]!),
+          writeCommand("/workspace/p1.png", photos[1]!),
+          "echo two of each",
+          "for f in d0.bin p0.png d1.bin p1.png; do echo MEDIA:/workspace/$f; done",
+        ].join("; "),
+      }),
+    );
+    bot.fake.rateLimitNext("sendPhoto", 1, 2);
+    bot.fake.rateLimitNext("sendDocument", 1, 1);
+    await bot.handle((fake) =>
+      fake.sendPrivateText({
+        userId: Admin,
+        text: [
+          writeCommand("/workspace/p2.png", photos[2]!),
+          writeCommand("/workspace/d2.bin", docs[2]!),
+          "echo MEDIA:/workspace/p2.png; echo MEDIA:/workspace/d2.bin",
+        ].join("; "),
+      }),
+    );
+
+    const faults = bot.fake.calls.filter((c) => c.fault === "rate_limit").length - faultsBefore;
+    expect(faults).toBe(7);
+    const arrived = bot.arrived(Admin, since);
+    const byName = new Map<string, Buffer[]>();
+    for (const file of arrived) {
+      byName.set(file.filename ?? "?", [...(byName.get(file.filename ?? "?") ?? []), file.bytes]);
+    }
+    const expected: [string, Buffer][] = [
+      ["d0.bin", docs[0]!],
+      ["d1.bin", docs[1]!],
+      ["d2.bin", docs[2]!],
+      ["p0.png", photos[0]!],
+      ["p1.png", photos[1]!],
+      ["p2.png", photos[2]!],
+    ];
+    expect([...byName.keys()].sort()).toEqual(expected.map(([name]) => name));
+    for (const [name, bytes] of expected) {
+      expect(byName.get(name), name).toHaveLength(1);
+      expect(byName.get(name)![0]!.equals(bytes), name).toBe(true);
+    }
+    const album = arrived.filter((f) => f.method === "sendMediaGroup").map((f) => f.filename);
+    expect(album).toEqual(["p0.png", "p1.png"]);
+    expect(bot.texts(Admin, since).join("\n")).not.toContain("Couldn't deliver");
+  });
+
+  it("retries a reply text through 429s and 5xx uploads, each arriving once", async () => {
+    const since = bot.mark();
+    bot.fake.rateLimitNext("sendMessage", 1, 2);
+    await bot.handle((fake) =>
+      fake.sendPrivateText({ userId: Admin, text: "echo through the flood" }),
+    );
+    bot.fake.serverErrorNext("sendDocument", 502, 2);
+    await bot.handle((fake) =>
+      fake.sendPrivateText({
+        userId: Admin,
+        text: "printf five-oh-two > /workspace/f.txt; echo MEDIA:/workspace/f.txt",
+      }),
+    );
+    expect(bot.texts(Admin, since)).toEqual(["through the flood"]);
+    expect(bot.arrived(Admin, since).map((f) => [f.filename, f.bytes.toString()])).toEqual([
+      ["f.txt", "five-oh-two"],
+    ]);
+  });
+
+  it("does not sleep through a long flood wait: the file is reported rate-limited", async () => {
+    const since = bot.mark();
+    bot.fake.rateLimitNext("sendDocument", 120, 1);
+    await bot.handle((fake) =>
+      fake.sendPrivateText({
+        userId: Admin,
+        text: "printf later > /workspace/later.txt; echo MEDIA:/workspace/later.txt",
+      }),
+    );
+    expect(bot.arrived(Admin, since)).toEqual([]);
+    expect(bot.callsIn(Admin, since).filter((c) => c.method === "sendDocument")).toHaveLength(1);
+    expect(bot.texts(Admin, since).join("\n")).toContain(
+      "Couldn't deliver later.txt: the platform is rate-limiting uploads (retry after 120 s)",
+    );
+  });
+
+  it("answers a 1 MB reply full of MEDIA: noise, and another session is answered meanwhile", async () => {
+    const since = bot.mark();
+    await bot.post((fake) =>
+      fake.sendPrivateText({
+        userId: Admin,
+        text: "yes 'MEDIA:/x MEDIA:`/y MEDIA:\"/z' | head -c 1048576; echo",
+      }),
+    );
+    await bot.post((fake) =>
+      fake.sendPrivateText({ userId: Member, text: "echo the other session is answered" }),
+    );
+    await waitUntil(
+      () => bot.texts(Member, since).includes("the other session is answered"),
+      "the other session's answer",
+      60_000,
+    );
+    await waitUntil(() => bot.texts(Admin, since).length > 0, "the noisy reply", 60_000);
+    await harness.gateway.idle();
+    const noisy = bot.texts(Admin, since).join("\n");
+    expect(noisy).toContain("Couldn't deliver x");
+    expect(bot.arrived(Admin, since)).toEqual([]);
+  });
+
+  it("never writes a bot token into the logs", () => {
+    expect(harness.logs.length).toBeGreaterThan(0);
+    const text = harness.logs.join("");
+    for (const secret of harness.secrets) expect(text).not.toContain(secret);
+  });
+});

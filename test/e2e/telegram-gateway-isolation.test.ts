@@ -1,0 +1,141 @@
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type TelegramBot, TelegramGatewayHarness } from "./harness/telegram-gateway.js";
+
+/** The same Telegram user is admin of both profiles: only the profile tells them apart. */
+const User = 3001;
+const secret = randomBytes(16).toString("hex");
+
+/**
+ * Two profiles in one gateway process, each with its own bot token (its own FakeTelegram),
+ * on the real Docker engine: neither sees the other's files or container.
+ */
+describe("gateway over Telegram: two profiles stay apart", () => {
+  let harness: TelegramGatewayHarness;
+  let a: TelegramBot;
+  let b: TelegramBot;
+
+  beforeAll(async () => {
+    harness = await TelegramGatewayHarness.start("t-iso", [{ admins: [User] }, { admins: [User] }]);
+    a = harness.bot(0);
+    b = harness.bot(1);
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+  });
+
+  const ask = (bot: TelegramBot, text: string) =>
+    bot.handle((fake) => fake.sendPrivateText({ userId: User, text }));
+
+  it("runs each profile in its own container", async () => {
+    await ask(a, `printf ${secret} > /workspace/a-only.txt; echo MEDIA:/workspace/a-only.txt`);
+    expect(a.arrived(User).map((f) => [f.filename, f.bytes.toString()])).toEqual([
+      ["a-only.txt", secret],
+    ]);
+    await ask(b, "echo b is up");
+    const containerA = await a.runningContainer();
+    const containerB = await b.runningContainer();
+    expect(containerB).not.toBe(containerA);
+    const ofA = await a.containers();
+    expect(ofA.map((c) => c.labels["mediagate.profile"])).toEqual([a.profile]);
+  });
+
+  it("does not let profile B reach a file profile A wrote, by container path, host path or symlink", async () => {
+    const hostPathOfA = join(a.profileSlotDir(), "workspace", "a-only.txt");
+    expect(existsSync(hostPathOfA)).toBe(true);
+
+    let since = b.mark();
+    await ask(b, "cat /workspace/a-only.txt; echo MEDIA:/workspace/a-only.txt");
+    expect(b.arrived(User, since)).toEqual([]);
+    const texts = b.texts(User, since).join("\n");
+    expect(texts).toContain("No such file");
+    expect(texts).toContain("Couldn't deliver a-only.txt");
+
+    since = b.mark();
+    await ask(b, `echo MEDIA:${hostPathOfA}`);
+    expect(b.arrived(User, since)).toEqual([]);
+    expect(b.texts(User, since).join("\n")).toContain("Couldn't deliver a-only.txt");
+
+    since = b.mark();
+    await ask(b, `ln -sf ${hostPathOfA} /workspace/steal; echo MEDIA:/workspace/steal`);
+    expect(b.arrived(User, since)).toEqual([]);
+    expect(b.texts(User, since).join("\n")).toContain("An attachment was withheld");
+
+    expect(b.everyUploadedByte().includes(Buffer.from(secret))).toBe(false);
+    expect(b.texts(User).join("\n")).not.toContain(secret);
+  });
+
+  it("an admin's /reset in profile A leaves profile B's container and files alone", async () => {
+    await ask(b, "echo bee > /workspace/b.txt; echo ok");
+    const containerA = await a.runningContainer();
+    const containerB = await b.runningContainer();
+    const since = a.mark();
+    await ask(a, "/reset confirm");
+    expect(a.texts(User, since)[0]).toMatch(/^♻️ Reset: new conversation started, removed/);
+    expect(await harness.docker.exists(containerA)).toBe(false);
+    expect(await b.runningContainer()).toBe(containerB);
+    expect(existsSync(join(b.profileSlotDir(), "workspace", "b.txt"))).toBe(true);
+    const after = b.mark();
+    await ask(b, "cat /workspace/b.txt");
+    expect(b.texts(User, after)).toEqual(["bee"]);
+  });
+});
+
+/**
+ * Profiles that opt into one shared container (`sandbox.sharedKey`) see each other's files;
+ * a profile that did not opt in still sees none of them (SPEC §4 rule 3).
+ */
+describe("gateway over Telegram: a shared sandbox key", () => {
+  let harness: TelegramGatewayHarness;
+  let a: TelegramBot;
+  let b: TelegramBot;
+  let c: TelegramBot;
+  const key = `team-${randomBytes(4).toString("hex")}`;
+
+  beforeAll(async () => {
+    harness = await TelegramGatewayHarness.start("t-shr", [
+      { admins: [User], sandbox: { sharedKey: key } },
+      { admins: [User], sandbox: { sharedKey: key } },
+      { admins: [User] },
+    ]);
+    a = harness.bot(0);
+    b = harness.bot(1);
+    c = harness.bot(2);
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+  });
+
+  const ask = (bot: TelegramBot, text: string) =>
+    bot.handle((fake) => fake.sendPrivateText({ userId: User, text }));
+
+  it("lets profiles with the same key share one container and its files, and no one else", async () => {
+    await ask(a, `printf ${secret} > /workspace/team.txt; echo written`);
+    const sinceB = b.mark();
+    await ask(b, "echo MEDIA:/workspace/team.txt");
+    expect(b.arrived(User, sinceB).map((f) => [f.filename, f.bytes.toString()])).toEqual([
+      ["team.txt", secret],
+    ]);
+    const shared = await harness.docker.containers({ "mediagate.agent": "1" });
+    const ids = new Set(
+      shared.filter((x) => x.labels["mediagate.slot"] === `shared_${key}`).map((x) => x.id),
+    );
+    expect(ids.size).toBe(1);
+
+    const sinceC = c.mark();
+    await ask(c, "cat /workspace/team.txt; echo MEDIA:/workspace/team.txt");
+    expect(c.arrived(User, sinceC)).toEqual([]);
+    expect(c.texts(User, sinceC).join("\n")).toContain("Couldn't deliver team.txt");
+    expect(ids.has(await c.runningContainer())).toBe(false);
+  });
+
+  it("asks before /reset tears down the shared container, naming the sessions that use it", async () => {
+    const since = a.mark();
+    await ask(a, "/reset");
+    expect(a.texts(User, since)[0]).toContain("2 sessions known to this gateway use it");
+  });
+});
