@@ -139,6 +139,24 @@ describe("TelegramChannel retries (SPEC §7)", () => {
     expect(fake.callsTo("sendDocument")).toHaveLength(2);
   });
 
+  it("does not retry an upload that timed out after it was sent, so it cannot post twice", async () => {
+    // Telegram handles the call but answers after the client's 1 s timeout.
+    fake.failNext("sendDocument", { kind: "slow", delayMs: 2_500 });
+    const channel = new TelegramChannel({
+      token: fake.token,
+      apiRoot,
+      profile: "work",
+      logger: logs.logger,
+      retry: { minDelayMs: 5, maxDelayMs: 20 },
+      requestTimeoutSeconds: 1,
+    });
+    const report = await deliver(channel, "", [await doc("slow.bin"), await doc("next.bin")]);
+    expect(report.outcomes.map((o) => o.status)).toEqual(["upload_failed", "delivered"]);
+    await fake.waitFor((call) => call.fault === "slow", 10_000);
+    const sent = fake.callsTo("sendDocument").map((c) => c.files[0]?.filename);
+    expect(sent.filter((name) => name === "slow.bin")).toHaveLength(1);
+  });
+
   it("does not retry a 400 and still delivers the other files", async () => {
     fake.failNext("sendDocument", {
       kind: "error",

@@ -9,9 +9,16 @@ export type Fault =
   /** Any other error answer, e.g. 400 `Bad Request: PHOTO_INVALID_DIMENSIONS`. */
   | { readonly kind: "error"; readonly status: number; readonly description: string }
   /** The connection is destroyed after the request body was read, without an answer. */
-  | { readonly kind: "disconnect" };
+  | { readonly kind: "disconnect" }
+  /**
+   * The call IS handled (a message is posted and recorded), but the answer is held for
+   * `delayMs`: a client that times out first has no way to know the send went through.
+   */
+  | { readonly kind: "slow"; readonly delayMs: number };
 
-export function faultAnswer(fault: Exclude<Fault, { kind: "disconnect" }>): ApiAnswer {
+export function faultAnswer(
+  fault: Exclude<Fault, { kind: "disconnect" } | { kind: "slow" }>,
+): ApiAnswer {
   switch (fault.kind) {
     case "rate_limit":
       return fail(429, `Too Many Requests: retry after ${fault.retryAfterSeconds}`, {

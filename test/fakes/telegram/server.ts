@@ -238,6 +238,11 @@ export class FakeTelegram {
         res.socket?.destroy();
         return;
       }
+      if (fault.kind === "slow") {
+        const result = this.dispatch(method, decoded.params, decoded.parts);
+        await new Promise((resolve) => setTimeout(resolve, fault.delayMs));
+        return this.answer(res, base, result.files, result.answer, fault.kind);
+      }
       return this.answer(res, base, files, faultAnswer(fault), fault.kind);
     }
     if (method === "getUpdates") {

@@ -39,11 +39,19 @@ export interface TelegramChannelOptions {
    * them for 24 h and a restart should not lose what people wrote meanwhile.
    */
   readonly dropPendingUpdates?: boolean | undefined;
+  /**
+   * Bound on one Bot API request (grammY's own default is 500 s). A stuck upload must not
+   * hold its session and a global concurrency slot for minutes; a request that times out
+   * after it was sent is not retried (the Bot API has no idempotency key). It must stay above
+   * the 30 s long-poll timeout.
+   */
+  readonly requestTimeoutSeconds?: number | undefined;
 }
 
 export const TelegramChannelDefaults = {
   apiRoot: "https://api.telegram.org",
   dropPendingUpdates: false,
+  requestTimeoutSeconds: 120,
 } as const satisfies Partial<TelegramChannelOptions>;
 
 /** A typing indicator that takes longer than this is not worth waiting for. */
@@ -100,7 +108,9 @@ export class TelegramChannel implements ChannelAdapter {
     this.caller = new TelegramCaller(this.token, this.logger, resolveRetryOptions(options.retry));
     this.dropPendingUpdates =
       options.dropPendingUpdates ?? TelegramChannelDefaults.dropPendingUpdates;
-    this.bot = new Bot(this.token, { client: { apiRoot } });
+    const timeoutSeconds =
+      options.requestTimeoutSeconds ?? TelegramChannelDefaults.requestTimeoutSeconds;
+    this.bot = new Bot(this.token, { client: { apiRoot, timeoutSeconds } });
     this.bot.on(["message:text", "channel_post:text"], (ctx) => this.receive(ctx));
     this.bot.catch((error) => {
       this.logger.error(failureFacts(error.error, this.token), "telegram update handling failed");
