@@ -31,9 +31,3 @@ export function flatLimits(bytes: () => number): UploadLimits {
   return { maxBytes: (_kind: MediaKind) => bytes() };
 }
 
-/** "12.5 MB"-style size for notices. */
-export function formatBytes(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`;
-  if (bytes < MiB) return `${(bytes / 1024).toFixed(1)} KB`;
-  return `${(bytes / MiB).toFixed(1)} MB`;
-}
