@@ -2,17 +2,9 @@ import type { IncomingMessage } from "node:http";
 import { PassThrough, Readable } from "node:stream";
 import type Docker from "dockerode";
 import { extract } from "tar-stream";
+import { canonicalPath, type PathStat } from "./container-path.js";
 import { isNotFound } from "./docker-errors.js";
 import type { ContainerFile, ContainerLink } from "./types.js";
-
-interface PathStat {
-  readonly size: number;
-  readonly mode: number;
-  readonly linkTarget: string;
-}
-
-/** Go's os.ModeSymlink. */
-const GoSymlinkMode = 0x08000000;
 
 /** Go's os.ModeType bits: dir, symlink, named pipe, socket, device, char device, irregular. */
 const GoNonRegularMode =
@@ -34,13 +26,29 @@ function parseStat(header: string | string[] | undefined): PathStat | undefined 
   }
 }
 
+/** The engine's stat of one path (HEAD archive), without following a final symlink. */
+async function statPath(container: Docker.Container, path: string): Promise<PathStat | undefined> {
+  try {
+    const head = (await container.infoArchive({ path })) as IncomingMessage;
+    head.resume();
+    return parseStat(head.headers["x-docker-container-path-stat"]);
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
 /**
  * Reads one regular file out of a live container with the archive API, streamed (the
- * media fallback, SPEC §6.3). `undefined` when the path does not exist or is not a regular
- * file; a symlink is not followed but answered with its target ({@link ContainerLink}), so
- * the caller can check the real path before deciding to read it. When the file is larger than `maxBytes` nothing is
- * transferred: the result carries the real `size` so the caller can report it, and its
- * stream fails on first read.
+ * media fallback, SPEC §6.3). The archive API silently follows symlinks in every path
+ * component, so the path is first made canonical ({@link canonicalPath}: `.`, `..` and `//`
+ * normalised, each symlinked component replaced by its target). A path that is not
+ * canonical (any component is a link, or it is not in normal form) is never read: the
+ * answer is the canonical path as a {@link ContainerLink}, so the caller can apply its
+ * policy to the real path and ask again with it. `undefined` when the path is not absolute,
+ * does not exist, or is not a regular file. When the file is larger than `maxBytes`
+ * nothing is transferred: the result carries the real `size` so the caller can report it,
+ * and its stream fails on first read.
  */
 export async function readContainerFile(
   docker: Docker,
@@ -49,19 +57,11 @@ export async function readContainerFile(
   maxBytes: number,
 ): Promise<ContainerFile | ContainerLink | undefined> {
   const container = docker.getContainer(containerId);
-  let stat: PathStat | undefined;
-  try {
-    const head = (await container.infoArchive({ path })) as IncomingMessage;
-    head.resume();
-    stat = parseStat(head.headers["x-docker-container-path-stat"]);
-  } catch (error) {
-    if (isNotFound(error)) return undefined;
-    throw error;
-  }
+  const canonical = await canonicalPath(path, (prefix) => statPath(container, prefix));
+  if (canonical === undefined) return undefined;
+  if (canonical.path !== path) return { linkTarget: canonical.path };
+  const stat = canonical.stat;
   if (stat === undefined) return undefined;
-  if ((stat.mode & GoSymlinkMode) !== 0 && stat.linkTarget.startsWith("/")) {
-    return { linkTarget: stat.linkTarget };
-  }
   if ((stat.mode & GoNonRegularMode) !== 0) return undefined;
   if (stat.size > maxBytes) {
     const size = stat.size;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Sandbox } from "../src/index.js";
-import { type Fixture, fixture, processList } from "./helpers.js";
+import { eventually, type Fixture, fixture, processList } from "./helpers.js";
 
 let fx: Fixture;
 let sandbox: Sandbox;
@@ -64,10 +64,14 @@ describe("one-shot exec", () => {
 
   it("kills the command when the signal aborts", async () => {
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 300);
-    const result = await sandbox.exec("exec", ["sh", "-c", "sleep 3221 & exec sleep 3222"], {
+    const pending = sandbox.exec("exec", ["sh", "-c", "sleep 3221 & exec sleep 3222"], {
       signal: controller.signal,
     });
+    const sleeping = async () =>
+      (await running("sleep 322")).filter((line) => /^\s*\d+\s+sleep 322[12]$/.test(line));
+    expect(await eventually(async () => (await sleeping()).length === 2)).toBe(true);
+    controller.abort();
+    const result = await pending;
     expect(result.aborted).toBe(true);
     expect(result.timedOut).toBe(false);
     expect(await running("sleep 322")).toEqual([]);
@@ -125,5 +129,42 @@ describe("one-shot exec", () => {
     expect(await sandbox.readFile("exec", "/workspace/out/rel", 1024)).toEqual({
       linkTarget: "/workspace/out/a.txt",
     });
+  });
+
+  it("never reads through a symlinked parent directory: answers the canonical path", async () => {
+    await sandbox.exec(
+      "exec",
+      "mkdir -p /root/.aws && printf secret > /root/.aws/credentials && ln -sfn ../root/.aws /workspace/k",
+    );
+    expect(await sandbox.readFile("exec", "/workspace/k/credentials", 1024)).toEqual({
+      linkTarget: "/root/.aws/credentials",
+    });
+    expect(await sandbox.readFile("exec", "/workspace/k/", 1024)).toEqual({
+      linkTarget: "/root/.aws",
+    });
+  });
+
+  it("normalises dot-dot, dot and doubled slashes instead of reading them", async () => {
+    expect(await sandbox.readFile("exec", "/workspace/../etc/passwd", 1024)).toEqual({
+      linkTarget: "/etc/passwd",
+    });
+    expect(await sandbox.readFile("exec", "/workspace//out/./a.txt", 1024)).toEqual({
+      linkTarget: "/workspace/out/a.txt",
+    });
+    expect(await sandbox.readFile("exec", "workspace/out/a.txt", 1024)).toBeUndefined();
+  });
+
+  it("resolves a chain of links through several components to one canonical path", async () => {
+    await sandbox.exec(
+      "exec",
+      "mkdir -p /tmp/real/inner && printf chained > /tmp/real/inner/file && ln -sfn /tmp/real /tmp/hop1 && ln -sfn ../tmp/hop1 /workspace/hop2 && ln -sfn inner /tmp/real/alias",
+    );
+    const answer = await sandbox.readFile("exec", "/workspace/hop2/alias/file", 1024);
+    expect(answer).toEqual({ linkTarget: "/tmp/real/inner/file" });
+    const file = await sandbox.readFile("exec", "/tmp/real/inner/file", 1024);
+    if (file === undefined || "linkTarget" in file) throw new Error(`not a file: ${file}`);
+    const chunks: Buffer[] = [];
+    for await (const chunk of file.stream) chunks.push(Buffer.from(chunk as Buffer));
+    expect(Buffer.concat(chunks).toString()).toBe("chained");
   });
 });
