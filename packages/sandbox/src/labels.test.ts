@@ -1,6 +1,13 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { containerLabels, LabelKeys, sanitizeLabelValue, slotHash } from "./labels.js";
+import {
+  containerLabels,
+  isPersistentSlot,
+  keepsSlotDirs,
+  LabelKeys,
+  sanitizeLabelValue,
+  slotHash,
+} from "./labels.js";
 
 describe("sanitizeLabelValue", () => {
   it.each<[unknown, string]>([
@@ -43,6 +50,7 @@ describe("containerLabels", () => {
       [LabelKeys.slot]: "session_agent_work_dm_1",
       [LabelKeys.profile]: "work",
       [LabelKeys.slotHash]: slotHash("session:agent:work:dm:1"),
+      [LabelKeys.persistent]: "0",
     });
   });
 
@@ -51,5 +59,33 @@ describe("containerLabels", () => {
     const b = containerLabels("p", `session:${"x".repeat(70)}:2`);
     expect(a[LabelKeys.slot]).toBe(b[LabelKeys.slot]);
     expect(a[LabelKeys.slotHash]).not.toBe(b[LabelKeys.slotHash]);
+  });
+});
+
+describe("persistent slots", () => {
+  it.each<[string, boolean]>([
+    ["default", true],
+    ["profile:work", true],
+    ["shared:team", true],
+    ["session:agent:work:dm:1", false],
+    ["task-42", false],
+    ["defaults", false],
+  ])("%s → %s", (slot, persistent) => {
+    expect(isPersistentSlot(slot)).toBe(persistent);
+    expect(keepsSlotDirs(containerLabels("p", slot))).toBe(persistent);
+  });
+
+  it("classifies containers without the persistent label by their slot label, keeping when unsure", () => {
+    const legacy = (slot: string) => {
+      const { [LabelKeys.persistent]: _, ...labels } = containerLabels("p", slot);
+      return keepsSlotDirs(labels);
+    };
+    expect(legacy("default")).toBe(true);
+    expect(legacy("profile:work")).toBe(true);
+    expect(legacy("shared:team")).toBe(true);
+    expect(legacy("session:k")).toBe(false);
+    expect(legacy("task-1")).toBe(false);
+    expect(keepsSlotDirs({ [LabelKeys.agent]: "1" })).toBe(true);
+    expect(keepsSlotDirs(undefined)).toBe(true);
   });
 });

@@ -10,6 +10,12 @@ export const LabelKeys = {
    * anything unusual), so two session slots could share it; reuse matches on this too.
    */
   slotHash: "mediagate.slot-hash",
+  /**
+   * `"1"` when the slot's dirs are persistent data, not scratch: the profile's workspace and
+   * home (`default`, `profile:<name>`) or a shared one (`shared:<key>`); `"0"` for session
+   * and task-id slots. The orphan reaper deletes the dirs of reaped `"0"` containers only.
+   */
+  persistent: "mediagate.persistent",
 } as const;
 
 const LabelUnsafe = /[^A-Za-z0-9_.-]/g;
@@ -29,6 +35,29 @@ export function slotHash(slot: string): string {
   return createHash("sha256").update(slot).digest("hex").slice(0, 32);
 }
 
+/**
+ * True for slots whose dirs outlive any one container (SPEC §4 rules 3, 4, 6): `default`,
+ * `profile:<name>` and `shared:<key>`. Session (`session:<key>`) and task-id slots are
+ * scratch that belongs to their container.
+ */
+export function isPersistentSlot(slot: string): boolean {
+  return slot === "default" || slot.startsWith("profile:") || slot.startsWith("shared:");
+}
+
+/**
+ * Whether a container's slot dirs must be kept when the container goes, from its labels:
+ * the {@link LabelKeys.persistent} label, or for containers made before that label existed,
+ * the label-safe slot (`default`, `profile_…`, `shared_…`; a missing slot label keeps too).
+ * When in doubt the dirs are kept: losing a profile's files is worse than leaking a dir.
+ */
+export function keepsSlotDirs(labels: Readonly<Record<string, string>> | undefined): boolean {
+  const marked = labels?.[LabelKeys.persistent];
+  if (marked === "1" || marked === "0") return marked === "1";
+  const slot = labels?.[LabelKeys.slot];
+  if (slot === undefined) return true;
+  return slot === "default" || slot.startsWith("profile_") || slot.startsWith("shared_");
+}
+
 /** The labels every container of `slot` in `profile` carries. */
 export function containerLabels(profile: string, slot: string): Record<string, string> {
   return {
@@ -36,5 +65,6 @@ export function containerLabels(profile: string, slot: string): Record<string, s
     [LabelKeys.slot]: sanitizeLabelValue(slot),
     [LabelKeys.profile]: sanitizeLabelValue(profile),
     [LabelKeys.slotHash]: slotHash(slot),
+    [LabelKeys.persistent]: isPersistentSlot(slot) ? "1" : "0",
   };
 }

@@ -4,6 +4,7 @@ import type Docker from "dockerode";
 import { profileFilters, removeContainer } from "./containers.js";
 import { Defaults } from "./defaults.js";
 import { messageOf } from "./docker-errors.js";
+import { keepsSlotDirs } from "./labels.js";
 import { parseDockerTime } from "./timestamps.js";
 import type { ReapResult } from "./types.js";
 
@@ -35,9 +36,12 @@ export interface SweepContext {
 
 /**
  * One sweep (SPEC §5): exited containers labelled `mediagate.agent=1` of this profile
- * only, older than the threshold, are removed together with their slot directory
- * (found from the `/workspace` bind). Running containers are never listed. A failure is
- * recorded and the sweep goes on.
+ * only, older than the threshold, are removed. The slot directory (found from the
+ * `/workspace` bind) goes with them only for scratch slots (session and task-id slots):
+ * the dirs of `default`, `profile:<name>` and `shared:<key>` slots are the persistent
+ * workspace and home the next container binds again, so they are kept
+ * ({@link keepsSlotDirs}). Running containers are never listed. A failure is recorded and
+ * the sweep goes on.
  */
 export async function sweepOrphans(context: SweepContext): Promise<ReapResult> {
   const { docker } = context;
@@ -53,7 +57,9 @@ export async function sweepOrphans(context: SweepContext): Promise<ReapResult> {
       if (info.State.Running || info.State.Status !== "exited") continue;
       if (!isReapable(info.State.FinishedAt, context.now, context.lifetimeSeconds)) continue;
       await remove(summary.Id);
-      const slotDir = slotDirOfMounts(info.Mounts, context.sandboxRoots);
+      const slotDir = keepsSlotDirs(info.Config.Labels)
+        ? undefined
+        : slotDirOfMounts(info.Mounts, context.sandboxRoots);
       if (slotDir !== undefined) await rm(slotDir, { recursive: true, force: true });
       result.removed.push(summary.Id);
     } catch (error) {

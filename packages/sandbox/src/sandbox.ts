@@ -9,6 +9,7 @@ import { dockerOf } from "./docker-client.js";
 import { guarded, isNotFound, withTimeout } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
 import { SandboxError } from "./errors.js";
+import { IdleSlots } from "./idle-slots.js";
 import { listProfileContainers, removeOwnContainer } from "./inventory.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { sanitizeLabelValue } from "./labels.js";
@@ -41,6 +42,14 @@ export interface SandboxOptions {
   readonly now?: () => number;
   /** Receives problems that are handled rather than thrown (a failed automatic reap). */
   readonly onWarning?: (message: string, cause?: unknown) => void;
+  /**
+   * Non-persistent settings only: how long a slot may go without an acquire, exec or run
+   * before its container is cleaned up (removed with its dirs). Default
+   * `settings.lifetimeSeconds × 1000`; tests make it short.
+   */
+  readonly idleCleanupMs?: number;
+  /** Bound on finding or making a slot's container. Default `Defaults.provisionTimeoutMs`. */
+  readonly provisionTimeoutMs?: number;
 }
 
 /** Profiles reaped by this process (`endpoint|profile`): the automatic reap runs once. */
@@ -60,6 +69,8 @@ export class Sandbox {
   readonly #slotLocks = new KeyedLock();
   readonly #shells: SessionShells;
   readonly #pending = new Set<Promise<unknown>>();
+  /** Idle cleanup of non-persistent slots; `undefined` for persistent settings. */
+  readonly #idle: IdleSlots | undefined;
 
   constructor(options: SandboxOptions) {
     if (options.profile.length === 0) {
@@ -75,6 +86,14 @@ export class Sandbox {
     this.profile = options.profile;
     this.#now = options.now ?? Date.now;
     this.#shells = new SessionShells(this.#docker, options.onWarning);
+    if (!options.settings.persistent) {
+      const idleMs = options.idleCleanupMs ?? options.settings.lifetimeSeconds * 1000;
+      this.#idle = new IdleSlots(idleMs, (slot) => {
+        this.#cleanup(slot, {}, true).catch((error: unknown) => {
+          options.onWarning?.(`idle cleanup of ${slot} failed`, error);
+        });
+      });
+    }
   }
 
   get #settings(): SandboxSettings {
@@ -91,10 +110,19 @@ export class Sandbox {
    * get one container. The first call of the process runs the orphan reaper (unless
    * disabled). A warm call returns the cached id without asking Docker (a container that
    * vanished since is noticed by the next exec, which acquires again). Bounded by
-   * `Defaults.provisionTimeoutMs`; a container still being made after that is labelled and
-   * gets reused by the next acquire.
+   * `Defaults.provisionTimeoutMs`; a container that is still being made then is removed as
+   * soon as it exists (unless an acquire adopted it meanwhile), and `shutdown()` awaits
+   * that removal. With non-persistent settings every acquire, exec and run restarts the
+   * slot's idle timer: a slot unused for `lifetimeSeconds` (or `idleCleanupMs`) is cleaned
+   * up, its container and dirs removed; never while a call runs.
    */
   async acquire(slot: string, signal?: AbortSignal): Promise<{ containerId: string }> {
+    const acquired = await this.#acquire(slot, signal);
+    if (this.#handles.has(slot)) this.#idle?.touch(slot);
+    return acquired;
+  }
+
+  async #acquire(slot: string, signal?: AbortSignal): Promise<{ containerId: string }> {
     const cached = this.#handles.get(slot);
     if (cached !== undefined) return { containerId: cached };
     return this.#slotLocks.run(slot, async () => {
@@ -109,9 +137,16 @@ export class Sandbox {
         settings: this.#settings,
         signal,
       });
-      const containerId = await this.#guard("acquire", slot, () =>
-        withTimeout(provisioning, Defaults.provisionTimeoutMs, `acquiring ${slot}`),
-      );
+      const timeoutMs = this.#options.provisionTimeoutMs ?? Defaults.provisionTimeoutMs;
+      let containerId: string;
+      try {
+        containerId = await this.#guard("acquire", slot, () =>
+          withTimeout(provisioning, timeoutMs, `acquiring ${slot}`),
+        );
+      } catch (error) {
+        this.#discardLate(slot, provisioning);
+        throw error;
+      }
       this.#handles.set(slot, containerId);
       return { containerId };
     });
@@ -192,8 +227,18 @@ export class Sandbox {
    * `deleteDirs: false`. Bounded by a timeout; `shutdown()` awaits cleanups still running.
    */
   async cleanup(slot: string, opts: { force?: boolean; deleteDirs?: boolean } = {}): Promise<void> {
+    await this.#cleanup(slot, opts, false);
+  }
+
+  /** `idleOnly`: the idle timer's cleanup, skipped when a call started on the slot meanwhile. */
+  async #cleanup(
+    slot: string,
+    opts: { force?: boolean; deleteDirs?: boolean },
+    idleOnly: boolean,
+  ): Promise<void> {
     const force = opts.force === true;
     const work = this.#slotLocks.run(slot, async () => {
+      if (idleOnly && this.#idle?.isBusy(slot) === true) return;
       const id = this.#dropSlot(slot);
       if (!force && this.#settings.persistent) return;
       const ids = new Set(id === undefined ? [] : [id]);
@@ -213,9 +258,12 @@ export class Sandbox {
 
   /**
    * Reads a regular file from the slot's live container through the archive API, without
-   * starting one. `undefined` when the slot has no container or the path is neither a regular
-   * file nor a symlink; a symlink answers its target unfollowed; over `maxBytes`, the real
-   * size comes back and the stream fails on read.
+   * starting one. Only a canonical path is read: when any component of `containerPath`
+   * is a symlink (a parent directory too, which the archive API would silently follow) or
+   * the path is not normalised (`.`, `..`, `//`), the answer is `{ linkTarget }` with the
+   * canonical path and nothing is read; the caller checks that path and asks again.
+   * `undefined` when the slot has no running container or the path is missing or not a
+   * regular file; over `maxBytes`, the real size comes back and the stream fails on read.
    */
   async readFile(
     slot: string,
@@ -254,9 +302,11 @@ export class Sandbox {
   }
 
   /**
-   * Removes this profile's exited containers older than `2 × max(60, lifetimeSeconds)`
-   * and their slot dirs. Runs whenever called (the CLI's `sandbox reap`); the automatic
-   * once-per-process run at first use honours `orphanReaper: false`.
+   * Removes this profile's exited containers older than `2 × max(60, lifetimeSeconds)`,
+   * with the slot dirs of session and task-id slots; the dirs of `default`,
+   * `profile:<name>` and `shared:<key>` slots are persistent data and kept. Runs whenever
+   * called (the CLI's `sandbox reap`); the automatic once-per-process run at first use
+   * honours `orphanReaper: false`.
    */
   async reapOrphans(opts: { now?: Date } = {}): Promise<ReapResult> {
     return this.#guard("reapOrphans", "*", () =>
@@ -271,10 +321,12 @@ export class Sandbox {
   }
 
   /**
-   * Closes every session shell, cleans up non-persistent containers this process made,
-   * and waits (at most `timeoutMs`, default 15 s) for all outstanding cleanups.
+   * Cancels idle timers, closes every session shell, cleans up non-persistent containers
+   * this process made, and waits (at most `timeoutMs`, default 15 s) for all outstanding
+   * cleanups.
    */
   async shutdown(timeoutMs: number = Defaults.shutdownTimeoutMs): Promise<void> {
+    this.#idle?.cancelAll();
     this.#shells.closeAll();
     if (!this.#settings.persistent) {
       for (const slot of [...this.#handles.keys()]) this.cleanup(slot).catch(() => undefined);
@@ -284,10 +336,33 @@ export class Sandbox {
   }
 
   #dropSlot(slot: string): string | undefined {
+    this.#idle?.cancel(slot);
     const id = this.#handles.get(slot);
     this.#handles.delete(slot);
     this.#shells.closeSlot(slot);
     return id;
+  }
+
+  /**
+   * After a failed or timed-out acquire: if the provisioning still produces a container,
+   * stop and remove it under the slot lock, unless a later acquire of this process holds
+   * it by then. Tracked, so `shutdown()` awaits it; otherwise a container made after the
+   * timeout would run until someone noticed (with random names, never adopted).
+   */
+  #discardLate(slot: string, provisioning: Promise<string>): void {
+    const late = provisioning.then(
+      (id) =>
+        this.#slotLocks.run(slot, async () => {
+          if (this.#handles.get(slot) === id) return;
+          await destroyContainer(this.#docker, id, Defaults.stopGraceSeconds);
+        }),
+      () => undefined,
+    );
+    this.#track(
+      late.catch((error: unknown) => {
+        this.#options.onWarning?.(`could not remove a late container of ${slot}`, error);
+      }),
+    );
   }
 
   #track<T>(work: Promise<T>): Promise<T> {
@@ -317,6 +392,16 @@ export class Sandbox {
    * (404/409 on exec), drops the stale handle, acquires again and retries once.
    */
   async #withContainer<T>(
+    operation: string,
+    slot: string,
+    fn: (containerId: string) => Promise<T>,
+  ): Promise<T> {
+    const work = () => this.#onContainer(operation, slot, fn);
+    if (this.#idle === undefined) return work();
+    return this.#idle.using(slot, work, () => this.#handles.has(slot));
+  }
+
+  async #onContainer<T>(
     operation: string,
     slot: string,
     fn: (containerId: string) => Promise<T>,

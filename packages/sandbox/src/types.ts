@@ -99,9 +99,11 @@ export interface ContainerFile {
 }
 
 /**
- * What `Sandbox#readFile` answers for a path that is a symlink inside the container: where
- * it points (absolute, as the engine resolved it). The link is never followed here; the
- * caller decides, so the credential policy can be applied to the real path (SPEC §6).
+ * What `Sandbox#readFile` answers for a path that is not canonical: any component of it
+ * (a parent directory as well as the file itself) is a symlink, or it is not in normal form
+ * (`.`, `..`, `//`, a trailing `/`). `linkTarget` is the canonical path: absolute, every link
+ * resolved. Nothing is read for such a path; the caller decides, so the credential policy
+ * is applied to the real path (SPEC §6), and reads the canonical path with a second call.
  */
 export interface ContainerLink {
   readonly linkTarget: string;

@@ -2,7 +2,7 @@ import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ImageMissingError, LabelKeys } from "../src/index.js";
-import { containersOf, docker, type Fixture, fixture } from "./helpers.js";
+import { containersOf, docker, eventually, type Fixture, fixture } from "./helpers.js";
 
 let fx: Fixture;
 beforeAll(async () => {
@@ -117,5 +117,35 @@ describe("acquire", () => {
     await expect(sandbox.acquire("aborted", AbortSignal.abort())).rejects.toMatchObject({
       name: "AbortError",
     });
+  });
+
+  it("removes a container that is only made after the acquire timed out", async () => {
+    const own = await fixture();
+    const events = (await docker.getEvents({
+      filters: { type: ["container"], label: [`${LabelKeys.profile}=${own.profile}`] },
+    })) as NodeJS.ReadableStream & { destroy(): void };
+    const seen: string[] = [];
+    events.on("data", (chunk: Buffer) => {
+      for (const line of chunk.toString().split("\n").filter(Boolean)) {
+        const event: unknown = JSON.parse(line);
+        if (typeof event === "object" && event !== null && "status" in event) {
+          seen.push(String(event.status));
+        }
+      }
+    });
+    try {
+      const sandbox = own.sandbox(
+        { persistAcrossProcesses: false, orphanReaper: false },
+        { provisionTimeoutMs: 1 },
+      );
+      await expect(sandbox.acquire("task-late")).rejects.toThrow(/timed out/);
+      await sandbox.shutdown();
+      expect(await eventually(async () => seen.includes("destroy"))).toBe(true);
+      expect(seen).toContain("create");
+      expect(await containersOf(own.profile)).toEqual([]);
+    } finally {
+      events.destroy();
+      await own.dispose();
+    }
   });
 });

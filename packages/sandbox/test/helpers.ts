@@ -22,7 +22,10 @@ export function uniqueProfile(): string {
 export interface Fixture {
   readonly profile: string;
   readonly home: string;
-  sandbox(overrides?: Partial<SandboxSettings>, extra?: { now?: () => number }): Sandbox;
+  sandbox(
+    overrides?: Partial<SandboxSettings>,
+    extra?: { now?: () => number; idleCleanupMs?: number; provisionTimeoutMs?: number },
+  ): Sandbox;
   /** Removes every container labelled with this fixture's profile and its temp home. */
   dispose(): Promise<void>;
 }
@@ -42,6 +45,10 @@ export async function fixture(): Promise<Fixture> {
         rootHome: home,
         settings: testSettings(overrides),
         ...(extra.now === undefined ? {} : { now: extra.now }),
+        ...(extra.idleCleanupMs === undefined ? {} : { idleCleanupMs: extra.idleCleanupMs }),
+        ...(extra.provisionTimeoutMs === undefined
+          ? {}
+          : { provisionTimeoutMs: extra.provisionTimeoutMs }),
       });
       made.push(sandbox);
       return sandbox;
@@ -79,10 +86,10 @@ export async function containersOf(profile: string): Promise<Docker.ContainerInf
   });
 }
 
-/** Command lines of the processes running in a container, via `ps` (busybox). */
-export async function processList(containerId: string): Promise<string[]> {
+/** Runs argv in a container with the raw client and waits until it has finished; stdout+stderr. */
+export async function execIn(containerId: string, argv: string[]): Promise<string> {
   const exec = await docker.getContainer(containerId).exec({
-    Cmd: ["ps", "-o", "pid,args"],
+    Cmd: argv,
     AttachStdout: true,
     AttachStderr: true,
   });
@@ -90,7 +97,13 @@ export async function processList(containerId: string): Promise<string[]> {
   const chunks: Buffer[] = [];
   stream.on("data", (chunk: Buffer) => chunks.push(chunk));
   await new Promise((resolve) => stream.on("end", resolve));
-  return demux(Buffer.concat(chunks)).split("\n").slice(1).filter(Boolean);
+  return demux(Buffer.concat(chunks));
+}
+
+/** Command lines of the processes running in a container, via `ps` (busybox). */
+export async function processList(containerId: string): Promise<string[]> {
+  const out = await execIn(containerId, ["ps", "-o", "pid,args"]);
+  return out.split("\n").slice(1).filter(Boolean);
 }
 
 function demux(buffer: Buffer): string {

@@ -1,4 +1,5 @@
-import { access } from "node:fs/promises";
+import { access, readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dockerOf } from "../src/docker-client.js";
 import { connectDocker } from "../src/index.js";
@@ -65,6 +66,27 @@ describe("orphan reaper", () => {
     expect(await alive(plain)).toBe(false);
     expect(await exists(sandbox.slotDirectory("stopped-slot"))).toBe(false);
     expect(await exists(sandbox.slotDirectory("running"))).toBe(true);
+  });
+
+  it("keeps the dirs of persistent slots and deletes those of session and task slots", async () => {
+    const sandbox = fx.sandbox({ orphanReaper: false });
+    const kept = ["default", `profile:${fx.profile}`, `shared:${fx.profile}`];
+    const scratch = ["session:agent:x:dm:7", "task-reaped"];
+    const ids: string[] = [];
+    for (const slot of [...kept, ...scratch]) {
+      const { containerId } = await sandbox.acquire(slot);
+      await sandbox.exec(slot, "echo precious > /workspace/data.txt");
+      await docker.getContainer(containerId).stop({ t: 0 });
+      ids.push(containerId);
+    }
+    const result = await sandbox.reapOrphans({ now: new Date(later()) });
+    expect(result.removed.sort()).toEqual([...ids].sort());
+    for (const id of ids) expect(await alive(id)).toBe(false);
+    for (const slot of kept) {
+      const file = join(sandbox.slotDirectory(slot), "workspace", "data.txt");
+      expect(await readFile(file, "utf8")).toBe("precious\n");
+    }
+    for (const slot of scratch) expect(await exists(sandbox.slotDirectory(slot))).toBe(false);
   });
 
   it("respects the lifetime: 2 × max(60, lifetimeSeconds)", async () => {

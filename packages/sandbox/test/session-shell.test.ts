@@ -3,7 +3,7 @@ import { dockerOf } from "../src/docker-client.js";
 import { connectDocker, type Sandbox, sessionHash } from "../src/index.js";
 import { execOnce } from "../src/one-shot-exec.js";
 import { oneShotCommand } from "../src/shell-scripts.js";
-import { docker, type Fixture, fixture, processList } from "./helpers.js";
+import { eventually, execIn, type Fixture, fixture, processList } from "./helpers.js";
 
 let fx: Fixture;
 let sandbox: Sandbox;
@@ -96,8 +96,12 @@ describe("session shell", () => {
 
   it("kills the command when the signal aborts", async () => {
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 300);
-    const result = await sandbox.run("shell", "abort", "sleep 4221", { signal: controller.signal });
+    const pending = sandbox.run("shell", "abort", "sleep 4221", { signal: controller.signal });
+    const sleeping = async () =>
+      (await running("sleep 4221")).filter((line) => /^\s*\d+\s+sleep 4221$/.test(line));
+    expect(await eventually(async () => (await sleeping()).length === 1)).toBe(true);
+    controller.abort();
+    const result = await pending;
     expect(result.aborted).toBe(true);
     expect(await running("sleep 4221")).toEqual([]);
     expect((await sandbox.run("shell", "abort", "echo ok")).stdout).toBe("ok\n");
@@ -133,17 +137,23 @@ describe("session shell", () => {
 
   it("reopens a shell that died and keeps the session's state", async () => {
     await sandbox.run("shell", "phoenix", "cd /tmp && export KEEP=1");
-    const exec = await docker.getContainer(containerId).exec({
-      Cmd: [
-        "sh",
-        "-c",
-        `for f in $(grep -lzx MEDIAGATE_SESSION=${sessionHash("phoenix")} /proc/[0-9]*/environ); do p=\${f#/proc/}; kill -9 \${p%/environ}; done`,
-      ],
-    });
-    await exec.start({});
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const result = await sandbox.run("shell", "phoenix", 'pwd; echo "$KEEP"');
-    expect(result.stdout).toBe("/tmp\n1\n");
+    const oldPid = (await sandbox.run("shell", "phoenix", "echo $$")).stdout.trim();
+    const pidAlive = async (pid: string) =>
+      (await processList(containerId)).some((line) => line.trim().split(/\s+/)[0] === pid);
+    expect(await pidAlive(oldPid)).toBe(true);
+    await execIn(containerId, [
+      "sh",
+      "-c",
+      `for f in $(grep -lzx MEDIAGATE_SESSION=${sessionHash("phoenix")} /proc/[0-9]*/environ); do p=\${f#/proc/}; kill -9 \${p%/environ}; done`,
+    ]);
+    expect(await eventually(async () => !(await pidAlive(oldPid)))).toBe(true);
+    const result = await sandbox.run("shell", "phoenix", 'pwd; echo "$KEEP"; echo $$');
+    const [cwd, keep, newPid] = result.stdout.split("\n");
+    expect([cwd, keep]).toEqual(["/tmp", "1"]);
+    expect(newPid).not.toBe(oldPid);
+    // A persistent shell answers with the same pid again; a one-shot fallback would not.
+    expect((await sandbox.run("shell", "phoenix", "echo $$")).stdout.trim()).toBe(newPid);
+    expect(await pidAlive(newPid ?? "")).toBe(true);
   });
 
   it("shares the session state with the one-shot fallback", async () => {
