@@ -49,11 +49,12 @@ export interface ContainerPlan {
  * Create options (SPEC §5): `Init: true` (so `sleep` as PID 1 stops promptly),
  * `sleep infinity`, working dir `/workspace`, hardening (all capabilities dropped,
  * no-new-privileges, pids/memory/CPU limits, network `none` unless configured), binds of
- * the slot dir for a persistent filesystem or tmpfs otherwise, plus configured volumes.
+ * the slot dir for a bind filesystem (the default) or tmpfs, plus configured volumes.
  */
 export function createOptions(plan: ContainerPlan): Docker.ContainerCreateOptions {
   const { settings } = plan;
-  const binds = settings.persistent
+  const bound = settings.filesystem === "bind";
+  const binds = bound
     ? [`${join(plan.slotDir, "workspace")}:/workspace`, `${join(plan.slotDir, "home")}:/root`]
     : [];
   const hostConfig: Docker.HostConfig = {
@@ -63,7 +64,7 @@ export function createOptions(plan: ContainerPlan): Docker.ContainerCreateOption
     PidsLimit: settings.pidsLimit,
     NetworkMode: settings.network,
     Binds: [...binds, ...settings.volumes],
-    ...(settings.persistent
+    ...(bound
       ? {}
       : { Tmpfs: { "/workspace": "rw,exec,nosuid,nodev", "/root": "rw,exec,nosuid,nodev" } }),
     ...(settings.memoryBytes === undefined ? {} : { Memory: settings.memoryBytes }),

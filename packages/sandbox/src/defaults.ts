@@ -8,6 +8,7 @@ export const Defaults = {
   dockerHost: "unix:///var/run/docker.sock",
   settings: {
     persistent: true,
+    filesystem: "bind" as "bind" | "tmpfs",
     persistAcrossProcesses: true,
     orphanReaper: true,
     lifetimeSeconds: 300,

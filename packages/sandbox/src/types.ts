@@ -30,8 +30,20 @@ export interface TaskOverride {
 /** Sandbox settings of one profile, already validated and defaulted by the gateway. */
 export interface SandboxSettings {
   readonly image: string;
-  /** Persistent container and persistent (bind-mounted) filesystem. Default true. */
+  /**
+   * Container lifetime. `true` (default): one long-lived container per profile (or shared
+   * key), kept running across turns and processes. `false`: one container per session (or
+   * task) slot, removed with its slot dirs after `lifetimeSeconds` idle, on `/stop`, and on
+   * shutdown.
+   */
   readonly persistent: boolean;
+  /**
+   * Where `/workspace` and `/root` live. `"bind"` (default): the slot's `workspace/` and
+   * `home/` dirs on the host, so the gateway finds the agent's files there for delivery.
+   * `"tmpfs"`: in memory only; nothing reaches the host disk, and files there cannot be
+   * delivered as media (the engine's archive API does not see tmpfs mounts).
+   */
+  readonly filesystem: "bind" | "tmpfs";
   /** Probe for a labelled container left by another process before creating. Default true. */
   readonly persistAcrossProcesses: boolean;
   /** Reap exited containers of this profile once per process. Default true. */

@@ -54,8 +54,21 @@ describe("acquire", () => {
     expect((await stat(join(dir, "workspace/f.txt"))).size).toBe(6);
   });
 
-  it("uses tmpfs instead of binds for a non-persistent filesystem", async () => {
+  it("binds the slot dirs of a non-persistent container by default", async () => {
     const sandbox = fx.sandbox({ persistent: false });
+    const { containerId } = await sandbox.acquire("task-bound");
+    const info = await docker.getContainer(containerId).inspect();
+    const dir = sandbox.slotDirectory("task-bound");
+    expect(info.HostConfig.Binds).toEqual([
+      `${join(dir, "workspace")}:/workspace`,
+      `${join(dir, "home")}:/root`,
+    ]);
+    await sandbox.exec("task-bound", "echo kept > /workspace/f.txt");
+    expect((await stat(join(dir, "workspace/f.txt"))).size).toBe(5);
+  });
+
+  it("uses tmpfs instead of binds for a tmpfs filesystem", async () => {
+    const sandbox = fx.sandbox({ persistent: false, filesystem: "tmpfs" });
     const { containerId } = await sandbox.acquire("task-tmpfs");
     const info = await docker.getContainer(containerId).inspect();
     expect(info.HostConfig.Binds ?? []).toEqual([]);

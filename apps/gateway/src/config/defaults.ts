@@ -1,3 +1,5 @@
+import { Defaults as SandboxDefaults } from "@mediagate/sandbox";
+
 /**
  * Embedded defaults of the configuration (SPEC §10): with no config file at all the gateway
  * runs the default profile with the shell agent in a Docker sandbox.
@@ -13,16 +15,8 @@ export const ConfigDefaults = {
   stillWorkingAfterSeconds: 60,
   /** Root home below the user's home directory when neither config nor env sets one. */
   homeDirName: ".mediagate",
-  sandbox: {
-    image: "mediagate-sandbox:local",
-    persistent: true,
-    persistAcrossProcesses: true,
-    orphanReaper: true,
-    lifetimeSeconds: 300,
-    network: "none",
-    pidsLimit: 256,
-    sharedKey: "",
-  },
+  /** The sandbox package's own defaults, plus the image the gateway builds on first start. */
+  sandbox: { ...SandboxDefaults.settings, image: "mediagate-sandbox:local" },
 } as const;
 
 /** Profile names: lowercase letters, digits, `_` and `-`, starting with a letter or digit. */

@@ -31,6 +31,7 @@ describe("resolveConfig", () => {
     expect(p?.sandbox).toMatchObject({
       image: "mediagate-sandbox:local",
       persistent: true,
+      filesystem: "bind",
       network: "none",
       pidsLimit: 256,
       lifetimeSeconds: 300,
@@ -55,6 +56,16 @@ describe("resolveConfig", () => {
       'profiles[1].sandbox.persistent: got "yes", expected a boolean',
     );
     expect(error.issues).toHaveLength(1);
+  });
+
+  it("takes a tmpfs filesystem and names a bad one", () => {
+    const ok = resolveConfig(
+      { profiles: [{ name: "default", sandbox: { filesystem: "tmpfs" } }] },
+      { env },
+    );
+    expect(ok.profiles[0]?.sandbox.filesystem).toBe("tmpfs");
+    const error = errorOf({ profiles: [{ name: "default", sandbox: { filesystem: "disk" } }] });
+    expect(error.message).toContain('profiles[0].sandbox.filesystem: got "disk", expected');
   });
 
   it("reports every problem, including unknown keys and bad profile names", () => {

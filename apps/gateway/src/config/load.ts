@@ -126,6 +126,7 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
   const sandbox: SandboxSettings = {
     image: s.image ?? d.image,
     persistent: s.persistent ?? d.persistent,
+    filesystem: s.filesystem ?? d.filesystem,
     persistAcrossProcesses: s.persistAcrossProcesses ?? d.persistAcrossProcesses,
     orphanReaper: s.orphanReaper ?? d.orphanReaper,
     lifetimeSeconds: s.lifetimeSeconds ?? d.lifetimeSeconds,

@@ -40,6 +40,7 @@ const volumeSpec = z.string().regex(/^\/[^:]*:\/[^:]*(:(ro|rw))?$/, {
 const sandboxSchema = z.strictObject({
   image: z.string().min(1, { error: "an image reference" }).optional(),
   persistent: z.boolean().optional(),
+  filesystem: z.enum(["bind", "tmpfs"], { error: 'a filesystem: "bind" or "tmpfs"' }).optional(),
   persistAcrossProcesses: z.boolean().optional(),
   orphanReaper: z.boolean().optional(),
   lifetimeSeconds: positiveInt.optional(),
