@@ -72,7 +72,7 @@ export async function readContainerFile(
     });
     return { size, stream };
   }
-  const tar = await container.getArchive({ path });
+  const tar = (await container.getArchive({ path })) as IncomingMessage;
   const parser = extract();
   return await new Promise<ContainerFile | undefined>((resolve, reject) => {
     let first = true;
@@ -92,6 +92,11 @@ export async function readContainerFile(
       entry.on("end", next);
       const stream = new PassThrough();
       entry.on("error", (error: Error) => stream.destroy(error));
+      // A reader that gives up early (too large, an upload failed) destroys `stream`: let that
+      // reach the engine's response too, or it stays paused on its socket.
+      stream.on("close", () => {
+        if (!stream.readableEnded) tar.destroy();
+      });
       entry.pipe(stream);
       resolve({ size: header.size ?? stat.size, stream });
     });
