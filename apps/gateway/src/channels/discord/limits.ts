@@ -30,4 +30,3 @@ export function uploadLimitFor(configured: number | undefined, premiumTier?: num
 export function flatLimits(bytes: () => number): UploadLimits {
   return { maxBytes: (_kind: MediaKind) => bytes() };
 }
-
