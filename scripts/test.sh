@@ -32,8 +32,16 @@ if [ -n "$leaked" ]; then
 fi
 
 # One closing line over every package's vitest summary ("Tests  N passed | M failed (T)").
-passed=$(sed -E 's/\x1b\[[0-9;]*m//g' "$out" | grep -E '^\S*\s*Tests\s' | grep -oE '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
-failed=$(sed -E 's/\x1b\[[0-9;]*m//g' "$out" | grep -E '^\S*\s*Tests\s' | grep -oE '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
+# awk alone: a grep that matches nothing (no failures) would end the script under pipefail.
+count() {
+  sed -E 's/\x1b\[[0-9;]*m//g' "$out" | awk -v what="$1" '
+    $0 ~ /^[^ ]*[ ]+Tests[ ]/ {
+      for (i = 2; i <= NF; i++) if ($i == what) s += $(i - 1)
+    }
+    END { print s + 0 }'
+}
+passed=$(count passed)
+failed=$(count failed)
 echo
 echo "${passed} passed, ${failed} failed"
 exit "$status"
