@@ -1,13 +1,9 @@
-import { access, mkdir } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { containersOf, docker, type Fixture, fixture } from "./helpers.js";
+import { containersOf, docker, type Fixture, fixture, pathExists } from "./helpers.js";
 
-const exists = (path: string) =>
-  access(path).then(
-    () => true,
-    () => false,
-  );
+const exists = pathExists;
 const stateOf = async (id: string) =>
   (
     await docker

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Sandbox } from "../src/index.js";
-import { eventually, type Fixture, fixture, processList } from "./helpers.js";
+import { eventually, type Fixture, fixture, processesMatching } from "./helpers.js";
 
 let fx: Fixture;
 let sandbox: Sandbox;
@@ -14,8 +14,7 @@ afterAll(async () => {
   await fx.dispose();
 });
 
-const running = async (needle: string) =>
-  (await processList(containerId)).filter((line) => line.includes(needle));
+const running = (needle: string) => processesMatching(containerId, needle);
 
 describe("one-shot exec", () => {
   it("separates stdout and stderr and returns the exit code", async () => {

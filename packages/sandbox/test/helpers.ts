@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { access, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Docker from "dockerode";
@@ -124,4 +124,36 @@ export async function eventually(check: () => Promise<boolean>): Promise<boolean
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   return false;
+}
+
+/** Whether `path` exists on the host. */
+export const pathExists = (path: string): Promise<boolean> =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
+
+/** Whether the engine still knows container `id` (any state). */
+export const containerExists = (id: string): Promise<boolean> =>
+  docker
+    .getContainer(id)
+    .inspect()
+    .then(
+      () => true,
+      () => false,
+    );
+
+/** Whether container `id` exists and is running. */
+export const containerRunning = (id: string): Promise<boolean> =>
+  docker
+    .getContainer(id)
+    .inspect()
+    .then(
+      (info) => info.State.Running,
+      () => false,
+    );
+
+/** The `ps` lines of the container that contain `needle`. */
+export async function processesMatching(containerId: string, needle: string): Promise<string[]> {
+  return (await processList(containerId)).filter((line) => line.includes(needle));
 }

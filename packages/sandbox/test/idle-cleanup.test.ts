@@ -1,21 +1,10 @@
-import { access, mkdir } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { docker, eventually, type Fixture, fixture } from "./helpers.js";
+import { containerRunning, eventually, type Fixture, fixture, pathExists } from "./helpers.js";
 
-const exists = (path: string) =>
-  access(path).then(
-    () => true,
-    () => false,
-  );
-const alive = (id: string) =>
-  docker
-    .getContainer(id)
-    .inspect()
-    .then(
-      (info) => info.State.Running,
-      () => false,
-    );
+const exists = pathExists;
+const alive = containerRunning;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 let fx: Fixture;

@@ -1,25 +1,21 @@
-import { access, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dockerOf } from "../src/docker-client.js";
 import { connectDocker } from "../src/index.js";
 import { containerLabels } from "../src/labels.js";
 import { sweepOrphans } from "../src/reaper.js";
-import { docker, type Fixture, fixture, TestImage } from "./helpers.js";
+import {
+  containerExists,
+  docker,
+  type Fixture,
+  fixture,
+  pathExists,
+  TestImage,
+} from "./helpers.js";
 
-const exists = (path: string) =>
-  access(path).then(
-    () => true,
-    () => false,
-  );
-const alive = (id: string) =>
-  docker
-    .getContainer(id)
-    .inspect()
-    .then(
-      () => true,
-      () => false,
-    );
+const exists = pathExists;
+const alive = containerExists;
 /** Far enough ahead that anything exited now is older than 2 × 300 s. */
 const later = () => Date.now() + 11 * 60_000;
 

@@ -3,7 +3,14 @@ import { dockerOf } from "../src/docker-client.js";
 import { connectDocker, type Sandbox, sessionHash } from "../src/index.js";
 import { execOnce } from "../src/one-shot-exec.js";
 import { oneShotCommand } from "../src/shell-scripts.js";
-import { eventually, execIn, type Fixture, fixture, processList } from "./helpers.js";
+import {
+  eventually,
+  execIn,
+  type Fixture,
+  fixture,
+  processesMatching,
+  processList,
+} from "./helpers.js";
 
 let fx: Fixture;
 let sandbox: Sandbox;
@@ -17,8 +24,7 @@ afterAll(async () => {
   await fx.dispose();
 });
 
-const running = async (needle: string) =>
-  (await processList(containerId)).filter((line) => line.includes(needle));
+const running = (needle: string) => processesMatching(containerId, needle);
 
 describe("session shell", () => {
   it("starts in /workspace and keeps cwd, exports and unsets between calls", async () => {
