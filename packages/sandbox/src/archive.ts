@@ -2,6 +2,7 @@ import type { IncomingMessage } from "node:http";
 import { PassThrough, Readable } from "node:stream";
 import type Docker from "dockerode";
 import { extract } from "tar-stream";
+import { boundedCall, type CallBound } from "./bounded-call.js";
 import { canonicalPath, type PathStat } from "./container-path.js";
 import { isNotFound } from "./docker-errors.js";
 import type { ContainerFile, ContainerLink } from "./types.js";
@@ -27,9 +28,18 @@ function parseStat(header: string | string[] | undefined): PathStat | undefined 
 }
 
 /** The engine's stat of one path (HEAD archive), without following a final symlink. */
-async function statPath(container: Docker.Container, path: string): Promise<PathStat | undefined> {
+async function statPath(
+  container: Docker.Container,
+  path: string,
+  bound: CallBound,
+): Promise<PathStat | undefined> {
   try {
-    const head = (await container.infoArchive({ path })) as IncomingMessage;
+    const head = (await boundedCall(
+      "archive HEAD",
+      bound,
+      (abortSignal) => container.infoArchive({ path, abortSignal }),
+      container.id,
+    )) as IncomingMessage;
     head.resume();
     return parseStat(head.headers["x-docker-container-path-stat"]);
   } catch (error) {
@@ -48,16 +58,18 @@ async function statPath(container: Docker.Container, path: string): Promise<Path
  * policy to the real path and ask again with it. `undefined` when the path is not absolute,
  * does not exist, or is not a regular file. When the file is larger than `maxBytes`
  * nothing is transferred: the result carries the real `size` so the caller can report it,
- * and its stream fails on first read.
+ * and its stream fails on first read. Each request is bounded by `bound` until the engine
+ * answers; the body streams without a bound (the caller caps what it reads).
  */
 export async function readContainerFile(
   docker: Docker,
   containerId: string,
   path: string,
   maxBytes: number,
+  bound: CallBound,
 ): Promise<ContainerFile | ContainerLink | undefined> {
   const container = docker.getContainer(containerId);
-  const canonical = await canonicalPath(path, (prefix) => statPath(container, prefix));
+  const canonical = await canonicalPath(path, (prefix) => statPath(container, prefix, bound));
   if (canonical === undefined) return undefined;
   if (canonical.path !== path) return { linkTarget: canonical.path };
   const stat = canonical.stat;
@@ -72,7 +84,12 @@ export async function readContainerFile(
     });
     return { size, stream };
   }
-  const tar = (await container.getArchive({ path })) as IncomingMessage;
+  const tar = (await boundedCall(
+    "archive GET",
+    bound,
+    (abortSignal) => container.getArchive({ path, abortSignal }),
+    containerId,
+  )) as IncomingMessage;
   const parser = extract();
   return await new Promise<ContainerFile | undefined>((resolve, reject) => {
     let first = true;

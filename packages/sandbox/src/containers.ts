@@ -1,4 +1,5 @@
 import type Docker from "dockerode";
+import { boundedCall, type CallBound } from "./bounded-call.js";
 import { isAlreadyDone, statusOf } from "./docker-errors.js";
 import { LabelKeys, sanitizeLabelValue, slotHash } from "./labels.js";
 import type { ContainerState } from "./types.js";
@@ -30,6 +31,7 @@ export async function findSlotContainers(
   docker: Docker,
   profile: string,
   slot: string,
+  bound: CallBound,
 ): Promise<Docker.ContainerInfo[]> {
   const labels = [
     `${LabelKeys.agent}=1`,
@@ -39,27 +41,49 @@ export async function findSlotContainers(
   if (!slot.startsWith("shared:")) {
     labels.push(`${LabelKeys.profile}=${sanitizeLabelValue(profile)}`);
   }
-  const found = await docker.listContainers({ all: true, filters: { label: labels } });
+  const found = await boundedCall("list containers", bound, (abortSignal) =>
+    docker.listContainers({ all: true, filters: { label: labels }, abortSignal }),
+  );
   return found.sort((a, b) => b.Created - a.Created);
 }
 
-/** `docker stop` with a grace period; 304 (already stopped) and 404 (gone) count as done. */
+/**
+ * `docker stop` with a grace period; 304 (already stopped) and 404 (gone) count as done.
+ * The call may take the grace period on top of `bound.timeoutMs`.
+ */
 export async function stopContainer(
   docker: Docker,
   id: string,
   graceSeconds: number,
+  bound: CallBound,
 ): Promise<void> {
+  const stopBound = { ...bound, timeoutMs: bound.timeoutMs + graceSeconds * 1000 };
   try {
-    await docker.getContainer(id).stop({ t: graceSeconds });
+    await boundedCall(
+      "stop",
+      stopBound,
+      (abortSignal) => docker.getContainer(id).stop({ t: graceSeconds, abortSignal }),
+      id,
+    );
   } catch (error) {
     if (!isAlreadyDone(error)) throw error;
   }
 }
 
 /** Removes a container (and its anonymous volumes); 404 and "already in progress" are done. */
-export async function removeContainer(docker: Docker, id: string, force = false): Promise<void> {
+export async function removeContainer(
+  docker: Docker,
+  id: string,
+  force: boolean,
+  bound: CallBound,
+): Promise<void> {
   try {
-    await docker.getContainer(id).remove({ force, v: true });
+    await boundedCall(
+      "remove",
+      bound,
+      (abortSignal) => docker.getContainer(id).remove({ force, v: true, abortSignal }),
+      id,
+    );
   } catch (error) {
     if (isAlreadyDone(error)) return;
     if (statusOf(error) === 409 && /already in progress/i.test(String(error))) return;
@@ -72,7 +96,8 @@ export async function destroyContainer(
   docker: Docker,
   id: string,
   graceSeconds: number,
+  bound: CallBound,
 ): Promise<void> {
-  await stopContainer(docker, id, graceSeconds);
-  await removeContainer(docker, id, true);
+  await stopContainer(docker, id, graceSeconds, bound);
+  await removeContainer(docker, id, true, bound);
 }

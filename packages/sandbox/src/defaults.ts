@@ -23,7 +23,10 @@ export const Defaults = {
   maxOutputBytes: 1024 * 1024,
   /** Grace period `docker stop` gives the container before SIGKILL. */
   stopGraceSeconds: 10,
-  /** Bound on a single lifecycle call (create, start, inspect, list, remove). */
+  /**
+   * Bound on a single lifecycle call (create, start, inspect, list, stop beyond its grace,
+   * remove, archive requests until the engine answers); `SandboxOptions.operationTimeoutMs`.
+   */
   operationTimeoutMs: 30_000,
   /** Bound on finding or making a slot's container (probe, create, start). */
   provisionTimeoutMs: 60_000,

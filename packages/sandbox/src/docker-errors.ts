@@ -1,3 +1,4 @@
+import { CallTimeoutError } from "./bounded-call.js";
 import { DockerUnavailableError, ImageMissingError, SandboxError } from "./errors.js";
 
 const ConnectionCodes = new Set([
@@ -74,7 +75,8 @@ export async function withTimeout<T>(promise: Promise<T>, ms: number, what: stri
 /**
  * Runs `fn` and maps what it throws to this package's errors: an unreachable daemon
  * becomes {@link DockerUnavailableError}, anything else that is not already ours (or an
- * `AbortError`) a {@link SandboxError} with the operation, slot and container.
+ * `AbortError`) a {@link SandboxError} with the operation, slot and container (a Docker call
+ * that got no answer in time names the container it was about).
  */
 export async function guarded<T>(
   endpoint: string,
@@ -92,9 +94,10 @@ export async function guarded<T>(
     if (isConnectionError(error)) {
       throw new DockerUnavailableError(endpoint, messageOf(error), { cause: error });
     }
+    const about = error instanceof CallTimeoutError ? error.containerId : undefined;
     throw new SandboxError(where.operation, where.slot, messageOf(error), {
       cause: error,
-      containerId: where.containerId,
+      containerId: where.containerId ?? about,
     });
   }
 }

@@ -1,4 +1,5 @@
 import Docker from "dockerode";
+import { boundedCall, CallTimeoutError } from "./bounded-call.js";
 import { Defaults } from "./defaults.js";
 import { attachClient, dockerOf } from "./docker-client.js";
 import { isNotFound, rethrowUnavailable, withTimeout } from "./docker-errors.js";
@@ -38,13 +39,23 @@ export class DockerEngine {
     }
   }
 
-  /** True when the image is present locally (nothing is ever pulled). */
+  /**
+   * True when the image is present locally (nothing is ever pulled). A daemon that does not
+   * answer within `Defaults.operationTimeoutMs` counts as unavailable.
+   */
   async hasImage(ref: string): Promise<boolean> {
+    const image = dockerOf(this).getImage(ref);
     try {
-      await dockerOf(this).getImage(ref).inspect();
+      // dockerode's image inspect takes no abort signal: the bound only releases the caller.
+      await boundedCall("image inspect", { timeoutMs: Defaults.operationTimeoutMs }, () =>
+        image.inspect(),
+      );
       return true;
     } catch (error) {
       if (isNotFound(error)) return false;
+      if (error instanceof CallTimeoutError) {
+        throw new DockerUnavailableError(this.endpoint, error.message, { cause: error });
+      }
       rethrowUnavailable(this.endpoint, error);
     }
   }

@@ -1,4 +1,5 @@
 import type Docker from "dockerode";
+import { boundedCall, type CallBound } from "./bounded-call.js";
 import { destroyContainer, profileFilters, toState } from "./containers.js";
 import { Defaults } from "./defaults.js";
 import { isNotFound } from "./docker-errors.js";
@@ -10,20 +11,22 @@ import type { ContainerSummary } from "./types.js";
 export async function listProfileContainers(
   docker: Docker,
   profile: string,
+  bound: CallBound,
 ): Promise<ContainerSummary[]> {
-  const found = await docker.listContainers({
-    all: true,
-    filters: { label: profileFilters(profile) },
-  });
+  const found = await boundedCall("list containers", bound, (abortSignal) =>
+    docker.listContainers({ all: true, filters: { label: profileFilters(profile) }, abortSignal }),
+  );
   const summaries: ContainerSummary[] = [];
   for (const c of found.sort((a, b) => b.Created - a.Created)) {
     const state = toState(c.State);
     let finishedAt: Date | undefined;
     if (state === "exited" || state === "dead") {
-      const info = await docker
-        .getContainer(c.Id)
-        .inspect()
-        .catch(() => undefined);
+      const info = await boundedCall(
+        "inspect",
+        bound,
+        (abortSignal) => docker.getContainer(c.Id).inspect({ abortSignal }),
+        c.Id,
+      ).catch(() => undefined);
       finishedAt = parseDockerTime(info?.State.FinishedAt);
     }
     summaries.push({
@@ -48,10 +51,16 @@ export async function removeOwnContainer(
   docker: Docker,
   profile: string,
   idOrName: string,
+  bound: CallBound,
 ): Promise<string | undefined> {
   let info: Docker.ContainerInspectInfo;
   try {
-    info = await docker.getContainer(idOrName).inspect();
+    info = await boundedCall(
+      "inspect",
+      bound,
+      (abortSignal) => docker.getContainer(idOrName).inspect({ abortSignal }),
+      idOrName,
+    );
   } catch (error) {
     if (isNotFound(error)) return undefined;
     throw error;
@@ -63,6 +72,6 @@ export async function removeOwnContainer(
   ) {
     throw new Error(`container ${idOrName} is not a mediagate container of profile ${profile}`);
   }
-  await destroyContainer(docker, info.Id, Defaults.stopGraceSeconds);
+  await destroyContainer(docker, info.Id, Defaults.stopGraceSeconds, bound);
   return info.Id;
 }

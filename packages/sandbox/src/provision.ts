@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type Docker from "dockerode";
+import { boundedCall, type CallBound } from "./bounded-call.js";
 import { containerName, createOptions } from "./container-spec.js";
 import { findSlotContainers, removeContainer } from "./containers.js";
 import { isNotFound, statusOf } from "./docker-errors.js";
@@ -15,7 +16,15 @@ export interface ProvisionContext {
   readonly slot: string;
   readonly slotDir: string;
   readonly settings: SandboxSettings;
-  readonly signal?: AbortSignal | undefined;
+  /** Bound of each Docker call, and the acquire's signal. */
+  readonly bound: CallBound;
+  /**
+   * Receives a uniquely named container (id or name) this provisioning gave up on while the
+   * daemon may still make or hold it (a create or start that got no answer in time), so
+   * the caller removes it once the daemon answers again. Containers with the deterministic
+   * name are not handed over: the next probe (of any process) adopts them.
+   */
+  readonly onAbandoned?: ((idOrName: string) => void) | undefined;
 }
 
 /**
@@ -30,7 +39,7 @@ export async function provisionContainer(context: ProvisionContext): Promise<str
     return createAndStart(context, randomBytes(4).toString("hex"));
   }
   for (let attempt = 0; ; attempt++) {
-    context.signal?.throwIfAborted();
+    context.bound.signal?.throwIfAborted();
     const reused = await reuseExisting(context);
     if (reused !== undefined) return reused;
     try {
@@ -43,24 +52,37 @@ export async function provisionContainer(context: ProvisionContext): Promise<str
 }
 
 async function reuseExisting(context: ProvisionContext): Promise<string | undefined> {
-  const { docker } = context;
-  const found = await findSlotContainers(docker, context.profile, context.slot);
+  const { docker, bound } = context;
+  const found = await findSlotContainers(docker, context.profile, context.slot, bound);
   const running = found.find((c) => c.State === "running");
   if (running !== undefined) return running.Id;
   for (const candidate of found) {
-    context.signal?.throwIfAborted();
+    context.bound.signal?.throwIfAborted();
     const container = docker.getContainer(candidate.Id);
     try {
-      if (candidate.State === "paused") await container.unpause();
-      else await container.start();
+      const wake = candidate.State === "paused" ? "unpause" : "start";
+      await boundedCall(
+        wake,
+        bound,
+        (abortSignal) =>
+          wake === "unpause"
+            ? container.unpause({ abortSignal })
+            : container.start({ abortSignal }),
+        candidate.Id,
+      );
       return candidate.Id;
     } catch (error) {
       if (statusOf(error) === 304) return candidate.Id;
       // A concurrent starter (another process) may have won; only a container that is
       // still not running after the failed start is broken and gets replaced.
-      const state = await container.inspect().catch(() => undefined);
+      const state = await boundedCall(
+        "inspect",
+        bound,
+        (abortSignal) => container.inspect({ abortSignal }),
+        candidate.Id,
+      ).catch(() => undefined);
       if (state?.State.Running === true) return candidate.Id;
-      await removeContainer(docker, candidate.Id, true);
+      await removeContainer(docker, candidate.Id, true, bound);
     }
   }
   return undefined;
@@ -70,28 +92,46 @@ async function createAndStart(
   context: ProvisionContext,
   unique: string | undefined,
 ): Promise<string> {
-  const { docker, settings, slotDir } = context;
+  const { docker, settings, slotDir, bound } = context;
   if (settings.persistent) {
     await mkdir(join(slotDir, "workspace"), { recursive: true });
     await mkdir(join(slotDir, "home"), { recursive: true });
   }
-  context.signal?.throwIfAborted();
+  context.bound.signal?.throwIfAborted();
   const name = containerName(context.profile, context.slot, unique);
   let container: Docker.Container;
+  const spec = createOptions({
+    profile: context.profile,
+    slot: context.slot,
+    slotDir,
+    settings,
+    name,
+  });
   try {
-    container = await docker.createContainer(
-      createOptions({ profile: context.profile, slot: context.slot, slotDir, settings, name }),
+    container = await boundedCall("create container", bound, (abortSignal) =>
+      docker.createContainer({ ...spec, abortSignal }),
     );
   } catch (error) {
     if (isNotFound(error)) throw new ImageMissingError(settings.image, { cause: error });
+    // The daemon may still make it: the request was cut, not refused.
+    if (unique !== undefined && statusOf(error) === undefined) context.onAbandoned?.(name);
     throw error;
   }
   try {
-    await container.start();
+    await boundedCall(
+      "start",
+      bound,
+      (abortSignal) => container.start({ abortSignal }),
+      container.id,
+    );
   } catch (error) {
     // 304: another process that lost the name race started it for us.
     if (statusOf(error) === 304) return container.id;
-    await removeContainer(docker, container.id, true).catch(() => undefined);
+    const removed = await removeContainer(docker, container.id, true, bound).then(
+      () => true,
+      () => false,
+    );
+    if (!removed && unique !== undefined) context.onAbandoned?.(container.id);
     throw error;
   }
   return container.id;

@@ -1,6 +1,7 @@
 import { rm } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
 import type Docker from "dockerode";
+import { boundedCall } from "./bounded-call.js";
 import { profileFilters, removeContainer } from "./containers.js";
 import { Defaults } from "./defaults.js";
 import { messageOf } from "./docker-errors.js";
@@ -30,6 +31,8 @@ export interface SweepContext {
   readonly now: Date;
   /** Roots under which a reaped container's slot dir may be deleted. */
   readonly sandboxRoots: readonly string[];
+  /** Bound on each Docker call. Default `Defaults.operationTimeoutMs`. */
+  readonly timeoutMs?: number;
   /** Removal step; the default removes the container. Replaceable for failure tests. */
   readonly remove?: (id: string) => Promise<void>;
 }
@@ -45,15 +48,21 @@ export interface SweepContext {
  */
 export async function sweepOrphans(context: SweepContext): Promise<ReapResult> {
   const { docker } = context;
-  const remove = context.remove ?? ((id: string) => removeContainer(docker, id));
+  const bound = { timeoutMs: context.timeoutMs ?? Defaults.operationTimeoutMs };
+  const remove = context.remove ?? ((id: string) => removeContainer(docker, id, false, bound));
   const result: ReapResult = { removed: [], failed: [] };
-  const exited = await docker.listContainers({
-    all: true,
-    filters: { label: profileFilters(context.profile), status: ["exited"] },
-  });
+  const filters = { label: profileFilters(context.profile), status: ["exited"] };
+  const exited = await boundedCall("list containers", bound, (abortSignal) =>
+    docker.listContainers({ all: true, filters, abortSignal }),
+  );
   for (const summary of exited) {
     try {
-      const info = await docker.getContainer(summary.Id).inspect();
+      const info = await boundedCall(
+        "inspect",
+        bound,
+        (abortSignal) => docker.getContainer(summary.Id).inspect({ abortSignal }),
+        summary.Id,
+      );
       if (info.State.Running || info.State.Status !== "exited") continue;
       if (!isReapable(info.State.FinishedAt, context.now, context.lifetimeSeconds)) continue;
       await remove(summary.Id);

@@ -2,6 +2,7 @@ import { rm } from "node:fs/promises";
 import { isAbsolute } from "node:path";
 import type Docker from "dockerode";
 import { readContainerFile } from "./archive.js";
+import { boundedCall, type CallBound } from "./bounded-call.js";
 import { slotDirectoryOf } from "./container-spec.js";
 import { destroyContainer, findSlotContainers, toState } from "./containers.js";
 import { Defaults } from "./defaults.js";
@@ -50,6 +51,13 @@ export interface SandboxOptions {
   readonly idleCleanupMs?: number;
   /** Bound on finding or making a slot's container. Default `Defaults.provisionTimeoutMs`. */
   readonly provisionTimeoutMs?: number;
+  /**
+   * Bound on each Docker lifecycle call (create, start, inspect, list, stop beyond its
+   * grace period, remove, archive requests), enforced inside the slot lock: a call the
+   * daemon never answers is aborted and fails with a {@link SandboxError}, so later calls
+   * on the slot are not stuck behind it. Default `Defaults.operationTimeoutMs`.
+   */
+  readonly operationTimeoutMs?: number;
 }
 
 /** Profiles reaped by this process (`endpoint|profile`): the automatic reap runs once. */
@@ -65,6 +73,7 @@ export class Sandbox {
   readonly #options: SandboxOptions;
   readonly #docker: Docker;
   readonly #now: () => number;
+  readonly #bound: CallBound;
   readonly #handles = new Map<string, string>();
   readonly #slotLocks = new KeyedLock();
   readonly #shells: SessionShells;
@@ -85,6 +94,7 @@ export class Sandbox {
     this.#options = options;
     this.profile = options.profile;
     this.#now = options.now ?? Date.now;
+    this.#bound = { timeoutMs: options.operationTimeoutMs ?? Defaults.operationTimeoutMs };
     this.#shells = new SessionShells(this.#docker, options.onWarning);
     if (!options.settings.persistent) {
       const idleMs = options.idleCleanupMs ?? options.settings.lifetimeSeconds * 1000;
@@ -109,12 +119,13 @@ export class Sandbox {
    * The slot's container, created or reused under a per-slot lock, so concurrent callers
    * get one container. The first call of the process runs the orphan reaper (unless
    * disabled). A warm call returns the cached id without asking Docker (a container that
-   * vanished since is noticed by the next exec, which acquires again). Bounded by
-   * `Defaults.provisionTimeoutMs`; a container that is still being made then is removed as
-   * soon as it exists (unless an acquire adopted it meanwhile), and `shutdown()` awaits
-   * that removal. With non-persistent settings every acquire, exec and run restarts the
-   * slot's idle timer: a slot unused for `lifetimeSeconds` (or `idleCleanupMs`) is cleaned
-   * up, its container and dirs removed; never while a call runs.
+   * vanished since is noticed by the next exec, which acquires again). Each Docker call
+   * is bounded by `operationTimeoutMs` and the whole by `provisionTimeoutMs`; a container
+   * that is still being made then (or that a cut-off create may still make) is removed as
+   * soon as the daemon answers (unless an acquire adopted it meanwhile), and `shutdown()`
+   * awaits that removal. With non-persistent settings every acquire, exec and run restarts
+   * the slot's idle timer: a slot unused for `lifetimeSeconds` (or `idleCleanupMs`) is
+   * cleaned up, its container and dirs removed; never while a call runs.
    */
   async acquire(slot: string, signal?: AbortSignal): Promise<{ containerId: string }> {
     const acquired = await this.#acquire(slot, signal);
@@ -135,7 +146,8 @@ export class Sandbox {
         slot,
         slotDir: this.slotDirectory(slot),
         settings: this.#settings,
-        signal,
+        bound: { ...this.#bound, signal },
+        onAbandoned: (idOrName) => this.#discardLate(slot, Promise.resolve(idOrName)),
       });
       const timeoutMs = this.#options.provisionTimeoutMs ?? Defaults.provisionTimeoutMs;
       let containerId: string;
@@ -205,12 +217,18 @@ export class Sandbox {
     return this.#guard("status", slot, async () => {
       let id = this.#handles.get(slot);
       if (id === undefined) {
-        const found = await findSlotContainers(this.#docker, this.profile, slot);
+        const found = await findSlotContainers(this.#docker, this.profile, slot, this.#bound);
         id = (found.find((c) => c.State === "running") ?? found[0])?.Id;
       }
       if (id === undefined) return undefined;
+      const container = this.#docker.getContainer(id);
       try {
-        const info = await this.#docker.getContainer(id).inspect();
+        const info = await boundedCall(
+          "inspect",
+          this.#bound,
+          (abortSignal) => container.inspect({ abortSignal }),
+          id,
+        );
         return { containerId: id, state: toState(info.State.Status) };
       } catch (error) {
         if (isNotFound(error)) return { containerId: id, state: "missing" as const };
@@ -224,7 +242,9 @@ export class Sandbox {
    * dirs are deleted only with `deleteDirs: true` (what `/reset` asks for). Persistent mode
    * without force: the container keeps running; only this process's handle and shells
    * are dropped. Non-persistent: stop and remove, then delete the slot dirs unless
-   * `deleteDirs: false`. Bounded by a timeout; `shutdown()` awaits cleanups still running.
+   * `deleteDirs: false`. Each Docker call is bounded inside the slot lock
+   * (`operationTimeoutMs`, plus the grace period for stop), the whole by
+   * `Defaults.cleanupTimeoutMs`; `shutdown()` awaits cleanups still running.
    */
   async cleanup(slot: string, opts: { force?: boolean; deleteDirs?: boolean } = {}): Promise<void> {
     await this.#cleanup(slot, opts, false);
@@ -243,10 +263,11 @@ export class Sandbox {
       if (!force && this.#settings.persistent) return;
       const ids = new Set(id === undefined ? [] : [id]);
       if (this.#settings.persistAcrossProcesses || id === undefined) {
-        for (const c of await findSlotContainers(this.#docker, this.profile, slot)) ids.add(c.Id);
+        const found = await findSlotContainers(this.#docker, this.profile, slot, this.#bound);
+        for (const c of found) ids.add(c.Id);
       }
       for (const containerId of ids) {
-        await destroyContainer(this.#docker, containerId, Defaults.stopGraceSeconds);
+        await destroyContainer(this.#docker, containerId, Defaults.stopGraceSeconds, this.#bound);
       }
       const deleteDirs = force ? opts.deleteDirs === true : opts.deleteDirs !== false;
       if (deleteDirs) await rm(this.slotDirectory(slot), { recursive: true, force: true });
@@ -273,13 +294,15 @@ export class Sandbox {
     const current = await this.status(slot);
     if (current === undefined || current.state !== "running") return undefined;
     return this.#guard("readFile", slot, () =>
-      readContainerFile(this.#docker, current.containerId, containerPath, maxBytes),
+      readContainerFile(this.#docker, current.containerId, containerPath, maxBytes, this.#bound),
     );
   }
 
   /** This profile's containers (all states), newest first. */
   async list(): Promise<ContainerSummary[]> {
-    return this.#guard("list", "*", () => listProfileContainers(this.#docker, this.profile));
+    return this.#guard("list", "*", () =>
+      listProfileContainers(this.#docker, this.profile, this.#bound),
+    );
   }
 
   /**
@@ -289,14 +312,14 @@ export class Sandbox {
    */
   async remove(containerIdOrSlot: string): Promise<void> {
     const bySlot = await this.#guard("remove", containerIdOrSlot, () =>
-      findSlotContainers(this.#docker, this.profile, containerIdOrSlot),
+      findSlotContainers(this.#docker, this.profile, containerIdOrSlot, this.#bound),
     );
     if (bySlot.length > 0 || this.#handles.has(containerIdOrSlot)) {
       await this.cleanup(containerIdOrSlot, { force: true, deleteDirs: false });
       return;
     }
     const removed = await this.#guard("remove", containerIdOrSlot, () =>
-      removeOwnContainer(this.#docker, this.profile, containerIdOrSlot),
+      removeOwnContainer(this.#docker, this.profile, containerIdOrSlot, this.#bound),
     );
     for (const [slot, id] of this.#handles) if (id === removed) this.#dropSlot(slot);
   }
@@ -316,6 +339,7 @@ export class Sandbox {
         lifetimeSeconds: this.#settings.lifetimeSeconds,
         now: opts.now ?? new Date(this.#now()),
         sandboxRoots: sandboxRootsOf(this.#options.profileHome, this.#options.rootHome),
+        timeoutMs: this.#bound.timeoutMs,
       }),
     );
   }
@@ -344,9 +368,9 @@ export class Sandbox {
   }
 
   /**
-   * After a failed or timed-out acquire: if the provisioning still produces a container,
-   * stop and remove it under the slot lock, unless a later acquire of this process holds
-   * it by then. Tracked, so `shutdown()` awaits it; otherwise a container made after the
+   * After a failed or timed-out acquire: if the provisioning still produces a container
+   * (an id, or the unique name of a create that was cut off), stop and remove it under the
+   * slot lock, unless a later acquire of this process holds it by then. Tracked, so `shutdown()` awaits it; otherwise a container made after the
    * timeout would run until someone noticed (with random names, never adopted).
    */
   #discardLate(slot: string, provisioning: Promise<string>): void {
@@ -354,7 +378,7 @@ export class Sandbox {
       (id) =>
         this.#slotLocks.run(slot, async () => {
           if (this.#handles.get(slot) === id) return;
-          await destroyContainer(this.#docker, id, Defaults.stopGraceSeconds);
+          await destroyContainer(this.#docker, id, Defaults.stopGraceSeconds, this.#bound);
         }),
       () => undefined,
     );
