@@ -13,6 +13,19 @@ import { emptyEnv } from "./config/env.js";
 import { resolveConfig } from "./config/load.js";
 import { Gateway, type GatewayOptions } from "./gateway.js";
 
+/** A direct message from Telegram user 1 to `profile`. */
+function dmFromUser1(profile: string, messageId: string, text: string): InboundMessage {
+  return {
+    profile,
+    platform: "telegram",
+    chatId: "1",
+    chatType: "dm",
+    userId: "1",
+    messageId,
+    text,
+  };
+}
+
 class Inbox implements ChannelAdapter {
   readonly platform = "telegram" as const;
   readonly limits: UploadLimits = { maxBytes: () => 1 };
@@ -73,15 +86,7 @@ describe("Gateway", () => {
     await gateway.start();
     await Promise.all([gateway.stop(), gateway.stop()]);
     expect([inbox.started, inbox.stopped]).toEqual([1, 1]);
-    inbox.onMessage?.({
-      profile: "solo",
-      platform: "telegram",
-      chatId: "1",
-      chatType: "dm",
-      userId: "1",
-      messageId: "1",
-      text: "/status",
-    });
+    inbox.onMessage?.(dmFromUser1("solo", "1", "/status"));
     await gateway.idle();
     expect(inbox.texts).toEqual([]);
   });
@@ -90,26 +95,10 @@ describe("Gateway", () => {
     const inbox = new Inbox();
     const gateway = await gatewayFor([{ name: "solo", allowedUsers: ["telegram:1"] }], inbox);
     await gateway.start();
-    inbox.onMessage?.({
-      profile: "other",
-      platform: "telegram",
-      chatId: "1",
-      chatType: "dm",
-      userId: "1",
-      messageId: "1",
-      text: "/status",
-    });
+    inbox.onMessage?.(dmFromUser1("other", "1", "/status"));
     await gateway.idle();
     expect(inbox.texts).toEqual([]);
-    inbox.onMessage?.({
-      profile: "solo",
-      platform: "telegram",
-      chatId: "1",
-      chatType: "dm",
-      userId: "1",
-      messageId: "2",
-      text: "/status",
-    });
+    inbox.onMessage?.(dmFromUser1("solo", "2", "/status"));
     await gateway.idle();
     expect(inbox.texts).toEqual(["⛔ /status is for admins only; nothing was done."]);
     await gateway.stop();
@@ -137,15 +126,7 @@ describe("Gateway", () => {
       }),
     });
     await gateway.start();
-    inbox.onMessage?.({
-      profile: "solo",
-      platform: "telegram",
-      chatId: "1",
-      chatType: "dm",
-      userId: "1",
-      messageId: "1",
-      text: "never ends",
-    });
+    inbox.onMessage?.(dmFromUser1("solo", "1", "never ends"));
     await running;
     await gateway.stop();
     expect(aborted).toHaveLength(1);
