@@ -1,4 +1,9 @@
-import { connectDocker, Sandbox, sanitizeLabelValue } from "@mediagate/sandbox";
+import {
+  connectDocker,
+  type LegacyContainer,
+  Sandbox,
+  sanitizeLabelValue,
+} from "@mediagate/sandbox";
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import type { GatewayConfig } from "../config/types.js";
@@ -28,10 +33,17 @@ export interface SandboxCommandOptions {
   readonly env: GatewayEnv;
 }
 
-/** `mediagate sandbox ls`: this gateway's containers, one line each. */
+/**
+ * `mediagate sandbox ls`: this install's containers, one line each. Containers of another
+ * install (another root home) on the same engine are never listed. Containers made before
+ * containers carried their install follow as notes: those bound into this install's slot
+ * dirs are this install's (`sandbox reap` or the next start retires them), the others are
+ * not attributable and are left alone.
+ */
 export async function sandboxList(options: SandboxCommandOptions, print: Print): Promise<number> {
   const config = await loadConfig({ path: options.config, env: options.env });
   let count = 0;
+  const legacy = new Map<string, LegacyContainer>();
   for (const { sandbox } of sandboxes(config, options.profile)) {
     for (const c of await sandbox.list()) {
       count++;
@@ -41,12 +53,28 @@ export async function sandboxList(options: SandboxCommandOptions, print: Print):
         ),
       );
     }
+    for (const c of await sandbox.legacyContainers()) legacy.set(c.id, c);
   }
   if (count === 0) print("no containers");
+  if (legacy.size > 0) {
+    print(
+      `note: ${legacy.size} container(s) without an install label (made by an older mediagate):`,
+    );
+  }
+  for (const c of legacy.values()) {
+    const verdict =
+      c.slotDir === undefined
+        ? "not attributable to this install: left alone (docker rm it if it is yours)"
+        : `binds ${c.slotDir} of this install: retired by \`mediagate sandbox reap\` or the next start (files kept)`;
+    print(["legacy", c.id.slice(0, 12), c.profile, c.slot, c.state, verdict].join("\t"));
+  }
   return 0;
 }
 
-/** `mediagate sandbox rm <id|slot>`: removes a container (and its dirs) by id prefix or slot. */
+/**
+ * `mediagate sandbox rm <id|slot>`: removes a container of this install by id prefix, name
+ * or slot key (its dirs are kept). Another install's container is never matched.
+ */
 export async function sandboxRemove(
   target: string,
   options: SandboxCommandOptions,
@@ -73,7 +101,10 @@ export async function sandboxRemove(
   return 1;
 }
 
-/** `mediagate sandbox reap`: runs the orphan reaper for each profile now. */
+/**
+ * `mediagate sandbox reap`: runs the orphan reaper for each profile now: this install's old
+ * exited containers, and legacy (unlabelled) containers bound into this install's slot dirs.
+ */
 export async function sandboxReap(options: SandboxCommandOptions, print: Print): Promise<number> {
   const config = await loadConfig({ path: options.config, env: options.env });
   let failures = 0;
