@@ -52,14 +52,14 @@ describe("gateway over Telegram: sessions", () => {
       fake.sendGroupText({ chatId: Group, userId: Admin, text: `/status@${fake.bot.username}` }),
     );
     expect(bot.texts(Group, since)[0]).toContain(
-      `Session: agent:${bot.profile}:telegram:group:${Group}:${Admin}\n`,
+      `Session: agent:${bot.profile}:telegram:group:${Group}:user:${Admin}\n`,
     );
     since = bot.mark();
     await bot.handle((fake) =>
       fake.sendTopicText({ chatId: Forum, threadId: Topic, userId: Admin, text: "/status" }),
     );
     expect(bot.texts(Forum, since)[0]).toContain(
-      `Session: agent:${bot.profile}:telegram:group:${Forum}:${Topic}\n`,
+      `Session: agent:${bot.profile}:telegram:group:${Forum}:thread:${Topic}\n`,
     );
   });
 
@@ -70,7 +70,7 @@ describe("gateway over Telegram: sessions", () => {
     );
     const [answer] = bot.callsIn(Group, since).filter((c) => c.method === "sendMessage");
     expect(String(answer?.params.text)).toContain(
-      `Session: agent:${bot.profile}:telegram:group:${Group}:${Admin}\n`,
+      `Session: agent:${bot.profile}:telegram:group:${Group}:user:${Admin}\n`,
     );
     expect(answer?.params.message_thread_id).toBeUndefined();
   });
