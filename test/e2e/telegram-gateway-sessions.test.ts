@@ -9,6 +9,9 @@ const Member = 1002;
 const Group = -100_600;
 const Forum = -100_601;
 const Topic = 9;
+/** A member whose user id equals a forum topic's id (topic 222, member 222). */
+const Member222 = 222;
+const TopicPoster = 1003;
 
 /**
  * Session identity over Telegram end to end (SPEC §3): groups are per user, forum topics are
@@ -22,7 +25,13 @@ describe("gateway over Telegram: sessions", () => {
   beforeAll(async () => {
     harness = await TelegramGatewayHarness.start(
       "t-sess",
-      [{ admins: [Admin], allowed: [Member], settings: { stillWorkingAfterSeconds: 1 } }],
+      [
+        {
+          admins: [Admin],
+          allowed: [Member, Member222, TopicPoster],
+          settings: { stillWorkingAfterSeconds: 1 },
+        },
+      ],
       { drainTimeoutMs: 5_000 },
     );
     bot = harness.bot();
@@ -89,6 +98,30 @@ describe("gateway over Telegram: sessions", () => {
     await say("topic", Member, "pwd");
     expect(bot.texts(Group, since)).toEqual(["/workspace"]);
     expect(bot.texts(Forum, since)).toEqual(["/tmp/topic"]);
+  });
+
+  it("gives forum topic 222 and member 222 of the same group different sessions", async () => {
+    const since = bot.mark();
+    await bot.handle((fake) =>
+      fake.sendTopicText({
+        chatId: Forum,
+        threadId: Member222,
+        userId: TopicPoster,
+        text: "mkdir -p /tmp/t222 && cd /tmp/t222 && export MARK=topic; echo set",
+      }),
+    );
+    await bot.handle((fake) =>
+      fake.sendGroupText({ chatId: Forum, userId: Member222, text: 'echo "[$MARK]"; pwd' }),
+    );
+    await bot.handle((fake) =>
+      fake.sendTopicText({
+        chatId: Forum,
+        threadId: Member222,
+        userId: TopicPoster,
+        text: 'echo "[$MARK]"; pwd',
+      }),
+    );
+    expect(bot.texts(Forum, since)).toEqual(["set", "[]\n/workspace", "[topic]\n/tmp/t222"]);
   });
 
   it("runs one session's messages one at a time, in order", async () => {

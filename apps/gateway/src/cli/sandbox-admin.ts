@@ -10,8 +10,12 @@ import type { GatewayConfig } from "../config/types.js";
 
 type Print = (line: string) => void;
 
-function sandboxes(config: GatewayConfig, only?: string): { profile: string; sandbox: Sandbox }[] {
+function sandboxes(
+  config: GatewayConfig,
+  options: SandboxCommandOptions,
+): { profile: string; sandbox: Sandbox }[] {
   const engine = connectDocker({ host: config.dockerHost });
+  const only = options.profile;
   return config.profiles
     .filter((p) => only === undefined || p.name === only)
     .map((p) => ({
@@ -22,6 +26,7 @@ function sandboxes(config: GatewayConfig, only?: string): { profile: string; san
         profileHome: p.home,
         rootHome: config.home,
         settings: { ...p.sandbox, orphanReaper: false },
+        ...(options.now === undefined ? {} : { now: options.now }),
       }),
     }));
 }
@@ -31,6 +36,8 @@ export interface SandboxCommandOptions {
   readonly config?: string | undefined;
   readonly profile?: string | undefined;
   readonly env: GatewayEnv;
+  /** Clock (ms since epoch) for the reaper's age check. Default `Date.now`; tests move it. */
+  readonly now?: (() => number) | undefined;
 }
 
 /**
@@ -44,7 +51,7 @@ export async function sandboxList(options: SandboxCommandOptions, print: Print):
   const config = await loadConfig({ path: options.config, env: options.env });
   let count = 0;
   const legacy = new Map<string, LegacyContainer>();
-  for (const { sandbox } of sandboxes(config, options.profile)) {
+  for (const { sandbox } of sandboxes(config, options)) {
     for (const c of await sandbox.list()) {
       count++;
       print(
@@ -85,7 +92,7 @@ export async function sandboxRemove(
     return 1;
   }
   const config = await loadConfig({ path: options.config, env: options.env });
-  for (const { profile, sandbox } of sandboxes(config, options.profile)) {
+  for (const { profile, sandbox } of sandboxes(config, options)) {
     const containers = await sandbox.list();
     const byId = containers.find((c) => c.id.startsWith(target) || c.name === target);
     const bySlot = containers.find((c) => c.slot === sanitizeLabelValue(target));
@@ -108,7 +115,7 @@ export async function sandboxRemove(
 export async function sandboxReap(options: SandboxCommandOptions, print: Print): Promise<number> {
   const config = await loadConfig({ path: options.config, env: options.env });
   let failures = 0;
-  for (const { profile, sandbox } of sandboxes(config, options.profile)) {
+  for (const { profile, sandbox } of sandboxes(config, options)) {
     const result = await sandbox.reapOrphans();
     for (const id of result.removed) print(`reaped ${id.slice(0, 12)} (profile ${profile})`);
     for (const f of result.failed)
