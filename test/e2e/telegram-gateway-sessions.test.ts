@@ -121,7 +121,9 @@ describe("gateway over Telegram: sessions", () => {
         text: 'echo "[$MARK]"; pwd',
       }),
     );
-    expect(bot.texts(Forum, since)).toEqual(["set", "[]\n/workspace", "[topic]\n/tmp/t222"]);
+    // The profile's short still-working threshold may add its notice on a loaded machine.
+    const answers = bot.texts(Forum, since).filter((text) => !text.startsWith("⏳"));
+    expect(answers).toEqual(["set", "[]\n/workspace", "[topic]\n/tmp/t222"]);
   });
 
   it("runs one session's messages one at a time, in order", async () => {
