@@ -72,13 +72,13 @@ describe("gateway over Discord against the real Docker engine", () => {
       fake.sendGuildMessage(channel, { content: "/status", mentionBot: true, authorId: Admin }),
     );
     expect(inChannel.content).toContain(
-      `Session: agent:${profile}:discord:group:${channel}:${Admin}`,
+      `Session: agent:${profile}:discord:group:${channel}:user:${Admin}`,
     );
     const inThread = await nextPost(thread, () =>
       fake.sendThreadMessage(thread, { content: "/status", mentionBot: true, authorId: Admin }),
     );
     expect(inThread.content).toContain(
-      `Session: agent:${profile}:discord:group:${channel}:${thread}\n`,
+      `Session: agent:${profile}:discord:group:${channel}:thread:${thread}\n`,
     );
   });
 

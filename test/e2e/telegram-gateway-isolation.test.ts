@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { sanitizeForPath } from "@mediagate/sandbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type TelegramBot, TelegramGatewayHarness } from "./harness/telegram-gateway.js";
 
@@ -137,5 +138,74 @@ describe("gateway over Telegram: a shared sandbox key", () => {
     const since = a.mark();
     await ask(a, "/reset");
     expect(a.texts(User, since)[0]).toContain("2 sessions known to this gateway use it");
+  });
+});
+
+/**
+ * Media lookup offers only the directories of the container that ran the turn. A profile with
+ * a shared key but `persistent: false` runs each session in its own container, which never
+ * binds the shared slot's dirs, so their files are not its to deliver; and a persistent
+ * profile's container does not bind the per-session dir an earlier non-persistent setup left.
+ */
+describe("gateway over Telegram: media lookup follows the turn's container", () => {
+  let harness: TelegramGatewayHarness;
+  let shared: TelegramBot;
+  let ephemeral: TelegramBot;
+  let plain: TelegramBot;
+  const key = `team-${randomBytes(4).toString("hex")}`;
+
+  beforeAll(async () => {
+    harness = await TelegramGatewayHarness.start("t-lay", [
+      { admins: [User], sandbox: { sharedKey: key } },
+      { admins: [User], sandbox: { sharedKey: key, persistent: false } },
+      { admins: [User] },
+    ]);
+    shared = harness.bot(0);
+    ephemeral = harness.bot(1);
+    plain = harness.bot(2);
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+  });
+
+  const ask = (bot: TelegramBot, text: string) =>
+    bot.handle((fake) => fake.sendPrivateText({ userId: User, text }));
+
+  it("never delivers a file that exists only in the shared slot's dir to a non-persistent profile", async () => {
+    await ask(
+      shared,
+      `printf ${secret} > /workspace/shared-only.txt; printf ${secret} > /root/shared-home.txt; echo ok`,
+    );
+    let since = ephemeral.mark();
+    await ask(ephemeral, "echo MEDIA:/workspace/shared-only.txt; echo MEDIA:/root/shared-home.txt");
+    expect(ephemeral.arrived(User, since)).toEqual([]);
+    const texts = ephemeral.texts(User, since).join("\n");
+    expect(texts).toContain("Couldn't deliver shared-only.txt");
+    expect(texts).toContain("Couldn't deliver shared-home.txt");
+    expect(ephemeral.everyUploadedByte().includes(Buffer.from(secret))).toBe(false);
+
+    since = ephemeral.mark();
+    await ask(ephemeral, "printf mine > /workspace/mine.txt; echo MEDIA:/workspace/mine.txt");
+    expect(ephemeral.arrived(User, since).map((f) => [f.filename, f.bytes.toString()])).toEqual([
+      ["mine.txt", "mine"],
+    ]);
+  });
+
+  it("does not deliver from a per-session dir the persistent profile's container does not bind", async () => {
+    const sessionKey = `agent:${plain.profile}:telegram:dm:${User}`;
+    const legacyDir = join(
+      plain.runtime.profile.home,
+      "sandboxes",
+      "docker",
+      sanitizeForPath(`session:${sessionKey}`),
+      "workspace",
+    );
+    mkdirSync(legacyDir, { recursive: true });
+    writeFileSync(join(legacyDir, "left-behind.txt"), secret);
+    const since = plain.mark();
+    await ask(plain, "echo MEDIA:/workspace/left-behind.txt");
+    expect(plain.arrived(User, since)).toEqual([]);
+    expect(plain.texts(User, since).join("\n")).toContain("Couldn't deliver left-behind.txt");
   });
 });

@@ -9,6 +9,9 @@ const Member = 1002;
 const Group = -100_600;
 const Forum = -100_601;
 const Topic = 9;
+/** A member whose user id equals a forum topic's id (topic 222, member 222). */
+const Member222 = 222;
+const TopicPoster = 1003;
 
 /**
  * Session identity over Telegram end to end (SPEC §3): groups are per user, forum topics are
@@ -22,7 +25,13 @@ describe("gateway over Telegram: sessions", () => {
   beforeAll(async () => {
     harness = await TelegramGatewayHarness.start(
       "t-sess",
-      [{ admins: [Admin], allowed: [Member], settings: { stillWorkingAfterSeconds: 1 } }],
+      [
+        {
+          admins: [Admin],
+          allowed: [Member, Member222, TopicPoster],
+          settings: { stillWorkingAfterSeconds: 1 },
+        },
+      ],
       { drainTimeoutMs: 5_000 },
     );
     bot = harness.bot();
@@ -52,14 +61,14 @@ describe("gateway over Telegram: sessions", () => {
       fake.sendGroupText({ chatId: Group, userId: Admin, text: `/status@${fake.bot.username}` }),
     );
     expect(bot.texts(Group, since)[0]).toContain(
-      `Session: agent:${bot.profile}:telegram:group:${Group}:${Admin}\n`,
+      `Session: agent:${bot.profile}:telegram:group:${Group}:user:${Admin}\n`,
     );
     since = bot.mark();
     await bot.handle((fake) =>
       fake.sendTopicText({ chatId: Forum, threadId: Topic, userId: Admin, text: "/status" }),
     );
     expect(bot.texts(Forum, since)[0]).toContain(
-      `Session: agent:${bot.profile}:telegram:group:${Forum}:${Topic}\n`,
+      `Session: agent:${bot.profile}:telegram:group:${Forum}:thread:${Topic}\n`,
     );
   });
 
@@ -70,7 +79,7 @@ describe("gateway over Telegram: sessions", () => {
     );
     const [answer] = bot.callsIn(Group, since).filter((c) => c.method === "sendMessage");
     expect(String(answer?.params.text)).toContain(
-      `Session: agent:${bot.profile}:telegram:group:${Group}:${Admin}\n`,
+      `Session: agent:${bot.profile}:telegram:group:${Group}:user:${Admin}\n`,
     );
     expect(answer?.params.message_thread_id).toBeUndefined();
   });
@@ -89,6 +98,32 @@ describe("gateway over Telegram: sessions", () => {
     await say("topic", Member, "pwd");
     expect(bot.texts(Group, since)).toEqual(["/workspace"]);
     expect(bot.texts(Forum, since)).toEqual(["/tmp/topic"]);
+  });
+
+  it("gives forum topic 222 and member 222 of the same group different sessions", async () => {
+    const since = bot.mark();
+    await bot.handle((fake) =>
+      fake.sendTopicText({
+        chatId: Forum,
+        threadId: Member222,
+        userId: TopicPoster,
+        text: "mkdir -p /tmp/t222 && cd /tmp/t222 && export MARK=topic; echo set",
+      }),
+    );
+    await bot.handle((fake) =>
+      fake.sendGroupText({ chatId: Forum, userId: Member222, text: 'echo "[$MARK]"; pwd' }),
+    );
+    await bot.handle((fake) =>
+      fake.sendTopicText({
+        chatId: Forum,
+        threadId: Member222,
+        userId: TopicPoster,
+        text: 'echo "[$MARK]"; pwd',
+      }),
+    );
+    // The profile's short still-working threshold may add its notice on a loaded machine.
+    const answers = bot.texts(Forum, since).filter((text) => !text.startsWith("⏳"));
+    expect(answers).toEqual(["set", "[]\n/workspace", "[topic]\n/tmp/t222"]);
   });
 
   it("runs one session's messages one at a time, in order", async () => {

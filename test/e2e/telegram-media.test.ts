@@ -43,7 +43,7 @@ async function deliver(text: string, items: readonly ReadyMedia[], target: ChatT
   const plan = planOf(text, items);
   disposers.push(() => plan.dispose());
   return channel.deliver({
-    sessionKey: "agent:work:telegram:group:-100400:77",
+    sessionKey: "agent:work:telegram:group:-100400:user:77",
     profile: "work",
     target,
     text,

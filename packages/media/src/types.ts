@@ -35,7 +35,10 @@ export interface TranslateContext {
    * `local`: tags name host paths, deliverable only under `allowDirs`.
    */
   readonly backend: "docker" | "local";
-  /** Slot directories, tried in this order: shared, profile, legacy per-session. */
+  /**
+   * Slot directories, tried in order. Offer only directories the turn's container binds (the
+   * gateway passes that container's slot dir alone): a `/workspace/…` path names its files.
+   */
   readonly slotDirs: readonly string[];
   /** Configured binds, `host:container[:mode]`; named volumes (relative host) are skipped. */
   readonly volumes: readonly string[];

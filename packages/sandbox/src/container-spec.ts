@@ -1,44 +1,56 @@
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import type Docker from "dockerode";
-import { containerLabels, sanitizeLabelValue } from "./labels.js";
+import { type ContainerOwner, containerLabels, sanitizeLabelValue } from "./labels.js";
 import { sanitizeForPath } from "./sanitize-path.js";
+import { type SlotHomes, slotDirectoryFor, slotTraits } from "./slot-key.js";
 import type { SandboxSettings } from "./types.js";
 
-/** Slots whose container is shared by every profile that configured the same key. */
+/**
+ * Slots whose container is shared by every profile (of the install) that configured the
+ * same key. Kept for callers of the old name; the slot-key grammar answers it.
+ */
 export function isSharedSlot(slot: string): boolean {
-  return slot.startsWith("shared:");
+  return slotTraits(slot).spansProfiles;
 }
 
 /**
  * `<home>/sandboxes/docker/<sanitizeForPath(slot)>`, where `<home>` is the profile home,
- * or the root home for `shared:` slots (they span profiles).
+ * or the root home for `shared:` slots (they span profiles). Kept for callers of the old
+ * name; the slot-key grammar answers it.
  */
-export function slotDirectoryOf(
-  slot: string,
-  homes: { readonly profileHome: string; readonly rootHome: string },
-): string {
-  const home = isSharedSlot(slot) ? homes.rootHome : homes.profileHome;
-  return join(home, "sandboxes", "docker", sanitizeForPath(slot));
+export function slotDirectoryOf(slot: string, homes: SlotHomes): string {
+  return slotDirectoryFor(slot, homes);
 }
 
 /**
- * The container name. With cross-process reuse it is deterministic per (profile, slot) —
- * per slot alone for `shared:` slots — so two processes racing to create the same slot
- * collide on the name (409) instead of making two containers; the loser reuses the
- * winner's. Without reuse every container gets a random suffix.
+ * The container name: `mediagate-<install>-<owner>-<readable slot>-<hash>[-<unique>]`, the
+ * owner being the profile, or `shared` for slots that span profiles. With cross-process reuse
+ * it is deterministic per (install, profile, slot) — per (install, slot) for `shared:` slots —
+ * so two processes racing to create the same slot collide on the name (409) instead of making
+ * two containers; the loser reuses the winner's. The install keeps two homes on one engine
+ * from colliding. Without reuse every container gets a random suffix.
  */
-export function containerName(profile: string, slot: string, unique: string | undefined): string {
-  const owner = isSharedSlot(slot) ? "shared" : sanitizeLabelValue(profile).slice(0, 40);
+export function containerName(
+  owner: ContainerOwner,
+  slot: string,
+  unique: string | undefined,
+): string {
+  const who = slotTraits(slot).spansProfiles
+    ? "shared"
+    : sanitizeLabelValue(owner.profile).slice(0, 40);
   const readable = sanitizeForPath(slot)
     .slice(0, 40)
     .replace(/^[._-]+/, "");
-  const hash = createHash("sha256").update(`${owner}\0${slot}`).digest("hex").slice(0, 12);
-  return ["mediagate", owner, readable, hash, unique].filter(Boolean).join("-");
+  const hash = createHash("sha256")
+    .update(`${owner.install}\0${who}\0${slot}`)
+    .digest("hex")
+    .slice(0, 12);
+  return ["mediagate", owner.install, who, readable, hash, unique].filter(Boolean).join("-");
 }
 
 export interface ContainerPlan {
-  readonly profile: string;
+  readonly owner: ContainerOwner;
   readonly slot: string;
   readonly slotDir: string;
   readonly settings: SandboxSettings;
@@ -75,7 +87,7 @@ export function createOptions(plan: ContainerPlan): Docker.ContainerCreateOption
     Image: settings.image,
     Cmd: ["sleep", "infinity"],
     WorkingDir: "/workspace",
-    Labels: containerLabels(plan.profile, plan.slot),
+    Labels: containerLabels(plan.owner, plan.slot),
     HostConfig: hostConfig,
   };
 }

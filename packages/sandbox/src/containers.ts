@@ -1,7 +1,8 @@
 import type Docker from "dockerode";
 import { boundedCall, type CallBound } from "./bounded-call.js";
 import { isAlreadyDone, statusOf } from "./docker-errors.js";
-import { LabelKeys, sanitizeLabelValue, slotHash } from "./labels.js";
+import { type ContainerOwner, LabelKeys, sanitizeLabelValue, slotHash } from "./labels.js";
+import { slotTraits } from "./slot-key.js";
 import type { ContainerState } from "./types.js";
 
 const States: readonly ContainerState[] = [
@@ -18,29 +19,35 @@ export function toState(value: unknown): ContainerState {
   return States.find((state) => state === value) ?? "missing";
 }
 
-/** Label filters of this profile's containers (`agent=1`, `profile=<label-safe name>`). */
-export function profileFilters(profile: string): string[] {
-  return [`${LabelKeys.agent}=1`, `${LabelKeys.profile}=${sanitizeLabelValue(profile)}`];
+/** Label filters of the containers of one install (`agent=1`, `install=<id>`). */
+export function installFilters(install: string): string[] {
+  return [`${LabelKeys.agent}=1`, `${LabelKeys.install}=${install}`];
+}
+
+/** Label filters of one profile's containers of one install. */
+export function profileFilters(owner: ContainerOwner): string[] {
+  return [
+    ...installFilters(owner.install),
+    `${LabelKeys.profile}=${sanitizeLabelValue(owner.profile)}`,
+  ];
 }
 
 /**
- * Containers of one slot, any state, newest first. `shared:` slots are looked up across
- * profiles (every profile with the same shared key uses one container).
+ * Containers of one slot of the owner's install, any state, newest first. Slots that span
+ * profiles (`shared:`) are looked up across the install's profiles (every profile with the
+ * same shared key uses one container); never across installs.
  */
 export async function findSlotContainers(
   docker: Docker,
-  profile: string,
+  owner: ContainerOwner,
   slot: string,
   bound: CallBound,
 ): Promise<Docker.ContainerInfo[]> {
   const labels = [
-    `${LabelKeys.agent}=1`,
+    ...(slotTraits(slot).spansProfiles ? installFilters(owner.install) : profileFilters(owner)),
     `${LabelKeys.slot}=${sanitizeLabelValue(slot)}`,
     `${LabelKeys.slotHash}=${slotHash(slot)}`,
   ];
-  if (!slot.startsWith("shared:")) {
-    labels.push(`${LabelKeys.profile}=${sanitizeLabelValue(profile)}`);
-  }
   const found = await boundedCall("list containers", bound, (abortSignal) =>
     docker.listContainers({ all: true, filters: { label: labels }, abortSignal }),
   );

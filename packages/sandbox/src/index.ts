@@ -2,12 +2,24 @@ export { Defaults } from "./defaults.js";
 export type { DockerConnectOptions } from "./engine.js";
 export { connectDocker, DockerEngine } from "./engine.js";
 export { DockerUnavailableError, ImageMissingError, SandboxError } from "./errors.js";
+export { installIdOf } from "./install.js";
 export { LabelKeys, sanitizeLabelValue } from "./labels.js";
 export type { SandboxOptions } from "./sandbox.js";
 export { Sandbox } from "./sandbox.js";
 export { sanitizeForPath } from "./sanitize-path.js";
 export { sessionHash } from "./session-hash.js";
 export { DefaultSlot, resolveSlot, TaskRegistry } from "./slot.js";
+export type { SlotHomes, SlotKey, SlotKind, SlotTraits } from "./slot-key.js";
+export {
+  formatSlotKey,
+  parseSlotKey,
+  profileSlotKey,
+  SlotKeyError,
+  SlotKindTraits,
+  slotDirectoryFor,
+  slotRootOf,
+  slotTraits,
+} from "./slot-key.js";
 export type {
   BackendKind,
   ContainerFile,
@@ -16,6 +28,7 @@ export type {
   ContainerSummary,
   ExecOptions,
   ExecResult,
+  LegacyContainer,
   ReapResult,
   SandboxSettings,
   SlotScope,

@@ -3,21 +3,33 @@ import { boundedCall, type CallBound } from "./bounded-call.js";
 import { destroyContainer, profileFilters, toState } from "./containers.js";
 import { Defaults } from "./defaults.js";
 import { isNotFound } from "./docker-errors.js";
-import { LabelKeys, sanitizeLabelValue } from "./labels.js";
+import { type ContainerOwner, LabelKeys, sanitizeLabelValue } from "./labels.js";
 import { parseDockerTime } from "./timestamps.js";
 import type { ContainerSummary } from "./types.js";
 
-/** This profile's containers in every state, newest first, as `sandbox ls` shows them. */
+/**
+ * This profile's containers of this install in every state, newest first, as `sandbox ls`
+ * shows them.
+ */
 export async function listProfileContainers(
   docker: Docker,
-  profile: string,
+  owner: ContainerOwner,
   bound: CallBound,
 ): Promise<ContainerSummary[]> {
   const found = await boundedCall("list containers", bound, (abortSignal) =>
-    docker.listContainers({ all: true, filters: { label: profileFilters(profile) }, abortSignal }),
+    docker.listContainers({ all: true, filters: { label: profileFilters(owner) }, abortSignal }),
   );
+  return summarize(docker, found, bound);
+}
+
+/** Turns listed containers into summaries, newest first (finish time of exited ones inspected). */
+export async function summarize(
+  docker: Docker,
+  found: readonly Docker.ContainerInfo[],
+  bound: CallBound,
+): Promise<ContainerSummary[]> {
   const summaries: ContainerSummary[] = [];
-  for (const c of found.sort((a, b) => b.Created - a.Created)) {
+  for (const c of [...found].sort((a, b) => b.Created - a.Created)) {
     const state = toState(c.State);
     let finishedAt: Date | undefined;
     if (state === "exited" || state === "dead") {
@@ -44,12 +56,12 @@ export async function listProfileContainers(
 }
 
 /**
- * Stops and removes one container by id or name, only if it carries this profile's
- * labels. Returns its full id, or `undefined` when it is already gone.
+ * Stops and removes one container by id or name, only if it carries this install's and this
+ * profile's labels. Returns its full id, or `undefined` when it is already gone.
  */
 export async function removeOwnContainer(
   docker: Docker,
-  profile: string,
+  owner: ContainerOwner,
   idOrName: string,
   bound: CallBound,
 ): Promise<string | undefined> {
@@ -68,9 +80,12 @@ export async function removeOwnContainer(
   const labels = info.Config.Labels ?? {};
   if (
     labels[LabelKeys.agent] !== "1" ||
-    labels[LabelKeys.profile] !== sanitizeLabelValue(profile)
+    labels[LabelKeys.install] !== owner.install ||
+    labels[LabelKeys.profile] !== sanitizeLabelValue(owner.profile)
   ) {
-    throw new Error(`container ${idOrName} is not a mediagate container of profile ${profile}`);
+    throw new Error(
+      `container ${idOrName} is not a mediagate container of profile ${owner.profile} of this install`,
+    );
   }
   await destroyContainer(docker, info.Id, Defaults.stopGraceSeconds, bound);
   return info.Id;

@@ -43,10 +43,13 @@ describe("sanitizeLabelValue", () => {
   });
 });
 
+const owner = (profile: string) => ({ install: "0123456789ab", profile });
+
 describe("containerLabels", () => {
-  it("marks the agent, the label-safe slot and profile, and the full slot hash", () => {
-    expect(containerLabels("work", "session:agent:work:dm:1")).toEqual({
+  it("marks the agent, the install, the label-safe slot and profile, and the full slot hash", () => {
+    expect(containerLabels(owner("work"), "session:agent:work:dm:1")).toEqual({
       [LabelKeys.agent]: "1",
+      [LabelKeys.install]: "0123456789ab",
       [LabelKeys.slot]: "session_agent_work_dm_1",
       [LabelKeys.profile]: "work",
       [LabelKeys.slotHash]: slotHash("session:agent:work:dm:1"),
@@ -55,8 +58,8 @@ describe("containerLabels", () => {
   });
 
   it("tells apart slots whose label-safe values collide", () => {
-    const a = containerLabels("p", `session:${"x".repeat(70)}:1`);
-    const b = containerLabels("p", `session:${"x".repeat(70)}:2`);
+    const a = containerLabels(owner("p"), `session:${"x".repeat(70)}:1`);
+    const b = containerLabels(owner("p"), `session:${"x".repeat(70)}:2`);
     expect(a[LabelKeys.slot]).toBe(b[LabelKeys.slot]);
     expect(a[LabelKeys.slotHash]).not.toBe(b[LabelKeys.slotHash]);
   });
@@ -72,12 +75,12 @@ describe("persistent slots", () => {
     ["defaults", false],
   ])("%s → %s", (slot, persistent) => {
     expect(isPersistentSlot(slot)).toBe(persistent);
-    expect(keepsSlotDirs(containerLabels("p", slot))).toBe(persistent);
+    expect(keepsSlotDirs(containerLabels(owner("p"), slot))).toBe(persistent);
   });
 
   it("classifies containers without the persistent label by their slot label, keeping when unsure", () => {
     const legacy = (slot: string) => {
-      const { [LabelKeys.persistent]: _, ...labels } = containerLabels("p", slot);
+      const { [LabelKeys.persistent]: _, ...labels } = containerLabels(owner("p"), slot);
       return keepsSlotDirs(labels);
     };
     expect(legacy("default")).toBe(true);

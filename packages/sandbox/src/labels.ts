@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { keepsDirsBySlotLabel, slotTraits } from "./slot-key.js";
 
 /** Every label key this package puts on (and filters containers by). */
 export const LabelKeys = {
@@ -16,6 +17,12 @@ export const LabelKeys = {
    * and task-id slots. The orphan reaper deletes the dirs of reaped `"0"` containers only.
    */
   persistent: "mediagate.persistent",
+  /**
+   * The install the container belongs to: 12 hex of sha256 of the real path of the root home
+   * (see `installIdOf`). Every lookup filters by it, so two gateways with different homes on
+   * one engine never see each other's containers. Containers made before it existed have none.
+   */
+  install: "mediagate.install",
 } as const;
 
 const LabelUnsafe = /[^A-Za-z0-9_.-]/g;
@@ -38,10 +45,10 @@ export function slotHash(slot: string): string {
 /**
  * True for slots whose dirs outlive any one container (SPEC §4 rules 3, 4, 6): `default`,
  * `profile:<name>` and `shared:<key>`. Session (`session:<key>`) and task-id slots are
- * scratch that belongs to their container.
+ * scratch that belongs to their container. Asks the slot-key grammar (`slotTraits`).
  */
 export function isPersistentSlot(slot: string): boolean {
-  return slot === "default" || slot.startsWith("profile:") || slot.startsWith("shared:");
+  return slotTraits(slot).persistentData;
 }
 
 /**
@@ -55,15 +62,22 @@ export function keepsSlotDirs(labels: Readonly<Record<string, string>> | undefin
   if (marked === "1" || marked === "0") return marked === "1";
   const slot = labels?.[LabelKeys.slot];
   if (slot === undefined) return true;
-  return slot === "default" || slot.startsWith("profile_") || slot.startsWith("shared_");
+  return keepsDirsBySlotLabel(slot);
 }
 
-/** The labels every container of `slot` in `profile` carries. */
-export function containerLabels(profile: string, slot: string): Record<string, string> {
+/** Who a container belongs to: its install (see {@link LabelKeys.install}) and profile. */
+export interface ContainerOwner {
+  readonly install: string;
+  readonly profile: string;
+}
+
+/** The labels every container of `slot` owned by `owner` carries. */
+export function containerLabels(owner: ContainerOwner, slot: string): Record<string, string> {
   return {
     [LabelKeys.agent]: "1",
+    [LabelKeys.install]: owner.install,
     [LabelKeys.slot]: sanitizeLabelValue(slot),
-    [LabelKeys.profile]: sanitizeLabelValue(profile),
+    [LabelKeys.profile]: sanitizeLabelValue(owner.profile),
     [LabelKeys.slotHash]: slotHash(slot),
     [LabelKeys.persistent]: isPersistentSlot(slot) ? "1" : "0",
   };

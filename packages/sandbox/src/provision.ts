@@ -7,12 +7,14 @@ import { containerName, createOptions } from "./container-spec.js";
 import { findSlotContainers, removeContainer } from "./containers.js";
 import { isNotFound, statusOf } from "./docker-errors.js";
 import { ImageMissingError } from "./errors.js";
+import type { ContainerOwner } from "./labels.js";
 import { delay } from "./one-shot-exec.js";
 import type { SandboxSettings } from "./types.js";
 
 export interface ProvisionContext {
   readonly docker: Docker;
-  readonly profile: string;
+  /** The install and profile the container belongs to (labels, name, lookup). */
+  readonly owner: ContainerOwner;
   readonly slot: string;
   readonly slotDir: string;
   readonly settings: SandboxSettings;
@@ -53,7 +55,7 @@ export async function provisionContainer(context: ProvisionContext): Promise<str
 
 async function reuseExisting(context: ProvisionContext): Promise<string | undefined> {
   const { docker, bound } = context;
-  const found = await findSlotContainers(docker, context.profile, context.slot, bound);
+  const found = await findSlotContainers(docker, context.owner, context.slot, bound);
   const running = found.find((c) => c.State === "running");
   if (running !== undefined) return running.Id;
   for (const candidate of found) {
@@ -98,10 +100,10 @@ async function createAndStart(
     await mkdir(join(slotDir, "home"), { recursive: true });
   }
   context.bound.signal?.throwIfAborted();
-  const name = containerName(context.profile, context.slot, unique);
+  const name = containerName(context.owner, context.slot, unique);
   let container: Docker.Container;
   const spec = createOptions({
-    profile: context.profile,
+    owner: context.owner,
     slot: context.slot,
     slotDir,
     settings,

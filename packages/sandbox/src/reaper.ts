@@ -1,11 +1,12 @@
 import { rm } from "node:fs/promises";
-import { dirname, join, relative, sep } from "node:path";
+import { dirname, relative, sep } from "node:path";
 import type Docker from "dockerode";
 import { boundedCall } from "./bounded-call.js";
 import { profileFilters, removeContainer } from "./containers.js";
 import { Defaults } from "./defaults.js";
 import { messageOf } from "./docker-errors.js";
-import { keepsSlotDirs } from "./labels.js";
+import { type ContainerOwner, keepsSlotDirs } from "./labels.js";
+import { slotRootOf } from "./slot-key.js";
 import { parseDockerTime } from "./timestamps.js";
 import type { ReapResult } from "./types.js";
 
@@ -26,7 +27,8 @@ export function isReapable(finishedAt: unknown, now: Date, lifetimeSeconds: numb
 
 export interface SweepContext {
   readonly docker: Docker;
-  readonly profile: string;
+  /** Only this install's containers of this profile are swept. */
+  readonly owner: ContainerOwner;
   readonly lifetimeSeconds: number;
   readonly now: Date;
   /** Roots under which a reaped container's slot dir may be deleted. */
@@ -38,8 +40,8 @@ export interface SweepContext {
 }
 
 /**
- * One sweep (SPEC §5): exited containers labelled `mediagate.agent=1` of this profile
- * only, older than the threshold, are removed. The slot directory (found from the
+ * One sweep (SPEC §5): exited containers labelled `mediagate.agent=1` of this install and
+ * this profile only, older than the threshold, are removed. The slot directory (found from the
  * `/workspace` bind) goes with them only for scratch slots (session and task-id slots):
  * the dirs of `default`, `profile:<name>` and `shared:<key>` slots are the persistent
  * workspace and home the next container binds again, so they are kept
@@ -51,7 +53,7 @@ export async function sweepOrphans(context: SweepContext): Promise<ReapResult> {
   const bound = { timeoutMs: context.timeoutMs ?? Defaults.operationTimeoutMs };
   const remove = context.remove ?? ((id: string) => removeContainer(docker, id, false, bound));
   const result: ReapResult = { removed: [], failed: [] };
-  const filters = { label: profileFilters(context.profile), status: ["exited"] };
+  const filters = { label: profileFilters(context.owner), status: ["exited"] };
   const exited = await boundedCall("list containers", bound, (abortSignal) =>
     docker.listContainers({ all: true, filters, abortSignal }),
   );
@@ -95,5 +97,5 @@ function slotDirOfMounts(
 
 /** The directories under which slot dirs live, for a profile home and the root home. */
 export function sandboxRootsOf(profileHome: string, rootHome: string): string[] {
-  return [join(profileHome, "sandboxes", "docker"), join(rootHome, "sandboxes", "docker")];
+  return [slotRootOf(profileHome), slotRootOf(rootHome)];
 }

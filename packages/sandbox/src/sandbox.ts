@@ -3,7 +3,6 @@ import { isAbsolute } from "node:path";
 import type Docker from "dockerode";
 import { readContainerFile } from "./archive.js";
 import { boundedCall, type CallBound } from "./bounded-call.js";
-import { slotDirectoryOf } from "./container-spec.js";
 import { destroyContainer, findSlotContainers, toState } from "./containers.js";
 import { Defaults } from "./defaults.js";
 import { dockerOf } from "./docker-client.js";
@@ -11,13 +10,16 @@ import { guarded, isNotFound, withTimeout } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
 import { SandboxError } from "./errors.js";
 import { IdleSlots } from "./idle-slots.js";
+import { installIdOf } from "./install.js";
 import { listProfileContainers, removeOwnContainer } from "./inventory.js";
 import { KeyedLock } from "./keyed-lock.js";
-import { sanitizeLabelValue } from "./labels.js";
+import { type ContainerOwner, sanitizeLabelValue } from "./labels.js";
+import { listLegacyContainers, retireLegacyContainers } from "./legacy.js";
 import { execOnce } from "./one-shot-exec.js";
 import { provisionContainer } from "./provision.js";
 import { sandboxRootsOf, sweepOrphans } from "./reaper.js";
 import { isGone, SessionShells } from "./session-shells.js";
+import { slotDirectoryFor } from "./slot-key.js";
 import type {
   ContainerFile,
   ContainerLink,
@@ -25,6 +27,7 @@ import type {
   ContainerSummary,
   ExecOptions,
   ExecResult,
+  LegacyContainer,
   ReapResult,
   SandboxSettings,
 } from "./types.js";
@@ -36,7 +39,11 @@ export interface SandboxOptions {
   readonly profile: string;
   /** The profile's home; slot dirs live in `<profileHome>/sandboxes/docker/`. */
   readonly profileHome: string;
-  /** The root home; `shared:` slot dirs live in `<rootHome>/sandboxes/docker/`. */
+  /**
+   * The root home; `shared:` slot dirs live in `<rootHome>/sandboxes/docker/`. Its real path
+   * names the install (`mediagate.install` label): only containers of the same install are
+   * reused, listed, removed or reaped.
+   */
   readonly rootHome: string;
   readonly settings: SandboxSettings;
   /** Clock (ms since epoch) used for the reaper's age check. Default `Date.now`. */
@@ -60,8 +67,14 @@ export interface SandboxOptions {
   readonly operationTimeoutMs?: number;
 }
 
-/** Profiles reaped by this process (`endpoint|profile`): the automatic reap runs once. */
+/** Profiles reaped by this process (`endpoint|install|profile`): the automatic reap runs once. */
 const reapedThisProcess = new Set<string>();
+
+/**
+ * Legacy sweeps of this process (`endpoint|install|profile home`), run before the first
+ * provisioning, whatever `orphanReaper` says (see `retireLegacyContainers`).
+ */
+const legacyRetired = new Map<string, Promise<void>>();
 
 /**
  * The Docker sandbox of one profile (SPEC §4–5): one container per slot, reused across
@@ -70,6 +83,8 @@ const reapedThisProcess = new Set<string>();
  */
 export class Sandbox {
   readonly profile: string;
+  /** The install id (see `installIdOf`): the `mediagate.install` label of its containers. */
+  readonly install: string;
   readonly #options: SandboxOptions;
   readonly #docker: Docker;
   readonly #now: () => number;
@@ -93,6 +108,7 @@ export class Sandbox {
     this.#docker = dockerOf(options.engine);
     this.#options = options;
     this.profile = options.profile;
+    this.install = installIdOf(options.rootHome);
     this.#now = options.now ?? Date.now;
     this.#bound = { timeoutMs: options.operationTimeoutMs ?? Defaults.operationTimeoutMs };
     this.#shells = new SessionShells(this.#docker, options.onWarning);
@@ -110,9 +126,17 @@ export class Sandbox {
     return this.#options.settings;
   }
 
+  get #owner(): ContainerOwner {
+    return { install: this.install, profile: this.profile };
+  }
+
+  get #sandboxRoots(): string[] {
+    return sandboxRootsOf(this.#options.profileHome, this.#options.rootHome);
+  }
+
   /** The host directory of a slot: `<home>/sandboxes/docker/<sanitizeForPath(slot)>`. */
   slotDirectory(slot: string): string {
-    return slotDirectoryOf(slot, this.#options);
+    return slotDirectoryFor(slot, this.#options);
   }
 
   /**
@@ -139,10 +163,11 @@ export class Sandbox {
     return this.#slotLocks.run(slot, async () => {
       const held = this.#handles.get(slot);
       if (held !== undefined) return { containerId: held };
+      await this.#retireLegacyOnce();
       await this.#reapOnce();
       const provisioning = provisionContainer({
         docker: this.#docker,
-        profile: this.profile,
+        owner: this.#owner,
         slot,
         slotDir: this.slotDirectory(slot),
         settings: this.#settings,
@@ -217,7 +242,7 @@ export class Sandbox {
     return this.#guard("status", slot, async () => {
       let id = this.#handles.get(slot);
       if (id === undefined) {
-        const found = await findSlotContainers(this.#docker, this.profile, slot, this.#bound);
+        const found = await findSlotContainers(this.#docker, this.#owner, slot, this.#bound);
         id = (found.find((c) => c.State === "running") ?? found[0])?.Id;
       }
       if (id === undefined) return undefined;
@@ -263,7 +288,7 @@ export class Sandbox {
       if (!force && this.#settings.persistent) return;
       const ids = new Set(id === undefined ? [] : [id]);
       if (this.#settings.persistAcrossProcesses || id === undefined) {
-        const found = await findSlotContainers(this.#docker, this.profile, slot, this.#bound);
+        const found = await findSlotContainers(this.#docker, this.#owner, slot, this.#bound);
         for (const c of found) ids.add(c.Id);
       }
       for (const containerId of ids) {
@@ -298,50 +323,69 @@ export class Sandbox {
     );
   }
 
-  /** This profile's containers (all states), newest first. */
+  /** This profile's containers of this install (all states), newest first. */
   async list(): Promise<ContainerSummary[]> {
     return this.#guard("list", "*", () =>
-      listProfileContainers(this.#docker, this.profile, this.#bound),
+      listProfileContainers(this.#docker, this.#owner, this.#bound),
     );
   }
 
   /**
-   * Stops and removes a container of this profile, named by slot key or by container id
-   * or name. Slot dirs are kept. A container of another profile (or not ours) is refused;
-   * one that is already gone counts as removed.
+   * Containers without an install label (made by a version before installs were labelled)
+   * that concern this profile: bound into this install's slot dirs (`slotDir` set; retired at
+   * the next first acquire or `reapOrphans`), or labelled with this profile's name but not
+   * attributable to this install (`slotDir` undefined; never touched). Newest first.
+   */
+  async legacyContainers(): Promise<LegacyContainer[]> {
+    return this.#guard("list", "*", () =>
+      listLegacyContainers(this.#docker, this.#owner, this.#sandboxRoots, this.#bound),
+    );
+  }
+
+  /**
+   * Stops and removes a container of this profile and install, named by slot key or by
+   * container id or name. Slot dirs are kept. A container of another profile or install
+   * (or not ours) is refused; one that is already gone counts as removed.
    */
   async remove(containerIdOrSlot: string): Promise<void> {
     const bySlot = await this.#guard("remove", containerIdOrSlot, () =>
-      findSlotContainers(this.#docker, this.profile, containerIdOrSlot, this.#bound),
+      findSlotContainers(this.#docker, this.#owner, containerIdOrSlot, this.#bound),
     );
     if (bySlot.length > 0 || this.#handles.has(containerIdOrSlot)) {
       await this.cleanup(containerIdOrSlot, { force: true, deleteDirs: false });
       return;
     }
     const removed = await this.#guard("remove", containerIdOrSlot, () =>
-      removeOwnContainer(this.#docker, this.profile, containerIdOrSlot, this.#bound),
+      removeOwnContainer(this.#docker, this.#owner, containerIdOrSlot, this.#bound),
     );
     for (const [slot, id] of this.#handles) if (id === removed) this.#dropSlot(slot);
   }
 
   /**
-   * Removes this profile's exited containers older than `2 × max(60, lifetimeSeconds)`,
-   * with the slot dirs of session and task-id slots; the dirs of `default`,
-   * `profile:<name>` and `shared:<key>` slots are persistent data and kept. Runs whenever
+   * Removes this install's and this profile's exited containers older than
+   * `2 × max(60, lifetimeSeconds)`, with the slot dirs of session and task-id slots; the
+   * dirs of `default`, `profile:<name>` and `shared:<key>` slots are persistent data and
+   * kept. Also retires legacy containers (no install label) bound into this install's slot
+   * dirs, running or not, keeping their dirs (see {@link legacyContainers}). Runs whenever
    * called (the CLI's `sandbox reap`); the automatic once-per-process run at first use
    * honours `orphanReaper: false`.
    */
   async reapOrphans(opts: { now?: Date } = {}): Promise<ReapResult> {
-    return this.#guard("reapOrphans", "*", () =>
-      sweepOrphans({
+    return this.#guard("reapOrphans", "*", async () => {
+      const legacy = await retireLegacyContainers(this.#docker, this.#sandboxRoots, this.#bound);
+      const swept = await sweepOrphans({
         docker: this.#docker,
-        profile: this.profile,
+        owner: this.#owner,
         lifetimeSeconds: this.#settings.lifetimeSeconds,
         now: opts.now ?? new Date(this.#now()),
-        sandboxRoots: sandboxRootsOf(this.#options.profileHome, this.#options.rootHome),
+        sandboxRoots: this.#sandboxRoots,
         timeoutMs: this.#bound.timeoutMs,
-      }),
-    );
+      });
+      return {
+        removed: [...legacy.removed, ...swept.removed],
+        failed: [...legacy.failed, ...swept.failed],
+      };
+    });
   }
 
   /**
@@ -396,9 +440,36 @@ export class Sandbox {
     return work;
   }
 
+  /**
+   * Once per process (and profile home): retires legacy containers bound into this install's
+   * slot dirs before anything is provisioned, so no old container keeps binding the
+   * directories a new one binds. Runs whatever `orphanReaper` says; failures are warnings.
+   */
+  async #retireLegacyOnce(): Promise<void> {
+    const key = `${this.#options.engine.endpoint}|${this.install}|${this.#options.profileHome}`;
+    let sweep = legacyRetired.get(key);
+    if (sweep === undefined) {
+      sweep = retireLegacyContainers(this.#docker, this.#sandboxRoots, this.#bound).then(
+        (result) => {
+          for (const failure of result.failed) {
+            this.#options.onWarning?.(
+              `could not retire legacy container ${failure.id}: ${failure.error}`,
+            );
+          }
+        },
+        (error: unknown) => {
+          legacyRetired.delete(key); // the next acquire tries again
+          this.#options.onWarning?.("legacy container sweep failed", error);
+        },
+      );
+      legacyRetired.set(key, sweep);
+    }
+    await sweep;
+  }
+
   async #reapOnce(): Promise<void> {
     if (!this.#settings.orphanReaper) return;
-    const key = `${this.#options.engine.endpoint}|${sanitizeLabelValue(this.profile)}`;
+    const key = `${this.#options.engine.endpoint}|${this.install}|${sanitizeLabelValue(this.profile)}`;
     if (reapedThisProcess.has(key)) return;
     reapedThisProcess.add(key);
     try {

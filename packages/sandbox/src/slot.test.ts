@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { resolveSlot, TaskRegistry } from "./slot.js";
+import { parseSlotKey } from "./slot-key.js";
 import type { BackendKind, SlotScope } from "./types.js";
 
 const persistentDocker: SlotScope = { backend: "docker", persistent: true, profile: "default" };
@@ -148,7 +149,12 @@ describe("resolveSlot properties", () => {
   it("is deterministic and never empty", () => {
     fc.assert(
       fc.property(
-        fc.option(fc.string({ minLength: 1, maxLength: 8 }), { nil: undefined }),
+        fc.option(
+          fc
+            .string({ minLength: 1, maxLength: 8 })
+            .filter((id) => parseSlotKey(id).kind === "task"),
+          { nil: undefined },
+        ),
         scopes,
         (taskId, scope) => {
           const slot = resolveSlot(taskId, scope);

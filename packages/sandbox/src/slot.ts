@@ -1,3 +1,4 @@
+import { formatSlotKey, profileSlotKey, type SlotKey } from "./slot-key.js";
 import type { SlotScope, TaskOverride } from "./types.js";
 
 /** Slot of runs that have no session and no shared key (and of the default profile). */
@@ -62,22 +63,34 @@ function isSet(value: string | undefined): boolean {
  * 4. no session key → `default`;
  * 5. not persistent Docker (SSH, local, non-persistent Docker) → `session:<sessionKey>`;
  * 6. persistent Docker → `default` for the default profile, else `profile:<name>`.
+ *
+ * The key is written by the slot-key grammar ({@link formatSlotKey}); a task id that would
+ * read as another kind of slot (`default`, `shared:…`) throws instead of landing there.
  */
 export function resolveSlot(
   taskId: string | undefined,
   scope: SlotScope,
   tasks?: TaskRegistry,
 ): string {
+  return formatSlotKey(resolveSlotKey(taskId, scope, tasks));
+}
+
+function resolveSlotKey(
+  taskId: string | undefined,
+  scope: SlotScope,
+  tasks: TaskRegistry | undefined,
+): SlotKey {
   const hasTask = taskId !== undefined && taskId.length > 0;
-  if (hasTask && tasks?.isolates(taskId)) return taskId;
+  if (hasTask && tasks?.isolates(taskId)) return { kind: "task", taskId };
   const persistentDocker = scope.backend === "docker" && scope.persistent;
   if (scope.backend === "docker" && !scope.persistent && hasTask) {
-    return tasks ? tasks.root(taskId) : taskId;
+    const root = tasks ? tasks.root(taskId) : taskId;
+    return root === DefaultSlot ? { kind: "default" } : { kind: "task", taskId: root };
   }
   const sharedKey = scope.sharedKey?.trim() ?? "";
-  if (persistentDocker && sharedKey.length > 0) return `shared:${sharedKey}`;
+  if (persistentDocker && sharedKey.length > 0) return { kind: "shared", key: sharedKey };
   const sessionKey = scope.sessionKey;
-  if (sessionKey === undefined || sessionKey.length === 0) return DefaultSlot;
-  if (!persistentDocker) return `session:${sessionKey}`;
-  return scope.profile === DefaultSlot ? DefaultSlot : `profile:${scope.profile}`;
+  if (sessionKey === undefined || sessionKey.length === 0) return { kind: "default" };
+  if (!persistentDocker) return { kind: "session", sessionKey };
+  return profileSlotKey(scope.profile);
 }

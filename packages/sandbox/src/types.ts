@@ -104,6 +104,20 @@ export interface ContainerSummary {
   readonly finishedAt?: Date | undefined;
 }
 
+/**
+ * A mediagate container made before containers carried their install (no
+ * `mediagate.install` label), as `mediagate sandbox ls` notes it.
+ */
+export interface LegacyContainer extends ContainerSummary {
+  /**
+   * The slot directory of this install its `/workspace` binds: such a container is this
+   * install's and is retired (stopped and removed, dirs kept) at the first acquire of a
+   * process and by `reapOrphans`. `undefined`: not attributable to this install (another
+   * install's, or a tmpfs container binding nothing); it is left alone.
+   */
+  readonly slotDir: string | undefined;
+}
+
 /** A file read out of a live container with the archive API (the media fallback, SPEC §6.3). */
 export interface ContainerFile {
   readonly size: number;

@@ -48,7 +48,7 @@ describe("cross-process reuse", () => {
     const broken = await docker.createContainer({
       Image: TestImage,
       Cmd: ["/no/such/binary"],
-      Labels: containerLabels(fx.profile, "broken"),
+      Labels: containerLabels(fx.owner, "broken"),
     });
     const { containerId } = await fx.sandbox().acquire("broken");
     expect(containerId).not.toBe(broken.id);
@@ -56,15 +56,15 @@ describe("cross-process reuse", () => {
     await expect(broken.inspect()).rejects.toMatchObject({ statusCode: 404 });
   });
 
-  it("shares one container for a shared slot across profiles", async () => {
+  it("shares one container for a shared slot across the profiles of one install", async () => {
     const slot = `shared:team-${fx.profile}`;
     const mine = await fx.sandbox().acquire(slot);
-    const neighbour = await fixture();
+    const neighbour = await fixture({ home: fx.home });
     try {
       const theirs = await neighbour.sandbox().acquire(slot);
       expect(theirs.containerId).toBe(mine.containerId);
       expect(dirname(neighbour.sandbox().slotDirectory(slot))).toBe(
-        join(neighbour.home, "sandboxes/docker"),
+        join(fx.home, "sandboxes/docker"),
       );
     } finally {
       await neighbour.dispose();

@@ -3,7 +3,15 @@ import { access, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Docker from "dockerode";
-import { connectDocker, Defaults, LabelKeys, Sandbox, type SandboxSettings } from "../src/index.js";
+import {
+  connectDocker,
+  Defaults,
+  installIdOf,
+  LabelKeys,
+  Sandbox,
+  type SandboxSettings,
+} from "../src/index.js";
+import type { ContainerOwner } from "../src/labels.js";
 
 export const TestImage = "mediagate-sandbox:test";
 
@@ -21,7 +29,12 @@ export function uniqueProfile(): string {
 
 export interface Fixture {
   readonly profile: string;
+  /** The root home (temp dir, or the home of the fixture given to `fixture({ home })`). */
   readonly home: string;
+  /** The install id of `home`, as its sandboxes label their containers. */
+  readonly install: string;
+  /** Install and profile: what `containerLabels` needs to label a container as this fixture's. */
+  readonly owner: ContainerOwner;
   sandbox(
     overrides?: Partial<SandboxSettings>,
     extra?: { now?: () => number; idleCleanupMs?: number; provisionTimeoutMs?: number },
@@ -30,13 +43,21 @@ export interface Fixture {
   dispose(): Promise<void>;
 }
 
-export async function fixture(): Promise<Fixture> {
-  const profile = uniqueProfile();
-  const home = await mkdtemp(join(tmpdir(), "mg-sandbox-"));
+/**
+ * A unique profile in a fresh temp root home. With `home`: a profile of that install (the
+ * home is then left to the fixture that made it). With `profile`: that profile name (e.g.
+ * the same name in another install; disposing either removes both's containers).
+ */
+export async function fixture(options: { home?: string; profile?: string } = {}): Promise<Fixture> {
+  const profile = options.profile ?? uniqueProfile();
+  const home = options.home ?? (await mkdtemp(join(tmpdir(), "mg-sandbox-")));
+  const install = installIdOf(home);
   const made: Sandbox[] = [];
   return {
     profile,
     home,
+    install,
+    owner: { install, profile },
     sandbox(overrides = {}, extra = {}) {
       const sandbox = new Sandbox({
         engine: connectDocker(),
@@ -59,7 +80,7 @@ export async function fixture(): Promise<Fixture> {
       // A failed test can leave acquires in flight; sweep again once they have landed.
       await new Promise((resolve) => setTimeout(resolve, 300));
       await removeProfileContainers(profile);
-      await rm(home, { recursive: true, force: true });
+      if (options.home === undefined) await rm(home, { recursive: true, force: true });
     },
   };
 }

@@ -19,12 +19,12 @@ const alive = containerExists;
 /** Far enough ahead that anything exited now is older than 2 × 300 s. */
 const later = () => Date.now() + 11 * 60_000;
 
-/** A container of `profile` that exited just now (sleep 0 under the test image). */
-async function exitedContainer(profile: string, slot: string): Promise<string> {
+/** A container of the fixture's install and profile that exited just now (`true`). */
+async function exitedContainer(owner: Fixture, slot: string): Promise<string> {
   const container = await docker.createContainer({
     Image: TestImage,
     Cmd: ["true"],
-    Labels: containerLabels(profile, slot),
+    Labels: containerLabels(owner.owner, slot),
   });
   await container.start();
   await container.wait();
@@ -48,8 +48,8 @@ describe("orphan reaper", () => {
     const running = await sandbox.acquire("running");
     const persisted = await sandbox.acquire("stopped-slot");
     await docker.getContainer(persisted.containerId).stop({ t: 0 });
-    const plain = await exitedContainer(fx.profile, "plain");
-    const foreign = await exitedContainer(other.profile, "plain");
+    const plain = await exitedContainer(fx, "plain");
+    const foreign = await exitedContainer(other, "plain");
 
     const young = await sandbox.reapOrphans();
     expect(young.removed).toEqual([]);
@@ -87,7 +87,7 @@ describe("orphan reaper", () => {
 
   it("respects the lifetime: 2 × max(60, lifetimeSeconds)", async () => {
     const sandbox = fx.sandbox({ orphanReaper: false, lifetimeSeconds: 3600 });
-    const id = await exitedContainer(fx.profile, "long-lived");
+    const id = await exitedContainer(fx, "long-lived");
     expect((await sandbox.reapOrphans({ now: new Date(Date.now() + 7000_000) })).removed).toEqual(
       [],
     );
@@ -98,12 +98,12 @@ describe("orphan reaper", () => {
   });
 
   it("keeps sweeping after one removal fails", async () => {
-    const first = await exitedContainer(fx.profile, "fail-a");
-    const second = await exitedContainer(fx.profile, "fail-b");
+    const first = await exitedContainer(fx, "fail-a");
+    const second = await exitedContainer(fx, "fail-b");
     const client = dockerOf(connectDocker());
     const result = await sweepOrphans({
       docker: client,
-      profile: fx.profile,
+      owner: fx.owner,
       lifetimeSeconds: 300,
       now: new Date(later()),
       sandboxRoots: [],
@@ -121,7 +121,7 @@ describe("orphan reaper", () => {
   it("runs once per process at first use, and not at all when disabled", async () => {
     const profile = await fixture();
     try {
-      const early = await exitedContainer(profile.profile, "early");
+      const early = await exitedContainer(profile, "early");
       const disabled = profile.sandbox({ orphanReaper: false }, { now: later });
       await disabled.acquire("x");
       expect(await alive(early)).toBe(true);
@@ -129,7 +129,7 @@ describe("orphan reaper", () => {
       await profile.sandbox({}, { now: later }).acquire("y");
       expect(await alive(early)).toBe(false);
 
-      const late = await exitedContainer(profile.profile, "late");
+      const late = await exitedContainer(profile, "late");
       await profile.sandbox({}, { now: later }).acquire("z");
       expect(await alive(late)).toBe(true);
     } finally {

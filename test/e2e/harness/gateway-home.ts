@@ -23,7 +23,7 @@ export function createTempHome(prefix: string): Promise<string> {
 
 /**
  * Stops the gateway, removes every container of its profiles (through the sandbox, then any
- * leftover the engine still lists under the profile labels) and deletes the home.
+ * leftover the engine still lists under the profile and install labels) and deletes the home.
  */
 export async function teardownGateway(gateway: Gateway | undefined, home: string): Promise<void> {
   if (gateway !== undefined) {
@@ -33,7 +33,12 @@ export async function teardownGateway(gateway: Gateway | undefined, home: string
       for (const c of await runtime.sandbox.list().catch(() => [])) {
         await runtime.sandbox.remove(c.id).catch(() => {});
       }
-      for (const c of await docker.profileContainers(runtime.name)) await docker.removeForce(c.id);
+      const leftovers = await docker.containers({
+        "mediagate.agent": "1",
+        "mediagate.profile": runtime.name,
+        "mediagate.install": runtime.sandbox.install,
+      });
+      for (const c of leftovers) await docker.removeForce(c.id);
     }
   }
   if (home !== "") await rm(home, { recursive: true, force: true });

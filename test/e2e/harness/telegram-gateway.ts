@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
+import { realpathSync } from "node:fs";
 import { join } from "node:path";
 import {
   createLogger,
@@ -22,6 +23,11 @@ import {
 
 /** One profile of a {@link TelegramGatewayHarness}: who may use it and what it runs. */
 export interface TelegramProfileSpec {
+  /**
+   * The profile name; default a unique one. Give the same name to profiles of two harnesses
+   * (two installs on one engine) to see that their homes keep them apart.
+   */
+  readonly name?: string;
   /** Telegram user ids that are admins. */
   readonly admins?: readonly number[];
   /** Telegram user ids that are allowed (not admins). */
@@ -51,6 +57,10 @@ export interface ArrivedFile {
 
 const chatOf = (call: RecordedCall): string => String(call.params.chat_id);
 
+/** The install id of a root home: 12 hex of sha256 of its real path. */
+export const installOf = (rootHome: string): string =>
+  createHash("sha256").update(realpathSync(rootHome)).digest("hex").slice(0, 12);
+
 /**
  * One profile's bot: its own FakeTelegram (own token), seen from the chat side. Sends updates
  * the way Telegram would and reads back what the gateway sent, by chat.
@@ -59,6 +69,8 @@ export class TelegramBot {
   constructor(
     readonly profile: string,
     readonly fake: FakeTelegram,
+    /** The root home (`MEDIAGATE_HOME`) of the gateway serving this bot. */
+    readonly rootHome: string,
     private readonly gateway: () => Gateway,
     private readonly docker: DockerObserver,
   ) {}
@@ -148,9 +160,17 @@ export class TelegramBot {
     return Buffer.concat(this.fake.calls.flatMap((call) => call.files.map((f) => f.bytes)));
   }
 
-  /** This profile's containers as the Docker engine lists them (by the profile label). */
+  /**
+   * This profile's containers as the Docker engine lists them: by the profile label and the
+   * install label of this harness's home (computed here from the root home's real path, as
+   * docs/security.md defines it, not asked of the gateway).
+   */
   containers(): Promise<ObservedContainer[]> {
-    return this.docker.profileContainers(this.profile);
+    return this.docker.containers({
+      "mediagate.agent": "1",
+      "mediagate.profile": this.profile,
+      "mediagate.install": installOf(this.rootHome),
+    });
   }
 
   /** The id of the profile's one running container; fails when there is not exactly one. */
@@ -188,7 +208,7 @@ export class TelegramGatewayHarness {
     this.#gateway = gateway;
     this.bots = fakes.map(
       (fake, i) =>
-        new TelegramBot(config.profiles[i]!.name, fake, () => this.#gateway, this.docker),
+        new TelegramBot(config.profiles[i]!.name, fake, home, () => this.#gateway, this.docker),
     );
   }
 
@@ -220,7 +240,7 @@ export class TelegramGatewayHarness {
         });
         const { apiRoot } = await fake.start();
         fakes.push(fake);
-        const name = uniqueProfileName(prefix);
+        const name = spec.name ?? uniqueProfileName(prefix);
         const sandbox =
           typeof spec.sandbox === "function"
             ? spec.sandbox(join(home, "profiles", name))

@@ -1,7 +1,9 @@
+import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { connectDocker, Sandbox } from "@mediagate/sandbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { emptyEnv } from "../config/env.js";
@@ -70,5 +72,110 @@ describe("mediagate sandbox ls | rm | reap", () => {
     const reaped = await run((p) => sandboxReap(opts(), p));
     expect(reaped).toEqual({ code: 0, lines: [`profile ${profile}: nothing to reap`] });
     expect(await sandbox.list()).toHaveLength(1);
+  });
+});
+
+/**
+ * Two installs (two root homes) on one engine with the same profile name, as two gateways
+ * with different `MEDIAGATE_HOME`s would be: each CLI sees and touches only its own.
+ */
+describe("mediagate sandbox ls | rm | reap with two installs on one engine", () => {
+  const profile = `unit-inst-${randomBytes(4).toString("hex")}`;
+  const installs: { dir: string; file: string; sandbox: Sandbox }[] = [];
+  /** The docker CLI against the same engine: sets up what the gateway did not make. */
+  const docker = async (...args: string[]) =>
+    (await promisify(execFile)("docker", args)).stdout.trim();
+
+  beforeAll(async () => {
+    for (const name of ["one", "two"]) {
+      const dir = await mkdtemp(join(tmpdir(), `mg-sbx-${name}-`));
+      const file = join(dir, "mediagate.yaml");
+      await writeFile(
+        file,
+        `home: ${dir}\nprofiles:\n  - name: ${profile}\n    sandbox: { image: mediagate-sandbox:test }\n`,
+      );
+      const p = (await loadConfig({ path: file, env: emptyEnv(dir) })).profiles[0]!;
+      const sandbox = new Sandbox({
+        engine: connectDocker({}),
+        profile,
+        profileHome: p.home,
+        rootHome: dir,
+        settings: { ...p.sandbox, orphanReaper: false },
+      });
+      installs.push({ dir, file, sandbox });
+    }
+  });
+
+  afterAll(async () => {
+    const leftovers = await docker("ps", "-aq", "--filter", `label=mediagate.profile=${profile}`);
+    if (leftovers !== "") await docker("rm", "-f", ...leftovers.split("\n"));
+    for (const { dir, sandbox } of installs) {
+      await sandbox.shutdown();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  const run = async (fn: (print: (l: string) => void) => Promise<number>) => {
+    const lines: string[] = [];
+    const code = await fn((l) => lines.push(l));
+    return { code, lines };
+  };
+  const opts = (index: number, now?: () => number) => ({
+    config: installs[index]!.file,
+    env: emptyEnv(installs[index]!.dir),
+    now,
+  });
+  const running = async (id: string) =>
+    (await docker("inspect", "-f", "{{.State.Running}}", id).catch(() => "")) === "true";
+
+  it("never lists, removes or reaps the other install's containers", async () => {
+    const slot = `profile:${profile}`;
+    const mine = (await installs[0]!.sandbox.acquire(slot)).containerId;
+    const theirs = (await installs[1]!.sandbox.acquire(slot)).containerId;
+    expect(theirs).not.toBe(mine);
+
+    const listed = await run((p) => sandboxList(opts(0), p));
+    expect(listed.lines.map((l) => l.split("\t")[0])).toEqual([mine.slice(0, 12)]);
+
+    const byId = await run((p) => sandboxRemove(theirs.slice(0, 12), opts(0), p));
+    expect(byId.code).toBe(1);
+    expect(await running(theirs)).toBe(true);
+
+    const bySlot = await run((p) => sandboxRemove(slot, opts(0), p));
+    expect(bySlot.lines[0]).toContain(`removed ${mine.slice(0, 12)}`);
+    expect(await running(theirs)).toBe(true);
+
+    await docker("stop", "-t", "0", theirs);
+    const later = () => Date.now() + 60 * 60_000;
+    const reaped = await run((p) => sandboxReap(opts(0, later), p));
+    expect(reaped.lines).toEqual([`profile ${profile}: nothing to reap`]);
+    expect(await docker("inspect", "-f", "{{.State.Status}}", theirs)).toBe("exited");
+    const own = await run((p) => sandboxReap(opts(1, later), p));
+    expect(own.lines).toEqual([`reaped ${theirs.slice(0, 12)} (profile ${profile})`]);
+  });
+
+  it("notes containers without an install label, and reap retires only those bound to this install", async () => {
+    const slot = `profile:${profile}`;
+    const legacy = async (slotDir: string) => {
+      await mkdir(join(slotDir, "workspace"), { recursive: true });
+      // As a version before install labels made it: no mediagate.install label.
+      return docker(
+        ...["run", "-d", "--init", "--label", "mediagate.agent=1", "--label"],
+        ...[`mediagate.profile=${profile}`, "--label", "mediagate.slot=x"],
+        ...["-v", `${join(slotDir, "workspace")}:/workspace`],
+        ...["mediagate-sandbox:test", "sleep", "infinity"],
+      );
+    };
+    const ours = await legacy(installs[0]!.sandbox.slotDirectory(slot));
+    const foreign = await legacy(installs[1]!.sandbox.slotDirectory(slot));
+
+    const listed = await run((p) => sandboxList(opts(0), p));
+    const notes = listed.lines.filter((l) => l.startsWith("legacy\t"));
+    expect(notes.find((l) => l.includes(ours.slice(0, 12)))).toContain("retired by");
+    expect(notes.find((l) => l.includes(foreign.slice(0, 12)))).toContain("left alone");
+
+    const reaped = await run((p) => sandboxReap(opts(0), p));
+    expect(reaped.lines).toEqual([`reaped ${ours.slice(0, 12)} (profile ${profile})`]);
+    expect(await running(foreign)).toBe(true);
   });
 });

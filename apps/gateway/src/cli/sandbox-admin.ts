@@ -1,12 +1,21 @@
-import { connectDocker, Sandbox, sanitizeLabelValue } from "@mediagate/sandbox";
+import {
+  connectDocker,
+  type LegacyContainer,
+  Sandbox,
+  sanitizeLabelValue,
+} from "@mediagate/sandbox";
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import type { GatewayConfig } from "../config/types.js";
 
 type Print = (line: string) => void;
 
-function sandboxes(config: GatewayConfig, only?: string): { profile: string; sandbox: Sandbox }[] {
+function sandboxes(
+  config: GatewayConfig,
+  options: SandboxCommandOptions,
+): { profile: string; sandbox: Sandbox }[] {
   const engine = connectDocker({ host: config.dockerHost });
+  const only = options.profile;
   return config.profiles
     .filter((p) => only === undefined || p.name === only)
     .map((p) => ({
@@ -17,6 +26,7 @@ function sandboxes(config: GatewayConfig, only?: string): { profile: string; san
         profileHome: p.home,
         rootHome: config.home,
         settings: { ...p.sandbox, orphanReaper: false },
+        ...(options.now === undefined ? {} : { now: options.now }),
       }),
     }));
 }
@@ -26,13 +36,22 @@ export interface SandboxCommandOptions {
   readonly config?: string | undefined;
   readonly profile?: string | undefined;
   readonly env: GatewayEnv;
+  /** Clock (ms since epoch) for the reaper's age check. Default `Date.now`; tests move it. */
+  readonly now?: (() => number) | undefined;
 }
 
-/** `mediagate sandbox ls`: this gateway's containers, one line each. */
+/**
+ * `mediagate sandbox ls`: this install's containers, one line each. Containers of another
+ * install (another root home) on the same engine are never listed. Containers made before
+ * containers carried their install follow as notes: those bound into this install's slot
+ * dirs are this install's (`sandbox reap` or the next start retires them), the others are
+ * not attributable and are left alone.
+ */
 export async function sandboxList(options: SandboxCommandOptions, print: Print): Promise<number> {
   const config = await loadConfig({ path: options.config, env: options.env });
   let count = 0;
-  for (const { sandbox } of sandboxes(config, options.profile)) {
+  const legacy = new Map<string, LegacyContainer>();
+  for (const { sandbox } of sandboxes(config, options)) {
     for (const c of await sandbox.list()) {
       count++;
       print(
@@ -41,12 +60,28 @@ export async function sandboxList(options: SandboxCommandOptions, print: Print):
         ),
       );
     }
+    for (const c of await sandbox.legacyContainers()) legacy.set(c.id, c);
   }
   if (count === 0) print("no containers");
+  if (legacy.size > 0) {
+    print(
+      `note: ${legacy.size} container(s) without an install label (made by an older mediagate):`,
+    );
+  }
+  for (const c of legacy.values()) {
+    const verdict =
+      c.slotDir === undefined
+        ? "not attributable to this install: left alone (docker rm it if it is yours)"
+        : `binds ${c.slotDir} of this install: retired by \`mediagate sandbox reap\` or the next start (files kept)`;
+    print(["legacy", c.id.slice(0, 12), c.profile, c.slot, c.state, verdict].join("\t"));
+  }
   return 0;
 }
 
-/** `mediagate sandbox rm <id|slot>`: removes a container (and its dirs) by id prefix or slot. */
+/**
+ * `mediagate sandbox rm <id|slot>`: removes a container of this install by id prefix, name
+ * or slot key (its dirs are kept). Another install's container is never matched.
+ */
 export async function sandboxRemove(
   target: string,
   options: SandboxCommandOptions,
@@ -57,7 +92,7 @@ export async function sandboxRemove(
     return 1;
   }
   const config = await loadConfig({ path: options.config, env: options.env });
-  for (const { profile, sandbox } of sandboxes(config, options.profile)) {
+  for (const { profile, sandbox } of sandboxes(config, options)) {
     const containers = await sandbox.list();
     const byId = containers.find((c) => c.id.startsWith(target) || c.name === target);
     const bySlot = containers.find((c) => c.slot === sanitizeLabelValue(target));
@@ -73,11 +108,14 @@ export async function sandboxRemove(
   return 1;
 }
 
-/** `mediagate sandbox reap`: runs the orphan reaper for each profile now. */
+/**
+ * `mediagate sandbox reap`: runs the orphan reaper for each profile now: this install's old
+ * exited containers, and legacy (unlabelled) containers bound into this install's slot dirs.
+ */
 export async function sandboxReap(options: SandboxCommandOptions, print: Print): Promise<number> {
   const config = await loadConfig({ path: options.config, env: options.env });
   let failures = 0;
-  for (const { profile, sandbox } of sandboxes(config, options.profile)) {
+  for (const { profile, sandbox } of sandboxes(config, options)) {
     const result = await sandbox.reapOrphans();
     for (const id of result.removed) print(`reaped ${id.slice(0, 12)} (profile ${profile})`);
     for (const f of result.failed)

@@ -1,6 +1,11 @@
 import { setImmediate as tick } from "node:timers/promises";
 import type { TranslateContext, UploadLimits } from "@mediagate/media";
-import type { ContainerState, ExecResult } from "@mediagate/sandbox";
+import {
+  type ContainerState,
+  type ExecResult,
+  formatSlotKey,
+  slotTraits,
+} from "@mediagate/sandbox";
 import { describe, expect, it } from "vitest";
 import type { Agent, AgentTurnInput } from "../agents/types.js";
 import type {
@@ -120,8 +125,13 @@ function testRuntime(agent: Agent, calls: string[], profile = testProfile()): Pi
       },
     },
     sandbox: recordingSandbox(calls),
-    slotFor: (key) => (profile.sandbox.persistent ? "profile:t" : `session:${key}`),
-    isSharedSlot: (slot) => !slot.startsWith("session:"),
+    slotFor: (key) =>
+      formatSlotKey(
+        profile.sandbox.persistent
+          ? { kind: "profile", name: "t" }
+          : { kind: "session", sessionKey: key ?? "" },
+      ),
+    isSharedSlot: (slot) => slotTraits(slot).sharedBySessions,
     translateContext: (): TranslateContext => ({
       backend: "docker",
       slotDirs: [],
@@ -212,12 +222,12 @@ describe("message pipeline", () => {
     expect(seen[0]).toMatchObject({
       text: "hello",
       profile: "t",
-      sessionKey: "agent:t:telegram:group:-100:2",
+      sessionKey: "agent:t:telegram:group:-100:user:2",
       sessionId: "sid-0",
     });
     expect(channel.replies).toEqual([
       {
-        sessionKey: "agent:t:telegram:group:-100:2",
+        sessionKey: "agent:t:telegram:group:-100:user:2",
         profile: "t",
         text: "you said: hello",
         files: [],

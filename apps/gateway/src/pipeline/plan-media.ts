@@ -2,8 +2,8 @@ import { planMedia } from "@mediagate/media";
 import { type Middleware, sessionOf } from "./types.js";
 
 /**
- * Step 6: extracts the reply's MEDIA tags and finds each file on the host (slot dirs, volumes,
- * archive fallback from the turn's container). Every outcome is logged with its candidates.
+ * Step 6: extracts the reply's MEDIA tags and finds each file on the host (the turn's slot dir,
+ * volumes, archive fallback from the turn's container). Every outcome is logged with its candidates.
  * The plan's descriptors are always closed, whatever the later steps do.
  */
 export const planReplyMedia: Middleware = async (ctx, next) => {
@@ -11,7 +11,7 @@ export const planReplyMedia: Middleware = async (ctx, next) => {
   const slot = ctx.slot ?? ctx.runtime.slotFor(session.sessionKey);
   const plan = await planMedia(
     ctx.reply ?? "",
-    ctx.runtime.translateContext(session.sessionKey, slot),
+    ctx.runtime.translateContext(slot),
     ctx.channel.limitsFor?.(ctx.target) ?? ctx.channel.limits,
   );
   ctx.plan = plan;

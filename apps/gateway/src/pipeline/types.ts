@@ -29,7 +29,8 @@ export interface PipelineRuntime {
   readonly sandbox: SandboxOps;
   slotFor(sessionKey: string | undefined): string;
   isSharedSlot(slot: string): boolean;
-  translateContext(sessionKey: string, slot: string): TranslateContext;
+  /** Media translation for a turn whose tool calls ran in `slot`'s container (that one only). */
+  translateContext(slot: string): TranslateContext;
 }
 
 /** Process-wide services shared by every message. */

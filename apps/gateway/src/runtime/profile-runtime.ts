@@ -1,6 +1,12 @@
 import { join } from "node:path";
 import type { TranslateContext } from "@mediagate/media";
-import { type DockerEngine, resolveSlot, Sandbox, type SlotScope } from "@mediagate/sandbox";
+import {
+  type DockerEngine,
+  resolveSlot,
+  Sandbox,
+  type SlotScope,
+  slotTraits,
+} from "@mediagate/sandbox";
 import type { Agent } from "../agents/types.js";
 import type { ProfileConfig } from "../config/types.js";
 import type { Logger } from "../log.js";
@@ -70,26 +76,32 @@ export class ProfileRuntime {
     return resolveSlot(undefined, this.#scope(sessionKey));
   }
 
-  /** Whether the slot's container serves more than one session (profile or shared slot). */
+  /**
+   * Whether the slot's container may serve more than one session (a profile, shared or task
+   * slot), as the slot-key grammar says.
+   */
   isSharedSlot(slot: string): boolean {
-    return !slot.startsWith("session:");
+    return slotTraits(slot).sharedBySessions;
   }
 
-  /** Slot directories for media translation: shared (if any), profile, legacy per-session. */
-  slotDirs(sessionKey: string): string[] {
-    const slots: string[] = [];
-    if (this.profile.sandbox.sharedKey !== "")
-      slots.push(`shared:${this.profile.sandbox.sharedKey}`);
-    slots.push(this.profile.name === "default" ? "default" : `profile:${this.profile.name}`);
-    slots.push(`session:${sessionKey}`);
-    return [...new Set(slots.map((s) => this.sandbox.slotDirectory(s)))];
+  /**
+   * Slot directories for media translation: only the one the container of `slot` binds as
+   * `/workspace` and `/root`, because a `/workspace/...` path in a reply names that
+   * container's files. None with `filesystem: tmpfs` (the container binds no directory). No
+   * other layout is offered: not the shared slot's dir to a profile whose container does not
+   * use it (non-persistent, or no shared key), and not the per-session dir an earlier
+   * non-persistent configuration left behind (the old "legacy session" fallback).
+   */
+  slotDirs(slot: string): string[] {
+    if (this.profile.sandbox.filesystem !== "bind") return [];
+    return [this.sandbox.slotDirectory(slot)];
   }
 
-  /** The media translation context of a session whose tool calls used `slot`. */
-  translateContext(sessionKey: string, slot: string): TranslateContext {
+  /** The media translation context of a turn whose tool calls ran in `slot`'s container. */
+  translateContext(slot: string): TranslateContext {
     return {
       backend: "docker",
-      slotDirs: this.slotDirs(sessionKey),
+      slotDirs: this.slotDirs(slot),
       volumes: this.profile.sandbox.volumes,
       allowDirs: this.profile.media.allowDirs,
       protectedHomes: this.#protectedHomes,

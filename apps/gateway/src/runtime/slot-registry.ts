@@ -1,3 +1,5 @@
+import { slotTraits } from "@mediagate/sandbox";
+
 /**
  * Which sessions this process has seen use each container slot, to tell `/reset` how many
  * sessions a shared container serves. Counted per process (sessions of other processes or
@@ -6,9 +8,13 @@
 export class SlotRegistry {
   readonly #sessions = new Map<string, Set<string>>();
 
-  /** `scope` separates per-profile slots (`default`, `profile:x`) of different profiles. */
+  /**
+   * The registry's id of a slot: the slot itself when it spans profiles (`shared:<key>`, one
+   * container for every profile), else prefixed with the profile, so per-profile slots
+   * (`default`, `profile:x`, sessions) of different profiles stay apart.
+   */
   static slotId(profile: string, slot: string): string {
-    return slot.startsWith("shared:") ? slot : `${profile}/${slot}`;
+    return slotTraits(slot).spansProfiles ? slot : `${profile}/${slot}`;
   }
 
   note(slotId: string, sessionKey: string): void {

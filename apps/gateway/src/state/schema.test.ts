@@ -30,7 +30,8 @@ describe("migrate", () => {
 
   it("does nothing on a database that is already current", () => {
     migrate(db);
-    expect(migrate(db)).toEqual({ from: 1, to: 1 });
+    const latest = MIGRATIONS.at(-1)!.version;
+    expect(migrate(db)).toEqual({ from: latest, to: latest });
   });
 
   it("runs only the steps above the current version, in order", () => {
@@ -47,10 +48,11 @@ describe("migrate", () => {
   });
 
   it("leaves the version and schema of a failing step unchanged", () => {
+    const latest = MIGRATIONS.at(-1)!.version;
     const steps: Migration[] = [
       ...MIGRATIONS,
       {
-        version: 2,
+        version: latest + 1,
         up(inner) {
           inner.exec("CREATE TABLE extra (x INTEGER)");
           throw new Error("boom");
@@ -58,14 +60,47 @@ describe("migrate", () => {
       },
     ];
     expect(() => migrate(db, steps)).toThrow("boom");
-    expect(schemaVersion(db)).toBe(1);
+    expect(schemaVersion(db)).toBe(latest);
     expect(tables()).toEqual(["messages", "sessions"]);
   });
 
   it("refuses a database newer than the known steps", () => {
-    db.pragma("user_version = 5");
+    db.pragma("user_version = 99");
     expect(() => migrate(db)).toThrow(StateSchemaError);
-    expect(schemaVersion(db)).toBe(5);
+    expect(schemaVersion(db)).toBe(99);
+  });
+
+  it("renames session keys of the old format that read one way only, keeping their ids", () => {
+    migrate(db, MIGRATIONS.slice(0, 1));
+    const insert = db.prepare(
+      "INSERT INTO sessions (session_key, session_id, created_at, updated_at) VALUES (?, ?, 0, 0)",
+    );
+    const old: [string, string][] = [
+      ["agent:p:telegram:dm:42", "dm"],
+      ["agent:p:telegram:dm:42:3", "dm-thread"],
+      ["agent:p:telegram:group:-100", "shared-group"],
+      ["agent:p:telegram:group:-100:7:42", "thread-user"],
+      ["agent:p:telegram:channel:-200:5", "channel-thread"],
+      ["agent:p:telegram:group:-100:222", "topic-or-member"],
+    ];
+    for (const [key, id] of old) insert.run(key, id);
+    migrate(db);
+    const rows = db
+      .prepare<[], { session_key: string; session_id: string }>(
+        "SELECT session_key, session_id FROM sessions ORDER BY session_id",
+      )
+      .all()
+      .map((row) => [row.session_key, row.session_id]);
+    expect(rows).toEqual(
+      [
+        ["agent:p:telegram:dm:42", "dm"],
+        ["agent:p:telegram:dm:42:thread:3", "dm-thread"],
+        ["agent:p:telegram:group:-100", "shared-group"],
+        ["agent:p:telegram:group:-100:thread:7:user:42", "thread-user"],
+        ["agent:p:telegram:channel:-200:thread:5", "channel-thread"],
+        ["agent:p:telegram:group:-100:222", "topic-or-member"],
+      ].sort((a, b) => a[1]!.localeCompare(b[1]!)),
+    );
   });
 
   it("rejects rows with an unknown role or non-JSON body at the schema level", () => {

@@ -1,4 +1,5 @@
 import type { Database } from "better-sqlite3";
+import { upgradeLegacySessionKey } from "../session/key.js";
 import { StateSchemaError } from "./errors.js";
 
 /** One schema step; `version` is the `user_version` the database has after it ran. */
@@ -31,6 +32,25 @@ export const MIGRATIONS: readonly Migration[] = [
         ) STRICT;
         CREATE INDEX messages_by_session ON messages (session_id, id);
       `);
+    },
+  },
+  {
+    // Session keys name their parts (`…:thread:<id>:user:<id>`). Keys of the old format that
+    // read one way only are renamed, so those conversations go on; an old group key with one
+    // extra part (a topic, or a member?) stays as it was and is never looked up again.
+    version: 2,
+    up(db) {
+      const keys = db
+        .prepare<[], { session_key: string }>("SELECT session_key FROM sessions")
+        .all()
+        .map((row) => row.session_key);
+      const rename = db.prepare<[string, string]>(
+        "UPDATE OR IGNORE sessions SET session_key = ? WHERE session_key = ?",
+      );
+      for (const key of keys) {
+        const upgraded = upgradeLegacySessionKey(key);
+        if (upgraded !== undefined && upgraded !== key) rename.run(upgraded, key);
+      }
     },
   },
 ];

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { StateSchemaError, StateStoreError } from "./errors.js";
+import { MIGRATIONS } from "./schema.js";
 import { StateStore, stateDbPath } from "./store.js";
 import type { ChatMessage } from "./types.js";
 
@@ -52,7 +53,7 @@ describe("StateStore", () => {
     const raw = new Database(dbPath, { readonly: true });
     try {
       expect(raw.pragma("journal_mode", { simple: true })).toBe("wal");
-      expect(raw.pragma("user_version", { simple: true })).toBe(1);
+      expect(raw.pragma("user_version", { simple: true })).toBe(MIGRATIONS.at(-1)?.version);
     } finally {
       raw.close();
     }
