@@ -81,26 +81,6 @@ describe("gateway over Telegram: sessions of one profile stay apart", () => {
     expect(await processes("sleep 3331")).toHaveLength(1);
   });
 
-  it("a fork loop of a member leaves the admin working, and the admin's /stop all ends it", async () => {
-    const loop = "while :; do sh -c 'while :; do sleep 3332 & done' 2>/dev/null; done";
-    expect(await ask(Member, `(${loop}) & echo started`)).toContain("started");
-    await waitUntil(async () => (await processes("sleep 3332")).length > 10, "the loop forking");
-    expect(await ask(Admin, "echo ok")).toBe("ok");
-
-    expect(await ask(Member, "/stop all")).toBe("⛔ /stop is for admins only; nothing was done.");
-    expect((await processes("sleep 3332")).length).toBeGreaterThan(10);
-
-    const stopped = await ask(Admin, "/stop all");
-    expect(stopped).toMatch(
-      /^🛑 Stopped everything in slot profile:[^:]+: killed \d+ process\(es\)/,
-    );
-    expect(Number(/killed (\d+)/.exec(stopped)?.[1])).toBeGreaterThan(10);
-    expect(await processes("sleep 333")).toEqual([]);
-    expect(await bot.runningContainer()).toBe(container);
-    expect(await ask(Member, "echo back")).toBe("back");
-    expect(await ask(Admin, 'echo "$ADMIN_TOKEN"')).toBe(secret);
-  });
-
   it("a setuid copy a member makes in /workspace is not root's on the host", async () => {
     const workspace = join(bot.profileSlotDir(), "workspace");
     await copyFile("/usr/bin/id", join(workspace, "id-source"));
@@ -124,5 +104,25 @@ describe("gateway over Telegram: sessions of one profile stay apart", () => {
       .toString()
       .trim();
     expect(euid).not.toBe("0");
+  });
+
+  it("a fork loop of a member leaves the admin working, and the admin's /stop all ends it", async () => {
+    const loop = "while :; do sh -c 'while :; do sleep 3332 & done' 2>/dev/null; done";
+    expect(await ask(Member, `(${loop}) & echo started`)).toContain("started");
+    await waitUntil(async () => (await processes("sleep 3332")).length > 10, "the loop forking");
+    expect(await ask(Admin, "echo ok")).toBe("ok");
+
+    expect(await ask(Member, "/stop all")).toBe("⛔ /stop is for admins only; nothing was done.");
+    expect((await processes("sleep 3332")).length).toBeGreaterThan(10);
+
+    const stopped = await ask(Admin, "/stop all");
+    expect(stopped).toMatch(
+      /^🛑 Stopped everything in slot profile:[^:]+: killed \d+ process\(es\)/,
+    );
+    expect(Number(/killed (\d+)/.exec(stopped)?.[1])).toBeGreaterThan(10);
+    expect(await processes("sleep 333")).toEqual([]);
+    expect(await bot.runningContainer()).toBe(container);
+    expect(await ask(Member, "echo back")).toBe("back");
+    expect(await ask(Admin, 'echo "$ADMIN_TOKEN"')).toBe(secret);
   });
 });
