@@ -4,10 +4,12 @@ import { chmod, chown, copyFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Defaults, type Sandbox, sessionHash } from "../src/index.js";
+import { firstCandidateUid } from "../src/session-user.js";
 import {
   containerRunning,
   docker,
   eventually,
+  execIn,
   type Fixture,
   fixture,
   processesMatching,
@@ -151,6 +153,30 @@ describe("sessions in one container", () => {
       .trim();
     expect(euid).not.toBe("0");
     expect(euid).toBe(String(info.uid));
+  });
+});
+
+describe("session uids", () => {
+  it("skips a uid another session holds and gives a session the same uid every time", async () => {
+    const sandbox = fx.sandbox();
+    const slot = "uids";
+    const { containerId } = await sandbox.acquire(slot);
+    const key = "agent:uids:telegram:dm:3001";
+    const taken = firstCandidateUid(sessionHash(key));
+    await execIn(containerId, [
+      "sh",
+      "-c",
+      `mkdir -p /run/mediagate/uid && ln -s 0123456789abcdef /run/mediagate/uid/${taken}`,
+    ]);
+    const uid = async () => (await sandbox.run(slot, key, "id -u")).stdout.trim();
+    const first = await uid();
+    expect(first).toBe(String(taken + 1));
+    await sandbox.killSession(key); // closes the shell: the next call claims again
+    expect(await uid()).toBe(first);
+    const other = await sandbox.run(slot, "agent:uids:telegram:dm:3002", "id -u");
+    expect(other.stdout.trim()).not.toBe(first);
+    const registry = await execIn(containerId, ["ls", "-ln", "/run/mediagate/uid"]);
+    expect(registry).toContain(`${taken + 1} -> ${sessionHash(key)}`);
   });
 });
 
