@@ -2,7 +2,8 @@
  * The script that kills a group of processes inside a container, and how to ask for one.
  * It uses shell builtins for the process table (`read` of `/proc/<pid>/stat` and
  * `/proc/<pid>/status`) so it keeps working when the container is short of processes; only
- * the environment scan forks (one `grep`).
+ * the environment scan forks (one `grep`). A process may rename itself to anything,
+ * newlines and `) ` included, so `stat` is read whole and cut after its last `) `.
  */
 
 /** Which processes a kill selects: the union of the given criteria. */
@@ -54,7 +55,9 @@ snapshot() {
   for d in /proc/[0-9]*; do
     p=\${d#/proc/}
     [ "$p" = "$me" ] && continue
-    { read -r l <"$d/stat"; } 2>/dev/null || continue
+    l=""
+    { while IFS= read -r x || [ -n "$x" ]; do l="$l$x "; done <"$d/stat"; } 2>/dev/null
+    [ -n "$l" ] || continue
     l=\${l##*) }
     set -- $l
     [ "$1" = Z ] && continue

@@ -22,7 +22,8 @@ export class SessionUserError extends Error {
   constructor(containerId: string, detail: string) {
     super(
       `could not set up the session's user in container ${containerId.slice(0, 12)} (${detail}); ` +
-        "a container made before per-session users must be replaced: /reset or `mediagate sandbox rm`",
+        'a container made before per-session users (or with user: "root") has to be replaced: ' +
+        "/reset, or `mediagate sandbox rm <slot>`",
     );
     this.containerId = containerId;
   }

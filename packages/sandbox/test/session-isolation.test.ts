@@ -244,6 +244,18 @@ describe("a fork loop in one session", () => {
     expect((await sandbox.run(slot, attacker, "echo back")).stdout).toBe("back\n");
   });
 
+  it("kills a process that disguises its name in /proc/<pid>/stat", async () => {
+    // A name with ") Z" and a newline once made the killer read it as a zombie and skip it.
+    await sandbox.run(
+      slot,
+      attacker,
+      "sh -c 'printf \"x) Z\\n\" >/proc/$$/comm; while :; do sleep 4457; done # disguised' & echo bg",
+    );
+    expect(await eventually(async () => (await count("# disguised")) === 1)).toBe(true);
+    await sandbox.killSlot(slot);
+    expect(await count("# disguised")).toBe(0);
+  });
+
   it("killSlot kills every session's processes in the slot but not the container", async () => {
     await sandbox.run(slot, attacker, `(${forkLoop(4454)}) & echo bg`);
     await sandbox.run(slot, admin, "sleep 4455 & echo bg");
