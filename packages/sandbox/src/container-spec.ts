@@ -58,9 +58,25 @@ export interface ContainerPlan {
 }
 
 /**
+ * Per-session users: PID 1 (and the gateway's housekeeping execs) stay root, with only the
+ * capabilities the housekeeping needs (own the session state dirs, kill any session's
+ * processes); session uids get none, and RLIMIT_NPROC caps each of them (root is exempt).
+ * Root mode keeps no capability at all.
+ */
+function privilegesOf(settings: SandboxSettings): Partial<Docker.HostConfig> {
+  if (settings.user === "root") return {};
+  const limit = settings.sessionProcessLimit;
+  return {
+    CapAdd: ["CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL"],
+    Ulimits: [{ Name: "nproc", Soft: limit, Hard: limit }],
+  };
+}
+
+/**
  * Create options (SPEC §5): `Init: true` (so `sleep` as PID 1 stops promptly),
- * `sleep infinity`, working dir `/workspace`, hardening (all capabilities dropped,
- * no-new-privileges, pids/memory/CPU limits, network `none` unless configured), binds of
+ * `sleep infinity`, working dir `/workspace`, hardening (all capabilities dropped but the
+ * per-session housekeeping's four, no-new-privileges, pids/memory/CPU limits, a per-uid
+ * process limit, network `none` unless configured), binds of
  * the slot dir for a bind filesystem (the default) or tmpfs, plus configured volumes.
  */
 export function createOptions(plan: ContainerPlan): Docker.ContainerCreateOptions {
@@ -72,6 +88,7 @@ export function createOptions(plan: ContainerPlan): Docker.ContainerCreateOption
   const hostConfig: Docker.HostConfig = {
     Init: true,
     CapDrop: ["ALL"],
+    ...privilegesOf(settings),
     SecurityOpt: ["no-new-privileges"],
     PidsLimit: settings.pidsLimit,
     NetworkMode: settings.network,
@@ -85,6 +102,7 @@ export function createOptions(plan: ContainerPlan): Docker.ContainerCreateOption
   return {
     name: plan.name,
     Image: settings.image,
+    ...(settings.user === "root" ? {} : { User: "0:0" }),
     Cmd: ["sleep", "infinity"],
     WorkingDir: "/workspace",
     Labels: containerLabels(plan.owner, plan.slot),

@@ -16,7 +16,18 @@ export const Defaults = {
     pidsLimit: 256,
     volumes: [] as readonly string[],
     sharedKey: "",
+    user: "per-session" as "per-session" | "root",
+    sessionProcessLimit: 128,
   },
+  /** Group of every sandbox uid; `/workspace` and `/root` are shared through it. */
+  sandboxGid: 2_000_000,
+  /**
+   * First sandbox uid: `Sandbox#exec` (one-shot, no session) runs as this uid; sessions get
+   * uids in `sessionUidBase + 1 … sessionUidBase + sessionUidCount`.
+   */
+  sessionUidBase: 2_000_001,
+  /** Size of the session uid range (a session's first candidate is derived from its hash). */
+  sessionUidCount: 16_777_216,
   /** Per-call exec timeout. */
   execTimeoutMs: 120_000,
   /** Cap on stdout and on stderr kept per call (each). */

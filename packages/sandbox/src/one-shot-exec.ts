@@ -2,9 +2,11 @@ import { randomBytes } from "node:crypto";
 import type { Duplex } from "node:stream";
 import type Docker from "dockerode";
 import { Defaults } from "./defaults.js";
+import { type ExecUser, userSpec } from "./exec-user.js";
 import { FrameDecoder, StreamType } from "./frames.js";
+import { exactEntry, KillScript, type KillSelection, killArguments } from "./kill-script.js";
 import { OutputBuffer } from "./output.js";
-import { ExecMarker, KillScript } from "./shell-scripts.js";
+import { ExecMarker } from "./shell-scripts.js";
 import type { ExecResult } from "./types.js";
 
 /** Options of one `docker exec` round trip. */
@@ -14,8 +16,19 @@ export interface OneShotOptions {
   readonly signal?: AbortSignal | undefined;
   readonly cwd?: string | undefined;
   readonly env?: Readonly<Record<string, string>> | undefined;
-  /** Kill the process in the container on timeout/abort (off for the killer itself). */
+  /**
+   * Mark the exec's processes and kill them on timeout/abort (default). Off for the
+   * gateway's own housekeeping (the killer itself, the uid claim): those are bounded
+   * scripts, and unmarked they never match a kill aimed at user processes.
+   */
   readonly killOnStop?: boolean;
+  /** Who the exec runs as (`User: "uid:gid"`); default the image's user. */
+  readonly user?: ExecUser | undefined;
+  /**
+   * Who may kill the exec's processes when its own uid cannot (the kill exec fails, e.g.
+   * the uid is at its process limit): this user then kills every process of the exec's uid.
+   */
+  readonly rescuer?: ExecUser | undefined;
 }
 
 export function randomHex(bytes: number): string {
@@ -25,8 +38,10 @@ export function randomHex(bytes: number): string {
 /**
  * Runs `argv` once with `docker exec` (Tty false, stdout/stderr demultiplexed). Every
  * process it starts carries `MEDIAGATE_EXEC=<id>`: Docker has no exec-kill API, so a
- * timeout or abort kills them through a second exec running {@link KillScript}.
- * Errors from `exec`/`start` (404 missing container, 409 not running) propagate.
+ * timeout or abort kills them through a second exec running {@link KillScript} as the
+ * same user (reading another uid's environment needs `CAP_SYS_PTRACE`, which no sandbox
+ * process has). Errors from `exec`/`start` (404 missing container, 409 not running)
+ * propagate.
  */
 export async function execOnce(
   docker: Docker,
@@ -49,7 +64,8 @@ export async function execOnce(
   });
   if (options.signal?.aborted) return result(-1, false, true);
 
-  const marker = `${ExecMarker}=${randomHex(8)}`;
+  const killOnStop = options.killOnStop !== false;
+  const markerId = randomHex(8);
   const env = Object.entries(options.env ?? {}).map(([name, value]) => `${name}=${value}`);
   const container = docker.getContainer(containerId);
   const exec = await container.exec({
@@ -58,8 +74,9 @@ export async function execOnce(
     AttachStdout: true,
     AttachStderr: true,
     Tty: false,
-    Env: [...env, marker],
+    Env: killOnStop ? [...env, `${ExecMarker}=${markerId}`] : env,
     ...(options.cwd === undefined ? {} : { WorkingDir: options.cwd }),
+    ...(options.user === undefined ? {} : { User: userSpec(options.user) }),
   });
   const stream = (await exec.start({
     hijack: true,
@@ -94,9 +111,7 @@ export async function execOnce(
   try {
     await Promise.race([ended, stopped]);
     if (stopReason !== undefined) {
-      if (options.killOnStop !== false) {
-        await killMarked(docker, containerId, marker).catch(() => 0);
-      }
+      if (killOnStop) await killExec(docker, containerId, markerId, options);
       await Promise.race([ended, delay(Defaults.killGraceMs)]);
       stream.destroy();
     }
@@ -108,24 +123,53 @@ export async function execOnce(
   return result(exitCode, stopReason === "timeout", stopReason === "abort");
 }
 
-/**
- * Kills every process of a group inside the container (see {@link KillScript}): those
- * whose environment holds `marker` (`NAME=value`), and the children of `parentPid`.
- * Returns how many processes were killed.
- */
-export async function killMarked(
+/** Kills a stopped one-shot exec's processes: by its marker, else every process of its uid. */
+async function killExec(
   docker: Docker,
   containerId: string,
-  marker: string,
-  parentPid?: number,
+  markerId: string,
+  options: OneShotOptions,
+): Promise<void> {
+  const marked = { environ: exactEntry(ExecMarker, markerId) };
+  try {
+    await killProcesses(docker, containerId, marked, options.user);
+  } catch {
+    const uid = options.user?.uid;
+    if (uid === undefined || uid === 0 || options.rescuer === undefined) return;
+    await killProcesses(
+      docker,
+      containerId,
+      { uids: { min: uid, max: uid } },
+      options.rescuer,
+    ).catch(() => 0);
+  }
+}
+
+/**
+ * Kills every process of a selection inside the container (see {@link KillScript}),
+ * running the killer as `user` (default the image's user). Returns how many processes were
+ * killed; throws when the killer could not run to its end (so the caller can try another
+ * way, e.g. as root when the session's uid is at its process limit).
+ */
+export async function killProcesses(
+  docker: Docker,
+  containerId: string,
+  selection: KillSelection,
+  user?: ExecUser,
 ): Promise<number> {
-  const argv = ["sh", "-c", KillScript, "mediagate-kill", marker, parentPid?.toString() ?? ""];
+  const argv = ["sh", "-c", KillScript, "mediagate-kill", ...killArguments(selection)];
   const outcome = await execOnce(docker, containerId, argv, {
     timeoutMs: Defaults.operationTimeoutMs,
     killOnStop: false,
+    user,
   });
-  const count = Number.parseInt(outcome.stdout.trim(), 10);
-  return Number.isNaN(count) ? 0 : count;
+  const answer = outcome.stdout.trim();
+  if (outcome.exitCode !== 0 || !/^\d+$/.test(answer)) {
+    throw new Error(
+      `the kill exec failed (exit code ${outcome.exitCode}): ${outcome.stderr.trim().slice(0, 200)}`,
+    );
+  }
+  return Number.parseInt(answer, 10);
 }
 
 /** Exit code once Docker has recorded it (the stream can end a moment before). */

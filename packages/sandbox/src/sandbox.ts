@@ -9,6 +9,7 @@ import { dockerOf } from "./docker-client.js";
 import { guarded, isNotFound, withTimeout } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
 import { SandboxError } from "./errors.js";
+import { OneShotUser, SessionHome, type UserMode, userModeOf } from "./exec-user.js";
 import { IdleSlots } from "./idle-slots.js";
 import { installIdOf } from "./install.js";
 import { listProfileContainers, removeOwnContainer } from "./inventory.js";
@@ -19,6 +20,7 @@ import { execOnce } from "./one-shot-exec.js";
 import { provisionContainer } from "./provision.js";
 import { sandboxRootsOf, sweepOrphans } from "./reaper.js";
 import { isGone, SessionShells } from "./session-shells.js";
+import { SessionUmask } from "./shell-scripts.js";
 import { slotDirectoryFor } from "./slot-key.js";
 import type {
   ContainerFile,
@@ -92,6 +94,7 @@ export class Sandbox {
   readonly #handles = new Map<string, string>();
   readonly #slotLocks = new KeyedLock();
   readonly #shells: SessionShells;
+  readonly #users: UserMode;
   readonly #pending = new Set<Promise<unknown>>();
   /** Idle cleanup of non-persistent slots; `undefined` for persistent settings. */
   readonly #idle: IdleSlots | undefined;
@@ -111,7 +114,8 @@ export class Sandbox {
     this.install = installIdOf(options.rootHome);
     this.#now = options.now ?? Date.now;
     this.#bound = { timeoutMs: options.operationTimeoutMs ?? Defaults.operationTimeoutMs };
-    this.#shells = new SessionShells(this.#docker, options.onWarning);
+    this.#users = userModeOf(options.settings);
+    this.#shells = new SessionShells(this.#docker, this.#users, options.onWarning);
     if (!options.settings.persistent) {
       const idleMs = options.idleCleanupMs ?? options.settings.lifetimeSeconds * 1000;
       this.#idle = new IdleSlots(idleMs, (slot) => {
@@ -192,16 +196,34 @@ export class Sandbox {
   /**
    * One-shot exec in the slot's container: a string runs under `sh -c`, an array as argv.
    * Timeout/abort kill every process the exec started. Default timeout 120 s, output cap
-   * 1 MiB per stream.
+   * 1 MiB per stream. In per-session mode it runs as the dedicated one-shot uid
+   * (`Defaults.sessionUidBase`, group `Defaults.sandboxGid`, `HOME=/root`; a string command
+   * with umask 002, an argv with the image's): never root, and never a session's uid, so
+   * it cannot touch any session's state.
    */
   async exec(
     slot: string,
     command: string | string[],
     opts: ExecOptions = {},
   ): Promise<ExecResult> {
-    const argv = typeof command === "string" ? ["sh", "-c", command] : command;
+    if (!this.#users.perSession) {
+      const argv = typeof command === "string" ? ["sh", "-c", command] : command;
+      return this.#withContainer("exec", slot, (id) =>
+        execOnce(this.#docker, id, argv, { ...opts, killOnStop: true }),
+      );
+    }
+    // Same line, so the command's own line numbers in error messages stay as they were.
+    const argv =
+      typeof command === "string" ? ["sh", "-c", `umask ${SessionUmask}; ${command}`] : command;
+    const env = { ...SessionHome, ...opts.env };
     return this.#withContainer("exec", slot, (id) =>
-      execOnce(this.#docker, id, argv, { ...opts, killOnStop: true }),
+      execOnce(this.#docker, id, argv, {
+        ...opts,
+        env,
+        killOnStop: true,
+        user: OneShotUser,
+        rescuer: this.#users.housekeeper,
+      }),
     );
   }
 
@@ -235,6 +257,31 @@ export class Sandbox {
     return this.#guard("killSession", "*", () =>
       this.#shells.kill(sessionKey, this.#handles.values()),
     );
+  }
+
+  /**
+   * Kills every process any session (of any profile or gateway process) or one-shot exec
+   * started in the slot's running container, never the container itself; what `/stop all`
+   * does. In per-session mode that is every process of a sandbox uid, killed by root, so a
+   * fork loop at its process limit cannot outrun it. This sandbox's shells in the slot are
+   * closed (they reopen, with their state, on the next call). Returns how many processes
+   * were killed; 0 when the slot has no running container.
+   */
+  async killSlot(slot: string): Promise<number> {
+    return this.#guard("killSlot", slot, async () => {
+      const ids = new Set<string>();
+      const held = this.#handles.get(slot);
+      if (held !== undefined) ids.add(held);
+      const found = await findSlotContainers(this.#docker, this.#owner, slot, this.#bound);
+      for (const c of found) if (c.State === "running") ids.add(c.Id);
+      let killed = 0;
+      try {
+        for (const id of ids) killed += await this.#shells.killAll(id);
+      } finally {
+        this.#shells.closeSlot(slot);
+      }
+      return killed;
+    });
   }
 
   /** The slot's container and its state; `undefined` when the slot has none. */

@@ -2,8 +2,10 @@ import type { Duplex } from "node:stream";
 import type Docker from "dockerode";
 import { Defaults } from "./defaults.js";
 import { withTimeout } from "./docker-errors.js";
+import { type ExecUser, RootUser, SessionHome, userSpec } from "./exec-user.js";
 import { FrameDecoder, StreamType } from "./frames.js";
-import { delay, execOnce, killMarked, randomHex } from "./one-shot-exec.js";
+import { exactEntry } from "./kill-script.js";
+import { delay, execOnce, killProcesses, randomHex } from "./one-shot-exec.js";
 import { MarkerScanner, OutputBuffer } from "./output.js";
 import {
   CommandMarker,
@@ -11,6 +13,7 @@ import {
   controllerCommand,
   controllerInit,
   SessionMarker,
+  SessionUmask,
 } from "./shell-scripts.js";
 import type { ExecOptions, ExecResult } from "./types.js";
 
@@ -28,6 +31,9 @@ interface Running {
  * never runs user code itself; a warm call costs one fork instead of a `docker exec`.
  * Non-exported variables, functions and aliases do not carry over between calls.
  *
+ * With a session `user` (per-session mode) the controller, and so every command, runs as
+ * that uid with `HOME=/root` and umask 002; without one, as the image's user.
+ *
  * Timeout/abort kills the command's processes (the controller's children, their
  * descendants and everything marked with the command's id) and keeps the shell. Commands
  * must be serialised by the caller; {@link SessionShell.run} assumes one at a time.
@@ -37,12 +43,20 @@ export class SessionShell {
   readonly sessionHash: string;
   readonly #docker: Docker;
   readonly #stream: Duplex;
+  readonly #user: ExecUser | undefined;
   #controllerPid = 0;
   #alive = true;
   #running: Running | undefined;
 
-  private constructor(docker: Docker, containerId: string, sessionHash: string, stream: Duplex) {
+  private constructor(
+    docker: Docker,
+    containerId: string,
+    sessionHash: string,
+    stream: Duplex,
+    user: ExecUser | undefined,
+  ) {
     this.#docker = docker;
+    this.#user = user;
     this.containerId = containerId;
     this.sessionHash = sessionHash;
     this.#stream = stream;
@@ -67,14 +81,17 @@ export class SessionShell {
     docker: Docker,
     containerId: string,
     sessionHash: string,
+    user?: ExecUser,
   ): Promise<SessionShell> {
+    const home = user === undefined ? [] : [`HOME=${SessionHome.HOME}`];
     const exec = await docker.getContainer(containerId).exec({
       Cmd: ["sh"],
       AttachStdin: true,
       AttachStdout: true,
       AttachStderr: true,
       Tty: false,
-      Env: [`${SessionMarker}=${sessionHash}`],
+      Env: [`${SessionMarker}=${sessionHash}`, ...home],
+      ...(user === undefined ? {} : { User: userSpec(user) }),
     });
     const stream = (await exec.start({
       hijack: true,
@@ -82,7 +99,7 @@ export class SessionShell {
       Detach: false,
       Tty: false,
     })) as Duplex;
-    const shell = new SessionShell(docker, containerId, sessionHash, stream);
+    const shell = new SessionShell(docker, containerId, sessionHash, stream, user);
     try {
       await withTimeout(shell.#start(), Defaults.shellOpenTimeoutMs, "opening the session shell");
     } catch (error) {
@@ -108,7 +125,8 @@ export class SessionShell {
     err.trailer = "";
     await new Promise<void>((resolve) => {
       this.#running = { out, err, settle: resolve };
-      this.#stream.write(controllerInit(this.sessionHash, ready));
+      const umask = this.#user === undefined ? undefined : SessionUmask;
+      this.#stream.write(controllerInit(this.sessionHash, ready, umask));
     });
     this.#running = undefined;
     const pid = Number.parseInt(out.trailer?.trim() ?? "", 10);
@@ -159,12 +177,7 @@ export class SessionShell {
       if (sent) this.#stream.write(controllerCommand(spec, end));
       await Promise.race([finished, stop]);
       if (sent && stopReason !== undefined && running !== undefined && !running.out.done) {
-        await killMarked(
-          this.#docker,
-          this.containerId,
-          `${CommandMarker}=${spec.commandId}`,
-          this.#controllerPid,
-        ).catch(() => 0);
+        await this.#kill(spec.commandId);
         await Promise.race([finished, delay(Defaults.killGraceMs)]);
         if (!(running.out.done && running.err.done)) await this.#breakDown();
       }
@@ -187,12 +200,33 @@ export class SessionShell {
     };
   }
 
+  /**
+   * Kills one command's processes, keeping the controller: its children (and theirs) and
+   * everything marked with the command's id. The marker scan reads environments, which only
+   * the session's own uid may do, so it runs as that uid; when that exec fails (the uid is
+   * at its process limit and cannot fork) root kills the controller's process tree by the
+   * world-readable `/proc/<pid>/stat`, then the marker scan is tried once more.
+   */
+  async #kill(commandId: string): Promise<void> {
+    const marked = { environ: exactEntry(CommandMarker, commandId) };
+    const tree = { childrenOf: this.#controllerPid };
+    try {
+      await killProcesses(this.#docker, this.containerId, { ...marked, ...tree }, this.#user);
+      return;
+    } catch {
+      if (this.#user === undefined) return;
+    }
+    await killProcesses(this.#docker, this.containerId, tree, RootUser).catch(() => 0);
+    await killProcesses(this.#docker, this.containerId, marked, this.#user).catch(() => 0);
+  }
+
   /** A command did not come back after its kill: give up on this shell. */
   async #breakDown(): Promise<void> {
     this.#alive = false;
     if (this.#controllerPid > 0) {
       const argv = ["kill", "-9", String(this.#controllerPid)];
-      await execOnce(this.#docker, this.containerId, argv, { killOnStop: false }).catch(
+      const user = this.#user === undefined ? undefined : RootUser;
+      await execOnce(this.#docker, this.containerId, argv, { killOnStop: false, user }).catch(
         () => undefined,
       );
     }

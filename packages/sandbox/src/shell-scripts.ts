@@ -4,8 +4,14 @@
  * elsewhere (`grep`, `mkdir`), so any image with a POSIX `sh` works.
  */
 
-/** Directory inside the container holding one state file per session (cwd + exports). */
-export const StateDir = "/tmp/.mediagate";
+/**
+ * The gateway's own directory inside the container, root-owned `0711`: nobody else can
+ * create or list entries in it. `s/<session hash>/` holds a session's state, `0700` and
+ * owned by the session's uid; `uid/` is the registry of claimed session uids (root only).
+ */
+export const RegistryDir = "/run/mediagate";
+/** Directory of the per-session state directories. */
+export const StateDir = `${RegistryDir}/s`;
 
 /** Single-quotes a string for sh. NUL bytes cannot reach a shell and are dropped. */
 export function shellQuote(value: string): string {
@@ -19,21 +25,40 @@ export const CommandMarker = "MEDIAGATE_CMD";
 /** Env var marking every process of one one-shot exec. */
 export const ExecMarker = "MEDIAGATE_EXEC";
 
+/** The directory only the session's uid may enter, holding its state file. */
+export function stateDirectory(sessionHash: string): string {
+  return `${StateDir}/${sessionHash}`;
+}
+
+/** The session's cwd and exports, sourced by every command of the session. */
 export function stateFile(sessionHash: string): string {
-  return `${StateDir}/${sessionHash}.env`;
+  return `${stateDirectory(sessionHash)}/env`;
 }
 
 /**
- * Sent once to a fresh controller shell: creates the session's state file from the
- * container's environment unless an earlier shell left one (so cwd and exports survive a
- * shell restart and `/stop`), empties the controller's own environment (so an `unset` in
+ * Makes `$__mg_s` name the state file and creates the file from the current environment
+ * unless an earlier shell left one. The directory exists already in per-session mode (the
+ * housekeeping made it for the uid); in root mode the shell makes it.
+ */
+function openState(sessionHash: string): string {
+  const dir = shellQuote(stateDirectory(sessionHash));
+  return `__mg_s=${shellQuote(stateFile(sessionHash))}
+[ -d ${dir} ] || (umask 077 && mkdir -p ${dir}) 2>/dev/null
+if [ ! -f "$__mg_s" ]; then export PWD; export -p >"$__mg_s"; fi`;
+}
+
+/** What every command of a per-session uid starts with: group-writable files by default. */
+export const SessionUmask = "002";
+
+/**
+ * Sent once to a fresh controller shell: sets the umask (per-session mode), creates the
+ * session's state file from the container's environment unless an earlier shell left one
+ * (so cwd and exports survive a shell restart and `/stop`), empties the controller's own environment (so an `unset` in
  * a command sticks: each command's environment is exactly the state file), and reports
  * the controller's pid after `ready`.
  */
-export function controllerInit(sessionHash: string, ready: string): string {
-  return `__mg_s=${shellQuote(stateFile(sessionHash))}
-mkdir -p ${StateDir} 2>/dev/null
-if [ ! -f "$__mg_s" ]; then export PWD; export -p >"$__mg_s"; fi
+export function controllerInit(sessionHash: string, ready: string, umask?: string): string {
+  return `${umask === undefined ? "" : `umask ${umask}\n`}${openState(sessionHash)}
 export -p >"$__mg_s.boot"
 while IFS= read -r __mg_l; do case $__mg_l in "export "*=*) __mg_n=\${__mg_l#export }; unset "\${__mg_n%%=*}" 2>/dev/null;; esac; done <"$__mg_s.boot"
 printf '%s %s\\n' ${shellQuote(ready)} "$$"
@@ -89,67 +114,7 @@ printf '%s%s\\n' ${marker} "$?"; printf '%s\\n' ${marker} >&2
 }
 
 /** The same command as a one-shot `sh -c` script (fallback when the shell is unusable). */
-export function oneShotCommand(spec: CommandSpec): string {
-  return `__mg_s=${shellQuote(stateFile(spec.sessionHash))}
-mkdir -p ${StateDir} 2>/dev/null
-if [ ! -f "$__mg_s" ]; then export PWD; export -p >"$__mg_s"; fi
+export function oneShotCommand(spec: CommandSpec, umask?: string): string {
+  return `${umask === undefined ? "" : `umask ${umask}\n`}${openState(spec.sessionHash)}
 ${commandSubshell(spec)}`;
 }
-
-/**
- * Kills a group of processes: every process whose environment holds `$1` (a marker such
- * as `MEDIAGATE_CMD=<id>`), every child of pid `$2` (the session's controller shell, which
- * itself is spared), and, transitively, their children and the members of process groups
- * they lead. Candidates are stopped first and re-scanned until the set is stable, so a
- * forking loop cannot outrun it, then killed with SIGKILL. Prints how many were killed.
- */
-export const KillScript = `m=$1; parent=$2; me=$$; nl='
-'
-snapshot() {
-  table=""
-  for d in /proc/[0-9]*; do
-    p=\${d#/proc/}
-    [ "$p" = "$me" ] && continue
-    { read -r l <"$d/stat"; } 2>/dev/null || continue
-    l=\${l##*) }
-    set -- $l
-    table="$table$p $2 $3$nl"
-  done
-}
-grow() {
-  for f in $(grep -lzxF "$m" /proc/[0-9]*/environ 2>/dev/null); do
-    p=\${f#/proc/}; p=\${p%/environ}
-    case "$sel" in *" $p "*) continue ;; esac
-    [ "$p" = "$me" ] || [ "$p" = 1 ] || [ "$p" = "$parent" ] || sel="$sel$p "
-  done
-  changed=1
-  while [ -n "$changed" ]; do
-    changed=
-    IFS=$nl
-    for row in $table; do
-      IFS=' '
-      set -- $row
-      case "$sel" in *" $1 "*) continue ;; esac
-      [ "$1" = 1 ] || [ "$1" = "$parent" ] || [ "$1" = "$me" ] && continue
-      if [ -n "$parent" ] && [ "$2" = "$parent" ]; then sel="$sel$1 "; changed=1; continue; fi
-      case "$sel" in *" $2 "*|*" $3 "*) sel="$sel$1 "; changed=1 ;; esac
-    done
-    IFS=' '
-  done
-}
-sel=" "
-snapshot; grow
-if [ "$sel" = " " ]; then echo 0; exit 0; fi
-round=0
-while [ $round -lt 5 ]; do
-  before=$sel
-  kill -STOP $sel 2>/dev/null
-  snapshot; grow
-  [ "$sel" = "$before" ] && break
-  round=$((round + 1))
-done
-kill -KILL $sel 2>/dev/null
-kill -CONT $sel 2>/dev/null
-set -- $sel
-echo $#
-`;

@@ -60,6 +60,21 @@ export interface SandboxSettings {
   readonly volumes: readonly string[];
   /** Trimmed shared key; empty string means strict per-profile isolation. */
   readonly sharedKey: string;
+  /**
+   * Who runs commands in the container. `"per-session"` (default): every chat session gets
+   * its own uid (group `Defaults.sandboxGid`), so sessions cannot read each other's shell
+   * state, environment or processes, and nothing they make is owned by root; the container
+   * keeps root only for the gateway's own housekeeping, with four capabilities. `"root"`:
+   * everything runs as the image's user (root) with no capabilities, for images that need
+   * it; sessions are not isolated from each other.
+   */
+  readonly user: "per-session" | "root";
+  /**
+   * Per-session mode: the most processes one session's uid may have at once (RLIMIT_NPROC,
+   * counted per uid across the whole host), so a fork loop in one session leaves room for
+   * the others under `pidsLimit`. Default 128.
+   */
+  readonly sessionProcessLimit: number;
 }
 
 export interface ExecOptions {

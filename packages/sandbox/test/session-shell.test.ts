@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dockerOf } from "../src/docker-client.js";
 import { connectDocker, type Sandbox, sessionHash } from "../src/index.js";
 import { execOnce } from "../src/one-shot-exec.js";
+import { sessionUser } from "../src/session-user.js";
 import { oneShotCommand } from "../src/shell-scripts.js";
 import {
   eventually,
@@ -147,11 +148,9 @@ describe("session shell", () => {
     const pidAlive = async (pid: string) =>
       (await processList(containerId)).some((line) => line.trim().split(/\s+/)[0] === pid);
     expect(await pidAlive(oldPid)).toBe(true);
-    await execIn(containerId, [
-      "sh",
-      "-c",
-      `for f in $(grep -lzx MEDIAGATE_SESSION=${sessionHash("phoenix")} /proc/[0-9]*/environ); do p=\${f#/proc/}; kill -9 \${p%/environ}; done`,
-    ]);
+    // Root in the container cannot read a session uid's environment (no CAP_SYS_PTRACE), so
+    // the controller is killed by its pid (`$$` of a command is the controller's).
+    await execIn(containerId, ["kill", "-9", oldPid]);
     expect(await eventually(async () => !(await pidAlive(oldPid)))).toBe(true);
     const result = await sandbox.run("shell", "phoenix", 'pwd; echo "$KEEP"; echo $$');
     const [cwd, keep, newPid] = result.stdout.split("\n");
@@ -169,7 +168,9 @@ describe("session shell", () => {
       sessionHash: sessionHash("fallback"),
       commandId: "0123456789abcdef",
     });
-    const viaOneShot = await execOnce(dockerOf(connectDocker()), containerId, ["sh", "-c", script]);
+    const docker = dockerOf(connectDocker());
+    const user = await sessionUser(docker, containerId, sessionHash("fallback"), false);
+    const viaOneShot = await execOnce(docker, containerId, ["sh", "-c", script], { user });
     expect(viaOneShot.stdout).toBe("/tmp\nshell\n");
     expect((await sandbox.run("shell", "fallback", 'pwd; echo "$VIA"')).stdout).toBe(
       "/\noneshot\n",

@@ -3,9 +3,11 @@ import { parseCommand } from "./parse.js";
 
 describe("parseCommand", () => {
   it.each([
-    ["/stop", { name: "stop" }],
-    ["  /STOP  ", { name: "stop" }],
-    ["/stop@mediagate_bot", { name: "stop" }],
+    ["/stop", { name: "stop", all: false }],
+    ["  /STOP  ", { name: "stop", all: false }],
+    ["/stop@mediagate_bot", { name: "stop", all: false }],
+    ["/stop all", { name: "stop", all: true }],
+    ["/stop@mediagate_bot ALL", { name: "stop", all: true }],
     ["/reset", { name: "reset", confirm: false }],
     ["/reset confirm", { name: "reset", confirm: true }],
     ["/reset@bot CONFIRM", { name: "reset", confirm: true }],
@@ -19,6 +21,8 @@ describe("parseCommand", () => {
     "stop",
     "/stopper",
     "/stop now",
+    "/stop all now",
+    "/stopall",
     "/reset everything",
     "echo /stop",
     "/status x",

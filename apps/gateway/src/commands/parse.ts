@@ -1,13 +1,13 @@
 /** The admin commands the gateway handles itself, ahead of the session queue. */
 export type AdminCommand =
-  | { readonly name: "stop" }
+  | { readonly name: "stop"; readonly all: boolean }
   | { readonly name: "reset"; readonly confirm: boolean }
   | { readonly name: "status" };
 
 /**
- * Recognizes `/stop`, `/reset`, `/reset confirm` and `/status` (case-insensitive, with an
- * optional Telegram `@botname` suffix). Anything else — other slash commands included — is a
- * message for the agent.
+ * Recognizes `/stop`, `/stop all`, `/reset`, `/reset confirm` and `/status`
+ * (case-insensitive, with an optional Telegram `@botname` suffix). Anything else — other
+ * slash commands included — is a message for the agent.
  */
 export function parseCommand(text: string): AdminCommand | undefined {
   const match = /^\/(stop|reset|status)(?:@[A-Za-z0-9_]+)?(?:\s+(\S+))?\s*$/i.exec(text.trim());
@@ -18,6 +18,10 @@ export function parseCommand(text: string): AdminCommand | undefined {
     if (arg !== undefined && arg !== "confirm") return undefined;
     return { name, confirm: arg === "confirm" };
   }
+  if (name === "stop") {
+    if (arg !== undefined && arg !== "all") return undefined;
+    return { name, all: arg === "all" };
+  }
   if (arg !== undefined) return undefined;
-  return name === "stop" ? { name } : { name: "status" };
+  return { name: "status" };
 }

@@ -1,5 +1,6 @@
 import type { PipelineRuntime, PipelineServices } from "../pipeline/types.js";
 import { sandboxProblemOf } from "../runtime/sandbox-errors.js";
+import { SlotRegistry } from "../runtime/slot-registry.js";
 
 /** What /stop did. */
 export interface StopSummary {
@@ -64,5 +65,67 @@ export function describeStop(summary: StopSummary): string {
   if (summary.removedContainer) done.push("removed the session's container");
   const head =
     done.length > 0 ? `🛑 Stopped: ${done.join(", ")}.` : "Nothing was running for this session.";
+  return summary.problems.length > 0 ? `${head} ⚠️ ${summary.problems.join("; ")}.` : head;
+}
+
+/** What /stop all did. */
+export interface SlotStopSummary {
+  readonly slot: string;
+  /** Sessions this process knows on the slot whose running turn was aborted. */
+  readonly abortedTurns: number;
+  readonly droppedMessages: number;
+  /** Processes killed in the slot's container; `undefined` when Docker failed. */
+  readonly killedProcesses: number | undefined;
+  readonly problems: readonly string[];
+}
+
+/**
+ * `/stop all`: for every session this process has seen on the sender's slot (across
+ * profiles for a `shared:` slot), drops its queued messages and aborts its running turn;
+ * then kills every process any session started in the slot's container (sessions of other
+ * gateway processes too), leaving the container and everyone's files in place. The one way
+ * out of a fork loop started by another session.
+ */
+export async function stopSlot(
+  runtime: PipelineRuntime,
+  services: PipelineServices,
+  sessionKey: string,
+): Promise<SlotStopSummary> {
+  const slot = runtime.slotFor(sessionKey);
+  const sessions = services.slots.sessions(
+    SlotRegistry.slotId(runtime.profile.name, slot),
+    sessionKey,
+  );
+  let droppedMessages = 0;
+  let abortedTurns = 0;
+  const reason = new Error("stopped by /stop all");
+  for (const key of sessions) {
+    droppedMessages += services.queue.dropQueued(key);
+    if (services.queue.abortRunning(key, reason)) abortedTurns += 1;
+  }
+  const problems: string[] = [];
+  let killedProcesses: number | undefined;
+  try {
+    killedProcesses = await runtime.sandbox.killSlot(slot);
+  } catch (error) {
+    problems.push(problemText(error));
+  }
+  return { slot, abortedTurns, droppedMessages, killedProcesses, problems };
+}
+
+/** The chat line for a {@link SlotStopSummary}. */
+export function describeSlotStop(summary: SlotStopSummary): string {
+  const done: string[] = [];
+  if (summary.killedProcesses !== undefined) {
+    done.push(`killed ${summary.killedProcesses} process(es)`);
+  }
+  if (summary.abortedTurns > 0) done.push(`aborted ${summary.abortedTurns} running turn(s)`);
+  if (summary.droppedMessages > 0) {
+    done.push(`dropped ${summary.droppedMessages} queued message(s)`);
+  }
+  const head =
+    done.length > 0
+      ? `🛑 Stopped everything in slot ${summary.slot}: ${done.join(", ")}.`
+      : `Nothing was stopped in slot ${summary.slot}.`;
   return summary.problems.length > 0 ? `${head} ⚠️ ${summary.problems.join("; ")}.` : head;
 }

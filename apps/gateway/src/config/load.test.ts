@@ -58,6 +58,31 @@ describe("resolveConfig", () => {
     expect(error.issues).toHaveLength(1);
   });
 
+  it("runs sessions as their own users by default and names a bad user mode or limit", () => {
+    const [defaults] = resolveConfig({}, { env }).profiles;
+    expect(defaults?.sandbox).toMatchObject({ user: "per-session", sessionProcessLimit: 128 });
+    const set = resolveConfig(
+      { profiles: [{ name: "default", sandbox: { user: "root", sessionProcessLimit: 64 } }] },
+      { env },
+    );
+    expect(set.profiles[0]?.sandbox).toMatchObject({ user: "root", sessionProcessLimit: 64 });
+    const error = errorOf({
+      profiles: [{ name: "default", sandbox: { user: "nobody", sessionProcessLimit: 2 } }],
+    });
+    expect(error.message).toContain(
+      'profiles[0].sandbox.user: got "nobody", expected one of "per-session", "root"',
+    );
+    expect(error.message).toContain(
+      "profiles[0].sandbox.sessionProcessLimit: got 2, expected a whole number of processes, at least 8",
+    );
+    const fraction = errorOf({
+      profiles: [{ name: "default", sandbox: { sessionProcessLimit: 1.5 } }],
+    });
+    expect(fraction.message).toContain(
+      "profiles[0].sandbox.sessionProcessLimit: got 1.5, expected",
+    );
+  });
+
   it("takes a tmpfs filesystem and names a bad one", () => {
     const ok = resolveConfig(
       { profiles: [{ name: "default", sandbox: { filesystem: "tmpfs" } }] },

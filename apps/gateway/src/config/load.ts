@@ -136,6 +136,8 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
     pidsLimit: s.pidsLimit ?? d.pidsLimit,
     volumes: s.volumes ?? [],
     sharedKey: (s.sharedKey ?? d.sharedKey).trim(),
+    user: s.user ?? d.user,
+    sessionProcessLimit: s.sessionProcessLimit ?? d.sessionProcessLimit,
   };
   const agent: AgentSettings =
     entry.agent?.kind === "openai"

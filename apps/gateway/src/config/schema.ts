@@ -33,6 +33,9 @@ const agentSchema = z.discriminatedUnion("kind", [
   }),
 ]);
 
+/** Below this a session could not even run its shell, a command and a kill exec. */
+const SessionProcessLimitMin = 8;
+
 const volumeSpec = z.string().regex(/^\/[^:]*:\/[^:]*(:(ro|rw))?$/, {
   error: 'a volume "/host/path:/container/path[:ro|rw]"',
 });
@@ -50,6 +53,16 @@ const sandboxSchema = z.strictObject({
   pidsLimit: positiveInt.optional(),
   volumes: z.array(volumeSpec).optional(),
   sharedKey: z.string().optional(),
+  user: z
+    .enum(["per-session", "root"], { error: 'a user mode: "per-session" or "root"' })
+    .optional(),
+  sessionProcessLimit: z
+    .number()
+    .int({ error: "a whole number of processes" })
+    .min(SessionProcessLimitMin, {
+      error: `a whole number of processes, at least ${SessionProcessLimitMin} (a session's shell, its command and the gateway's kill need a few)`,
+    })
+    .optional(),
 });
 
 const profileSchema = z.strictObject({

@@ -1,11 +1,11 @@
 import { parseCommand } from "../commands/parse.js";
 import { describeResetConfirm, resetSession } from "../commands/reset.js";
 import { describeStatus } from "../commands/status.js";
-import { describeStop, stopSession } from "../commands/stop.js";
+import { describeSlotStop, describeStop, stopSession, stopSlot } from "../commands/stop.js";
 import { type Middleware, say, sessionOf } from "./types.js";
 
 /**
- * Step 3: `/stop`, `/reset [confirm]` and `/status` are handled here, at once, bypassing the
+ * Step 3: `/stop [all]`, `/reset [confirm]` and `/status` are handled here, at once, bypassing the
  * session queue (so /stop reaches a session whose turn is running). They are for admins: anyone
  * else gets a clear refusal and nothing happens. Other messages continue to the agent turn.
  */
@@ -22,7 +22,12 @@ export const handleCommands: Middleware = async (ctx, next) => {
   ctx.log.info({ command }, "admin command");
   switch (command.name) {
     case "stop":
-      await say(ctx, describeStop(await stopSession(runtime, services, session.sessionKey)));
+      await say(
+        ctx,
+        command.all
+          ? describeSlotStop(await stopSlot(runtime, services, session.sessionKey))
+          : describeStop(await stopSession(runtime, services, session.sessionKey)),
+      );
       return;
     case "reset": {
       const result = await resetSession(runtime, services, session.sessionKey, command.confirm);

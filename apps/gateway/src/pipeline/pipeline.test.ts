@@ -74,6 +74,10 @@ function recordingSandbox(calls: string[]): SandboxOps {
       calls.push(`killSession ${sessionKey}`);
       return 0;
     },
+    killSlot: async (slot) => {
+      calls.push(`killSlot ${slot}`);
+      return 7;
+    },
     cleanup: async (slot, opts) => {
       calls.push(`cleanup ${slot} ${JSON.stringify(opts)}`);
     },
@@ -276,7 +280,7 @@ describe("message pipeline", () => {
   });
 
   it("a non-admin using /stop, /reset or /status is refused and nothing happens", async () => {
-    for (const command of ["/stop", "/reset", "/reset confirm", "/status"]) {
+    for (const command of ["/stop", "/stop all", "/reset", "/reset confirm", "/status"]) {
       const calls: string[] = [];
       const channel = new RecordingChannel();
       const runtime = testRuntime(echoAgent([]), calls);
@@ -318,6 +322,41 @@ describe("message pipeline", () => {
     expect(calls).toContain(
       'cleanup session:agent:t:telegram:dm:1 {"force":true,"deleteDirs":true}',
     );
+  });
+
+  it("/stop all from an admin aborts every turn on the slot, drops their queues and kills the slot", async () => {
+    const services = testServices();
+    const calls: string[] = [];
+    const started: string[] = [];
+    let bothStarted!: () => void;
+    const running = new Promise<void>((r) => {
+      bothStarted = r;
+    });
+    const agent: Agent = {
+      kind: "shell",
+      runTurn: (input) =>
+        new Promise((_resolve, reject) => {
+          started.push(input.sessionKey);
+          if (started.length === 2) bothStarted();
+          input.signal.addEventListener("abort", () => reject(new Error("aborted")));
+        }),
+    };
+    const runtime = testRuntime(agent, calls);
+    const channel = new RecordingChannel();
+    const turns = [
+      handleMessage(testContext(runtime, services, channel, "sleep 1000", "2")),
+      handleMessage(testContext(runtime, services, channel, "echo later", "2")),
+      handleMessage(testContext(runtime, services, channel, "sleep 1000", "1")),
+    ];
+    await running;
+    await handleMessage(testContext(runtime, services, channel, "/stop all", "1"));
+    await Promise.all(turns);
+    expect(channel.texts).toEqual([
+      "🛑 Stopped everything in slot profile:t: killed 7 process(es), aborted 2 running turn(s), dropped 1 queued message(s).",
+    ]);
+    expect(channel.replies).toEqual([]);
+    expect(calls).toContain("killSlot profile:t");
+    expect(calls.some((c) => c.startsWith("killSession") || c.startsWith("cleanup"))).toBe(false);
   });
 
   it("/reset on a shared slot asks for confirmation first; /reset confirm rotates and tears down", async () => {

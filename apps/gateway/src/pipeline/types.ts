@@ -18,7 +18,7 @@ import type { StateStore } from "../state/store.js";
 /** The sandbox operations the pipeline and the commands use. */
 export type SandboxOps = Pick<
   Sandbox,
-  "run" | "killSession" | "cleanup" | "status" | "readFile" | "slotDirectory"
+  "run" | "killSession" | "killSlot" | "cleanup" | "status" | "readFile" | "slotDirectory"
 >;
 
 /** What the pipeline needs of a profile's runtime (`ProfileRuntime` implements it). */

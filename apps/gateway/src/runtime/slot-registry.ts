@@ -2,7 +2,7 @@ import { slotTraits } from "@mediagate/sandbox";
 
 /**
  * Which sessions this process has seen use each container slot, to tell `/reset` how many
- * sessions a shared container serves. Counted per process (sessions of other processes or
+ * sessions a shared container serves and to let `/stop all` stop their turns. Counted per process (sessions of other processes or
  * earlier runs are not known); documented in the README.
  */
 export class SlotRegistry {
@@ -31,6 +31,13 @@ export class SlotRegistry {
     const set = new Set(this.#sessions.get(slotId));
     if (including !== undefined) set.add(including);
     return set.size;
+  }
+
+  /** The sessions known to use the slot, `including` listed even if not seen yet. */
+  sessions(slotId: string, including?: string): string[] {
+    const set = new Set(this.#sessions.get(slotId));
+    if (including !== undefined) set.add(including);
+    return [...set];
   }
 
   /** Forget the slot's sessions (after its container was torn down). */
