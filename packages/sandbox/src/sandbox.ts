@@ -1,8 +1,8 @@
 import { rm } from "node:fs/promises";
 import { isAbsolute } from "node:path";
 import type Docker from "dockerode";
-import { readContainerFile } from "./archive.js";
 import { boundedCall, type CallBound } from "./bounded-call.js";
+import { readInContainer } from "./container-read.js";
 import { slotDirectoryOf } from "./container-spec.js";
 import { destroyContainer, findSlotContainers, toState } from "./containers.js";
 import { Defaults } from "./defaults.js";
@@ -53,7 +53,7 @@ export interface SandboxOptions {
   readonly provisionTimeoutMs?: number;
   /**
    * Bound on each Docker lifecycle call (create, start, inspect, list, stop beyond its
-   * grace period, remove, archive requests), enforced inside the slot lock: a call the
+   * grace period, remove, container reads until the file is named), enforced inside the slot lock: a call the
    * daemon never answers is aborted and fails with a {@link SandboxError}, so later calls
    * on the slot are not stuck behind it. Default `Defaults.operationTimeoutMs`.
    */
@@ -278,23 +278,35 @@ export class Sandbox {
   }
 
   /**
-   * Reads a regular file from the slot's live container through the archive API, without
-   * starting one. Only a canonical path is read: when any component of `containerPath`
-   * is a symlink (a parent directory too, which the archive API would silently follow) or
-   * the path is not normalised (`.`, `..`, `//`), the answer is `{ linkTarget }` with the
-   * canonical path and nothing is read; the caller checks that path and asks again.
-   * `undefined` when the slot has no running container or the path is missing or not a
-   * regular file; over `maxBytes`, the real size comes back and the stream fails on read.
+   * Reads a regular file from the slot's live container, without starting one (the media
+   * fallback for a file on no host mount). A process in the container opens the path and the
+   * kernel names the file it opened; the content is sent only when that name is the path
+   * asked for, so no rename or symlink swap in the container can make it read another file.
+   * When any component of `containerPath` is a symlink or the path is not normalised (`.`,
+   * `..`, `//`), the answer is `{ linkTarget }` with the real path and nothing is read; the
+   * caller checks that path and asks again. The reader runs as the container's user, or as
+   * `opts.user`, and reads nothing that user could not. `undefined` when the slot has no
+   * running container or the path is missing or not a regular file; over `maxBytes`, the real
+   * size comes back and the stream fails on read.
    */
   async readFile(
     slot: string,
     containerPath: string,
     maxBytes: number,
+    opts: { user?: string } = {},
   ): Promise<ContainerFile | ContainerLink | undefined> {
     const current = await this.status(slot);
     if (current === undefined || current.state !== "running") return undefined;
-    return this.#guard("readFile", slot, () =>
-      readContainerFile(this.#docker, current.containerId, containerPath, maxBytes, this.#bound),
+    return this.#guard(
+      "readFile",
+      slot,
+      () =>
+        readInContainer(this.#docker, current.containerId, containerPath, maxBytes, {
+          bound: this.#bound,
+          user: opts.user,
+          track: (work) => this.#track(work),
+        }),
+      current.containerId,
     );
   }
 
