@@ -2,6 +2,7 @@ import { connectDocker, Sandbox, sanitizeLabelValue } from "@mediagate/sandbox";
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import type { GatewayConfig } from "../config/types.js";
+import type { Redactor } from "../redact.js";
 
 type Print = (line: string) => void;
 
@@ -26,11 +27,17 @@ export interface SandboxCommandOptions {
   readonly config?: string | undefined;
   readonly profile?: string | undefined;
   readonly env: GatewayEnv;
+  /** Learns the config's secrets, so the CLI can scrub what it prints. */
+  readonly redactor?: Redactor | undefined;
 }
 
 /** `mediagate sandbox ls`: this gateway's containers, one line each. */
 export async function sandboxList(options: SandboxCommandOptions, print: Print): Promise<number> {
-  const config = await loadConfig({ path: options.config, env: options.env });
+  const config = await loadConfig({
+    path: options.config,
+    env: options.env,
+    redactor: options.redactor,
+  });
   let count = 0;
   for (const { sandbox } of sandboxes(config, options.profile)) {
     for (const c of await sandbox.list()) {
@@ -56,7 +63,11 @@ export async function sandboxRemove(
     print("name a container id (prefix) or a slot key");
     return 1;
   }
-  const config = await loadConfig({ path: options.config, env: options.env });
+  const config = await loadConfig({
+    path: options.config,
+    env: options.env,
+    redactor: options.redactor,
+  });
   for (const { profile, sandbox } of sandboxes(config, options.profile)) {
     const containers = await sandbox.list();
     const byId = containers.find((c) => c.id.startsWith(target) || c.name === target);
@@ -75,7 +86,11 @@ export async function sandboxRemove(
 
 /** `mediagate sandbox reap`: runs the orphan reaper for each profile now. */
 export async function sandboxReap(options: SandboxCommandOptions, print: Print): Promise<number> {
-  const config = await loadConfig({ path: options.config, env: options.env });
+  const config = await loadConfig({
+    path: options.config,
+    env: options.env,
+    redactor: options.redactor,
+  });
   let failures = 0;
   for (const { profile, sandbox } of sandboxes(config, options.profile)) {
     const result = await sandbox.reapOrphans();
