@@ -14,7 +14,8 @@ import { createTempHome, TestImage, uniqueProfileName } from "../e2e/harness/gat
  * may see the directory (the decoy is fine to deliver) or the link (the answer must name the real
  * path, which the credential policy then refuses); it must never return the key's bytes.
  */
-const Attempts = 1_000;
+/** Reads of the swapped path through `Sandbox#readFile`, then through whole media plans. */
+const Attempts = 800;
 const PlanAttempts = 200;
 const Slot = "default";
 /** Reads in flight at once: each is a `docker exec`, so the engine overlaps them. */
