@@ -39,7 +39,7 @@ export interface ContainerReadOptions {
   readonly bound: CallBound;
   /** `docker exec` user (`uid[:gid]` or name); default the container's user. */
   readonly user?: string | undefined;
-  /** Receives the kill of a reader that was given up on, so the caller can await it. */
+  /** Receives the kill of a reader that was given up on, so the caller can await it (shutdown). */
   readonly track?: ((work: Promise<unknown>) => void) | undefined;
 }
 
@@ -87,18 +87,28 @@ export async function readInContainer(
       }),
     containerId,
   );
-  const socket = (await boundedCall(
-    "exec start",
-    bound,
-    (abortSignal) =>
-      exec.start({ hijack: true, stdin: false, Detach: false, Tty: false, abortSignal }),
-    containerId,
-  )) as Duplex;
+  const kill = () => {
+    const killing = killMarked(docker, containerId, marker).catch(() => 0);
+    options.track?.(killing);
+  };
+  let socket: Duplex;
+  try {
+    socket = (await boundedCall(
+      "exec start",
+      bound,
+      (abortSignal) =>
+        exec.start({ hijack: true, stdin: false, Detach: false, Tty: false, abortSignal }),
+      containerId,
+    )) as Duplex;
+  } catch (error) {
+    // A start cut off by the bound may still have started the reader.
+    kill();
+    throw error;
+  }
   const reader = new ReaderStream(socket, maxBytes);
   const giveUp = () => {
     socket.destroy();
-    const kill = killMarked(docker, containerId, marker).catch(() => 0);
-    options.track?.(kill);
+    kill();
   };
   let header: Header;
   try {
