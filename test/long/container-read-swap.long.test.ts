@@ -13,8 +13,8 @@ import { createTempHome, TestImage, uniqueProfileName } from "../e2e/harness/gat
  * `/tmp/d/id_rsa` out of the container (the media fallback for a file on no host mount). A read
  * may see the directory (the decoy is fine to deliver) or the link (the answer must name the real
  * path, which the credential policy then refuses); it must never return the key's bytes.
+ * 1,000 reads of the swapped path: 800 through `Sandbox#readFile`, 200 through whole media plans.
  */
-/** Reads of the swapped path through `Sandbox#readFile`, then through whole media plans. */
 const Attempts = 800;
 const PlanAttempts = 200;
 const Slot = "default";
