@@ -206,7 +206,7 @@ describe("TelegramChannel token hygiene", () => {
       (sendError as Error).stack ?? "",
     ].join("\n");
     // The failures were logged with their transport cause (the part that names the URL)...
-    expect(logs.text()).toContain("/bot<token>/sendDocument");
+    expect(logs.text()).toContain("/bot<redacted>/sendDocument");
     expect(
       logLines().filter((l) => l.msg === "telegram call failed").length,
     ).toBeGreaterThanOrEqual(3);

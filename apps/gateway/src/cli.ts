@@ -4,14 +4,17 @@ import { runDoctor } from "./cli/doctor.js";
 import { sandboxList, sandboxReap, sandboxRemove } from "./cli/sandbox-admin.js";
 import { runStart } from "./cli/start.js";
 import { readEnv } from "./config/env.js";
-import { redactText } from "./log.js";
+import { secretsOfEnv } from "./config/secrets.js";
+import { Redactor } from "./redact.js";
 
 const env = readEnv();
-const print = (line: string) => process.stdout.write(`${line}\n`);
+/** Everything the CLI prints goes through it; loading the config teaches it the config's secrets. */
+const redactor = new Redactor(secretsOfEnv(env));
+const print = (line: string) => process.stdout.write(`${redactor.text(line)}\n`);
 
 function fail(error: unknown): never {
   const message = error instanceof Error ? error.message : String(error);
-  process.stderr.write(`mediagate: ${redactText(message)}\n`);
+  process.stderr.write(`mediagate: ${redactor.text(message)}\n`);
   process.exit(1);
 }
 
@@ -25,7 +28,7 @@ program
   .description("run every configured channel (the local console when no token is set)")
   .option("-c, --config <file>", "config file (default $MEDIAGATE_CONFIG, else embedded defaults)")
   .action(async (opts: { config?: string }) => {
-    await runStart({ config: opts.config, env }).catch(fail);
+    await runStart({ config: opts.config, env, redactor }).catch(fail);
     process.exit(0);
   });
 
@@ -34,7 +37,7 @@ program
   .description("check the config, Docker reachability and the sandbox images")
   .option("-c, --config <file>", "config file")
   .action(async (opts: { config?: string }) => {
-    process.exitCode = await runDoctor({ config: opts.config, env }, print).catch(fail);
+    process.exitCode = await runDoctor({ config: opts.config, env, redactor }, print).catch(fail);
   });
 
 const sandbox = program.command("sandbox").description("manage this gateway's containers");
@@ -45,7 +48,7 @@ const sandboxOpts = (cmd: Command) =>
 
 sandboxOpts(sandbox.command("ls").description("list containers")).action(
   async (opts: { config?: string; profile?: string }) => {
-    process.exitCode = await sandboxList({ ...opts, env }, print).catch(fail);
+    process.exitCode = await sandboxList({ ...opts, env, redactor }, print).catch(fail);
   },
 );
 sandboxOpts(
@@ -54,11 +57,11 @@ sandboxOpts(
     .argument("<id|slot>")
     .description("remove a container by id prefix or slot"),
 ).action(async (target: string, opts: { config?: string; profile?: string }) => {
-  process.exitCode = await sandboxRemove(target, { ...opts, env }, print).catch(fail);
+  process.exitCode = await sandboxRemove(target, { ...opts, env, redactor }, print).catch(fail);
 });
 sandboxOpts(sandbox.command("reap").description("remove exited orphan containers now")).action(
   async (opts: { config?: string; profile?: string }) => {
-    process.exitCode = await sandboxReap({ ...opts, env }, print).catch(fail);
+    process.exitCode = await sandboxReap({ ...opts, env, redactor }, print).catch(fail);
   },
 );
 

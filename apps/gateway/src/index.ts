@@ -60,7 +60,8 @@ export { codePointLength, splitText, utf16Length } from "./delivery/split-text.j
 export type { GatewayOptions } from "./gateway.js";
 export { Gateway, GatewayDefaults } from "./gateway.js";
 export type { Logger, LoggerOptions } from "./log.js";
-export { createLogger, redactText, silentLogger } from "./log.js";
+export { createLogger, silentLogger } from "./log.js";
+export { Redacted, Redactor, redactText } from "./redact.js";
 export { ProfileRuntime } from "./runtime/profile-runtime.js";
 export type { SessionContext } from "./session/context.js";
 export { SessionScope } from "./session/context.js";

@@ -1,6 +1,7 @@
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { createLogger, redactText } from "./log.js";
+import { createLogger } from "./log.js";
+import { redactText } from "./redact.js";
 
 function capture() {
   const lines: string[] = [];

@@ -8,7 +8,7 @@ import type { ContainerFileSource } from "./types.js";
 /** Open read-write, create, fail if it exists, never through a symlink; owner-only. */
 const SPOOL_FLAGS = constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
-/** What the archive fallback produced. */
+/** What the container fallback produced. */
 export type SpoolResult =
   | { readonly result: "ok"; readonly file: DescriptorFile }
   | { readonly result: "missing" }

@@ -21,9 +21,9 @@ import type {
 export const PlanDefaults = { maxFiles: 20 } as const satisfies { maxFiles: number };
 
 /**
- * How many in-container symlinks the archive fallback follows for one tag. The engine
- * resolves a whole chain into one absolute target, so one hop is enough; the bound only
- * guards against a source that answers links forever.
+ * How many in-container symlinks the container fallback follows for one tag. The reader
+ * names the real path with every link resolved, so one hop is enough; the bound only
+ * guards against a source that answers links forever (or a path that keeps moving).
  */
 const MaxContainerLinkHops = 2;
 
@@ -38,7 +38,7 @@ const KINDS: readonly MediaKind[] = ["photo", "animation", "video", "audio", "vo
  * naming one file (same dev/ino) yield one outcome. A file over its kind's limit that still
  * fits the document limit is sent as a document instead (a 20 MB photo on Telegram).
  * A docker path found on no host layout (every candidate missing, none refused) is read
- * through `ctx.container` (the archive API) when given, capped at the largest limit.
+ * through `ctx.container` (a read inside the container) when given, capped at the largest limit.
  * The caller owns the plan and must call `dispose()` after delivery; if planning throws,
  * every descriptor opened so far is closed first.
  */

@@ -10,7 +10,7 @@ export interface UploadLimits {
 }
 
 /**
- * The live container, as far as media delivery needs it: the archive-API fallback for a
+ * The live container, as far as media delivery needs it: the container-read fallback for a
  * file on no host mount (SPEC §6.3). packages/sandbox implements it (`Sandbox#readFile`
  * bound to a slot); this package never sees Docker.
  */
@@ -46,9 +46,9 @@ export interface TranslateContext {
   readonly allowDirs: readonly string[];
   /** Every profile home (and the root home): their secrets are never sent. */
   readonly protectedHomes: readonly string[];
-  /** Archive-API fallback; without it a file on no mount is `unreachable`. */
+  /** Container-read fallback; without it a file on no mount is `unreachable`. */
   readonly container?: ContainerFileSource | undefined;
-  /** Where the archive fallback spools a file (created O_EXCL, unlinked at once). */
+  /** Where the container fallback spools a file (created O_EXCL, unlinked at once). */
   readonly tmpDir: string;
   /** Files resolved per reply; later tags stay visible as `unreachable`. Default 20. */
   readonly maxFiles?: number | undefined;

@@ -1,6 +1,6 @@
 /**
  * A bound of its own for each Docker request/response call (create, start, inspect, list,
- * stop, remove, archive HEAD/GET, image inspect), so a wedged daemon cannot hold a slot's
+ * stop, remove, exec create/start, image inspect), so a wedged daemon cannot hold a slot's
  * lock forever (SPEC §5: cleanup is bounded, never fire-and-forget). Long-running exec and
  * attach streams are not bounded here: they have their own timeouts and caps.
  */
@@ -35,7 +35,7 @@ export class CallTimeoutError extends Error {
  * or when `bound.signal` aborts. The returned promise settles at the bound even if the call
  * ignores the signal (image inspect does): it rejects with {@link CallTimeoutError}, or with
  * the caller's abort reason. The timer stops once the call answers, so a streamed response
- * body (archive GET) is never cut by it.
+ * body is never cut by it.
  */
 export async function boundedCall<T>(
   call: string,

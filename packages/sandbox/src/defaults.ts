@@ -36,7 +36,8 @@ export const Defaults = {
   stopGraceSeconds: 10,
   /**
    * Bound on a single lifecycle call (create, start, inspect, list, stop beyond its grace,
-   * remove, archive requests until the engine answers); `SandboxOptions.operationTimeoutMs`.
+   * remove, a container read until the reader has named the file it opened);
+   * `SandboxOptions.operationTimeoutMs`.
    */
   operationTimeoutMs: 30_000,
   /** Bound on finding or making a slot's container (probe, create, start). */

@@ -1,15 +1,15 @@
 import { rm } from "node:fs/promises";
 import { isAbsolute } from "node:path";
 import type Docker from "dockerode";
-import { readContainerFile } from "./archive.js";
 import { boundedCall, type CallBound } from "./bounded-call.js";
+import { readInContainer } from "./container-read.js";
 import { destroyContainer, findSlotContainers, toState } from "./containers.js";
 import { Defaults } from "./defaults.js";
 import { dockerOf } from "./docker-client.js";
 import { guarded, isNotFound, withTimeout } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
 import { SandboxError } from "./errors.js";
-import { OneShotUser, SessionHome, type UserMode, userModeOf } from "./exec-user.js";
+import { type ExecUser, OneShotUser, SessionHome, type UserMode, userModeOf } from "./exec-user.js";
 import { IdleSlots } from "./idle-slots.js";
 import { installIdOf } from "./install.js";
 import { listProfileContainers, removeOwnContainer } from "./inventory.js";
@@ -19,7 +19,9 @@ import { listLegacyContainers, retireLegacyContainers } from "./legacy.js";
 import { execOnce } from "./one-shot-exec.js";
 import { provisionContainer } from "./provision.js";
 import { sandboxRootsOf, sweepOrphans } from "./reaper.js";
+import { sessionHash } from "./session-hash.js";
 import { isGone, SessionShells } from "./session-shells.js";
+import { sessionUser } from "./session-user.js";
 import { SessionUmask } from "./shell-scripts.js";
 import { slotDirectoryFor } from "./slot-key.js";
 import type {
@@ -62,7 +64,7 @@ export interface SandboxOptions {
   readonly provisionTimeoutMs?: number;
   /**
    * Bound on each Docker lifecycle call (create, start, inspect, list, stop beyond its
-   * grace period, remove, archive requests), enforced inside the slot lock: a call the
+   * grace period, remove, container reads until the file is named), enforced inside the slot lock: a call the
    * daemon never answers is aborted and fails with a {@link SandboxError}, so later calls
    * on the slot are not stuck behind it. Default `Defaults.operationTimeoutMs`.
    */
@@ -350,23 +352,46 @@ export class Sandbox {
   }
 
   /**
-   * Reads a regular file from the slot's live container through the archive API, without
-   * starting one. Only a canonical path is read: when any component of `containerPath`
-   * is a symlink (a parent directory too, which the archive API would silently follow) or
-   * the path is not normalised (`.`, `..`, `//`), the answer is `{ linkTarget }` with the
-   * canonical path and nothing is read; the caller checks that path and asks again.
-   * `undefined` when the slot has no running container or the path is missing or not a
-   * regular file; over `maxBytes`, the real size comes back and the stream fails on read.
+   * Reads a regular file from the slot's live container, without starting one (the media
+   * fallback for a file on no host mount). A process in the container opens the path and the
+   * kernel names the file it opened; the content is sent only when that name is the path
+   * asked for, so no rename or symlink swap in the container can make it read another file.
+   * When any component of `containerPath` is a symlink or the path is not normalised (`.`,
+   * `..`, `//`), the answer is `{ linkTarget }` with the real path and nothing is read; the
+   * caller checks that path and asks again. With per-session users the reader runs as the
+   * uid of `opts.sessionKey` (or the one-shot uid without a session), so it reads nothing that
+   * session could not read itself — never another session's private files; in root mode it
+   * runs as the container's user. `undefined` when the slot has no running container or the
+   * path is missing or not a regular file; over `maxBytes`, the real size comes back and the
+   * stream fails on read.
    */
   async readFile(
     slot: string,
     containerPath: string,
     maxBytes: number,
+    opts: { sessionKey?: string | undefined } = {},
   ): Promise<ContainerFile | ContainerLink | undefined> {
     const current = await this.status(slot);
     if (current === undefined || current.state !== "running") return undefined;
-    return this.#guard("readFile", slot, () =>
-      readContainerFile(this.#docker, current.containerId, containerPath, maxBytes, this.#bound),
+    const { containerId } = current;
+    return this.#guard(
+      "readFile",
+      slot,
+      async () => {
+        let user: ExecUser | undefined;
+        if (this.#users.perSession) {
+          user =
+            opts.sessionKey === undefined
+              ? OneShotUser
+              : await sessionUser(this.#docker, containerId, sessionHash(opts.sessionKey), true);
+        }
+        return readInContainer(this.#docker, containerId, containerPath, maxBytes, {
+          bound: this.#bound,
+          user,
+          track: (work) => this.#track(work),
+        });
+      },
+      containerId,
     );
   }
 

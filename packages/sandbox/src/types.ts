@@ -40,8 +40,8 @@ export interface SandboxSettings {
   /**
    * Where `/workspace` and `/root` live. `"bind"` (default): the slot's `workspace/` and
    * `home/` dirs on the host, so the gateway finds the agent's files there for delivery.
-   * `"tmpfs"`: in memory only; nothing reaches the host disk, and files there cannot be
-   * delivered as media (the engine's archive API does not see tmpfs mounts).
+   * `"tmpfs"`: in memory only; nothing reaches the host disk, and files there are delivered
+   * as media through the container read (`Sandbox#readFile`).
    */
   readonly filesystem: "bind" | "tmpfs";
   /** Probe for a labelled container left by another process before creating. Default true. */
@@ -133,7 +133,7 @@ export interface LegacyContainer extends ContainerSummary {
   readonly slotDir: string | undefined;
 }
 
-/** A file read out of a live container with the archive API (the media fallback, SPEC §6.3). */
+/** A file read out of a live container by `Sandbox#readFile` (the media fallback). */
 export interface ContainerFile {
   readonly size: number;
   readonly stream: NodeJS.ReadableStream;
@@ -144,7 +144,7 @@ export interface ContainerFile {
  * (a parent directory as well as the file itself) is a symlink, or it is not in normal form
  * (`.`, `..`, `//`, a trailing `/`). `linkTarget` is the canonical path: absolute, every link
  * resolved. Nothing is read for such a path; the caller decides, so the credential policy
- * is applied to the real path (SPEC §6), and reads the canonical path with a second call.
+ * is applied to the real path, and reads the canonical path with a second call.
  */
 export interface ContainerLink {
   readonly linkTarget: string;

@@ -7,6 +7,7 @@ import {
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import type { GatewayConfig } from "../config/types.js";
+import type { Redactor } from "../redact.js";
 
 type Print = (line: string) => void;
 
@@ -38,6 +39,8 @@ export interface SandboxCommandOptions {
   readonly env: GatewayEnv;
   /** Clock (ms since epoch) for the reaper's age check. Default `Date.now`; tests move it. */
   readonly now?: (() => number) | undefined;
+  /** Learns the config's secrets, so the CLI can scrub what it prints. */
+  readonly redactor?: Redactor | undefined;
 }
 
 /**
@@ -48,7 +51,11 @@ export interface SandboxCommandOptions {
  * not attributable and are left alone.
  */
 export async function sandboxList(options: SandboxCommandOptions, print: Print): Promise<number> {
-  const config = await loadConfig({ path: options.config, env: options.env });
+  const config = await loadConfig({
+    path: options.config,
+    env: options.env,
+    redactor: options.redactor,
+  });
   let count = 0;
   const legacy = new Map<string, LegacyContainer>();
   for (const { sandbox } of sandboxes(config, options)) {
@@ -91,7 +98,11 @@ export async function sandboxRemove(
     print("name a container id (prefix) or a slot key");
     return 1;
   }
-  const config = await loadConfig({ path: options.config, env: options.env });
+  const config = await loadConfig({
+    path: options.config,
+    env: options.env,
+    redactor: options.redactor,
+  });
   for (const { profile, sandbox } of sandboxes(config, options)) {
     const containers = await sandbox.list();
     const byId = containers.find((c) => c.id.startsWith(target) || c.name === target);
@@ -113,7 +124,11 @@ export async function sandboxRemove(
  * exited containers, and legacy (unlabelled) containers bound into this install's slot dirs.
  */
 export async function sandboxReap(options: SandboxCommandOptions, print: Print): Promise<number> {
-  const config = await loadConfig({ path: options.config, env: options.env });
+  const config = await loadConfig({
+    path: options.config,
+    env: options.env,
+    redactor: options.redactor,
+  });
   let failures = 0;
   for (const { profile, sandbox } of sandboxes(config, options)) {
     const result = await sandbox.reapOrphans();

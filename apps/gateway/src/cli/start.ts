@@ -3,8 +3,9 @@ import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import { Gateway } from "../gateway.js";
 import { createLogger } from "../log.js";
+import { Redactor } from "../redact.js";
+import { checkHomes, createHomes } from "./homes.js";
 import { checkSandbox } from "./preflight.js";
-import { secretsOf } from "./secrets.js";
 
 /** A start-up check failed; `message` is the one line to print. */
 export class StartupError extends Error {
@@ -18,24 +19,32 @@ export class StartupError extends Error {
 }
 
 /**
- * `mediagate start`: load and validate the config, check Docker and the images (fail fast, one
- * line each), start every configured channel (the console when no token is set), and stop
- * gracefully on SIGINT/SIGTERM (or when the console input ends). Resolves once stopped.
+ * `mediagate start`: load and validate the config, make the homes (0700) and refuse any other
+ * host user can enter, check Docker and the images (fail fast, one line each), start every
+ * configured channel (the console when no token is set), and stop gracefully on SIGINT/SIGTERM
+ * (or when the console input ends). Resolves once stopped. Every line it writes, logs
+ * included, goes through `redactor` (which loading the config teaches the config's secrets);
+ * the caller scrubs a thrown error's message with it too.
  */
 export async function runStart(options: {
   config?: string | undefined;
   env: GatewayEnv;
+  redactor?: Redactor | undefined;
 }): Promise<void> {
-  const config = await loadConfig({ path: options.config, env: options.env });
+  const redactor = options.redactor ?? new Redactor();
+  const say = (line: string) => process.stderr.write(`mediagate: ${redactor.text(line)}\n`);
+  const config = await loadConfig({ path: options.config, env: options.env, redactor });
   const consoleOnly = config.profiles.every(
     (p) => p.telegram === undefined && p.discord === undefined,
   );
   const logger = createLogger({
     level: options.env.logLevel ?? (consoleOnly ? "warn" : "info"),
-    secrets: secretsOf(config),
+    redactor,
   });
+  await createHomes(config);
   const engine = connectDocker({ host: config.dockerHost });
-  const failed = (await checkSandbox(config, engine)).filter((c) => !c.ok);
+  const checks = [...(await checkHomes(config)), ...(await checkSandbox(config, engine))];
+  const failed = checks.filter((c) => !c.ok);
   if (failed.length > 0) {
     throw new StartupError(failed[0]!.name, failed.map((c) => `${c.name}: ${c.detail}`).join("\n"));
   }
@@ -49,10 +58,10 @@ export async function runStart(options: {
     engine,
     onConsoleClose: () => requestStop(),
   });
-  for (const warning of gateway.warnings) process.stderr.write(`mediagate: ${warning}\n`);
+  for (const warning of gateway.warnings) say(warning);
   const onSignal = (signal: NodeJS.Signals) => {
     logger.info({ signal }, "stopping");
-    process.stderr.write(`mediagate: ${signal}: stopping (again to exit at once)\n`);
+    say(`${signal}: stopping (again to exit at once)`);
     process.once("SIGINT", () => process.exit(130));
     process.once("SIGTERM", () => process.exit(143));
     requestStop();
@@ -66,8 +75,8 @@ export async function runStart(options: {
     throw error;
   }
   const platforms = gateway.channels.map((c) => c.platform).join(", ");
-  process.stderr.write(
-    `mediagate: serving ${config.profiles.map((p) => p.name).join(", ")} on ${platforms} (home ${config.home})\n`,
+  say(
+    `serving ${config.profiles.map((p) => p.name).join(", ")} on ${platforms} (home ${config.home})`,
   );
   await stopRequested;
   await gateway.stop();

@@ -1,4 +1,6 @@
+import { closest, distance } from "fastest-levenshtein";
 import type { z } from "zod";
+import { isShownPath, knownKeysAt } from "./secrets.js";
 
 /** One problem in the configuration: where, what was there, what should be. */
 export interface ConfigIssue {
@@ -31,7 +33,6 @@ export function formatIssue(issue: ConfigIssue): string {
   return issue.path === "" ? what : `${issue.path}: ${what}`;
 }
 
-const SecretKeys = new Set(["token", "apiKey"]);
 const MaxShown = 80;
 
 /** `["profiles", 1, "sandbox"]` → `profiles[1].sandbox`. */
@@ -44,18 +45,43 @@ export function formatPath(path: readonly PropertyKey[]): string {
   return out;
 }
 
-/** Renders a value for an error message; secrets (tokens, API keys) never appear. */
+/**
+ * Renders the value found at `path` for an error message. Only a known non-secret setting
+ * ({@link isShownPath}) with a simple value (a number, a boolean, a string) is shown, cut at
+ * 80 characters; anything else is named by its type (`a string (not shown)`, `a mapping`), so
+ * a token under a mistyped key or where a mapping belongs never reaches the message.
+ */
 export function showValue(value: unknown, path: readonly PropertyKey[]): string {
-  const last = path[path.length - 1];
   if (value === undefined) return "nothing";
-  if (typeof last === "string" && SecretKeys.has(last)) return '"<redacted>"';
-  let text: string;
-  try {
-    text = JSON.stringify(value, (key, v: unknown) => (SecretKeys.has(key) ? "<redacted>" : v));
-  } catch {
-    text = String(value);
-  }
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "a list";
+  if (typeof value === "object") return "a mapping";
+  const simple =
+    typeof value === "string" || typeof value === "number" || typeof value === "boolean";
+  if (!simple || !isShownPath(path)) return `${typeName(value)} (not shown)`;
+  const text = JSON.stringify(value);
   return text.length > MaxShown ? `${text.slice(0, MaxShown - 1)}…` : text;
+}
+
+function typeName(value: unknown): string {
+  if (typeof value === "string") return "a string";
+  if (typeof value === "number" || typeof value === "bigint") return "a number";
+  if (typeof value === "boolean") return "a boolean";
+  return "a value";
+}
+
+/** `no such key …`, naming the known key it most likely meant (`tokn` → `token`). */
+function unknownKey(key: string, parent: readonly PropertyKey[]): string {
+  const base = "no such key (unknown setting; check the spelling)";
+  const known = knownKeysAt(parent);
+  if (known.length === 0) return base;
+  const squash = (name: string) => name.toLowerCase().replace(/[-_]/g, "");
+  const wanted = squash(key);
+  const best = closest(wanted, known.map(squash));
+  const index = known.map(squash).indexOf(best);
+  const limit = Math.max(1, Math.floor(wanted.length / 3));
+  if (index < 0 || distance(wanted, best) > limit) return base;
+  return `no such key (unknown setting; did you mean ${known[index]}?)`;
 }
 
 function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
@@ -108,17 +134,25 @@ export function issuesFromZod(raw: unknown, issues: readonly z.core.$ZodIssue[])
         out.push({
           path: formatPath(path),
           got: showValue(valueAt(raw, path), path),
-          expected: "no such key (unknown setting; check the spelling)",
+          expected: unknownKey(key, issue.path),
         });
       }
       continue;
     }
     const path = issue.path;
+    const value = valueAt(raw, path);
     out.push({
       path: formatPath(path),
-      got: showValue(valueAt(raw, path), path),
-      expected: expectedFor(issue),
+      got: showValue(value, path),
+      expected: expectedFor(issue) + tokenHint(issue, value, path),
     });
   }
   return out;
+}
+
+/** A bot token given where its mapping belongs (`telegram: "123:abc"`): say where it goes. */
+function tokenHint(issue: z.core.$ZodIssue, value: unknown, path: readonly PropertyKey[]): string {
+  if (issue.code !== "invalid_type" || issue.expected !== "object") return "";
+  if (typeof value !== "string" || !knownKeysAt(path).includes("token")) return "";
+  return ` (a bot token goes under ${formatPath([...path, "token"])})`;
 }

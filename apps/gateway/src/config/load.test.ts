@@ -101,8 +101,52 @@ describe("resolveConfig", () => {
     const text = error.message;
     expect(text).toMatch(/concurrency: got 0, expected/);
     expect(text).toContain('profiles[0].name: got "Bad Name", expected a profile name matching');
-    expect(text).toContain("profiles[0].sandbx: got {}, expected no such key");
+    expect(text).toContain(
+      "profiles[0].sandbx: got a mapping, expected no such key (unknown setting; did you mean sandbox?)",
+    );
     expect(text).toContain('profiles[0].agent.kind: got "gpt", expected one of "shell", "openai"');
+  });
+
+  it("shows no value but a known non-secret setting's, and names the key a typo meant", () => {
+    const cases: [unknown, string, string][] = [
+      [
+        { profiles: [{ name: "default", telegram: { tokn: "123456:AAH-tokn-secret" } }] },
+        "profiles[0].telegram.tokn: got a string (not shown), expected no such key (unknown setting; did you mean token?)",
+        "123456:AAH-tokn-secret",
+      ],
+      [
+        {
+          profiles: [
+            {
+              name: "default",
+              agent: {
+                kind: "openai",
+                baseUrl: "http://127.0.0.1:1/v1",
+                model: "m",
+                api_key: "sk-underscore-secret",
+              },
+            },
+          ],
+        },
+        "profiles[0].agent.api_key: got a string (not shown), expected no such key (unknown setting; did you mean apiKey?)",
+        "sk-underscore-secret",
+      ],
+      [
+        { profiles: [{ name: "default", telegram: "123456:AAH-mapping-secret" }] },
+        "profiles[0].telegram: got a string (not shown), expected a mapping (a bot token goes under profiles[0].telegram.token)",
+        "123456:AAH-mapping-secret",
+      ],
+      [
+        { profiles: [{ name: "default", telegram: { name: "123456:AAH-known-elsewhere" } }] },
+        "profiles[0].telegram.name: got a string (not shown), expected no such key",
+        "123456:AAH-known-elsewhere",
+      ],
+    ];
+    for (const [raw, line, secret] of cases) {
+      const message = errorOf(raw).message;
+      expect(message).toContain(line);
+      expect(message).not.toContain(secret);
+    }
   });
 
   it("never shows a token in an error", () => {

@@ -2,10 +2,12 @@ import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import type { SandboxSettings } from "@mediagate/sandbox";
 import { parseDocument } from "yaml";
+import type { Redactor } from "../redact.js";
 import { ConfigDefaults } from "./defaults.js";
 import type { GatewayEnv } from "./env.js";
 import { ConfigError, type ConfigIssue, issuesFromZod, showValue } from "./errors.js";
 import { type ConfigFile, configFileSchema, type ProfileFile } from "./schema.js";
+import { secretsOfConfig, secretsOfEnv, secretsOfRawConfig } from "./secrets.js";
 import type {
   AgentSettings,
   DiscordSettings,
@@ -20,11 +22,18 @@ export const EmbeddedSource = "<embedded defaults>";
 /**
  * Reads and validates the config file. The path is `path`, else `env.mediagateConfig`;
  * with neither, the embedded defaults are used (default profile, shell agent, Docker).
- * @throws ConfigError naming the file, and for each problem the key, the value and what is expected.
+ * `redactor` learns every secret-looking value of the document as soon as it is parsed, before
+ * validation, so whatever the caller prints afterwards (this error too) can be scrubbed.
+ * @throws ConfigError naming the file, and for each problem the key, what was there (values of
+ * known non-secret settings only) and what is expected.
  */
-export async function loadConfig(options: { path?: string | undefined; env: GatewayEnv }) {
+export async function loadConfig(options: {
+  path?: string | undefined;
+  env: GatewayEnv;
+  redactor?: Redactor | undefined;
+}) {
   const file = options.path ?? options.env.mediagateConfig;
-  if (file === undefined) return resolveConfig({}, { env: options.env });
+  if (file === undefined) return resolveConfig({}, options);
   const absolute = resolve(file);
   let text: string;
   try {
@@ -39,10 +48,14 @@ export async function loadConfig(options: { path?: string | undefined; env: Gate
       },
     ]);
   }
-  return resolveConfig(parseYaml(text, absolute), { env: options.env, source: absolute });
+  return resolveConfig(parseYaml(text, absolute), { ...options, source: absolute });
 }
 
-/** Parses YAML text; syntax errors become a {@link ConfigError} with line and column. */
+/**
+ * Parses YAML text; syntax errors become a {@link ConfigError} with line and column. The YAML
+ * parser's own messages can quote the source (a tag, a scalar), so only their error code is
+ * kept: a document too broken to parse gives up no secret it holds.
+ */
 export function parseYaml(text: string, source: string): unknown {
   const doc = parseDocument(text, { prettyErrors: false });
   if (doc.errors.length > 0) {
@@ -51,11 +64,21 @@ export function parseYaml(text: string, source: string): unknown {
       doc.errors.map((e) => ({
         path: e.linePos ? `line ${e.linePos[0].line}, column ${e.linePos[0].col}` : "",
         got: "invalid YAML",
-        expected: `valid YAML (${e.message.split("\n")[0]})`,
+        expected: `valid YAML (${e.code.toLowerCase().replaceAll("_", " ")})`,
       })),
     );
   }
-  return doc.toJS() ?? {};
+  try {
+    return doc.toJS() ?? {};
+  } catch {
+    throw new ConfigError(source, [
+      {
+        path: "",
+        got: "YAML that cannot be loaded",
+        expected: "plain YAML (check anchors and aliases)",
+      },
+    ]);
+  }
 }
 
 /**
@@ -67,12 +90,15 @@ export function parseYaml(text: string, source: string): unknown {
  * from the file only. `home` in the file wins over `MEDIAGATE_HOME`; relative paths resolve
  * against the config file's directory. The profile named `default` lives in the root home,
  * every other one in `<root>/profiles/<name>` (SPEC §2). Admins count as allowed users.
+ * `redactor` first learns every secret-looking value of `raw` and of the environment, then the
+ * resolved tokens and keys.
  */
 export function resolveConfig(
   raw: unknown,
-  options: { env: GatewayEnv; source?: string | undefined },
+  options: { env: GatewayEnv; source?: string | undefined; redactor?: Redactor | undefined },
 ): GatewayConfig {
   const source = options.source ?? EmbeddedSource;
+  options.redactor?.add(secretsOfEnv(options.env)).add(secretsOfRawConfig(raw));
   const parsed = configFileSchema.safeParse(raw, { reportInput: true });
   if (!parsed.success) throw new ConfigError(source, issuesFromZod(raw, parsed.error.issues));
   const file: ConfigFile = parsed.data;
@@ -85,13 +111,15 @@ export function resolveConfig(
   );
   const issues = crossChecks(profiles);
   if (issues.length > 0) throw new ConfigError(source, issues);
-  return {
+  const config: GatewayConfig = {
     home,
     source: options.source,
     concurrency: file.concurrency ?? ConfigDefaults.concurrency,
     profiles,
     dockerHost: env.dockerHost,
   };
+  options.redactor?.add(secretsOfConfig(config));
+  return config;
 }
 
 function expandHome(path: string, env: GatewayEnv, baseDir: string): string {
@@ -179,7 +207,7 @@ function crossChecks(profiles: readonly ProfileConfig[]): ConfigIssue[] {
     if (first !== undefined) {
       issues.push({
         path: `profiles[${i}].name`,
-        got: showValue(p.name, ["name"]),
+        got: showValue(p.name, ["profiles", i, "name"]),
         expected: `a unique profile name (profiles[${first}] already uses it)`,
       });
     } else seen.set(p.name, i);

@@ -11,7 +11,7 @@ export const planReplyMedia: Middleware = async (ctx, next) => {
   const slot = ctx.slot ?? ctx.runtime.slotFor(session.sessionKey);
   const plan = await planMedia(
     ctx.reply ?? "",
-    ctx.runtime.translateContext(slot),
+    ctx.runtime.translateContext(slot, session.sessionKey),
     ctx.channel.limitsFor?.(ctx.target) ?? ctx.channel.limits,
   );
   ctx.plan = plan;

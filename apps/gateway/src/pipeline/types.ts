@@ -29,8 +29,11 @@ export interface PipelineRuntime {
   readonly sandbox: SandboxOps;
   slotFor(sessionKey: string | undefined): string;
   isSharedSlot(slot: string): boolean;
-  /** Media translation for a turn whose tool calls ran in `slot`'s container (that one only). */
-  translateContext(slot: string): TranslateContext;
+  /**
+   * Media translation for a turn of `sessionKey` whose tool calls ran in `slot`'s container
+   * (that one only); files read out of the container are read as that session's user.
+   */
+  translateContext(slot: string, sessionKey: string): TranslateContext;
 }
 
 /** Process-wide services shared by every message. */

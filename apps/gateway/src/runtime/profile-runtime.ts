@@ -97,15 +97,20 @@ export class ProfileRuntime {
     return [this.sandbox.slotDirectory(slot)];
   }
 
-  /** The media translation context of a turn whose tool calls ran in `slot`'s container. */
-  translateContext(slot: string): TranslateContext {
+  /**
+   * The media translation context of a turn of `sessionKey` whose tool calls ran in `slot`'s
+   * container; a file read out of the live container is read as that session's user.
+   */
+  translateContext(slot: string, sessionKey: string): TranslateContext {
     return {
       backend: "docker",
       slotDirs: this.slotDirs(slot),
       volumes: this.profile.sandbox.volumes,
       allowDirs: this.profile.media.allowDirs,
       protectedHomes: this.#protectedHomes,
-      container: { read: (path, maxBytes) => this.sandbox.readFile(slot, path, maxBytes) },
+      container: {
+        read: (path, maxBytes) => this.sandbox.readFile(slot, path, maxBytes, { sessionKey }),
+      },
       tmpDir: join(this.profile.home, "tmp"),
     };
   }

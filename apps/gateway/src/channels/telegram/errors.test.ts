@@ -1,8 +1,8 @@
 import { GrammyError, HttpError } from "grammy";
 import { describe, expect, it } from "vitest";
 import { RateLimitedError } from "../../delivery/retry.js";
+import { redactText } from "../../redact.js";
 import { classifyTelegramError, failureFacts, TelegramDeliveryError } from "./errors.js";
-import { redactToken } from "./redact.js";
 
 const token = "987654:AAH-secret_token_value";
 
@@ -49,7 +49,7 @@ describe("classifyTelegramError", () => {
 describe("token hygiene", () => {
   it("removes the token and bot URL segments from text", () => {
     const text = `request to http://127.0.0.1:1/bot${token}/sendMessage failed; other /bot1:abc/x; ${token}`;
-    const clean = redactToken(text, token);
+    const clean = redactText(text, [token]);
     expect(clean).not.toContain(token);
     expect(clean).not.toContain("AAH-secret");
     expect(clean).not.toContain("1:abc");

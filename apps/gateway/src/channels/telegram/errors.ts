@@ -1,6 +1,6 @@
 import { GrammyError, HttpError } from "grammy";
 import { RateLimitedError, type RetryVerdict } from "../../delivery/retry.js";
-import { redactToken } from "./redact.js";
+import { redactText } from "../../redact.js";
 
 /**
  * SPEC §7 for the Bot API: 429 waits `parameters.retry_after`; 5xx and connection failures
@@ -52,16 +52,16 @@ export function failureFacts(error: unknown, token: string): FailureFacts {
     return {
       errorType: error.name,
       status: error.error_code,
-      description: redactToken(error.description, token),
+      description: redactText(error.description, [token]),
       retryAfterSeconds: error.parameters.retry_after,
     };
   }
   if (error instanceof HttpError) {
     const cause = error.error instanceof Error ? `: ${error.error.message}` : "";
-    return { errorType: error.name, description: redactToken(`${error.message}${cause}`, token) };
+    return { errorType: error.name, description: redactText(`${error.message}${cause}`, [token]) };
   }
   const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return { errorType: "Error", description: redactToken(message, token) };
+  return { errorType: "Error", description: redactText(message, [token]) };
 }
 
 /**

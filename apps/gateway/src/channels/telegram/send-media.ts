@@ -1,9 +1,9 @@
 import type { MediaKind, ReadyMedia } from "@mediagate/media";
 import { type Api, InputFile } from "grammy";
 import type { Logger } from "pino";
+import { redactText } from "../../redact.js";
 import type { DeliveryOutcome } from "../types.js";
 import { TelegramDeliveryError } from "./errors.js";
-import { redactToken } from "./redact.js";
 import type { TelegramCaller } from "./sender.js";
 import type { OutgoingTarget } from "./target.js";
 
@@ -87,7 +87,7 @@ export function failedOutcome(item: ReadyMedia, error: unknown, token: string): 
     return { status: "upload_failed", path: item.path, error: error.message };
   }
   const message = error instanceof Error ? error.message : String(error);
-  return { status: "upload_failed", path: item.path, error: redactToken(message, token) };
+  return { status: "upload_failed", path: item.path, error: redactText(message, [token]) };
 }
 
 /**

@@ -3,6 +3,7 @@ import { Bot, type Context } from "grammy";
 import type { Logger } from "pino";
 import { type RetryOptions, resolveRetryOptions } from "../../delivery/retry.js";
 import { splitText } from "../../delivery/split-text.js";
+import { redactText } from "../../redact.js";
 import type {
   ChannelAdapter,
   ChatTarget,
@@ -14,7 +15,6 @@ import { deliverReply } from "./deliver-reply.js";
 import { TelegramTextLimits } from "./delivery-steps.js";
 import { failureFacts, TelegramDeliveryError } from "./errors.js";
 import { toInboundMessage } from "./inbound.js";
-import { redactToken } from "./redact.js";
 import { grammySignal, type MediaSendContext } from "./send-media.js";
 import { TelegramCaller } from "./sender.js";
 import { OutgoingTarget } from "./target.js";
@@ -270,7 +270,7 @@ export class TelegramChannel implements ChannelAdapter {
       const description =
         error instanceof TelegramDeliveryError
           ? error.message
-          : redactToken(error instanceof Error ? error.message : String(error), this.token);
+          : redactText(error instanceof Error ? error.message : String(error), [this.token]);
       this.logger.error({ chatId: target.chatId, error: description }, "reply text not delivered");
     }
   }
