@@ -16,6 +16,11 @@ export const LabelKeys = {
    * and task-id slots. The orphan reaper deletes the dirs of reaped `"0"` containers only.
    */
   persistent: "mediagate.persistent",
+  /**
+   * `"1"` on the throwaway container that deletes a slot directory's contents (it is no slot's
+   * container: it carries no `agent` label, so reuse, `sandbox ls` and the reaper ignore it).
+   */
+  slotDelete: "mediagate.slot-delete",
 } as const;
 
 const LabelUnsafe = /[^A-Za-z0-9_.-]/g;
