@@ -131,9 +131,11 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
     orphanReaper: s.orphanReaper ?? d.orphanReaper,
     lifetimeSeconds: s.lifetimeSeconds ?? d.lifetimeSeconds,
     network: s.network ?? d.network,
-    memoryBytes: s.memoryBytes,
+    memoryBytes: s.memoryBytes ?? d.memoryBytes,
     nanoCpus: s.nanoCpus,
     pidsLimit: s.pidsLimit ?? d.pidsLimit,
+    tmpfsBytes: s.tmpfsBytes ?? d.tmpfsBytes,
+    diskLimitBytes: s.diskLimitBytes ?? d.diskLimitBytes,
     volumes: s.volumes ?? [],
     sharedKey: (s.sharedKey ?? d.sharedKey).trim(),
   };
