@@ -10,20 +10,19 @@ const inProcess = new KeyedLock();
 
 /** Options of {@link withSlotLock}. */
 export interface SlotLockOptions {
-  /** How long to wait for another process's hold. Default `Defaults.slotLockWaitMs`. */
-  readonly waitMs?: number | undefined;
   /** Told when the hold was lost while `fn` ran (this process stalled past the stale time). */
   readonly onWarning?: ((message: string, cause?: unknown) => void) | undefined;
 }
 
 /**
  * Runs `fn` holding the slot directory's lock: first the process-wide queue keyed by the
- * directory (so the Sandboxes of two profiles sharing a `shared:` slot take turns), then a
- * lock directory beside the slot (`<home>/sandboxes/locks/docker/<name>`, made atomically by
- * proper-lockfile and refreshed while held) so another gateway process takes turns too.
+ * directory (so the Sandboxes of two profiles sharing a `shared:` slot take turns), then
+ * `<home>/sandboxes/locks/docker/<name>.lock` (a directory made atomically by proper-lockfile
+ * and refreshed while held) so another gateway process takes turns too.
  * Provisioning, cleanup with its delete and the reaper's delete all run under it, so a slot
  * is never provisioned while it is being deleted. A lock whose holder died is taken over
- * after `Defaults.slotLockStaleMs`; waiting longer than `waitMs` for a live holder fails.
+ * after `Defaults.slotLockStaleMs`; waiting longer than `Defaults.slotLockWaitMs` for a live
+ * holder fails.
  * Not reentrant: `fn` must not take the same slot's lock again.
  */
 export async function withSlotLock<T>(
@@ -35,7 +34,7 @@ export async function withSlotLock<T>(
   return inProcess.run(key, async () => {
     const { lockDir, lockFile } = slotPaths(key);
     await mkdir(lockDir, { recursive: true, mode: 0o700 });
-    const waitMs = options.waitMs ?? Defaults.slotLockWaitMs;
+    const waitMs = Defaults.slotLockWaitMs;
     const stepMs = 100;
     let release: () => Promise<void>;
     try {
@@ -48,7 +47,6 @@ export async function withSlotLock<T>(
           minTimeout: 10,
           maxTimeout: stepMs,
           factor: 1.5,
-          randomize: true,
         },
         onCompromised: (error) => {
           options.onWarning?.(`lost the lock of slot directory ${key} while holding it`, error);
