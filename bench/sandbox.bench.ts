@@ -44,6 +44,7 @@ async function main(): Promise<void> {
   await engine.ping();
   const settings = { ...Defaults.settings, image };
   const sandbox = new Sandbox({ engine, profile, profileHome, rootHome: home, settings });
+  const coldSlots: string[] = [];
   try {
     const { containerId } = await sandbox.acquire("bench");
 
@@ -72,6 +73,7 @@ async function main(): Promise<void> {
     const cold = await time(
       10,
       async (i) => {
+        coldSlots.push(`cold-${i}`);
         await sandbox.acquire(`cold-${i}`);
       },
       1,
@@ -79,6 +81,10 @@ async function main(): Promise<void> {
     report("acquire_cold", cold);
   } finally {
     await sandbox.shutdown();
+    // Deleting the slots also unmounts their disks (diskLimitBytes), freeing the loop devices.
+    for (const slot of ["bench", ...coldSlots]) {
+      await sandbox.cleanup(slot, { force: true, deleteDirs: true }).catch(() => undefined);
+    }
     const leftovers = await sandbox.list().catch(() => []);
     for (const c of leftovers) await sandbox.remove(c.id).catch(() => undefined);
     await rm(home, { recursive: true, force: true });

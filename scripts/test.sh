@@ -15,10 +15,14 @@ pnpm typecheck
 pnpm lint
 
 containers() { docker ps -aq --no-trunc --filter label=mediagate.agent=1 | sort; }
+# Slot disks (loop-mounted images on <home>/sandboxes/docker/<slot>) a test left mounted.
+slot_mounts() { awk '$2 ~ /\/sandboxes\/docker\// { print $2 }' /proc/self/mounts | sort; }
 before=$(mktemp)
+mounts_before=$(mktemp)
 out=$(mktemp)
-trap 'rm -f "$before" "$out"' EXIT
+trap 'rm -f "$before" "$mounts_before" "$out"' EXIT
 containers >"$before"
+slot_mounts >"$mounts_before"
 
 status=0
 pnpm test 2>&1 | tee "$out" || status=$?
@@ -28,6 +32,14 @@ if [ -n "$leaked" ]; then
   echo "test.sh: the tests left mediagate containers behind (removing them):" >&2
   docker ps -a --no-trunc --filter label=mediagate.agent=1 --format '{{.ID}} {{.Labels}} {{.Status}}' | grep -F "$leaked" >&2 || true
   echo "$leaked" | xargs -r docker rm -f >/dev/null
+  status=1
+fi
+
+leaked_mounts=$(slot_mounts | comm -13 "$mounts_before" - || true)
+if [ -n "$leaked_mounts" ]; then
+  echo "test.sh: the tests left slot disks mounted (unmounting them, loop devices go with them):" >&2
+  echo "$leaked_mounts" >&2
+  echo "$leaked_mounts" | sort -r | xargs -r -n1 umount || true
   status=1
 fi
 

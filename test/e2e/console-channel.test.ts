@@ -30,7 +30,12 @@ describe("console channel against the real Docker engine", () => {
     });
     // No allowedUsers at all: the console's local user is allowed and admin by construction.
     const config = resolveConfig(
-      { home, profiles: [{ name: profile, sandbox: { image: "mediagate-sandbox:test" } }] },
+      {
+        home,
+        profiles: [
+          { name: profile, sandbox: { image: "mediagate-sandbox:test", diskLimitBytes: 0 } },
+        ],
+      },
       { env: emptyEnv(home) },
     );
     const consoleChannel = new ConsoleChannel({

@@ -34,7 +34,7 @@ describe("gateway over Discord against the real Docker engine", () => {
             name: profile,
             discord: { token: Token, apiRoot: fake.apiRoot },
             admins: [`discord:${Admin}`],
-            sandbox: { image: TestImage },
+            sandbox: { image: TestImage, diskLimitBytes: 0 },
           },
         ],
       },

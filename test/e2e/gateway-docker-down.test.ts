@@ -56,7 +56,12 @@ describe("gateway with an unreachable Docker daemon", () => {
     home = await mkdtemp(join(tmpdir(), "mediagate-down-"));
     const env = { ...emptyEnv(home), dockerHost: `unix://${join(home, "no-docker.sock")}` };
     const config = resolveConfig(
-      { home, profiles: [{ name: profile, sandbox: { image: "mediagate-sandbox:test" } }] },
+      {
+        home,
+        profiles: [
+          { name: profile, sandbox: { image: "mediagate-sandbox:test", diskLimitBytes: 0 } },
+        ],
+      },
       { env },
     );
     channel = new Recorder(profile);

@@ -117,7 +117,7 @@ function testConfig(
           name: profile,
           allowedUsers: ["telegram:1", "telegram:2"],
           admins: ["telegram:1"],
-          sandbox: { image: "mediagate-sandbox:test", ...sandbox },
+          sandbox: { image: "mediagate-sandbox:test", diskLimitBytes: 0, ...sandbox },
         },
       ],
     },

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import type Docker from "dockerode";
+import { Defaults } from "./defaults.js";
 import { type ContainerOwner, containerLabels, sanitizeLabelValue } from "./labels.js";
 import { sanitizeForPath } from "./sanitize-path.js";
 import { type SlotHomes, slotDirectoryFor, slotTraits } from "./slot-key.js";
@@ -76,8 +77,9 @@ function privilegesOf(settings: SandboxSettings): Partial<Docker.HostConfig> {
  * Create options (SPEC §5): `Init: true` (so `sleep` as PID 1 stops promptly),
  * `sleep infinity`, working dir `/workspace`, hardening (all capabilities dropped but the
  * per-session housekeeping's four, no-new-privileges, pids/memory/CPU limits, a per-uid
- * process limit, network `none` unless configured), binds of
- * the slot dir for a bind filesystem (the default) or tmpfs, plus configured volumes.
+ * process limit, network `none` unless configured), binds of the slot dir for a bind
+ * filesystem (the default) or sized tmpfs mounts (`tmpfsBytes` each, `0:sandboxGid` mode
+ * 2770), plus configured volumes.
  */
 export function createOptions(plan: ContainerPlan): Docker.ContainerCreateOptions {
   const { settings } = plan;
@@ -85,6 +87,8 @@ export function createOptions(plan: ContainerPlan): Docker.ContainerCreateOption
   const binds = bound
     ? [`${join(plan.slotDir, "workspace")}:/workspace`, `${join(plan.slotDir, "home")}:/root`]
     : [];
+  // Sized, and shared by the slot's per-session users like the bind directories are.
+  const tmpfs = `rw,exec,nosuid,nodev,size=${settings.tmpfsBytes},mode=2770,gid=${Defaults.sandboxGid}`;
   const hostConfig: Docker.HostConfig = {
     Init: true,
     CapDrop: ["ALL"],
@@ -93,10 +97,8 @@ export function createOptions(plan: ContainerPlan): Docker.ContainerCreateOption
     PidsLimit: settings.pidsLimit,
     NetworkMode: settings.network,
     Binds: [...binds, ...settings.volumes],
-    ...(bound
-      ? {}
-      : { Tmpfs: { "/workspace": "rw,exec,nosuid,nodev", "/root": "rw,exec,nosuid,nodev" } }),
-    ...(settings.memoryBytes === undefined ? {} : { Memory: settings.memoryBytes }),
+    ...(bound ? {} : { Tmpfs: { "/workspace": tmpfs, "/root": tmpfs } }),
+    Memory: settings.memoryBytes,
     ...(settings.nanoCpus === undefined ? {} : { NanoCpus: settings.nanoCpus }),
   };
   return {

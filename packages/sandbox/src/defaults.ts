@@ -13,13 +13,22 @@ export const Defaults = {
     orphanReaper: true,
     lifetimeSeconds: 300,
     network: "none",
-    pidsLimit: 256,
+    /** Memory ceiling of a container (tmpfs pages count against it too). 1 GiB. */
+    memoryBytes: 1024 * 1024 * 1024,
+    pidsLimit: 512,
+    /** Size of each tmpfs mount (`/workspace` and `/root` with a tmpfs filesystem). 512 MiB. */
+    tmpfsBytes: 512 * 1024 * 1024,
+    /** Per-slot disk ceiling of a bind filesystem (a loop-mounted ext4 image). 4 GiB; 0 = none. */
+    diskLimitBytes: 4 * 1024 * 1024 * 1024,
     volumes: [] as readonly string[],
     sharedKey: "",
     user: "per-session" as "per-session" | "root",
     sessionProcessLimit: 128,
   },
-  /** Group of every sandbox uid; `/workspace` and `/root` are shared through it. */
+  /**
+   * Group of the sandbox's users: `/workspace` and `/root` belong to `0:sandboxGid` with mode
+   * 2770, so every per-session user of a slot can work in them and new files keep the group.
+   */
   sandboxGid: 2_000_000,
   /**
    * First sandbox uid: `Sandbox#exec` (one-shot, no session) runs as this uid; sessions get
@@ -46,6 +55,20 @@ export const Defaults = {
   shellIdleMs: 10 * 60_000,
   /** Bound on one whole cleanup (stop grace + remove + deleting directories). */
   cleanupTimeoutMs: 20_000,
+  /**
+   * How long a slot's delete container (the `rm` that runs where no link leads to the host)
+   * may take before it is killed and the directory is left in place and reported.
+   */
+  slotDeleteTimeoutMs: 60_000,
+  /** Bound on each `mkfs.ext4`, `mount` and `umount` of a slot's disk image. */
+  mountTimeoutMs: 30_000,
+  /**
+   * How long provisioning, cleanup or the reaper waits for a slot directory's lock held by
+   * another process before failing (in-process waiters queue behind each other).
+   */
+  slotLockWaitMs: 120_000,
+  /** A slot lock whose holder stopped refreshing it this long ago (it died) is taken over. */
+  slotLockStaleMs: 20_000,
   /** Bound `shutdown()` waits for outstanding cleanups. */
   shutdownTimeoutMs: 15_000,
   /** Bound on `DockerEngine#ping`. */

@@ -1,5 +1,10 @@
 import { CallTimeoutError } from "./bounded-call.js";
-import { DockerUnavailableError, ImageMissingError, SandboxError } from "./errors.js";
+import {
+  DockerUnavailableError,
+  ImageMissingError,
+  SandboxError,
+  SlotDirectoryError,
+} from "./errors.js";
 
 const ConnectionCodes = new Set([
   "ENOENT",
@@ -89,7 +94,8 @@ export async function guarded<T>(
     const ours =
       error instanceof DockerUnavailableError ||
       error instanceof ImageMissingError ||
-      error instanceof SandboxError;
+      error instanceof SandboxError ||
+      error instanceof SlotDirectoryError;
     if (ours || (error instanceof Error && error.name === "AbortError")) throw error;
     if (isConnectionError(error)) {
       throw new DockerUnavailableError(endpoint, messageOf(error), { cause: error });

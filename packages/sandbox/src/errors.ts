@@ -47,3 +47,28 @@ export class SandboxError extends Error {
     this.containerId = options?.containerId;
   }
 }
+
+/**
+ * A slot directory could not be prepared or deleted safely: its disk image could not be made
+ * or mounted, or the delete could not run where no link leads to the host. Nothing is tried
+ * in its place (no host-side walk, no directory without its ceiling): the directory stays as
+ * it was, and the message says what to do.
+ */
+export class SlotDirectoryError extends Error {
+  override readonly name = "SlotDirectoryError";
+  /** The slot directory on the host. */
+  readonly slotDir: string;
+  /** What was being done: `prepare` or `delete`. */
+  readonly operation: "prepare" | "delete";
+
+  constructor(
+    operation: "prepare" | "delete",
+    slotDir: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.operation = operation;
+    this.slotDir = slotDir;
+  }
+}

@@ -1,7 +1,12 @@
 export { Defaults } from "./defaults.js";
 export type { DockerConnectOptions } from "./engine.js";
 export { connectDocker, DockerEngine } from "./engine.js";
-export { DockerUnavailableError, ImageMissingError, SandboxError } from "./errors.js";
+export {
+  DockerUnavailableError,
+  ImageMissingError,
+  SandboxError,
+  SlotDirectoryError,
+} from "./errors.js";
 export { installIdOf } from "./install.js";
 export { LabelKeys, sanitizeLabelValue } from "./labels.js";
 export type { SandboxOptions } from "./sandbox.js";

@@ -23,6 +23,11 @@ export const LabelKeys = {
    * one engine never see each other's containers. Containers made before it existed have none.
    */
   install: "mediagate.install",
+  /**
+   * `"1"` on the throwaway container that deletes a slot directory's contents (it is no slot's
+   * container: it carries no `agent` label, so reuse, `sandbox ls` and the reaper ignore it).
+   */
+  slotDelete: "mediagate.slot-delete",
 } as const;
 
 const LabelUnsafe = /[^A-Za-z0-9_.-]/g;

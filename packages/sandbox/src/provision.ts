@@ -1,6 +1,4 @@
 import { randomBytes } from "node:crypto";
-import { mkdir } from "node:fs/promises";
-import { join } from "node:path";
 import type Docker from "dockerode";
 import { boundedCall, type CallBound } from "./bounded-call.js";
 import { containerName, createOptions } from "./container-spec.js";
@@ -9,6 +7,7 @@ import { isNotFound, statusOf } from "./docker-errors.js";
 import { ImageMissingError } from "./errors.js";
 import type { ContainerOwner } from "./labels.js";
 import { delay } from "./one-shot-exec.js";
+import { prepareSlotDirectory } from "./slot-dirs.js";
 import type { SandboxSettings } from "./types.js";
 
 export interface ProvisionContext {
@@ -27,6 +26,8 @@ export interface ProvisionContext {
    * name are not handed over: the next probe (of any process) adopts them.
    */
   readonly onAbandoned?: ((idOrName: string) => void) | undefined;
+  /** Told about a slot directory that keeps working without its disk ceiling. */
+  readonly onWarning?: ((message: string) => void) | undefined;
 }
 
 /**
@@ -34,9 +35,12 @@ export interface ProvisionContext {
  * labelled containers are probed first: a running one is reused, a paused one unpaused, a
  * stopped one started; one that cannot be started is removed and replaced. A create that
  * loses a race with another process (409 on the deterministic name) probes again.
- * Without it, no probe happens and a fresh, uniquely named container is made.
+ * Without it, no probe happens and a fresh, uniquely named container is made. The slot
+ * directory is made ready first (its disk image mounted again after a reboot), before any
+ * container, new or reused, binds it. Runs under the slot's lock.
  */
 export async function provisionContainer(context: ProvisionContext): Promise<string> {
+  await prepareSlotDirectory(context.slotDir, context.settings, context.onWarning);
   if (!context.settings.persistAcrossProcesses) {
     return createAndStart(context, randomBytes(4).toString("hex"));
   }
@@ -95,10 +99,6 @@ async function createAndStart(
   unique: string | undefined,
 ): Promise<string> {
   const { docker, settings, slotDir, bound } = context;
-  if (settings.persistent) {
-    await mkdir(join(slotDir, "workspace"), { recursive: true });
-    await mkdir(join(slotDir, "home"), { recursive: true });
-  }
   context.bound.signal?.throwIfAborted();
   const name = containerName(context.owner, context.slot, unique);
   let container: Docker.Container;

@@ -1,11 +1,10 @@
-import { rm } from "node:fs/promises";
 import { dirname, relative, sep } from "node:path";
 import type Docker from "dockerode";
 import { boundedCall } from "./bounded-call.js";
 import { profileFilters, removeContainer } from "./containers.js";
 import { Defaults } from "./defaults.js";
 import { messageOf } from "./docker-errors.js";
-import { type ContainerOwner, keepsSlotDirs } from "./labels.js";
+import { type ContainerOwner, keepsSlotDirs, LabelKeys } from "./labels.js";
 import { slotRootOf } from "./slot-key.js";
 import { parseDockerTime } from "./timestamps.js";
 import type { ReapResult } from "./types.js";
@@ -37,6 +36,17 @@ export interface SweepContext {
   readonly timeoutMs?: number;
   /** Removal step; the default removes the container. Replaceable for failure tests. */
   readonly remove?: (id: string) => Promise<void>;
+  /**
+   * Deletes a reaped scratch container's slot directory: takes the directory's lock, asks
+   * `inUse` (another container of the slot, made since, still binds it) and deletes it only
+   * when not. `image` is the reaped container's image, which the delete container runs.
+   * Without it no directory is deleted.
+   */
+  readonly deleteSlotDir?: (
+    slotDir: string,
+    image: string,
+    inUse: () => Promise<boolean>,
+  ) => Promise<void>;
 }
 
 /**
@@ -45,8 +55,10 @@ export interface SweepContext {
  * `/workspace` bind) goes with them only for scratch slots (session and task-id slots):
  * the dirs of `default`, `profile:<name>` and `shared:<key>` slots are the persistent
  * workspace and home the next container binds again, so they are kept
- * ({@link keepsSlotDirs}). Running containers are never listed. A failure is recorded and
- * the sweep goes on.
+ * ({@link keepsSlotDirs}). A slot directory is deleted under its lock, only while no other
+ * container of the slot exists, and where no link leads out of it (`deleteSlotDir`); one that
+ * could not be deleted stays and is reported. Running containers are never listed. A failure
+ * is recorded and the sweep goes on.
  */
 export async function sweepOrphans(context: SweepContext): Promise<ReapResult> {
   const { docker } = context;
@@ -58,8 +70,9 @@ export async function sweepOrphans(context: SweepContext): Promise<ReapResult> {
     docker.listContainers({ all: true, filters, abortSignal }),
   );
   for (const summary of exited) {
+    let info: Docker.ContainerInspectInfo;
     try {
-      const info = await boundedCall(
+      info = await boundedCall(
         "inspect",
         bound,
         (abortSignal) => docker.getContainer(summary.Id).inspect({ abortSignal }),
@@ -68,16 +81,48 @@ export async function sweepOrphans(context: SweepContext): Promise<ReapResult> {
       if (info.State.Running || info.State.Status !== "exited") continue;
       if (!isReapable(info.State.FinishedAt, context.now, context.lifetimeSeconds)) continue;
       await remove(summary.Id);
-      const slotDir = keepsSlotDirs(info.Config.Labels)
-        ? undefined
-        : slotDirOfMounts(info.Mounts, context.sandboxRoots);
-      if (slotDir !== undefined) await rm(slotDir, { recursive: true, force: true });
       result.removed.push(summary.Id);
     } catch (error) {
       result.failed.push({ id: summary.Id, error: messageOf(error) });
+      continue;
+    }
+    const slotDir = keepsSlotDirs(info.Config.Labels)
+      ? undefined
+      : slotDirOfMounts(info.Mounts, context.sandboxRoots);
+    if (slotDir === undefined || context.deleteSlotDir === undefined) continue;
+    const labels = info.Config.Labels ?? {};
+    try {
+      await context.deleteSlotDir(slotDir, info.Image, () => slotStillUsed(docker, labels, bound));
+    } catch (error) {
+      result.failed.push({ id: summary.Id, error: `container removed: ${messageOf(error)}` });
     }
   }
   return result;
+}
+
+/**
+ * Whether a container of the reaped one's slot (same install, profile and slot hash, or slot
+ * label for containers older than the hash) still exists: its directory is then in use.
+ */
+async function slotStillUsed(
+  docker: Docker,
+  labels: Readonly<Record<string, string>>,
+  bound: { timeoutMs: number },
+): Promise<boolean> {
+  const hash = labels[LabelKeys.slotHash];
+  const install = labels[LabelKeys.install];
+  const filters = [
+    `${LabelKeys.agent}=1`,
+    ...(install === undefined ? [] : [`${LabelKeys.install}=${install}`]),
+    `${LabelKeys.profile}=${labels[LabelKeys.profile] ?? ""}`,
+    hash === undefined
+      ? `${LabelKeys.slot}=${labels[LabelKeys.slot] ?? ""}`
+      : `${LabelKeys.slotHash}=${hash}`,
+  ];
+  const found = await boundedCall("list containers", bound, (abortSignal) =>
+    docker.listContainers({ all: true, filters: { label: filters }, abortSignal }),
+  );
+  return found.length > 0;
 }
 
 /** The slot dir behind a `/workspace` bind, only if it lies directly under a sandbox root. */

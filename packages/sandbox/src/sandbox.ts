@@ -1,4 +1,3 @@
-import { rm } from "node:fs/promises";
 import { isAbsolute } from "node:path";
 import type Docker from "dockerode";
 import { boundedCall, type CallBound } from "./bounded-call.js";
@@ -8,12 +7,11 @@ import { Defaults } from "./defaults.js";
 import { dockerOf } from "./docker-client.js";
 import { guarded, isNotFound, withTimeout } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
-import { SandboxError } from "./errors.js";
+import { SandboxError, type SlotDirectoryError } from "./errors.js";
 import { type ExecUser, OneShotUser, SessionHome, type UserMode, userModeOf } from "./exec-user.js";
 import { IdleSlots } from "./idle-slots.js";
 import { installIdOf } from "./install.js";
 import { listProfileContainers, removeOwnContainer } from "./inventory.js";
-import { KeyedLock } from "./keyed-lock.js";
 import { type ContainerOwner, sanitizeLabelValue } from "./labels.js";
 import { listLegacyContainers, retireLegacyContainers } from "./legacy.js";
 import { execOnce } from "./one-shot-exec.js";
@@ -23,7 +21,9 @@ import { sessionHash } from "./session-hash.js";
 import { isGone, SessionShells } from "./session-shells.js";
 import { sessionUser } from "./session-user.js";
 import { SessionUmask } from "./shell-scripts.js";
+import { deleteSlotDirectory } from "./slot-dirs.js";
 import { slotDirectoryFor } from "./slot-key.js";
+import { withSlotLock } from "./slot-lock.js";
 import type {
   ContainerFile,
   ContainerLink,
@@ -94,7 +94,6 @@ export class Sandbox {
   readonly #now: () => number;
   readonly #bound: CallBound;
   readonly #handles = new Map<string, string>();
-  readonly #slotLocks = new KeyedLock();
   readonly #shells: SessionShells;
   readonly #users: UserMode;
   readonly #pending = new Set<Promise<unknown>>();
@@ -146,8 +145,11 @@ export class Sandbox {
   }
 
   /**
-   * The slot's container, created or reused under a per-slot lock, so concurrent callers
-   * get one container. The first call of the process runs the orphan reaper (unless
+   * The slot's container, created or reused under the slot directory's lock (one for the
+   * whole process, whichever profile asks, and a lock file other processes honour), so
+   * concurrent callers get one container and a slot is never provisioned while it is being
+   * deleted. The slot directory is made ready first: 0700, its disk ceiling mounted
+   * (`diskLimitBytes`), `workspace/` and `home/` for the sandbox group. The first call of the process runs the orphan reaper (unless
    * disabled). A warm call returns the cached id without asking Docker (a container that
    * vanished since is noticed by the next exec, which acquires again). Each Docker call
    * is bounded by `operationTimeoutMs` and the whole by `provisionTimeoutMs`; a container
@@ -166,11 +168,12 @@ export class Sandbox {
   async #acquire(slot: string, signal?: AbortSignal): Promise<{ containerId: string }> {
     const cached = this.#handles.get(slot);
     if (cached !== undefined) return { containerId: cached };
-    return this.#slotLocks.run(slot, async () => {
+    // Before the lock: the reaper takes the locks of the slot directories it deletes.
+    await this.#retireLegacyOnce();
+    await this.#reapOnce();
+    return this.#locked(slot, async () => {
       const held = this.#handles.get(slot);
       if (held !== undefined) return { containerId: held };
-      await this.#retireLegacyOnce();
-      await this.#reapOnce();
       const provisioning = provisionContainer({
         docker: this.#docker,
         owner: this.#owner,
@@ -179,6 +182,7 @@ export class Sandbox {
         settings: this.#settings,
         bound: { ...this.#bound, signal },
         onAbandoned: (idOrName) => this.#discardLate(slot, Promise.resolve(idOrName)),
+        onWarning: (message) => this.#options.onWarning?.(message),
       });
       const timeoutMs = this.#options.provisionTimeoutMs ?? Defaults.provisionTimeoutMs;
       let containerId: string;
@@ -319,6 +323,10 @@ export class Sandbox {
    * `deleteDirs: false`. Each Docker call is bounded inside the slot lock
    * (`operationTimeoutMs`, plus the grace period for stop), the whole by
    * `Defaults.cleanupTimeoutMs`; `shutdown()` awaits cleanups still running.
+   * Deleting the dirs never walks a host path: the slot's disk image is unmounted and
+   * unlinked, and anything else is removed by `rm` in a throwaway container that mounts only
+   * the slot directory. When that cannot run the dirs stay and a {@link SlotDirectoryError}
+   * says why.
    */
   async cleanup(slot: string, opts: { force?: boolean; deleteDirs?: boolean } = {}): Promise<void> {
     await this.#cleanup(slot, opts, false);
@@ -331,7 +339,7 @@ export class Sandbox {
     idleOnly: boolean,
   ): Promise<void> {
     const force = opts.force === true;
-    const work = this.#slotLocks.run(slot, async () => {
+    const work = this.#locked(slot, async () => {
       if (idleOnly && this.#idle?.isBusy(slot) === true) return;
       const id = this.#dropSlot(slot);
       if (!force && this.#settings.persistent) return;
@@ -344,7 +352,7 @@ export class Sandbox {
         await destroyContainer(this.#docker, containerId, Defaults.stopGraceSeconds, this.#bound);
       }
       const deleteDirs = force ? opts.deleteDirs === true : opts.deleteDirs !== false;
-      if (deleteDirs) await rm(this.slotDirectory(slot), { recursive: true, force: true });
+      if (deleteDirs) await this.#deleteSlotDir(this.slotDirectory(slot), this.#settings.image);
     });
     await this.#guard("cleanup", slot, () =>
       withTimeout(this.#track(work), Defaults.cleanupTimeoutMs, `cleanup of ${slot}`),
@@ -452,6 +460,14 @@ export class Sandbox {
         now: opts.now ?? new Date(this.#now()),
         sandboxRoots: this.#sandboxRoots,
         timeoutMs: this.#bound.timeoutMs,
+        deleteSlotDir: (slotDir, image, inUse) =>
+          withSlotLock(
+            slotDir,
+            async () => {
+              if (!(await inUse())) await this.#deleteSlotDir(slotDir, image);
+            },
+            { onWarning: this.#options.onWarning },
+          ),
       });
       return {
         removed: [...legacy.removed, ...swept.removed],
@@ -475,6 +491,24 @@ export class Sandbox {
     await withTimeout(all, timeoutMs, "sandbox shutdown").catch(() => undefined);
   }
 
+  /**
+   * Runs `fn` holding the slot directory's lock, shared with every Sandbox of this process
+   * and with other processes ({@link withSlotLock}).
+   */
+  #locked<T>(slot: string, fn: () => Promise<T>): Promise<T> {
+    return withSlotLock(this.slotDirectory(slot), fn, { onWarning: this.#options.onWarning });
+  }
+
+  /** Deletes a slot directory where no link can lead out of it; call under its lock. */
+  #deleteSlotDir(slotDir: string, image: string): Promise<void> {
+    return deleteSlotDirectory(slotDir, {
+      docker: this.#docker,
+      image,
+      owner: this.#owner,
+      bound: this.#bound,
+    });
+  }
+
   #dropSlot(slot: string): string | undefined {
     this.#idle?.cancel(slot);
     const id = this.#handles.get(slot);
@@ -492,7 +526,7 @@ export class Sandbox {
   #discardLate(slot: string, provisioning: Promise<string>): void {
     const late = provisioning.then(
       (id) =>
-        this.#slotLocks.run(slot, async () => {
+        this.#locked(slot, async () => {
           if (this.#handles.get(slot) === id) return;
           await destroyContainer(this.#docker, id, Defaults.stopGraceSeconds, this.#bound);
         }),

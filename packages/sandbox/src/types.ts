@@ -52,10 +52,19 @@ export interface SandboxSettings {
   readonly lifetimeSeconds: number;
   /** Docker network mode. Default `"none"`. */
   readonly network: string;
-  readonly memoryBytes?: number | undefined;
+  /** Memory ceiling of the container (Docker `Memory`). Default 1 GiB. */
+  readonly memoryBytes: number;
   readonly nanoCpus?: number | undefined;
-  /** Default 256. */
+  /** Process ceiling of the container (Docker `PidsLimit`). Default 512. */
   readonly pidsLimit: number;
+  /** Size of each tmpfs mount (`/workspace`, `/root`) of a tmpfs filesystem. Default 512 MiB. */
+  readonly tmpfsBytes: number;
+  /**
+   * Per-slot ceiling on what a bind filesystem's slot writes to the host disk: the slot
+   * directory is an ext4 image of this size, loop-mounted `nosuid,nodev` (needs root and a
+   * loop device). Default 4 GiB; `0` = no ceiling and a plain directory.
+   */
+  readonly diskLimitBytes: number;
   /** Extra binds, `host:container[:mode]`. */
   readonly volumes: readonly string[];
   /** Trimmed shared key; empty string means strict per-profile isolation. */

@@ -34,7 +34,7 @@ describe("acquire", () => {
     expect(host.Init).toBe(true);
     expect(host.CapDrop).toEqual(["ALL"]);
     expect(host.SecurityOpt).toEqual(["no-new-privileges"]);
-    expect(host.PidsLimit).toBe(256);
+    expect(host.PidsLimit).toBe(512);
     expect(host.NetworkMode).toBe("none");
     expect(host.Memory).toBe(256 * 1024 * 1024);
     expect(host.NanoCpus).toBe(500_000_000);

@@ -1,5 +1,6 @@
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { access, mkdtemp, rm } from "node:fs/promises";
+import { access, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Docker from "dockerode";
@@ -18,8 +19,13 @@ export const TestImage = "mediagate-sandbox:test";
 /** A raw client for assertions and for setting up containers the sandbox did not make. */
 export const docker = new Docker({ socketPath: "/var/run/docker.sock" });
 
+/**
+ * The package defaults with the test image and no disk ceiling: each slot with a ceiling
+ * holds a loop device while its directory exists, and only the tests about the ceiling need
+ * one (they ask for it with `diskLimitBytes`).
+ */
 export function testSettings(overrides: Partial<SandboxSettings> = {}): SandboxSettings {
-  return { ...Defaults.settings, image: TestImage, ...overrides };
+  return { ...Defaults.settings, image: TestImage, diskLimitBytes: 0, ...overrides };
 }
 
 /** A profile name no other test run uses, so runs never see each other's containers. */
@@ -80,11 +86,38 @@ export async function fixture(options: { home?: string; profile?: string } = {})
       // A failed test can leave acquires in flight; sweep again once they have landed.
       await new Promise((resolve) => setTimeout(resolve, 300));
       await removeProfileContainers(profile);
+      await releaseMounts(home);
       if (options.home === undefined) await rm(home, { recursive: true, force: true });
     },
   };
 }
 
+/**
+ * Unmounts every filesystem mounted at or below `dir` (slot disks a test left mounted; their
+ * loop devices go with them), deepest first, once no container holds them.
+ */
+export async function releaseMounts(dir: string): Promise<void> {
+  for (const point of (await mountsUnder(dir)).reverse()) {
+    execFileSync("umount", [point]);
+  }
+}
+
+/** Mount points at or below `dir`, in mount order (from /proc/self/mountinfo). */
+export async function mountsUnder(dir: string): Promise<string[]> {
+  const info = await readFile("/proc/self/mountinfo", "utf8");
+  return info
+    .split("\n")
+    .map((line) => line.split(" ")[4] ?? "")
+    .filter((point) => point === dir || point.startsWith(`${dir}/`));
+}
+
+/** Loop devices whose backing file lies at or below `dir` (`losetup -a`). */
+export function loopDevicesUnder(dir: string): string[] {
+  const listed = execFileSync("losetup", ["-a"], { encoding: "utf8" });
+  return listed.split("\n").filter((line) => line.includes(`${dir}/`));
+}
+
+/** Removes every container labelled with the profile: its slots' and its delete containers. */
 export async function removeProfileContainers(profile: string): Promise<void> {
   const found = await docker.listContainers({
     all: true,

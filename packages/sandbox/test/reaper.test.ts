@@ -85,6 +85,23 @@ describe("orphan reaper", () => {
     for (const slot of scratch) expect(await exists(sandbox.slotDirectory(slot))).toBe(false);
   });
 
+  it("keeps a reaped container's slot dir while another container of the slot uses it", async () => {
+    const settings = { orphanReaper: false, persistAcrossProcesses: false };
+    const slot = "task-still-used";
+    const first = fx.sandbox(settings);
+    const old = await first.acquire(slot);
+    await first.exec(slot, "echo in-use > /workspace/data.txt");
+    await docker.getContainer(old.containerId).stop({ t: 0 });
+    const live = await fx.sandbox(settings).acquire(slot);
+
+    const result = await first.reapOrphans({ now: new Date(later()) });
+    expect(result.removed).toContain(old.containerId);
+    expect(result.failed).toEqual([]);
+    expect(await alive(live.containerId)).toBe(true);
+    const file = join(first.slotDirectory(slot), "workspace", "data.txt");
+    expect(await readFile(file, "utf8")).toBe("in-use\n");
+  });
+
   it("respects the lifetime: 2 × max(60, lifetimeSeconds)", async () => {
     const sandbox = fx.sandbox({ orphanReaper: false, lifetimeSeconds: 3600 });
     const id = await exitedContainer(fx, "long-lived");

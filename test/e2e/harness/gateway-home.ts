@@ -1,5 +1,6 @@
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Gateway } from "@mediagate/gateway";
@@ -41,7 +42,23 @@ export async function teardownGateway(gateway: Gateway | undefined, home: string
       for (const c of leftovers) await docker.removeForce(c.id);
     }
   }
-  if (home !== "") await rm(home, { recursive: true, force: true });
+  if (home !== "") {
+    await releaseMounts(home);
+    await rm(home, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Unmounts the slot disks (loop-mounted images, `diskLimitBytes`) still mounted below `home`,
+ * deepest first, so a test never leaves a mount or a loop device behind.
+ */
+export async function releaseMounts(home: string): Promise<void> {
+  const info = await readFile("/proc/self/mountinfo", "utf8");
+  const points = info
+    .split("\n")
+    .map((line) => line.split(" ")[4] ?? "")
+    .filter((point) => point.startsWith(`${home}/`));
+  for (const point of points.reverse()) execFileSync("umount", [point]);
 }
 
 /**

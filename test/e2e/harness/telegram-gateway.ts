@@ -39,7 +39,8 @@ export interface TelegramProfileSpec {
   /** The profile's `agent` config entry; default the shell agent. */
   readonly agent?: Readonly<Record<string, unknown>>;
   /**
-   * Extra `sandbox` config keys (the image is always the test image); a function gets the
+   * Extra `sandbox` config keys (the image is always the test image; no disk ceiling unless
+   * a test asks for `diskLimitBytes`: each ceiling holds a loop device); a function gets the
    * profile's home first (e.g. to mount it as a volume).
    */
   readonly sandbox?:
@@ -251,7 +252,7 @@ export class TelegramGatewayHarness {
           telegram: { ...spec.telegram, token: fake.token, apiRoot },
           admins: (spec.admins ?? []).map((id) => `telegram:${id}`),
           allowedUsers: (spec.allowed ?? []).map((id) => `telegram:${id}`),
-          sandbox: { image: TestImage, ...sandbox },
+          sandbox: { image: TestImage, diskLimitBytes: 0, ...sandbox },
           ...(spec.agent === undefined ? {} : { agent: spec.agent }),
         });
       }

@@ -32,10 +32,15 @@ export async function resetSession(
     await runtime.sandbox.cleanup(slot, { force: true, deleteDirs: true });
     services.slots.forget(slotId);
   } catch (error) {
+    const name = error instanceof Error ? error.name : "error";
     teardown =
       sandboxProblemOf(error)?.kind === "docker_unavailable"
         ? "could not remove the container (Docker cannot be reached)"
-        : `could not remove the container (${error instanceof Error ? error.name : "error"})`;
+        : name === "SlotDirectoryError"
+          ? `removed the container but kept its files: they could not be deleted safely (${
+              error instanceof Error ? error.message : name
+            })`
+          : `could not remove the container (${name})`;
   }
   const stopLine =
     stopped.abortedTurn || stopped.droppedMessages > 0 ? ` ${describeStop(stopped)}` : "";

@@ -33,7 +33,10 @@ describe("resolveConfig", () => {
       persistent: true,
       filesystem: "bind",
       network: "none",
-      pidsLimit: 256,
+      pidsLimit: 512,
+      memoryBytes: 1024 * 1024 * 1024,
+      tmpfsBytes: 512 * 1024 * 1024,
+      diskLimitBytes: 4 * 1024 * 1024 * 1024,
       lifetimeSeconds: 300,
       persistAcrossProcesses: true,
       orphanReaper: true,
@@ -91,6 +94,27 @@ describe("resolveConfig", () => {
     expect(ok.profiles[0]?.sandbox.filesystem).toBe("tmpfs");
     const error = errorOf({ profiles: [{ name: "default", sandbox: { filesystem: "disk" } }] });
     expect(error.message).toContain('profiles[0].sandbox.filesystem: got "disk", expected');
+  });
+
+  it("takes resource ceilings, 0 for no disk ceiling, and names a disk ceiling too small", () => {
+    const ok = resolveConfig(
+      {
+        profiles: [
+          {
+            name: "default",
+            sandbox: { diskLimitBytes: 0, memoryBytes: 1 << 28, tmpfsBytes: 1 << 26 },
+          },
+        ],
+      },
+      { env },
+    );
+    expect(ok.profiles[0]?.sandbox).toMatchObject({
+      diskLimitBytes: 0,
+      memoryBytes: 1 << 28,
+      tmpfsBytes: 1 << 26,
+    });
+    const error = errorOf({ profiles: [{ name: "default", sandbox: { diskLimitBytes: 4096 } }] });
+    expect(error.message).toContain("profiles[0].sandbox.diskLimitBytes: got 4096, expected 0");
   });
 
   it("reports every problem, including unknown keys and bad profile names", () => {

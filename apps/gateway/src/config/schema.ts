@@ -2,6 +2,8 @@ import { z } from "zod";
 import { ConfigDefaults, ProfileNamePattern } from "./defaults.js";
 
 const positiveInt = z.number().int().positive();
+/** Smallest per-slot disk ceiling: an ext4 image needs room for its own metadata. */
+const MinDiskLimitBytes = 16 * 1024 * 1024;
 const userId = z.string().regex(/^(telegram|discord|console):[^:\s]+$/, {
   error: 'a user id "<platform>:<id>" with platform telegram, discord or console',
 });
@@ -51,6 +53,14 @@ const sandboxSchema = z.strictObject({
   memoryBytes: positiveInt.optional(),
   nanoCpus: positiveInt.optional(),
   pidsLimit: positiveInt.optional(),
+  tmpfsBytes: positiveInt.optional(),
+  diskLimitBytes: z
+    .number()
+    .int()
+    .refine((n) => n === 0 || n >= MinDiskLimitBytes, {
+      error: `0 (no disk ceiling) or at least ${MinDiskLimitBytes} bytes (16 MiB)`,
+    })
+    .optional(),
   volumes: z.array(volumeSpec).optional(),
   sharedKey: z.string().optional(),
   user: z

@@ -1,0 +1,158 @@
+import { access, chmod, chown, lstat, mkdir, readdir, rmdir, unlink } from "node:fs/promises";
+import { join } from "node:path";
+import { type ContainedDeleteContext, deleteInContainer } from "./contained-delete.js";
+import { Defaults } from "./defaults.js";
+import { codeOf, messageOf } from "./docker-errors.js";
+import { SlotDirectoryError } from "./errors.js";
+import {
+  createDiskImage,
+  diskCeilingObstacle,
+  isMountPoint,
+  mountDiskImage,
+  unmountAll,
+} from "./slot-disk.js";
+import { slotPaths } from "./slot-paths.js";
+import type { SandboxSettings } from "./types.js";
+
+/** The two directories of a slot that its containers bind (`/workspace`, `/root`). */
+const BoundDirs = ["workspace", "home"] as const;
+
+/** What {@link prepareSlotDirectory} reads of the settings. */
+export type SlotDirSettings = Pick<SandboxSettings, "filesystem" | "diskLimitBytes">;
+
+/**
+ * Makes a slot directory ready for a container, under the slot's lock. `<home>/sandboxes`,
+ * its `docker/` and the slot directory are 0700 (made so, or set so when they exist), so no
+ * other host user reaches anything a sandbox wrote. With a bind filesystem and a disk ceiling
+ * the slot directory is the mount point of its ext4 image: made on first use, mounted again
+ * when it exists but is not mounted (after a reboot or a gateway restart). `workspace/` and
+ * `home/` are owned by `0:Defaults.sandboxGid` with mode 2770, so every per-session user of
+ * the slot works in them and new files keep the group. A slot directory that already holds
+ * files but has no image (made before the ceiling existed) keeps working without a ceiling,
+ * with a warning: mounting over it would hide its files.
+ * @throws {SlotDirectoryError} when the ceiling cannot be put in place (not root, no loop
+ * device, no mkfs.ext4): the message names `diskLimitBytes: 0` as the way out.
+ */
+export async function prepareSlotDirectory(
+  slotDir: string,
+  settings: SlotDirSettings,
+  onWarning?: (message: string) => void,
+): Promise<void> {
+  const paths = slotPaths(slotDir);
+  await privateDir(paths.sandboxesDir);
+  await privateDir(paths.kindDir);
+  if (settings.filesystem !== "bind") return;
+  await privateDir(slotDir);
+  if (settings.diskLimitBytes > 0 && !(await isMountPoint(slotDir))) {
+    await attachDisk(slotDir, settings.diskLimitBytes, onWarning);
+    await privateDir(slotDir);
+  }
+  for (const name of BoundDirs) await sandboxDir(slotDir, join(slotDir, name));
+}
+
+async function attachDisk(
+  slotDir: string,
+  sizeBytes: number,
+  onWarning?: (message: string) => void,
+): Promise<void> {
+  const { image, diskDir } = slotPaths(slotDir);
+  const hasImage = await access(image).then(
+    () => true,
+    () => false,
+  );
+  if (!hasImage && (await readdir(slotDir)).length > 0) {
+    onWarning?.(
+      `slot directory ${slotDir} was made before its disk ceiling and keeps its files without ` +
+        "one; reset the slot (its files are deleted) to give it the ceiling",
+    );
+    return;
+  }
+  const fix =
+    "A disk ceiling is a loop-mounted ext4 image: the gateway must run as root with loop " +
+    "devices (/dev/loop-control) and mkfs.ext4 (e2fsprogs). To run without a per-slot disk " +
+    "ceiling, set profiles[].sandbox.diskLimitBytes: 0.";
+  const obstacle = diskCeilingObstacle();
+  if (obstacle !== undefined) {
+    throw new SlotDirectoryError(
+      "prepare",
+      slotDir,
+      `cannot give slot directory ${slotDir} its disk ceiling: ${obstacle}. ${fix}`,
+    );
+  }
+  try {
+    await privateDir(diskDir);
+    if (!hasImage) await createDiskImage(image, sizeBytes);
+    await mountDiskImage(image, slotDir);
+  } catch (error) {
+    throw new SlotDirectoryError(
+      "prepare",
+      slotDir,
+      `cannot give slot directory ${slotDir} its disk ceiling: ${messageOf(error)}. ${fix}`,
+      { cause: error },
+    );
+  }
+}
+
+/**
+ * Deletes a slot directory, under the slot's lock and after its containers are gone, so that
+ * nothing outside it can be touched whatever a container did to its contents. A mounted disk
+ * image is unmounted (not lazily: a filesystem still in use stays) and unlinked, which
+ * removes everything in it without walking it. Anything else inside the directory is removed
+ * by `rm` in a throwaway container that mounts only this directory
+ * ({@link deleteInContainer}); only the empty directory is removed on the host. Fails closed:
+ * when a step cannot run, what is left stays in place and a {@link SlotDirectoryError} says
+ * why; no host-side path walk is ever tried instead.
+ */
+export async function deleteSlotDirectory(
+  slotDir: string,
+  context: ContainedDeleteContext,
+): Promise<void> {
+  const { image } = slotPaths(slotDir);
+  const fail = (what: string, error: unknown): never => {
+    throw new SlotDirectoryError(
+      "delete",
+      slotDir,
+      `slot directory ${slotDir} was left in place: ${what}: ${messageOf(error)}`,
+      { cause: error },
+    );
+  };
+  await unmountAll(slotDir).catch((error: unknown) => fail("could not unmount its disk", error));
+  const names = await readdir(slotDir).catch((error: unknown) => {
+    if (codeOf(error) === "ENOENT") return undefined;
+    return fail("could not list it", error);
+  });
+  if (names !== undefined) {
+    if (names.length > 0) {
+      await deleteInContainer(context, slotDir, names).catch((error: unknown) =>
+        fail("the delete container failed", error),
+      );
+    }
+    await rmdir(slotDir).catch((error: unknown) => {
+      if (codeOf(error) !== "ENOENT") fail("could not remove it", error);
+    });
+  }
+  await unlink(image).catch((error: unknown) => {
+    if (codeOf(error) !== "ENOENT") fail("could not remove its disk image", error);
+  });
+}
+
+/** Makes `dir` (and missing parents) 0700, or sets an existing one to 0700. */
+async function privateDir(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await chmod(dir, 0o700);
+}
+
+/**
+ * `workspace/` or `home/`: a real directory (never a link), `0:sandboxGid` mode 2770. A
+ * gateway that is not root cannot hand it to the group and keeps it as its own, 2770.
+ */
+async function sandboxDir(slotDir: string, dir: string): Promise<void> {
+  await mkdir(dir, { mode: 0o770 }).catch((error: unknown) => {
+    if (codeOf(error) !== "EEXIST") throw error;
+  });
+  if (!(await lstat(dir)).isDirectory()) {
+    throw new SlotDirectoryError("prepare", slotDir, `${dir} is not a directory`);
+  }
+  if (process.getuid?.() === 0) await chown(dir, 0, Defaults.sandboxGid);
+  await chmod(dir, 0o2770);
+}
