@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Shared by scripts/test.sh and scripts/test-long.sh: set-up of what the tests need, and one
+# run of a pnpm test script with a leak check and a closing "N passed, N failed" line.
+
+# The Docker engine, the sandbox test image and the locked dependencies, built.
+suite_setup() {
+  bash scripts/ensure-docker.sh
+  bash scripts/build-sandbox-image.sh mediagate-sandbox:test
+  bash scripts/ensure-pnpm.sh
+  pnpm install --frozen-lockfile --reporter=append-only
+  pnpm build
+}
+
+suite_containers() { docker ps -aq --no-trunc --filter label=mediagate.agent=1 | sort; }
+# Slot disks (loop-mounted images on <home>/sandboxes/docker/<slot>) a test left mounted.
+suite_slot_mounts() { awk '$2 ~ /\/sandboxes\/docker\// { print $2 }' /proc/self/mounts | sort; }
+
+# suite_run <pnpm script>: runs it, fails when it leaves mediagate containers or mounted slot
+# disks behind (and removes them), and prints one closing line over every vitest summary.
+suite_run() {
+  local script=$1 before mounts_before out status=0 leaked leaked_mounts
+  before=$(mktemp)
+  mounts_before=$(mktemp)
+  out=$(mktemp)
+  suite_containers >"$before"
+  suite_slot_mounts >"$mounts_before"
+  pnpm "$script" 2>&1 | tee "$out" || status=$?
+
+  leaked=$(suite_containers | comm -13 "$before" - || true)
+  if [ -n "$leaked" ]; then
+    echo "$script: the tests left mediagate containers behind (removing them):" >&2
+    docker ps -a --no-trunc --filter label=mediagate.agent=1 --format '{{.ID}} {{.Labels}} {{.Status}}' | grep -F "$leaked" >&2 || true
+    echo "$leaked" | xargs -r docker rm -f >/dev/null
+    status=1
+  fi
+
+  # A mounted slot disk holds a loop device, a finite resource of the machine.
+  leaked_mounts=$(suite_slot_mounts | comm -13 "$mounts_before" - || true)
+  if [ -n "$leaked_mounts" ]; then
+    echo "$script: the tests left slot disks mounted (unmounting them, loop devices go with them):" >&2
+    echo "$leaked_mounts" >&2
+    echo "$leaked_mounts" | sort -r | xargs -r -n1 umount || true
+    status=1
+  fi
+
+  # vitest prints "Tests  N passed | M failed (T)" per package. awk alone: a grep matching
+  # nothing (no failures) would end the script under pipefail.
+  count() {
+    sed -E 's/\x1b\[[0-9;]*m//g' "$out" | awk -v what="$1" '
+      $0 ~ /^[^ ]*[ ]+Tests[ ]/ {
+        for (i = 2; i <= NF; i++) if ($i == what) s += $(i - 1)
+      }
+      END { print s + 0 }'
+  }
+  local passed failed
+  passed=$(count passed)
+  failed=$(count failed)
+  rm -f "$before" "$mounts_before" "$out"
+  echo
+  echo "${passed} passed, ${failed} failed"
+  return "$status"
+}
