@@ -9,7 +9,7 @@ import { type TelegramBot, TelegramGatewayHarness } from "./harness/telegram-gat
 const Admin = 1001;
 
 /**
- * The credential surface end to end (SPEC §6): whatever the agent tags — a symlink to a host
+ * The credential surface end to end (docs/media.md): whatever the agent tags — a symlink to a host
  * file, a credential dir, the profile home's secrets (mounted into the sandbox here, as an
  * operator might), a path with `..` — the bytes never reach Telegram, and the chat is told
  * that an attachment was withheld without the path being echoed.

@@ -87,7 +87,7 @@ describe("gateway over Telegram: two profiles stay apart", () => {
 
 /**
  * Profiles that opt into one shared container (`sandbox.sharedKey`) see each other's files;
- * a profile that did not opt in still sees none of them (SPEC §4 rule 3).
+ * a profile that did not opt in still sees none of them (docs/sandbox.md, slot rule 3).
  */
 describe("gateway over Telegram: a shared sandbox key", () => {
   let harness: TelegramGatewayHarness;

@@ -14,7 +14,7 @@ const Member222 = 222;
 const TopicPoster = 1003;
 
 /**
- * Session identity over Telegram end to end (SPEC §3): groups are per user, forum topics are
+ * Session identity over Telegram end to end (docs/sessions.md): groups are per user, forum topics are
  * shared by their members, one session's messages run in order, and a restarted gateway picks
  * up what was written while it was down — in the container it left behind.
  */

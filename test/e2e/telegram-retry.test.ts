@@ -54,7 +54,7 @@ const doc = (name: string, bytes = randomBytes(5000)) =>
 const logLines = (): Record<string, unknown>[] =>
   logs.lines.map((line) => JSON.parse(line) as Record<string, unknown>);
 
-describe("TelegramChannel retries (SPEC §7)", () => {
+describe("TelegramChannel retries (docs/media.md)", () => {
   it("honours a 429 retry_after and delivers exactly once, with the whole file", async () => {
     fake.rateLimitNext("sendDocument", 1);
     const bytes = randomBytes(80_000);

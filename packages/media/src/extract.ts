@@ -64,7 +64,7 @@ const TRAILING = new Set(
 );
 
 /**
- * Find the `MEDIA:` tags and directives of an agent's reply (SPEC §6) with one linear pass.
+ * Find the `MEDIA:` tags and directives of an agent's reply (docs/media.md) with one linear pass.
  *
  * - Ignored, and left in the text: fenced code (``` and ~~~, CommonMark rules: up to three
  *   spaces of indent, an unclosed fence runs to the end), inline code spans (on one line,

@@ -23,14 +23,14 @@ export interface DiscordLimitOptions {
   readonly maxBytes?: number | undefined;
 }
 
-/** Upload limits of the Telegram Bot API (SPEC §7). */
+/** Upload limits of the Telegram Bot API (docs/media.md). */
 export function telegramLimits(options: TelegramLimitOptions = {}): UploadLimits {
   const photoBytes = positive(options.photoBytes, TelegramDefaults.photoBytes, "photoBytes");
   const otherBytes = positive(options.otherBytes, TelegramDefaults.otherBytes, "otherBytes");
   return { maxBytes: (kind: MediaKind) => (kind === "photo" ? photoBytes : otherBytes) };
 }
 
-/** Upload limits of Discord (SPEC §7): one cap for every kind. */
+/** Upload limits of Discord (docs/media.md): one cap for every kind. */
 export function discordLimits(options: DiscordLimitOptions = {}): UploadLimits {
   const maxBytes = positive(options.maxBytes, DiscordDefaults.maxBytes, "maxBytes");
   return { maxBytes: () => maxBytes };

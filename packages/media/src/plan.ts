@@ -30,7 +30,7 @@ const MaxContainerLinkHops = 2;
 const KINDS: readonly MediaKind[] = ["photo", "animation", "video", "audio", "voice", "document"];
 
 /**
- * Turn an agent's final reply into text plus typed outcomes, one per distinct tag (SPEC §6).
+ * Turn an agent's final reply into text plus typed outcomes, one per distinct tag (docs/media.md).
  *
  * Text: directives and the tags of `ready`, `denied` and `too_large` outcomes are removed (a
  * denied path is never echoed; the notices say what happened), `unreachable` tags stay
@@ -138,7 +138,7 @@ async function planOne(
       return { ...host, candidates: trace("missing") };
     case "link": {
       // The link's target is planned like a tag of its own: the deny list applies to the real
-      // path (SPEC §6), and a link to an ordinary file in the container still delivers.
+      // path (docs/media.md), and a link to an ordinary file in the container still delivers.
       const linked = trace("symlink", spooled.target);
       if (hops >= MaxContainerLinkHops) return { ...host, candidates: linked };
       const inner = await planOne(spooled.target, ctx, setup, limits, extraction, hops + 1);

@@ -55,7 +55,7 @@ export interface DeliveryPolicy {
 }
 
 /**
- * The credential surface of SPEC §6. A path is denied when it is:
+ * The credential surface of docs/media.md. A path is denied when it is:
  * - the Docker socket (any file named `docker.sock`);
  * - a profile home's secret: an entry directly under a protected home, or under
  *   `<home>/profiles/<name>`, named `.env`/`.env.*`, `config.yaml`, `mediagate.yaml`,

@@ -56,7 +56,7 @@ interface Candidate {
 }
 
 /**
- * Find the host file a tag names (SPEC §6, translation steps 1 and 2). The requested path is
+ * Find the host file a tag names (docs/media.md, translation steps 1 and 2). The requested path is
  * checked by the policy first, then each candidate in order — volumes (longest container
  * prefix first), then `/workspace` and `/root` through every slot directory, or the allow-dirs
  * for the local backend — until one opens. A candidate whose real path escapes its root or is

@@ -1,6 +1,6 @@
 import type { Readable } from "node:stream";
 
-/** How a file is sent: the platform method it maps to (SPEC §6). */
+/** How a file is sent: the platform method it maps to (docs/media.md). */
 export type MediaKind = "photo" | "animation" | "video" | "audio" | "voice" | "document";
 
 /** Per-platform upload caps; see `telegramLimits` and `discordLimits`. */
@@ -11,7 +11,7 @@ export interface UploadLimits {
 
 /**
  * The live container, as far as media delivery needs it: the container-read fallback for a
- * file on no host mount (SPEC §6.3). packages/sandbox implements it (`Sandbox#readFile`
+ * file on no host mount (docs/media.md, translation step 3). packages/sandbox implements it (`Sandbox#readFile`
  * bound to a slot); this package never sees Docker.
  */
 export interface ContainerFileSource {

@@ -1,7 +1,7 @@
 /**
  * A bound of its own for each Docker request/response call (create, start, inspect, list,
  * stop, remove, exec create/start, image inspect), so a wedged daemon cannot hold a slot's
- * lock forever (SPEC §5: cleanup is bounded, never fire-and-forget). Long-running exec and
+ * lock forever (docs/sandbox.md: cleanup is bounded, never fire-and-forget). Long-running exec and
  * attach streams are not bounded here: they have their own timeouts and caps.
  */
 

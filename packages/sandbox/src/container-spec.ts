@@ -74,7 +74,7 @@ function privilegesOf(settings: SandboxSettings): Partial<Docker.HostConfig> {
 }
 
 /**
- * Create options (SPEC §5): `Init: true` (so `sleep` as PID 1 stops promptly),
+ * Create options (docs/sandbox.md): `Init: true` (so `sleep` as PID 1 stops promptly),
  * `sleep infinity`, working dir `/workspace`, hardening (all capabilities dropped but the
  * per-session housekeeping's four, no-new-privileges, pids/memory/CPU limits, a per-uid
  * process limit, network `none` unless configured), binds of the slot dir for a bind

@@ -34,7 +34,7 @@ const LabelUnsafe = /[^A-Za-z0-9_.-]/g;
 const LabelMaxLength = 63;
 
 /**
- * Makes a value safe for a label (SPEC §5): characters outside `[A-Za-z0-9_.-]` become `_`,
+ * Makes a value safe for a label (docs/sandbox.md): characters outside `[A-Za-z0-9_.-]` become `_`,
  * at most 63 chars; empty or non-string values become `unknown`.
  */
 export function sanitizeLabelValue(value: unknown): string {
@@ -48,7 +48,7 @@ export function slotHash(slot: string): string {
 }
 
 /**
- * True for slots whose dirs outlive any one container (SPEC §4 rules 3, 4, 6): `default`,
+ * True for slots whose dirs outlive any one container (docs/sandbox.md, slot rule 3, 4, 6): `default`,
  * `profile:<name>` and `shared:<key>`. Session (`session:<key>`) and task-id slots are
  * scratch that belongs to their container. Asks the slot-key grammar (`slotTraits`).
  */

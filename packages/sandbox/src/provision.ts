@@ -31,7 +31,7 @@ export interface ProvisionContext {
 }
 
 /**
- * Finds or makes the container of a slot (SPEC §5). With `persistAcrossProcesses`, the
+ * Finds or makes the container of a slot (docs/sandbox.md). With `persistAcrossProcesses`, the
  * labelled containers are probed first: a running one is reused, a paused one unpaused, a
  * stopped one started; one that cannot be started is removed and replaced. A create that
  * loses a race with another process (409 on the deterministic name) probes again.

@@ -50,7 +50,7 @@ export interface SweepContext {
 }
 
 /**
- * One sweep (SPEC §5): exited containers labelled `mediagate.agent=1` of this install and
+ * One sweep (docs/sandbox.md): exited containers labelled `mediagate.agent=1` of this install and
  * this profile only, older than the threshold, are removed. The slot directory (found from the
  * `/workspace` bind) goes with them only for scratch slots (session and task-id slots):
  * the dirs of `default`, `profile:<name>` and `shared:<key>` slots are the persistent

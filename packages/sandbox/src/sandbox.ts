@@ -81,7 +81,7 @@ const reapedThisProcess = new Set<string>();
 const legacyRetired = new Map<string, Promise<void>>();
 
 /**
- * The Docker sandbox of one profile (SPEC §4–5): one container per slot, reused across
+ * The Docker sandbox of one profile (docs/sandbox.md): one container per slot, reused across
  * processes, hardened; one-shot exec and a persistent shell per chat session; cleanup
  * bounded by timeouts and awaited on shutdown; the orphan reaper.
  */
@@ -316,7 +316,7 @@ export class Sandbox {
   }
 
   /**
-   * Ends a slot's use (SPEC §5). `force`: stop (10 s grace) and remove the container;
+   * Ends a slot's use (docs/sandbox.md). `force`: stop (10 s grace) and remove the container;
    * dirs are deleted only with `deleteDirs: true` (what `/reset` asks for). Persistent mode
    * without force: the container keeps running; only this process's handle and shells
    * are dropped. Non-persistent: stop and remove, then delete the slot dirs unless

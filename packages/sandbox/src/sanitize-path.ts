@@ -5,7 +5,7 @@ const MaxVerbatimLength = 128;
 const MaxCleanedLength = 115;
 
 /**
- * Turns a slot key into one directory name (SPEC §4). Characters outside `[A-Za-z0-9._-]`
+ * Turns a slot key into one directory name (docs/sandbox.md). Characters outside `[A-Za-z0-9._-]`
  * become `_`. A value that needed no change, is 1–128 chars, is not `.`/`..` and does not
  * end in `.` is kept verbatim; anything else becomes the cleaned value cut to 115 chars and
  * trimmed of leading/trailing `.`/`_` (or `task` when nothing is left), then `-` and the

@@ -10,7 +10,7 @@ interface TaskEntry {
 }
 
 /**
- * What `resolveSlot` knows about running tasks: environment overrides (SPEC §4 rule 1) and
+ * What `resolveSlot` knows about running tasks: environment overrides (docs/sandbox.md, slot rule 1) and
  * the sub-task → parent aliases (rule 2). One registry per process or per gateway.
  */
 export class TaskRegistry {
@@ -56,7 +56,7 @@ function isSet(value: string | undefined): boolean {
 }
 
 /**
- * Maps a tool call to the slot key of the container it runs in (SPEC §4; first rule wins):
+ * Maps a tool call to the slot key of the container it runs in (docs/sandbox.md; first rule wins):
  * 1. the task's override sets `image`/`backend` → the task id;
  * 2. non-persistent Docker with a task id → the task id, following the parent alias chain;
  * 3. persistent Docker with a (trimmed, non-empty) shared key → `shared:<key>`;

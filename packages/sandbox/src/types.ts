@@ -1,13 +1,13 @@
 /**
  * Public contract of @mediagate/sandbox. No dockerode type appears here: the gateway
- * talks to the sandbox only through these shapes (SPEC §1, STYLE "Docker access behind
+ * talks to the sandbox only through these shapes (docs/architecture.md, the rule "Docker access behind
  * a small interface of our own").
  */
 
 /** Where tool calls execute. `docker` is the only backend this package runs containers for. */
 export type BackendKind = "docker" | "ssh" | "local";
 
-/** Everything `resolveSlot` needs to know about the run a tool call belongs to (SPEC §4). */
+/** Everything `resolveSlot` needs to know about the run a tool call belongs to (docs/sandbox.md). */
 export interface SlotScope {
   readonly backend: BackendKind;
   /** Persistent Docker: one long-lived container per profile (or shared key). */

@@ -84,7 +84,7 @@ export class TelegramBot {
   }
 
   /**
-   * Where the profile's container keeps its files on the host, computed from SPEC §2/§4
+   * Where the profile's container keeps its files on the host, computed from docs/sandbox.md
    * (not asked of the gateway): `<profile home>/sandboxes/docker/<sanitized "profile:<name>">`,
    * the slot key holding a `:` so it is cleaned and suffixed with 12 hex of its sha256.
    */

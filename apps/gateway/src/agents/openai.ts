@@ -28,7 +28,7 @@ const NotExecutedTooMany = `not executed: at most ${MaxCallsPerRound} tool calls
 const EmptyReply = "(the model sent an empty reply)";
 
 /**
- * The `openai` agent (SPEC §9): any OpenAI-compatible chat-completions endpoint, with the
+ * The `openai` agent (docs/sessions.md): any OpenAI-compatible chat-completions endpoint, with the
  * tools `terminal`, `read_file` and `write_file` executed in the sandbox through the turn's
  * {@link ToolRunner}, and per-session history in the profile's {@link StateStore}.
  *

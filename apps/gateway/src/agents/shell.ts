@@ -73,7 +73,7 @@ export function formatShellReply(result: ExecResult, maxReplyChars: number): str
 }
 
 /**
- * The embedded default agent (SPEC §9, needs no API key): the message text is a command
+ * The embedded default agent (docs/sessions.md, needs no API key): the message text is a command
  * line, run in the session's persistent shell in its sandbox (cwd starts at /workspace and
  * persists, like a terminal); the output is the final reply, so `MEDIA:` lines printed by
  * the command are delivered. An abort during the command gives a reply noting it (the

@@ -5,7 +5,7 @@ import type { ChatToolCall } from "../state/types.js";
 import { truncateMiddle } from "./tools-text.js";
 import type { ToolRunner } from "./types.js";
 
-/** Names of the tools the `openai` agent offers the model (SPEC §9). */
+/** Names of the tools the `openai` agent offers the model (docs/sessions.md). */
 export const TOOL_NAMES = ["terminal", "read_file", "write_file"] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
@@ -95,7 +95,7 @@ function describe(error: unknown): string {
 
 /**
  * The sandbox itself is gone: no point telling the model, the turn fails and the gateway
- * tells the chat (SPEC §5). Matched by name so this module needs no runtime import of the
+ * tells the chat (docs/sandbox.md). Matched by name so this module needs no runtime import of the
  * sandbox package.
  */
 function isInfrastructureError(error: unknown): boolean {

@@ -3,7 +3,7 @@ import type { MediaOutcome, MediaPlan, UploadLimits } from "@mediagate/media";
 /** Chat platforms the gateway serves. */
 export type Platform = "telegram" | "discord" | "console";
 
-/** SPEC §3: how the chat is keyed. Supergroups and guild text channels are `group`. */
+/** docs/sessions.md: how the chat is keyed. Supergroups and guild text channels are `group`. */
 export type ChatType = "dm" | "group" | "channel";
 
 /** One message as the core sees it, whatever platform it came from. Ids are strings. */
@@ -31,7 +31,7 @@ export interface ChatTarget {
 
 /**
  * A finished turn, ready to deliver. It carries session key and profile explicitly:
- * delivery must never depend on the AsyncLocalStorage context still being bound (SPEC §3).
+ * delivery must never depend on the AsyncLocalStorage context still being bound (docs/sessions.md).
  */
 export interface OutboundReply {
   readonly sessionKey: string;

@@ -1,7 +1,7 @@
 import { Defaults as SandboxDefaults } from "@mediagate/sandbox";
 
 /**
- * Embedded defaults of the configuration (SPEC §10): with no config file at all the gateway
+ * Embedded defaults of the configuration (README.md): with no config file at all the gateway
  * runs the default profile with the shell agent in a Docker sandbox.
  */
 export const ConfigDefaults = {

@@ -2,7 +2,7 @@ import { homedir } from "node:os";
 
 /**
  * Every environment variable the gateway reads, typed. This module is the only place that
- * touches `process.env` (SPEC §1); everything else receives a {@link GatewayEnv}.
+ * touches `process.env` (docs/architecture.md); everything else receives a {@link GatewayEnv}.
  * Empty strings count as unset.
  */
 export interface GatewayEnv {
@@ -22,7 +22,7 @@ export interface GatewayEnv {
   readonly mediagateHome?: string | undefined;
   /** `MEDIAGATE_CONFIG`: config file path when `--config` is not given. */
   readonly mediagateConfig?: string | undefined;
-  /** `MEDIAGATE_SESSION_KEY`: session key fallback for CLI/scripted runs (SPEC §3). */
+  /** `MEDIAGATE_SESSION_KEY`: session key fallback for CLI/scripted runs (docs/sessions.md). */
   readonly sessionKey?: string | undefined;
   /** `LOG_LEVEL`: pino level, default `info`. */
   readonly logLevel?: string | undefined;

@@ -89,7 +89,7 @@ export function parseYaml(text: string, source: string): unknown {
  * override without a token (from file or env) enables nothing. Other profiles take their tokens
  * from the file only. `home` in the file wins over `MEDIAGATE_HOME`; relative paths resolve
  * against the config file's directory. The profile named `default` lives in the root home,
- * every other one in `<root>/profiles/<name>` (SPEC §2). Admins count as allowed users.
+ * every other one in `<root>/profiles/<name>` (docs/sandbox.md). Admins count as allowed users.
  * `redactor` first learns every secret-looking value of `raw` and of the environment, then the
  * resolved tokens and keys.
  */

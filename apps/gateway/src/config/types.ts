@@ -17,7 +17,7 @@ export interface DiscordSettings {
   readonly uploadMaxBytes?: number | undefined;
 }
 
-/** Which agent answers a profile's messages (SPEC §9). */
+/** Which agent answers a profile's messages (docs/sessions.md). */
 export type AgentSettings =
   | { readonly kind: "shell" }
   | {
@@ -31,7 +31,7 @@ export type AgentSettings =
 /** One validated profile with every default applied and its home resolved. */
 export interface ProfileConfig {
   readonly name: string;
-  /** `<root>` for the profile named `default`, `<root>/profiles/<name>` otherwise (SPEC §2). */
+  /** `<root>` for the profile named `default`, `<root>/profiles/<name>` otherwise (docs/sandbox.md). */
   readonly home: string;
   readonly telegram?: TelegramSettings | undefined;
   readonly discord?: DiscordSettings | undefined;

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import pRetry, { AbortError } from "p-retry";
 
 /**
- * What a platform says about a failed call (SPEC §7): retry it (after the wait the platform
+ * What a platform says about a failed call (docs/media.md): retry it (after the wait the platform
  * asked for, if it named one), or give up.
  */
 export type RetryVerdict =

@@ -1,5 +1,5 @@
 /**
- * Splitting long replies into platform-sized messages (SPEC §7): Telegram allows 4096 UTF-16
+ * Splitting long replies into platform-sized messages (docs/media.md): Telegram allows 4096 UTF-16
  * units per message, Discord 2000 characters. Platform-neutral: the limit and the way length
  * is measured are parameters.
  */

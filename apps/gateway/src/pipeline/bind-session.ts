@@ -2,7 +2,7 @@ import { buildSessionKey } from "../session/key.js";
 import type { Middleware } from "./types.js";
 
 /**
- * Step 2: builds the session key (SPEC §3), looks up the session id, resolves the slot and runs
+ * Step 2: builds the session key (docs/sessions.md), looks up the session id, resolves the slot and runs
  * the rest of the pipeline with the session context bound in AsyncLocalStorage.
  */
 export const bindSession: Middleware = (ctx, next) => {

@@ -3,7 +3,7 @@ import { type Middleware, sessionOf } from "./types.js";
 
 /**
  * Step 7: hands the finished turn to its channel. The reply carries the session key and profile
- * explicitly, so delivery never depends on the ambient session context (SPEC §3). A reply with
+ * explicitly, so delivery never depends on the ambient session context (docs/sessions.md). A reply with
  * no text and no file is not sent.
  */
 export const deliver: Middleware = async (ctx, next) => {

@@ -5,7 +5,7 @@ import type { AgentSettings } from "../config/types.js";
 import type { Logger } from "../log.js";
 import type { StateStore } from "../state/store.js";
 
-/** Builds the agent a profile's config names (SPEC §9). */
+/** Builds the agent a profile's config names (docs/sessions.md). */
 export function createAgent(
   settings: AgentSettings,
   deps: { store: StateStore; logger: Logger },

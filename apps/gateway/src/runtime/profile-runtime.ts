@@ -71,7 +71,7 @@ export class ProfileRuntime {
     };
   }
 
-  /** The slot a session's tool calls run in (SPEC §4, no task id). */
+  /** The slot a session's tool calls run in (docs/sandbox.md, no task id). */
   slotFor(sessionKey: string | undefined): string {
     return resolveSlot(undefined, this.#scope(sessionKey));
   }

@@ -18,7 +18,7 @@ export interface SessionContext {
 }
 
 /**
- * The AsyncLocalStorage session scope (SPEC §3). A context bound with {@link run} always wins;
+ * The AsyncLocalStorage session scope (docs/sessions.md). A context bound with {@link run} always wins;
  * the process-wide fallback key (from `MEDIAGATE_SESSION_KEY`, passed in by the caller, never
  * read here) only answers {@link sessionKey} when nothing is bound.
  */

@@ -10,7 +10,7 @@ export interface SessionKeyParts {
   readonly userId: string;
 }
 
-/** Per-profile keying policy (SPEC §3). */
+/** Per-profile keying policy (docs/sessions.md). */
 export interface SessionKeyPolicy {
   /** Groups without a thread: one session per member. Default true. */
   readonly groupSessionsPerUser: boolean;

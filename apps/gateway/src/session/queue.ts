@@ -35,7 +35,7 @@ export interface TurnQueueOptions {
 export const TurnQueueDefaults = { concurrency: 4 } as const satisfies TurnQueueOptions;
 
 /**
- * Per-session FIFO with a global cap (SPEC §3): one turn at a time per session, in arrival
+ * Per-session FIFO with a global cap (docs/sessions.md): one turn at a time per session, in arrival
  * order; different sessions run in parallel up to `concurrency`, admitted in the order they
  * became ready. `/stop` uses {@link abortRunning} and {@link dropQueued}, which bypass the queue.
  */

@@ -19,7 +19,7 @@ const Defaults = {
   busyTimeoutMs: 5_000,
 } as const satisfies Required<StateStoreOptions>;
 
-/** The state database of a profile home: `<profileHome>/state.db` (SPEC §2). */
+/** The state database of a profile home: `<profileHome>/state.db` (docs/sandbox.md). */
 export function stateDbPath(profileHome: string): string {
   return join(profileHome, "state.db");
 }

@@ -44,7 +44,7 @@ export const DiscordChannelDefaults = {
 } as const;
 
 /**
- * Discord through discord.js (SPEC §7): guild channels (when mentioned or configured),
+ * Discord through discord.js (docs/media.md): guild channels (when mentioned or configured),
  * threads (their own sessions) and DMs in; replies as 2000-character chunks with balanced code
  * fences and attachments (10 per message, the chat's upload limit), every create carrying an
  * enforced nonce; typing as the activity indicator.

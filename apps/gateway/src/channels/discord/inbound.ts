@@ -18,7 +18,7 @@ export function stripMention(text: string, botUserId: string): string {
 
 /**
  * Maps a discord.js message to what the core sees, or `undefined` when the bot should not
- * answer it (SPEC §3 keys follow from chatType/chatId/threadId):
+ * answer it (docs/sessions.md keys follow from chatType/chatId/threadId):
  *
  * - DM → `dm`, chatId = the DM channel id. Always answered.
  * - Guild text channel → `group`, chatId = the channel id. Answered when the bot is mentioned

@@ -16,7 +16,7 @@ export function guildUploadBytes(premiumTier: number): number {
 }
 
 /**
- * The limit for one chat (SPEC §7). A configured `maxBytes` is an absolute override (for when
+ * The limit for one chat (docs/media.md). A configured `maxBytes` is an absolute override (for when
  * the operator knows better than the boost table: changed Discord limits, a compatible server);
  * otherwise 10 MiB, raised to the guild's boost-level limit when that is larger. DMs have no
  * guild (`premiumTier` undefined) and get the default.

@@ -20,7 +20,7 @@ export type MediaStep =
 export type DeliveryStep = { readonly type: "text"; readonly text: string } | MediaStep;
 
 /**
- * Orders a reply for Telegram (SPEC §7):
+ * Orders a reply for Telegram (docs/media.md):
  *
  * - Photos go together as albums (sendMediaGroup) of up to 10, sent where the first photo
  *   stands in the plan; a lone photo (or a lone leftover after full albums) is a sendPhoto.

@@ -3,7 +3,7 @@ import { RateLimitedError, type RetryVerdict } from "../../delivery/retry.js";
 import { redactText } from "../../redact.js";
 
 /**
- * SPEC §7 for the Bot API: 429 waits `parameters.retry_after`; 5xx and connection failures
+ * docs/media.md for the Bot API: 429 waits `parameters.retry_after`; 5xx and connection failures
  * (grammY `HttpError`) are retried; other 4xx are final. A request that timed out or was
  * aborted after it was sent is not retried: the Bot API has no idempotency key, so a retry
  * could post the message twice.

@@ -1,7 +1,7 @@
 import type { Chat, Message } from "grammy/types";
 import type { ChatType, InboundMessage } from "../types.js";
 
-/** Telegram chat types as the core keys sessions (SPEC §3). */
+/** Telegram chat types as the core keys sessions (docs/sessions.md). */
 export function chatTypeOf(chat: Pick<Chat, "type">): ChatType {
   switch (chat.type) {
     case "private":

@@ -14,7 +14,7 @@ export class TelegramCaller {
     private readonly retry: RetryOptions,
   ) {}
 
-  /** Calls `request` (a fresh request per attempt) for `method`, retrying as SPEC §7 says. */
+  /** Calls `request` (a fresh request per attempt) for `method`, retrying as docs/media.md says. */
   async call<T>(
     method: string,
     chatId: string,

@@ -32,7 +32,7 @@ export interface TelegramChannelOptions {
   readonly limits?:
     | { readonly photoBytes?: number | undefined; readonly otherBytes?: number | undefined }
     | undefined;
-  /** Retry policy (SPEC §7); `maxRetryAfterSeconds` defaults to 60. */
+  /** Retry policy (docs/media.md); `maxRetryAfterSeconds` defaults to 60. */
   readonly retry?: RetryOptions | undefined;
   /**
    * Drop updates that queued up while the gateway was down. Default `false`: Telegram keeps
@@ -79,7 +79,7 @@ export class TelegramStartError extends Error {
 /**
  * The Telegram {@link ChannelAdapter} (grammY long polling). Receives text messages of
  * private chats, groups, forum topics and channels; delivers text split at 4096 UTF-16 units
- * and media by kind with retries, photo albums and photo→document fallback (SPEC §7).
+ * and media by kind with retries, photo albums and photo→document fallback (docs/media.md).
  */
 export class TelegramChannel implements ChannelAdapter {
   readonly platform = "telegram" as const;
