@@ -3,10 +3,12 @@ import type Docker from "dockerode";
 import { boundedCall, type CallBound } from "./bounded-call.js";
 import { containerName, createOptions } from "./container-spec.js";
 import { findSlotContainers, removeContainer } from "./containers.js";
+import { Defaults } from "./defaults.js";
 import { isNotFound, statusOf } from "./docker-errors.js";
 import { ImageMissingError } from "./errors.js";
+import { RootUser, userModeOf } from "./exec-user.js";
 import type { ContainerOwner } from "./labels.js";
-import { delay } from "./one-shot-exec.js";
+import { delay, execOnce } from "./one-shot-exec.js";
 import { prepareSlotDirectory } from "./slot-dirs.js";
 import type { SandboxSettings } from "./types.js";
 
@@ -41,6 +43,12 @@ export interface ProvisionContext {
  */
 export async function provisionContainer(context: ProvisionContext): Promise<string> {
   await prepareSlotDirectory(context.slotDir, context.settings, context.onWarning);
+  const id = await findOrCreate(context);
+  await prepareTmpfs(context, id);
+  return id;
+}
+
+async function findOrCreate(context: ProvisionContext): Promise<string> {
   if (!context.settings.persistAcrossProcesses) {
     return createAndStart(context, randomBytes(4).toString("hex"));
   }
@@ -54,6 +62,29 @@ export async function provisionContainer(context: ProvisionContext): Promise<str
       if (statusOf(error) !== 409 || attempt >= 8) throw error;
       await delay(20 + Math.floor(Math.random() * 80));
     }
+  }
+}
+
+/**
+ * tmpfs `/workspace` and `/root` for per-session users: `0:sandboxGid`, mode 2770, as bind
+ * slots get on the host. The engine copies the image directory's owner and mode onto a tmpfs
+ * mount point when the container starts (its `mode=`/`gid=` options do not survive that), so
+ * root sets them in the running container, after every start.
+ */
+async function prepareTmpfs(context: ProvisionContext, containerId: string): Promise<void> {
+  const { settings } = context;
+  if (settings.filesystem !== "tmpfs" || !userModeOf(settings).perSession) return;
+  const dirs = ["/workspace", "/root"];
+  const script = `chown 0:${Defaults.sandboxGid} ${dirs.join(" ")} && chmod 2770 ${dirs.join(" ")}`;
+  const result = await execOnce(context.docker, containerId, ["sh", "-c", script], {
+    timeoutMs: context.bound.timeoutMs,
+    killOnStop: false,
+    user: RootUser,
+  });
+  if (result.exitCode !== 0) {
+    throw new Error(
+      `could not prepare the tmpfs mounts for the sandbox group (exit code ${result.exitCode}): ${result.stderr.trim().slice(0, 200)}`,
+    );
   }
 }
 
