@@ -22,6 +22,12 @@ export const VictimFiles = 250;
 export const AttackPairs = 200;
 export const TestImage = "mediagate-sandbox:test";
 export const MiB = 1024 * 1024;
+
+/** The two kinds of slot directory a delete must hold for: with and without a disk ceiling. */
+export const SlotModes = [
+  { mode: "a loop-mounted slot (disk ceiling on)", diskLimitBytes: 256 * MiB },
+  { mode: "a plain slot directory (diskLimitBytes: 0)", diskLimitBytes: 0 },
+] as const;
 export const docker = new DockerObserver();
 
 export interface AttackBench {

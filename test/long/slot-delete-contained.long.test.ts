@@ -10,9 +10,9 @@ import {
   attackBench,
   docker,
   loopDevicesUnder,
-  MiB,
   releaseMounts,
   removeContainers,
+  SlotModes,
   TestImage,
   VictimFiles,
 } from "./slot-attack.js";
@@ -37,12 +37,7 @@ afterAll(async () => {
   await bench?.dispose();
 });
 
-const modes = [
-  { mode: "a loop-mounted slot (disk ceiling on)", diskLimitBytes: 256 * MiB },
-  { mode: "a plain slot directory (diskLimitBytes: 0)", diskLimitBytes: 0 },
-];
-
-describe.each(modes)("deleting $mode", ({ diskLimitBytes }) => {
+describe.each(SlotModes)("deleting $mode", ({ diskLimitBytes }) => {
   it("never removes a host file while a container swaps directories for host links throughout", async () => {
     const home = await mkdtemp(join(tmpdir(), "mg-race-home-"));
     const profile = `race-${randomBytes(4).toString("hex")}`;

@@ -10,9 +10,9 @@ import {
   type AttackBench,
   attackBench,
   loopDevicesUnder,
-  MiB,
   releaseMounts,
   removeContainers,
+  SlotModes,
   TestImage,
   VictimFiles,
 } from "./slot-attack.js";
@@ -39,12 +39,7 @@ afterAll(async () => {
   await bench?.dispose();
 });
 
-const modes = [
-  { mode: "a loop-mounted slot (disk ceiling on)", diskLimitBytes: 256 * MiB },
-  { mode: "a plain slot directory (diskLimitBytes: 0)", diskLimitBytes: 0 },
-];
-
-describe.each(modes)("resetting $mode", ({ diskLimitBytes }) => {
+describe.each(SlotModes)("resetting $mode", ({ diskLimitBytes }) => {
   it("never removes a host file while another profile and another process keep re-creating the slot", async () => {
     const home = await mkdtemp(join(tmpdir(), "mg-race-home-"));
     const suffix = randomBytes(4).toString("hex");
