@@ -92,7 +92,7 @@ describe("mediagate sandbox ls | rm | reap with two installs on one engine", () 
       const file = join(dir, "mediagate.yaml");
       await writeFile(
         file,
-        `home: ${dir}\nprofiles:\n  - name: ${profile}\n    sandbox: { image: mediagate-sandbox:test }\n`,
+        `home: ${dir}\nprofiles:\n  - name: ${profile}\n    sandbox: { image: mediagate-sandbox:test, diskLimitBytes: 0 }\n`,
       );
       const p = (await loadConfig({ path: file, env: emptyEnv(dir) })).profiles[0]!;
       const sandbox = new Sandbox({
