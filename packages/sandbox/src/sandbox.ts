@@ -393,14 +393,31 @@ export class Sandbox {
               ? OneShotUser
               : await sessionUser(this.#docker, containerId, sessionHash(opts.sessionKey), true);
         }
-        return readInContainer(this.#docker, containerId, containerPath, maxBytes, {
+        const read = await readInContainer(this.#docker, containerId, containerPath, maxBytes, {
           bound: this.#bound,
           user,
           track: (work) => this.#track(work),
         });
+        if (read !== undefined || user === undefined) return read;
+        // The session could not open it: where do its links lead? The caller's policy judges
+        // that path (a link into a protected directory is withheld, not "not found"); nothing
+        // is read as root.
+        const real = await this.#realPath(containerId, containerPath);
+        return real !== undefined && real !== containerPath ? { linkTarget: real } : undefined;
       },
       containerId,
     );
+  }
+
+  /** `readlink -f` of a container path as root (links resolved, nothing opened), if it has one. */
+  async #realPath(containerId: string, path: string): Promise<string | undefined> {
+    const result = await execOnce(this.#docker, containerId, ["readlink", "-f", "--", path], {
+      timeoutMs: this.#bound.timeoutMs,
+      killOnStop: false,
+      user: this.#users.housekeeper,
+    });
+    const real = result.stdout.replace(/\n$/, "");
+    return result.exitCode === 0 && real.startsWith("/") ? real : undefined;
   }
 
   /** This profile's containers of this install (all states), newest first. */
