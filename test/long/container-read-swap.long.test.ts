@@ -55,8 +55,9 @@ describe("the container-read fallback against a directory/symlink swapping loop"
   afterAll(async () => {
     loop.abort();
     await swapping.catch(() => undefined);
+    // Removes the container and deletes the slot's files (unmounting its disk image).
+    await sandbox.cleanup(Slot, { force: true, deleteDirs: true });
     await sandbox.shutdown(5_000);
-    for (const c of await sandbox.list().catch(() => [])) await sandbox.remove(c.id);
     const docker = new DockerObserver();
     for (const c of await docker.profileContainers(profile)) await docker.removeForce(c.id);
     if (home !== "") await rm(home, { recursive: true, force: true });
