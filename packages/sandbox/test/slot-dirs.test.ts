@@ -215,8 +215,12 @@ describe("deleting a slot directory", () => {
       const deleteStarted = new Promise<void>((resolve) => {
         onDeleteStarted = resolve;
       });
+      // Events arrive as JSON lines, but a chunk may end inside one (other tests' events too).
+      let partial = "";
       events.on("data", (chunk: Buffer) => {
-        for (const line of chunk.toString().split("\n").filter(Boolean)) {
+        const lines = (partial + chunk.toString()).split("\n");
+        partial = lines.pop() ?? "";
+        for (const line of lines.filter(Boolean)) {
           const event = JSON.parse(line) as {
             status?: string;
             Actor?: { Attributes?: Record<string, string> };
