@@ -4,25 +4,8 @@ import type Docker from "dockerode";
 import { Defaults } from "./defaults.js";
 import { type ContainerOwner, containerLabels, sanitizeLabelValue } from "./labels.js";
 import { sanitizeForPath } from "./sanitize-path.js";
-import { type SlotHomes, slotDirectoryFor, slotTraits } from "./slot-key.js";
+import { slotTraits } from "./slot-key.js";
 import type { SandboxSettings } from "./types.js";
-
-/**
- * Slots whose container is shared by every profile (of the install) that configured the
- * same key. Kept for callers of the old name; the slot-key grammar answers it.
- */
-export function isSharedSlot(slot: string): boolean {
-  return slotTraits(slot).spansProfiles;
-}
-
-/**
- * `<home>/sandboxes/docker/<sanitizeForPath(slot)>`, where `<home>` is the profile home,
- * or the root home for `shared:` slots (they span profiles). Kept for callers of the old
- * name; the slot-key grammar answers it.
- */
-export function slotDirectoryOf(slot: string, homes: SlotHomes): string {
-  return slotDirectoryFor(slot, homes);
-}
 
 /**
  * The container name: `mediagate-<install>-<owner>-<readable slot>-<hash>[-<unique>]`, the
