@@ -62,9 +62,12 @@ async function startHarness(
   });
   const inbound: InboundMessage[] = [];
   const waiters: (() => void)[] = [];
-  await channel.start((message) => {
-    inbound.push(message);
-    for (const wake of waiters.splice(0)) wake();
+  await channel.start({
+    onMessage: async (message) => {
+      inbound.push(message);
+      for (const wake of waiters.splice(0)) wake();
+    },
+    onFatal: () => {},
   });
   cleanups.push(() => channel.stop());
   return {
@@ -183,7 +186,7 @@ describe("Discord adapter: inbound", () => {
       profile: "e2e",
       logger: createLogger({ level: "debug", destination: { write: (line) => logs.push(line) } }),
     });
-    const failure = channel.start(() => {});
+    const failure = channel.start({ onMessage: async () => {}, onFatal: () => {} });
     await expect(failure).rejects.toMatchObject({ name: "DiscordRequestError", status: 401 });
     await expect(failure).rejects.not.toThrow(/wrong-token/);
     expect(logs.join("\n")).toContain("discord login failed");

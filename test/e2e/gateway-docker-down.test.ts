@@ -1,9 +1,11 @@
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   type ChannelAdapter,
+  type ChannelHealth,
+  type ChannelStartOptions,
   type ChatTarget,
   type DeliveryReport,
   emptyEnv,
@@ -19,9 +21,9 @@ class Recorder implements ChannelAdapter {
   readonly platform = "console" as const;
   readonly limits: UploadLimits = { maxBytes: () => 1024 };
   readonly texts: string[] = [];
-  #onMessage: ((m: InboundMessage) => void) | undefined;
+  #onMessage: ((m: InboundMessage) => Promise<void>) | undefined;
   constructor(readonly profile: string) {}
-  async start(onMessage: (m: InboundMessage) => void): Promise<void> {
+  async start({ onMessage }: ChannelStartOptions): Promise<void> {
     this.#onMessage = onMessage;
   }
   async stop(): Promise<void> {}
@@ -33,6 +35,9 @@ class Recorder implements ChannelAdapter {
     return { outcomes: [] };
   }
   async showActivity(): Promise<void> {}
+  health(): ChannelHealth {
+    return { platform: this.platform, profile: this.profile, state: "up", sinceMs: 0 };
+  }
   send(text: string): void {
     this.#onMessage?.({
       profile: this.profile,
@@ -42,6 +47,7 @@ class Recorder implements ChannelAdapter {
       userId: "local",
       messageId: String(this.texts.length),
       text,
+      receiptId: randomUUID(),
     });
   }
 }

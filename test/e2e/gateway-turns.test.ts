@@ -1,10 +1,12 @@
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   type ChannelAdapter,
+  type ChannelHealth,
+  type ChannelStartOptions,
   type ChatTarget,
   type DeliveryReport,
   emptyEnv,
@@ -41,12 +43,12 @@ class RecordingChannel implements ChannelAdapter {
   readonly platform = "telegram" as const;
   readonly limits: UploadLimits = { maxBytes: () => 50 * 1024 * 1024 };
   readonly sent: Sent[] = [];
-  #onMessage: ((message: InboundMessage) => void) | undefined;
+  #onMessage: ((message: InboundMessage) => Promise<void>) | undefined;
   #counter = 0;
 
   constructor(readonly profile: string) {}
 
-  async start(onMessage: (message: InboundMessage) => void): Promise<void> {
+  async start({ onMessage }: ChannelStartOptions): Promise<void> {
     this.#onMessage = onMessage;
   }
   async stop(): Promise<void> {
@@ -74,6 +76,9 @@ class RecordingChannel implements ChannelAdapter {
     };
   }
   async showActivity(): Promise<void> {}
+  health(): ChannelHealth {
+    return { platform: this.platform, profile: this.profile, state: "up", sinceMs: 0 };
+  }
 
   /** Sends `text` as telegram user `userId` in a DM. */
   send(text: string, userId = "1"): void {
@@ -87,6 +92,7 @@ class RecordingChannel implements ChannelAdapter {
       userId,
       messageId: String(this.#counter),
       text,
+      receiptId: randomUUID(),
     });
   }
 

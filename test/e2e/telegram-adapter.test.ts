@@ -38,7 +38,10 @@ function newChannel(extra: { dropPendingUpdates?: boolean; token?: string } = {}
 describe("TelegramChannel receiving (grammY long polling against the fake)", () => {
   it("maps dm, group, forum topic and channel messages to InboundMessage", async () => {
     const received: InboundMessage[] = [];
-    await newChannel().start((message) => received.push(message));
+    await newChannel().start({
+      onMessage: async (message) => void received.push(message),
+      onFatal: () => {},
+    });
     fake.sendPrivateText({ userId: 11, firstName: "Ann", username: "ann", text: "hello" });
     fake.sendGroupText({ chatId: -200, userId: 12, text: "in group", title: "Team" });
     fake.sendGroupText({ chatId: -300, userId: 12, text: "a reply", replyThreadId: 5 });
@@ -76,7 +79,10 @@ describe("TelegramChannel receiving (grammY long polling against the fake)", () 
 
   it("passes commands through with this bot's @name stripped and drops other bots' commands", async () => {
     const received: string[] = [];
-    await newChannel().start((message) => received.push(message.text));
+    await newChannel().start({
+      onMessage: async (message) => void received.push(message.text),
+      onFatal: () => {},
+    });
     const bot = fake.bot.username;
     fake.sendGroupText({ chatId: -7, text: `/stop@${bot}` });
     fake.sendGroupText({ chatId: -7, text: "/stop@someone_else_bot" });
@@ -90,7 +96,10 @@ describe("TelegramChannel receiving (grammY long polling against the fake)", () 
     fake.sendPrivateText({ text: "sent while the gateway was down" });
     const received: string[] = [];
     const tg = newChannel();
-    await tg.start((message) => received.push(message.text));
+    await tg.start({
+      onMessage: async (message) => void received.push(message.text),
+      onFatal: () => {},
+    });
     await vi.waitFor(() => expect(received).toEqual(["sent while the gateway was down"]));
     await tg.stop();
     expect(fake.pendingUpdates).toBe(0);
@@ -99,16 +108,22 @@ describe("TelegramChannel receiving (grammY long polling against the fake)", () 
   it("drops updates queued while down when dropPendingUpdates is set", async () => {
     fake.sendPrivateText({ text: "stale" });
     const received: string[] = [];
-    await newChannel({ dropPendingUpdates: true }).start((message) => received.push(message.text));
+    await newChannel({ dropPendingUpdates: true }).start({
+      onMessage: async (message) => void received.push(message.text),
+      onFatal: () => {},
+    });
     fake.sendPrivateText({ text: "fresh" });
     await vi.waitFor(() => expect(received).toEqual(["fresh"]));
   });
 
   it("keeps polling when the message handler throws", async () => {
     const received: string[] = [];
-    await newChannel().start((message) => {
-      received.push(message.text);
-      if (message.text === "bad") throw new Error("handler bug");
+    await newChannel().start({
+      onMessage: async (message) => {
+        received.push(message.text);
+        if (message.text === "bad") throw new Error("handler bug");
+      },
+      onFatal: () => {},
     });
     fake.sendPrivateText({ text: "bad" });
     fake.sendPrivateText({ text: "good" });
@@ -119,7 +134,7 @@ describe("TelegramChannel receiving (grammY long polling against the fake)", () 
   it("rejects start with a token-free TelegramStartError when the token is refused", async () => {
     const wrong = "555555:WRONG-secret-token-value";
     const error = await newChannel({ token: wrong })
-      .start(() => {})
+      .start({ onMessage: async () => {}, onFatal: () => {} })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TelegramStartError);
     expect(String((error as Error).message)).toContain("401");
@@ -138,7 +153,9 @@ describe("TelegramChannel receiving (grammY long polling against the fake)", () 
       logger: logs.logger,
       retry: { maxAttempts: 2, minDelayMs: 5 },
     });
-    const error = await channel.start(() => {}).catch((e: unknown) => e);
+    const error = await channel
+      .start({ onMessage: async () => {}, onFatal: () => {} })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TelegramStartError);
     expect((error as Error).message).toContain("getMe");
     expect((error as Error).message).not.toContain(fake.token);

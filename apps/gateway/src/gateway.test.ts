@@ -5,6 +5,8 @@ import type { UploadLimits } from "@mediagate/media";
 import { afterEach, describe, expect, it } from "vitest";
 import type {
   ChannelAdapter,
+  ChannelHealth,
+  ChannelStartOptions,
   ChatTarget,
   DeliveryReport,
   InboundMessage,
@@ -23,6 +25,7 @@ function dmFromUser1(profile: string, messageId: string, text: string): InboundM
     userId: "1",
     messageId,
     text,
+    receiptId: messageId,
   };
 }
 
@@ -32,10 +35,14 @@ class Inbox implements ChannelAdapter {
   readonly texts: string[] = [];
   started = 0;
   stopped = 0;
-  onMessage: ((m: InboundMessage) => void) | undefined;
-  async start(onMessage: (m: InboundMessage) => void): Promise<void> {
+  readonly profile = "main";
+  onMessage: ((m: InboundMessage) => Promise<void>) | undefined;
+  async start({ onMessage }: ChannelStartOptions): Promise<void> {
     this.started++;
     this.onMessage = onMessage;
+  }
+  health(): ChannelHealth {
+    return { platform: "telegram", profile: this.profile, state: "up", sinceMs: 0 };
   }
   async stop(): Promise<void> {
     this.stopped++;

@@ -138,7 +138,10 @@ export class Gateway {
   async start(): Promise<void> {
     this.#accepting = true;
     for (const channel of this.channels) {
-      await channel.start((message) => this.#onMessage(channel, message));
+      await channel.start({
+        onMessage: async (message) => this.#onMessage(channel, message),
+        onFatal: (error) => this.logger.fatal({ err: error }, "channel failed"),
+      });
       this.logger.info({ platform: channel.platform }, "channel started");
     }
   }

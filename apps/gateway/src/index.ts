@@ -27,13 +27,21 @@ export {
 } from "./channels/telegram/telegram-channel.js";
 export type {
   ChannelAdapter,
+  ChannelHealth,
+  ChannelStartOptions,
+  ChannelState,
+  ChatCursor,
   ChatTarget,
   ChatType,
+  DeliverOptions,
   DeliveryOutcome,
+  DeliveryProgress,
   DeliveryReport,
+  InboundHandler,
   InboundMessage,
   OutboundReply,
   Platform,
+  StepResult,
 } from "./channels/types.js";
 export type { GatewayEnv } from "./config/env.js";
 export { emptyEnv, readEnv } from "./config/env.js";

@@ -8,6 +8,8 @@ export {
   SlotDirectoryError,
 } from "./errors.js";
 export { installIdOf } from "./install.js";
+export type { InstanceId } from "./instance.js";
+export { currentInstanceId, instanceLiveness } from "./instance.js";
 export { LabelKeys, sanitizeLabelValue } from "./labels.js";
 export type { SandboxOptions } from "./sandbox.js";
 export { Sandbox } from "./sandbox.js";

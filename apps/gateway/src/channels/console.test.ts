@@ -30,7 +30,7 @@ describe("ConsoleChannel", () => {
   it("turns each non-empty line into a message of the local user in the local DM", async () => {
     const { input, channel } = await setup();
     const messages: InboundMessage[] = [];
-    await channel.start((m) => messages.push(m));
+    await channel.start({ onMessage: async (m) => void messages.push(m), onFatal: () => {} });
     input.write("echo one\n\n  ls  \n");
     await new Promise((r) => setImmediate(r));
     await channel.stop();

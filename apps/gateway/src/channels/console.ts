@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { type FileHandle, mkdir, open } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface, type Interface } from "node:readline";
@@ -7,12 +8,19 @@ import type { UploadLimits } from "@mediagate/media";
 import { ConsoleUser } from "../runtime/access.js";
 import type {
   ChannelAdapter,
+  ChannelHealth,
+  ChannelStartOptions,
   ChatTarget,
+  DeliverOptions,
   DeliveryOutcome,
   DeliveryReport,
   InboundMessage,
   OutboundReply,
 } from "./types.js";
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
 
 /** Defaults of {@link ConsoleChannel}. */
 export const ConsoleDefaults = {
@@ -58,6 +66,9 @@ export class ConsoleChannel implements ChannelAdapter {
   readonly #prompt: string;
   #rl: Interface | undefined;
   #counter = 0;
+  #started = false;
+  #sinceMs = Date.now();
+  #received: Promise<void> = Promise.resolve();
 
   constructor(options: ConsoleChannelOptions) {
     this.#options = options;
@@ -65,8 +76,27 @@ export class ConsoleChannel implements ChannelAdapter {
     this.#prompt = options.prompt ?? ConsoleDefaults.prompt;
   }
 
-  /** Starts reading lines; each non-empty line becomes one message. */
-  async start(onMessage: (message: InboundMessage) => void): Promise<void> {
+  get profile(): string {
+    return this.#options.profile;
+  }
+
+  /** The console is up while its input is open. */
+  health(): ChannelHealth {
+    return {
+      platform: "console",
+      profile: this.#options.profile,
+      state: this.#rl === undefined ? (this.#started ? "stopped" : "starting") : "up",
+      sinceMs: this.#sinceMs,
+    };
+  }
+
+  /**
+   * Starts reading lines; each non-empty line becomes one message. Lines are handed on in
+   * order, each once the previous one is recorded.
+   */
+  async start({ onMessage }: ChannelStartOptions): Promise<void> {
+    this.#started = true;
+    this.#sinceMs = Date.now();
     const input = this.#options.input ?? process.stdin;
     const rl = createInterface({ input, output: this.#output, terminal: false });
     this.#rl = rl;
@@ -77,7 +107,7 @@ export class ConsoleChannel implements ChannelAdapter {
         return;
       }
       this.#counter++;
-      onMessage({
+      const message: InboundMessage = {
         profile: this.#options.profile,
         platform: "console",
         chatId: ConsoleDefaults.chatId,
@@ -87,7 +117,13 @@ export class ConsoleChannel implements ChannelAdapter {
         userName: "local",
         messageId: String(this.#counter),
         text,
-      });
+        receiptId: randomUUID(),
+      };
+      this.#received = this.#received
+        .then(() => onMessage(message))
+        .catch((error: unknown) => {
+          this.#write(`mediagate: could not record that message: ${describe(error)}\n`);
+        });
     });
     rl.once("close", () => {
       if (this.#rl === rl) this.#rl = undefined;
@@ -99,7 +135,9 @@ export class ConsoleChannel implements ChannelAdapter {
   async stop(): Promise<void> {
     const rl = this.#rl;
     this.#rl = undefined;
+    this.#sinceMs = Date.now();
     rl?.close();
+    await this.#received;
   }
 
   async sendText(_target: ChatTarget, text: string): Promise<void> {
@@ -107,7 +145,7 @@ export class ConsoleChannel implements ChannelAdapter {
     this.#showPrompt();
   }
 
-  async deliver(reply: OutboundReply): Promise<DeliveryReport> {
+  async deliver(reply: OutboundReply, _options?: DeliverOptions): Promise<DeliveryReport> {
     if (reply.text.trim() !== "") this.#write(`${reply.text.replace(/\n*$/, "")}\n`);
     const outcomes: DeliveryOutcome[] = [];
     const ready = reply.plan.ready();

@@ -19,6 +19,89 @@ export interface InboundMessage {
   readonly userName?: string | undefined;
   readonly messageId: string;
   readonly text: string;
+  /**
+   * What the platform redelivers the message under, unique per profile and platform: the
+   * Telegram `update_id`, the Discord message id. The journal dedupes on it (docs/durability.md).
+   */
+  readonly receiptId: string;
+}
+
+/**
+ * Receives one message and resolves once it is durably recorded (the journal). A channel
+ * confirms a message to its platform only after this resolved. When it rejects (the journal
+ * cannot be written, e.g. a full disk) the message is not confirmed: Telegram keeps the update
+ * and the channel offers the same message again after a backoff, without taking later ones;
+ * Discord retries in memory and the next start's catch-up finds it.
+ */
+export type InboundHandler = (message: InboundMessage) => Promise<void>;
+
+/** How a channel's connection to its platform is doing (docs/durability.md). */
+export type ChannelState =
+  /** Not started yet, or starting. */
+  | "starting"
+  /** Receiving: the last long poll (Telegram) or the websocket (Discord) is healthy. */
+  | "up"
+  /** A transient failure (network, 5xx, 409 Conflict, a hung poll); retrying with backoff. */
+  | "retrying"
+  /** Gave up for good (401: the token was revoked); the process exits non-zero. */
+  | "failed"
+  /** Stopped by the gateway. */
+  | "stopped";
+
+/** A channel's health, for `/status`, `doctor` and the health endpoint. Token-free. */
+export interface ChannelHealth {
+  readonly platform: Platform;
+  readonly profile: string;
+  readonly state: ChannelState;
+  /** When `state` last changed (epoch ms). */
+  readonly sinceMs: number;
+  /** Last time the platform answered a receive call (getUpdates, a heartbeat ack) (epoch ms). */
+  readonly lastOkMs?: number | undefined;
+  /** Why it is not `up` (the last error, token-free), if it is not. */
+  readonly detail?: string | undefined;
+}
+
+/** What {@link ChannelAdapter.start} is given. */
+export interface ChannelStartOptions {
+  readonly onMessage: InboundHandler;
+  /**
+   * Called once when the channel cannot go on (e.g. 401: the bot token was revoked). The
+   * gateway stops and the process exits non-zero so a service manager restarts or alerts.
+   */
+  readonly onFatal: (error: Error) => void;
+}
+
+/** One step of a reply, as the outbox records it. */
+export type StepResult =
+  /** The platform confirmed it. */
+  | "sent"
+  /**
+   * The request may or may not have gone through (the connection was lost after the body was
+   * sent, a 5xx) and the ambiguity policy said not to resend it (docs/durability.md).
+   */
+  | "unconfirmed"
+  /** The platform refused it for good (a 4xx other than 429); not retried. */
+  | "failed";
+
+/**
+ * Progress of one reply through its outbox record. Step keys: `text:<n>` for the n-th chunk
+ * (from 0) of the reply text as the platform splits it, `media:<path>` for a ready item (every
+ * item of an album gets its own key, with the album's result), `caption:<path>` never: a text
+ * sent as a caption counts as its chunk.
+ */
+export interface DeliveryProgress {
+  /** Stable across restarts (the outbox id): Discord derives each create's nonce from it and the key. */
+  readonly replyId: string;
+  /** Steps already done by an earlier attempt: skip them. */
+  readonly done: ReadonlyMap<string, StepResult>;
+  /** Records a finished step; awaited before the next step starts. */
+  step(key: string, result: StepResult): Promise<void>;
+}
+
+/** Options of {@link ChannelAdapter.deliver}. */
+export interface DeliverOptions {
+  readonly signal?: AbortSignal | undefined;
+  readonly progress?: DeliveryProgress | undefined;
 }
 
 /** Where a reply goes. Adapters put it back in the same chat (and thread/topic). */
@@ -50,11 +133,22 @@ export type DeliveryOutcome =
       readonly status: "rate_limited";
       readonly path: string;
       readonly retryAfterSeconds: number;
-    };
+    }
+  /** Sent, but the platform's answer was lost and the policy forbids resending (see {@link StepResult}). */
+  | { readonly status: "unconfirmed"; readonly path: string }
+  /** Not attempted: the delivery was aborted (shutdown); the outbox resumes it. */
+  | { readonly status: "pending"; readonly path: string };
 
 export interface DeliveryReport {
   /** One entry per ready media item of the plan, in plan order. */
   readonly outcomes: readonly DeliveryOutcome[];
+  /**
+   * Set when the platform asked for a wait longer than a delivery is held for: the steps not
+   * recorded as done are left for the outbox to retry after this many seconds.
+   */
+  readonly retryAfterSeconds?: number | undefined;
+  /** Text chunks that were not sent (skipped for a rate limit or an abort, or refused). */
+  readonly textPending?: boolean | undefined;
 }
 
 /**
@@ -71,8 +165,18 @@ export interface ChannelAdapter {
    * plans with these when present, else with `limits`.
    */
   limitsFor?(target: ChatTarget): UploadLimits;
+  /** The profile the channel serves. */
+  readonly profile: string;
   /** Begin receiving; resolves once the platform connection is ready. */
-  start(onMessage: (message: InboundMessage) => void): Promise<void>;
+  start(options: ChannelStartOptions): Promise<void>;
+  /** The connection's current health. */
+  health(): ChannelHealth;
+  /**
+   * Optional (Discord): after a restart, fetch the messages of each chat that came after the
+   * last one the journal recorded, and hand them to `onMessage` in order. Telegram needs none:
+   * unconfirmed updates are redelivered by `getUpdates`.
+   */
+  catchUp?(cursors: readonly ChatCursor[], onMessage: InboundHandler): Promise<void>;
   /**
    * Stop receiving. Sending (`sendText`, `deliver`, `showActivity`) must keep working after
    * it: the core stops receiving first, then drains the turns already in flight.
@@ -80,10 +184,21 @@ export interface ChannelAdapter {
   stop(): Promise<void>;
   /** Send plain text, split per the platform's limits. */
   sendText(target: ChatTarget, text: string, signal?: AbortSignal): Promise<void>;
-  /** Send reply text and every ready media item of the plan. Never throws for one bad file. */
-  deliver(reply: OutboundReply, signal?: AbortSignal): Promise<DeliveryReport>;
-  /** Show that the bot is working (typing). Best effort; never throws. */
-  showActivity(target: ChatTarget): Promise<void>;
+  /**
+   * Send reply text and every ready media item of the plan, skipping the steps
+   * `options.progress` says are done and recording each one it finishes. Never throws for one
+   * bad file. An aborted signal stops before the next step (the rest stays pending).
+   */
+  deliver(reply: OutboundReply, options?: DeliverOptions): Promise<DeliveryReport>;
+  /** Show that the bot is working (typing). Best effort; never throws; gives up on `signal`. */
+  showActivity(target: ChatTarget, signal?: AbortSignal): Promise<void>;
+}
+
+/** The newest message the journal recorded in one chat (Discord channel or DM channel id). */
+export interface ChatCursor {
+  /** The channel id messages are fetched from (a thread's own id for a thread). */
+  readonly channelId: string;
+  readonly lastMessageId: string;
 }
 
 export type { MediaOutcome };

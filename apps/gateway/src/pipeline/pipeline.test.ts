@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import type { Agent, AgentTurnInput } from "../agents/types.js";
 import type {
   ChannelAdapter,
+  ChannelHealth,
   ChatTarget,
   DeliveryReport,
   InboundMessage,
@@ -34,6 +35,10 @@ import type { MessageContext, PipelineRuntime, PipelineServices, SandboxOps } fr
  */
 class RecordingChannel implements ChannelAdapter {
   readonly platform = "telegram" as const;
+  readonly profile = "main";
+  health(): ChannelHealth {
+    return { platform: "telegram", profile: this.profile, state: "up", sinceMs: 0 };
+  }
   readonly limits: UploadLimits = { maxBytes: () => 50 * 1024 * 1024 };
   readonly texts: string[] = [];
   readonly replies: { sessionKey: string; profile: string; text: string; files: string[] }[] = [];
@@ -173,6 +178,7 @@ function testContext(
     userId,
     messageId: String(Math.random()),
     text,
+    receiptId: String(Math.random()),
   };
   return {
     message,

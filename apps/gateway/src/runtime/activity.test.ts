@@ -1,10 +1,19 @@
 import type { UploadLimits } from "@mediagate/media";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { ChannelAdapter, ChatTarget, DeliveryReport } from "../channels/types.js";
+import type {
+  ChannelAdapter,
+  ChannelHealth,
+  ChatTarget,
+  DeliveryReport,
+} from "../channels/types.js";
 import { startActivity } from "./activity.js";
 
 class CountingChannel implements ChannelAdapter {
   readonly platform = "telegram" as const;
+  readonly profile = "main";
+  health(): ChannelHealth {
+    return { platform: "telegram", profile: this.profile, state: "up", sinceMs: 0 };
+  }
   readonly limits: UploadLimits = { maxBytes: () => 1 };
   typing = 0;
   readonly texts: string[] = [];

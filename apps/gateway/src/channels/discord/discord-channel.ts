@@ -4,7 +4,10 @@ import { type Client, Events, type Message, type REST } from "discord.js";
 import type { Logger } from "pino";
 import type {
   ChannelAdapter,
+  ChannelHealth,
+  ChannelStartOptions,
   ChatTarget,
+  DeliverOptions,
   DeliveryReport,
   InboundMessage,
   OutboundReply,
@@ -63,7 +66,7 @@ export class DiscordChannel implements ChannelAdapter {
   readonly #rest: REST;
   readonly #outbox: DiscordOutbox;
   readonly #log: Logger;
-  readonly #profile: string;
+  readonly profile: string;
   readonly #channelIds: ReadonlySet<string>;
   readonly #configuredMaxBytes: number | undefined;
   readonly #answeredThreads = new Set<string>();
@@ -81,7 +84,7 @@ export class DiscordChannel implements ChannelAdapter {
       gatewayUrl: options.gatewayUrl,
       requestTimeoutMs: options.requestTimeoutMs ?? DiscordChannelDefaults.requestTimeoutMs,
     };
-    this.#profile = options.profile;
+    this.profile = options.profile;
     this.#log = options.logger.child({ channel: "discord", profile: options.profile });
     this.#channelIds = new Set(options.respondIn?.channelIds ?? []);
     const maxBytes = options.limits?.maxBytes;
@@ -103,7 +106,16 @@ export class DiscordChannel implements ChannelAdapter {
     return discordLimits({ maxBytes: this.#limitFor(target) });
   }
 
-  async start(onMessage: (message: InboundMessage) => void): Promise<void> {
+  health(): ChannelHealth {
+    return {
+      platform: "discord",
+      profile: this.profile,
+      state: this.#started ? "up" : "starting",
+      sinceMs: Date.now(),
+    };
+  }
+
+  async start({ onMessage }: ChannelStartOptions): Promise<void> {
     if (this.#started) throw new Error("DiscordChannel already started");
     this.#started = true;
     const client = this.#client;
@@ -147,7 +159,8 @@ export class DiscordChannel implements ChannelAdapter {
     this.#noteAnswered(target);
   }
 
-  async deliver(reply: OutboundReply, signal?: AbortSignal): Promise<DeliveryReport> {
+  async deliver(reply: OutboundReply, options: DeliverOptions = {}): Promise<DeliveryReport> {
+    const signal = options.signal;
     const limit = this.#limitFor(reply.target);
     const report = await this.#outbox.deliver(channelOf(reply.target), reply, limit, signal);
     this.#noteAnswered(reply.target);
@@ -158,11 +171,11 @@ export class DiscordChannel implements ChannelAdapter {
     await this.#outbox.typing(channelOf(target));
   }
 
-  #onMessage(message: Message, onMessage: (message: InboundMessage) => void): void {
+  #onMessage(message: Message, onMessage: (message: InboundMessage) => Promise<void>): void {
     const botUserId = this.#client.user?.id;
     if (botUserId === undefined) return;
     const inbound = toInboundMessage(message, {
-      profile: this.#profile,
+      profile: this.profile,
       botUserId,
       channelIds: this.#channelIds,
       answeredThreads: this.#answeredThreads,
@@ -172,7 +185,7 @@ export class DiscordChannel implements ChannelAdapter {
       { chatType: inbound.chatType, chatId: inbound.chatId, threadId: inbound.threadId },
       "message in",
     );
-    onMessage(inbound);
+    void onMessage(inbound);
   }
 
   #noteAnswered(target: ChatTarget): void {

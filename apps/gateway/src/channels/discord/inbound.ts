@@ -49,6 +49,7 @@ export function toInboundMessage(
     userName: message.author.globalName ?? message.author.username,
     messageId: message.id,
     text,
+    receiptId: message.id,
   };
   const { channel } = message;
   if (!message.inGuild()) {

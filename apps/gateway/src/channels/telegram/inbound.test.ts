@@ -2,7 +2,7 @@ import type { Message } from "grammy/types";
 import { describe, expect, it } from "vitest";
 import { chatTypeOf, stripBotMention, toInboundMessage } from "./inbound.js";
 
-const context = { profile: "work", botUsername: "gate_bot" };
+const context = { profile: "work", botUsername: "gate_bot", updateId: 1 };
 const user = { id: 42, is_bot: false, first_name: "Ada", last_name: "L", username: "ada" };
 
 function message(fields: Record<string, unknown>): Message {
@@ -26,6 +26,7 @@ describe("toInboundMessage", () => {
       userName: "ada",
       messageId: "9",
       text: "hi",
+      receiptId: "1",
     });
   });
 

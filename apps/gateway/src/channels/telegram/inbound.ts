@@ -46,7 +46,12 @@ function displayName(user: { first_name: string; last_name?: string | undefined 
  */
 export function toInboundMessage(
   message: Message,
-  context: { readonly profile: string; readonly botUsername: string | undefined },
+  context: {
+    readonly profile: string;
+    readonly botUsername: string | undefined;
+    /** The `update_id` the message came in (its receipt id). */
+    readonly updateId: number;
+  },
 ): InboundMessage | undefined {
   if (message.text === undefined) return undefined;
   if (message.from?.is_bot === true) return undefined;
@@ -74,5 +79,6 @@ export function toInboundMessage(
     userName,
     messageId: String(message.message_id),
     text,
+    receiptId: String(context.updateId),
   };
 }

@@ -6,7 +6,10 @@ import { splitText } from "../../delivery/split-text.js";
 import { redactText } from "../../redact.js";
 import type {
   ChannelAdapter,
+  ChannelHealth,
+  ChannelStartOptions,
   ChatTarget,
+  DeliverOptions,
   DeliveryReport,
   InboundMessage,
   OutboundReply,
@@ -86,12 +89,12 @@ export class TelegramChannel implements ChannelAdapter {
   readonly limits: UploadLimits;
   private readonly bot: Bot;
   private readonly token: string;
-  private readonly profile: string;
+  readonly profile: string;
   private readonly logger: Logger;
   private readonly caller: TelegramCaller;
   private readonly dropPendingUpdates: boolean;
   private polling: Promise<void> | undefined;
-  private onMessage: ((message: InboundMessage) => void) | undefined;
+  private onMessage: ((message: InboundMessage) => Promise<void>) | undefined;
 
   constructor(options: TelegramChannelOptions) {
     if (typeof options.token !== "string" || options.token.trim() === "") {
@@ -122,7 +125,7 @@ export class TelegramChannel implements ChannelAdapter {
    * messages and channel posts are requested. A rejection is a token-free
    * {@link TelegramStartError}.
    */
-  async start(onMessage: (message: InboundMessage) => void): Promise<void> {
+  async start({ onMessage }: ChannelStartOptions): Promise<void> {
     if (this.polling !== undefined) return;
     this.onMessage = onMessage;
     // getMe through our own retry policy: grammY's init retries network errors forever, and a
@@ -187,7 +190,17 @@ export class TelegramChannel implements ChannelAdapter {
    * and where the text goes). Never throws: each ready item gets an outcome, in plan order;
    * a text that cannot be sent is logged. Descriptors stay open: the caller disposes the plan.
    */
-  async deliver(reply: OutboundReply, signal?: AbortSignal): Promise<DeliveryReport> {
+  health(): ChannelHealth {
+    return {
+      platform: "telegram",
+      profile: this.profile,
+      state: this.polling === undefined ? "starting" : "up",
+      sinceMs: Date.now(),
+    };
+  }
+
+  async deliver(reply: OutboundReply, options: DeliverOptions = {}): Promise<DeliveryReport> {
+    const signal = options.signal;
     const items = reply.plan.ready();
     const target = new OutgoingTarget(reply.target);
     const ctx: MediaSendContext = {
@@ -207,7 +220,7 @@ export class TelegramChannel implements ChannelAdapter {
   }
 
   /** Shows "typing…" in the chat (and topic). Best effort: one try, never throws. */
-  async showActivity(target: ChatTarget): Promise<void> {
+  async showActivity(target: ChatTarget, _signal?: AbortSignal): Promise<void> {
     const out = new OutgoingTarget(target);
     try {
       await this.bot.api.sendChatAction(
@@ -230,10 +243,11 @@ export class TelegramChannel implements ChannelAdapter {
     const inbound = toInboundMessage(message, {
       profile: this.profile,
       botUsername: ctx.me.username,
+      updateId: ctx.update.update_id,
     });
     if (inbound === undefined) return;
     try {
-      this.onMessage(inbound);
+      void this.onMessage(inbound);
     } catch (error) {
       this.logger.error(
         { chatId: inbound.chatId, ...failureFacts(error, this.token) },

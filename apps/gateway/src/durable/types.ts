@@ -1,0 +1,118 @@
+import type { InstanceId } from "@mediagate/sandbox";
+import type { ChatCursor, ChatTarget, InboundMessage, StepResult } from "../channels/types.js";
+
+/**
+ * Where a journal entry is (docs/durability.md):
+ * - `received`: recorded, its turn has not started (after a crash it runs);
+ * - `started`: its turn began (after a crash it was cut off: the chat gets a notice, or it
+ *   runs again when `recovery.rerunInterrupted` is set);
+ * - `done`: nothing is left to do for it (its reply, if any, is in the outbox).
+ */
+export type JournalState = "received" | "started" | "done";
+
+/** How a journal entry ended, for the record and the logs. */
+export type JournalOutcome =
+  /** Its reply went to the outbox. */
+  | "replied"
+  /** Nothing to send (an empty reply, a refused user in a group). */
+  | "silent"
+  /** An admin command, handled. */
+  | "command"
+  /** Not allowed; refused or ignored. */
+  | "refused"
+  /** /stop or /reset dropped or aborted it. */
+  | "stopped"
+  /** The turn failed and the chat was told. */
+  | "failed"
+  /** Cut off by a crash or a stop; the chat was told after the restart. */
+  | "interrupted";
+
+/** One recorded inbound message. */
+export interface JournalEntry {
+  readonly id: number;
+  /** `<profile>:<platform>:<receiptId>` (unique). */
+  readonly key: string;
+  readonly state: JournalState;
+  /** The process that recorded it or last took it over. */
+  readonly owner: InstanceId;
+  readonly message: InboundMessage;
+  readonly receivedAtMs: number;
+  readonly startedAtMs?: number | undefined;
+}
+
+/** What {@link Journal.record} found. */
+export interface RecordResult {
+  readonly id: number;
+  /** `false` when the message was recorded before (a redelivery): do not run it again. */
+  readonly fresh: boolean;
+}
+
+/** A finished turn's reply, as the outbox keeps it until it is delivered. */
+export interface OutboxReply {
+  readonly profile: string;
+  readonly platform: InboundMessage["platform"];
+  readonly sessionKey: string;
+  /** The container slot the turn's tool calls ran in (its files are planned from there). */
+  readonly slot: string;
+  readonly target: ChatTarget;
+  /** The agent's reply as it gave it, `MEDIA:` tags included: a resumed delivery plans again. */
+  readonly text: string;
+}
+
+/** Where an outbox record is. */
+export type OutboxState = "pending" | "delivered" | "given_up";
+
+/** One reply in the outbox. */
+export interface OutboxRecord extends OutboxReply {
+  /** Random, stable across restarts (Discord nonces derive from it). */
+  readonly id: string;
+  /** The journal entry it answers, if any. */
+  readonly entryId?: number | undefined;
+  readonly state: OutboxState;
+  readonly owner: InstanceId;
+  /** Steps done so far (see `DeliveryProgress`). */
+  readonly steps: ReadonlyMap<string, StepResult>;
+  /** Delivery attempts started so far. */
+  readonly attempts: number;
+  readonly createdAtMs: number;
+  /** Not before this (a long `retry_after`); 0 = now. */
+  readonly notBeforeMs: number;
+  readonly lastError?: string | undefined;
+}
+
+/**
+ * The per-install durable record of inbound messages and outbound replies:
+ * `<root home>/journal.db`, SQLite in WAL mode, worked on off the event loop (a worker
+ * thread), so a slow disk delays only the calls that write. Every method rejects with
+ * `StorageError` (its `full` flag set for a full disk) when the database cannot be written.
+ */
+export interface Journal {
+  /** Records an inbound message before it is confirmed; dedupes on its key. Discord messages move their chat's cursor. */
+  record(message: InboundMessage): Promise<RecordResult>;
+  /** The entry's turn starts. */
+  started(id: number): Promise<void>;
+  /** Nothing is left to do for the entry. */
+  finished(id: number, outcome: JournalOutcome): Promise<void>;
+  /**
+   * Entries not `done` whose owner process is gone, oldest first, taken over by this process
+   * (owner set to it in the same transaction, so two starting processes never both take one).
+   */
+  takeOver(): Promise<JournalEntry[]>;
+  /** The newest recorded Discord message per chat of `profile`. */
+  cursors(profile: string): Promise<ChatCursor[]>;
+  /** Records a finished turn's reply and marks its entry `done`/`replied`, atomically. */
+  addReply(reply: OutboxReply, entryId: number | undefined): Promise<OutboxRecord>;
+  /** Records one delivered (or refused, or unconfirmed) step. */
+  step(replyId: string, key: string, result: StepResult): Promise<void>;
+  /** A delivery attempt starts (counts attempts). */
+  attempt(replyId: string): Promise<void>;
+  /** Tries again not before `notBeforeMs`; `error` says why (token-free). */
+  reschedule(replyId: string, notBeforeMs: number, error: string): Promise<void>;
+  /** The reply is delivered, or given up (`error` says why). */
+  closeReply(replyId: string, state: "delivered" | "given_up", error?: string): Promise<void>;
+  /** Pending replies whose owner is gone, taken over by this process, oldest first. */
+  takeOverReplies(): Promise<OutboxRecord[]>;
+  /** Deletes `done` entries and closed replies older than `olderThanMs` (epoch ms). */
+  prune(olderThanMs: number): Promise<number>;
+  close(): Promise<void>;
+}
