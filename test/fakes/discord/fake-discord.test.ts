@@ -259,4 +259,50 @@ describe("fake Discord REST", () => {
       status: 413,
     });
   });
+
+  it("lists a channel's messages, users' and the bot's, the way Discord pages them", async () => {
+    const { fake, client } = await connect();
+    const channelId = fake.guild.channels[0]!.id;
+    const ids = Array.from(
+      { length: 5 },
+      (_, index) => fake.sendGuildMessage(channelId, { content: `m${index}` }).id,
+    );
+    const channel = await client.channels.fetch(channelId);
+    if (!channel?.isSendable()) throw new Error("not sendable");
+    const own = await channel.send("bot says");
+    const contents = (page: Iterable<Message>) => [...page].map((message) => message.content);
+
+    const after = await channel.messages.fetch({ after: ids[1]!, limit: 2, cache: false });
+    expect(contents(after.values())).toEqual(["m3", "m2"]); // the two right after, newest first
+    const before = await channel.messages.fetch({ before: ids[3]!, limit: 2, cache: false });
+    expect(contents(before.values())).toEqual(["m2", "m1"]);
+    const newest = await channel.messages.fetch({ limit: 3, cache: false });
+    expect(contents(newest.values())).toEqual(["bot says", "m4", "m3"]);
+    expect(newest.first()?.id).toBe(own.id);
+    expect(newest.first()?.author.id).toBe(fake.botUser.id);
+  });
+
+  it("revokes the token: REST answers 401 and the gateway closes with 4004", async () => {
+    const { fake, client } = await connect();
+    const closed = new Promise<number>((resolve) =>
+      client.on(Events.ShardDisconnect, (event) => resolve(event.code)),
+    );
+    fake.revokeToken();
+    expect(await closed).toBe(4004);
+    await expect(
+      client.channels.fetch(fake.guild.channels[0]!.id, { force: true }),
+    ).rejects.toMatchObject({
+      status: 401,
+    });
+  });
+
+  it("answers 403 for a channel the bot lost access to", async () => {
+    const { fake, client } = await connect();
+    const channelId = fake.guild.channels[1]!.id;
+    fake.denyAccess(channelId);
+    await expect(client.channels.fetch(channelId, { force: true })).rejects.toMatchObject({
+      status: 403,
+      code: 50001,
+    });
+  });
 });

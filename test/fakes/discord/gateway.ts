@@ -48,7 +48,8 @@ export type DispatchView = (intents: number) => unknown;
 interface GatewayOptions {
   readonly server: Server;
   readonly path: string;
-  readonly token: string;
+  /** The token accepted now (it can be revoked). */
+  readonly token: () => string;
   readonly world: World;
   readonly heartbeatIntervalMs: number;
   readonly resumeUrl: () => string;
@@ -64,6 +65,8 @@ export class FakeGateway extends EventEmitter {
   identifyCount = 0;
   resumeCount = 0;
   readonly #wss: WebSocketServer;
+  /** Sockets waiting for HELLO while the gateway is held; undefined when not held. */
+  #held: WebSocket[] | undefined;
 
   constructor(private readonly options: GatewayOptions) {
     super();
@@ -91,6 +94,26 @@ export class FakeGateway extends EventEmitter {
     }
   }
 
+  /** Close every client socket with a close frame (e.g. 4004), ending their sessions. */
+  closeAll(code: number, reason: string): void {
+    for (const session of this.sessions) {
+      session.socket?.close(code, reason);
+      session.socket = undefined;
+    }
+  }
+
+  /** New sockets are accepted but get no HELLO until {@link release}. */
+  hold(): void {
+    this.#held ??= [];
+  }
+
+  /** Greets the sockets that connected while held, and every later one at once. */
+  release(): void {
+    const waiting = this.#held ?? [];
+    this.#held = undefined;
+    for (const socket of waiting) if (socket.readyState === 1) this.#hello(socket);
+  }
+
   get connected(): boolean {
     return this.sessions.some((session) => session.socket !== undefined);
   }
@@ -101,6 +124,17 @@ export class FakeGateway extends EventEmitter {
   }
 
   #accept(socket: WebSocket): void {
+    if (this.#held) this.#held.push(socket);
+    else this.#hello(socket);
+    socket.on("message", (data) => this.#onMessage(socket, data));
+    socket.on("close", () => {
+      for (const session of this.sessions) {
+        if (session.socket === socket) session.socket = undefined;
+      }
+    });
+  }
+
+  #hello(socket: WebSocket): void {
     socket.send(
       JSON.stringify({
         op: Op.Hello,
@@ -109,12 +143,6 @@ export class FakeGateway extends EventEmitter {
         t: null,
       }),
     );
-    socket.on("message", (data) => this.#onMessage(socket, data));
-    socket.on("close", () => {
-      for (const session of this.sessions) {
-        if (session.socket === socket) session.socket = undefined;
-      }
-    });
   }
 
   #onMessage(socket: WebSocket, data: RawData): void {
@@ -145,7 +173,7 @@ export class FakeGateway extends EventEmitter {
   }
 
   #identify(socket: WebSocket, d: Record<string, unknown>): void {
-    if (d.token !== this.options.token) {
+    if (d.token !== this.options.token()) {
       socket.close(4004, "Authentication failed.");
       return;
     }
@@ -176,7 +204,7 @@ export class FakeGateway extends EventEmitter {
 
   #resume(socket: WebSocket, d: Record<string, unknown>): void {
     const session = this.sessions.find((candidate) => candidate.id === d.session_id);
-    if (!session || d.token !== this.options.token) {
+    if (!session || d.token !== this.options.token()) {
       socket.send(JSON.stringify({ op: Op.InvalidSession, d: false, s: null, t: null }));
       return;
     }

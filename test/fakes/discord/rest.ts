@@ -20,13 +20,29 @@ const MaxContentLength = 2000;
 const MaxFiles = 10;
 
 interface RestOptions {
-  readonly token: string;
+  /** The token accepted now (it can be revoked). */
+  readonly token: () => string;
   readonly world: World;
   /** What `GET /gateway/bot` advertises. */
   readonly gatewayUrl: () => string;
   readonly nonceWindowMs: number;
   /** Called for each message the bot created, so the gateway can echo MESSAGE_CREATE. */
   readonly onCreated: (message: StoredMessage) => void;
+}
+
+/** Requests held back until {@link RequestGate.open} (to act while one is in flight). */
+export interface RequestGate {
+  /** Resolves when the first matching request arrived. */
+  readonly reached: Promise<void>;
+  /** Lets every held and later matching request through. */
+  open(): void;
+}
+
+interface Gate {
+  readonly method: string;
+  readonly path: RegExp;
+  readonly reach: () => void;
+  readonly opened: Promise<void>;
 }
 
 interface PendingFailure extends FailureInjection {
@@ -50,6 +66,7 @@ export class FakeRest extends EventEmitter {
   readonly calls: RecordedCall[] = [];
   readonly #failures: PendingFailure[] = [];
   readonly #nonces = new Map<string, { messageId: string; at: number }>();
+  readonly #gates: Gate[] = [];
 
   constructor(private readonly options: RestOptions) {
     super();
@@ -59,12 +76,43 @@ export class FakeRest extends EventEmitter {
     this.#failures.push({ ...failure, remaining: failure.times ?? 1 });
   }
 
-  async handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+  /** Holds requests matching `method` and `path` until the returned gate is opened. */
+  gate(method: string, path: RegExp): RequestGate {
+    let reach: () => void = () => {};
+    let open: () => void = () => {};
+    const reached = new Promise<void>((resolve) => {
+      reach = resolve;
+    });
+    const opened = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const gate = { method, path, reach, opened };
+    this.#gates.push(gate);
+    return {
+      reached,
+      open: () => {
+        this.#gates.splice(this.#gates.indexOf(gate), 1);
+        open();
+      },
+    };
+  }
+
+  async handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    query: URLSearchParams = new URLSearchParams(),
+  ): Promise<void> {
     const method = req.method ?? "GET";
     const body = await readBody(req);
-    if (req.headers.authorization !== `Bot ${this.options.token}`) {
+    if (req.headers.authorization !== `Bot ${this.options.token()}`) {
       sendJson(res, 401, discordError(0, "401: Unauthorized"));
       return;
+    }
+    const gate = this.#gates.find((held) => held.method === method && held.path.test(path));
+    if (gate) {
+      gate.reach();
+      await gate.opened;
     }
     let parsed: ParsedBody;
     try {
@@ -82,7 +130,7 @@ export class FakeRest extends EventEmitter {
     else if (failure?.kind === "client_error") {
       answer = { status: failure.status ?? 400, body: invalidForm("attachments", "BASE_TYPE_BAD") };
     } else {
-      answer = this.#route(method, path, parsed, payload);
+      answer = this.#route(method, path, query, parsed, payload);
       if (failure?.kind === "server_error_after_processing") {
         answer = { ...serverError(failure), ...pick(answer) };
       }
@@ -123,7 +171,13 @@ export class FakeRest extends EventEmitter {
     return failure;
   }
 
-  #route(method: string, path: string, parsed: ParsedBody, payload: Record<string, unknown>) {
+  #route(
+    method: string,
+    path: string,
+    query: URLSearchParams,
+    parsed: ParsedBody,
+    payload: Record<string, unknown>,
+  ): Answer {
     const { world } = this.options;
     if (method === "GET" && (path === "/gateway/bot" || path === "/gateway")) {
       return {
@@ -148,12 +202,38 @@ export class FakeRest extends EventEmitter {
     }
     const channel = world.channelJson(channelId);
     if (!channel) return { status: 404, body: discordError(10003, "Unknown Channel") };
+    if (world.isDenied(channelId))
+      return { status: 403, body: discordError(50001, "Missing Access") };
     if (method === "GET" && channelMatch[2] === undefined) return { status: 200, body: channel };
+    if (method === "GET" && channelMatch[2] === "/messages")
+      return this.#listMessages(channelId, query);
     if (method === "POST" && channelMatch[2] === "/typing") return { status: 204 };
     if (method === "POST" && channelMatch[2] === "/messages") {
       return this.#createMessage(channelId, parsed, payload);
     }
     return { status: 405, body: discordError(0, "405: Method Not Allowed") };
+  }
+
+  /**
+   * `GET /channels/:id/messages` as Discord answers it: `limit` 1–100 (default 50); `after`
+   * gives the messages right after that id, `before` those right before it, neither the
+   * newest; the answer is always newest first.
+   */
+  #listMessages(channelId: string, query: URLSearchParams): Answer {
+    const limit = Number(query.get("limit") ?? 50);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+      return { status: 400, body: invalidForm("limit", "NUMBER_TYPE_MAX") };
+    }
+    const after = query.get("after");
+    const before = query.get("before");
+    const all = this.options.world.history(channelId);
+    let picked: readonly Record<string, unknown>[];
+    if (after !== null) {
+      picked = all.filter((message) => snowflakeAfter(message.id, after)).slice(0, limit);
+    } else if (before !== null) {
+      picked = all.filter((message) => snowflakeBefore(message.id, before)).slice(-limit);
+    } else picked = all.slice(-limit);
+    return { status: 200, body: [...picked].reverse().map(restView) };
   }
 
   #createMessage(channelId: string, parsed: ParsedBody, payload: Record<string, unknown>): Answer {
@@ -250,8 +330,26 @@ export class FakeRest extends EventEmitter {
       json,
     };
     world.messages.push(message);
+    world.remember(channelId, json);
     return message;
   }
+}
+
+/** `a > b` for snowflake strings (numeric, no leading zeros). */
+function snowflakeAfter(a: unknown, b: string): boolean {
+  if (typeof a !== "string") return false;
+  return a.length === b.length ? a > b : a.length > b.length;
+}
+
+/** `a < b` for snowflake strings. */
+function snowflakeBefore(a: unknown, b: string): boolean {
+  return typeof a === "string" && a !== b && !snowflakeAfter(a, b);
+}
+
+/** REST message objects carry no gateway-only fields (`member`, `channel_type`, `guild_id`). */
+function restView(message: Record<string, unknown>): Record<string, unknown> {
+  const { member: _member, channel_type: _type, guild_id: _guild, ...rest } = message;
+  return rest;
 }
 
 function rateLimited(failure: FailureInjection): Answer {

@@ -13,7 +13,7 @@ import {
 } from "./fixtures.js";
 import { FakeGateway, Intent } from "./gateway.js";
 import type { FailureInjection, RecordedCall } from "./requests.js";
-import { FakeRest } from "./rest.js";
+import { FakeRest, type RequestGate } from "./rest.js";
 import { type StoredMessage, World } from "./world.js";
 
 export interface FakeDiscordOptions {
@@ -57,7 +57,7 @@ const DefaultAuthorId = "300000000000000001";
  * `new Client({ rest: { api: fake.apiRoot } })` and `client.login(fake.token)`.
  */
 export class FakeDiscord {
-  readonly token: string;
+  #token: string;
   readonly world: World;
   readonly rest: FakeRest;
   readonly gateway: FakeGateway;
@@ -65,11 +65,11 @@ export class FakeDiscord {
 
   private constructor(server: Server, options: FakeDiscordOptions) {
     this.#server = server;
-    this.token = options.token ?? "fake-discord-token";
+    this.#token = options.token ?? "fake-discord-token";
     const botUser = options.botUser ?? userObject(snowflake(), "mediagate", true);
     this.world = new World(botUser, options.guilds ?? [defaultGuild()]);
     this.rest = new FakeRest({
-      token: this.token,
+      token: () => this.#token,
       world: this.world,
       gatewayUrl: () => options.advertisedGatewayUrl ?? this.gatewayUrl,
       nonceWindowMs: options.nonceWindowMs ?? 5 * 60_000,
@@ -78,7 +78,7 @@ export class FakeDiscord {
     this.gateway = new FakeGateway({
       server,
       path: "/gateway",
-      token: this.token,
+      token: () => this.#token,
       world: this.world,
       heartbeatIntervalMs: options.heartbeatIntervalMs ?? 41_250,
       resumeUrl: () => this.gatewayUrl,
@@ -91,7 +91,7 @@ export class FakeDiscord {
         res.end();
         return;
       }
-      this.rest.handle(req, res, match[1]).catch((error: unknown) => {
+      this.rest.handle(req, res, match[1], url.searchParams).catch((error: unknown) => {
         res.writeHead(500, { "content-type": "text/plain" });
         res.end(String(error));
       });
@@ -104,6 +104,20 @@ export class FakeDiscord {
     server.listen(0, "127.0.0.1");
     await once(server, "listening");
     return fake;
+  }
+
+  /** The bot token REST and IDENTIFY accept. */
+  get token(): string {
+    return this.#token;
+  }
+
+  /**
+   * The token was reset in the developer portal: the old one gets 401 on REST, and every open
+   * gateway socket is closed with 4004 (Authentication failed), as Discord does.
+   */
+  revokeToken(): void {
+    this.#token = `revoked-${snowflake()}`;
+    this.gateway.closeAll(4004, "Authentication failed.");
   }
 
   get port(): number {
@@ -146,13 +160,32 @@ export class FakeDiscord {
     return this.world.messagesIn(channelId);
   }
 
+  /** Holds REST requests matching `method` and `path` until the gate is opened. */
+  gateRequests(method: string, path: RegExp): RequestGate {
+    return this.rest.gate(method, path);
+  }
+
+  /** The bot lost access to a channel: REST answers 403 Missing Access for it. */
+  denyAccess(channelId: string): void {
+    this.world.denyAccess(channelId);
+  }
+
   injectFailure(failure: FailureInjection): void {
     this.rest.injectFailure(failure);
   }
 
-  /** Drop the websocket abnormally (1006); discord.js should RESUME the session. */
-  dropSocket(): void {
+  /**
+   * Drop the websocket abnormally (1006); discord.js should RESUME the session. With
+   * `holdReconnect`, new sockets get no HELLO until {@link releaseGateway} (an outage).
+   */
+  dropSocket(options: { readonly holdReconnect?: boolean } = {}): void {
+    if (options.holdReconnect) this.gateway.hold();
     this.gateway.dropSocket();
+  }
+
+  /** Ends an outage begun with `dropSocket({ holdReconnect: true })`: waiting sockets get HELLO. */
+  releaseGateway(): void {
+    this.gateway.release();
   }
 
   /** Resolves on the next REST call matching the predicate (already recorded ones count). */
@@ -242,6 +275,7 @@ export class FakeDiscord {
       flags: 0,
     };
     const mentionsBot = mentionIds.includes(this.botUser.id);
+    this.world.remember(channelId, base);
     this.gateway.dispatch("MESSAGE_CREATE", (intents) => messageView(base, intents, mentionsBot));
     return { id, channelId, guildId, authorId: author.id, content };
   }

@@ -29,11 +29,16 @@ export type ChannelKind =
   | { readonly kind: "thread"; readonly guild: GuildFixture; readonly thread: ThreadFixture }
   | { readonly kind: "dm"; readonly recipient: UserObject };
 
-/** Guilds, channels, threads, DM channels, users and the messages the bot posted. */
+/**
+ * Guilds, channels, threads, DM channels, users, the messages the bot posted (`messages`) and
+ * every message of each channel, users' included, as REST lists them (`history`).
+ */
 export class World {
   readonly guilds: GuildFixture[];
   readonly users = new Map<string, UserObject>();
   readonly messages: StoredMessage[] = [];
+  readonly #history = new Map<string, Record<string, unknown>[]>();
+  readonly #denied = new Set<string>();
   readonly #dmByUser = new Map<string, string>();
   readonly #dmChannels = new Map<string, UserObject>();
 
@@ -112,6 +117,27 @@ export class World {
   uploadLimit(channelId: string): number {
     const found = this.channel(channelId);
     return found && found.kind !== "dm" ? uploadLimitForTier(found.guild.premiumTier) : 10 << 20;
+  }
+
+  /** Adds a message (the bot's or a user's) to its channel's history, oldest first. */
+  remember(channelId: string, json: Record<string, unknown>): void {
+    const list = this.#history.get(channelId) ?? [];
+    list.push(json);
+    this.#history.set(channelId, list);
+  }
+
+  /** Every message of a channel, oldest first (ids grow with time). */
+  history(channelId: string): readonly Record<string, unknown>[] {
+    return this.#history.get(channelId) ?? [];
+  }
+
+  /** Makes a channel answer 403 Missing Access (the bot lost its permission). */
+  denyAccess(channelId: string): void {
+    this.#denied.add(channelId);
+  }
+
+  isDenied(channelId: string): boolean {
+    return this.#denied.has(channelId);
   }
 
   messagesIn(channelId: string): StoredMessage[] {
