@@ -1,4 +1,5 @@
 import { once } from "node:events";
+import { setTimeout as sleepFor } from "node:timers/promises";
 import { discordLimits, type UploadLimits } from "@mediagate/media";
 import { type Client, Events, type Message, type REST } from "discord.js";
 import type { Logger } from "pino";
@@ -6,15 +7,21 @@ import type {
   ChannelAdapter,
   ChannelHealth,
   ChannelStartOptions,
+  ChatCursor,
   ChatTarget,
   DeliverOptions,
   DeliveryReport,
+  InboundHandler,
   InboundMessage,
   OutboundReply,
 } from "../types.js";
+import { fetchMissed } from "./catch-up.js";
 import { createDeliveryRest, createGatewayClient } from "./client.js";
+import { deliverReply } from "./deliver-reply.js";
 import { describeError, toRequestError } from "./errors.js";
+import { HealthMonitor } from "./health.js";
 import { toInboundMessage } from "./inbound.js";
+import { InboundQueues, type InboundRetryOptions, type Sleep } from "./inbound-queue.js";
 import { flatLimits, uploadLimitFor } from "./limits.js";
 import { DiscordOutbox, type DiscordRetryOptions } from "./outbox.js";
 
@@ -38,13 +45,34 @@ export interface DiscordChannelOptions {
   readonly retry?: DiscordRetryOptions | undefined;
   /** Per-request timeout of discord.js's REST; default 15 s. */
   readonly requestTimeoutMs?: number | undefined;
+  /**
+   * At most this many messages are fetched per chat by {@link DiscordChannel.catchUp} (the
+   * oldest after the cursor); default 200, 0 turns catch-up off. Later ones are not answered
+   * (logged).
+   */
+  readonly catchUpMaxMessages?: number | undefined;
+  /**
+   * Backoff while the message handler rejects (the journal cannot be written):
+   * 1 s doubling to 60 s by default.
+   */
+  readonly inboundRetry?: InboundRetryOptions | undefined;
+  /** Waits of that backoff (tests pass a fast one). */
+  readonly sleep?: Sleep | undefined;
+  /** Clock of {@link DiscordChannel.health} (epoch ms). */
+  readonly now?: (() => number) | undefined;
 }
 
 /** Defaults of {@link DiscordChannelOptions}. */
 export const DiscordChannelDefaults = {
   apiRoot: "https://discord.com/api",
   requestTimeoutMs: 15_000,
-} as const;
+  catchUpMaxMessages: 200,
+} as const satisfies Pick<
+  Required<DiscordChannelOptions>,
+  "apiRoot" | "requestTimeoutMs" | "catchUpMaxMessages"
+>;
+
+const defaultSleep: Sleep = (ms, signal) => sleepFor(ms, undefined, { signal });
 
 /**
  * Discord through discord.js (docs/media.md): guild channels (when mentioned or configured),
@@ -70,7 +98,15 @@ export class DiscordChannel implements ChannelAdapter {
   readonly #channelIds: ReadonlySet<string>;
   readonly #configuredMaxBytes: number | undefined;
   readonly #answeredThreads = new Set<string>();
+  readonly #health: HealthMonitor;
+  readonly #inbound: InboundQueues;
+  readonly #catchUpMaxMessages: number;
+  readonly #retry: DiscordRetryOptions | undefined;
+  /** Aborted by `stop`: ends in-memory retries and catch-up. */
+  readonly #stopping = new AbortController();
   #started = false;
+  /** `start` resolved. */
+  #ready = false;
 
   constructor(options: DiscordChannelOptions) {
     if (typeof options.token !== "string" || options.token.trim() === "") {
@@ -97,8 +133,29 @@ export class DiscordChannel implements ChannelAdapter {
     this.#token = options.token;
     this.#client = createGatewayClient(connection);
     this.#rest = createDeliveryRest(connection);
-    this.#outbox = new DiscordOutbox(this.#rest, this.#log, options.retry);
+    this.#retry = options.retry;
+    this.#health = new HealthMonitor(
+      this.#client,
+      options.profile,
+      this.#log,
+      options.now ?? Date.now,
+    );
+    this.#outbox = new DiscordOutbox(this.#rest, this.#log, options.retry, () =>
+      this.#health.unauthorized(),
+    );
     this.limits = flatLimits(() => this.#largestLimit());
+    const catchUpMax = options.catchUpMaxMessages ?? DiscordChannelDefaults.catchUpMaxMessages;
+    if (!Number.isSafeInteger(catchUpMax) || catchUpMax < 0) {
+      throw new RangeError(
+        `DiscordChannel catchUpMaxMessages must be an integer >= 0, got ${catchUpMax}`,
+      );
+    }
+    this.#catchUpMaxMessages = catchUpMax;
+    this.#inbound = new InboundQueues(
+      this.#log,
+      options.sleep ?? defaultSleep,
+      options.inboundRetry,
+    );
   }
 
   /** Upload limits of one chat: the guild's boost level decides unless `maxBytes` is set. */
@@ -106,27 +163,26 @@ export class DiscordChannel implements ChannelAdapter {
     return discordLimits({ maxBytes: this.#limitFor(target) });
   }
 
+  /**
+   * `up` while the websocket is ready (`lastOkMs`: the last dispatch, READY/RESUMED or
+   * heartbeat ack), `retrying` while discord.js reconnects or resumes, `failed` once Discord
+   * refused the token (gateway close 4004, or a 401) or closed for good, `stopped` after `stop`.
+   */
   health(): ChannelHealth {
-    return {
-      platform: "discord",
-      profile: this.profile,
-      state: this.#started ? "up" : "starting",
-      sinceMs: Date.now(),
-    };
+    return this.#health.snapshot();
   }
 
-  async start({ onMessage }: ChannelStartOptions): Promise<void> {
+  /**
+   * Connects and resolves once the gateway is ready; each message the bot answers is handed to
+   * `onMessage` in order per chat (see `InboundQueues`: a rejection is retried in memory). A
+   * failure during start rejects; after it, a refused token calls `onFatal`.
+   */
+  async start({ onMessage, onFatal }: ChannelStartOptions): Promise<void> {
     if (this.#started) throw new Error("DiscordChannel already started");
     this.#started = true;
     const client = this.#client;
     client.on(Events.MessageCreate, (message) => this.#onMessage(message, onMessage));
-    client.on(Events.ShardResume, (_id, replayed) =>
-      this.#log.info({ replayed }, "gateway resumed"),
-    );
-    client.on(Events.ShardDisconnect, (event) =>
-      this.#log.warn({ code: event.code }, "gateway closed"),
-    );
-    client.on(Events.ShardReconnecting, () => this.#log.info("gateway reconnecting"));
+    this.#health.watch();
     client.on(Events.Error, (error) =>
       this.#log.error({ err: describeError(error) }, "discord error"),
     );
@@ -139,15 +195,85 @@ export class DiscordChannel implements ChannelAdapter {
     } catch (error) {
       this.#log.error({ err: describeError(error) }, "discord login failed");
       await client.destroy();
-      throw toRequestError("login", error);
+      const failure = toRequestError("login", error);
+      this.#health.startFailed(failure.message);
+      throw failure;
     }
+    this.#ready = true;
+    this.#health.running(onFatal);
     this.#log.info(
       { botUserId: client.user?.id, guilds: client.guilds.cache.size },
       "discord connected",
     );
   }
 
+  /**
+   * Hands `onMessage` the messages each chat received after its cursor (messages sent while the
+   * gateway was down), oldest first, mapped by the same rules as live ones (so the bot's own
+   * messages and other bots' are skipped), at most `catchUpMaxMessages` per chat. Live messages
+   * of a chat wait while it is fetched, then follow in id order; one that is both live and
+   * fetched may reach `onMessage` twice (the journal dedupes on the message id). A chat that is
+   * gone or unreadable is logged and skipped. Resolves when every message was accepted or the
+   * channel stopped; never rejects.
+   *
+   * Call it after `start`, with cursors read before `start` (a live message recorded first
+   * would move a chat's cursor past the messages still to fetch).
+   */
+  async catchUp(cursors: readonly ChatCursor[], onMessage: InboundHandler): Promise<void> {
+    const signal = this.#stopping.signal;
+    if (!this.#ready || signal.aborted) {
+      this.#log.error("discord catch-up needs a started channel; skipped");
+      return;
+    }
+    if (this.#catchUpMaxMessages === 0) {
+      this.#log.info("discord catch-up is off (catchUpMaxMessages: 0)");
+      return;
+    }
+    const accepted: Promise<boolean>[] = [];
+    let fetched = 0;
+    for (const cursor of cursors) {
+      if (signal.aborted) break;
+      const release = this.#inbound.hold(cursor.channelId);
+      try {
+        const messages = await fetchMissed(this.#client, cursor, {
+          maxMessages: this.#catchUpMaxMessages,
+          retry: this.#retry,
+          log: this.#log,
+          signal,
+          onUnauthorized: () => this.#health.unauthorized(),
+        });
+        fetched += messages.length;
+        for (const message of messages) {
+          const inbound = this.#toInbound(message);
+          if (inbound) accepted.push(this.#inbound.push(cursor.channelId, inbound, onMessage));
+        }
+      } finally {
+        release();
+      }
+    }
+    const results = await Promise.all(accepted);
+    this.#log.info(
+      {
+        chats: cursors.length,
+        fetched,
+        handed: results.filter(Boolean).length,
+        notRecorded: results.filter((ok) => !ok).length,
+      },
+      "discord catch-up done",
+    );
+  }
+
+  /** Stops receiving and retrying; sending keeps working. */
   async stop(): Promise<void> {
+    this.#stopping.abort();
+    const dropped = this.#inbound.stop();
+    if (dropped > 0) {
+      this.#log.warn(
+        { messages: dropped },
+        "discord messages not recorded at stop; the next start's catch-up fetches them",
+      );
+    }
+    this.#health.stopped();
     this.#client.removeAllListeners(Events.MessageCreate);
     await this.#client.destroy();
     this.#rest.clearHashSweeper();
@@ -159,33 +285,42 @@ export class DiscordChannel implements ChannelAdapter {
     this.#noteAnswered(target);
   }
 
+  /** See `deliverReply`: resumable with `options.progress`, stopped by `options.signal`. */
   async deliver(reply: OutboundReply, options: DeliverOptions = {}): Promise<DeliveryReport> {
-    const signal = options.signal;
-    const limit = this.#limitFor(reply.target);
-    const report = await this.#outbox.deliver(channelOf(reply.target), reply, limit, signal);
+    const report = await deliverReply(this.#outbox, this.#log, {
+      channelId: channelOf(reply.target),
+      reply,
+      limitBytes: this.#limitFor(reply.target),
+      signal: options.signal,
+      progress: options.progress,
+    });
     this.#noteAnswered(reply.target);
     return report;
   }
 
-  async showActivity(target: ChatTarget): Promise<void> {
-    await this.#outbox.typing(channelOf(target));
+  async showActivity(target: ChatTarget, signal?: AbortSignal): Promise<void> {
+    await this.#outbox.typing(channelOf(target), signal);
   }
 
-  #onMessage(message: Message, onMessage: (message: InboundMessage) => Promise<void>): void {
-    const botUserId = this.#client.user?.id;
-    if (botUserId === undefined) return;
-    const inbound = toInboundMessage(message, {
-      profile: this.profile,
-      botUserId,
-      channelIds: this.#channelIds,
-      answeredThreads: this.#answeredThreads,
-    });
+  #onMessage(message: Message, onMessage: InboundHandler): void {
+    const inbound = this.#toInbound(message);
     if (inbound === undefined) return;
     this.#log.debug(
       { chatType: inbound.chatType, chatId: inbound.chatId, threadId: inbound.threadId },
       "message in",
     );
-    void onMessage(inbound);
+    void this.#inbound.push(message.channelId, inbound, onMessage);
+  }
+
+  #toInbound(message: Message): InboundMessage | undefined {
+    const botUserId = this.#client.user?.id;
+    if (botUserId === undefined) return undefined;
+    return toInboundMessage(message, {
+      profile: this.profile,
+      botUserId,
+      channelIds: this.#channelIds,
+      answeredThreads: this.#answeredThreads,
+    });
   }
 
   #noteAnswered(target: ChatTarget): void {

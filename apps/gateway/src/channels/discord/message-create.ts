@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type { ReadyMedia } from "@mediagate/media";
 import { type RawFile, type REST, Routes } from "discord.js";
 
@@ -16,6 +16,22 @@ export interface MessageDraft {
  */
 export function newNonce(): string {
   return randomBytes(12).toString("base64url");
+}
+
+/** Discord's longest nonce. */
+const MaxNonceLength = 25;
+
+/**
+ * The nonce of one step of a reply: the same reply id and step key always give the same 25
+ * url-safe characters (SHA-256, base64url, cut to Discord's limit). A create repeated by a
+ * restarted process therefore carries the nonce of the first attempt, and Discord answers it
+ * with the message already created (within its nonce window, a few minutes).
+ */
+export function stepNonce(replyId: string, stepKey: string): string {
+  return createHash("sha256")
+    .update(`${replyId}\n${stepKey}`)
+    .digest("base64url")
+    .slice(0, MaxNonceLength);
 }
 
 /**

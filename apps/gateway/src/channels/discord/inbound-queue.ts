@@ -1,0 +1,201 @@
+import type { Logger } from "pino";
+import type { InboundHandler, InboundMessage } from "../types.js";
+
+/** Waits `ms` or until `signal` aborts (then rejects). Injected so tests run backoffs in ms. */
+export type Sleep = (ms: number, signal: AbortSignal) => Promise<void>;
+
+/** Backoff of a message whose handler rejected (the journal could not be written). */
+export interface InboundRetryOptions {
+  /** First wait; doubles per failure. Default 1000. */
+  readonly minDelayMs?: number | undefined;
+  /** Cap of that wait. Default 60000. */
+  readonly maxDelayMs?: number | undefined;
+}
+
+interface ResolvedInboundRetry {
+  readonly minDelayMs: number;
+  readonly maxDelayMs: number;
+}
+
+export const InboundRetryDefaults = {
+  minDelayMs: 1000,
+  maxDelayMs: 60_000,
+} as const satisfies ResolvedInboundRetry;
+
+interface Item {
+  readonly message: InboundMessage;
+  readonly handler: InboundHandler;
+  /** Resolves `true` once the handler accepted it, `false` when the queue stopped first. */
+  readonly settled: Promise<boolean>;
+  readonly settle: (accepted: boolean) => void;
+}
+
+interface Chat {
+  /** Waiting, oldest message id first. */
+  readonly waiting: Item[];
+  current: Item | undefined;
+  /** While above 0 the worker takes nothing new (a catch-up is fetching this chat). */
+  holds: number;
+}
+
+/**
+ * Hands Discord messages to their handler one chat at a time, in message-id order (snowflakes
+ * grow with time, so that is the order they were sent in). When a handler rejects (the journal
+ * is not writable) the same message is offered again after a backoff and the messages behind it
+ * in that chat wait; other chats go on. The first failure of a message is logged at error level,
+ * later ones at debug. Nothing is confirmed to Discord either way (Discord has no
+ * acknowledgement): a message still waiting when the queue stops is left to the next start's
+ * catch-up.
+ */
+export class InboundQueues {
+  readonly #chats = new Map<string, Chat>();
+  readonly #stop = new AbortController();
+  readonly #retry: ResolvedInboundRetry;
+
+  constructor(
+    private readonly log: Logger,
+    private readonly sleep: Sleep,
+    retry: InboundRetryOptions = {},
+  ) {
+    this.#retry = {
+      minDelayMs: retry.minDelayMs ?? InboundRetryDefaults.minDelayMs,
+      maxDelayMs: retry.maxDelayMs ?? InboundRetryDefaults.maxDelayMs,
+    };
+    for (const [key, value] of Object.entries(this.#retry)) {
+      if (!Number.isFinite(value) || value < 0) {
+        throw new RangeError(`DiscordChannel inboundRetry.${key} must be >= 0, got ${value}`);
+      }
+    }
+  }
+
+  /**
+   * Queues a message of chat `chatKey` in id order. A message already waiting or in flight is
+   * not queued twice (its first copy's result is returned).
+   */
+  push(chatKey: string, message: InboundMessage, handler: InboundHandler): Promise<boolean> {
+    if (this.#stop.signal.aborted) return Promise.resolve(false);
+    const chat = this.#chat(chatKey);
+    const same = [chat.current, ...chat.waiting].find(
+      (item) => item?.message.messageId === message.messageId,
+    );
+    if (same) return same.settled;
+    let settle: (accepted: boolean) => void = () => {};
+    const settled = new Promise<boolean>((resolve) => {
+      settle = resolve;
+    });
+    const item = { message, handler, settled, settle };
+    const index = chat.waiting.findIndex(
+      (waiting) => compareSnowflakes(waiting.message.messageId, message.messageId) > 0,
+    );
+    if (index < 0) chat.waiting.push(item);
+    else chat.waiting.splice(index, 0, item);
+    void this.#run(chatKey, chat);
+    return settled;
+  }
+
+  /**
+   * Holds a chat: the message in flight finishes, nothing new starts until the returned
+   * function is called. Lets a catch-up put older messages ahead of live ones.
+   */
+  hold(chatKey: string): () => void {
+    const chat = this.#chat(chatKey);
+    chat.holds += 1;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      chat.holds -= 1;
+      void this.#run(chatKey, chat);
+    };
+  }
+
+  /**
+   * Stops retrying; waiting messages are dropped (resolved `false`). Returns how many messages
+   * were waiting or in flight (one in flight may still be accepted by its handler).
+   */
+  stop(): number {
+    this.#stop.abort();
+    let dropped = 0;
+    for (const chat of this.#chats.values()) {
+      if (chat.current !== undefined) dropped += 1;
+      for (const item of chat.waiting.splice(0)) {
+        item.settle(false);
+        dropped += 1;
+      }
+    }
+    return dropped;
+  }
+
+  #chat(chatKey: string): Chat {
+    let chat = this.#chats.get(chatKey);
+    if (!chat) {
+      chat = { waiting: [], current: undefined, holds: 0 };
+      this.#chats.set(chatKey, chat);
+    }
+    return chat;
+  }
+
+  async #run(chatKey: string, chat: Chat): Promise<void> {
+    if (chat.current !== undefined) return;
+    while (chat.holds === 0 && !this.#stop.signal.aborted) {
+      const item = chat.waiting.shift();
+      if (item === undefined) break;
+      chat.current = item;
+      const accepted = await this.#handOver(item);
+      chat.current = undefined;
+      item.settle(accepted);
+      if (!accepted) break;
+    }
+    if (chat.current === undefined && chat.holds === 0 && chat.waiting.length === 0) {
+      this.#chats.delete(chatKey);
+    }
+  }
+
+  /** Offers the message until its handler accepts it or the queue stops. */
+  async #handOver(item: Item): Promise<boolean> {
+    const { message } = item;
+    for (let failures = 0; ; ) {
+      try {
+        await item.handler(message);
+        if (failures > 0) {
+          this.log.info(
+            { chatId: message.chatId, messageId: message.messageId, failures },
+            "discord message recorded after retrying",
+          );
+        }
+        return true;
+      } catch (error) {
+        failures += 1;
+        const delayMs = Math.min(
+          this.#retry.maxDelayMs,
+          this.#retry.minDelayMs * 2 ** (failures - 1),
+        );
+        const fields = {
+          chatId: message.chatId,
+          threadId: message.threadId,
+          messageId: message.messageId,
+          err: error instanceof Error ? { name: error.name, message: error.message } : error,
+          retryInMs: delayMs,
+        };
+        if (failures === 1) {
+          this.log.error(
+            fields,
+            "discord message could not be recorded; retrying, later ones in this chat wait",
+          );
+        } else this.log.debug({ ...fields, failures }, "discord message still not recorded");
+        try {
+          await this.sleep(delayMs, this.#stop.signal);
+        } catch {
+          // stopped while waiting
+        }
+        if (this.#stop.signal.aborted) return false;
+      }
+    }
+  }
+}
+
+/** Orders snowflake ids (numeric strings without leading zeros) by value. */
+export function compareSnowflakes(a: string, b: string): number {
+  if (a.length !== b.length) return a.length - b.length;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
