@@ -21,6 +21,9 @@ const HumanId = "300000000000000001";
 
 const cleanups: (() => Promise<void>)[] = [];
 
+/** Polling for events that cross the fake's sockets: generous on a loaded machine. */
+const until = { timeout: 15_000, interval: 20 };
+
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
@@ -105,7 +108,7 @@ describe("Discord: catching up after a restart", () => {
       content: "thread before",
       mentionBot: true,
     });
-    await vi.waitFor(() => expect(first.received).toHaveLength(3));
+    await vi.waitFor(() => expect(first.received).toHaveLength(3), until);
     await before.channel.sendText({ platform: "discord", chatId: general }, "an answer");
     await before.stop();
 
@@ -154,7 +157,7 @@ describe("Discord: catching up after a restart", () => {
     const first = collector();
     const before = await startChannel(fake, first.onMessage, { respondIn: { channelIds: [room] } });
     const cursor = fake.sendGuildMessage(room, { content: "cursor" });
-    await vi.waitFor(() => expect(first.texts()).toEqual(["cursor"]));
+    await vi.waitFor(() => expect(first.texts()).toEqual(["cursor"]), until);
     await before.stop();
     for (let index = 0; index < 160; index++) {
       fake.sendGuildMessage(room, { content: `missed ${index}` });
@@ -178,7 +181,7 @@ describe("Discord: catching up after a restart", () => {
     const first = collector();
     const before = await startChannel(fake, first.onMessage);
     const cursor = fake.sendGuildMessage(general, { content: "cursor", mentionBot: true });
-    await vi.waitFor(() => expect(first.received).toHaveLength(1));
+    await vi.waitFor(() => expect(first.received).toHaveLength(1), until);
     await before.stop();
     fake.sendGuildMessage(general, { content: "missed one", mentionBot: true });
     fake.sendGuildMessage(general, { content: "missed two", mentionBot: true });
@@ -192,7 +195,7 @@ describe("Discord: catching up after a restart", () => {
     );
     await gate.reached;
     fake.sendGuildMessage(general, { content: "live during catch-up", mentionBot: true });
-    await vi.waitFor(() => expect(logged(after.logs, '"msg":"message in"')).toHaveLength(1));
+    await vi.waitFor(() => expect(logged(after.logs, '"msg":"message in"')).toHaveLength(1), until);
     expect(second.received).toEqual([]);
     gate.open();
     await catching;
@@ -208,7 +211,7 @@ describe("Discord: catching up after a restart", () => {
     const before = await startChannel(fake, first.onMessage);
     const a = fake.sendGuildMessage(general!.id, { content: "a", mentionBot: true });
     const b = fake.sendGuildMessage(room!.id, { content: "b", mentionBot: true });
-    await vi.waitFor(() => expect(first.received).toHaveLength(2));
+    await vi.waitFor(() => expect(first.received).toHaveLength(2), until);
     await before.stop();
     fake.sendGuildMessage(general!.id, { content: "unreadable now", mentionBot: true });
     fake.sendGuildMessage(room!.id, { content: "readable", mentionBot: true });
@@ -248,16 +251,16 @@ describe("Discord: a message handler that rejects", () => {
     fake.sendGuildMessage(general, { content: "first", mentionBot: true });
     fake.sendGuildMessage(general, { content: "second", mentionBot: true });
     fake.sendDirectMessage({ content: "other chat" });
-    await vi.waitFor(() => expect(waits).toHaveLength(1));
-    await vi.waitFor(() => expect(accepted).toEqual(["other chat"]));
+    await vi.waitFor(() => expect(waits).toHaveLength(1), until);
+    await vi.waitFor(() => expect(accepted).toEqual(["other chat"]), until);
     for (let index = 1; index < 4; index++) {
       waits[index - 1]!.wake();
-      await vi.waitFor(() => expect(waits).toHaveLength(index + 1));
+      await vi.waitFor(() => expect(waits).toHaveLength(index + 1), until);
     }
     expect(accepted).toEqual(["other chat"]); // "second" waits behind "first"
     journalWritable = true;
     waits[3]!.wake();
-    await vi.waitFor(() => expect(accepted).toEqual(["other chat", "first", "second"]));
+    await vi.waitFor(() => expect(accepted).toEqual(["other chat", "first", "second"]), until);
 
     expect(attempts).toBe(5);
     expect(waits.map((wait) => wait.ms)).toEqual([100, 200, 250, 250]);
@@ -273,14 +276,14 @@ describe("Discord: a message handler that rejects", () => {
     const first = collector();
     const before = await startChannel(fake, first.onMessage);
     const cursor = fake.sendDirectMessage({ content: "recorded" });
-    await vi.waitFor(() => expect(first.texts()).toEqual(["recorded"]));
+    await vi.waitFor(() => expect(first.texts()).toEqual(["recorded"]), until);
     await before.stop();
 
     const failing = await startChannel(fake, () => Promise.reject(new Error("disk full")), {
       sleep,
     });
     fake.sendDirectMessage({ content: "never recorded" });
-    await vi.waitFor(() => expect(waits).toHaveLength(1));
+    await vi.waitFor(() => expect(waits).toHaveLength(1), until);
     await failing.stop();
     expect(logged(failing.logs, "not recorded at stop")[0]).toMatchObject({ messages: 1 });
 
@@ -524,14 +527,17 @@ describe("Discord: channel health", () => {
         else fake.gateway.once("op", onOp);
       }),
     );
-    await vi.waitFor(() => expect(h.channel.health().lastOkMs).toBeGreaterThanOrEqual(heartbeatAt));
+    await vi.waitFor(
+      () => expect(h.channel.health().lastOkMs).toBeGreaterThanOrEqual(heartbeatAt),
+      until,
+    );
 
     fake.dropSocket({ holdReconnect: true });
-    await vi.waitFor(() => expect(h.channel.health().state).toBe("retrying"));
+    await vi.waitFor(() => expect(h.channel.health().state).toBe("retrying"), until);
     const down = h.channel.health();
     expect(down.detail).toMatch(/reconnecting/);
     fake.releaseGateway();
-    await vi.waitFor(() => expect(h.channel.health().state).toBe("up"));
+    await vi.waitFor(() => expect(h.channel.health().state).toBe("up"), until);
     const up = h.channel.health();
     expect(up.sinceMs).toBeGreaterThanOrEqual(down.sinceMs);
     expect(up.detail).toBeUndefined();
@@ -545,7 +551,7 @@ describe("Discord: channel health", () => {
     const fake = await startFake();
     const h = await startChannel(fake, noMessages);
     fake.revokeToken();
-    await vi.waitFor(() => expect(h.fatal).toHaveLength(1));
+    await vi.waitFor(() => expect(h.fatal).toHaveLength(1), until);
     expect(h.fatal[0]).toMatchObject({ name: "DiscordRequestError", code: 4004 });
     expect(h.channel.health()).toMatchObject({
       state: "failed",
