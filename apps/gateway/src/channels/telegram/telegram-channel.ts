@@ -1,9 +1,9 @@
 import { telegramLimits, type UploadLimits } from "@mediagate/media";
-import { Bot, type Context } from "grammy";
+import { Api } from "grammy";
+import type { Update } from "grammy/types";
 import type { Logger } from "pino";
 import { type RetryOptions, resolveRetryOptions } from "../../delivery/retry.js";
 import { splitText } from "../../delivery/split-text.js";
-import { redactText } from "../../redact.js";
 import type {
   ChannelAdapter,
   ChannelHealth,
@@ -11,13 +11,16 @@ import type {
   ChatTarget,
   DeliverOptions,
   DeliveryReport,
-  InboundMessage,
+  InboundHandler,
   OutboundReply,
 } from "../types.js";
 import { deliverReply } from "./deliver-reply.js";
 import { TelegramTextLimits } from "./delivery-steps.js";
-import { failureFacts, TelegramDeliveryError } from "./errors.js";
+import { type AmbiguousSends, failureFacts, TelegramDeliveryError } from "./errors.js";
+import { HealthTracker } from "./health.js";
 import { toInboundMessage } from "./inbound.js";
+import { PollingDefaults, type PollingSettings, type Sleep, UpdatePoller } from "./polling.js";
+import { trackingAgent } from "./request-tracking.js";
 import { grammySignal, type MediaSendContext } from "./send-media.js";
 import { TelegramCaller } from "./sender.js";
 import { OutgoingTarget } from "./target.js";
@@ -43,22 +46,52 @@ export interface TelegramChannelOptions {
    */
   readonly dropPendingUpdates?: boolean | undefined;
   /**
-   * Bound on one Bot API request (grammY's own default is 500 s). A stuck upload must not
-   * hold its session and a global concurrency slot for minutes; a request that times out
-   * after it was sent is not retried (the Bot API has no idempotency key). It must stay above
-   * the 30 s long-poll timeout.
+   * A send that may have reached Telegram but got no answer (reset after sending, 5xx,
+   * timeout): `at-most-once` (default) does not resend it, `at-least-once` does and may post
+   * it twice (docs/durability.md).
    */
-  readonly requestTimeoutSeconds?: number | undefined;
+  readonly ambiguousSends?: AmbiguousSends | undefined;
+  /** Every Bot API request's time before its upload size is counted. Default 15 000. */
+  readonly requestTimeoutBaseMs?: number | undefined;
+  /**
+   * The slowest upload waited for: a request may take `requestTimeoutBaseMs` + its bytes /
+   * this. Default 262 144 (256 KiB/s).
+   */
+  readonly minUploadBytesPerSecond?: number | undefined;
+  /** Long-poll `timeout` of getUpdates. Default 30. */
+  readonly pollTimeoutSeconds?: number | undefined;
+  /** A getUpdates unanswered this long past its timeout is abandoned and retried. Default 10 000. */
+  readonly pollTimeoutMarginMs?: number | undefined;
+  /** First wait after a failed poll (or an update that could not be recorded). Default 1000. */
+  readonly pollBackoffMinMs?: number | undefined;
+  /** Cap of that wait, which doubles per failure in a row. Default 60 000. */
+  readonly pollBackoffMaxMs?: number | undefined;
+  /** The wait between polls after a failure (tests pass a quick one). */
+  readonly sleep?: Sleep | undefined;
 }
 
 export const TelegramChannelDefaults = {
   apiRoot: "https://api.telegram.org",
   dropPendingUpdates: false,
-  requestTimeoutSeconds: 120,
+  ambiguousSends: "at-most-once",
+  requestTimeoutBaseMs: 15_000,
+  minUploadBytesPerSecond: 256 * 1024,
+  pollTimeoutSeconds: PollingDefaults.pollTimeoutSeconds,
+  pollTimeoutMarginMs: PollingDefaults.pollTimeoutMarginMs,
+  pollBackoffMinMs: PollingDefaults.pollBackoffMinMs,
+  pollBackoffMaxMs: PollingDefaults.pollBackoffMaxMs,
 } as const satisfies Partial<TelegramChannelOptions>;
 
 /** A typing indicator that takes longer than this is not worth waiting for. */
 const ActivityTimeoutMs = 10_000;
+
+/**
+ * grammY's own bound on a request (its default is 500 s). Every call here carries its own
+ * size-based bound, which must win, so grammY's is set out of the way.
+ */
+const GrammyTimeoutSeconds = 24 * 60 * 60;
+
+const AllowedUpdates = ["message", "channel_post"] as const;
 
 /** Telegram could not be reached or refused the bot at start-up. Token-free. */
 export class TelegramStartError extends Error {
@@ -80,21 +113,25 @@ export class TelegramStartError extends Error {
 }
 
 /**
- * The Telegram {@link ChannelAdapter} (grammY long polling). Receives text messages of
- * private chats, groups, forum topics and channels; delivers text split at 4096 UTF-16 units
- * and media by kind with retries, photo albums and photo→document fallback (docs/media.md).
+ * The Telegram {@link ChannelAdapter}. Receives text messages of private chats, groups, forum
+ * topics and channels by long polling, confirming each update only once the core recorded it;
+ * delivers text split at 4096 UTF-16 units and media by kind with retries, photo albums and
+ * photo→document fallback (docs/media.md), each request bounded by its size and ambiguous
+ * failures handled by policy (docs/durability.md).
  */
 export class TelegramChannel implements ChannelAdapter {
   readonly platform = "telegram" as const;
   readonly limits: UploadLimits;
-  private readonly bot: Bot;
-  private readonly token: string;
   readonly profile: string;
+  private readonly api: Api;
+  private readonly token: string;
   private readonly logger: Logger;
   private readonly caller: TelegramCaller;
   private readonly dropPendingUpdates: boolean;
-  private polling: Promise<void> | undefined;
-  private onMessage: ((message: InboundMessage) => Promise<void>) | undefined;
+  private readonly polling: PollingSettings;
+  private readonly health_: HealthTracker;
+  private botUsername: string | undefined;
+  private poller: UpdatePoller | undefined;
 
   constructor(options: TelegramChannelOptions) {
     if (typeof options.token !== "string" || options.token.trim() === "") {
@@ -103,131 +140,168 @@ export class TelegramChannel implements ChannelAdapter {
       );
     }
     if (options.logger === undefined) throw new TypeError("TelegramChannel needs a pino logger");
-    const apiRoot = (options.apiRoot ?? TelegramChannelDefaults.apiRoot).replace(/\/+$/, "");
+    const settings = { ...TelegramChannelDefaults, ...definedOnly(options) };
+    const apiRoot = settings.apiRoot.replace(/\/+$/, "");
     this.token = options.token.trim();
     this.profile = options.profile;
     this.logger = options.logger.child({ channel: "telegram" });
     this.limits = telegramLimits(options.limits ?? {});
-    this.caller = new TelegramCaller(this.token, this.logger, resolveRetryOptions(options.retry));
-    this.dropPendingUpdates =
-      options.dropPendingUpdates ?? TelegramChannelDefaults.dropPendingUpdates;
-    const timeoutSeconds =
-      options.requestTimeoutSeconds ?? TelegramChannelDefaults.requestTimeoutSeconds;
-    this.bot = new Bot(this.token, { client: { apiRoot, timeoutSeconds } });
-    this.bot.on(["message:text", "channel_post:text"], (ctx) => this.receive(ctx));
-    this.bot.catch((error) => {
-      this.logger.error(failureFacts(error.error, this.token), "telegram update handling failed");
+    positive("requestTimeoutBaseMs", settings.requestTimeoutBaseMs);
+    positive("minUploadBytesPerSecond", settings.minUploadBytesPerSecond);
+    positive("pollTimeoutSeconds", settings.pollTimeoutSeconds);
+    this.caller = new TelegramCaller(this.token, this.logger, {
+      retry: resolveRetryOptions(options.retry),
+      ambiguousSends: settings.ambiguousSends,
+      requestTimeoutBaseMs: settings.requestTimeoutBaseMs,
+      minUploadBytesPerSecond: settings.minUploadBytesPerSecond,
+    });
+    this.dropPendingUpdates = settings.dropPendingUpdates;
+    this.polling = {
+      pollTimeoutSeconds: settings.pollTimeoutSeconds,
+      pollTimeoutMarginMs: settings.pollTimeoutMarginMs,
+      pollBackoffMinMs: settings.pollBackoffMinMs,
+      pollBackoffMaxMs: settings.pollBackoffMaxMs,
+      sleep: options.sleep ?? PollingDefaults.sleep,
+    };
+    this.health_ = new HealthTracker("telegram", this.profile);
+    this.api = new Api(this.token, {
+      apiRoot,
+      timeoutSeconds: GrammyTimeoutSeconds,
+      baseFetchConfig: { agent: trackingAgent(apiRoot) },
     });
   }
 
   /**
-   * Starts long polling; resolves once the bot is authorized (getMe) and polling. Only text
-   * messages and channel posts are requested. A rejection is a token-free
-   * {@link TelegramStartError}.
+   * Authorizes the bot (getMe, through the retry policy) and starts polling; resolves once
+   * polling begins. Only text messages and channel posts are requested. A rejection is a
+   * token-free {@link TelegramStartError}. Later failures show in {@link health}; a refused
+   * token calls `onFatal`.
    */
-  async start({ onMessage }: ChannelStartOptions): Promise<void> {
-    if (this.polling !== undefined) return;
-    this.onMessage = onMessage;
-    // getMe through our own retry policy: grammY's init retries network errors forever, and a
-    // failed init inside bot.start() leaves its deleteWebhook retry loop running unabortable.
-    if (!this.bot.isInited()) {
-      try {
-        this.bot.botInfo = await this.caller.call("getMe", "-", () => this.bot.api.getMe());
-      } catch (error) {
-        const facts =
-          error instanceof TelegramDeliveryError ? error.facts : failureFacts(error, this.token);
-        throw new TelegramStartError(facts.description, facts.status);
-      }
+  async start({ onMessage, onFatal }: ChannelStartOptions): Promise<void> {
+    if (this.poller !== undefined) return;
+    this.health_.set("starting");
+    try {
+      const me = await this.caller.call(
+        "getMe",
+        "-",
+        (signal) => this.api.getMe(grammySignal(signal)),
+        { idempotent: true },
+      );
+      this.botUsername = me.username;
+      // A webhook left set would make every getUpdates fail with 409.
+      await this.caller.call(
+        "deleteWebhook",
+        "-",
+        (signal) =>
+          this.api.deleteWebhook(
+            { drop_pending_updates: this.dropPendingUpdates },
+            grammySignal(signal),
+          ),
+        { idempotent: true },
+      );
+    } catch (error) {
+      const facts =
+        error instanceof TelegramDeliveryError ? error.facts : failureFacts(error, this.token);
+      this.health_.set("failed", facts.description);
+      throw new TelegramStartError(facts.description, facts.status);
     }
-    await new Promise<void>((resolve, reject) => {
-      let started = false;
-      this.polling = this.bot
-        .start({
-          drop_pending_updates: this.dropPendingUpdates,
-          allowed_updates: ["message", "channel_post"],
-          onStart: (me) => {
-            started = true;
-            this.logger.info({ bot: me.username }, "telegram long polling started");
-            resolve();
-          },
-        })
-        .catch((error: unknown) => {
-          const facts = failureFacts(error, this.token);
-          if (!started) {
-            this.polling = undefined;
-            reject(new TelegramStartError(facts.description, facts.status));
-            return;
-          }
-          this.logger.error(facts, "telegram long polling stopped with an error");
-        });
-    });
+    this.poller = new UpdatePoller(
+      {
+        api: this.api,
+        token: this.token,
+        logger: this.logger,
+        health: this.health_,
+        allowedUpdates: AllowedUpdates,
+        handle: (update) => this.receive(update, onMessage),
+        onFatal,
+      },
+      this.polling,
+    );
+    this.poller.start();
+    this.logger.info({ bot: this.botUsername }, "telegram long polling started");
   }
 
-  /** Stops polling (confirming handled updates to Telegram) and waits for the loop to end. */
+  /**
+   * Stops polling: the poll in flight is abandoned at once and the updates already recorded
+   * are confirmed to Telegram. Sending keeps working.
+   */
   async stop(): Promise<void> {
-    const polling = this.polling;
-    if (polling === undefined) return;
-    this.polling = undefined;
-    try {
-      if (this.bot.isRunning()) await this.bot.stop();
-    } catch (error) {
-      this.logger.warn(failureFacts(error, this.token), "telegram stop could not confirm updates");
-    }
-    await polling;
+    const poller = this.poller;
+    if (poller === undefined) return;
+    this.poller = undefined;
+    await poller.stop();
+  }
+
+  health(): ChannelHealth {
+    return this.health_.snapshot();
   }
 
   /**
    * Sends `text` as messages split at 4096 UTF-16 units (newline, then space; code fences
    * closed and reopened). Plain text, no parse mode: agent output is not trusted markup.
-   * Rejects with a token-free {@link TelegramDeliveryError} when a chunk fails for good.
+   * Rejects with a token-free {@link TelegramDeliveryError} when a chunk fails for good, is
+   * held by a flood wait or aborted; a chunk that may have gone through (`unconfirmed`) is not
+   * resent and the rest follow.
    */
   async sendText(target: ChatTarget, text: string, signal?: AbortSignal): Promise<void> {
-    await this.sendChunks(new OutgoingTarget(target), text, signal);
+    const out = new OutgoingTarget(target);
+    for (const chunk of splitText(text, { maxLength: TelegramTextLimits.messageLength })) {
+      try {
+        await this.sendChunk(out, chunk, signal);
+      } catch (error) {
+        if (!(error instanceof TelegramDeliveryError && error.unconfirmed)) throw error;
+      }
+    }
   }
 
   /**
-   * Sends the reply text and every ready item (see {@link deliverReply} for the order
-   * and where the text goes). Never throws: each ready item gets an outcome, in plan order;
-   * a text that cannot be sent is logged. Descriptors stay open: the caller disposes the plan.
+   * Sends the reply text and every ready item (see {@link deliverReply} for the order, where
+   * the text goes, and how progress is skipped and recorded). Never throws: each ready item
+   * gets an outcome, in plan order. Descriptors stay open: the caller disposes the plan.
    */
-  health(): ChannelHealth {
-    return {
-      platform: "telegram",
-      profile: this.profile,
-      state: this.polling === undefined ? "starting" : "up",
-      sinceMs: Date.now(),
-    };
-  }
-
   async deliver(reply: OutboundReply, options: DeliverOptions = {}): Promise<DeliveryReport> {
-    const signal = options.signal;
-    const items = reply.plan.ready();
+    const { signal, progress } = options;
     const target = new OutgoingTarget(reply.target);
     const ctx: MediaSendContext = {
-      api: this.bot.api,
+      api: this.api,
       caller: this.caller,
       target,
       logger: this.logger.child({ sessionKey: reply.sessionKey, chatId: target.chatId }),
       token: this.token,
       signal,
     };
-    const report = await deliverReply(ctx, reply.text, items, (text) =>
-      this.sendTextSafely(target, text, signal),
+    const report = await deliverReply(
+      ctx,
+      reply.text,
+      reply.plan.ready(),
+      (chunk) => this.sendChunk(target, chunk, signal),
+      progress,
     );
-    for (const outcome of report)
+    for (const outcome of report.outcomes)
       this.logger.info({ sessionKey: reply.sessionKey, ...outcome }, "media delivery");
-    return { outcomes: report };
+    if (report.retryAfterSeconds !== undefined || report.textPending === true) {
+      this.logger.warn(
+        {
+          sessionKey: reply.sessionKey,
+          retryAfterSeconds: report.retryAfterSeconds,
+          textPending: report.textPending,
+        },
+        "reply not fully delivered",
+      );
+    }
+    return report;
   }
 
   /** Shows "typing…" in the chat (and topic). Best effort: one try, never throws. */
-  async showActivity(target: ChatTarget, _signal?: AbortSignal): Promise<void> {
+  async showActivity(target: ChatTarget, signal?: AbortSignal): Promise<void> {
     const out = new OutgoingTarget(target);
+    const bound = AbortSignal.timeout(ActivityTimeoutMs);
     try {
-      await this.bot.api.sendChatAction(
+      await this.api.sendChatAction(
         out.chat,
         "typing",
         out.actionOptions(),
-        grammySignal(AbortSignal.timeout(ActivityTimeoutMs)),
+        grammySignal(signal === undefined ? bound : AbortSignal.any([signal, bound])),
       );
     } catch (error) {
       this.logger.debug(
@@ -237,55 +311,44 @@ export class TelegramChannel implements ChannelAdapter {
     }
   }
 
-  private receive(ctx: Context): void {
-    const message = ctx.message ?? ctx.channelPost;
-    if (message === undefined || this.onMessage === undefined) return;
+  /** Maps an update and hands it on; updates that are not for the core resolve at once (confirmed). */
+  private async receive(update: Update, onMessage: InboundHandler): Promise<void> {
+    const message = update.message ?? update.channel_post;
+    if (message === undefined) return;
     const inbound = toInboundMessage(message, {
       profile: this.profile,
-      botUsername: ctx.me.username,
-      updateId: ctx.update.update_id,
+      botUsername: this.botUsername,
+      updateId: update.update_id,
     });
     if (inbound === undefined) return;
-    try {
-      void this.onMessage(inbound);
-    } catch (error) {
-      this.logger.error(
-        { chatId: inbound.chatId, ...failureFacts(error, this.token) },
-        "message handler threw",
-      );
-    }
+    await onMessage(inbound);
   }
 
-  private async sendChunks(
+  private async sendChunk(
     target: OutgoingTarget,
-    text: string,
-    signal?: AbortSignal,
+    chunk: string,
+    signal: AbortSignal | undefined,
   ): Promise<void> {
-    const chunks = splitText(text, { maxLength: TelegramTextLimits.messageLength });
-    for (const chunk of chunks) {
-      await this.caller.call(
-        "sendMessage",
-        target.chatId,
-        () => this.bot.api.sendMessage(target.chat, chunk, target.options(), grammySignal(signal)),
-        signal,
-      );
-      target.sent();
-    }
+    await this.caller.call(
+      "sendMessage",
+      target.chatId,
+      (attemptSignal) =>
+        this.api.sendMessage(target.chat, chunk, target.options(), grammySignal(attemptSignal)),
+      { signal, bytes: Buffer.byteLength(chunk) },
+    );
+    target.sent();
   }
+}
 
-  private async sendTextSafely(
-    target: OutgoingTarget,
-    text: string,
-    signal?: AbortSignal,
-  ): Promise<void> {
-    try {
-      await this.sendChunks(target, text, signal);
-    } catch (error) {
-      const description =
-        error instanceof TelegramDeliveryError
-          ? error.message
-          : redactText(error instanceof Error ? error.message : String(error), [this.token]);
-      this.logger.error({ chatId: target.chatId, error: description }, "reply text not delivered");
-    }
+/** The options that are set (so an explicit `undefined` does not override a default). */
+function definedOnly<T extends object>(options: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as {
+    [K in keyof T]?: Exclude<T[K], undefined>;
+  };
+}
+
+function positive(name: string, value: number): void {
+  if (!Number.isFinite(value) || value <= 0) {
+    throw new RangeError(`TelegramChannel: ${name} must be a number > 0, got ${value}`);
   }
 }
