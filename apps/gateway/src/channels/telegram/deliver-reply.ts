@@ -4,7 +4,6 @@ import type { DeliveryOutcome, DeliveryProgress, DeliveryReport, StepResult } fr
 import { type MediaStep, planDeliverySteps, TelegramTextLimits } from "./delivery-steps.js";
 import { failureFacts, TelegramDeliveryError } from "./errors.js";
 import {
-  failedOutcome,
   haltsDelivery,
   type MediaSendContext,
   type SendResult,

@@ -71,6 +71,10 @@ describe("classifyTelegramError", () => {
     expect(mayHaveArrived(transport("ECONNRESET"))).toBe(true);
     expect(mayHaveArrived(new AttemptFailure(transport("ECONNRESET"), true))).toBe(false);
     expect(mayHaveArrived(transport("ECONNREFUSED"))).toBe(false);
+    const garbled = new GrammyError("x", { ok: false } as never, "sendMessage", {});
+    expect(mayHaveArrived(garbled)).toBe(true);
+    expect(classifyTelegramError(garbled)).toEqual({ retry: false });
+    expect(failureFacts(garbled, token).description).toBe("undefined");
   });
 });
 

@@ -22,9 +22,12 @@ export class AttemptFailure extends Error {
 
   constructor(
     readonly error: unknown,
+    /** This side saw the request start and its body never finish. */
     readonly knownNotSent: boolean,
     /** Set when the request's own time bound ended it. */
     readonly timeoutMs?: number | undefined,
+    /** This side saw the whole body written (so even an odd failure may have arrived). */
+    readonly bodyWritten = false,
   ) {
     super("telegram call attempt failed");
   }
@@ -45,12 +48,14 @@ const unwrap = (error: unknown): unknown => (error instanceof AttemptFailure ? e
  * Whether a failed call may have been acted on by Telegram: a 5xx answer, or a transport
  * failure after the request body was written (a reset, a timeout, a proxy's HTML error page).
  * `false` for a 4xx answer (429 included: refused, not done), a failure to connect, and a
- * request whose body this side saw was never fully written.
+ * request whose body this side saw was never fully written. Any other failure (an answer
+ * grammY cannot read) may have arrived only if the body was seen written.
  */
 export function mayHaveArrived(error: unknown): boolean {
   const original = unwrap(error);
-  if (original instanceof GrammyError) return original.error_code >= 500;
-  if (!(original instanceof HttpError)) return false;
+  // An answer without a numeric error code is not Telegram's: treat it like a 5xx.
+  if (original instanceof GrammyError) return !(original.error_code < 500);
+  if (!(original instanceof HttpError)) return error instanceof AttemptFailure && error.bodyWritten;
   if (error instanceof AttemptFailure && error.knownNotSent) return false;
   const code = errorCode(original.error);
   return !(code !== undefined && NotSentCodes.test(code));
@@ -122,7 +127,7 @@ export function failureFacts(error: unknown, token: string): FailureFacts {
     return {
       errorType: error.name,
       status: error.error_code,
-      description: redactText(error.description, [token]),
+      description: redactText(String(error.description), [token]),
       retryAfterSeconds: error.parameters.retry_after,
     };
   }

@@ -90,7 +90,12 @@ export class TelegramCaller {
         );
       } catch (error) {
         const timedOut = bound.aborted && signal?.aborted !== true;
-        last = new AttemptFailure(error, progress.knownNotSent, timedOut ? timeoutMs : undefined);
+        last = new AttemptFailure(
+          error,
+          progress.knownNotSent,
+          timedOut ? timeoutMs : undefined,
+          progress.bodyWritten,
+        );
         throw last;
       }
     };
@@ -126,7 +131,7 @@ export class TelegramCaller {
       if (facts.unconfirmed === true) {
         this.logger.warn(
           { method, chatId, ambiguousSends: policy, ...facts },
-          "telegram call may have gone through; not resending it",
+          "telegram call may have gone through; not sending it again",
         );
       } else {
         this.logger.warn({ method, chatId, ...facts }, "telegram call failed");

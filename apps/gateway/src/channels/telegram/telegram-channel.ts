@@ -217,6 +217,9 @@ export class TelegramChannel implements ChannelAdapter {
       },
       this.polling,
     );
+    // Telegram answered getMe: up. A long poll answers only when a message comes or its
+    // timeout passes, so waiting for the first one would show "starting" for up to 30 s.
+    this.health_.ok();
     this.poller.start();
     this.logger.info({ bot: this.botUsername }, "telegram long polling started");
   }
