@@ -146,6 +146,11 @@ export class TelegramChannel implements ChannelAdapter {
     this.profile = options.profile;
     this.logger = options.logger.child({ channel: "telegram" });
     this.limits = telegramLimits(options.limits ?? {});
+    if (settings.ambiguousSends !== "at-most-once" && settings.ambiguousSends !== "at-least-once") {
+      throw new RangeError(
+        `TelegramChannel: ambiguousSends must be "at-most-once" or "at-least-once", got ${String(settings.ambiguousSends)}`,
+      );
+    }
     positive("requestTimeoutBaseMs", settings.requestTimeoutBaseMs);
     positive("minUploadBytesPerSecond", settings.minUploadBytesPerSecond);
     positive("pollTimeoutSeconds", settings.pollTimeoutSeconds);
