@@ -28,6 +28,7 @@ function newChannel(extra: { dropPendingUpdates?: boolean; token?: string } = {}
     profile: "work",
     logger: logs.logger,
     retry: { minDelayMs: 5, maxDelayMs: 20 },
+    pollBackoffMinMs: 5,
     ...(extra.dropPendingUpdates === undefined
       ? {}
       : { dropPendingUpdates: extra.dropPendingUpdates }),
@@ -116,19 +117,20 @@ describe("TelegramChannel receiving (grammY long polling against the fake)", () 
     await vi.waitFor(() => expect(received).toEqual(["fresh"]));
   });
 
-  it("keeps polling when the message handler throws", async () => {
+  it("offers a message again when its handler rejects, before the ones after it", async () => {
     const received: string[] = [];
+    let failures = 1;
     await newChannel().start({
       onMessage: async (message) => {
         received.push(message.text);
-        if (message.text === "bad") throw new Error("handler bug");
+        if (message.text === "bad" && failures-- > 0) throw new Error("journal write failed");
       },
       onFatal: () => {},
     });
     fake.sendPrivateText({ text: "bad" });
     fake.sendPrivateText({ text: "good" });
-    await vi.waitFor(() => expect(received).toEqual(["bad", "good"]));
-    expect(logs.text()).toContain("handler bug");
+    await vi.waitFor(() => expect(received).toEqual(["bad", "bad", "good"]));
+    expect(logs.text()).toContain("journal write failed");
   });
 
   it("rejects start with a token-free TelegramStartError when the token is refused", async () => {

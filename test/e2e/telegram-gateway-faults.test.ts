@@ -86,13 +86,14 @@ describe("gateway over Telegram: delivery under rate limits and noise", () => {
     expect(bot.texts(Admin, since).join("\n")).not.toContain("Couldn't deliver");
   });
 
-  it("retries a reply text through 429s and 5xx uploads, each arriving once", async () => {
+  it("retries a reply text through 429s; a 5xx upload is not resent (at-most-once)", async () => {
     const since = bot.mark();
     bot.fake.rateLimitNext("sendMessage", 1, 2);
     await bot.handle((fake) =>
       fake.sendPrivateText({ userId: Admin, text: "echo through the flood" }),
     );
-    bot.fake.serverErrorNext("sendDocument", 502, 2);
+    // A 5xx may come after Telegram posted the file: by default it is not sent again.
+    bot.fake.serverErrorNext("sendDocument", 502, 1);
     await bot.handle((fake) =>
       fake.sendPrivateText({
         userId: Admin,
@@ -100,9 +101,8 @@ describe("gateway over Telegram: delivery under rate limits and noise", () => {
       }),
     );
     expect(bot.texts(Admin, since)).toEqual(["through the flood"]);
-    expect(bot.arrived(Admin, since).map((f) => [f.filename, f.bytes.toString()])).toEqual([
-      ["f.txt", "five-oh-two"],
-    ]);
+    const uploads = bot.callsIn(Admin, since).filter((c) => c.method === "sendDocument");
+    expect(uploads.map((c) => c.status)).toEqual([502]);
   });
 
   it("does not sleep through a long flood wait: the file is reported rate-limited", async () => {

@@ -18,7 +18,9 @@ export {
   DiscordChannelDefaults,
   DiscordRequestError,
 } from "./channels/discord/index.js";
+export type { AmbiguousSends } from "./channels/telegram/errors.js";
 export { classifyTelegramError, TelegramDeliveryError } from "./channels/telegram/errors.js";
+export { TelegramPollingError } from "./channels/telegram/polling.js";
 export type { TelegramChannelOptions } from "./channels/telegram/telegram-channel.js";
 export {
   TelegramChannel,

@@ -1,73 +1,223 @@
 import type { ReadyMedia } from "@mediagate/media";
-import type { DeliveryOutcome } from "../types.js";
-import { planDeliverySteps } from "./delivery-steps.js";
-import { failedOutcome, type MediaSendContext, sendAlbum, sendSingle } from "./send-media.js";
+import { splitText } from "../../delivery/split-text.js";
+import type { DeliveryOutcome, DeliveryProgress, DeliveryReport, StepResult } from "../types.js";
+import { type MediaStep, planDeliverySteps, TelegramTextLimits } from "./delivery-steps.js";
+import { failureFacts, TelegramDeliveryError } from "./errors.js";
+import {
+  haltsDelivery,
+  type MediaSendContext,
+  type SendResult,
+  sendAlbum,
+  sendSingle,
+} from "./send-media.js";
 
-/** Sends text as messages; must not throw (failures are logged by the caller's function). */
-export type TextSender = (text: string) => Promise<void>;
+/** Sends one text chunk as a message; rejects with a {@link TelegramDeliveryError}. */
+export type ChunkSender = (chunk: string) => Promise<void>;
+
+/** The step key of the n-th text chunk (channels/types.ts, `DeliveryProgress`). */
+export const textKey = (n: number): string => `text:${n}`;
+/** The step key of a ready media item. */
+export const mediaKey = (path: string): string => `media:${path}`;
+
+/** The step result an outcome records; none for one still to do (flood wait, abort). */
+function stepResultOf(outcome: DeliveryOutcome): StepResult | undefined {
+  switch (outcome.status) {
+    case "delivered":
+      return "sent";
+    case "unconfirmed":
+      return "unconfirmed";
+    case "upload_failed":
+      return "failed";
+    case "rate_limited":
+    case "pending":
+      return undefined;
+  }
+}
+
+/** The outcome of an item an earlier attempt finished. */
+function outcomeOfDone(item: ReadyMedia, result: StepResult): DeliveryOutcome {
+  switch (result) {
+    case "sent":
+      return { status: "delivered", path: item.path, kind: item.kind };
+    case "unconfirmed":
+      return { status: "unconfirmed", path: item.path };
+    case "failed":
+      return { status: "upload_failed", path: item.path, error: "refused in an earlier attempt" };
+  }
+}
 
 /**
- * Runs the steps of one reply (see {@link planDeliverySteps}) and returns one outcome per
- * ready item, in plan order. Never throws.
+ * Runs the steps of one reply (see {@link planDeliverySteps}): skips the steps `progress`
+ * says are done, records each one it finishes, and returns one outcome per ready item in
+ * plan order. Never throws.
  *
- * Once Telegram answers with a wait over the cap (flood control), the rest of the reply is
- * not attempted: every later item is reported `rate_limited` with the time still to wait and
- * later text is skipped — more calls would only be refused and prolong the limit.
+ * Once Telegram answers with a wait over the cap (flood control) the reply stops: more calls
+ * would only be refused and prolong the limit. The report then carries `retryAfterSeconds`;
+ * the steps not done stay unrecorded for the outbox, their items `rate_limited`. An aborted
+ * signal stops it before the next step; the items not sent are `pending`.
  */
 export async function deliverReply(
   ctx: MediaSendContext,
   text: string,
   items: readonly ReadyMedia[],
-  sendText: TextSender,
-): Promise<DeliveryOutcome[]> {
-  const outcomes: (DeliveryOutcome | undefined)[] = items.map(() => undefined);
-  let limitedUntil: number | undefined;
-  const secondsLeft = (): number | undefined => {
-    if (limitedUntil === undefined) return undefined;
-    return Math.max(1, Math.ceil((limitedUntil - Date.now()) / 1000));
-  };
-  const steps = planDeliverySteps(
-    text,
-    items.map((item) => item.kind),
-  );
-  for (const step of steps) {
-    const waiting = secondsLeft();
-    if (step.type === "text") {
-      if (waiting === undefined) await sendText(step.text);
-      else ctx.logger.warn({ retryAfterSeconds: waiting }, "reply text skipped: rate limited");
-      continue;
-    }
-    const indices = step.type === "album" ? step.indices : [step.index];
-    const stepItems = indices.map((i) => items[i]).filter((i): i is ReadyMedia => i !== undefined);
-    if (waiting !== undefined || ctx.signal?.aborted) {
-      indices.forEach((index, n) => {
-        const item = stepItems[n];
-        if (item === undefined) return;
-        outcomes[index] =
-          waiting === undefined
-            ? failedOutcome(item, new Error("delivery aborted"), ctx.token)
-            : { status: "rate_limited", path: item.path, retryAfterSeconds: waiting };
-      });
-      continue;
-    }
-    const result =
-      step.type === "album"
-        ? await sendAlbum(ctx, stepItems, step.caption)
-        : await sendSingle(ctx, stepItems[0] as ReadyMedia, step.caption);
-    result.outcomes.forEach((outcome, n) => {
-      const index = indices[n];
-      if (index !== undefined) outcomes[index] = outcome;
-      if (outcome.status === "rate_limited") {
-        limitedUntil = Math.max(limitedUntil ?? 0, Date.now() + outcome.retryAfterSeconds * 1000);
-      }
+  sendChunk: ChunkSender,
+  progress?: DeliveryProgress,
+): Promise<DeliveryReport> {
+  return new ReplyRun(ctx, text, items, sendChunk, progress).run();
+}
+
+class ReplyRun {
+  private readonly outcomes: (DeliveryOutcome | undefined)[];
+  private readonly chunks: readonly string[];
+  private readonly results = new Map<string, StepResult>();
+  private limitedUntilMs: number | undefined;
+  private aborted = false;
+  private recordFailed = false;
+
+  constructor(
+    private readonly ctx: MediaSendContext,
+    private readonly text: string,
+    private readonly items: readonly ReadyMedia[],
+    private readonly sendChunk: ChunkSender,
+    private readonly progress: DeliveryProgress | undefined,
+  ) {
+    this.outcomes = items.map(() => undefined);
+    this.chunks =
+      text.trim() === "" ? [] : splitText(text, { maxLength: TelegramTextLimits.messageLength });
+  }
+
+  async run(): Promise<DeliveryReport> {
+    const todo: number[] = [];
+    this.items.forEach((item, index) => {
+      const done = this.resultOf(mediaKey(item.path));
+      if (done === undefined) todo.push(index);
+      else this.outcomes[index] = outcomeOfDone(item, done);
     });
-    if (step.caption !== undefined && !result.captionDelivered && secondsLeft() === undefined) {
-      // The media carrying the text failed: the text still goes, as messages.
-      await sendText(step.caption);
+    const textDone = this.chunks.every((_, n) => this.resultOf(textKey(n)) !== undefined);
+    const steps = planDeliverySteps(
+      textDone ? "" : this.text,
+      todo.map((index) => (this.items[index] as ReadyMedia).kind),
+    );
+    for (const step of steps) {
+      if (this.halted()) break;
+      if (step.type === "text") await this.sendText();
+      else await this.sendMedia(step, todo);
+    }
+    return this.report();
+  }
+
+  private resultOf(key: string): StepResult | undefined {
+    return this.results.get(key) ?? this.progress?.done.get(key);
+  }
+
+  /** Stopped by a flood wait or the caller's signal. */
+  private halted(): boolean {
+    if (this.ctx.signal?.aborted === true) this.aborted = true;
+    return this.aborted || this.limitedUntilMs !== undefined;
+  }
+
+  private secondsLeft(): number {
+    return Math.max(1, Math.ceil(((this.limitedUntilMs ?? 0) - Date.now()) / 1000));
+  }
+
+  private async record(key: string, result: StepResult): Promise<void> {
+    this.results.set(key, result);
+    if (this.progress === undefined) return;
+    try {
+      await this.progress.step(key, result);
+    } catch (error) {
+      // The message is out; only the record of it is missing. Delivering the rest serves
+      // the chat better than stopping; a later resume may repeat this step.
+      if (!this.recordFailed) {
+        this.recordFailed = true;
+        this.ctx.logger.error(
+          { key, ...failureFacts(error, this.ctx.token) },
+          "delivery progress could not be recorded",
+        );
+      }
     }
   }
-  return outcomes.map(
-    (outcome, i) =>
-      outcome ?? failedOutcome(items[i] as ReadyMedia, new Error("not attempted"), ctx.token),
-  );
+
+  private halt(error: TelegramDeliveryError): boolean {
+    if (error.rateLimited) {
+      this.limitedUntilMs = Date.now() + (error.retryAfterSeconds ?? 1) * 1000;
+      return true;
+    }
+    if (error.aborted) {
+      this.aborted = true;
+      return true;
+    }
+    return false;
+  }
+
+  /** Sends the text chunks not done yet, in order, as messages. */
+  private async sendText(): Promise<void> {
+    for (const [n, chunk] of this.chunks.entries()) {
+      const key = textKey(n);
+      if (this.resultOf(key) !== undefined) continue;
+      if (this.halted()) return;
+      try {
+        await this.sendChunk(chunk);
+        await this.record(key, "sent");
+      } catch (error) {
+        const failure =
+          error instanceof TelegramDeliveryError
+            ? error
+            : new TelegramDeliveryError("sendMessage", failureFacts(error, this.ctx.token));
+        if (this.halt(failure)) return;
+        if (failure.unconfirmed) {
+          await this.record(key, "unconfirmed");
+          continue;
+        }
+        this.ctx.logger.error({ chunk: n, error: failure.message }, "reply text not delivered");
+        await this.record(key, "failed");
+      }
+    }
+  }
+
+  private async sendMedia(step: MediaStep, todo: readonly number[]): Promise<void> {
+    const indices = (step.type === "album" ? step.indices : [step.index]).map(
+      (i) => todo[i] as number,
+    );
+    const stepItems = indices.map((index) => this.items[index] as ReadyMedia);
+    const result: SendResult =
+      step.type === "album"
+        ? await sendAlbum(this.ctx, stepItems, step.caption)
+        : await sendSingle(this.ctx, stepItems[0] as ReadyMedia, step.caption);
+    for (const [n, outcome] of result.outcomes.entries()) {
+      const index = indices[n] as number;
+      this.outcomes[index] = outcome;
+      const stepResult = stepResultOf(outcome);
+      if (stepResult !== undefined) await this.record(mediaKey(outcome.path), stepResult);
+      if (outcome.status === "rate_limited") {
+        const untilMs = Date.now() + outcome.retryAfterSeconds * 1000;
+        this.limitedUntilMs = Math.max(this.limitedUntilMs ?? 0, untilMs);
+      }
+      if (outcome.status === "pending") this.aborted = true;
+    }
+    if (step.caption === undefined) return;
+    // The caption is the whole text, chunk 0. If its media did not go, the text goes as a message.
+    if (result.caption !== undefined) await this.record(textKey(0), result.caption);
+    else if (!result.outcomes.some(haltsDelivery)) await this.sendText();
+  }
+
+  private report(): DeliveryReport {
+    const limited = this.limitedUntilMs !== undefined;
+    const outcomes = this.outcomes.map((outcome, index): DeliveryOutcome => {
+      if (outcome !== undefined) return outcome;
+      const path = (this.items[index] as ReadyMedia).path;
+      return limited
+        ? { status: "rate_limited", path, retryAfterSeconds: this.secondsLeft() }
+        : { status: "pending", path };
+    });
+    const textPending = this.chunks.some((_, n) => {
+      const result = this.resultOf(textKey(n));
+      return result === undefined || result === "failed";
+    });
+    return {
+      outcomes,
+      ...(limited ? { retryAfterSeconds: this.secondsLeft() } : {}),
+      ...(textPending ? { textPending: true } : {}),
+    };
+  }
 }

@@ -2,7 +2,13 @@ import { GrammyError, HttpError } from "grammy";
 import { describe, expect, it } from "vitest";
 import { RateLimitedError } from "../../delivery/retry.js";
 import { redactText } from "../../redact.js";
-import { classifyTelegramError, failureFacts, TelegramDeliveryError } from "./errors.js";
+import {
+  AttemptFailure,
+  classifyTelegramError,
+  failureFacts,
+  mayHaveArrived,
+  TelegramDeliveryError,
+} from "./errors.js";
 
 const token = "987654:AAH-secret_token_value";
 
@@ -19,30 +25,56 @@ const apiError = (code: number, description: string, retryAfter?: number) =>
     {},
   );
 
+const transport = (code: string) =>
+  new HttpError(
+    "Network request for 'sendMessage' failed!",
+    Object.assign(new Error(`request failed, reason: ${code}`), { code }),
+  );
+
 describe("classifyTelegramError", () => {
   it.each([
     [
       "429 with retry_after",
       apiError(429, "Too Many Requests", 5),
       { retry: true, afterSeconds: 5 },
+      { retry: true, afterSeconds: 5 },
     ],
-    ["500", apiError(500, "Internal Server Error"), { retry: true }],
-    ["502", apiError(502, "Bad Gateway"), { retry: true }],
-    ["400", apiError(400, "Bad Request: chat not found"), { retry: false }],
-    ["403", apiError(403, "Forbidden: bot was blocked by the user"), { retry: false }],
+    ["500", apiError(500, "Internal Server Error"), { retry: false }, { retry: true }],
+    ["502", apiError(502, "Bad Gateway"), { retry: false }, { retry: true }],
+    ["400", apiError(400, "Bad Request: chat not found"), { retry: false }, { retry: false }],
+    ["403", apiError(403, "Forbidden: blocked"), { retry: false }, { retry: false }],
+    ["connection refused", transport("ECONNREFUSED"), { retry: true }, { retry: true }],
+    ["DNS failure", transport("ENOTFOUND"), { retry: true }, { retry: true }],
+    ["reset after sending", transport("ECONNRESET"), { retry: false }, { retry: true }],
     [
-      "connection refused",
-      new HttpError("Network request for 'sendMessage' failed!", new Error("connect ECONNREFUSED")),
+      "reset before the body was written",
+      new AttemptFailure(transport("ECONNRESET"), true),
+      { retry: true },
       { retry: true },
     ],
     [
       "timeout after sending",
-      new HttpError("x", new Error("Request to 'sendMessage' timed out after 500 seconds")),
+      new AttemptFailure(transport("ABORT_ERR"), false, 15_000),
       { retry: false },
+      { retry: true },
     ],
-    ["anything else", new Error("boom"), { retry: false }],
-  ])("%s", (_name, error, verdict) => {
-    expect(classifyTelegramError(error)).toEqual(verdict);
+    ["anything else", new Error("boom"), { retry: false }, { retry: false }],
+  ])("%s", (_name, error, atMostOnce, atLeastOnce) => {
+    expect(classifyTelegramError(error)).toEqual(atMostOnce);
+    expect(classifyTelegramError(error, "at-most-once")).toEqual(atMostOnce);
+    expect(classifyTelegramError(error, "at-least-once")).toEqual(atLeastOnce);
+  });
+
+  it("tells a send that may have arrived from one that cannot have", () => {
+    expect(mayHaveArrived(apiError(502, "Bad Gateway"))).toBe(true);
+    expect(mayHaveArrived(apiError(429, "Too Many Requests", 3))).toBe(false);
+    expect(mayHaveArrived(transport("ECONNRESET"))).toBe(true);
+    expect(mayHaveArrived(new AttemptFailure(transport("ECONNRESET"), true))).toBe(false);
+    expect(mayHaveArrived(transport("ECONNREFUSED"))).toBe(false);
+    const garbled = new GrammyError("x", { ok: false } as never, "sendMessage", {});
+    expect(mayHaveArrived(garbled)).toBe(true);
+    expect(classifyTelegramError(garbled)).toEqual({ retry: false });
+    expect(failureFacts(garbled, token).description).toBe("undefined");
   });
 });
 

@@ -3,25 +3,84 @@ import { RateLimitedError, type RetryVerdict } from "../../delivery/retry.js";
 import { redactText } from "../../redact.js";
 
 /**
- * docs/media.md for the Bot API: 429 waits `parameters.retry_after`; 5xx and connection failures
- * (grammY `HttpError`) are retried; other 4xx are final. A request that timed out or was
- * aborted after it was sent is not retried: the Bot API has no idempotency key, so a retry
- * could post the message twice.
+ * What to do when a send may or may not have reached Telegram (the connection was lost after
+ * the body was sent, a 5xx, a timeout after sending). The Bot API has no idempotency key, so
+ * there is no way to ask. `at-most-once` does not resend: the step is `unconfirmed` and the
+ * chat is told it may not have arrived. `at-least-once` resends: it may arrive twice.
+ * docs/durability.md.
  */
-export function classifyTelegramError(error: unknown): RetryVerdict {
-  if (error instanceof GrammyError) {
-    if (error.error_code === 429) {
-      return { retry: true, afterSeconds: error.parameters.retry_after ?? 1 };
-    }
-    return error.error_code >= 500 ? { retry: true } : { retry: false };
+export type AmbiguousSends = "at-most-once" | "at-least-once";
+
+/**
+ * One failed attempt of a Bot API call, with what this side saw of it: whether the request
+ * body was never fully written (so Telegram cannot have acted on it), and the time bound when
+ * it was that bound that ended the attempt. Internal: it wraps a grammY error, whose fetch
+ * cause embeds the token; it is turned into {@link FailureFacts} before anything is logged.
+ */
+export class AttemptFailure extends Error {
+  override readonly name = "AttemptFailure";
+
+  constructor(
+    readonly error: unknown,
+    /** This side saw the request start and its body never finish. */
+    readonly knownNotSent: boolean,
+    /** Set when the request's own time bound ended it. */
+    readonly timeoutMs?: number | undefined,
+    /** This side saw the whole body written (so even an odd failure may have arrived). */
+    readonly bodyWritten = false,
+  ) {
+    super("telegram call attempt failed");
   }
-  if (error instanceof HttpError) return { retry: !isTimeoutOrAbort(error.error) };
-  return { retry: false };
 }
 
-function isTimeoutOrAbort(cause: unknown): boolean {
-  if (!(cause instanceof Error)) return false;
-  return cause.name === "AbortError" || /timed out/i.test(cause.message);
+/** Transport failures that happen before a request can be written: connect, DNS, TLS. */
+const NotSentCodes =
+  /^(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|EHOSTDOWN|ENETDOWN|ERR_TLS_.*|.*CERT.*)$/;
+
+function errorCode(error: unknown): string | undefined {
+  if (typeof error !== "object" || error === null || !("code" in error)) return undefined;
+  return typeof error.code === "string" ? error.code : undefined;
+}
+
+const unwrap = (error: unknown): unknown => (error instanceof AttemptFailure ? error.error : error);
+
+/**
+ * Whether a failed call may have been acted on by Telegram: a 5xx answer, or a transport
+ * failure after the request body was written (a reset, a timeout, a proxy's HTML error page).
+ * `false` for a 4xx answer (429 included: refused, not done), a failure to connect, and a
+ * request whose body this side saw was never fully written. Any other failure (an answer
+ * grammY cannot read) may have arrived only if the body was seen written.
+ */
+export function mayHaveArrived(error: unknown): boolean {
+  const original = unwrap(error);
+  // An answer without a numeric error code is not Telegram's: treat it like a 5xx.
+  if (original instanceof GrammyError) return !(original.error_code < 500);
+  if (!(original instanceof HttpError)) return error instanceof AttemptFailure && error.bodyWritten;
+  if (error instanceof AttemptFailure && error.knownNotSent) return false;
+  const code = errorCode(original.error);
+  return !(code !== undefined && NotSentCodes.test(code));
+}
+
+/**
+ * The retry rule of a Bot API call (docs/media.md, docs/durability.md): 429 waits
+ * `parameters.retry_after`; a failure that cannot have reached Telegram (connection refused,
+ * DNS, a body never fully sent) is retried; one that may have reached it (5xx, a reset or
+ * timeout after sending) is retried only under `at-least-once`; other 4xx are final.
+ */
+export function classifyTelegramError(
+  error: unknown,
+  ambiguousSends: AmbiguousSends = "at-most-once",
+): RetryVerdict {
+  const original = unwrap(error);
+  if (original instanceof GrammyError && original.error_code === 429) {
+    return { retry: true, afterSeconds: original.parameters.retry_after ?? 1 };
+  }
+  if (original instanceof GrammyError && original.error_code < 500) return { retry: false };
+  if (!(original instanceof GrammyError) && !(original instanceof HttpError)) {
+    return { retry: false };
+  }
+  if (!mayHaveArrived(error)) return { retry: true };
+  return { retry: ambiguousSends === "at-least-once" };
 }
 
 /** Descriptions Telegram gives for a photo it cannot take as a photo (dimensions, size, format). */
@@ -33,6 +92,12 @@ export interface FailureFacts {
   readonly status?: number | undefined;
   readonly description: string;
   readonly retryAfterSeconds?: number | undefined;
+  /** The request's own time bound (ms) when that bound ended it. */
+  readonly timeoutMs?: number | undefined;
+  /** It may have gone through and is not resent (see {@link AmbiguousSends}). */
+  readonly unconfirmed?: boolean | undefined;
+  /** The caller's signal ended it; whatever was not sent is still to do. */
+  readonly aborted?: boolean | undefined;
 }
 
 /**
@@ -40,6 +105,16 @@ export interface FailureFacts {
  * message names the request URL — and so the bot token; only a sanitized form of it is kept.
  */
 export function failureFacts(error: unknown, token: string): FailureFacts {
+  if (error instanceof AttemptFailure) {
+    const facts = failureFacts(error.error, token);
+    if (error.timeoutMs === undefined) return facts;
+    return {
+      ...facts,
+      errorType: "TimeoutError",
+      description: `no answer within ${error.timeoutMs} ms`,
+      timeoutMs: error.timeoutMs,
+    };
+  }
   if (error instanceof RateLimitedError) {
     return {
       errorType: error.name,
@@ -52,7 +127,7 @@ export function failureFacts(error: unknown, token: string): FailureFacts {
     return {
       errorType: error.name,
       status: error.error_code,
-      description: redactText(error.description, [token]),
+      description: redactText(String(error.description), [token]),
       retryAfterSeconds: error.parameters.retry_after,
     };
   }
@@ -91,6 +166,16 @@ export class TelegramDeliveryError extends Error {
   /** The retry policy gave up on a 429 (wait too long, or attempts used up). */
   get rateLimited(): boolean {
     return this.facts.errorType === "RateLimitedError";
+  }
+
+  /** It may have gone through; the policy said not to resend it (see {@link AmbiguousSends}). */
+  get unconfirmed(): boolean {
+    return this.facts.unconfirmed === true;
+  }
+
+  /** The caller aborted it before it was sent; it is still to do. */
+  get aborted(): boolean {
+    return this.facts.aborted === true;
   }
 
   /**

@@ -22,11 +22,19 @@ export interface MediaSendContext {
   readonly signal?: AbortSignal | undefined;
 }
 
-/** Outcomes of one step, and whether the caption it carried reached the chat. */
-export interface StepResult {
+/**
+ * Outcomes of one media message (or album), and what became of the caption it carried:
+ * `sent` or `unconfirmed` with the message, `undefined` when it did not go (the text is still
+ * to send).
+ */
+export interface SendResult {
   readonly outcomes: readonly DeliveryOutcome[];
-  readonly captionDelivered: boolean;
+  readonly caption: "sent" | "unconfirmed" | undefined;
 }
+
+/** Whether an outcome ends the reply for now: a long flood wait, or an abort. */
+export const haltsDelivery = (outcome: DeliveryOutcome): boolean =>
+  outcome.status === "rate_limited" || outcome.status === "pending";
 
 /** The send method for each kind. */
 export const SendMethods = {
@@ -48,10 +56,10 @@ function upload(item: ReadyMedia): InputFile {
 
 function sendAs(ctx: MediaSendContext, item: ReadyMedia, kind: MediaKind, caption?: string) {
   const { api, target } = ctx;
-  const signal = grammySignal(ctx.signal);
   const other = { ...target.options(), ...(caption === undefined ? {} : { caption }) };
   const chat = target.chat;
-  const request = (): Promise<unknown> => {
+  const request = (attemptSignal: AbortSignal): Promise<unknown> => {
+    const signal = grammySignal(attemptSignal);
     switch (kind) {
       case "photo":
         return api.sendPhoto(chat, upload(item), other, signal);
@@ -67,14 +75,21 @@ function sendAs(ctx: MediaSendContext, item: ReadyMedia, kind: MediaKind, captio
         return api.sendDocument(chat, upload(item), other, signal);
     }
   };
-  return ctx.caller.call(SendMethods[kind], target.chatId, request, ctx.signal);
+  return ctx.caller.call(SendMethods[kind], target.chatId, request, {
+    signal: ctx.signal,
+    bytes: item.size,
+  });
 }
 
 function delivered(item: ReadyMedia, kind: MediaKind): DeliveryOutcome {
   return { status: "delivered", path: item.path, kind };
 }
 
-/** The typed outcome of a failed upload; the error text is token-free. */
+/**
+ * The typed outcome of a failed upload; the error text is token-free. A long flood wait is
+ * `rate_limited`, a send that may have gone through is `unconfirmed`, one the caller aborted
+ * before it went is `pending`.
+ */
 export function failedOutcome(item: ReadyMedia, error: unknown, token: string): DeliveryOutcome {
   if (error instanceof TelegramDeliveryError) {
     if (error.rateLimited) {
@@ -84,6 +99,8 @@ export function failedOutcome(item: ReadyMedia, error: unknown, token: string): 
         retryAfterSeconds: error.retryAfterSeconds ?? 0,
       };
     }
+    if (error.unconfirmed) return { status: "unconfirmed", path: item.path };
+    if (error.aborted) return { status: "pending", path: item.path };
     return { status: "upload_failed", path: item.path, error: error.message };
   }
   const message = error instanceof Error ? error.message : String(error);
@@ -98,11 +115,12 @@ export async function sendSingle(
   ctx: MediaSendContext,
   item: ReadyMedia,
   caption?: string,
-): Promise<StepResult> {
+): Promise<SendResult> {
+  const carried = caption === undefined ? undefined : ("sent" as const);
   try {
     await sendAs(ctx, item, item.kind, caption);
     ctx.target.sent();
-    return { outcomes: [delivered(item, item.kind)], captionDelivered: caption !== undefined };
+    return { outcomes: [delivered(item, item.kind)], caption: carried };
   } catch (error) {
     if (item.kind === "photo" && error instanceof TelegramDeliveryError && error.photoRejected) {
       ctx.logger.info(
@@ -112,16 +130,27 @@ export async function sendSingle(
       try {
         await sendAs(ctx, item, "document", caption);
         ctx.target.sent();
-        return { outcomes: [delivered(item, "document")], captionDelivered: caption !== undefined };
+        return { outcomes: [delivered(item, "document")], caption: carried };
       } catch (fallbackError) {
-        return {
-          outcomes: [failedOutcome(item, fallbackError, ctx.token)],
-          captionDelivered: false,
-        };
+        return failed(ctx, [item], fallbackError, caption);
       }
     }
-    return { outcomes: [failedOutcome(item, error, ctx.token)], captionDelivered: false };
+    return failed(ctx, [item], error, caption);
   }
+}
+
+/** Every item failed the same way; an unconfirmed message's caption is unconfirmed too. */
+function failed(
+  ctx: MediaSendContext,
+  items: readonly ReadyMedia[],
+  error: unknown,
+  caption: string | undefined,
+): SendResult {
+  const unconfirmed = error instanceof TelegramDeliveryError && error.unconfirmed;
+  return {
+    outcomes: items.map((item) => failedOutcome(item, error, ctx.token)),
+    caption: unconfirmed && caption !== undefined ? "unconfirmed" : undefined,
+  };
 }
 
 /**
@@ -132,9 +161,9 @@ export async function sendAlbum(
   ctx: MediaSendContext,
   items: readonly ReadyMedia[],
   caption?: string,
-): Promise<StepResult> {
+): Promise<SendResult> {
   const { api, target, signal } = ctx;
-  const request = () =>
+  const request = (attemptSignal: AbortSignal) =>
     api.sendMediaGroup(
       target.chat,
       items.map((item, i) => ({
@@ -143,34 +172,36 @@ export async function sendAlbum(
         ...(i === 0 && caption !== undefined ? { caption } : {}),
       })),
       target.options(),
-      grammySignal(signal),
+      grammySignal(attemptSignal),
     );
   try {
-    await ctx.caller.call("sendMediaGroup", target.chatId, request, signal);
+    const bytes = items.reduce((sum, item) => sum + item.size, 0);
+    await ctx.caller.call("sendMediaGroup", target.chatId, request, { signal, bytes });
     target.sent();
     return {
       outcomes: items.map((item) => delivered(item, "photo")),
-      captionDelivered: caption !== undefined,
+      caption: caption === undefined ? undefined : "sent",
     };
   } catch (error) {
     if (!(error instanceof TelegramDeliveryError && error.photoRejected)) {
-      return {
-        outcomes: items.map((item) => failedOutcome(item, error, ctx.token)),
-        captionDelivered: false,
-      };
+      return failed(ctx, items, error, caption);
     }
     ctx.logger.info(
       { photos: items.length, description: error.facts.description },
       "telegram refused an album photo; sending the photos one by one",
     );
     const outcomes: DeliveryOutcome[] = [];
-    let captionDelivered = false;
+    let carried: SendResult["caption"];
     for (const item of items) {
-      const pending = captionDelivered ? undefined : caption;
-      const result = await sendSingle(ctx, item, pending);
+      const halted = outcomes.find(haltsDelivery);
+      if (halted !== undefined) {
+        outcomes.push({ ...halted, path: item.path });
+        continue;
+      }
+      const result = await sendSingle(ctx, item, carried === undefined ? caption : undefined);
       outcomes.push(...result.outcomes);
-      captionDelivered ||= result.captionDelivered;
+      carried ??= result.caption;
     }
-    return { outcomes, captionDelivered };
+    return { outcomes, caption: carried };
   }
 }

@@ -1,30 +1,108 @@
 import type { Logger } from "pino";
-import { type RetryOptions, withRetry } from "../../delivery/retry.js";
-import { classifyTelegramError, failureFacts, TelegramDeliveryError } from "./errors.js";
+import { type ResolvedRetryOptions, withRetry } from "../../delivery/retry.js";
+import {
+  type AmbiguousSends,
+  AttemptFailure,
+  classifyTelegramError,
+  type FailureFacts,
+  failureFacts,
+  mayHaveArrived,
+  TelegramDeliveryError,
+} from "./errors.js";
+import { RequestProgress, trackRequest } from "./request-tracking.js";
+
+/** How long one Bot API request may take (docs/durability.md). */
+export interface RequestTimeouts {
+  /** Every request's allowance before its upload is counted. Default 15 000. */
+  readonly requestTimeoutBaseMs: number;
+  /**
+   * The slowest upload still waited for: a request may also take its size divided by this.
+   * Default 262 144 (256 KiB/s).
+   */
+  readonly minUploadBytesPerSecond: number;
+}
+
+/** What {@link TelegramCaller} is built with. */
+export interface CallerSettings extends RequestTimeouts {
+  readonly retry: ResolvedRetryOptions;
+  readonly ambiguousSends: AmbiguousSends;
+}
+
+/** Options of one {@link TelegramCaller.call}. */
+export interface CallOptions {
+  /** The caller's signal: aborting it ends the request and any wait between attempts. */
+  readonly signal?: AbortSignal | undefined;
+  /** Bytes the request uploads; its time bound grows with them. */
+  readonly bytes?: number | undefined;
+  /**
+   * Repeating the call is harmless (getMe, deleteWebhook): a failure that may have reached
+   * Telegram is retried whatever the ambiguity policy says.
+   */
+  readonly idempotent?: boolean | undefined;
+}
+
+/** The time bound of a request uploading `bytes`: base + bytes / minimum throughput. */
+export function requestTimeoutMs(bytes: number, timeouts: RequestTimeouts): number {
+  return (
+    timeouts.requestTimeoutBaseMs +
+    Math.ceil((Math.max(0, bytes) * 1000) / timeouts.minUploadBytesPerSecond)
+  );
+}
 
 /**
- * Runs Bot API calls with the retry policy and token-free structured logs. Every failure
- * that leaves here is a {@link TelegramDeliveryError}; grammY's own errors (whose fetch
+ * Runs Bot API calls with the retry policy, a time bound per request sized by its upload,
+ * the ambiguity policy, and token-free structured logs. Every failure that leaves here is a
+ * {@link TelegramDeliveryError} saying whether the call may have gone through (`unconfirmed`)
+ * or was stopped by the caller before it could (`aborted`); grammY's own errors (whose fetch
  * cause embeds the token in the URL) never escape and are never logged as objects.
  */
 export class TelegramCaller {
   constructor(
     private readonly token: string,
     private readonly logger: Logger,
-    private readonly retry: RetryOptions,
+    private readonly settings: CallerSettings,
   ) {}
 
-  /** Calls `request` (a fresh request per attempt) for `method`, retrying as docs/media.md says. */
+  /**
+   * Calls `request` for `method`, retrying as docs/media.md and docs/durability.md say. Each
+   * attempt gets a fresh signal that ends at the request's time bound or when the caller's
+   * signal aborts; `request` must pass it to grammY and build a fresh request (fresh file
+   * stream) each time.
+   */
   async call<T>(
     method: string,
     chatId: string,
-    request: (attempt: number) => Promise<T>,
-    signal?: AbortSignal,
+    request: (signal: AbortSignal) => Promise<T>,
+    options: CallOptions = {},
   ): Promise<T> {
+    const { signal } = options;
+    const timeoutMs = requestTimeoutMs(options.bytes ?? 0, this.settings);
+    const policy: AmbiguousSends = options.idempotent
+      ? "at-least-once"
+      : this.settings.ambiguousSends;
+    let last: AttemptFailure | undefined;
+    const attempt = async (): Promise<T> => {
+      const bound = AbortSignal.timeout(timeoutMs);
+      const progress = new RequestProgress();
+      try {
+        return await trackRequest(progress, () =>
+          request(signal === undefined ? bound : AbortSignal.any([signal, bound])),
+        );
+      } catch (error) {
+        const timedOut = bound.aborted && signal?.aborted !== true;
+        last = new AttemptFailure(
+          error,
+          progress.knownNotSent,
+          timedOut ? timeoutMs : undefined,
+          progress.bodyWritten,
+        );
+        throw last;
+      }
+    };
     try {
-      return await withRetry(request, {
-        classify: classifyTelegramError,
-        options: this.retry,
+      return await withRetry(attempt, {
+        classify: (error) => classifyTelegramError(error, policy),
+        options: this.settings.retry,
         signal,
         onRetry: (event) => {
           this.logger.warn(
@@ -41,8 +119,23 @@ export class TelegramCaller {
         },
       });
     } catch (error) {
-      const facts = failureFacts(error, this.token);
-      this.logger.warn({ method, chatId, ...facts }, "telegram call failed");
+      const aborted = signal?.aborted === true;
+      // After an abort the last attempt tells whether the request may be in Telegram's hands;
+      // at-least-once leaves it to be sent again later, at-most-once records it as unconfirmed.
+      const unconfirmed =
+        last !== undefined && mayHaveArrived(last) && (!aborted || policy === "at-most-once");
+      const facts: FailureFacts = {
+        ...failureFacts(unconfirmed ? last : error, this.token),
+        ...(unconfirmed ? { unconfirmed: true } : aborted ? { aborted: true } : {}),
+      };
+      if (facts.unconfirmed === true) {
+        this.logger.warn(
+          { method, chatId, ambiguousSends: policy, ...facts },
+          "telegram call may have gone through; not sending it again",
+        );
+      } else {
+        this.logger.warn({ method, chatId, ...facts }, "telegram call failed");
+      }
       throw new TelegramDeliveryError(method, facts);
     }
   }

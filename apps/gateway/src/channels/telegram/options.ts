@@ -1,0 +1,121 @@
+import type { Logger } from "pino";
+import { type RetryOptions, resolveRetryOptions } from "../../delivery/retry.js";
+import type { AmbiguousSends } from "./errors.js";
+import { PollingDefaults, type PollingSettings, type Sleep } from "./polling.js";
+import type { CallerSettings } from "./sender.js";
+
+/** Options of {@link TelegramChannel}. */
+export interface TelegramChannelOptions {
+  /** The bot token (BotFather). Never logged. */
+  readonly token: string;
+  /** Bot API server root without trailing slash; default `https://api.telegram.org`. */
+  readonly apiRoot?: string | undefined;
+  /** The profile this bot serves; stamped on every inbound message. */
+  readonly profile: string;
+  readonly logger: Logger;
+  /** Upload caps; raise them for a local Bot API server (default 10 MB photo, 50 MB other). */
+  readonly limits?:
+    | { readonly photoBytes?: number | undefined; readonly otherBytes?: number | undefined }
+    | undefined;
+  /** Retry policy (docs/media.md); `maxRetryAfterSeconds` defaults to 60. */
+  readonly retry?: RetryOptions | undefined;
+  /**
+   * Drop updates that queued up while the gateway was down. Default `false`: Telegram keeps
+   * them for 24 h and a restart should not lose what people wrote meanwhile.
+   */
+  readonly dropPendingUpdates?: boolean | undefined;
+  /**
+   * A send that may have reached Telegram but got no answer (reset after sending, 5xx,
+   * timeout): `at-most-once` (default) does not resend it, `at-least-once` does and may post
+   * it twice (docs/durability.md).
+   */
+  readonly ambiguousSends?: AmbiguousSends | undefined;
+  /** Every Bot API request's time before its upload size is counted. Default 15 000. */
+  readonly requestTimeoutBaseMs?: number | undefined;
+  /**
+   * The slowest upload waited for: a request may take `requestTimeoutBaseMs` + its bytes /
+   * this. Default 262 144 (256 KiB/s).
+   */
+  readonly minUploadBytesPerSecond?: number | undefined;
+  /** Long-poll `timeout` of getUpdates. Default 30. */
+  readonly pollTimeoutSeconds?: number | undefined;
+  /** A getUpdates unanswered this long past its timeout is abandoned and retried. Default 10 000. */
+  readonly pollTimeoutMarginMs?: number | undefined;
+  /** First wait after a failed poll (or an update that could not be recorded). Default 1000. */
+  readonly pollBackoffMinMs?: number | undefined;
+  /** Cap of that wait, which doubles per failure in a row. Default 60 000. */
+  readonly pollBackoffMaxMs?: number | undefined;
+  /** The wait between polls after a failure (tests pass a quick one). */
+  readonly sleep?: Sleep | undefined;
+}
+
+/** Defaults of {@link TelegramChannelOptions}. */
+export const TelegramChannelDefaults = {
+  apiRoot: "https://api.telegram.org",
+  dropPendingUpdates: false,
+  ambiguousSends: "at-most-once",
+  requestTimeoutBaseMs: 15_000,
+  minUploadBytesPerSecond: 256 * 1024,
+  pollTimeoutSeconds: PollingDefaults.pollTimeoutSeconds,
+  pollTimeoutMarginMs: PollingDefaults.pollTimeoutMarginMs,
+  pollBackoffMinMs: PollingDefaults.pollBackoffMinMs,
+  pollBackoffMaxMs: PollingDefaults.pollBackoffMaxMs,
+} as const satisfies Partial<TelegramChannelOptions>;
+
+/** {@link TelegramChannelOptions} with defaults applied and checked. */
+export interface ResolvedTelegramOptions {
+  readonly apiRoot: string;
+  readonly dropPendingUpdates: boolean;
+  readonly caller: CallerSettings;
+  readonly polling: PollingSettings;
+}
+
+/** Applies the defaults once and checks the values; a bad one throws a RangeError naming it. */
+export function resolveTelegramOptions(options: TelegramChannelOptions): ResolvedTelegramOptions {
+  const settings = { ...TelegramChannelDefaults, ...definedOnly(options) };
+  if (settings.ambiguousSends !== "at-most-once" && settings.ambiguousSends !== "at-least-once") {
+    throw new RangeError(
+      `TelegramChannel: ambiguousSends must be "at-most-once" or "at-least-once", got ${String(settings.ambiguousSends)}`,
+    );
+  }
+  positive("requestTimeoutBaseMs", settings.requestTimeoutBaseMs);
+  positive("minUploadBytesPerSecond", settings.minUploadBytesPerSecond);
+  positive("pollTimeoutSeconds", settings.pollTimeoutSeconds);
+  positive("pollBackoffMinMs", settings.pollBackoffMinMs);
+  positive("pollBackoffMaxMs", settings.pollBackoffMaxMs);
+  if (!Number.isFinite(settings.pollTimeoutMarginMs) || settings.pollTimeoutMarginMs < 0) {
+    throw new RangeError(
+      `TelegramChannel: pollTimeoutMarginMs must be a number >= 0, got ${settings.pollTimeoutMarginMs}`,
+    );
+  }
+  return {
+    apiRoot: settings.apiRoot.replace(/\/+$/, ""),
+    dropPendingUpdates: settings.dropPendingUpdates,
+    caller: {
+      retry: resolveRetryOptions(options.retry),
+      ambiguousSends: settings.ambiguousSends,
+      requestTimeoutBaseMs: settings.requestTimeoutBaseMs,
+      minUploadBytesPerSecond: settings.minUploadBytesPerSecond,
+    },
+    polling: {
+      pollTimeoutSeconds: settings.pollTimeoutSeconds,
+      pollTimeoutMarginMs: settings.pollTimeoutMarginMs,
+      pollBackoffMinMs: settings.pollBackoffMinMs,
+      pollBackoffMaxMs: settings.pollBackoffMaxMs,
+      sleep: options.sleep ?? PollingDefaults.sleep,
+    },
+  };
+}
+
+/** The options that are set (so an explicit `undefined` does not override a default). */
+function definedOnly<T extends object>(options: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as {
+    [K in keyof T]?: Exclude<T[K], undefined>;
+  };
+}
+
+function positive(name: string, value: number): void {
+  if (!Number.isFinite(value) || value <= 0) {
+    throw new RangeError(`TelegramChannel: ${name} must be a number > 0, got ${value}`);
+  }
+}

@@ -1,0 +1,256 @@
+import { setTimeout as delay } from "node:timers/promises";
+import { type Api, GrammyError } from "grammy";
+import type { Update } from "grammy/types";
+import type { Logger } from "pino";
+import { failureFacts } from "./errors.js";
+import type { HealthTracker } from "./health.js";
+import { grammySignal } from "./send-media.js";
+
+/** Waits `ms`, or less when `signal` aborts (then resolves, never rejects). */
+export type Sleep = (ms: number, signal: AbortSignal) => Promise<void>;
+
+/** The real wait. */
+export const realSleep: Sleep = (ms, signal) =>
+  delay(ms, undefined, { signal }).catch(() => undefined);
+
+/** Tuning of {@link UpdatePoller}; the channel fills it from its options. */
+export interface PollingSettings {
+  /** How long Telegram holds a getUpdates open when nothing comes (`timeout`). */
+  readonly pollTimeoutSeconds: number;
+  /** A getUpdates still unanswered this long after its timeout is abandoned and retried. */
+  readonly pollTimeoutMarginMs: number;
+  /** First wait after a failure; doubles per failure in a row. */
+  readonly pollBackoffMinMs: number;
+  /** Cap of that wait. */
+  readonly pollBackoffMaxMs: number;
+  readonly sleep: Sleep;
+}
+
+export const PollingDefaults = {
+  pollTimeoutSeconds: 30,
+  pollTimeoutMarginMs: 10_000,
+  pollBackoffMinMs: 1_000,
+  pollBackoffMaxMs: 60_000,
+  sleep: realSleep,
+  /** Updates per getUpdates (Telegram's maximum). */
+  limit: 100,
+  /** How long stop() waits for an update being recorded before it confirms what it has. */
+  stopWaitMs: 5_000,
+  /** Bound of the confirming getUpdates at stop. */
+  confirmTimeoutMs: 3_000,
+} as const satisfies PollingSettings & Record<string, unknown>;
+
+/** What the poller needs besides its settings. */
+export interface PollerDependencies {
+  readonly api: Api;
+  readonly token: string;
+  readonly logger: Logger;
+  readonly health: HealthTracker;
+  readonly allowedUpdates: readonly ("message" | "channel_post")[];
+  /**
+   * Hands one update on; resolves once it is recorded (it is confirmed after that). A
+   * rejection keeps the update unconfirmed: it is offered again after a backoff.
+   */
+  readonly handle: (update: Update) => Promise<void>;
+  /** Polling cannot go on (the token was revoked). Called once. */
+  readonly onFatal: (error: TelegramPollingError) => void;
+}
+
+/** Polling ended for good: Telegram refused the token (401) or does not know the bot (404). Token-free. */
+export class TelegramPollingError extends Error {
+  override readonly name = "TelegramPollingError";
+  readonly platform = "telegram";
+
+  constructor(
+    readonly status: number,
+    readonly description: string,
+  ) {
+    super(`Telegram polling stopped: ${status} ${description} (the bot token was refused)`);
+  }
+}
+
+/** The poll outlived its timeout and margin. */
+class PollHung extends Error {
+  override readonly name = "PollHung";
+}
+
+/**
+ * Telegram long polling where an update counts as confirmed (the next `offset`) only once it
+ * is recorded. Failures never end the loop except a refused token: network errors, 5xx,
+ * 409 Conflict and hung polls back off (1 s doubling to 60 s) and poll again; an update whose
+ * handler rejects is offered again after the same backoff, and the ones after it wait.
+ */
+export class UpdatePoller {
+  private offset = 0;
+  /** The offset the last answered getUpdates carried: Telegram has forgotten what is below. */
+  private confirmedOffset = 0;
+  private readonly stopping = new AbortController();
+  private loop: Promise<void> | undefined;
+
+  constructor(
+    private readonly deps: PollerDependencies,
+    private readonly settings: PollingSettings,
+  ) {}
+
+  start(): void {
+    this.loop ??= this.run().catch((error: unknown) => {
+      this.deps.logger.error(
+        failureFacts(error, this.deps.token),
+        "telegram polling stopped unexpectedly",
+      );
+    });
+  }
+
+  /**
+   * Aborts the poll in flight at once, lets an update being recorded finish (bounded), then
+   * confirms the recorded updates with one short getUpdates. A failed confirmation is only
+   * logged: those updates come again and the journal knows them.
+   */
+  async stop(): Promise<void> {
+    const loop = this.loop;
+    if (loop === undefined || this.stopping.signal.aborted) return;
+    this.stopping.abort();
+    const waited = new AbortController();
+    const bound = delay(PollingDefaults.stopWaitMs, undefined, { signal: waited.signal });
+    await Promise.race([loop, bound]).catch(() => undefined);
+    waited.abort();
+    if (this.offset > this.confirmedOffset && this.deps.health.current !== "failed") {
+      try {
+        await this.deps.api.getUpdates(
+          { offset: this.offset, timeout: 0, limit: 1 },
+          grammySignal(AbortSignal.timeout(PollingDefaults.confirmTimeoutMs)),
+        );
+        this.confirmedOffset = this.offset;
+      } catch (error) {
+        this.deps.logger.warn(
+          { offset: this.offset, ...failureFacts(error, this.deps.token) },
+          "telegram stop could not confirm handled updates; they will be offered again",
+        );
+      }
+    }
+    this.deps.health.set("stopped");
+  }
+
+  private get stopped(): boolean {
+    return this.stopping.signal.aborted;
+  }
+
+  private backoffMs(failures: number): number {
+    const { pollBackoffMinMs: min, pollBackoffMaxMs: max } = this.settings;
+    return Math.min(max, min * 2 ** Math.max(0, failures - 1));
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (!this.stopped) {
+      let updates: Update[];
+      try {
+        updates = await this.poll();
+      } catch (error) {
+        if (this.stopped) return;
+        failures++;
+        if (!(await this.pollFailed(error, failures))) return;
+        continue;
+      }
+      failures = 0;
+      this.deps.health.ok();
+      for (const update of updates) {
+        if (!(await this.deliver(update))) return;
+        this.offset = update.update_id + 1;
+      }
+    }
+  }
+
+  private async poll(): Promise<Update[]> {
+    const { pollTimeoutSeconds, pollTimeoutMarginMs } = this.settings;
+    const hung = new AbortController();
+    const timer = setTimeout(
+      () => hung.abort(new PollHung()),
+      pollTimeoutSeconds * 1000 + pollTimeoutMarginMs,
+    );
+    const offset = this.offset;
+    try {
+      const updates = await this.deps.api.getUpdates(
+        {
+          offset,
+          timeout: pollTimeoutSeconds,
+          limit: PollingDefaults.limit,
+          allowed_updates: [...this.deps.allowedUpdates],
+        },
+        grammySignal(AbortSignal.any([hung.signal, this.stopping.signal])),
+      );
+      this.confirmedOffset = offset;
+      return updates;
+    } catch (error) {
+      throw hung.signal.aborted ? hung.signal.reason : error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Logs and reports a failed poll, then waits; `false` when polling must end. */
+  private async pollFailed(error: unknown, failures: number): Promise<boolean> {
+    const { logger, health, token } = this.deps;
+    const status = error instanceof GrammyError ? error.error_code : undefined;
+    if (status === 401 || status === 404) {
+      const facts = failureFacts(error, token);
+      health.set("failed", `getUpdates: ${status} ${facts.description}`);
+      logger.error(facts, "telegram refused the bot token; polling stopped");
+      this.deps.onFatal(new TelegramPollingError(status, facts.description));
+      return false;
+    }
+    const retryAfterMs =
+      error instanceof GrammyError && error.parameters.retry_after !== undefined
+        ? error.parameters.retry_after * 1000
+        : 0;
+    const delayMs = Math.max(this.backoffMs(failures), retryAfterMs);
+    if (error instanceof PollHung) {
+      const after = this.settings.pollTimeoutSeconds * 1000 + this.settings.pollTimeoutMarginMs;
+      health.set("retrying", `getUpdates did not answer within ${after} ms`);
+      logger.warn({ afterMs: after, delayMs }, "telegram getUpdates hung; polling again");
+    } else if (status === 409) {
+      const facts = failureFacts(error, token);
+      health.set("retrying", `getUpdates: 409 ${facts.description}`);
+      logger.error(
+        { ...facts, delayMs },
+        "another process is polling this bot token (409 Conflict); retrying",
+      );
+    } else {
+      const facts = failureFacts(error, token);
+      const code = facts.status === undefined ? "" : `${facts.status} `;
+      health.set("retrying", `getUpdates: ${code}${facts.description}`);
+      logger.warn({ ...facts, delayMs }, "telegram getUpdates failed; retrying");
+    }
+    await this.settings.sleep(delayMs, this.stopping.signal);
+    return !this.stopped;
+  }
+
+  /** Hands `update` on until it is recorded; `false` when stopped first. */
+  private async deliver(update: Update): Promise<boolean> {
+    const { logger, health, token } = this.deps;
+    for (let failures = 1; !this.stopped; failures++) {
+      try {
+        await this.deps.handle(update);
+        if (failures > 1) {
+          health.set("up");
+          logger.info(
+            { updateId: update.update_id, attempts: failures },
+            "telegram update recorded",
+          );
+        }
+        return true;
+      } catch (error) {
+        const facts = failureFacts(error, token);
+        health.set("retrying", `update ${update.update_id} not recorded: ${facts.description}`);
+        if (failures === 1) {
+          logger.error(
+            { updateId: update.update_id, ...facts },
+            "telegram update could not be recorded; it stays unconfirmed and is offered again",
+          );
+        }
+        await this.settings.sleep(this.backoffMs(failures), this.stopping.signal);
+      }
+    }
+    return false;
+  }
+}

@@ -1,0 +1,214 @@
+import {
+  type ChannelHealth,
+  type InboundMessage,
+  TelegramChannel,
+  type TelegramChannelOptions,
+} from "@mediagate/gateway";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { botMethod, FaultProxy, telegramError } from "../fakes/fault-proxy/index.js";
+import { FakeTelegram } from "../fakes/telegram/index.js";
+import { captureLogs } from "../fakes/telegram/media-fixtures.js";
+
+/**
+ * Receiving durably (docs/durability.md): the real TelegramChannel and grammY against
+ * FakeTelegram, behind the fault proxy where a test needs getUpdates to fail.
+ */
+
+let fake: FakeTelegram;
+let proxy: FaultProxy;
+let logs: ReturnType<typeof captureLogs>;
+const channels: TelegramChannel[] = [];
+
+/** The waits the channel asked for; each resolves at once (no wall-clock backoff). */
+let delays: number[];
+/** The channel's health at each wait. */
+let healthAtWait: ChannelHealth[];
+
+beforeEach(async () => {
+  fake = new FakeTelegram();
+  const { apiRoot } = await fake.start();
+  proxy = new FaultProxy(apiRoot);
+  await proxy.start();
+  logs = captureLogs();
+  delays = [];
+  healthAtWait = [];
+});
+
+afterEach(async () => {
+  await Promise.all(channels.splice(0).map((channel) => channel.stop()));
+  await proxy.stop();
+  await fake.stop();
+});
+
+function newChannel(extra: Partial<TelegramChannelOptions> = {}): TelegramChannel {
+  const channel: TelegramChannel = new TelegramChannel({
+    token: fake.token,
+    apiRoot: proxy.url,
+    profile: "work",
+    logger: logs.logger,
+    retry: { minDelayMs: 5, maxDelayMs: 20 },
+    sleep: async (ms) => {
+      delays.push(ms);
+      healthAtWait.push(channel.health());
+      await new Promise((resolve) => setImmediate(resolve));
+    },
+    ...extra,
+  });
+  channels.push(channel);
+  return channel;
+}
+
+const logLines = (): Record<string, unknown>[] =>
+  logs.lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+
+const getUpdates = botMethod("getUpdates");
+const conflict = telegramError(
+  409,
+  "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running",
+);
+
+describe("TelegramChannel confirms an update only after it was recorded", () => {
+  it("does not confirm an update whose handler rejected: the next process receives it", async () => {
+    const first = newChannel();
+    let attempts = 0;
+    await first.start({
+      onMessage: async () => {
+        attempts++;
+        throw new Error("journal: disk full");
+      },
+      onFatal: () => {},
+    });
+    fake.sendPrivateText({ userId: 5, text: "do not lose me" });
+    await vi.waitFor(() => expect(attempts).toBeGreaterThanOrEqual(1));
+    await first.stop();
+
+    const received: InboundMessage[] = [];
+    await newChannel().start({
+      onMessage: async (message) => void received.push(message),
+      onFatal: () => {},
+    });
+    await vi.waitFor(() => expect(received.map((m) => m.text)).toEqual(["do not lose me"]));
+    await channels[1]?.stop();
+    expect(fake.pendingUpdates).toBe(0);
+  });
+
+  it("offers a rejected update again after a backoff, keeps later ones waiting, logs it once", async () => {
+    const seen: string[] = [];
+    let failures = 3;
+    const channel = newChannel();
+    await channel.start({
+      onMessage: async (message) => {
+        seen.push(message.text);
+        if (message.text === "first" && failures-- > 0) throw new Error("journal: disk full");
+      },
+      onFatal: () => {},
+    });
+    const first = fake.sendPrivateText({ text: "first" });
+    fake.sendPrivateText({ text: "second" });
+    await vi.waitFor(() => expect(seen).toEqual(["first", "first", "first", "first", "second"]));
+    expect(delays).toEqual([1000, 2000, 4000]);
+    expect(healthAtWait[0]).toMatchObject({
+      state: "retrying",
+      detail: expect.stringContaining("not recorded: Error: journal: disk full"),
+    });
+    const errors = logLines().filter((l) => l.updateId === first.update_id && l.level === 50);
+    expect(errors).toHaveLength(1);
+    expect(channel.health().state).toBe("up");
+  });
+});
+
+describe("TelegramChannel polling health", () => {
+  it("reports starting, then up with the last good poll, then stopped", async () => {
+    const channel = newChannel();
+    expect(channel.health()).toMatchObject({ platform: "telegram", state: "starting" });
+    await channel.start({ onMessage: async () => {}, onFatal: () => {} });
+    expect(channel.health()).toMatchObject({ state: "up", lastOkMs: expect.any(Number) });
+    await channel.stop();
+    expect(channel.health().state).toBe("stopped");
+  });
+
+  it("backs off on 409 Conflict, says another process polls, and recovers without a restart", async () => {
+    proxy.add(getUpdates, conflict, 3);
+    const received: string[] = [];
+    const channel = newChannel();
+    await channel.start({
+      onMessage: async (message) => void received.push(message.text),
+      onFatal: () => {
+        throw new Error("a 409 must not be fatal");
+      },
+    });
+    fake.sendPrivateText({ text: "after the conflict" });
+    await vi.waitFor(() => expect(received).toEqual(["after the conflict"]));
+    expect(delays).toEqual([1000, 2000, 4000]);
+    expect(healthAtWait.map((h) => h.state)).toEqual(["retrying", "retrying", "retrying"]);
+    expect(healthAtWait[0]?.detail).toContain("409 Conflict");
+    const loud = logLines().filter(
+      (l) => l.level === 50 && String(l.msg).includes("another process is polling this bot token"),
+    );
+    expect(loud).toHaveLength(3);
+    expect(channel.health().state).toBe("up");
+  });
+
+  it("backs off exponentially up to its cap on network errors", async () => {
+    proxy.add(getUpdates, { kind: "reset", stage: "before" }, 5);
+    proxy.add(getUpdates, { kind: "respond", status: 502, body: "<html>502</html>" }, 2);
+    const channel = newChannel({ pollBackoffMinMs: 100, pollBackoffMaxMs: 1000 });
+    await channel.start({ onMessage: async () => {}, onFatal: () => {} });
+    await vi.waitFor(() => expect(delays).toHaveLength(7));
+    expect(delays).toEqual([100, 200, 400, 800, 1000, 1000, 1000]);
+    expect(channel.health()).toMatchObject({ state: "retrying", detail: expect.any(String) });
+    fake.sendPrivateText({ text: "wake the poll" });
+    await vi.waitFor(() => expect(channel.health().state).toBe("up"));
+    expect(logs.text()).not.toContain(fake.token);
+  });
+
+  it("fails and calls onFatal once when getUpdates answers 401, and stops polling", async () => {
+    proxy.add(getUpdates, telegramError(401, "Unauthorized"), Number.POSITIVE_INFINITY);
+    const fatal: Error[] = [];
+    const channel = newChannel();
+    await channel.start({ onMessage: async () => {}, onFatal: (error) => void fatal.push(error) });
+    await vi.waitFor(() => expect(fatal).toHaveLength(1));
+    expect(fatal[0]).toMatchObject({ name: "TelegramPollingError", status: 401 });
+    expect(fatal[0]?.message).not.toContain(fake.token);
+    expect(channel.health()).toMatchObject({
+      state: "failed",
+      detail: expect.stringContaining("401"),
+    });
+    expect(proxy.requests.filter((r) => r.path.endsWith("/getUpdates"))).toHaveLength(1);
+    expect(delays).toEqual([]);
+  });
+
+  it("abandons a getUpdates that hangs past its timeout and margin, and polls again", async () => {
+    proxy.add(getUpdates, { kind: "hang", stage: "before" });
+    const received: string[] = [];
+    const channel = newChannel({ pollTimeoutSeconds: 1, pollTimeoutMarginMs: 200 });
+    await channel.start({
+      onMessage: async (message) => void received.push(message.text),
+      onFatal: () => {},
+    });
+    fake.sendPrivateText({ text: "sent while the poll hung" });
+    await vi.waitFor(() => expect(received).toEqual(["sent while the poll hung"]), 15_000);
+    expect(healthAtWait[0]).toMatchObject({
+      state: "retrying",
+      detail: "getUpdates did not answer within 1200 ms",
+    });
+  }, 20_000);
+
+  it("stop abandons the long poll in flight and confirms handled updates", async () => {
+    const received: string[] = [];
+    const channel = newChannel();
+    await channel.start({
+      onMessage: async (message) => void received.push(message.text),
+      onFatal: () => {},
+    });
+    fake.sendPrivateText({ text: "one" });
+    await vi.waitFor(() => expect(received).toEqual(["one"]));
+    await vi.waitFor(() => expect(fake.polling).toBe(true));
+    await channel.stop();
+    expect(fake.pendingUpdates).toBe(0);
+    expect(fake.polling).toBe(false);
+    const confirm = fake.callsTo("getUpdates").at(-1);
+    expect(confirm?.params).toMatchObject({ limit: 1 });
+    expect(confirm?.params.timeout ?? 0).toBe(0);
+  }, 15_000);
+});
