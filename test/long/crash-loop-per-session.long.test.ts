@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeTelegram } from "../fakes/telegram/index.js";
 import { runCrashLoop } from "./durability/crash-loop.js";
 import { FaultBench } from "./durability/fault-bench.js";
-import { killSummary, startSummary } from "./durability/figures.js";
+import { killSummary, lastRunLosses, startSummary } from "./durability/figures.js";
 import { describeExit } from "./durability/gateway-process.js";
 import { SeededRandom } from "./durability/prng.js";
 import {
@@ -25,6 +25,8 @@ import { planTraffic, sessionKeyOf } from "./durability/traffic.js";
  */
 const Users = [7101, 7102, 7103, 7104, 7105];
 const Messages = 150;
+/** Turns running at once (config `concurrency`, the default): what one kill can cut off. */
+const Concurrency = 4;
 const Kills = 10;
 
 let fake: FakeTelegram;
@@ -38,6 +40,7 @@ beforeAll(async () => {
     fake,
     users: Users,
     sandbox: { persistent: false },
+    settings: { concurrency: Concurrency },
   });
 });
 
@@ -89,13 +92,13 @@ describe("SIGKILL loop with per-session containers", () => {
     console.log(
       [
         `[crash-loop-per-session] ${killSummary(loop.kills)}; ${startSummary(b.runs)}`,
-        `[crash-loop-per-session] ${replySummary(audit)}`,
+        `[crash-loop-per-session] ${replySummary(audit)}; ${lastRunLosses(audit, loop)}`,
         ...noticeSamples(audit).map((n) => `[crash-loop-per-session] notice ${n}`),
         `[crash-loop-per-session] ${sessions.size} sessions, ${live.size} served by the last run; while it serves: ${serving.containers.length} containers, ${orphans.containers.length} orphaned (${orphans.containers.filter((c) => c.state === "running").length} running), ${orphans.slotDirs.length} orphaned slot dirs; after SIGTERM: ${leftContainers.length} per-session containers, ${leftDirs.length} session slot dirs`,
       ].join("\n"),
     );
     const problems = [
-      ...replyProblems(audit),
+      ...replyProblems(audit, { maxNoticed: Kills * Concurrency }),
       ...(orphans.containers.length === 0
         ? []
         : [

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeTelegram } from "../fakes/telegram/index.js";
 import { runCrashLoop } from "./durability/crash-loop.js";
 import { FaultBench } from "./durability/fault-bench.js";
-import { killSummary, startSummary } from "./durability/figures.js";
+import { killSummary, lastRunLosses, startSummary } from "./durability/figures.js";
 import { describeExit } from "./durability/gateway-process.js";
 import { SeededRandom } from "./durability/prng.js";
 import {
@@ -24,6 +24,8 @@ import { planTraffic } from "./durability/traffic.js";
  */
 const Users = [7001, 7002, 7003, 7004, 7005];
 const Messages = 150;
+/** Turns running at once (config `concurrency`, the default): what one kill can cut off. */
+const Concurrency = 4;
 const Kills = 30;
 
 let fake: FakeTelegram;
@@ -32,7 +34,12 @@ let bench: FaultBench | undefined;
 beforeAll(async () => {
   fake = new FakeTelegram();
   await fake.start();
-  bench = await FaultBench.create({ prefix: "crash-persistent", fake, users: Users });
+  bench = await FaultBench.create({
+    prefix: "crash-persistent",
+    fake,
+    users: Users,
+    settings: { concurrency: Concurrency },
+  });
 });
 
 afterAll(async () => {
@@ -67,13 +74,13 @@ describe("SIGKILL loop on a persistent profile", () => {
     console.log(
       [
         `[crash-loop-persistent] ${killSummary(loop.kills)}; ${startSummary(b.runs)}`,
-        `[crash-loop-persistent] ${replySummary(audit)}`,
+        `[crash-loop-persistent] ${replySummary(audit)}; ${lastRunLosses(audit, loop)}`,
         ...noticeSamples(audit).map((n) => `[crash-loop-persistent] notice ${n}`),
         `[crash-loop-persistent] containers while serving: ${serving.containers.length}, after SIGTERM: ${stopped.containers.length}; slot dirs: ${stopped.slotDirs.length}`,
       ].join("\n"),
     );
     const problems = [
-      ...replyProblems(audit),
+      ...replyProblems(audit, { maxNoticed: Kills * Concurrency }),
       ...persistentSlotProblems(serving, b.profile).map((p) => `while serving: ${p}`),
       ...persistentSlotProblems(stopped, b.profile).map((p) => `after SIGTERM: ${p}`),
       ...b.exitProblems(),

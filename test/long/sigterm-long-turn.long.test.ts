@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeTelegram } from "../fakes/telegram/index.js";
 import { FaultBench } from "./durability/fault-bench.js";
 import { describeExit } from "./durability/gateway-process.js";
-import { auditReplies, replySummary, settleReplies, textsOf } from "./durability/reply-audit.js";
+import { replySummary, settleReplies, textsOf } from "./durability/reply-audit.js";
 import { commandMessage, sendMessage } from "./durability/traffic.js";
 import { answerOf, pollFor } from "./durability/waits.js";
 
@@ -58,8 +58,11 @@ describe("SIGTERM during a long turn", () => {
     const beforeRestart = fake.calls.length;
     const heldAtRestart = fake.pendingUpdates;
     await b.start();
-    const audit = await settleReplies(fake, [long, queued], { quietMs: 15_000, timeoutMs: 60_000 });
-    const [longVerdict, queuedVerdict] = audit.verdicts;
+    const audit = await settleReplies(fake, [warm, long, queued], {
+      quietMs: 15_000,
+      timeoutMs: 60_000,
+    });
+    const [, longVerdict, queuedVerdict] = audit.verdicts;
     const noticesAfterRestart = longVerdict?.notices.filter((c) => c.seq > beforeRestart) ?? [];
     const chat = fake.calls
       .filter((c) => c.ok && c.method.startsWith("send") && c.method !== "sendChatAction")
@@ -97,6 +100,5 @@ describe("SIGTERM during a long turn", () => {
       ...b.exitProblems(),
     ];
     expect(problems).toEqual([]);
-    expect(auditReplies(fake.calls, [warm]).verdicts[0]?.outcome).toBe("answered");
   });
 });

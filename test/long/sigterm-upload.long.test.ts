@@ -62,12 +62,15 @@ describe("SIGTERM during a large upload", () => {
     const sigtermAt = Date.now();
     const exit = await b.terminate(90_000);
     const stopMs = Date.now() - sigtermAt;
-    const cutOff = [...fake.cutOffUploads];
+    // The fake still holds what the killed upload had put on the wire; read it at full speed
+    // to see where the upload was cut off.
     fake.throttleUploads(undefined);
+    await pollFor(() => (fake.uploadsInProgress.length === 0 ? true : undefined), 30_000);
+    const cutOff = [...fake.cutOffUploads];
     const beforeRestart = fake.calls.length;
     await b.start();
-    const audit = await settleReplies(fake, [big], { quietMs: 15_000, timeoutMs: 90_000 });
-    const verdict = audit.verdicts[0];
+    const audit = await settleReplies(fake, [warm, big], { quietMs: 15_000, timeoutMs: 90_000 });
+    const verdict = audit.verdicts[1];
     const expected = await readFile(
       join(
         b.profileHome,

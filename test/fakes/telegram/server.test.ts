@@ -263,7 +263,8 @@ describe("FakeTelegram fault injection", () => {
       5,
       new InputFile(randomBytes(4 * 1024 * 1024), "slow.bin"),
       undefined,
-      aborting.signal,
+      // grammY types signals with the abort-controller polyfill; a native one works at runtime.
+      aborting.signal as Parameters<typeof bot.api.sendDocument>[3],
     );
     sending.catch(() => {});
     await vi.waitFor(() =>

@@ -42,6 +42,8 @@ export interface CrashLoopResult {
   readonly kills: KillRecord[];
   /** `fake.calls.length` when the last run (the one left running) began serving. */
   readonly lastRunMark: number;
+  /** How many of `sent` were sent before the last run began serving (the rest went to it). */
+  readonly sentBeforeLastRun: number;
 }
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -89,11 +91,12 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
   }
   await bench.start();
   const lastRunMark = fake.calls.length;
+  const sentBeforeLastRun = sent.length;
   while (pending.length > 0) {
     send(random.int(1, 3));
     await pause(random.int(0, 400));
   }
-  return { sent, kills, lastRunMark };
+  return { sent, kills, lastRunMark, sentBeforeLastRun };
 }
 
 /** Resolves when the moment came (`true`) or `limitMs` passed first (`false`). */

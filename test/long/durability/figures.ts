@@ -1,5 +1,6 @@
-import type { KillRecord } from "./crash-loop.js";
+import type { CrashLoopResult, KillRecord } from "./crash-loop.js";
 import type { GatewayProcess } from "./gateway-process.js";
+import type { ReplyAudit } from "./reply-audit.js";
 
 /** `31 runs, start to serving median 1.2 s (max 2.0 s)`. */
 export function startSummary(runs: readonly GatewayProcess[]): string {
@@ -23,4 +24,11 @@ export function killSummary(kills: readonly KillRecord[]): string {
     `${kills.length} SIGKILLs (${moments}; ${fellBack} at the uptime bound), ` +
     `median ${(median / 1000).toFixed(1)} s after serving`
   );
+}
+
+/** `lost 3 of the 20 messages sent to the last run (which was not killed)`, or "". */
+export function lastRunLosses(audit: ReplyAudit, loop: CrashLoopResult): string {
+  const toLast = audit.verdicts.slice(loop.sentBeforeLastRun);
+  const lost = toLast.filter((v) => v.outcome === "lost").length;
+  return `${lost} lost of the ${toLast.length} messages sent to the last run (never killed)`;
 }

@@ -136,9 +136,26 @@ const clip = (text: string, max = 80): string =>
  * which messages were lost (with their update ids), which were answered more than once (with
  * the calls that did it), which media replies came without their file.
  */
-export function replyProblems(audit: ReplyAudit): string[] {
+export function replyProblems(
+  audit: ReplyAudit,
+  options: {
+    /**
+     * At most this many messages may end with a notice instead of a reply: a crash cuts off
+     * only the turns running at that moment (kills × concurrency). More means turns that had
+     * not started were given up instead of run.
+     */
+    readonly maxNoticed?: number;
+  } = {},
+): string[] {
   const total = audit.verdicts.length;
   const problems: string[] = [];
+  if (options.maxNoticed !== undefined && audit.noticed.length > options.maxNoticed) {
+    problems.push(
+      `${audit.noticed.length} messages got a notice instead of a reply, more than the ${options.maxNoticed} turns the kills can have cut off: ${audit.noticed
+        .map((v) => who(v.message))
+        .join(", ")}`,
+    );
+  }
   if (audit.lost.length > 0) {
     problems.push(
       `lost ${audit.lost.length} of ${total} messages (no reply, no notice): ${audit.lost
