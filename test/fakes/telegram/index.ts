@@ -7,6 +7,7 @@ export {
   FakeTelegramDefaults,
   type FakeTelegramOptions,
   type RecordedCall,
+  type UploadProgress,
 } from "./server.js";
 export type {
   ChannelPostInput,

@@ -14,9 +14,36 @@ export interface DecodedBody {
   readonly multipart: boolean;
 }
 
-async function readAll(req: IncomingMessage): Promise<Buffer> {
+/** How a body is read: paced like a slow uplink, and watched while it arrives. */
+export interface BodyReading {
+  /**
+   * Bytes per second to read a multipart body at, asked again for every chunk (so a test can
+   * lift the limit mid-upload); `undefined` reads at full speed. The sender feels it through
+   * TCP back-pressure, as with a slow network.
+   */
+  readonly multipartBytesPerSecond?: () => number | undefined;
+  /** Told the bytes received so far after each chunk of a multipart body. */
+  readonly onMultipartProgress?: (receivedBytes: number) => void;
+}
+
+async function readAll(
+  req: IncomingMessage,
+  paced: boolean,
+  reading: BodyReading,
+): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
+  let received = 0;
+  for await (const chunk of req) {
+    const bytes = chunk as Buffer;
+    chunks.push(bytes);
+    if (!paced) continue;
+    received += bytes.length;
+    reading.onMultipartProgress?.(received);
+    const rate = reading.multipartBytesPerSecond?.();
+    if (rate !== undefined && rate > 0) {
+      await new Promise((resolve) => setTimeout(resolve, (bytes.length / rate) * 1000));
+    }
+  }
   return Buffer.concat(chunks);
 }
 
@@ -32,11 +59,14 @@ function decodeField(value: string): unknown {
 }
 
 /** Reads a JSON, multipart or url-encoded body (or none) into params and file parts. */
-export async function decodeBody(req: IncomingMessage): Promise<DecodedBody> {
-  const body = await readAll(req);
+export async function decodeBody(
+  req: IncomingMessage,
+  reading: BodyReading = {},
+): Promise<DecodedBody> {
   const contentType = req.headers["content-type"];
-  const query = Object.fromEntries(new URL(req.url ?? "/", "http://x").searchParams);
   const boundary = boundaryOf(contentType);
+  const body = await readAll(req, boundary !== undefined, reading);
+  const query = Object.fromEntries(new URL(req.url ?? "/", "http://x").searchParams);
   if (boundary !== undefined) {
     let parts: MultipartPart[];
     try {

@@ -254,4 +254,33 @@ describe("FakeTelegram fault injection", () => {
     await expect(waiting).resolves.toMatchObject({ params: { chat_id: 3, action: "typing" } });
     await expect(fake.waitFor((c) => c.method === "never", 50)).rejects.toThrow(/no matching call/);
   });
+
+  it("reads uploads no faster than the throttle and records one its sender gave up on", async () => {
+    const bot = newBot();
+    fake.throttleUploads(256 * 1024);
+    const aborting = new AbortController();
+    const sending = bot.api.sendDocument(
+      5,
+      new InputFile(randomBytes(4 * 1024 * 1024), "slow.bin"),
+      undefined,
+      // grammY types signals with the abort-controller polyfill; a native one works at runtime.
+      aborting.signal as Parameters<typeof bot.api.sendDocument>[3],
+    );
+    sending.catch(() => {});
+    await vi.waitFor(() =>
+      expect(fake.uploadsInProgress).toEqual([
+        { method: "sendDocument", receivedBytes: expect.any(Number) },
+      ]),
+    );
+    aborting.abort();
+    await expect(sending).rejects.toThrow();
+    fake.throttleUploads(undefined);
+    await vi.waitFor(() => expect(fake.cutOffUploads).toHaveLength(1));
+    expect(fake.cutOffUploads[0]?.receivedBytes).toBeLessThan(4 * 1024 * 1024);
+    expect(fake.uploadsInProgress).toEqual([]);
+    expect(fake.callsTo("sendDocument")).toEqual([]);
+
+    await bot.api.sendDocument(5, new InputFile(randomBytes(4 * 1024 * 1024), "fast.bin"));
+    expect(fake.callsTo("sendDocument")).toHaveLength(1);
+  });
 });

@@ -56,6 +56,12 @@ export const FakeTelegramDefaults = {
   botId: 123456,
 } as const satisfies Required<FakeTelegramOptions>;
 
+/** A multipart body being received, or one whose sender went away before its end. */
+export interface UploadProgress {
+  readonly method: string;
+  readonly receivedBytes: number;
+}
+
 type Waiter = { predicate: (call: RecordedCall) => boolean; resolve: (call: RecordedCall) => void };
 
 /**
@@ -77,6 +83,10 @@ export class FakeTelegram {
   private readonly waiters = new Set<Waiter>();
   private server: Server | undefined;
   private inboundMessageId = 1000;
+  private uploadBytesPerSecond: number | undefined;
+  private readonly receiving = new Set<{ method: string; receivedBytes: number }>();
+  /** Multipart bodies whose sender went away before the end (never handled, never recorded). */
+  readonly cutOffUploads: UploadProgress[] = [];
 
   constructor(options: FakeTelegramOptions = {}) {
     const settings = { ...FakeTelegramDefaults, ...options };
@@ -161,6 +171,19 @@ export class FakeTelegram {
     return this.updates.holding;
   }
 
+  /**
+   * Reads multipart bodies (uploads) at most this fast from now on, as over a slow uplink;
+   * `undefined` lifts the limit, also for uploads already under way.
+   */
+  throttleUploads(bytesPerSecond: number | undefined): void {
+    this.uploadBytesPerSecond = bytesPerSecond;
+  }
+
+  /** Multipart bodies being received right now, with the bytes that arrived so far. */
+  get uploadsInProgress(): UploadProgress[] {
+    return [...this.receiving].map((upload) => ({ ...upload }));
+  }
+
   /** The next `times` calls of `method` are answered by `fault` instead of being handled. */
   failNext(method: string, fault: Fault, times = 1): void {
     this.faults.add(method, fault, times);
@@ -219,11 +242,24 @@ export class FakeTelegram {
     if (match === null) return this.write(res, fail(404, "Not Found"));
     const [, token = "", method = ""] = match;
     let decoded: Awaited<ReturnType<typeof decodeBody>>;
+    const upload = { method, receivedBytes: 0 };
     try {
-      decoded = await decodeBody(req);
+      decoded = await decodeBody(req, {
+        multipartBytesPerSecond: () => this.uploadBytesPerSecond,
+        onMultipartProgress: (receivedBytes) => {
+          upload.receivedBytes = receivedBytes;
+          this.receiving.add(upload);
+        },
+      });
     } catch (error) {
       if (error instanceof RequestError) return this.write(res, fail(400, error.message));
+      if (req.destroyed && upload.receivedBytes > 0) {
+        this.cutOffUploads.push({ ...upload });
+        return;
+      }
       throw error;
+    } finally {
+      this.receiving.delete(upload);
     }
     const base = { method, params: decoded.params, multipart: decoded.multipart };
     if (token !== this.token) {

@@ -1,0 +1,248 @@
+import type { FakeTelegram, RecordedCall } from "../../fakes/telegram/index.js";
+import type { SentMessage } from "./traffic.js";
+
+/**
+ * How one message was answered:
+ * - `answered`: exactly one reply holds its token (and, for media, its file arrived once);
+ * - `noticed`: no reply, but a notice answering it (a message that replies to it, e.g. "your
+ *   command was cut off by a restart"), which is what a turn cut off by a crash must get;
+ * - `lost`: neither;
+ * - `duplicated`: its token or its file arrived more than once.
+ */
+export type Outcome = "answered" | "noticed" | "lost" | "duplicated";
+
+/** What the chat got for one message. */
+export interface MessageVerdict {
+  readonly message: SentMessage;
+  readonly outcome: Outcome;
+  /** Successful sends holding the token as a line of their text or caption. */
+  readonly replies: readonly RecordedCall[];
+  /** Successful uploads of the message's file (media messages). */
+  readonly files: readonly RecordedCall[];
+  /** Successful sends that reply to the message and hold no token. */
+  readonly notices: readonly RecordedCall[];
+}
+
+/** The verdicts of a run and what they add up to. */
+export interface ReplyAudit {
+  readonly verdicts: readonly MessageVerdict[];
+  readonly answered: readonly MessageVerdict[];
+  readonly noticed: readonly MessageVerdict[];
+  readonly lost: readonly MessageVerdict[];
+  readonly duplicated: readonly MessageVerdict[];
+  /** Media messages answered with their token whose file never arrived. */
+  readonly filesMissing: readonly MessageVerdict[];
+  /** Successful sends to the users' chats that answer no message (no token, no reply-to). */
+  readonly stray: readonly RecordedCall[];
+}
+
+const isSend = (call: RecordedCall): boolean =>
+  call.ok && call.method.startsWith("send") && call.method !== "sendChatAction";
+
+/** The text and captions a send carried. */
+export function textsOf(call: RecordedCall): string[] {
+  const texts: string[] = [];
+  for (const key of ["text", "caption"] as const) {
+    const value = call.params[key];
+    if (typeof value === "string") texts.push(value);
+  }
+  if (Array.isArray(call.params.media)) {
+    for (const item of call.params.media as { caption?: unknown }[]) {
+      if (typeof item?.caption === "string") texts.push(item.caption);
+    }
+  }
+  return texts;
+}
+
+/** The message id a send replies to (`reply_parameters.message_id`), if any. */
+function repliesTo(call: RecordedCall): number | undefined {
+  const reply = call.params.reply_parameters;
+  if (typeof reply !== "object" || reply === null) return undefined;
+  const id = Number((reply as { message_id?: unknown }).message_id);
+  return Number.isSafeInteger(id) ? id : undefined;
+}
+
+/**
+ * Attributes every successful send the fake recorded to the messages of `messages`, by the
+ * token lines of its text (the shell agent's reply is the command's output), by the files it
+ * carried, and by what it replies to. Pure: give it `fake.calls` at any moment.
+ */
+export function auditReplies(
+  calls: readonly RecordedCall[],
+  messages: readonly SentMessage[],
+): ReplyAudit {
+  const chats = new Set(messages.map((m) => String(m.chatId)));
+  const sends = calls.filter((c) => isSend(c) && chats.has(String(c.params.chat_id)));
+  const byToken = new Map<string, RecordedCall[]>();
+  const byFile = new Map<string, RecordedCall[]>();
+  const byReplyTo = new Map<number, RecordedCall[]>();
+  const tokens = new Set(messages.map((m) => m.token));
+  const add = <K>(map: Map<K, RecordedCall[]>, key: K, call: RecordedCall) => {
+    const list = map.get(key) ?? [];
+    if (!list.includes(call)) list.push(call);
+    map.set(key, list);
+  };
+  const attributed = new Set<RecordedCall>();
+  for (const call of sends) {
+    const chat = String(call.params.chat_id);
+    const lines = textsOf(call).flatMap((t) => t.split("\n").map((line) => line.trim()));
+    const held = lines.filter((line) => tokens.has(line));
+    for (const token of held) add(byToken, `${chat} ${token}`, call);
+    for (const file of call.files) add(byFile, `${chat} ${file.filename ?? ""}`, call);
+    const to = repliesTo(call);
+    if (held.length === 0 && to !== undefined) add(byReplyTo, to, call);
+  }
+  const verdicts = messages.map((message): MessageVerdict => {
+    const chat = String(message.chatId);
+    const replies = byToken.get(`${chat} ${message.token}`) ?? [];
+    const files =
+      message.file === undefined ? [] : (byFile.get(`${chat} ${message.file.name}`) ?? []);
+    const notices = byReplyTo.get(message.messageId) ?? [];
+    for (const call of [...replies, ...files, ...notices]) attributed.add(call);
+    const outcome: Outcome =
+      replies.length > 1 || files.length > 1
+        ? "duplicated"
+        : replies.length === 1
+          ? "answered"
+          : notices.length > 0
+            ? "noticed"
+            : "lost";
+    return { message, outcome, replies, files, notices };
+  });
+  const having = (outcome: Outcome) => verdicts.filter((v) => v.outcome === outcome);
+  return {
+    verdicts,
+    answered: having("answered"),
+    noticed: having("noticed"),
+    lost: having("lost"),
+    duplicated: having("duplicated"),
+    filesMissing: verdicts.filter(
+      (v) => v.outcome === "answered" && v.message.file !== undefined && v.files.length === 0,
+    ),
+    stray: sends.filter((call) => !attributed.has(call)),
+  };
+}
+
+const callList = (calls: readonly RecordedCall[]): string =>
+  calls.map((c) => `#${c.seq} ${c.method}`).join(", ");
+
+const who = (m: SentMessage): string => `${m.id} (update ${m.updateId}, ${m.kind})`;
+
+const clip = (text: string, max = 80): string =>
+  text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+
+/**
+ * Everything that breaks "every message answered exactly once", one precise line per kind:
+ * which messages were lost (with their update ids), which were answered more than once (with
+ * the calls that did it), which media replies came without their file.
+ */
+export function replyProblems(
+  audit: ReplyAudit,
+  options: {
+    /**
+     * At most this many messages may end with a notice instead of a reply: a crash cuts off
+     * only the turns running at that moment (kills × concurrency). More means turns that had
+     * not started were given up instead of run.
+     */
+    readonly maxNoticed?: number;
+  } = {},
+): string[] {
+  const total = audit.verdicts.length;
+  const problems: string[] = [];
+  if (options.maxNoticed !== undefined && audit.noticed.length > options.maxNoticed) {
+    problems.push(
+      `${audit.noticed.length} messages got a notice instead of a reply, more than the ${options.maxNoticed} turns the kills can have cut off: ${audit.noticed
+        .map((v) => who(v.message))
+        .join(", ")}`,
+    );
+  }
+  if (audit.lost.length > 0) {
+    problems.push(
+      `lost ${audit.lost.length} of ${total} messages (no reply, no notice): ${audit.lost
+        .map((v) => who(v.message))
+        .join(", ")}`,
+    );
+  }
+  if (audit.duplicated.length > 0) {
+    problems.push(
+      `duplicated ${audit.duplicated.length} of ${total} messages: ${audit.duplicated
+        .map(
+          (v) =>
+            `${who(v.message)} replied ${v.replies.length}× [${callList(v.replies)}]` +
+            (v.message.file === undefined
+              ? ""
+              : `, file ${v.files.length}× [${callList(v.files)}]`),
+        )
+        .join("; ")}`,
+    );
+  }
+  if (audit.filesMissing.length > 0) {
+    problems.push(
+      `${audit.filesMissing.length} media replies arrived without their file: ${audit.filesMissing
+        .map((v) => who(v.message))
+        .join(", ")}`,
+    );
+  }
+  return problems;
+}
+
+/** One line of figures: answered, noticed, lost, duplicated, stray sends. */
+export function replySummary(audit: ReplyAudit): string {
+  const stray =
+    audit.stray.length === 0
+      ? ""
+      : `; ${audit.stray.length} other sends: ${audit.stray
+          .slice(0, 5)
+          .map((c) => JSON.stringify(clip(textsOf(c).join(" | "))))
+          .join(", ")}`;
+  return (
+    `${audit.verdicts.length} messages: ${audit.answered.length} answered, ` +
+    `${audit.noticed.length} noticed (turn cut off), ${audit.lost.length} lost, ` +
+    `${audit.duplicated.length} duplicated, ${audit.filesMissing.length} files missing${stray}`
+  );
+}
+
+/** Texts of the notices (first 5), for the report. */
+export function noticeSamples(audit: ReplyAudit): string[] {
+  return audit.noticed
+    .slice(0, 5)
+    .map(
+      (v) => `${v.message.id}: ${clip(v.notices.map((c) => textsOf(c).join(" | ")).join(" / "))}`,
+    );
+}
+
+/** Options of {@link settleReplies}. */
+export interface SettleOptions {
+  /** Give up waiting once no send happened for this long and Telegram holds no update. */
+  readonly quietMs: number;
+  /** Bound on the whole wait. */
+  readonly timeoutMs: number;
+}
+
+/**
+ * Polls until every message is answered or noticed and the fake holds no unconfirmed update,
+ * or until nothing is sent any more for `quietMs` (what is unanswered then stays so), and
+ * returns the audit of that moment.
+ */
+export async function settleReplies(
+  fake: FakeTelegram,
+  messages: readonly SentMessage[],
+  options: SettleOptions,
+): Promise<ReplyAudit> {
+  const deadline = Date.now() + options.timeoutMs;
+  let sends = -1;
+  let quietSinceMs = Date.now();
+  for (;;) {
+    const audit = auditReplies(fake.calls, messages);
+    const settled = audit.lost.length === 0 && fake.pendingUpdates === 0;
+    if (settled || Date.now() > deadline) return audit;
+    const count = fake.calls.filter(isSend).length;
+    if (count !== sends) {
+      sends = count;
+      quietSinceMs = Date.now();
+    } else if (Date.now() - quietSinceMs > options.quietMs && fake.pendingUpdates === 0) {
+      return audit;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
