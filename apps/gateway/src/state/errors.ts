@@ -5,11 +5,14 @@ export class StateStoreError extends Error {
   readonly operation: string;
   /** Path of the database file. */
   readonly path: string;
+  /** What went wrong, without the path and operation the message adds. */
+  readonly reason: string;
 
-  constructor(operation: string, path: string, message: string, options?: { cause?: unknown }) {
-    super(`state database ${path}: ${operation} failed: ${message}`, options);
+  constructor(operation: string, path: string, reason: string, options?: { cause?: unknown }) {
+    super(`state database ${path}: ${operation} failed: ${reason}`, options);
     this.operation = operation;
     this.path = path;
+    this.reason = reason;
   }
 }
 
