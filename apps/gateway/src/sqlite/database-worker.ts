@@ -67,15 +67,15 @@ export function programUrl(relative: string, base: string): URL {
 
 /**
  * Starts the worker thread. Built code runs `worker-thread.js` directly; from TypeScript
- * source (the test suites run `src/` through vitest), the thread first registers tsx, which
- * is only a dev dependency and never loaded by a built gateway.
+ * source (the test suites run `src/` through vitest) both modules are compiled first (see
+ * source-bundle.ts).
  */
-function spawn(data: WorkerStart): Worker {
+async function spawn(data: WorkerStart): Promise<Worker> {
   const entry = programUrl("./worker-thread.js", import.meta.url);
   if (!entry.pathname.endsWith(".ts")) return new Worker(entry, { workerData: data });
-  const tsx = import.meta.resolve("tsx/esm/api");
-  const boot = `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); });`;
-  return new Worker(boot, { eval: true, workerData: data });
+  const { compileForWorker } = await import("./source-bundle.js");
+  const compiled = compileForWorker(entry, new URL(data.program));
+  return new Worker(compiled.entry, { workerData: { ...data, program: compiled.program.href } });
 }
 
 /**
@@ -112,7 +112,7 @@ export class DatabaseWorker<P extends object> {
    * (operation `open`), after which the thread is gone.
    */
   static async start<P extends object>(options: DatabaseWorkerOptions): Promise<DatabaseWorker<P>> {
-    const worker = spawn({
+    const worker = await spawn({
       program: options.program.href,
       path: options.path,
       settings: options.settings,
