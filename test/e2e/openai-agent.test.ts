@@ -33,14 +33,14 @@ beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), "mediagate-openai-e2e-"));
   mkdirSync(join(dir, "workspace"));
   server = await FakeOpenAIServer.start();
-  store = StateStore.open(stateDbPath(dir));
+  store = await StateStore.open(stateDbPath(dir));
   runner = new LocalToolRunner(join(dir, "workspace"));
   logLines = [];
 });
 
 afterEach(async () => {
   await server.close();
-  store.close();
+  await store.close();
   rmSync(dir, { recursive: true, force: true });
   expect(logLines.join("\n")).not.toContain(ApiKey);
 });
@@ -58,12 +58,12 @@ function makeAgent(options: Partial<OpenAIAgentOptions> = {}): OpenAIAgent {
   });
 }
 
-function turn(agent: OpenAIAgent, text: string, signal = new AbortController().signal) {
+async function turn(agent: OpenAIAgent, text: string, signal = new AbortController().signal) {
   return agent.runTurn({
     text,
     profile: "default",
     sessionKey: SessionKey,
-    sessionId: store.currentSessionId(SessionKey),
+    sessionId: await store.currentSessionId(SessionKey),
     tools: runner,
     signal,
   });
@@ -214,8 +214,8 @@ describe("openai agent against an OpenAI-compatible endpoint", () => {
       ["user", "second"],
     ]);
 
-    store.close();
-    store = StateStore.open(stateDbPath(dir));
+    await store.close();
+    store = await StateStore.open(stateDbPath(dir));
     await turn(makeAgent(), "third");
     expect(dialogue(2)).toEqual([
       ["user", "first"],
@@ -232,7 +232,7 @@ describe("openai agent against an OpenAI-compatible endpoint", () => {
     await turn(makeAgent(), "still there?");
     expect(dialogue(1)[0]).toEqual(["user", "remember me"]);
 
-    store.rotateSessionId(SessionKey);
+    await store.rotateSessionId(SessionKey);
     await turn(makeAgent(), "who am I?");
 
     expect(dialogue(2)).toEqual([["user", "who am I?"]]);
@@ -271,7 +271,7 @@ describe("openai agent against an OpenAI-compatible endpoint", () => {
     await expect(running).rejects.toMatchObject({ name: "OpenAITurnAbortedError", phase: "tool" });
     expect(runner.results).toMatchObject([{ aborted: true }]);
     expect(server.requests).toHaveLength(1);
-    expect(store.loadHistory(store.currentSessionId(SessionKey))).toEqual([]);
+    expect(await store.loadHistory(await store.currentSessionId(SessionKey))).toEqual([]);
   });
 
   it("turns a 500 into a clear error naming status and host, without the API key", async () => {
@@ -289,7 +289,7 @@ describe("openai agent against an OpenAI-compatible endpoint", () => {
     expect(text).toContain(`model endpoint ${host} answered HTTP 500`);
     expect(text).not.toContain(ApiKey);
     expect(logLines.some((line) => line.includes("model request failed"))).toBe(true);
-    expect(store.loadHistory(store.currentSessionId(SessionKey))).toEqual([]);
+    expect(await store.loadHistory(await store.currentSessionId(SessionKey))).toEqual([]);
   });
 
   it("retries a 429 as the endpoint asks and then answers", async () => {

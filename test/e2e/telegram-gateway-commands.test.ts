@@ -181,8 +181,8 @@ describe("gateway over Telegram: who may do what", () => {
   it("refuses /reset and /stop from a non-admin and changes nothing", async () => {
     await ask(Member, "echo kept > /workspace/keep.txt; echo written");
     const container = await bot.runningContainer();
-    const memberSession = bot.runtime.store.currentSessionId(sessionKey(Member));
-    const adminSession = bot.runtime.store.currentSessionId(sessionKey(Admin));
+    const memberSession = await bot.runtime.store.currentSessionId(sessionKey(Member));
+    const adminSession = await bot.runtime.store.currentSessionId(sessionKey(Admin));
     const since = bot.mark();
     await ask(Member, "/reset confirm");
     await ask(Member, "/reset");
@@ -196,8 +196,8 @@ describe("gateway over Telegram: who may do what", () => {
     expect(await harness.docker.exists(container)).toBe(true);
     expect(existsSync(join(slotDir(), "workspace", "keep.txt"))).toBe(true);
     expect(existsSync(join(slotDir(), "home"))).toBe(true);
-    expect(bot.runtime.store.currentSessionId(sessionKey(Member))).toBe(memberSession);
-    expect(bot.runtime.store.currentSessionId(sessionKey(Admin))).toBe(adminSession);
+    expect(await bot.runtime.store.currentSessionId(sessionKey(Member))).toBe(memberSession);
+    expect(await bot.runtime.store.currentSessionId(sessionKey(Admin))).toBe(adminSession);
     const after = bot.mark();
     await ask(Member, "cat /workspace/keep.txt");
     expect(bot.texts(Member, after)).toEqual(["kept"]);
@@ -206,7 +206,7 @@ describe("gateway over Telegram: who may do what", () => {
   it("/reset from an admin asks to confirm, then removes the container and its dirs; the next message gets a new one", async () => {
     await ask(Admin, "echo mine > /workspace/mine.txt; echo written");
     const before = await bot.runningContainer();
-    const session = bot.runtime.store.currentSessionId(sessionKey(Admin));
+    const session = await bot.runtime.store.currentSessionId(sessionKey(Admin));
     expect(existsSync(join(slotDir(), "workspace", "mine.txt"))).toBe(true);
 
     let since = bot.mark();
@@ -233,7 +233,7 @@ describe("gateway over Telegram: who may do what", () => {
     expect(await harness.docker.exists(before)).toBe(false);
     expect(await bot.containers()).toEqual([]);
     expect(existsSync(slotDir())).toBe(false);
-    expect(bot.runtime.store.currentSessionId(sessionKey(Admin))).not.toBe(session);
+    expect(await bot.runtime.store.currentSessionId(sessionKey(Admin))).not.toBe(session);
 
     since = bot.mark();
     await ask(Admin, "ls -A /workspace; echo fresh");

@@ -114,7 +114,7 @@ export class Gateway {
         const agent = options.agent;
         runtimes.set(
           profile.name,
-          new ProfileRuntime({
+          await ProfileRuntime.open({
             profile,
             engine,
             rootHome: config.home,

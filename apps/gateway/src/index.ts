@@ -67,6 +67,20 @@ export type {
 export { RateLimitedError, RetryDefaults, withRetry } from "./delivery/retry.js";
 export type { SplitTextOptions } from "./delivery/split-text.js";
 export { codePointLength, splitText, utf16Length } from "./delivery/split-text.js";
+export type { StorageErrorInit } from "./durable/errors.js";
+export { StorageError } from "./durable/errors.js";
+export type { JournalOptions } from "./durable/journal.js";
+export { journalDbPath, SqliteJournal } from "./durable/journal.js";
+export type {
+  Journal,
+  JournalEntry,
+  JournalOutcome,
+  JournalState,
+  OutboxRecord,
+  OutboxReply,
+  OutboxState,
+  RecordResult,
+} from "./durable/types.js";
 export type { GatewayOptions } from "./gateway.js";
 export { Gateway, GatewayDefaults } from "./gateway.js";
 export type { Logger, LoggerOptions } from "./log.js";

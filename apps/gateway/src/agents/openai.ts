@@ -105,7 +105,7 @@ export class OpenAIAgent implements Agent {
     if (signal.aborted) throw aborted("model");
 
     const history = trimToTurnBoundary(
-      this.#store.loadHistory(sessionId, this.#settings.historyLimit),
+      await this.#store.loadHistory(sessionId, this.#settings.historyLimit),
     );
     const turn: ChatMessage[] = [{ role: "user", content: input.text }];
     let reply: string;
@@ -135,7 +135,7 @@ export class OpenAIAgent implements Agent {
       rounds += 1;
       turn.push(...(await this.#executeRound(calls, input, () => aborted("tool"), log, rounds)));
     }
-    this.#save(sessionId, turn, log);
+    await this.#save(sessionId, turn, log);
     return { reply };
   }
 
@@ -219,9 +219,9 @@ export class OpenAIAgent implements Agent {
    * The reply has been produced: a failing history write is logged, not thrown, so the
    * person still gets the answer (the next turn then lacks this exchange).
    */
-  #save(sessionId: string, turn: readonly ChatMessage[], log: Logger): void {
+  async #save(sessionId: string, turn: readonly ChatMessage[], log: Logger): Promise<void> {
     try {
-      this.#store.appendHistory(sessionId, turn);
+      await this.#store.appendHistory(sessionId, turn);
     } catch (error) {
       log.error({ err: error }, "could not save the turn's history");
     }

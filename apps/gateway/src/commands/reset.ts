@@ -26,7 +26,7 @@ export async function resetSession(
     return { status: "needs_confirm", slot, sharedBy: services.slots.count(slotId, sessionKey) };
   }
   const stopped = await stopSession(runtime, services, sessionKey);
-  runtime.store.rotateSessionId(sessionKey);
+  await runtime.store.rotateSessionId(sessionKey);
   let teardown = "removed the container and its files";
   try {
     await runtime.sandbox.cleanup(slot, { force: true, deleteDirs: true });

@@ -5,7 +5,7 @@ import type { Middleware } from "./types.js";
  * Step 2: builds the session key (docs/sessions.md), looks up the session id, resolves the slot and runs
  * the rest of the pipeline with the session context bound in AsyncLocalStorage.
  */
-export const bindSession: Middleware = (ctx, next) => {
+export const bindSession: Middleware = async (ctx, next) => {
   const { message, runtime } = ctx;
   const profile = runtime.profile.name;
   const sessionKey = buildSessionKey({ ...message, profile }, runtime.profile);
@@ -20,7 +20,7 @@ export const bindSession: Middleware = (ctx, next) => {
     userName: message.userName,
     messageId: message.messageId,
     sessionKey,
-    sessionId: runtime.store.currentSessionId(sessionKey),
+    sessionId: await runtime.store.currentSessionId(sessionKey),
   };
   ctx.session = session;
   ctx.slot = runtime.slotFor(sessionKey);

@@ -17,10 +17,10 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
     ctx.log.info("gateway is stopping; message not queued");
     return;
   }
-  const outcome = await queue.enqueue(queued.sessionKey, (signal) => {
+  const outcome = await queue.enqueue(queued.sessionKey, async (signal) => {
     const session = {
       ...queued,
-      sessionId: ctx.runtime.store.currentSessionId(queued.sessionKey),
+      sessionId: await ctx.runtime.store.currentSessionId(queued.sessionKey),
     };
     const slot = ctx.runtime.slotFor(session.sessionKey);
     ctx.session = session;

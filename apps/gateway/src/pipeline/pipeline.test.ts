@@ -123,11 +123,11 @@ function testRuntime(agent: Agent, calls: string[], profile = testProfile()): Pi
     profile,
     agent,
     store: {
-      currentSessionId: (key) => {
+      currentSessionId: async (key) => {
         calls.push(`currentSessionId ${key}`);
         return `sid-${ids.get(key) ?? 0}`;
       },
-      rotateSessionId: (key) => {
+      rotateSessionId: async (key) => {
         ids.set(key, (ids.get(key) ?? 0) + 1);
         calls.push(`rotateSessionId ${key}`);
         return `sid-${ids.get(key)}`;

@@ -38,7 +38,18 @@ export class ProfileRuntime {
   readonly #rootHome: string;
   readonly #protectedHomes: readonly string[];
 
-  constructor(options: ProfileRuntimeOptions) {
+  /** Opens the profile's state database (in its worker thread) and builds the runtime. */
+  static async open(options: ProfileRuntimeOptions): Promise<ProfileRuntime> {
+    const store = await StateStore.open(stateDbPath(options.profile.home));
+    try {
+      return new ProfileRuntime(options, store);
+    } catch (error) {
+      await store.close().catch(() => {});
+      throw error;
+    }
+  }
+
+  private constructor(options: ProfileRuntimeOptions, store: StateStore) {
     this.profile = options.profile;
     this.#rootHome = options.rootHome;
     this.#protectedHomes = options.protectedHomes;
@@ -51,7 +62,7 @@ export class ProfileRuntime {
       settings: options.profile.sandbox,
       onWarning: (message, cause) => logger.warn({ err: cause }, message),
     });
-    this.store = StateStore.open(stateDbPath(options.profile.home));
+    this.store = store;
     this.agent =
       options.agent?.(this.store) ??
       createAgent(options.profile.agent, { store: this.store, logger });
@@ -120,7 +131,7 @@ export class ProfileRuntime {
     try {
       await this.sandbox.shutdown(timeoutMs);
     } finally {
-      this.store.close();
+      await this.store.close();
     }
   }
 }

@@ -1,3 +1,5 @@
+import { isDiskFull } from "../sqlite/disk-full.js";
+
 /** The state database could not be opened, read or written. */
 export class StateStoreError extends Error {
   override readonly name = "StateStoreError";
@@ -5,11 +7,26 @@ export class StateStoreError extends Error {
   readonly operation: string;
   /** Path of the database file. */
   readonly path: string;
+  /** What went wrong, without the path and operation the message adds. */
+  readonly reason: string;
+  /**
+   * The disk holding the database is full (`SQLITE_FULL`, `ENOSPC`): nothing of the failed
+   * call was saved, and it works again once space is freed.
+   */
+  readonly full: boolean;
 
-  constructor(operation: string, path: string, message: string, options?: { cause?: unknown }) {
-    super(`state database ${path}: ${operation} failed: ${message}`, options);
+  constructor(operation: string, path: string, reason: string, options?: { cause?: unknown }) {
+    const full = isDiskFull(options?.cause);
+    super(
+      full
+        ? `state database ${path}: ${operation} failed: the disk is full; free space (${reason})`
+        : `state database ${path}: ${operation} failed: ${reason}`,
+      options,
+    );
     this.operation = operation;
     this.path = path;
+    this.reason = reason;
+    this.full = full;
   }
 }
 

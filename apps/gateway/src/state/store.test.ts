@@ -12,8 +12,8 @@ let home: string;
 let dbPath: string;
 const open: StateStore[] = [];
 
-function openStore(): StateStore {
-  const store = StateStore.open(dbPath);
+async function openStore(): Promise<StateStore> {
+  const store = await StateStore.open(dbPath);
   open.push(store);
   return store;
 }
@@ -40,14 +40,14 @@ beforeEach(() => {
   dbPath = stateDbPath(join(home, "profiles", "work"));
 });
 
-afterEach(() => {
-  for (const store of open.splice(0)) store.close();
+afterEach(async () => {
+  for (const store of open.splice(0)) await store.close();
   rmSync(home, { recursive: true, force: true });
 });
 
 describe("StateStore", () => {
-  it("creates the file and its parent directories in WAL mode, owner-only", () => {
-    openStore();
+  it("creates the file and its parent directories in WAL mode, owner-only", async () => {
+    await openStore();
     expect(dbPath).toBe(join(home, "profiles", "work", "state.db"));
     expect(statSync(dbPath).mode & 0o777).toBe(0o600);
     const raw = new Database(dbPath, { readonly: true });
@@ -59,132 +59,136 @@ describe("StateStore", () => {
     }
   });
 
-  it("keeps session ids and history across a restart", () => {
-    const first = openStore();
-    const id = first.currentSessionId("agent:work:telegram:dm:1");
-    first.appendHistory(id, exchange);
-    first.close();
+  it("keeps session ids and history across a restart", async () => {
+    const first = await openStore();
+    const id = await first.currentSessionId("agent:work:telegram:dm:1");
+    await first.appendHistory(id, exchange);
+    await first.close();
 
-    const second = openStore();
-    expect(second.currentSessionId("agent:work:telegram:dm:1")).toBe(id);
-    expect(second.loadHistory(id)).toEqual(exchange);
+    const second = await openStore();
+    expect(await second.currentSessionId("agent:work:telegram:dm:1")).toBe(id);
+    expect(await second.loadHistory(id)).toEqual(exchange);
   });
 
-  it("gives each session key its own stable random id", () => {
-    const store = openStore();
-    const a = store.currentSessionId("agent:work:telegram:dm:1");
-    const b = store.currentSessionId("agent:work:telegram:dm:2");
+  it("gives each session key its own stable random id", async () => {
+    const store = await openStore();
+    const a = await store.currentSessionId("agent:work:telegram:dm:1");
+    const b = await store.currentSessionId("agent:work:telegram:dm:2");
     expect(a).not.toBe(b);
-    expect(store.currentSessionId("agent:work:telegram:dm:1")).toBe(a);
+    expect(await store.currentSessionId("agent:work:telegram:dm:1")).toBe(a);
   });
 
-  it("rotates to a new id and deletes the old history on /reset", () => {
-    const store = openStore();
+  it("rotates to a new id and deletes the old history on /reset", async () => {
+    const store = await openStore();
     const key = "agent:work:discord:group:9:7";
-    const old = store.currentSessionId(key);
-    store.appendHistory(old, exchange);
-    const other = store.currentSessionId("agent:work:discord:group:9:8");
-    store.appendHistory(other, exchange);
+    const old = await store.currentSessionId(key);
+    await store.appendHistory(old, exchange);
+    const other = await store.currentSessionId("agent:work:discord:group:9:8");
+    await store.appendHistory(other, exchange);
 
-    const fresh = store.rotateSessionId(key);
+    const fresh = await store.rotateSessionId(key);
 
     expect(fresh).not.toBe(old);
-    expect(store.currentSessionId(key)).toBe(fresh);
-    expect(store.loadHistory(old)).toEqual([]);
-    expect(store.loadHistory(fresh)).toEqual([]);
-    expect(store.loadHistory(other)).toEqual(exchange);
+    expect(await store.currentSessionId(key)).toBe(fresh);
+    expect(await store.loadHistory(old)).toEqual([]);
+    expect(await store.loadHistory(fresh)).toEqual([]);
+    expect(await store.loadHistory(other)).toEqual(exchange);
   });
 
-  it("rotates a key it has never seen into a first id", () => {
-    const store = openStore();
-    const id = store.rotateSessionId("agent:work:console:dm:local");
-    expect(store.currentSessionId("agent:work:console:dm:local")).toBe(id);
+  it("rotates a key it has never seen into a first id", async () => {
+    const store = await openStore();
+    const id = await store.rotateSessionId("agent:work:console:dm:local");
+    expect(await store.currentSessionId("agent:work:console:dm:local")).toBe(id);
   });
 
-  it("loads only the newest messages when given a limit, oldest first", () => {
-    const store = openStore();
-    store.appendHistory("s", exchange);
-    expect(store.loadHistory("s", 2)).toEqual(exchange.slice(2));
-    expect(store.loadHistory("s", 0)).toEqual([]);
-    expect(store.loadHistory("s", 100)).toEqual(exchange);
+  it("loads only the newest messages when given a limit, oldest first", async () => {
+    const store = await openStore();
+    await store.appendHistory("s", exchange);
+    expect(await store.loadHistory("s", 2)).toEqual(exchange.slice(2));
+    expect(await store.loadHistory("s", 0)).toEqual([]);
+    expect(await store.loadHistory("s", 100)).toEqual(exchange);
   });
 
-  it("appends in order across calls", () => {
-    const store = openStore();
-    store.appendHistory("s", exchange.slice(0, 1));
-    store.appendHistory("s", exchange.slice(1));
-    expect(store.loadHistory("s")).toEqual(exchange);
+  it("appends in order across calls", async () => {
+    const store = await openStore();
+    await store.appendHistory("s", exchange.slice(0, 1));
+    await store.appendHistory("s", exchange.slice(1));
+    expect(await store.loadHistory("s")).toEqual(exchange);
   });
 
-  it("writes nothing when one message of an append is invalid", () => {
-    const store = openStore();
+  it("writes nothing when one message of an append is invalid", async () => {
+    const store = await openStore();
     const bad = [exchange[0], { role: "robot", content: "?" }] as unknown as ChatMessage[];
-    expect(() => store.appendHistory("s", bad)).toThrow(StateStoreError);
-    expect(store.loadHistory("s")).toEqual([]);
+    await expect(store.appendHistory("s", bad)).rejects.toThrow(StateStoreError);
+    expect(await store.loadHistory("s")).toEqual([]);
   });
 
-  it("rolls back an append whose later message cannot be serialized", () => {
-    const store = openStore();
-    store.appendHistory("s", exchange.slice(0, 1));
+  it("rolls back an append whose later message cannot be serialized", async () => {
+    const store = await openStore();
+    await store.appendHistory("s", exchange.slice(0, 1));
     const cyclic: { role: "user"; content: string; self?: unknown } = {
       role: "user",
       content: "x",
     };
     cyclic.self = cyclic;
-    expect(() => store.appendHistory("s", [exchange[1]!, cyclic])).toThrow(StateStoreError);
-    expect(store.loadHistory("s")).toEqual(exchange.slice(0, 1));
+    await expect(store.appendHistory("s", [exchange[1]!, cyclic])).rejects.toThrow(StateStoreError);
+    expect(await store.loadHistory("s")).toEqual(exchange.slice(0, 1));
   });
 
-  it("clears one session's history and keeps the others", () => {
-    const store = openStore();
-    store.appendHistory("a", exchange);
-    store.appendHistory("b", exchange);
-    store.clearHistory("a");
-    expect(store.loadHistory("a")).toEqual([]);
-    expect(store.loadHistory("b")).toEqual(exchange);
+  it("clears one session's history and keeps the others", async () => {
+    const store = await openStore();
+    await store.appendHistory("a", exchange);
+    await store.appendHistory("b", exchange);
+    await store.clearHistory("a");
+    expect(await store.loadHistory("a")).toEqual([]);
+    expect(await store.loadHistory("b")).toEqual(exchange);
   });
 
-  it("refuses a corrupt row with the row id instead of handing it to a model", () => {
-    openStore().close();
+  it("refuses a corrupt row with the row id instead of handing it to a model", async () => {
+    await (await openStore()).close();
     const raw = new Database(dbPath);
     raw
       .prepare("INSERT INTO messages (session_id, role, body, created_at) VALUES (?, ?, ?, ?)")
       .run("s", "user", '{"role":"user"}', 0);
     raw.close();
-    expect(() => openStore().loadHistory("s")).toThrow(/message row 1 is not a chat message/);
+    await expect((await openStore()).loadHistory("s")).rejects.toThrow(
+      /message row 1 is not a chat message/,
+    );
   });
 
-  it("refuses a database written by a newer schema and leaves it alone", () => {
-    openStore().close();
+  it("refuses a database written by a newer schema and leaves it alone", async () => {
+    await (await openStore()).close();
     const newer = new Database(dbPath);
     newer.pragma("user_version = 7");
     newer.close();
-    expect(() => StateStore.open(dbPath)).toThrow(StateSchemaError);
+    await expect(StateStore.open(dbPath)).rejects.toThrow(StateSchemaError);
     const check = new Database(dbPath, { readonly: true });
     expect(check.pragma("user_version", { simple: true })).toBe(7);
     check.close();
   });
 
-  it("reports a path it cannot open as a StateStoreError naming the path", () => {
+  it("reports a path it cannot open as a StateStoreError naming the path", async () => {
     const blocked = join(home, "file");
-    openStore();
+    await openStore();
     // A regular file where a directory is needed.
     new Database(blocked).close();
-    const error = (() => {
-      try {
-        StateStore.open(join(blocked, "state.db"));
-      } catch (e) {
-        return e;
-      }
-      return undefined;
-    })();
+    const error = await StateStore.open(join(blocked, "state.db")).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StateStoreError);
     expect(error).toMatchObject({ operation: "open", path: join(blocked, "state.db") });
   });
 
-  it("can be closed twice", () => {
-    const store = openStore();
-    store.close();
-    expect(() => store.close()).not.toThrow();
+  it("rejects calls after close with a StateStoreError naming the path", async () => {
+    const store = await openStore();
+    await store.close();
+    const error = await store.loadHistory("s").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StateStoreError);
+    expect(error).toMatchObject({ operation: "loadHistory", path: dbPath });
+    expect(String(error)).toMatch(/the database is closed/);
+  });
+
+  it("can be closed twice", async () => {
+    const store = await openStore();
+    await store.close();
+    await expect(store.close()).resolves.toBeUndefined();
   });
 });

@@ -1,0 +1,419 @@
+import { randomUUID } from "node:crypto";
+import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
+import { dirname } from "node:path";
+import { type InstanceId, instanceLiveness } from "@mediagate/sandbox";
+import Database from "better-sqlite3";
+import type { ChatCursor, ChatTarget, InboundMessage, StepResult } from "../channels/types.js";
+import { StateSchemaError } from "../state/errors.js";
+import { migrate } from "../state/schema.js";
+import { JOURNAL_MIGRATIONS } from "./journal-schema.js";
+import type {
+  JournalEntry,
+  JournalOutcome,
+  JournalState,
+  OutboxRecord,
+  OutboxReply,
+  OutboxState,
+  RecordResult,
+} from "./types.js";
+
+/** What the journal database is opened with (plain data: it crosses to the worker thread). */
+export interface JournalDatabaseSettings {
+  /** How long a writer waits for another process's lock. */
+  readonly busyTimeoutMs: number;
+  /** This process (the owner of what it records and takes over). */
+  readonly owner: InstanceId;
+}
+
+interface EntryRow {
+  id: number;
+  key: string;
+  state: JournalState;
+  owner: string;
+  message: string;
+  received_at: number;
+  started_at: number | null;
+}
+
+interface ReplyRow {
+  id: string;
+  entry_id: number | null;
+  profile: string;
+  platform: InboundMessage["platform"];
+  session_key: string;
+  slot: string;
+  target: string;
+  text: string;
+  state: OutboxState;
+  owner: string;
+  attempts: number;
+  created_at: number;
+  not_before: number;
+  last_error: string | null;
+}
+
+/** A Discord snowflake: a decimal id that fits in 64 bits. */
+const Snowflake = /^[0-9]{1,20}$/;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function isInboundMessage(value: unknown): value is InboundMessage {
+  return (
+    isRecord(value) &&
+    ["profile", "platform", "chatId", "chatType", "userId", "messageId", "text", "receiptId"].every(
+      (field) => typeof value[field] === "string",
+    )
+  );
+}
+
+function isChatTarget(value: unknown): value is ChatTarget {
+  return isRecord(value) && typeof value.platform === "string" && typeof value.chatId === "string";
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The dedupe key of a message: `<profile>:<platform>:<receiptId>`. */
+export function journalKey(message: InboundMessage): string {
+  return `${message.profile}:${message.platform}:${message.receiptId}`;
+}
+
+/**
+ * The synchronous side of the journal, run inside its worker thread (`SqliteJournal` in
+ * journal.ts is what the gateway uses). Each method is one synchronous unit, so each
+ * transaction is atomic; times come from the caller (`nowMs`).
+ */
+export class JournalDatabase {
+  readonly path: string;
+  readonly #db: Database.Database;
+  readonly #owner: InstanceId;
+
+  private constructor(path: string, db: Database.Database, owner: InstanceId) {
+    this.path = path;
+    this.#db = db;
+    this.#owner = owner;
+  }
+
+  /** Opens (creating it owner-only, its directory 0700) and migrates the journal at `path`. */
+  static open(path: string, settings: JournalDatabaseSettings): JournalDatabase {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    // Created owner-only before SQLite opens it: its -wal and -shm files copy its mode.
+    closeSync(openSync(path, "a", 0o600));
+    chmodSync(path, 0o600);
+    const db = new Database(path);
+    try {
+      db.pragma("journal_mode = WAL");
+      // Every commit is synced: a message is confirmed to its platform right after record().
+      db.pragma("synchronous = FULL");
+      db.pragma(`busy_timeout = ${Math.max(0, Math.trunc(settings.busyTimeoutMs))}`);
+      migrate(db, JOURNAL_MIGRATIONS);
+      return new JournalDatabase(path, db, settings.owner);
+    } catch (error) {
+      db.close();
+      if (error instanceof StateSchemaError) {
+        throw new Error(
+          `schema version ${error.found} is newer than this mediagate supports (${error.supported}); upgrade mediagate or move ${path} aside`,
+        );
+      }
+      throw error;
+    }
+  }
+
+  record(message: InboundMessage, nowMs: number): RecordResult {
+    const key = journalKey(message);
+    return this.#db
+      .transaction((): RecordResult => {
+        const inserted = this.#db
+          .prepare<[string, string, string, string, string, number], { id: number }>(
+            `INSERT INTO entries (key, profile, platform, state, owner, message, received_at)
+             VALUES (?, ?, ?, 'received', ?, ?, ?) ON CONFLICT (key) DO NOTHING RETURNING id`,
+          )
+          .get(key, message.profile, message.platform, this.#owner, JSON.stringify(message), nowMs);
+        if (message.platform === "discord") this.#moveCursor(message, nowMs);
+        if (inserted !== undefined) return { id: inserted.id, fresh: true };
+        const existing = this.#db
+          .prepare<[string], { id: number }>("SELECT id FROM entries WHERE key = ?")
+          .get(key);
+        if (existing === undefined) throw new Error(`entry ${key} vanished while recording`);
+        return { id: existing.id, fresh: false };
+      })
+      .immediate();
+  }
+
+  /** Keeps the numerically largest message id per chat (ids are 64-bit: compared as BigInt). */
+  #moveCursor(message: InboundMessage, nowMs: number): void {
+    if (!Snowflake.test(message.messageId)) return;
+    const channelId = message.threadId ?? message.chatId;
+    const current = this.#db
+      .prepare<[string, string], { last_message_id: string }>(
+        "SELECT last_message_id FROM cursors WHERE profile = ? AND channel_id = ?",
+      )
+      .get(message.profile, channelId);
+    if (
+      current !== undefined &&
+      Snowflake.test(current.last_message_id) &&
+      BigInt(current.last_message_id) >= BigInt(message.messageId)
+    ) {
+      return;
+    }
+    this.#db
+      .prepare(
+        `INSERT INTO cursors (profile, channel_id, last_message_id, updated_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (profile, channel_id) DO UPDATE
+           SET last_message_id = excluded.last_message_id, updated_at = excluded.updated_at`,
+      )
+      .run(message.profile, channelId, message.messageId, nowMs);
+  }
+
+  started(id: number, nowMs: number): void {
+    this.#db
+      .prepare(
+        "UPDATE entries SET state = 'started', started_at = ? WHERE id = ? AND state = 'received'",
+      )
+      .run(nowMs, id);
+  }
+
+  /** The first outcome stays: an entry already `done` (e.g. by `addReply`) is left as it is. */
+  finished(id: number, outcome: JournalOutcome, nowMs: number): void {
+    this.#db
+      .prepare(
+        "UPDATE entries SET state = 'done', outcome = ?, finished_at = ? WHERE id = ? AND state <> 'done'",
+      )
+      .run(outcome, nowMs, id);
+  }
+
+  /** The owners among `owners` whose process is gone (`unknown` counts as alive). */
+  #gone(owners: readonly string[]): string[] {
+    return owners.filter((owner) => owner !== this.#owner && instanceLiveness(owner) === "gone");
+  }
+
+  takeOver(nowMs: number): JournalEntry[] {
+    return this.#db
+      .transaction(() => {
+        const owners = this.#db
+          .prepare<[], { owner: string }>(
+            "SELECT DISTINCT owner FROM entries WHERE state <> 'done'",
+          )
+          .all()
+          .map((row) => row.owner);
+        const taken: EntryRow[] = [];
+        const take = this.#db.prepare<[string, string], EntryRow>(
+          `UPDATE entries SET owner = ? WHERE owner = ? AND state <> 'done'
+           RETURNING id, key, state, owner, message, received_at, started_at`,
+        );
+        for (const gone of this.#gone(owners)) taken.push(...take.all(this.#owner, gone));
+        taken.sort((a, b) => a.id - b.id);
+        return taken.flatMap((row) => this.#entryOf(row, nowMs));
+      })
+      .immediate();
+  }
+
+  /** A row whose message cannot be read is closed as `failed` instead of blocking every start. */
+  #entryOf(row: EntryRow, nowMs: number): JournalEntry[] {
+    const message = parseJson(row.message);
+    if (!isInboundMessage(message)) {
+      this.finished(row.id, "failed", nowMs);
+      return [];
+    }
+    return [
+      {
+        id: row.id,
+        key: row.key,
+        state: row.state,
+        owner: row.owner,
+        message,
+        receivedAtMs: row.received_at,
+        startedAtMs: row.started_at ?? undefined,
+      },
+    ];
+  }
+
+  cursors(profile: string): ChatCursor[] {
+    return this.#db
+      .prepare<[string], { channel_id: string; last_message_id: string }>(
+        "SELECT channel_id, last_message_id FROM cursors WHERE profile = ? ORDER BY channel_id",
+      )
+      .all(profile)
+      .map((row) => ({ channelId: row.channel_id, lastMessageId: row.last_message_id }));
+  }
+
+  addReply(reply: OutboxReply, entryId: number | undefined, nowMs: number): OutboxRecord {
+    const id = randomUUID();
+    this.#db
+      .transaction(() => {
+        this.#db
+          .prepare(
+            `INSERT INTO replies (id, entry_id, profile, platform, session_key, slot, target, text,
+                                  state, owner, attempts, created_at, not_before)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, 0, ?, 0)`,
+          )
+          .run(
+            id,
+            entryId ?? null,
+            reply.profile,
+            reply.platform,
+            reply.sessionKey,
+            reply.slot,
+            JSON.stringify(reply.target),
+            reply.text,
+            this.#owner,
+            nowMs,
+          );
+        if (entryId !== undefined) {
+          this.#db
+            .prepare(
+              "UPDATE entries SET state = 'done', outcome = 'replied', finished_at = ? WHERE id = ?",
+            )
+            .run(nowMs, entryId);
+        }
+      })
+      .immediate();
+    return {
+      ...reply,
+      id,
+      entryId,
+      state: "pending",
+      owner: this.#owner,
+      steps: new Map(),
+      attempts: 0,
+      createdAtMs: nowMs,
+      notBeforeMs: 0,
+      lastError: undefined,
+    };
+  }
+
+  step(replyId: string, key: string, result: StepResult, nowMs: number): void {
+    this.#db
+      .transaction(() => {
+        this.#requireReply(replyId);
+        this.#db
+          .prepare(
+            `INSERT INTO reply_steps (reply_id, key, result, recorded_at) VALUES (?, ?, ?, ?)
+             ON CONFLICT (reply_id, key) DO UPDATE
+               SET result = excluded.result, recorded_at = excluded.recorded_at`,
+          )
+          .run(replyId, key, result, nowMs);
+      })
+      .immediate();
+  }
+
+  attempt(replyId: string): void {
+    this.#updateReply(replyId, "UPDATE replies SET attempts = attempts + 1 WHERE id = ?", []);
+  }
+
+  reschedule(replyId: string, notBeforeMs: number, error: string): void {
+    this.#updateReply(replyId, "UPDATE replies SET not_before = ?, last_error = ? WHERE id = ?", [
+      Math.trunc(notBeforeMs),
+      error,
+    ]);
+  }
+
+  closeReply(
+    replyId: string,
+    state: "delivered" | "given_up",
+    error: string | undefined,
+    nowMs: number,
+  ): void {
+    this.#updateReply(
+      replyId,
+      "UPDATE replies SET state = ?, last_error = coalesce(?, last_error), closed_at = ? WHERE id = ?",
+      [state, error ?? null, nowMs],
+    );
+  }
+
+  #requireReply(replyId: string): void {
+    const row = this.#db.prepare("SELECT 1 FROM replies WHERE id = ?").get(replyId);
+    if (row === undefined) throw new Error(`no outbox reply ${replyId}`);
+  }
+
+  #updateReply(replyId: string, sql: string, params: readonly (string | number | null)[]): void {
+    const { changes } = this.#db.prepare(sql).run(...params, replyId);
+    if (changes === 0) throw new Error(`no outbox reply ${replyId}`);
+  }
+
+  takeOverReplies(): OutboxRecord[] {
+    return this.#db
+      .transaction(() => {
+        const owners = this.#db
+          .prepare<[], { owner: string }>(
+            "SELECT DISTINCT owner FROM replies WHERE state = 'pending'",
+          )
+          .all()
+          .map((row) => row.owner);
+        const take = this.#db.prepare<[string, string], ReplyRow & { seq: number }>(
+          "UPDATE replies SET owner = ? WHERE owner = ? AND state = 'pending' RETURNING *, rowid AS seq",
+        );
+        const taken = this.#gone(owners).flatMap((gone) => take.all(this.#owner, gone));
+        taken.sort((a, b) => a.created_at - b.created_at || a.seq - b.seq);
+        return taken.map((row) => this.#replyOf(row));
+      })
+      .immediate();
+  }
+
+  #replyOf(row: ReplyRow): OutboxRecord {
+    const target = parseJson(row.target);
+    if (!isChatTarget(target)) throw new Error(`outbox reply ${row.id} has no valid target`);
+    const steps = new Map(
+      this.#db
+        .prepare<[string], { key: string; result: StepResult }>(
+          "SELECT key, result FROM reply_steps WHERE reply_id = ? ORDER BY rowid",
+        )
+        .all(row.id)
+        .map((step) => [step.key, step.result] as const),
+    );
+    return {
+      id: row.id,
+      entryId: row.entry_id ?? undefined,
+      profile: row.profile,
+      platform: row.platform,
+      sessionKey: row.session_key,
+      slot: row.slot,
+      target,
+      text: row.text,
+      state: row.state,
+      owner: row.owner,
+      steps,
+      attempts: row.attempts,
+      createdAtMs: row.created_at,
+      notBeforeMs: row.not_before,
+      lastError: row.last_error ?? undefined,
+    };
+  }
+
+  prune(olderThanMs: number): number {
+    return this.#db
+      .transaction(() => {
+        const entries = this.#db
+          .prepare("DELETE FROM entries WHERE state = 'done' AND finished_at < ?")
+          .run(olderThanMs).changes;
+        this.#db
+          .prepare(
+            `DELETE FROM reply_steps WHERE reply_id IN
+               (SELECT id FROM replies WHERE state <> 'pending' AND closed_at < ?)`,
+          )
+          .run(olderThanMs);
+        const replies = this.#db
+          .prepare("DELETE FROM replies WHERE state <> 'pending' AND closed_at < ?")
+          .run(olderThanMs).changes;
+        return entries + replies;
+      })
+      .immediate();
+  }
+
+  /** Closes the database (the last connection checkpoints the WAL). Safe to call twice. */
+  close(): void {
+    if (this.#db.open) this.#db.close();
+  }
+}
+
+/** The worker thread's entry point (see sqlite/database-worker.ts). */
+export function openInWorker(path: string, settings: JournalDatabaseSettings): JournalDatabase {
+  return JournalDatabase.open(path, settings);
+}

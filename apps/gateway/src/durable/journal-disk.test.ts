@@ -1,0 +1,147 @@
+import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { type LoopFs, mountLoopFs } from "../../test/fixtures/loop-fs.js";
+import type { InboundMessage } from "../channels/types.js";
+import { StateStore, stateDbPath } from "../state/store.js";
+import { StorageError } from "./errors.js";
+import { journalDbPath, SqliteJournal } from "./journal.js";
+
+/**
+ * The journal on a real small file system that fills up or freezes (root only: the dev
+ * machines and CI run as root). See docs/durability.md.
+ */
+
+let disk: LoopFs;
+let elsewhere: string;
+const closers: (() => Promise<void>)[] = [];
+
+beforeEach(async () => {
+  disk = await mountLoopFs(8);
+  elsewhere = mkdtempSync(join(tmpdir(), "mediagate-journal-elsewhere-"));
+});
+
+afterEach(async () => {
+  await disk.thaw();
+  for (const close of closers.splice(0).reverse()) await close().catch(() => {});
+  await disk.remove();
+  rmSync(elsewhere, { recursive: true, force: true });
+});
+
+function message(receiptId: string, text = "hello"): InboundMessage {
+  return {
+    profile: "work",
+    platform: "telegram",
+    chatId: "100",
+    chatType: "dm",
+    userId: "7",
+    messageId: receiptId,
+    text,
+    receiptId,
+  };
+}
+
+async function openJournal(path: string): Promise<SqliteJournal> {
+  const journal = await SqliteJournal.open(path);
+  closers.push(() => journal.close());
+  return journal;
+}
+
+async function openState(home: string): Promise<StateStore> {
+  const store = await StateStore.open(stateDbPath(join(home, "profiles", "work")));
+  closers.push(() => store.close());
+  return store;
+}
+
+/** Writes zeros to `path` until the disk is full; returns the bytes written. */
+function fill(path: string): number {
+  const fd = openSync(path, "w");
+  const chunk = Buffer.alloc(64 * 1024);
+  let written = 0;
+  try {
+    for (;;) written += writeSync(fd, chunk);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOSPC") throw error;
+  } finally {
+    closeSync(fd);
+  }
+  return written;
+}
+
+describe("journal on a full disk", () => {
+  it("rejects record() with StorageError.full, saves nothing of it, and works once space is freed", async () => {
+    const path = journalDbPath(join(disk.dir, "root"));
+    const journal = await openJournal(path);
+    const kept = await journal.record(message("1"));
+    const filler = join(disk.dir, "filler");
+    expect(fill(filler)).toBeGreaterThan(0);
+
+    // A message bigger than any free page left in the database or its WAL.
+    const big = message("2", "x".repeat(512 * 1024));
+    const error = await journal.record(big).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(StorageError);
+    expect(error).toMatchObject({ operation: "record", path, full: true });
+    expect(String(error)).toContain(
+      `the disk holding ${path} is full; free space; the message was not confirmed and will be handled once it is saved`,
+    );
+    expect(String(error)).not.toContain("xxxx");
+
+    rmSync(filler);
+    expect(await journal.record(message("1"))).toEqual({ id: kept.id, fresh: false });
+    expect((await journal.record(big)).fresh).toBe(true);
+    await journal.close();
+    const db = new Database(path, { readonly: true });
+    try {
+      expect(db.pragma("integrity_check", { simple: true })).toBe("ok");
+      expect(db.prepare("SELECT key FROM entries ORDER BY id").pluck().all()).toEqual([
+        "work:telegram:1",
+        "work:telegram:2",
+      ]);
+    } finally {
+      db.close();
+    }
+  });
+});
+
+describe("journal and state database on a frozen disk", () => {
+  it("keeps the event loop and the databases of other disks running while writes wait", async () => {
+    const frozenJournal = await openJournal(journalDbPath(join(disk.dir, "root")));
+    const frozenState = await openState(join(disk.dir, "root"));
+    const otherJournal = await openJournal(journalDbPath(join(elsewhere, "root")));
+    const otherState = await openState(elsewhere);
+    await frozenJournal.record(message("0"));
+    const frozenSession = await frozenState.currentSessionId("agent:work:telegram:dm:100");
+
+    await disk.freeze();
+    const settled: string[] = [];
+    const waiting = [
+      frozenJournal.record(message("1")).finally(() => settled.push("journal")),
+      frozenState
+        .appendHistory(frozenSession, [{ role: "user", content: "waits for the disk" }])
+        .finally(() => settled.push("state")),
+    ] as const;
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    try {
+      await vi.waitFor(() => expect(ticks).toBeGreaterThanOrEqual(50), { interval: 5 });
+      expect((await otherJournal.record(message("1"))).fresh).toBe(true);
+      const sessionId = await otherState.currentSessionId("agent:work:telegram:dm:100");
+      await otherState.appendHistory(sessionId, [{ role: "user", content: "still answering" }]);
+      expect(await otherState.loadHistory(sessionId)).toEqual([
+        { role: "user", content: "still answering" },
+      ]);
+      expect(settled).toEqual([]);
+    } finally {
+      clearInterval(timer);
+      await disk.thaw();
+    }
+    expect((await waiting[0]).fresh).toBe(true);
+    await waiting[1];
+    expect(await frozenState.loadHistory(frozenSession)).toEqual([
+      { role: "user", content: "waits for the disk" },
+    ]);
+  });
+});

@@ -1,0 +1,71 @@
+import type { Migration } from "../state/schema.js";
+
+/**
+ * Schema history of the journal database (`<root home>/journal.db`), oldest first. Append new
+ * steps; never edit a released one. Run by the same `migrate` as the state database.
+ *
+ * - `entries`: one row per inbound message (`key` = `<profile>:<platform>:<receiptId>`);
+ * - `cursors`: the newest recorded Discord message per chat, for the catch-up after a restart;
+ * - `replies` and `reply_steps`: the outbox, one row per finished turn's reply and one per
+ *   delivered step of it.
+ */
+export const JOURNAL_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    up(db) {
+      db.exec(`
+        CREATE TABLE entries (
+          id          INTEGER PRIMARY KEY AUTOINCREMENT,
+          key         TEXT NOT NULL UNIQUE,
+          profile     TEXT NOT NULL,
+          platform    TEXT NOT NULL,
+          state       TEXT NOT NULL CHECK (state IN ('received', 'started', 'done')),
+          outcome     TEXT,
+          owner       TEXT NOT NULL,
+          message     TEXT NOT NULL CHECK (json_valid(message)),
+          received_at INTEGER NOT NULL,
+          started_at  INTEGER,
+          finished_at INTEGER
+        ) STRICT;
+        CREATE INDEX entries_open ON entries (owner, id) WHERE state <> 'done';
+        CREATE INDEX entries_done ON entries (finished_at) WHERE state = 'done';
+
+        CREATE TABLE cursors (
+          profile         TEXT NOT NULL,
+          channel_id      TEXT NOT NULL,
+          last_message_id TEXT NOT NULL,
+          updated_at      INTEGER NOT NULL,
+          PRIMARY KEY (profile, channel_id)
+        ) STRICT, WITHOUT ROWID;
+
+        CREATE TABLE replies (
+          id          TEXT PRIMARY KEY NOT NULL,
+          entry_id    INTEGER,
+          profile     TEXT NOT NULL,
+          platform    TEXT NOT NULL,
+          session_key TEXT NOT NULL,
+          slot        TEXT NOT NULL,
+          target      TEXT NOT NULL CHECK (json_valid(target)),
+          text        TEXT NOT NULL,
+          state       TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'given_up')),
+          owner       TEXT NOT NULL,
+          attempts    INTEGER NOT NULL DEFAULT 0,
+          created_at  INTEGER NOT NULL,
+          not_before  INTEGER NOT NULL DEFAULT 0,
+          last_error  TEXT,
+          closed_at   INTEGER
+        ) STRICT;
+        CREATE INDEX replies_pending ON replies (owner, created_at) WHERE state = 'pending';
+        CREATE INDEX replies_closed ON replies (closed_at) WHERE state <> 'pending';
+
+        CREATE TABLE reply_steps (
+          reply_id    TEXT NOT NULL,
+          key         TEXT NOT NULL,
+          result      TEXT NOT NULL CHECK (result IN ('sent', 'unconfirmed', 'failed')),
+          recorded_at INTEGER NOT NULL,
+          PRIMARY KEY (reply_id, key)
+        ) STRICT;
+      `);
+    },
+  },
+];

@@ -1,0 +1,326 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { hostname, tmpdir } from "node:os";
+import { join } from "node:path";
+import { currentInstanceId, instanceLiveness } from "@mediagate/sandbox";
+import Database from "better-sqlite3";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { InboundMessage } from "../channels/types.js";
+import { StorageError } from "./errors.js";
+import { journalDbPath, SqliteJournal } from "./journal.js";
+import type { OutboxReply } from "./types.js";
+
+let home: string;
+let path: string;
+const opened: SqliteJournal[] = [];
+
+/** A process's instance id, built the way `currentInstanceId()` builds one. */
+function instanceIdOf(pid: number): string {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const ticks = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+  const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+  return [hostname(), boot, pid, ticks].join("/");
+}
+
+let live: ChildProcess;
+/** A process that is still running (for the whole file). */
+let liveOwner: string;
+/** A process that ran and exited. */
+let deadOwner: string;
+/** A process on another host: its liveness is unknown, so it counts as alive. */
+const foreignOwner = "another-host/boot/4242/99";
+
+beforeAll(async () => {
+  live = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" });
+  await once(live, "spawn");
+  liveOwner = instanceIdOf(live.pid!);
+  const short = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"], { stdio: "ignore" });
+  await once(short, "spawn");
+  deadOwner = instanceIdOf(short.pid!);
+  short.kill("SIGKILL");
+  await once(short, "exit");
+  expect(instanceLiveness(deadOwner)).toBe("gone");
+  expect(instanceLiveness(liveOwner)).toBe("alive");
+});
+
+afterAll(() => {
+  live.kill("SIGKILL");
+});
+
+beforeEach(() => {
+  home = mkdtempSync(join(tmpdir(), "mediagate-journal-"));
+  path = journalDbPath(join(home, "root"));
+});
+
+afterEach(async () => {
+  for (const journal of opened.splice(0)) await journal.close();
+  rmSync(home, { recursive: true, force: true });
+});
+
+async function openJournal(owner?: string, now?: () => number): Promise<SqliteJournal> {
+  const journal = await SqliteJournal.open(path, {
+    ...(owner === undefined ? {} : { owner }),
+    ...(now === undefined ? {} : { now }),
+  });
+  opened.push(journal);
+  return journal;
+}
+
+function telegram(receiptId: string, text = `message ${receiptId}`): InboundMessage {
+  return {
+    profile: "work",
+    platform: "telegram",
+    chatId: "100",
+    chatType: "dm",
+    userId: "7",
+    messageId: receiptId,
+    text,
+    receiptId,
+  };
+}
+
+function discord(messageId: string, chatId = "555", threadId?: string): InboundMessage {
+  return {
+    profile: "work",
+    platform: "discord",
+    chatId,
+    chatType: "group",
+    threadId,
+    userId: "8",
+    messageId,
+    text: "hi",
+    receiptId: messageId,
+  };
+}
+
+function replyTo(message: InboundMessage, text = "done"): OutboxReply {
+  return {
+    profile: message.profile,
+    platform: message.platform,
+    sessionKey: `agent:${message.profile}:${message.platform}:dm:${message.chatId}`,
+    slot: "profile:work",
+    target: { platform: message.platform, chatId: message.chatId, replyToMessageId: "1" },
+    text,
+  };
+}
+
+function raw<T>(sql: string, ...params: unknown[]): T[] {
+  const db = new Database(path, { readonly: true });
+  try {
+    return db.prepare(sql).all(...params) as T[];
+  } finally {
+    db.close();
+  }
+}
+
+describe("SqliteJournal", () => {
+  it("creates journal.db owner-only in a 0700 directory, WAL mode", async () => {
+    const journal = await openJournal();
+    await journal.record(telegram("1"));
+    expect(path).toBe(join(home, "root", "journal.db"));
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(statSync(`${path}-wal`).mode & 0o777).toBe(0o600);
+    expect(statSync(join(home, "root")).mode & 0o777).toBe(0o700);
+    expect(raw<{ journal_mode: string }>("PRAGMA journal_mode")).toEqual([{ journal_mode: "wal" }]);
+  });
+
+  it("records a message once: a redelivery under the same key is not fresh", async () => {
+    const journal = await openJournal();
+    const first = await journal.record(telegram("41"));
+    const again = await journal.record(telegram("41", "the same update, delivered again"));
+    const next = await journal.record(telegram("42"));
+    const otherProfile = await journal.record({ ...telegram("41"), profile: "home" });
+
+    expect(first.fresh).toBe(true);
+    expect(again).toEqual({ id: first.id, fresh: false });
+    expect(next.fresh).toBe(true);
+    expect(otherProfile.fresh).toBe(true);
+    expect(
+      raw<{ key: string; owner: string }>("SELECT key, owner FROM entries ORDER BY id"),
+    ).toEqual([
+      { key: "work:telegram:41", owner: currentInstanceId() },
+      { key: "work:telegram:42", owner: currentInstanceId() },
+      { key: "home:telegram:41", owner: currentInstanceId() },
+    ]);
+  });
+
+  it("takes over the unfinished entries of a process that is gone, oldest first, once", async () => {
+    const dead = await openJournal(deadOwner, () => 1_000);
+    const a = await dead.record(telegram("1"));
+    const b = await dead.record(telegram("2"));
+    await dead.started(b.id);
+    const finished = await dead.record(telegram("3"));
+    await dead.finished(finished.id, "replied");
+    await (await openJournal(liveOwner)).record(telegram("4"));
+    await (await openJournal(foreignOwner)).record(telegram("5"));
+
+    const me = await openJournal();
+    const taken = await me.takeOver();
+
+    expect(taken.map((entry) => [entry.id, entry.state, entry.owner])).toEqual([
+      [a.id, "received", currentInstanceId()],
+      [b.id, "started", currentInstanceId()],
+    ]);
+    expect(taken[0]).toMatchObject({ key: "work:telegram:1", message: telegram("1") });
+    expect(taken[1]).toMatchObject({ receivedAtMs: 1_000, startedAtMs: 1_000 });
+    expect(await me.takeOver()).toEqual([]);
+    expect(raw<{ owner: string }>("SELECT owner FROM entries ORDER BY id")).toEqual([
+      { owner: currentInstanceId() },
+      { owner: currentInstanceId() },
+      { owner: deadOwner },
+      { owner: liveOwner },
+      { owner: foreignOwner },
+    ]);
+  });
+
+  it("never hands one entry to two processes taking over at the same time", async () => {
+    const dead = await openJournal(deadOwner);
+    for (let i = 0; i < 50; i++) await dead.record(telegram(String(i)));
+    const [mine, theirs] = await Promise.all([
+      openJournal().then((j) => j.takeOver()),
+      openJournal(liveOwner).then((j) => j.takeOver()),
+    ]);
+    const ids = [...mine, ...theirs].map((entry) => entry.id).sort((x, y) => x - y);
+    expect(ids).toHaveLength(50);
+    expect(new Set(ids).size).toBe(50);
+  });
+
+  it("keeps the numerically newest Discord message per chat as its cursor", async () => {
+    const journal = await openJournal();
+    await journal.record(discord("1000"));
+    await journal.record(discord("999")); // older, and larger as text
+    await journal.record(discord("9007199254740993", "777")); // beyond a double's precision
+    await journal.record(discord("9007199254740992", "777"));
+    await journal.record(discord("5000", "555", "thread-1"));
+    await journal.record({ ...discord("7000"), profile: "home" });
+    await journal.record(telegram("123456"));
+
+    expect(await journal.cursors("work")).toEqual([
+      { channelId: "555", lastMessageId: "1000" },
+      { channelId: "777", lastMessageId: "9007199254740993" },
+      { channelId: "thread-1", lastMessageId: "5000" },
+    ]);
+    expect(await journal.cursors("home")).toEqual([{ channelId: "555", lastMessageId: "7000" }]);
+    expect(await journal.cursors("nobody")).toEqual([]);
+  });
+
+  it("keeps a reply's steps, attempts and schedule for the process that takes it over", async () => {
+    const dead = await openJournal(deadOwner, () => 5_000);
+    const entry = await dead.record(telegram("1"));
+    const reply = await dead.addReply(replyTo(telegram("1")), entry.id);
+    expect(reply).toMatchObject({ state: "pending", attempts: 0, entryId: entry.id });
+    expect(reply.steps.size).toBe(0);
+    await dead.attempt(reply.id);
+    await dead.step(reply.id, "text:0", "sent");
+    await dead.step(reply.id, "media:/workspace/a.png", "unconfirmed");
+    await dead.step(reply.id, "media:/workspace/a.png", "sent");
+    await dead.attempt(reply.id);
+    await dead.reschedule(reply.id, 65_000, "429: retry after 60 s");
+    const delivered = await dead.addReply(replyTo(telegram("2"), "other"), undefined);
+    await dead.closeReply(delivered.id, "delivered");
+    await dead.close();
+
+    const me = await openJournal();
+    expect(await me.takeOver()).toEqual([]); // the entry was marked done with its reply
+    const [resumed, ...others] = await me.takeOverReplies();
+    expect(others).toEqual([]);
+    expect(resumed).toEqual({
+      ...replyTo(telegram("1")),
+      id: reply.id,
+      entryId: entry.id,
+      state: "pending",
+      owner: currentInstanceId(),
+      steps: new Map([
+        ["text:0", "sent"],
+        ["media:/workspace/a.png", "sent"],
+      ]),
+      attempts: 2,
+      createdAtMs: 5_000,
+      notBeforeMs: 65_000,
+      lastError: "429: retry after 60 s",
+    });
+    expect(raw("SELECT state, outcome FROM entries")).toEqual([
+      { state: "done", outcome: "replied" },
+    ]);
+
+    await me.closeReply(reply.id, "given_up", "gave up after 8 attempts");
+    expect(await me.takeOverReplies()).toEqual([]);
+    expect(raw("SELECT state, last_error FROM replies ORDER BY created_at, rowid")).toEqual([
+      { state: "given_up", last_error: "gave up after 8 attempts" },
+      { state: "delivered", last_error: null },
+    ]);
+  });
+
+  it("refuses steps of a reply it does not have, as a StorageError", async () => {
+    const journal = await openJournal();
+    const error = await journal.step("no-such-reply", "text:0", "sent").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StorageError);
+    expect(error).toMatchObject({ operation: "step", path, full: false });
+    await expect(journal.attempt("no-such-reply")).rejects.toThrow(/no outbox reply/);
+  });
+
+  it("keeps its first outcome: finished after addReply leaves the entry replied", async () => {
+    const journal = await openJournal();
+    const entry = await journal.record(telegram("1"));
+    await journal.started(entry.id);
+    await journal.addReply(replyTo(telegram("1")), entry.id);
+    await journal.finished(entry.id, "failed");
+    await journal.started(entry.id);
+    expect(raw("SELECT state, outcome FROM entries")).toEqual([
+      { state: "done", outcome: "replied" },
+    ]);
+  });
+
+  it("prunes finished entries and closed replies older than the cut, nothing open", async () => {
+    let nowMs = 1_000;
+    const journal = await openJournal(undefined, () => nowMs);
+    const old = await journal.record(telegram("1"));
+    await journal.finished(old.id, "silent");
+    const oldReply = await journal.addReply(replyTo(telegram("1")), undefined);
+    await journal.step(oldReply.id, "text:0", "sent");
+    await journal.closeReply(oldReply.id, "delivered");
+    const open = await journal.record(telegram("2"));
+    const pending = await journal.addReply(replyTo(telegram("2")), undefined);
+    nowMs = 10_000;
+    const recent = await journal.record(telegram("3"));
+    await journal.finished(recent.id, "command");
+
+    expect(await journal.prune(5_000)).toBe(2);
+    expect(raw<{ id: number }>("SELECT id FROM entries ORDER BY id")).toEqual([
+      { id: open.id },
+      { id: recent.id },
+    ]);
+    expect(raw<{ id: string }>("SELECT id FROM replies")).toEqual([{ id: pending.id }]);
+    expect(raw("SELECT * FROM reply_steps")).toEqual([]);
+    // A pruned key is a new message again.
+    expect((await journal.record(telegram("1"))).fresh).toBe(true);
+  });
+
+  it("keeps everything across a reopen", async () => {
+    const first = await openJournal(deadOwner);
+    await first.record(telegram("1"));
+    await first.record(discord("77"));
+    await first.close();
+
+    const second = await openJournal();
+    expect((await second.record(telegram("1"))).fresh).toBe(false);
+    expect(await second.cursors("work")).toEqual([{ channelId: "555", lastMessageId: "77" }]);
+    expect((await second.takeOver()).map((entry) => entry.key)).toEqual([
+      "work:telegram:1",
+      "work:discord:77",
+    ]);
+  });
+
+  it("refuses a journal written by a newer schema and leaves it alone", async () => {
+    await (await openJournal()).close();
+    const newer = new Database(path);
+    newer.pragma("user_version = 9");
+    newer.close();
+    const error = await SqliteJournal.open(path).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StorageError);
+    expect(error).toMatchObject({ operation: "open", full: false });
+    expect(String(error)).toMatch(/schema version 9 is newer .* move .*journal\.db aside/);
+    expect(raw("PRAGMA user_version")).toEqual([{ user_version: 9 }]);
+  });
+});

@@ -1,0 +1,156 @@
+import { join } from "node:path";
+import { currentInstanceId, type InstanceId } from "@mediagate/sandbox";
+import type { ChatCursor, InboundMessage, StepResult } from "../channels/types.js";
+import { type CallFailure, DatabaseWorker, programUrl } from "../sqlite/database-worker.js";
+import { fromWire, wireCode } from "../sqlite/protocol.js";
+import { StorageError } from "./errors.js";
+import type { JournalDatabase } from "./journal-database.js";
+import type {
+  Journal,
+  JournalEntry,
+  JournalOutcome,
+  OutboxRecord,
+  OutboxReply,
+  RecordResult,
+} from "./types.js";
+
+/** Options of {@link SqliteJournal.open}. */
+export interface JournalOptions {
+  /** Clock for the recorded times. Default `Date.now`. */
+  readonly now?: () => number;
+  /**
+   * Who owns what this journal records (tests hand in another process's id). Default
+   * `currentInstanceId()`.
+   */
+  readonly owner?: InstanceId;
+  /** How long a writer waits for another process's lock. Default 5000. */
+  readonly busyTimeoutMs?: number;
+  /** How long `close()` waits for calls in flight (a stalled disk). Default 10000. */
+  readonly closeTimeoutMs?: number;
+}
+
+const Defaults = {
+  now: Date.now,
+  busyTimeoutMs: 5_000,
+  closeTimeoutMs: 10_000,
+} as const satisfies Required<Omit<JournalOptions, "owner">>;
+
+/** The journal of an install: `<root home>/journal.db` (docs/durability.md). */
+export function journalDbPath(rootHome: string): string {
+  return join(rootHome, "journal.db");
+}
+
+/**
+ * The {@link Journal} on SQLite: one file in WAL mode with every commit synced, worked on in
+ * its own worker thread, so a slow or frozen disk delays the calls that need the journal and
+ * nothing else. Calls run in the order they are made. Every failure rejects with
+ * {@link StorageError} (`full` set for a full disk; nothing of the failed call was saved).
+ */
+export class SqliteJournal implements Journal {
+  readonly path: string;
+  /** The owner this process records and takes over with. */
+  readonly owner: InstanceId;
+  readonly #worker: DatabaseWorker<JournalDatabase>;
+  readonly #now: () => number;
+
+  private constructor(
+    path: string,
+    owner: InstanceId,
+    worker: DatabaseWorker<JournalDatabase>,
+    now: () => number,
+  ) {
+    this.path = path;
+    this.owner = owner;
+    this.#worker = worker;
+    this.#now = now;
+  }
+
+  /**
+   * Opens (creating it owner-only, and its directory 0700, if needed) and migrates the journal
+   * at `path` in a new worker thread.
+   */
+  static async open(path: string, options: JournalOptions = {}): Promise<SqliteJournal> {
+    const settings = { ...Defaults, ...options };
+    const owner = options.owner ?? currentInstanceId();
+    const worker = await DatabaseWorker.start<JournalDatabase>({
+      program: programUrl("./journal-database.js", import.meta.url),
+      path,
+      settings: { busyTimeoutMs: settings.busyTimeoutMs, owner },
+      revive: (failure) => revive(path, failure),
+      closeTimeoutMs: settings.closeTimeoutMs,
+    });
+    return new SqliteJournal(path, owner, worker, settings.now);
+  }
+
+  record(message: InboundMessage): Promise<RecordResult> {
+    return this.#worker.call("record", message, this.#now());
+  }
+
+  started(id: number): Promise<void> {
+    return this.#worker.call("started", id, this.#now());
+  }
+
+  /** The first outcome stays: an entry already `done` (by `addReply`) is left as it is. */
+  finished(id: number, outcome: JournalOutcome): Promise<void> {
+    return this.#worker.call("finished", id, outcome, this.#now());
+  }
+
+  /**
+   * Entries not `done` whose owner is gone (`instanceLiveness` says `gone`; `unknown`, e.g.
+   * another host, counts as alive), re-owned by this process in one transaction, oldest first.
+   */
+  takeOver(): Promise<JournalEntry[]> {
+    return this.#worker.call("takeOver", this.#now());
+  }
+
+  cursors(profile: string): Promise<ChatCursor[]> {
+    return this.#worker.call("cursors", profile);
+  }
+
+  addReply(reply: OutboxReply, entryId: number | undefined): Promise<OutboxRecord> {
+    return this.#worker.call("addReply", reply, entryId, this.#now());
+  }
+
+  /** Records a step's result (a later result for the same key replaces it). */
+  step(replyId: string, key: string, result: StepResult): Promise<void> {
+    return this.#worker.call("step", replyId, key, result, this.#now());
+  }
+
+  attempt(replyId: string): Promise<void> {
+    return this.#worker.call("attempt", replyId);
+  }
+
+  reschedule(replyId: string, notBeforeMs: number, error: string): Promise<void> {
+    return this.#worker.call("reschedule", replyId, notBeforeMs, error);
+  }
+
+  closeReply(replyId: string, state: "delivered" | "given_up", error?: string): Promise<void> {
+    return this.#worker.call("closeReply", replyId, state, error, this.#now());
+  }
+
+  takeOverReplies(): Promise<OutboxRecord[]> {
+    return this.#worker.call("takeOverReplies");
+  }
+
+  prune(olderThanMs: number): Promise<number> {
+    return this.#worker.call("prune", olderThanMs);
+  }
+
+  /**
+   * Lets the calls made before it finish, closes the database (checkpointing its WAL) and
+   * ends the worker thread. Later calls reject. Safe to call twice.
+   */
+  close(): Promise<void> {
+    return this.#worker.close();
+  }
+}
+
+function revive(path: string, { operation, error }: CallFailure): StorageError {
+  return new StorageError({
+    operation,
+    path,
+    reason: error.message,
+    code: wireCode(error),
+    cause: fromWire(error),
+  });
+}

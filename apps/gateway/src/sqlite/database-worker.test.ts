@@ -1,0 +1,115 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { TestProgram } from "../../test/fixtures/worker-program.js";
+import { type CallFailure, DatabaseWorker, programUrl } from "./database-worker.js";
+
+/** The revived error keeps the failure for the assertions. */
+class Revived extends Error {
+  readonly failure: CallFailure;
+  constructor(failure: CallFailure) {
+    super(`${failure.operation}: ${failure.error.name}: ${failure.error.message}`);
+    this.failure = failure;
+  }
+}
+
+const started: DatabaseWorker<TestProgram>[] = [];
+
+async function start(
+  settings: { fail?: boolean } = {},
+  closeTimeoutMs?: number,
+): Promise<DatabaseWorker<TestProgram>> {
+  const worker = await DatabaseWorker.start<TestProgram>({
+    program: programUrl("../../test/fixtures/worker-program.js", import.meta.url),
+    path: "/nowhere/test.db",
+    settings,
+    revive: (failure) => new Revived(failure),
+    ...(closeTimeoutMs === undefined ? {} : { closeTimeoutMs }),
+  });
+  started.push(worker);
+  return worker;
+}
+
+afterEach(async () => {
+  for (const worker of started.splice(0)) await worker.close().catch(() => {});
+});
+
+describe("DatabaseWorker", () => {
+  it("answers calls in the order they were made, values cloned across the thread", async () => {
+    const worker = await start();
+    const answers = await Promise.all([
+      worker.call("echo", 1),
+      worker.call("echo", new Map([["text:0", "sent"]])),
+      worker.call("echo", { nested: [1, "two"] }),
+    ]);
+    expect(answers).toEqual([1, new Map([["text:0", "sent"]]), { nested: [1, "two"] }]);
+  });
+
+  it("rebuilds a thrown error from its name, code, fields and cause", async () => {
+    const worker = await start();
+    const error = await worker.call("explode").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Revived);
+    const { failure } = error as Revived;
+    expect(failure.operation).toBe("explode");
+    expect(failure.error).toMatchObject({
+      name: "Error",
+      message: "outer",
+      cause: {
+        name: "ProgramError",
+        message: "disk full",
+        code: "SQLITE_FULL",
+        fields: { operation: "explode", count: 3, code: "SQLITE_FULL" },
+      },
+    });
+  });
+
+  it("rejects the open with the program's failure and leaves no thread behind", async () => {
+    const error = await start({ fail: true }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Revived);
+    expect((error as Revived).failure).toMatchObject({
+      operation: "open",
+      error: { message: "cannot open /nowhere/test.db" },
+    });
+  });
+
+  it("rejects the call in flight, the calls queued behind it and later calls when the thread dies", async () => {
+    const worker = await start();
+    const dying = worker.call("exit", 3).catch((e: unknown) => e);
+    const queued = worker.call("echo", "never answered").catch((e: unknown) => e);
+    for (const error of [await dying, await queued]) {
+      expect(error).toBeInstanceOf(Revived);
+      expect((error as Revived).failure.error).toMatchObject({
+        name: "DatabaseWorkerStopped",
+        message: "the database worker thread stopped unexpectedly (exit code 3)",
+      });
+    }
+    await expect(worker.call("echo", "later")).rejects.toThrow(/stopped unexpectedly/);
+    await expect(worker.close()).resolves.toBeUndefined();
+  });
+
+  it("refuses an argument that cannot cross the thread without losing the calls after it", async () => {
+    const worker = await start();
+    const error = await worker
+      .call("echo", (() => 1) as unknown as number)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Revived);
+    expect((error as Revived).failure.operation).toBe("echo");
+    await expect(worker.call("echo", 2)).resolves.toBe(2);
+  });
+
+  it("lets calls made before close finish, then refuses new ones", async () => {
+    const worker = await start();
+    const before = worker.call("block", 200);
+    const closing = worker.close();
+    await expect(worker.call("echo", 1)).rejects.toThrow(/DatabaseWorkerClosed/);
+    await expect(before).resolves.toBe("unblocked");
+    await closing;
+  });
+
+  it("gives up on a call stuck past closeTimeoutMs: close and the call reject, nothing hangs", async () => {
+    const worker = await start({}, 50);
+    const stuck = worker.call("block", 60_000).catch((e: unknown) => e);
+    await expect(worker.close()).rejects.toThrow(/did not close within 50 ms/);
+    const error = await stuck;
+    expect(error).toBeInstanceOf(Revived);
+    expect((error as Revived).failure.error.name).toBe("DatabaseWorkerCloseTimeout");
+  });
+});

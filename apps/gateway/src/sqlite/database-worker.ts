@@ -1,0 +1,258 @@
+import { Worker } from "node:worker_threads";
+import {
+  type CallRequest,
+  toWire,
+  type WireError,
+  type WorkerReply,
+  type WorkerStart,
+} from "./protocol.js";
+
+/** Why a call failed, as {@link DatabaseWorkerOptions.revive} sees it. */
+export interface CallFailure {
+  /** The operation (method name; `open` while opening, `close` while closing). */
+  readonly operation: string;
+  /**
+   * What went wrong. An error thrown in the thread keeps its name, code and fields. A thread
+   * that stopped gives `name: "DatabaseWorkerStopped"`; a call after `close()`
+   * `"DatabaseWorkerClosed"`; a close that gave up waiting `"DatabaseWorkerCloseTimeout"`.
+   */
+  readonly error: WireError;
+}
+
+/** Options of {@link DatabaseWorker.start}. */
+export interface DatabaseWorkerOptions {
+  /**
+   * URL of the program module run in the thread (see {@link programUrl}). It exports
+   * `openInWorker(path, settings)`, which opens the database synchronously and returns an
+   * object whose methods are the operations.
+   */
+  readonly program: URL;
+  /** The database file, handed to `openInWorker`. */
+  readonly path: string;
+  /** Structured-cloneable settings handed to `openInWorker`. */
+  readonly settings: unknown;
+  /** Builds the error a failed call rejects with (the caller's own error classes). */
+  readonly revive: (failure: CallFailure) => Error;
+  /**
+   * How long `close()` waits for the calls in flight and the final checkpoint before it
+   * gives up on them (they reject) and lets the thread go. Default 10000.
+   */
+  readonly closeTimeoutMs?: number;
+}
+
+export const DatabaseWorkerDefaults = {
+  closeTimeoutMs: 10_000,
+} as const satisfies Required<Pick<DatabaseWorkerOptions, "closeTimeoutMs">>;
+
+/** The operations of a program object: its methods, as promises of their results. */
+type Operation<P, K extends keyof P> = P[K] extends (...args: infer A) => infer R
+  ? (...args: A) => Promise<Awaited<R>>
+  : never;
+
+interface Pending {
+  readonly operation: string;
+  resolve(value: unknown): void;
+  reject(error: Error): void;
+}
+
+/**
+ * `url` of a sibling module of `base` (an `import.meta.url`), with the extension `base` has:
+ * `.ts` when running from source (the tests), `.js` when built.
+ */
+export function programUrl(relative: string, base: string): URL {
+  const url = new URL(relative, base);
+  if (base.endsWith(".ts")) url.pathname = url.pathname.replace(/\.js$/, ".ts");
+  return url;
+}
+
+/**
+ * Starts the worker thread. Built code runs `worker-thread.js` directly; from TypeScript
+ * source (the test suites run `src/` through vitest) both modules are compiled first (see
+ * source-bundle.ts).
+ */
+async function spawn(data: WorkerStart): Promise<Worker> {
+  const entry = programUrl("./worker-thread.js", import.meta.url);
+  if (!entry.pathname.endsWith(".ts")) return new Worker(entry, { workerData: data });
+  const { compileForWorker } = await import("./source-bundle.js");
+  const compiled = compileForWorker(entry, new URL(data.program));
+  return new Worker(compiled.entry, { workerData: { ...data, program: compiled.program.href } });
+}
+
+/**
+ * One database file in its own worker thread: its synchronous SQLite work never blocks the
+ * event loop, so a slow or frozen disk delays only the calls on this database. Calls run in
+ * the order they are made. A thread that dies rejects every call in flight and every later
+ * one with a `DatabaseWorkerStopped` failure; nothing hangs.
+ *
+ * The thread keeps the process alive only while calls are in flight.
+ */
+export class DatabaseWorker<P extends object> {
+  readonly path: string;
+  readonly #worker: Worker;
+  readonly #revive: (failure: CallFailure) => Error;
+  readonly #closeTimeoutMs: number;
+  readonly #pending = new Map<number, Pending>();
+  #nextId = 1;
+  /** Set once the thread is gone or closed: later calls reject with it. */
+  #stopped: WireError | undefined;
+  #closing: Promise<void> | undefined;
+
+  private constructor(worker: Worker, options: DatabaseWorkerOptions) {
+    this.path = options.path;
+    this.#worker = worker;
+    this.#revive = options.revive;
+    this.#closeTimeoutMs = options.closeTimeoutMs ?? DatabaseWorkerDefaults.closeTimeoutMs;
+    worker.on("message", (reply: WorkerReply) => this.#settle(reply));
+    worker.on("error", (error) => this.#stop(stoppedBecause(error)));
+    worker.on("exit", (code) => this.#stop(stoppedBecause(`exit code ${code}`)));
+  }
+
+  /**
+   * Starts the thread and opens the database in it. Rejects with the revived open failure
+   * (operation `open`), after which the thread is gone.
+   */
+  static async start<P extends object>(options: DatabaseWorkerOptions): Promise<DatabaseWorker<P>> {
+    const worker = await spawn({
+      program: options.program.href,
+      path: options.path,
+      settings: options.settings,
+    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const fail = (error: WireError) => reject(options.revive({ operation: "open", error }));
+        const onExit = (code: number) => fail(stoppedBecause(`exit code ${code}`));
+        const onError = (error: Error) => fail(stoppedBecause(error));
+        worker.once("exit", onExit);
+        worker.once("error", onError);
+        worker.once("message", (reply: WorkerReply) => {
+          worker.off("exit", onExit);
+          worker.off("error", onError);
+          if (reply.type === "ready") resolve();
+          else if (reply.type === "open-failed") fail(reply.error);
+          else fail(stoppedBecause(`unexpected ${reply.type} before ready`));
+        });
+      });
+    } catch (error) {
+      await worker.terminate();
+      throw error;
+    }
+    worker.unref();
+    return new DatabaseWorker<P>(worker, options);
+  }
+
+  /** Runs `method` of the program in the thread. */
+  call<K extends keyof P & string>(
+    method: K,
+    ...args: Parameters<Operation<P, K>>
+  ): ReturnType<Operation<P, K>> {
+    return this.#call(method, args) as ReturnType<Operation<P, K>>;
+  }
+
+  #call(method: string, args: readonly unknown[]): Promise<unknown> {
+    const refused = this.#stopped ?? (this.#closing === undefined ? undefined : Closed);
+    if (refused !== undefined) {
+      return Promise.reject(this.#revive({ operation: method, error: refused }));
+    }
+    return this.#send(method, args);
+  }
+
+  #send(method: string, args: readonly unknown[]): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const id = this.#nextId++;
+      if (this.#pending.size === 0) this.#worker.ref();
+      this.#pending.set(id, { operation: method, resolve, reject });
+      const request: CallRequest = { id, method, args };
+      try {
+        this.#worker.postMessage(request);
+      } catch (error) {
+        // An argument that cannot be cloned (a function, a symbol): refused here, not sent.
+        this.#take(id);
+        reject(this.#revive({ operation: method, error: toWire(error) }));
+      }
+    });
+  }
+
+  #take(id: number): Pending | undefined {
+    const pending = this.#pending.get(id);
+    this.#pending.delete(id);
+    if (this.#pending.size === 0) this.#worker.unref();
+    return pending;
+  }
+
+  #settle(reply: WorkerReply): void {
+    if (reply.type !== "result" && reply.type !== "failure") return;
+    const pending = this.#take(reply.id);
+    if (pending === undefined) return;
+    if (reply.type === "result") pending.resolve(reply.value);
+    else pending.reject(this.#revive({ operation: pending.operation, error: reply.error }));
+  }
+
+  #stop(reason: WireError): void {
+    this.#stopped ??= reason;
+    for (const id of [...this.#pending.keys()]) {
+      const pending = this.#take(id);
+      pending?.reject(this.#revive({ operation: pending.operation, error: this.#stopped }));
+    }
+  }
+
+  /**
+   * Runs the program's `close` (which closes the database: the WAL is checkpointed), then ends
+   * the thread. Calls made before `close()` finish first; calls after it reject. If that takes
+   * longer than `closeTimeoutMs` (a frozen disk), the calls still waiting reject and the thread
+   * is left to end on its own, without keeping the process alive. Safe to call twice.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
+    if (this.#stopped !== undefined) return;
+    const closed = this.#send("close", []);
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<"timeout">((resolve) => {
+      timer = setTimeout(() => resolve("timeout"), this.#closeTimeoutMs);
+      timer.unref();
+    });
+    let outcome: unknown;
+    try {
+      outcome = await Promise.race([closed, timedOut]);
+    } finally {
+      clearTimeout(timer);
+      if (outcome !== "timeout") {
+        this.#stopped ??= Closed;
+        await this.#worker.terminate();
+      }
+    }
+    if (outcome === "timeout") {
+      const error: WireError = {
+        name: "DatabaseWorkerCloseTimeout",
+        message: `the database did not close within ${this.#closeTimeoutMs} ms (the disk may be stalled); the calls still waiting were given up`,
+        fields: {},
+      };
+      this.#stopped ??= error;
+      this.#stop(error);
+      // The thread may be blocked in a system call; it ends when that returns. Not awaited,
+      // and unreferenced, so a stalled disk does not hold up the process's exit.
+      this.#worker.unref();
+      void this.#worker.terminate().catch(() => {});
+      throw this.#revive({ operation: "close", error });
+    }
+  }
+}
+
+const Closed: WireError = {
+  name: "DatabaseWorkerClosed",
+  message: "the database is closed",
+  fields: {},
+};
+
+function stoppedBecause(cause: Error | string): WireError {
+  const detail = typeof cause === "string" ? cause : `${cause.name}: ${cause.message}`;
+  return {
+    name: "DatabaseWorkerStopped",
+    message: `the database worker thread stopped unexpectedly (${detail})`,
+    fields: {},
+    cause: typeof cause === "string" ? undefined : toWire(cause),
+  };
+}

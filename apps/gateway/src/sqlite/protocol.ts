@@ -1,0 +1,77 @@
+/**
+ * The messages between a {@link DatabaseWorker} and its thread. Internal to `sqlite/`.
+ * Values cross by structured clone (plain data, `Map`s); errors cross as {@link WireError}
+ * and are rebuilt as their own classes on the main thread.
+ */
+
+/** What the thread is started with (`workerData`). */
+export interface WorkerStart {
+  /** URL of the program module; it exports `openInWorker(path, settings)`. */
+  readonly program: string;
+  readonly path: string;
+  readonly settings: unknown;
+}
+
+/** Main → thread: run one operation of the program. */
+export interface CallRequest {
+  readonly id: number;
+  readonly method: string;
+  readonly args: readonly unknown[];
+}
+
+/** Thread → main. */
+export type WorkerReply =
+  | { readonly type: "ready" }
+  | { readonly type: "open-failed"; readonly error: WireError }
+  | { readonly type: "result"; readonly id: number; readonly value: unknown }
+  | { readonly type: "failure"; readonly id: number; readonly error: WireError };
+
+/** An error as it crosses the thread boundary: its class name, message and plain fields. */
+export interface WireError {
+  readonly name: string;
+  readonly message: string;
+  /** SQLite's result code (`SQLITE_FULL`, …) or a Node errno code (`ENOSPC`), if any. */
+  readonly code?: string | undefined;
+  /** Own enumerable string/number/boolean fields (`operation`, `path`, `found`, …). */
+  readonly fields: Readonly<Record<string, string | number | boolean>>;
+  readonly cause?: WireError | undefined;
+}
+
+/** Flattens an error (and its first causes) into a {@link WireError}. */
+export function toWire(error: unknown, depth = 0): WireError {
+  if (!(error instanceof Error)) return { name: "Error", message: String(error), fields: {} };
+  const fields: Record<string, string | number | boolean> = {};
+  for (const [key, value] of Object.entries(error)) {
+    if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") {
+      fields[key] = value;
+    }
+  }
+  const code = "code" in error && typeof error.code === "string" ? error.code : undefined;
+  const cause = error.cause !== undefined && depth < 3 ? toWire(error.cause, depth + 1) : undefined;
+  return { name: error.name, message: error.message, code, fields, cause };
+}
+
+/** A plain `Error` standing for a {@link WireError} (as the `cause` of a rebuilt error). */
+export function fromWire(wire: WireError): Error {
+  const error = new Error(
+    wire.message,
+    wire.cause === undefined ? undefined : { cause: fromWire(wire.cause) },
+  );
+  error.name = wire.name;
+  if (wire.code !== undefined) Object.assign(error, { code: wire.code });
+  return error;
+}
+
+/** The first `code` along `wire` and its causes. */
+export function wireCode(wire: WireError | undefined): string | undefined {
+  for (let at = wire; at !== undefined; at = at.cause) if (at.code !== undefined) return at.code;
+  return undefined;
+}
+
+export function isCallRequest(value: unknown): value is CallRequest {
+  if (typeof value !== "object" || value === null) return false;
+  const record = value as Record<string, unknown>;
+  return (
+    typeof record.id === "number" && typeof record.method === "string" && Array.isArray(record.args)
+  );
+}
