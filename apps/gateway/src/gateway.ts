@@ -1,27 +1,62 @@
 import { connectDocker, type DockerEngine } from "@mediagate/sandbox";
 import type { Agent } from "./agents/types.js";
 import { createChannels } from "./channels/factory.js";
-import type { ChannelAdapter, InboundMessage } from "./channels/types.js";
+import type {
+  ChannelAdapter,
+  ChannelHealth,
+  ChatCursor,
+  ChatTarget,
+  InboundMessage,
+  Platform,
+} from "./channels/types.js";
 import { emptyEnv, type GatewayEnv } from "./config/env.js";
 import type { GatewayConfig, ProfileConfig } from "./config/types.js";
+import { StorageError } from "./durable/errors.js";
+import { journalDbPath, SqliteJournal } from "./durable/journal.js";
+import { Outbox } from "./durable/outbox.js";
+import type { Journal, JournalEntry } from "./durable/types.js";
+import {
+  type HealthReport,
+  type HealthServer,
+  overallStatus,
+  startHealthServer,
+} from "./health/server.js";
 import { type Logger, silentLogger } from "./log.js";
+import { finishEntry } from "./pipeline/journal-steps.js";
 import { handleMessage } from "./pipeline/pipeline.js";
-import type { MessageContext, PipelineServices } from "./pipeline/types.js";
+import { TurnFailedText } from "./pipeline/run-turn.js";
+import { type MessageContext, type PipelineServices, say } from "./pipeline/types.js";
+import { accessOf } from "./runtime/access.js";
 import { ProfileRuntime } from "./runtime/profile-runtime.js";
 import { SlotRegistry } from "./runtime/slot-registry.js";
 import { SessionScope } from "./session/context.js";
 import { TurnQueue } from "./session/queue.js";
+import { GatewayStopping } from "./session/stopping.js";
 import type { StateStore } from "./state/store.js";
 
 /** Defaults of {@link Gateway}. */
 export const GatewayDefaults = {
-  /** How long stop() lets running turns and deliveries finish before aborting them. */
+  /** How long stop() lets running turns and deliveries finish before cutting them off. */
   drainTimeoutMs: 15_000,
-  /** After aborting, how long stop() waits for the aborted turns to settle. */
+  /** After cutting them off, how long stop() waits for the aborted turns to settle. */
   abortGraceMs: 5_000,
   /** How long stop() waits for each sandbox's outstanding cleanups. */
   shutdownTimeoutMs: 15_000,
+  /** Recorded messages and delivered replies are kept this long, then pruned at start. */
+  journalRetentionMs: 7 * 24 * 60 * 60 * 1000,
+  /** How long an engine reachability answer is reused by the health endpoint. */
+  engineCheckTtlMs: 5_000,
 } as const;
+
+/** The line a chat gets after a restart for a turn a crash or a stop cut off. */
+export function interruptedText(message: InboundMessage): string {
+  const preview = message.text.length > 60 ? `${message.text.slice(0, 57)}…` : message.text;
+  return `⚠️ The gateway restarted while working on your message “${preview}”. It did not finish, and commands it started may have run in part. Send it again if you still want it.`;
+}
+
+/** The line a chat gets when its message cannot be recorded (the journal's disk). */
+export const NotRecordedText =
+  "⚠️ Your message could not be saved: the gateway's disk is full or failing. It will be answered once it can be saved; no need to send it again.";
 
 /** Options of {@link Gateway.create}. */
 export interface GatewayOptions {
@@ -35,18 +70,21 @@ export interface GatewayOptions {
   readonly agent?: (profile: ProfileConfig, store: StateStore) => Agent;
   /** Called when the console's input ends (the CLI shuts down). */
   readonly onConsoleClose?: () => void;
+  /**
+   * Called once when a channel gives up for good (e.g. its token was revoked): the CLI stops
+   * and exits non-zero.
+   */
+  readonly onFatal?: (error: Error) => void;
+  /** Overrides `config.drainTimeoutSeconds`. */
   readonly drainTimeoutMs?: number;
   /** Typing renewal period (default 4 s). */
   readonly activityIntervalMs?: number;
 }
 
-function delay(ms: number): Promise<"timeout"> {
-  return new Promise((resolve) => setTimeout(() => resolve("timeout"), ms).unref());
-}
-
 /**
  * The gateway: one {@link ProfileRuntime} per profile (sandbox, state database, agent), the
- * channels, one session scope and one turn queue for the whole process. Usable in-process.
+ * channels, the per-install journal and outbox, one session scope and one turn queue for the
+ * whole process. Usable in-process.
  */
 export class Gateway {
   readonly config: GatewayConfig;
@@ -54,13 +92,22 @@ export class Gateway {
   readonly logger: Logger;
   readonly runtimes: ReadonlyMap<string, ProfileRuntime>;
   readonly channels: readonly ChannelAdapter[];
+  readonly journal: Journal;
+  readonly outbox: Outbox;
   /** Start-up notes for the operator (e.g. a profile where nobody is allowed); the CLI prints them. */
   readonly warnings: readonly string[];
   readonly #services: PipelineServices;
   readonly #inFlight = new Set<Promise<void>>();
   readonly #drainTimeoutMs: number;
+  readonly #options: GatewayOptions;
+  /** Receipts whose chat was told the message could not be saved (told once each). */
+  readonly #toldNotRecorded = new Set<string>();
+  #journalProblem: string | undefined;
+  #engineCheck: { atMs: number; reachable: boolean; detail?: string | undefined } | undefined;
+  #health: HealthServer | undefined;
   #accepting = false;
   #stopping: Promise<void> | undefined;
+  #fatal = false;
 
   private constructor(
     config: GatewayConfig,
@@ -68,6 +115,7 @@ export class Gateway {
     logger: Logger,
     runtimes: Map<string, ProfileRuntime>,
     channels: readonly ChannelAdapter[],
+    journal: Journal,
     options: GatewayOptions,
     env: GatewayEnv,
   ) {
@@ -76,7 +124,17 @@ export class Gateway {
     this.logger = logger;
     this.runtimes = runtimes;
     this.channels = channels;
-    this.#drainTimeoutMs = options.drainTimeoutMs ?? GatewayDefaults.drainTimeoutMs;
+    this.journal = journal;
+    this.#options = options;
+    this.#drainTimeoutMs = options.drainTimeoutMs ?? config.drainTimeoutSeconds * 1000;
+    this.outbox = new Outbox({
+      journal,
+      logger,
+      channelFor: (profile, platform) => this.#channelFor(profile, platform),
+      runtimeFor: (profile) => this.runtimes.get(profile),
+      maxAttempts: config.delivery.maxAttempts,
+      maxAgeMs: config.delivery.maxAgeSeconds * 1000,
+    });
     this.#services = {
       queue: new TurnQueue({
         concurrency: config.concurrency,
@@ -85,6 +143,9 @@ export class Gateway {
       }),
       scope: new SessionScope({ fallbackSessionKey: env.sessionKey }),
       slots: new SlotRegistry(),
+      journal,
+      outbox: this.outbox,
+      channels: () => this.channels.map((c) => c.health()),
       activityIntervalMs: options.activityIntervalMs,
     };
     this.warnings = config.profiles
@@ -101,7 +162,7 @@ export class Gateway {
       );
   }
 
-  /** Builds runtimes (sandbox, state db, agent) and channels; nothing is started yet. */
+  /** Builds runtimes (sandbox, state db, agent), the journal and channels; nothing is started yet. */
   static async create(config: GatewayConfig, options: GatewayOptions = {}): Promise<Gateway> {
     const env = options.env ?? emptyEnv();
     const logger = options.logger ?? silentLogger();
@@ -109,7 +170,9 @@ export class Gateway {
     const homes = [config.home, ...config.profiles.map((p) => p.home)];
     const runtimes = new Map<string, ProfileRuntime>();
     let channels: readonly ChannelAdapter[];
+    let journal: Journal | undefined;
     try {
+      journal = await SqliteJournal.open(journalDbPath(config.home));
       for (const profile of config.profiles) {
         const agent = options.agent;
         runtimes.set(
@@ -129,21 +192,75 @@ export class Gateway {
         createChannels(config, { logger, onConsoleClose: options.onConsoleClose });
     } catch (error) {
       for (const runtime of runtimes.values()) await runtime.close(1_000).catch(() => {});
+      await journal?.close().catch(() => {});
       throw error;
     }
-    return new Gateway(config, engine, logger, runtimes, channels, options, env);
+    return new Gateway(config, engine, logger, runtimes, channels, journal, options, env);
   }
 
-  /** Starts every channel; messages flow from here on. */
+  /**
+   * Recovers what a previous process left (docs/durability.md): its messages whose turn never
+   * started run, its cut-off turns get a notice in their chat (or run again with
+   * `recovery.rerunInterrupted`), its unfinished replies are delivered from the outbox; then
+   * every channel starts, Discord catches up on what was sent while nobody listened, and the
+   * sandboxes' orphans of dead processes are reaped.
+   */
   async start(): Promise<void> {
     this.#accepting = true;
+    if (this.config.healthListen !== undefined) {
+      this.#health = await startHealthServer(this.config.healthListen, () => this.health());
+      this.logger.info({ url: this.#health.url }, "health endpoint listening");
+    }
+    const pruned = await this.journal
+      .prune(Date.now() - GatewayDefaults.journalRetentionMs)
+      .catch((error: unknown) => {
+        this.logger.warn({ err: error }, "could not prune the journal");
+        return 0;
+      });
+    if (pruned > 0) this.logger.info({ pruned }, "old journal records pruned");
+    const { resumed } = await this.#recover();
+    // Cursors are read before the channels start: a live message recorded first would move
+    // its chat's cursor past the messages still to fetch.
+    const cursors = new Map<ChannelAdapter, readonly ChatCursor[]>();
+    for (const channel of this.channels) {
+      if (channel.catchUp !== undefined)
+        cursors.set(channel, await this.journal.cursors(channel.profile));
+    }
     for (const channel of this.channels) {
       await channel.start({
-        onMessage: async (message) => this.#onMessage(channel, message),
-        onFatal: (error) => this.logger.fatal({ err: error }, "channel failed"),
+        onMessage: (message) => this.#received(channel, message),
+        onFatal: (error) => this.#onFatal(channel, error),
       });
-      this.logger.info({ platform: channel.platform }, "channel started");
+      this.logger.info({ platform: channel.platform, profile: channel.profile }, "channel started");
     }
+    for (const [channel, chats] of cursors) {
+      if (channel.catchUp === undefined || chats.length === 0) continue;
+      this.logger.info(
+        { platform: channel.platform, profile: channel.profile, chats: chats.length },
+        "catching up on messages sent while the gateway was down",
+      );
+      this.#track(
+        channel
+          .catchUp(chats, (message) => this.#received(channel, message))
+          .catch((error: unknown) => this.logger.error({ err: error }, "catch-up failed")),
+      );
+    }
+    // Orphans are reaped once the resumed replies had their attempt: those plan their media
+    // from the slot directories a dead process's containers used.
+    this.#track(
+      resumed.then(async () => {
+        for (const runtime of this.runtimes.values()) {
+          await runtime.sandbox.reapOrphans().then(
+            (result) => {
+              if (result.removed.length > 0 || result.failed.length > 0)
+                this.logger.info({ profile: runtime.name, ...result }, "orphaned sandboxes reaped");
+            },
+            (error: unknown) =>
+              this.logger.warn({ err: error, profile: runtime.name }, "orphan reaping failed"),
+          );
+        }
+      }),
+    );
   }
 
   /** Resolves when every message received so far has been fully handled. */
@@ -151,14 +268,28 @@ export class Gateway {
     while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
   }
 
+  /** What the health endpoint reports (also used by `/status`). */
+  async health(): Promise<HealthReport> {
+    const channels: ChannelHealth[] = this.channels.map((c) => c.health());
+    const engine = await this.#engineReachable();
+    const queue = this.#services.queue;
+    return {
+      status: overallStatus(channels, this.#journalProblem === undefined, engine.reachable),
+      channels,
+      journal: { writable: this.#journalProblem === undefined, detail: this.#journalProblem },
+      engine,
+      queue: { running: queue.active, queued: queue.pending },
+      outbox: { scheduled: this.outbox.scheduled },
+    };
+  }
+
   /**
-   * Graceful stop: stop receiving on every channel first (a message that still arrives while
-   * the channels stop is handled like any other), then take no new messages, let running
-   * turns and deliveries finish (bounded by `drainTimeoutMs`, then abort them), await the
-   * sandboxes' outstanding cleanups and close the state databases. Safe to call twice.
-   *
-   * Receiving stops before the drain, not after it: a Telegram update fetched during the drain
-   * and ignored would still be confirmed by the final poll, and so be lost for the next process.
+   * Graceful stop: stop receiving on every channel first (Telegram confirms what was recorded),
+   * then take no new messages, let running turns and deliveries finish (bounded by the drain
+   * timeout). At the deadline nothing is lost: messages still queued stay in the journal for
+   * the next start, running turns are cut off and stay recorded as started (their chats are
+   * told after the restart), uploads are aborted and stay in the outbox. Then the sandboxes'
+   * outstanding cleanups, the state databases and the journal are closed. Safe to call twice.
    */
   stop(): Promise<void> {
     this.#stopping ??= this.#stop();
@@ -179,22 +310,183 @@ export class Gateway {
       delay(this.#drainTimeoutMs),
     ]);
     if (drained === "timeout") {
-      this.logger.warn({ running: queue.active }, "drain timed out; aborting running turns");
-      queue.abortAll(new Error("gateway shutting down"));
-      await Promise.race([this.idle(), delay(GatewayDefaults.abortGraceMs)]);
+      this.logger.warn(
+        { running: queue.active, queued: queue.pending },
+        "drain deadline: running turns are cut off (their chats are told after the restart), queued messages and unfinished replies stay in the journal for the next start",
+      );
+      queue.shutdown(new GatewayStopping());
     }
+    await this.outbox.stop(GatewayDefaults.abortGraceMs);
+    await Promise.race([this.idle(), delay(GatewayDefaults.abortGraceMs)]);
     for (const runtime of this.runtimes.values()) {
       await runtime.close(GatewayDefaults.shutdownTimeoutMs).catch((error: unknown) => {
         this.logger.warn({ err: error, profile: runtime.name }, "profile shutdown failed");
       });
     }
+    await this.#health?.close();
+    const released = await this.journal.release().catch((error: unknown) => {
+      this.logger.warn({ err: error }, "could not release the journal's unfinished work");
+      return 0;
+    });
+    if (released > 0)
+      this.logger.info({ released }, "unfinished work left in the journal for the next start");
+    await this.journal.close().catch((error: unknown) => {
+      this.logger.warn({ err: error }, "journal close failed");
+    });
   }
 
-  #onMessage(channel: ChannelAdapter, message: InboundMessage): void {
-    if (!this.#accepting) return;
+  /** Whether the engine answers a ping, reused for a few seconds (probes may poll often). */
+  async #engineReachable(): Promise<{ reachable: boolean; detail?: string | undefined }> {
+    const cached = this.#engineCheck;
+    if (cached !== undefined && Date.now() - cached.atMs < GatewayDefaults.engineCheckTtlMs)
+      return { reachable: cached.reachable, detail: cached.detail };
+    let check: { atMs: number; reachable: boolean; detail?: string | undefined };
+    try {
+      await this.engine.ping();
+      check = { atMs: Date.now(), reachable: true };
+    } catch (error) {
+      check = {
+        atMs: Date.now(),
+        reachable: false,
+        detail: error instanceof Error ? error.message : String(error),
+      };
+    }
+    this.#engineCheck = check;
+    return { reachable: check.reachable, detail: check.detail };
+  }
+
+  #channelFor(profile: string, platform: Platform): ChannelAdapter | undefined {
+    return this.channels.find((c) => c.profile === profile && c.platform === platform);
+  }
+
+  #track(work: Promise<unknown>): void {
+    const done: Promise<void> = work
+      .then(() => undefined)
+      .catch((error: unknown) => this.logger.error({ err: error }, "background work failed"))
+      .finally(() => this.#inFlight.delete(done));
+    this.#inFlight.add(done);
+  }
+
+  /** {@link #receive}, counted by {@link idle} from the moment the message arrives. */
+  #received(channel: ChannelAdapter, message: InboundMessage): Promise<void> {
+    const receiving = this.#receive(channel, message);
+    this.#track(receiving.catch(() => {}));
+    return receiving;
+  }
+
+  /**
+   * The channels' message handler: the message is recorded in the journal before it returns
+   * (so before the platform is told it arrived). A redelivered message already recorded is
+   * not run again. When the journal cannot be written the message is not confirmed (the
+   * rejection tells the channel) and its chat is told once.
+   */
+  async #receive(channel: ChannelAdapter, message: InboundMessage): Promise<void> {
+    if (!this.#accepting)
+      throw new Error("the gateway is stopping; the message is left unconfirmed");
+    let recorded: { id: number; fresh: boolean };
+    try {
+      recorded = await this.journal.record(message);
+    } catch (error) {
+      await this.#notRecorded(channel, message, error);
+      throw error;
+    }
+    if (this.#journalProblem !== undefined) {
+      this.logger.info("journal writable again");
+      this.#journalProblem = undefined;
+    }
+    if (!recorded.fresh) {
+      this.logger.info(
+        { profile: message.profile, platform: message.platform, receiptId: message.receiptId },
+        "message redelivered by the platform was recorded before; not run again",
+      );
+      return;
+    }
+    this.#dispatch(channel, message, recorded.id);
+  }
+
+  async #notRecorded(
+    channel: ChannelAdapter,
+    message: InboundMessage,
+    error: unknown,
+  ): Promise<void> {
+    const detail = error instanceof Error ? error.message : String(error);
+    this.#journalProblem = detail;
+    this.logger.error(
+      {
+        err: error,
+        profile: message.profile,
+        platform: message.platform,
+        receiptId: message.receiptId,
+      },
+      "message not recorded: the journal cannot be written; it stays unconfirmed",
+    );
+    const key = `${message.profile}:${message.platform}:${message.receiptId}`;
+    const runtime = this.runtimes.get(message.profile);
+    const allowed =
+      runtime !== undefined && accessOf(runtime.profile, message.platform, message.userId).allowed;
+    if (!allowed || this.#toldNotRecorded.has(key)) return;
+    if (this.#toldNotRecorded.size > 10_000) this.#toldNotRecorded.clear();
+    this.#toldNotRecorded.add(key);
+    if (!(error instanceof StorageError)) return;
+    await channel.sendText(targetOf(message), NotRecordedText).catch((sendError: unknown) => {
+      this.logger.warn({ err: sendError }, "could not tell the chat its message was not saved");
+    });
+  }
+
+  #onFatal(channel: ChannelAdapter, error: Error): void {
+    if (this.#fatal) return;
+    this.#fatal = true;
+    this.logger.fatal(
+      { err: error, platform: channel.platform, profile: channel.profile },
+      "channel failed for good; stopping",
+    );
+    this.#options.onFatal?.(error);
+  }
+
+  /** Takes over what a dead process left; resolves when its unfinished replies had their attempt. */
+  async #recover(): Promise<{ readonly resumed: Promise<void> }> {
+    const entries = await this.journal.takeOver();
+    for (const entry of entries) await this.#recoverEntry(entry);
+    const replies = await this.journal.takeOverReplies();
+    if (entries.length > 0 || replies.length > 0) {
+      this.logger.info(
+        {
+          messages: entries.filter((e) => e.state === "received").length,
+          interrupted: entries.filter((e) => e.state === "started").length,
+          replies: replies.length,
+        },
+        "recovering what the previous process left",
+      );
+    }
+    return { resumed: this.outbox.resume(replies) };
+  }
+
+  async #recoverEntry(entry: JournalEntry): Promise<void> {
+    const { message } = entry;
+    const channel = this.#channelFor(message.profile, message.platform);
+    if (channel === undefined || !this.runtimes.has(message.profile)) {
+      this.logger.warn(
+        { profile: message.profile, platform: message.platform },
+        "recorded message for a channel that is no longer configured; dropped",
+      );
+      await this.journal.finished(entry.id, "interrupted");
+      return;
+    }
+    if (entry.state === "received" || this.config.rerunInterrupted) {
+      this.#dispatch(channel, message, entry.id);
+      return;
+    }
+    await channel.sendText(targetOf(message), interruptedText(message)).catch((error: unknown) => {
+      this.logger.warn({ err: error }, "could not tell the chat its turn was interrupted");
+    });
+    await this.journal.finished(entry.id, "interrupted");
+  }
+
+  #dispatch(channel: ChannelAdapter, message: InboundMessage, entryId: number): void {
     const runtime = this.runtimes.get(message.profile);
     if (runtime === undefined) {
       this.logger.warn({ profile: message.profile }, "message for an unknown profile; ignored");
+      void this.journal.finished(entryId, "refused").catch(() => {});
       return;
     }
     const ctx: MessageContext = {
@@ -202,17 +494,31 @@ export class Gateway {
       channel,
       runtime,
       services: this.#services,
-      target: {
-        platform: message.platform,
-        chatId: message.chatId,
-        threadId: message.threadId,
-        replyToMessageId: message.messageId,
-      },
+      target: targetOf(message),
+      entryId,
       log: this.logger.child({ profile: message.profile, platform: message.platform }),
     };
-    const done = handleMessage(ctx)
-      .catch((error: unknown) => ctx.log.error({ err: error }, "message handling failed"))
-      .finally(() => this.#inFlight.delete(done));
-    this.#inFlight.add(done);
+    this.#track(
+      handleMessage(ctx).catch(async (error: unknown) => {
+        // The steps handle their own failures; this is one they did not expect (e.g. the
+        // state database refusing a write). The chat is told; the entry is closed if it can be.
+        ctx.log.error({ err: error }, "message handling failed");
+        await say(ctx, TurnFailedText);
+        await finishEntry(ctx, "failed");
+      }),
+    );
   }
+}
+
+function targetOf(message: InboundMessage): ChatTarget {
+  return {
+    platform: message.platform,
+    chatId: message.chatId,
+    threadId: message.threadId,
+    replyToMessageId: message.messageId,
+  };
+}
+
+function delay(ms: number): Promise<"timeout"> {
+  return new Promise((resolve) => setTimeout(() => resolve("timeout"), ms).unref());
 }

@@ -34,6 +34,8 @@ export function createChannels(
             photoBytes: profile.telegram.photoMaxBytes,
             otherBytes: profile.telegram.uploadMaxBytes,
           },
+          ambiguousSends: config.delivery.ambiguousSends,
+          pollTimeoutSeconds: profile.telegram.pollTimeoutSeconds,
         }),
       );
     }
@@ -47,6 +49,7 @@ export function createChannels(
           logger: logger.child({ platform: "discord" }),
           respondIn: { channelIds: profile.discord.channels },
           limits: { maxBytes: profile.discord.uploadMaxBytes },
+          catchUpMaxMessages: profile.discord.catchUpMaxMessages,
         }),
       );
     }

@@ -52,11 +52,16 @@ export async function runStart(options: {
   const stopRequested = new Promise<void>((resolve) => {
     requestStop = resolve;
   });
+  let fatal: Error | undefined;
   const gateway = await Gateway.create(config, {
     env: options.env,
     logger,
     engine,
     onConsoleClose: () => requestStop(),
+    onFatal: (error) => {
+      fatal ??= error;
+      requestStop();
+    },
   });
   for (const warning of gateway.warnings) say(warning);
   const onSignal = (signal: NodeJS.Signals) => {
@@ -80,4 +85,9 @@ export async function runStart(options: {
   );
   await stopRequested;
   await gateway.stop();
+  if (fatal !== undefined) {
+    // A channel gave up for good (e.g. its token was revoked): a non-zero exit lets a service
+    // manager restart the gateway or alert.
+    throw new StartupError("channel", `stopped: ${fatal.message}`);
+  }
 }

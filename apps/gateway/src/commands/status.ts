@@ -1,6 +1,17 @@
+import type { ChannelHealth } from "../channels/types.js";
 import type { PipelineRuntime, PipelineServices } from "../pipeline/types.js";
 import { sandboxProblemOf } from "../runtime/sandbox-errors.js";
 import { SlotRegistry } from "../runtime/slot-registry.js";
+
+/** One channel's line of `/status`, e.g. `Channel telegram (work): up, last poll 3 s ago`. */
+export function describeChannel(health: ChannelHealth, nowMs = Date.now()): string {
+  const last =
+    health.lastOkMs === undefined
+      ? ""
+      : `, last answer ${Math.max(0, Math.round((nowMs - health.lastOkMs) / 1000))} s ago`;
+  const detail = health.detail === undefined ? "" : ` (${health.detail})`;
+  return `Channel ${health.platform} (${health.profile}): ${health.state}${detail}${last}`;
+}
 
 /** `/status`: session key and id, slot, container id and state, turn running, queued count. */
 export async function describeStatus(
@@ -31,5 +42,6 @@ export async function describeStatus(
     `Container: ${container}`,
     `Turn running: ${services.queue.isRunning(sessionKey) ? "yes" : "no"}`,
     `Queued messages: ${services.queue.queued(sessionKey)}`,
+    ...services.channels().map(describeChannel),
   ].join("\n");
 }

@@ -117,6 +117,14 @@ export function resolveConfig(
     concurrency: file.concurrency ?? ConfigDefaults.concurrency,
     profiles,
     dockerHost: env.dockerHost,
+    drainTimeoutSeconds: file.drainTimeoutSeconds ?? ConfigDefaults.drainTimeoutSeconds,
+    delivery: {
+      ambiguousSends: file.delivery?.ambiguousSends ?? ConfigDefaults.delivery.ambiguousSends,
+      maxAttempts: file.delivery?.maxAttempts ?? ConfigDefaults.delivery.maxAttempts,
+      maxAgeSeconds: file.delivery?.maxAgeSeconds ?? ConfigDefaults.delivery.maxAgeSeconds,
+    },
+    rerunInterrupted: file.recovery?.rerunInterrupted ?? ConfigDefaults.rerunInterrupted,
+    healthListen: file.health?.listen,
   };
   options.redactor?.add(secretsOfConfig(config));
   return config;

@@ -14,6 +14,7 @@ const telegramSchema = z.strictObject({
   apiRoot: url.optional(),
   photoMaxBytes: positiveInt.optional(),
   uploadMaxBytes: positiveInt.optional(),
+  pollTimeoutSeconds: positiveInt.optional(),
 });
 
 const discordSchema = z.strictObject({
@@ -22,6 +23,11 @@ const discordSchema = z.strictObject({
   gatewayUrl: url.optional(),
   channels: z.array(z.string().regex(/^\d+$/, { error: "a channel id (digits)" })).optional(),
   uploadMaxBytes: positiveInt.optional(),
+  catchUpMaxMessages: z
+    .number()
+    .int()
+    .min(0, { error: "0 (off) or a number of messages" })
+    .optional(),
 });
 
 const agentSchema = z.discriminatedUnion("kind", [
@@ -91,11 +97,32 @@ const profileSchema = z.strictObject({
   stillWorkingAfterSeconds: positiveInt.optional(),
 });
 
+/** `host:port` on a loopback address (the health endpoint is not meant for the network). */
+const loopbackListen = z
+  .string()
+  .regex(/^(127\.\d{1,3}\.\d{1,3}\.\d{1,3}|localhost|\[::1\]):\d{1,5}$/, {
+    error: 'a loopback "host:port", e.g. "127.0.0.1:9464"',
+  });
+
+const deliverySchema = z.strictObject({
+  ambiguousSends: z
+    .enum(["at-most-once", "at-least-once"], {
+      error: 'a policy: "at-most-once" (never send twice) or "at-least-once" (never lose)',
+    })
+    .optional(),
+  maxAttempts: positiveInt.optional(),
+  maxAgeSeconds: positiveInt.optional(),
+});
+
 /** Raw shape of `mediagate.yaml` (before defaults); unknown keys are errors (typo guard). */
 export const configFileSchema = z.strictObject({
   home: z.string().min(1, { error: "a directory path" }).optional(),
   profiles: z.array(profileSchema).min(1, { error: "at least one profile" }).optional(),
   concurrency: positiveInt.optional(),
+  drainTimeoutSeconds: positiveInt.optional(),
+  delivery: deliverySchema.optional(),
+  recovery: z.strictObject({ rerunInterrupted: z.boolean().optional() }).optional(),
+  health: z.strictObject({ listen: loopbackListen }).optional(),
 });
 
 /** What the config file may contain, as parsed. */

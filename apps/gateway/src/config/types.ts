@@ -6,6 +6,8 @@ export interface TelegramSettings {
   readonly apiRoot?: string | undefined;
   readonly photoMaxBytes?: number | undefined;
   readonly uploadMaxBytes?: number | undefined;
+  /** Long-poll timeout of `getUpdates` (default 30). */
+  readonly pollTimeoutSeconds?: number | undefined;
 }
 
 /** Discord settings of a profile. `channels` restricts guild channels served (empty: all). */
@@ -15,6 +17,8 @@ export interface DiscordSettings {
   readonly gatewayUrl?: string | undefined;
   readonly channels: readonly string[];
   readonly uploadMaxBytes?: number | undefined;
+  /** Messages fetched per chat after a restart (default 200; 0 turns catch-up off). */
+  readonly catchUpMaxMessages?: number | undefined;
 }
 
 /** Which agent answers a profile's messages (docs/sessions.md). */
@@ -46,6 +50,20 @@ export interface ProfileConfig {
   readonly stillWorkingAfterSeconds: number;
 }
 
+/** What happens to replies (docs/durability.md). */
+export interface DeliverySettings {
+  /**
+   * A send whose outcome is unknown (the connection broke after the request went out, a 5xx):
+   * `at-most-once` does not resend it (it may be missing), `at-least-once` resends it (it may
+   * arrive twice). Discord needs neither: its nonces make a resend harmless.
+   */
+  readonly ambiguousSends: "at-most-once" | "at-least-once";
+  /** Delivery attempts of one reply before it is given up (and its chat told). */
+  readonly maxAttempts: number;
+  /** A reply still undelivered after this long is given up. */
+  readonly maxAgeSeconds: number;
+}
+
 /** The whole validated configuration. */
 export interface GatewayConfig {
   /** Root home (`$MEDIAGATE_HOME`, default `~/.mediagate`); the default profile's home. */
@@ -58,4 +76,11 @@ export interface GatewayConfig {
   readonly profiles: readonly ProfileConfig[];
   /** `DOCKER_HOST`, when set. */
   readonly dockerHost?: string | undefined;
+  /** How long a stop lets running turns and deliveries finish before cutting them off. */
+  readonly drainTimeoutSeconds: number;
+  readonly delivery: DeliverySettings;
+  /** Re-run turns a crash cut off instead of telling their chat (off by default). */
+  readonly rerunInterrupted: boolean;
+  /** The health endpoint's `host:port` (loopback); off when absent. */
+  readonly healthListen?: string | undefined;
 }

@@ -52,6 +52,9 @@ interface ReplyRow {
   last_error: string | null;
 }
 
+/** The owner of what a gateway left unfinished when it stopped: the next start takes it. */
+export const ReleasedOwner = "released";
+
 /** A Discord snowflake: a decimal id that fits in 64 bits. */
 const Snowflake = /^[0-9]{1,20}$/;
 
@@ -189,9 +192,39 @@ export class JournalDatabase {
       .run(outcome, nowMs, id);
   }
 
-  /** The owners among `owners` whose process is gone (`unknown` counts as alive). */
+  /**
+   * The owners among `owners` whose process is gone (`unknown` counts as alive), and what a
+   * stopped gateway released.
+   */
   #gone(owners: readonly string[]): string[] {
-    return owners.filter((owner) => owner !== this.#owner && instanceLiveness(owner) === "gone");
+    return owners.filter(
+      (owner) =>
+        owner === ReleasedOwner || (owner !== this.#owner && instanceLiveness(owner) === "gone"),
+    );
+  }
+
+  /** Where entry `id` is and how it ended (`undefined` for an unknown id). */
+  entryState(id: number): { state: JournalState; outcome: string | null } | undefined {
+    return this.#db
+      .prepare<[number], { state: JournalState; outcome: string | null }>(
+        "SELECT state, outcome FROM entries WHERE id = ?",
+      )
+      .get(id);
+  }
+
+  /** Hands this owner's unfinished entries and pending replies to whoever starts next. */
+  release(): number {
+    return this.#db
+      .transaction(() => {
+        const entries = this.#db
+          .prepare("UPDATE entries SET owner = ? WHERE owner = ? AND state <> 'done'")
+          .run(ReleasedOwner, this.#owner).changes;
+        const replies = this.#db
+          .prepare("UPDATE replies SET owner = ? WHERE owner = ? AND state = 'pending'")
+          .run(ReleasedOwner, this.#owner).changes;
+        return entries + replies;
+      })
+      .immediate();
   }
 
   takeOver(nowMs: number): JournalEntry[] {

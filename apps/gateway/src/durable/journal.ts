@@ -9,6 +9,7 @@ import type {
   Journal,
   JournalEntry,
   JournalOutcome,
+  JournalState,
   OutboxRecord,
   OutboxReply,
   RecordResult,
@@ -126,6 +127,15 @@ export class SqliteJournal implements Journal {
 
   closeReply(replyId: string, state: "delivered" | "given_up", error?: string): Promise<void> {
     return this.#worker.call("closeReply", replyId, state, error, this.#now());
+  }
+
+  /** Where entry `id` is and how it ended (for `doctor`, tests and support). */
+  entryState(id: number): Promise<{ state: JournalState; outcome: string | null } | undefined> {
+    return this.#worker.call("entryState", id);
+  }
+
+  release(): Promise<number> {
+    return this.#worker.call("release");
   }
 
   takeOverReplies(): Promise<OutboxRecord[]> {

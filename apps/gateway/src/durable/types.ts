@@ -112,6 +112,12 @@ export interface Journal {
   closeReply(replyId: string, state: "delivered" | "given_up", error?: string): Promise<void>;
   /** Pending replies whose owner is gone, taken over by this process, oldest first. */
   takeOverReplies(): Promise<OutboxRecord[]>;
+  /**
+   * At a graceful stop: this process's unfinished entries and pending replies are released,
+   * so the next start takes them over even if this process (e.g. a test) keeps running.
+   * Resolves with how many were released.
+   */
+  release(): Promise<number>;
   /** Deletes `done` entries and closed replies older than `olderThanMs` (epoch ms). */
   prune(olderThanMs: number): Promise<number>;
   close(): Promise<void>;

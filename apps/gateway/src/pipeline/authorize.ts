@@ -1,4 +1,5 @@
 import { accessOf } from "../runtime/access.js";
+import { finishEntry } from "./journal-steps.js";
 import { type Middleware, say } from "./types.js";
 
 /** The one line an unknown user gets in a direct message. */
@@ -20,6 +21,7 @@ export const authorize: Middleware = async (ctx, next) => {
     );
     if (message.chatType === "dm")
       await say(ctx, `${RefusalText} (${message.platform}:${message.userId})`);
+    await finishEntry(ctx, "refused");
     return;
   }
   ctx.access = access;

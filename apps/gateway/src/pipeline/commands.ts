@@ -1,8 +1,9 @@
-import { parseCommand } from "../commands/parse.js";
+import { type AdminCommand, parseCommand } from "../commands/parse.js";
 import { describeResetConfirm, resetSession } from "../commands/reset.js";
 import { describeStatus } from "../commands/status.js";
 import { describeSlotStop, describeStop, stopSession, stopSlot } from "../commands/stop.js";
-import { type Middleware, say, sessionOf } from "./types.js";
+import { finishEntry } from "./journal-steps.js";
+import { type MessageContext, type Middleware, say, sessionOf } from "./types.js";
 
 /**
  * Step 3: `/stop [all]`, `/reset [confirm]` and `/status` are handled here, at once, bypassing the
@@ -12,6 +13,14 @@ import { type Middleware, say, sessionOf } from "./types.js";
 export const handleCommands: Middleware = async (ctx, next) => {
   const command = parseCommand(ctx.message.text);
   if (command === undefined) return next();
+  try {
+    await runCommand(ctx, command);
+  } finally {
+    await finishEntry(ctx, "command");
+  }
+};
+
+async function runCommand(ctx: MessageContext, command: AdminCommand): Promise<void> {
   if (ctx.access?.admin !== true) {
     ctx.log.info({ command: command.name }, "admin command refused");
     await say(ctx, `⛔ /${command.name} is for admins only; nothing was done.`);
@@ -46,4 +55,4 @@ export const handleCommands: Middleware = async (ctx, next) => {
       );
       return;
   }
-};
+}

@@ -1,23 +1,32 @@
 import { SlotRegistry } from "../runtime/slot-registry.js";
+import { abortedByStop } from "../session/stopping.js";
+import { finishEntry, startEntry } from "./journal-steps.js";
 import { type Middleware, say, sessionOf } from "./types.js";
 
-/** What the chat gets when a finished turn's reply cannot be planned or delivered. */
+/** What the chat gets when a finished turn's reply cannot be recorded or delivered. */
 export const DeliveryFailedText = "⚠️ The reply could not be delivered.";
 
 /**
  * Step 4: queues the rest of the pipeline as the session's next turn (one at a time per
- * session, global cap across sessions). When the turn starts, the session id is read again
- * (a /reset may have rotated it while the message waited) and the context is bound anew: the
- * job runs from whatever turn finished before it, so the identity must not be inherited.
+ * session, global cap across sessions). When the turn starts, its journal entry is marked
+ * started, the session id is read again (a /reset may have rotated it while the message
+ * waited) and the context is bound anew: the job runs from whatever turn finished before it,
+ * so the identity must not be inherited.
+ *
+ * A message the gateway's stop finds still queued is left in the journal as received: the next
+ * start runs it (docs/durability.md). One dropped by /stop or /reset is closed.
  */
 export const enqueueTurn: Middleware = async (ctx, next) => {
   const queued = sessionOf(ctx);
   const { queue, scope, slots } = ctx.services;
   if (queue.closed) {
-    ctx.log.info("gateway is stopping; message not queued");
+    ctx.log.info("gateway is stopping; the message stays in the journal for the next start");
     return;
   }
+  let stopping: AbortSignal | undefined;
   const outcome = await queue.enqueue(queued.sessionKey, async (signal) => {
+    stopping = signal;
+    await startEntry(ctx);
     const session = {
       ...queued,
       sessionId: await ctx.runtime.store.currentSessionId(queued.sessionKey),
@@ -31,11 +40,19 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
       try {
         await next();
       } catch (error) {
-        // The agent step handles its own failures; this is planning or delivery failing.
-        ctx.log.error({ err: error }, "reply could not be planned or delivered");
+        if (abortedByStop(signal)) return;
+        // The agent step handles its own failures; this is recording or delivery failing.
+        ctx.log.error({ err: error }, "reply could not be recorded or delivered");
         await say(ctx, DeliveryFailedText);
+        await finishEntry(ctx, "failed");
       }
     });
   });
-  if (outcome === "dropped") ctx.log.info("queued message dropped by /stop or /reset");
+  if (outcome !== "dropped") return;
+  if (queue.stopping || abortedByStop(stopping)) {
+    ctx.log.info("gateway stopped before this message's turn; kept for the next start");
+    return;
+  }
+  ctx.log.info("queued message dropped by /stop or /reset");
+  await finishEntry(ctx, "stopped");
 };

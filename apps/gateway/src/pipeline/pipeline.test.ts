@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { setImmediate as tick } from "node:timers/promises";
 import type { TranslateContext, UploadLimits } from "@mediagate/media";
 import {
@@ -6,7 +9,7 @@ import {
   formatSlotKey,
   slotTraits,
 } from "@mediagate/sandbox";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Agent, AgentTurnInput } from "../agents/types.js";
 import type {
   ChannelAdapter,
@@ -19,12 +22,13 @@ import type {
 import { emptyEnv } from "../config/env.js";
 import { resolveConfig } from "../config/load.js";
 import type { ProfileConfig } from "../config/types.js";
+import { journalDbPath, SqliteJournal } from "../durable/journal.js";
+import { Outbox, OutboxDefaults } from "../durable/outbox.js";
 import { silentLogger } from "../log.js";
 import { SlotRegistry } from "../runtime/slot-registry.js";
 import { SessionScope } from "../session/context.js";
 import { TurnQueue } from "../session/queue.js";
 import { RefusalText } from "./authorize.js";
-import { DeliveryFailedText } from "./enqueue-turn.js";
 import { handleMessage } from "./pipeline.js";
 import type { MessageContext, PipelineRuntime, PipelineServices, SandboxOps } from "./types.js";
 
@@ -152,12 +156,39 @@ function testRuntime(agent: Agent, calls: string[], profile = testProfile()): Pi
   };
 }
 
-/** Fresh process-wide services. */
-function testServices(concurrency = 4): PipelineServices {
+/** The real journal, one per file (in a temp dir); each test's messages have their own keys. */
+let journal: SqliteJournal;
+let journalDir: string;
+beforeAll(async () => {
+  journalDir = await mkdtemp(join(tmpdir(), "mg-pipeline-"));
+  journal = await SqliteJournal.open(journalDbPath(journalDir));
+});
+afterAll(async () => {
+  await journal.close();
+  await rm(journalDir, { recursive: true, force: true });
+});
+
+/** Where the outbox of {@link testServices} sends: the last context's channel and runtime. */
+let wired: { channel?: ChannelAdapter; runtime?: PipelineRuntime } = {};
+
+/** Fresh process-wide services; `schedule` replaces the outbox's timers. */
+function testServices(
+  concurrency = 4,
+  schedule?: (run: () => void, delayMs: number) => () => void,
+): PipelineServices {
   return {
     queue: new TurnQueue({ concurrency }),
     scope: new SessionScope(),
     slots: new SlotRegistry(),
+    journal,
+    outbox: new Outbox({
+      journal,
+      logger: silentLogger(),
+      channelFor: () => wired.channel,
+      runtimeFor: () => wired.runtime,
+      schedule,
+    }),
+    channels: () => [],
   };
 }
 
@@ -170,6 +201,7 @@ function testContext(
   userId = "1",
   chatType: InboundMessage["chatType"] = "dm",
 ): MessageContext {
+  wired = { channel, runtime };
   const message: InboundMessage = {
     profile: runtime.profile.name,
     platform: "telegram",
@@ -380,11 +412,45 @@ describe("message pipeline", () => {
     expect(channel.texts[1]).toMatch(/^♻️ Reset: new conversation started, removed the container/);
   });
 
-  it("a reply the channel cannot deliver ends with one clear line, not silence", async () => {
+  it("a reply the channel cannot deliver is retried from the outbox, then given up with one clear line", async () => {
     const channel = new RecordingChannel();
-    channel.deliver = () => Promise.reject(new Error("platform down"));
+    let attempts = 0;
+    channel.deliver = () => {
+      attempts++;
+      return Promise.reject(new Error("platform down"));
+    };
     const runtime = testRuntime(echoAgent([]), []);
-    await handleMessage(testContext(runtime, testServices(), channel, "hi", "1"));
-    expect(channel.texts).toEqual([DeliveryFailedText]);
+    const delays: number[] = [];
+    // Retries fire at once instead of after their backoff; the delays are what was asked for.
+    const services = testServices(4, (run, delayMs) => {
+      delays.push(delayMs);
+      setImmediate(run);
+      return () => {};
+    });
+    await handleMessage(testContext(runtime, services, channel, "hi", "1"));
+    await vi.waitFor(() => expect(channel.texts).toHaveLength(1));
+    expect(attempts).toBe(OutboxDefaults.maxAttempts);
+    expect(delays).toEqual([30_000, 60_000, 120_000, 240_000, 480_000, 960_000, 1_800_000]);
+    expect(channel.texts[0]).toMatch(
+      /^⚠️ A reply could not be delivered \(8 attempt\(s\) over 1 min\): platform down$/,
+    );
+  });
+
+  it("records each message in the journal and closes it with what became of it", async () => {
+    const channel = new RecordingChannel();
+    const runtime = testRuntime(echoAgent([]), []);
+    const services = testServices();
+    const outcomes: Record<string, string | undefined> = {};
+    for (const [text, userId, chatType] of [
+      ["hello", "1", "dm"],
+      ["/status", "1", "dm"],
+      ["ls", "999", "dm"],
+    ] as const) {
+      const ctx = testContext(runtime, services, channel, text, userId, chatType);
+      const { id } = await journal.record(ctx.message);
+      await handleMessage({ ...ctx, entryId: id });
+      outcomes[text] = (await journal.entryState(id))?.outcome ?? undefined;
+    }
+    expect(outcomes).toEqual({ hello: "replied", "/status": "command", ls: "refused" });
   });
 });

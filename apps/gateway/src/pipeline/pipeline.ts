@@ -1,16 +1,14 @@
 import { authorize } from "./authorize.js";
 import { bindSession } from "./bind-session.js";
 import { handleCommands } from "./commands.js";
-import { deliver } from "./deliver.js";
 import { enqueueTurn } from "./enqueue-turn.js";
-import { sendNotices } from "./notices.js";
-import { planReplyMedia } from "./plan-media.js";
 import { runTurn } from "./run-turn.js";
+import { sendReply } from "./send-reply.js";
 import { compose, type Middleware } from "./types.js";
 
 /**
  * The message pipeline, in order: authorize → bind session → admin command | enqueue turn →
- * agent turn → plan media → deliver → notices.
+ * agent turn → send reply (outbox: record, plan media, deliver, notices).
  */
 export const PipelineSteps: readonly Middleware[] = [
   authorize,
@@ -18,9 +16,7 @@ export const PipelineSteps: readonly Middleware[] = [
   handleCommands,
   enqueueTurn,
   runTurn,
-  planReplyMedia,
-  deliver,
-  sendNotices,
+  sendReply,
 ];
 
 /** The composed pipeline. */

@@ -1,6 +1,8 @@
 import { startActivity } from "../runtime/activity.js";
 import { sandboxProblemOf, sandboxProblemText } from "../runtime/sandbox-errors.js";
 import { createToolRunner } from "../runtime/tool-runner.js";
+import { abortedByStop } from "../session/stopping.js";
+import { finishEntry } from "./journal-steps.js";
 import { type Middleware, say, sessionOf } from "./types.js";
 
 /** What the chat gets when a turn fails for a reason other than the sandbox. */
@@ -9,13 +11,16 @@ export const TurnFailedText = "⚠️ Something went wrong while handling that m
 /**
  * Step 5: the agent's turn, with the typing indicator renewed and a one-time "still working…"
  * message after the profile's threshold. A turn aborted by /stop ends silently (the command
- * replies); an unreachable Docker daemon gives one clear line and nothing else is affected.
+ * replies); one cut off by the gateway's stop stays started in the journal (the next start
+ * tells the chat); an unreachable Docker daemon gives one clear line and nothing else is
+ * affected.
  */
 export const runTurn: Middleware = async (ctx, next) => {
   const session = sessionOf(ctx);
   const signal = ctx.signal ?? new AbortController().signal;
   const slot = ctx.slot ?? ctx.runtime.slotFor(session.sessionKey);
   const stopActivity = startActivity(ctx.channel, ctx.target, {
+    signal,
     intervalMs: ctx.services.activityIntervalMs,
     stillWorkingAfterMs: ctx.runtime.profile.stillWorkingAfterSeconds * 1000,
     onError: (error) => ctx.log.warn({ err: error }, "could not send the still-working message"),
@@ -38,7 +43,7 @@ export const runTurn: Middleware = async (ctx, next) => {
     ctx.reply = result.reply;
   } catch (error) {
     if (signal.aborted) {
-      ctx.log.info("turn aborted");
+      await endAborted();
       return;
     }
     const problem = tools.sandboxProblem ?? sandboxProblemOf(error);
@@ -49,18 +54,29 @@ export const runTurn: Middleware = async (ctx, next) => {
       ctx.log.error({ err: error, slot }, "agent turn failed");
       await say(ctx, TurnFailedText);
     }
+    await finishEntry(ctx, "failed");
     return;
   } finally {
     stopActivity();
   }
   if (signal.aborted) {
-    ctx.log.info("turn aborted; its reply is not delivered");
+    await endAborted();
     return;
   }
   if (tools.sandboxProblem !== undefined) {
     ctx.log.error({ slot, problem: tools.sandboxProblem }, "sandbox unavailable for this turn");
     await say(ctx, sandboxProblemText(tools.sandboxProblem));
+    await finishEntry(ctx, "failed");
     return;
   }
   await next();
+
+  async function endAborted(): Promise<void> {
+    if (abortedByStop(signal)) {
+      ctx.log.warn("turn cut off by the gateway's stop; its chat is told after the restart");
+      return;
+    }
+    ctx.log.info("turn aborted by /stop or /reset; its reply is not delivered");
+    await finishEntry(ctx, "stopped");
+  }
 };

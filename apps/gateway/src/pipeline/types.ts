@@ -1,13 +1,15 @@
-import type { MediaPlan, TranslateContext } from "@mediagate/media";
+import type { TranslateContext } from "@mediagate/media";
 import type { Sandbox } from "@mediagate/sandbox";
 import type { Agent } from "../agents/types.js";
 import type {
   ChannelAdapter,
+  ChannelHealth,
   ChatTarget,
-  DeliveryReport,
   InboundMessage,
 } from "../channels/types.js";
 import type { ProfileConfig } from "../config/types.js";
+import type { Outbox } from "../durable/outbox.js";
+import type { Journal } from "../durable/types.js";
 import type { Logger } from "../log.js";
 import type { Access } from "../runtime/access.js";
 import type { SlotRegistry } from "../runtime/slot-registry.js";
@@ -41,6 +43,11 @@ export interface PipelineServices {
   readonly queue: TurnQueue;
   readonly scope: SessionScope;
   readonly slots: SlotRegistry;
+  /** The per-install journal of inbound messages (and the outbox's records). */
+  readonly journal: Journal;
+  readonly outbox: Outbox;
+  /** Each channel's health now (for `/status`). */
+  readonly channels: () => readonly ChannelHealth[];
   /** Typing renewal period; default 4 s. */
   readonly activityIntervalMs?: number | undefined;
 }
@@ -55,6 +62,8 @@ export interface MessageContext {
   readonly runtime: PipelineRuntime;
   readonly services: PipelineServices;
   readonly target: ChatTarget;
+  /** The message's journal entry (absent only when it could not be recorded). */
+  readonly entryId?: number | undefined;
   log: Logger;
   access?: Access;
   session?: SessionContext;
@@ -64,8 +73,6 @@ export interface MessageContext {
   signal?: AbortSignal;
   /** The agent's final reply text. */
   reply?: string;
-  plan?: MediaPlan;
-  report?: DeliveryReport;
 }
 
 /** One pipeline step: do something, then call `next` to continue (or don't, to stop here). */
@@ -88,10 +95,13 @@ export function compose(steps: readonly Middleware[]): (ctx: MessageContext) => 
   };
 }
 
-/** Sends a line to the message's chat; failures are logged, never thrown. */
+/**
+ * Sends a line to the message's chat; failures are logged, never thrown. It gives up when the
+ * turn's signal (or the gateway's stop) aborts.
+ */
 export async function say(ctx: MessageContext, text: string): Promise<void> {
   try {
-    await ctx.channel.sendText(ctx.target, text);
+    await ctx.channel.sendText(ctx.target, text, ctx.services.outbox.signal);
   } catch (error) {
     ctx.log.warn({ err: error }, "could not send a message to the chat");
   }

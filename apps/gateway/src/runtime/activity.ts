@@ -15,6 +15,8 @@ export interface ActivityOptions {
   readonly stillWorkingText?: string | undefined;
   /** Reports a failed "still working" send (best effort). */
   readonly onError?: (error: unknown) => void;
+  /** The turn's signal: once aborted, nothing more is sent and requests in flight give up. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /**
@@ -29,18 +31,26 @@ export function startActivity(
   const intervalMs = options.intervalMs ?? ActivityDefaults.intervalMs;
   const afterMs = options.stillWorkingAfterMs ?? ActivityDefaults.stillWorkingAfterMs;
   const text = options.stillWorkingText ?? ActivityDefaults.stillWorkingText;
+  const { signal } = options;
   const typing = () => {
-    channel.showActivity(target).catch(() => {});
+    if (signal?.aborted) return;
+    channel.showActivity(target, signal).catch(() => {});
   };
   typing();
   const interval = setInterval(typing, intervalMs);
   const stillWorking = setTimeout(() => {
-    channel.sendText(target, text).catch((error: unknown) => options.onError?.(error));
+    if (signal?.aborted) return;
+    channel.sendText(target, text, signal).catch((error: unknown) => {
+      if (!signal?.aborted) options.onError?.(error);
+    });
   }, afterMs);
   interval.unref?.();
   stillWorking.unref?.();
-  return () => {
+  const stop = () => {
     clearInterval(interval);
     clearTimeout(stillWorking);
+    signal?.removeEventListener("abort", stop);
   };
+  signal?.addEventListener("abort", stop, { once: true });
+  return stop;
 }

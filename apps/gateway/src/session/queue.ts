@@ -47,6 +47,7 @@ export class TurnQueue {
   readonly #idleWaiters: (() => void)[] = [];
   #active = 0;
   #closed = false;
+  #stopping = false;
 
   constructor(options: TurnQueueOptions = {}) {
     this.#concurrency = options.concurrency ?? TurnQueueDefaults.concurrency;
@@ -80,6 +81,13 @@ export class TurnQueue {
   /** Whether {@link close} was called. */
   get closed(): boolean {
     return this.#closed;
+  }
+
+  /** Messages waiting (not running), across sessions. */
+  get pending(): number {
+    let count = 0;
+    for (const lane of this.#lanes.values()) count += lane.pending.length;
+    return count;
   }
 
   /** Turns running now, across sessions. */
@@ -116,6 +124,21 @@ export class TurnQueue {
       this.dropQueued(sessionKey);
       this.abortRunning(sessionKey, reason);
     }
+  }
+
+  /**
+   * The gateway's stop at its drain deadline: refuses new work, drops every queued turn and
+   * aborts every running one with `reason`; {@link stopping} is true from here on.
+   */
+  shutdown(reason: unknown): void {
+    this.#closed = true;
+    this.#stopping = true;
+    this.abortAll(reason);
+  }
+
+  /** Whether {@link shutdown} was called (a dropped turn was dropped by it, not by /stop). */
+  get stopping(): boolean {
+    return this.#stopping;
   }
 
   /** Refuses new work; queued and running turns continue. */

@@ -1,0 +1,312 @@
+import { planMedia } from "@mediagate/media";
+import type {
+  ChannelAdapter,
+  DeliveryOutcome,
+  DeliveryProgress,
+  DeliveryReport,
+  Platform,
+  StepResult,
+} from "../channels/types.js";
+import type { Logger } from "../log.js";
+import type { PipelineRuntime } from "../pipeline/types.js";
+import { deliveryNotice, planNotices } from "./notices.js";
+import type { Journal, OutboxRecord, OutboxReply } from "./types.js";
+
+/** Defaults of {@link Outbox} (docs/durability.md). */
+export const OutboxDefaults = {
+  /** Delivery attempts of one reply before it is given up. */
+  maxAttempts: 8,
+  /** A reply older than this is given up instead of sent late. */
+  maxAgeMs: 6 * 60 * 60 * 1000,
+  /** Wait before retrying an attempt that failed outright (doubles per attempt, capped). */
+  retryBaseMs: 30_000,
+  retryMaxMs: 30 * 60 * 1000,
+} as const;
+
+/** Tuning and wiring of {@link Outbox}. */
+export interface OutboxOptions {
+  readonly journal: Journal;
+  /** The channel that sends for a profile on a platform. */
+  readonly channelFor: (profile: string, platform: Platform) => ChannelAdapter | undefined;
+  /** A profile's runtime (media are planned from the turn's slot again on every attempt). */
+  readonly runtimeFor: (profile: string) => PipelineRuntime | undefined;
+  readonly logger: Logger;
+  readonly maxAttempts?: number | undefined;
+  readonly maxAgeMs?: number | undefined;
+  readonly now?: (() => number) | undefined;
+  /**
+   * Runs `run` after `delayMs` and returns the cancel function (default `setTimeout`,
+   * unref'd). Tests inject one to fire a long `retry_after` at once.
+   */
+  readonly schedule?: ((run: () => void, delayMs: number) => () => void) | undefined;
+}
+
+function scheduleWithTimer(run: () => void, delayMs: number): () => void {
+  const timer = setTimeout(run, delayMs);
+  timer.unref();
+  return () => clearTimeout(timer);
+}
+
+/** How one delivery attempt ended. */
+export type AttemptResult = "delivered" | "rescheduled" | "given_up" | "interrupted";
+
+/** Step keys of the notices the outbox itself sends (after the channel's own steps). */
+const NoticeSteps = { plan: "notices:plan", delivery: "notices:delivery" } as const;
+
+/** The text the chat gets for a reply the outbox gave up on. */
+export function givenUpText(attempts: number, ageMs: number, reason: string): string {
+  const minutes = Math.max(1, Math.round(ageMs / 60_000));
+  return `⚠️ A reply could not be delivered (${attempts} attempt(s) over ${minutes} min): ${reason}`;
+}
+
+/**
+ * The outbox (docs/durability.md): a finished turn's reply is recorded before any of it is
+ * sent, each step's result after the step, so a restarted gateway finishes what a crash or a
+ * stop cut off and never sends a recorded step twice. Media are planned again on each attempt
+ * from the reply's `MEDIA:` tags (every check runs again; nothing is kept open across restarts).
+ * A reply held back by a long `retry_after` is scheduled for later, not dropped; attempts and
+ * age are capped and a reply given up is reported in its chat.
+ */
+export class Outbox {
+  readonly #journal: Journal;
+  readonly #options: OutboxOptions;
+  readonly #log: Logger;
+  readonly #now: () => number;
+  readonly #maxAttempts: number;
+  readonly #maxAgeMs: number;
+  /** Aborted by {@link stop}: uploads in flight end and stay pending for the next start. */
+  readonly #stopping = new AbortController();
+  readonly #timers = new Map<string, () => void>();
+  readonly #scheduleRun: (run: () => void, delayMs: number) => () => void;
+  readonly #inFlight = new Set<Promise<unknown>>();
+
+  constructor(options: OutboxOptions) {
+    this.#options = options;
+    this.#journal = options.journal;
+    this.#log = options.logger.child({ component: "outbox" });
+    this.#now = options.now ?? Date.now;
+    this.#maxAttempts = options.maxAttempts ?? OutboxDefaults.maxAttempts;
+    this.#maxAgeMs = options.maxAgeMs ?? OutboxDefaults.maxAgeMs;
+    this.#scheduleRun = options.schedule ?? scheduleWithTimer;
+  }
+
+  /** Aborted when the gateway stops. */
+  get signal(): AbortSignal {
+    return this.#stopping.signal;
+  }
+
+  /** Records a finished turn's reply (and closes its journal entry) before anything is sent. */
+  record(reply: OutboxReply, entryId: number | undefined): Promise<OutboxRecord> {
+    return this.#journal.addReply(reply, entryId);
+  }
+
+  /** One delivery attempt of `record`, tracked so {@link stop} can wait for it. */
+  deliver(record: OutboxRecord): Promise<AttemptResult> {
+    const attempt = this.#attempt(record);
+    this.#track(attempt);
+    return attempt;
+  }
+
+  /**
+   * Replies a process that is gone left pending: each is delivered at its time (now, or after
+   * its `retry_after`). Resolves once the due ones had their attempt.
+   */
+  async resume(records: readonly OutboxRecord[]): Promise<void> {
+    const due: Promise<unknown>[] = [];
+    for (const record of records) {
+      const waitMs = record.notBeforeMs - this.#now();
+      if (waitMs > 0) this.#schedule(record.id, waitMs, () => this.deliver(record));
+      else due.push(this.deliver(record));
+    }
+    await Promise.allSettled(due);
+  }
+
+  /** Replies waiting for a later attempt (a long `retry_after`). */
+  get scheduled(): number {
+    return this.#timers.size;
+  }
+
+  /**
+   * Ends every delivery: uploads in flight are aborted through their signal and stay pending
+   * (the next start resumes them from the recorded steps); scheduled ones stay scheduled in
+   * the journal. Resolves when the attempts in flight have settled (bounded by `timeoutMs`).
+   */
+  async stop(timeoutMs: number): Promise<void> {
+    for (const cancel of this.#timers.values()) cancel();
+    this.#timers.clear();
+    this.#stopping.abort(new Error("gateway stopping"));
+    await Promise.race([
+      Promise.allSettled([...this.#inFlight]),
+      new Promise((resolve) => setTimeout(resolve, timeoutMs).unref()),
+    ]);
+  }
+
+  #track(promise: Promise<unknown>): void {
+    this.#inFlight.add(promise);
+    void promise.finally(() => this.#inFlight.delete(promise)).catch(() => {});
+  }
+
+  #schedule(id: string, delayMs: number, run: () => Promise<unknown>): void {
+    this.#timers.get(id)?.();
+    const cancel = this.#scheduleRun(() => {
+      this.#timers.delete(id);
+      void run();
+    }, delayMs);
+    this.#timers.set(id, cancel);
+  }
+
+  async #attempt(record: OutboxRecord): Promise<AttemptResult> {
+    const log = this.#log.child({ replyId: record.id, sessionKey: record.sessionKey });
+    const channel = this.#options.channelFor(record.profile, record.platform);
+    const runtime = this.#options.runtimeFor(record.profile);
+    const ageMs = this.#now() - record.createdAtMs;
+    if (channel === undefined || runtime === undefined) {
+      // The profile or its channel is no longer configured: nothing can send it.
+      log.warn(
+        { platform: record.platform },
+        "reply for a channel that is not configured; given up",
+      );
+      await this.#journal.closeReply(record.id, "given_up", "its channel is not configured");
+      return "given_up";
+    }
+    const attempts = record.attempts + 1;
+    if (attempts > this.#maxAttempts || ageMs > this.#maxAgeMs) {
+      return this.#giveUp(record, channel, log, record.lastError ?? "it kept failing");
+    }
+    await this.#journal.attempt(record.id);
+    const done = new Map(record.steps);
+    const signal = this.#stopping.signal;
+    const progress: DeliveryProgress = {
+      replyId: record.id,
+      done,
+      step: async (key: string, result: StepResult) => {
+        done.set(key, result);
+        await this.#journal.step(record.id, key, result);
+      },
+    };
+    let report: DeliveryReport | undefined;
+    try {
+      const plan = await planMedia(
+        record.text,
+        runtime.translateContext(record.slot, record.sessionKey),
+        channel.limitsFor?.(record.target) ?? channel.limits,
+      );
+      try {
+        for (const outcome of plan.outcomes) {
+          const { candidates, ...rest } = outcome;
+          const summary = "file" in rest ? { ...rest, file: undefined } : rest;
+          log.info({ media: summary, candidates }, `media ${outcome.status}`);
+        }
+        if (plan.text.trim() !== "" || plan.ready().length > 0) {
+          report = await channel.deliver(
+            {
+              sessionKey: record.sessionKey,
+              profile: record.profile,
+              target: record.target,
+              text: plan.text,
+              plan,
+            },
+            { signal, progress },
+          );
+          for (const outcome of report.outcomes)
+            log.info({ delivery: outcome }, `media ${outcome.status}`);
+        }
+        await this.#notice(channel, record, progress, NoticeSteps.plan, planNotices(plan), signal);
+      } finally {
+        await plan.dispose();
+      }
+    } catch (error) {
+      if (signal.aborted) return "interrupted";
+      const reason = error instanceof Error ? error.message : String(error);
+      log.error({ err: error }, "reply delivery attempt failed");
+      return this.#retryLater(
+        { ...record, steps: done },
+        attempts,
+        reason,
+        undefined,
+        channel,
+        log,
+      );
+    }
+    if (signal.aborted) {
+      log.info("delivery interrupted by the stop; the next start resumes it");
+      return "interrupted";
+    }
+    if (report?.retryAfterSeconds !== undefined) {
+      return this.#retryLater(
+        { ...record, steps: done },
+        attempts,
+        `rate limited by ${record.platform} (retry after ${report.retryAfterSeconds} s)`,
+        report.retryAfterSeconds * 1000,
+        channel,
+        log,
+      );
+    }
+    const notices = (report?.outcomes ?? [])
+      .map((outcome: DeliveryOutcome) => deliveryNotice(outcome))
+      .filter((line): line is string => line !== undefined);
+    await this.#notice(channel, record, progress, NoticeSteps.delivery, notices, signal);
+    await this.#journal.closeReply(record.id, "delivered");
+    return "delivered";
+  }
+
+  /** Sends the lines as one message once per reply (its step key keeps it from repeating). */
+  async #notice(
+    channel: ChannelAdapter,
+    record: OutboxRecord,
+    progress: DeliveryProgress,
+    key: string,
+    lines: readonly string[],
+    signal: AbortSignal,
+  ): Promise<void> {
+    if (lines.length === 0 || progress.done.has(key) || signal.aborted) return;
+    try {
+      await channel.sendText(record.target, lines.join("\n"), signal);
+      await progress.step(key, "sent");
+    } catch (error) {
+      if (signal.aborted) return;
+      this.#log.warn({ err: error, replyId: record.id }, "could not send the delivery notices");
+      await progress.step(key, "failed");
+    }
+  }
+
+  async #retryLater(
+    record: OutboxRecord,
+    attempts: number,
+    reason: string,
+    waitMs: number | undefined,
+    channel: ChannelAdapter,
+    log: Logger,
+  ): Promise<AttemptResult> {
+    const delayMs =
+      waitMs ??
+      Math.min(OutboxDefaults.retryMaxMs, OutboxDefaults.retryBaseMs * 2 ** (attempts - 1));
+    const notBeforeMs = this.#now() + delayMs;
+    if (attempts >= this.#maxAttempts || notBeforeMs - record.createdAtMs > this.#maxAgeMs) {
+      return this.#giveUp({ ...record, attempts }, channel, log, reason);
+    }
+    await this.#journal.reschedule(record.id, notBeforeMs, reason);
+    log.warn({ delayMs, attempts, reason }, "reply rescheduled");
+    const next: OutboxRecord = { ...record, attempts, notBeforeMs, lastError: reason };
+    this.#schedule(record.id, delayMs, () => this.deliver(next));
+    return "rescheduled";
+  }
+
+  async #giveUp(
+    record: OutboxRecord,
+    channel: ChannelAdapter,
+    log: Logger,
+    reason: string,
+  ): Promise<AttemptResult> {
+    log.error({ attempts: record.attempts, reason }, "reply given up");
+    await this.#journal.closeReply(record.id, "given_up", reason);
+    await channel
+      .sendText(
+        record.target,
+        givenUpText(record.attempts, this.#now() - record.createdAtMs, reason),
+        this.#stopping.signal,
+      )
+      .catch((error: unknown) => log.warn({ err: error }, "could not report the reply given up"));
+    return "given_up";
+  }
+}

@@ -1,0 +1,85 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { ChannelHealth } from "../channels/types.js";
+
+/** What the health endpoint reports (docs/durability.md). Token-free. */
+export interface HealthReport {
+  /**
+   * `ok`: every channel up and the journal writable; `degraded`: a channel retrying or the
+   * journal failing to write (messages are not lost but wait); `failed`: a channel gave up.
+   */
+  readonly status: "ok" | "degraded" | "failed";
+  readonly channels: readonly ChannelHealth[];
+  readonly journal: { readonly writable: boolean; readonly detail?: string | undefined };
+  readonly engine: { readonly reachable: boolean; readonly detail?: string | undefined };
+  readonly queue: { readonly running: number; readonly queued: number };
+  readonly outbox: { readonly scheduled: number };
+}
+
+/** The overall status from its parts. */
+export function overallStatus(
+  channels: readonly ChannelHealth[],
+  journalWritable: boolean,
+  engineReachable: boolean,
+): HealthReport["status"] {
+  if (channels.some((c) => c.state === "failed")) return "failed";
+  if (!journalWritable || !engineReachable) return "degraded";
+  if (channels.some((c) => c.state !== "up")) return "degraded";
+  return "ok";
+}
+
+/** A running health endpoint. */
+export interface HealthServer {
+  /** `http://host:port` it answers on. */
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `GET /health` on a loopback `host:port`: the {@link HealthReport} as JSON, HTTP 200
+ * when `ok` or `degraded`, 503 when `failed` (a probe restarts or alerts). Any other path is 404.
+ */
+export async function startHealthServer(
+  listen: string,
+  report: () => Promise<HealthReport>,
+): Promise<HealthServer> {
+  const at = listen.lastIndexOf(":");
+  const host = listen.slice(0, at).replace(/^\[|\]$/g, "");
+  const port = Number(listen.slice(at + 1));
+  const server: Server = createServer((request, response) => {
+    const path = (request.url ?? "/").split("?")[0];
+    if (request.method !== "GET" || (path !== "/health" && path !== "/healthz")) {
+      response.writeHead(404, { "content-type": "text/plain" }).end("not found; try GET /health\n");
+      return;
+    }
+    report().then(
+      (body) => {
+        response
+          .writeHead(body.status === "failed" ? 503 : 200, { "content-type": "application/json" })
+          .end(`${JSON.stringify(body)}\n`);
+      },
+      (error: unknown) => {
+        response
+          .writeHead(500, { "content-type": "text/plain" })
+          .end(`health report failed: ${error instanceof Error ? error.message : String(error)}\n`);
+      },
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${shownHost}:${address.port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
