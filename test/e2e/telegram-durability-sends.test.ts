@@ -53,21 +53,34 @@ function newChannel(extra: Partial<TelegramChannelOptions> = {}): TelegramChanne
   });
 }
 
-/** An outbox stand-in: remembers each recorded step; `hook` runs after a step is recorded. */
+/**
+ * An outbox stand-in: remembers each finished step (`steps`) and the steps begun and not
+ * finished (`begun`: recorded `sending`, not cleared); `hook` runs after a step finished.
+ */
 function recorder(done: ReadonlyMap<string, StepResult> = new Map()) {
   const steps: [string, StepResult][] = [];
+  const begun = new Set<string>();
   let hook: (key: string) => void = () => {};
   const progress: DeliveryProgress = {
     replyId: "reply-1",
     done,
     step: async (key, result) => {
+      if (result === "sending") {
+        begun.add(key);
+        return;
+      }
+      begun.delete(key);
       steps.push([key, result]);
       hook(key);
+    },
+    clear: async (key) => {
+      begun.delete(key);
     },
   };
   return {
     progress,
     steps,
+    begun,
     all: () => new Map([...done, ...steps]),
     after: (fn: (key: string) => void) => {
       hook = fn;
@@ -271,7 +284,46 @@ describe("delivery progress", () => {
     expect(report).toMatchObject({ textPending: true, retryAfterSeconds: expect.any(Number) });
     expect(report.outcomes.map((o) => o.status)).toEqual(["rate_limited"]);
     expect(record.steps).toEqual([]);
+    // Known not sent: no "sending" trace is left for a resume to take as ambiguous.
+    expect([...record.begun]).toEqual([]);
     expect(fake.callsTo("sendDocument")).toEqual([]);
+  });
+});
+
+describe("a step cut off between its request and the record of its answer", () => {
+  it("is recorded as begun before its request goes out, then with its result", async () => {
+    const seen: [string, StepResult][] = [];
+    const record = recorder();
+    await deliver(newChannel(), "hello", [], {
+      progress: {
+        ...record.progress,
+        step: async (key, result) => {
+          seen.push([key, result]);
+          await record.progress.step(key, result);
+        },
+      },
+    });
+    expect(seen).toEqual([
+      ["text:0", "sending"],
+      ["text:0", "sent"],
+    ]);
+  });
+
+  it("at-most-once: is not sent again by the next process, and counts as unconfirmed", async () => {
+    const record = recorder(new Map<string, StepResult>([["text:0", "sending"]]));
+    const report = await deliver(newChannel(), "cut off", [], { progress: record.progress });
+    expect(posted("sendMessage")).toEqual([]);
+    expect(record.steps).toEqual([["text:0", "unconfirmed"]]);
+    expect(report.textPending).toBeUndefined();
+  });
+
+  it("at-least-once: is sent again by the next process", async () => {
+    const record = recorder(new Map<string, StepResult>([["text:0", "sending"]]));
+    await deliver(newChannel({ ambiguousSends: "at-least-once" }), "cut off", [], {
+      progress: record.progress,
+    });
+    expect(posted("sendMessage").map((c) => c.params.text)).toEqual(["cut off"]);
+    expect(record.steps).toEqual([["text:0", "sent"]]);
   });
 });
 

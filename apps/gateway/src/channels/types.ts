@@ -81,7 +81,13 @@ export type StepResult =
    */
   | "unconfirmed"
   /** The platform refused it for good (a 4xx other than 429); not retried. */
-  | "failed";
+  | "failed"
+  /**
+   * Its request is about to go out: recorded before sending, so a process that dies before
+   * the answer is recorded leaves a trace. A resumed delivery treats it as ambiguous (under
+   * `at-most-once` it is not sent again) instead of sending blindly again.
+   */
+  | "sending";
 
 /**
  * Progress of one reply through its outbox record. Step keys: `text:<n>` for the n-th chunk
@@ -96,6 +102,8 @@ export interface DeliveryProgress {
   readonly done: ReadonlyMap<string, StepResult>;
   /** Records a finished step; awaited before the next step starts. */
   step(key: string, result: StepResult): Promise<void>;
+  /** Forgets a step recorded `sending` whose request is known not to have gone out. */
+  clear(key: string): Promise<void>;
 }
 
 /** Options of {@link ChannelAdapter.deliver}. */

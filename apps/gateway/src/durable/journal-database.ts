@@ -203,6 +203,10 @@ export class JournalDatabase {
     );
   }
 
+  clearStep(replyId: string, key: string): void {
+    this.#db.prepare("DELETE FROM reply_steps WHERE reply_id = ? AND key = ?").run(replyId, key);
+  }
+
   /** Where entry `id` is and how it ended (`undefined` for an unknown id). */
   entryState(id: number): { state: JournalState; outcome: string | null } | undefined {
     return this.#db

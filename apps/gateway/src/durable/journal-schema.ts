@@ -61,7 +61,7 @@ export const JOURNAL_MIGRATIONS: readonly Migration[] = [
         CREATE TABLE reply_steps (
           reply_id    TEXT NOT NULL,
           key         TEXT NOT NULL,
-          result      TEXT NOT NULL CHECK (result IN ('sent', 'unconfirmed', 'failed')),
+          result      TEXT NOT NULL CHECK (result IN ('sending', 'sent', 'unconfirmed', 'failed')),
           recorded_at INTEGER NOT NULL,
           PRIMARY KEY (reply_id, key)
         ) STRICT;

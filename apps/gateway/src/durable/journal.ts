@@ -117,6 +117,10 @@ export class SqliteJournal implements Journal {
     return this.#worker.call("step", replyId, key, result, this.#now());
   }
 
+  clearStep(replyId: string, key: string): Promise<void> {
+    return this.#worker.call("clearStep", replyId, key);
+  }
+
   attempt(replyId: string): Promise<void> {
     return this.#worker.call("attempt", replyId);
   }

@@ -183,6 +183,10 @@ export class Outbox {
         done.set(key, result);
         await this.#journal.step(record.id, key, result);
       },
+      clear: async (key: string) => {
+        if (!done.delete(key)) return;
+        await this.#journal.clearStep(record.id, key);
+      },
     };
     let report: DeliveryReport | undefined;
     try {

@@ -104,6 +104,8 @@ export interface Journal {
   addReply(reply: OutboxReply, entryId: number | undefined): Promise<OutboxRecord>;
   /** Records one delivered (or refused, or unconfirmed) step. */
   step(replyId: string, key: string, result: StepResult): Promise<void>;
+  /** Forgets a step (one recorded `sending` whose request is known not to have gone out). */
+  clearStep(replyId: string, key: string): Promise<void>;
   /** A delivery attempt starts (counts attempts). */
   attempt(replyId: string): Promise<void>;
   /** Tries again not before `notBeforeMs`; `error` says why (token-free). */

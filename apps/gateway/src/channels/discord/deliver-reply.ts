@@ -96,7 +96,8 @@ export async function deliverReply(
     reply.text.trim() === "" ? [] : splitText(reply.text, { maxLength: DiscordTextLimit });
   for (const [index, content] of chunks.entries()) {
     const key = `text:${index}`;
-    if (done.has(key)) continue;
+    // A step cut off mid-send is simply sent again: its nonce returns the first message.
+    if (done.has(key) && done.get(key) !== "sending") continue;
     const result = await attempt([key], { content });
     if (result.status === "sent") continue;
     textPending = true;
@@ -114,7 +115,7 @@ export async function deliverReply(
   const todo: ReadyMedia[] = [];
   for (const item of ready) {
     const prior = done.get(mediaKey(item));
-    if (prior === undefined) todo.push(item);
+    if (prior === undefined || prior === "sending") todo.push(item);
     else outcomes.set(item, earlierOutcome(item, prior));
   }
   const { batches, tooLarge } = batchFiles(todo, limitBytes);
@@ -208,6 +209,8 @@ function earlierOutcome(item: ReadyMedia, result: StepResult): DeliveryOutcome {
         path: item.path,
         error: "not delivered by an earlier attempt",
       };
+    case "sending":
+      return { status: "pending", path: item.path };
   }
 }
 

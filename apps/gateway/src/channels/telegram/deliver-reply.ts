@@ -43,6 +43,8 @@ function outcomeOfDone(item: ReadyMedia, result: StepResult): DeliveryOutcome {
       return { status: "unconfirmed", path: item.path };
     case "failed":
       return { status: "upload_failed", path: item.path, error: "refused in an earlier attempt" };
+    case "sending":
+      return { status: "unconfirmed", path: item.path };
   }
 }
 
@@ -70,6 +72,8 @@ class ReplyRun {
   private readonly outcomes: (DeliveryOutcome | undefined)[];
   private readonly chunks: readonly string[];
   private readonly results = new Map<string, StepResult>();
+  /** Steps an earlier process began and never recorded the end of; resent (at-least-once). */
+  private readonly resend = new Set<string>();
   private limitedUntilMs: number | undefined;
   private aborted = false;
   private recordFailed = false;
@@ -87,6 +91,7 @@ class ReplyRun {
   }
 
   async run(): Promise<DeliveryReport> {
+    await this.settleInterrupted();
     const todo: number[] = [];
     this.items.forEach((item, index) => {
       const done = this.resultOf(mediaKey(item.path));
@@ -107,7 +112,42 @@ class ReplyRun {
   }
 
   private resultOf(key: string): StepResult | undefined {
+    if (this.resend.has(key)) return this.results.get(key);
     return this.results.get(key) ?? this.progress?.done.get(key);
+  }
+
+  /**
+   * A step recorded `sending` was cut off between its request and the record of its answer:
+   * it may be in the chat. `at-most-once` records it `unconfirmed` and does not send it again;
+   * `at-least-once` sends it again.
+   */
+  private async settleInterrupted(): Promise<void> {
+    for (const [key, result] of this.progress?.done ?? []) {
+      if (result !== "sending") continue;
+      if (this.ctx.caller.ambiguousSends === "at-least-once") this.resend.add(key);
+      else {
+        this.ctx.logger.warn({ key }, "step cut off mid-send; not sent again (at-most-once)");
+        await this.record(key, "unconfirmed");
+      }
+    }
+  }
+
+  /** Records that the steps' requests are about to go out (see {@link settleInterrupted}). */
+  private async begin(keys: readonly string[]): Promise<void> {
+    for (const key of keys) await this.record(key, "sending", false);
+  }
+
+  /** The step's request is known not to have gone out (rate limit, abort before sending). */
+  private async unbegin(key: string): Promise<void> {
+    if (this.results.has(key) || this.progress === undefined) return;
+    try {
+      await this.progress.clear(key);
+    } catch (error) {
+      this.ctx.logger.error(
+        { key, ...failureFacts(error, this.ctx.token) },
+        "delivery progress could not be recorded",
+      );
+    }
   }
 
   /** Stopped by a flood wait or the caller's signal. */
@@ -120,8 +160,8 @@ class ReplyRun {
     return Math.max(1, Math.ceil(((this.limitedUntilMs ?? 0) - Date.now()) / 1000));
   }
 
-  private async record(key: string, result: StepResult): Promise<void> {
-    this.results.set(key, result);
+  private async record(key: string, result: StepResult, final = true): Promise<void> {
+    if (final) this.results.set(key, result);
     if (this.progress === undefined) return;
     try {
       await this.progress.step(key, result);
@@ -157,6 +197,7 @@ class ReplyRun {
       if (this.resultOf(key) !== undefined) continue;
       if (this.halted()) return;
       try {
+        await this.begin([key]);
         await this.sendChunk(chunk);
         await this.record(key, "sent");
       } catch (error) {
@@ -164,10 +205,14 @@ class ReplyRun {
           error instanceof TelegramDeliveryError
             ? error
             : new TelegramDeliveryError("sendMessage", failureFacts(error, this.ctx.token));
-        if (this.halt(failure)) return;
         if (failure.unconfirmed) {
           await this.record(key, "unconfirmed");
+          if (this.halt(failure)) return;
           continue;
+        }
+        if (this.halt(failure)) {
+          await this.unbegin(key);
+          return;
         }
         this.ctx.logger.error({ chunk: n, error: failure.message }, "reply text not delivered");
         await this.record(key, "failed");
@@ -180,6 +225,10 @@ class ReplyRun {
       (i) => todo[i] as number,
     );
     const stepItems = indices.map((index) => this.items[index] as ReadyMedia);
+    await this.begin([
+      ...stepItems.map((item) => mediaKey(item.path)),
+      ...(step.caption === undefined ? [] : [textKey(0)]),
+    ]);
     const result: SendResult =
       step.type === "album"
         ? await sendAlbum(this.ctx, stepItems, step.caption)
@@ -195,10 +244,14 @@ class ReplyRun {
       }
       if (outcome.status === "pending") this.aborted = true;
     }
+    for (const item of stepItems) await this.unbegin(mediaKey(item.path));
     if (step.caption === undefined) return;
     // The caption is the whole text, chunk 0. If its media did not go, the text goes as a message.
     if (result.caption !== undefined) await this.record(textKey(0), result.caption);
-    else if (!result.outcomes.some(haltsDelivery)) await this.sendText();
+    else {
+      await this.unbegin(textKey(0));
+      if (!result.outcomes.some(haltsDelivery)) await this.sendText();
+    }
   }
 
   private report(): DeliveryReport {

@@ -63,6 +63,11 @@ export class TelegramCaller {
     private readonly settings: CallerSettings,
   ) {}
 
+  /** The policy for sends whose outcome is unknown. */
+  get ambiguousSends(): AmbiguousSends {
+    return this.settings.ambiguousSends;
+  }
+
   /**
    * Calls `request` for `method`, retrying as docs/media.md and docs/durability.md say. Each
    * attempt gets a fresh signal that ends at the request's time bound or when the caller's
