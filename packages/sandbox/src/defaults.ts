@@ -75,6 +75,12 @@ export const Defaults = {
   pingTimeoutMs: 5_000,
   /** How long a killed command may take to report back before its shell is declared broken. */
   killGraceMs: 3_000,
+  /**
+   * A command whose stream ended without an exit code of its own (or with a signal's) in a
+   * container that still shows running: how long the container may take to show stopped
+   * (it was being stopped or removed) before the result is taken as the command's own.
+   */
+  containerLossGraceMs: 1_000,
   /** How long opening a session shell may take before one-shot exec is used instead. */
   shellOpenTimeoutMs: 10_000,
   /** The reaper never uses a lifetime below this when computing its age threshold. */

@@ -7,7 +7,7 @@ import { Defaults } from "./defaults.js";
 import { dockerOf } from "./docker-client.js";
 import { guarded, isNotFound, withTimeout } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
-import { SandboxError, type SlotDirectoryError } from "./errors.js";
+import { SandboxError, SandboxLostError, type SlotDirectoryError } from "./errors.js";
 import { type ExecUser, OneShotUser, SessionHome, type UserMode, userModeOf } from "./exec-user.js";
 import { IdleSlots } from "./idle-slots.js";
 import { installIdOf } from "./install.js";
@@ -628,11 +628,28 @@ export class Sandbox {
     try {
       return await this.#guard(operation, slot, () => fn(containerId), containerId);
     } catch (error) {
+      if (error instanceof SandboxLostError) this.#forget(slot, error.containerId);
       if (!(error instanceof SandboxError) || !isGone(error.cause)) throw error;
       if (this.#handles.get(slot) === containerId) this.#handles.delete(slot);
       const again = await this.acquire(slot);
-      return this.#guard(operation, slot, () => fn(again.containerId), again.containerId);
+      try {
+        return await this.#guard(operation, slot, () => fn(again.containerId), again.containerId);
+      } catch (retryError) {
+        if (retryError instanceof SandboxLostError) this.#forget(slot, retryError.containerId);
+        throw retryError;
+      }
     }
+  }
+
+  /**
+   * A container went away under a command: drops the slot's cached handle (when it is still
+   * that container) and the shells open in it, so the next call provisions the slot again.
+   * The idle timer of a non-persistent slot keeps running: its cleanup finds the slot's
+   * containers by label.
+   */
+  #forget(slot: string, containerId: string): void {
+    if (this.#handles.get(slot) === containerId) this.#handles.delete(slot);
+    this.#shells.closeContainer(containerId);
   }
 
   #guard<T>(

@@ -1,5 +1,6 @@
 import type { Duplex } from "node:stream";
 import type Docker from "dockerode";
+import { throwIfLost } from "./container-loss.js";
 import { Defaults } from "./defaults.js";
 import { withTimeout } from "./docker-errors.js";
 import { type ExecUser, RootUser, SessionHome, userSpec } from "./exec-user.js";
@@ -134,7 +135,10 @@ export class SessionShell {
     this.#controllerPid = pid;
   }
 
-  /** Runs one command; the shell must be alive and idle. */
+  /**
+   * Runs one command; the shell must be alive and idle. Throws `ContainerLost` when the
+   * container or the engine went away before the command reported its exit code.
+   */
   async run(command: string, options: ExecOptions = {}): Promise<ExecResult> {
     const started = performance.now();
     const cap = options.maxOutputBytes ?? Defaults.maxOutputBytes;
@@ -189,6 +193,12 @@ export class SessionShell {
     running?.out.flush();
     running?.err.flush();
     const code = Number.parseInt(running?.out.trailer ?? "", 10);
+    // The controller's stream ended before the command reported: either the session's own
+    // processes killed the controller (the command's result stands, the shell reopens next
+    // call) or the container or engine went away under it.
+    if (Number.isNaN(code) && stopReason === undefined && !this.#alive) {
+      await throwIfLost(this.#docker, this.containerId);
+    }
     return {
       exitCode: Number.isNaN(code) ? -1 : code,
       stdout: stdout.text(),

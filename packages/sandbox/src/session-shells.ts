@@ -1,6 +1,7 @@
 import type Docker from "dockerode";
 import { Defaults } from "./defaults.js";
 import { isConnectionError, statusOf } from "./docker-errors.js";
+import { ContainerLost } from "./errors.js";
 import { type ExecUser, SandboxUids, SessionHome, type UserMode } from "./exec-user.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { exactEntry, type KillSelection } from "./kill-script.js";
@@ -168,7 +169,7 @@ export class SessionShells {
     try {
       return await killProcesses(this.#docker, containerId, await select(), this.#mode.housekeeper);
     } catch (error) {
-      if (isGone(error)) return 0;
+      if (isGone(error) || error instanceof ContainerLost) return 0;
       throw error;
     }
   }
@@ -189,6 +190,13 @@ export class SessionShells {
     clearTimeout(entry.idle);
     entry.shell.close();
     this.#entries.delete(key);
+  }
+
+  /** Closes the shells open in one container (it went away). */
+  closeContainer(containerId: string): void {
+    for (const [key, entry] of this.#entries) {
+      if (entry.shell.containerId === containerId) this.#drop(key, entry);
+    }
   }
 
   /** Closes the shells of one slot (its container is going away or being let go). */
