@@ -24,6 +24,11 @@ export const Defaults = {
     sharedKey: "",
     user: "per-session" as "per-session" | "root",
     sessionProcessLimit: 128,
+    /**
+     * Most session shells open at once in one container; the least recently used idle one
+     * is closed to open another (each is a process under `pidsLimit`).
+     */
+    maxOpenShells: 64,
   },
   /**
    * Group of the sandbox's users: `/workspace` and `/root` belong to `0:sandboxGid` with mode
@@ -51,7 +56,10 @@ export const Defaults = {
   operationTimeoutMs: 30_000,
   /** Bound on finding or making a slot's container (probe, create, start). */
   provisionTimeoutMs: 60_000,
-  /** A session shell unused this long is closed (it is reopened, with its state, on demand). */
+  /**
+   * A session shell unused this long is closed (it is reopened, with its state, on demand);
+   * `settings.maxOpenShells` bounds how many are open before that.
+   */
   shellIdleMs: 10 * 60_000,
   /** Bound on one whole cleanup (stop grace + remove + deleting directories). */
   cleanupTimeoutMs: 20_000,

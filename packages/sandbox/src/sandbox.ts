@@ -116,7 +116,17 @@ export class Sandbox {
     this.#now = options.now ?? Date.now;
     this.#bound = { timeoutMs: options.operationTimeoutMs ?? Defaults.operationTimeoutMs };
     this.#users = userModeOf(options.settings);
-    this.#shells = new SessionShells(this.#docker, this.#users, options.onWarning);
+    const maxOpenShells = options.settings.maxOpenShells ?? Defaults.settings.maxOpenShells;
+    if (!Number.isSafeInteger(maxOpenShells) || maxOpenShells < 1) {
+      throw new TypeError(
+        `Sandbox needs settings.maxOpenShells to be a positive integer (got ${maxOpenShells}); leave it out for ${Defaults.settings.maxOpenShells}`,
+      );
+    }
+    this.#shells = new SessionShells(this.#docker, {
+      mode: this.#users,
+      maxOpenShells,
+      onWarning: options.onWarning,
+    });
     if (!options.settings.persistent) {
       const idleMs = options.idleCleanupMs ?? options.settings.lifetimeSeconds * 1000;
       this.#idle = new IdleSlots(idleMs, (slot) => {

@@ -243,6 +243,25 @@ export class SessionShell {
     this.close();
   }
 
+  /**
+   * Closes the controller's stdin and waits (at most `timeoutMs`) until the engine reports
+   * the exec ended, so the controller's process is gone from the container when this
+   * resolves; then closes the connection.
+   */
+  async closeAndWait(timeoutMs: number): Promise<void> {
+    this.#alive = false;
+    if (!this.#stream.destroyed) {
+      const ended = new Promise<void>((resolve) => {
+        this.#stream.once("end", resolve);
+        this.#stream.once("close", resolve);
+        this.#stream.once("error", () => resolve());
+      });
+      this.#stream.end();
+      await withTimeout(ended, timeoutMs, "closing a session shell").catch(() => undefined);
+    }
+    this.#stream.destroy();
+  }
+
   /** Closes the controller's stdin and the connection; the controller exits on EOF. */
   close(): void {
     this.#alive = false;

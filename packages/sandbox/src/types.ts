@@ -84,6 +84,14 @@ export interface SandboxSettings {
    * the others under `pidsLimit`. Default 128.
    */
   readonly sessionProcessLimit: number;
+  /**
+   * Most session shells open at once in one container (each is a process counted against
+   * `pidsLimit`). Opening one more closes the least recently used idle one first; its
+   * session keeps its cwd and exports and gets a new shell on its next command. When all
+   * are running commands, a session's command runs as a one-shot exec with its state.
+   * Default 64 (`Defaults.settings.maxOpenShells`).
+   */
+  readonly maxOpenShells?: number | undefined;
 }
 
 export interface ExecOptions {
