@@ -160,7 +160,7 @@ export class SessionShells {
         slot: session.slot,
         sessionKey: session.sessionKey,
         shell,
-        busy: false,
+        busy: true, // the caller runs its command in it next: never closed to make room
       };
       this.#entries.set(key, entry);
       return entry;
