@@ -12,8 +12,10 @@ const run = promisify(execFile);
  * A Docker engine of the test's own: a second `dockerd` with its own data root, exec root
  * (and so its own containerd) and socket, so a test can SIGKILL "the engine" mid-command
  * without touching the engine everyone else's tests (and other users of this machine) run
- * on. It is killed by its pid, never by name. It has no network bridge and no iptables
- * rules; sandbox containers run with network `none` anyway.
+ * on. It is killed by its pid, never by name. It runs in a network namespace of its own
+ * (`unshare --net`, which execs dockerd in place, so the pid is dockerd's) with no bridge and
+ * no iptables rules, so it never touches the host's network; sandbox containers run with
+ * network `none` anyway.
  */
 export class PrivateEngine {
   readonly dir: string;
@@ -61,9 +63,14 @@ export class PrivateEngine {
       await rm(this.#containerdPidFile, { force: true });
     }
     const log = openSync(join(this.dir, "dockerd.log"), "a");
+    // Its own network namespace: a dockerd without a bridge deletes the host's `docker0`
+    // at start (it takes it for a stale one of its own), which the shared engine uses.
     const daemon = spawn(
-      "dockerd",
+      "unshare",
       [
+        "--net",
+        "--",
+        "dockerd",
         `--data-root=${join(this.dir, "data")}`,
         `--exec-root=${join(this.dir, "exec")}`,
         `--pidfile=${join(this.dir, "dockerd.pid")}`,
