@@ -5,6 +5,7 @@ import { removeContainer } from "./containers.js";
 import { Defaults } from "./defaults.js";
 import { messageOf } from "./docker-errors.js";
 import { FrameDecoder } from "./frames.js";
+import { currentInstanceId } from "./instance.js";
 import { type ContainerOwner, LabelKeys, sanitizeLabelValue } from "./labels.js";
 
 /** What {@link deleteInContainer} needs. */
@@ -52,6 +53,7 @@ export async function deleteInContainer(
       Labels: {
         [LabelKeys.slotDelete]: "1",
         [LabelKeys.install]: context.owner.install,
+        [LabelKeys.owner]: currentInstanceId(),
         [LabelKeys.profile]: sanitizeLabelValue(context.owner.profile),
       },
       HostConfig: {

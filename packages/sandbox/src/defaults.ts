@@ -24,6 +24,11 @@ export const Defaults = {
     sharedKey: "",
     user: "per-session" as "per-session" | "root",
     sessionProcessLimit: 128,
+    /**
+     * Most session shells open at once in one container; the least recently used idle one
+     * is closed to open another (each is a process under `pidsLimit`).
+     */
+    maxOpenShells: 64,
   },
   /**
    * Group of the sandbox's users: `/workspace` and `/root` belong to `0:sandboxGid` with mode
@@ -51,7 +56,10 @@ export const Defaults = {
   operationTimeoutMs: 30_000,
   /** Bound on finding or making a slot's container (probe, create, start). */
   provisionTimeoutMs: 60_000,
-  /** A session shell unused this long is closed (it is reopened, with its state, on demand). */
+  /**
+   * A session shell unused this long is closed (it is reopened, with its state, on demand);
+   * `settings.maxOpenShells` bounds how many are open before that.
+   */
   shellIdleMs: 10 * 60_000,
   /** Bound on one whole cleanup (stop grace + remove + deleting directories). */
   cleanupTimeoutMs: 20_000,
@@ -75,6 +83,12 @@ export const Defaults = {
   pingTimeoutMs: 5_000,
   /** How long a killed command may take to report back before its shell is declared broken. */
   killGraceMs: 3_000,
+  /**
+   * A command whose stream ended without an exit code of its own (or with a signal's) in a
+   * container that still shows running: how long the container may take to show stopped
+   * (it was being stopped or removed) before the result is taken as the command's own.
+   */
+  containerLossGraceMs: 1_000,
   /** How long opening a session shell may take before one-shot exec is used instead. */
   shellOpenTimeoutMs: 10_000,
   /** The reaper never uses a lifetime below this when computing its age threshold. */

@@ -1,8 +1,10 @@
 import { CallTimeoutError } from "./bounded-call.js";
 import {
+  ContainerLost,
   DockerUnavailableError,
   ImageMissingError,
   SandboxError,
+  SandboxLostError,
   SlotDirectoryError,
 } from "./errors.js";
 
@@ -78,8 +80,9 @@ export async function withTimeout<T>(promise: Promise<T>, ms: number, what: stri
 }
 
 /**
- * Runs `fn` and maps what it throws to this package's errors: an unreachable daemon
- * becomes {@link DockerUnavailableError}, anything else that is not already ours (or an
+ * Runs `fn` and maps what it throws to this package's errors: a container or engine that
+ * went away mid-command becomes {@link SandboxLostError}, an unreachable daemon
+ * {@link DockerUnavailableError}, anything else that is not already ours (or an
  * `AbortError`) a {@link SandboxError} with the operation, slot and container (a Docker call
  * that got no answer in time names the container it was about).
  */
@@ -91,7 +94,13 @@ export async function guarded<T>(
   try {
     return await fn();
   } catch (error) {
+    if (error instanceof ContainerLost) {
+      throw new SandboxLostError(where.operation, where.slot, error.containerId, error.reason, {
+        cause: error.cause ?? error,
+      });
+    }
     const ours =
+      error instanceof SandboxLostError ||
       error instanceof DockerUnavailableError ||
       error instanceof ImageMissingError ||
       error instanceof SandboxError ||

@@ -49,6 +49,64 @@ export class SandboxError extends Error {
 }
 
 /**
+ * What went away under a running command (see {@link SandboxLostError}): its container
+ * (stopped or removed; a removal under way shows as stopped, so the two are not told apart),
+ * or the engine (stopped, killed or not answering).
+ */
+export type SandboxLossReason = "container-gone" | "engine-unreachable";
+
+/**
+ * The sandbox went away while a command ran in it: its container was removed or stopped, or
+ * the Docker engine stopped answering (it was stopped or killed). This is not a command
+ * result: how far the command got is unknown, and it is not retried. The slot's cached
+ * container and the shells open in that container are dropped, so the next call provisions
+ * the slot again (reusing or replacing the container).
+ */
+export class SandboxLostError extends Error {
+  override readonly name = "SandboxLostError";
+  readonly operation: string;
+  readonly slot: string;
+  readonly containerId: string;
+  readonly reason: SandboxLossReason;
+
+  constructor(
+    operation: string,
+    slot: string,
+    containerId: string,
+    reason: SandboxLossReason,
+    options?: { cause?: unknown },
+  ) {
+    const what =
+      reason === "container-gone"
+        ? "its container stopped or was removed"
+        : "the Docker engine stopped answering";
+    super(`${operation} in slot ${slot} was cut off: ${what} while the command ran`, options);
+    this.operation = operation;
+    this.slot = slot;
+    this.containerId = containerId;
+    this.reason = reason;
+  }
+}
+
+/**
+ * Thrown by the exec paths (one-shot exec, session shell) when a command's stream ended
+ * without an exit code of its own because the container or the engine went away. It knows
+ * no slot; `guarded` turns it into the public {@link SandboxLostError} with the slot and
+ * operation. Internal: not exported from the package.
+ */
+export class ContainerLost extends Error {
+  override readonly name = "ContainerLost";
+  readonly containerId: string;
+  readonly reason: SandboxLossReason;
+
+  constructor(containerId: string, reason: SandboxLossReason, options?: { cause?: unknown }) {
+    super(`container ${containerId.slice(0, 12)} went away mid-command (${reason})`, options);
+    this.containerId = containerId;
+    this.reason = reason;
+  }
+}
+
+/**
  * A slot directory could not be prepared or deleted safely: its disk image could not be made
  * or mounted, or the delete could not run where no link leads to the host. Nothing is tried
  * in its place (no host-side walk, no directory without its ceiling): the directory stays as

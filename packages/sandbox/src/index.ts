@@ -1,10 +1,12 @@
 export { Defaults } from "./defaults.js";
 export type { DockerConnectOptions } from "./engine.js";
 export { connectDocker, DockerEngine } from "./engine.js";
+export type { SandboxLossReason } from "./errors.js";
 export {
   DockerUnavailableError,
   ImageMissingError,
   SandboxError,
+  SandboxLostError,
   SlotDirectoryError,
 } from "./errors.js";
 export { installIdOf } from "./install.js";

@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { currentInstanceId } from "./instance.js";
 import {
   containerLabels,
   isPersistentSlot,
@@ -46,10 +47,11 @@ describe("sanitizeLabelValue", () => {
 const owner = (profile: string) => ({ install: "0123456789ab", profile });
 
 describe("containerLabels", () => {
-  it("marks the agent, the install, the label-safe slot and profile, and the full slot hash", () => {
+  it("marks the agent, the install, the owning process, the label-safe slot and profile, and the full slot hash", () => {
     expect(containerLabels(owner("work"), "session:agent:work:dm:1")).toEqual({
       [LabelKeys.agent]: "1",
       [LabelKeys.install]: "0123456789ab",
+      [LabelKeys.owner]: currentInstanceId(),
       [LabelKeys.slot]: "session_agent_work_dm_1",
       [LabelKeys.profile]: "work",
       [LabelKeys.slotHash]: slotHash("session:agent:work:dm:1"),

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { currentInstanceId } from "./instance.js";
 import { keepsDirsBySlotLabel, slotTraits } from "./slot-key.js";
 
 /** Every label key this package puts on (and filters containers by). */
@@ -28,6 +29,14 @@ export const LabelKeys = {
    * container: it carries no `agent` label, so reuse, `sandbox ls` and the reaper ignore it).
    */
   slotDelete: "mediagate.slot-delete",
+  /**
+   * The gateway process that made the container (`currentInstanceId()`, not sanitized). A
+   * scratch container (`persistent` = `"0"`) or delete container whose owner is gone (the
+   * process crashed: no idle timer or shutdown of its will remove it) is an orphan, removed
+   * by the next `reapOrphans` in any state. Containers of persistent slots keep it as
+   * history only: any process of the install reuses them.
+   */
+  owner: "mediagate.owner",
 } as const;
 
 const LabelUnsafe = /[^A-Za-z0-9_.-]/g;
@@ -76,11 +85,12 @@ export interface ContainerOwner {
   readonly profile: string;
 }
 
-/** The labels every container of `slot` owned by `owner` carries. */
+/** The labels every container of `slot` owned by `owner`, made by this process, carries. */
 export function containerLabels(owner: ContainerOwner, slot: string): Record<string, string> {
   return {
     [LabelKeys.agent]: "1",
     [LabelKeys.install]: owner.install,
+    [LabelKeys.owner]: currentInstanceId(),
     [LabelKeys.slot]: sanitizeLabelValue(slot),
     [LabelKeys.profile]: sanitizeLabelValue(owner.profile),
     [LabelKeys.slotHash]: slotHash(slot),

@@ -1,7 +1,10 @@
 import { randomBytes } from "node:crypto";
 import type { Duplex } from "node:stream";
 import type Docker from "dockerode";
+import { boundedCall } from "./bounded-call.js";
+import { throwIfLost } from "./container-loss.js";
 import { Defaults } from "./defaults.js";
+import type { ContainerLost } from "./errors.js";
 import { type ExecUser, userSpec } from "./exec-user.js";
 import { FrameDecoder, StreamType } from "./frames.js";
 import { exactEntry, KillScript, type KillSelection, killArguments } from "./kill-script.js";
@@ -41,7 +44,9 @@ export function randomHex(bytes: number): string {
  * timeout or abort kills them through a second exec running {@link KillScript} as the
  * same user (reading another uid's environment needs `CAP_SYS_PTRACE`, which no sandbox
  * process has). Errors from `exec`/`start` (404 missing container, 409 not running)
- * propagate.
+ * propagate. A stream that ends without an exit code, or with a signal's, while the
+ * container is no longer running (or the engine no longer answers) throws
+ * {@link ContainerLost}: the sandbox went away, the command did not finish.
  */
 export async function execOnce(
   docker: Docker,
@@ -120,6 +125,11 @@ export async function execOnce(
     options.signal?.removeEventListener("abort", onAbort);
   }
   const exitCode = await exitCodeOf(exec);
+  // No exit code, or death by a signal: that is also what a removed or stopped container
+  // (or a killed engine) leaves. Only the container's state tells them apart.
+  if (stopReason === undefined && (exitCode < 0 || exitCode > 128)) {
+    await throwIfLost(docker, containerId);
+  }
   return result(exitCode, stopReason === "timeout", stopReason === "abort");
 }
 
@@ -172,10 +182,16 @@ export async function killProcesses(
   return Number.parseInt(answer, 10);
 }
 
-/** Exit code once Docker has recorded it (the stream can end a moment before). */
+/**
+ * Exit code once Docker has recorded it (the stream can end a moment before); -1 when the
+ * engine does not say (the exec is gone with its container, or the engine is).
+ */
 async function exitCodeOf(exec: Docker.Exec): Promise<number> {
+  const bound = { timeoutMs: Defaults.operationTimeoutMs };
   for (let attempt = 0; attempt < 50; attempt++) {
-    const info = await exec.inspect().catch(() => undefined);
+    const info = await boundedCall("exec inspect", bound, (abortSignal) =>
+      exec.inspect({ abortSignal }),
+    ).catch(() => undefined);
     if (info === undefined) return -1;
     if (!info.Running && typeof info.ExitCode === "number") return info.ExitCode;
     await delay(attempt < 10 ? 2 : 20);

@@ -7,8 +7,9 @@ import { Defaults } from "./defaults.js";
 import { isNotFound, statusOf } from "./docker-errors.js";
 import { ImageMissingError } from "./errors.js";
 import { RootUser, userModeOf } from "./exec-user.js";
-import type { ContainerOwner } from "./labels.js";
+import { type ContainerOwner, keepsSlotDirs } from "./labels.js";
 import { delay, execOnce } from "./one-shot-exec.js";
+import { ownerIsGone } from "./reaper.js";
 import { prepareSlotDirectory } from "./slot-dirs.js";
 import type { SandboxSettings } from "./types.js";
 
@@ -35,7 +36,8 @@ export interface ProvisionContext {
 /**
  * Finds or makes the container of a slot (docs/sandbox.md). With `persistAcrossProcesses`, the
  * labelled containers are probed first: a running one is reused, a paused one unpaused, a
- * stopped one started; one that cannot be started is removed and replaced. A create that
+ * stopped one started; one that cannot be started is removed and replaced, and so is a
+ * scratch container whose owning process is gone (its slot dir is kept and bound again). A create that
  * loses a race with another process (409 on the deterministic name) probes again.
  * Without it, no probe happens and a fresh, uniquely named container is made. The slot
  * directory is made ready first (its disk image mounted again after a reboot), before any
@@ -90,7 +92,15 @@ async function prepareTmpfs(context: ProvisionContext, containerId: string): Pro
 
 async function reuseExisting(context: ProvisionContext): Promise<string | undefined> {
   const { docker, bound } = context;
-  const found = await findSlotContainers(docker, context.owner, context.slot, bound);
+  const listed = await findSlotContainers(docker, context.owner, context.slot, bound);
+  // A scratch container belongs to the process that made it (its idle timer, its shutdown);
+  // one whose process is gone is replaced, not adopted, so the owner label of a scratch
+  // container in use always names a live process and the reaper never removes it.
+  const found: typeof listed = [];
+  for (const candidate of listed) {
+    if (keepsSlotDirs(candidate.Labels) || !ownerIsGone(candidate.Labels)) found.push(candidate);
+    else await removeContainer(docker, candidate.Id, true, bound);
+  }
   const running = found.find((c) => c.State === "running");
   if (running !== undefined) return running.Id;
   for (const candidate of found) {

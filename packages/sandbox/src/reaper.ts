@@ -4,7 +4,8 @@ import { boundedCall } from "./bounded-call.js";
 import { profileFilters, removeContainer } from "./containers.js";
 import { Defaults } from "./defaults.js";
 import { messageOf } from "./docker-errors.js";
-import { type ContainerOwner, keepsSlotDirs, LabelKeys } from "./labels.js";
+import { instanceLiveness } from "./instance.js";
+import { type ContainerOwner, keepsSlotDirs, LabelKeys, sanitizeLabelValue } from "./labels.js";
 import { slotRootOf } from "./slot-key.js";
 import { parseDockerTime } from "./timestamps.js";
 import type { ReapResult } from "./types.js";
@@ -95,6 +96,84 @@ export async function sweepOrphans(context: SweepContext): Promise<ReapResult> {
       await context.deleteSlotDir(slotDir, info.Image, () => slotStillUsed(docker, labels, bound));
     } catch (error) {
       result.failed.push({ id: summary.Id, error: `container removed: ${messageOf(error)}` });
+    }
+  }
+  return result;
+}
+
+/** What {@link sweepGoneOwners} needs. */
+export interface OwnerSweepContext {
+  readonly docker: Docker;
+  /** Only this install's containers of this profile are swept. */
+  readonly owner: ContainerOwner;
+  /** Roots under which a reaped container's slot dir may be deleted. */
+  readonly sandboxRoots: readonly string[];
+  /** Bound on each Docker call. */
+  readonly timeoutMs: number;
+  /** Runs `fn` holding the slot directory's lock (shared with provisioning). */
+  readonly locked: <T>(slotDir: string, fn: () => Promise<T>) => Promise<T>;
+  /** Deletes a slot directory where no link leads out of it; called under its lock. */
+  readonly deleteSlotDir: (slotDir: string, image: string) => Promise<void>;
+}
+
+/**
+ * Whether a container's owner label names a process that is gone. A container without the
+ * label (made before it existed), or whose owner cannot be judged from here (another host,
+ * a malformed value), is never an orphan by this rule.
+ */
+export function ownerIsGone(labels: Readonly<Record<string, string>> | undefined): boolean {
+  const owner = labels?.[LabelKeys.owner];
+  return owner !== undefined && instanceLiveness(owner) === "gone";
+}
+
+/**
+ * Removes this install's and this profile's containers whose owning process is gone, in any
+ * state (running ones too: their idle timers died with their process): scratch containers
+ * (session and task-id slots, `persistent` = `"0"`) with their slot directories, and
+ * throwaway delete containers. A slot's container is removed and its directory deleted under
+ * the directory's lock, the directory only when no other container of the slot exists by
+ * then. Containers of persistent slots are reused by any process and never swept here;
+ * a live (or unknown) owner's containers are never touched. A failure is recorded and the
+ * sweep goes on.
+ */
+export async function sweepGoneOwners(context: OwnerSweepContext): Promise<ReapResult> {
+  const { docker } = context;
+  const bound = { timeoutMs: context.timeoutMs };
+  const result: ReapResult = { removed: [], failed: [] };
+  const ours = profileFilters(context.owner);
+  const scratch = [...ours, `${LabelKeys.persistent}=0`];
+  const deletes = [
+    `${LabelKeys.slotDelete}=1`,
+    `${LabelKeys.install}=${context.owner.install}`,
+    `${LabelKeys.profile}=${sanitizeLabelValue(context.owner.profile)}`,
+  ];
+  const found: Docker.ContainerInfo[] = [];
+  for (const label of [scratch, deletes]) {
+    const listed = await boundedCall("list containers", bound, (abortSignal) =>
+      docker.listContainers({ all: true, filters: { label }, abortSignal }),
+    );
+    found.push(...listed.filter((c) => ownerIsGone(c.Labels)));
+  }
+  for (const summary of found) {
+    const slotDir =
+      summary.Labels[LabelKeys.agent] === "1" && !keepsSlotDirs(summary.Labels)
+        ? slotDirOfMounts(summary.Mounts, context.sandboxRoots)
+        : undefined;
+    const remove = () => removeContainer(docker, summary.Id, true, bound);
+    try {
+      if (slotDir === undefined) {
+        await remove();
+      } else {
+        await context.locked(slotDir, async () => {
+          await remove();
+          if (!(await slotStillUsed(docker, summary.Labels, bound))) {
+            await context.deleteSlotDir(slotDir, summary.Image);
+          }
+        });
+      }
+      result.removed.push(summary.Id);
+    } catch (error) {
+      result.failed.push({ id: summary.Id, error: messageOf(error) });
     }
   }
   return result;

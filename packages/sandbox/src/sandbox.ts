@@ -7,7 +7,7 @@ import { Defaults } from "./defaults.js";
 import { dockerOf } from "./docker-client.js";
 import { guarded, isNotFound, withTimeout } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
-import { SandboxError, type SlotDirectoryError } from "./errors.js";
+import { SandboxError, SandboxLostError, type SlotDirectoryError } from "./errors.js";
 import { type ExecUser, OneShotUser, SessionHome, type UserMode, userModeOf } from "./exec-user.js";
 import { IdleSlots } from "./idle-slots.js";
 import { installIdOf } from "./install.js";
@@ -16,7 +16,7 @@ import { type ContainerOwner, sanitizeLabelValue } from "./labels.js";
 import { listLegacyContainers, retireLegacyContainers } from "./legacy.js";
 import { execOnce } from "./one-shot-exec.js";
 import { provisionContainer } from "./provision.js";
-import { sandboxRootsOf, sweepOrphans } from "./reaper.js";
+import { sandboxRootsOf, sweepGoneOwners, sweepOrphans } from "./reaper.js";
 import { sessionHash } from "./session-hash.js";
 import { isGone, SessionShells } from "./session-shells.js";
 import { sessionUser } from "./session-user.js";
@@ -71,8 +71,11 @@ export interface SandboxOptions {
   readonly operationTimeoutMs?: number;
 }
 
-/** Profiles reaped by this process (`endpoint|install|profile`): the automatic reap runs once. */
-const reapedThisProcess = new Set<string>();
+/**
+ * The automatic reap of each profile (`endpoint|install|profile`) in this process: it runs
+ * once, and every acquire waits for it, so nothing is provisioned while it still runs.
+ */
+const reapedThisProcess = new Map<string, Promise<ReapResult | undefined>>();
 
 /**
  * Legacy sweeps of this process (`endpoint|install|profile home`), run before the first
@@ -116,7 +119,17 @@ export class Sandbox {
     this.#now = options.now ?? Date.now;
     this.#bound = { timeoutMs: options.operationTimeoutMs ?? Defaults.operationTimeoutMs };
     this.#users = userModeOf(options.settings);
-    this.#shells = new SessionShells(this.#docker, this.#users, options.onWarning);
+    const maxOpenShells = options.settings.maxOpenShells ?? Defaults.settings.maxOpenShells;
+    if (!Number.isSafeInteger(maxOpenShells) || maxOpenShells < 1) {
+      throw new TypeError(
+        `Sandbox needs settings.maxOpenShells to be a positive integer (got ${maxOpenShells}); leave it out for ${Defaults.settings.maxOpenShells}`,
+      );
+    }
+    this.#shells = new SessionShells(this.#docker, {
+      mode: this.#users,
+      maxOpenShells,
+      onWarning: options.onWarning,
+    });
     if (!options.settings.persistent) {
       const idleMs = options.idleCleanupMs ?? options.settings.lifetimeSeconds * 1000;
       this.#idle = new IdleSlots(idleMs, (slot) => {
@@ -170,7 +183,7 @@ export class Sandbox {
     if (cached !== undefined) return { containerId: cached };
     // Before the lock: the reaper takes the locks of the slot directories it deletes.
     await this.#retireLegacyOnce();
-    await this.#reapOnce();
+    await this.reapOrphansOnce();
     return this.#locked(slot, async () => {
       const held = this.#handles.get(slot);
       if (held !== undefined) return { containerId: held };
@@ -459,17 +472,31 @@ export class Sandbox {
   }
 
   /**
-   * Removes this install's and this profile's exited containers older than
-   * `2 × max(60, lifetimeSeconds)`, with the slot dirs of session and task-id slots; the
-   * dirs of `default`, `profile:<name>` and `shared:<key>` slots are persistent data and
-   * kept. Also retires legacy containers (no install label) bound into this install's slot
-   * dirs, running or not, keeping their dirs (see {@link legacyContainers}). Runs whenever
-   * called (the CLI's `sandbox reap`); the automatic once-per-process run at first use
-   * honours `orphanReaper: false`.
+   * Removes what this install's and this profile's earlier processes left behind:
+   * - scratch containers (session and task-id slots) whose owning process is gone (the
+   *   `mediagate.owner` label: a crashed gateway), running or exited, with their slot dirs,
+   *   and delete containers such a process left; never a live owner's, another install's,
+   *   or a persistent slot's container (any process reuses those);
+   * - exited containers older than `2 × max(60, lifetimeSeconds)`, with the slot dirs of
+   *   session and task-id slots; the dirs of `default`, `profile:<name>` and `shared:<key>`
+   *   slots are persistent data and kept;
+   * - legacy containers (no install label) bound into this install's slot dirs, running or
+   *   not, keeping their dirs (see {@link legacyContainers}).
+   * Slot dirs are deleted under their lock, where no link leads out of them. Runs whenever
+   * called (the CLI's `sandbox reap`); the automatic once-per-process run
+   * ({@link reapOrphansOnce}) honours `orphanReaper: false`.
    */
   async reapOrphans(opts: { now?: Date } = {}): Promise<ReapResult> {
     return this.#guard("reapOrphans", "*", async () => {
       const legacy = await retireLegacyContainers(this.#docker, this.#sandboxRoots, this.#bound);
+      const orphaned = await sweepGoneOwners({
+        docker: this.#docker,
+        owner: this.#owner,
+        sandboxRoots: this.#sandboxRoots,
+        timeoutMs: this.#bound.timeoutMs,
+        locked: (slotDir, fn) => withSlotLock(slotDir, fn, { onWarning: this.#options.onWarning }),
+        deleteSlotDir: (slotDir, image) => this.#deleteSlotDir(slotDir, image),
+      });
       const swept = await sweepOrphans({
         docker: this.#docker,
         owner: this.#owner,
@@ -487,8 +514,8 @@ export class Sandbox {
           ),
       });
       return {
-        removed: [...legacy.removed, ...swept.removed],
-        failed: [...legacy.failed, ...swept.failed],
+        removed: [...legacy.removed, ...orphaned.removed, ...swept.removed],
+        failed: [...legacy.failed, ...orphaned.failed, ...swept.failed],
       };
     });
   }
@@ -590,24 +617,41 @@ export class Sandbox {
     await sweep;
   }
 
-  async #reapOnce(): Promise<void> {
-    if (!this.#settings.orphanReaper) return;
+  /**
+   * The automatic orphan reap ({@link reapOrphans}) of this process for this profile: runs
+   * it now unless it ran (or is running) already, and answers its result; `undefined` when
+   * `orphanReaper` is off or the reap failed. Never throws: failures go to `onWarning`. The
+   * first acquire of the process runs it too; a gateway calls it at start, so containers and
+   * slot dirs a crashed process left are removed before any message needs them, also for
+   * profiles that get no message.
+   */
+  reapOrphansOnce(): Promise<ReapResult | undefined> {
+    if (!this.#settings.orphanReaper) return Promise.resolve(undefined);
     const key = `${this.#options.engine.endpoint}|${this.install}|${sanitizeLabelValue(this.profile)}`;
-    if (reapedThisProcess.has(key)) return;
-    reapedThisProcess.add(key);
-    try {
-      const result = await this.reapOrphans();
-      for (const failure of result.failed) {
-        this.#options.onWarning?.(`could not reap container ${failure.id}: ${failure.error}`);
-      }
-    } catch (error) {
-      this.#options.onWarning?.("orphan reaper failed", error);
+    let run = reapedThisProcess.get(key);
+    if (run === undefined) {
+      run = this.reapOrphans().then(
+        (result) => {
+          for (const failure of result.failed) {
+            this.#options.onWarning?.(`could not reap container ${failure.id}: ${failure.error}`);
+          }
+          return result;
+        },
+        (error: unknown) => {
+          this.#options.onWarning?.("orphan reaper failed", error);
+          return undefined;
+        },
+      );
+      reapedThisProcess.set(key, run);
     }
+    return run;
   }
 
   /**
    * Runs `fn` on the slot's container; when the container vanished or stopped underneath
-   * (404/409 on exec), drops the stale handle, acquires again and retries once.
+   * before the call started (404/409 on exec), drops the stale handle, acquires again and
+   * retries once. One that went away while the call ran ({@link SandboxLostError}) is not
+   * retried: the call may have done part of its work.
    */
   async #withContainer<T>(
     operation: string,
@@ -628,11 +672,28 @@ export class Sandbox {
     try {
       return await this.#guard(operation, slot, () => fn(containerId), containerId);
     } catch (error) {
+      if (error instanceof SandboxLostError) this.#forget(slot, error.containerId);
       if (!(error instanceof SandboxError) || !isGone(error.cause)) throw error;
       if (this.#handles.get(slot) === containerId) this.#handles.delete(slot);
       const again = await this.acquire(slot);
-      return this.#guard(operation, slot, () => fn(again.containerId), again.containerId);
+      try {
+        return await this.#guard(operation, slot, () => fn(again.containerId), again.containerId);
+      } catch (retryError) {
+        if (retryError instanceof SandboxLostError) this.#forget(slot, retryError.containerId);
+        throw retryError;
+      }
     }
+  }
+
+  /**
+   * A container went away under a command: drops the slot's cached handle (when it is still
+   * that container) and the shells open in it, so the next call provisions the slot again.
+   * The idle timer of a non-persistent slot keeps running: its cleanup finds the slot's
+   * containers by label.
+   */
+  #forget(slot: string, containerId: string): void {
+    if (this.#handles.get(slot) === containerId) this.#handles.delete(slot);
+    this.#shells.closeContainer(containerId);
   }
 
   #guard<T>(

@@ -1,5 +1,6 @@
 import type { Duplex } from "node:stream";
 import type Docker from "dockerode";
+import { throwIfLost } from "./container-loss.js";
 import { Defaults } from "./defaults.js";
 import { withTimeout } from "./docker-errors.js";
 import { type ExecUser, RootUser, SessionHome, userSpec } from "./exec-user.js";
@@ -134,7 +135,10 @@ export class SessionShell {
     this.#controllerPid = pid;
   }
 
-  /** Runs one command; the shell must be alive and idle. */
+  /**
+   * Runs one command; the shell must be alive and idle. Throws `ContainerLost` when the
+   * container or the engine went away before the command reported its exit code.
+   */
   async run(command: string, options: ExecOptions = {}): Promise<ExecResult> {
     const started = performance.now();
     const cap = options.maxOutputBytes ?? Defaults.maxOutputBytes;
@@ -189,6 +193,12 @@ export class SessionShell {
     running?.out.flush();
     running?.err.flush();
     const code = Number.parseInt(running?.out.trailer ?? "", 10);
+    // The controller's stream ended before the command reported: either the session's own
+    // processes killed the controller (the command's result stands, the shell reopens next
+    // call) or the container or engine went away under it.
+    if (Number.isNaN(code) && stopReason === undefined && !this.#alive) {
+      await throwIfLost(this.#docker, this.containerId);
+    }
     return {
       exitCode: Number.isNaN(code) ? -1 : code,
       stdout: stdout.text(),
@@ -231,6 +241,25 @@ export class SessionShell {
       );
     }
     this.close();
+  }
+
+  /**
+   * Closes the controller's stdin and waits (at most `timeoutMs`) until the engine reports
+   * the exec ended, so the controller's process is gone from the container when this
+   * resolves; then closes the connection.
+   */
+  async closeAndWait(timeoutMs: number): Promise<void> {
+    this.#alive = false;
+    if (!this.#stream.destroyed) {
+      const ended = new Promise<void>((resolve) => {
+        this.#stream.once("end", resolve);
+        this.#stream.once("close", resolve);
+        this.#stream.once("error", () => resolve());
+      });
+      this.#stream.end();
+      await withTimeout(ended, timeoutMs, "closing a session shell").catch(() => undefined);
+    }
+    this.#stream.destroy();
   }
 
   /** Closes the controller's stdin and the connection; the controller exits on EOF. */

@@ -1,6 +1,7 @@
 import type Docker from "dockerode";
 import { Defaults } from "./defaults.js";
 import { isConnectionError, statusOf } from "./docker-errors.js";
+import { ContainerLost } from "./errors.js";
 import { type ExecUser, SandboxUids, SessionHome, type UserMode } from "./exec-user.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { exactEntry, type KillSelection } from "./kill-script.js";
@@ -27,32 +28,51 @@ interface Entry {
   readonly slot: string;
   readonly sessionKey: string;
   readonly shell: SessionShell;
+  /** A command is running in the shell: it is never closed to make room. */
+  busy: boolean;
   idle?: NodeJS.Timeout;
 }
 
 /** Any process a session or a one-shot exec started (root mode: found by its marker). */
 const AnySessionMarker = `^(${SessionMarker}|${CommandMarker}|${ExecMarker})=`;
 
+/** Options of {@link SessionShells}. */
+export interface SessionShellsOptions {
+  readonly mode: UserMode;
+  /** Most shells open at once in one container (`SandboxSettings.maxOpenShells`). */
+  readonly maxOpenShells: number;
+  readonly onWarning?: ((message: string, cause?: unknown) => void) | undefined;
+}
+
 /**
  * The session shells of one sandbox, keyed by (slot, session). Calls of one session run
  * one at a time; sessions run in parallel, each in its own shell. In per-session mode each
  * session runs as its own uid in each container (claimed when its shell opens).
+ *
+ * Every open shell is a process in its container, counted against the container's pids
+ * limit, so at most `maxOpenShells` are open per container: opening one more first closes
+ * the least recently used idle shell of that container (and waits until its process has
+ * exited). When every open shell of the container is running a command, the call runs as
+ * a one-shot exec with the session's state instead. A closed session keeps its cwd and
+ * exports (they live in its state file) and gets a new shell on its next call.
  */
 export class SessionShells {
   readonly #docker: Docker;
   readonly #mode: UserMode;
+  readonly #maxOpen: number;
   readonly #onWarning: ((message: string, cause?: unknown) => void) | undefined;
+  /** In least recently used order: a call moves its session's entry to the end. */
   readonly #entries = new Map<string, Entry>();
+  /** Per container: shells being opened, and shells closed to make room that are still exiting. */
+  readonly #opening = new Map<string, number>();
+  readonly #closing = new Map<string, number>();
   readonly #locks = new KeyedLock();
 
-  constructor(
-    docker: Docker,
-    mode: UserMode,
-    onWarning?: (message: string, cause?: unknown) => void,
-  ) {
+  constructor(docker: Docker, options: SessionShellsOptions) {
     this.#docker = docker;
-    this.#mode = mode;
-    this.#onWarning = onWarning;
+    this.#mode = options.mode;
+    this.#maxOpen = options.maxOpenShells;
+    this.#onWarning = options.onWarning;
   }
 
   /** Serialises `fn` with the session's other calls in `slot`. */
@@ -63,9 +83,10 @@ export class SessionShells {
   /**
    * Runs a command in the session's shell in `containerId`, opening (or reopening) the
    * shell as needed; falls back to a one-shot exec with the same state (and uid) when it
-   * cannot be opened. A vanished container or unreachable daemon propagates to the caller,
-   * and so does a failure to claim the session's uid: a session never runs as root in
-   * per-session mode.
+   * cannot be opened or the container has no room for it. A vanished container or
+   * unreachable daemon propagates to the caller, and so does a failure to claim the
+   * session's uid (a session never runs as root in per-session mode) and a container or
+   * engine that went away mid-command (`ContainerLost`).
    */
   async run(
     slot: string,
@@ -84,21 +105,19 @@ export class SessionShells {
     let user: ExecUser | undefined;
     if (entry === undefined) {
       if (this.#mode.perSession) user = await sessionUser(this.#docker, containerId, hash, true);
-      try {
-        const shell = await SessionShell.open(this.#docker, containerId, hash, user);
-        entry = { slot, sessionKey, shell };
-        this.#entries.set(key, entry);
-      } catch (error) {
-        if (isGone(error) || isConnectionError(error)) throw error;
-        this.#onWarning?.("session shell unavailable, using one-shot exec", error);
-      }
+      entry = await this.#open(key, { slot, sessionKey, containerId, hash, user });
     }
     if (entry !== undefined) {
+      this.#entries.delete(key);
+      this.#entries.set(key, entry);
       clearTimeout(entry.idle);
+      entry.busy = true;
       try {
         return await entry.shell.run(command, opts);
       } finally {
-        this.#closeWhenIdle(key, entry);
+        entry.busy = false;
+        if (entry.shell.alive) this.#closeWhenIdle(key, entry);
+        else if (this.#entries.get(key) === entry) this.#drop(key, entry);
       }
     }
     const spec = {
@@ -116,6 +135,77 @@ export class SessionShells {
       user,
       rescuer: this.#mode.housekeeper,
     });
+  }
+
+  /**
+   * Opens the session's shell once the container has room for it; `undefined` when it has
+   * none (every open shell busy) or the shell could not be opened (the caller then runs a
+   * one-shot exec). A vanished container or unreachable daemon propagates.
+   */
+  async #open(
+    key: string,
+    session: {
+      slot: string;
+      sessionKey: string;
+      containerId: string;
+      hash: string;
+      user: ExecUser | undefined;
+    },
+  ): Promise<Entry | undefined> {
+    const { containerId } = session;
+    if (!(await this.#makeRoom(containerId))) return undefined;
+    try {
+      const shell = await SessionShell.open(this.#docker, containerId, session.hash, session.user);
+      const entry: Entry = {
+        slot: session.slot,
+        sessionKey: session.sessionKey,
+        shell,
+        busy: true, // the caller runs its command in it next: never closed to make room
+      };
+      this.#entries.set(key, entry);
+      return entry;
+    } catch (error) {
+      if (isGone(error) || isConnectionError(error)) throw error;
+      this.#onWarning?.("session shell unavailable, using one-shot exec", error);
+      return undefined;
+    } finally {
+      adjust(this.#opening, containerId, -1);
+    }
+  }
+
+  /**
+   * Reserves room for one more shell in the container (counted in `#opening`), closing
+   * least recently used idle shells of it while it is at `maxOpenShells`. False when every
+   * shell it holds is busy.
+   */
+  async #makeRoom(containerId: string): Promise<boolean> {
+    for (;;) {
+      let occupied = (this.#opening.get(containerId) ?? 0) + (this.#closing.get(containerId) ?? 0);
+      let idlest: [string, Entry] | undefined;
+      for (const [key, entry] of [...this.#entries]) {
+        if (entry.shell.containerId !== containerId) continue;
+        if (!entry.shell.alive && !entry.busy) {
+          this.#drop(key, entry); // its controller has exited already
+          continue;
+        }
+        occupied++;
+        if (idlest === undefined && !entry.busy) idlest = [key, entry];
+      }
+      if (occupied < this.#maxOpen) {
+        adjust(this.#opening, containerId, 1);
+        return true;
+      }
+      if (idlest === undefined) return false;
+      const [key, entry] = idlest;
+      clearTimeout(entry.idle);
+      this.#entries.delete(key);
+      adjust(this.#closing, containerId, 1);
+      try {
+        await entry.shell.closeAndWait(Defaults.killGraceMs);
+      } finally {
+        adjust(this.#closing, containerId, -1);
+      }
+    }
   }
 
   /**
@@ -168,7 +258,7 @@ export class SessionShells {
     try {
       return await killProcesses(this.#docker, containerId, await select(), this.#mode.housekeeper);
     } catch (error) {
-      if (isGone(error)) return 0;
+      if (isGone(error) || error instanceof ContainerLost) return 0;
       throw error;
     }
   }
@@ -191,6 +281,13 @@ export class SessionShells {
     this.#entries.delete(key);
   }
 
+  /** Closes the shells open in one container (it went away). */
+  closeContainer(containerId: string): void {
+    for (const [key, entry] of this.#entries) {
+      if (entry.shell.containerId === containerId) this.#drop(key, entry);
+    }
+  }
+
   /** Closes the shells of one slot (its container is going away or being let go). */
   closeSlot(slot: string): void {
     for (const [key, entry] of this.#entries) {
@@ -206,4 +303,11 @@ export class SessionShells {
     }
     this.#entries.clear();
   }
+}
+
+/** Adds `delta` to a per-container counter, forgetting it at zero. */
+function adjust(counts: Map<string, number>, containerId: string, delta: number): void {
+  const next = (counts.get(containerId) ?? 0) + delta;
+  if (next > 0) counts.set(containerId, next);
+  else counts.delete(containerId);
 }

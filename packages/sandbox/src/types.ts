@@ -44,9 +44,16 @@ export interface SandboxSettings {
    * as media through the container read (`Sandbox#readFile`).
    */
   readonly filesystem: "bind" | "tmpfs";
-  /** Probe for a labelled container left by another process before creating. Default true. */
+  /**
+   * Probe for a labelled container left by another process before creating. Default true.
+   * A scratch (session or task) container whose process is gone is replaced, not adopted.
+   */
   readonly persistAcrossProcesses: boolean;
-  /** Reap exited containers of this profile once per process. Default true. */
+  /**
+   * Run the orphan reaper for this profile once per process (`Sandbox#reapOrphansOnce`, at
+   * start or first use): scratch containers whose gateway process is gone, running or not,
+   * and old exited containers, with their scratch slot dirs. Default true.
+   */
   readonly orphanReaper: boolean;
   /** Container lifetime used by the reaper's age threshold. Default 300. */
   readonly lifetimeSeconds: number;
@@ -84,6 +91,14 @@ export interface SandboxSettings {
    * the others under `pidsLimit`. Default 128.
    */
   readonly sessionProcessLimit: number;
+  /**
+   * Most session shells open at once in one container (each is a process counted against
+   * `pidsLimit`). Opening one more closes the least recently used idle one first; its
+   * session keeps its cwd and exports and gets a new shell on its next command. When all
+   * are running commands, a session's command runs as a one-shot exec with its state.
+   * Default 64 (`Defaults.settings.maxOpenShells`).
+   */
+  readonly maxOpenShells?: number | undefined;
 }
 
 export interface ExecOptions {

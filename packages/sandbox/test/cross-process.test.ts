@@ -36,10 +36,13 @@ describe("cross-process reuse", () => {
     expect(await acquireInOtherProcess(fx, "default")).toBe(containerId);
   });
 
-  it("starts a stopped container and reuses it", async () => {
-    const first = await acquireInOtherProcess(fx, "stopped");
+  it("starts a stopped container of a persistent slot and reuses it", async () => {
+    // A persistent slot's container serves any process; a scratch (session or task) one
+    // belongs to the process that made it and is replaced once that process is gone.
+    const slot = `profile:${fx.profile}`;
+    const first = await acquireInOtherProcess(fx, slot);
     await docker.getContainer(first).stop({ t: 1 });
-    const { containerId } = await fx.sandbox().acquire("stopped");
+    const { containerId } = await fx.sandbox().acquire(slot);
     expect(containerId).toBe(first);
     expect((await docker.getContainer(first).inspect()).State.Running).toBe(true);
   });

@@ -120,8 +120,10 @@ export async function sandboxRemove(
 }
 
 /**
- * `mediagate sandbox reap`: runs the orphan reaper for each profile now: this install's old
- * exited containers, and legacy (unlabelled) containers bound into this install's slot dirs.
+ * `mediagate sandbox reap`: runs the orphan reaper for each profile now: this install's
+ * per-session and task containers whose gateway process is gone (running or not, with their
+ * slot dirs), its old exited containers, and legacy (unlabelled) containers bound into this
+ * install's slot dirs.
  */
 export async function sandboxReap(options: SandboxCommandOptions, print: Print): Promise<number> {
   const config = await loadConfig({

@@ -1,0 +1,118 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  containerExists,
+  containerRunning,
+  type Fixture,
+  fixture,
+  pathExists,
+  testSettings,
+} from "./helpers.js";
+
+const script = join(dirname(fileURLToPath(import.meta.url)), "fixtures/hold-slots.mjs");
+
+/** Non-persistent settings: one container per session slot, tied to the process that made it. */
+const Scratch = { persistent: false, orphanReaper: false };
+
+/**
+ * A second Node process acquires the slots (writing a marker into each workspace) and is
+ * SIGKILLed: nothing of it runs its shutdown or idle cleanup. Returns slot → container id.
+ */
+async function holdThenKill(fx: Fixture, slots: string[]): Promise<Record<string, string>> {
+  const child = spawn(process.execPath, [
+    script,
+    fx.profile,
+    fx.home,
+    JSON.stringify(testSettings(Scratch)),
+    ...slots,
+  ]);
+  let out = "";
+  let err = "";
+  child.stderr.on("data", (chunk: Buffer) => {
+    err += chunk.toString();
+  });
+  const exited = once(child, "exit");
+  const printed = new Promise<string>((resolve, reject) => {
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes("\n")) resolve(out);
+    });
+    child.on("exit", (code) => reject(new Error(`child exited (${code}): ${err}`)));
+  });
+  try {
+    return JSON.parse(await printed) as Record<string, string>;
+  } finally {
+    child.kill("SIGKILL");
+    await exited;
+  }
+}
+
+let fx: Fixture;
+let otherInstall: Fixture;
+beforeAll(async () => {
+  fx = await fixture();
+  otherInstall = await fixture({ profile: fx.profile });
+});
+afterAll(async () => {
+  await fx.dispose();
+  await otherInstall.dispose();
+});
+
+describe("reaping the containers of a killed process", () => {
+  it("removes its running scratch containers and their dirs, nothing of a live owner, a persistent slot or another install", async () => {
+    const sessions = ["session:agent:x:dm:1", "session:agent:x:dm:2"];
+    const left = await holdThenKill(fx, [...sessions, "default"]);
+    const foreign = await holdThenKill(otherInstall, [sessions[0] as string]);
+    const mine = fx.sandbox(Scratch);
+    const live = await mine.acquire("session:agent:x:dm:live");
+    for (const slot of sessions) {
+      expect(await containerRunning(left[slot] as string)).toBe(true);
+      expect(await pathExists(mine.slotDirectory(slot))).toBe(true);
+    }
+
+    const result = await fx.sandbox(Scratch).reapOrphans();
+
+    expect(result.failed).toEqual([]);
+    expect(result.removed.sort()).toEqual(sessions.map((slot) => left[slot]).sort());
+    for (const slot of sessions) {
+      expect(await containerExists(left[slot] as string)).toBe(false);
+      expect(await pathExists(mine.slotDirectory(slot))).toBe(false);
+    }
+    expect(await containerRunning(left.default as string)).toBe(true);
+    expect(await pathExists(join(mine.slotDirectory("default"), "workspace/marker"))).toBe(true);
+    expect(await containerRunning(live.containerId)).toBe(true);
+    expect(await containerRunning(foreign[sessions[0] as string] as string)).toBe(true);
+    expect(
+      await pathExists(otherInstall.sandbox(Scratch).slotDirectory(sessions[0] as string)),
+    ).toBe(true);
+  });
+
+  it("runs the automatic reap once per process and profile, at start or first use", async () => {
+    const fresh = await fixture();
+    try {
+      const slot = "session:agent:x:dm:once";
+      const left = await holdThenKill(fresh, [slot]);
+      const sandbox = fresh.sandbox({ persistent: false });
+      const first = await sandbox.reapOrphansOnce();
+      expect(first?.removed).toEqual([left[slot]]);
+      expect(await containerExists(left[slot] as string)).toBe(false);
+      expect(await sandbox.reapOrphansOnce()).toBe(first);
+      expect(await fresh.sandbox({ orphanReaper: false }).reapOrphansOnce()).toBeUndefined();
+    } finally {
+      await fresh.dispose();
+    }
+  });
+
+  it("replaces a killed process's scratch container instead of adopting it, keeping its files", async () => {
+    const slot = "session:agent:x:dm:adopt";
+    const left = await holdThenKill(fx, [slot]);
+    const sandbox = fx.sandbox(Scratch);
+    const result = await sandbox.run(slot, "s", "cat /workspace/marker");
+    expect(result.stdout).toBe("scratch\n");
+    expect((await sandbox.status(slot))?.containerId).not.toBe(left[slot]);
+    expect(await containerExists(left[slot] as string)).toBe(false);
+  });
+});
