@@ -303,6 +303,7 @@ function progressFor(replyId: string, done: Map<string, StepResult> = new Map())
     async step(key, result) {
       steps.push([key, result]);
     },
+    async clear() {},
   };
   return { progress, steps };
 }
@@ -493,6 +494,7 @@ describe("Discord: sending a reply once", () => {
         steps.push(key);
         controller.abort(new Error("shutting down"));
       },
+      async clear() {},
     };
     const report = await h.channel.deliver(
       replyOf(target, await plan(`${"y".repeat(2500)}`, { "a.bin": randomBytes(16) })),

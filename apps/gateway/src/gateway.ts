@@ -250,14 +250,10 @@ export class Gateway {
     this.#track(
       resumed.then(async () => {
         for (const runtime of this.runtimes.values()) {
-          await runtime.sandbox.reapOrphans().then(
-            (result) => {
-              if (result.removed.length > 0 || result.failed.length > 0)
-                this.logger.info({ profile: runtime.name, ...result }, "orphaned sandboxes reaped");
-            },
-            (error: unknown) =>
-              this.logger.warn({ err: error, profile: runtime.name }, "orphan reaping failed"),
-          );
+          // Honours `orphanReaper`; never throws (failures go to the sandbox's warnings).
+          const result = await runtime.sandbox.reapOrphansOnce();
+          if (result !== undefined && (result.removed.length > 0 || result.failed.length > 0))
+            this.logger.info({ profile: runtime.name, ...result }, "orphaned sandboxes reaped");
         }
       }),
     );

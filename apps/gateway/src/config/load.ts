@@ -170,6 +170,7 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
     memoryBytes: s.memoryBytes ?? d.memoryBytes,
     nanoCpus: s.nanoCpus,
     pidsLimit: s.pidsLimit ?? d.pidsLimit,
+    maxOpenShells: s.maxOpenShells ?? d.maxOpenShells,
     tmpfsBytes: s.tmpfsBytes ?? d.tmpfsBytes,
     diskLimitBytes: s.diskLimitBytes ?? d.diskLimitBytes,
     volumes: s.volumes ?? [],

@@ -59,6 +59,7 @@ const sandboxSchema = z.strictObject({
   memoryBytes: positiveInt.optional(),
   nanoCpus: positiveInt.optional(),
   pidsLimit: positiveInt.optional(),
+  maxOpenShells: positiveInt.optional(),
   tmpfsBytes: positiveInt.optional(),
   diskLimitBytes: z
     .number()
