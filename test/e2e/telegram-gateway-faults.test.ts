@@ -15,11 +15,21 @@ const Member = 1002;
 describe("gateway over Telegram: delivery under rate limits and noise", () => {
   let harness: TelegramGatewayHarness;
   let bot: TelegramBot;
+  /** Delays the outbox asked for; each scheduled attempt runs after 50 ms instead. */
+  const scheduled: number[] = [];
 
   beforeAll(async () => {
-    harness = await TelegramGatewayHarness.start("t-flood", [
-      { admins: [Admin], allowed: [Member] },
-    ]);
+    harness = await TelegramGatewayHarness.start(
+      "t-flood",
+      [{ admins: [Admin], allowed: [Member] }],
+      {
+        outboxSchedule: (run, delayMs) => {
+          scheduled.push(delayMs);
+          const timer = setTimeout(run, 50);
+          return () => clearTimeout(timer);
+        },
+      },
+    );
     bot = harness.bot();
   });
 
@@ -100,13 +110,17 @@ describe("gateway over Telegram: delivery under rate limits and noise", () => {
         text: "printf five-oh-two > /workspace/f.txt; echo MEDIA:/workspace/f.txt",
       }),
     );
-    expect(bot.texts(Admin, since)).toEqual(["through the flood"]);
+    expect(bot.texts(Admin, since)).toEqual([
+      "through the flood",
+      "⚠️ f.txt may not have arrived: the connection broke while it was being sent, and it is not sent twice.",
+    ]);
     const uploads = bot.callsIn(Admin, since).filter((c) => c.method === "sendDocument");
     expect(uploads.map((c) => c.status)).toEqual([502]);
   });
 
-  it("does not sleep through a long flood wait: the file is reported rate-limited", async () => {
+  it("does not sleep through a long flood wait: the reply is scheduled for after it, then delivered", async () => {
     const since = bot.mark();
+    scheduled.length = 0;
     bot.fake.rateLimitNext("sendDocument", 120, 1);
     await bot.handle((fake) =>
       fake.sendPrivateText({
@@ -114,11 +128,11 @@ describe("gateway over Telegram: delivery under rate limits and noise", () => {
         text: "printf later > /workspace/later.txt; echo MEDIA:/workspace/later.txt",
       }),
     );
-    expect(bot.arrived(Admin, since)).toEqual([]);
-    expect(bot.callsIn(Admin, since).filter((c) => c.method === "sendDocument")).toHaveLength(1);
-    expect(bot.texts(Admin, since).join("\n")).toContain(
-      "Couldn't deliver later.txt: the platform is rate-limiting uploads (retry after 120 s)",
-    );
+    await waitUntil(() => bot.arrived(Admin, since).length > 0, "the scheduled delivery");
+    expect(scheduled).toEqual([120_000]);
+    expect(bot.arrived(Admin, since).map((f) => f.bytes.toString())).toEqual(["later"]);
+    expect(bot.callsIn(Admin, since).filter((c) => c.method === "sendDocument")).toHaveLength(2);
+    expect(bot.texts(Admin, since).join("\n")).not.toContain("Couldn't deliver");
   });
 
   it("answers a 1 MB reply full of MEDIA: noise, and another session is answered meanwhile", async () => {

@@ -13,7 +13,7 @@ import { emptyEnv, type GatewayEnv } from "./config/env.js";
 import type { GatewayConfig, ProfileConfig } from "./config/types.js";
 import { StorageError } from "./durable/errors.js";
 import { journalDbPath, SqliteJournal } from "./durable/journal.js";
-import { Outbox } from "./durable/outbox.js";
+import { Outbox, type OutboxOptions } from "./durable/outbox.js";
 import type { Journal, JournalEntry } from "./durable/types.js";
 import {
   type HealthReport,
@@ -79,6 +79,8 @@ export interface GatewayOptions {
   readonly drainTimeoutMs?: number;
   /** Typing renewal period (default 4 s). */
   readonly activityIntervalMs?: number;
+  /** Replaces the outbox's timers (tests fire a long `retry_after` at once). */
+  readonly outboxSchedule?: OutboxOptions["schedule"];
 }
 
 /**
@@ -134,6 +136,7 @@ export class Gateway {
       runtimeFor: (profile) => this.runtimes.get(profile),
       maxAttempts: config.delivery.maxAttempts,
       maxAgeMs: config.delivery.maxAgeSeconds * 1000,
+      schedule: options.outboxSchedule,
     });
     this.#services = {
       queue: new TurnQueue({

@@ -221,11 +221,15 @@ export class TelegramGatewayHarness {
   /**
    * @param options.drainTimeoutMs how long a stop lets running turns finish before aborting
    *   them (the gateway's default otherwise).
+   * @param options.outboxSchedule replaces the outbox's timers (a long `retry_after`).
    */
   static async start(
     prefix: string,
     specs: readonly TelegramProfileSpec[],
-    options: { readonly drainTimeoutMs?: number } = {},
+    options: {
+      readonly drainTimeoutMs?: number;
+      readonly outboxSchedule?: GatewayOptions["outboxSchedule"];
+    } = {},
   ): Promise<TelegramGatewayHarness> {
     const home = await createTempHome(prefix);
     const fakes: FakeTelegram[] = [];
@@ -271,6 +275,7 @@ export class TelegramGatewayHarness {
         logger,
         activityIntervalMs: 200,
         ...(options.drainTimeoutMs === undefined ? {} : { drainTimeoutMs: options.drainTimeoutMs }),
+        ...(options.outboxSchedule === undefined ? {} : { outboxSchedule: options.outboxSchedule }),
       };
       gateway = await TelegramGatewayHarness.#create(config, gatewayOptions);
       return new TelegramGatewayHarness(
