@@ -1,9 +1,48 @@
 import { connectDocker } from "@mediagate/sandbox";
+import { describeChannel } from "../commands/status.js";
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
+import type { HealthReport } from "../health/server.js";
 import { Redactor } from "../redact.js";
 import { checkHomes } from "./homes.js";
 import { type CheckResult, checkSandbox } from "./preflight.js";
+
+/** How long doctor waits for a running gateway's health endpoint. */
+const HealthTimeoutMs = 3_000;
+
+/**
+ * The channel states of the gateway running on this config, from its health endpoint: one
+ * check per channel (`up` passes; `retrying`, `failed`, `starting` do not, with the reason),
+ * and the journal. A gateway that does not answer is a failed check saying so.
+ */
+export async function checkRunningGateway(listen: string): Promise<CheckResult[]> {
+  const url = `http://${listen}/health`;
+  let report: HealthReport;
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(HealthTimeoutMs) });
+    report = (await response.json()) as HealthReport;
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    return [
+      {
+        name: "gateway",
+        ok: false,
+        detail: `no answer from ${url} (${why}); is the gateway running with this config?`,
+      },
+    ];
+  }
+  const checks: CheckResult[] = report.channels.map((channel) => ({
+    name: `channel ${channel.platform} (${channel.profile})`,
+    ok: channel.state === "up",
+    detail: describeChannel(channel).replace(/^Channel \S+ \([^)]*\): /, ""),
+  }));
+  checks.push({
+    name: "journal",
+    ok: report.journal.writable,
+    detail: report.journal.writable ? "writable" : `not writable: ${report.journal.detail ?? "?"}`,
+  });
+  return checks;
+}
 
 /**
  * `mediagate doctor`: prints each check (config, each home private, Docker reachable with its
@@ -19,6 +58,7 @@ export async function runDoctor(
   const redactor = options.redactor ?? new Redactor();
   const say = (line: string) => print(redactor.text(line));
   const results: CheckResult[] = [];
+  const notes: string[] = [];
   try {
     const config = await loadConfig({ path: options.config, env: options.env, redactor });
     const names = config.profiles.map((p) => {
@@ -37,6 +77,11 @@ export async function runDoctor(
     }
     results.push(...(await checkHomes(config)));
     results.push(...(await checkSandbox(config, connectDocker({ host: config.dockerHost }))));
+    if (config.healthListen === undefined) {
+      notes.push("- channels: set health.listen to see a running gateway's channel states here");
+    } else {
+      results.push(...(await checkRunningGateway(config.healthListen)));
+    }
   } catch (error) {
     results.push({
       name: "config",
@@ -45,5 +90,6 @@ export async function runDoctor(
     });
   }
   for (const r of results) say(`${r.ok ? "✔" : "✖"} ${r.name}: ${r.detail}`);
+  for (const note of notes) say(note);
   return results.every((r) => r.ok) ? 0 : 1;
 }

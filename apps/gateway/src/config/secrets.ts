@@ -43,6 +43,15 @@ const ShownKeys: ReadonlySet<string> = new Set([
   "groupSessionsPerUser",
   "threadSessionsPerUser",
   "stillWorkingAfterSeconds",
+  "maxOpenShells",
+  "drainTimeoutSeconds",
+  "ambiguousSends",
+  "maxAttempts",
+  "maxAgeSeconds",
+  "rerunInterrupted",
+  "listen",
+  "pollTimeoutSeconds",
+  "catchUpMaxMessages",
 ]);
 
 /** Settings holding a URL: the URL is not secret, its user, password and query values may be. */
