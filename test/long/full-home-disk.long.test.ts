@@ -70,7 +70,12 @@ describe.runIf(root)("a full home disk", () => {
     const heldBeforeFreeing = fake.pendingUpdates;
     const logSaysFull = /ENOSPC|SQLITE_FULL|disk is full|no space/i.test(b.current?.output ?? "");
     await d.free();
-    const audit = await settleReplies(fake, [message], { quietMs: 15_000, timeoutMs: 60_000 });
+    // The notice replies to the message; what is awaited is its answer.
+    const audit = await settleReplies(fake, [message], {
+      quietMs: 15_000,
+      timeoutMs: 60_000,
+      until: (a) => a.verdicts[0]?.outcome === "answered",
+    });
     const verdict = audit.verdicts[0];
     const noticeText = notice === undefined ? "" : textsOf(notice).join(" | ");
 
@@ -95,7 +100,7 @@ describe.runIf(root)("a full home disk", () => {
       ...(verdict?.outcome === "answered"
         ? []
         : [
-            `after freeing space the message was ${verdict?.outcome} (replies: ${verdict?.replies.length})`,
+            `after freeing space the message was ${verdict?.outcome} (replies: ${verdict?.replies.length}); gateway log tail:\n${(b.current?.output ?? "").split("\n").slice(-60).join("\n")}`,
           ]),
       ...b.exitProblems(),
     ];

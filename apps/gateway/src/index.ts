@@ -82,7 +82,7 @@ export type {
   RecordResult,
 } from "./durable/types.js";
 export type { GatewayOptions } from "./gateway.js";
-export { Gateway, GatewayDefaults } from "./gateway.js";
+export { Gateway, GatewayDefaults, interruptedText, NotRecordedText } from "./gateway.js";
 export type { Logger, LoggerOptions } from "./log.js";
 export { createLogger, silentLogger } from "./log.js";
 export { Redacted, Redactor, redactText } from "./redact.js";

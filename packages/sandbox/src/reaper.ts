@@ -1,4 +1,5 @@
-import { dirname, relative, sep } from "node:path";
+import { readdir } from "node:fs/promises";
+import { dirname, join, relative, sep } from "node:path";
 import type Docker from "dockerode";
 import { boundedCall } from "./bounded-call.js";
 import { profileFilters, removeContainer } from "./containers.js";
@@ -217,6 +218,74 @@ function slotDirOfMounts(
     return rel.length > 0 && !rel.startsWith("..") && !rel.includes(sep);
   });
   return inside ? slotDir : undefined;
+}
+
+/** What {@link sweepContainerlessScratchDirs} needs. */
+export interface ScratchDirSweepContext {
+  readonly docker: Docker;
+  /** Only this install's containers of this profile count as users of a directory. */
+  readonly owner: ContainerOwner;
+  /** The profile's slot root (`<profileHome>/sandboxes/docker`). */
+  readonly slotRoot: string;
+  readonly timeoutMs: number;
+  readonly locked: <T>(slotDir: string, fn: () => Promise<T>) => Promise<T>;
+  readonly deleteSlotDir: (slotDir: string) => Promise<void>;
+}
+
+/** Slot directories of per-session slots start with this (the sanitized `session:` kind). */
+const SessionDirPrefix = "session_";
+
+/**
+ * Deletes the per-session slot directories no container binds: what a process killed between
+ * making a session's directory and making its container leaves (its container was never
+ * made, so no owner label leads to it). Such a directory is scratch: per-session containers
+ * take their directory with them. Each is checked again under its lock, which provisioning
+ * holds from the directory to the container, so a directory a live process is provisioning
+ * right now is never deleted. Persistent slot directories are never considered.
+ */
+export async function sweepContainerlessScratchDirs(
+  context: ScratchDirSweepContext,
+): Promise<ReapResult> {
+  const result: ReapResult = { removed: [], failed: [] };
+  let names: string[];
+  try {
+    names = (await readdir(context.slotRoot)).filter((name) => name.startsWith(SessionDirPrefix));
+  } catch {
+    return result;
+  }
+  if (names.length === 0) return result;
+  const bound = { timeoutMs: context.timeoutMs };
+  const boundDirs = async (): Promise<Set<string>> => {
+    const listed = await boundedCall("list containers", bound, (abortSignal) =>
+      context.docker.listContainers({
+        all: true,
+        filters: { label: profileFilters(context.owner) },
+        abortSignal,
+      }),
+    );
+    const dirs = new Set<string>();
+    for (const c of listed) {
+      const dir = slotDirOfMounts(c.Mounts, [context.slotRoot]);
+      if (dir !== undefined) dirs.add(dir);
+    }
+    return dirs;
+  };
+  const inUse = await boundDirs();
+  for (const name of names) {
+    const slotDir = join(context.slotRoot, name);
+    if (inUse.has(slotDir)) continue;
+    try {
+      const deleted = await context.locked(slotDir, async () => {
+        if ((await boundDirs()).has(slotDir)) return false;
+        await context.deleteSlotDir(slotDir);
+        return true;
+      });
+      if (deleted) result.removed.push(slotDir);
+    } catch (error) {
+      result.failed.push({ id: slotDir, error: messageOf(error) });
+    }
+  }
+  return result;
 }
 
 /** The directories under which slot dirs live, for a profile home and the root home. */

@@ -16,13 +16,18 @@ import { type ContainerOwner, sanitizeLabelValue } from "./labels.js";
 import { listLegacyContainers, retireLegacyContainers } from "./legacy.js";
 import { execOnce } from "./one-shot-exec.js";
 import { provisionContainer } from "./provision.js";
-import { sandboxRootsOf, sweepGoneOwners, sweepOrphans } from "./reaper.js";
+import {
+  sandboxRootsOf,
+  sweepContainerlessScratchDirs,
+  sweepGoneOwners,
+  sweepOrphans,
+} from "./reaper.js";
 import { sessionHash } from "./session-hash.js";
 import { isGone, SessionShells } from "./session-shells.js";
 import { sessionUser } from "./session-user.js";
 import { SessionUmask } from "./shell-scripts.js";
 import { deleteSlotDirectory } from "./slot-dirs.js";
-import { slotDirectoryFor } from "./slot-key.js";
+import { slotDirectoryFor, slotRootOf } from "./slot-key.js";
 import { withSlotLock } from "./slot-lock.js";
 import type {
   ContainerFile,
@@ -481,7 +486,9 @@ export class Sandbox {
    *   session and task-id slots; the dirs of `default`, `profile:<name>` and `shared:<key>`
    *   slots are persistent data and kept;
    * - legacy containers (no install label) bound into this install's slot dirs, running or
-   *   not, keeping their dirs (see {@link legacyContainers}).
+   *   not, keeping their dirs (see {@link legacyContainers});
+   * - per-session slot dirs no container binds (a process killed between making the dir and
+   *   its container), each checked again under its lock.
    * Slot dirs are deleted under their lock, where no link leads out of them. Runs whenever
    * called (the CLI's `sandbox reap`); the automatic once-per-process run
    * ({@link reapOrphansOnce}) honours `orphanReaper: false`.
@@ -513,9 +520,17 @@ export class Sandbox {
             { onWarning: this.#options.onWarning },
           ),
       });
+      const dirs = await sweepContainerlessScratchDirs({
+        docker: this.#docker,
+        owner: this.#owner,
+        slotRoot: slotRootOf(this.#options.profileHome),
+        timeoutMs: this.#bound.timeoutMs,
+        locked: (slotDir, fn) => withSlotLock(slotDir, fn, { onWarning: this.#options.onWarning }),
+        deleteSlotDir: (slotDir) => this.#deleteSlotDir(slotDir, this.#settings.image),
+      });
       return {
-        removed: [...legacy.removed, ...orphaned.removed, ...swept.removed],
-        failed: [...legacy.failed, ...orphaned.failed, ...swept.failed],
+        removed: [...legacy.removed, ...orphaned.removed, ...swept.removed, ...dirs.removed],
+        failed: [...legacy.failed, ...orphaned.failed, ...swept.failed, ...dirs.failed],
       };
     });
   }

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
+import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -114,5 +115,24 @@ describe("reaping the containers of a killed process", () => {
     expect(result.stdout).toBe("scratch\n");
     expect((await sandbox.status(slot))?.containerId).not.toBe(left[slot]);
     expect(await containerExists(left[slot] as string)).toBe(false);
+  });
+
+  it("deletes a session slot dir no container binds (killed before its container was made), never a bound one", async () => {
+    const sandbox = fx.sandbox(Scratch);
+    const bare = "session:agent:x:dm:never-made";
+    await mkdir(join(sandbox.slotDirectory(bare), "workspace"), { recursive: true });
+    await writeFile(join(sandbox.slotDirectory(bare), "workspace", "half"), "x");
+    const live = "session:agent:x:dm:bound";
+    await sandbox.acquire(live);
+    const profileDir = "default";
+    await sandbox.acquire(profileDir);
+
+    const result = await sandbox.reapOrphans();
+
+    expect(result.failed).toEqual([]);
+    expect(result.removed).toContain(sandbox.slotDirectory(bare));
+    expect(await pathExists(sandbox.slotDirectory(bare))).toBe(false);
+    expect(await pathExists(sandbox.slotDirectory(live))).toBe(true);
+    expect(await pathExists(sandbox.slotDirectory(profileDir))).toBe(true);
   });
 });

@@ -49,7 +49,7 @@ export class GatewayProcess {
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: options.workDir,
-      LOG_LEVEL: "info",
+      LOG_LEVEL: process.env.FAULT_LOG_LEVEL ?? "info",
       ...(process.env.DOCKER_HOST === undefined ? {} : { DOCKER_HOST: process.env.DOCKER_HOST }),
       ...options.env,
     };

@@ -213,6 +213,11 @@ export function noticeSamples(audit: ReplyAudit): string[] {
 
 /** Options of {@link settleReplies}. */
 export interface SettleOptions {
+  /**
+   * When the audit counts as settled (default: nothing lost). A notice is not lost, so a test
+   * that expects the answer after a notice says so here.
+   */
+  readonly until?: ((audit: ReplyAudit) => boolean) | undefined;
   /** Give up waiting once no send happened for this long and Telegram holds no update. */
   readonly quietMs: number;
   /** Bound on the whole wait. */
@@ -234,7 +239,8 @@ export async function settleReplies(
   let quietSinceMs = Date.now();
   for (;;) {
     const audit = auditReplies(fake.calls, messages);
-    const settled = audit.lost.length === 0 && fake.pendingUpdates === 0;
+    const settled =
+      (options.until?.(audit) ?? audit.lost.length === 0) && fake.pendingUpdates === 0;
     if (settled || Date.now() > deadline) return audit;
     const count = fake.calls.filter(isSend).length;
     if (count !== sends) {

@@ -85,6 +85,7 @@ export function compose(steps: readonly Middleware[]): (ctx: MessageContext) => 
       const step = steps[index];
       if (step === undefined) return;
       let called = false;
+      ctx.log.debug({ step: step.name || index }, "pipeline step");
       await step(ctx, () => {
         if (called) return Promise.reject(new Error(`pipeline step ${index} called next twice`));
         called = true;
