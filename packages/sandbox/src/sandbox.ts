@@ -266,9 +266,10 @@ export class Sandbox {
     opts: ExecOptions = {},
   ): Promise<ExecResult> {
     return this.#shells.queue(slot, sessionKey, () =>
-      this.#withContainer("run", slot, (containerId) =>
-        this.#shells.run(slot, sessionKey, containerId, command, opts),
-      ),
+      this.#withContainer("run", slot, async (containerId) => {
+        await opts.beforeCommand?.();
+        return this.#shells.run(slot, sessionKey, containerId, command, opts);
+      }),
     );
   }
 

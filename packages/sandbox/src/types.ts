@@ -109,6 +109,12 @@ export interface ExecOptions {
   readonly signal?: AbortSignal;
   readonly cwd?: string;
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * Awaited once the container is ready, just before the command goes to it: the gateway
+   * journals there that the turn's commands begin (a turn cut off before that is safe to run
+   * again). A rejection stops the command.
+   */
+  readonly beforeCommand?: (() => Promise<void>) | undefined;
 }
 
 export interface ExecResult {

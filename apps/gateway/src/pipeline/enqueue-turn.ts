@@ -1,6 +1,6 @@
 import { SlotRegistry } from "../runtime/slot-registry.js";
 import { abortedByStop } from "../session/stopping.js";
-import { finishEntry, startEntry } from "./journal-steps.js";
+import { finishEntry } from "./journal-steps.js";
 import { type Middleware, say, sessionOf } from "./types.js";
 
 /** What the chat gets when a finished turn's reply cannot be recorded or delivered. */
@@ -8,8 +8,7 @@ export const DeliveryFailedText = "⚠️ The reply could not be delivered.";
 
 /**
  * Step 4: queues the rest of the pipeline as the session's next turn (one at a time per
- * session, global cap across sessions). When the turn starts, its journal entry is marked
- * started, the session id is read again (a /reset may have rotated it while the message
+ * session, global cap across sessions). When the turn starts, the session id is read again (a /reset may have rotated it while the message
  * waited) and the context is bound anew: the job runs from whatever turn finished before it,
  * so the identity must not be inherited.
  *
@@ -26,7 +25,6 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
   let stopping: AbortSignal | undefined;
   const outcome = await queue.enqueue(queued.sessionKey, async (signal) => {
     stopping = signal;
-    await startEntry(ctx);
     const session = {
       ...queued,
       sessionId: await ctx.runtime.store.currentSessionId(queued.sessionKey),

@@ -18,7 +18,12 @@ export async function finishEntry(ctx: MessageContext, outcome: JournalOutcome):
   }
 }
 
-/** Records that the message's turn starts (after a crash it counts as cut off, not as new). */
+/**
+ * Records that the turn's first command is about to run in its container: after a crash the
+ * message counts as cut off (its chat is told), not as new. A turn cut off before that — in
+ * the queue, provisioning its container, waiting for the model — ran no command and is simply
+ * run again.
+ */
 export async function startEntry(ctx: MessageContext): Promise<void> {
   if (ctx.entryId === undefined) return;
   await ctx.services.journal.started(ctx.entryId);

@@ -2,7 +2,7 @@ import { startActivity } from "../runtime/activity.js";
 import { sandboxProblemOf, sandboxProblemText } from "../runtime/sandbox-errors.js";
 import { createToolRunner } from "../runtime/tool-runner.js";
 import { abortedByStop } from "../session/stopping.js";
-import { finishEntry } from "./journal-steps.js";
+import { finishEntry, startEntry } from "./journal-steps.js";
 import { type Middleware, say, sessionOf } from "./types.js";
 
 /** What the chat gets when a turn fails for a reason other than the sandbox. */
@@ -30,6 +30,7 @@ export const runTurn: Middleware = async (ctx, next) => {
     slot,
     sessionKey: session.sessionKey,
     signal,
+    beforeFirstCommand: () => startEntry(ctx),
   });
   try {
     const result = await ctx.runtime.agent.runTurn({

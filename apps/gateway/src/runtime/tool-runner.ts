@@ -41,6 +41,11 @@ export interface ToolRunnerOptions {
   readonly sessionKey: string;
   /** The turn's signal (`/stop`): every call is cancelled with it. */
   readonly signal: AbortSignal;
+  /**
+   * Awaited once, when the turn's first command is about to run in the ready container (the
+   * journal marks the turn started there: docs/durability.md).
+   */
+  readonly beforeFirstCommand?: (() => Promise<void>) | undefined;
   readonly timeoutMs?: number;
 }
 
@@ -56,11 +61,17 @@ export function createToolRunner(options: ToolRunnerOptions): TurnToolRunner {
   const { sandbox, slot, sessionKey, signal } = options;
   const defaultTimeout = options.timeoutMs ?? ToolRunnerDefaults.timeoutMs;
   let problem: SandboxProblem | undefined;
+  let firstCommand: Promise<void> | undefined;
+  const beforeCommand = () => {
+    firstCommand ??= options.beforeFirstCommand?.() ?? Promise.resolve();
+    return firstCommand;
+  };
   const exec = async (command: string, timeoutMs = defaultTimeout, callSignal?: AbortSignal) => {
     try {
       return await sandbox.run(slot, sessionKey, command, {
         timeoutMs,
         signal: combine(signal, callSignal),
+        beforeCommand,
       });
     } catch (error) {
       problem ??= sandboxProblemOf(error);
