@@ -74,6 +74,7 @@ export async function planMediaWithHooks(
 
   async function planTags(): Promise<void> {
     for (const [index, tag] of extraction.tags.entries()) {
+      ctx.signal?.throwIfAborted();
       if (index >= maxFiles) {
         keep.add(tag.path);
         outcomes.push({

@@ -32,6 +32,23 @@ async function contentOf(outcome: MediaOutcome): Promise<string> {
   return (await outcome.file.read()).toString();
 }
 
+describe("planMedia: a stop aborts planning", () => {
+  it("rejects with the abort reason before the next tag once its signal aborts", async () => {
+    const l = await layout();
+    await put(path.join(l.profile, "workspace/a.txt"), "a");
+    const controller = new AbortController();
+    controller.abort(new Error("gateway stopping"));
+    await expect(
+      planMedia("MEDIA:/workspace/a.txt", { ...l.ctx, signal: controller.signal }, limits),
+    ).rejects.toThrow("gateway stopping");
+    const planned = await plan("MEDIA:/workspace/a.txt", {
+      ...l.ctx,
+      signal: new AbortController().signal,
+    });
+    expect(planned.outcomes.map((o) => o.status)).toEqual(["ready"]);
+  });
+});
+
 describe("planMedia: translation through the slot layouts", () => {
   it("tries shared, then profile, then the legacy session dir", async () => {
     const l = await layout();

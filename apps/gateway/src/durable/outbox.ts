@@ -192,7 +192,7 @@ export class Outbox {
     try {
       const plan = await planMedia(
         record.text,
-        runtime.translateContext(record.slot, record.sessionKey),
+        runtime.translateContext(record.slot, record.sessionKey, signal),
         channel.limitsFor?.(record.target) ?? channel.limits,
       );
       try {

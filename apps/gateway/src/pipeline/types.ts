@@ -35,7 +35,7 @@ export interface PipelineRuntime {
    * Media translation for a turn of `sessionKey` whose tool calls ran in `slot`'s container
    * (that one only); files read out of the container are read as that session's user.
    */
-  translateContext(slot: string, sessionKey: string): TranslateContext;
+  translateContext(slot: string, sessionKey: string, signal?: AbortSignal): TranslateContext;
 }
 
 /** Process-wide services shared by every message. */

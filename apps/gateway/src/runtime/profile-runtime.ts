@@ -112,8 +112,9 @@ export class ProfileRuntime {
    * The media translation context of a turn of `sessionKey` whose tool calls ran in `slot`'s
    * container; a file read out of the live container is read as that session's user.
    */
-  translateContext(slot: string, sessionKey: string): TranslateContext {
+  translateContext(slot: string, sessionKey: string, signal?: AbortSignal): TranslateContext {
     return {
+      signal,
       backend: "docker",
       slotDirs: this.slotDirs(slot),
       volumes: this.profile.sandbox.volumes,
