@@ -134,9 +134,10 @@ export async function sandboxReap(options: SandboxCommandOptions, print: Print):
   let failures = 0;
   for (const { profile, sandbox } of sandboxes(config, options)) {
     const result = await sandbox.reapOrphans();
-    for (const id of result.removed) print(`reaped ${id.slice(0, 12)} (profile ${profile})`);
-    for (const f of result.failed)
-      print(`failed ${f.id.slice(0, 12)} (profile ${profile}): ${f.error}`);
+    // A removed container is named by its short id, a removed slot directory by its path.
+    const shown = (id: string) => (id.startsWith("/") ? `slot directory ${id}` : id.slice(0, 12));
+    for (const id of result.removed) print(`reaped ${shown(id)} (profile ${profile})`);
+    for (const f of result.failed) print(`failed ${shown(f.id)} (profile ${profile}): ${f.error}`);
     failures += result.failed.length;
     if (result.removed.length === 0 && result.failed.length === 0)
       print(`profile ${profile}: nothing to reap`);
