@@ -14,7 +14,7 @@ import type { GatewayConfig, ProfileConfig } from "./config/types.js";
 import { StorageError } from "./durable/errors.js";
 import { journalDbPath, SqliteJournal } from "./durable/journal.js";
 import { Outbox, type OutboxOptions } from "./durable/outbox.js";
-import type { Journal, JournalEntry } from "./durable/types.js";
+import type { Journal, JournalEntry, OutboxRecord } from "./durable/types.js";
 import {
   type HealthReport,
   type HealthServer,
@@ -30,8 +30,10 @@ import { accessOf } from "./runtime/access.js";
 import { ProfileRuntime } from "./runtime/profile-runtime.js";
 import { SlotRegistry } from "./runtime/slot-registry.js";
 import { SessionScope } from "./session/context.js";
+import { buildSessionKey } from "./session/key.js";
 import { TurnQueue } from "./session/queue.js";
 import { GatewayStopping } from "./session/stopping.js";
+import { StateStoreError } from "./state/errors.js";
 import type { StateStore } from "./state/store.js";
 
 /** Defaults of {@link Gateway}. */
@@ -44,6 +46,8 @@ export const GatewayDefaults = {
   shutdownTimeoutMs: 15_000,
   /** Recorded messages and delivered replies are kept this long, then pruned at start. */
   journalRetentionMs: 7 * 24 * 60 * 60 * 1000,
+  /** How often a running gateway prunes the journal (it also does at start). */
+  journalPruneIntervalMs: 60 * 60 * 1000,
   /** How long an engine reachability answer is reused by the health endpoint. */
   engineCheckTtlMs: 5_000,
 } as const;
@@ -57,6 +61,10 @@ export function interruptedText(message: InboundMessage): string {
 /** The line a chat gets when its message cannot be recorded (the journal's disk). */
 export const NotRecordedText =
   "⚠️ Your message could not be saved: the gateway's disk is full or failing. It will be answered once it can be saved; no need to send it again.";
+
+/** The line a chat gets when its session's state cannot be written (the profile's disk). */
+export const StateFullText =
+  "⚠️ Your message could not be handled: the gateway's disk is full. It is kept and will be handled after the gateway restarts with space again.";
 
 /** Options of {@link Gateway.create}. */
 export interface GatewayOptions {
@@ -107,6 +115,7 @@ export class Gateway {
   #journalProblem: string | undefined;
   #engineCheck: { atMs: number; reachable: boolean; detail?: string | undefined } | undefined;
   #health: HealthServer | undefined;
+  #pruneTimer: NodeJS.Timeout | undefined;
   #accepting = false;
   #stopping: Promise<void> | undefined;
   #fatal = false;
@@ -214,14 +223,13 @@ export class Gateway {
       this.#health = await startHealthServer(this.config.healthListen, () => this.health());
       this.logger.info({ url: this.#health.url }, "health endpoint listening");
     }
-    const pruned = await this.journal
-      .prune(Date.now() - GatewayDefaults.journalRetentionMs)
-      .catch((error: unknown) => {
-        this.logger.warn({ err: error }, "could not prune the journal");
-        return 0;
-      });
-    if (pruned > 0) this.logger.info({ pruned }, "old journal records pruned");
-    const { resumed } = await this.#recover();
+    await this.#prune();
+    this.#pruneTimer = setInterval(
+      () => void this.#prune(),
+      GatewayDefaults.journalPruneIntervalMs,
+    );
+    this.#pruneTimer.unref();
+    const recovered = await this.#recover();
     // Cursors are read before the channels start: a live message recorded first would move
     // its chat's cursor past the messages still to fetch.
     const cursors = new Map<ChannelAdapter, readonly ChatCursor[]>();
@@ -248,10 +256,11 @@ export class Gateway {
           .catch((error: unknown) => this.logger.error({ err: error }, "catch-up failed")),
       );
     }
-    // Orphans are reaped once the resumed replies had their attempt: those plan their media
-    // from the slot directories a dead process's containers used.
+    // Unfinished replies are resumed once the channels are up (Discord knows its guilds'
+    // upload limits only after login); the reap waits for their attempt, since they plan
+    // their media from the slot directories a dead process's containers used.
     this.#track(
-      resumed.then(async () => {
+      this.outbox.resume(recovered).then(async () => {
         for (const runtime of this.runtimes.values()) {
           // Honours `orphanReaper`; never throws (failures go to the sandbox's warnings).
           const result = await runtime.sandbox.reapOrphansOnce();
@@ -296,6 +305,7 @@ export class Gateway {
   }
 
   async #stop(): Promise<void> {
+    clearInterval(this.#pruneTimer);
     for (const channel of this.channels) {
       await channel.stop().catch((error: unknown) => {
         this.logger.warn({ err: error, platform: channel.platform }, "channel stop failed");
@@ -352,6 +362,17 @@ export class Gateway {
     }
     this.#engineCheck = check;
     return { reachable: check.reachable, detail: check.detail };
+  }
+
+  /** Deletes handled messages and closed replies older than the retention. */
+  async #prune(): Promise<void> {
+    const pruned = await this.journal
+      .prune(Date.now() - GatewayDefaults.journalRetentionMs)
+      .catch((error: unknown) => {
+        this.logger.warn({ err: error }, "could not prune the journal");
+        return 0;
+      });
+    if (pruned > 0) this.logger.info({ pruned }, "old journal records pruned");
   }
 
   #channelFor(profile: string, platform: Platform): ChannelAdapter | undefined {
@@ -442,10 +463,18 @@ export class Gateway {
     this.#options.onFatal?.(error);
   }
 
-  /** Takes over what a dead process left; resolves when its unfinished replies had their attempt. */
-  async #recover(): Promise<{ readonly resumed: Promise<void> }> {
+  /**
+   * Takes over what a dead (or stopped) process left: dispatches its messages that ran no
+   * command, puts a notice for each cut-off turn in the outbox; resolves with the replies to
+   * resume (those notices included).
+   */
+  async #recover(): Promise<OutboxRecord[]> {
     const entries = await this.journal.takeOver();
-    for (const entry of entries) await this.#recoverEntry(entry);
+    const notices: OutboxRecord[] = [];
+    for (const entry of entries) {
+      const notice = await this.#recoverEntry(entry);
+      if (notice !== undefined) notices.push(notice);
+    }
     const replies = await this.journal.takeOverReplies();
     if (entries.length > 0 || replies.length > 0) {
       this.logger.info(
@@ -457,13 +486,14 @@ export class Gateway {
         "recovering what the previous process left",
       );
     }
-    return { resumed: this.outbox.resume(replies) };
+    return [...notices, ...replies];
   }
 
-  async #recoverEntry(entry: JournalEntry): Promise<void> {
+  async #recoverEntry(entry: JournalEntry): Promise<OutboxRecord | undefined> {
     const { message } = entry;
     const channel = this.#channelFor(message.profile, message.platform);
-    if (channel === undefined || !this.runtimes.has(message.profile)) {
+    const runtime = this.runtimes.get(message.profile);
+    if (channel === undefined || runtime === undefined) {
       this.logger.warn(
         { profile: message.profile, platform: message.platform },
         "recorded message for a channel that is no longer configured; dropped",
@@ -473,12 +503,22 @@ export class Gateway {
     }
     if (entry.state === "received" || this.config.rerunInterrupted) {
       this.#dispatch(channel, message, entry.id);
-      return;
+      return undefined;
     }
-    await channel.sendText(targetOf(message), interruptedText(message)).catch((error: unknown) => {
-      this.logger.warn({ err: error }, "could not tell the chat its turn was interrupted");
-    });
-    await this.journal.finished(entry.id, "interrupted");
+    // The notice is a reply like any other: recorded with the entry's close in one
+    // transaction, delivered (and retried) by the outbox, never sent twice.
+    const sessionKey = buildSessionKey(message, runtime.profile);
+    return this.outbox.record(
+      {
+        profile: message.profile,
+        platform: message.platform,
+        sessionKey,
+        slot: runtime.slotFor(sessionKey),
+        target: targetOf(message),
+        text: interruptedText(message),
+      },
+      entry.id,
+    );
   }
 
   #dispatch(channel: ChannelAdapter, message: InboundMessage, entryId: number): void {
@@ -499,8 +539,14 @@ export class Gateway {
     };
     this.#track(
       handleMessage(ctx).catch(async (error: unknown) => {
-        // The steps handle their own failures; this is one they did not expect (e.g. the
-        // state database refusing a write). The chat is told; the entry is closed if it can be.
+        // The steps handle their own failures; this is one they did not expect. A full disk
+        // under the state database leaves the message in the journal for the next start (and
+        // says so); anything else is told as a failure and closed.
+        if (error instanceof StateStoreError && error.full) {
+          ctx.log.error({ err: error }, "state database full; the message stays in the journal");
+          await say(ctx, StateFullText);
+          return;
+        }
         ctx.log.error({ err: error }, "message handling failed");
         await say(ctx, TurnFailedText);
         await finishEntry(ctx, "failed");

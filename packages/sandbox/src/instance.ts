@@ -48,6 +48,8 @@ export function instanceLiveness(id: string): "alive" | "gone" | "unknown" {
   if (parts.length !== 4) return "unknown";
   const [host, boot, pidText, ticks] = parts as [string, string, string, string];
   if (host !== hostname()) return "unknown";
+  // Without a readable /proc (another OS, a restricted mount) nothing here can be judged.
+  if (startTicksOf(process.pid) === undefined || bootId() === "unknown-boot") return "unknown";
   if (boot !== bootId()) return "gone";
   const pid = Number(pidText);
   if (!Number.isSafeInteger(pid) || pid <= 0) return "unknown";

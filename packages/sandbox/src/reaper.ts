@@ -1,4 +1,4 @@
-import { readdir } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
 import type Docker from "dockerode";
 import { boundedCall } from "./bounded-call.js";
@@ -7,6 +7,7 @@ import { Defaults } from "./defaults.js";
 import { messageOf } from "./docker-errors.js";
 import { instanceLiveness } from "./instance.js";
 import { type ContainerOwner, keepsSlotDirs, LabelKeys, sanitizeLabelValue } from "./labels.js";
+import { SlotOwnerFile } from "./slot-dirs.js";
 import { slotRootOf } from "./slot-key.js";
 import { parseDockerTime } from "./timestamps.js";
 import type { ReapResult } from "./types.js";
@@ -236,10 +237,10 @@ export interface ScratchDirSweepContext {
 const SessionDirPrefix = "session_";
 
 /**
- * Deletes the per-session slot directories no container binds: what a process killed between
- * making a session's directory and making its container leaves (its container was never
- * made, so no owner label leads to it). Such a directory is scratch: per-session containers
- * take their directory with them. Each is checked again under its lock, which provisioning
+ * Deletes the per-session slot directories no container binds and whose last provisioning
+ * process is gone: what a process killed between making a session's directory and making its
+ * container leaves (no container, so no owner label, leads to it). Such a directory is
+ * scratch: per-session containers take their directory with them. Each is checked again under its lock, which provisioning
  * holds from the directory to the container, so a directory a live process is provisioning
  * right now is never deleted. Persistent slot directories are never considered.
  */
@@ -274,6 +275,11 @@ export async function sweepContainerlessScratchDirs(
   for (const name of names) {
     const slotDir = join(context.slotRoot, name);
     if (inUse.has(slotDir)) continue;
+    // Only what a process that is gone provisioned: a directory of an older version (no
+    // owner file; its files are kept for the session's next container) or of a live
+    // process is left alone.
+    const owner = await readFile(join(slotDir, SlotOwnerFile), "utf8").catch(() => undefined);
+    if (owner === undefined || instanceLiveness(owner.trim()) !== "gone") continue;
     try {
       const deleted = await context.locked(slotDir, async () => {
         if ((await boundDirs()).has(slotDir)) return false;

@@ -1,9 +1,20 @@
-import { access, chmod, chown, lstat, mkdir, readdir, rmdir, unlink } from "node:fs/promises";
+import {
+  access,
+  chmod,
+  chown,
+  lstat,
+  mkdir,
+  readdir,
+  rmdir,
+  unlink,
+  writeFile,
+} from "node:fs/promises";
 import { join } from "node:path";
 import { type ContainedDeleteContext, deleteInContainer } from "./contained-delete.js";
 import { Defaults } from "./defaults.js";
 import { codeOf, messageOf } from "./docker-errors.js";
 import { SlotDirectoryError } from "./errors.js";
+import { currentInstanceId } from "./instance.js";
 import {
   createDiskImage,
   diskCeilingObstacle,
@@ -33,6 +44,13 @@ export type SlotDirSettings = Pick<SandboxSettings, "filesystem" | "diskLimitByt
  * @throws {SlotDirectoryError} when the ceiling cannot be put in place (not root, no loop
  * device, no mkfs.ext4): the message names `diskLimitBytes: 0` as the way out.
  */
+/**
+ * The process that last made a slot directory ready (its {@link currentInstanceId}), kept at
+ * the directory's top, outside what containers bind: the reaper deletes a per-session
+ * directory no container binds only when this names a process that is gone.
+ */
+export const SlotOwnerFile = ".owner";
+
 export async function prepareSlotDirectory(
   slotDir: string,
   settings: SlotDirSettings,
@@ -48,6 +66,7 @@ export async function prepareSlotDirectory(
     await privateDir(slotDir);
   }
   for (const name of BoundDirs) await sandboxDir(slotDir, join(slotDir, name));
+  await writeFile(join(slotDir, SlotOwnerFile), currentInstanceId(), { mode: 0o600 });
 }
 
 async function attachDisk(

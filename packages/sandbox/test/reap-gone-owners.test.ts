@@ -1,8 +1,9 @@
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   containerExists,
@@ -117,22 +118,26 @@ describe("reaping the containers of a killed process", () => {
     expect(await containerExists(left[slot] as string)).toBe(false);
   });
 
-  it("deletes a session slot dir no container binds (killed before its container was made), never a bound one", async () => {
+  it("deletes a dead process's session dir no container binds; never a bound one or one without an owner", async () => {
     const sandbox = fx.sandbox(Scratch);
+    // The killed process made the dir and its container; the container is then gone (as if
+    // the process had died between the two), its dir stays behind with the owner file.
     const bare = "session:agent:x:dm:never-made";
-    await mkdir(join(sandbox.slotDirectory(bare), "workspace"), { recursive: true });
-    await writeFile(join(sandbox.slotDirectory(bare), "workspace", "half"), "x");
+    const left = await holdThenKill(fx, [bare]);
+    await promisify(execFile)("docker", ["rm", "-f", left[bare] as string]);
+    // A dir of an older version (no owner file) keeps its files for the session's next container.
+    const legacy = "session:agent:x:dm:legacy";
+    await mkdir(join(sandbox.slotDirectory(legacy), "workspace"), { recursive: true });
+    await writeFile(join(sandbox.slotDirectory(legacy), "workspace", "old"), "x");
     const live = "session:agent:x:dm:bound";
     await sandbox.acquire(live);
-    const profileDir = "default";
-    await sandbox.acquire(profileDir);
 
     const result = await sandbox.reapOrphans();
 
     expect(result.failed).toEqual([]);
-    expect(result.removed).toContain(sandbox.slotDirectory(bare));
+    expect(result.removed).toEqual([sandbox.slotDirectory(bare)]);
     expect(await pathExists(sandbox.slotDirectory(bare))).toBe(false);
+    expect(await pathExists(join(sandbox.slotDirectory(legacy), "workspace", "old"))).toBe(true);
     expect(await pathExists(sandbox.slotDirectory(live))).toBe(true);
-    expect(await pathExists(sandbox.slotDirectory(profileDir))).toBe(true);
   });
 });

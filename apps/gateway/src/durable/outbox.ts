@@ -169,11 +169,11 @@ export class Outbox {
       await this.#journal.closeReply(record.id, "given_up", "its channel is not configured");
       return "given_up";
     }
+    // `record.attempts` counts attempts that failed; one cut off by a stop or crash does not.
     const attempts = record.attempts + 1;
     if (attempts > this.#maxAttempts || ageMs > this.#maxAgeMs) {
       return this.#giveUp(record, channel, log, record.lastError ?? "it kept failing");
     }
-    await this.#journal.attempt(record.id);
     const done = new Map(record.steps);
     const signal = this.#stopping.signal;
     const progress: DeliveryProgress = {
@@ -246,11 +246,31 @@ export class Outbox {
         log,
       );
     }
+    // The channel stopped before every step was done (a refused token, a network that stayed
+    // down through the channel's own retries): the steps not recorded are tried again later.
+    if (
+      report !== undefined &&
+      (report.textPending === true || report.outcomes.some((o) => o.status === "pending"))
+    ) {
+      return this.#retryLater(
+        { ...record, steps: done },
+        attempts,
+        "the delivery stopped before every part of the reply was sent",
+        undefined,
+        channel,
+        log,
+      );
+    }
     const notices = (report?.outcomes ?? [])
       .map((outcome: DeliveryOutcome) => deliveryNotice(outcome))
       .filter((line): line is string => line !== undefined);
     await this.#notice(channel, record, progress, NoticeSteps.delivery, notices, signal);
-    await this.#journal.closeReply(record.id, "delivered");
+    try {
+      await this.#journal.closeReply(record.id, "delivered");
+    } catch (error) {
+      // Every step is recorded: the next start finds nothing left to send and closes it.
+      log.error({ err: error }, "delivered reply could not be closed in the journal");
+    }
     return "delivered";
   }
 
@@ -289,7 +309,13 @@ export class Outbox {
     if (attempts >= this.#maxAttempts || notBeforeMs - record.createdAtMs > this.#maxAgeMs) {
       return this.#giveUp({ ...record, attempts }, channel, log, reason);
     }
-    await this.#journal.reschedule(record.id, notBeforeMs, reason);
+    try {
+      await this.#journal.attempt(record.id);
+      await this.#journal.reschedule(record.id, notBeforeMs, reason);
+    } catch (error) {
+      // Still retried by this process; a restart resumes it from its last recorded schedule.
+      log.error({ err: error }, "reply schedule could not be recorded");
+    }
     log.warn({ delayMs, attempts, reason }, "reply rescheduled");
     const next: OutboxRecord = { ...record, attempts, notBeforeMs, lastError: reason };
     this.#schedule(record.id, delayMs, () => this.deliver(next));

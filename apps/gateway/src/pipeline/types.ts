@@ -98,7 +98,7 @@ export function compose(steps: readonly Middleware[]): (ctx: MessageContext) => 
 
 /**
  * Sends a line to the message's chat; failures are logged, never thrown. It gives up when the
- * turn's signal (or the gateway's stop) aborts.
+ * gateway's stop aborts the outbox (not on /stop: a command's answer must still go out).
  */
 export async function say(ctx: MessageContext, text: string): Promise<void> {
   try {

@@ -132,8 +132,12 @@ class ReplyRun {
     }
   }
 
-  /** Records that the steps' requests are about to go out (see {@link settleInterrupted}). */
+  /**
+   * Records that the steps' requests are about to go out (see {@link settleInterrupted}).
+   * Under `at-least-once` a cut-off step is sent again anyway, so nothing is recorded.
+   */
   private async begin(keys: readonly string[]): Promise<void> {
+    if (this.ctx.caller.ambiguousSends === "at-least-once") return;
     for (const key of keys) await this.record(key, "sending", false);
   }
 
