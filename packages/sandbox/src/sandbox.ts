@@ -188,7 +188,9 @@ export class Sandbox {
     if (cached !== undefined) return { containerId: cached };
     // Before the lock: the reaper takes the locks of the slot directories it deletes.
     await this.#retireLegacyOnce();
-    await this.reapOrphansOnce();
+    // Started, not awaited: reaping many dead sessions takes a contained delete each, and no
+    // turn should wait for that. Provisioning and the reap serialise per slot on its lock.
+    void this.reapOrphansOnce();
     return this.#locked(slot, async () => {
       const held = this.#handles.get(slot);
       if (held !== undefined) return { containerId: held };
@@ -637,9 +639,9 @@ export class Sandbox {
    * The automatic orphan reap ({@link reapOrphans}) of this process for this profile: runs
    * it now unless it ran (or is running) already, and answers its result; `undefined` when
    * `orphanReaper` is off or the reap failed. Never throws: failures go to `onWarning`. The
-   * first acquire of the process runs it too; a gateway calls it at start, so containers and
-   * slot dirs a crashed process left are removed before any message needs them, also for
-   * profiles that get no message.
+   * first acquire of the process starts it too, without waiting for it (reaping many dead
+   * sessions takes a contained delete each); a gateway calls it at start, so what a crashed
+   * process left is removed also for profiles that get no message.
    */
   reapOrphansOnce(): Promise<ReapResult | undefined> {
     if (!this.#settings.orphanReaper) return Promise.resolve(undefined);

@@ -179,6 +179,7 @@ export class FaultBench {
     const leftovers = await this.docker.containers({ "mediagate.install": this.install });
     for (const c of leftovers) await this.docker.removeForce(c.id);
     await releaseMounts(this.home);
-    await rm(this.workDir, { recursive: true, force: true });
+    if (process.env.FAULT_KEEP_LOGS === undefined)
+      await rm(this.workDir, { recursive: true, force: true });
   }
 }

@@ -53,6 +53,10 @@ export type AttemptResult = "delivered" | "rescheduled" | "given_up" | "interrup
 /** Step keys of the notices the outbox itself sends (after the channel's own steps). */
 const NoticeSteps = { plan: "notices:plan", delivery: "notices:delivery" } as const;
 
+/** The notice for reply text whose send may not have arrived (and is not sent twice). */
+export const TextUnconfirmedText =
+  "⚠️ This reply may not have arrived in full: the connection broke (or the gateway restarted) while it was being sent, and it is not sent twice.";
+
 /** The text the chat gets for a reply the outbox gave up on. */
 export function givenUpText(attempts: number, ageMs: number, reason: string): string {
   const minutes = Math.max(1, Math.round(ageMs / 60_000));
@@ -264,6 +268,8 @@ export class Outbox {
     const notices = (report?.outcomes ?? [])
       .map((outcome: DeliveryOutcome) => deliveryNotice(outcome))
       .filter((line): line is string => line !== undefined);
+    if ([...done].some(([key, result]) => key.startsWith("text:") && result === "unconfirmed"))
+      notices.unshift(TextUnconfirmedText);
     await this.#notice(channel, record, progress, NoticeSteps.delivery, notices, signal);
     try {
       await this.#journal.closeReply(record.id, "delivered");
