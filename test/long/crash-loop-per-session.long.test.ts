@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeTelegram } from "../fakes/telegram/index.js";
 import { runCrashLoop } from "./durability/crash-loop.js";
 import { FaultBench } from "./durability/fault-bench.js";
-import { killSummary, lastRunLosses, startSummary } from "./durability/figures.js";
+import { killSummary, lastRunLosses, lostMessageLogs, startSummary } from "./durability/figures.js";
 import { describeExit } from "./durability/gateway-process.js";
 import { SeededRandom } from "./durability/prng.js";
 import {
@@ -120,6 +120,7 @@ describe("SIGKILL loop with per-session containers", () => {
             `after SIGTERM: ${leftDirs.length} session slot dirs left: ${leftDirs.slice(0, 5).join(", ")}`,
           ]),
       ...b.exitProblems(),
+      ...lostMessageLogs(audit, b),
       ...(exit.code === 0 ? [] : [`the last run ended with ${describeExit(exit)} on SIGTERM`]),
     ];
     expect(problems).toEqual([]);

@@ -32,3 +32,17 @@ export function lastRunLosses(audit: ReplyAudit, loop: CrashLoopResult): string 
   const lost = toLast.filter((v) => v.outcome === "lost").length;
   return `${lost} lost of the ${toLast.length} messages sent to the last run (never killed)`;
 }
+
+/**
+ * When messages were lost, the end of the last two runs' logs (the run that should have
+ * answered them and the one before), so a failure in CI, where no log is kept, can be read.
+ */
+export function lostMessageLogs(
+  audit: ReplyAudit,
+  bench: { runs: readonly GatewayProcess[] },
+): string[] {
+  if (audit.lost.length === 0) return [];
+  return bench.runs
+    .slice(-2)
+    .map((run) => `log of run ${run.run} (last 60 lines):\n${run.tail(60)}`);
+}
