@@ -10,7 +10,7 @@ export interface TelegramSettings {
   readonly pollTimeoutSeconds?: number | undefined;
 }
 
-/** Discord settings of a profile. `channels` restricts guild channels served (empty: all). */
+/** Discord settings of a profile. `channels`: guild channels answered without a mention. */
 export interface DiscordSettings {
   readonly token: string;
   readonly apiRoot?: string | undefined;
