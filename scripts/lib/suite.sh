@@ -2,10 +2,12 @@
 # Shared by scripts/test.sh and scripts/test-long.sh: set-up of what the tests need, and one
 # run of a pnpm test script with a leak check and a closing "N passed, N failed" line.
 
-# The Docker engine, the sandbox test image and the locked dependencies, built.
+# The Docker engine, the sandbox images (test, and the default one) and the locked dependencies, built.
 suite_setup() {
   bash scripts/ensure-docker.sh
   bash scripts/build-sandbox-image.sh mediagate-sandbox:test
+  # The image mediagate.example.yaml names: an e2e test runs the example unedited.
+  bash scripts/build-sandbox-image.sh mediagate-sandbox:local
   bash scripts/ensure-pnpm.sh
   pnpm install --frozen-lockfile --reporter=append-only
   pnpm build

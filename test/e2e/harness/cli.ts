@@ -13,28 +13,43 @@ export interface CliRun {
   readonly output: string;
 }
 
+/** A CLI process still running (e.g. `start`), with what it printed so far. */
+export interface RunningCli {
+  /** Everything printed to stderr so far. */
+  stderr(): string;
+  /** Sends `signal` (default SIGTERM) unless the process has ended. */
+  signal(signal?: NodeJS.Signals): void;
+  /** Resolves when the process has ended. */
+  readonly ended: Promise<CliRun>;
+}
+
 /**
- * Runs `node apps/gateway/dist/cli.js <args>` with `env` on top of a minimal environment
- * (PATH, and HOME pointing at `home`), stdin closed (so `start` on the console stops at once).
- * Bounded by `timeoutMs`, after which it is killed.
+ * Starts `node apps/gateway/dist/cli.js <args>` with `env` on top of a minimal environment
+ * (PATH, DOCKER_HOST when set, and HOME pointing at `home`), stdin closed (so `start` on the
+ * console stops at once). Bounded by `timeoutMs`, after which it is killed.
  */
-export function runCli(
+export function spawnCli(
   args: readonly string[],
   options: { home: string; env?: Record<string, string>; timeoutMs?: number },
-): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CliPath, ...args], {
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: options.home, ...options.env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
+): RunningCli {
+  const base: Record<string, string> = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: options.home,
+  };
+  if (process.env.DOCKER_HOST !== undefined) base.DOCKER_HOST = process.env.DOCKER_HOST;
+  const child = spawn(process.execPath, [CliPath, ...args], {
+    env: { ...base, ...options.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const ended = new Promise<CliRun>((resolve, reject) => {
     const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 60_000);
     child.on("error", reject);
     child.on("close", (code) => {
@@ -42,4 +57,19 @@ export function runCli(
       resolve({ code, stdout, stderr, output: stdout + stderr });
     });
   });
+  return {
+    stderr: () => stderr,
+    signal: (signal = "SIGTERM") => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    },
+    ended,
+  };
+}
+
+/** Runs the CLI to its end (see {@link spawnCli}). */
+export function runCli(
+  args: readonly string[],
+  options: { home: string; env?: Record<string, string>; timeoutMs?: number },
+): Promise<CliRun> {
+  return spawnCli(args, options).ended;
 }

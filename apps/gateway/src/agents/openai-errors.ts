@@ -133,11 +133,13 @@ function connectionDetail(error: APIConnectionError): string {
  */
 export function toEndpointError(
   error: unknown,
-  context: { host: string; model: string; apiKey: string },
+  context: { host: string; model: string; apiKey: string | undefined },
 ): OpenAIEndpointError | undefined {
   if (!(error instanceof APIError) || error instanceof APIUserAbortError) return undefined;
   const clean = (text: string) =>
-    redactSecret(text, context.apiKey).replace(/\s+/g, " ").slice(0, MaxDetailChars);
+    redactSecret(text, context.apiKey ?? "")
+      .replace(/\s+/g, " ")
+      .slice(0, MaxDetailChars);
   const base = { host: context.host, model: context.model };
   if (error instanceof APIConnectionTimeoutError) {
     return new OpenAIEndpointError({ ...base, kind: "timeout", detail: "" });

@@ -6,8 +6,11 @@ import { endpointHost, OpenAIAgentOptionsError } from "./openai-errors.js";
 export interface OpenAIAgentOptions {
   /** Base URL of the OpenAI-compatible API, e.g. `https://api.openai.com/v1`. */
   readonly baseUrl: string;
-  /** Sent as `Authorization: Bearer …`; never logged nor put into errors. */
-  readonly apiKey: string;
+  /**
+   * Sent as `Authorization: Bearer …`; never logged nor put into errors. Absent: no
+   * `Authorization` header at all (a local server such as Ollama or vLLM that needs none).
+   */
+  readonly apiKey?: string | undefined;
   readonly model: string;
   /** The profile's state database; history is kept per session id. */
   readonly store: StateStore;
@@ -15,7 +18,7 @@ export interface OpenAIAgentOptions {
   /** Model answers whose tool calls are executed, per turn. Default 8. */
   readonly maxToolRounds?: number;
   /** Extra instructions, appended to the built-in sandbox/MEDIA prompt. */
-  readonly systemPrompt?: string;
+  readonly systemPrompt?: string | undefined;
   /** Time limit of one model request. Default 180 000. */
   readonly timeoutMs?: number;
   /**
@@ -81,7 +84,7 @@ export function resolveOpenAIOptions(
   if (options.apiKey === "") {
     throw new OpenAIAgentOptionsError(
       "apiKey",
-      "set an API key (any placeholder works for endpoints that need none)",
+      "set a non-empty API key, or leave it out for an endpoint that needs none",
     );
   }
   const limits: OpenAIAgentLimits = {

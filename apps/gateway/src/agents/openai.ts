@@ -26,6 +26,8 @@ const MaxCallsPerRound = 16;
 const NotExecutedLimit = "not executed: the tool-round limit of this turn was reached";
 const NotExecutedTooMany = `not executed: at most ${MaxCallsPerRound} tool calls per answer`;
 const EmptyReply = "(the model sent an empty reply)";
+/** Handed to the SDK when no API key is configured; never sent (see `#clientOptions`). */
+const KeylessPlaceholder = "no-api-key";
 
 /**
  * The `openai` agent (docs/sessions.md): any OpenAI-compatible chat-completions endpoint, with the
@@ -53,7 +55,7 @@ export class OpenAIAgent implements Agent {
   readonly #log: Logger;
   readonly #model: string;
   readonly #host: string;
-  readonly #apiKey: string;
+  readonly #apiKey: string | undefined;
   readonly #system: string;
   readonly #settings: OpenAIAgentLimits;
 
@@ -77,7 +79,10 @@ export class OpenAIAgent implements Agent {
     const sdkLog = this.#log.child({ component: "openai-sdk" });
     return {
       baseURL: options.baseUrl,
-      apiKey: options.apiKey,
+      // The SDK insists on a key; without one, a placeholder satisfies it and the null
+      // header below keeps it off the wire, so a keyless server sees no Authorization at all.
+      apiKey: options.apiKey ?? KeylessPlaceholder,
+      ...(options.apiKey === undefined ? { defaultHeaders: { Authorization: null } } : {}),
       // Explicit nulls keep the SDK from reading OPENAI_* variables (config reads env, once).
       organization: null,
       project: null,

@@ -28,6 +28,11 @@ export interface GatewayEnv {
   readonly logLevel?: string | undefined;
   /** The OS user's home directory; the root home defaults to `<userHome>/.mediagate`. */
   readonly userHome: string;
+  /**
+   * The whole environment, for `${VAR}` references in the config file (docs/configuration.md).
+   * Only the config loader reads it.
+   */
+  readonly variables: Readonly<Record<string, string | undefined>>;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
@@ -51,10 +56,11 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): GatewayEnv {
     sessionKey: nonEmpty(source.MEDIAGATE_SESSION_KEY),
     logLevel: nonEmpty(source.LOG_LEVEL),
     userHome: nonEmpty(source.HOME) ?? homedir(),
+    variables: Object.freeze({ ...source }),
   };
 }
 
 /** An environment with nothing set, for tests and embedded use. */
 export function emptyEnv(userHome: string = homedir()): GatewayEnv {
-  return { userHome };
+  return { userHome, variables: {} };
 }

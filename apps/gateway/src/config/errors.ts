@@ -6,12 +6,17 @@ import { isShownPath, knownKeysAt } from "./secrets.js";
 export interface ConfigIssue {
   /** Key path such as `profiles[1].sandbox.persistent` (empty for the document root). */
   readonly path: string;
+  /** Where in the file, for problems found before there are keys (YAML syntax errors). */
+  readonly at?: { readonly line: number; readonly column: number } | undefined;
   /** The offending value, already rendered and redacted for display. */
   readonly got: string;
   readonly expected: string;
 }
 
-/** The configuration is unusable. `message` lists every issue, one per line, with the file. */
+/**
+ * The configuration is unusable. `message` lists every issue, one per line, with the file;
+ * an issue with a position is named `file:line:column`, the way editors and terminals link it.
+ */
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
   constructor(
@@ -19,17 +24,26 @@ export class ConfigError extends Error {
     readonly file: string,
     readonly issues: readonly ConfigIssue[],
   ) {
+    const only = issues.length === 1 ? issues[0] : undefined;
     super(
-      issues.length === 1
-        ? `invalid config ${file}: ${formatIssue(issues[0]!)}`
-        : `invalid config ${file}:\n${issues.map((i) => `  - ${formatIssue(i)}`).join("\n")}`,
+      only === undefined
+        ? `invalid config ${file}:\n${issues.map((i) => `  - ${formatIssue(i, file)}`).join("\n")}`
+        : only.at === undefined
+          ? `invalid config ${file}: ${formatIssue(only)}`
+          : `invalid config ${formatIssue(only, file)}`,
     );
   }
 }
 
-/** `path: got X, expected Y`. */
-export function formatIssue(issue: ConfigIssue): string {
+/** `path: got X, expected Y`; `file:line:column: got X, expected Y` for a positioned issue. */
+export function formatIssue(issue: ConfigIssue, file?: string): string {
   const what = `got ${issue.got}, expected ${issue.expected}`;
+  if (issue.at !== undefined) {
+    const { line, column } = issue.at;
+    const place =
+      file === undefined ? `line ${line}, column ${column}` : `${file}:${line}:${column}`;
+    return `${place}: ${what}`;
+  }
   return issue.path === "" ? what : `${issue.path}: ${what}`;
 }
 

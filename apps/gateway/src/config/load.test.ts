@@ -2,6 +2,7 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { Redacted, Redactor } from "../redact.js";
 import { emptyEnv, type GatewayEnv, readEnv } from "./env.js";
 import { ConfigError } from "./errors.js";
 import { loadConfig, resolveConfig } from "./load.js";
@@ -194,6 +195,63 @@ describe("resolveConfig", () => {
     expect(error.message).toContain("profiles[2]: got no telegram.token and no discord.token");
   });
 
+  it("refuses a telegram or discord block without a token instead of falling back to the console", () => {
+    expect(
+      errorOf({ profiles: [{ name: "solo", telegram: { pollTimeoutSeconds: 5 } }] }).message,
+    ).toBe(
+      "invalid config /etc/mediagate.yaml: profiles[0].telegram.token: got nothing, expected a bot token (e.g. token: ${TELEGRAM_BOT_TOKEN} to read it from the environment), or no telegram block",
+    );
+    expect(
+      errorOf({
+        profiles: [
+          { name: "a", telegram: { token: "1:a" } },
+          { name: "b", telegram: { token: "2:b" }, discord: { channels: ["1"] } },
+        ],
+      }).message,
+    ).toBe(
+      "invalid config /etc/mediagate.yaml: profiles[1].discord.token: got nothing, expected a bot token (e.g. token: ${DISCORD_BOT_TOKEN} to read it from the environment), or no discord block",
+    );
+    // The environment's token fills the first profile's block, so that one is complete.
+    const config = resolveConfig(
+      { profiles: [{ name: "solo", telegram: { pollTimeoutSeconds: 5 } }] },
+      { env: { ...env, telegramBotToken: "9:env-token" } },
+    );
+    expect(config.profiles[0]?.telegram).toEqual({ token: "9:env-token", pollTimeoutSeconds: 5 });
+  });
+
+  it("refuses two profiles with one bot token, naming both and never the token", () => {
+    const telegram = errorOf({
+      profiles: [
+        { name: "default", telegram: { token: "123456:AAH-shared-telegram" } },
+        { name: "work", discord: { token: "discord-work-token" } },
+        { name: "local", telegram: { token: "123456:AAH-shared-telegram" } },
+      ],
+    });
+    expect(telegram.message).toBe(
+      'invalid config /etc/mediagate.yaml: profiles[2].telegram.token: got the bot token of profile "default" (profiles[0]), expected a bot token of its own for profile "local": one bot serves one profile (a second poller of one bot gets 409 Conflict)',
+    );
+    const discord = errorOf({
+      profiles: [
+        { name: "default", telegram: { token: "1:a" } },
+        { name: "team", discord: { token: "discord-shared-token" } },
+        { name: "ops", discord: { token: "discord-shared-token" } },
+      ],
+    });
+    expect(discord.message).toBe(
+      'invalid config /etc/mediagate.yaml: profiles[2].discord.token: got the bot token of profile "team" (profiles[1]), expected a bot token of its own for profile "ops": one bot serves one profile (both connections of one bot would answer every message)',
+    );
+    // DISCORD_BOT_TOKEN sets the first profile's token: the message says so.
+    const fromEnv = errorOf(
+      {
+        profiles: [{ name: "default" }, { name: "team", discord: { token: "discord-env-token" } }],
+      },
+      { ...env, discordBotToken: "discord-env-token" },
+    );
+    expect(fromEnv.message).toBe(
+      'invalid config /etc/mediagate.yaml: profiles[1].discord.token: got the bot token of profile "default" (profiles[0]), expected a bot token of its own for profile "team": one bot serves one profile (both connections of one bot would answer every message; DISCORD_BOT_TOKEN sets profiles[0]\'s token)',
+    );
+  });
+
   it("lets a lone profile run without tokens (console)", () => {
     const config = resolveConfig({ profiles: [{ name: "solo" }] }, { env });
     expect(config.profiles[0]?.home).toBe("/home/u/.mediagate/profiles/solo");
@@ -229,6 +287,43 @@ describe("resolveConfig", () => {
     expect(resolveConfig({}, { env: e }).home).toBe("/srv/env-home");
   });
 
+  it("takes an openai agent without an API key (a local server) and with a system prompt", () => {
+    const config = resolveConfig(
+      {
+        profiles: [
+          {
+            name: "default",
+            agent: {
+              kind: "openai",
+              baseUrl: "http://127.0.0.1:11434/v1",
+              model: "llama3.1",
+              systemPrompt: "Answer briefly.",
+            },
+          },
+        ],
+      },
+      { env },
+    );
+    expect(config.profiles[0]?.agent).toEqual({
+      kind: "openai",
+      baseUrl: "http://127.0.0.1:11434/v1",
+      model: "llama3.1",
+      systemPrompt: "Answer briefly.",
+      maxToolRounds: 8,
+    });
+    const empty = errorOf({
+      profiles: [
+        {
+          name: "default",
+          agent: { kind: "openai", baseUrl: "http://h/v1", model: "m", apiKey: "" },
+        },
+      ],
+    });
+    expect(empty.message).toBe(
+      "invalid config /etc/mediagate.yaml: profiles[0].agent.apiKey: got a string (not shown), expected a non-empty API key (leave apiKey out for a server that needs none)",
+    );
+  });
+
   it("trims the shared key and fills the openai tool-round default", () => {
     const config = resolveConfig(
       {
@@ -247,6 +342,90 @@ describe("resolveConfig", () => {
   });
 });
 
+describe("${VAR} references", () => {
+  const withVariables = (variables: Record<string, string>): GatewayEnv => ({ ...env, variables });
+
+  it("fills secrets and URLs from the environment and teaches the redactor the secrets", () => {
+    const redactor = new Redactor();
+    const config = resolveConfig(
+      {
+        profiles: [
+          {
+            name: "default",
+            telegram: { token: "${WORK_BOT_TOKEN}", apiRoot: "${BOT_API:-http://127.0.0.1:8081}" },
+            agent: {
+              kind: "openai",
+              baseUrl: "http://127.0.0.1:1/v1",
+              apiKey: "${MODEL_KEY}",
+              model: "m",
+              systemPrompt: "Costs $${PRICE}, never ${MODEL_KEY_NAME:-the key}.",
+            },
+          },
+        ],
+      },
+      {
+        env: withVariables({
+          WORK_BOT_TOKEN: "777:AAH-from-the-env",
+          MODEL_KEY: "sk-from-the-env",
+        }),
+        redactor,
+      },
+    );
+    const [p] = config.profiles;
+    expect(p?.telegram).toEqual({
+      token: "777:AAH-from-the-env",
+      apiRoot: "http://127.0.0.1:8081",
+    });
+    expect(p?.agent).toMatchObject({
+      apiKey: "sk-from-the-env",
+      systemPrompt: "Costs ${PRICE}, never the key.",
+    });
+    expect(redactor.text("token 777:AAH-from-the-env key sk-from-the-env")).toBe(
+      `token ${Redacted} key ${Redacted}`,
+    );
+  });
+
+  it("names the key path and the variable when a variable is unset, and shows no secret", () => {
+    const redactor = new Redactor();
+    let error: unknown;
+    try {
+      resolveConfig(
+        {
+          profiles: [
+            { name: "default", telegram: { token: "${TELEGRAM_BOT_TOKEN}" } },
+            { name: "team", discord: { token: "${TEAM_DISCORD_BOT_TOKEN}" } },
+            { name: "work", telegram: { token: "inline-secret-token" } },
+          ],
+        },
+        { env: withVariables({ TEAM_DISCORD_BOT_TOKEN: "" }), source: "/etc/m.yaml", redactor },
+      );
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as ConfigError).message;
+    expect(message).toBe(
+      [
+        "invalid config /etc/m.yaml:",
+        "  - profiles[0].telegram.token: got ${TELEGRAM_BOT_TOKEN}, expected the environment variable TELEGRAM_BOT_TOKEN to be set (it is unset or empty)",
+        "  - profiles[1].discord.token: got ${TEAM_DISCORD_BOT_TOKEN}, expected the environment variable TEAM_DISCORD_BOT_TOKEN to be set (it is unset or empty)",
+      ].join("\n"),
+    );
+    // The reference is not a secret (the printed message keeps it); the inline token is.
+    expect(redactor.text(message)).toBe(message);
+    expect(redactor.text("inline-secret-token")).toBe(Redacted);
+  });
+
+  it("reads the variables from the process environment map", () => {
+    const e = readEnv({ HOME: "/home/x", TEAM_TOKEN: "team-token-1" });
+    const config = resolveConfig(
+      { profiles: [{ name: "team", discord: { token: "${TEAM_TOKEN}" } }] },
+      { env: e },
+    );
+    expect(config.profiles[0]?.discord?.token).toBe("team-token-1");
+  });
+});
+
 describe("loadConfig", () => {
   it("reads YAML from the file, and reports syntax errors and missing files with the path", async () => {
     const dir = await mkdtemp(join(tmpdir(), "mg-config-"));
@@ -260,6 +439,31 @@ describe("loadConfig", () => {
     await expect(loadConfig({ path: bad, env })).rejects.toThrow(bad);
     await expect(loadConfig({ path: join(dir, "none.yaml"), env })).rejects.toThrow(
       /none\.yaml: got a missing file/,
+    );
+  });
+
+  it("names file:line:column of a YAML syntax error, without quoting the source", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "mg-config-"));
+    const file = join(dir, "broken.yaml");
+    await writeFile(
+      file,
+      'profiles:\n  - name: default\n    telegram: { token: "123:AAH-unclosed-secret"\n  - name: work\n',
+    );
+    const one = await loadConfig({ path: file, env }).catch((e: unknown) => e);
+    expect(one).toBeInstanceOf(ConfigError);
+    expect((one as Error).message).toBe(
+      `invalid config ${file}:4:3: got invalid YAML, expected valid YAML (bad indent)`,
+    );
+    expect((one as Error).message).not.toContain("AAH-unclosed-secret");
+    const two = join(dir, "two.yaml");
+    await writeFile(two, "a: 1\n\tb: 2\nc: [\n");
+    const both = await loadConfig({ path: two, env }).catch((e: unknown) => e);
+    expect((both as Error).message).toBe(
+      [
+        `invalid config ${two}:`,
+        `  - ${two}:2:1: got invalid YAML, expected valid YAML (tab as indent)`,
+        `  - ${two}:4:1: got invalid YAML, expected valid YAML (bad indent)`,
+      ].join("\n"),
     );
   });
 

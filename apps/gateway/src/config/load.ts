@@ -6,6 +6,7 @@ import type { Redactor } from "../redact.js";
 import { ConfigDefaults } from "./defaults.js";
 import type { GatewayEnv } from "./env.js";
 import { ConfigError, type ConfigIssue, issuesFromZod, showValue } from "./errors.js";
+import { interpolate } from "./interpolate.js";
 import { type ConfigFile, configFileSchema, type ProfileFile } from "./schema.js";
 import { secretsOfConfig, secretsOfEnv, secretsOfRawConfig } from "./secrets.js";
 import type {
@@ -52,17 +53,19 @@ export async function loadConfig(options: {
 }
 
 /**
- * Parses YAML text; syntax errors become a {@link ConfigError} with line and column. The YAML
- * parser's own messages can quote the source (a tag, a scalar), so only their error code is
- * kept: a document too broken to parse gives up no secret it holds.
+ * Parses YAML text; syntax errors become a {@link ConfigError} naming `file:line:column`. The
+ * YAML parser's own messages can quote the source (a tag, a scalar, the line around the error),
+ * so only their error code and position are kept: a document too broken to parse gives up no
+ * secret it holds.
  */
 export function parseYaml(text: string, source: string): unknown {
-  const doc = parseDocument(text, { prettyErrors: false });
+  const doc = parseDocument(text, { prettyErrors: true });
   if (doc.errors.length > 0) {
     throw new ConfigError(
       source,
       doc.errors.map((e) => ({
-        path: e.linePos ? `line ${e.linePos[0].line}, column ${e.linePos[0].col}` : "",
+        path: "",
+        at: e.linePos ? { line: e.linePos[0].line, column: e.linePos[0].col } : undefined,
         got: "invalid YAML",
         expected: `valid YAML (${e.code.toLowerCase().replaceAll("_", " ")})`,
       })),
@@ -84,32 +87,41 @@ export function parseYaml(text: string, source: string): unknown {
 /**
  * Validates an already-parsed config object and applies defaults and env overrides.
  *
+ * First every `${NAME}` in a string value is replaced by that environment variable
+ * (`${NAME:-text}` falls back to `text`, `$${` is a literal `${`; docs/configuration.md); an
+ * unset variable is an error naming the key and the variable.
+ *
  * Env overrides (`TELEGRAM_*`, `DISCORD_*`) apply to the primary profile — the first one listed
  * (the only one, or the embedded `default`) — and win over the file; an API-root or gateway-URL
  * override without a token (from file or env) enables nothing. Other profiles take their tokens
  * from the file only. `home` in the file wins over `MEDIAGATE_HOME`; relative paths resolve
  * against the config file's directory. The profile named `default` lives in the root home,
  * every other one in `<root>/profiles/<name>` (docs/sandbox.md). Admins count as allowed users.
- * `redactor` first learns every secret-looking value of `raw` and of the environment, then the
- * resolved tokens and keys.
+ * `redactor` first learns every secret-looking value of the environment and of the document
+ * (its references resolved, so a secret from the environment is known like an inline one),
+ * then the resolved tokens and keys.
  */
 export function resolveConfig(
   raw: unknown,
   options: { env: GatewayEnv; source?: string | undefined; redactor?: Redactor | undefined },
 ): GatewayConfig {
   const source = options.source ?? EmbeddedSource;
-  options.redactor?.add(secretsOfEnv(options.env)).add(secretsOfRawConfig(raw));
-  const parsed = configFileSchema.safeParse(raw, { reportInput: true });
-  if (!parsed.success) throw new ConfigError(source, issuesFromZod(raw, parsed.error.issues));
+  const resolved = interpolate(raw, options.env.variables);
+  const doc = resolved.value;
+  options.redactor?.add(secretsOfEnv(options.env)).add(secretsOfRawConfig(doc));
+  if (resolved.issues.length > 0) throw new ConfigError(source, resolved.issues);
+  const parsed = configFileSchema.safeParse(doc, { reportInput: true });
+  if (!parsed.success) throw new ConfigError(source, issuesFromZod(doc, parsed.error.issues));
   const file: ConfigFile = parsed.data;
   const env = options.env;
   const baseDir = options.source ? dirname(options.source) : process.cwd();
   const home = resolveHome(file.home, env, baseDir);
   const entries: ProfileFile[] = file.profiles ?? [{ name: ConfigDefaults.profileName }];
-  const profiles = entries.map((entry, index) =>
-    resolveProfile(index === 0 ? applyEnvOverrides(entry, env) : entry, home, baseDir),
+  const withEnv = entries.map((entry, index) =>
+    index === 0 ? applyEnvOverrides(entry, env) : entry,
   );
-  const issues = crossChecks(profiles);
+  const profiles = withEnv.map((entry) => resolveProfile(entry, home, baseDir));
+  const issues = [...missingTokens(withEnv), ...crossChecks(profiles, env)];
   if (issues.length > 0) throw new ConfigError(source, issues);
   const config: GatewayConfig = {
     home,
@@ -210,9 +222,42 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
   };
 }
 
-function crossChecks(profiles: readonly ProfileConfig[]): ConfigIssue[] {
+/**
+ * A `telegram:` or `discord:` block without a token (after env overrides) is a mistake, not a
+ * request for the console: the operator meant to run that channel.
+ */
+function missingTokens(entries: readonly ProfileFile[]): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  entries.forEach((entry, i) => {
+    for (const platform of ["telegram", "discord"] as const) {
+      if (entry[platform] === undefined || entry[platform].token !== undefined) continue;
+      issues.push({
+        path: `profiles[${i}].${platform}.token`,
+        got: "nothing",
+        expected: `a bot token (e.g. token: \${${platform.toUpperCase()}_BOT_TOKEN} to read it from the environment), or no ${platform} block`,
+      });
+    }
+  });
+  return issues;
+}
+
+/** What a second connection with a bot's token does, for the duplicate-token error. */
+const SharedTokenEffect = {
+  telegram: "a second poller of one bot gets 409 Conflict",
+  discord: "both connections of one bot would answer every message",
+} as const;
+
+/** Env variables that set the first profile's tokens, to explain a duplicate they caused. */
+const TokenEnvVariable = { telegram: "TELEGRAM_BOT_TOKEN", discord: "DISCORD_BOT_TOKEN" } as const;
+
+function crossChecks(profiles: readonly ProfileConfig[], env: GatewayEnv): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
   const seen = new Map<string, number>();
+  const tokens = { telegram: new Map<string, number>(), discord: new Map<string, number>() };
+  const fromEnv = {
+    telegram: env.telegramBotToken !== undefined,
+    discord: env.discordBotToken !== undefined,
+  };
   profiles.forEach((p, i) => {
     const first = seen.get(p.name);
     if (first !== undefined) {
@@ -227,6 +272,24 @@ function crossChecks(profiles: readonly ProfileConfig[]): ConfigIssue[] {
         path: `profiles[${i}]`,
         got: "no telegram.token and no discord.token",
         expected: "a channel token (only a lone profile may run without one, on the local console)",
+      });
+    }
+    for (const platform of ["telegram", "discord"] as const) {
+      const token = p[platform]?.token;
+      if (token === undefined) continue;
+      const owner = tokens[platform].get(token);
+      if (owner === undefined) {
+        tokens[platform].set(token, i);
+        continue;
+      }
+      const envNote =
+        owner === 0 && fromEnv[platform]
+          ? `; ${TokenEnvVariable[platform]} sets profiles[0]'s token`
+          : "";
+      issues.push({
+        path: `profiles[${i}].${platform}.token`,
+        got: `the bot token of profile ${JSON.stringify(profiles[owner]?.name)} (profiles[${owner}])`,
+        expected: `a bot token of its own for profile ${JSON.stringify(p.name)}: one bot serves one profile (${SharedTokenEffect[platform]}${envNote})`,
       });
     }
   });

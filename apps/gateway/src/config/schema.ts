@@ -35,9 +35,13 @@ const agentSchema = z.discriminatedUnion("kind", [
   z.strictObject({
     kind: z.literal("openai"),
     baseUrl: url,
-    apiKey: z.string().min(1, { error: "a non-empty API key" }),
+    apiKey: z
+      .string()
+      .min(1, { error: "a non-empty API key (leave apiKey out for a server that needs none)" })
+      .optional(),
     model: z.string().min(1, { error: "a model name" }),
     maxToolRounds: positiveInt.optional(),
+    systemPrompt: z.string().min(1, { error: "instructions for the model" }).optional(),
   }),
 ]);
 

@@ -184,7 +184,10 @@ export function secretsOfConfig(config: GatewayConfig): string[] {
       out.push(p.discord.token, ...urlSecrets(p.discord.apiRoot));
       out.push(...urlSecrets(p.discord.gatewayUrl));
     }
-    if (p.agent.kind === "openai") out.push(p.agent.apiKey, ...urlSecrets(p.agent.baseUrl));
+    if (p.agent.kind === "openai") {
+      if (p.agent.apiKey !== undefined) out.push(p.agent.apiKey);
+      out.push(...urlSecrets(p.agent.baseUrl));
+    }
   }
   return out;
 }

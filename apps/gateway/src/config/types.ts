@@ -10,7 +10,7 @@ export interface TelegramSettings {
   readonly pollTimeoutSeconds?: number | undefined;
 }
 
-/** Discord settings of a profile. `channels` restricts guild channels served (empty: all). */
+/** Discord settings of a profile. `channels`: guild channels answered without a mention. */
 export interface DiscordSettings {
   readonly token: string;
   readonly apiRoot?: string | undefined;
@@ -27,9 +27,12 @@ export type AgentSettings =
   | {
       readonly kind: "openai";
       readonly baseUrl: string;
-      readonly apiKey: string;
+      /** Sent as a bearer token; absent for a local server that needs none (no header sent). */
+      readonly apiKey?: string | undefined;
       readonly model: string;
       readonly maxToolRounds: number;
+      /** Extra instructions, appended to the gateway's own system prompt. */
+      readonly systemPrompt?: string | undefined;
     };
 
 /** One validated profile with every default applied and its home resolved. */

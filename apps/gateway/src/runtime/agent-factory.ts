@@ -16,6 +16,7 @@ export function createAgent(
     apiKey: settings.apiKey,
     model: settings.model,
     maxToolRounds: settings.maxToolRounds,
+    systemPrompt: settings.systemPrompt,
     store: deps.store,
     logger: deps.logger,
   });

@@ -1,0 +1,80 @@
+import { type ConfigIssue, formatPath } from "./errors.js";
+
+/** `$${` (a literal `${`), or a `${…}` reference, or a `${` that is never closed. */
+const Token = /\$\$\{|\$\{([^}]*)\}|\$\{/g;
+/** The inside of a reference: `NAME` or `NAME:-default`. */
+const Reference = /^([A-Za-z_][A-Za-z0-9_]*)(?::-([\s\S]*))?$/;
+const MaxDepth = 32;
+
+/** The result of {@link interpolate}: the document, and what could not be resolved. */
+export interface Interpolated {
+  /**
+   * The document with every reference replaced. A string with an unresolvable reference is
+   * left out (so it reaches neither validation nor the redactor's list of secrets).
+   */
+  readonly value: unknown;
+  readonly issues: readonly ConfigIssue[];
+}
+
+/**
+ * Resolves environment references in every string value of a parsed config document
+ * (docs/configuration.md): `${NAME}` is the variable's value, `${NAME:-text}` falls back to
+ * `text`, `$${` is a literal `${`. Keys, numbers and booleans are left alone. A variable that
+ * is unset or empty, and a malformed reference, are issues naming the key path; the issue
+ * shows the reference (a variable name, written by the operator), never a value.
+ */
+export function interpolate(
+  raw: unknown,
+  variables: Readonly<Record<string, string | undefined>>,
+): Interpolated {
+  const issues: ConfigIssue[] = [];
+  const visit = (value: unknown, path: PropertyKey[], depth: number): unknown => {
+    if (typeof value === "string") {
+      const resolved = resolveString(value, variables);
+      if (typeof resolved === "string") return resolved;
+      issues.push({ path: formatPath(path), ...resolved });
+      return undefined;
+    }
+    if (depth >= MaxDepth || value === null || typeof value !== "object") return value;
+    if (Array.isArray(value)) return value.map((item, i) => visit(item, [...path, i], depth + 1));
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) {
+      const resolved = visit(item, [...path, key], depth + 1);
+      if (resolved !== undefined || item === undefined) out[key] = resolved;
+    }
+    return out;
+  };
+  const value = visit(raw, [], 0);
+  return { value, issues };
+}
+
+/** The string with its references resolved, or the first problem found in it. */
+function resolveString(
+  text: string,
+  variables: Readonly<Record<string, string | undefined>>,
+): string | Omit<ConfigIssue, "path"> {
+  if (!text.includes("${")) return text;
+  let problem: Omit<ConfigIssue, "path"> | undefined;
+  const out = text.replace(Token, (match: string, inner: string | undefined) => {
+    if (match === "$${") return "${";
+    const reference = inner === undefined ? null : Reference.exec(inner);
+    if (reference === null) {
+      problem ??= {
+        got: "a malformed ${…} reference",
+        expected:
+          "${NAME} or ${NAME:-default} with NAME made of letters, digits and _ (write $${ for a literal ${)",
+      };
+      return match;
+    }
+    const [, name = "", fallback] = reference;
+    const value = variables[name];
+    if (value !== undefined && value !== "") return value;
+    if (fallback !== undefined) return fallback;
+    problem ??= {
+      got: `\${${name}}`,
+      expected: `the environment variable ${name} to be set (it is unset or empty)`,
+    };
+    return match;
+  });
+  return problem ?? out;
+}
