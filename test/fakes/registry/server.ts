@@ -160,7 +160,7 @@ export class FakeRegistry {
     name: string,
     tag: string,
     archive: Buffer,
-    options: { uniqueLayerBytes?: number } = {},
+    options: { uniqueLayerBytes?: number | undefined } = {},
   ): Promise<{ ref: string; uniqueLayerBytes: number }> {
     const extra = await randomLayer(options.uniqueLayerBytes ?? 256 * 1024);
     const image = imageFromArchive(await readArchive(archive), extra);
