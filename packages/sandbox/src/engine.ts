@@ -43,15 +43,13 @@ export class DockerEngine {
 
   /**
    * True when the image is present locally (this only looks). A daemon that does not
-   * answer within `Defaults.operationTimeoutMs` counts as unavailable.
+   * answer within `timeoutMs` (default `Defaults.operationTimeoutMs`) counts as unavailable.
    */
-  async hasImage(ref: string): Promise<boolean> {
+  async hasImage(ref: string, timeoutMs: number = Defaults.operationTimeoutMs): Promise<boolean> {
     const image = dockerOf(this).getImage(ref);
     try {
       // dockerode's image inspect takes no abort signal: the bound only releases the caller.
-      await boundedCall("image inspect", { timeoutMs: Defaults.operationTimeoutMs }, () =>
-        image.inspect(),
-      );
+      await boundedCall("image inspect", { timeoutMs }, () => image.inspect());
       return true;
     } catch (error) {
       if (isNotFound(error)) return false;

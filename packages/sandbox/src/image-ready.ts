@@ -41,6 +41,8 @@ export async function ensureImage(
   options: {
     onProgress?: ((progress: ImagePullProgress) => void) | undefined;
     stallTimeoutMs?: number | undefined;
+    /** Bound of the look-up (`DockerEngine#hasImage`). */
+    inspectTimeoutMs?: number | undefined;
     signal?: AbortSignal | undefined;
   },
 ): Promise<void> {
@@ -48,7 +50,7 @@ export async function ensureImage(
   let ready = readyImages.get(key);
   if (ready === undefined) {
     ready = (async () => {
-      if (await engine.hasImage(image)) return;
+      if (await engine.hasImage(image, options.inspectTimeoutMs)) return;
       await engine.pullImage(image, {
         onProgress: options.onProgress,
         stallTimeoutMs: options.stallTimeoutMs,

@@ -212,6 +212,7 @@ export class Sandbox {
       ensureImage(this.#options.engine, this.#settings.image, {
         onProgress: this.#options.onPullProgress,
         stallTimeoutMs: this.#options.pullStallTimeoutMs,
+        inspectTimeoutMs: this.#bound.timeoutMs,
         signal,
       }),
     );
