@@ -35,14 +35,23 @@ export function displayUrl(url: string): string {
   }
 }
 
-/** Why a request got no answer, in a few words, without the URL (it may hold a token). */
-function transportFailure(error: unknown, timeoutMs: number): string {
+/**
+ * Why a request got no answer, in a few words. `secrets` (the URL, which may hold a token, and
+ * the header values) are cut out: fetch names the URL or a header it could not use.
+ */
+function transportFailure(error: unknown, timeoutMs: number, secrets: readonly string[]): string {
   if (error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError")) {
     return `no answer within ${timeoutMs} ms`;
   }
   const cause = error instanceof Error ? error.cause : undefined;
-  if (cause instanceof Error && cause.message !== "") return cause.message;
-  return error instanceof Error ? error.message : String(error);
+  let said =
+    cause instanceof Error && cause.message !== ""
+      ? cause.message
+      : error instanceof Error
+        ? error.message
+        : String(error);
+  for (const secret of secrets) if (secret !== "") said = said.split(secret).join("<redacted>");
+  return said;
 }
 
 /**
@@ -66,7 +75,7 @@ async function getJson(
     }
     return { status: response.status, statusText: response.statusText, body };
   } catch (error) {
-    throw new Error(transportFailure(error, timeoutMs));
+    throw new Error(transportFailure(error, timeoutMs, [url, ...Object.values(headers)]));
   }
 }
 
