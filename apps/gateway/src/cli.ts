@@ -34,7 +34,7 @@ program
 
 program
   .command("doctor")
-  .description("check the config, homes, Docker, the sandbox images, bot tokens and the agent endpoint")
+  .description("check config, homes, Docker, images, bot tokens and the agent endpoint")
   .option("-c, --config <file>", "config file")
   .action(async (opts: { config?: string }) => {
     process.exitCode = await runDoctor({ config: opts.config, env, redactor }, print).catch(fail);
