@@ -34,7 +34,7 @@ program
 
 program
   .command("doctor")
-  .description("check the config, Docker reachability and the sandbox images")
+  .description("check config, homes, Docker, images, bot tokens and the agent endpoint")
   .option("-c, --config <file>", "config file")
   .action(async (opts: { config?: string }) => {
     process.exitCode = await runDoctor({ config: opts.config, env, redactor }, print).catch(fail);

@@ -79,6 +79,13 @@ export const Defaults = {
   slotLockStaleMs: 20_000,
   /** Bound `shutdown()` waits for outstanding cleanups. */
   shutdownTimeoutMs: 15_000,
+  /**
+   * A missing image's pull is given up when the engine sends nothing (no answer, no progress
+   * line) for this long; a slow but moving download goes on.
+   */
+  pullStallTimeoutMs: 60_000,
+  /** Bound on asking the engine whether its registry has an image (`checkRegistry`). */
+  registryCheckTimeoutMs: 15_000,
   /** Bound on `DockerEngine#ping`. */
   pingTimeoutMs: 5_000,
   /** How long a killed command may take to report back before its shell is declared broken. */

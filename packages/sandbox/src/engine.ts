@@ -4,6 +4,8 @@ import { Defaults } from "./defaults.js";
 import { attachClient, dockerOf } from "./docker-client.js";
 import { isNotFound, rethrowUnavailable, withTimeout } from "./docker-errors.js";
 import { DockerUnavailableError } from "./errors.js";
+import { checkRegistry, pullImage } from "./image-pull.js";
+import type { ImagePullProgress, RegistryCheck } from "./types.js";
 
 /** Options of {@link connectDocker}. */
 export interface DockerConnectOptions {
@@ -40,16 +42,14 @@ export class DockerEngine {
   }
 
   /**
-   * True when the image is present locally (nothing is ever pulled). A daemon that does not
-   * answer within `Defaults.operationTimeoutMs` counts as unavailable.
+   * True when the image is present locally (this only looks). A daemon that does not
+   * answer within `timeoutMs` (default `Defaults.operationTimeoutMs`) counts as unavailable.
    */
-  async hasImage(ref: string): Promise<boolean> {
+  async hasImage(ref: string, timeoutMs: number = Defaults.operationTimeoutMs): Promise<boolean> {
     const image = dockerOf(this).getImage(ref);
     try {
       // dockerode's image inspect takes no abort signal: the bound only releases the caller.
-      await boundedCall("image inspect", { timeoutMs: Defaults.operationTimeoutMs }, () =>
-        image.inspect(),
-      );
+      await boundedCall("image inspect", { timeoutMs }, () => image.inspect());
       return true;
     } catch (error) {
       if (isNotFound(error)) return false;
@@ -58,6 +58,44 @@ export class DockerEngine {
       }
       rethrowUnavailable(this.endpoint, error);
     }
+  }
+
+  /**
+   * Pulls `ref` through the engine from its registry, reporting progress (the start, each
+   * layer's download by quarters, each finished layer, the end) to `onProgress`. Given up when
+   * the engine sends nothing for `stallTimeoutMs` (default `Defaults.pullStallTimeoutMs`), which
+   * also stops the engine's pull. Fails with `ImageMissingError` (its `pullFailure` the
+   * engine's reason) when the engine cannot pull it; the engine pulls anonymously, so a
+   * registry that needs a login fails here too.
+   */
+  async pullImage(
+    ref: string,
+    options: {
+      onProgress?: ((progress: ImagePullProgress) => void) | undefined;
+      stallTimeoutMs?: number | undefined;
+      signal?: AbortSignal | undefined;
+    } = {},
+  ): Promise<void> {
+    await pullImage(dockerOf(this), this.endpoint, ref, {
+      stallTimeoutMs: options.stallTimeoutMs ?? Defaults.pullStallTimeoutMs,
+      signal: options.signal,
+      onProgress: options.onProgress,
+    });
+  }
+
+  /**
+   * Whether the engine could pull `ref` now: it asks the registry for the image's manifest
+   * and downloads nothing. `pullable: false` carries the reason (no registry reachable, no
+   * such image, a login needed). Bounded by `timeoutMs` (default
+   * `Defaults.registryCheckTimeoutMs`).
+   */
+  async checkRegistry(ref: string, timeoutMs?: number): Promise<RegistryCheck> {
+    return checkRegistry(
+      dockerOf(this),
+      this.endpoint,
+      ref,
+      timeoutMs ?? Defaults.registryCheckTimeoutMs,
+    );
   }
 }
 

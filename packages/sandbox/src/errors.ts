@@ -1,3 +1,5 @@
+import { missingImageAdvice } from "./image-advice.js";
+
 /**
  * Error classes of @mediagate/sandbox. Each one carries its context as fields and its code
  * in `name`, so callers branch on `instanceof` or `name` and log the fields.
@@ -14,17 +16,26 @@ export class DockerUnavailableError extends Error {
   }
 }
 
-/** The configured image is not present on the engine (nothing is ever pulled). */
+/**
+ * The configured image is not on the engine and could not be had: `pullFailure` says why the
+ * engine could not pull it (no registry reachable, no such image, a login needed), when a pull
+ * was tried. The message names the image and the two ways out.
+ */
 export class ImageMissingError extends Error {
   override readonly name = "ImageMissingError";
   readonly image: string;
+  readonly pullFailure: string | undefined;
 
-  constructor(image: string, options?: { cause?: unknown }) {
-    super(
-      `Docker image ${image} is not present on the engine (it is never pulled; build or load it)`,
-      options,
-    );
+  constructor(image: string, options?: { cause?: unknown; pullFailure?: string | undefined }) {
+    const why =
+      options?.pullFailure === undefined
+        ? "is not present on the engine"
+        : `is not on the engine and the engine could not pull it (${options.pullFailure})`;
+    super(`Docker image ${image} ${why}: ${missingImageAdvice(image)}`, {
+      cause: options?.cause,
+    });
     this.image = image;
+    this.pullFailure = options?.pullFailure;
   }
 }
 

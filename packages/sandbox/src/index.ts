@@ -9,6 +9,7 @@ export {
   SandboxLostError,
   SlotDirectoryError,
 } from "./errors.js";
+export { missingImageAdvice } from "./image-advice.js";
 export { installIdOf } from "./install.js";
 export type { InstanceId } from "./instance.js";
 export { currentInstanceId, instanceLiveness } from "./instance.js";
@@ -37,8 +38,10 @@ export type {
   ContainerSummary,
   ExecOptions,
   ExecResult,
+  ImagePullProgress,
   LegacyContainer,
   ReapResult,
+  RegistryCheck,
   SandboxSettings,
   SlotScope,
   TaskOverride,

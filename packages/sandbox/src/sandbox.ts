@@ -7,9 +7,15 @@ import { Defaults } from "./defaults.js";
 import { dockerOf } from "./docker-client.js";
 import { guarded, isNotFound, withTimeout } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
-import { SandboxError, SandboxLostError, type SlotDirectoryError } from "./errors.js";
+import {
+  ImageMissingError,
+  SandboxError,
+  SandboxLostError,
+  type SlotDirectoryError,
+} from "./errors.js";
 import { type ExecUser, OneShotUser, SessionHome, type UserMode, userModeOf } from "./exec-user.js";
 import { IdleSlots } from "./idle-slots.js";
+import { ensureImage, forgetImage } from "./image-ready.js";
 import { installIdOf } from "./install.js";
 import { listProfileContainers, removeOwnContainer } from "./inventory.js";
 import { type ContainerOwner, sanitizeLabelValue } from "./labels.js";
@@ -36,6 +42,7 @@ import type {
   ContainerSummary,
   ExecOptions,
   ExecResult,
+  ImagePullProgress,
   LegacyContainer,
   ReapResult,
   SandboxSettings,
@@ -65,6 +72,16 @@ export interface SandboxOptions {
    * `settings.lifetimeSeconds × 1000`; tests make it short.
    */
   readonly idleCleanupMs?: number;
+  /**
+   * Receives the progress of pulling the profile's image when the engine does not have it
+   * (the first acquire of the process looks; see `DockerEngine#pullImage`).
+   */
+  readonly onPullProgress?: (progress: ImagePullProgress) => void;
+  /**
+   * A pull is given up when the engine sends nothing for this long. Default
+   * `Defaults.pullStallTimeoutMs`.
+   */
+  readonly pullStallTimeoutMs?: number;
   /** Bound on finding or making a slot's container. Default `Defaults.provisionTimeoutMs`. */
   readonly provisionTimeoutMs?: number;
   /**
@@ -168,7 +185,9 @@ export class Sandbox {
    * concurrent callers get one container and a slot is never provisioned while it is being
    * deleted. The slot directory is made ready first: 0700, its disk ceiling mounted
    * (`diskLimitBytes`), `workspace/` and `home/` for the sandbox group. The first call of the process runs the orphan reaper (unless
-   * disabled). A warm call returns the cached id without asking Docker (a container that
+   * disabled) and looks for the image, pulling it when the engine lacks it (progress to
+   * `onPullProgress`; `ImageMissingError` with the engine's reason when it cannot be pulled).
+   * A warm call returns the cached id without asking Docker (a container that
    * vanished since is noticed by the next exec, which acquires again). Each Docker call
    * is bounded by `operationTimeoutMs` and the whole by `provisionTimeoutMs`; a container
    * that is still being made then (or that a cut-off create may still make) is removed as
@@ -188,6 +207,15 @@ export class Sandbox {
     if (cached !== undefined) return { containerId: cached };
     // Before the lock: the reaper takes the locks of the slot directories it deletes.
     await this.#retireLegacyOnce();
+    // Before the lock and outside the provisioning bound: a pull may take minutes.
+    await this.#guard("acquire", slot, () =>
+      ensureImage(this.#options.engine, this.#settings.image, {
+        onProgress: this.#options.onPullProgress,
+        stallTimeoutMs: this.#options.pullStallTimeoutMs,
+        inspectTimeoutMs: this.#bound.timeoutMs,
+        signal,
+      }),
+    );
     // Started, not awaited: reaping many dead sessions takes a contained delete each, and no
     // turn should wait for that. Provisioning and the reap serialise per slot on its lock.
     void this.reapOrphansOnce();
@@ -212,6 +240,7 @@ export class Sandbox {
         );
       } catch (error) {
         this.#discardLate(slot, provisioning);
+        if (error instanceof ImageMissingError) forgetImage(this.#options.engine, error.image);
         throw error;
       }
       this.#handles.set(slot, containerId);

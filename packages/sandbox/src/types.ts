@@ -185,3 +185,28 @@ export interface ReapResult {
   readonly removed: string[];
   readonly failed: { id: string; error: string }[];
 }
+
+/**
+ * A moment of an image pull worth reporting (`DockerEngine#pullImage`): the start, a layer's
+ * download at each quarter, a finished layer, the end. `text` is the same as one line.
+ */
+export interface ImagePullProgress {
+  readonly image: string;
+  /** The engine's status: `Pulling from …`, `Downloading`, `Pull complete`, `Already exists`, `Status: …`. */
+  readonly status: string;
+  /** The layer (short id) it is about, if any. */
+  readonly layer: string | undefined;
+  /** While downloading: bytes of the layer received and its size. */
+  readonly currentBytes: number | undefined;
+  readonly totalBytes: number | undefined;
+  /** Layers finished (pulled or already on the engine) of those the engine named so far. */
+  readonly layersDone: number;
+  readonly layers: number;
+  /** One line for a log: `pulling <image>: layer <id> 50% of 12.3 MB (1/3 layers)`. */
+  readonly text: string;
+}
+
+/** Whether the engine can pull an image (`DockerEngine#checkRegistry`), and why not. */
+export type RegistryCheck =
+  | { readonly pullable: true }
+  | { readonly pullable: false; readonly reason: string };

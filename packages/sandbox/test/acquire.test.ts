@@ -106,14 +106,15 @@ describe("acquire", () => {
     expect(a.containerId).not.toBe(b.containerId);
   });
 
-  it("reports a missing image as ImageMissingError and pulls nothing", async () => {
-    const sandbox = fx.sandbox({ image: "mediagate-no-such-image:never" });
+  it("reports a missing image the engine cannot pull as ImageMissingError, making no container", async () => {
+    // No registry is reachable here: the engine's pull fails (example.invalid never resolves).
+    const image = "example.invalid/mediagate-no-such-image:never";
+    const sandbox = fx.sandbox({ image });
     const error = await sandbox.acquire("no-image").catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ImageMissingError);
-    expect(error).toMatchObject({
-      name: "ImageMissingError",
-      image: "mediagate-no-such-image:never",
-    });
+    expect(error).toMatchObject({ name: "ImageMissingError", image });
+    expect((error as ImageMissingError).pullFailure).toContain("example.invalid");
+    expect((await sandbox.list()).filter((c) => c.image === image)).toEqual([]);
   });
 
   it("recovers when its container was removed behind its back", async () => {

@@ -13,7 +13,8 @@ export interface SeenRequest {
 /**
  * A local HTTP server speaking just enough of the Engine API for the sandbox's lifecycle
  * calls, where chosen routes never answer (a wedged daemon). `/_ping` and `/version`
- * answer; `GET /containers/json` answers `[]`; container calls on unknown containers
+ * answer; `GET /containers/json` answers `[]`; every image is present (its inspect answers
+ * 200, so nothing is pulled); container calls on unknown containers
  * answer 404; routes in `hang` (`"POST /containers/create"`, `"GET /containers/json"`)
  * keep the request open until the client gives up.
  */
@@ -51,6 +52,7 @@ export async function startWedgedDaemon(hang: readonly string[]): Promise<Wedged
     if (seen.path === "/_ping") res.end("OK");
     else if (seen.path === "/version") json(200, { ApiVersion: "1.41", Version: "fake" });
     else if (seen.path === "/containers/json") json(200, []);
+    else if (/^\/images\/.+\/json$/.test(seen.path)) json(200, { Id: "sha256:fake" });
     else json(404, { message: "No such container" });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

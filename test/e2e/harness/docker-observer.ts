@@ -47,7 +47,7 @@ function demultiplex(raw: Buffer): { stdout: string; stderr: string } {
 /**
  * A read-mostly client of the Docker Engine API, spoken directly over the socket, so tests can
  * observe what the gateway did (which containers exist, what runs in them) without going
- * through the code under test. It creates nothing; `removeForce` exists for cleanup only.
+ * through the code under test. It creates nothing; `removeForce` and `removeImage` exist for cleanup only.
  */
 export class DockerObserver {
   readonly #socketPath = socketPath();
@@ -153,6 +153,29 @@ export class DockerObserver {
     const answer = await this.#call("POST", `/containers/${id}/stop?t=0`);
     if (answer.status >= 300 && answer.status !== 304) {
       throw new Error(`docker stop ${id}: ${answer.status} ${answer.body.toString()}`);
+    }
+  }
+
+  /** The image as `docker save` writes it (a tar archive), held in memory: small images only. */
+  async imageArchive(ref: string): Promise<Buffer> {
+    const answer = await this.#call("GET", `/images/${encodeURIComponent(ref)}/get`);
+    if (answer.status >= 300) throw new Error(`docker save ${ref}: ${answer.status}`);
+    return answer.body;
+  }
+
+  /** Whether the engine holds an image under this reference. */
+  async hasImage(ref: string): Promise<boolean> {
+    const answer = await this.#call("GET", `/images/${encodeURIComponent(ref)}/json`);
+    if (answer.status === 404) return false;
+    if (answer.status >= 300) throw new Error(`docker image inspect ${ref}: ${answer.status}`);
+    return true;
+  }
+
+  /** Removes an image reference (`docker rmi -f`; 404 counts as done). */
+  async removeImage(ref: string): Promise<void> {
+    const answer = await this.#call("DELETE", `/images/${encodeURIComponent(ref)}?force=1`);
+    if (answer.status >= 300 && answer.status !== 404) {
+      throw new Error(`docker rmi ${ref}: ${answer.status} ${answer.body.toString()}`);
     }
   }
 

@@ -9,5 +9,12 @@ export type {
   ToolCallsReply,
 } from "./replies.js";
 export { reply } from "./replies.js";
-export type { ChatRequestBody, RecordedRequest, ReplyHandler, RequestMessage } from "./server.js";
+export type {
+  ChatRequestBody,
+  FakeOpenAIOptions,
+  ModelListing,
+  RecordedRequest,
+  ReplyHandler,
+  RequestMessage,
+} from "./server.js";
 export { FakeOpenAIServer } from "./server.js";

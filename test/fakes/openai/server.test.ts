@@ -81,9 +81,37 @@ describe("FakeOpenAIServer", () => {
   });
 
   it("rejects other routes and bodies without messages", async () => {
-    expect((await fetch(`${server.baseUrl}/models`)).status).toBe(404);
+    expect((await fetch(`${server.baseUrl}/embeddings`)).status).toBe(404);
     expect((await post({ model: "m" })).status).toBe(400);
     expect(server.requests).toEqual([]);
+  });
+
+  it("lists its models on GET /models and records who asked", async () => {
+    const res = await fetch(`${server.baseUrl}/models`, {
+      headers: { authorization: "Bearer sk-list" },
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ object: "list", data: [{ id: "fake-model" }] });
+    expect(server.modelListings).toEqual([{ authorization: "Bearer sk-list", status: 200 }]);
+    expect(server.requests).toEqual([]);
+  });
+
+  it("answers 401 to every request without its API key, when it has one", async () => {
+    const keyed = await FakeOpenAIServer.start({ apiKey: "sk-right", models: ["a", "b"] });
+    try {
+      const wrong = await fetch(`${keyed.baseUrl}/models`, {
+        headers: { authorization: "Bearer sk-wrong" },
+      });
+      expect(wrong.status).toBe(401);
+      expect(await wrong.json()).toMatchObject({ error: { code: "invalid_api_key" } });
+      const right = await fetch(`${keyed.baseUrl}/models`, {
+        headers: { authorization: "Bearer sk-right" },
+      });
+      expect(await right.json()).toMatchObject({ data: [{ id: "a" }, { id: "b" }] });
+      expect(keyed.modelListings.map((l) => l.status)).toEqual([401, 200]);
+    } finally {
+      await keyed.close();
+    }
   });
 
   it("holds a hanging request until the client gives up, and records that", async () => {

@@ -67,23 +67,45 @@ function errorBody(message: string, type = "invalid_request_error") {
   return { error: { message, type, param: null, code: null } };
 }
 
+/** Options of {@link FakeOpenAIServer.start}. */
+export interface FakeOpenAIOptions {
+  /** Model ids `GET /v1/models` lists (default `["fake-model"]`). */
+  readonly models?: readonly string[];
+  /** When set, every request without `Authorization: Bearer <apiKey>` gets a 401. */
+  readonly apiKey?: string;
+}
+
+/** A `GET /v1/models` the fake answered. */
+export interface ModelListing {
+  readonly authorization: string | undefined;
+  readonly status: number;
+}
+
 /**
  * A local OpenAI-compatible server: `POST /v1/chat/completions`, non-streaming only (a
- * request with `stream: true` gets a 400, so a client that streams fails its test).
- * Answers come from a queue of scripted replies, then from a handler; an unscripted
- * request gets a 500 naming the problem. Records every request (body, Authorization).
+ * request with `stream: true` gets a 400, so a client that streams fails its test), and
+ * `GET /v1/models` listing the configured models. Answers come from a queue of scripted
+ * replies, then from a handler; an unscripted request gets a 500 naming the problem. Records
+ * every chat request (body, Authorization) in `requests`, every model listing in
+ * `modelListings`. With `apiKey`, a request with another key (or none) gets a 401.
  */
 export class FakeOpenAIServer {
   /** Every request received, in order. */
   readonly requests: RecordedRequest[] = [];
+  /** Every `GET /v1/models`, in order. */
+  readonly modelListings: ModelListing[] = [];
   readonly #server: Server;
+  readonly #models: readonly string[];
+  readonly #apiKey: string | undefined;
   readonly #queue: FakeReply[] = [];
   readonly #waiters: { count: number; resolve: () => void }[] = [];
   #handler: ReplyHandler | undefined;
   #nextCallId = 1;
   #port = 0;
 
-  private constructor() {
+  private constructor(options: FakeOpenAIOptions) {
+    this.#models = options.models ?? ["fake-model"];
+    this.#apiKey = options.apiKey;
     this.#server = createServer((req, res) => {
       this.#handle(req, res).catch((error: unknown) => {
         if (!res.headersSent) sendJson(res, 500, errorBody(`fake crashed: ${String(error)}`));
@@ -92,8 +114,8 @@ export class FakeOpenAIServer {
   }
 
   /** Starts a server on an ephemeral port of 127.0.0.1. */
-  static async start(): Promise<FakeOpenAIServer> {
-    const fake = new FakeOpenAIServer();
+  static async start(options: FakeOpenAIOptions = {}): Promise<FakeOpenAIServer> {
+    const fake = new FakeOpenAIServer(options);
     fake.#server.listen(0, "127.0.0.1");
     await once(fake.#server, "listening");
     fake.#port = (fake.#server.address() as AddressInfo).port;
@@ -139,6 +161,28 @@ export class FakeOpenAIServer {
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? "/", "http://fake").pathname;
     const text = await readBody(req);
+    if (this.#apiKey !== undefined && req.headers.authorization !== `Bearer ${this.#apiKey}`) {
+      if (path === "/v1/models") {
+        this.modelListings.push({ authorization: req.headers.authorization, status: 401 });
+      }
+      sendJson(res, 401, {
+        error: {
+          message: "Incorrect API key provided.",
+          type: "invalid_request_error",
+          param: null,
+          code: "invalid_api_key",
+        },
+      });
+      return;
+    }
+    if (req.method === "GET" && path === "/v1/models") {
+      this.modelListings.push({ authorization: req.headers.authorization, status: 200 });
+      sendJson(res, 200, {
+        object: "list",
+        data: this.#models.map((id) => ({ id, object: "model", created: 0, owned_by: "fake" })),
+      });
+      return;
+    }
     if (req.method !== "POST" || path !== "/v1/chat/completions") {
       sendJson(res, 404, errorBody(`fake: no route ${req.method} ${path}`));
       return;

@@ -1,4 +1,6 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -16,11 +18,11 @@ describe("mediagate doctor", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  async function doctor(yaml: string, env = emptyEnv(dir)) {
+  async function doctor(yaml: string, env = emptyEnv(dir), probeTimeoutMs?: number) {
     const file = join(dir, `${Math.random()}.yaml`);
     await writeFile(file, yaml);
     const lines: string[] = [];
-    const code = await runDoctor({ config: file, env }, (l) => lines.push(l));
+    const code = await runDoctor({ config: file, env, probeTimeoutMs }, (l) => lines.push(l));
     return { code, lines };
   }
 
@@ -34,12 +36,33 @@ describe("mediagate doctor", () => {
     expect(code).toBe(0);
   });
 
-  it("fails on a missing image, naming it", async () => {
+  it("fails on a missing image the engine cannot pull, naming it and the offline build", async () => {
     const { code, lines } = await doctor(
       "profiles:\n  - name: default\n    sandbox: { image: mediagate-sandbox:absent-xyz }\n",
     );
-    expect(lines.some((l) => l.startsWith("✖ image: mediagate-sandbox:absent-xyz not found"))).toBe(
-      true,
+    const at = lines.findIndex((l) =>
+      l.startsWith(
+        "✖ image: mediagate-sandbox:absent-xyz not found on the Docker host, and the engine cannot pull it (",
+      ),
+    );
+    expect(at, lines.join("\n")).toBeGreaterThan(0);
+    expect(lines[at + 1]).toMatch(
+      /^ {2}fix: build it offline with scripts\/build-sandbox-image\.sh mediagate-sandbox:absent-xyz \(busybox\)/,
+    );
+    expect(code).toBe(1);
+  });
+
+  it("never suggests building busybox under the name of another image", async () => {
+    const { code, lines } = await doctor(
+      "profiles:\n  - name: default\n    sandbox: { image: python:3.12-slim }\n",
+    );
+    const at = lines.findIndex((l) => l.startsWith("✖ image: python:3.12-slim not found"));
+    expect(at, lines.join("\n")).toBeGreaterThan(0);
+    const fix = lines[at + 1] ?? "";
+    expect(fix).not.toContain("build-sandbox-image.sh python:3.12-slim");
+    expect(fix).toContain("docker pull python:3.12-slim");
+    expect(fix).toContain(
+      "scripts/build-sandbox-image.sh mediagate-sandbox:local and set sandbox.image: mediagate-sandbox:local",
     );
     expect(code).toBe(1);
   });
@@ -50,9 +73,10 @@ describe("mediagate doctor", () => {
       ...emptyEnv(dir),
       dockerHost: host,
     });
-    const docker = lines.find((l) => l.includes("docker:"));
-    expect(docker).toMatch(/^✖ docker: /);
-    expect(docker).toContain(join(dir, "none.sock"));
+    const at = lines.findIndex((l) => l.includes("docker:"));
+    expect(lines[at]).toMatch(/^✖ docker: /);
+    expect(lines[at]).toContain(join(dir, "none.sock"));
+    expect(lines[at + 1]).toMatch(/^ {2}fix: start the Docker engine .*DOCKER_HOST/);
     expect(code).toBe(1);
   });
 
@@ -94,6 +118,39 @@ describe("mediagate doctor", () => {
       expect(code).toBe(1);
     } finally {
       await server.close();
+    }
+  });
+
+  it("bounds each probe: an endpoint that never answers fails after the probe timeout", async () => {
+    const silent = createServer(() => {});
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const { port } = silent.address() as AddressInfo;
+    try {
+      const root = `http://127.0.0.1:${port}`;
+      const { code, lines } = await doctor(
+        [
+          "profiles:",
+          "  - name: default",
+          `    telegram: { token: "123456:silent-token-secret", apiRoot: "${root}" }`,
+          '    allowedUsers: ["telegram:1"]',
+          `    agent: { kind: openai, baseUrl: "${root}/v1", apiKey: "sk-silent-key", model: "m" }`,
+          "    sandbox: { image: mediagate-sandbox:test }",
+          "",
+        ].join("\n"),
+        emptyEnv(dir),
+        150,
+      );
+      expect(lines).toContain(
+        `✖ telegram (default): no answer from ${root} (no answer within 150 ms)`,
+      );
+      expect(lines).toContain(
+        `✖ agent (default): nothing answers at ${root}/v1 (no answer within 150 ms)`,
+      );
+      expect(lines.join("\n")).not.toContain("silent-token-secret");
+      expect(code).toBe(1);
+    } finally {
+      silent.closeAllConnections();
+      await new Promise((resolve) => silent.close(resolve));
     }
   });
 

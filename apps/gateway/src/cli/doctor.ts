@@ -2,13 +2,15 @@ import { connectDocker } from "@mediagate/sandbox";
 import { describeChannel } from "../commands/status.js";
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
+import type { GatewayConfig } from "../config/types.js";
 import type { HealthReport } from "../health/server.js";
 import { Redactor } from "../redact.js";
 import { checkHomes } from "./homes.js";
 import { type CheckResult, checkSandbox } from "./preflight.js";
+import { ProbeDefaults, probeAgent, probeDiscord, probeTelegram } from "./probes.js";
 
 /** How long doctor waits for a running gateway's health endpoint. */
-const HealthTimeoutMs = 3_000;
+const HealthTimeoutMs = ProbeDefaults.timeoutMs;
 
 /**
  * The channel states of the gateway running on this config, from its health endpoint: one
@@ -45,20 +47,44 @@ export async function checkRunningGateway(listen: string): Promise<CheckResult[]
 }
 
 /**
- * `mediagate doctor`: prints each check (config, each home private, Docker reachable with its
- * endpoint, each image present) as `✔`/`✖` lines. Returns the exit code: 0 when all pass, 1
- * otherwise. Every line goes through `redactor` (default one of its own), which loading the
- * config teaches every secret-looking value of the file, so no secret is printed whatever key
- * it was given under.
+ * Each profile's bot tokens and agent endpoint, probed at once (each bounded by `timeoutMs`),
+ * in a stable order: Telegram, Discord, then the agent, profile by profile.
+ */
+async function probeProfiles(config: GatewayConfig, timeoutMs: number): Promise<CheckResult[]> {
+  const probes = config.profiles.flatMap((p) => [
+    p.telegram === undefined ? undefined : probeTelegram(p.name, p.telegram, { timeoutMs }),
+    p.discord === undefined ? undefined : probeDiscord(p.name, p.discord, { timeoutMs }),
+    probeAgent(p.name, p.agent, { timeoutMs }),
+  ]);
+  const results = await Promise.all(probes);
+  return results.filter((r): r is CheckResult => r !== undefined);
+}
+
+/**
+ * `mediagate doctor`: prints each check as a `✔`/`✖` line, a failed one followed by an
+ * indented `fix:` line saying what to do: the config, each home private, Docker reachable with
+ * its endpoint, each image present (or whether the engine could pull it; nothing is pulled),
+ * each bot token (`getMe`, Discord `/users/@me`), each agent endpoint (`/models`), and a
+ * running gateway's channels when `health.listen` is set. Network probes run at once, each
+ * bounded by `probeTimeoutMs` (default `ProbeDefaults.timeoutMs`). Returns the exit code: 0
+ * when all pass, 1 otherwise. Every line goes through `redactor` (default one of its own),
+ * which loading the config teaches every secret-looking value of the file, so no token or key
+ * is printed whatever key it was given under.
  */
 export async function runDoctor(
-  options: { config?: string | undefined; env: GatewayEnv; redactor?: Redactor | undefined },
+  options: {
+    config?: string | undefined;
+    env: GatewayEnv;
+    redactor?: Redactor | undefined;
+    probeTimeoutMs?: number | undefined;
+  },
   print: (line: string) => void,
 ): Promise<number> {
   const redactor = options.redactor ?? new Redactor();
   const say = (line: string) => print(redactor.text(line));
   const results: CheckResult[] = [];
   const notes: string[] = [];
+  const timeoutMs = options.probeTimeoutMs ?? ProbeDefaults.timeoutMs;
   try {
     const config = await loadConfig({ path: options.config, env: options.env, redactor });
     const names = config.profiles.map((p) => {
@@ -75,8 +101,10 @@ export async function runDoctor(
         say(`! profile ${p.name}: nobody is allowed (allowedUsers and admins are empty)`);
       }
     }
+    const probing = probeProfiles(config, timeoutMs);
     results.push(...(await checkHomes(config)));
     results.push(...(await checkSandbox(config, connectDocker({ host: config.dockerHost }))));
+    results.push(...(await probing));
     if (config.healthListen === undefined) {
       notes.push("- channels: set health.listen to see a running gateway's channel states here");
     } else {
@@ -89,7 +117,10 @@ export async function runDoctor(
       detail: error instanceof Error ? error.message : String(error),
     });
   }
-  for (const r of results) say(`${r.ok ? "✔" : "✖"} ${r.name}: ${r.detail}`);
+  for (const r of results) {
+    say(`${r.ok ? "✔" : "✖"} ${r.name}: ${r.detail}`);
+    if (!r.ok && r.fix !== undefined) say(`  fix: ${r.fix}`);
+  }
   for (const note of notes) say(note);
   return results.every((r) => r.ok) ? 0 : 1;
 }

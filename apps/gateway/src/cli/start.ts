@@ -1,4 +1,4 @@
-import { connectDocker } from "@mediagate/sandbox";
+import { connectDocker, type ImagePullProgress } from "@mediagate/sandbox";
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import { Gateway } from "../gateway.js";
@@ -20,7 +20,8 @@ export class StartupError extends Error {
 
 /**
  * `mediagate start`: load and validate the config, make the homes (0700) and refuse any other
- * host user can enter, check Docker and the images (fail fast, one line each), start every
+ * host user can enter, check Docker and the images (pulling a missing one, progress logged at
+ * info; fail fast, one line each with what to do), start every
  * configured channel (the console when no token is set), and stop gracefully on SIGINT/SIGTERM
  * (or when the console input ends). Resolves once stopped. Every line it writes, logs
  * included, goes through `redactor` (which loading the config teaches the config's secrets);
@@ -43,10 +44,15 @@ export async function runStart(options: {
   });
   await createHomes(config);
   const engine = connectDocker({ host: config.dockerHost });
-  const checks = [...(await checkHomes(config)), ...(await checkSandbox(config, engine))];
+  const pull = {
+    pull: true,
+    onProgress: (progress: ImagePullProgress) => logger.info({ pull: progress }, progress.text),
+  } as const;
+  const checks = [...(await checkHomes(config)), ...(await checkSandbox(config, engine, pull))];
   const failed = checks.filter((c) => !c.ok);
   if (failed.length > 0) {
-    throw new StartupError(failed[0]!.name, failed.map((c) => `${c.name}: ${c.detail}`).join("\n"));
+    const lines = failed.map((c) => `${c.name}: ${c.detail}${c.fix ? `\n  fix: ${c.fix}` : ""}`);
+    throw new StartupError(failed[0]!.name, lines.join("\n"));
   }
   let requestStop: () => void = () => {};
   const stopRequested = new Promise<void>((resolve) => {

@@ -61,6 +61,7 @@ export class ProfileRuntime {
       rootHome: options.rootHome,
       settings: options.profile.sandbox,
       onWarning: (message, cause) => logger.warn({ err: cause }, message),
+      onPullProgress: (progress) => logger.info({ pull: progress }, progress.text),
     });
     this.store = store;
     this.agent =

@@ -1,0 +1,1 @@
+export { FakeRegistry, type RegistryRequest } from "./server.js";
