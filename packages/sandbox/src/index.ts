@@ -38,6 +38,8 @@ export type {
   ExecOptions,
   ExecResult,
   LegacyContainer,
+  ReapOptions,
+  ReapReport,
   ReapResult,
   SandboxSettings,
   SlotScope,

@@ -17,6 +17,7 @@ import { listLegacyContainers, retireLegacyContainers } from "./legacy.js";
 import { execOnce } from "./one-shot-exec.js";
 import { provisionContainer } from "./provision.js";
 import {
+  reapAgeSeconds,
   sandboxRootsOf,
   sweepContainerlessScratchDirs,
   sweepGoneOwners,
@@ -37,6 +38,8 @@ import type {
   ExecOptions,
   ExecResult,
   LegacyContainer,
+  ReapOptions,
+  ReapReport,
   ReapResult,
   SandboxSettings,
 } from "./types.js";
@@ -485,7 +488,8 @@ export class Sandbox {
    *   `mediagate.owner` label: a crashed gateway), running or exited, with their slot dirs,
    *   and delete containers such a process left; never a live owner's, another install's,
    *   or a persistent slot's container (any process reuses those);
-   * - exited containers older than `2 × max(60, lifetimeSeconds)`, with the slot dirs of
+   * - exited containers that finished more than `minAgeSeconds` ago (default
+   *   `2 × max(60, lifetimeSeconds)`), with the slot dirs of
    *   session and task-id slots; the dirs of `default`, `profile:<name>` and `shared:<key>`
    *   slots are persistent data and kept;
    * - legacy containers (no install label) bound into this install's slot dirs, running or
@@ -496,7 +500,13 @@ export class Sandbox {
    * called (the CLI's `sandbox reap`); the automatic once-per-process run
    * ({@link reapOrphansOnce}) honours `orphanReaper: false`.
    */
-  async reapOrphans(opts: { now?: Date } = {}): Promise<ReapResult> {
+  async reapOrphans(opts: ReapOptions = {}): Promise<ReapReport> {
+    const minAgeSeconds = opts.minAgeSeconds ?? reapAgeSeconds(this.#settings.lifetimeSeconds);
+    if (!Number.isFinite(minAgeSeconds) || minAgeSeconds < 0) {
+      throw new RangeError(
+        `reapOrphans: minAgeSeconds must be a number >= 0, got ${minAgeSeconds}`,
+      );
+    }
     return this.#guard("reapOrphans", "*", async () => {
       const legacy = await retireLegacyContainers(this.#docker, this.#sandboxRoots, this.#bound);
       const orphaned = await sweepGoneOwners({
@@ -510,7 +520,7 @@ export class Sandbox {
       const swept = await sweepOrphans({
         docker: this.#docker,
         owner: this.#owner,
-        lifetimeSeconds: this.#settings.lifetimeSeconds,
+        minAgeSeconds,
         now: opts.now ?? new Date(this.#now()),
         sandboxRoots: this.#sandboxRoots,
         timeoutMs: this.#bound.timeoutMs,
@@ -534,6 +544,7 @@ export class Sandbox {
       return {
         removed: [...legacy.removed, ...orphaned.removed, ...swept.removed, ...dirs.removed],
         failed: [...legacy.failed, ...orphaned.failed, ...swept.failed, ...dirs.failed],
+        minAgeSeconds,
       };
     });
   }

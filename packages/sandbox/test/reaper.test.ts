@@ -121,7 +121,7 @@ describe("orphan reaper", () => {
     const result = await sweepOrphans({
       docker: client,
       owner: fx.owner,
-      lifetimeSeconds: 300,
+      minAgeSeconds: 600,
       now: new Date(later()),
       sandboxRoots: [],
       remove: async (id) => {

@@ -15,7 +15,8 @@ export interface CliRun {
 
 /**
  * Runs `node apps/gateway/dist/cli.js <args>` with `env` on top of a minimal environment
- * (PATH, and HOME pointing at `home`), stdin closed (so `start` on the console stops at once).
+ * (PATH, HOME pointing at `home`, and the test run's `DOCKER_HOST` when it has one, so the CLI
+ * talks to the same engine as the test), stdin closed (so `start` on the console stops at once).
  * Bounded by `timeoutMs`, after which it is killed.
  */
 export function runCli(
@@ -24,7 +25,12 @@ export function runCli(
 ): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CliPath, ...args], {
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: options.home, ...options.env },
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        HOME: options.home,
+        ...(process.env.DOCKER_HOST === undefined ? {} : { DOCKER_HOST: process.env.DOCKER_HOST }),
+        ...options.env,
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
