@@ -11,6 +11,7 @@ import type {
 } from "./channels/types.js";
 import { emptyEnv, type GatewayEnv } from "./config/env.js";
 import type { GatewayConfig, ProfileConfig } from "./config/types.js";
+import type { RetrySleep } from "./delivery/retry.js";
 import { StorageError } from "./durable/errors.js";
 import { journalDbPath, SqliteJournal } from "./durable/journal.js";
 import { Outbox, type OutboxOptions } from "./durable/outbox.js";
@@ -89,6 +90,11 @@ export interface GatewayOptions {
   readonly activityIntervalMs?: number;
   /** Replaces the outbox's timers (tests fire a long `retry_after` at once). */
   readonly outboxSchedule?: OutboxOptions["schedule"];
+  /**
+   * Replaces the wait between attempts of a send of the channels built from the config (a
+   * short `retry_after`, a backoff); tests record it and go on at once.
+   */
+  readonly retrySleep?: RetrySleep;
 }
 
 /**
@@ -201,7 +207,11 @@ export class Gateway {
       }
       channels =
         options.channels ??
-        createChannels(config, { logger, onConsoleClose: options.onConsoleClose });
+        createChannels(config, {
+          logger,
+          onConsoleClose: options.onConsoleClose,
+          retrySleep: options.retrySleep,
+        });
     } catch (error) {
       for (const runtime of runtimes.values()) await runtime.close(1_000).catch(() => {});
       await journal?.close().catch(() => {});

@@ -9,6 +9,7 @@ export {
   SandboxLostError,
   SlotDirectoryError,
 } from "./errors.js";
+export type { Schedule } from "./idle-slots.js";
 export { installIdOf } from "./install.js";
 export type { InstanceId } from "./instance.js";
 export { currentInstanceId, instanceLiveness } from "./instance.js";

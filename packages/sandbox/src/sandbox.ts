@@ -9,7 +9,7 @@ import { guarded, isNotFound, withTimeout } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
 import { SandboxError, SandboxLostError, type SlotDirectoryError } from "./errors.js";
 import { type ExecUser, OneShotUser, SessionHome, type UserMode, userModeOf } from "./exec-user.js";
-import { IdleSlots } from "./idle-slots.js";
+import { IdleSlots, type Schedule } from "./idle-slots.js";
 import { installIdOf } from "./install.js";
 import { listProfileContainers, removeOwnContainer } from "./inventory.js";
 import { type ContainerOwner, sanitizeLabelValue } from "./labels.js";
@@ -68,6 +68,11 @@ export interface SandboxOptions {
    * `settings.lifetimeSeconds × 1000`; tests make it short.
    */
   readonly idleCleanupMs?: number;
+  /**
+   * Makes the idle-cleanup timers: runs `run` after `delayMs` and returns its cancel. Default
+   * real (unref'd) timers; tests pass one they fire by hand, so nothing waits on the clock.
+   */
+  readonly schedule?: Schedule;
   /** Bound on finding or making a slot's container. Default `Defaults.provisionTimeoutMs`. */
   readonly provisionTimeoutMs?: number;
   /**
@@ -140,11 +145,15 @@ export class Sandbox {
     });
     if (!options.settings.persistent) {
       const idleMs = options.idleCleanupMs ?? options.settings.lifetimeSeconds * 1000;
-      this.#idle = new IdleSlots(idleMs, (slot) => {
-        this.#cleanup(slot, {}, true).catch((error: unknown) => {
-          options.onWarning?.(`idle cleanup of ${slot} failed`, error);
-        });
-      });
+      this.#idle = new IdleSlots(
+        idleMs,
+        (slot) => {
+          this.#cleanup(slot, {}, true).catch((error: unknown) => {
+            options.onWarning?.(`idle cleanup of ${slot} failed`, error);
+          });
+        },
+        options.schedule,
+      );
     }
   }
 

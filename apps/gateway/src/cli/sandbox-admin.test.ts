@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { connectDocker, Sandbox } from "@mediagate/sandbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { emptyEnv } from "../config/env.js";
+import { testDockerHost, testEnvironment } from "../../../../test-support/engine.js";
+import { readEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import {
   ListHeader,
@@ -38,9 +39,9 @@ describe("mediagate sandbox ls | rm | reap", () => {
       file,
       `home: ${dir}\nprofiles:\n  - name: ${profile}\n    sandbox: { image: mediagate-sandbox:test, diskLimitBytes: 0 }\n`,
     );
-    const p = (await loadConfig({ path: file, env: emptyEnv(dir) })).profiles[0]!;
+    const p = (await loadConfig({ path: file, env: readEnv(testEnvironment(dir)) })).profiles[0]!;
     sandbox = new Sandbox({
-      engine: connectDocker({}),
+      engine: connectDocker({ host: testDockerHost() }),
       profile,
       profileHome: p.home,
       rootHome: dir,
@@ -59,7 +60,7 @@ describe("mediagate sandbox ls | rm | reap", () => {
     const code = await fn((l) => lines.push(l));
     return { code, lines };
   };
-  const opts = () => ({ config: file, env: emptyEnv(dir) });
+  const opts = () => ({ config: file, env: readEnv(testEnvironment(dir)) });
 
   it("lists this profile's containers and removes one by slot key", async () => {
     const slot = `profile:${profile}`;
@@ -168,9 +169,9 @@ describe("mediagate sandbox ls | rm | reap with two installs on one engine", () 
         file,
         `home: ${dir}\nprofiles:\n  - name: ${profile}\n    sandbox: { image: mediagate-sandbox:test, diskLimitBytes: 0 }\n`,
       );
-      const p = (await loadConfig({ path: file, env: emptyEnv(dir) })).profiles[0]!;
+      const p = (await loadConfig({ path: file, env: readEnv(testEnvironment(dir)) })).profiles[0]!;
       const sandbox = new Sandbox({
-        engine: connectDocker({}),
+        engine: connectDocker({ host: testDockerHost() }),
         profile,
         profileHome: p.home,
         rootHome: dir,
@@ -196,7 +197,7 @@ describe("mediagate sandbox ls | rm | reap with two installs on one engine", () 
   };
   const opts = (index: number, now?: () => number) => ({
     config: installs[index]!.file,
-    env: emptyEnv(installs[index]!.dir),
+    env: readEnv(testEnvironment(installs[index]!.dir)),
     now,
   });
   const running = async (id: string) =>
