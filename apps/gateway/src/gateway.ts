@@ -11,6 +11,7 @@ import type {
 } from "./channels/types.js";
 import { emptyEnv, type GatewayEnv } from "./config/env.js";
 import type { GatewayConfig, ProfileConfig } from "./config/types.js";
+import { Defaults } from "./defaults.js";
 import type { RetrySleep } from "./delivery/retry.js";
 import { StorageError } from "./durable/errors.js";
 import { journalDbPath, SqliteJournal } from "./durable/journal.js";
@@ -39,18 +40,8 @@ import type { StateStore } from "./state/store.js";
 
 /** Defaults of {@link Gateway}. */
 export const GatewayDefaults = {
-  /** How long stop() lets running turns and deliveries finish before cutting them off. */
-  drainTimeoutMs: 15_000,
-  /** After cutting them off, how long stop() waits for the aborted turns to settle. */
-  abortGraceMs: 5_000,
-  /** How long stop() waits for each sandbox's outstanding cleanups. */
-  shutdownTimeoutMs: 15_000,
-  /** Recorded messages and delivered replies are kept this long, then pruned at start. */
-  journalRetentionMs: 7 * 24 * 60 * 60 * 1000,
-  /** How often a running gateway prunes the journal (it also does at start). */
-  journalPruneIntervalMs: 60 * 60 * 1000,
-  /** How long an engine reachability answer is reused by the health endpoint. */
-  engineCheckTtlMs: 5_000,
+  ...Defaults.gateway,
+  drainTimeoutMs: Defaults.drainTimeoutSeconds * 1000,
 } as const;
 
 /** The line a chat gets after a restart for a turn a crash or a stop cut off. */

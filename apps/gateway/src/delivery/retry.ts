@@ -1,5 +1,6 @@
 import { setTimeout as timerSleep } from "node:timers/promises";
 import pRetry, { AbortError } from "p-retry";
+import { Defaults } from "../defaults.js";
 
 /**
  * What a platform says about a failed call (docs/media.md): retry it (after the wait the platform
@@ -53,10 +54,7 @@ export interface ResolvedRetryOptions {
 }
 
 export const RetryDefaults = {
-  maxAttempts: 4,
-  maxRetryAfterSeconds: 60,
-  minDelayMs: 500,
-  maxDelayMs: 8000,
+  ...Defaults.retry,
   sleep: realSleep,
 } as const satisfies ResolvedRetryOptions;
 
