@@ -40,7 +40,7 @@ async function time(n: number, fn: (i: number) => Promise<unknown>, warmup = 3):
 async function main(): Promise<void> {
   const home = await mkdtemp(join(tmpdir(), "mg-bench-"));
   const profileHome = join(home, "profiles", profile);
-  const engine = connectDocker();
+  const engine = connectDocker({ host: process.env.DOCKER_HOST });
   await engine.ping();
   const settings = { ...Defaults.settings, image };
   const sandbox = new Sandbox({ engine, profile, profileHome, rootHome: home, settings });

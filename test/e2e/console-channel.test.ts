@@ -3,17 +3,9 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
-import { ConsoleChannel, emptyEnv, Gateway, resolveConfig } from "@mediagate/gateway";
+import { ConsoleChannel, Gateway, resolveConfig } from "@mediagate/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-
-/** Polls `check` until it holds (bounded by attempts; nothing is asserted on time). */
-async function waitFor(check: () => boolean, attempts = 400): Promise<void> {
-  for (let i = 0; i < attempts; i++) {
-    if (check()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error("condition not reached");
-}
+import { testEnv, waitUntil } from "./harness/gateway-home.js";
 
 describe("console channel against the real Docker engine", () => {
   const profile = `e2e-console-${randomBytes(4).toString("hex")}`;
@@ -36,7 +28,7 @@ describe("console channel against the real Docker engine", () => {
           { name: profile, sandbox: { image: "mediagate-sandbox:test", diskLimitBytes: 0 } },
         ],
       },
-      { env: emptyEnv(home) },
+      { env: testEnv(home) },
     );
     const consoleChannel = new ConsoleChannel({
       profile,
@@ -62,7 +54,7 @@ describe("console channel against the real Docker engine", () => {
   async function type(line: string, until: RegExp): Promise<string> {
     const from = printed.length;
     input.write(`${line}\n`);
-    await waitFor(() => until.test(printed.slice(from)));
+    await waitUntil(() => until.test(printed.slice(from)), `output matching ${until}`);
     await gateway!.idle();
     return printed.slice(from);
   }

@@ -22,6 +22,8 @@ interface Harness {
   readonly channel: DiscordChannel;
   readonly inbound: InboundMessage[];
   readonly logs: string[];
+  /** The waits the retry policy asked for (ms); none is waited on the clock. */
+  readonly retryWaits: number[];
   /** Waits until `count` inbound messages have arrived. */
   received(count: number): Promise<InboundMessage[]>;
   /** Writes files into the slot's workspace and plans a reply tagging them. */
@@ -52,12 +54,19 @@ async function startHarness(
     level: "debug",
     destination: { write: (line) => logs.push(line) },
   });
+  const retryWaits: number[] = [];
   const channel = new DiscordChannel({
     token: Token,
     apiRoot: fake.apiRoot,
     profile: "e2e",
     logger,
-    retry: { minDelayMs: 20, maxDelayMs: 100 },
+    retry: {
+      minDelayMs: 20,
+      maxDelayMs: 100,
+      sleep: async (ms) => {
+        retryWaits.push(ms);
+      },
+    },
     ...extra,
   });
   const inbound: InboundMessage[] = [];
@@ -75,6 +84,7 @@ async function startHarness(
     channel,
     inbound,
     logs,
+    retryWaits,
     async received(count) {
       while (inbound.length < count) await new Promise<void>((resolve) => waiters.push(resolve));
       return inbound;
@@ -380,6 +390,8 @@ describe("Discord adapter: delivery", () => {
     expect(retries).toHaveLength(2);
     for (const line of retries)
       expect(JSON.parse(line).retryAfterSeconds).toBeGreaterThanOrEqual(0.4);
+    expect(h.retryWaits).toHaveLength(2);
+    for (const waitMs of h.retryWaits) expect(waitMs).toBeGreaterThanOrEqual(400);
   });
 
   it("reports rate_limited without waiting when Discord asks for more than 60 s", async () => {

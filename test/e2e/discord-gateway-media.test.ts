@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { emptyEnv, Gateway, resolveConfig } from "@mediagate/gateway";
+import { Gateway, resolveConfig } from "@mediagate/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type DispatchedMessage,
@@ -16,6 +16,7 @@ import {
   createTempHome,
   TestImage,
   teardownGateway,
+  testEnv,
   uniqueProfileName,
 } from "./harness/gateway-home.js";
 
@@ -81,7 +82,7 @@ describe("gateway over Discord: sandbox files, retries, access and credentials",
           },
         ],
       },
-      { env: emptyEnv(home) },
+      { env: testEnv(home) },
     );
     gateway = await Gateway.create(config, { activityIntervalMs: 100 });
     await gateway.start();

@@ -1,10 +1,11 @@
-import { emptyEnv, Gateway, resolveConfig } from "@mediagate/gateway";
+import { Gateway, resolveConfig } from "@mediagate/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeDiscord, type StoredMessage } from "../fakes/discord/index.js";
 import {
   createTempHome,
   TestImage,
   teardownGateway,
+  testEnv,
   uniqueProfileName,
 } from "./harness/gateway-home.js";
 
@@ -38,7 +39,7 @@ describe("gateway over Discord against the real Docker engine", () => {
           },
         ],
       },
-      { env: emptyEnv(home) },
+      { env: testEnv(home) },
     );
     gateway = await Gateway.create(config, { activityIntervalMs: 100 });
     await gateway.start();

@@ -1,4 +1,4 @@
-import { emptyEnv, Gateway, resolveConfig } from "@mediagate/gateway";
+import { Gateway, resolveConfig } from "@mediagate/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConsoleRecorder, SandboxLostNotice } from "./harness/console-recorder.js";
 import { DockerObserver } from "./harness/docker-observer.js";
@@ -6,6 +6,7 @@ import {
   createTempHome,
   TestImage,
   teardownGateway,
+  testEnv,
   uniqueProfileName,
   waitUntil,
 } from "./harness/gateway-home.js";
@@ -19,7 +20,7 @@ describe("gateway whose sandbox container goes away mid-command", () => {
 
   beforeAll(async () => {
     home = await createTempHome("lost");
-    const env = emptyEnv(home);
+    const env = testEnv(home);
     const config = resolveConfig(
       { home, profiles: [{ name: profile, sandbox: { image: TestImage, diskLimitBytes: 0 } }] },
       { env },

@@ -9,7 +9,6 @@ import {
   type ChannelStartOptions,
   type ChatTarget,
   type DeliveryReport,
-  emptyEnv,
   Gateway,
   type GatewayConfig,
   type InboundMessage,
@@ -18,6 +17,7 @@ import {
 } from "@mediagate/gateway";
 import type { UploadLimits } from "@mediagate/media";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { testEnv, waitUntil } from "./harness/gateway-home.js";
 
 /** What a recording channel was asked to send, in order. */
 type Sent =
@@ -127,7 +127,7 @@ function testConfig(
         },
       ],
     },
-    { env: emptyEnv(home) },
+    { env: testEnv(home) },
   );
 }
 
@@ -140,15 +140,6 @@ async function teardown(gateway: Gateway | undefined, home: string): Promise<voi
     }
   }
   await rm(home, { recursive: true, force: true });
-}
-
-/** Polls `check` until it returns true (bounded by attempts, not asserted on time). */
-async function waitFor(check: () => Promise<boolean> | boolean, attempts = 200): Promise<void> {
-  for (let i = 0; i < attempts; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error("condition not reached");
 }
 
 describe("gateway turns against the real Docker engine", () => {
@@ -229,7 +220,7 @@ describe("gateway turns against the real Docker engine", () => {
       return ps.stdout.split("\n").some((line) => line.trim() === "sleep 1000");
     };
     channel.send("sleep 1000");
-    await waitFor(sleeping);
+    await waitUntil(sleeping, "the sleep running");
     const from = channel.sent.length;
     channel.send("/stop");
     await gateway!.idle();

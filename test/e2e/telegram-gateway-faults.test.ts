@@ -17,6 +17,8 @@ describe("gateway over Telegram: delivery under rate limits and noise", () => {
   let bot: TelegramBot;
   /** Delays the outbox asked for; each scheduled attempt runs after 50 ms instead. */
   const scheduled: number[] = [];
+  /** Waits between send attempts (Telegram's short `retry_after`): recorded, not waited. */
+  const retryWaits: number[] = [];
 
   beforeAll(async () => {
     harness = await TelegramGatewayHarness.start(
@@ -27,6 +29,9 @@ describe("gateway over Telegram: delivery under rate limits and noise", () => {
           scheduled.push(delayMs);
           const timer = setTimeout(run, 50);
           return () => clearTimeout(timer);
+        },
+        retrySleep: async (ms) => {
+          retryWaits.push(ms);
         },
       },
     );
@@ -73,6 +78,8 @@ describe("gateway over Telegram: delivery under rate limits and noise", () => {
 
     const faults = bot.fake.calls.filter((c) => c.fault === "rate_limit").length - faultsBefore;
     expect(faults).toBe(7);
+    // Each 429 asked for 1 s, and the next attempt came after that wait (which is not slept).
+    expect(retryWaits).toEqual(Array(7).fill(1000));
     const arrived = bot.arrived(Admin, since);
     const byName = new Map<string, Buffer[]>();
     for (const file of arrived) {

@@ -215,7 +215,8 @@ describe("gateway over Telegram: sessions", () => {
       fake.sendPrivateText({ userId: Admin, text: "sleep 2; echo drained" }),
     );
     const stopping = harness.stopGateway();
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The shutdown has begun once the channel no longer holds a long poll open.
+    await waitUntil(() => !bot.fake.polling, "the gateway to stop polling");
     bot.fake.sendPrivateText({ userId: Member, text: "echo written during the shutdown" });
     await stopping;
     await harness.restart();

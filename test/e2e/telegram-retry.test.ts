@@ -9,6 +9,8 @@ let fake: FakeTelegram;
 let apiRoot: string;
 let logs: ReturnType<typeof captureLogs>;
 let scratch: Awaited<ReturnType<typeof scratchDir>>;
+/** The waits the retry policy asked for (ms): recorded, none waited on the clock. */
+let retryWaits: number[] = [];
 const disposers: (() => Promise<void>)[] = [];
 const target: ChatTarget = { platform: "telegram", chatId: "77" };
 
@@ -17,6 +19,7 @@ beforeEach(async () => {
   ({ apiRoot } = await fake.start());
   logs = captureLogs();
   scratch = await scratchDir();
+  retryWaits = [];
 });
 
 afterEach(async () => {
@@ -34,7 +37,14 @@ function newChannel(
     apiRoot,
     profile: "work",
     logger: logs.logger,
-    retry: { minDelayMs: 5, maxDelayMs: 20, ...retry },
+    retry: {
+      minDelayMs: 5,
+      maxDelayMs: 20,
+      sleep: async (ms) => {
+        retryWaits.push(ms);
+      },
+      ...retry,
+    },
     ...extra,
   });
 }
@@ -79,6 +89,7 @@ describe("TelegramChannel retries (docs/media.md)", () => {
       delayMs: 1000,
       status: 429,
     });
+    expect(retryWaits).toEqual([1000]);
   });
 
   it("reports rate_limited instead of sleeping when retry_after is over 60 s", async () => {
@@ -193,6 +204,7 @@ describe("TelegramChannel retries (docs/media.md)", () => {
     );
     const report = await deliver(newChannel(), "", items);
     expect(report.outcomes.map((o) => o.status)).toEqual(["delivered", "delivered", "delivered"]);
+    expect(retryWaits).toEqual([1000]);
     const [, second] = fake.callsTo("sendMediaGroup");
     expect(second?.ok).toBe(true);
     expect(second?.files.map((f, i) => f.bytes.equals(contents[i] as Buffer))).toEqual([

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { planMedia, telegramLimits } from "@mediagate/media";
 import { connectDocker, Defaults, Sandbox } from "@mediagate/sandbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { testDockerHost } from "../../test-support/engine.js";
 import { DockerObserver } from "../e2e/harness/docker-observer.js";
 import { createTempHome, TestImage, uniqueProfileName } from "../e2e/harness/gateway-home.js";
 
@@ -32,7 +33,7 @@ describe("the container-read fallback against a directory/symlink swapping loop"
   beforeAll(async () => {
     home = await createTempHome("long-swap");
     sandbox = new Sandbox({
-      engine: connectDocker(),
+      engine: connectDocker({ host: testDockerHost() }),
       profile,
       profileHome: home,
       rootHome: home,

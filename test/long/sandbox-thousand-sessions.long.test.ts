@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connectDocker, Defaults, Sandbox } from "@mediagate/sandbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { testDockerHost } from "../../test-support/engine.js";
 import { DockerObserver } from "../e2e/harness/docker-observer.js";
 import { TestImage } from "../e2e/harness/gateway-home.js";
 
@@ -38,7 +39,7 @@ const profile = `thousand-${randomBytes(4).toString("hex")}`;
 beforeAll(async () => {
   home = await mkdtemp(join(tmpdir(), "mg-thousand-"));
   sandbox = new Sandbox({
-    engine: connectDocker(),
+    engine: connectDocker({ host: testDockerHost() }),
     profile,
     profileHome: join(home, "profiles", profile),
     rootHome: home,

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connectDocker, Defaults, Sandbox, type SandboxSettings } from "@mediagate/sandbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { testDockerHost } from "../../test-support/engine.js";
 import {
   type AttackBench,
   attackBench,
@@ -43,7 +44,7 @@ describe.each(SlotModes)("deleting $mode", ({ diskLimitBytes }) => {
     const profile = `race-${randomBytes(4).toString("hex")}`;
     const slot = "session:race";
     const sandbox = new Sandbox({
-      engine: connectDocker(),
+      engine: connectDocker({ host: testDockerHost() }),
       profile,
       profileHome: join(home, "profiles", profile),
       rootHome: home,

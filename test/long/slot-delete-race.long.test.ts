@@ -6,6 +6,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { connectDocker, Defaults, Sandbox, type SandboxSettings } from "@mediagate/sandbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { testDockerHost } from "../../test-support/engine.js";
 import {
   type AttackBench,
   attackBench,
@@ -57,7 +58,7 @@ describe.each(SlotModes)("resetting $mode", ({ diskLimitBytes }) => {
     const attackers = { ...settings, persistAcrossProcesses: false };
     const sandboxOf = (profile: string, own: Partial<SandboxSettings>) =>
       new Sandbox({
-        engine: connectDocker(),
+        engine: connectDocker({ host: testDockerHost() }),
         profile,
         profileHome: join(home, "profiles", profile),
         rootHome: home,

@@ -1,8 +1,6 @@
 #!/usr/bin/env node
-import { Command } from "commander";
-import { runDoctor } from "./cli/doctor.js";
-import { sandboxList, sandboxReap, sandboxRemove } from "./cli/sandbox-admin.js";
-import { runStart } from "./cli/start.js";
+import { Command, InvalidArgumentError } from "commander";
+import { parseDurationSeconds } from "./cli/duration.js";
 import { readEnv } from "./config/env.js";
 import { secretsOfEnv } from "./config/secrets.js";
 import { Redactor } from "./redact.js";
@@ -18,16 +16,39 @@ function fail(error: unknown): never {
   process.exit(1);
 }
 
+// Each command loads its modules when it runs, so `--help` and a mistyped option answer at
+// once instead of after loading every chat client.
 const program = new Command()
   .name("mediagate")
   .description("Chat gateway for an AI agent working in a Docker sandbox")
-  .showHelpAfterError();
+  .showHelpAfterError()
+  .addHelpText(
+    "after",
+    examples([
+      ["mediagate start --config mediagate.yaml", "run the gateway"],
+      ["mediagate doctor --config mediagate.yaml", "check the config, tokens, engine and image"],
+      ["mediagate sandbox ls", "list this install's containers"],
+      ["mediagate help sandbox reap", "options and examples of one command"],
+    ]),
+  );
 
 program
   .command("start")
   .description("run every configured channel (the local console when no token is set)")
   .option("-c, --config <file>", "config file (default $MEDIAGATE_CONFIG, else embedded defaults)")
+  .addHelpText(
+    "after",
+    examples([
+      ["mediagate start", "no config file: the embedded defaults, chat on the console"],
+      ["mediagate start --config /etc/mediagate/mediagate.yaml", "the bots of that file"],
+      [
+        "MEDIAGATE_CONFIG=mediagate.yaml mediagate start",
+        "the same file, named in the environment",
+      ],
+    ]),
+  )
   .action(async (opts: { config?: string }) => {
+    const { runStart } = await import("./cli/start.js");
     await runStart({ config: opts.config, env, redactor }).catch(fail);
     process.exit(0);
   });
@@ -36,33 +57,104 @@ program
   .command("doctor")
   .description("check config, homes, Docker, images, bot tokens and the agent endpoint")
   .option("-c, --config <file>", "config file")
+  .addHelpText(
+    "after",
+    examples([
+      ["mediagate doctor --config mediagate.yaml", "a line per check; exit 1 when one fails"],
+    ]),
+  )
   .action(async (opts: { config?: string }) => {
+    const { runDoctor } = await import("./cli/doctor.js");
     process.exitCode = await runDoctor({ config: opts.config, env, redactor }, print).catch(fail);
   });
 
-const sandbox = program.command("sandbox").description("manage this gateway's containers");
+const sandbox = program
+  .command("sandbox")
+  .description("manage this install's containers (those of its root home only)")
+  .addHelpText(
+    "after",
+    examples([
+      ["mediagate sandbox ls", "list them"],
+      ["mediagate sandbox rm profile:work", "remove a slot's container (its files stay)"],
+      ["mediagate sandbox reap --older-than 30m", "remove orphans now"],
+    ]),
+  );
 const sandboxOpts = (cmd: Command) =>
   cmd
     .option("-c, --config <file>", "config file")
-    .option("-p, --profile <name>", "only this profile");
+    .option("-p, --profile <name>", "only this profile (an unknown name is an error)");
 
-sandboxOpts(sandbox.command("ls").description("list containers")).action(
-  async (opts: { config?: string; profile?: string }) => {
+sandboxOpts(sandbox.command("ls").description("list containers, a header row then one per line"))
+  .addHelpText(
+    "after",
+    examples([
+      ["mediagate sandbox ls", "every profile's containers"],
+      ["mediagate sandbox ls -p work --config mediagate.yaml", "only profile work's"],
+    ]),
+  )
+  .action(async (opts: { config?: string; profile?: string }) => {
+    const { sandboxList } = await import("./cli/sandbox-admin.js");
     process.exitCode = await sandboxList({ ...opts, env, redactor }, print).catch(fail);
-  },
-);
+  });
+
 sandboxOpts(
   sandbox
     .command("rm")
-    .argument("<id|slot>")
-    .description("remove a container by id prefix or slot"),
-).action(async (target: string, opts: { config?: string; profile?: string }) => {
-  process.exitCode = await sandboxRemove(target, { ...opts, env, redactor }, print).catch(fail);
-});
-sandboxOpts(sandbox.command("reap").description("remove exited orphan containers now")).action(
-  async (opts: { config?: string; profile?: string }) => {
-    process.exitCode = await sandboxReap({ ...opts, env, redactor }, print).catch(fail);
-  },
-);
+    .argument("<id|slot>", "a container id or its prefix, a container name, or a slot key")
+    .description("remove a container by id prefix or slot (its files stay)"),
+)
+  .addHelpText(
+    "after",
+    examples([
+      ["mediagate sandbox rm 3f2a9c1b7d4e", "by id prefix, as `sandbox ls` shows it"],
+      ["mediagate sandbox rm profile:work -p work", "the persistent container of profile work"],
+    ]),
+  )
+  .action(async (target: string, opts: { config?: string; profile?: string }) => {
+    const { sandboxRemove } = await import("./cli/sandbox-admin.js");
+    process.exitCode = await sandboxRemove(target, { ...opts, env, redactor }, print).catch(fail);
+  });
+
+sandboxOpts(
+  sandbox
+    .command("reap")
+    .description(
+      "remove orphans now: exited containers older than a minimum age, and containers whose gateway process is gone",
+    )
+    .option(
+      "--older-than <duration>",
+      "minimum age of an exited container, at least 1m (default: twice the profile's lifetimeSeconds, at least 2m)",
+      durationSeconds,
+    ),
+)
+  .addHelpText(
+    "after",
+    examples([
+      ["mediagate sandbox reap", "the default age; each profile's first line names it"],
+      ["mediagate sandbox reap --older-than 2h -p work", "profile work's, exited over 2 hours ago"],
+    ]),
+  )
+  .action(async (opts: { config?: string; profile?: string; olderThan?: number }) => {
+    const { olderThan, ...rest } = opts;
+    const options = { ...rest, olderThanSeconds: olderThan, env, redactor };
+    const { sandboxReap } = await import("./cli/sandbox-admin.js");
+    process.exitCode = await sandboxReap(options, print).catch(fail);
+  });
+
+/** The "Examples:" section of a command's `--help`: each command line with what it does. */
+function examples(lines: readonly (readonly [string, string])[]): string {
+  const width = Math.max(...lines.map(([example]) => example.length));
+  const body = lines.map(([example, what]) => `  $ ${example.padEnd(width)}  # ${what}`);
+  return `\nExamples:\n${body.join("\n")}`;
+}
+
+/** Parses a duration option; commander reports a bad one as an invalid argument (exit 1). */
+function durationSeconds(text: string): number {
+  try {
+    return parseDurationSeconds(text);
+  } catch (error) {
+    throw new InvalidArgumentError(error instanceof Error ? error.message : String(error));
+  }
+}
 
 await program.parseAsync(process.argv);

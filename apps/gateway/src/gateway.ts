@@ -11,6 +11,8 @@ import type {
 } from "./channels/types.js";
 import { emptyEnv, type GatewayEnv } from "./config/env.js";
 import type { GatewayConfig, ProfileConfig } from "./config/types.js";
+import { Defaults } from "./defaults.js";
+import type { RetrySleep } from "./delivery/retry.js";
 import { StorageError } from "./durable/errors.js";
 import { journalDbPath, SqliteJournal } from "./durable/journal.js";
 import { Outbox, type OutboxOptions } from "./durable/outbox.js";
@@ -38,18 +40,8 @@ import type { StateStore } from "./state/store.js";
 
 /** Defaults of {@link Gateway}. */
 export const GatewayDefaults = {
-  /** How long stop() lets running turns and deliveries finish before cutting them off. */
-  drainTimeoutMs: 15_000,
-  /** After cutting them off, how long stop() waits for the aborted turns to settle. */
-  abortGraceMs: 5_000,
-  /** How long stop() waits for each sandbox's outstanding cleanups. */
-  shutdownTimeoutMs: 15_000,
-  /** Recorded messages and delivered replies are kept this long, then pruned at start. */
-  journalRetentionMs: 7 * 24 * 60 * 60 * 1000,
-  /** How often a running gateway prunes the journal (it also does at start). */
-  journalPruneIntervalMs: 60 * 60 * 1000,
-  /** How long an engine reachability answer is reused by the health endpoint. */
-  engineCheckTtlMs: 5_000,
+  ...Defaults.gateway,
+  drainTimeoutMs: Defaults.drainTimeoutSeconds * 1000,
 } as const;
 
 /** The line a chat gets after a restart for a turn a crash or a stop cut off. */
@@ -89,6 +81,11 @@ export interface GatewayOptions {
   readonly activityIntervalMs?: number;
   /** Replaces the outbox's timers (tests fire a long `retry_after` at once). */
   readonly outboxSchedule?: OutboxOptions["schedule"];
+  /**
+   * Replaces the wait between attempts of a send of the channels built from the config (a
+   * short `retry_after`, a backoff); tests record it and go on at once.
+   */
+  readonly retrySleep?: RetrySleep;
 }
 
 /**
@@ -201,7 +198,11 @@ export class Gateway {
       }
       channels =
         options.channels ??
-        createChannels(config, { logger, onConsoleClose: options.onConsoleClose });
+        createChannels(config, {
+          logger,
+          onConsoleClose: options.onConsoleClose,
+          retrySleep: options.retrySleep,
+        });
     } catch (error) {
       for (const runtime of runtimes.values()) await runtime.close(1_000).catch(() => {});
       await journal?.close().catch(() => {});

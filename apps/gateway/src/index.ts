@@ -62,6 +62,7 @@ export type {
   RetryClassifier,
   RetryEvent,
   RetryOptions,
+  RetrySleep,
   RetryVerdict,
 } from "./delivery/retry.js";
 export { RateLimitedError, RetryDefaults, withRetry } from "./delivery/retry.js";

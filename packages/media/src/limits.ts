@@ -1,15 +1,11 @@
+import { Defaults } from "./defaults.js";
 import type { MediaKind, UploadLimits } from "./types.js";
 
 /** Telegram Bot API caps (decimal megabytes, the conservative reading of "10 MB"/"50 MB"). */
-export const TelegramDefaults = {
-  photoBytes: 10_000_000,
-  otherBytes: 50_000_000,
-} as const satisfies TelegramLimitOptions;
+export const TelegramDefaults = Defaults.telegram satisfies TelegramLimitOptions;
 
 /** Discord's attachment cap for a guild without boosts, and for DMs. */
-export const DiscordDefaults = {
-  maxBytes: 10 * 1024 * 1024,
-} as const satisfies DiscordLimitOptions;
+export const DiscordDefaults = Defaults.discord satisfies DiscordLimitOptions;
 
 export interface TelegramLimitOptions {
   /** Cap for `sendPhoto`. Default 10 MB. */

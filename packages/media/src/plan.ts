@@ -1,6 +1,7 @@
 import path from "node:path";
 import { classify, SNIFF_BYTES } from "./classify.js";
 import { spoolFromContainer } from "./container-file.js";
+import { Defaults } from "./defaults.js";
 import { MediaConfigError } from "./errors.js";
 import { extractMedia, type MediaExtraction } from "./extract.js";
 import type { DescriptorFile, OpenHooks } from "./open-file.js";
@@ -18,7 +19,7 @@ import type {
 } from "./types.js";
 
 /** Defaults of the optional `TranslateContext` fields. */
-export const PlanDefaults = { maxFiles: 20 } as const satisfies { maxFiles: number };
+export const PlanDefaults = Defaults.plan;
 
 /**
  * How many in-container symlinks the container fallback follows for one tag. The reader

@@ -1,3 +1,5 @@
+import type { SandboxSettings } from "./types.js";
+
 /**
  * Every tunable of @mediagate/sandbox in one place. Settings that belong to a profile's
  * configuration live under `settings` (the gateway validates and merges them; tests and
@@ -100,4 +102,8 @@ export const Defaults = {
   shellOpenTimeoutMs: 10_000,
   /** The reaper never uses a lifetime below this when computing its age threshold. */
   reaperMinLifetimeSeconds: 60,
-} as const;
+} as const satisfies {
+  readonly dockerHost: string;
+  readonly settings: Omit<SandboxSettings, "image" | "nanoCpus">;
+  readonly [bound: string]: unknown;
+};

@@ -1,30 +1,42 @@
+/** Runs `run` after `delayMs`; the function it returns cancels that. */
+export type Schedule = (run: () => void, delayMs: number) => () => void;
+
+/** The real timers: `unref()`ed, so they never keep the process alive. */
+export const unrefTimer: Schedule = (run, delayMs) => {
+  const timer = setTimeout(run, delayMs);
+  timer.unref();
+  return () => clearTimeout(timer);
+};
+
 /**
  * Idle timers of the slots of one sandbox with non-persistent settings: a slot that goes
  * `idleMs` without use is handed to `onIdle` (which cleans it up). A slot with calls in
- * flight is never timed; its last call re-arms the timer. Timers are `unref()`ed, so they
- * never keep the process alive.
+ * flight is never timed; its last call re-arms the timer. `schedule` makes the timers
+ * (default {@link unrefTimer}; tests fire them by hand).
  */
 export class IdleSlots {
   readonly #idleMs: number;
   readonly #onIdle: (slot: string) => void;
-  readonly #timers = new Map<string, NodeJS.Timeout>();
+  readonly #schedule: Schedule;
+  readonly #timers = new Map<string, () => void>();
   readonly #busy = new Map<string, number>();
 
-  constructor(idleMs: number, onIdle: (slot: string) => void) {
+  constructor(idleMs: number, onIdle: (slot: string) => void, schedule: Schedule = unrefTimer) {
     this.#idleMs = idleMs;
     this.#onIdle = onIdle;
+    this.#schedule = schedule;
   }
 
   /** (Re)starts the slot's timer, unless a call is in flight on it. */
   touch(slot: string): void {
     this.cancel(slot);
     if (this.isBusy(slot)) return;
-    const timer = setTimeout(() => {
+    const cancel = this.#schedule(() => {
+      if (this.#timers.get(slot) !== cancel) return;
       this.#timers.delete(slot);
       if (!this.isBusy(slot)) this.#onIdle(slot);
     }, this.#idleMs);
-    timer.unref();
-    this.#timers.set(slot, timer);
+    this.#timers.set(slot, cancel);
   }
 
   /** Runs `fn` with the slot marked busy; the timer restarts when the last call ends. */
@@ -47,12 +59,12 @@ export class IdleSlots {
   }
 
   cancel(slot: string): void {
-    clearTimeout(this.#timers.get(slot));
+    this.#timers.get(slot)?.();
     this.#timers.delete(slot);
   }
 
   cancelAll(): void {
-    for (const timer of this.#timers.values()) clearTimeout(timer);
+    for (const cancel of this.#timers.values()) cancel();
     this.#timers.clear();
   }
 }

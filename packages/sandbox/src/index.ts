@@ -10,6 +10,7 @@ export {
   SlotDirectoryError,
 } from "./errors.js";
 export { missingImageAdvice } from "./image-advice.js";
+export type { Schedule } from "./idle-slots.js";
 export { installIdOf } from "./install.js";
 export type { InstanceId } from "./instance.js";
 export { currentInstanceId, instanceLiveness } from "./instance.js";
@@ -40,6 +41,8 @@ export type {
   ExecResult,
   ImagePullProgress,
   LegacyContainer,
+  ReapOptions,
+  ReapReport,
   ReapResult,
   RegistryCheck,
   SandboxSettings,

@@ -12,26 +12,30 @@ import { slotRootOf } from "./slot-key.js";
 import { parseDockerTime } from "./timestamps.js";
 import type { ReapResult } from "./types.js";
 
-/** Age (seconds) beyond which an exited container is an orphan: `2 × max(60, lifetime)`. */
+/**
+ * The default age (seconds) beyond which an exited container is an orphan:
+ * `2 × max(60, lifetimeSeconds)`. `mediagate sandbox reap --older-than` replaces it.
+ */
 export function reapAgeSeconds(lifetimeSeconds: number): number {
   return 2 * Math.max(Defaults.reaperMinLifetimeSeconds, lifetimeSeconds);
 }
 
 /**
- * True when an exited container finished long enough ago to be reaped. A zero
+ * True when an exited container finished more than `minAgeSeconds` ago. A zero
  * (`0001-01-01…`) or unparseable `FinishedAt` is never reaped: its age is unknown.
  */
-export function isReapable(finishedAt: unknown, now: Date, lifetimeSeconds: number): boolean {
+export function isReapable(finishedAt: unknown, now: Date, minAgeSeconds: number): boolean {
   const finished = parseDockerTime(finishedAt);
   if (finished === undefined) return false;
-  return now.getTime() - finished.getTime() > reapAgeSeconds(lifetimeSeconds) * 1000;
+  return now.getTime() - finished.getTime() > minAgeSeconds * 1000;
 }
 
 export interface SweepContext {
   readonly docker: Docker;
   /** Only this install's containers of this profile are swept. */
   readonly owner: ContainerOwner;
-  readonly lifetimeSeconds: number;
+  /** An exited container is removed once it finished more than this long ago. */
+  readonly minAgeSeconds: number;
   readonly now: Date;
   /** Roots under which a reaped container's slot dir may be deleted. */
   readonly sandboxRoots: readonly string[];
@@ -54,7 +58,7 @@ export interface SweepContext {
 
 /**
  * One sweep (docs/sandbox.md): exited containers labelled `mediagate.agent=1` of this install and
- * this profile only, older than the threshold, are removed. The slot directory (found from the
+ * this profile only, finished more than `minAgeSeconds` ago, are removed. The slot directory (found from the
  * `/workspace` bind) goes with them only for scratch slots (session and task-id slots):
  * the dirs of `default`, `profile:<name>` and `shared:<key>` slots are the persistent
  * workspace and home the next container binds again, so they are kept
@@ -82,7 +86,7 @@ export async function sweepOrphans(context: SweepContext): Promise<ReapResult> {
         summary.Id,
       );
       if (info.State.Running || info.State.Status !== "exited") continue;
-      if (!isReapable(info.State.FinishedAt, context.now, context.lifetimeSeconds)) continue;
+      if (!isReapable(info.State.FinishedAt, context.now, context.minAgeSeconds)) continue;
       await remove(summary.Id);
       result.removed.push(summary.Id);
     } catch (error) {

@@ -14,7 +14,7 @@ import {
   type SlotDirectoryError,
 } from "./errors.js";
 import { type ExecUser, OneShotUser, SessionHome, type UserMode, userModeOf } from "./exec-user.js";
-import { IdleSlots } from "./idle-slots.js";
+import { IdleSlots, type Schedule } from "./idle-slots.js";
 import { ensureImage, forgetImage } from "./image-ready.js";
 import { installIdOf } from "./install.js";
 import { listProfileContainers, removeOwnContainer } from "./inventory.js";
@@ -23,6 +23,7 @@ import { listLegacyContainers, retireLegacyContainers } from "./legacy.js";
 import { execOnce } from "./one-shot-exec.js";
 import { provisionContainer } from "./provision.js";
 import {
+  reapAgeSeconds,
   sandboxRootsOf,
   sweepContainerlessScratchDirs,
   sweepGoneOwners,
@@ -44,6 +45,8 @@ import type {
   ExecResult,
   ImagePullProgress,
   LegacyContainer,
+  ReapOptions,
+  ReapReport,
   ReapResult,
   SandboxSettings,
 } from "./types.js";
@@ -82,6 +85,11 @@ export interface SandboxOptions {
    * `Defaults.pullStallTimeoutMs`.
    */
   readonly pullStallTimeoutMs?: number;
+  /**
+   * Makes the idle-cleanup timers: runs `run` after `delayMs` and returns its cancel. Default
+   * real (unref'd) timers; tests pass one they fire by hand, so nothing waits on the clock.
+   */
+  readonly schedule?: Schedule;
   /** Bound on finding or making a slot's container. Default `Defaults.provisionTimeoutMs`. */
   readonly provisionTimeoutMs?: number;
   /**
@@ -154,11 +162,15 @@ export class Sandbox {
     });
     if (!options.settings.persistent) {
       const idleMs = options.idleCleanupMs ?? options.settings.lifetimeSeconds * 1000;
-      this.#idle = new IdleSlots(idleMs, (slot) => {
-        this.#cleanup(slot, {}, true).catch((error: unknown) => {
-          options.onWarning?.(`idle cleanup of ${slot} failed`, error);
-        });
-      });
+      this.#idle = new IdleSlots(
+        idleMs,
+        (slot) => {
+          this.#cleanup(slot, {}, true).catch((error: unknown) => {
+            options.onWarning?.(`idle cleanup of ${slot} failed`, error);
+          });
+        },
+        options.schedule,
+      );
     }
   }
 
@@ -514,7 +526,8 @@ export class Sandbox {
    *   `mediagate.owner` label: a crashed gateway), running or exited, with their slot dirs,
    *   and delete containers such a process left; never a live owner's, another install's,
    *   or a persistent slot's container (any process reuses those);
-   * - exited containers older than `2 × max(60, lifetimeSeconds)`, with the slot dirs of
+   * - exited containers that finished more than `minAgeSeconds` ago (default
+   *   `2 × max(60, lifetimeSeconds)`), with the slot dirs of
    *   session and task-id slots; the dirs of `default`, `profile:<name>` and `shared:<key>`
    *   slots are persistent data and kept;
    * - legacy containers (no install label) bound into this install's slot dirs, running or
@@ -525,7 +538,13 @@ export class Sandbox {
    * called (the CLI's `sandbox reap`); the automatic once-per-process run
    * ({@link reapOrphansOnce}) honours `orphanReaper: false`.
    */
-  async reapOrphans(opts: { now?: Date } = {}): Promise<ReapResult> {
+  async reapOrphans(opts: ReapOptions = {}): Promise<ReapReport> {
+    const minAgeSeconds = opts.minAgeSeconds ?? reapAgeSeconds(this.#settings.lifetimeSeconds);
+    if (!Number.isFinite(minAgeSeconds) || minAgeSeconds < 0) {
+      throw new RangeError(
+        `reapOrphans: minAgeSeconds must be a number >= 0, got ${minAgeSeconds}`,
+      );
+    }
     return this.#guard("reapOrphans", "*", async () => {
       const legacy = await retireLegacyContainers(this.#docker, this.#sandboxRoots, this.#bound);
       const orphaned = await sweepGoneOwners({
@@ -539,7 +558,7 @@ export class Sandbox {
       const swept = await sweepOrphans({
         docker: this.#docker,
         owner: this.#owner,
-        lifetimeSeconds: this.#settings.lifetimeSeconds,
+        minAgeSeconds,
         now: opts.now ?? new Date(this.#now()),
         sandboxRoots: this.#sandboxRoots,
         timeoutMs: this.#bound.timeoutMs,
@@ -563,6 +582,7 @@ export class Sandbox {
       return {
         removed: [...legacy.removed, ...orphaned.removed, ...swept.removed, ...dirs.removed],
         failed: [...legacy.failed, ...orphaned.failed, ...swept.failed, ...dirs.failed],
+        minAgeSeconds,
       };
     });
   }

@@ -40,6 +40,6 @@ describe("reaper age rule", () => {
     ["unparseable FinishedAt", "not a time", 300, false],
     ["missing FinishedAt", undefined, 300, false],
   ])("%s", (_, finishedAt, lifetime, expected) => {
-    expect(isReapable(finishedAt, now, lifetime)).toBe(expected);
+    expect(isReapable(finishedAt, now, reapAgeSeconds(lifetime))).toBe(expected);
   });
 });

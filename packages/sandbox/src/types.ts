@@ -210,3 +210,20 @@ export interface ImagePullProgress {
 export type RegistryCheck =
   | { readonly pullable: true }
   | { readonly pullable: false; readonly reason: string };
+
+/** Options of `Sandbox#reapOrphans`. */
+export interface ReapOptions {
+  /** The time the ages are measured at. Default: the sandbox's clock. */
+  readonly now?: Date | undefined;
+  /**
+   * An exited container is removed once it finished more than this long ago. Default
+   * `2 × max(60, lifetimeSeconds)`. Containers whose gateway process is gone, and legacy
+   * ones, do not depend on it.
+   */
+  readonly minAgeSeconds?: number | undefined;
+}
+
+/** What `Sandbox#reapOrphans` did, and the minimum age it applied to exited containers. */
+export interface ReapReport extends ReapResult {
+  readonly minAgeSeconds: number;
+}

@@ -1,8 +1,9 @@
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../../../test-support/wait.js";
 import { ImageMissingError, LabelKeys } from "../src/index.js";
-import { containersOf, docker, eventually, type Fixture, fixture } from "./helpers.js";
+import { containersOf, docker, type Fixture, fixture } from "./helpers.js";
 
 let fx: Fixture;
 beforeAll(async () => {
@@ -154,7 +155,7 @@ describe("acquire", () => {
       );
       await expect(sandbox.acquire("task-late")).rejects.toThrow(/timed out/);
       await sandbox.shutdown();
-      expect(await eventually(async () => seen.includes("destroy"))).toBe(true);
+      await waitUntil(async () => seen.includes("destroy"), "the container destroyed");
       expect(seen).toContain("create");
       expect(await containersOf(own.profile)).toEqual([]);
     } finally {

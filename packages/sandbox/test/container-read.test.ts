@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../../../test-support/wait.js";
 import type { Sandbox } from "../src/index.js";
-import { eventually, type Fixture, fixture, processesMatching } from "./helpers.js";
+import { type Fixture, fixture, processesMatching } from "./helpers.js";
 
 let fx: Fixture;
 let sandbox: Sandbox;
@@ -78,9 +79,10 @@ describe("reading a file out of the container", () => {
     if (answer === undefined || "linkTarget" in answer) throw new Error("not a file");
     expect(answer.size).toBe(8_000_000);
     for await (const _ of answer.stream) break;
-    expect(
-      await eventually(async () => (await processesMatching(containerId, "cat")).length === 0),
-    ).toBe(true);
+    await waitUntil(
+      async () => (await processesMatching(containerId, "cat")).length === 0,
+      "the reader gone",
+    );
   });
 
   it("reads a file on a tmpfs mount, which the engine's archive API cannot see", async () => {

@@ -52,6 +52,7 @@ describe("cross-process reuse", () => {
       Image: TestImage,
       Cmd: ["/no/such/binary"],
       Labels: containerLabels(fx.owner, "broken"),
+      HostConfig: { NetworkMode: "none" },
     });
     const { containerId } = await fx.sandbox().acquire("broken");
     expect(containerId).not.toBe(broken.id);

@@ -1,7 +1,7 @@
 import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
 import { connectDocker, DockerUnavailableError, Sandbox } from "../src/index.js";
-import { TestImage, testSettings } from "./helpers.js";
+import { TestImage, testEngine, testSettings } from "./helpers.js";
 
 /** A TCP port that nothing listens on (bound, then released). */
 async function closedPort(): Promise<number> {
@@ -15,8 +15,8 @@ async function closedPort(): Promise<number> {
 
 describe("connectDocker", () => {
   it("reaches the local engine and tells present from missing images", async () => {
-    const engine = connectDocker();
-    expect(engine.endpoint).toBe("unix:///var/run/docker.sock");
+    expect(connectDocker().endpoint).toBe("unix:///var/run/docker.sock");
+    const engine = testEngine();
     await expect(engine.ping()).resolves.toBeUndefined();
     expect(await engine.hasImage(TestImage)).toBe(true);
     expect(await engine.hasImage("mediagate-no-such-image:never")).toBe(false);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../../../test-support/wait.js";
 import type { Sandbox } from "../src/index.js";
-import { eventually, type Fixture, fixture, processesMatching } from "./helpers.js";
+import { type Fixture, fixture, processesMatching } from "./helpers.js";
 
 let fx: Fixture;
 let sandbox: Sandbox;
@@ -68,7 +69,7 @@ describe("one-shot exec", () => {
     });
     const sleeping = async () =>
       (await running("sleep 322")).filter((line) => /^\s*\d+\s+sleep 322[12]$/.test(line));
-    expect(await eventually(async () => (await sleeping()).length === 2)).toBe(true);
+    await waitUntil(async () => (await sleeping()).length === 2, "both sleeps running");
     controller.abort();
     const result = await pending;
     expect(result.aborted).toBe(true);

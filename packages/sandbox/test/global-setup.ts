@@ -1,8 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { connectDocker } from "../src/index.js";
-import { TestImage } from "./helpers.js";
+import { TestImage, testEngine } from "./helpers.js";
 
 const packageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -12,7 +11,7 @@ const packageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
  * is built because the cross-process test spawns a second Node process on `dist/`.
  */
 export default async function setup(): Promise<void> {
-  const engine = connectDocker();
+  const engine = testEngine();
   await engine.ping();
   if (!(await engine.hasImage(TestImage))) {
     execFileSync("bash", [join(packageDir, "../../scripts/build-sandbox-image.sh"), TestImage], {

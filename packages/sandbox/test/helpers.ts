@@ -3,21 +3,34 @@ import { randomBytes } from "node:crypto";
 import { access, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import Docker from "dockerode";
+import type Docker from "dockerode";
+import { testDockerHost } from "../../../test-support/engine.js";
+import { dockerOf } from "../src/docker-client.js";
 import {
   connectDocker,
   Defaults,
+  type DockerEngine,
   installIdOf,
   LabelKeys,
   Sandbox,
   type SandboxSettings,
+  type Schedule,
 } from "../src/index.js";
 import type { ContainerOwner } from "../src/labels.js";
 
 export const TestImage = "mediagate-sandbox:test";
 
+/**
+ * The engine the tests run against: `DOCKER_HOST` when the test run sets one (any scheme
+ * `connectDocker` takes), else the default socket. Every sandbox and raw client of the tests
+ * is made from it, so a run against another engine never touches the default one.
+ */
+export function testEngine(): DockerEngine {
+  return connectDocker({ host: testDockerHost() });
+}
+
 /** A raw client for assertions and for setting up containers the sandbox did not make. */
-export const docker = new Docker({ socketPath: "/var/run/docker.sock" });
+export const docker: Docker = dockerOf(testEngine());
 
 /**
  * The package defaults with the test image and no disk ceiling: each slot with a ceiling
@@ -43,7 +56,12 @@ export interface Fixture {
   readonly owner: ContainerOwner;
   sandbox(
     overrides?: Partial<SandboxSettings>,
-    extra?: { now?: () => number; idleCleanupMs?: number; provisionTimeoutMs?: number },
+    extra?: {
+      now?: () => number;
+      idleCleanupMs?: number;
+      provisionTimeoutMs?: number;
+      schedule?: Schedule;
+    },
   ): Sandbox;
   /** Removes every container labelled with this fixture's profile and its temp home. */
   dispose(): Promise<void>;
@@ -66,13 +84,14 @@ export async function fixture(options: { home?: string; profile?: string } = {})
     owner: { install, profile },
     sandbox(overrides = {}, extra = {}) {
       const sandbox = new Sandbox({
-        engine: connectDocker(),
+        engine: testEngine(),
         profile,
         profileHome: join(home, "profiles", profile),
         rootHome: home,
         settings: testSettings(overrides),
         ...(extra.now === undefined ? {} : { now: extra.now }),
         ...(extra.idleCleanupMs === undefined ? {} : { idleCleanupMs: extra.idleCleanupMs }),
+        ...(extra.schedule === undefined ? {} : { schedule: extra.schedule }),
         ...(extra.provisionTimeoutMs === undefined
           ? {}
           : { provisionTimeoutMs: extra.provisionTimeoutMs }),
@@ -171,13 +190,31 @@ function demux(buffer: Buffer): string {
   return out;
 }
 
-/** Polls until `check` holds (Docker reports some changes a moment later), at most ~5 s. */
-export async function eventually(check: () => Promise<boolean>): Promise<boolean> {
-  for (let i = 0; i < 50; i++) {
-    if (await check()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return false;
+/** Timers a test fires by hand (`SandboxOptions.schedule`): nothing waits on the clock. */
+export interface ManualTimers {
+  readonly schedule: Schedule;
+  /** The delays of the timers armed and neither fired nor cancelled, in the order made. */
+  pending(): number[];
+  /** Runs every armed timer now (each once), as if its delay had passed. */
+  fireAll(): void;
+}
+
+export function manualTimers(): ManualTimers {
+  const armed = new Map<number, { run: () => void; delayMs: number }>();
+  let made = 0;
+  return {
+    schedule(run, delayMs) {
+      const id = made++;
+      armed.set(id, { run, delayMs });
+      return () => armed.delete(id);
+    },
+    pending: () => [...armed.values()].map((timer) => timer.delayMs),
+    fireAll() {
+      const due = [...armed.values()];
+      armed.clear();
+      for (const timer of due) timer.run();
+    },
+  };
 }
 
 /** Whether `path` exists on the host. */

@@ -104,6 +104,7 @@ describe("containers without an install label (upgrade)", () => {
       Labels: labels,
       HostConfig: {
         Init: true,
+        NetworkMode: "none",
         Binds: slotDir === undefined ? [] : [`${join(slotDir, "workspace")}:/workspace`],
       },
     });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, execIn, type Fixture, fixture, processesMatching } from "./helpers.js";
+import { waitUntil } from "../../../test-support/wait.js";
+import { execIn, type Fixture, fixture, processesMatching } from "./helpers.js";
 
 let fx: Fixture;
 beforeAll(async () => {
@@ -46,7 +47,7 @@ describe("open session shells per container", () => {
     const busy = sandbox.run(slot, "a", "sleep 300", { signal: stop.signal });
     try {
       const started = async () => (await processesMatching(containerId, "sleep 300")).length > 0;
-      expect(await eventually(started)).toBe(true);
+      await waitUntil(started, "the command running");
       const meanwhile = await sandbox.run(slot, "b", 'pwd; echo "$SHAPE"');
       expect(meanwhile).toMatchObject({ exitCode: 0, stdout: "/tmp\nround\n" });
       expect(await openShells(containerId)).toBe(1);

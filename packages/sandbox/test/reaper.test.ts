@@ -2,7 +2,6 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dockerOf } from "../src/docker-client.js";
-import { connectDocker } from "../src/index.js";
 import { containerLabels } from "../src/labels.js";
 import { sweepOrphans } from "../src/reaper.js";
 import {
@@ -12,6 +11,7 @@ import {
   fixture,
   pathExists,
   TestImage,
+  testEngine,
 } from "./helpers.js";
 
 const exists = pathExists;
@@ -25,6 +25,8 @@ async function exitedContainer(owner: Fixture, slot: string): Promise<string> {
     Image: TestImage,
     Cmd: ["true"],
     Labels: containerLabels(owner.owner, slot),
+    // As the sandbox's own containers: no network, so nothing depends on the engine's bridge.
+    HostConfig: { NetworkMode: "none" },
   });
   await container.start();
   await container.wait();
@@ -117,11 +119,11 @@ describe("orphan reaper", () => {
   it("keeps sweeping after one removal fails", async () => {
     const first = await exitedContainer(fx, "fail-a");
     const second = await exitedContainer(fx, "fail-b");
-    const client = dockerOf(connectDocker());
+    const client = dockerOf(testEngine());
     const result = await sweepOrphans({
       docker: client,
       owner: fx.owner,
-      lifetimeSeconds: 300,
+      minAgeSeconds: 600,
       now: new Date(later()),
       sandboxRoots: [],
       remove: async (id) => {

@@ -1,13 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../../../test-support/wait.js";
 import { type Sandbox, SandboxLostError } from "../src/index.js";
-import {
-  containerExists,
-  docker,
-  eventually,
-  type Fixture,
-  fixture,
-  processesMatching,
-} from "./helpers.js";
+import { containerExists, docker, type Fixture, fixture, processesMatching } from "./helpers.js";
 
 let fx: Fixture;
 let sandbox: Sandbox;
@@ -35,7 +29,7 @@ async function cutMidCommand(
   const { containerId } = await sandbox.acquire(slot);
   const settled = Promise.allSettled([call(LongCommand)]);
   const started = async () => (await processesMatching(containerId, Sleeper)).length > 0;
-  expect(await eventually(started)).toBe(true);
+  await waitUntil(started, "the command running");
   await cut(containerId);
   const [outcome] = await settled;
   return { containerId, outcome: outcome as PromiseSettledResult<unknown> };

@@ -3,12 +3,12 @@ import { randomBytes } from "node:crypto";
 import { chmod, chown, copyFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../../../test-support/wait.js";
 import { Defaults, type Sandbox, sessionHash } from "../src/index.js";
 import { firstCandidateUid } from "../src/session-user.js";
 import {
   containerRunning,
   docker,
-  eventually,
   execIn,
   type Fixture,
   fixture,
@@ -216,11 +216,11 @@ describe("a fork loop in one session", () => {
 
   it("still kills a forking command on timeout and keeps its shell", async () => {
     const pending = sandbox.run(slot, attacker, forkLoop(4452), { timeoutMs: 3_000 });
-    expect(await eventually(async () => (await count("sleep 4452")) > 10)).toBe(true);
+    await waitUntil(async () => (await count("sleep 4452")) > 10, "the flood running");
     expect((await sandbox.run(slot, admin, "echo meanwhile")).stdout).toBe("meanwhile\n");
     const result = await pending;
     expect(result.timedOut).toBe(true);
-    expect(await eventually(async () => (await count("sleep 4452")) === 0)).toBe(true);
+    await waitUntil(async () => (await count("sleep 4452")) === 0, "the flood killed");
     expect((await sandbox.run(slot, attacker, "echo alive")).stdout).toBe("alive\n");
   });
 
@@ -230,13 +230,13 @@ describe("a fork loop in one session", () => {
     const full = "sh -c 'while :; do sleep 4456 & done' 2>/dev/null; sleep 4457";
     const result = await sandbox.run(slot, attacker, full, { timeoutMs: 3_000 });
     expect(result.timedOut).toBe(true);
-    expect(await eventually(async () => (await count("sleep 445")) === 0)).toBe(true);
+    await waitUntil(async () => (await count("sleep 445")) === 0, "every sleep killed");
     expect((await sandbox.run(slot, attacker, "echo alive")).stdout).toBe("alive\n");
   });
 
   it("killSession stops a session that keeps forking in the background", async () => {
     await sandbox.run(slot, attacker, `(${forkLoop(4453)}) & echo bg`);
-    expect(await eventually(async () => (await count("sleep 4453")) > 5)).toBe(true);
+    await waitUntil(async () => (await count("sleep 4453")) > 5, "the second flood running");
     const killed = await sandbox.killSession(attacker);
     expect(killed).toBeGreaterThan(5);
     expect(await count("sleep 445")).toBe(0);
@@ -251,7 +251,10 @@ describe("a fork loop in one session", () => {
       attacker,
       "sh -c 'printf \"x) Z\\n\" >/proc/$$/comm; while :; do sleep 4457; done # disguised' & echo bg",
     );
-    expect(await eventually(async () => (await count("# disguised")) === 1)).toBe(true);
+    await waitUntil(
+      async () => (await count("# disguised")) === 1,
+      "the disguised process running",
+    );
     await sandbox.killSlot(slot);
     expect(await count("# disguised")).toBe(0);
   });
@@ -259,7 +262,7 @@ describe("a fork loop in one session", () => {
   it("killSlot kills every session's processes in the slot but not the container", async () => {
     await sandbox.run(slot, attacker, `(${forkLoop(4454)}) & echo bg`);
     await sandbox.run(slot, admin, "sleep 4455 & echo bg");
-    expect(await eventually(async () => (await count("sleep 4454")) > 5)).toBe(true);
+    await waitUntil(async () => (await count("sleep 4454")) > 5, "the third flood running");
     const main = await processesMatching(containerId, "sleep infinity"); // init and its child
     const killed = await sandbox.killSlot(slot);
     expect(killed).toBeGreaterThan(6);

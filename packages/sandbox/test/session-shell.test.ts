@@ -1,16 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../../../test-support/wait.js";
 import { dockerOf } from "../src/docker-client.js";
-import { connectDocker, type Sandbox, sessionHash } from "../src/index.js";
+import { type Sandbox, sessionHash } from "../src/index.js";
 import { execOnce } from "../src/one-shot-exec.js";
 import { sessionUser } from "../src/session-user.js";
 import { oneShotCommand } from "../src/shell-scripts.js";
 import {
-  eventually,
   execIn,
   type Fixture,
   fixture,
   processesMatching,
   processList,
+  testEngine,
 } from "./helpers.js";
 
 let fx: Fixture;
@@ -106,7 +107,7 @@ describe("session shell", () => {
     const pending = sandbox.run("shell", "abort", "sleep 4221", { signal: controller.signal });
     const sleeping = async () =>
       (await running("sleep 4221")).filter((line) => /^\s*\d+\s+sleep 4221$/.test(line));
-    expect(await eventually(async () => (await sleeping()).length === 1)).toBe(true);
+    await waitUntil(async () => (await sleeping()).length === 1, "one sleep running");
     controller.abort();
     const result = await pending;
     expect(result.aborted).toBe(true);
@@ -151,7 +152,7 @@ describe("session shell", () => {
     // Root in the container cannot read a session uid's environment (no CAP_SYS_PTRACE), so
     // the controller is killed by its pid (`$$` of a command is the controller's).
     await execIn(containerId, ["kill", "-9", oldPid]);
-    expect(await eventually(async () => !(await pidAlive(oldPid)))).toBe(true);
+    await waitUntil(async () => !(await pidAlive(oldPid)), "the old shell gone");
     const result = await sandbox.run("shell", "phoenix", 'pwd; echo "$KEEP"; echo $$');
     const [cwd, keep, newPid] = result.stdout.split("\n");
     expect([cwd, keep]).toEqual(["/tmp", "1"]);
@@ -168,7 +169,7 @@ describe("session shell", () => {
       sessionHash: sessionHash("fallback"),
       commandId: "0123456789abcdef",
     });
-    const docker = dockerOf(connectDocker());
+    const docker = dockerOf(testEngine());
     const user = await sessionUser(docker, containerId, sessionHash("fallback"), false);
     const viaOneShot = await execOnce(docker, containerId, ["sh", "-c", script], { user });
     expect(viaOneShot.stdout).toBe("/tmp\nshell\n");

@@ -3,7 +3,7 @@ import { mkdir, readFile, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectDocker, Defaults, LabelKeys, Sandbox, SlotDirectoryError } from "../src/index.js";
+import { Defaults, LabelKeys, Sandbox, SlotDirectoryError } from "../src/index.js";
 import {
   containersOf,
   docker,
@@ -13,6 +13,7 @@ import {
   mountsUnder,
   pathExists,
   removeProfileContainers,
+  testEngine,
   testSettings,
 } from "./helpers.js";
 
@@ -176,7 +177,7 @@ describe("deleting a slot directory", () => {
     const a = fx.sandbox();
     const other = `${fx.profile}-b`;
     const b = new Sandbox({
-      engine: connectDocker(),
+      engine: testEngine(),
       profile: other,
       profileHome: join(fx.home, "profiles", other),
       rootHome: fx.home,

@@ -24,9 +24,10 @@ export interface RunningCli {
 }
 
 /**
- * Starts `node apps/gateway/dist/cli.js <args>` with `env` on top of a minimal environment
- * (PATH, DOCKER_HOST when set, and HOME pointing at `home`), stdin closed (so `start` on the
- * console stops at once). Bounded by `timeoutMs`, after which it is killed.
+ * Runs `node apps/gateway/dist/cli.js <args>` with `env` on top of a minimal environment
+ * (PATH, HOME pointing at `home`, and the test run's `DOCKER_HOST` when it has one, so the CLI
+ * talks to the same engine as the test), stdin closed (so `start` on the console stops at once).
+ * Bounded by `timeoutMs`, after which it is killed.
  */
 export function spawnCli(
   args: readonly string[],

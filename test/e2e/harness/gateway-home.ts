@@ -3,7 +3,8 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Gateway } from "@mediagate/gateway";
+import { type Gateway, type GatewayEnv, readEnv } from "@mediagate/gateway";
+import { testEnvironment } from "../../../test-support/engine.js";
 import { DockerObserver } from "./docker-observer.js";
 
 /** The sandbox image every end-to-end test runs (busybox, built by the set-up). */
@@ -15,6 +16,14 @@ export const TestImage = "mediagate-sandbox:test";
  */
 export function uniqueProfileName(prefix: string): string {
   return `${prefix}-${randomBytes(4).toString("hex")}`;
+}
+
+/**
+ * The environment a gateway under test gets: nothing set but its user home and the test run's
+ * `DOCKER_HOST` (so it uses the same engine as the test's own checks).
+ */
+export function testEnv(home: string): GatewayEnv {
+  return readEnv(testEnvironment(home));
 }
 
 /** A fresh temp directory to serve as `MEDIAGATE_HOME` for one test file. */
@@ -61,19 +70,5 @@ export async function releaseMounts(home: string): Promise<void> {
   for (const point of points.reverse()) execFileSync("umount", [point]);
 }
 
-/**
- * Polls `check` until it holds. The bound is generous and only there so a broken gateway fails
- * the test instead of hanging it; nothing is asserted about how long it took.
- */
-export async function waitUntil(
-  check: () => boolean | Promise<boolean>,
-  what: string,
-  timeoutMs = 30_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`waitUntil: ${what} did not happen`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
+/** The one polling helper of the tests, here for the harness's users. */
+export { waitUntil } from "../../../test-support/wait.js";

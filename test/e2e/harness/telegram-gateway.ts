@@ -3,7 +3,6 @@ import { realpathSync } from "node:fs";
 import { join } from "node:path";
 import {
   createLogger,
-  emptyEnv,
   Gateway,
   type GatewayConfig,
   type GatewayOptions,
@@ -17,6 +16,7 @@ import {
   createTempHome,
   TestImage,
   teardownGateway,
+  testEnv,
   uniqueProfileName,
   waitUntil,
 } from "./gateway-home.js";
@@ -222,6 +222,7 @@ export class TelegramGatewayHarness {
    * @param options.drainTimeoutMs how long a stop lets running turns finish before aborting
    *   them (the gateway's default otherwise).
    * @param options.outboxSchedule replaces the outbox's timers (a long `retry_after`).
+   * @param options.retrySleep replaces the wait between send attempts (a short `retry_after`).
    */
   static async start(
     prefix: string,
@@ -229,6 +230,7 @@ export class TelegramGatewayHarness {
     options: {
       readonly drainTimeoutMs?: number;
       readonly outboxSchedule?: GatewayOptions["outboxSchedule"];
+      readonly retrySleep?: GatewayOptions["retrySleep"];
     } = {},
   ): Promise<TelegramGatewayHarness> {
     const home = await createTempHome(prefix);
@@ -260,7 +262,7 @@ export class TelegramGatewayHarness {
           ...(spec.agent === undefined ? {} : { agent: spec.agent }),
         });
       }
-      const config = resolveConfig({ home, profiles }, { env: emptyEnv(home) });
+      const config = resolveConfig({ home, profiles }, { env: testEnv(home) });
       const logs: string[] = [];
       const secrets = [
         ...fakes.map((f) => f.token),
@@ -276,6 +278,7 @@ export class TelegramGatewayHarness {
         activityIntervalMs: 200,
         ...(options.drainTimeoutMs === undefined ? {} : { drainTimeoutMs: options.drainTimeoutMs }),
         ...(options.outboxSchedule === undefined ? {} : { outboxSchedule: options.outboxSchedule }),
+        ...(options.retrySleep === undefined ? {} : { retrySleep: options.retrySleep }),
       };
       gateway = await TelegramGatewayHarness.#create(config, gatewayOptions);
       return new TelegramGatewayHarness(

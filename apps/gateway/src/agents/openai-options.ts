@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { Defaults } from "../defaults.js";
 import type { StateStore } from "../state/store.js";
 import { endpointHost, OpenAIAgentOptionsError } from "./openai-errors.js";
 
@@ -37,15 +38,7 @@ export interface OpenAIAgentOptions {
 }
 
 /** Defaults of the optional numeric {@link OpenAIAgentOptions}. */
-export const OpenAIAgentDefaults = {
-  maxToolRounds: 8,
-  timeoutMs: 180_000,
-  maxRetries: 2,
-  toolTimeoutMs: 120_000,
-  maxToolOutputChars: 16_000,
-  readMaxBytes: 256 * 1024,
-  historyLimit: 200,
-} as const satisfies Partial<OpenAIAgentOptions>;
+export const OpenAIAgentDefaults = Defaults.openaiAgent satisfies Partial<OpenAIAgentOptions>;
 
 /** The limits an agent runs with, defaults applied and checked. */
 export type OpenAIAgentLimits = { readonly [K in keyof typeof OpenAIAgentDefaults]: number };

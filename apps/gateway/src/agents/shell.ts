@@ -1,4 +1,5 @@
 import type { ExecResult } from "@mediagate/sandbox";
+import { Defaults } from "../defaults.js";
 import { keepTail, omittedMarker } from "./tools-text.js";
 import type { Agent, AgentTurnInput, AgentTurnResult } from "./types.js";
 
@@ -11,10 +12,7 @@ export interface ShellAgentOptions {
 }
 
 /** Defaults of {@link ShellAgentOptions}. */
-export const ShellAgentDefaults = {
-  maxReplyChars: 3_500,
-  timeoutMs: 120_000,
-} as const satisfies Required<ShellAgentOptions>;
+export const ShellAgentDefaults = Defaults.shellAgent;
 
 /** `MEDIA:` lines rescued from the dropped part of a long output, at most this many. */
 const MaxRescuedMediaLines = 10;

@@ -5,6 +5,7 @@ import { createInterface, type Interface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { UploadLimits } from "@mediagate/media";
+import { Defaults } from "../defaults.js";
 import { ConsoleUser } from "../runtime/access.js";
 import type {
   ChannelAdapter,
@@ -23,12 +24,7 @@ function describe(error: unknown): string {
 }
 
 /** Defaults of {@link ConsoleChannel}. */
-export const ConsoleDefaults = {
-  prompt: "mediagate> ",
-  chatId: "local",
-  /** Files are copied locally; the cap only guards the disk. */
-  maxBytes: 1024 * 1024 * 1024,
-} as const;
+export const ConsoleDefaults = Defaults.console;
 
 /** Options of {@link ConsoleChannel}. */
 export interface ConsoleChannelOptions {

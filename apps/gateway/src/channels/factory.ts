@@ -1,4 +1,5 @@
 import type { GatewayConfig } from "../config/types.js";
+import type { RetrySleep } from "../delivery/retry.js";
 import type { Logger } from "../log.js";
 import { ConsoleChannel } from "./console.js";
 import { DiscordChannel } from "./discord/discord-channel.js";
@@ -10,6 +11,8 @@ export interface ChannelFactoryOptions {
   readonly logger: Logger;
   /** Called when the console's input ends. */
   readonly onConsoleClose?: (() => void) | undefined;
+  /** The wait between send attempts of every bot channel; default a real timer. */
+  readonly retrySleep?: RetrySleep | undefined;
 }
 
 /**
@@ -36,6 +39,7 @@ export function createChannels(
           },
           ambiguousSends: config.delivery.ambiguousSends,
           pollTimeoutSeconds: profile.telegram.pollTimeoutSeconds,
+          retry: { sleep: options.retrySleep },
         }),
       );
     }
@@ -50,6 +54,7 @@ export function createChannels(
           respondIn: { channelIds: profile.discord.channels },
           limits: { maxBytes: profile.discord.uploadMaxBytes },
           catchUpMaxMessages: profile.discord.catchUpMaxMessages,
+          retry: { sleep: options.retrySleep },
         }),
       );
     }

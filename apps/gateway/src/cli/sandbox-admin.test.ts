@@ -6,9 +6,24 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { connectDocker, Sandbox } from "@mediagate/sandbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { emptyEnv } from "../config/env.js";
+import { testDockerHost, testEnvironment } from "../../../../test-support/engine.js";
+import { readEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
-import { sandboxList, sandboxReap, sandboxRemove } from "./sandbox-admin.js";
+import {
+  ListHeader,
+  sandboxList,
+  sandboxReap,
+  sandboxRemove,
+  UnknownProfileError,
+} from "./sandbox-admin.js";
+
+/** The line `sandbox reap` starts each profile with, naming the minimum age it applied. */
+const ageLine = (
+  profile: string,
+  age: string,
+  source = "default: 2 × lifetimeSeconds, at least 2 minutes",
+) =>
+  `profile ${profile}: reaping exited containers older than ${age} (${source}) and containers of gateway processes that are gone`;
 
 /** Runs against the real Docker engine. */
 describe("mediagate sandbox ls | rm | reap", () => {
@@ -24,9 +39,9 @@ describe("mediagate sandbox ls | rm | reap", () => {
       file,
       `home: ${dir}\nprofiles:\n  - name: ${profile}\n    sandbox: { image: mediagate-sandbox:test, diskLimitBytes: 0 }\n`,
     );
-    const p = (await loadConfig({ path: file, env: emptyEnv(dir) })).profiles[0]!;
+    const p = (await loadConfig({ path: file, env: readEnv(testEnvironment(dir)) })).profiles[0]!;
     sandbox = new Sandbox({
-      engine: connectDocker({}),
+      engine: connectDocker({ host: testDockerHost() }),
       profile,
       profileHome: p.home,
       rootHome: dir,
@@ -45,14 +60,15 @@ describe("mediagate sandbox ls | rm | reap", () => {
     const code = await fn((l) => lines.push(l));
     return { code, lines };
   };
-  const opts = () => ({ config: file, env: emptyEnv(dir) });
+  const opts = () => ({ config: file, env: readEnv(testEnvironment(dir)) });
 
   it("lists this profile's containers and removes one by slot key", async () => {
     const slot = `profile:${profile}`;
     const { containerId } = await sandbox.acquire(slot);
     const listed = await run((p) => sandboxList(opts(), p));
-    expect(listed.lines).toHaveLength(1);
-    expect(listed.lines[0]).toMatch(new RegExp(`^${containerId.slice(0, 12)}\\t${profile}\\t`));
+    expect(listed.lines).toHaveLength(2);
+    expect(listed.lines[0]).toBe("CONTAINER\tPROFILE\tSLOT\tSTATE\tIMAGE\tCREATED");
+    expect(listed.lines[1]).toMatch(new RegExp(`^${containerId.slice(0, 12)}\\t${profile}\\t`));
     const removed = await run((p) => sandboxRemove(slot, opts(), p));
     expect(removed.code).toBe(0);
     expect(removed.lines[0]).toContain(`removed ${containerId.slice(0, 12)}`);
@@ -71,8 +87,66 @@ describe("mediagate sandbox ls | rm | reap", () => {
     await sandbox.acquire("session:reap-check");
     const reaped = await run((p) => sandboxReap(opts(), p));
     // `session:x`'s dir (its container removed above) belongs to this live process: kept.
-    expect(reaped).toEqual({ code: 0, lines: [`profile ${profile}: nothing to reap`] });
+    expect(reaped).toEqual({
+      code: 0,
+      lines: [ageLine(profile, "10 minutes"), `profile ${profile}: nothing to reap`],
+    });
     expect(await sandbox.list()).toHaveLength(1);
+    for (const c of await sandbox.list()) await sandbox.remove(c.id);
+  });
+
+  it("reap --older-than reaps exited containers older than the age it names, and no younger", async () => {
+    // A slot this test alone uses: an earlier test removed the profile slot's container
+    // behind this sandbox's back, which it would hand out again.
+    const { containerId } = await sandbox.acquire("session:aged");
+    await promisify(execFile)("docker", ["stop", "-t", "0", containerId]);
+    const inMinutes = (minutes: number) => () => Date.now() + minutes * 60_000;
+
+    const young = await run((p) =>
+      sandboxReap({ ...opts(), now: inMinutes(30), olderThanSeconds: 2 * 3600 }, p),
+    );
+    expect(young).toEqual({
+      code: 0,
+      lines: [ageLine(profile, "2 hours", "--older-than"), `profile ${profile}: nothing to reap`],
+    });
+    const byDefault = await run((p) => sandboxReap({ ...opts(), now: inMinutes(5) }, p));
+    expect(byDefault.lines).toEqual([
+      ageLine(profile, "10 minutes"),
+      `profile ${profile}: nothing to reap`,
+    ]);
+
+    const old = await run((p) =>
+      sandboxReap({ ...opts(), now: inMinutes(30), olderThanSeconds: 20 * 60 }, p),
+    );
+    expect(old).toEqual({
+      code: 0,
+      lines: [
+        ageLine(profile, "20 minutes", "--older-than"),
+        `reaped ${containerId.slice(0, 12)} (profile ${profile})`,
+      ],
+    });
+    expect(await sandbox.list()).toEqual([]);
+  });
+
+  it("reap refuses an --older-than under a minute, before touching anything", async () => {
+    await expect(sandboxReap({ ...opts(), olderThanSeconds: 30 }, () => {})).rejects.toThrow(
+      "--older-than must be at least 1 minute, got 30 seconds: a younger exited container may be one a running gateway is about to start again",
+    );
+  });
+
+  it("an unknown -p is an error naming the profile and the known ones, for every subcommand", async () => {
+    const unknown = { ...opts(), profile: "nosuch" };
+    const message = `unknown profile "nosuch": the config has "${profile}" (use -p with one of them, or leave it out for all)`;
+    for (const call of [
+      () => sandboxList(unknown, () => {}),
+      () => sandboxRemove("x", unknown, () => {}),
+      () => sandboxReap(unknown, () => {}),
+    ]) {
+      const error = await call().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(UnknownProfileError);
+      expect(error).toMatchObject({ message, profile: "nosuch", known: [profile] });
+    }
+    expect(ListHeader.split("\t")).toHaveLength(6);
   });
 });
 
@@ -95,9 +169,9 @@ describe("mediagate sandbox ls | rm | reap with two installs on one engine", () 
         file,
         `home: ${dir}\nprofiles:\n  - name: ${profile}\n    sandbox: { image: mediagate-sandbox:test, diskLimitBytes: 0 }\n`,
       );
-      const p = (await loadConfig({ path: file, env: emptyEnv(dir) })).profiles[0]!;
+      const p = (await loadConfig({ path: file, env: readEnv(testEnvironment(dir)) })).profiles[0]!;
       const sandbox = new Sandbox({
-        engine: connectDocker({}),
+        engine: connectDocker({ host: testDockerHost() }),
         profile,
         profileHome: p.home,
         rootHome: dir,
@@ -123,7 +197,7 @@ describe("mediagate sandbox ls | rm | reap with two installs on one engine", () 
   };
   const opts = (index: number, now?: () => number) => ({
     config: installs[index]!.file,
-    env: emptyEnv(installs[index]!.dir),
+    env: readEnv(testEnvironment(installs[index]!.dir)),
     now,
   });
   const running = async (id: string) =>
@@ -136,7 +210,7 @@ describe("mediagate sandbox ls | rm | reap with two installs on one engine", () 
     expect(theirs).not.toBe(mine);
 
     const listed = await run((p) => sandboxList(opts(0), p));
-    expect(listed.lines.map((l) => l.split("\t")[0])).toEqual([mine.slice(0, 12)]);
+    expect(listed.lines.map((l) => l.split("\t")[0])).toEqual(["CONTAINER", mine.slice(0, 12)]);
 
     const byId = await run((p) => sandboxRemove(theirs.slice(0, 12), opts(0), p));
     expect(byId.code).toBe(1);
@@ -149,10 +223,16 @@ describe("mediagate sandbox ls | rm | reap with two installs on one engine", () 
     await docker("stop", "-t", "0", theirs);
     const later = () => Date.now() + 60 * 60_000;
     const reaped = await run((p) => sandboxReap(opts(0, later), p));
-    expect(reaped.lines).toEqual([`profile ${profile}: nothing to reap`]);
+    expect(reaped.lines).toEqual([
+      ageLine(profile, "10 minutes"),
+      `profile ${profile}: nothing to reap`,
+    ]);
     expect(await docker("inspect", "-f", "{{.State.Status}}", theirs)).toBe("exited");
     const own = await run((p) => sandboxReap(opts(1, later), p));
-    expect(own.lines).toEqual([`reaped ${theirs.slice(0, 12)} (profile ${profile})`]);
+    expect(own.lines).toEqual([
+      ageLine(profile, "10 minutes"),
+      `reaped ${theirs.slice(0, 12)} (profile ${profile})`,
+    ]);
   });
 
   it("notes containers without an install label, and reap retires only those bound to this install", async () => {
@@ -161,7 +241,7 @@ describe("mediagate sandbox ls | rm | reap with two installs on one engine", () 
       await mkdir(join(slotDir, "workspace"), { recursive: true });
       // As a version before install labels made it: no mediagate.install label.
       return docker(
-        ...["run", "-d", "--init", "--label", "mediagate.agent=1", "--label"],
+        ...["run", "-d", "--init", "--network", "none", "--label", "mediagate.agent=1", "--label"],
         ...[`mediagate.profile=${profile}`, "--label", "mediagate.slot=x"],
         ...["-v", `${join(slotDir, "workspace")}:/workspace`],
         ...["mediagate-sandbox:test", "sleep", "infinity"],
@@ -176,7 +256,10 @@ describe("mediagate sandbox ls | rm | reap with two installs on one engine", () 
     expect(notes.find((l) => l.includes(foreign.slice(0, 12)))).toContain("left alone");
 
     const reaped = await run((p) => sandboxReap(opts(0), p));
-    expect(reaped.lines).toEqual([`reaped ${ours.slice(0, 12)} (profile ${profile})`]);
+    expect(reaped.lines).toEqual([
+      ageLine(profile, "10 minutes"),
+      `reaped ${ours.slice(0, 12)} (profile ${profile})`,
+    ]);
     expect(await running(foreign)).toBe(true);
   });
 });

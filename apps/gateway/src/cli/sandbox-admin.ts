@@ -8,15 +8,33 @@ import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import type { GatewayConfig } from "../config/types.js";
 import type { Redactor } from "../redact.js";
+import { formatDuration } from "./duration.js";
 
 type Print = (line: string) => void;
 
+/** `-p` named a profile the config does not have. */
+export class UnknownProfileError extends Error {
+  override readonly name = "UnknownProfileError";
+
+  constructor(
+    readonly profile: string,
+    readonly known: readonly string[],
+  ) {
+    super(
+      `unknown profile "${profile}": the config has ${known.map((n) => `"${n}"`).join(", ")} (use -p with one of them, or leave it out for all)`,
+    );
+  }
+}
+
+/** The profiles the command acts on, each with a sandbox; an unknown `-p` is an error. */
 function sandboxes(
   config: GatewayConfig,
   options: SandboxCommandOptions,
 ): { profile: string; sandbox: Sandbox }[] {
-  const engine = connectDocker({ host: config.dockerHost });
   const only = options.profile;
+  const known = config.profiles.map((p) => p.name);
+  if (only !== undefined && !known.includes(only)) throw new UnknownProfileError(only, known);
+  const engine = connectDocker({ host: config.dockerHost });
   return config.profiles
     .filter((p) => only === undefined || p.name === only)
     .map((p) => ({
@@ -39,12 +57,27 @@ export interface SandboxCommandOptions {
   readonly env: GatewayEnv;
   /** Clock (ms since epoch) for the reaper's age check. Default `Date.now`; tests move it. */
   readonly now?: (() => number) | undefined;
+  /**
+   * `sandbox reap --older-than`: exited containers that finished more than this many seconds
+   * ago are reaped. Default per profile `2 × max(60, lifetimeSeconds)`.
+   */
+  readonly olderThanSeconds?: number | undefined;
   /** Learns the config's secrets, so the CLI can scrub what it prints. */
   readonly redactor?: Redactor | undefined;
 }
 
 /**
- * `mediagate sandbox ls`: this install's containers, one line each. Containers of another
+ * The shortest `--older-than`: a container that exited less than a minute ago may be one a
+ * running gateway is restarting (a persistent slot's, found stopped).
+ */
+export const MinReapAgeSeconds = 60;
+
+/** The columns of `sandbox ls`, printed as its first line. */
+export const ListHeader = ["CONTAINER", "PROFILE", "SLOT", "STATE", "IMAGE", "CREATED"].join("\t");
+
+/**
+ * `mediagate sandbox ls`: this install's containers, a header row then one tab-separated line
+ * each (`ListHeader`). Containers of another
  * install (another root home) on the same engine are never listed. Containers made before
  * containers carried their install follow as notes: those bound into this install's slot
  * dirs are this install's (`sandbox reap` or the next start retires them), the others are
@@ -60,7 +93,7 @@ export async function sandboxList(options: SandboxCommandOptions, print: Print):
   const legacy = new Map<string, LegacyContainer>();
   for (const { sandbox } of sandboxes(config, options)) {
     for (const c of await sandbox.list()) {
-      count++;
+      if (count++ === 0) print(ListHeader);
       print(
         [c.id.slice(0, 12), c.profile, c.slot, c.state, c.image, c.createdAt.toISOString()].join(
           "\t",
@@ -122,10 +155,17 @@ export async function sandboxRemove(
 /**
  * `mediagate sandbox reap`: runs the orphan reaper for each profile now: this install's
  * per-session and task containers whose gateway process is gone (running or not, with their
- * slot dirs), its old exited containers, and legacy (unlabelled) containers bound into this
- * install's slot dirs.
+ * slot dirs), its exited containers older than the minimum age (`olderThanSeconds`, else
+ * the profile's default; each profile's first line says which it used), and legacy
+ * (unlabelled) containers bound into this install's slot dirs.
  */
 export async function sandboxReap(options: SandboxCommandOptions, print: Print): Promise<number> {
+  const olderThan = options.olderThanSeconds;
+  if (olderThan !== undefined && !(olderThan >= MinReapAgeSeconds)) {
+    throw new RangeError(
+      `--older-than must be at least ${formatDuration(MinReapAgeSeconds)}, got ${formatDuration(olderThan)}: a younger exited container may be one a running gateway is about to start again`,
+    );
+  }
   const config = await loadConfig({
     path: options.config,
     env: options.env,
@@ -133,7 +173,12 @@ export async function sandboxReap(options: SandboxCommandOptions, print: Print):
   });
   let failures = 0;
   for (const { profile, sandbox } of sandboxes(config, options)) {
-    const result = await sandbox.reapOrphans();
+    const result = await sandbox.reapOrphans({ minAgeSeconds: options.olderThanSeconds });
+    const source =
+      olderThan === undefined ? "default: 2 × lifetimeSeconds, at least 2 minutes" : "--older-than";
+    print(
+      `profile ${profile}: reaping exited containers older than ${formatDuration(result.minAgeSeconds)} (${source}) and containers of gateway processes that are gone`,
+    );
     // A removed container is named by its short id, a removed slot directory by its path.
     const shown = (id: string) => (id.startsWith("/") ? `slot directory ${id}` : id.slice(0, 12));
     for (const id of result.removed) print(`reaped ${shown(id)} (profile ${profile})`);

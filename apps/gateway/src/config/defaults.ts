@@ -1,30 +1,27 @@
 import { Defaults as SandboxDefaults } from "@mediagate/sandbox";
+import { Defaults } from "../defaults.js";
 
 /**
  * Embedded defaults of the configuration (README.md): with no config file at all the gateway
- * runs the default profile with the shell agent in a Docker sandbox.
+ * runs the default profile with the shell agent in a Docker sandbox. Each value comes from
+ * the package's one `Defaults` source, in the config's units.
  */
 export const ConfigDefaults = {
-  profileName: "default",
-  concurrency: 4,
-  agentKind: "shell",
-  openaiMaxToolRounds: 8,
-  groupSessionsPerUser: true,
-  threadSessionsPerUser: false,
-  /** Seconds a turn may run before the chat gets a one-time "still working…" message. */
-  stillWorkingAfterSeconds: 60,
-  /** How long a stop lets running turns and deliveries finish before cutting them off. */
-  drainTimeoutSeconds: 15,
-  /** docs/durability.md: what happens to sends whose outcome is unknown, and the outbox caps. */
+  profileName: Defaults.profileName,
+  concurrency: Defaults.concurrency,
+  agentKind: Defaults.agentKind,
+  openaiMaxToolRounds: Defaults.openaiAgent.maxToolRounds,
+  groupSessionsPerUser: Defaults.sessions.groupSessionsPerUser,
+  threadSessionsPerUser: Defaults.sessions.threadSessionsPerUser,
+  stillWorkingAfterSeconds: Defaults.stillWorkingAfterSeconds,
+  drainTimeoutSeconds: Defaults.drainTimeoutSeconds,
   delivery: {
-    ambiguousSends: "at-most-once",
-    maxAttempts: 8,
-    maxAgeSeconds: 6 * 60 * 60,
+    ambiguousSends: Defaults.delivery.ambiguousSends,
+    maxAttempts: Defaults.delivery.maxAttempts,
+    maxAgeSeconds: Defaults.delivery.maxAgeSeconds,
   },
-  /** Re-run a turn a crash cut off (off: its chat gets a notice; commands are not idempotent). */
-  rerunInterrupted: false,
-  /** Root home below the user's home directory when neither config nor env sets one. */
-  homeDirName: ".mediagate",
+  rerunInterrupted: Defaults.rerunInterrupted,
+  homeDirName: Defaults.homeDirName,
   /** The sandbox package's own defaults, plus the image the gateway builds on first start. */
   sandbox: { ...SandboxDefaults.settings, image: "mediagate-sandbox:local" },
 } as const;

@@ -1,5 +1,6 @@
-import { setTimeout as sleep } from "node:timers/promises";
+import { setTimeout as timerSleep } from "node:timers/promises";
 import pRetry, { AbortError } from "p-retry";
+import { Defaults } from "../defaults.js";
 
 /**
  * What a platform says about a failed call (docs/media.md): retry it (after the wait the platform
@@ -15,6 +16,14 @@ export type RetryVerdict =
  */
 export type RetryClassifier = (error: unknown) => RetryVerdict;
 
+/** Waits `ms` (rejecting when `signal` aborts); tests pass one that records the wait and returns. */
+export type RetrySleep = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+/** A real timer. */
+const realSleep: RetrySleep = async (ms, signal) => {
+  await timerSleep(ms, undefined, signal === undefined ? {} : { signal });
+};
+
 /** Tuning of {@link withRetry}. */
 export interface RetryOptions {
   /** Attempts in total, the first included. Default 4. */
@@ -28,6 +37,11 @@ export interface RetryOptions {
   readonly minDelayMs?: number | undefined;
   /** Cap of that backoff. Default 8000. */
   readonly maxDelayMs?: number | undefined;
+  /**
+   * How a wait between attempts is waited (a platform's `retry_after` or the backoff).
+   * Default a real timer; tests record the wait asked for and go on at once.
+   */
+  readonly sleep?: RetrySleep | undefined;
 }
 
 /** {@link RetryOptions} with every default applied. */
@@ -36,13 +50,12 @@ export interface ResolvedRetryOptions {
   readonly maxRetryAfterSeconds: number;
   readonly minDelayMs: number;
   readonly maxDelayMs: number;
+  readonly sleep: RetrySleep;
 }
 
 export const RetryDefaults = {
-  maxAttempts: 4,
-  maxRetryAfterSeconds: 60,
-  minDelayMs: 500,
-  maxDelayMs: 8000,
+  ...Defaults.retry,
+  sleep: realSleep,
 } as const satisfies ResolvedRetryOptions;
 
 /** One retry about to happen, for logs. */
@@ -98,6 +111,7 @@ export function resolveRetryOptions(options: RetryOptions = {}): ResolvedRetryOp
     maxRetryAfterSeconds: options.maxRetryAfterSeconds ?? RetryDefaults.maxRetryAfterSeconds,
     minDelayMs: options.minDelayMs ?? RetryDefaults.minDelayMs,
     maxDelayMs: options.maxDelayMs ?? RetryDefaults.maxDelayMs,
+    sleep: options.sleep ?? RetryDefaults.sleep,
   };
   if (!Number.isInteger(settings.maxAttempts) || settings.maxAttempts < 1) {
     throw new RangeError(`retry.maxAttempts must be an integer >= 1, got ${settings.maxAttempts}`);
@@ -161,11 +175,7 @@ export async function withRetry<T>(
         delayMs: error.delayMs,
         retryAfterSeconds: error.retryAfterSeconds,
       });
-      await sleep(
-        error.delayMs,
-        undefined,
-        call.signal === undefined ? {} : { signal: call.signal },
-      );
+      await options.sleep(error.delayMs, call.signal);
     },
   });
 }

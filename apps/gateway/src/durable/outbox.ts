@@ -7,6 +7,7 @@ import type {
   Platform,
   StepResult,
 } from "../channels/types.js";
+import { Defaults } from "../defaults.js";
 import type { Logger } from "../log.js";
 import type { PipelineRuntime } from "../pipeline/types.js";
 import { deliveryNotice, planNotices } from "./notices.js";
@@ -14,13 +15,10 @@ import type { Journal, OutboxRecord, OutboxReply } from "./types.js";
 
 /** Defaults of {@link Outbox} (docs/durability.md). */
 export const OutboxDefaults = {
-  /** Delivery attempts of one reply before it is given up. */
-  maxAttempts: 8,
-  /** A reply older than this is given up instead of sent late. */
-  maxAgeMs: 6 * 60 * 60 * 1000,
-  /** Wait before retrying an attempt that failed outright (doubles per attempt, capped). */
-  retryBaseMs: 30_000,
-  retryMaxMs: 30 * 60 * 1000,
+  maxAttempts: Defaults.delivery.maxAttempts,
+  maxAgeMs: Defaults.delivery.maxAgeSeconds * 1000,
+  retryBaseMs: Defaults.delivery.retryBaseMs,
+  retryMaxMs: Defaults.delivery.retryMaxMs,
 } as const;
 
 /** Tuning and wiring of {@link Outbox}. */

@@ -1,11 +1,10 @@
 import type { ChannelAdapter, ChatTarget } from "../channels/types.js";
+import { Defaults } from "../defaults.js";
 
 /** Defaults of {@link startActivity}. */
 export const ActivityDefaults = {
-  /** Typing indicators expire after ~5 s on Telegram; renew a little earlier. */
-  intervalMs: 4_000,
-  stillWorkingAfterMs: 60_000,
-  stillWorkingText: "⏳ Still working…",
+  ...Defaults.activity,
+  stillWorkingAfterMs: Defaults.stillWorkingAfterSeconds * 1000,
 } as const;
 
 /** Options of {@link startActivity}. */

@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connectDocker, Sandbox } from "@mediagate/sandbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { emptyEnv } from "../config/env.js";
+import { testDockerHost, testEnvironment } from "../../../../test-support/engine.js";
+import { readEnv } from "../config/env.js";
 import { resolveConfig } from "../config/load.js";
 import { createToolRunner, ToolFileError } from "./tool-runner.js";
 
@@ -25,11 +26,11 @@ describe("createToolRunner (real Docker)", () => {
           { name: profile, sandbox: { image: "mediagate-sandbox:test", persistent: false } },
         ],
       },
-      { env: emptyEnv(home) },
+      { env: readEnv(testEnvironment(home)) },
     );
     const p = config.profiles[0]!;
     sandbox = new Sandbox({
-      engine: connectDocker({}),
+      engine: connectDocker({ host: testDockerHost() }),
       profile,
       profileHome: p.home,
       rootHome: home,

@@ -1,5 +1,6 @@
 import type { ExecOptions, ExecResult } from "@mediagate/sandbox";
 import type { ToolRunner } from "../agents/types.js";
+import { Defaults } from "../defaults.js";
 import { type SandboxProblem, sandboxProblemOf } from "./sandbox-errors.js";
 import { shellQuote } from "./shell-quote.js";
 
@@ -9,12 +10,7 @@ export interface SessionShell {
 }
 
 /** Defaults of {@link createToolRunner}. */
-export const ToolRunnerDefaults = {
-  timeoutMs: 120_000,
-  readMaxBytes: 256 * 1024,
-  /** base64 characters per write command (a multiple of 4). */
-  writeChunkChars: 64 * 1024,
-} as const;
+export const ToolRunnerDefaults = Defaults.toolRunner;
 
 /** A file operation of a tool failed inside the container. */
 export class ToolFileError extends Error {

@@ -1,4 +1,5 @@
 import type { ChatType, Platform } from "../channels/types.js";
+import { Defaults } from "../defaults.js";
 
 /** The parts of a message a session key is built from. */
 export interface SessionKeyParts {
@@ -19,10 +20,7 @@ export interface SessionKeyPolicy {
 }
 
 /** Default keying policy. */
-export const SessionKeyDefaults = {
-  groupSessionsPerUser: true,
-  threadSessionsPerUser: false,
-} as const satisfies SessionKeyPolicy;
+export const SessionKeyDefaults = Defaults.sessions;
 
 /** What a session key says, read back by {@link parseSessionKey}. */
 export interface ParsedSessionKey {

@@ -1,3 +1,5 @@
+import { Defaults } from "../defaults.js";
+
 /** A queued unit of work for one session; it receives the signal `/stop` aborts. */
 export type TurnJob = (signal: AbortSignal) => Promise<void>;
 
@@ -32,7 +34,9 @@ export interface TurnQueueOptions {
 }
 
 /** Defaults of {@link TurnQueue}. */
-export const TurnQueueDefaults = { concurrency: 4 } as const satisfies TurnQueueOptions;
+export const TurnQueueDefaults = {
+  concurrency: Defaults.concurrency,
+} as const satisfies TurnQueueOptions;
 
 /**
  * Per-session FIFO with a global cap (docs/sessions.md): one turn at a time per session, in arrival

@@ -1,4 +1,5 @@
 import { Worker } from "node:worker_threads";
+import { Defaults } from "../defaults.js";
 import {
   type CallRequest,
   toWire,
@@ -40,9 +41,9 @@ export interface DatabaseWorkerOptions {
   readonly closeTimeoutMs?: number;
 }
 
-export const DatabaseWorkerDefaults = {
-  closeTimeoutMs: 10_000,
-} as const satisfies Required<Pick<DatabaseWorkerOptions, "closeTimeoutMs">>;
+export const DatabaseWorkerDefaults = Defaults.databaseWorker satisfies Required<
+  Pick<DatabaseWorkerOptions, "closeTimeoutMs">
+>;
 
 /** The operations of a program object: its methods, as promises of their results. */
 type Operation<P, K extends keyof P> = P[K] extends (...args: infer A) => infer R

@@ -3,6 +3,7 @@ import { setTimeout as sleepFor } from "node:timers/promises";
 import { discordLimits, type UploadLimits } from "@mediagate/media";
 import { type Client, Events, type Message, type REST } from "discord.js";
 import type { Logger } from "pino";
+import { Defaults } from "../../defaults.js";
 import type {
   ChannelAdapter,
   ChannelHealth,
@@ -64,9 +65,9 @@ export interface DiscordChannelOptions {
 
 /** Defaults of {@link DiscordChannelOptions}. */
 export const DiscordChannelDefaults = {
-  apiRoot: "https://discord.com/api",
-  requestTimeoutMs: 15_000,
-  catchUpMaxMessages: 200,
+  apiRoot: Defaults.discord.apiRoot,
+  requestTimeoutMs: Defaults.discord.requestTimeoutMs,
+  catchUpMaxMessages: Defaults.discord.catchUpMaxMessages,
 } as const satisfies Pick<
   Required<DiscordChannelOptions>,
   "apiRoot" | "requestTimeoutMs" | "catchUpMaxMessages"

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { Defaults } from "../../defaults.js";
 import type { InboundHandler, InboundMessage } from "../types.js";
 
 /** Waits `ms` or until `signal` aborts (then rejects). Injected so tests run backoffs in ms. */
@@ -17,10 +18,7 @@ interface ResolvedInboundRetry {
   readonly maxDelayMs: number;
 }
 
-export const InboundRetryDefaults = {
-  minDelayMs: 1000,
-  maxDelayMs: 60_000,
-} as const satisfies ResolvedInboundRetry;
+export const InboundRetryDefaults = Defaults.discord.inboundRetry satisfies ResolvedInboundRetry;
 
 interface Item {
   readonly message: InboundMessage;

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { Defaults } from "../../defaults.js";
 import { type RetryOptions, resolveRetryOptions } from "../../delivery/retry.js";
 import type { AmbiguousSends } from "./errors.js";
 import { PollingDefaults, type PollingSettings, type Sleep } from "./polling.js";
@@ -51,11 +52,11 @@ export interface TelegramChannelOptions {
 
 /** Defaults of {@link TelegramChannelOptions}. */
 export const TelegramChannelDefaults = {
-  apiRoot: "https://api.telegram.org",
-  dropPendingUpdates: false,
-  ambiguousSends: "at-most-once",
-  requestTimeoutBaseMs: 15_000,
-  minUploadBytesPerSecond: 256 * 1024,
+  apiRoot: Defaults.telegram.apiRoot,
+  dropPendingUpdates: Defaults.telegram.dropPendingUpdates,
+  ambiguousSends: Defaults.delivery.ambiguousSends,
+  requestTimeoutBaseMs: Defaults.telegram.requestTimeoutBaseMs,
+  minUploadBytesPerSecond: Defaults.telegram.minUploadBytesPerSecond,
   pollTimeoutSeconds: PollingDefaults.pollTimeoutSeconds,
   pollTimeoutMarginMs: PollingDefaults.pollTimeoutMarginMs,
   pollBackoffMinMs: PollingDefaults.pollBackoffMinMs,

@@ -2,6 +2,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { type Api, GrammyError } from "grammy";
 import type { Update } from "grammy/types";
 import type { Logger } from "pino";
+import { Defaults } from "../../defaults.js";
 import { failureFacts } from "./errors.js";
 import type { HealthTracker } from "./health.js";
 import { grammySignal } from "./send-media.js";
@@ -27,17 +28,14 @@ export interface PollingSettings {
 }
 
 export const PollingDefaults = {
-  pollTimeoutSeconds: 30,
-  pollTimeoutMarginMs: 10_000,
-  pollBackoffMinMs: 1_000,
-  pollBackoffMaxMs: 60_000,
+  pollTimeoutSeconds: Defaults.telegram.pollTimeoutSeconds,
+  pollTimeoutMarginMs: Defaults.telegram.pollTimeoutMarginMs,
+  pollBackoffMinMs: Defaults.telegram.pollBackoffMinMs,
+  pollBackoffMaxMs: Defaults.telegram.pollBackoffMaxMs,
   sleep: realSleep,
-  /** Updates per getUpdates (Telegram's maximum). */
-  limit: 100,
-  /** How long stop() waits for an update being recorded before it confirms what it has. */
-  stopWaitMs: 5_000,
-  /** Bound of the confirming getUpdates at stop. */
-  confirmTimeoutMs: 3_000,
+  limit: Defaults.telegram.pollLimit,
+  stopWaitMs: Defaults.telegram.stopWaitMs,
+  confirmTimeoutMs: Defaults.telegram.confirmTimeoutMs,
 } as const satisfies PollingSettings & Record<string, unknown>;
 
 /** What the poller needs besides its settings. */

@@ -1,0 +1,131 @@
+import { Defaults as SandboxDefaults } from "@mediagate/sandbox";
+import type { ShellAgentOptions } from "./agents/shell.js";
+import type { AmbiguousSends } from "./channels/telegram/errors.js";
+import type { ResolvedRetryOptions } from "./delivery/retry.js";
+import type { SessionKeyPolicy } from "./session/key.js";
+
+/** Time limit of one command in the sandbox: the sandbox's own, for every agent. */
+const commandTimeoutMs = SandboxDefaults.execTimeoutMs;
+/** Cap on the bytes one `read_file` tool call reads out of the container. 256 KiB. */
+const readMaxBytes = 256 * 1024;
+
+/**
+ * Every default of @mediagate/gateway, each written once (the sandbox's come from
+ * `@mediagate/sandbox`'s `Defaults`). Settings an operator can write in the config are in the
+ * config's units (seconds); the modules that use them in milliseconds derive them from here,
+ * so a default never drifts between the config, the docs and the code. Each module exports
+ * its section under its own name (`ShellAgentDefaults`, `OutboxDefaults`, …) and merges it
+ * with its options once, in its constructor or resolver.
+ */
+export const Defaults = {
+  /** The profile of a config without `profiles:`; it uses the root home. */
+  profileName: "default",
+  /** Root home below the user's home directory when neither config nor env sets one. */
+  homeDirName: ".mediagate",
+  agentKind: "shell",
+  /** Turns running at once across all sessions (`concurrency`). */
+  concurrency: 4,
+  /** How long a stop lets running turns and deliveries finish (`drainTimeoutSeconds`). */
+  drainTimeoutSeconds: 15,
+  /** Seconds a turn may run before the chat gets a one-time "still working…" message. */
+  stillWorkingAfterSeconds: 60,
+  /** Re-run a turn a crash cut off (off: its chat gets a notice; commands are not idempotent). */
+  rerunInterrupted: false,
+  sessions: {
+    groupSessionsPerUser: true,
+    threadSessionsPerUser: false,
+  },
+  /** docs/durability.md: sends whose outcome is unknown, the outbox's caps and retry waits. */
+  delivery: {
+    ambiguousSends: "at-most-once",
+    /** Delivery attempts of one reply before it is given up. */
+    maxAttempts: 8,
+    /** A reply older than this is given up instead of sent late. */
+    maxAgeSeconds: 6 * 60 * 60,
+    /** Wait before retrying an attempt that failed outright (doubles per attempt, capped). */
+    retryBaseMs: 30_000,
+    retryMaxMs: 30 * 60 * 1000,
+  },
+  /** Retries of one platform call (docs/media.md). */
+  retry: {
+    maxAttempts: 4,
+    maxRetryAfterSeconds: 60,
+    minDelayMs: 500,
+    maxDelayMs: 8000,
+  },
+  activity: {
+    /** Typing indicators expire after ~5 s on Telegram; renew a little earlier. */
+    intervalMs: 4_000,
+    stillWorkingText: "⏳ Still working…",
+  },
+  shellAgent: {
+    maxReplyChars: 3_500,
+    timeoutMs: commandTimeoutMs,
+  },
+  openaiAgent: {
+    maxToolRounds: 8,
+    timeoutMs: 180_000,
+    maxRetries: 2,
+    toolTimeoutMs: commandTimeoutMs,
+    maxToolOutputChars: 16_000,
+    readMaxBytes,
+    historyLimit: 200,
+  },
+  toolRunner: {
+    timeoutMs: commandTimeoutMs,
+    readMaxBytes,
+    /** base64 characters per write command (a multiple of 4). */
+    writeChunkChars: 64 * 1024,
+  },
+  telegram: {
+    apiRoot: "https://api.telegram.org",
+    dropPendingUpdates: false,
+    requestTimeoutBaseMs: 15_000,
+    minUploadBytesPerSecond: 256 * 1024,
+    pollTimeoutSeconds: 30,
+    pollTimeoutMarginMs: 10_000,
+    pollBackoffMinMs: 1_000,
+    pollBackoffMaxMs: 60_000,
+    /** Updates per getUpdates (Telegram's maximum). */
+    pollLimit: 100,
+    /** How long stop() waits for an update being recorded before it confirms what it has. */
+    stopWaitMs: 5_000,
+    /** Bound of the confirming getUpdates at stop. */
+    confirmTimeoutMs: 3_000,
+  },
+  discord: {
+    apiRoot: "https://discord.com/api",
+    requestTimeoutMs: 15_000,
+    catchUpMaxMessages: 200,
+    /** Backoff while the message handler rejects (the journal cannot be written). */
+    inboundRetry: { minDelayMs: 1000, maxDelayMs: 60_000 },
+  },
+  console: {
+    prompt: "mediagate> ",
+    chatId: "local",
+    /** Files are copied locally; the cap only guards the disk. */
+    maxBytes: 1024 * 1024 * 1024,
+  },
+  gateway: {
+    /** After cutting running turns off, how long stop() waits for them to settle. */
+    abortGraceMs: 5_000,
+    /** How long stop() waits for each sandbox's outstanding cleanups. */
+    shutdownTimeoutMs: SandboxDefaults.shutdownTimeoutMs,
+    /** Recorded messages and delivered replies are kept this long, then pruned. */
+    journalRetentionMs: 7 * 24 * 60 * 60 * 1000,
+    /** How often a running gateway prunes the journal (it also does at start). */
+    journalPruneIntervalMs: 60 * 60 * 1000,
+    /** How long an engine reachability answer is reused by the health endpoint. */
+    engineCheckTtlMs: 5_000,
+  },
+  databaseWorker: {
+    /** How long closing waits for operations in flight before giving up on them. */
+    closeTimeoutMs: 10_000,
+  },
+} as const satisfies {
+  readonly sessions: SessionKeyPolicy;
+  readonly delivery: { readonly ambiguousSends: AmbiguousSends } & Record<string, unknown>;
+  readonly retry: Omit<ResolvedRetryOptions, "sleep">;
+  readonly shellAgent: Required<ShellAgentOptions>;
+  readonly [section: string]: unknown;
+};

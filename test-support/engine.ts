@@ -1,0 +1,18 @@
+/**
+ * The Docker endpoint of the test run: `DOCKER_HOST` when it is set (any scheme the sandbox's
+ * `connectDocker` takes), else `undefined`, which means the default socket. Every test hands it
+ * to whatever talks to the engine (`connectDocker({ host })`, a gateway's environment, the CLI
+ * it spawns), so a run pointed at another engine never touches the default one.
+ */
+export function testDockerHost(): string | undefined {
+  const host = process.env.DOCKER_HOST?.trim();
+  return host === undefined || host === "" ? undefined : host;
+}
+
+/**
+ * The environment variables a gateway under test reads (hand them to its `readEnv`): nothing
+ * but its user home and the test run's Docker endpoint.
+ */
+export function testEnvironment(home: string): Record<string, string | undefined> {
+  return { HOME: home, DOCKER_HOST: testDockerHost() };
+}
