@@ -9,8 +9,8 @@ export {
   SandboxLostError,
   SlotDirectoryError,
 } from "./errors.js";
-export { missingImageAdvice } from "./image-advice.js";
 export type { Schedule } from "./idle-slots.js";
+export { missingImageAdvice } from "./image-advice.js";
 export { installIdOf } from "./install.js";
 export type { InstanceId } from "./instance.js";
 export { currentInstanceId, instanceLiveness } from "./instance.js";
