@@ -5,7 +5,9 @@ import { createInterface, type Interface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { UploadLimits } from "@mediagate/media";
+import { type Logger, silentLogger } from "../log.js";
 import { ConsoleUser } from "../runtime/access.js";
+import type { SharedTerminal } from "./console-terminal.js";
 import type {
   ChannelAdapter,
   ChannelHealth,
@@ -17,10 +19,6 @@ import type {
   InboundMessage,
   OutboundReply,
 } from "./types.js";
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 /** Defaults of {@link ConsoleChannel}. */
 export const ConsoleDefaults = {
@@ -36,9 +34,19 @@ export interface ConsoleChannelOptions {
   readonly profile: string;
   /** Media go to `<home>/outbox/<timestamp>-<filename>`. */
   readonly home: string;
+  /** Default stdin. */
   readonly input?: Readable | undefined;
+  /** Where the chat goes, and nothing else; default stdout. */
   readonly output?: Writable | undefined;
+  /**
+   * Shown before each line of input; default `mediagate> ` when input and output are both a
+   * terminal, none otherwise (piped output holds only the chat).
+   */
   readonly prompt?: string | undefined;
+  /** Where the channel's own problems are logged (never to `output`); default silent. */
+  readonly logger?: Logger | undefined;
+  /** The terminal `output` shares with the logs, when it does (see {@link SharedTerminal}). */
+  readonly terminal?: SharedTerminal | undefined;
   /** Called once when input ends (Ctrl-D), e.g. to shut the gateway down. */
   readonly onClose?: (() => void) | undefined;
   readonly now?: (() => Date) | undefined;
@@ -53,10 +61,16 @@ function stamp(date: Date): string {
   return date.toISOString().replace(/[-:]/g, "").replace(".", "");
 }
 
+function isTerminal(stream: Readable | Writable): boolean {
+  return (stream as { isTTY?: unknown }).isTTY === true;
+}
+
 /**
  * The local console: lines typed on stdin are messages of user `console:local` (allowed and
  * admin by construction) in the DM chat `local`; replies are printed, and media are copied to
- * `<home>/outbox/<timestamp>-<filename>` and shown as `kind, size, path`.
+ * `<home>/outbox/<timestamp>-<filename>` and shown as `kind, size, path`. The output holds the
+ * chat only: the channel's own problems go to its logger (stderr), and chat output never
+ * continues the prompt's line.
  */
 export class ConsoleChannel implements ChannelAdapter {
   readonly platform = "console" as const;
@@ -64,7 +78,10 @@ export class ConsoleChannel implements ChannelAdapter {
   readonly #options: ConsoleChannelOptions;
   readonly #output: Writable;
   readonly #prompt: string;
+  readonly #log: Logger;
   #rl: Interface | undefined;
+  /** The prompt was written and no newline followed yet. */
+  #promptWaiting = false;
   #counter = 0;
   #started = false;
   #sinceMs = Date.now();
@@ -73,7 +90,9 @@ export class ConsoleChannel implements ChannelAdapter {
   constructor(options: ConsoleChannelOptions) {
     this.#options = options;
     this.#output = options.output ?? process.stdout;
-    this.#prompt = options.prompt ?? ConsoleDefaults.prompt;
+    const interactive = isTerminal(options.input ?? process.stdin) && isTerminal(this.#output);
+    this.#prompt = options.prompt ?? (interactive ? ConsoleDefaults.prompt : "");
+    this.#log = options.logger ?? silentLogger();
   }
 
   get profile(): string {
@@ -101,6 +120,7 @@ export class ConsoleChannel implements ChannelAdapter {
     const rl = createInterface({ input, output: this.#output, terminal: false });
     this.#rl = rl;
     rl.on("line", (line) => {
+      this.#lineEnded();
       const text = line.trim();
       if (text === "") {
         this.#showPrompt();
@@ -122,7 +142,7 @@ export class ConsoleChannel implements ChannelAdapter {
       this.#received = this.#received
         .then(() => onMessage(message))
         .catch((error: unknown) => {
-          this.#write(`mediagate: could not record that message: ${describe(error)}\n`);
+          this.#log.warn({ err: error }, "could not record a console message");
         });
     });
     rl.once("close", () => {
@@ -194,10 +214,19 @@ export class ConsoleChannel implements ChannelAdapter {
   }
 
   #write(text: string): void {
-    this.#output.write(text);
+    this.#output.write(this.#promptWaiting ? `\n${text}` : text);
+    this.#lineEnded();
+  }
+
+  #lineEnded(): void {
+    this.#promptWaiting = false;
+    this.#options.terminal?.lineEnded();
   }
 
   #showPrompt(): void {
-    if (this.#rl !== undefined && this.#prompt !== "") this.#output.write(this.#prompt);
+    if (this.#rl === undefined || this.#prompt === "" || this.#promptWaiting) return;
+    this.#output.write(this.#prompt);
+    this.#promptWaiting = true;
+    this.#options.terminal?.promptShown(() => this.#output.write(this.#prompt));
   }
 }

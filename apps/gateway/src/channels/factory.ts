@@ -1,6 +1,7 @@
 import type { GatewayConfig } from "../config/types.js";
 import type { Logger } from "../log.js";
 import { ConsoleChannel } from "./console.js";
+import type { SharedTerminal } from "./console-terminal.js";
 import { DiscordChannel } from "./discord/discord-channel.js";
 import { TelegramChannel } from "./telegram/telegram-channel.js";
 import type { ChannelAdapter } from "./types.js";
@@ -10,6 +11,8 @@ export interface ChannelFactoryOptions {
   readonly logger: Logger;
   /** Called when the console's input ends. */
   readonly onConsoleClose?: (() => void) | undefined;
+  /** The terminal the console shares with the logs, when it does. */
+  readonly consoleTerminal?: SharedTerminal | undefined;
 }
 
 /**
@@ -61,6 +64,8 @@ export function createChannels(
         profile: profile.name,
         home: profile.home,
         onClose: options.onConsoleClose,
+        logger: options.logger.child({ profile: profile.name, platform: "console" }),
+        terminal: options.consoleTerminal,
       }),
     );
   }

@@ -1,8 +1,9 @@
 import { connectDocker } from "@mediagate/sandbox";
+import { SharedTerminal } from "../channels/console-terminal.js";
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import { Gateway } from "../gateway.js";
-import { createLogger } from "../log.js";
+import { createLogger, LogDefaults, resolveLogLevel, stderrLogFormat, stderrSink } from "../log.js";
 import { Redactor } from "../redact.js";
 import { checkHomes, createHomes } from "./homes.js";
 import { checkSandbox } from "./preflight.js";
@@ -37,9 +38,18 @@ export async function runStart(options: {
   const consoleOnly = config.profiles.every(
     (p) => p.telegram === undefined && p.discord === undefined,
   );
+  // Logs go to stderr, the console's chat to stdout; on one terminal, a log line never lands
+  // inside a chat line (docs/operations.md).
+  const terminal = consoleOnly ? SharedTerminal.forStdio() : undefined;
   const logger = createLogger({
-    level: options.env.logLevel ?? (consoleOnly ? "warn" : "info"),
+    level: resolveLogLevel({
+      fromEnv: options.env.logLevel,
+      fromConfig: config.logLevel,
+      fallback: consoleOnly ? LogDefaults.consoleLevel : LogDefaults.level,
+    }),
     redactor,
+    destination: terminal?.logSink(stderrSink()),
+    format: stderrLogFormat(),
   });
   await createHomes(config);
   const engine = connectDocker({ host: config.dockerHost });
@@ -58,6 +68,7 @@ export async function runStart(options: {
     logger,
     engine,
     onConsoleClose: () => requestStop(),
+    consoleTerminal: terminal,
     onFatal: (error) => {
       fatal ??= error;
       requestStop();

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { LogLevels } from "../log.js";
 import { ConfigDefaults, ProfileNamePattern } from "./defaults.js";
 
 const positiveInt = z.number().int().positive();
@@ -124,6 +125,11 @@ export const configFileSchema = z.strictObject({
   delivery: deliverySchema.optional(),
   recovery: z.strictObject({ rerunInterrupted: z.boolean().optional() }).optional(),
   health: z.strictObject({ listen: loopbackListen }).optional(),
+  log: z
+    .strictObject({
+      level: z.enum(LogLevels, { error: `a log level: ${LogLevels.join(", ")}` }).optional(),
+    })
+    .optional(),
 });
 
 /** What the config file may contain, as parsed. */
