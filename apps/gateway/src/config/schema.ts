@@ -125,11 +125,7 @@ export const configFileSchema = z.strictObject({
   delivery: deliverySchema.optional(),
   recovery: z.strictObject({ rerunInterrupted: z.boolean().optional() }).optional(),
   health: z.strictObject({ listen: loopbackListen }).optional(),
-  log: z
-    .strictObject({
-      level: z.enum(LogLevels, { error: `a log level: ${LogLevels.join(", ")}` }).optional(),
-    })
-    .optional(),
+  log: z.strictObject({ level: z.enum(LogLevels).optional() }).optional(),
 });
 
 /** What the config file may contain, as parsed. */
