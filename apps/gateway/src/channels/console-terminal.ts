@@ -1,12 +1,14 @@
 import { fstatSync } from "node:fs";
 import type { LineSink } from "../log.js";
 
+/** Erase the terminal's current line and return to its start. */
+const ClearLine = "\r\u001b[2K";
+
 /**
  * The terminal the console chat shares with the logs when stdout and stderr are the same one.
  * The chat stays on stdout and the logs on stderr; what this adds is that a log line never
- * lands inside a chat line: one written while the prompt waits for input starts on a fresh
- * line, and the prompt is shown again below it (what was typed so far stays above and is
- * still part of the line being typed).
+ * lands inside a chat line: one written while the prompt waits for input takes the prompt's
+ * line, and the prompt is drawn again below it with what was typed so far.
  */
 export class SharedTerminal {
   #redraw: (() => void) | undefined;
@@ -34,18 +36,13 @@ export class SharedTerminal {
     this.#redraw = undefined;
   }
 
-  /** Whether the cursor sits after the prompt, waiting for input. */
-  get promptWaiting(): boolean {
-    return this.#redraw !== undefined;
-  }
-
   /** `sink` (stderr) made to keep its lines out of the prompt's line. */
   logSink(sink: LineSink): LineSink {
     return {
       write: (line: string) => {
         const redraw = this.#redraw;
         if (redraw === undefined) return sink.write(line);
-        sink.write(`\n${line}`);
+        sink.write(`${ClearLine}${line}`);
         redraw();
         return true;
       },

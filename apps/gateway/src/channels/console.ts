@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { type FileHandle, mkdir, open } from "node:fs/promises";
 import { join } from "node:path";
-import { createInterface, type Interface } from "node:readline";
+import { clearLine, createInterface, cursorTo, type Interface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { UploadLimits } from "@mediagate/media";
@@ -69,8 +69,10 @@ function isTerminal(stream: Readable | Writable): boolean {
  * The local console: lines typed on stdin are messages of user `console:local` (allowed and
  * admin by construction) in the DM chat `local`; replies are printed, and media are copied to
  * `<home>/outbox/<timestamp>-<filename>` and shown as `kind, size, path`. The output holds the
- * chat only: the channel's own problems go to its logger (stderr), and chat output never
- * continues the prompt's line.
+ * chat only: the channel's own problems go to its logger (stderr). On a terminal the input
+ * line is edited by readline and stays at the bottom: replies (and, through
+ * {@link SharedTerminal}, log lines) are printed above it and the prompt is drawn again with
+ * what was typed so far.
  */
 export class ConsoleChannel implements ChannelAdapter {
   readonly platform = "console" as const;
@@ -79,6 +81,8 @@ export class ConsoleChannel implements ChannelAdapter {
   readonly #output: Writable;
   readonly #prompt: string;
   readonly #log: Logger;
+  /** Input and output are a terminal: line editing, and chat output keeps off the prompt's line. */
+  readonly #interactive: boolean;
   #rl: Interface | undefined;
   /** The prompt was written and no newline followed yet. */
   #promptWaiting = false;
@@ -90,8 +94,8 @@ export class ConsoleChannel implements ChannelAdapter {
   constructor(options: ConsoleChannelOptions) {
     this.#options = options;
     this.#output = options.output ?? process.stdout;
-    const interactive = isTerminal(options.input ?? process.stdin) && isTerminal(this.#output);
-    this.#prompt = options.prompt ?? (interactive ? ConsoleDefaults.prompt : "");
+    this.#interactive = isTerminal(options.input ?? process.stdin) && isTerminal(this.#output);
+    this.#prompt = options.prompt ?? (this.#interactive ? ConsoleDefaults.prompt : "");
     this.#log = options.logger ?? silentLogger();
   }
 
@@ -117,15 +121,23 @@ export class ConsoleChannel implements ChannelAdapter {
     this.#started = true;
     this.#sinceMs = Date.now();
     const input = this.#options.input ?? process.stdin;
-    const rl = createInterface({ input, output: this.#output, terminal: false });
+    const rl = createInterface({
+      input,
+      output: this.#output,
+      terminal: this.#interactive,
+      prompt: this.#prompt,
+    });
     this.#rl = rl;
+    // Line editing puts the terminal in raw mode, where Ctrl-C reaches readline, not the
+    // process: pass it on, so the gateway stops as it does on any SIGINT.
+    if (this.#interactive) rl.on("SIGINT", () => process.kill(process.pid, "SIGINT"));
     rl.on("line", (line) => {
       this.#lineEnded();
       const text = line.trim();
-      if (text === "") {
-        this.#showPrompt();
-        return;
-      }
+      // On a terminal the prompt is back at once (replies print above it, like a chat);
+      // otherwise it comes after the reply.
+      if (text === "" || this.#interactive) this.#showPrompt();
+      if (text === "") return;
       this.#counter++;
       const message: InboundMessage = {
         profile: this.#options.profile,
@@ -156,6 +168,11 @@ export class ConsoleChannel implements ChannelAdapter {
     const rl = this.#rl;
     this.#rl = undefined;
     this.#sinceMs = Date.now();
+    if (this.#promptWaiting && this.#interactive) {
+      clearLine(this.#output, 0);
+      cursorTo(this.#output, 0);
+    }
+    this.#lineEnded();
     rl?.close();
     await this.#received;
   }
@@ -213,8 +230,13 @@ export class ConsoleChannel implements ChannelAdapter {
     }
   }
 
+  /** Writes chat output on lines of its own: a waiting prompt is taken off its line first. */
   #write(text: string): void {
-    this.#output.write(this.#promptWaiting ? `\n${text}` : text);
+    if (this.#promptWaiting && this.#interactive) {
+      clearLine(this.#output, 0);
+      cursorTo(this.#output, 0);
+    }
+    this.#output.write(this.#promptWaiting && !this.#interactive ? `\n${text}` : text);
     this.#lineEnded();
   }
 
@@ -223,10 +245,12 @@ export class ConsoleChannel implements ChannelAdapter {
     this.#options.terminal?.lineEnded();
   }
 
+  /** Shows the prompt with whatever was typed after it so far (line editing keeps it). */
   #showPrompt(): void {
-    if (this.#rl === undefined || this.#prompt === "" || this.#promptWaiting) return;
-    this.#output.write(this.#prompt);
+    const rl = this.#rl;
+    if (rl === undefined || this.#prompt === "" || this.#promptWaiting) return;
+    rl.prompt(true);
     this.#promptWaiting = true;
-    this.#options.terminal?.promptShown(() => this.#output.write(this.#prompt));
+    this.#options.terminal?.promptShown(() => rl.prompt(true));
   }
 }

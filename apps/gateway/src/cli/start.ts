@@ -3,7 +3,14 @@ import { SharedTerminal } from "../channels/console-terminal.js";
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import { Gateway } from "../gateway.js";
-import { createLogger, LogDefaults, resolveLogLevel, stderrLogFormat, stderrSink } from "../log.js";
+import {
+  createLogger,
+  type LineSink,
+  LogDefaults,
+  resolveLogLevel,
+  stderrLogFormat,
+  stderrSink,
+} from "../log.js";
 import { Redactor } from "../redact.js";
 import { checkHomes, createHomes } from "./homes.js";
 import { checkSandbox } from "./preflight.js";
@@ -33,7 +40,8 @@ export async function runStart(options: {
   redactor?: Redactor | undefined;
 }): Promise<void> {
   const redactor = options.redactor ?? new Redactor();
-  const say = (line: string) => process.stderr.write(`mediagate: ${redactor.text(line)}\n`);
+  let stderr: LineSink = stderrSink();
+  const say = (line: string) => stderr.write(`mediagate: ${redactor.text(line)}\n`);
   const config = await loadConfig({ path: options.config, env: options.env, redactor });
   const consoleOnly = config.profiles.every(
     (p) => p.telegram === undefined && p.discord === undefined,
@@ -41,6 +49,7 @@ export async function runStart(options: {
   // Logs go to stderr, the console's chat to stdout; on one terminal, a log line never lands
   // inside a chat line (docs/operations.md).
   const terminal = consoleOnly ? SharedTerminal.forStdio() : undefined;
+  if (terminal !== undefined) stderr = terminal.logSink(stderr);
   const logger = createLogger({
     level: resolveLogLevel({
       fromEnv: options.env.logLevel,
@@ -48,7 +57,7 @@ export async function runStart(options: {
       fallback: consoleOnly ? LogDefaults.consoleLevel : LogDefaults.level,
     }),
     redactor,
-    destination: terminal?.logSink(stderrSink()),
+    destination: stderr,
     format: stderrLogFormat(),
   });
   await createHomes(config);

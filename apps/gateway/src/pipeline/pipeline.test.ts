@@ -565,7 +565,7 @@ describe("turn log line and error boundary", () => {
     expect(entries().find((e) => e.msg === "turn finished")).toMatchObject({
       exit: "error",
       step: "sendReply",
-      error: "disk I/O error",
+      reason: "disk I/O error",
     });
     expect(channel.texts).toEqual([DeliveryFailedText]);
     expect(channel.replies).toEqual([]);

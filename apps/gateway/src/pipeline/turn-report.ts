@@ -27,7 +27,8 @@ export class TurnReport {
   delivery: AttemptResult | undefined;
   deliveries: readonly DeliveryItem[] | undefined;
   failedStep: string | undefined;
-  error: string | undefined;
+  /** Why it failed (the error's message). */
+  reason: string | undefined;
 
   /** @param queuedAtMs when the message joined its session's queue (clock of `now`). */
   constructor(queuedAtMs: number, now: () => number = Date.now) {
@@ -40,7 +41,7 @@ export class TurnReport {
   failed(step: string, cause: unknown): void {
     this.exit = "error";
     this.failedStep = step;
-    this.error = cause instanceof Error ? cause.message : String(cause);
+    this.reason = cause instanceof Error ? cause.message : String(cause);
   }
 
   /** The fields of the turn's log line (unset ones left out). */
@@ -55,7 +56,7 @@ export class TurnReport {
       delivery: this.delivery,
       deliveries: this.deliveries,
       step: this.failedStep,
-      error: this.error,
+      reason: this.reason,
     };
     return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
   }
