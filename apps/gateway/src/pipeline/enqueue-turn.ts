@@ -3,7 +3,7 @@ import { abortedByStop } from "../session/stopping.js";
 import { reportStepFailure } from "./boundary.js";
 import { finishEntry } from "./journal-steps.js";
 import { TurnFailedText } from "./run-turn.js";
-import { failedStep } from "./step-error.js";
+import { PipelineStepError } from "./step-error.js";
 import { TurnReport } from "./turn-report.js";
 import { type Middleware, sessionOf } from "./types.js";
 
@@ -36,29 +36,30 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
     stopping = signal;
     const turn = new TurnReport(queuedAtMs);
     ctx.turn = turn;
-    const session = {
-      ...queued,
-      sessionId: await ctx.runtime.store.currentSessionId(queued.sessionKey),
-    };
-    const slot = ctx.runtime.slotFor(session.sessionKey);
-    ctx.session = session;
-    ctx.slot = slot;
-    ctx.signal = signal;
-    slots.note(SlotRegistry.slotId(session.profile, slot), session.sessionKey);
-    return scope.run(session, async () => {
-      try {
-        await next();
-      } catch (error) {
-        if (abortedByStop(signal)) {
-          turn.exit = "cut_off";
-          return;
-        }
-        const notice = failedStep(error) === "sendReply" ? DeliveryFailedText : TurnFailedText;
-        await reportStepFailure(ctx, error, notice);
-      } finally {
-        ctx.log.info(turn.fields(), "turn finished");
+    try {
+      const session = {
+        ...queued,
+        sessionId: await ctx.runtime.store.currentSessionId(queued.sessionKey),
+      };
+      const slot = ctx.runtime.slotFor(session.sessionKey);
+      ctx.session = session;
+      ctx.slot = slot;
+      ctx.signal = signal;
+      slots.note(SlotRegistry.slotId(session.profile, slot), session.sessionKey);
+      await scope.run(session, next);
+    } catch (error) {
+      if (abortedByStop(signal)) {
+        turn.exit = "cut_off";
+        return;
       }
-    });
+      // The steps after this one come out named; a failure binding the turn is this step's.
+      const failure =
+        error instanceof PipelineStepError ? error : new PipelineStepError("enqueueTurn", error);
+      const notice = failure.step === "sendReply" ? DeliveryFailedText : TurnFailedText;
+      await reportStepFailure(ctx, failure, notice);
+    } finally {
+      ctx.log.info(turn.fields(), "turn finished");
+    }
   });
   if (outcome !== "dropped") return;
   if (queue.stopping || abortedByStop(stopping)) {

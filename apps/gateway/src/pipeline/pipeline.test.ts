@@ -535,6 +535,34 @@ describe("turn log line and error boundary", () => {
     expect((await journal.entryState(id))?.outcome).toBe("failed");
   });
 
+  it("a failure binding the queued turn is logged as enqueueTurn, with a turn line", async () => {
+    const runtime = testRuntime(echoAgent([]), []);
+    let reads = 0;
+    const flaky: PipelineRuntime = {
+      ...runtime,
+      store: {
+        ...runtime.store,
+        // The first read (binding the session) works; the turn's own read fails.
+        currentSessionId: (key) =>
+          ++reads === 1
+            ? runtime.store.currentSessionId(key)
+            : Promise.reject(new Error("state read failed")),
+      },
+    };
+    const channel = new RecordingChannel();
+    const { log, entries } = capturedLog();
+    await handleMessage({ ...testContext(flaky, testServices(), channel, "hello"), log });
+    expect(entries().find((e) => e.level === 50)).toMatchObject({
+      msg: 'pipeline step "enqueueTurn" failed',
+      sessionKey: "agent:t:telegram:dm:1",
+    });
+    expect(entries().find((e) => e.msg === "turn finished")).toMatchObject({
+      exit: "error",
+      step: "enqueueTurn",
+    });
+    expect(channel.texts).toEqual([TurnFailedText]);
+  });
+
   it("a delivery step that throws is logged as sendReply in the turn's line; the chat is told", async () => {
     const services = testServices();
     // Our own Journal interface, with recording a reply failing (a broken disk, say).
