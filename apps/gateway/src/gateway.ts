@@ -1,5 +1,6 @@
 import { connectDocker, type DockerEngine } from "@mediagate/sandbox";
 import type { Agent } from "./agents/types.js";
+import type { SharedTerminal } from "./channels/console-terminal.js";
 import { createChannels } from "./channels/factory.js";
 import type {
   ChannelAdapter,
@@ -24,10 +25,8 @@ import {
   startHealthServer,
 } from "./health/server.js";
 import { type Logger, silentLogger } from "./log.js";
-import { finishEntry } from "./pipeline/journal-steps.js";
 import { handleMessage } from "./pipeline/pipeline.js";
-import { TurnFailedText } from "./pipeline/run-turn.js";
-import { type MessageContext, type PipelineServices, say } from "./pipeline/types.js";
+import type { MessageContext, PipelineServices } from "./pipeline/types.js";
 import { accessOf } from "./runtime/access.js";
 import { ProfileRuntime } from "./runtime/profile-runtime.js";
 import { SlotRegistry } from "./runtime/slot-registry.js";
@@ -35,7 +34,6 @@ import { SessionScope } from "./session/context.js";
 import { buildSessionKey } from "./session/key.js";
 import { TurnQueue } from "./session/queue.js";
 import { GatewayStopping } from "./session/stopping.js";
-import { StateStoreError } from "./state/errors.js";
 import type { StateStore } from "./state/store.js";
 
 /** Defaults of {@link Gateway}. */
@@ -54,10 +52,6 @@ export function interruptedText(message: InboundMessage): string {
 export const NotRecordedText =
   "⚠️ Your message could not be saved: the gateway's disk is full or failing. It will be answered once it can be saved; no need to send it again.";
 
-/** The line a chat gets when its session's state cannot be written (the profile's disk). */
-export const StateFullText =
-  "⚠️ Your message could not be handled: the gateway's disk is full. It is kept and will be handled after the gateway restarts with space again.";
-
 /** Options of {@link Gateway.create}. */
 export interface GatewayOptions {
   readonly env?: GatewayEnv;
@@ -70,6 +64,8 @@ export interface GatewayOptions {
   readonly agent?: (profile: ProfileConfig, store: StateStore) => Agent;
   /** Called when the console's input ends (the CLI shuts down). */
   readonly onConsoleClose?: () => void;
+  /** The terminal the console shares with the logs, when it does (the CLI finds out). */
+  readonly consoleTerminal?: SharedTerminal | undefined;
   /**
    * Called once when a channel gives up for good (e.g. its token was revoked): the CLI stops
    * and exits non-zero.
@@ -202,6 +198,7 @@ export class Gateway {
           logger,
           onConsoleClose: options.onConsoleClose,
           retrySleep: options.retrySleep,
+          consoleTerminal: options.consoleTerminal,
         });
     } catch (error) {
       for (const runtime of runtimes.values()) await runtime.close(1_000).catch(() => {});
@@ -538,21 +535,8 @@ export class Gateway {
       entryId,
       log: this.logger.child({ profile: message.profile, platform: message.platform }),
     };
-    this.#track(
-      handleMessage(ctx).catch(async (error: unknown) => {
-        // The steps handle their own failures; this is one they did not expect. A full disk
-        // under the state database leaves the message in the journal for the next start (and
-        // says so); anything else is told as a failure and closed.
-        if (error instanceof StateStoreError && error.full) {
-          ctx.log.error({ err: error }, "state database full; the message stays in the journal");
-          await say(ctx, StateFullText);
-          return;
-        }
-        ctx.log.error({ err: error }, "message handling failed");
-        await say(ctx, TurnFailedText);
-        await finishEntry(ctx, "failed");
-      }),
-    );
+    // The pipeline's error boundary reports what its steps did not handle (by step name).
+    this.#track(handleMessage(ctx));
   }
 }
 

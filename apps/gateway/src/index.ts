@@ -84,8 +84,17 @@ export type {
 } from "./durable/types.js";
 export type { GatewayOptions } from "./gateway.js";
 export { Gateway, GatewayDefaults, interruptedText, NotRecordedText } from "./gateway.js";
-export type { Logger, LoggerOptions } from "./log.js";
-export { createLogger, silentLogger } from "./log.js";
+export type { LineSink, LogFormat, Logger, LoggerOptions, LogLevel } from "./log.js";
+export {
+  createLogger,
+  LogDefaults,
+  LogLevelError,
+  LogLevels,
+  resolveLogLevel,
+  silentLogger,
+} from "./log.js";
+export { PipelineStepError } from "./pipeline/step-error.js";
+export type { TurnExit } from "./pipeline/turn-report.js";
 export { Redacted, Redactor, redactText } from "./redact.js";
 export { ProfileRuntime } from "./runtime/profile-runtime.js";
 export type { SessionContext } from "./session/context.js";

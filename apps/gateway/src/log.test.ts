@@ -1,6 +1,8 @@
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { createLogger } from "./log.js";
+import { emptyEnv } from "./config/env.js";
+import { resolveConfig } from "./config/load.js";
+import { createLogger, resolveLogLevel } from "./log.js";
 import { redactText } from "./redact.js";
 
 function capture() {
@@ -38,3 +40,62 @@ describe("logger redaction", () => {
     expect(text).toContain("<redacted>");
   });
 });
+
+describe("log level", () => {
+  it("LOG_LEVEL overrides log.level, which overrides the fallback", () => {
+    expect(resolveLogLevel({ fromEnv: "debug", fromConfig: "error", fallback: "warn" })).toBe(
+      "debug",
+    );
+    expect(resolveLogLevel({ fromConfig: "error", fallback: "warn" })).toBe("error");
+    expect(resolveLogLevel({ fallback: "warn" })).toBe("warn");
+  });
+
+  it("an invalid LOG_LEVEL is an error naming the variable and every valid level", () => {
+    expect(() =>
+      resolveLogLevel({ fromEnv: "verbose", fromConfig: "info", fallback: "info" }),
+    ).toThrow(
+      'LOG_LEVEL="verbose" is not a log level; use one of: fatal, error, warn, info, debug, trace, silent',
+    );
+  });
+
+  it("an invalid log.level in the config is a config error naming the key and the levels", () => {
+    expect(() =>
+      resolveConfig({ log: { level: "verbose" } }, { env: emptyEnv("/tmp/mg-unit") }),
+    ).toThrow(
+      'invalid config <embedded defaults>: log.level: got "verbose", expected one of "fatal", "error", "warn", "info", "debug", "trace", "silent"',
+    );
+    const config = resolveConfig({ log: { level: "debug" } }, { env: emptyEnv("/tmp/mg-unit") });
+    expect(config.logLevel).toBe("debug");
+  });
+});
+
+describe("log format", () => {
+  it("pretty: one readable line with time, level, message and fields, secrets still cut", () => {
+    const { lines, destination } = capture();
+    const log = createLogger({ format: "pretty", secrets: ["sk-abcdef123"], destination });
+    log.info({ sessionKey: "agent:a:telegram:dm:1", apiKey: "sk-abcdef123" }, "turn finished");
+    expect(lines).toHaveLength(1);
+    const line = stripAnsi(lines[0]!);
+    expect(line).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: turn finished /);
+    expect(line).toContain('"sessionKey":"agent:a:telegram:dm:1"');
+    expect(line).not.toContain("sk-abcdef123");
+    expect(line).not.toContain('"level"');
+  });
+
+  it("json: one JSON object per line with pino's fields", () => {
+    const { lines, destination } = capture();
+    createLogger({ format: "json", destination }).warn({ step: "runTurn" }, "failed");
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 40, msg: "failed", step: "runTurn" });
+  });
+
+  it("a destination other than stderr gets JSON unless told otherwise", () => {
+    const { lines, destination } = capture();
+    createLogger({ destination }).info("x");
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 30, msg: "x" });
+  });
+});
+
+function stripAnsi(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching terminal colour codes
+  return text.replace(/\u001b\[[0-9;]*m/g, "");
+}

@@ -1,12 +1,83 @@
 import { type DestinationStream, type Logger, pino } from "pino";
+import { prettyFactory } from "pino-pretty";
 import { Redacted, Redactor } from "./redact.js";
 
 export type { Logger };
 
+/** pino's levels, most to least severe; `silent` logs nothing. */
+export const LogLevels = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+/** One of {@link LogLevels}. */
+export type LogLevel = (typeof LogLevels)[number];
+
+/** How log lines are written: one JSON object per line, or pino-pretty's readable lines. */
+export type LogFormat = "json" | "pretty";
+
+/** Defaults of the gateway's logging (docs/operations.md). */
+export const LogDefaults = {
+  level: "info",
+  /**
+   * When the local console is the only channel: the chat shares the terminal with the logs,
+   * so only problems are shown unless a level is set.
+   */
+  consoleLevel: "warn",
+  /** pino-pretty on a terminal: local clock time, no pid/hostname, one line per entry. */
+  pretty: { translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname", singleLine: true },
+} as const satisfies {
+  level: LogLevel;
+  consoleLevel: LogLevel;
+  pretty: { translateTime: string; ignore: string; singleLine: boolean };
+};
+
+/** A log level setting holds something that is not a level. */
+export class LogLevelError extends Error {
+  override readonly name = "LogLevelError";
+  constructor(
+    /** Where the value came from: `LOG_LEVEL` or the config key `log.level`. */
+    readonly setting: string,
+    readonly value: string,
+  ) {
+    super(
+      `${setting}=${JSON.stringify(value.slice(0, 40))} is not a log level; use one of: ${LogLevels.join(", ")}`,
+    );
+  }
+}
+
+/** Whether `value` is one of {@link LogLevels}. */
+export function isLogLevel(value: unknown): value is LogLevel {
+  return typeof value === "string" && (LogLevels as readonly string[]).includes(value);
+}
+
+/**
+ * The level the gateway logs at: `LOG_LEVEL` (`fromEnv`) wins over the config's `log.level`
+ * (`fromConfig`), which wins over `fallback`.
+ * @throws LogLevelError naming `LOG_LEVEL` (or `log.level`) and the valid levels.
+ */
+export function resolveLogLevel(options: {
+  fromEnv?: string | undefined;
+  fromConfig?: string | undefined;
+  fallback: LogLevel;
+}): LogLevel {
+  for (const [setting, value] of [
+    ["LOG_LEVEL", options.fromEnv],
+    ["log.level", options.fromConfig],
+  ] as const) {
+    if (value === undefined) continue;
+    if (!isLogLevel(value)) throw new LogLevelError(setting, value);
+    return value;
+  }
+  return options.fallback;
+}
+
+/** Something log lines can be written to (a stream, a file descriptor's writer). */
+export interface LineSink {
+  write(line: string): unknown;
+}
+
 /** Options of {@link createLogger}. */
 export interface LoggerOptions {
-  /** pino level; default `info`. */
-  readonly level?: string | undefined;
+  /** Default `info`. */
+  readonly level?: LogLevel | undefined;
   /** Secret values (tokens, API keys) to cut out of every log line. */
   readonly secrets?: readonly string[];
   /**
@@ -15,19 +86,28 @@ export interface LoggerOptions {
    */
   readonly redactor?: Redactor | undefined;
   /** Where lines go; default stderr (stdout belongs to the console channel). */
-  readonly destination?: DestinationStream;
+  readonly destination?: LineSink | undefined;
+  /**
+   * `pretty` renders each entry with pino-pretty (time, level, message, then the fields on
+   * the same line; an error's stack below it); `json` writes pino's JSON lines. Default
+   * {@link stderrLogFormat} when the lines go to stderr, `json` to any other destination.
+   */
+  readonly format?: LogFormat | undefined;
 }
 
 /**
  * The gateway's pino logger. Secrets never reach a log line by construction: keys named
  * `token`, `apiKey`, `authorization` are censored, and every string (messages, error messages
- * and stacks, nested fields) goes through the {@link Redactor}.
+ * and stacks, nested fields) goes through the {@link Redactor}. Lines are written
+ * synchronously, so none is lost when the process exits right after.
  */
 export function createLogger(options: LoggerOptions = {}): Logger {
   const redactor = options.redactor ?? new Redactor(options.secrets ?? []);
+  const sink = options.destination ?? stderrSink();
+  const format = options.format ?? (options.destination === undefined ? stderrLogFormat() : "json");
   return pino(
     {
-      level: options.level ?? "info",
+      level: options.level ?? LogDefaults.level,
       redact: {
         paths: [
           "token",
@@ -51,8 +131,27 @@ export function createLogger(options: LoggerOptions = {}): Logger {
         },
       },
     },
-    options.destination ?? pino.destination(2),
+    format === "pretty" ? prettySink(sink) : (sink as DestinationStream),
   );
+}
+
+/**
+ * pino-pretty's formatter run in-process on each JSON line (its stream form is asynchronous
+ * and could drop the last lines at exit).
+ */
+function prettySink(sink: LineSink): DestinationStream {
+  const render = prettyFactory({ ...LogDefaults.pretty });
+  return { write: (line: string) => void sink.write(render(line)) };
+}
+
+/** stderr, written synchronously. */
+export function stderrSink(): LineSink {
+  return pino.destination({ dest: 2, sync: true });
+}
+
+/** `pretty` when stderr is a terminal (a person reads it), `json` otherwise (a collector does). */
+export function stderrLogFormat(): LogFormat {
+  return process.stderr.isTTY === true ? "pretty" : "json";
 }
 
 /** A logger that writes nothing (tests, embedded use). */

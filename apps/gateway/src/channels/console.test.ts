@@ -3,8 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { planMedia } from "@mediagate/media";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { createLogger } from "../log.js";
 import { ConsoleChannel } from "./console.js";
+import { SharedTerminal } from "./console-terminal.js";
 import type { InboundMessage } from "./types.js";
 
 async function setup() {
@@ -76,5 +78,51 @@ describe("ConsoleChannel", () => {
     expect(files).toEqual(["20260102T030405678Z-1-r.txt", "20260102T030405678Z-r.txt"]);
     expect(await readFile(join(home, "outbox", files[1]!), "utf8")).toBe("report");
     expect(printed()).toContain(`done\n[document, 6 bytes, ${join(home, "outbox", files[1]!)}]\n`);
+  });
+
+  it("prints only the chat when not on a terminal: no prompt, and its own problems go to the log", async () => {
+    const home = await mkdtemp(join(tmpdir(), "mg-console-"));
+    const input = new PassThrough();
+    const output = new PassThrough();
+    let printed = "";
+    output.on("data", (c: Buffer) => {
+      printed += c.toString();
+    });
+    const logged: string[] = [];
+    const logger = createLogger({ destination: { write: (l) => logged.push(l) } });
+    const channel = new ConsoleChannel({ profile: "default", home, input, output, logger });
+    await channel.start({
+      onMessage: () => Promise.reject(new Error("journal unwritable")),
+      onFatal: () => {},
+    });
+    input.write("ls\n");
+    await vi.waitFor(() => expect(logged).toHaveLength(1));
+    await channel.sendText({ platform: "console", chatId: "local" }, "a chat line");
+    await channel.stop();
+    expect(printed).toBe("a chat line\n");
+    expect(JSON.parse(logged[0]!)).toMatchObject({
+      level: 40,
+      msg: "could not record a console message",
+      err: { message: "journal unwritable" },
+    });
+  });
+});
+
+describe("SharedTerminal", () => {
+  it("a log line written while the prompt waits takes the prompt's line; the prompt is drawn again", () => {
+    const terminal = new SharedTerminal();
+    const screen: string[] = [];
+    const sink = terminal.logSink({ write: (line) => screen.push(line) });
+    sink.write("before any prompt\n");
+    terminal.promptShown(() => screen.push("> typed"));
+    sink.write("while waiting\n");
+    terminal.lineEnded();
+    sink.write("after enter\n");
+    expect(screen).toEqual([
+      "before any prompt\n",
+      "\r\u001b[2Kwhile waiting\n",
+      "> typed",
+      "after enter\n",
+    ]);
   });
 });

@@ -1,12 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { type FileHandle, mkdir, open } from "node:fs/promises";
 import { join } from "node:path";
-import { createInterface, type Interface } from "node:readline";
+import { clearLine, createInterface, cursorTo, type Interface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { UploadLimits } from "@mediagate/media";
 import { Defaults } from "../defaults.js";
+import { type Logger, silentLogger } from "../log.js";
 import { ConsoleUser } from "../runtime/access.js";
+import type { SharedTerminal } from "./console-terminal.js";
 import type {
   ChannelAdapter,
   ChannelHealth,
@@ -19,10 +21,6 @@ import type {
   OutboundReply,
 } from "./types.js";
 
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 /** Defaults of {@link ConsoleChannel}. */
 export const ConsoleDefaults = Defaults.console;
 
@@ -32,9 +30,19 @@ export interface ConsoleChannelOptions {
   readonly profile: string;
   /** Media go to `<home>/outbox/<timestamp>-<filename>`. */
   readonly home: string;
+  /** Default stdin. */
   readonly input?: Readable | undefined;
+  /** Where the chat goes, and nothing else; default stdout. */
   readonly output?: Writable | undefined;
+  /**
+   * Shown before each line of input; default `mediagate> ` when input and output are both a
+   * terminal, none otherwise (piped output holds only the chat).
+   */
   readonly prompt?: string | undefined;
+  /** Where the channel's own problems are logged (never to `output`); default silent. */
+  readonly logger?: Logger | undefined;
+  /** The terminal `output` shares with the logs, when it does (see {@link SharedTerminal}). */
+  readonly terminal?: SharedTerminal | undefined;
   /** Called once when input ends (Ctrl-D), e.g. to shut the gateway down. */
   readonly onClose?: (() => void) | undefined;
   readonly now?: (() => Date) | undefined;
@@ -49,10 +57,18 @@ function stamp(date: Date): string {
   return date.toISOString().replace(/[-:]/g, "").replace(".", "");
 }
 
+function isTerminal(stream: Readable | Writable): boolean {
+  return (stream as { isTTY?: unknown }).isTTY === true;
+}
+
 /**
  * The local console: lines typed on stdin are messages of user `console:local` (allowed and
  * admin by construction) in the DM chat `local`; replies are printed, and media are copied to
- * `<home>/outbox/<timestamp>-<filename>` and shown as `kind, size, path`.
+ * `<home>/outbox/<timestamp>-<filename>` and shown as `kind, size, path`. The output holds the
+ * chat only: the channel's own problems go to its logger (stderr). On a terminal the input
+ * line is edited by readline and stays at the bottom: replies (and, through
+ * {@link SharedTerminal}, log lines) are printed above it and the prompt is drawn again with
+ * what was typed so far.
  */
 export class ConsoleChannel implements ChannelAdapter {
   readonly platform = "console" as const;
@@ -60,7 +76,12 @@ export class ConsoleChannel implements ChannelAdapter {
   readonly #options: ConsoleChannelOptions;
   readonly #output: Writable;
   readonly #prompt: string;
+  readonly #log: Logger;
+  /** Input and output are a terminal: line editing, and chat output keeps off the prompt's line. */
+  readonly #interactive: boolean;
   #rl: Interface | undefined;
+  /** The prompt was written and no newline followed yet. */
+  #promptWaiting = false;
   #counter = 0;
   #started = false;
   #sinceMs = Date.now();
@@ -69,7 +90,9 @@ export class ConsoleChannel implements ChannelAdapter {
   constructor(options: ConsoleChannelOptions) {
     this.#options = options;
     this.#output = options.output ?? process.stdout;
-    this.#prompt = options.prompt ?? ConsoleDefaults.prompt;
+    this.#interactive = isTerminal(options.input ?? process.stdin) && isTerminal(this.#output);
+    this.#prompt = options.prompt ?? (this.#interactive ? ConsoleDefaults.prompt : "");
+    this.#log = options.logger ?? silentLogger();
   }
 
   get profile(): string {
@@ -94,14 +117,23 @@ export class ConsoleChannel implements ChannelAdapter {
     this.#started = true;
     this.#sinceMs = Date.now();
     const input = this.#options.input ?? process.stdin;
-    const rl = createInterface({ input, output: this.#output, terminal: false });
+    const rl = createInterface({
+      input,
+      output: this.#output,
+      terminal: this.#interactive,
+      prompt: this.#prompt,
+    });
     this.#rl = rl;
+    // Line editing puts the terminal in raw mode, where Ctrl-C reaches readline, not the
+    // process: pass it on, so the gateway stops as it does on any SIGINT.
+    if (this.#interactive) rl.on("SIGINT", () => process.kill(process.pid, "SIGINT"));
     rl.on("line", (line) => {
+      this.#lineEnded();
       const text = line.trim();
-      if (text === "") {
-        this.#showPrompt();
-        return;
-      }
+      // On a terminal the prompt is back at once (replies print above it, like a chat);
+      // otherwise it comes after the reply.
+      if (text === "" || this.#interactive) this.#showPrompt();
+      if (text === "") return;
       this.#counter++;
       const message: InboundMessage = {
         profile: this.#options.profile,
@@ -118,7 +150,7 @@ export class ConsoleChannel implements ChannelAdapter {
       this.#received = this.#received
         .then(() => onMessage(message))
         .catch((error: unknown) => {
-          this.#write(`mediagate: could not record that message: ${describe(error)}\n`);
+          this.#log.warn({ err: error }, "could not record a console message");
         });
     });
     rl.once("close", () => {
@@ -132,6 +164,11 @@ export class ConsoleChannel implements ChannelAdapter {
     const rl = this.#rl;
     this.#rl = undefined;
     this.#sinceMs = Date.now();
+    if (this.#promptWaiting && this.#interactive) {
+      clearLine(this.#output, 0);
+      cursorTo(this.#output, 0);
+    }
+    this.#lineEnded();
     rl?.close();
     await this.#received;
   }
@@ -189,11 +226,27 @@ export class ConsoleChannel implements ChannelAdapter {
     }
   }
 
+  /** Writes chat output on lines of its own: a waiting prompt is taken off its line first. */
   #write(text: string): void {
-    this.#output.write(text);
+    if (this.#promptWaiting && this.#interactive) {
+      clearLine(this.#output, 0);
+      cursorTo(this.#output, 0);
+    }
+    this.#output.write(this.#promptWaiting && !this.#interactive ? `\n${text}` : text);
+    this.#lineEnded();
   }
 
+  #lineEnded(): void {
+    this.#promptWaiting = false;
+    this.#options.terminal?.lineEnded();
+  }
+
+  /** Shows the prompt with whatever was typed after it so far (line editing keeps it). */
   #showPrompt(): void {
-    if (this.#rl !== undefined && this.#prompt !== "") this.#output.write(this.#prompt);
+    const rl = this.#rl;
+    if (rl === undefined || this.#prompt === "" || this.#promptWaiting) return;
+    rl.prompt(true);
+    this.#promptWaiting = true;
+    this.#options.terminal?.promptShown(() => rl.prompt(true));
   }
 }

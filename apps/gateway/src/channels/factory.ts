@@ -2,6 +2,7 @@ import type { GatewayConfig } from "../config/types.js";
 import type { RetrySleep } from "../delivery/retry.js";
 import type { Logger } from "../log.js";
 import { ConsoleChannel } from "./console.js";
+import type { SharedTerminal } from "./console-terminal.js";
 import { DiscordChannel } from "./discord/discord-channel.js";
 import { TelegramChannel } from "./telegram/telegram-channel.js";
 import type { ChannelAdapter } from "./types.js";
@@ -13,6 +14,8 @@ export interface ChannelFactoryOptions {
   readonly onConsoleClose?: (() => void) | undefined;
   /** The wait between send attempts of every bot channel; default a real timer. */
   readonly retrySleep?: RetrySleep | undefined;
+  /** The terminal the console shares with the logs, when it does. */
+  readonly consoleTerminal?: SharedTerminal | undefined;
 }
 
 /**
@@ -66,6 +69,8 @@ export function createChannels(
         profile: profile.name,
         home: profile.home,
         onClose: options.onConsoleClose,
+        logger: options.logger.child({ profile: profile.name, platform: "console" }),
+        terminal: options.consoleTerminal,
       }),
     );
   }

@@ -1,8 +1,16 @@
 import { connectDocker, type ImagePullProgress } from "@mediagate/sandbox";
+import { SharedTerminal } from "../channels/console-terminal.js";
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import { Gateway } from "../gateway.js";
-import { createLogger } from "../log.js";
+import {
+  createLogger,
+  type LineSink,
+  LogDefaults,
+  resolveLogLevel,
+  stderrLogFormat,
+  stderrSink,
+} from "../log.js";
 import { Redactor } from "../redact.js";
 import { checkHomes, createHomes } from "./homes.js";
 import { checkSandbox } from "./preflight.js";
@@ -33,14 +41,25 @@ export async function runStart(options: {
   redactor?: Redactor | undefined;
 }): Promise<void> {
   const redactor = options.redactor ?? new Redactor();
-  const say = (line: string) => process.stderr.write(`mediagate: ${redactor.text(line)}\n`);
+  let stderr: LineSink = stderrSink();
+  const say = (line: string) => stderr.write(`mediagate: ${redactor.text(line)}\n`);
   const config = await loadConfig({ path: options.config, env: options.env, redactor });
   const consoleOnly = config.profiles.every(
     (p) => p.telegram === undefined && p.discord === undefined,
   );
+  // Logs go to stderr, the console's chat to stdout; on one terminal, a log line never lands
+  // inside a chat line (docs/operations.md).
+  const terminal = consoleOnly ? SharedTerminal.forStdio() : undefined;
+  if (terminal !== undefined) stderr = terminal.logSink(stderr);
   const logger = createLogger({
-    level: options.env.logLevel ?? (consoleOnly ? "warn" : "info"),
+    level: resolveLogLevel({
+      fromEnv: options.env.logLevel,
+      fromConfig: config.logLevel,
+      fallback: consoleOnly ? LogDefaults.consoleLevel : LogDefaults.level,
+    }),
     redactor,
+    destination: stderr,
+    format: stderrLogFormat(),
   });
   await createHomes(config);
   const engine = connectDocker({ host: config.dockerHost });
@@ -64,6 +83,7 @@ export async function runStart(options: {
     logger,
     engine,
     onConsoleClose: () => requestStop(),
+    consoleTerminal: terminal,
     onFatal: (error) => {
       fatal ??= error;
       requestStop();

@@ -137,6 +137,7 @@ export function resolveConfig(
     },
     rerunInterrupted: file.recovery?.rerunInterrupted ?? ConfigDefaults.rerunInterrupted,
     healthListen: file.health?.listen,
+    logLevel: file.log?.level,
   };
   options.redactor?.add(secretsOfConfig(config));
   return config;

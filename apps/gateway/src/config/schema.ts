@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { LogLevels } from "../log.js";
 import { ConfigDefaults, ProfileNamePattern } from "./defaults.js";
 
 const positiveInt = z.number().int().positive();
@@ -128,6 +129,7 @@ export const configFileSchema = z.strictObject({
   delivery: deliverySchema.optional(),
   recovery: z.strictObject({ rerunInterrupted: z.boolean().optional() }).optional(),
   health: z.strictObject({ listen: loopbackListen }).optional(),
+  log: z.strictObject({ level: z.enum(LogLevels).optional() }).optional(),
 });
 
 /** What the config file may contain, as parsed. */

@@ -52,6 +52,7 @@ const ShownKeys: ReadonlySet<string> = new Set([
   "listen",
   "pollTimeoutSeconds",
   "catchUpMaxMessages",
+  "level",
 ]);
 
 /** Settings holding a URL: the URL is not secret, its user, password and query values may be. */

@@ -1,4 +1,5 @@
 import type { SandboxSettings } from "@mediagate/sandbox";
+import type { LogLevel } from "../log.js";
 
 /** Telegram settings of a profile, tokens resolved (config, then env override). */
 export interface TelegramSettings {
@@ -86,4 +87,6 @@ export interface GatewayConfig {
   readonly rerunInterrupted: boolean;
   /** The health endpoint's `host:port` (loopback); off when absent. */
   readonly healthListen?: string | undefined;
+  /** `log.level` of the file, when set (`LOG_LEVEL` overrides it: docs/operations.md). */
+  readonly logLevel?: LogLevel | undefined;
 }

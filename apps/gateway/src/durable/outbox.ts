@@ -10,6 +10,7 @@ import type {
 import { Defaults } from "../defaults.js";
 import type { Logger } from "../log.js";
 import type { PipelineRuntime } from "../pipeline/types.js";
+import { type DeliveryItem, deliveryItems } from "./delivery-items.js";
 import { deliveryNotice, planNotices } from "./notices.js";
 import type { Journal, OutboxRecord, OutboxReply } from "./types.js";
 
@@ -47,6 +48,13 @@ function scheduleWithTimer(run: () => void, delayMs: number): () => void {
 
 /** How one delivery attempt ended. */
 export type AttemptResult = "delivered" | "rescheduled" | "given_up" | "interrupted";
+
+/** How one delivery attempt ended, and what became of each part of the reply in it. */
+export interface AttemptSummary {
+  readonly result: AttemptResult;
+  /** The text and each file (empty when the attempt failed before the channel answered). */
+  readonly deliveries: readonly DeliveryItem[];
+}
 
 /** Step keys of the notices the outbox itself sends (after the channel's own steps). */
 const NoticeSteps = { plan: "notices:plan", delivery: "notices:delivery" } as const;
@@ -103,8 +111,9 @@ export class Outbox {
   }
 
   /** One delivery attempt of `record`, tracked so {@link stop} can wait for it. */
-  deliver(record: OutboxRecord): Promise<AttemptResult> {
-    const attempt = this.#attempt(record);
+  deliver(record: OutboxRecord): Promise<AttemptSummary> {
+    const deliveries: DeliveryItem[] = [];
+    const attempt = this.#attempt(record, deliveries).then((result) => ({ result, deliveries }));
     this.#track(attempt);
     return attempt;
   }
@@ -157,7 +166,7 @@ export class Outbox {
     this.#timers.set(id, cancel);
   }
 
-  async #attempt(record: OutboxRecord): Promise<AttemptResult> {
+  async #attempt(record: OutboxRecord, deliveries: DeliveryItem[]): Promise<AttemptResult> {
     const log = this.#log.child({ replyId: record.id, sessionKey: record.sessionKey });
     const channel = this.#options.channelFor(record.profile, record.platform);
     const runtime = this.#options.runtimeFor(record.profile);
@@ -201,7 +210,7 @@ export class Outbox {
         for (const outcome of plan.outcomes) {
           const { candidates, ...rest } = outcome;
           const summary = "file" in rest ? { ...rest, file: undefined } : rest;
-          log.info({ media: summary, candidates }, `media ${outcome.status}`);
+          log.debug({ media: summary, candidates }, `media ${outcome.status}`);
         }
         if (plan.text.trim() !== "" || plan.ready().length > 0) {
           report = await channel.deliver(
@@ -215,8 +224,9 @@ export class Outbox {
             { signal, progress },
           );
           for (const outcome of report.outcomes)
-            log.info({ delivery: outcome }, `media ${outcome.status}`);
+            log.debug({ delivery: outcome }, `media ${outcome.status}`);
         }
+        deliveries.push(...deliveryItems(plan, report, done));
         await this.#notice(channel, record, progress, NoticeSteps.plan, planNotices(plan), signal);
       } finally {
         await plan.dispose();

@@ -24,12 +24,14 @@ import { resolveConfig } from "../config/load.js";
 import type { ProfileConfig } from "../config/types.js";
 import { journalDbPath, SqliteJournal } from "../durable/journal.js";
 import { Outbox, OutboxDefaults } from "../durable/outbox.js";
-import { silentLogger } from "../log.js";
+import { createLogger, type Logger, silentLogger } from "../log.js";
 import { SlotRegistry } from "../runtime/slot-registry.js";
 import { SessionScope } from "../session/context.js";
 import { TurnQueue } from "../session/queue.js";
 import { RefusalText } from "./authorize.js";
+import { DeliveryFailedText } from "./enqueue-turn.js";
 import { handleMessage } from "./pipeline.js";
+import { TurnFailedText } from "./run-turn.js";
 import type { MessageContext, PipelineRuntime, PipelineServices, SandboxOps } from "./types.js";
 
 /*
@@ -200,6 +202,7 @@ function testContext(
   text: string,
   userId = "1",
   chatType: InboundMessage["chatType"] = "dm",
+  log: Logger = silentLogger(),
 ): MessageContext {
   wired = { channel, runtime };
   const message: InboundMessage = {
@@ -218,8 +221,16 @@ function testContext(
     runtime,
     services,
     target: { platform: "telegram", chatId: message.chatId },
-    log: silentLogger(),
+    log,
   };
+}
+
+/** A JSON logger whose lines are kept (bound to profile and platform, as the gateway does). */
+function capturedLog(profile = "t") {
+  const lines: string[] = [];
+  const root = createLogger({ level: "trace", destination: { write: (l) => lines.push(l) } });
+  const entries = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+  return { log: root.child({ profile, platform: "telegram" }), entries };
 }
 
 /** An agent that records each turn's input and answers with the text. */
@@ -452,5 +463,163 @@ describe("message pipeline", () => {
       outcomes[text] = (await journal.entryState(id))?.outcome ?? undefined;
     }
     expect(outcomes).toEqual({ hello: "replied", "/status": "command", ls: "refused" });
+  });
+});
+
+describe("turn log line and error boundary", () => {
+  it("logs one info line per turn: session, how it ended, reply size and each part's outcome, no text", async () => {
+    const agent: Agent = {
+      kind: "shell",
+      async runTurn(input) {
+        await input.tools.run("first");
+        await input.tools.run("second");
+        return { reply: "secret reply words\nMEDIA:/workspace/missing.png" };
+      },
+    };
+    const channel = new RecordingChannel();
+    const { log, entries } = capturedLog();
+    const ctx = testContext(testRuntime(agent, []), testServices(), channel, "private words");
+    await handleMessage({ ...ctx, log });
+    const info = entries().filter((e) => (e.level as number) >= 30);
+    const turns = info.filter((e) => e.msg === "turn finished");
+    expect(turns).toHaveLength(1);
+    expect(turns[0]).toMatchObject({
+      profile: "t",
+      platform: "telegram",
+      sessionKey: "agent:t:telegram:dm:1",
+      exit: "ok",
+      commands: 2,
+      exitCode: 0,
+      replyChars: "secret reply words\nMEDIA:/workspace/missing.png".length,
+      delivery: "delivered",
+      deliveries: [
+        { kind: "text", outcome: "sent" },
+        { kind: "file", outcome: "unreachable" },
+      ],
+    });
+    expect(turns[0]!.durationMs).toBeTypeOf("number");
+    expect(turns[0]!.queuedMs).toBeTypeOf("number");
+    const debug = entries().filter((e) => e.level === 20);
+    expect(debug.find((e) => e.msg === "text reply delivery attempt ended")).toMatchObject({
+      chars: "secret reply words\nMEDIA:/workspace/missing.png".length,
+      textOutcome: "sent",
+    });
+    for (const line of [...info, ...debug].map((e) => JSON.stringify(e))) {
+      expect(line).not.toContain("private words");
+      expect(line).not.toContain("secret reply");
+    }
+  });
+
+  it("a step that throws is logged by name with its profile, and the chat gets the generic notice", async () => {
+    const runtime = testRuntime(echoAgent([]), []);
+    const broken: PipelineRuntime = {
+      ...runtime,
+      store: {
+        ...runtime.store,
+        currentSessionId: () => Promise.reject(new Error("state read failed")),
+      },
+    };
+    const channel = new RecordingChannel();
+    const { log, entries } = capturedLog();
+    const ctx = testContext(broken, testServices(), channel, "hello");
+    const { id } = await journal.record(ctx.message);
+    await handleMessage({ ...ctx, entryId: id, log });
+    const failure = entries().find((e) => e.level === 50);
+    expect(failure).toMatchObject({
+      msg: 'pipeline step "bindSession" failed',
+      step: "bindSession",
+      profile: "t",
+      err: { message: "state read failed" },
+    });
+    expect(channel.texts).toEqual([TurnFailedText]);
+    expect((await journal.entryState(id))?.outcome).toBe("failed");
+  });
+
+  it("a failure binding the queued turn is logged as enqueueTurn, with a turn line", async () => {
+    const runtime = testRuntime(echoAgent([]), []);
+    let reads = 0;
+    const flaky: PipelineRuntime = {
+      ...runtime,
+      store: {
+        ...runtime.store,
+        // The first read (binding the session) works; the turn's own read fails.
+        currentSessionId: (key) =>
+          ++reads === 1
+            ? runtime.store.currentSessionId(key)
+            : Promise.reject(new Error("state read failed")),
+      },
+    };
+    const channel = new RecordingChannel();
+    const { log, entries } = capturedLog();
+    await handleMessage({ ...testContext(flaky, testServices(), channel, "hello"), log });
+    expect(entries().find((e) => e.level === 50)).toMatchObject({
+      msg: 'pipeline step "enqueueTurn" failed',
+      sessionKey: "agent:t:telegram:dm:1",
+    });
+    expect(entries().find((e) => e.msg === "turn finished")).toMatchObject({
+      exit: "error",
+      step: "enqueueTurn",
+    });
+    expect(channel.texts).toEqual([TurnFailedText]);
+  });
+
+  it("a delivery step that throws is logged as sendReply in the turn's line; the chat is told", async () => {
+    const services = testServices();
+    // Our own Journal interface, with recording a reply failing (a broken disk, say).
+    const failingJournal = new Proxy(journal, {
+      get(target, key) {
+        if (key === "addReply") return () => Promise.reject(new Error("disk I/O error"));
+        const value = Reflect.get(target, key, target) as unknown;
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const outbox = new Outbox({
+      journal: failingJournal,
+      logger: silentLogger(),
+      channelFor: () => wired.channel,
+      runtimeFor: () => wired.runtime,
+    });
+    const channel = new RecordingChannel();
+    const { log, entries } = capturedLog();
+    const runtime = testRuntime(echoAgent([]), []);
+    const ctx = testContext(runtime, { ...services, outbox }, channel, "hello");
+    await handleMessage({ ...ctx, log });
+    expect(entries().find((e) => e.level === 50)).toMatchObject({
+      msg: 'pipeline step "sendReply" failed',
+      step: "sendReply",
+      sessionKey: "agent:t:telegram:dm:1",
+      err: { message: "disk I/O error" },
+    });
+    expect(entries().find((e) => e.msg === "turn finished")).toMatchObject({
+      exit: "error",
+      step: "sendReply",
+      reason: "disk I/O error",
+    });
+    expect(channel.texts).toEqual([DeliveryFailedText]);
+    expect(channel.replies).toEqual([]);
+  });
+
+  it("a turn stopped by /stop is logged as stopped", async () => {
+    const services = testServices();
+    let started!: () => void;
+    const running = new Promise<void>((r) => {
+      started = r;
+    });
+    const agent: Agent = {
+      kind: "shell",
+      runTurn: (input) =>
+        new Promise((_resolve, reject) => {
+          started();
+          input.signal.addEventListener("abort", () => reject(new Error("aborted")));
+        }),
+    };
+    const runtime = testRuntime(agent, []);
+    const channel = new RecordingChannel();
+    const { log, entries } = capturedLog();
+    const turn = handleMessage({ ...testContext(runtime, services, channel, "sleep 9"), log });
+    await running;
+    await handleMessage(testContext(runtime, services, channel, "/stop", "1"));
+    await turn;
+    expect(entries().find((e) => e.msg === "turn finished")).toMatchObject({ exit: "stopped" });
   });
 });

@@ -1,5 +1,6 @@
 import { authorize } from "./authorize.js";
 import { bindSession } from "./bind-session.js";
+import { withErrorBoundary } from "./boundary.js";
 import { handleCommands } from "./commands.js";
 import { enqueueTurn } from "./enqueue-turn.js";
 import { runTurn } from "./run-turn.js";
@@ -19,5 +20,8 @@ export const PipelineSteps: readonly Middleware[] = [
   sendReply,
 ];
 
-/** The composed pipeline. */
-export const handleMessage = compose(PipelineSteps);
+/**
+ * The composed pipeline inside its error boundary: it never rejects; a step that throws is
+ * logged by name (`pipeline step "runTurn" failed`) and the chat gets the generic notice.
+ */
+export const handleMessage = withErrorBoundary(compose(PipelineSteps));

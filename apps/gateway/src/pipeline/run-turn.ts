@@ -1,8 +1,14 @@
+import type { ToolRunner } from "../agents/types.js";
 import { startActivity } from "../runtime/activity.js";
-import { sandboxProblemOf, sandboxProblemText } from "../runtime/sandbox-errors.js";
+import {
+  type SandboxProblem,
+  sandboxProblemOf,
+  sandboxProblemText,
+} from "../runtime/sandbox-errors.js";
 import { createToolRunner } from "../runtime/tool-runner.js";
 import { abortedByStop } from "../session/stopping.js";
 import { finishEntry, startEntry } from "./journal-steps.js";
+import type { TurnReport } from "./turn-report.js";
 import { type Middleware, say, sessionOf } from "./types.js";
 
 /** What the chat gets when a turn fails for a reason other than the sandbox. */
@@ -13,7 +19,8 @@ export const TurnFailedText = "⚠️ Something went wrong while handling that m
  * message after the profile's threshold. A turn aborted by /stop ends silently (the command
  * replies); one cut off by the gateway's stop stays started in the journal (the next start
  * tells the chat); an unreachable Docker daemon gives one clear line and nothing else is
- * affected.
+ * affected. The turn's report gets its commands, the last one's exit code, how it ended and
+ * the reply's size.
  */
 export const runTurn: Middleware = async (ctx, next) => {
   const session = sessionOf(ctx);
@@ -32,13 +39,14 @@ export const runTurn: Middleware = async (ctx, next) => {
     signal,
     beforeFirstCommand: () => startEntry(ctx),
   });
+  const turn = ctx.turn;
   try {
     const result = await ctx.runtime.agent.runTurn({
       text: ctx.message.text,
       profile: session.profile,
       sessionKey: session.sessionKey,
       sessionId: session.sessionId,
-      tools,
+      tools: turn === undefined ? tools : counted(tools, turn),
       signal,
     });
     ctx.reply = result.reply;
@@ -48,6 +56,7 @@ export const runTurn: Middleware = async (ctx, next) => {
       return;
     }
     const problem = tools.sandboxProblem ?? sandboxProblemOf(error);
+    turn?.failed("runTurn", problem === undefined ? error : describeProblem(problem));
     if (problem !== undefined) {
       ctx.log.error({ err: error, slot }, "sandbox unavailable for this turn");
       await say(ctx, sandboxProblemText(problem));
@@ -65,19 +74,44 @@ export const runTurn: Middleware = async (ctx, next) => {
     return;
   }
   if (tools.sandboxProblem !== undefined) {
+    turn?.failed("runTurn", describeProblem(tools.sandboxProblem));
     ctx.log.error({ slot, problem: tools.sandboxProblem }, "sandbox unavailable for this turn");
     await say(ctx, sandboxProblemText(tools.sandboxProblem));
     await finishEntry(ctx, "failed");
     return;
   }
+  if (turn !== undefined) {
+    turn.exit = "ok";
+    turn.replyChars = (ctx.reply ?? "").length;
+  }
   await next();
 
   async function endAborted(): Promise<void> {
     if (abortedByStop(signal)) {
+      if (turn !== undefined) turn.exit = "cut_off";
       ctx.log.warn("turn cut off by the gateway's stop; its chat is told after the restart");
       return;
     }
+    if (turn !== undefined) turn.exit = "stopped";
     ctx.log.info("turn aborted by /stop or /reset; its reply is not delivered");
     await finishEntry(ctx, "stopped");
   }
 };
+
+/** `tools` with each command's exit code noted in the turn's report. */
+function counted(tools: ToolRunner, turn: TurnReport): ToolRunner {
+  return {
+    run: async (command, options) => {
+      const result = await tools.run(command, options);
+      turn.commands++;
+      turn.exitCode = result.exitCode;
+      return result;
+    },
+    readFile: (path, maxBytes) => tools.readFile(path, maxBytes),
+    writeFile: (path, content) => tools.writeFile(path, content),
+  };
+}
+
+function describeProblem(problem: SandboxProblem): string {
+  return `sandbox ${problem.kind.replaceAll("_", " ")}`;
+}

@@ -8,11 +8,15 @@ import { type Middleware, sessionOf } from "./types.js";
  * arrive (docs/durability.md). The session's next turn waits for this attempt; a reply held
  * back by a long `retry_after` is retried later outside the session's turn. A reply with no
  * text and no `MEDIA:` tag sends nothing.
+ *
+ * The attempt's result and each part's outcome go into the turn's report; a debug line tells
+ * the text reply's size and outcome (its text only at `trace`).
  */
 export const sendReply: Middleware = async (ctx, next) => {
   const session = sessionOf(ctx);
   const text = ctx.reply ?? "";
   if (text.trim() === "") {
+    ctx.log.debug("empty reply; nothing sent");
     await finishEntry(ctx, "silent");
     await next();
     return;
@@ -29,7 +33,16 @@ export const sendReply: Middleware = async (ctx, next) => {
     },
     ctx.entryId,
   );
-  const result = await outbox.deliver(record);
-  ctx.log.info({ replyId: record.id, result }, "reply delivery attempt ended");
+  const { result, deliveries } = await outbox.deliver(record);
+  if (ctx.turn !== undefined) {
+    ctx.turn.delivery = result;
+    ctx.turn.deliveries = deliveries;
+  }
+  const textOutcome = deliveries.find((d) => d.kind === "text")?.outcome;
+  ctx.log.debug(
+    { replyId: record.id, chars: text.length, textOutcome, result },
+    "text reply delivery attempt ended",
+  );
+  ctx.log.trace({ replyId: record.id, text }, "reply text");
   await next();
 };

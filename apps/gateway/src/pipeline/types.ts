@@ -16,6 +16,8 @@ import type { SlotRegistry } from "../runtime/slot-registry.js";
 import type { SessionContext, SessionScope } from "../session/context.js";
 import type { TurnQueue } from "../session/queue.js";
 import type { StateStore } from "../state/store.js";
+import { PipelineStepError } from "./step-error.js";
+import type { TurnReport } from "./turn-report.js";
 
 /** The sandbox operations the pipeline and the commands use. */
 export type SandboxOps = Pick<
@@ -73,24 +75,35 @@ export interface MessageContext {
   signal?: AbortSignal;
   /** The agent's final reply text. */
   reply?: string;
+  /** The running turn's report, logged when it ends (set by `enqueueTurn`). */
+  turn?: TurnReport;
 }
 
 /** One pipeline step: do something, then call `next` to continue (or don't, to stop here). */
 export type Middleware = (ctx: MessageContext, next: () => Promise<void>) => Promise<void>;
 
-/** Runs `steps` in order, each deciding whether to call the next (grammY-style). */
+/**
+ * Runs `steps` in order, each deciding whether to call the next (grammY-style). An error a
+ * step throws comes out as a {@link PipelineStepError} naming that step (by its function
+ * name); the steps it passes through on the way out do not rename it.
+ */
 export function compose(steps: readonly Middleware[]): (ctx: MessageContext) => Promise<void> {
   return (ctx) => {
     const dispatch = async (index: number): Promise<void> => {
       const step = steps[index];
       if (step === undefined) return;
+      const name = step.name || `step ${index}`;
       let called = false;
-      ctx.log.debug({ step: step.name || index }, "pipeline step");
-      await step(ctx, () => {
-        if (called) return Promise.reject(new Error(`pipeline step ${index} called next twice`));
-        called = true;
-        return dispatch(index + 1);
-      });
+      ctx.log.debug({ step: name }, "pipeline step");
+      try {
+        await step(ctx, () => {
+          if (called) return Promise.reject(new Error(`pipeline step "${name}" called next twice`));
+          called = true;
+          return dispatch(index + 1);
+        });
+      } catch (error) {
+        throw error instanceof PipelineStepError ? error : new PipelineStepError(name, error);
+      }
     };
     return dispatch(0);
   };

@@ -211,7 +211,7 @@ export class TelegramChannel implements ChannelAdapter {
       progress,
     );
     for (const outcome of report.outcomes)
-      this.logger.info({ sessionKey: reply.sessionKey, ...outcome }, "media delivery");
+      this.logger.debug({ sessionKey: reply.sessionKey, ...outcome }, "media delivery");
     if (report.retryAfterSeconds !== undefined || report.textPending === true) {
       this.logger.warn(
         {

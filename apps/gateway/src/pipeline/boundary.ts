@@ -1,0 +1,54 @@
+import { StateStoreError } from "../state/errors.js";
+import { finishEntry } from "./journal-steps.js";
+import { TurnFailedText } from "./run-turn.js";
+import { failedStep, stepCause } from "./step-error.js";
+import { type MessageContext, say } from "./types.js";
+
+/** The line a chat gets when its session's state cannot be written (the profile's disk). */
+export const StateFullText =
+  "⚠️ Your message could not be handled: the gateway's disk is full. It is kept and will be handled after the gateway restarts with space again.";
+
+/**
+ * Reports a step failure no step handled: one error line naming the step
+ * (`pipeline step "runTurn" failed`, with `step` and the step's error as `err`; the context's
+ * logger adds profile, platform and session key), `notice` in the chat, and the message's
+ * journal entry closed as failed; the turn's log line records the step too. A full state
+ * database is the exception: the message stays in the journal for the next start, and the
+ * chat is told so.
+ */
+export async function reportStepFailure(
+  ctx: MessageContext,
+  error: unknown,
+  notice: string,
+): Promise<void> {
+  const step = failedStep(error) ?? "unknown";
+  const cause = stepCause(error);
+  ctx.turn?.failed(step, cause);
+  if (cause instanceof StateStoreError && cause.full) {
+    ctx.log.error(
+      { err: cause, step },
+      `pipeline step "${step}" failed: state database full; the message stays in the journal`,
+    );
+    await say(ctx, StateFullText);
+    return;
+  }
+  ctx.log.error({ err: cause, step }, `pipeline step "${step}" failed`);
+  await say(ctx, notice);
+  await finishEntry(ctx, "failed");
+}
+
+/**
+ * The pipeline's error boundary (grammY's `errorBoundary`): the handler never rejects; a step
+ * failure nobody handled is reported by {@link reportStepFailure} with the generic notice.
+ */
+export function withErrorBoundary(
+  handle: (ctx: MessageContext) => Promise<void>,
+): (ctx: MessageContext) => Promise<void> {
+  return async (ctx) => {
+    try {
+      await handle(ctx);
+    } catch (error) {
+      await reportStepFailure(ctx, error, TurnFailedText);
+    }
+  };
+}

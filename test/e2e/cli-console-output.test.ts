@@ -1,0 +1,98 @@
+import { spawn } from "node:child_process";
+import { rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { CliPath } from "./harness/cli.js";
+import { DockerObserver } from "./harness/docker-observer.js";
+import {
+  createTempHome,
+  releaseMounts,
+  TestImage,
+  uniqueProfileName,
+} from "./harness/gateway-home.js";
+
+const Wait = { timeout: 60_000, interval: 50 };
+
+/**
+ * `mediagate start` on the local console, run as an operator runs it (a child process, stdin
+ * and stdout piped): stdout carries the chat and nothing else, while the logs — debug lines,
+ * a turn's info line and a warning — all go to stderr (docs/operations.md).
+ */
+describe("console mode: the chat on stdout, the logs on stderr", () => {
+  const profile = uniqueProfileName("console-out");
+  let dir = "";
+
+  beforeAll(async () => {
+    dir = await createTempHome("console-out");
+  });
+
+  afterAll(async () => {
+    const docker = new DockerObserver();
+    for (const c of await docker.containers({ "mediagate.profile": profile })) {
+      await docker.removeForce(c.id);
+    }
+    if (dir !== "") {
+      await releaseMounts(dir);
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("keeps warnings and log lines out of stdout", async () => {
+    const config = join(dir, "mediagate.yaml");
+    await writeFile(
+      config,
+      [
+        `home: ${join(dir, "home")}`,
+        "drainTimeoutSeconds: 1",
+        "profiles:",
+        `  - name: ${profile}`,
+        `    sandbox: { image: ${TestImage}, diskLimitBytes: 0 }`,
+        "",
+      ].join("\n"),
+    );
+    const child = spawn(process.execPath, [CliPath, "start", "--config", config], {
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        HOME: dir,
+        LOG_LEVEL: "debug",
+        ...(process.env.DOCKER_HOST === undefined ? {} : { DOCKER_HOST: process.env.DOCKER_HOST }),
+      },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    try {
+      child.stdin.write("echo hello\n");
+      await vi.waitFor(() => expect(stdout).toContain("hello\n"), Wait);
+      // A turn still running when the input ends is cut off by the stop: a warning.
+      child.stdin.write("sleep 30\n");
+      await vi.waitFor(
+        () => expect(stderr).toMatch(/"messageId":"2","step":"runTurn","msg":"pipeline step"/),
+        Wait,
+      );
+      child.stdin.end();
+      expect(await exited, stderr).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+    }
+
+    expect(stdout).toBe("hello\n");
+    const lines = stderr.split("\n").filter((line) => line !== "");
+    const logs = lines
+      .filter((line) => !line.startsWith("mediagate: "))
+      .map((line) => JSON.parse(line) as { level: number; msg: string; exit?: string });
+    expect(logs.some((l) => l.level === 40 && l.msg.startsWith("turn cut off"))).toBe(true);
+    expect(logs.filter((l) => l.msg === "turn finished").map((l) => l.exit)).toEqual([
+      "ok",
+      "cut_off",
+    ]);
+    expect(logs.some((l) => l.level === 20)).toBe(true);
+  });
+});
