@@ -143,7 +143,9 @@ export class UpdatePoller {
     while (!this.stopped) {
       let updates: Update[];
       try {
-        updates = await this.poll();
+        // After a failure the first poll is a short one, so the channel is known to be up
+        // again at once, not only when a long poll ends (up to its timeout later).
+        updates = await this.poll(failures > 0 ? 0 : this.settings.pollTimeoutSeconds);
       } catch (error) {
         if (this.stopped) return;
         failures++;
@@ -159,8 +161,8 @@ export class UpdatePoller {
     }
   }
 
-  private async poll(): Promise<Update[]> {
-    const { pollTimeoutSeconds, pollTimeoutMarginMs } = this.settings;
+  private async poll(pollTimeoutSeconds: number): Promise<Update[]> {
+    const { pollTimeoutMarginMs } = this.settings;
     const hung = new AbortController();
     const timer = setTimeout(
       () => hung.abort(new PollHung()),
