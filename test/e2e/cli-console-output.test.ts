@@ -1,8 +1,7 @@
-import { spawn } from "node:child_process";
 import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { CliPath } from "./harness/cli.js";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
+import { spawnCli } from "./harness/cli.js";
 import { DockerObserver } from "./harness/docker-observer.js";
 import {
   createTempHome,
@@ -50,38 +49,27 @@ describe("console mode: the chat on stdout, the logs on stderr", () => {
         "",
       ].join("\n"),
     );
-    const child = spawn(process.execPath, [CliPath, "start", "--config", config], {
-      env: {
-        PATH: process.env.PATH ?? "/usr/bin:/bin",
-        HOME: dir,
-        LOG_LEVEL: "debug",
-        ...(process.env.DOCKER_HOST === undefined ? {} : { DOCKER_HOST: process.env.DOCKER_HOST }),
-      },
-      stdio: ["pipe", "pipe", "pipe"],
+    const cli = spawnCli(["start", "--config", config], {
+      home: dir,
+      env: { LOG_LEVEL: "debug" },
+      stdin: "pipe",
+      timeoutMs: 120_000,
     });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
-    try {
-      child.stdin.write("echo hello\n");
-      await vi.waitFor(() => expect(stdout).toContain("hello\n"), Wait);
-      // A turn still running when the input ends is cut off by the stop: a warning.
-      child.stdin.write("sleep 30\n");
-      await vi.waitFor(
-        () => expect(stderr).toMatch(/"messageId":"2","step":"runTurn","msg":"pipeline step"/),
-        Wait,
-      );
-      child.stdin.end();
-      expect(await exited, stderr).toBe(0);
-    } finally {
-      child.kill("SIGKILL");
-    }
+    const input = cli.stdin;
+    if (input === undefined) throw new Error("no stdin");
+    // Whatever fails below, the gateway does not outlive the test.
+    onTestFinished(() => cli.signal("SIGKILL"));
+    input.write("echo hello\n");
+    await vi.waitFor(() => expect(cli.stdout()).toContain("hello\n"), Wait);
+    // A turn still running when the input ends is cut off by the stop: a warning.
+    input.write("sleep 30\n");
+    await vi.waitFor(
+      () => expect(cli.stderr()).toMatch(/"messageId":"2","step":"runTurn","msg":"pipeline step"/),
+      Wait,
+    );
+    input.end();
+    const { code, stdout, stderr } = await cli.ended;
+    expect(code, stderr).toBe(0);
 
     expect(stdout).toBe("hello\n");
     const lines = stderr.split("\n").filter((line) => line !== "");

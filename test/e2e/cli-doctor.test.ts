@@ -1,7 +1,7 @@
 import { rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { closedPort } from "../../test-support/net.js";
 import { FakeDiscord } from "../fakes/discord/index.js";
 import { FakeOpenAIServer } from "../fakes/openai/index.js";
 import { FakeTelegram } from "../fakes/telegram/index.js";
@@ -12,16 +12,6 @@ import { createTempHome, TestImage } from "./harness/gateway-home.js";
 const WrongTelegramToken = "987654321:AAH-doctor-wrong-telegram-token";
 const WrongDiscordToken = "MTIzNDU2Nzg5.doctor-wrong-discord-token.abcdefgh";
 const ApiKey = "sk-doctor-api-key-secret";
-
-/** A TCP port of 127.0.0.1 that nothing listens on (bound, then released). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (address === null || typeof address === "string") throw new Error("no port");
-  return address.port;
-}
 
 /**
  * `mediagate doctor` through the real CLI against the protocol fakes: each bot token is

@@ -1,17 +1,7 @@
-import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
+import { closedPort } from "../../../test-support/net.js";
 import { connectDocker, DockerUnavailableError, Sandbox } from "../src/index.js";
 import { TestImage, testEngine, testSettings } from "./helpers.js";
-
-/** A TCP port that nothing listens on (bound, then released). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (address === null || typeof address === "string") throw new Error("no port");
-  return address.port;
-}
 
 describe("connectDocker", () => {
   it("reaches the local engine and tells present from missing images", async () => {

@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import type { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 
 /** The built CLI (`pnpm build` makes it), run the way an operator runs it. */
@@ -15,8 +16,12 @@ export interface CliRun {
 
 /** A CLI process still running (e.g. `start`), with what it printed so far. */
 export interface RunningCli {
+  /** Everything printed to stdout so far. */
+  stdout(): string;
   /** Everything printed to stderr so far. */
   stderr(): string;
+  /** Its stdin, when spawned with `stdin: "pipe"` (else closed from the start). */
+  readonly stdin: Writable | undefined;
   /** Sends `signal` (default SIGTERM) unless the process has ended. */
   signal(signal?: NodeJS.Signals): void;
   /** Resolves when the process has ended. */
@@ -26,12 +31,18 @@ export interface RunningCli {
 /**
  * Runs `node apps/gateway/dist/cli.js <args>` with `env` on top of a minimal environment
  * (PATH, HOME pointing at `home`, and the test run's `DOCKER_HOST` when it has one, so the CLI
- * talks to the same engine as the test), stdin closed (so `start` on the console stops at once).
+ * talks to the same engine as the test), stdin closed (so `start` on the console stops at once)
+ * unless `stdin: "pipe"` asks for it to be written to.
  * Bounded by `timeoutMs`, after which it is killed.
  */
 export function spawnCli(
   args: readonly string[],
-  options: { home: string; env?: Record<string, string>; timeoutMs?: number },
+  options: {
+    home: string;
+    env?: Record<string, string>;
+    timeoutMs?: number;
+    stdin?: "ignore" | "pipe";
+  },
 ): RunningCli {
   const base: Record<string, string> = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
@@ -40,14 +51,14 @@ export function spawnCli(
   if (process.env.DOCKER_HOST !== undefined) base.DOCKER_HOST = process.env.DOCKER_HOST;
   const child = spawn(process.execPath, [CliPath, ...args], {
     env: { ...base, ...options.env },
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: [options.stdin ?? "ignore", "pipe", "pipe"],
   });
   let stdout = "";
   let stderr = "";
-  child.stdout.on("data", (chunk: Buffer) => {
+  child.stdout?.on("data", (chunk: Buffer) => {
     stdout += chunk.toString();
   });
-  child.stderr.on("data", (chunk: Buffer) => {
+  child.stderr?.on("data", (chunk: Buffer) => {
     stderr += chunk.toString();
   });
   const ended = new Promise<CliRun>((resolve, reject) => {
@@ -59,7 +70,9 @@ export function spawnCli(
     });
   });
   return {
+    stdout: () => stdout,
     stderr: () => stderr,
+    stdin: child.stdin ?? undefined,
     signal: (signal = "SIGTERM") => {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     },
