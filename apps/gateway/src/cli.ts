@@ -3,6 +3,7 @@ import { Command } from "commander";
 import { runDoctor } from "./cli/doctor.js";
 import { sandboxList, sandboxReap, sandboxRemove } from "./cli/sandbox-admin.js";
 import { runStart } from "./cli/start.js";
+import { packageVersion } from "./cli/version.js";
 import { readEnv } from "./config/env.js";
 import { secretsOfEnv } from "./config/secrets.js";
 import { Redactor } from "./redact.js";
@@ -21,6 +22,7 @@ function fail(error: unknown): never {
 const program = new Command()
   .name("mediagate")
   .description("Chat gateway for an AI agent working in a Docker sandbox")
+  .version(packageVersion(), "-V, --version", "print the version and exit")
   .showHelpAfterError();
 
 program
