@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { copyFile, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -49,6 +49,21 @@ function spawnJob(
   return { child, ended, output: () => stdout + stderr };
 }
 
+/** Runs `command args` to the end with exactly `env`; its exit code and output. */
+function runJob(
+  command: string,
+  args: readonly string[],
+  options: { cwd: string; env: Record<string, string> },
+): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    execFile(command, args, { cwd: options.cwd, env: options.env }, (error, stdout, stderr) => {
+      if (error !== null && typeof error.code !== "number") return reject(error);
+      const code = error === null ? 0 : Number(error.code);
+      resolve({ code, stdout, stderr, output: stdout + stderr });
+    });
+  });
+}
+
 /** Kills what is left of a job's process group (nothing, when the test passed). */
 function killGroup(child: ChildProcess | undefined): void {
   if (child?.pid === undefined) return;
@@ -66,18 +81,35 @@ describe("mediagate --version", () => {
     try {
       const built = await runCli(["--version"], { home });
       expect(built).toMatchObject({ code: 0, stdout: `${version}\n` });
-      const viaBin = await new Promise<CliRun>((resolve, reject) => {
-        const child = spawn(process.execPath, [BinPath, "--version"], { env: { HOME: home } });
-        let stdout = "";
-        child.stdout.on("data", (chunk: Buffer) => {
-          stdout += chunk.toString();
-        });
-        child.on("error", reject);
-        child.on("close", (code) => resolve({ code, stdout, stderr: "", output: stdout }));
+      const viaBin = await runJob(process.execPath, [BinPath, "--version"], {
+        cwd: home,
+        env: { HOME: home },
       });
       expect(viaBin).toMatchObject({ code: 0, stdout: `${version}\n` });
     } finally {
       await rm(home, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("scripts/link-bin.sh", () => {
+  it("puts a mediagate on PATH that runs this clone's CLI from any directory", async () => {
+    const dir = await createTempHome("bin");
+    try {
+      const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir };
+      const linked = await runJob("bash", [join(RepoRoot, "scripts/link-bin.sh")], {
+        cwd: dir,
+        env: { ...env, MEDIAGATE_BIN_DIR: join(dir, "bin") },
+      });
+      expect(linked.code).toBe(0);
+      expect(linked.stdout).toContain(`linked ${join(dir, "bin/mediagate")} -> ${BinPath}`);
+      const version = await runJob("mediagate", ["--version"], {
+        cwd: dir,
+        env: { ...env, PATH: `${join(dir, "bin")}:${env.PATH}` },
+      });
+      expect(version).toMatchObject({ code: 0, stdout: `${await gatewayVersion()}\n` });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
