@@ -24,6 +24,7 @@ export interface StopSignalOptions {
   readonly repeatWindowMs?: number | undefined;
 }
 
+/** Defaults of {@link StopSignalOptions}. */
 export const StopSignalDefaults = {
   repeatWindowMs: 1000,
 } as const satisfies Required<Pick<StopSignalOptions, "repeatWindowMs">>;
