@@ -17,10 +17,10 @@ need_root() {
 
 install_packages() {
   need_root "installing $*"
-  echo "ensure-docker: installing $* from Debian packages"
+  echo "ensure-docker: installing $* from Debian packages (a minute or two the first time)"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq "$@" >/dev/null
+  apt-get update -q
+  apt-get install -y -q "$@"
 }
 
 missing=()

@@ -7,4 +7,4 @@ if command -v pnpm >/dev/null 2>&1 && [ "$(pnpm --version)" = "$want" ]; then
   exit 0
 fi
 echo "ensure-pnpm: installing pnpm $want"
-npm install --global --silent "pnpm@$want" >/dev/null
+npm install --global --no-fund --no-audit "pnpm@$want"

@@ -5,12 +5,25 @@
 # The Docker engine, the sandbox images (test, and the default one) and the locked dependencies, built.
 suite_setup() {
   bash scripts/ensure-docker.sh
+  suite_ensure_compose
   bash scripts/build-sandbox-image.sh mediagate-sandbox:test
   # The image mediagate.example.yaml names: an e2e test runs the example unedited.
   bash scripts/build-sandbox-image.sh mediagate-sandbox:local
   bash scripts/ensure-pnpm.sh
   pnpm install --frozen-lockfile --reporter=append-only
   pnpm build
+}
+
+# A compose tool (`docker compose` or Debian's docker-compose): a test validates
+# docker/compose.yaml with it.
+suite_ensure_compose() {
+  if docker compose version >/dev/null 2>&1 || command -v docker-compose >/dev/null 2>&1; then
+    return 0
+  fi
+  echo "suite: installing docker-compose from Debian packages (it validates docker/compose.yaml)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q docker-compose
 }
 
 suite_containers() { docker ps -aq --no-trunc --filter label=mediagate.agent=1 | sort; }

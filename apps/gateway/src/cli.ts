@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError } from "commander";
 import { parseDurationSeconds } from "./cli/duration.js";
+import { packageVersion } from "./cli/version.js";
 import { readEnv } from "./config/env.js";
 import { secretsOfEnv } from "./config/secrets.js";
 import { Redactor } from "./redact.js";
@@ -21,6 +22,7 @@ function fail(error: unknown): never {
 const program = new Command()
   .name("mediagate")
   .description("Chat gateway for an AI agent working in a Docker sandbox")
+  .version(packageVersion(), "-V, --version", "print the version and exit")
   .showHelpAfterError()
   .addHelpText(
     "after",

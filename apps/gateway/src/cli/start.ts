@@ -14,6 +14,7 @@ import {
 import { Redactor } from "../redact.js";
 import { checkHomes, createHomes } from "./homes.js";
 import { checkSandbox } from "./preflight.js";
+import { onStopSignals } from "./stop-signals.js";
 
 /** A start-up check failed; `message` is the one line to print. */
 export class StartupError extends Error {
@@ -90,15 +91,13 @@ export async function runStart(options: {
     },
   });
   for (const warning of gateway.warnings) say(warning);
-  const onSignal = (signal: NodeJS.Signals) => {
-    logger.info({ signal }, "stopping");
-    say(`${signal}: stopping (again to exit at once)`);
-    process.once("SIGINT", () => process.exit(130));
-    process.once("SIGTERM", () => process.exit(143));
-    requestStop();
-  };
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
+  onStopSignals({
+    onStop: (signal) => {
+      logger.info({ signal }, "stopping");
+      say(`${signal}: stopping (again to exit at once)`);
+      requestStop();
+    },
+  });
   try {
     await gateway.start();
   } catch (error) {

@@ -1,0 +1,162 @@
+import { execFile, execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { copyFile, mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { createTempHome } from "./harness/gateway-home.js";
+
+/**
+ * The service files an operator installs (docs/operations.md, "Running as a service"),
+ * checked by the tools that read them: the compose file by `docker compose config` (or Debian's
+ * docker-compose; scripts/test.sh installs it), the systemd unit by `systemd-analyze verify`.
+ * Building and running the image is the long suite's (test/long/gateway-image.long.test.ts).
+ */
+const RepoRoot = fileURLToPath(new URL("../../", import.meta.url));
+
+interface Ran {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function run(command: string, args: readonly string[], env: Record<string, string>): Promise<Ran> {
+  return new Promise((resolve) => {
+    execFile(command, args, { env }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === "number" ? error.code : 1;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+function works(command: string, args: readonly string[]): boolean {
+  try {
+    execFileSync(command, args, { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function onPath(command: string): boolean {
+  return (process.env.PATH ?? "")
+    .split(":")
+    .some((dir) => dir !== "" && existsSync(join(dir, command)));
+}
+
+/** `docker compose …` when the plugin is there, else Debian's `docker-compose …`. */
+function composeCommand(): [string, string[]] {
+  if (works("docker", ["compose", "version"])) return ["docker", ["compose"]];
+  if (onPath("docker-compose")) return ["docker-compose", []];
+  throw new Error(
+    "no compose tool: install the compose plugin or `apt-get install docker-compose` (scripts/test.sh does)",
+  );
+}
+
+describe("docker/compose.yaml", () => {
+  let clone = "";
+  let composeFile = "";
+  let compose: [string, string[]] = ["", []];
+
+  beforeAll(async () => {
+    // The files the operator makes next to the clone's compose file (its header says how).
+    compose = composeCommand();
+    clone = await createTempHome("compose");
+    await mkdir(join(clone, "docker"));
+    composeFile = join(clone, "docker/compose.yaml");
+    await copyFile(join(RepoRoot, "docker/compose.yaml"), composeFile);
+    await writeFile(join(clone, "mediagate.yaml"), "profiles: [{ name: default }]\n");
+    await writeFile(join(clone, "mediagate.env"), "TELEGRAM_BOT_TOKEN=1:x\n");
+  });
+
+  afterAll(async () => {
+    await rm(clone, { recursive: true, force: true });
+  });
+
+  const config = (env: Record<string, string>) => {
+    const [command, prefix] = compose;
+    return run(command, [...prefix, "-f", composeFile, "config"], {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: clone,
+      ...env,
+    });
+  };
+
+  it("validates, mounting the engine socket and the home at its host path", async () => {
+    const ran = await config({ DOCKER_GID: "4242" });
+    expect(ran.stderr).toBe("");
+    expect(ran.code).toBe(0);
+    const gateway = (parse(ran.stdout) as { services: { gateway: Record<string, unknown> } })
+      .services.gateway;
+    expect(gateway.build).toMatchObject({
+      context: clone,
+      dockerfile: "docker/gateway/Dockerfile",
+      args: { NODE_IMAGE: "node:20-bookworm-slim" },
+    });
+    expect(gateway.volumes).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ source: "/var/run/docker.sock", target: "/var/run/docker.sock" }),
+        expect.objectContaining({ source: "/var/lib/mediagate", target: "/var/lib/mediagate" }),
+        expect.objectContaining({
+          source: join(clone, "mediagate.yaml"),
+          target: "/etc/mediagate/mediagate.yaml",
+          read_only: true,
+        }),
+      ]),
+    );
+    expect(gateway.group_add).toEqual(["4242"]);
+    expect(gateway.environment).toMatchObject({
+      MEDIAGATE_CONFIG: "/etc/mediagate/mediagate.yaml",
+      MEDIAGATE_HOME: "/var/lib/mediagate",
+      TELEGRAM_BOT_TOKEN: "1:x",
+    });
+    // Longer than the drain (drainTimeoutSeconds, 15 s by default) plus the clean-up.
+    expect(gateway.stop_grace_period).toBe("60s");
+    expect(gateway.restart).toBe("unless-stopped");
+  });
+
+  it("keeps the home's host and container paths equal when MEDIAGATE_HOME moves it", async () => {
+    const ran = await config({ DOCKER_GID: "4242", MEDIAGATE_HOME: "/srv/mediagate" });
+    expect(ran.code).toBe(0);
+    const gateway = (parse(ran.stdout) as { services: { gateway: Record<string, unknown> } })
+      .services.gateway;
+    expect(gateway.volumes).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ source: "/srv/mediagate", target: "/srv/mediagate" }),
+      ]),
+    );
+    expect(gateway.environment).toMatchObject({ MEDIAGATE_HOME: "/srv/mediagate" });
+  });
+
+  it("refuses to start without DOCKER_GID, saying how to find it", async () => {
+    const ran = await config({});
+    expect(ran.code).not.toBe(0);
+    expect(ran.stderr).toContain("stat -c %g /var/run/docker.sock");
+  });
+});
+
+describe("deploy/mediagate.service", () => {
+  const hasSystemd = works("systemd-analyze", ["--version"]);
+
+  it.skipIf(!hasSystemd)("passes systemd-analyze verify without a warning", async () => {
+    // The unit as an operator installs it for a clone in this checkout's place, with this node.
+    const dir = await createTempHome("unit");
+    try {
+      const unit = (await readFile(join(RepoRoot, "deploy/mediagate.service"), "utf8"))
+        .replaceAll("/opt/mediagate", RepoRoot.replace(/\/$/, ""))
+        .replaceAll("/usr/bin/node", process.execPath);
+      expect(unit).toContain("EnvironmentFile=-/etc/mediagate/mediagate.env");
+      expect(unit).toMatch(/^Restart=on-failure$/m);
+      const file = join(dir, "mediagate.service");
+      await writeFile(file, unit);
+      const ran = await run("systemd-analyze", ["verify", file], {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+      });
+      expect(ran.stderr).toBe("");
+      expect(ran.code).toBe(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
