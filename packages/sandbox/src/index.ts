@@ -9,6 +9,7 @@ export {
   SandboxLostError,
   SlotDirectoryError,
 } from "./errors.js";
+export { inboxFileName } from "./inbox-name.js";
 export { installIdOf } from "./install.js";
 export type { InstanceId } from "./instance.js";
 export { currentInstanceId, instanceLiveness } from "./instance.js";
@@ -37,6 +38,14 @@ export type {
   ContainerSummary,
   ExecOptions,
   ExecResult,
+  InboxClassifier,
+  InboxFailure,
+  InboxFile,
+  InboxKind,
+  InboxOptions,
+  InboxRefused,
+  InboxResult,
+  InboxSaved,
   LegacyContainer,
   ReapResult,
   SandboxSettings,
