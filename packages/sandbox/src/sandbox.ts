@@ -297,14 +297,22 @@ export class Sandbox {
    * one after the other, in order; one that fails (over its limit, its source failed, no
    * space, the inbox is a link, aborted or the slot reset) is `refused` with the reason and
    * leaves nothing, and the rest are still saved. Answers one result per file, in order.
-   * Throws (a {@link SandboxError}) only when the container cannot be had; sources not read
-   * are destroyed.
+   * Throws a `TypeError` for a `maxBytes` that is not a byte count, and a {@link SandboxError}
+   * when the container cannot be had; sources not read are then destroyed.
    */
   async saveToInbox<K extends InboxKind>(
     slot: string,
     files: readonly InboxFile[],
     opts: InboxOptions<K>,
   ): Promise<InboxResult<K>[]> {
+    for (const file of files) {
+      if (!Number.isSafeInteger(file.maxBytes) || file.maxBytes < 0) {
+        for (const each of files) discard(each.source);
+        throw new TypeError(
+          `saveToInbox needs maxBytes to be a byte count (got ${file.maxBytes} for ${JSON.stringify(file.name)}): every file has a limit`,
+        );
+      }
+    }
     try {
       return await this.#withContainer("saveToInbox", slot, (containerId) =>
         this.#inboxSaves.run(slot, opts.signal, (signal) =>

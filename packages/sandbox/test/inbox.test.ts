@@ -251,6 +251,36 @@ describe("saving files a user sent (bind slot, from the host)", () => {
   });
 });
 
+describe("root mode (user: root)", () => {
+  it("gives the files to the image's user, with root's usual modes", async () => {
+    const rooted = fx.sandbox({ user: "root", persistent: false });
+    const rootSlot = "inbox-root";
+    try {
+      const [result] = await rooted.saveToInbox(
+        rootSlot,
+        [{ name: "r.txt", source: [Buffer.from("r")], maxBytes: 10 }],
+        { sessionKey: alice, classify },
+      );
+      saved(result);
+      const inside = await rooted.run(rootSlot, alice, "stat -c '%u %g %a' /workspace/inbox/r.txt");
+      expect(inside.stdout.trim()).toBe("0 0 644");
+    } finally {
+      await rooted.cleanup(rootSlot, { force: true, deleteDirs: true });
+    }
+  });
+
+  it("refuses a file without a byte limit before touching the sandbox", async () => {
+    const source = Readable.from([Buffer.from("x")]);
+    await expect(
+      sandbox.saveToInbox(slot, [{ name: "x", source, maxBytes: Number.NaN }], {
+        sessionKey: alice,
+        classify,
+      }),
+    ).rejects.toThrow(/maxBytes/);
+    expect(source.destroyed).toBe(true);
+  });
+});
+
 describe("the slot's disk ceiling", () => {
   it("refuses a file that does not fit, leaves nothing of it, and saves the next", async () => {
     const limited = fx.sandbox({ diskLimitBytes: 16 * MiB, persistent: false });
