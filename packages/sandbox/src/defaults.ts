@@ -100,6 +100,17 @@ export const Defaults = {
   containerLossGraceMs: 1_000,
   /** How long opening a session shell may take before one-shot exec is used instead. */
   shellOpenTimeoutMs: 10_000,
+  /** Where files users send land in a session's container (`Sandbox#saveToInbox`). */
+  inboxDir: "/workspace/inbox",
+  /** Most UTF-8 bytes of an inbox file name, its extension and any `-2` suffix included. */
+  inboxNameMaxBytes: 100,
+  /** Bytes from the start of an inbox file handed to the classifier (file-type reads up to 4100). */
+  inboxSniffBytes: 4100,
+  /**
+   * Inbox writes through the engine (tmpfs slots, remote engines): on top of
+   * `operationTimeoutMs`, the time one MiB of the file may take to upload and copy.
+   */
+  inboxMsPerMiB: 1_000,
   /** The reaper never uses a lifetime below this when computing its age threshold. */
   reaperMinLifetimeSeconds: 60,
 } as const satisfies {

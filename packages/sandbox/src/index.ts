@@ -11,6 +11,7 @@ export {
 } from "./errors.js";
 export type { Schedule } from "./idle-slots.js";
 export { missingImageAdvice } from "./image-advice.js";
+export { inboxFileName } from "./inbox-name.js";
 export { installIdOf } from "./install.js";
 export type { InstanceId } from "./instance.js";
 export { currentInstanceId, instanceLiveness } from "./instance.js";
@@ -40,6 +41,14 @@ export type {
   ExecOptions,
   ExecResult,
   ImagePullProgress,
+  InboxClassifier,
+  InboxFailure,
+  InboxFile,
+  InboxKind,
+  InboxOptions,
+  InboxRefused,
+  InboxResult,
+  InboxSaved,
   LegacyContainer,
   ReapOptions,
   ReapReport,

@@ -1,4 +1,4 @@
-import { isAbsolute } from "node:path";
+import { isAbsolute, join } from "node:path";
 import type Docker from "dockerode";
 import { boundedCall, type CallBound } from "./bounded-call.js";
 import { readInContainer } from "./container-read.js";
@@ -16,6 +16,10 @@ import {
 import { type ExecUser, OneShotUser, SessionHome, type UserMode, userModeOf } from "./exec-user.js";
 import { IdleSlots, type Schedule } from "./idle-slots.js";
 import { ensureImage, forgetImage } from "./image-ready.js";
+import { InboxSaves, inboxRecipient, saveInboxFiles } from "./inbox.js";
+import { ArchiveInbox } from "./inbox-archive.js";
+import { discard } from "./inbox-bytes.js";
+import { HostInbox } from "./inbox-host.js";
 import { installIdOf } from "./install.js";
 import { listProfileContainers, removeOwnContainer } from "./inventory.js";
 import { type ContainerOwner, sanitizeLabelValue } from "./labels.js";
@@ -36,6 +40,7 @@ import { SessionUmask } from "./shell-scripts.js";
 import { deleteSlotDirectory } from "./slot-dirs.js";
 import { slotDirectoryFor, slotRootOf } from "./slot-key.js";
 import { withSlotLock } from "./slot-lock.js";
+import { slotPaths } from "./slot-paths.js";
 import type {
   ContainerFile,
   ContainerLink,
@@ -44,6 +49,10 @@ import type {
   ExecOptions,
   ExecResult,
   ImagePullProgress,
+  InboxFile,
+  InboxKind,
+  InboxOptions,
+  InboxResult,
   LegacyContainer,
   ReapOptions,
   ReapReport,
@@ -130,6 +139,7 @@ export class Sandbox {
   readonly #shells: SessionShells;
   readonly #users: UserMode;
   readonly #pending = new Set<Promise<unknown>>();
+  readonly #inboxSaves = new InboxSaves();
   /** Idle cleanup of non-persistent slots; `undefined` for persistent settings. */
   readonly #idle: IdleSlots | undefined;
 
@@ -317,6 +327,93 @@ export class Sandbox {
   }
 
   /**
+   * Saves files a user sent into `/workspace/inbox/` of the slot's container (acquired as for
+   * `run`), for the session `opts.sessionKey` (docs/sandbox.md, "Files users send"). Each file
+   * is streamed (never held in memory), counted against its `maxBytes`, hashed, classified by
+   * its first bytes (`opts.classify`), and appears under a sanitized, unique name
+   * ({@link inboxFileName}, then `-2`, `-3`…) only once complete, owned by the user the
+   * session's commands run as. Bind slots on a local engine are written from the host through
+   * the slot directory without following any link the container made; tmpfs slots and remote
+   * engines through the engine's archive API and a copy by the session's own user. Files go
+   * one after the other, in order; one that fails (over its limit, its source failed, no
+   * space, the inbox is a link, aborted or the slot reset) is `refused` with the reason and
+   * leaves nothing, and the rest are still saved. Answers one result per file, in order.
+   * Throws a `TypeError` for a `maxBytes` that is not a byte count, and a {@link SandboxError}
+   * when the container cannot be had; sources not read are then destroyed.
+   */
+  async saveToInbox<K extends InboxKind>(
+    slot: string,
+    files: readonly InboxFile[],
+    opts: InboxOptions<K>,
+  ): Promise<InboxResult<K>[]> {
+    for (const file of files) {
+      if (!Number.isSafeInteger(file.maxBytes) || file.maxBytes < 0) {
+        for (const each of files) discard(each.source);
+        throw new TypeError(
+          `saveToInbox needs maxBytes to be a byte count (got ${file.maxBytes} for ${JSON.stringify(file.name)}): every file has a limit`,
+        );
+      }
+    }
+    try {
+      return await this.#withContainer("saveToInbox", slot, (containerId) =>
+        this.#inboxSaves.run(slot, opts.signal, (signal) =>
+          this.#saveToInbox(slot, containerId, files, opts, signal),
+        ),
+      );
+    } catch (error) {
+      for (const file of files) discard(file.source);
+      throw error;
+    }
+  }
+
+  async #saveToInbox<K extends InboxKind>(
+    slot: string,
+    containerId: string,
+    files: readonly InboxFile[],
+    opts: InboxOptions<K>,
+    signal: AbortSignal,
+  ): Promise<InboxResult<K>[]> {
+    const recipient = await inboxRecipient(this.#docker, containerId, this.#users, opts.sessionKey);
+    const slotDir = this.slotDirectory(slot);
+    const workspace = join(slotDir, "workspace");
+    const noSpace = (filename: string) => `${filename}: ${this.#noSpaceReason()}`;
+    // The slot directory is the container's /workspace only when the engine runs here.
+    const onHost =
+      this.#settings.filesystem === "bind" && this.#options.engine.endpoint.startsWith("unix://");
+    return saveInboxFiles({
+      files,
+      classify: opts.classify,
+      signal,
+      hostDir: onHost ? join(workspace, "inbox") : undefined,
+      noSpace,
+      open: onHost
+        ? () => HostInbox.open(workspace, recipient.owner)
+        : () =>
+            ArchiveInbox.open({
+              docker: this.#docker,
+              containerId,
+              ...recipient,
+              housekeeper: this.#users.housekeeper,
+              spoolDir: join(slotPaths(slotDir).sandboxesDir, "spool"),
+              timeoutMs: this.#bound.timeoutMs,
+              signal,
+              noSpace,
+            }),
+    });
+  }
+
+  /** Which ceiling a full `/workspace` hit, for a refused inbox file. */
+  #noSpaceReason(): string {
+    const { filesystem, tmpfsBytes, diskLimitBytes } = this.#settings;
+    if (filesystem === "tmpfs")
+      return `no space left in /workspace (its size is ${mib(tmpfsBytes)})`;
+    if (diskLimitBytes > 0) {
+      return `no space left in the slot (its disk ceiling is ${mib(diskLimitBytes)})`;
+    }
+    return "no space left on the host disk";
+  }
+
+  /**
    * Kills every process the session started (background ones too) in every container this
    * sandbox holds, including its shell; the session's cwd/env survive for its next call.
    * Returns how many processes were killed.
@@ -405,6 +502,8 @@ export class Sandbox {
       if (idleOnly && this.#idle?.isBusy(slot) === true) return;
       const id = this.#dropSlot(slot);
       if (!force && this.#settings.persistent) return;
+      // A save still writing would hold the inbox open (and the slot's disk mounted).
+      await this.#inboxSaves.stop(slot, Defaults.killGraceMs);
       const ids = new Set(id === undefined ? [] : [id]);
       if (this.#settings.persistAcrossProcesses || id === undefined) {
         const found = await findSlotContainers(this.#docker, this.#owner, slot, this.#bound);
@@ -771,4 +870,9 @@ export class Sandbox {
   ): Promise<T> {
     return guarded(this.#options.engine.endpoint, { operation, slot, containerId }, fn);
   }
+}
+
+/** `bytes` in MiB for messages (`16 MiB`, `0.5 MiB`). */
+function mib(bytes: number): string {
+  return `${Number((bytes / 1_048_576).toFixed(1))} MiB`;
 }

@@ -227,3 +227,87 @@ export interface ReapOptions {
 export interface ReapReport extends ReapResult {
   readonly minAgeSeconds: number;
 }
+
+/** One file a user sent, for `Sandbox#saveToInbox`. */
+export interface InboxFile {
+  /** The name the user's platform gave it; any string (sanitized into the inbox name). */
+  readonly name: string;
+  /**
+   * The bytes, read once and streamed (never held whole): a Node `Readable` or any (async)
+   * iterable of byte chunks. A source that is not read (refused unread, or the call was
+   * aborted first) is destroyed when it has a `destroy` method.
+   */
+  readonly source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
+  /** Most bytes accepted; one byte more and the file is refused (`too_large`). */
+  readonly maxBytes: number;
+  /** The size the platform announced, when it did: over `maxBytes`, the file is refused unread. */
+  readonly declaredBytes?: number | undefined;
+}
+
+/** What a file is, by its content: the classifier's answer (`@mediagate/media`'s `classify`). */
+export interface InboxKind {
+  readonly kind: string;
+  readonly mime: string;
+}
+
+/**
+ * Recognises a file by its first bytes (up to `Defaults.inboxSniffBytes`; fewer for a shorter
+ * file) and its inbox name, the way outbound media are classified.
+ */
+export type InboxClassifier<K extends InboxKind = InboxKind> = (
+  head: Uint8Array,
+  filename: string,
+) => K | Promise<K>;
+
+/** Options of `Sandbox#saveToInbox`. */
+export interface InboxOptions<K extends InboxKind = InboxKind> {
+  /** The session the files are for: they are owned by the user its commands run as. */
+  readonly sessionKey: string;
+  readonly classify: InboxClassifier<K>;
+  /** Stops the call: the file being written fails (`aborted`, nothing left) and so do the rest. */
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** A file that landed in the inbox, complete, under its final name. */
+export interface InboxSaved<K extends InboxKind = InboxKind> {
+  readonly status: "saved";
+  /** The name it was sent with. */
+  readonly name: string;
+  /** Its name in the inbox (sanitized, unique: `-2`, `-3`… when taken). */
+  readonly filename: string;
+  /** `/workspace/inbox/<filename>`. */
+  readonly containerPath: string;
+  /** The same file on the gateway's host: bind slots on a local engine only. */
+  readonly hostPath: string | undefined;
+  readonly kind: K["kind"];
+  readonly mime: string;
+  readonly size: number;
+  /** Hex SHA-256 of the bytes written. */
+  readonly sha256: string;
+}
+
+/**
+ * Why a file did not land: over its limit (announced or counted), its source failed, no space
+ * (the slot's disk ceiling, the tmpfs size, or the host disk), `/workspace/inbox` is not a
+ * directory the gateway may write into (a link, a file), the call was aborted (or the slot
+ * reset), or anything else (`failed`: the engine, the container).
+ */
+export type InboxFailure =
+  | "too_large"
+  | "source_failed"
+  | "no_space"
+  | "inbox_unusable"
+  | "aborted"
+  | "failed";
+
+/** A file that did not land; nothing of it is left in the inbox. */
+export interface InboxRefused {
+  readonly status: "refused";
+  /** The name it was sent with. */
+  readonly name: string;
+  readonly reason: InboxFailure;
+  /** Says why in a sentence, naming the file (its sanitized name) and the limit when there is one. */
+  readonly message: string;
+}
+
+export type InboxResult<K extends InboxKind = InboxKind> = InboxSaved<K> | InboxRefused;
