@@ -7,7 +7,7 @@ import { Defaults } from "./defaults.js";
 import { messageOf } from "./docker-errors.js";
 import { instanceLiveness } from "./instance.js";
 import { type ContainerOwner, keepsSlotDirs, LabelKeys, sanitizeLabelValue } from "./labels.js";
-import { SlotOwnerFile } from "./slot-dirs.js";
+import { isEmptySlotDirectory, SlotOwnerFile } from "./slot-dirs.js";
 import { slotRootOf } from "./slot-key.js";
 import { parseDockerTime } from "./timestamps.js";
 import type { ReapResult } from "./types.js";
@@ -225,6 +225,16 @@ function slotDirOfMounts(
   return inside ? slotDir : undefined;
 }
 
+/**
+ * A per-session slot directory no live process stands behind: its owner file names a process
+ * that is gone, or it holds nothing a sandbox wrote ({@link isEmptySlotDirectory}).
+ */
+async function isDebris(slotDir: string): Promise<boolean> {
+  const owner = await readFile(join(slotDir, SlotOwnerFile), "utf8").catch(() => undefined);
+  if (owner !== undefined) return instanceLiveness(owner.trim()) === "gone";
+  return isEmptySlotDirectory(slotDir);
+}
+
 /** What {@link sweepContainerlessScratchDirs} needs. */
 export interface ScratchDirSweepContext {
   readonly docker: Docker;
@@ -279,14 +289,14 @@ export async function sweepContainerlessScratchDirs(
   for (const name of names) {
     const slotDir = join(context.slotRoot, name);
     if (inUse.has(slotDir)) continue;
-    // Only what a process that is gone provisioned: a directory of an older version (no
-    // owner file; its files are kept for the session's next container) or of a live
-    // process is left alone.
-    const owner = await readFile(join(slotDir, SlotOwnerFile), "utf8").catch(() => undefined);
-    if (owner === undefined || instanceLiveness(owner.trim()) !== "gone") continue;
+    // Only what a process that is gone provisioned, or a directory with nothing in it (a
+    // process killed before it recorded itself, or while deleting): a directory of an older
+    // version (no owner file; its files are kept for the session's next container) or of a
+    // live process is left alone.
+    if (!(await isDebris(slotDir))) continue;
     try {
       const deleted = await context.locked(slotDir, async () => {
-        if ((await boundDirs()).has(slotDir)) return false;
+        if ((await boundDirs()).has(slotDir) || !(await isDebris(slotDir))) return false;
         await context.deleteSlotDir(slotDir);
         return true;
       });

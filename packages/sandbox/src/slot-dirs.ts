@@ -5,6 +5,7 @@ import {
   lstat,
   mkdir,
   readdir,
+  rename,
   rmdir,
   unlink,
   writeFile,
@@ -61,12 +62,47 @@ export async function prepareSlotDirectory(
   await privateDir(paths.kindDir);
   if (settings.filesystem !== "bind") return;
   await privateDir(slotDir);
+  // The owner is recorded before anything else goes in, so a process killed while preparing
+  // leaves a directory the reaper can judge (owner gone) or one with nothing in it.
+  await writeOwnerFile(slotDir);
   if (settings.diskLimitBytes > 0 && !(await isMountPoint(slotDir))) {
     await attachDisk(slotDir, settings.diskLimitBytes, onWarning);
     await privateDir(slotDir);
+    await writeOwnerFile(slotDir);
   }
   for (const name of BoundDirs) await sandboxDir(slotDir, join(slotDir, name));
-  await writeFile(join(slotDir, SlotOwnerFile), currentInstanceId(), { mode: 0o600 });
+}
+
+/** The owner file's temporary name while it is written (renamed over {@link SlotOwnerFile}). */
+export const SlotOwnerTemporary = `${SlotOwnerFile}.tmp`;
+
+/** Writes this process's id to the slot's owner file, whole or not at all (rename). */
+async function writeOwnerFile(slotDir: string): Promise<void> {
+  const temporary = join(slotDir, SlotOwnerTemporary);
+  await writeFile(temporary, currentInstanceId(), { mode: 0o600 });
+  await rename(temporary, join(slotDir, SlotOwnerFile));
+}
+
+/** The owner file and its temporary: the gateway's own bookkeeping, not a sandbox's files. */
+function isOwnerEntry(name: string): boolean {
+  return name === SlotOwnerFile || name === SlotOwnerTemporary;
+}
+
+/**
+ * True when a slot directory holds nothing a sandbox wrote: no entries but the owner file,
+ * its temporary and empty `workspace/` and `home/`. What a process killed between making the
+ * directory and recording its owner (or while deleting it) leaves; deleting it loses nothing.
+ */
+export async function isEmptySlotDirectory(slotDir: string): Promise<boolean> {
+  const names = await readdir(slotDir).catch(() => undefined);
+  if (names === undefined) return false;
+  for (const name of names) {
+    if (isOwnerEntry(name)) continue;
+    if (!(BoundDirs as readonly string[]).includes(name)) return false;
+    const inner = await readdir(join(slotDir, name)).catch(() => undefined);
+    if (inner === undefined || inner.length > 0) return false;
+  }
+  return true;
 }
 
 async function attachDisk(
@@ -79,7 +115,7 @@ async function attachDisk(
     () => true,
     () => false,
   );
-  if (!hasImage && (await readdir(slotDir)).length > 0) {
+  if (!hasImage && (await readdir(slotDir)).some((name) => !isOwnerEntry(name))) {
     onWarning?.(
       `slot directory ${slotDir} was made before its disk ceiling and keeps its files without ` +
         "one; reset the slot (its files are deleted) to give it the ceiling",
@@ -141,10 +177,18 @@ export async function deleteSlotDirectory(
     return fail("could not list it", error);
   });
   if (names !== undefined) {
-    if (names.length > 0) {
-      await deleteInContainer(context, slotDir, names).catch((error: unknown) =>
+    // The owner file goes last, on the host (containers never bind the slot's top): a
+    // process killed half-way leaves what is left still marked as its own, for the reaper.
+    const contents = names.filter((name) => !isOwnerEntry(name));
+    if (contents.length > 0) {
+      await deleteInContainer(context, slotDir, contents).catch((error: unknown) =>
         fail("the delete container failed", error),
       );
+    }
+    for (const name of names.filter(isOwnerEntry)) {
+      await unlink(join(slotDir, name)).catch((error: unknown) => {
+        if (codeOf(error) !== "ENOENT") fail("could not remove its owner file", error);
+      });
     }
     await rmdir(slotDir).catch((error: unknown) => {
       if (codeOf(error) !== "ENOENT") fail("could not remove it", error);

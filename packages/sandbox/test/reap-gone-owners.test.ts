@@ -140,4 +140,28 @@ describe("reaping the containers of a killed process", () => {
     expect(await pathExists(join(sandbox.slotDirectory(legacy), "workspace", "old"))).toBe(true);
     expect(await pathExists(sandbox.slotDirectory(live))).toBe(true);
   });
+
+  it("deletes the empty session dirs a process killed while preparing or deleting leaves", async () => {
+    const sandbox = fx.sandbox(Scratch);
+    // Killed right after making the directory, before it recorded its owner.
+    const bare = sandbox.slotDirectory("session:agent:x:dm:bare");
+    await mkdir(bare, { recursive: true });
+    // Killed while the owner file was being written, or while deleting (empty bound dirs).
+    const halfWritten = sandbox.slotDirectory("session:agent:x:dm:half");
+    await mkdir(join(halfWritten, "workspace"), { recursive: true });
+    await mkdir(join(halfWritten, "home"));
+    await writeFile(join(halfWritten, ".owner.tmp"), "");
+    // Anything a sandbox wrote keeps a directory without an owner.
+    const withFiles = sandbox.slotDirectory("session:agent:x:dm:files");
+    await mkdir(join(withFiles, "home"), { recursive: true });
+    await writeFile(join(withFiles, "home", ".profile"), "x");
+
+    const result = await sandbox.reapOrphans();
+
+    expect(result.failed).toEqual([]);
+    expect(result.removed.sort()).toEqual([bare, halfWritten].sort());
+    expect(await pathExists(bare)).toBe(false);
+    expect(await pathExists(halfWritten)).toBe(false);
+    expect(await pathExists(join(withFiles, "home", ".profile"))).toBe(true);
+  });
 });
