@@ -92,6 +92,8 @@ export const Defaults = {
     stopWaitMs: 5_000,
     /** Bound of the confirming getUpdates at stop. */
     confirmTimeoutMs: 3_000,
+    /** Largest file a user may send: the public Bot API's getFile limit (20 MB). */
+    downloadMaxBytes: 20 * 1000 * 1000,
   },
   discord: {
     apiRoot: "https://discord.com/api",
@@ -99,12 +101,16 @@ export const Defaults = {
     catchUpMaxMessages: 200,
     /** Backoff while the message handler rejects (the journal cannot be written). */
     inboundRetry: { minDelayMs: 1000, maxDelayMs: 60_000 },
+    /** Largest attachment saved: Discord's upload limit for an unboosted server (25 MiB). */
+    downloadMaxBytes: 25 * 1024 * 1024,
   },
   console: {
     prompt: "mediagate> ",
     chatId: "local",
     /** Files are copied locally; the cap only guards the disk. */
     maxBytes: 1024 * 1024 * 1024,
+    /** Largest file `/attach` sends in. */
+    attachMaxBytes: 100 * 1024 * 1024,
   },
   gateway: {
     /** After cutting running turns off, how long stop() waits for them to settle. */

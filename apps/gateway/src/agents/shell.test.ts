@@ -1,7 +1,7 @@
 import type { ExecResult } from "@mediagate/sandbox";
 import { describe, expect, it } from "vitest";
 import { formatShellReply, ShellAgent } from "./shell.js";
-import type { AgentTurnInput, ToolRunner } from "./types.js";
+import type { AgentTurnInput, ToolRunner, TurnAttachment } from "./types.js";
 
 const ok: ExecResult = {
   exitCode: 0,
@@ -61,7 +61,12 @@ describe("formatShellReply", () => {
 
 /** A ToolRunner that answers every command with a fixed result and records the calls. */
 function scripted(result: ExecResult) {
-  const calls: { command: string; timeoutMs?: number; signal?: AbortSignal }[] = [];
+  const calls: {
+    command: string;
+    timeoutMs?: number;
+    signal?: AbortSignal;
+    env?: Readonly<Record<string, string>>;
+  }[] = [];
   const tools: ToolRunner = {
     run: async (command, options) => {
       calls.push({ command, ...options });
@@ -78,7 +83,15 @@ function input(
   tools: ToolRunner,
   signal = new AbortController().signal,
 ): AgentTurnInput {
-  return { text, profile: "default", sessionKey: "k", sessionId: "s", tools, signal };
+  return {
+    text,
+    profile: "default",
+    sessionKey: "k",
+    sessionId: "s",
+    tools,
+    signal,
+    attachments: [],
+  };
 }
 
 describe("ShellAgent", () => {
@@ -106,5 +119,49 @@ describe("ShellAgent", () => {
     controller.abort();
     expect((await agent.runTurn(input("ls", tools, controller.signal))).reply).toBe("[aborted]");
     expect(calls).toEqual([]);
+  });
+
+  it("lists files sent without a command, and names them to a command in MEDIAGATE_ATTACHMENTS", async () => {
+    const files: TurnAttachment[] = [
+      {
+        name: "report.pdf",
+        containerPath: "/workspace/inbox/report.pdf",
+        hostPath: undefined,
+        kind: "document",
+        mime: "application/pdf",
+        size: 12_345,
+        sentAs: "document",
+      },
+      {
+        name: "voice",
+        containerPath: "/workspace/inbox/voice.ogg",
+        hostPath: undefined,
+        kind: "voice",
+        mime: "audio/ogg",
+        size: 900,
+        sentAs: "voice",
+      },
+    ];
+    const { tools, calls } = scripted(ok);
+    const agent = new ShellAgent({ timeoutMs: 5_000 });
+    const listed = await agent.runTurn({ ...input("  ", tools), attachments: files });
+    expect(listed.reply).toBe(
+      "/workspace/inbox/report.pdf (document, 12.3 KB)\n/workspace/inbox/voice.ogg (voice, 900 B)",
+    );
+    expect(calls).toEqual([]);
+
+    const signal = new AbortController().signal;
+    await agent.runTurn({
+      ...input("wc -c $MEDIAGATE_ATTACHMENTS", tools, signal),
+      attachments: files,
+    });
+    expect(calls).toEqual([
+      {
+        command: "wc -c $MEDIAGATE_ATTACHMENTS",
+        timeoutMs: 5_000,
+        signal,
+        env: { MEDIAGATE_ATTACHMENTS: "/workspace/inbox/report.pdf\n/workspace/inbox/voice.ogg" },
+      },
+    ]);
   });
 });

@@ -1,7 +1,8 @@
+import { formatBytes } from "@mediagate/media";
 import type { ExecResult } from "@mediagate/sandbox";
 import { Defaults } from "../defaults.js";
 import { keepTail, omittedMarker } from "./tools-text.js";
-import type { Agent, AgentTurnInput, AgentTurnResult } from "./types.js";
+import type { Agent, AgentTurnInput, AgentTurnResult, TurnAttachment } from "./types.js";
 
 /** Options of {@link ShellAgent}. */
 export interface ShellAgentOptions {
@@ -17,6 +18,17 @@ export const ShellAgentDefaults = Defaults.shellAgent;
 /** `MEDIA:` lines rescued from the dropped part of a long output, at most this many. */
 const MaxRescuedMediaLines = 10;
 const MaxMediaLineChars = 4_096;
+
+/**
+ * Set for a command sent with files: their container paths, one per line (the sanitized names
+ * hold no newline). For that command only; the session's shell does not keep it.
+ */
+export const AttachmentsVariable = "MEDIAGATE_ATTACHMENTS";
+
+/** The reply to files sent without a command: where each one is, its kind and size. */
+export function listFiles(files: readonly TurnAttachment[]): string {
+  return files.map((f) => `${f.containerPath} (${f.kind}, ${formatBytes(f.size)})`).join("\n");
+}
 
 const NoOutput = "(no output)";
 const NothingToRun = "(nothing to run)";
@@ -74,7 +86,9 @@ export function formatShellReply(result: ExecResult, maxReplyChars: number): str
  * The embedded default agent (docs/sessions.md, needs no API key): the message text is a command
  * line, run in the session's persistent shell in its sandbox (cwd starts at /workspace and
  * persists, like a terminal); the output is the final reply, so `MEDIA:` lines printed by
- * the command are delivered. An abort during the command gives a reply noting it (the
+ * the command are delivered. Files sent with a command are named to it in
+ * `$MEDIAGATE_ATTACHMENTS`; files sent without one run nothing and are listed
+ * (docs/inbound-media.md). An abort during the command gives a reply noting it (the
  * output so far is still useful), not an error.
  */
 export class ShellAgent implements Agent {
@@ -87,11 +101,20 @@ export class ShellAgent implements Agent {
 
   async runTurn(input: AgentTurnInput): Promise<AgentTurnResult> {
     const command = input.text.trim();
-    if (command === "") return { reply: NothingToRun };
+    if (command === "") {
+      return { reply: input.attachments.length > 0 ? listFiles(input.attachments) : NothingToRun };
+    }
     if (input.signal.aborted) return { reply: "[aborted]" };
     const result = await input.tools.run(command, {
       timeoutMs: this.#settings.timeoutMs,
       signal: input.signal,
+      ...(input.attachments.length > 0
+        ? {
+            env: {
+              [AttachmentsVariable]: input.attachments.map((f) => f.containerPath).join("\n"),
+            },
+          }
+        : {}),
     });
     return { reply: formatShellReply(result, this.#settings.maxReplyChars) };
   }

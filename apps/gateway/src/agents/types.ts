@@ -1,12 +1,23 @@
 import type { ExecResult } from "@mediagate/sandbox";
+import type { AttachmentSentAs } from "../channels/types.js";
 
 /**
  * Tool access for one turn, already bound to the turn's slot and session shell.
  * Paths are container paths; relative ones resolve against the session's cwd.
  */
 export interface ToolRunner {
-  /** Run a shell command in the session's persistent shell (cwd and env persist). */
-  run(command: string, options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<ExecResult>;
+  /**
+   * Run a shell command in the session's persistent shell (cwd and env persist). `env` is set
+   * for this command only (not kept in the session's state).
+   */
+  run(
+    command: string,
+    options?: {
+      timeoutMs?: number;
+      signal?: AbortSignal;
+      env?: Readonly<Record<string, string>>;
+    },
+  ): Promise<ExecResult>;
   /** Read a file of the container, at most `maxBytes` (default 256 KiB). */
   readFile(path: string, maxBytes?: number): Promise<string>;
   /** Create or replace a file in the container, creating parent directories. */
@@ -22,6 +33,24 @@ export interface AgentTurnInput {
   readonly sessionId: string;
   readonly tools: ToolRunner;
   readonly signal: AbortSignal;
+  /** Files the user sent with the message, saved in the session's inbox (may be empty). */
+  readonly attachments: readonly TurnAttachment[];
+}
+
+/** A file the user sent, saved in the sandbox (docs/inbound-media.md). */
+export interface TurnAttachment {
+  /** The name it was sent with (untrusted: show it, never use it as a path). */
+  readonly name: string;
+  /** Where the agent finds it: `/workspace/inbox/<sanitized name>`. */
+  readonly containerPath: string;
+  /** The same file on the gateway's host, when the slot is a local bind mount. */
+  readonly hostPath: string | undefined;
+  /** Recognized from its bytes: image, video, audio, voice, document. */
+  readonly kind: string;
+  readonly mime: string;
+  readonly size: number;
+  /** How the platform labelled it (a Telegram voice note is `voice`). */
+  readonly sentAs: AttachmentSentAs;
 }
 
 export interface AgentTurnResult {

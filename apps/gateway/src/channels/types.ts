@@ -24,6 +24,54 @@ export interface InboundMessage {
    * Telegram `update_id`, the Discord message id. The journal dedupes on it (docs/durability.md).
    */
   readonly receiptId: string;
+  /**
+   * Files sent with the message (an album's files, a Discord message's attachments), in the
+   * order sent; absent or empty for a text message. References only: nothing is downloaded
+   * before the sender is authorized (docs/inbound-media.md).
+   */
+  readonly attachments?: readonly InboundAttachment[] | undefined;
+}
+
+/** How the platform labelled a file a user sent. */
+export type AttachmentSentAs =
+  | "photo"
+  | "document"
+  | "audio"
+  | "voice"
+  | "video"
+  | "video_note"
+  | "animation"
+  | "file";
+
+/**
+ * A file a user sent, as its channel saw it: what it is and how to fetch it, not its bytes.
+ * Plain JSON: the journal keeps it with the message, and a message run again after a restart
+ * fetches its files again.
+ */
+export interface InboundAttachment {
+  /** The name it was sent with, or one the channel made up (`photo.jpg`); any string. */
+  readonly name: string;
+  readonly sentAs: AttachmentSentAs;
+  /** The size the platform announced, if it did: over the limit, nothing is fetched. */
+  readonly size?: number | undefined;
+  /** The MIME type the platform announced, if any (the saved file's kind comes from its bytes). */
+  readonly mime?: string | undefined;
+  /** What the channel fetches it by: a Telegram `file_id`, a Discord URL, a host path. */
+  readonly ref: string;
+}
+
+/**
+ * A file could not be fetched from its platform; `reason` is shown to the user after the
+ * file's name ("could not be downloaded: <reason>"), so it names no token or URL.
+ */
+export class AttachmentFetchError extends Error {
+  override readonly name = "AttachmentFetchError";
+  constructor(
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(reason, options);
+  }
 }
 
 /**
@@ -200,6 +248,20 @@ export interface ChannelAdapter {
   deliver(reply: OutboundReply, options?: DeliverOptions): Promise<DeliveryReport>;
   /** Show that the bot is working (typing). Best effort; never throws; gives up on `signal`. */
   showActivity(target: ChatTarget, signal?: AbortSignal): Promise<void>;
+  /**
+   * Inbound files (docs/inbound-media.md): the largest file saved, and how its bytes are
+   * fetched, streamed. Called only for an authorized sender's message. `open` rejects with an
+   * {@link AttachmentFetchError} (or any error) when the file cannot be had; the stream may
+   * fail part-way. A channel without it refuses every file with a notice.
+   */
+  readonly attachments?: AttachmentFetcher | undefined;
+}
+
+/** How a channel hands over the files its users send. */
+export interface AttachmentFetcher {
+  /** Bytes; a file over it is refused (unread when its announced size is over). */
+  readonly maxBytes: number;
+  open(attachment: InboundAttachment, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>>;
 }
 
 /** The newest message the journal recorded in one chat (Discord channel or DM channel id). */

@@ -16,6 +16,8 @@ const telegramSchema = z.strictObject({
   photoMaxBytes: positiveInt.optional(),
   uploadMaxBytes: positiveInt.optional(),
   pollTimeoutSeconds: positiveInt.optional(),
+  downloadMaxBytes: positiveInt.optional(),
+  localFiles: z.boolean().optional(),
 });
 
 const discordSchema = z.strictObject({
@@ -24,6 +26,7 @@ const discordSchema = z.strictObject({
   gatewayUrl: url.optional(),
   channels: z.array(z.string().regex(/^\d+$/, { error: "a channel id (digits)" })).optional(),
   uploadMaxBytes: positiveInt.optional(),
+  downloadMaxBytes: positiveInt.optional(),
   catchUpMaxMessages: z
     .number()
     .int()
@@ -43,6 +46,17 @@ const agentSchema = z.discriminatedUnion("kind", [
     model: z.string().min(1, { error: "a model name" }),
     maxToolRounds: positiveInt.optional(),
     systemPrompt: z.string().min(1, { error: "instructions for the model" }).optional(),
+    vision: z.boolean().optional(),
+    transcription: z
+      .strictObject({
+        baseUrl: url,
+        model: z.string().min(1, { error: "a transcription model name" }),
+        apiKey: z
+          .string()
+          .min(1, { error: "a non-empty API key (leave apiKey out for a server that needs none)" })
+          .optional(),
+      })
+      .optional(),
   }),
 ]);
 

@@ -9,6 +9,13 @@ export interface TelegramSettings {
   readonly uploadMaxBytes?: number | undefined;
   /** Long-poll timeout of `getUpdates` (default 30). */
   readonly pollTimeoutSeconds?: number | undefined;
+  /** Largest file a user may send (default 20 MB, the public Bot API's `getFile` limit). */
+  readonly downloadMaxBytes?: number | undefined;
+  /**
+   * A local Bot API server (`--local`): `getFile` answers an absolute path on this host, read
+   * from disk; `downloadMaxBytes` is then the only limit (docs/inbound-media.md).
+   */
+  readonly localFiles?: boolean | undefined;
 }
 
 /** Discord settings of a profile. `channels`: guild channels answered without a mention. */
@@ -18,6 +25,8 @@ export interface DiscordSettings {
   readonly gatewayUrl?: string | undefined;
   readonly channels: readonly string[];
   readonly uploadMaxBytes?: number | undefined;
+  /** Largest attachment a user may send that is saved (default 25 MiB). */
+  readonly downloadMaxBytes?: number | undefined;
   /** Messages fetched per chat after a restart (default 200; 0 turns catch-up off). */
   readonly catchUpMaxMessages?: number | undefined;
 }
@@ -34,7 +43,18 @@ export type AgentSettings =
       readonly maxToolRounds: number;
       /** Extra instructions, appended to the gateway's own system prompt. */
       readonly systemPrompt?: string | undefined;
+      /** Images a user sends are also given to the model as image inputs. */
+      readonly vision?: boolean | undefined;
+      /** Voice notes and audio are transcribed here and the transcript added to the turn. */
+      readonly transcription?: TranscriptionSettings | undefined;
     };
+
+/** An OpenAI-compatible `/audio/transcriptions` endpoint (docs/inbound-media.md). */
+export interface TranscriptionSettings {
+  readonly baseUrl: string;
+  readonly model: string;
+  readonly apiKey?: string | undefined;
+}
 
 /** One validated profile with every default applied and its home resolved. */
 export interface ProfileConfig {

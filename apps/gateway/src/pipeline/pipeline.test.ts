@@ -81,6 +81,10 @@ function recordingSandbox(calls: string[]): SandboxOps {
       calls.push(`run ${slot} ${sessionKey} ${command}`);
       return result(command);
     },
+    saveToInbox: async (slot, files) => {
+      calls.push(`saveToInbox ${slot} ${files.length}`);
+      return [];
+    },
     killSession: async (sessionKey) => {
       calls.push(`killSession ${sessionKey}`);
       return 0;

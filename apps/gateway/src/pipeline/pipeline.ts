@@ -4,18 +4,20 @@ import { withErrorBoundary } from "./boundary.js";
 import { handleCommands } from "./commands.js";
 import { enqueueTurn } from "./enqueue-turn.js";
 import { runTurn } from "./run-turn.js";
+import { saveAttachments } from "./save-attachments.js";
 import { sendReply } from "./send-reply.js";
 import { compose, type Middleware } from "./types.js";
 
 /**
  * The message pipeline, in order: authorize → bind session → admin command | enqueue turn →
- * agent turn → send reply (outbox: record, plan media, deliver, notices).
+ * save the message's files in the inbox → agent turn → send reply (outbox: record, plan media, deliver, notices).
  */
 export const PipelineSteps: readonly Middleware[] = [
   authorize,
   bindSession,
   handleCommands,
   enqueueTurn,
+  saveAttachments,
   runTurn,
   sendReply,
 ];

@@ -48,6 +48,7 @@ export const runTurn: Middleware = async (ctx, next) => {
       sessionId: session.sessionId,
       tools: turn === undefined ? tools : counted(tools, turn),
       signal,
+      attachments: ctx.attachments ?? [],
     });
     ctx.reply = result.reply;
   } catch (error) {

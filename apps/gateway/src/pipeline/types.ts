@@ -1,6 +1,6 @@
 import type { TranslateContext } from "@mediagate/media";
 import type { Sandbox } from "@mediagate/sandbox";
-import type { Agent } from "../agents/types.js";
+import type { Agent, TurnAttachment } from "../agents/types.js";
 import type {
   ChannelAdapter,
   ChannelHealth,
@@ -22,7 +22,14 @@ import type { TurnReport } from "./turn-report.js";
 /** The sandbox operations the pipeline and the commands use. */
 export type SandboxOps = Pick<
   Sandbox,
-  "run" | "killSession" | "killSlot" | "cleanup" | "status" | "readFile" | "slotDirectory"
+  | "run"
+  | "killSession"
+  | "killSlot"
+  | "cleanup"
+  | "status"
+  | "readFile"
+  | "slotDirectory"
+  | "saveToInbox"
 >;
 
 /** What the pipeline needs of a profile's runtime (`ProfileRuntime` implements it). */
@@ -73,6 +80,8 @@ export interface MessageContext {
   slot?: string;
   /** The running turn's signal (aborted by /stop). */
   signal?: AbortSignal;
+  /** The message's files, saved in the session's inbox (`saveAttachments`). */
+  attachments?: readonly TurnAttachment[];
   /** The agent's final reply text. */
   reply?: string;
   /** The running turn's report, logged when it ends (set by `enqueueTurn`). */

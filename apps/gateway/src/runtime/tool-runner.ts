@@ -62,12 +62,18 @@ export function createToolRunner(options: ToolRunnerOptions): TurnToolRunner {
     firstCommand ??= options.beforeFirstCommand?.() ?? Promise.resolve();
     return firstCommand;
   };
-  const exec = async (command: string, timeoutMs = defaultTimeout, callSignal?: AbortSignal) => {
+  const exec = async (
+    command: string,
+    timeoutMs = defaultTimeout,
+    callSignal?: AbortSignal,
+    env?: Readonly<Record<string, string>>,
+  ) => {
     try {
       return await sandbox.run(slot, sessionKey, command, {
         timeoutMs,
         signal: combine(signal, callSignal),
         beforeCommand,
+        ...(env === undefined ? {} : { env }),
       });
     } catch (error) {
       problem ??= sandboxProblemOf(error);
@@ -81,7 +87,7 @@ export function createToolRunner(options: ToolRunnerOptions): TurnToolRunner {
     },
 
     run(command, opts) {
-      return exec(command, opts?.timeoutMs, opts?.signal);
+      return exec(command, opts?.timeoutMs, opts?.signal, opts?.env);
     },
 
     async readFile(path, maxBytes = ToolRunnerDefaults.readMaxBytes) {
