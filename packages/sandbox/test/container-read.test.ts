@@ -30,31 +30,8 @@ async function outcome(path: string, maxBytes = 1024, sessionKey?: string): Prom
 }
 
 describe("reading a file out of the container", () => {
-  it("never returns a protected file while a loop swaps a directory for a symlink (50 reads)", async () => {
-    const setup = await sandbox.exec(
-      "read",
-      "mkdir -p /root/.ssh /tmp/d && printf KEY > /root/.ssh/id_rsa && printf decoy > /tmp/d/id_rsa && ln -s /root/.ssh /tmp/lnk",
-    );
-    expect(setup.exitCode).toBe(0);
-    const loop = new AbortController();
-    const swapping = sandbox.exec(
-      "read",
-      "renice -n 19 -p $$ >/dev/null; while :; do mv /tmp/d /tmp/real; mv /tmp/lnk /tmp/d; mv /tmp/d /tmp/lnk; mv /tmp/real /tmp/d; done",
-      { signal: loop.signal, timeoutMs: 300_000 },
-    );
-    const seen: string[] = [];
-    try {
-      for (let i = 0; i < 50; i++) seen.push(await outcome("/tmp/d/id_rsa"));
-    } finally {
-      loop.abort();
-      await swapping;
-    }
-    // The directory was renamed between the open and the naming of the descriptor: that
-    // answers the file's new real path, never its bytes.
-    expect(seen).not.toContain("KEY");
-    for (const answer of seen) expect(answer).toMatch(/^(decoy|missing|link:\/.*)$/);
-    expect(seen.filter((a) => a.startsWith("link:")).length).toBeGreaterThan(0);
-  });
+  // The swap race (a loop swapping a directory for a symlink while the gateway reads) is
+  // test/long/container-read-swap.long.test.ts: 800 reads, too slow for this suite.
 
   it("reads as the session's own user: another session's private file is not read", async () => {
     const made = await sandbox.run(
