@@ -186,8 +186,13 @@ export class FakeCdn extends EventEmitter {
       if (cutAt !== undefined) end = Math.min(end, cutAt);
       if (end > offset && !res.write(stored.bytes.subarray(offset, end))) {
         await new Promise<void>((resolve) => {
-          res.once("drain", resolve);
-          res.once("close", resolve);
+          const done = () => {
+            res.off("drain", done);
+            res.off("close", done);
+            resolve();
+          };
+          res.on("drain", done);
+          res.on("close", done);
         });
       }
       record.bytesSent = Math.max(record.bytesSent, end);
