@@ -165,6 +165,9 @@ describe("gateway over Discord: files users send reach the sandbox", () => {
       expect.stringMatching(/^\/workspace\/inbox\/small.*\n\/workspace\/inbox\/other.*$/),
     ]);
     expect(fake.cdn.downloadsOf(sent.attachments[1]!.id)).toEqual([]);
+    for (const saved of [sent.attachments[0]!, sent.attachments[2]!]) {
+      expect(fake.cdn.downloadsOf(saved.id).map((download) => download.complete)).toEqual([true]);
+    }
     const listing = await inDm("ls -A /workspace/inbox");
     expect(listing.posts.map((post) => post.content.split("\n").sort())).toEqual([
       [expect.stringMatching(/^other.*\.txt$/), expect.stringMatching(/^small.*\.txt$/)],
