@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import {
   ChannelType,
@@ -5,6 +6,7 @@ import {
   Events,
   GatewayIntentBits,
   type Message,
+  MessageFlags,
   Partials,
   type RESTOptions,
 } from "discord.js";
@@ -304,5 +306,135 @@ describe("fake Discord REST", () => {
       status: 403,
       code: 50001,
     });
+  });
+});
+
+describe("fake Discord attachments and CDN", () => {
+  const download = async (url: string, init?: RequestInit) => {
+    const response = await fetch(url, init);
+    return { status: response.status, bytes: Buffer.from(await response.arrayBuffer()) };
+  };
+
+  it("carries users' attachments in MESSAGE_CREATE with URLs its CDN serves byte-for-byte", async () => {
+    const { fake, client } = await connect();
+    const channelId = fake.guild.channels[0]!.id;
+    const report = Buffer.concat([Buffer.from([0, 255, 10, 13]), randomBytes(200_000)]);
+    const received = nextMessage(client);
+    const sent = fake.sendGuildMessage(channelId, {
+      mentionBot: true,
+      attachments: [
+        { filename: "report final.pdf", bytes: report, contentType: "application/pdf" },
+        { filename: "pic.png", bytes: Buffer.from("png"), contentType: "image/png" },
+      ],
+    });
+    const message = await received;
+    expect(message.content).toBe(`<@${fake.botUser.id}> `);
+    const attachments = [...message.attachments.values()];
+    expect(attachments.map((a) => [a.id, a.name, a.size, a.contentType])).toEqual([
+      [sent.attachments[0]!.id, "report final.pdf", report.length, "application/pdf"],
+      [sent.attachments[1]!.id, "pic.png", 3, "image/png"],
+    ]);
+    expect(fake.downloads).toEqual([]);
+    const viaCdn = await download(attachments[0]!.url);
+    expect(viaCdn.status).toBe(200);
+    expect(viaCdn.bytes.equals(report)).toBe(true);
+    const viaProxy = await download(attachments[1]!.proxyURL);
+    expect(viaProxy.bytes.toString()).toBe("png");
+    expect(fake.downloads).toEqual([
+      expect.objectContaining({
+        attachmentId: sent.attachments[0]!.id,
+        via: "cdn",
+        status: 200,
+        bytesSent: report.length,
+        authorization: false,
+      }),
+      expect.objectContaining({ attachmentId: sent.attachments[1]!.id, via: "media" }),
+    ]);
+  });
+
+  it("marks a voice message with IS_VOICE_MESSAGE and gives its attachment a duration", async () => {
+    const { fake, client } = await connect();
+    const received = nextMessage(client);
+    fake.sendDirectMessage({
+      attachments: [
+        {
+          filename: "voice-message.ogg",
+          bytes: Buffer.from("OggS"),
+          contentType: "audio/ogg",
+          voice: true,
+        },
+      ],
+    });
+    const message = await received;
+    expect(message.flags.has(MessageFlags.IsVoiceMessage)).toBe(true);
+    expect(message.attachments.first()?.duration).toBe(2.5);
+    expect(message.content).toBe("");
+  });
+
+  it("lists attachments in the REST history (catch-up), still downloadable", async () => {
+    const { fake, client } = await connect();
+    const channelId = fake.guild.channels[1]!.id;
+    fake.sendGuildMessage(channelId, {
+      content: "with a file",
+      attachments: [
+        { filename: "a.txt", bytes: Buffer.from("history bytes"), contentType: "text/plain" },
+      ],
+    });
+    const channel = await client.channels.fetch(channelId);
+    if (!channel?.isTextBased()) throw new Error("not text");
+    const page = await channel.messages.fetch({ limit: 10, cache: false });
+    const attachment = page.first()?.attachments.first();
+    expect(attachment?.name).toBe("a.txt");
+    expect((await download(attachment!.url)).bytes.toString()).toBe("history bytes");
+  });
+
+  it("hides attachments without the MessageContent intent unless the bot is mentioned", async () => {
+    const { fake, client } = await connect([
+      GatewayIntentBits.Guilds,
+      GatewayIntentBits.GuildMessages,
+    ]);
+    const channelId = fake.guild.channels[0]!.id;
+    const files = [{ filename: "x.bin", bytes: Buffer.from("x") }];
+    let received = nextMessage(client);
+    fake.sendGuildMessage(channelId, { attachments: files });
+    expect((await received).attachments.size).toBe(0);
+    received = nextMessage(client);
+    fake.sendGuildMessage(channelId, { attachments: files, mentionBot: true });
+    expect((await received).attachments.size).toBe(1);
+  });
+
+  it("serves the bot's own uploads too, and 404s an unsigned or unknown URL", async () => {
+    const { fake, client } = await connect();
+    const channel = await client.channels.fetch(fake.guild.channels[0]!.id);
+    if (!channel?.isSendable()) throw new Error("not sendable");
+    const sent = await channel.send({
+      files: [{ attachment: Buffer.from("own"), name: "own.txt" }],
+    });
+    const url = sent.attachments.first()!.url;
+    expect((await download(url)).bytes.toString()).toBe("own");
+    const unsigned = new URL(url);
+    unsigned.search = "";
+    expect((await download(unsigned.href)).status).toBe(404);
+    const unknown = url.replace(sent.attachments.first()!.id, "1234567890123456789");
+    expect((await download(unknown)).status).toBe(404);
+    expect(fake.downloads.map((d) => d.status)).toEqual([200, 404, 404]);
+  });
+
+  it("fails the next download with a status, or cuts it off after some bytes", async () => {
+    const { fake } = await connect();
+    const bytes = randomBytes(300_000);
+    const sent = fake.sendDirectMessage({ attachments: [{ filename: "f.bin", bytes }] });
+    const url = sent.attachments[0]!.url;
+    fake.failNextDownload({ status: 503 });
+    expect((await download(url)).status).toBe(503);
+    fake.failNextDownload({ cutAfterBytes: 100_000 });
+    await expect(download(url)).rejects.toThrow();
+    expect((await download(url)).bytes.equals(bytes)).toBe(true);
+    expect(fake.downloads.map((d) => [d.status, d.complete])).toEqual([
+      [503, false],
+      [200, false],
+      [200, true],
+    ]);
+    expect(fake.downloads[1]?.bytesSent).toBe(100_000);
   });
 });

@@ -1,8 +1,19 @@
+export type {
+  AttachmentInput,
+  AttachmentObject,
+  DownloadFailure,
+  RecordedDownload,
+} from "./cdn.js";
+export { FakeCdn, IsVoiceMessage } from "./cdn.js";
 export type { ChannelFixture, GuildFixture, ThreadFixture, UserObject } from "./fixtures.js";
 export { defaultGuild, snowflake, uploadLimitForTier, userObject } from "./fixtures.js";
 export { Intent, Op } from "./gateway.js";
 export type { FailureInjection, FailureKind, RecordedCall, RecordedFile } from "./requests.js";
 export type { RequestGate } from "./rest.js";
-export type { DispatchedMessage, FakeDiscordOptions, MessageInput } from "./server.js";
+export type {
+  DispatchedMessage,
+  FakeDiscordOptions,
+  MessageInput,
+} from "./server.js";
 export { FakeDiscord } from "./server.js";
 export type { StoredMessage } from "./world.js";

@@ -1,5 +1,6 @@
 import { EventEmitter } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { FakeCdn } from "./cdn.js";
 import { snowflake } from "./fixtures.js";
 import {
   discordError,
@@ -23,6 +24,8 @@ interface RestOptions {
   /** The token accepted now (it can be revoked). */
   readonly token: () => string;
   readonly world: World;
+  /** Keeps the bytes of the bot's attachments and gives their URLs. */
+  readonly cdn: FakeCdn;
   /** What `GET /gateway/bot` advertises. */
   readonly gatewayUrl: () => string;
   readonly nonceWindowMs: number;
@@ -299,17 +302,13 @@ export class FakeRest extends EventEmitter {
       mention_everyone: false,
       mentions: [],
       mention_roles: [],
-      attachments: parsed.files.map((file) => {
-        const attachmentId = snowflake();
-        return {
-          id: attachmentId,
+      attachments: parsed.files.map((file) =>
+        this.options.cdn.add(channelId, {
           filename: file.filename,
-          size: file.bytes.length,
-          content_type: file.contentType,
-          url: `https://cdn.discordapp.test/attachments/${channelId}/${attachmentId}/${file.filename}`,
-          proxy_url: `https://media.discordapp.test/attachments/${channelId}/${attachmentId}/${file.filename}`,
-        };
-      }),
+          bytes: file.bytes,
+          contentType: file.contentType,
+        }),
+      ),
       embeds: [],
       pinned: false,
       type: replyTo === undefined ? 0 : 19,

@@ -2,6 +2,14 @@ import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import {
+  type AttachmentInput,
+  type AttachmentObject,
+  type DownloadFailure,
+  FakeCdn,
+  IsVoiceMessage,
+  type RecordedDownload,
+} from "./cdn.js";
+import {
   defaultGuild,
   type GuildFixture,
   memberObject,
@@ -31,7 +39,8 @@ export interface FakeDiscordOptions {
 }
 
 export interface MessageInput {
-  readonly content: string;
+  /** Default empty (a message with attachments only). */
+  readonly content?: string;
   /** Default: a fixed human user. */
   readonly authorId?: string;
   readonly authorName?: string;
@@ -39,6 +48,11 @@ export interface MessageInput {
   /** User ids mentioned; `mentionBot` adds `<@bot>` to the content and the mentions. */
   readonly mentions?: readonly string[];
   readonly mentionBot?: boolean;
+  /**
+   * Files sent with the message: stored by the fake's CDN, listed in the message's
+   * `attachments` (live and in `GET /channels/:id/messages`) with URLs on the fake itself.
+   */
+  readonly attachments?: readonly AttachmentInput[];
 }
 
 /** The message a helper dispatched as MESSAGE_CREATE. */
@@ -48,6 +62,8 @@ export interface DispatchedMessage {
   readonly guildId: string | undefined;
   readonly authorId: string;
   readonly content: string;
+  /** The attachment objects of the message, in order (ids, URLs, sizes). */
+  readonly attachments: readonly AttachmentObject[];
 }
 
 const DefaultAuthorId = "300000000000000001";
@@ -61,6 +77,8 @@ export class FakeDiscord {
   readonly world: World;
   readonly rest: FakeRest;
   readonly gateway: FakeGateway;
+  /** Attachment bytes and their downloads (the stand-in for Discord's CDN). */
+  readonly cdn: FakeCdn;
   readonly #server: Server;
 
   private constructor(server: Server, options: FakeDiscordOptions) {
@@ -68,7 +86,9 @@ export class FakeDiscord {
     this.#token = options.token ?? "fake-discord-token";
     const botUser = options.botUser ?? userObject(snowflake(), "mediagate", true);
     this.world = new World(botUser, options.guilds ?? [defaultGuild()]);
+    this.cdn = new FakeCdn(() => `http://127.0.0.1:${this.port}`);
     this.rest = new FakeRest({
+      cdn: this.cdn,
       token: () => this.#token,
       world: this.world,
       gatewayUrl: () => options.advertisedGatewayUrl ?? this.gatewayUrl,
@@ -85,6 +105,10 @@ export class FakeDiscord {
     });
     server.on("request", (req, res) => {
       const url = new URL(req.url ?? "/", "http://fake");
+      if (this.cdn.handles(url.pathname)) {
+        this.cdn.serve(req, res, url).catch(() => res.destroy());
+        return;
+      }
       const match = /^\/api(?:\/v\d+)?(\/.*)$/.exec(url.pathname);
       if (!match?.[1]) {
         res.writeHead(404);
@@ -158,6 +182,16 @@ export class FakeDiscord {
   /** Messages that exist (each posted once), with their attachment bytes. */
   messagesIn(channelId: string): StoredMessage[] {
     return this.world.messagesIn(channelId);
+  }
+
+  /** Every request for attachment bytes the fake's CDN answered, in arrival order. */
+  get downloads(): readonly RecordedDownload[] {
+    return this.cdn.downloads;
+  }
+
+  /** The next download(s) answer `status` or are cut off after `cutAfterBytes`. */
+  failNextDownload(failure: DownloadFailure): void {
+    this.cdn.failNext(failure);
   }
 
   /** Holds REST requests matching `method` and `path` until the gate is opened. */
@@ -250,8 +284,12 @@ export class FakeDiscord {
     const author = this.world.user(input.authorId ?? DefaultAuthorId, input.authorName);
     const authorObject = input.authorIsBot ? { ...author, bot: true } : author;
     const mentionIds = [...(input.mentions ?? []), ...(input.mentionBot ? [this.botUser.id] : [])];
-    const content = input.mentionBot ? `<@${this.botUser.id}> ${input.content}` : input.content;
+    const text = input.content ?? "";
+    const content = input.mentionBot ? `<@${this.botUser.id}> ${text}` : text;
     const id = snowflake();
+    const inputs = input.attachments ?? [];
+    const attachments = inputs.map((file) => this.cdn.add(channelId, file));
+    const voice = inputs.some((file) => file.voice === true);
     const base = {
       id,
       channel_id: channelId,
@@ -268,16 +306,23 @@ export class FakeDiscord {
         ...(guildId === undefined ? {} : { member: memberObject() }),
       })),
       mention_roles: [],
-      attachments: [],
+      attachments,
       embeds: [],
       pinned: false,
       type: 0,
-      flags: 0,
+      flags: voice ? IsVoiceMessage : 0,
     };
     const mentionsBot = mentionIds.includes(this.botUser.id);
     this.world.remember(channelId, base);
     this.gateway.dispatch("MESSAGE_CREATE", (intents) => messageView(base, intents, mentionsBot));
-    return { id, channelId, guildId, authorId: author.id, content };
+    return {
+      id,
+      channelId,
+      guildId,
+      authorId: author.id,
+      content,
+      attachments,
+    };
   }
 
   /** Discord echoes the bot's own messages to it over the gateway. */

@@ -57,6 +57,7 @@ export function createChannels(
           respondIn: { channelIds: profile.discord.channels },
           limits: { maxBytes: profile.discord.uploadMaxBytes },
           catchUpMaxMessages: profile.discord.catchUpMaxMessages,
+          downloadMaxBytes: profile.discord.downloadMaxBytes,
           retry: { sleep: options.retrySleep },
         }),
       );

@@ -16,6 +16,7 @@ import type {
   InboundMessage,
   OutboundReply,
 } from "../types.js";
+import { DiscordAttachmentFetcher } from "./attachments.js";
 import { fetchMissed } from "./catch-up.js";
 import { createDeliveryRest, createGatewayClient } from "./client.js";
 import { deliverReply } from "./deliver-reply.js";
@@ -44,7 +45,14 @@ export interface DiscordChannelOptions {
   /** `maxBytes` replaces the upload limit everywhere (see `uploadLimitFor`). */
   readonly limits?: { readonly maxBytes?: number | undefined } | undefined;
   readonly retry?: DiscordRetryOptions | undefined;
-  /** Per-request timeout of discord.js's REST; default 15 s. */
+  /**
+   * Largest attachment a user may send that is saved (`discord.downloadMaxBytes`); default
+   * 25 MiB. Larger ones are refused with a notice, unread (docs/inbound-media.md).
+   */
+  readonly downloadMaxBytes?: number | undefined;
+  /** The HTTP client attachments are fetched with; default the global `fetch`. */
+  readonly fetch?: typeof fetch | undefined;
+  /** Per-request timeout of discord.js's REST (and of an attachment's headers); default 15 s. */
   readonly requestTimeoutMs?: number | undefined;
   /**
    * At most this many messages are fetched per chat by {@link DiscordChannel.catchUp} (the
@@ -68,16 +76,17 @@ export const DiscordChannelDefaults = {
   apiRoot: Defaults.discord.apiRoot,
   requestTimeoutMs: Defaults.discord.requestTimeoutMs,
   catchUpMaxMessages: Defaults.discord.catchUpMaxMessages,
+  downloadMaxBytes: Defaults.discord.downloadMaxBytes,
 } as const satisfies Pick<
   Required<DiscordChannelOptions>,
-  "apiRoot" | "requestTimeoutMs" | "catchUpMaxMessages"
+  "apiRoot" | "requestTimeoutMs" | "catchUpMaxMessages" | "downloadMaxBytes"
 >;
 
 const defaultSleep: Sleep = (ms, signal) => sleepFor(ms, undefined, { signal });
 
 /**
  * Discord through discord.js (docs/media.md): guild channels (when mentioned or configured),
- * threads (their own sessions) and DMs in; replies as 2000-character chunks with balanced code
+ * threads (their own sessions) and DMs in, with their attachments; replies as 2000-character chunks with balanced code
  * fences and attachments (10 per message, the chat's upload limit), every create carrying an
  * enforced nonce; typing as the activity indicator.
  */
@@ -90,6 +99,8 @@ export class DiscordChannel implements ChannelAdapter {
    * exact too-large outcome up front.
    */
   readonly limits: UploadLimits;
+  /** Attachments users send, streamed from Discord's CDN (docs/inbound-media.md). */
+  readonly attachments: DiscordAttachmentFetcher;
   readonly #token: string;
   readonly #client: Client;
   readonly #rest: REST;
@@ -131,6 +142,17 @@ export class DiscordChannel implements ChannelAdapter {
       );
     }
     this.#configuredMaxBytes = maxBytes;
+    const downloadMaxBytes = options.downloadMaxBytes ?? DiscordChannelDefaults.downloadMaxBytes;
+    if (!Number.isSafeInteger(downloadMaxBytes) || downloadMaxBytes <= 0) {
+      throw new RangeError(
+        `DiscordChannel downloadMaxBytes must be a positive integer, got ${downloadMaxBytes}`,
+      );
+    }
+    this.attachments = new DiscordAttachmentFetcher({
+      maxBytes: downloadMaxBytes,
+      headersTimeoutMs: connection.requestTimeoutMs,
+      fetch: options.fetch ?? globalThis.fetch,
+    });
     this.#token = options.token;
     this.#client = createGatewayClient(connection);
     this.#rest = createDeliveryRest(connection);

@@ -1,5 +1,6 @@
 import { type Message, MessageType } from "discord.js";
 import type { InboundMessage } from "../types.js";
+import { inboundAttachmentsOf } from "./attachments.js";
 
 /** What the mapping needs besides the message. */
 export interface InboundRules {
@@ -29,7 +30,9 @@ export function stripMention(text: string, botUserId: string): string {
  *   with a mention continues without one.
  *
  * Messages of bots (itself included), webhooks and system messages are ignored; the bot's
- * mention is stripped from the text; a message left empty is ignored.
+ * mention is stripped from the text. Every attachment becomes an `InboundAttachment`
+ * (docs/inbound-media.md), all of one message in one turn; a message with attachments and no
+ * text is answered like any other, one with neither is ignored.
  */
 export function toInboundMessage(
   message: Message,
@@ -41,7 +44,8 @@ export function toInboundMessage(
   if (message.type !== MessageType.Default && message.type !== MessageType.Reply) return undefined;
   const mentioned = message.mentions.users.has(rules.botUserId);
   const text = stripMention(message.content, rules.botUserId);
-  if (text === "") return undefined;
+  const attachments = inboundAttachmentsOf(message);
+  if (text === "" && attachments.length === 0) return undefined;
   const base = {
     profile: rules.profile,
     platform: "discord" as const,
@@ -50,6 +54,7 @@ export function toInboundMessage(
     messageId: message.id,
     text,
     receiptId: message.id,
+    ...(attachments.length === 0 ? {} : { attachments }),
   };
   const { channel } = message;
   if (!message.inGuild()) {
