@@ -53,6 +53,9 @@ const ShownKeys: ReadonlySet<string> = new Set([
   "pollTimeoutSeconds",
   "catchUpMaxMessages",
   "level",
+  "downloadMaxBytes",
+  "localFiles",
+  "vision",
 ]);
 
 /** Settings holding a URL: the URL is not secret, its user, password and query values may be. */

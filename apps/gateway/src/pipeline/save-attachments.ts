@@ -30,7 +30,7 @@ export function refusedNotice(refused: InboxRefused, maxBytes: number): string {
     case "source_failed":
       return `📎 ${name} could not be downloaded (${detailOf(refused)}). Send it again.`;
     case "no_space":
-      return `📎 ${name} was not saved: the sandbox is out of space (${detailOf(refused)}). Delete files in /workspace or /reset, then send it again.`;
+      return `📎 ${name} was not saved: ${detailOf(refused)}. Delete files in /workspace or /reset, then send it again.`;
     case "inbox_unusable":
       return `📎 ${name} was not saved: /workspace/inbox is not a directory the gateway can write into. Remove or rename it, then send the file again.`;
     case "aborted":
@@ -40,10 +40,14 @@ export function refusedNotice(refused: InboxRefused, maxBytes: number): string {
   }
 }
 
-/** The sandbox's sentence without the file name it starts with (the notice names the file). */
+/**
+ * The sandbox's sentence without the file name it starts with (the notice names the file);
+ * for a failed download, the channel's own reason inside it.
+ */
 function detailOf(refused: InboxRefused): string {
   const at = refused.message.indexOf(": ");
-  return (at < 0 ? refused.message : refused.message.slice(at + 2)).replace(/\.$/, "");
+  const detail = (at < 0 ? refused.message : refused.message.slice(at + 2)).replace(/\.$/, "");
+  return /^the download failed \((.*)\)$/s.exec(detail)?.[1] ?? detail;
 }
 
 /**
