@@ -58,11 +58,12 @@ export function tarTrailer(size: number): Buffer {
  * A one-file tar archive of a spooled file, as the body of the engine's `putArchive` request.
  * It is piped (what the Docker client does with a request body) and pumps the file itself:
  * the bytes are read into {@link RingSize} reused buffers, and a buffer is read into again only
- * once the request's write callback said its bytes left the process. A Node file stream
- * reads into a new buffer every time instead, and V8 frees those only at its next collection:
- * a 45 MB upload grew the gateway's RSS by 20–35 MB that way, and by under a megabyte this way
- * (`bench/README.md`). It cannot be read any other way: that fails loudly rather than quietly
- * falling back to the allocation it exists to avoid.
+ * once the request's write callback said its bytes left the process; the ring is also the
+ * backpressure (at most {@link RingSize} chunks in flight). A Node file stream reads into a new
+ * buffer every time instead, and V8 frees those only at its next collection: a 45 MB upload
+ * grew the gateway's RSS by 22–38 MB that way, by about 6 MB this way (`bench/README.md`). It
+ * cannot be read any other way: that fails loudly rather than quietly falling back to the
+ * allocation it exists to avoid.
  */
 export class SpoolArchive extends Readable {
   readonly #spool: FileHandle;
@@ -107,8 +108,7 @@ export class SpoolArchive extends Readable {
   async #pump(destination: NodeJS.WritableStream): Promise<void> {
     const { promise: stopped, release } = stopSignal(this, destination);
     try {
-      const writeOut = (chunk: Buffer) =>
-        Promise.race([written(destination, chunk), stopped]) as Promise<void>;
+      const writeOut = (chunk: Buffer) => Promise.race([written(destination, chunk), stopped]);
       const ring = Array.from({ length: RingSize }, () => Buffer.allocUnsafe(ChunkBytes));
       const free: Array<Promise<void>> = ring.map(() => Promise.resolve());
       await writeOut(tarHeader(this.#entry));
