@@ -1,9 +1,7 @@
 import { constants } from "node:fs";
 import { type FileHandle, mkdir, open, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import { Readable } from "node:stream";
 import type Docker from "dockerode";
-import { pack } from "tar-stream";
 import { boundedCall } from "./bounded-call.js";
 import { Defaults } from "./defaults.js";
 import { codeOf } from "./docker-errors.js";
@@ -11,6 +9,7 @@ import { type ExecUser, SessionHome } from "./exec-user.js";
 import { InboxFileError, writeAll } from "./inbox-bytes.js";
 import { type InboxOwner, MaxNumberedNames } from "./inbox-host.js";
 import { numberedName } from "./inbox-name.js";
+import { SpoolArchive } from "./inbox-tar.js";
 import { execOnce, randomHex } from "./one-shot-exec.js";
 import { RegistryDir } from "./shell-scripts.js";
 
@@ -85,9 +84,10 @@ export interface ArchiveInboxContext {
  * writes beneath a tmpfs mount, invisible in the container) or any slot of a remote engine.
  * Each file is spooled on the host (a tar header needs its size; the spool is unlinked at
  * once and never held in memory), counted and hashed; only a complete file within its limit
- * goes on. The engine unpacks it (`putArchive`, a tar-stream entry with the receiving uid,
- * gid and mode 0600) into a staging directory on the container's own filesystem that only
- * that user and root can reach; then a `docker exec` as that user copies it into
+ * goes on. The engine unpacks it (`putArchive`, a tar entry with the receiving uid, gid and
+ * mode 0600, read from the spool into a few reused buffers: {@link SpoolArchive}) into a
+ * staging directory on the container's own filesystem that only that user and root can
+ * reach; then a `docker exec` as that user copies it into
  * `/workspace/inbox` under a hidden temp name and links it to its final name
  * ({@link MoveScript}), so the agent never sees a partial file and the copy can write only
  * where the user could. Costs two execs per call and one upload plus one exec per file.
@@ -167,27 +167,14 @@ export class ArchiveInbox {
 
   async #upload(spool: FileHandle, size: number, staged: string): Promise<void> {
     const { docker, containerId, owner, signal } = this.#context;
-    const tar = pack();
-    const entry = tar.entry({
+    const archive = new SpoolArchive(spool, {
       name: staged.slice(this.#stageDir.length + 1),
       size,
       mode: 0o600,
       uid: owner.uid,
       gid: owner.gid,
-      // ustar's 7 octal digits stop at 2097151; session uids go beyond, so say it in PAX too.
-      pax: { uid: String(owner.uid), gid: String(owner.gid) },
       mtime: new Date(),
-      type: "file",
     });
-    const feeding = (async () => {
-      for await (const chunk of spool.createReadStream({ start: 0, autoClose: false })) {
-        if (!entry.write(chunk)) {
-          await new Promise<void>((resolve) => entry.once("drain", () => resolve()));
-        }
-      }
-      entry.end(undefined); // streamx's end takes an optional last chunk
-      tar.finalize();
-    })();
     const bound = { timeoutMs: this.#allowance(size), signal };
     try {
       await boundedCall(
@@ -196,14 +183,12 @@ export class ArchiveInbox {
         (abortSignal) =>
           docker
             .getContainer(containerId)
-            .putArchive(Readable.from(tar), { path: this.#stageDir, abortSignal }),
+            .putArchive(archive, { path: this.#stageDir, abortSignal }),
         containerId,
       );
-      await feeding;
-    } catch (error) {
-      tar.destroy();
-      await feeding.catch(() => undefined);
-      throw error;
+    } finally {
+      archive.destroy();
+      await archive.finished(); // the spool is closed next: no read may still be running
     }
   }
 
