@@ -14,6 +14,7 @@ import {
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
+  contentText,
   FakeOpenAIServer,
   LocalToolRunner,
   type RequestMessage,
@@ -66,13 +67,14 @@ async function turn(agent: OpenAIAgent, text: string, signal = new AbortControll
     sessionId: await store.currentSessionId(SessionKey),
     tools: runner,
     signal,
+    attachments: [],
   });
 }
 
 /** The conversation of a request without the system message, as [role, content] pairs. */
 function dialogue(index: number): [string, string | null | undefined][] {
   const messages = server.requests[index]?.body.messages ?? [];
-  return messages.filter((m) => m.role !== "system").map((m) => [m.role, m.content]);
+  return messages.filter((m) => m.role !== "system").map((m) => [m.role, contentText(m.content)]);
 }
 
 function messagesOf(index: number): readonly RequestMessage[] {
@@ -150,7 +152,7 @@ describe("openai agent against an OpenAI-compatible endpoint", () => {
     const tool = messagesOf(1).find((m) => m.role === "tool");
     expect(tool?.content?.length).toBeLessThanOrEqual(600);
     expect(tool?.content).toMatch(/chars omitted/);
-    expect(tool?.content?.endsWith("19999\n20000")).toBe(true);
+    expect(contentText(tool?.content)?.endsWith("19999\n20000")).toBe(true);
   });
 
   it("stops after maxToolRounds and replies with what it has plus a note", async () => {
