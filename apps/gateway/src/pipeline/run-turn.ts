@@ -40,6 +40,7 @@ export const runTurn: Middleware = async (ctx, next) => {
     beforeFirstCommand: () => startEntry(ctx),
   });
   const turn = ctx.turn;
+  let notices: readonly string[] = [];
   try {
     const result = await ctx.runtime.agent.runTurn({
       text: ctx.message.text,
@@ -49,8 +50,16 @@ export const runTurn: Middleware = async (ctx, next) => {
       tools: turn === undefined ? tools : counted(tools, turn),
       signal,
       attachments: ctx.attachments ?? [],
+      readContainerFile: async (path, maxBytes) => {
+        const file = await ctx.runtime.sandbox.readFile(slot, path, maxBytes, {
+          sessionKey: session.sessionKey,
+        });
+        if (file === undefined || "linkTarget" in file) return undefined;
+        return { size: file.size, stream: file.stream as AsyncIterable<Uint8Array> };
+      },
     });
     ctx.reply = result.reply;
+    notices = result.notices ?? [];
   } catch (error) {
     if (signal.aborted) {
       await endAborted();
@@ -85,6 +94,7 @@ export const runTurn: Middleware = async (ctx, next) => {
     turn.exit = "ok";
     turn.replyChars = (ctx.reply ?? "").length;
   }
+  for (const notice of notices) await say(ctx, notice);
   await next();
 
   async function endAborted(): Promise<void> {
