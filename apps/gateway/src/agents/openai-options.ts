@@ -43,6 +43,8 @@ export interface OpenAIAgentOptions {
   readonly vision?: boolean | undefined;
   /** Largest image passed as an image input. Default 5 MiB. */
   readonly imageMaxBytes?: number;
+  /** All image inputs of one message together. Default 20 MiB. */
+  readonly imagesMaxBytes?: number;
   /** Voice notes and audio are transcribed at this OpenAI-compatible endpoint. */
   readonly transcription?: TranscriptionSettings | undefined;
   /** Largest audio file sent for transcription. Default 25 MB (OpenAI's limit). */
@@ -131,6 +133,7 @@ export function resolveOpenAIOptions(
     readMaxBytes: options.readMaxBytes ?? OpenAIAgentDefaults.readMaxBytes,
     historyLimit: options.historyLimit ?? OpenAIAgentDefaults.historyLimit,
     imageMaxBytes: options.imageMaxBytes ?? OpenAIAgentDefaults.imageMaxBytes,
+    imagesMaxBytes: options.imagesMaxBytes ?? OpenAIAgentDefaults.imagesMaxBytes,
     transcriptionMaxBytes:
       options.transcriptionMaxBytes ?? OpenAIAgentDefaults.transcriptionMaxBytes,
   };
@@ -142,6 +145,7 @@ export function resolveOpenAIOptions(
   checkCount("readMaxBytes", limits.readMaxBytes, 1);
   checkCount("historyLimit", limits.historyLimit, 0);
   checkCount("imageMaxBytes", limits.imageMaxBytes, 1);
+  checkCount("imagesMaxBytes", limits.imagesMaxBytes, 1);
   checkCount("transcriptionMaxBytes", limits.transcriptionMaxBytes, 1);
   if (options.transcription !== undefined) checkTranscription(options.transcription);
   return limits;

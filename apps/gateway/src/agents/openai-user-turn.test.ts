@@ -56,6 +56,7 @@ function options(patch: Partial<UserTurnOptions> = {}): UserTurnOptions {
   return {
     vision: false,
     imageMaxBytes: 1024,
+    imagesMaxBytes: 4096,
     transcriber: undefined,
     transcriptionMaxBytes: 1024,
     readContainerFile: undefined,
@@ -148,6 +149,30 @@ describe("buildUserTurn", () => {
     expect(turn.text).toBe(
       `${attachmentLine(photo)}\n[/workspace/inbox/photo.png is not shown to you as an image: it is ${Png.length} B, over the ${Png.length - 1} B limit for image inputs]`,
     );
+  });
+
+  it("passes images until the message's image budget is spent, and says which were left out", async () => {
+    const one = await image();
+    const two = { ...one, containerPath: "/workspace/inbox/two.png" };
+    const three = { ...one, containerPath: "/workspace/inbox/three.png" };
+    const turn = await buildUserTurn(
+      "",
+      [one, two, three],
+      options({ vision: true, imagesMaxBytes: 2 * Png.length }),
+    );
+    expect(turn.text).toBe(
+      [
+        attachmentLine(one),
+        attachmentLine(two),
+        attachmentLine(three),
+        `[/workspace/inbox/three.png is not shown to you as an image: the message's images are over ${2 * Png.length} B together, the limit for image inputs]`,
+      ].join("\n"),
+    );
+    expect(turn.content).toEqual([
+      { type: "text", text: turn.text },
+      { type: "image_url", image_url: { url: dataUrl(Png) } },
+      { type: "image_url", image_url: { url: dataUrl(Png) } },
+    ]);
   });
 
   it("reads an image from the container when the slot has no host path", async () => {

@@ -13,6 +13,8 @@ export interface UserTurnOptions {
   /** Images are also passed as image inputs (`agent.vision`). */
   readonly vision: boolean;
   readonly imageMaxBytes: number;
+  /** All image inputs of one message together (each request of the turn carries them). */
+  readonly imagesMaxBytes: number;
   /** Voice notes and audio are transcribed (`agent.transcription`), when set. */
   readonly transcriber: Transcriber | undefined;
   readonly transcriptionMaxBytes: number;
@@ -51,7 +53,7 @@ export function transcriptBlock(containerPath: string, transcript: string): stri
  * file its {@link attachmentLine}, followed by its transcript (voice and audio, with
  * transcription configured) or a bracketed note saying why there is none, or why an image was
  * not passed as an image input. With `vision`, images (PNG, JPEG, WebP, GIF up to
- * `imageMaxBytes`) are added as `image_url` parts with a `data:` URL; only the text is kept in
+ * `imageMaxBytes` each and `imagesMaxBytes` together) are added as `image_url` parts with a `data:` URL; only the text is kept in
  * the history. A message without files is its text.
  */
 export async function buildUserTurn(
@@ -63,12 +65,20 @@ export async function buildUserTurn(
   const lines: string[] = text.trim() === "" ? [] : [text, ""];
   const images: ChatCompletionContentPart[] = [];
   const notices: string[] = [];
+  let imageBytes = 0;
   for (const attachment of attachments) {
     lines.push(attachmentLine(attachment));
     if (options.vision && attachment.mime.startsWith("image/")) {
-      const image = await imagePart(attachment, options);
+      const left = options.imagesMaxBytes - imageBytes;
+      const image =
+        attachment.size > left && attachment.size <= options.imageMaxBytes
+          ? `[${attachment.containerPath} is not shown to you as an image: the message's images are over ${formatBytes(options.imagesMaxBytes)} together, the limit for image inputs]`
+          : await imagePart(attachment, options);
       if (typeof image === "string") lines.push(image);
-      else images.push(image);
+      else {
+        images.push(image.part);
+        imageBytes += image.bytes;
+      }
     }
     if (
       options.transcriber !== undefined &&
@@ -91,14 +101,15 @@ export async function buildUserTurn(
 async function imagePart(
   attachment: TurnAttachment,
   options: UserTurnOptions,
-): Promise<ChatCompletionContentPart | string> {
+): Promise<{ part: ChatCompletionContentPart; bytes: number } | string> {
   const path = attachment.containerPath;
   const mime = mimeEssence(attachment.mime);
   if (!VisionMimes.has(mime)) {
     return `[${path} is not shown to you as an image: ${mime} is not an image input type (PNG, JPEG, WebP, GIF)]`;
   }
+  const limit = formatBytes(options.imageMaxBytes);
   const tooLarge = (size: number) =>
-    `[${path} is not shown to you as an image: it is ${formatBytes(size)}, over the ${formatBytes(options.imageMaxBytes)} limit for image inputs]`;
+    `[${path} is not shown to you as an image: it is ${formatBytes(size)}, over the ${limit} limit for image inputs]`;
   const opened = await openAttachment(
     attachment,
     options.imageMaxBytes,
@@ -117,10 +128,15 @@ async function imagePart(
     options.log.warn({ err: error, path }, "could not read an image for the model");
     return `[${path} is not shown to you as an image: it could not be read]`;
   }
-  if (bytes === undefined) return tooLarge(options.imageMaxBytes + 1);
+  if (bytes === undefined) {
+    return `[${path} is not shown to you as an image: it is over the ${limit} limit for image inputs]`;
+  }
   return {
-    type: "image_url",
-    image_url: { url: `data:${mime};base64,${bytes.toString("base64")}` },
+    part: {
+      type: "image_url",
+      image_url: { url: `data:${mime};base64,${bytes.toString("base64")}` },
+    },
+    bytes: bytes.length,
   };
 }
 

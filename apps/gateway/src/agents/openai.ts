@@ -125,6 +125,7 @@ export class OpenAIAgent implements Agent {
     const user = await buildUserTurn(input.text, input.attachments, {
       vision: this.#vision,
       imageMaxBytes: this.#settings.imageMaxBytes,
+      imagesMaxBytes: this.#settings.imagesMaxBytes,
       transcriber: this.#transcriber,
       transcriptionMaxBytes: this.#settings.transcriptionMaxBytes,
       readContainerFile: input.readContainerFile,

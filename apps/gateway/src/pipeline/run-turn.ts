@@ -20,7 +20,9 @@ export const TurnFailedText = "⚠️ Something went wrong while handling that m
  * replies); one cut off by the gateway's stop stays started in the journal (the next start
  * tells the chat); an unreachable Docker daemon gives one clear line and nothing else is
  * affected. The turn's report gets its commands, the last one's exit code, how it ended and
- * the reply's size.
+ * the reply's size. The agent's notices (a voice note it could not transcribe) are said before
+ * the reply goes out; the agent reads the user's files out of the container through
+ * `readContainerFile` when their slot has no host path (docs/inbound-media.md).
  */
 export const runTurn: Middleware = async (ctx, next) => {
   const session = sessionOf(ctx);
