@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -10,10 +10,12 @@ import {
   OpenAITurnAbortedError,
   StateStore,
   stateDbPath,
+  type TurnAttachment,
 } from "@mediagate/gateway";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
+  contentText,
   FakeOpenAIServer,
   LocalToolRunner,
   type RequestMessage,
@@ -58,7 +60,12 @@ function makeAgent(options: Partial<OpenAIAgentOptions> = {}): OpenAIAgent {
   });
 }
 
-async function turn(agent: OpenAIAgent, text: string, signal = new AbortController().signal) {
+async function turn(
+  agent: OpenAIAgent,
+  text: string,
+  signal = new AbortController().signal,
+  attachments: readonly TurnAttachment[] = [],
+) {
   return agent.runTurn({
     text,
     profile: "default",
@@ -66,14 +73,23 @@ async function turn(agent: OpenAIAgent, text: string, signal = new AbortControll
     sessionId: await store.currentSessionId(SessionKey),
     tools: runner,
     signal,
-    attachments: [],
+    attachments,
   });
+}
+
+/** A file the user sent, saved as `/workspace/inbox/<name>` of the runner's workspace. */
+function inboxFile(name: string, bytes: Buffer, kind: string, mime: string): TurnAttachment {
+  mkdirSync(join(runner.root, "inbox"), { recursive: true });
+  const hostPath = join(runner.root, "inbox", name);
+  writeFileSync(hostPath, bytes);
+  const containerPath = `/workspace/inbox/${name}`;
+  return { name, containerPath, hostPath, kind, mime, size: bytes.length, sentAs: "document" };
 }
 
 /** The conversation of a request without the system message, as [role, content] pairs. */
 function dialogue(index: number): [string, string | null | undefined][] {
   const messages = server.requests[index]?.body.messages ?? [];
-  return messages.filter((m) => m.role !== "system").map((m) => [m.role, m.content]);
+  return messages.filter((m) => m.role !== "system").map((m) => [m.role, contentText(m.content)]);
 }
 
 function messagesOf(index: number): readonly RequestMessage[] {
@@ -151,7 +167,7 @@ describe("openai agent against an OpenAI-compatible endpoint", () => {
     const tool = messagesOf(1).find((m) => m.role === "tool");
     expect(tool?.content?.length).toBeLessThanOrEqual(600);
     expect(tool?.content).toMatch(/chars omitted/);
-    expect(tool?.content?.endsWith("19999\n20000")).toBe(true);
+    expect(contentText(tool?.content)?.endsWith("19999\n20000")).toBe(true);
   });
 
   it("stops after maxToolRounds and replies with what it has plus a note", async () => {
@@ -225,6 +241,54 @@ describe("openai agent against an OpenAI-compatible endpoint", () => {
       ["assistant", "two"],
       ["user", "third"],
     ]);
+  });
+
+  it("sends an image input in every request of its turn but keeps only the text in the history", async () => {
+    const png = Buffer.concat([Buffer.from("89504e470d0a1a0a", "hex"), Buffer.alloc(2000, 9)]);
+    const photo = inboxFile("p.png", png, "photo", "image/png");
+    const url = `data:image/png;base64,${png.toString("base64")}`;
+    server.enqueue(reply.toolCall("terminal", { command: "true" }), reply.text("a photo"));
+    server.enqueue(reply.text("still here"));
+    const agent = makeAgent({ vision: true });
+
+    await turn(agent, "see", undefined, [photo]);
+    await turn(agent, "and now?");
+    expect(server.imageUrls(0)).toEqual([url]);
+    expect(server.imageUrls(1)).toEqual([url]);
+    expect(server.imageUrls(2)).toEqual([]);
+    const line = `[attachment: /workspace/inbox/p.png image/png ${png.length}]`;
+    expect(messagesOf(2).find((m) => m.role === "user")).toEqual({
+      role: "user",
+      content: `see\n\n${line}`,
+    });
+    const stored = JSON.stringify(
+      await store.loadHistory(await store.currentSessionId(SessionKey), 50),
+    );
+    expect(stored).toContain(line);
+    expect(stored).not.toContain(png.toString("base64").slice(0, 40));
+  });
+
+  it("transcribes with the transcription endpoint's own key and never logs it", async () => {
+    const transcriptionKey = "sk-transcribe-31337-must-never-leak";
+    const audio = inboxFile("a.mp3", Buffer.from("ID3 fake mp3 bytes"), "audio", "audio/mpeg");
+    server.enqueueTranscription({ text: "play it again" });
+    server.enqueue(reply.text("ok"));
+    const result = await turn(
+      makeAgent({
+        transcription: { baseUrl: server.baseUrl, model: "whisper-1", apiKey: transcriptionKey },
+      }),
+      "",
+      undefined,
+      [audio],
+    );
+    expect(result).toEqual({ reply: "ok" });
+    expect(server.transcriptions.map((t) => [t.authorization, t.filename, t.mime])).toEqual([
+      [`Bearer ${transcriptionKey}`, "a.mp3", "audio/mpeg"],
+    ]);
+    expect(contentText(messagesOf(0).at(-1)?.content)).toBe(
+      `[attachment: /workspace/inbox/a.mp3 audio/mpeg 18]\n[transcript of /workspace/inbox/a.mp3]\nplay it again\n[end of transcript]`,
+    );
+    expect(logLines.join("\n")).not.toContain(transcriptionKey);
   });
 
   it("starts from an empty conversation after /reset rotates the session id", async () => {

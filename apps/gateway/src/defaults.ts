@@ -70,6 +70,12 @@ export const Defaults = {
     maxToolOutputChars: 16_000,
     readMaxBytes,
     historyLimit: 200,
+    /** Largest image a user sent that is passed to the model as an image input (vision). */
+    imageMaxBytes: 5 * 1024 * 1024,
+    /** All image inputs of one message together: every request of its turn carries them. */
+    imagesMaxBytes: 20 * 1024 * 1024,
+    /** Largest audio file sent for transcription: OpenAI's `/audio/transcriptions` limit (25 MB). */
+    transcriptionMaxBytes: 25 * 1000 * 1000,
   },
   toolRunner: {
     timeoutMs: commandTimeoutMs,

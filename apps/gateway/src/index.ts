@@ -9,7 +9,14 @@ export type { OpenAIAgentLimits, OpenAIAgentOptions } from "./agents/openai-opti
 export { OpenAIAgentDefaults } from "./agents/openai-options.js";
 export type { ShellAgentOptions } from "./agents/shell.js";
 export { formatShellReply, ShellAgent, ShellAgentDefaults } from "./agents/shell.js";
-export type { Agent, AgentTurnInput, AgentTurnResult, ToolRunner } from "./agents/types.js";
+export type {
+  Agent,
+  AgentTurnInput,
+  AgentTurnResult,
+  ContainerFileReader,
+  ToolRunner,
+  TurnAttachment,
+} from "./agents/types.js";
 export type { ConsoleChannelOptions } from "./channels/console.js";
 export { ConsoleChannel, ConsoleDefaults } from "./channels/console.js";
 export type { DiscordChannelOptions, DiscordRetryOptions } from "./channels/discord/index.js";

@@ -14,7 +14,10 @@ export type {
   FakeOpenAIOptions,
   ModelListing,
   RecordedRequest,
+  RecordedTranscription,
   ReplyHandler,
+  RequestContentPart,
   RequestMessage,
+  TranscriptionReply,
 } from "./server.js";
-export { FakeOpenAIServer } from "./server.js";
+export { contentText, derivedTranscript, FakeOpenAIServer } from "./server.js";

@@ -1,6 +1,7 @@
+import OpenAI, { APIError, toFile, toStreamingFile } from "openai";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { reply } from "./replies.js";
-import { FakeOpenAIServer } from "./server.js";
+import { contentText, derivedTranscript, FakeOpenAIServer } from "./server.js";
 
 let server: FakeOpenAIServer;
 
@@ -135,5 +136,97 @@ describe("FakeOpenAIServer", () => {
       choices: { message: { content: string } }[];
     };
     expect(quick.choices[0]?.message.content).toBe("quick");
+  });
+});
+
+describe("FakeOpenAIServer transcriptions and image inputs, through the openai SDK", () => {
+  const client = () => new OpenAI({ baseURL: server.baseUrl, apiKey: "sk-audio", maxRetries: 0 });
+  /** The start of an Ogg page: what a voice note begins with. */
+  const ogg = Buffer.concat([Buffer.from("OggS\0\x02", "latin1"), Buffer.alloc(40, 7)]);
+  /** Bytes as a stream of two chunks, as a file read would give them. */
+  async function* chunks(bytes: Buffer) {
+    yield bytes.subarray(0, 10);
+    yield bytes.subarray(10);
+  }
+
+  it("transcribes a streamed file into a transcript derived from its bytes, and records it", async () => {
+    const result = await client().audio.transcriptions.create({
+      file: toStreamingFile(chunks(ogg), "voice note.ogg", { type: "audio/ogg" }),
+      model: "whisper-1",
+    });
+    expect(result.text).toBe(derivedTranscript(ogg));
+    expect(server.transcriptions).toHaveLength(1);
+    const [recorded] = server.transcriptions;
+    expect(recorded?.model).toBe("whisper-1");
+    expect(recorded?.filename).toBe("voice note.ogg");
+    expect(recorded?.mime).toBe("audio/ogg");
+    expect(recorded?.bytes.equals(ogg)).toBe(true);
+    expect(recorded?.authorization).toBe("Bearer sk-audio");
+    expect(recorded?.status).toBe(200);
+    expect(server.requests).toEqual([]);
+  });
+
+  it("answers scripted transcripts first, then the handler's, and plain text when asked", async () => {
+    server
+      .enqueueTranscription({ text: "scripted words" })
+      .transcribeWith((file) => ({ text: `handled ${file.index} ${file.fields.language}` }));
+    const first = await client().audio.transcriptions.create({
+      file: await toFile(ogg, "a.ogg"),
+      model: "whisper-1",
+    });
+    const second = await client().audio.transcriptions.create({
+      file: await toFile(ogg, "b.ogg"),
+      model: "whisper-1",
+      language: "de",
+    });
+    const plain = await client().audio.transcriptions.create({
+      file: await toFile(ogg, "c.ogg"),
+      model: "whisper-1",
+      response_format: "text",
+    });
+    expect(first.text).toBe("scripted words");
+    expect(second.text).toBe("handled 1 de");
+    expect(plain).toBe("handled 2 undefined");
+  });
+
+  it("fails a transcription with the status it was told, and records that", async () => {
+    server.enqueueTranscription({ status: 503, message: "no capacity" });
+    const error = await client()
+      .audio.transcriptions.create({ file: await toFile(ogg, "a.ogg"), model: "whisper-1" })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(APIError);
+    expect((error as APIError).status).toBe(503);
+    expect((error as APIError).message).toMatch(/no capacity/);
+    expect(server.transcriptions.map((t) => t.status)).toEqual([503]);
+  });
+
+  it("refuses a transcription without a model", async () => {
+    const form = new FormData();
+    form.set("file", new Blob([ogg], { type: "audio/ogg" }), "a.ogg");
+    const res = await fetch(`${server.baseUrl}/audio/transcriptions`, {
+      method: "POST",
+      body: form,
+    });
+    expect(res.status).toBe(400);
+    expect(server.transcriptions.map((t) => [t.status, t.filename])).toEqual([[400, "a.ogg"]]);
+  });
+
+  it("records a chat request's image_url parts and their text", async () => {
+    server.enqueue(reply.text("a red square"));
+    const url = `data:image/png;base64,${Buffer.from("png bytes").toString("base64")}`;
+    await client().chat.completions.create({
+      model: "m",
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "what is this?" },
+            { type: "image_url", image_url: { url } },
+          ],
+        },
+      ],
+    });
+    expect(server.imageUrls(0)).toEqual([url]);
+    expect(contentText(server.requests[0]?.body.messages[0]?.content)).toBe("what is this?");
   });
 });

@@ -1,12 +1,21 @@
+import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { FakeReply } from "./replies.js";
 
+/** One part of a message's content array (`text`, `image_url`, …), loosely typed. */
+export interface RequestContentPart {
+  readonly type: string;
+  readonly text?: string;
+  readonly image_url?: { readonly url: string; readonly detail?: string };
+}
+
 /** A message as the client sent it (OpenAI chat shape, loosely typed). */
 export interface RequestMessage {
   readonly role: string;
-  readonly content?: string | null;
+  /** A string, or an array of parts when the message carries images. */
+  readonly content?: string | null | readonly RequestContentPart[];
   readonly tool_calls?: readonly {
     id: string;
     type: string;
@@ -36,6 +45,41 @@ export interface RecordedRequest {
   clientAborted: boolean;
 }
 
+/** The text of a message's content: the string, or its text parts joined by newlines. */
+export function contentText(content: RequestMessage["content"]): string | null | undefined {
+  if (content === null || content === undefined || typeof content === "string") return content;
+  return content.flatMap((part) => (part.type === "text" ? [part.text ?? ""] : [])).join("\n");
+}
+
+/** A `POST /v1/audio/transcriptions` the fake received, in arrival order. */
+export interface RecordedTranscription {
+  readonly index: number;
+  readonly authorization: string | undefined;
+  readonly model: string | undefined;
+  /** The file part's filename and Content-Type, and its bytes. */
+  readonly filename: string | undefined;
+  readonly mime: string | undefined;
+  readonly bytes: Buffer;
+  /** Every other form field (`response_format`, `language`, …). */
+  readonly fields: Readonly<Record<string, string>>;
+  /** The status the fake answered. */
+  status: number;
+}
+
+/** What the fake answers a transcription with: a transcript, or an error status. */
+export type TranscriptionReply =
+  | { readonly text: string }
+  | { readonly status: number; readonly message?: string };
+
+/**
+ * The transcript the fake makes of a file nobody scripted: its size and the start of its
+ * sha256, so a test knows which bytes arrived.
+ */
+export function derivedTranscript(bytes: Uint8Array): string {
+  const hash = createHash("sha256").update(bytes).digest("hex");
+  return `heard ${bytes.length} bytes, sha256 ${hash.slice(0, 16)}`;
+}
+
 /** Computes the answer to a request when the queue is empty. */
 export type ReplyHandler = (request: RecordedRequest) => FakeReply | Promise<FakeReply>;
 
@@ -47,10 +91,10 @@ function isBody(value: unknown): value is ChatRequestBody {
   );
 }
 
-async function readBody(req: IncomingMessage): Promise<string> {
+async function readBody(req: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
+  return Buffer.concat(chunks);
 }
 
 function sendJson(
@@ -83,8 +127,10 @@ export interface ModelListing {
 
 /**
  * A local OpenAI-compatible server: `POST /v1/chat/completions`, non-streaming only (a
- * request with `stream: true` gets a 400, so a client that streams fails its test), and
- * `GET /v1/models` listing the configured models. Answers come from a queue of scripted
+ * request with `stream: true` gets a 400, so a client that streams fails its test),
+ * `POST /v1/audio/transcriptions` (multipart `file` + `model`; answers scripted with
+ * `enqueueTranscription`/`transcribeWith`, else derived from the bytes; recorded in
+ * `transcriptions`), and `GET /v1/models` listing the configured models. Answers come from a queue of scripted
  * replies, then from a handler; an unscripted request gets a 500 naming the problem. Records
  * every chat request (body, Authorization) in `requests`, every model listing in
  * `modelListings`. With `apiKey`, a request with another key (or none) gets a 401.
@@ -94,6 +140,10 @@ export class FakeOpenAIServer {
   readonly requests: RecordedRequest[] = [];
   /** Every `GET /v1/models`, in order. */
   readonly modelListings: ModelListing[] = [];
+  /** Every `POST /v1/audio/transcriptions`, in order. */
+  readonly transcriptions: RecordedTranscription[] = [];
+  readonly #transcriptionQueue: TranscriptionReply[] = [];
+  #transcriptionHandler: ((file: RecordedTranscription) => TranscriptionReply) | undefined;
   readonly #server: Server;
   readonly #models: readonly string[];
   readonly #apiKey: string | undefined;
@@ -139,6 +189,33 @@ export class FakeOpenAIServer {
     return this;
   }
 
+  /** Queues answers for the next transcriptions, in order. */
+  enqueueTranscription(...replies: TranscriptionReply[]): this {
+    this.#transcriptionQueue.push(...replies);
+    return this;
+  }
+
+  /**
+   * Answers transcriptions the queue has nothing for; without a handler the transcript is
+   * {@link derivedTranscript} of the file's bytes.
+   */
+  transcribeWith(handler: (file: RecordedTranscription) => TranscriptionReply): this {
+    this.#transcriptionHandler = handler;
+    return this;
+  }
+
+  /** The `image_url` URLs of the user messages of chat request `index`, in order. */
+  imageUrls(index: number): string[] {
+    const messages = this.requests[index]?.body.messages ?? [];
+    return messages.flatMap((message) =>
+      message.role === "user" && Array.isArray(message.content)
+        ? message.content.flatMap((part) =>
+            part.type === "image_url" && part.image_url !== undefined ? [part.image_url.url] : [],
+          )
+        : [],
+    );
+  }
+
   /** Replies still queued. */
   get pending(): number {
     return this.#queue.length;
@@ -160,7 +237,8 @@ export class FakeOpenAIServer {
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? "/", "http://fake").pathname;
-    const text = await readBody(req);
+    const raw = await readBody(req);
+    const text = raw.toString("utf8");
     if (this.#apiKey !== undefined && req.headers.authorization !== `Bearer ${this.#apiKey}`) {
       if (path === "/v1/models") {
         this.modelListings.push({ authorization: req.headers.authorization, status: 401 });
@@ -181,6 +259,10 @@ export class FakeOpenAIServer {
         object: "list",
         data: this.#models.map((id) => ({ id, object: "model", created: 0, owned_by: "fake" })),
       });
+      return;
+    }
+    if (req.method === "POST" && path === "/v1/audio/transcriptions") {
+      await this.#transcribe(req, raw, res);
       return;
     }
     if (req.method !== "POST" || path !== "/v1/chat/completions") {
@@ -226,6 +308,66 @@ export class FakeOpenAIServer {
       return;
     }
     await this.#answer(scripted, record, res);
+  }
+
+  /**
+   * `POST /v1/audio/transcriptions` as OpenAI answers it: multipart with `file` and `model`
+   * (a 400 without them), `{"text": …}` by default, the bare text for `response_format: text`.
+   */
+  async #transcribe(req: IncomingMessage, raw: Buffer, res: ServerResponse): Promise<void> {
+    let form: FormData;
+    try {
+      form = await new Request("http://fake/", {
+        method: "POST",
+        headers: { "content-type": req.headers["content-type"] ?? "" },
+        body: raw,
+      }).formData();
+    } catch {
+      sendJson(res, 400, errorBody("fake: the body is not multipart/form-data"));
+      return;
+    }
+    const file = form.get("file");
+    const model = form.get("model");
+    const fields: Record<string, string> = {};
+    for (const [key, value] of form.entries()) {
+      if (key !== "file" && key !== "model" && typeof value === "string") fields[key] = value;
+    }
+    const record: RecordedTranscription = {
+      index: this.transcriptions.length,
+      authorization: req.headers.authorization,
+      model: typeof model === "string" ? model : undefined,
+      filename: typeof file === "string" || file === null ? undefined : file.name,
+      mime: typeof file === "string" || file === null ? undefined : file.type,
+      bytes:
+        typeof file === "string" || file === null
+          ? Buffer.alloc(0)
+          : Buffer.from(await file.arrayBuffer()),
+      fields,
+      status: 200,
+    };
+    this.transcriptions.push(record);
+    if (typeof file === "string" || file === null || record.model === undefined) {
+      record.status = 400;
+      sendJson(res, 400, errorBody("fake: a transcription needs a file and a model"));
+      return;
+    }
+    const answer = this.#transcriptionQueue.shift() ??
+      this.#transcriptionHandler?.(record) ?? { text: derivedTranscript(record.bytes) };
+    if ("status" in answer) {
+      record.status = answer.status;
+      sendJson(
+        res,
+        answer.status,
+        errorBody(answer.message ?? `fake transcription error ${answer.status}`, "server_error"),
+      );
+      return;
+    }
+    if (fields.response_format === "text") {
+      res.writeHead(200, { "content-type": "text/plain" });
+      res.end(answer.text);
+      return;
+    }
+    sendJson(res, 200, { text: answer.text });
   }
 
   #notify(): void {

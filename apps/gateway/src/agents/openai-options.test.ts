@@ -26,6 +26,10 @@ describe("resolveOpenAIOptions", () => {
     ["maxToolRounds", { maxToolRounds: 1.5 }],
     ["timeoutMs", { timeoutMs: 0 }],
     ["maxToolOutputChars", { maxToolOutputChars: Number.NaN }],
+    ["imageMaxBytes", { imageMaxBytes: 0 }],
+    ["transcription.baseUrl", { transcription: { baseUrl: "localhost:9000", model: "w" } }],
+    ["transcription.model", { transcription: { baseUrl: "http://h/v1", model: "" } }],
+    ["transcription.apiKey", { transcription: { baseUrl: "http://h/v1", model: "w", apiKey: "" } }],
   ])("refuses a bad %s with a message naming it", (option, patch) => {
     let error: unknown;
     try {

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { TranscriptionSettings } from "../config/types.js";
 import { Defaults } from "../defaults.js";
 import type { StateStore } from "../state/store.js";
 import { endpointHost, OpenAIAgentOptionsError } from "./openai-errors.js";
@@ -35,6 +36,19 @@ export interface OpenAIAgentOptions {
   readonly readMaxBytes?: number;
   /** Newest stored messages sent with each request. Default 200. */
   readonly historyLimit?: number;
+  /**
+   * Images the user sends are also passed as image inputs (`image_url` parts), each up to
+   * `imageMaxBytes`. Default false: the model gets the file's line only.
+   */
+  readonly vision?: boolean | undefined;
+  /** Largest image passed as an image input. Default 5 MiB. */
+  readonly imageMaxBytes?: number;
+  /** All image inputs of one message together. Default 20 MiB. */
+  readonly imagesMaxBytes?: number;
+  /** Voice notes and audio are transcribed at this OpenAI-compatible endpoint. */
+  readonly transcription?: TranscriptionSettings | undefined;
+  /** Largest audio file sent for transcription. Default 25 MB (OpenAI's limit). */
+  readonly transcriptionMaxBytes?: number;
 }
 
 /** Defaults of the optional numeric {@link OpenAIAgentOptions}. */
@@ -46,6 +60,36 @@ export type OpenAIAgentLimits = { readonly [K in keyof typeof OpenAIAgentDefault
 function checkCount(option: string, value: number, min: number): void {
   if (!Number.isInteger(value) || value < min) {
     throw new OpenAIAgentOptionsError(option, `expected an integer ≥ ${min}, got ${value}`);
+  }
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const protocol = new URL(value).protocol;
+    return protocol === "http:" || protocol === "https:";
+  } catch {
+    return false;
+  }
+}
+
+function checkTranscription(settings: TranscriptionSettings): void {
+  if (!isHttpUrl(settings.baseUrl)) {
+    throw new OpenAIAgentOptionsError(
+      "transcription.baseUrl",
+      "expected an http(s) URL such as https://api.openai.com/v1",
+    );
+  }
+  if (settings.model.trim() === "") {
+    throw new OpenAIAgentOptionsError(
+      "transcription.model",
+      "set the transcription model the endpoint serves (e.g. whisper-1)",
+    );
+  }
+  if (settings.apiKey === "") {
+    throw new OpenAIAgentOptionsError(
+      "transcription.apiKey",
+      "set a non-empty API key, or leave it out for an endpoint that needs none",
+    );
   }
 }
 
@@ -88,6 +132,10 @@ export function resolveOpenAIOptions(
     maxToolOutputChars: options.maxToolOutputChars ?? OpenAIAgentDefaults.maxToolOutputChars,
     readMaxBytes: options.readMaxBytes ?? OpenAIAgentDefaults.readMaxBytes,
     historyLimit: options.historyLimit ?? OpenAIAgentDefaults.historyLimit,
+    imageMaxBytes: options.imageMaxBytes ?? OpenAIAgentDefaults.imageMaxBytes,
+    imagesMaxBytes: options.imagesMaxBytes ?? OpenAIAgentDefaults.imagesMaxBytes,
+    transcriptionMaxBytes:
+      options.transcriptionMaxBytes ?? OpenAIAgentDefaults.transcriptionMaxBytes,
   };
   checkCount("maxToolRounds", limits.maxToolRounds, 0);
   checkCount("maxRetries", limits.maxRetries, 0);
@@ -96,5 +144,9 @@ export function resolveOpenAIOptions(
   checkCount("maxToolOutputChars", limits.maxToolOutputChars, 1);
   checkCount("readMaxBytes", limits.readMaxBytes, 1);
   checkCount("historyLimit", limits.historyLimit, 0);
+  checkCount("imageMaxBytes", limits.imageMaxBytes, 1);
+  checkCount("imagesMaxBytes", limits.imagesMaxBytes, 1);
+  checkCount("transcriptionMaxBytes", limits.transcriptionMaxBytes, 1);
+  if (options.transcription !== undefined) checkTranscription(options.transcription);
   return limits;
 }

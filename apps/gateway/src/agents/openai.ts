@@ -17,6 +17,8 @@ import {
   resolveOpenAIOptions,
 } from "./openai-options.js";
 import { buildSystemPrompt } from "./openai-prompt.js";
+import { Transcriber } from "./openai-transcription.js";
+import { buildUserTurn } from "./openai-user-turn.js";
 import { executeToolCall, TOOL_DEFINITIONS, type ToolCallOutcome } from "./tools.js";
 import type { Agent, AgentTurnInput, AgentTurnResult } from "./types.js";
 
@@ -34,7 +36,8 @@ const KeylessPlaceholder = "no-api-key";
  * tools `terminal`, `read_file` and `write_file` executed in the sandbox through the turn's
  * {@link ToolRunner}, and per-session history in the profile's {@link StateStore}.
  *
- * A turn is: load history → ask the model → execute its tool calls and send the results
+ * A turn is: load history → build the user turn (the message, a line per file the user sent,
+ * transcripts, image inputs: see `buildUserTurn`) → ask the model → execute its tool calls and send the results
  * back → … until it answers without tool calls. After `maxToolRounds` rounds of tool calls
  * the agent stops asking: further calls are answered "not executed", and the reply is the
  * model's last text plus a note saying the limit was reached.
@@ -58,6 +61,8 @@ export class OpenAIAgent implements Agent {
   readonly #apiKey: string | undefined;
   readonly #system: string;
   readonly #settings: OpenAIAgentLimits;
+  readonly #vision: boolean;
+  readonly #transcriber: Transcriber | undefined;
 
   constructor(options: OpenAIAgentOptions) {
     const settings = resolveOpenAIOptions(options);
@@ -73,6 +78,11 @@ export class OpenAIAgent implements Agent {
       model: options.model,
     });
     this.#client = new OpenAI(this.#clientOptions(options));
+    this.#vision = options.vision === true;
+    this.#transcriber =
+      options.transcription === undefined
+        ? undefined
+        : new Transcriber(options.transcription, { timeoutMs: settings.timeoutMs });
   }
 
   #clientOptions(options: OpenAIAgentOptions): ClientOptions {
@@ -112,10 +122,29 @@ export class OpenAIAgent implements Agent {
     const history = trimToTurnBoundary(
       await this.#store.loadHistory(sessionId, this.#settings.historyLimit),
     );
-    const turn: ChatMessage[] = [{ role: "user", content: input.text }];
+    const user = await buildUserTurn(input.text, input.attachments, {
+      vision: this.#vision,
+      imageMaxBytes: this.#settings.imageMaxBytes,
+      imagesMaxBytes: this.#settings.imagesMaxBytes,
+      transcriber: this.#transcriber,
+      transcriptionMaxBytes: this.#settings.transcriptionMaxBytes,
+      readContainerFile: input.readContainerFile,
+      signal,
+      log,
+    }).catch((error: unknown) => {
+      throw signal.aborted ? aborted("model") : error;
+    });
+    if (signal.aborted) throw aborted("model");
+    // History keeps the user turn's text; the request carries its image inputs too.
+    const turn: ChatMessage[] = [{ role: "user", content: user.text }];
     let reply: string;
     for (;;) {
-      const answer = await this.#complete([...history, ...turn], signal, () => aborted("model"));
+      const conversation: ChatCompletionMessageParam[] = [
+        ...history,
+        { role: "user", content: user.content },
+        ...turn.slice(1),
+      ];
+      const answer = await this.#complete(conversation, signal, () => aborted("model"));
       const message = answer.message;
       const calls = functionToolCalls(message);
       if (calls.length === 0) {
@@ -141,7 +170,7 @@ export class OpenAIAgent implements Agent {
       turn.push(...(await this.#executeRound(calls, input, () => aborted("tool"), log, rounds)));
     }
     await this.#save(sessionId, turn, log);
-    return { reply };
+    return user.notices.length === 0 ? { reply } : { reply, notices: user.notices };
   }
 
   /**
@@ -184,7 +213,7 @@ export class OpenAIAgent implements Agent {
   }
 
   async #complete(
-    conversation: readonly ChatMessage[],
+    conversation: readonly ChatCompletionMessageParam[],
     signal: AbortSignal,
     aborted: () => OpenAITurnAbortedError,
   ): Promise<{ message: ChatCompletion["choices"][number]["message"]; cutOff: boolean }> {

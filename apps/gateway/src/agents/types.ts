@@ -35,7 +35,23 @@ export interface AgentTurnInput {
   readonly signal: AbortSignal;
   /** Files the user sent with the message, saved in the session's inbox (may be empty). */
   readonly attachments: readonly TurnAttachment[];
+  /**
+   * Reads a file of the session's running container as bytes, without running a command in
+   * the session's shell (`Sandbox#readFile`, as the session's user): for an attachment with
+   * no `hostPath`. Absent where there is no sandbox (tests).
+   */
+  readonly readContainerFile?: ContainerFileReader | undefined;
 }
+
+/**
+ * Opens `containerPath` of the session's container: `undefined` when it is missing, not a
+ * regular file or reached through a link. Over `maxBytes`, `size` tells the real size and the
+ * stream fails on read (give it up with the iterator's `return`).
+ */
+export type ContainerFileReader = (
+  containerPath: string,
+  maxBytes: number,
+) => Promise<{ readonly size: number; readonly stream: AsyncIterable<Uint8Array> } | undefined>;
 
 /** A file the user sent, saved in the sandbox (docs/inbound-media.md). */
 export interface TurnAttachment {
@@ -56,6 +72,11 @@ export interface TurnAttachment {
 export interface AgentTurnResult {
   /** The agent's final reply text; MEDIA tags are extracted from this only. */
   readonly reply: string;
+  /**
+   * Lines for the chat, sent before the reply: what went wrong with the user's files that the
+   * user should know (a voice note that could not be transcribed).
+   */
+  readonly notices?: readonly string[] | undefined;
 }
 
 export interface Agent {

@@ -5,7 +5,7 @@ import { PassThrough } from "node:stream";
 import { planMedia } from "@mediagate/media";
 import { describe, expect, it, vi } from "vitest";
 import { createLogger } from "../log.js";
-import { ConsoleChannel } from "./console.js";
+import { ConsoleChannel, ConsoleDefaults, ConsoleHelp } from "./console.js";
 import { SharedTerminal } from "./console-terminal.js";
 import type { InboundMessage } from "./types.js";
 
@@ -78,6 +78,48 @@ describe("ConsoleChannel", () => {
     expect(files).toEqual(["20260102T030405678Z-1-r.txt", "20260102T030405678Z-r.txt"]);
     expect(await readFile(join(home, "outbox", files[1]!), "utf8")).toBe("report");
     expect(printed()).toContain(`done\n[document, 6 bytes, ${join(home, "outbox", files[1]!)}]\n`);
+  });
+
+  it("/attach sends a message with the file (ref = absolute path) and the rest of the line as text", async () => {
+    const { home, input, channel } = await setup();
+    const path = join(home, "my report.csv");
+    await writeFile(path, "a,b\n");
+    const messages: InboundMessage[] = [];
+    await channel.start({ onMessage: async (m) => void messages.push(m), onFatal: () => {} });
+    input.write(`/attach "${path}" sum column b\n`);
+    await vi.waitFor(() => expect(messages).toHaveLength(1));
+    await channel.stop();
+    expect(messages[0]).toMatchObject({
+      text: "sum column b",
+      attachments: [{ name: "my report.csv", sentAs: "document", size: 4, ref: path }],
+    });
+    expect(channel.attachments.maxBytes).toBe(ConsoleDefaults.attachMaxBytes);
+  });
+
+  it("/attach of a missing path or a directory prints what is wrong and sends nothing", async () => {
+    const { home, input, channel, printed } = await setup();
+    const messages: InboundMessage[] = [];
+    await channel.start({ onMessage: async (m) => void messages.push(m), onFatal: () => {} });
+    input.write(
+      `/attach ${join(home, "nope.pdf")} read it\n/attach ${home}\n/attach\necho after\n`,
+    );
+    await vi.waitFor(() => expect(messages).toHaveLength(1));
+    await channel.stop();
+    expect(messages.map((m) => [m.text, m.attachments])).toEqual([["echo after", undefined]]);
+    expect(printed()).toContain(`📎 There is no file at ${join(home, "nope.pdf")}.`);
+    expect(printed()).toContain(`📎 ${home} is a directory; /attach sends one file.`);
+    expect(printed()).toContain("📎 /attach needs a file. Usage: /attach <path> [text]");
+  });
+
+  it("/help lists the console's commands, /attach among them, and sends nothing", async () => {
+    const { input, channel, printed } = await setup();
+    const messages: InboundMessage[] = [];
+    await channel.start({ onMessage: async (m) => void messages.push(m), onFatal: () => {} });
+    input.write("/help\n");
+    await vi.waitFor(() => expect(printed()).toContain(ConsoleHelp));
+    await channel.stop();
+    expect(messages).toEqual([]);
+    expect(ConsoleHelp).toMatch(/^ {2}\/attach <path> \[text\]/m);
   });
 
   it("prints only the chat when not on a terminal: no prompt, and its own problems go to the log", async () => {

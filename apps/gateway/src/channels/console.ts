@@ -8,8 +8,10 @@ import type { UploadLimits } from "@mediagate/media";
 import { Defaults } from "../defaults.js";
 import { type Logger, silentLogger } from "../log.js";
 import { ConsoleUser } from "../runtime/access.js";
+import { AttachUsage, attachmentFor, consoleFetcher, parseAttach } from "./console-attach.js";
 import type { SharedTerminal } from "./console-terminal.js";
 import type {
+  AttachmentFetcher,
   ChannelAdapter,
   ChannelHealth,
   ChannelStartOptions,
@@ -46,7 +48,18 @@ export interface ConsoleChannelOptions {
   /** Called once when input ends (Ctrl-D), e.g. to shut the gateway down. */
   readonly onClose?: (() => void) | undefined;
   readonly now?: (() => Date) | undefined;
+  /** Largest file `/attach` sends in; default `Defaults.console.attachMaxBytes` (100 MiB). */
+  readonly attachMaxBytes?: number | undefined;
 }
+
+/** What `/help` prints: the console's own commands, then the admin commands. */
+export const ConsoleHelp = [
+  "Console commands:",
+  `  ${AttachUsage}`,
+  "  /help — this list",
+  "Admin commands (the console user is admin): /status, /stop [all], /reset [confirm]",
+  "Anything else is a message to the agent.",
+].join("\n");
 
 function safeName(filename: string): string {
   const cleaned = filename.replace(/[^A-Za-z0-9._-]/g, "_").replace(/^\.+/, "");
@@ -69,10 +82,18 @@ function isTerminal(stream: Readable | Writable): boolean {
  * line is edited by readline and stays at the bottom: replies (and, through
  * {@link SharedTerminal}, log lines) are printed above it and the prompt is drawn again with
  * what was typed so far.
+ *
+ * Two lines are the console's own (`/help` lists them): `/help`, and `/attach <path> [text]`,
+ * which sends a file of this machine as if a user had sent it (docs/inbound-media.md): the
+ * message carries the file (its ref is the absolute path, streamed from disk when the pipeline
+ * saves it into the sandbox's inbox) and the rest of the line as its text. A path with spaces
+ * is quoted (`/attach "my file.pdf" summarize it`). A missing file, a directory or an
+ * unreadable file gets one line saying so, and nothing is sent.
  */
 export class ConsoleChannel implements ChannelAdapter {
   readonly platform = "console" as const;
   readonly limits: UploadLimits = { maxBytes: () => ConsoleDefaults.maxBytes };
+  readonly attachments: AttachmentFetcher;
   readonly #options: ConsoleChannelOptions;
   readonly #output: Writable;
   readonly #prompt: string;
@@ -93,6 +114,7 @@ export class ConsoleChannel implements ChannelAdapter {
     this.#interactive = isTerminal(options.input ?? process.stdin) && isTerminal(this.#output);
     this.#prompt = options.prompt ?? (this.#interactive ? ConsoleDefaults.prompt : "");
     this.#log = options.logger ?? silentLogger();
+    this.attachments = consoleFetcher(options.attachMaxBytes ?? ConsoleDefaults.attachMaxBytes);
   }
 
   get profile(): string {
@@ -134,21 +156,11 @@ export class ConsoleChannel implements ChannelAdapter {
       // otherwise it comes after the reply.
       if (text === "" || this.#interactive) this.#showPrompt();
       if (text === "") return;
-      this.#counter++;
-      const message: InboundMessage = {
-        profile: this.#options.profile,
-        platform: "console",
-        chatId: ConsoleDefaults.chatId,
-        chatType: "dm",
-        chatName: "console",
-        userId: ConsoleUser.userId,
-        userName: "local",
-        messageId: String(this.#counter),
-        text,
-        receiptId: randomUUID(),
-      };
       this.#received = this.#received
-        .then(() => onMessage(message))
+        .then(async () => {
+          const message = await this.#messageOf(text);
+          if (message !== undefined) await onMessage(message);
+        })
         .catch((error: unknown) => {
           this.#log.warn({ err: error }, "could not record a console message");
         });
@@ -157,6 +169,53 @@ export class ConsoleChannel implements ChannelAdapter {
       if (this.#rl === rl) this.#rl = undefined;
       this.#options.onClose?.();
     });
+    this.#showPrompt();
+  }
+
+  /**
+   * The message a line is: `/help` and a failed `/attach` print their answer and are no
+   * message (`undefined`).
+   */
+  async #messageOf(line: string): Promise<InboundMessage | undefined> {
+    if (line === "/help") {
+      this.#say(ConsoleHelp);
+      return undefined;
+    }
+    let text = line;
+    let attachments: InboundMessage["attachments"];
+    const attach = parseAttach(line);
+    if (typeof attach === "string") {
+      this.#say(attach);
+      return undefined;
+    }
+    if (attach !== undefined) {
+      const attachment = await attachmentFor(attach.path);
+      if (typeof attachment === "string") {
+        this.#say(attachment);
+        return undefined;
+      }
+      text = attach.text;
+      attachments = [attachment];
+    }
+    this.#counter++;
+    return {
+      profile: this.#options.profile,
+      platform: "console",
+      chatId: ConsoleDefaults.chatId,
+      chatType: "dm",
+      chatName: "console",
+      userId: ConsoleUser.userId,
+      userName: "local",
+      messageId: String(this.#counter),
+      text,
+      receiptId: randomUUID(),
+      ...(attachments === undefined ? {} : { attachments }),
+    };
+  }
+
+  /** The console's own answer to a line: printed, then the prompt. */
+  #say(text: string): void {
+    this.#write(`${text}\n`);
     this.#showPrompt();
   }
 

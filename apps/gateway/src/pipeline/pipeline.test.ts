@@ -292,6 +292,26 @@ describe("message pipeline", () => {
     ]);
   });
 
+  it("the agent's notices go to the chat before its reply", async () => {
+    const agent: Agent = {
+      kind: "openai",
+      runTurn: async () => ({ reply: "the answer", notices: ["🎙️ v.ogg could not be transcribed"] }),
+    };
+    const channel = new RecordingChannel();
+    const order: string[] = [];
+    const { sendText, deliver } = channel;
+    channel.sendText = async (target, text) => {
+      order.push(`text: ${text}`);
+      await sendText.call(channel, target, text);
+    };
+    channel.deliver = async (reply) => {
+      order.push(`reply: ${reply.text}`);
+      return deliver.call(channel, reply);
+    };
+    await handleMessage(testContext(testRuntime(agent, []), testServices(), channel, "hi"));
+    expect(order).toEqual(["text: 🎙️ v.ogg could not be transcribed", "reply: the answer"]);
+  });
+
   it("queued turns of different sessions each see their own identity, whoever ran before them", async () => {
     const services = testServices(1);
     const observed: [string, string | undefined][] = [];

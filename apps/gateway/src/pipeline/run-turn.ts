@@ -20,7 +20,9 @@ export const TurnFailedText = "⚠️ Something went wrong while handling that m
  * replies); one cut off by the gateway's stop stays started in the journal (the next start
  * tells the chat); an unreachable Docker daemon gives one clear line and nothing else is
  * affected. The turn's report gets its commands, the last one's exit code, how it ended and
- * the reply's size.
+ * the reply's size. The agent's notices (a voice note it could not transcribe) are said before
+ * the reply goes out; the agent reads the user's files out of the container through
+ * `readContainerFile` when their slot has no host path (docs/inbound-media.md).
  */
 export const runTurn: Middleware = async (ctx, next) => {
   const session = sessionOf(ctx);
@@ -40,6 +42,7 @@ export const runTurn: Middleware = async (ctx, next) => {
     beforeFirstCommand: () => startEntry(ctx),
   });
   const turn = ctx.turn;
+  let notices: readonly string[] = [];
   try {
     const result = await ctx.runtime.agent.runTurn({
       text: ctx.message.text,
@@ -49,8 +52,16 @@ export const runTurn: Middleware = async (ctx, next) => {
       tools: turn === undefined ? tools : counted(tools, turn),
       signal,
       attachments: ctx.attachments ?? [],
+      readContainerFile: async (path, maxBytes) => {
+        const file = await ctx.runtime.sandbox.readFile(slot, path, maxBytes, {
+          sessionKey: session.sessionKey,
+        });
+        if (file === undefined || "linkTarget" in file) return undefined;
+        return { size: file.size, stream: file.stream as AsyncIterable<Uint8Array> };
+      },
     });
     ctx.reply = result.reply;
+    notices = result.notices ?? [];
   } catch (error) {
     if (signal.aborted) {
       await endAborted();
@@ -85,6 +96,7 @@ export const runTurn: Middleware = async (ctx, next) => {
     turn.exit = "ok";
     turn.replyChars = (ctx.reply ?? "").length;
   }
+  for (const notice of notices) await say(ctx, notice);
   await next();
 
   async function endAborted(): Promise<void> {

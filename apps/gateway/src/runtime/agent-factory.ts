@@ -17,6 +17,8 @@ export function createAgent(
     model: settings.model,
     maxToolRounds: settings.maxToolRounds,
     systemPrompt: settings.systemPrompt,
+    vision: settings.vision,
+    transcription: settings.transcription,
     store: deps.store,
     logger: deps.logger,
   });
