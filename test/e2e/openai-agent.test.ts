@@ -66,6 +66,7 @@ async function turn(agent: OpenAIAgent, text: string, signal = new AbortControll
     sessionId: await store.currentSessionId(SessionKey),
     tools: runner,
     signal,
+    attachments: [],
   });
 }
 
