@@ -172,17 +172,25 @@ export class FakeTelegram {
 
   /**
    * A user sends an album: one message per item, all with one `media_group_id`, the caption
-   * on the first, queued together (as Telegram delivers them: consecutive updates).
+   * on the first, queued together (consecutive updates, woken once: one answer may carry all).
    */
   sendAlbum(
     items: readonly Omit<MediaInput, "mediaGroupId" | "caption">[],
     caption?: string,
   ): { updates: Update[]; sent: SentMedia[] } {
     const mediaGroupId = String(13_000_000_000_000_000n + BigInt(this.inboundMessageId));
-    const results = items.map((item, i) =>
-      this.sendMedia({ ...item, mediaGroupId, ...(i === 0 ? { caption } : {}) }),
+    const built = items.map((item, i) =>
+      mediaUpdate(
+        this.inboundMessageId++,
+        { ...item, mediaGroupId, ...(i === 0 ? { caption } : {}) },
+        this.files,
+      ),
     );
-    return { updates: results.map((r) => r.update), sent: results.map((r) => r.sent) };
+    for (const { update } of built) this.noteChat(update);
+    return {
+      updates: this.updates.pushAll(built.map((b) => b.update)),
+      sent: built.map((b) => b.sent),
+    };
   }
 
   /** Registers a file without sending it (its `file_id` for a hand-made update). */
@@ -197,9 +205,13 @@ export class FakeTelegram {
 
   /** Queues an update (numbered if `update_id` is absent) and wakes a held long poll. */
   pushUpdate(update: UpdateInput): Update {
+    this.noteChat(update);
+    return this.updates.push(update);
+  }
+
+  private noteChat(update: UpdateInput): void {
     const message = update.message ?? update.channel_post;
     if (message !== undefined) this.chats.set(String(message.chat.id), { ...message.chat });
-    return this.updates.push(update);
   }
 
   /** A user writes `text` to the bot in a private chat (chat id = user id). */
