@@ -2,6 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import type { InboundMessage } from "@mediagate/gateway";
 import { TelegramChannel } from "@mediagate/gateway";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { botMethod, FaultProxy } from "../fakes/fault-proxy/index.js";
 import { FakeTelegram, PublicDownloadMaxBytes } from "../fakes/telegram/index.js";
 import { captureLogs } from "../fakes/telegram/media-fixtures.js";
 
@@ -30,6 +31,8 @@ async function setUp(
     fakeLocalFiles?: boolean;
     localFiles?: boolean;
     downloadMaxBytes?: number;
+    /** Also how long a download may send nothing. */
+    requestTimeoutBaseMs?: number;
     /** Called for every wait the poller makes; the album wait included. */
     onSleep?: (ms: number) => void;
   } = {},
@@ -47,6 +50,7 @@ async function setUp(
     albumWaitMs: AlbumWaitMs,
     localFiles: options.localFiles,
     downloadMaxBytes: options.downloadMaxBytes,
+    requestTimeoutBaseMs: options.requestTimeoutBaseMs,
     sleep: async (ms) => options.onSleep?.(ms),
   });
   return { fake, channel };
@@ -163,6 +167,64 @@ describe("Telegram albums: one message per media_group_id", () => {
   });
 });
 
+describe("Telegram albums after a crash", () => {
+  it("offers a recorded but unconfirmed album to the next process whole, under the same receipt id", async () => {
+    const fake = new FakeTelegram();
+    const { apiRoot } = await fake.start();
+    const proxy = new FaultProxy(apiRoot);
+    await proxy.start();
+    const logs = captureLogs();
+    const channelOn = (root: string) =>
+      new TelegramChannel({
+        token: fake.token,
+        apiRoot: root,
+        profile: "work",
+        logger: logs.logger,
+        retry: { minDelayMs: 5, maxDelayMs: 20 },
+        albumWaitMs: 1,
+        sleep: async () => {},
+      });
+    try {
+      const first = channelOn(proxy.url);
+      const before: InboundMessage[] = [];
+      await first.start({
+        onMessage: async (message) => {
+          // Recorded; then the process "dies": no later getUpdates (which would confirm it)
+          // reaches Telegram, the confirming one at stop included.
+          proxy.add(botMethod("getUpdates"), { kind: "reset", stage: "before" }, 1000);
+          before.push(message);
+        },
+        onFatal: () => {},
+      });
+      fake.sendAlbum(
+        [
+          { kind: "photo", bytes: Buffer.from("a") },
+          { kind: "photo", bytes: Buffer.from("b") },
+          { kind: "photo", bytes: Buffer.from("c") },
+        ],
+        "caption",
+      );
+      await vi.waitFor(() => expect(before).toHaveLength(1));
+      await first.stop();
+      expect(fake.pendingUpdates).toBe(3);
+
+      const second = channelOn(apiRoot);
+      const after: InboundMessage[] = [];
+      await second.start({ onMessage: async (m) => void after.push(m), onFatal: () => {} });
+      try {
+        await vi.waitFor(() => expect(fake.pendingUpdates).toBe(0));
+      } finally {
+        await second.stop();
+      }
+      expect(after).toEqual(before);
+      expect(after[0]?.attachments).toHaveLength(3);
+    } finally {
+      await proxy.stop();
+      await fake.stop();
+    }
+  });
+});
+
 describe("Telegram inbound files: fetching", () => {
   it("streams a document through getFile and the file route, byte for byte", async () => {
     const { fake, channel } = await setUp();
@@ -188,6 +250,46 @@ describe("Telegram inbound files: fetching", () => {
     await vi.waitFor(() => expect(received).toHaveLength(1));
     expect((await fetched(channel, received[0]!.attachments![0]!)).equals(bytes)).toBe(true);
     expect(fake.callsTo("getFile").map((c) => c.params.file_id)).toEqual([sent.file.fileId]);
+  });
+
+  it("gives up a download that stalls, closing its connection", async () => {
+    const { fake, channel } = await setUp({ requestTimeoutBaseMs: 300 });
+    const file = fake.registerFile({ kind: "document", bytes: randomBytes(10_000) });
+    fake.holdDownloads(1000);
+    const chunks: Uint8Array[] = [];
+    const reading = (async () => {
+      const stream = await channel.attachments.open(
+        { name: "slow.bin", sentAs: "document", ref: file.fileId },
+        new AbortController().signal,
+      );
+      for await (const chunk of stream) chunks.push(chunk);
+    })();
+    await expect(reading).rejects.toMatchObject({
+      name: "AttachmentFetchError",
+      reason: "the download broke off: nothing arrived for 300 ms",
+    });
+    expect(Buffer.concat(chunks).length).toBe(1000);
+    await vi.waitFor(() =>
+      expect(fake.downloads).toEqual([expect.objectContaining({ bytes: 1000, cutOff: true })]),
+    );
+  });
+
+  it("stops a download at once when the caller aborts, closing its connection", async () => {
+    const { fake, channel } = await setUp();
+    const file = fake.registerFile({ kind: "document", bytes: randomBytes(10_000) });
+    fake.holdDownloads(500);
+    const stop = new AbortController();
+    const stream = await channel.attachments.open(
+      { name: "stopped.bin", sentAs: "document", ref: file.fileId },
+      stop.signal,
+    );
+    const reading = (async () => {
+      for await (const _ of stream) stop.abort(); // the first chunk came: /stop
+    })();
+    await expect(reading).rejects.toMatchObject({ name: "AttachmentFetchError" });
+    await vi.waitFor(() =>
+      expect(fake.downloads).toEqual([expect.objectContaining({ bytes: 500, cutOff: true })]),
+    );
   });
 
   it("refuses a file getFile says is over the limit without downloading it", async () => {

@@ -3,7 +3,7 @@ import { readFile } from "node:fs/promises";
 import { isAbsolute } from "node:path";
 import { Bot } from "grammy";
 import type { Message } from "grammy/types";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { PublicDownloadMaxBytes } from "./files.js";
 import { FakeTelegram } from "./server.js";
 
@@ -68,6 +68,29 @@ describe("FakeTelegram files users send (getFile and the download route)", () =>
     expect(fake.downloads).toEqual([
       { filePath: file.file_path, tokenOk: false, status: 401, bytes: 0 },
     ]);
+  });
+
+  it("holds a download after some bytes until the client leaves, then records it cut off", async () => {
+    const { fake, apiRoot, bot } = await started();
+    fake.sendMedia({ kind: "document", bytes: randomBytes(4000), fileName: "held.bin" });
+    const message = await onlyMessage(bot);
+    const file = await bot.api.getFile(message.document!.file_id);
+    fake.holdDownloads(1500);
+    const leave = new AbortController();
+    const response = await fetch(`${apiRoot}/file/bot${fake.token}/${file.file_path}`, {
+      signal: leave.signal,
+    });
+    const reader = response.body!.getReader();
+    let received = 0;
+    while (received < 1500) received += (await reader.read()).value?.length ?? 0;
+    expect(received).toBe(1500);
+    expect(fake.downloads).toEqual([]);
+    leave.abort();
+    await vi.waitFor(() =>
+      expect(fake.downloads).toEqual([
+        { filePath: file.file_path, tokenOk: true, status: 200, bytes: 1500, cutOff: true },
+      ]),
+    );
   });
 
   it("answers 400 'file is too big' for a file over 20 MiB, as the public Bot API does", async () => {

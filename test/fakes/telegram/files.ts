@@ -42,6 +42,8 @@ export interface RecordedDownload {
   readonly status: number;
   /** Bytes written in the answer's body (the file's, for a 200). */
   readonly bytes: number;
+  /** The client went away before the body's end (a held download it gave up on). */
+  readonly cutOff?: boolean;
 }
 
 /** What a test registers: the bytes, or only an announced size (a file too big to make). */
@@ -63,8 +65,10 @@ export class FileStore {
   private readonly byId = new Map<string, StoredFile>();
   private readonly byPath = new Map<string, StoredFile>();
   private seq = 0;
-  /** Every request on the download route, in order. */
+  /** Every request on the download route, in order (a held one once its client leaves). */
   readonly downloads: RecordedDownload[] = [];
+  /** Downloads send this many bytes, then hold the connection (a stalled transfer). */
+  holdAfterBytes: number | undefined;
 
   constructor(
     private readonly token: string,
@@ -129,6 +133,15 @@ export class FileStore {
       "content-type": "application/octet-stream",
       "content-length": String(bytes.length),
     });
-    res.end(bytes);
+    const hold = this.holdAfterBytes;
+    if (hold === undefined) {
+      res.end(bytes);
+      return;
+    }
+    this.downloads.pop();
+    res.write(bytes.subarray(0, hold));
+    res.on("close", () =>
+      this.downloads.push({ filePath, tokenOk, status, bytes: hold, cutOff: true }),
+    );
   }
 }

@@ -198,6 +198,14 @@ export class FakeTelegram {
     return this.files.register(input);
   }
 
+  /**
+   * From now on downloads send `bytes` bytes, then hold the connection until the client
+   * leaves (recorded then, `cutOff: true`); `undefined` serves them whole again.
+   */
+  holdDownloads(bytes: number | undefined): void {
+    this.files.holdAfterBytes = bytes;
+  }
+
   /** Every request on `GET /file/bot<token>/<file_path>`, in order. */
   get downloads(): readonly RecordedDownload[] {
     return this.files.downloads;

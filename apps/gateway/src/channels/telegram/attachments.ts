@@ -160,8 +160,9 @@ export class TelegramFileFetcher implements AttachmentFetcher {
   /** A token-free fetch error, logged at debug level. */
   private failed(what: string, error: unknown, stall: StallWatch): AttachmentFetchError {
     if (error instanceof AttachmentFetchError) return error;
+    const ms = this.options.stallTimeoutMs;
     const reason = stall.stalled
-      ? `${what}: nothing arrived for ${Math.round(this.options.stallTimeoutMs / 1000)} s`
+      ? `${what}: nothing arrived for ${ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`}`
       : `${what}: ${redactText(describe(error), [this.options.token])}`;
     this.options.logger.debug({ reason }, "telegram file download failed");
     return new AttachmentFetchError(reason);
