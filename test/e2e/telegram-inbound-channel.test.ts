@@ -242,6 +242,25 @@ describe("Telegram inbound files: fetching", () => {
     expect(channel.attachments.maxBytes).toBe(20_000_000);
   });
 
+  it("hands the bytes on as they arrive, never the whole file at once", async () => {
+    const { fake, channel } = await setUp({ downloadMaxBytes: 10_000_000 });
+    const bytes = randomBytes(4 * 1024 * 1024);
+    const file = fake.registerFile({ kind: "document", bytes });
+    const stream = await channel.attachments.open(
+      { name: "big.bin", sentAs: "document", ref: file.fileId },
+      new AbortController().signal,
+    );
+    const sizes: number[] = [];
+    const hash = createHash("sha256");
+    for await (const chunk of stream) {
+      sizes.push(chunk.length);
+      hash.update(chunk);
+    }
+    expect(hash.digest("hex")).toBe(sha(bytes));
+    expect(sizes.length).toBeGreaterThan(4);
+    expect(Math.max(...sizes)).toBeLessThan(bytes.length / 4);
+  });
+
   it("fetches a photo's largest size only", async () => {
     const { fake, channel } = await setUp();
     const received = await receiving(channel);

@@ -21,7 +21,10 @@ export interface TelegramFileFetcherOptions {
   readonly maxBytes: number;
   /** getFile answers absolute paths on this host (telegram-bot-api `--local`). */
   readonly localFiles: boolean;
-  /** A download that sends nothing for this long (headers or next chunk) is given up. */
+  /**
+   * A download that sends nothing for this long (its headers, or the next chunk once the
+   * last one was taken) is given up.
+   */
   readonly stallTimeoutMs: number;
   /** The HTTP client; default the global `fetch` (undici). */
   readonly fetch?: typeof fetch | undefined;
@@ -121,8 +124,10 @@ export class TelegramFileFetcher implements AttachmentFetcher {
         try {
           stall.touch();
           for await (const chunk of body) {
-            stall.touch();
+            // Only the wait for the network counts: a slow inbox write is not a stall.
+            stall.done();
             yield chunk;
+            stall.touch();
           }
         } catch (error) {
           throw failed("the download broke off", error, stall);
