@@ -100,6 +100,8 @@ export const Defaults = {
     confirmTimeoutMs: 3_000,
     /** Largest file a user may send: the public Bot API's getFile limit (20 MB). */
     downloadMaxBytes: 20 * 1000 * 1000,
+    /** A poll that ends inside an album waits this long, then asks for the rest of it. */
+    albumWaitMs: 1_000,
   },
   discord: {
     apiRoot: "https://discord.com/api",

@@ -10,7 +10,11 @@ import {
   resolveConfig,
 } from "@mediagate/gateway";
 import type { Update } from "grammy/types";
-import { FakeTelegram, type RecordedCall } from "../../fakes/telegram/index.js";
+import {
+  FakeTelegram,
+  type FakeTelegramOptions,
+  type RecordedCall,
+} from "../../fakes/telegram/index.js";
 import { DockerObserver, type ObservedContainer } from "./docker-observer.js";
 import {
   createTempHome,
@@ -34,6 +38,8 @@ export interface TelegramProfileSpec {
   readonly allowed?: readonly number[];
   /** Other keys of the profile entry (e.g. `stillWorkingAfterSeconds`). */
   readonly settings?: Readonly<Record<string, unknown>>;
+  /** Options of this profile's FakeTelegram (`localFiles`); token and bot are the harness's. */
+  readonly fake?: Pick<FakeTelegramOptions, "localFiles">;
   /** Extra `telegram` config keys (the token and API root are the fake's). */
   readonly telegram?: Readonly<Record<string, unknown>>;
   /** The profile's `agent` config entry; default the shell agent. */
@@ -244,6 +250,7 @@ export class TelegramGatewayHarness {
           token: `${botId}:AA${randomBytes(12).toString("hex")}`,
           botId,
           botUsername: `mg_e2e_${index}_bot`,
+          ...spec.fake,
         });
         const { apiRoot } = await fake.start();
         fakes.push(fake);

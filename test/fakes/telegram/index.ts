@@ -1,4 +1,12 @@
 export type { Fault } from "./faults.js";
+export {
+  type FileInput,
+  PublicDownloadMaxBytes,
+  type RecordedDownload,
+  type StoredFile,
+  type StoredKind,
+} from "./files.js";
+export type { MediaInput, SentMedia } from "./media-updates.js";
 export { TelegramLimits } from "./methods.js";
 export { boundaryOf, MultipartError, type MultipartPart, parseMultipart } from "./multipart.js";
 export type { ApiResponse, UploadedFile } from "./protocol.js";

@@ -1,8 +1,13 @@
 import { once } from "node:events";
+import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Update, User } from "grammy/types";
 import { type Fault, FaultQueue, faultAnswer } from "./faults.js";
+import { FileStore, type RecordedDownload, type StoredFile } from "./files.js";
+import { type MediaInput, mediaUpdate, type SentMedia } from "./media-updates.js";
 import { callMethod, type MethodContext, type MethodResult } from "./methods.js";
 import { type ApiAnswer, fail, type UploadedFile } from "./protocol.js";
 import { decodeBody, RequestError, referencedFiles } from "./request.js";
@@ -48,12 +53,18 @@ export interface FakeTelegramOptions {
   readonly token?: string;
   readonly botUsername?: string;
   readonly botId?: number;
+  /**
+   * Act as a local Bot API server (telegram-bot-api `--local`): `getFile` answers an absolute
+   * path on this host (a temp dir, removed by `stop()`) and has no 20 MiB limit.
+   */
+  readonly localFiles?: boolean;
 }
 
 export const FakeTelegramDefaults = {
   token: "123456:TEST-token_abcdefghijklmnopqrstuvwxyz",
   botUsername: "mediagate_test_bot",
   botId: 123456,
+  localFiles: false,
 } as const satisfies Required<FakeTelegramOptions>;
 
 /** A multipart body being received, or one whose sender went away before its end. */
@@ -87,10 +98,13 @@ export class FakeTelegram {
   private readonly receiving = new Set<{ method: string; receivedBytes: number }>();
   /** Multipart bodies whose sender went away before the end (never handled, never recorded). */
   readonly cutOffUploads: UploadProgress[] = [];
+  private readonly localFiles: boolean;
+  private files_: FileStore | undefined;
 
   constructor(options: FakeTelegramOptions = {}) {
     const settings = { ...FakeTelegramDefaults, ...options };
     this.token = settings.token;
+    this.localFiles = settings.localFiles;
     this.bot = {
       id: settings.botId,
       is_bot: true,
@@ -104,6 +118,10 @@ export class FakeTelegram {
 
   /** Listens on an ephemeral 127.0.0.1 port; `apiRoot` has no trailing slash. */
   async start(): Promise<{ apiRoot: string }> {
+    this.files_ = new FileStore(
+      this.token,
+      this.localFiles ? await mkdtemp(join(tmpdir(), "mediagate-tg-local-")) : undefined,
+    );
     const server = createServer((req, res) => {
       this.handle(req, res).catch((error: unknown) => {
         if (!res.headersSent) this.write(res, fail(500, `Internal Server Error: ${String(error)}`));
@@ -132,13 +150,76 @@ export class FakeTelegram {
     server.close();
     server.closeAllConnections();
     await closed;
+    if (this.files.localDir !== undefined) {
+      await rm(this.files.localDir, { recursive: true, force: true });
+    }
+  }
+
+  private get files(): FileStore {
+    if (this.files_ === undefined) throw new Error("FakeTelegram is not started; call start()");
+    return this.files_;
+  }
+
+  /**
+   * A user sends a photo, document, audio, voice note, video, video note or animation (with
+   * `caption`, in an album with `mediaGroupId`); its bytes are served by getFile and the
+   * download route. Answers the update and the files it refers to.
+   */
+  sendMedia(input: MediaInput): { update: Update; sent: SentMedia } {
+    const { update, sent } = mediaUpdate(this.inboundMessageId++, input, this.files);
+    return { update: this.pushUpdate(update), sent };
+  }
+
+  /**
+   * A user sends an album: one message per item, all with one `media_group_id`, the caption
+   * on the first, queued together (consecutive updates, woken once: one answer may carry all).
+   */
+  sendAlbum(
+    items: readonly Omit<MediaInput, "mediaGroupId" | "caption">[],
+    caption?: string,
+  ): { updates: Update[]; sent: SentMedia[] } {
+    const mediaGroupId = String(13_000_000_000_000_000n + BigInt(this.inboundMessageId));
+    const built = items.map((item, i) =>
+      mediaUpdate(
+        this.inboundMessageId++,
+        { ...item, mediaGroupId, ...(i === 0 ? { caption } : {}) },
+        this.files,
+      ),
+    );
+    for (const { update } of built) this.noteChat(update);
+    return {
+      updates: this.updates.pushAll(built.map((b) => b.update)),
+      sent: built.map((b) => b.sent),
+    };
+  }
+
+  /** Registers a file without sending it (its `file_id` for a hand-made update). */
+  registerFile(input: Parameters<FileStore["register"]>[0]): StoredFile {
+    return this.files.register(input);
+  }
+
+  /**
+   * From now on downloads send `bytes` bytes, then hold the connection until the client
+   * leaves (recorded then, `cutOff: true`); `undefined` serves them whole again.
+   */
+  holdDownloads(bytes: number | undefined): void {
+    this.files.holdAfterBytes = bytes;
+  }
+
+  /** Every request on `GET /file/bot<token>/<file_path>`, in order. */
+  get downloads(): readonly RecordedDownload[] {
+    return this.files.downloads;
   }
 
   /** Queues an update (numbered if `update_id` is absent) and wakes a held long poll. */
   pushUpdate(update: UpdateInput): Update {
+    this.noteChat(update);
+    return this.updates.push(update);
+  }
+
+  private noteChat(update: UpdateInput): void {
     const message = update.message ?? update.channel_post;
     if (message !== undefined) this.chats.set(String(message.chat.id), { ...message.chat });
-    return this.updates.push(update);
   }
 
   /** A user writes `text` to the bot in a private chat (chat id = user id). */
@@ -235,6 +316,11 @@ export class FakeTelegram {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? "/", "http://x").pathname;
+    const file = /^\/file\/bot([^/]+)\/(.+)$/.exec(path);
+    if (file !== null && req.method === "GET") {
+      return this.files.download(file[1] ?? "", decodeURIComponent(file[2] ?? ""), res);
+    }
     const match = /^\/bot([^/]+)\/([A-Za-z]+)$/.exec(new URL(req.url ?? "/", "http://x").pathname);
     if (req.method !== "POST" && req.method !== "GET") {
       return this.write(res, fail(405, "Method Not Allowed"));
@@ -280,6 +366,9 @@ export class FakeTelegram {
         return this.answer(res, base, result.files, result.answer, fault.kind);
       }
       return this.answer(res, base, files, faultAnswer(fault), fault.kind);
+    }
+    if (method === "getFile") {
+      return this.answer(res, base, [], await this.files.getFile(decoded.params));
     }
     if (method === "getUpdates") {
       const answer = await this.updates.poll(decoded.params, res);

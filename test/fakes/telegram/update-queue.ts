@@ -31,11 +31,19 @@ export class UpdateQueue {
   }
 
   push(input: UpdateInput): Update {
-    const update = { ...input, update_id: input.update_id ?? this.nextId } as Update;
-    this.nextId = Math.max(this.nextId, update.update_id) + 1;
-    this.queue.push(update);
+    return this.pushAll([input])[0] as Update;
+  }
+
+  /** Queues several updates before a held poll is woken, so one answer can carry them all. */
+  pushAll(inputs: readonly UpdateInput[]): Update[] {
+    const updates = inputs.map((input) => {
+      const update = { ...input, update_id: input.update_id ?? this.nextId } as Update;
+      this.nextId = Math.max(this.nextId, update.update_id) + 1;
+      this.queue.push(update);
+      return update;
+    });
     this.wake();
-    return update;
+    return updates;
   }
 
   /** Whether a long poll is being held open right now. */

@@ -61,7 +61,7 @@ export function userOf(sender: SenderInput): User {
 }
 
 /** Bot-command entities for a leading `/command` or `/command@bot`, as Telegram adds them. */
-function entitiesOf(text: string): Message["entities"] {
+export function entitiesOf(text: string): Message["entities"] {
   const match = /^\/[A-Za-z0-9_]+(@[A-Za-z0-9_]+)?/.exec(text);
   if (match === null) return undefined;
   return [{ type: "bot_command", offset: 0, length: match[0].length }];

@@ -42,6 +42,8 @@ export function createChannels(
           },
           ambiguousSends: config.delivery.ambiguousSends,
           pollTimeoutSeconds: profile.telegram.pollTimeoutSeconds,
+          downloadMaxBytes: profile.telegram.downloadMaxBytes,
+          localFiles: profile.telegram.localFiles,
           retry: { sleep: options.retrySleep },
         }),
       );

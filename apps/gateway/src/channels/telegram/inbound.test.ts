@@ -1,6 +1,6 @@
 import type { Message } from "grammy/types";
 import { describe, expect, it } from "vitest";
-import { chatTypeOf, stripBotMention, toInboundMessage } from "./inbound.js";
+import { attachmentOf, chatTypeOf, stripBotMention, toInboundMessage } from "./inbound.js";
 
 const context = { profile: "work", botUsername: "gate_bot", updateId: 1 };
 const user = { id: 42, is_bot: false, first_name: "Ada", last_name: "L", username: "ada" };
@@ -82,6 +82,131 @@ describe("toInboundMessage", () => {
       toInboundMessage(message({ chat, from: { ...user, is_bot: true } }), context),
     ).toBeUndefined();
     expect(toInboundMessage(message({ chat, text: undefined }), context)).toBeUndefined();
+  });
+});
+
+const dm = { id: 42, type: "private", first_name: "Ada" };
+const file = (id: string, extra: Record<string, unknown> = {}) => ({
+  file_id: id,
+  file_unique_id: `u${id}`,
+  file_size: 100,
+  ...extra,
+});
+
+describe("attachments of media messages", () => {
+  it("takes a photo's largest size, whatever the order of the sizes", () => {
+    const photo = [
+      { ...file("mid"), width: 320, height: 240 },
+      { ...file("big", { file_size: 9000 }), width: 1280, height: 960 },
+      { ...file("small"), width: 90, height: 67 },
+    ];
+    expect(attachmentOf(message({ chat: dm, text: undefined, photo }))).toEqual({
+      name: "photo.jpg",
+      sentAs: "photo",
+      size: 9000,
+      mime: "image/jpeg",
+      ref: "big",
+    });
+  });
+
+  it.each([
+    [
+      "document",
+      { document: file("d", { file_name: "data.csv", mime_type: "text/csv" }) },
+      "data.csv",
+      "text/csv",
+    ],
+    ["document", { document: file("d") }, "document", undefined],
+    [
+      "audio",
+      { audio: file("a", { duration: 1, mime_type: "audio/mp4" }) },
+      "audio.m4a",
+      "audio/mp4",
+    ],
+    [
+      "audio",
+      { audio: file("a", { duration: 1, file_name: "song.flac" }) },
+      "song.flac",
+      undefined,
+    ],
+    [
+      "voice",
+      { voice: file("v", { duration: 1, mime_type: "audio/ogg" }) },
+      "voice.ogg",
+      "audio/ogg",
+    ],
+    ["video", { video: file("v", { width: 1, height: 1, duration: 1 }) }, "video.mp4", undefined],
+    [
+      "video_note",
+      { video_note: file("n", { length: 1, duration: 1 }) },
+      "video_note.mp4",
+      undefined,
+    ],
+    // Telegram sets `document` beside `animation` for old clients: one file, an animation.
+    [
+      "animation",
+      {
+        animation: file("g", { width: 1, height: 1, duration: 1, file_name: "cat.mp4" }),
+        document: file("g", { file_name: "cat.mp4" }),
+      },
+      "cat.mp4",
+      undefined,
+    ],
+  ] as const)("%s %# is named %s", (sentAs, fields, name, mime) => {
+    const inbound = toInboundMessage(message({ chat: dm, text: undefined, ...fields }), context);
+    expect(inbound?.attachments).toEqual([
+      { name, sentAs, size: 100, mime, ref: expect.any(String) },
+    ]);
+  });
+
+  it("handles a file sent without a caption, with empty text", () => {
+    const inbound = toInboundMessage(
+      message({ chat: dm, text: undefined, voice: file("v", { duration: 2 }) }),
+      context,
+    );
+    expect(inbound).toMatchObject({ text: "", attachments: [{ sentAs: "voice", ref: "v" }] });
+  });
+
+  it("takes the caption as the text, addressed commands handled as for text", () => {
+    const chat = { id: -5, type: "group", title: "G" };
+    const doc = { document: file("d", { file_name: "a.txt" }) };
+    const caption = (text: string) =>
+      toInboundMessage(message({ chat, text: undefined, caption: text, ...doc }), context);
+    expect(caption("wc -l a.txt")?.text).toBe("wc -l a.txt");
+    expect(caption("/run@gate_bot now")?.text).toBe("/run now");
+    expect(caption("/run@other_bot now")).toBeUndefined();
+  });
+
+  it("merges an album into one message: all files in order, the caption wherever it is, the first update's receipt", () => {
+    const part = (id: number, fields: Record<string, unknown>) =>
+      message({ chat: dm, text: undefined, message_id: id, media_group_id: "g1", ...fields });
+    const inbound = toInboundMessage(
+      [
+        part(10, { photo: [{ ...file("p1"), width: 10, height: 10 }] }),
+        part(11, {
+          photo: [{ ...file("p2"), width: 10, height: 10 }],
+          caption: "ls $MEDIAGATE_ATTACHMENTS",
+        }),
+        part(12, { video: file("v3", { width: 1, height: 1, duration: 1 }) }),
+      ],
+      { ...context, updateId: 500 },
+    );
+    expect(inbound).toMatchObject({
+      messageId: "10",
+      receiptId: "500",
+      text: "ls $MEDIAGATE_ATTACHMENTS",
+    });
+    expect(inbound?.attachments?.map((a) => [a.ref, a.sentAs])).toEqual([
+      ["p1", "photo"],
+      ["p2", "photo"],
+      ["v3", "video"],
+    ]);
+  });
+
+  it("drops a message with neither text nor a file it knows (a sticker)", () => {
+    expect(
+      toInboundMessage(message({ chat: dm, text: undefined, sticker: file("s") }), context),
+    ).toBeUndefined();
   });
 });
 

@@ -1,5 +1,5 @@
 import type { Chat, Message } from "grammy/types";
-import type { ChatType, InboundMessage } from "../types.js";
+import type { AttachmentSentAs, ChatType, InboundAttachment, InboundMessage } from "../types.js";
 
 /** Telegram chat types as the core keys sessions (docs/sessions.md). */
 export function chatTypeOf(chat: Pick<Chat, "type">): ChatType {
@@ -35,27 +35,105 @@ function displayName(user: { first_name: string; last_name?: string | undefined 
   return user.last_name === undefined ? user.first_name : `${user.first_name} ${user.last_name}`;
 }
 
+/** Extensions for an audio file sent without a name, by the type Telegram announced. */
+const AudioExtensions: Readonly<Record<string, string>> = {
+  "audio/mpeg": ".mp3",
+  "audio/mp4": ".m4a",
+  "audio/x-m4a": ".m4a",
+  "audio/ogg": ".ogg",
+  "audio/flac": ".flac",
+  "audio/x-wav": ".wav",
+  "audio/wav": ".wav",
+};
+
+interface TelegramFile {
+  readonly file_id: string;
+  readonly file_size?: number | undefined;
+  readonly file_name?: string | undefined;
+  readonly mime_type?: string | undefined;
+}
+
+function attachment(
+  sentAs: AttachmentSentAs,
+  file: TelegramFile,
+  fallbackName: string,
+  mime = file.mime_type,
+): InboundAttachment {
+  return {
+    name: file.file_name ?? fallbackName,
+    sentAs,
+    size: file.file_size,
+    mime,
+    ref: file.file_id,
+  };
+}
+
 /**
- * Maps a Telegram text message (or channel post) to the core's {@link InboundMessage}.
+ * The file a media message carries (docs/inbound-media.md): a photo's largest size, or the
+ * document, audio, voice note, video, video note or animation; `undefined` for anything else.
+ * A file sent without a name gets one from its kind (`photo.jpg`, `voice.ogg`, `video.mp4`);
+ * the inbox sanitizes and numbers names. An animation is taken as such, not as the `document`
+ * Telegram sets beside it for old clients.
+ */
+export function attachmentOf(message: Message): InboundAttachment | undefined {
+  if (message.photo !== undefined && message.photo.length > 0) {
+    const largest = message.photo.reduce((best, size) =>
+      size.width * size.height > best.width * best.height ? size : best,
+    );
+    // Telegram re-encodes every photo as JPEG.
+    return attachment("photo", largest, "photo.jpg", "image/jpeg");
+  }
+  if (message.animation !== undefined) {
+    return attachment("animation", message.animation, "animation.mp4");
+  }
+  if (message.video !== undefined) return attachment("video", message.video, "video.mp4");
+  if (message.video_note !== undefined) {
+    return attachment("video_note", message.video_note, "video_note.mp4");
+  }
+  if (message.voice !== undefined) return attachment("voice", message.voice, "voice.ogg");
+  if (message.audio !== undefined) {
+    const extension = AudioExtensions[message.audio.mime_type ?? ""] ?? ".mp3";
+    return attachment("audio", message.audio, `audio${extension}`);
+  }
+  if (message.document !== undefined) {
+    return attachment("document", message.document, "document");
+  }
+  return undefined;
+}
+
+/**
+ * Maps a Telegram message (or channel post) to the core's {@link InboundMessage}: one message,
+ * or the messages of one album (one `media_group_id`), which become one message with all their
+ * files, in order, and the album's caption as its text.
  *
+ * - the text is the message's text or caption; a message with files and no caption has text `""`.
  * - ids are strings; `userId` is the raw numeric id (the core adds the `telegram:` prefix);
  *   a channel post has no sender user, so its `userId` is the channel's own id.
  * - `threadId` is set only for forum topic messages (`is_topic_message`): a plain reply in a
  *   supergroup also carries `message_thread_id`, and must not open a session of its own.
- * - Messages from bots, without text, or commands addressed to another bot give `undefined`.
+ * - Messages from bots, with neither text nor a file, or commands addressed to another bot
+ *   give `undefined`.
+ * - `receiptId` is `updateId`: for an album the first update's, so an album offered again
+ *   after a crash maps to the same journal entry (docs/durability.md).
  */
 export function toInboundMessage(
-  message: Message,
+  messages: Message | readonly Message[],
   context: {
     readonly profile: string;
     readonly botUsername: string | undefined;
-    /** The `update_id` the message came in (its receipt id). */
+    /** The `update_id` the (first) message came in: its receipt id. */
     readonly updateId: number;
   },
 ): InboundMessage | undefined {
-  if (message.text === undefined) return undefined;
+  const all: readonly Message[] = Array.isArray(messages) ? messages : [messages as Message];
+  const message = all[0];
+  if (message === undefined) return undefined;
   if (message.from?.is_bot === true) return undefined;
-  const text = stripBotMention(message.text, context.botUsername);
+  const attachments = all.flatMap((m) => attachmentOf(m) ?? []);
+  const written =
+    message.text ?? all.find((m) => m.caption !== undefined && m.caption !== "")?.caption;
+  if (written === undefined && attachments.length === 0) return undefined;
+  const text = stripBotMention(written ?? "", context.botUsername);
   if (text === undefined) return undefined;
   const chat = message.chat;
   const sender = message.from;
@@ -80,5 +158,6 @@ export function toInboundMessage(
     messageId: String(message.message_id),
     text,
     receiptId: String(context.updateId),
+    ...(attachments.length === 0 ? {} : { attachments }),
   };
 }

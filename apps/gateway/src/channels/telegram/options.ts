@@ -46,7 +46,19 @@ export interface TelegramChannelOptions {
   readonly pollBackoffMinMs?: number | undefined;
   /** Cap of that wait, which doubles per failure in a row. Default 60 000. */
   readonly pollBackoffMaxMs?: number | undefined;
-  /** The wait between polls after a failure (tests pass a quick one). */
+  /**
+   * When a getUpdates answer ends inside an album, the wait before one more poll collects its
+   * other messages. Default 1000.
+   */
+  readonly albumWaitMs?: number | undefined;
+  /** Largest file a user may send that is fetched (default 20 MB, the public getFile limit). */
+  readonly downloadMaxBytes?: number | undefined;
+  /**
+   * The Bot API server runs with `--local`: getFile answers an absolute path on this host,
+   * read from disk instead of downloaded. Default `false`.
+   */
+  readonly localFiles?: boolean | undefined;
+  /** The wait between polls after a failure, and before completing an album (tests pass a quick one). */
   readonly sleep?: Sleep | undefined;
 }
 
@@ -61,12 +73,17 @@ export const TelegramChannelDefaults = {
   pollTimeoutMarginMs: PollingDefaults.pollTimeoutMarginMs,
   pollBackoffMinMs: PollingDefaults.pollBackoffMinMs,
   pollBackoffMaxMs: PollingDefaults.pollBackoffMaxMs,
+  albumWaitMs: PollingDefaults.albumWaitMs,
+  downloadMaxBytes: Defaults.telegram.downloadMaxBytes,
+  localFiles: false,
 } as const satisfies Partial<TelegramChannelOptions>;
 
 /** {@link TelegramChannelOptions} with defaults applied and checked. */
 export interface ResolvedTelegramOptions {
   readonly apiRoot: string;
   readonly dropPendingUpdates: boolean;
+  readonly downloadMaxBytes: number;
+  readonly localFiles: boolean;
   readonly caller: CallerSettings;
   readonly polling: PollingSettings;
 }
@@ -84,6 +101,12 @@ export function resolveTelegramOptions(options: TelegramChannelOptions): Resolve
   positive("pollTimeoutSeconds", settings.pollTimeoutSeconds);
   positive("pollBackoffMinMs", settings.pollBackoffMinMs);
   positive("pollBackoffMaxMs", settings.pollBackoffMaxMs);
+  positive("downloadMaxBytes", settings.downloadMaxBytes);
+  if (!Number.isFinite(settings.albumWaitMs) || settings.albumWaitMs < 0) {
+    throw new RangeError(
+      `TelegramChannel: albumWaitMs must be a number >= 0, got ${settings.albumWaitMs}`,
+    );
+  }
   if (!Number.isFinite(settings.pollTimeoutMarginMs) || settings.pollTimeoutMarginMs < 0) {
     throw new RangeError(
       `TelegramChannel: pollTimeoutMarginMs must be a number >= 0, got ${settings.pollTimeoutMarginMs}`,
@@ -92,6 +115,8 @@ export function resolveTelegramOptions(options: TelegramChannelOptions): Resolve
   return {
     apiRoot: settings.apiRoot.replace(/\/+$/, ""),
     dropPendingUpdates: settings.dropPendingUpdates,
+    downloadMaxBytes: settings.downloadMaxBytes,
+    localFiles: settings.localFiles,
     caller: {
       retry: resolveRetryOptions(options.retry),
       ambiguousSends: settings.ambiguousSends,
@@ -103,6 +128,7 @@ export function resolveTelegramOptions(options: TelegramChannelOptions): Resolve
       pollTimeoutMarginMs: settings.pollTimeoutMarginMs,
       pollBackoffMinMs: settings.pollBackoffMinMs,
       pollBackoffMaxMs: settings.pollBackoffMaxMs,
+      albumWaitMs: settings.albumWaitMs,
       sleep: options.sleep ?? PollingDefaults.sleep,
     },
   };

@@ -3,6 +3,7 @@ import { type Api, GrammyError } from "grammy";
 import type { Update } from "grammy/types";
 import type { Logger } from "pino";
 import { Defaults } from "../../defaults.js";
+import { confirmableOffset, endsInAlbum, groupUpdates, type UpdateUnit } from "./albums.js";
 import { failureFacts } from "./errors.js";
 import type { HealthTracker } from "./health.js";
 import { grammySignal } from "./send-media.js";
@@ -24,6 +25,11 @@ export interface PollingSettings {
   readonly pollBackoffMinMs: number;
   /** Cap of that wait. */
   readonly pollBackoffMaxMs: number;
+  /**
+   * When an answer ends inside an album, the wait before asking once more for its other
+   * messages (docs/inbound-media.md).
+   */
+  readonly albumWaitMs: number;
   readonly sleep: Sleep;
 }
 
@@ -32,6 +38,7 @@ export const PollingDefaults = {
   pollTimeoutMarginMs: Defaults.telegram.pollTimeoutMarginMs,
   pollBackoffMinMs: Defaults.telegram.pollBackoffMinMs,
   pollBackoffMaxMs: Defaults.telegram.pollBackoffMaxMs,
+  albumWaitMs: Defaults.telegram.albumWaitMs,
   sleep: realSleep,
   limit: Defaults.telegram.pollLimit,
   stopWaitMs: Defaults.telegram.stopWaitMs,
@@ -46,10 +53,11 @@ export interface PollerDependencies {
   readonly health: HealthTracker;
   readonly allowedUpdates: readonly ("message" | "channel_post")[];
   /**
-   * Hands one update on; resolves once it is recorded (it is confirmed after that). A
-   * rejection keeps the update unconfirmed: it is offered again after a backoff.
+   * Hands one update on, or the updates of one album together; resolves once recorded (they
+   * are confirmed after that). A rejection keeps them unconfirmed: they are offered again
+   * after a backoff.
    */
-  readonly handle: (update: Update) => Promise<void>;
+  readonly handle: (unit: UpdateUnit) => Promise<void>;
   /** Polling cannot go on (the token was revoked). Called once. */
   readonly onFatal: (error: TelegramPollingError) => void;
 }
@@ -74,7 +82,9 @@ class PollHung extends Error {
 
 /**
  * Telegram long polling where an update counts as confirmed (the next `offset`) only once it
- * is recorded. Failures never end the loop except a refused token: network errors, 5xx,
+ * is recorded. The updates of one album are handed on together: an answer that ends inside
+ * an album is completed by one more poll from the same offset after `albumWaitMs`, and the
+ * offset never confirms the head of an album without its tail (`albums.ts`). Failures never end the loop except a refused token: network errors, 5xx,
  * 409 Conflict and hung polls back off (1 s doubling to 60 s) and poll again; an update whose
  * handler rejects is offered again after the same backoff, and the ones after it wait.
  */
@@ -154,10 +164,35 @@ export class UpdatePoller {
       }
       failures = 0;
       this.deps.health.ok();
-      for (const update of updates) {
-        if (!(await this.deliver(update))) return;
-        this.offset = update.update_id + 1;
+      if (endsInAlbum(updates) && updates.length < PollingDefaults.limit) {
+        updates = await this.completeAlbum(updates);
+        if (this.stopped) return;
       }
+      const units = groupUpdates(updates);
+      for (const [index, unit] of units.entries()) {
+        if (!(await this.deliver(unit))) return;
+        this.offset = confirmableOffset(units, index + 1, this.offset);
+      }
+    }
+  }
+
+  /**
+   * The answer `updates` with the rest of the album it ends in: after `albumWaitMs`, one
+   * getUpdates from the same offset (so nothing is confirmed), answered at once. A failure
+   * keeps what there is; the album's later messages then come as a message of their own.
+   */
+  private async completeAlbum(updates: Update[]): Promise<Update[]> {
+    await this.settings.sleep(this.settings.albumWaitMs, this.stopping.signal);
+    if (this.stopped) return updates;
+    try {
+      const again = await this.poll(0);
+      return again.length >= updates.length ? again : updates;
+    } catch (error) {
+      this.deps.logger.debug(
+        failureFacts(error, this.deps.token),
+        "telegram getUpdates for the rest of an album failed; handing on what came",
+      );
+      return updates;
     }
   }
 
@@ -225,12 +260,13 @@ export class UpdatePoller {
     return !this.stopped;
   }
 
-  /** Hands `update` on until it is recorded; `false` when stopped first. */
-  private async deliver(update: Update): Promise<boolean> {
+  /** Hands `unit` on until it is recorded; `false` when stopped first. */
+  private async deliver(unit: UpdateUnit): Promise<boolean> {
     const { logger, health, token } = this.deps;
+    const update = unit[0] as Update;
     for (let failures = 1; !this.stopped; failures++) {
       try {
-        await this.deps.handle(update);
+        await this.deps.handle(unit);
         if (failures > 1) {
           health.set("up");
           logger.info(

@@ -1,6 +1,6 @@
 import { telegramLimits, type UploadLimits } from "@mediagate/media";
 import { Api } from "grammy";
-import type { Update } from "grammy/types";
+import type { Message } from "grammy/types";
 import type { Logger } from "pino";
 import { splitText } from "../../delivery/split-text.js";
 import type {
@@ -13,6 +13,8 @@ import type {
   InboundHandler,
   OutboundReply,
 } from "../types.js";
+import type { UpdateUnit } from "./albums.js";
+import { TelegramFileFetcher } from "./attachments.js";
 import { deliverReply } from "./deliver-reply.js";
 import { TelegramTextLimits } from "./delivery-steps.js";
 import { failureFacts, TelegramDeliveryError } from "./errors.js";
@@ -58,8 +60,9 @@ export class TelegramStartError extends Error {
 }
 
 /**
- * The Telegram {@link ChannelAdapter}. Receives text messages of private chats, groups, forum
- * topics and channels by long polling, confirming each update only once the core recorded it;
+ * The Telegram {@link ChannelAdapter}. Receives text and media messages (an album as one
+ * message) of private chats, groups, forum topics and channels by long polling, confirming
+ * each update only once the core recorded it, and fetches their files on demand;
  * delivers text split at 4096 UTF-16 units and media by kind with retries, photo albums and
  * photo→document fallback (docs/media.md), each request bounded by its size and ambiguous
  * failures handled by policy (docs/durability.md).
@@ -68,6 +71,8 @@ export class TelegramChannel implements ChannelAdapter {
   readonly platform = "telegram" as const;
   readonly limits: UploadLimits;
   readonly profile: string;
+  /** Files users send: getFile, then the file route or (localFiles) the disk. */
+  readonly attachments: TelegramFileFetcher;
   private readonly api: Api;
   private readonly token: string;
   private readonly logger: Logger;
@@ -99,11 +104,21 @@ export class TelegramChannel implements ChannelAdapter {
       timeoutSeconds: GrammyTimeoutSeconds,
       baseFetchConfig: { agent: trackingAgent(settings.apiRoot) },
     });
+    this.attachments = new TelegramFileFetcher({
+      api: this.api,
+      caller: this.caller,
+      token: this.token,
+      apiRoot: settings.apiRoot,
+      logger: this.logger,
+      maxBytes: settings.downloadMaxBytes,
+      localFiles: settings.localFiles,
+      stallTimeoutMs: settings.caller.requestTimeoutBaseMs,
+    });
   }
 
   /**
    * Authorizes the bot (getMe, through the retry policy) and starts polling; resolves once
-   * polling begins. Only text messages and channel posts are requested. A rejection is a
+   * polling begins. Only messages and channel posts are requested. A rejection is a
    * token-free {@link TelegramStartError}. Later failures show in {@link health}; a refused
    * token calls `onFatal`.
    */
@@ -244,14 +259,21 @@ export class TelegramChannel implements ChannelAdapter {
     }
   }
 
-  /** Maps an update and hands it on; updates that are not for the core resolve at once (confirmed). */
-  private async receive(update: Update, onMessage: InboundHandler): Promise<void> {
-    const message = update.message ?? update.channel_post;
-    if (message === undefined) return;
-    const inbound = toInboundMessage(message, {
+  /**
+   * Maps an update, or an album's updates as one message, and hands it on; updates that are
+   * not for the core resolve at once (confirmed).
+   */
+  private async receive(unit: UpdateUnit, onMessage: InboundHandler): Promise<void> {
+    const messages = unit.flatMap((update): Message[] => {
+      const message = update.message ?? update.channel_post;
+      return message === undefined ? [] : [message];
+    });
+    const first = unit[0];
+    if (messages.length === 0 || first === undefined) return;
+    const inbound = toInboundMessage(messages, {
       profile: this.profile,
       botUsername: this.botUsername,
-      updateId: update.update_id,
+      updateId: first.update_id,
     });
     if (inbound === undefined) return;
     await onMessage(inbound);

@@ -1,0 +1,126 @@
+import fc from "fast-check";
+import type { Update } from "grammy/types";
+import { describe, expect, it } from "vitest";
+import { albumOf, confirmableOffset, endsInAlbum, groupUpdates } from "./albums.js";
+
+/** An update in chat `chat`, in album `group` when given. */
+function update(id: number, group?: string, chat = 1): Update {
+  const message = { message_id: id, date: 0, chat: { id: chat, type: "private" } };
+  return {
+    update_id: id,
+    message: group === undefined ? message : { ...message, media_group_id: group },
+  } as unknown as Update;
+}
+
+const ids = (units: readonly (readonly Update[])[]): number[][] =>
+  units.map((unit) => unit.map((u) => u.update_id));
+
+describe("groupUpdates", () => {
+  it("joins an album's updates into one unit and leaves others alone", () => {
+    const units = groupUpdates([
+      update(1),
+      update(2, "a"),
+      update(3, "a"),
+      update(4, "a"),
+      update(5),
+    ]);
+    expect(ids(units)).toEqual([[1], [2, 3, 4], [5]]);
+  });
+
+  it("joins an album's parts around another update into the unit of its first part", () => {
+    const units = groupUpdates([update(1, "a"), update(2), update(3, "a")]);
+    expect(ids(units)).toEqual([[1, 3], [2]]);
+  });
+
+  it("keeps two albums apart, and one group id in two chats apart", () => {
+    const units = groupUpdates([
+      update(1, "a"),
+      update(2, "b"),
+      update(3, "a"),
+      update(4, "a", 2),
+      update(5, "b"),
+    ]);
+    expect(ids(units)).toEqual([[1, 3], [2, 5], [4]]);
+  });
+
+  it("keeps every update exactly once, in order within a unit (property)", () => {
+    const batch = fc
+      .array(fc.option(fc.constantFrom("a", "b", "c"), { nil: undefined }), { maxLength: 30 })
+      .map((groups) => groups.map((group, i) => update(i + 1, group)));
+    fc.assert(
+      fc.property(batch, (updates) => {
+        const units = groupUpdates(updates);
+        expect(
+          units
+            .flat()
+            .map((u) => u.update_id)
+            .sort((a, b) => a - b),
+        ).toEqual(updates.map((u) => u.update_id));
+        for (const unit of units) {
+          const keys = new Set(unit.map(albumOf));
+          expect(keys.size).toBe(1);
+          if (unit.length > 1) expect(albumOf(unit[0]!)).toBeDefined();
+        }
+      }),
+    );
+  });
+});
+
+describe("endsInAlbum", () => {
+  it.each([
+    [[update(1), update(2, "a")], true],
+    [[update(1, "a"), update(2)], false],
+    [[], false],
+  ] as const)("%# → %s", (updates, expected) => {
+    expect(endsInAlbum(updates)).toBe(expected);
+  });
+});
+
+describe("confirmableOffset", () => {
+  it("confirms everything once every unit is handled", () => {
+    const units = groupUpdates([update(7), update(8, "a"), update(9, "a")]);
+    expect(confirmableOffset(units, 2, 7)).toBe(10);
+  });
+
+  it("confirms up to the first unhandled unit", () => {
+    const units = groupUpdates([update(7), update(8, "a"), update(9, "a"), update(10)]);
+    expect(confirmableOffset(units, 1, 7)).toBe(8);
+    expect(confirmableOffset(units, 2, 7)).toBe(10);
+  });
+
+  it("does not confirm the head of a handled album whose tail lies past an unhandled update", () => {
+    // album [1, 3] handled, update 2 not yet: confirming 1 would offer 3 alone after a crash
+    const units = groupUpdates([update(1, "a"), update(2), update(3, "a")]);
+    expect(confirmableOffset(units, 1, 1)).toBe(1);
+    expect(confirmableOffset(units, 2, 1)).toBe(4);
+  });
+
+  it("never goes back below the current offset", () => {
+    expect(confirmableOffset(groupUpdates([update(3)]), 0, 3)).toBe(3);
+    expect(confirmableOffset([], 0, 5)).toBe(5);
+  });
+
+  it("after any crash point, what is offered again never holds part of a handled album (property)", () => {
+    const batch = fc
+      .array(fc.option(fc.constantFrom("a", "b", "c"), { nil: undefined }), {
+        minLength: 1,
+        maxLength: 30,
+      })
+      .map((groups) => groups.map((group, i) => update(i + 1, group)));
+    fc.assert(
+      fc.property(batch, fc.nat(), (updates, cut) => {
+        const units = groupUpdates(updates);
+        const handled = cut % (units.length + 1);
+        const offset = confirmableOffset(units, handled, 1);
+        for (const unit of units.slice(0, handled)) {
+          const offered = unit.filter((u) => u.update_id >= offset);
+          // all of a handled album is offered again (same receipt id), or none of it
+          expect(offered.length === 0 || offered.length === unit.length).toBe(true);
+        }
+        for (const unit of units.slice(handled)) {
+          for (const u of unit) expect(u.update_id).toBeGreaterThanOrEqual(offset);
+        }
+      }),
+    );
+  });
+});

@@ -1,0 +1,211 @@
+import { createReadStream } from "node:fs";
+import { isAbsolute } from "node:path";
+import { formatBytes } from "@mediagate/media";
+import type { Api } from "grammy";
+import type { File } from "grammy/types";
+import type { Logger } from "pino";
+import { redactText } from "../../redact.js";
+import { AttachmentFetchError, type AttachmentFetcher, type InboundAttachment } from "../types.js";
+import { TelegramDeliveryError } from "./errors.js";
+import { grammySignal } from "./send-media.js";
+import type { TelegramCaller } from "./sender.js";
+
+/** What {@link TelegramFileFetcher} is built with. */
+export interface TelegramFileFetcherOptions {
+  readonly api: Api;
+  readonly caller: TelegramCaller;
+  readonly token: string;
+  /** The Bot API root (no trailing slash); files are at `<apiRoot>/file/bot<token>/<file_path>`. */
+  readonly apiRoot: string;
+  readonly logger: Logger;
+  readonly maxBytes: number;
+  /** getFile answers absolute paths on this host (telegram-bot-api `--local`). */
+  readonly localFiles: boolean;
+  /**
+   * A download that sends nothing for this long (its headers, or the next chunk once the
+   * last one was taken) is given up.
+   */
+  readonly stallTimeoutMs: number;
+  /** The HTTP client; default the global `fetch` (undici). */
+  readonly fetch?: typeof fetch | undefined;
+}
+
+/** The public Bot API's answer to getFile for a file over its 20 MB limit. */
+const TooBig = /file is too big/i;
+
+/**
+ * The Telegram channel's inbound files (docs/inbound-media.md): `getFile` through grammY's
+ * `Api` (so `apiRoot` is honoured, with the channel's retry policy), then the file streamed
+ * from `<apiRoot>/file/bot<token>/<file_path>`, or read from disk when the server runs with
+ * `--local` (`localFiles`). Never buffered whole. Every failure is an
+ * {@link AttachmentFetchError} whose reason names no token, URL or local path (both embed the
+ * token).
+ */
+export class TelegramFileFetcher implements AttachmentFetcher {
+  readonly maxBytes: number;
+  private readonly fetch: typeof fetch;
+
+  constructor(private readonly options: TelegramFileFetcherOptions) {
+    this.maxBytes = options.maxBytes;
+    this.fetch = options.fetch ?? globalThis.fetch;
+  }
+
+  async open(
+    attachment: InboundAttachment,
+    signal: AbortSignal,
+  ): Promise<AsyncIterable<Uint8Array>> {
+    const file = await this.getFile(attachment, signal);
+    if (file.file_size !== undefined && file.file_size > this.maxBytes) {
+      throw new AttachmentFetchError(
+        `it is ${formatBytes(file.file_size)}, over the ${formatBytes(this.maxBytes)} limit`,
+      );
+    }
+    const path = file.file_path;
+    if (path === undefined || path === "") {
+      throw new AttachmentFetchError("Telegram gave no path to download the file from");
+    }
+    return this.options.localFiles ? this.readLocal(path, signal) : this.download(path, signal);
+  }
+
+  private async getFile(attachment: InboundAttachment, signal: AbortSignal): Promise<File> {
+    const { caller, api } = this.options;
+    try {
+      return await caller.call(
+        "getFile",
+        "-",
+        (attempt) => api.getFile(attachment.ref, grammySignal(attempt)),
+        { signal, idempotent: true },
+      );
+    } catch (error) {
+      const facts = error instanceof TelegramDeliveryError ? error.facts : undefined;
+      const description = facts?.description ?? "";
+      if (TooBig.test(description)) {
+        throw new AttachmentFetchError(
+          "Telegram hands bots files of up to 20 MB only (a local Bot API server lifts this: telegram.localFiles)",
+          { cause: error },
+        );
+      }
+      if (facts?.status !== undefined) {
+        throw new AttachmentFetchError(`Telegram refused it (${facts.status} ${description})`, {
+          cause: error,
+        });
+      }
+      // A transport failure: its description holds the request URL (token cut out); the user
+      // is told what happened, not where.
+      const code = /\b(E[A-Z]{3,})\b/.exec(description)?.[1];
+      throw new AttachmentFetchError(
+        `Telegram could not be reached${code === undefined ? "" : ` (${code})`}`,
+        { cause: error },
+      );
+    }
+  }
+
+  /** Streams the file from the Bot API's file route, giving up when it stalls. */
+  private async download(path: string, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
+    const { apiRoot, token, stallTimeoutMs } = this.options;
+    const url = `${apiRoot}/file/bot${token}/${path.split("/").map(encodeURIComponent).join("/")}`;
+    const stall = new StallWatch(stallTimeoutMs, signal);
+    let response: Response;
+    try {
+      response = await this.fetch(url, { signal: stall.signal });
+    } catch (error) {
+      stall.done();
+      throw this.failed("the download failed", error, stall);
+    }
+    if (!response.ok || response.body === null) {
+      stall.done();
+      await response.body?.cancel().catch(() => undefined);
+      throw new AttachmentFetchError(`Telegram answered the download with ${response.status}`);
+    }
+    const body = response.body;
+    const failed = this.failed.bind(this);
+    return {
+      async *[Symbol.asyncIterator]() {
+        try {
+          stall.touch();
+          for await (const chunk of body) {
+            // Only the wait for the network counts: a slow inbox write is not a stall.
+            stall.done();
+            yield chunk;
+            stall.touch();
+          }
+        } catch (error) {
+          throw failed("the download broke off", error, stall);
+        } finally {
+          stall.done();
+        }
+      },
+    };
+  }
+
+  /**
+   * Reads an absolute path a local Bot API server answered. The path holds the token (the
+   * server keeps files under `<dir>/<token>/`): no error carries it, not even as a cause.
+   */
+  private readLocal(path: string, signal: AbortSignal): AsyncIterable<Uint8Array> {
+    if (!isAbsolute(path)) {
+      throw new AttachmentFetchError(
+        "telegram.localFiles is on, but the Bot API server answered a relative file path: run it with --local, or turn localFiles off",
+      );
+    }
+    return {
+      async *[Symbol.asyncIterator]() {
+        try {
+          yield* createReadStream(path, { signal });
+        } catch (error) {
+          const code = (error as { code?: unknown }).code;
+          throw new AttachmentFetchError(
+            `the local Bot API server's file could not be read${typeof code === "string" ? ` (${code})` : ""}; the gateway must see its --dir at the same path`,
+          );
+        }
+      },
+    };
+  }
+
+  /** A token-free fetch error, logged at debug level. */
+  private failed(what: string, error: unknown, stall: StallWatch): AttachmentFetchError {
+    if (error instanceof AttachmentFetchError) return error;
+    const ms = this.options.stallTimeoutMs;
+    const reason = stall.stalled
+      ? `${what}: nothing arrived for ${ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`}`
+      : `${what}: ${redactText(describe(error), [this.options.token])}`;
+    this.options.logger.debug({ reason }, "telegram file download failed");
+    return new AttachmentFetchError(reason);
+  }
+}
+
+/** An error's message with its cause's code (undici: `fetch failed` + `ECONNREFUSED`). */
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause as { code?: unknown; message?: unknown } | undefined;
+  const code = typeof cause?.code === "string" ? cause.code : undefined;
+  return code === undefined ? error.message : `${error.message} (${code})`;
+}
+
+/** Aborts when the caller does, or when nothing arrived for `timeoutMs`. */
+class StallWatch {
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  stalled = false;
+  readonly signal: AbortSignal;
+
+  constructor(
+    private readonly timeoutMs: number,
+    caller: AbortSignal,
+  ) {
+    this.signal = AbortSignal.any([caller, this.controller.signal]);
+    this.touch();
+  }
+
+  touch(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.stalled = true;
+      this.controller.abort();
+    }, this.timeoutMs);
+  }
+
+  done(): void {
+    clearTimeout(this.timer);
+  }
+}
