@@ -93,7 +93,8 @@ async function telegramDriver(): Promise<Driver> {
 /** `VmRSS` and `VmHWM` of a process, in bytes. */
 async function memoryOf(pid: number): Promise<{ rss: number; peak: number }> {
   const status = await readFile(`/proc/${pid}/status`, "utf8");
-  const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1]) * 1024;
+  const field = (name: string) =>
+    Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1]) * 1024;
   return { rss: field("VmRSS"), peak: field("VmHWM") };
 }
 
@@ -162,7 +163,8 @@ async function bench(driver: Driver, filesystem: Filesystem): Promise<void> {
       const wallMs = performance.now() - started;
       clearInterval(sampler);
       const after = await memoryOf(pid);
-      if (!reply.startsWith(sha256)) throw new Error(`reply does not hold the file's hash: ${reply}`);
+      if (!reply.startsWith(sha256))
+        throw new Error(`reply does not hold the file's hash: ${reply}`);
       console.log(
         JSON.stringify({
           figure: "inbound_file",
