@@ -67,3 +67,28 @@ export async function boundedCall<T>(
     if (onCallerAbort !== undefined) caller?.removeEventListener("abort", onCallerAbort);
   }
 }
+
+/**
+ * Settles like `work`, or rejects with the signal's reason as soon as it aborts (at once when
+ * it already has). `work` keeps running: the caller only stops waiting for it.
+ */
+export async function untilAborted<T>(
+  work: Promise<T>,
+  signal: AbortSignal | undefined,
+): Promise<T> {
+  if (signal === undefined) return work;
+  if (signal.aborted) {
+    work.catch(() => undefined); // settles unobserved
+    throw signal.reason;
+  }
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([work, aborted]);
+  } finally {
+    if (onAbort !== undefined) signal.removeEventListener("abort", onAbort);
+  }
+}

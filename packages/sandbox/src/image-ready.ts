@@ -1,3 +1,4 @@
+import { untilAborted } from "./bounded-call.js";
 import type { DockerEngine } from "./engine.js";
 import type { ImagePullProgress } from "./types.js";
 
@@ -10,22 +11,6 @@ const readyImages = new Map<string, Promise<void>>();
 
 function keyOf(engine: DockerEngine, image: string): string {
   return `${engine.endpoint}|${image}`;
-}
-
-/** Settles like `work`, or rejects with the signal's reason as soon as it aborts. */
-async function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return work;
-  signal.throwIfAborted();
-  let onAbort: (() => void) | undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-  try {
-    return await Promise.race([work, aborted]);
-  } finally {
-    if (onAbort !== undefined) signal.removeEventListener("abort", onAbort);
-  }
 }
 
 /**

@@ -1,6 +1,6 @@
 import { isAbsolute, join } from "node:path";
 import type Docker from "dockerode";
-import { boundedCall, type CallBound } from "./bounded-call.js";
+import { boundedCall, type CallBound, untilAborted } from "./bounded-call.js";
 import { readInContainer } from "./container-read.js";
 import { destroyContainer, findSlotContainers, toState } from "./containers.js";
 import { Defaults } from "./defaults.js";
@@ -214,7 +214,10 @@ export class Sandbox {
    * is bounded by `operationTimeoutMs` and the whole by `provisionTimeoutMs`; a container
    * that is still being made then (or that a cut-off create may still make) is removed as
    * soon as the daemon answers (unless an acquire adopted it meanwhile), and `shutdown()`
-   * awaits that removal. With non-persistent settings every acquire, exec and run restarts
+   * awaits that removal. An abort of `signal` (run, exec and saveToInbox hand theirs over)
+   * ends the wait at once, for the image, the slot's lock or the provisioning, rejecting with
+   * its reason; a container the provisioning still makes is removed the same way (docs/durability.md,
+   * "Stopping"). With non-persistent settings every acquire, exec and run restarts
    * the slot's idle timer: a slot unused for `lifetimeSeconds` (or `idleCleanupMs`) is
    * cleaned up, its container and dirs removed; never while a call runs.
    */
@@ -227,8 +230,9 @@ export class Sandbox {
   async #acquire(slot: string, signal?: AbortSignal): Promise<{ containerId: string }> {
     const cached = this.#handles.get(slot);
     if (cached !== undefined) return { containerId: cached };
-    // Before the lock: the reaper takes the locks of the slot directories it deletes.
-    await this.#retireLegacyOnce();
+    // Before the lock: the reaper takes the locks of the slot directories it deletes. A
+    // shared sweep: an abort stops this caller's wait, not the sweep.
+    await untilAborted(this.#retireLegacyOnce(), signal);
     // Before the lock and outside the provisioning bound: a pull may take minutes.
     await this.#guard("acquire", slot, () =>
       ensureImage(this.#options.engine, this.#settings.image, {
@@ -241,9 +245,12 @@ export class Sandbox {
     // Started, not awaited: reaping many dead sessions takes a contained delete each, and no
     // turn should wait for that. Provisioning and the reap serialise per slot on its lock.
     void this.reapOrphansOnce();
-    return this.#locked(slot, async () => {
+    // An abort stops the wait for the lock (another call may be provisioning the slot) and
+    // for the provisioning; a container it still makes is removed by #discardLate.
+    const locked = this.#locked(slot, async () => {
       const held = this.#handles.get(slot);
       if (held !== undefined) return { containerId: held };
+      signal?.throwIfAborted();
       const provisioning = provisionContainer({
         docker: this.#docker,
         owner: this.#owner,
@@ -258,7 +265,7 @@ export class Sandbox {
       let containerId: string;
       try {
         containerId = await this.#guard("acquire", slot, () =>
-          withTimeout(provisioning, timeoutMs, `acquiring ${slot}`),
+          untilAborted(withTimeout(provisioning, timeoutMs, `acquiring ${slot}`), signal),
         );
       } catch (error) {
         this.#discardLate(slot, provisioning);
@@ -268,6 +275,7 @@ export class Sandbox {
       this.#handles.set(slot, containerId);
       return { containerId };
     });
+    return untilAborted(locked, signal);
   }
 
   /**
@@ -285,7 +293,7 @@ export class Sandbox {
   ): Promise<ExecResult> {
     if (!this.#users.perSession) {
       const argv = typeof command === "string" ? ["sh", "-c", command] : command;
-      return this.#withContainer("exec", slot, (id) =>
+      return this.#withContainer("exec", slot, opts.signal, (id) =>
         execOnce(this.#docker, id, argv, { ...opts, killOnStop: true }),
       );
     }
@@ -293,7 +301,7 @@ export class Sandbox {
     const argv =
       typeof command === "string" ? ["sh", "-c", `umask ${SessionUmask}; ${command}`] : command;
     const env = { ...SessionHome, ...opts.env };
-    return this.#withContainer("exec", slot, (id) =>
+    return this.#withContainer("exec", slot, opts.signal, (id) =>
       execOnce(this.#docker, id, argv, {
         ...opts,
         env,
@@ -319,7 +327,7 @@ export class Sandbox {
     opts: ExecOptions = {},
   ): Promise<ExecResult> {
     return this.#shells.queue(slot, sessionKey, () =>
-      this.#withContainer("run", slot, async (containerId) => {
+      this.#withContainer("run", slot, opts.signal, async (containerId) => {
         await opts.beforeCommand?.();
         return this.#shells.run(slot, sessionKey, containerId, command, opts);
       }),
@@ -355,7 +363,7 @@ export class Sandbox {
       }
     }
     try {
-      return await this.#withContainer("saveToInbox", slot, (containerId) =>
+      return await this.#withContainer("saveToInbox", slot, opts.signal, (containerId) =>
         this.#inboxSaves.run(slot, opts.signal, (signal) =>
           this.#saveToInbox(slot, containerId, files, opts, signal),
         ),
@@ -822,9 +830,10 @@ export class Sandbox {
   async #withContainer<T>(
     operation: string,
     slot: string,
+    signal: AbortSignal | undefined,
     fn: (containerId: string) => Promise<T>,
   ): Promise<T> {
-    const work = () => this.#onContainer(operation, slot, fn);
+    const work = () => this.#onContainer(operation, slot, signal, fn);
     if (this.#idle === undefined) return work();
     return this.#idle.using(slot, work, () => this.#handles.has(slot));
   }
@@ -832,16 +841,17 @@ export class Sandbox {
   async #onContainer<T>(
     operation: string,
     slot: string,
+    signal: AbortSignal | undefined,
     fn: (containerId: string) => Promise<T>,
   ): Promise<T> {
-    const { containerId } = await this.acquire(slot);
+    const { containerId } = await this.acquire(slot, signal);
     try {
       return await this.#guard(operation, slot, () => fn(containerId), containerId);
     } catch (error) {
       if (error instanceof SandboxLostError) this.#forget(slot, error.containerId);
       if (!(error instanceof SandboxError) || !isGone(error.cause)) throw error;
       if (this.#handles.get(slot) === containerId) this.#handles.delete(slot);
-      const again = await this.acquire(slot);
+      const again = await this.acquire(slot, signal);
       try {
         return await this.#guard(operation, slot, () => fn(again.containerId), again.containerId);
       } catch (retryError) {

@@ -106,6 +106,10 @@ export interface ExecOptions {
   readonly timeoutMs?: number;
   /** Cap on stdout + stderr kept, each; the rest is dropped and `truncated` is set. Default 1 MiB. */
   readonly maxOutputBytes?: number;
+  /**
+   * Kills what the call started. While the slot's container is still being made (or its
+   * image pulled) an abort rejects the call at once with the signal's reason.
+   */
   readonly signal?: AbortSignal;
   readonly cwd?: string;
   readonly env?: Readonly<Record<string, string>>;
@@ -264,7 +268,10 @@ export interface InboxOptions<K extends InboxKind = InboxKind> {
   /** The session the files are for: they are owned by the user its commands run as. */
   readonly sessionKey: string;
   readonly classify: InboxClassifier<K>;
-  /** Stops the call: the file being written fails (`aborted`, nothing left) and so do the rest. */
+  /**
+   * Stops the call: the file being written fails (`aborted`, nothing left) and so do the rest.
+   * While the slot's container is still being made the call rejects at once with its reason.
+   */
   readonly signal?: AbortSignal | undefined;
 }
 

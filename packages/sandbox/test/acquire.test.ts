@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../../../test-support/wait.js";
 import { ImageMissingError, LabelKeys } from "../src/index.js";
 import { containersOf, docker, type Fixture, fixture } from "./helpers.js";
+import { classify } from "./inbox-helpers.js";
 
 let fx: Fixture;
 beforeAll(async () => {
@@ -132,6 +133,18 @@ describe("acquire", () => {
     await expect(sandbox.acquire("aborted", AbortSignal.abort())).rejects.toMatchObject({
       name: "AbortError",
     });
+  });
+
+  it("hands the signal of run, exec and saveToInbox to the acquire: nothing is made", async () => {
+    const sandbox = fx.sandbox();
+    const aborted = AbortSignal.abort();
+    const calls = [
+      sandbox.run("cold", "s", "echo hi", { signal: aborted }),
+      sandbox.exec("cold", "echo hi", { signal: aborted }),
+      sandbox.saveToInbox("cold", [], { sessionKey: "s", classify, signal: aborted }),
+    ];
+    for (const call of calls) await expect(call).rejects.toMatchObject({ name: "AbortError" });
+    expect(await sandbox.status("cold")).toBeUndefined();
   });
 
   it("removes a container that is only made after the acquire timed out", async () => {
