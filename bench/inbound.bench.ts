@@ -24,6 +24,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { FakeDiscord } from "../test/fakes/discord/index.js";
 import { FakeTelegram } from "../test/fakes/telegram/index.js";
+import { dockerHostVariable } from "../test-support/engine.js";
 
 const image = process.env.MEDIAGATE_BENCH_IMAGE ?? "mediagate-sandbox:test";
 const MiB = 1024 * 1024;
@@ -118,6 +119,7 @@ async function startGateway(home: string, configFile: string): Promise<ChildProc
       HOME: home,
       LOG_LEVEL: "warn",
       NODE_OPTIONS: process.env.MEDIAGATE_BENCH_NODE_OPTIONS ?? "",
+      ...dockerHostVariable(),
     },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -22,6 +22,7 @@ import {
   Sandbox,
   type SandboxSettings,
 } from "@mediagate/sandbox";
+import { testDockerHost } from "../test-support/engine.js";
 
 const image = process.env.MEDIAGATE_BENCH_IMAGE ?? "mediagate-sandbox:test";
 const profile = `bench-${randomBytes(4).toString("hex")}`;
@@ -106,7 +107,7 @@ async function measure(sandbox: Sandbox, slot: string, bench: string, run: numbe
 }
 
 async function bench(name: string, settings: SandboxSettings, home: string): Promise<void> {
-  const engine = connectDocker();
+  const engine = connectDocker({ host: testDockerHost() });
   const profileHome = join(home, "profiles", profile);
   const sandbox = new Sandbox({ engine, profile, profileHome, rootHome: home, settings });
   const slot = `inbox-${name}`;

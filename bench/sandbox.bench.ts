@@ -12,6 +12,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { connectDocker, Defaults, Sandbox } from "@mediagate/sandbox";
+import { testDockerHost } from "../test-support/engine.js";
 
 const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
@@ -40,7 +41,7 @@ async function time(n: number, fn: (i: number) => Promise<unknown>, warmup = 3):
 async function main(): Promise<void> {
   const home = await mkdtemp(join(tmpdir(), "mg-bench-"));
   const profileHome = join(home, "profiles", profile);
-  const engine = connectDocker({ host: process.env.DOCKER_HOST });
+  const engine = connectDocker({ host: testDockerHost() });
   await engine.ping();
   const settings = { ...Defaults.settings, image };
   const sandbox = new Sandbox({ engine, profile, profileHome, rootHome: home, settings });
@@ -61,7 +62,7 @@ async function main(): Promise<void> {
     const child = join(here, "sandbox-acquire-child.mjs");
     const reused: number[] = [];
     for (let i = 0; i < 15; i++) {
-      const args = [child, profile, profileHome, home, image, "bench"];
+      const args = [child, profile, profileHome, home, image, "bench", testDockerHost() ?? ""];
       const { stdout } = await run(process.execPath, args, { cwd: here });
       const parsed = JSON.parse(stdout) as { ms: number; containerId: string };
       if (parsed.containerId !== containerId)

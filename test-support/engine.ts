@@ -16,3 +16,12 @@ export function testDockerHost(): string | undefined {
 export function testEnvironment(home: string): Record<string, string | undefined> {
   return { HOME: home, DOCKER_HOST: testDockerHost() };
 }
+
+/**
+ * `DOCKER_HOST` for a child process's environment (a CLI or gateway a test or benchmark
+ * spawns): the test run's endpoint, or nothing for the default socket.
+ */
+export function dockerHostVariable(): { DOCKER_HOST?: string } {
+  const host = testDockerHost();
+  return host === undefined ? {} : { DOCKER_HOST: host };
+}

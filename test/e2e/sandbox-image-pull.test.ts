@@ -9,6 +9,7 @@ import {
   Sandbox,
 } from "@mediagate/sandbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { testDockerHost } from "../../test-support/engine.js";
 import { FakeRegistry } from "../fakes/registry/index.js";
 import { runCli } from "./harness/cli.js";
 import { DockerObserver } from "./harness/docker-observer.js";
@@ -20,6 +21,11 @@ import { createTempHome, TestImage, uniqueProfileName } from "./harness/gateway-
  * and one layer is really downloaded). No other registry is reachable here; the failure path
  * without any registry is tested in packages/sandbox.
  */
+/** The test run's engine (`DOCKER_HOST` when set), the one the observer looks at. */
+function testEngine() {
+  return connectDocker({ host: testDockerHost() });
+}
+
 describe("pulling a missing sandbox image from a registry", () => {
   const observer = new DockerObserver();
   const run = randomBytes(4).toString("hex");
@@ -52,7 +58,7 @@ describe("pulling a missing sandbox image from a registry", () => {
   it("pulls with progress: the start, the download, every layer finished, the end", async () => {
     const { ref, uniqueLayerBytes } = await served("progress", 2_000_000);
     const seen: ImagePullProgress[] = [];
-    await connectDocker().pullImage(ref, { onProgress: (p) => seen.push(p) });
+    await testEngine().pullImage(ref, { onProgress: (p) => seen.push(p) });
     expect(await observer.hasImage(ref)).toBe(true);
     expect(seen[0]?.status).toMatch(/^Pulling from /);
     const downloads = seen.filter((p) => p.status === "Downloading");
@@ -71,7 +77,7 @@ describe("pulling a missing sandbox image from a registry", () => {
     const profile = uniqueProfileName("pull");
     const seen: ImagePullProgress[] = [];
     const sandbox = new Sandbox({
-      engine: connectDocker(),
+      engine: testEngine(),
       profile,
       profileHome: dir,
       rootHome: dir,
@@ -100,7 +106,7 @@ describe("pulling a missing sandbox image from a registry", () => {
   it("gives up a pull that stalls, and the engine keeps no half image", async () => {
     const { ref } = await served("stalled");
     registry.stallTopLayer(`mediagate-pull-${run}`, "stalled");
-    const error = await connectDocker()
+    const error = await testEngine()
       .pullImage(ref, { stallTimeoutMs: 500 })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ImageMissingError);

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { testDockerHost } from "../../test-support/engine.js";
 import { DockerObserver } from "../e2e/harness/docker-observer.js";
 import { TestImage, uniqueProfileName, waitUntil } from "../e2e/harness/gateway-home.js";
 import { FakeTelegram } from "../fakes/telegram/index.js";
@@ -52,7 +53,7 @@ async function must(command: string, args: readonly string[]): Promise<string> {
 
 /** The engine's unix socket: `DOCKER_HOST` when it names one, else the default. */
 function socketPath(): string {
-  const host = process.env.DOCKER_HOST ?? "";
+  const host = testDockerHost() ?? "";
   return host.startsWith("unix://") ? host.slice("unix://".length) : "/var/run/docker.sock";
 }
 

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connectDocker, Defaults, Sandbox, type SandboxSettings } from "@mediagate/sandbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { testDockerHost } from "../../test-support/engine.js";
 import { DockerObserver } from "../e2e/harness/docker-observer.js";
 import { uniqueProfileName } from "../e2e/harness/gateway-home.js";
 
@@ -29,7 +30,7 @@ describe(`the sandbox contract of ${Image}`, () => {
 
   function sandbox(overrides: Partial<SandboxSettings> = {}): Sandbox {
     const made = new Sandbox({
-      engine: connectDocker({ host: process.env.DOCKER_HOST }),
+      engine: connectDocker({ host: testDockerHost() }),
       profile,
       profileHome: home,
       rootHome: home,

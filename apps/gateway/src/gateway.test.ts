@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { UploadLimits } from "@mediagate/media";
 import { afterEach, describe, expect, it } from "vitest";
+import { testEnvironment } from "../../../test-support/engine.js";
 import type {
   ChannelAdapter,
   ChannelHealth,
@@ -11,7 +12,7 @@ import type {
   DeliveryReport,
   InboundMessage,
 } from "./channels/types.js";
-import { emptyEnv } from "./config/env.js";
+import { readEnv } from "./config/env.js";
 import { resolveConfig } from "./config/load.js";
 import { Gateway, type GatewayOptions } from "./gateway.js";
 
@@ -69,7 +70,7 @@ describe("Gateway", () => {
   ) {
     const home = await mkdtemp(join(tmpdir(), "mg-gateway-"));
     homes.push(home);
-    const config = resolveConfig({ home, profiles }, { env: emptyEnv(home) });
+    const config = resolveConfig({ home, profiles }, { env: readEnv(testEnvironment(home)) });
     return Gateway.create(config, { ...options, channels: [channel] });
   }
 

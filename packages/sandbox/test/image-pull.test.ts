@@ -1,12 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { connectDocker, ImageMissingError, type ImagePullProgress } from "../src/index.js";
+import { ImageMissingError, type ImagePullProgress } from "../src/index.js";
+import { testEngine } from "./helpers.js";
 
 /** No registry is reachable here, and `example.invalid` never resolves anywhere. */
 const Unpullable = "example.invalid/mediagate/pull-test:1";
 
 describe("pulling a missing image (no registry reachable)", () => {
   it("fails with ImageMissingError naming the image, the engine's reason and both ways out", async () => {
-    const engine = connectDocker();
+    const engine = testEngine();
     const seen: ImagePullProgress[] = [];
     const error = await engine
       .pullImage(Unpullable, { onProgress: (p) => seen.push(p) })
@@ -23,13 +24,13 @@ describe("pulling a missing image (no registry reachable)", () => {
   });
 
   it("says the registry cannot be reached when asked whether an image can be pulled", async () => {
-    const check = await connectDocker().checkRegistry(Unpullable);
+    const check = await testEngine().checkRegistry(Unpullable);
     expect(check.pullable).toBe(false);
     expect(check.pullable === false && check.reason).toContain("example.invalid");
   });
 
   it("stops before asking the engine when the caller already gave up", async () => {
-    const error = await connectDocker()
+    const error = await testEngine()
       .pullImage(Unpullable, { signal: AbortSignal.abort(new Error("gave up")) })
       .catch((e: unknown) => e);
     expect(error).toMatchObject({ message: "gave up" });

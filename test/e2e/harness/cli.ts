@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import type { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
+import { dockerHostVariable } from "../../../test-support/engine.js";
 
 /** The built CLI (`pnpm build` makes it), run the way an operator runs it. */
 export const CliPath = fileURLToPath(new URL("../../../apps/gateway/dist/cli.js", import.meta.url));
@@ -47,8 +48,8 @@ export function spawnCli(
   const base: Record<string, string> = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     HOME: options.home,
+    ...dockerHostVariable(),
   };
-  if (process.env.DOCKER_HOST !== undefined) base.DOCKER_HOST = process.env.DOCKER_HOST;
   const child = spawn(process.execPath, [CliPath, ...args], {
     env: { ...base, ...options.env },
     stdio: [options.stdin ?? "ignore", "pipe", "pipe"],

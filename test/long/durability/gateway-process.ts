@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, type WriteStream } from "node:fs";
 import { join } from "node:path";
+import { dockerHostVariable } from "../../../test-support/engine.js";
 import { CliPath } from "../../e2e/harness/cli.js";
 
 /** How a gateway process ended. */
@@ -50,7 +51,7 @@ export class GatewayProcess {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: options.workDir,
       LOG_LEVEL: process.env.FAULT_LOG_LEVEL ?? "info",
-      ...(process.env.DOCKER_HOST === undefined ? {} : { DOCKER_HOST: process.env.DOCKER_HOST }),
+      ...dockerHostVariable(),
       ...options.env,
     };
     this.#child = spawn(process.execPath, [CliPath, "start", "--config", options.configFile], {

@@ -3,8 +3,10 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { connectDocker } from "@mediagate/sandbox";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { emptyEnv } from "../config/env.js";
+import { testEnvironment } from "../../../../test-support/engine.js";
+import { emptyEnv, readEnv } from "../config/env.js";
 import { type HealthReport, startHealthServer } from "../health/server.js";
 import { runDoctor } from "./doctor.js";
 
@@ -17,8 +19,10 @@ describe("mediagate doctor", () => {
   afterAll(async () => {
     await rm(dir, { recursive: true, force: true });
   });
+  /** The test run's engine (`DOCKER_HOST` when set) and nothing else. */
+  const testEnv = () => readEnv(testEnvironment(dir));
 
-  async function doctor(yaml: string, env = emptyEnv(dir), probeTimeoutMs?: number) {
+  async function doctor(yaml: string, env = testEnv(), probeTimeoutMs?: number) {
     const file = join(dir, `${Math.random()}.yaml`);
     await writeFile(file, yaml);
     const lines: string[] = [];
@@ -31,7 +35,8 @@ describe("mediagate doctor", () => {
       "profiles:\n  - name: default\n    sandbox: { image: mediagate-sandbox:test }\n",
     );
     expect(lines[0]).toMatch(/^✔ config: /);
-    expect(lines).toContain("✔ docker: reachable at unix:///var/run/docker.sock");
+    const { endpoint } = connectDocker({ host: testEnv().dockerHost });
+    expect(lines).toContain(`✔ docker: reachable at ${endpoint}`);
     expect(lines).toContain("✔ image: mediagate-sandbox:test present");
     expect(code).toBe(0);
   });
@@ -137,7 +142,7 @@ describe("mediagate doctor", () => {
           "    sandbox: { image: mediagate-sandbox:test }",
           "",
         ].join("\n"),
-        emptyEnv(dir),
+        testEnv(),
         150,
       );
       expect(lines).toContain(
