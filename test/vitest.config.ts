@@ -14,7 +14,7 @@ export default mergeConfig(
   shared,
   defineConfig({
     test: {
-      include: ["e2e/**/*.test.ts", "fakes/**/*.test.ts"],
+      include: ["e2e/**/*.test.ts", "fakes/**/*.test.ts", "../test-support/**/*.test.ts"],
       maxWorkers: 2,
       isolate: false,
     },

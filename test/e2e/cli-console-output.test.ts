@@ -1,6 +1,7 @@
 import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { waitFor } from "../../test-support/wait.js";
 import { spawnCli } from "./harness/cli.js";
 import { DockerObserver } from "./harness/docker-observer.js";
 import {
@@ -10,7 +11,8 @@ import {
   uniqueProfileName,
 } from "./harness/gateway-home.js";
 
-const Wait = { timeout: 60_000, interval: 50 };
+/** The child CLI makes a container before it answers: longer than the usual poll bound. */
+const ConsoleWaitMs = 60_000;
 
 /**
  * `mediagate start` on the local console, run as an operator runs it (a child process, stdin
@@ -60,12 +62,12 @@ describe("console mode: the chat on stdout, the logs on stderr", () => {
     // Whatever fails below, the gateway does not outlive the test.
     onTestFinished(() => cli.signal("SIGKILL"));
     input.write("echo hello\n");
-    await vi.waitFor(() => expect(cli.stdout()).toContain("hello\n"), Wait);
+    await waitFor(() => expect(cli.stdout()).toContain("hello\n"), ConsoleWaitMs);
     // A turn still running when the input ends is cut off by the stop: a warning.
     input.write("sleep 30\n");
-    await vi.waitFor(
+    await waitFor(
       () => expect(cli.stderr()).toMatch(/"messageId":"2","step":"runTurn","msg":"pipeline step"/),
-      Wait,
+      ConsoleWaitMs,
     );
     input.end();
     const { code, stdout, stderr } = await cli.ended;

@@ -13,16 +13,14 @@ import {
   type StepResult,
 } from "@mediagate/gateway";
 import { type MediaPlan, planMedia } from "@mediagate/media";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
+import { waitFor } from "../../test-support/wait.js";
 import { FakeDiscord, type FakeDiscordOptions } from "../fakes/discord/index.js";
 
 const Token = "discord-durable-token-Pq7w2Rt9";
 const HumanId = "300000000000000001";
 
 const cleanups: (() => Promise<void>)[] = [];
-
-/** Polling for events that cross the fake's sockets: generous on a loaded machine. */
-const until = { timeout: 15_000, interval: 20 };
 
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -108,7 +106,7 @@ describe("Discord: catching up after a restart", () => {
       content: "thread before",
       mentionBot: true,
     });
-    await vi.waitFor(() => expect(first.received).toHaveLength(3), until);
+    await waitFor(() => expect(first.received).toHaveLength(3));
     await before.channel.sendText({ platform: "discord", chatId: general }, "an answer");
     await before.stop();
 
@@ -157,7 +155,7 @@ describe("Discord: catching up after a restart", () => {
     const first = collector();
     const before = await startChannel(fake, first.onMessage, { respondIn: { channelIds: [room] } });
     const cursor = fake.sendGuildMessage(room, { content: "cursor" });
-    await vi.waitFor(() => expect(first.texts()).toEqual(["cursor"]), until);
+    await waitFor(() => expect(first.texts()).toEqual(["cursor"]));
     await before.stop();
     for (let index = 0; index < 160; index++) {
       fake.sendGuildMessage(room, { content: `missed ${index}` });
@@ -181,7 +179,7 @@ describe("Discord: catching up after a restart", () => {
     const first = collector();
     const before = await startChannel(fake, first.onMessage);
     const cursor = fake.sendGuildMessage(general, { content: "cursor", mentionBot: true });
-    await vi.waitFor(() => expect(first.received).toHaveLength(1), until);
+    await waitFor(() => expect(first.received).toHaveLength(1));
     await before.stop();
     fake.sendGuildMessage(general, { content: "missed one", mentionBot: true });
     fake.sendGuildMessage(general, { content: "missed two", mentionBot: true });
@@ -195,7 +193,7 @@ describe("Discord: catching up after a restart", () => {
     );
     await gate.reached;
     fake.sendGuildMessage(general, { content: "live during catch-up", mentionBot: true });
-    await vi.waitFor(() => expect(logged(after.logs, '"msg":"message in"')).toHaveLength(1), until);
+    await waitFor(() => expect(logged(after.logs, '"msg":"message in"')).toHaveLength(1));
     expect(second.received).toEqual([]);
     gate.open();
     await catching;
@@ -211,7 +209,7 @@ describe("Discord: catching up after a restart", () => {
     const before = await startChannel(fake, first.onMessage);
     const a = fake.sendGuildMessage(general!.id, { content: "a", mentionBot: true });
     const b = fake.sendGuildMessage(room!.id, { content: "b", mentionBot: true });
-    await vi.waitFor(() => expect(first.received).toHaveLength(2), until);
+    await waitFor(() => expect(first.received).toHaveLength(2));
     await before.stop();
     fake.sendGuildMessage(general!.id, { content: "unreadable now", mentionBot: true });
     fake.sendGuildMessage(room!.id, { content: "readable", mentionBot: true });
@@ -251,16 +249,16 @@ describe("Discord: a message handler that rejects", () => {
     fake.sendGuildMessage(general, { content: "first", mentionBot: true });
     fake.sendGuildMessage(general, { content: "second", mentionBot: true });
     fake.sendDirectMessage({ content: "other chat" });
-    await vi.waitFor(() => expect(waits).toHaveLength(1), until);
-    await vi.waitFor(() => expect(accepted).toEqual(["other chat"]), until);
+    await waitFor(() => expect(waits).toHaveLength(1));
+    await waitFor(() => expect(accepted).toEqual(["other chat"]));
     for (let index = 1; index < 4; index++) {
       waits[index - 1]!.wake();
-      await vi.waitFor(() => expect(waits).toHaveLength(index + 1), until);
+      await waitFor(() => expect(waits).toHaveLength(index + 1));
     }
     expect(accepted).toEqual(["other chat"]); // "second" waits behind "first"
     journalWritable = true;
     waits[3]!.wake();
-    await vi.waitFor(() => expect(accepted).toEqual(["other chat", "first", "second"]), until);
+    await waitFor(() => expect(accepted).toEqual(["other chat", "first", "second"]));
 
     expect(attempts).toBe(5);
     expect(waits.map((wait) => wait.ms)).toEqual([100, 200, 250, 250]);
@@ -276,14 +274,14 @@ describe("Discord: a message handler that rejects", () => {
     const first = collector();
     const before = await startChannel(fake, first.onMessage);
     const cursor = fake.sendDirectMessage({ content: "recorded" });
-    await vi.waitFor(() => expect(first.texts()).toEqual(["recorded"]), until);
+    await waitFor(() => expect(first.texts()).toEqual(["recorded"]));
     await before.stop();
 
     const failing = await startChannel(fake, () => Promise.reject(new Error("disk full")), {
       sleep,
     });
     fake.sendDirectMessage({ content: "never recorded" });
-    await vi.waitFor(() => expect(waits).toHaveLength(1), until);
+    await waitFor(() => expect(waits).toHaveLength(1));
     await failing.stop();
     expect(logged(failing.logs, "not recorded at stop")[0]).toMatchObject({ messages: 1 });
 
@@ -529,17 +527,14 @@ describe("Discord: channel health", () => {
         else fake.gateway.once("op", onOp);
       }),
     );
-    await vi.waitFor(
-      () => expect(h.channel.health().lastOkMs).toBeGreaterThanOrEqual(heartbeatAt),
-      until,
-    );
+    await waitFor(() => expect(h.channel.health().lastOkMs).toBeGreaterThanOrEqual(heartbeatAt));
 
     fake.dropSocket({ holdReconnect: true });
-    await vi.waitFor(() => expect(h.channel.health().state).toBe("retrying"), until);
+    await waitFor(() => expect(h.channel.health().state).toBe("retrying"));
     const down = h.channel.health();
     expect(down.detail).toMatch(/reconnecting/);
     fake.releaseGateway();
-    await vi.waitFor(() => expect(h.channel.health().state).toBe("up"), until);
+    await waitFor(() => expect(h.channel.health().state).toBe("up"));
     const up = h.channel.health();
     expect(up.sinceMs).toBeGreaterThanOrEqual(down.sinceMs);
     expect(up.detail).toBeUndefined();
@@ -553,7 +548,7 @@ describe("Discord: channel health", () => {
     const fake = await startFake();
     const h = await startChannel(fake, noMessages);
     fake.revokeToken();
-    await vi.waitFor(() => expect(h.fatal).toHaveLength(1), until);
+    await waitFor(() => expect(h.fatal).toHaveLength(1));
     expect(h.fatal[0]).toMatchObject({ name: "DiscordRequestError", code: 4004 });
     expect(h.channel.health()).toMatchObject({
       state: "failed",

@@ -14,6 +14,7 @@ import {
 } from "@mediagate/gateway";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { waitUntil } from "../../test-support/wait.js";
 import {
   contentText,
   FakeOpenAIServer,
@@ -318,7 +319,10 @@ describe("openai agent against an OpenAI-compatible endpoint", () => {
     );
     expect(error).toBeInstanceOf(OpenAITurnAbortedError);
     expect(error).toMatchObject({ phase: "model", toolRounds: 0 });
-    await expect.poll(() => server.requests[0]?.clientAborted).toBe(true);
+    await waitUntil(
+      () => server.requests[0]?.clientAborted === true,
+      "the server saw the client leave",
+    );
 
     server.enqueue(reply.text("hello again"));
     await turn(agent, "next");

@@ -1,6 +1,7 @@
 import type { InboundMessage } from "@mediagate/gateway";
 import { TelegramChannel, TelegramDeliveryError, TelegramStartError } from "@mediagate/gateway";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { waitFor } from "../../test-support/wait.js";
 import { FakeTelegram } from "../fakes/telegram/index.js";
 import { captureLogs } from "../fakes/telegram/media-fixtures.js";
 
@@ -48,7 +49,7 @@ describe("TelegramChannel receiving (grammY long polling against the fake)", () 
     fake.sendGroupText({ chatId: -300, userId: 12, text: "a reply", replyThreadId: 5 });
     fake.sendTopicText({ chatId: -100400, threadId: 77, userId: 13, text: "in topic" });
     fake.sendChannelPost({ chatId: -100500, text: "news", title: "News" });
-    await vi.waitFor(() => expect(received).toHaveLength(5));
+    await waitFor(() => expect(received).toHaveLength(5));
     expect(received).toEqual([
       expect.objectContaining({
         platform: "telegram",
@@ -89,7 +90,7 @@ describe("TelegramChannel receiving (grammY long polling against the fake)", () 
     fake.sendGroupText({ chatId: -7, text: "/stop@someone_else_bot" });
     fake.sendGroupText({ chatId: -7, text: `/reset@${bot} confirm` });
     fake.sendPrivateText({ text: "/status" });
-    await vi.waitFor(() => expect(received).toHaveLength(3));
+    await waitFor(() => expect(received).toHaveLength(3));
     expect(received).toEqual(["/stop", "/reset confirm", "/status"]);
   });
 
@@ -101,7 +102,7 @@ describe("TelegramChannel receiving (grammY long polling against the fake)", () 
       onMessage: async (message) => void received.push(message.text),
       onFatal: () => {},
     });
-    await vi.waitFor(() => expect(received).toEqual(["sent while the gateway was down"]));
+    await waitFor(() => expect(received).toEqual(["sent while the gateway was down"]));
     await tg.stop();
     expect(fake.pendingUpdates).toBe(0);
   });
@@ -114,7 +115,7 @@ describe("TelegramChannel receiving (grammY long polling against the fake)", () 
       onFatal: () => {},
     });
     fake.sendPrivateText({ text: "fresh" });
-    await vi.waitFor(() => expect(received).toEqual(["fresh"]));
+    await waitFor(() => expect(received).toEqual(["fresh"]));
   });
 
   it("offers a message again when its handler rejects, before the ones after it", async () => {
@@ -129,7 +130,7 @@ describe("TelegramChannel receiving (grammY long polling against the fake)", () 
     });
     fake.sendPrivateText({ text: "bad" });
     fake.sendPrivateText({ text: "good" });
-    await vi.waitFor(() => expect(received).toEqual(["bad", "bad", "good"]));
+    await waitFor(() => expect(received).toEqual(["bad", "bad", "good"]));
     expect(logs.text()).toContain("journal write failed");
   });
 

@@ -4,7 +4,8 @@ import {
   TelegramChannel,
   type TelegramChannelOptions,
 } from "@mediagate/gateway";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { waitFor } from "../../test-support/wait.js";
 import { botMethod, FaultProxy, telegramError } from "../fakes/fault-proxy/index.js";
 import { FakeTelegram } from "../fakes/telegram/index.js";
 import { captureLogs } from "../fakes/telegram/media-fixtures.js";
@@ -79,7 +80,7 @@ describe("TelegramChannel confirms an update only after it was recorded", () => 
       onFatal: () => {},
     });
     fake.sendPrivateText({ userId: 5, text: "do not lose me" });
-    await vi.waitFor(() => expect(attempts).toBeGreaterThanOrEqual(1));
+    await waitFor(() => expect(attempts).toBeGreaterThanOrEqual(1));
     await first.stop();
 
     const received: InboundMessage[] = [];
@@ -87,7 +88,7 @@ describe("TelegramChannel confirms an update only after it was recorded", () => 
       onMessage: async (message) => void received.push(message),
       onFatal: () => {},
     });
-    await vi.waitFor(() => expect(received.map((m) => m.text)).toEqual(["do not lose me"]));
+    await waitFor(() => expect(received.map((m) => m.text)).toEqual(["do not lose me"]));
     await channels[1]?.stop();
     expect(fake.pendingUpdates).toBe(0);
   });
@@ -105,7 +106,7 @@ describe("TelegramChannel confirms an update only after it was recorded", () => 
     });
     const first = fake.sendPrivateText({ text: "first" });
     fake.sendPrivateText({ text: "second" });
-    await vi.waitFor(() => expect(seen).toEqual(["first", "first", "first", "first", "second"]));
+    await waitFor(() => expect(seen).toEqual(["first", "first", "first", "first", "second"]));
     expect(delays).toEqual([1000, 2000, 4000]);
     expect(healthAtWait[0]).toMatchObject({
       state: "retrying",
@@ -138,7 +139,7 @@ describe("TelegramChannel polling health", () => {
       },
     });
     fake.sendPrivateText({ text: "after the conflict" });
-    await vi.waitFor(() => expect(received).toEqual(["after the conflict"]));
+    await waitFor(() => expect(received).toEqual(["after the conflict"]));
     expect(delays).toEqual([1000, 2000, 4000]);
     expect(healthAtWait.map((h) => h.state)).toEqual(["retrying", "retrying", "retrying"]);
     expect(healthAtWait[0]?.detail).toContain("409 Conflict");
@@ -154,12 +155,12 @@ describe("TelegramChannel polling health", () => {
     proxy.add(getUpdates, { kind: "respond", status: 502, body: "<html>502</html>" }, 2);
     const channel = newChannel({ pollBackoffMinMs: 100, pollBackoffMaxMs: 1000 });
     await channel.start({ onMessage: async () => {}, onFatal: () => {} });
-    await vi.waitFor(() => expect(delays).toHaveLength(7));
+    await waitFor(() => expect(delays).toHaveLength(7));
     expect(delays).toEqual([100, 200, 400, 800, 1000, 1000, 1000]);
     expect(healthAtWait.at(-1)).toMatchObject({ state: "retrying", detail: expect.any(String) });
     // The first poll after a failure is a short one: the channel is up again at once, without
     // waiting for an update to end a long poll.
-    await vi.waitFor(() => expect(channel.health().state).toBe("up"));
+    await waitFor(() => expect(channel.health().state).toBe("up"));
     const polls = proxy.requests.filter((r) => r.path.endsWith("/getUpdates"));
     expect(polls.length).toBeGreaterThanOrEqual(8);
     expect(logs.text()).not.toContain(fake.token);
@@ -170,7 +171,7 @@ describe("TelegramChannel polling health", () => {
     const fatal: Error[] = [];
     const channel = newChannel();
     await channel.start({ onMessage: async () => {}, onFatal: (error) => void fatal.push(error) });
-    await vi.waitFor(() => expect(fatal).toHaveLength(1));
+    await waitFor(() => expect(fatal).toHaveLength(1));
     expect(fatal[0]).toMatchObject({ name: "TelegramPollingError", status: 401 });
     expect(fatal[0]?.message).not.toContain(fake.token);
     expect(channel.health()).toMatchObject({
@@ -190,7 +191,7 @@ describe("TelegramChannel polling health", () => {
       onFatal: () => {},
     });
     fake.sendPrivateText({ text: "sent while the poll hung" });
-    await vi.waitFor(() => expect(received).toEqual(["sent while the poll hung"]), 15_000);
+    await waitFor(() => expect(received).toEqual(["sent while the poll hung"]));
     expect(healthAtWait[0]).toMatchObject({
       state: "retrying",
       detail: "getUpdates did not answer within 1200 ms",
@@ -205,13 +206,13 @@ describe("TelegramChannel polling health", () => {
       onFatal: () => {},
     });
     fake.sendPrivateText({ text: "one" });
-    await vi.waitFor(() => expect(received).toEqual(["one"]));
-    await vi.waitFor(() => expect(fake.polling).toBe(true));
+    await waitFor(() => expect(received).toEqual(["one"]));
+    await waitFor(() => expect(fake.polling).toBe(true));
     await channel.stop();
     expect(fake.pendingUpdates).toBe(0);
     expect(fake.polling).toBe(false);
     const confirm = fake.callsTo("getUpdates").at(-1);
     expect(confirm?.params).toMatchObject({ limit: 1 });
     expect(confirm?.params.timeout ?? 0).toBe(0);
-  }, 15_000);
+  });
 });

@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { InboundMessage } from "@mediagate/gateway";
 import { TelegramChannel } from "@mediagate/gateway";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
+import { waitFor } from "../../test-support/wait.js";
 import { botMethod, FaultProxy } from "../fakes/fault-proxy/index.js";
 import { FakeTelegram, PublicDownloadMaxBytes } from "../fakes/telegram/index.js";
 import { captureLogs } from "../fakes/telegram/media-fixtures.js";
@@ -95,7 +96,7 @@ describe("Telegram albums: one message per media_group_id", () => {
       ],
       "wc -c $MEDIAGATE_ATTACHMENTS",
     );
-    await vi.waitFor(() => expect(fake.pendingUpdates).toBe(0));
+    await waitFor(() => expect(fake.pendingUpdates).toBe(0));
     expect(received).toHaveLength(1);
     expect(received[0]).toMatchObject({
       receiptId: String(updates[0]!.update_id),
@@ -131,12 +132,12 @@ describe("Telegram albums: one message per media_group_id", () => {
       });
       fake?.sendMedia({ kind: "photo", bytes: Buffer.from("3"), mediaGroupId: group });
     };
-    await vi.waitFor(() => expect(received).toHaveLength(1));
+    await waitFor(() => expect(received).toHaveLength(1));
     expect(sleeps).toEqual([AlbumWaitMs]);
     expect(received[0]!.receiptId).toBe(String(head.update.update_id));
     expect(received[0]!.text).toBe("x");
     expect(received[0]!.attachments).toHaveLength(3);
-    await vi.waitFor(() => expect(fake.pendingUpdates).toBe(0));
+    await waitFor(() => expect(fake.pendingUpdates).toBe(0));
     expect(received).toHaveLength(1);
   });
 
@@ -154,7 +155,7 @@ describe("Telegram albums: one message per media_group_id", () => {
       { kind: "audio", bytes: Buffer.from("b") },
     ]);
     fake.sendPrivateText({ text: "after" });
-    await vi.waitFor(() => expect(fake.pendingUpdates).toBe(0));
+    await waitFor(() => expect(fake.pendingUpdates).toBe(0));
     expect(attempts.map((m) => [m.text, m.attachments?.length ?? 0])).toEqual([
       ["before", 0],
       ["before", 0],
@@ -204,7 +205,7 @@ describe("Telegram albums after a crash", () => {
         ],
         "caption",
       );
-      await vi.waitFor(() => expect(before).toHaveLength(1));
+      await waitFor(() => expect(before).toHaveLength(1));
       await first.stop();
       expect(fake.pendingUpdates).toBe(3);
 
@@ -212,7 +213,7 @@ describe("Telegram albums after a crash", () => {
       const after: InboundMessage[] = [];
       await second.start({ onMessage: async (m) => void after.push(m), onFatal: () => {} });
       try {
-        await vi.waitFor(() => expect(fake.pendingUpdates).toBe(0));
+        await waitFor(() => expect(fake.pendingUpdates).toBe(0));
       } finally {
         await second.stop();
       }
@@ -231,7 +232,7 @@ describe("Telegram inbound files: fetching", () => {
     const received = await receiving(channel);
     const bytes = randomBytes(300_000);
     fake.sendMedia({ kind: "document", bytes, fileName: "data.bin", caption: "sha256sum" });
-    await vi.waitFor(() => expect(received).toHaveLength(1));
+    await waitFor(() => expect(received).toHaveLength(1));
     const attachment = received[0]!.attachments![0]!;
     expect(attachment).toMatchObject({ name: "data.bin", size: bytes.length, sentAs: "document" });
     expect(sha(await fetched(channel, attachment))).toBe(sha(bytes));
@@ -266,7 +267,7 @@ describe("Telegram inbound files: fetching", () => {
     const received = await receiving(channel);
     const bytes = randomBytes(4000);
     const { sent } = fake.sendMedia({ kind: "photo", bytes });
-    await vi.waitFor(() => expect(received).toHaveLength(1));
+    await waitFor(() => expect(received).toHaveLength(1));
     expect((await fetched(channel, received[0]!.attachments![0]!)).equals(bytes)).toBe(true);
     expect(fake.callsTo("getFile").map((c) => c.params.file_id)).toEqual([sent.file.fileId]);
   });
@@ -288,7 +289,7 @@ describe("Telegram inbound files: fetching", () => {
       reason: "the download broke off: nothing arrived for 300 ms",
     });
     expect(Buffer.concat(chunks).length).toBe(1000);
-    await vi.waitFor(() =>
+    await waitFor(() =>
       expect(fake.downloads).toEqual([expect.objectContaining({ bytes: 1000, cutOff: true })]),
     );
   });
@@ -306,7 +307,7 @@ describe("Telegram inbound files: fetching", () => {
       for await (const _ of stream) stop.abort(); // the first chunk came: /stop
     })();
     await expect(reading).rejects.toMatchObject({ name: "AttachmentFetchError" });
-    await vi.waitFor(() =>
+    await waitFor(() =>
       expect(fake.downloads).toEqual([expect.objectContaining({ bytes: 500, cutOff: true })]),
     );
   });
@@ -339,7 +340,7 @@ describe("Telegram inbound files: fetching", () => {
     const received = await receiving(channel);
     const bytes = randomBytes(50_000);
     fake.sendMedia({ kind: "audio", bytes, fileSize: bytes.length });
-    await vi.waitFor(() => expect(received).toHaveLength(1));
+    await waitFor(() => expect(received).toHaveLength(1));
     expect((await fetched(channel, received[0]!.attachments![0]!)).equals(bytes)).toBe(true);
     expect(fake.downloads).toEqual([]);
   });

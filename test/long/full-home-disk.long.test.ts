@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pollFor } from "../../test-support/wait.js";
 import { FakeTelegram } from "../fakes/telegram/index.js";
 import { FaultBench } from "./durability/fault-bench.js";
 import { canMountLoopDisks, LoopDisk } from "./durability/loop-disk.js";
 import { auditReplies, replySummary, settleReplies, textsOf } from "./durability/reply-audit.js";
 import { commandMessage, sendMessage } from "./durability/traffic.js";
-import { answerOf, pollFor } from "./durability/waits.js";
+import { answerOf } from "./durability/waits.js";
 
 /**
  * Issue 9, "with the home disk full, a new session's message was silently dropped (already

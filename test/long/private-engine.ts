@@ -5,6 +5,7 @@ import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { connectDocker } from "@mediagate/sandbox";
+import { pollFor } from "../../test-support/wait.js";
 
 const run = promisify(execFile);
 
@@ -99,28 +100,32 @@ export class PrivateEngine {
     await exited;
     // Its containerd gets SIGKILL when it dies; wait until that has happened too.
     const containerd = await readPid(this.#containerdPidFile);
-    const deadline = Date.now() + 10_000;
-    while (containerd !== undefined && (await isRunning(containerd)) && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
+    if (containerd !== undefined) {
+      await pollFor(async () => ((await isRunning(containerd)) ? undefined : true), 10_000);
     }
   }
 
   /** Polls until the engine answers a ping (60 s bound, so a broken start fails the test). */
   async #answers(): Promise<void> {
     const engine = connectDocker({ host: this.host });
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      if (this.#daemon === undefined) {
-        throw new Error(`dockerd exited; see ${join(this.dir, "dockerd.log")}`);
-      }
-      try {
-        await engine.ping();
-        return;
-      } catch (error) {
-        if (Date.now() > deadline) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    }
+    let refused: unknown;
+    const answered = await pollFor(
+      async () => {
+        if (this.#daemon === undefined) {
+          throw new Error(`dockerd exited; see ${join(this.dir, "dockerd.log")}`);
+        }
+        try {
+          await engine.ping();
+          return true;
+        } catch (error) {
+          refused = error;
+          return undefined;
+        }
+      },
+      60_000,
+      100,
+    );
+    if (answered === undefined) throw refused;
   }
 
   /** Ids of the engine's containers (carrying `label`, `key=value`, if given), any state. */

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pollFor } from "../../test-support/wait.js";
 import { FakeTelegram } from "../fakes/telegram/index.js";
 import { FaultBench } from "./durability/fault-bench.js";
 import { describeExit } from "./durability/gateway-process.js";
 import { replySummary, settleReplies, textsOf } from "./durability/reply-audit.js";
 import { commandMessage, sendMessage } from "./durability/traffic.js";
-import { answerOf, pollFor } from "./durability/waits.js";
+import { answerOf } from "./durability/waits.js";
 
 /**
  * Issue 9, "SIGTERM loses work": a user's 40 s command runs and their next message waits
@@ -41,12 +42,16 @@ describe("SIGTERM during a long turn", () => {
       fake,
       commandMessage(User, "ok-long", "sleep 40; echo ok-long", { kind: "long" }),
     );
-    const container = await pollFor(async () => {
-      const [c] = (await b.census()).containers;
-      if (c === undefined) return undefined;
-      const ps = await b.docker.processes(c.id).catch(() => []);
-      return ps.some((line) => line.includes("sleep 40")) ? c.id : undefined;
-    }, 30_000);
+    const container = await pollFor(
+      async () => {
+        const [c] = (await b.census()).containers;
+        if (c === undefined) return undefined;
+        const ps = await b.docker.processes(c.id).catch(() => []);
+        return ps.some((line) => line.includes("sleep 40")) ? c.id : undefined;
+      },
+      30_000,
+      100,
+    ); // a census is a few engine calls: not every 25 ms
     expect(container, "the 40 s command runs in the profile's container").toBeDefined();
     const queued = sendMessage(fake, commandMessage(User, "ok-queued", "echo ok-queued"));
     await pollFor(() => (fake.pendingUpdates === 0 ? true : undefined), 10_000);

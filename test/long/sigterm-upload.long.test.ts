@@ -2,13 +2,14 @@ import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pollFor } from "../../test-support/wait.js";
 import { FakeTelegram } from "../fakes/telegram/index.js";
 import { FaultBench } from "./durability/fault-bench.js";
 import { describeExit } from "./durability/gateway-process.js";
 import { replySummary, settleReplies } from "./durability/reply-audit.js";
 import { profileSlotOf, slotDirNameOf } from "./durability/sandbox-census.js";
 import { commandMessage, sendMessage } from "./durability/traffic.js";
-import { answerOf, pollFor } from "./durability/waits.js";
+import { answerOf } from "./durability/waits.js";
 
 /**
  * Issue 9, "a 40 MB upload in progress is cut off with no notice": the real `mediagate start`

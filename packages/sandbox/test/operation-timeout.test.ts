@@ -63,7 +63,7 @@ describe("lifecycle calls the daemon never answers", () => {
     const creates = daemon.requests.filter((r) => r.path === "/containers/create");
     expect(creates).toHaveLength(2);
     // The requests were cancelled, not merely given up on by the caller.
-    await expect.poll(() => creates.every((r) => r.cutOff)).toBe(true);
+    await waitUntil(() => creates.every((r) => r.cutOff), "both create requests cancelled");
     await expect(sandbox.cleanup("default", { force: true })).resolves.toBeUndefined();
     await expect(sandbox.shutdown(5_000)).resolves.toBeUndefined();
   });

@@ -1,5 +1,6 @@
 import OpenAI, { APIError, toFile, toStreamingFile } from "openai";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { waitUntil } from "../../../test-support/wait.js";
 import { reply } from "./replies.js";
 import { contentText, derivedTranscript, FakeOpenAIServer } from "./server.js";
 
@@ -122,7 +123,10 @@ describe("FakeOpenAIServer", () => {
     await server.waitForRequests(1);
     controller.abort();
     await expect(pending).rejects.toThrow();
-    await expect.poll(() => server.requests[0]?.clientAborted).toBe(true);
+    await waitUntil(
+      () => server.requests[0]?.clientAborted === true,
+      "the server saw the client leave",
+    );
   });
 
   it("delays a reply and drops it when the client leaves first", async () => {

@@ -3,7 +3,8 @@ import { readFile } from "node:fs/promises";
 import { isAbsolute } from "node:path";
 import { Bot } from "grammy";
 import type { Message } from "grammy/types";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
+import { waitFor } from "../../../test-support/wait.js";
 import { PublicDownloadMaxBytes } from "./files.js";
 import { FakeTelegram } from "./server.js";
 
@@ -86,7 +87,7 @@ describe("FakeTelegram files users send (getFile and the download route)", () =>
     expect(received).toBe(1500);
     expect(fake.downloads).toEqual([]);
     leave.abort();
-    await vi.waitFor(() =>
+    await waitFor(() =>
       expect(fake.downloads).toEqual([
         { filePath: file.file_path, tokenOk: true, status: 200, bytes: 1500, cutOff: true },
       ]),

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { Bot, GrammyError, HttpError, InputFile } from "grammy";
 import type { Message } from "grammy/types";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { waitFor } from "../../../test-support/wait.js";
 import { FakeTelegram } from "./server.js";
 
 let fake: FakeTelegram;
@@ -43,7 +44,7 @@ describe("FakeTelegram long polling with the real grammY", () => {
     });
     fake.sendPrivateText({ userId: 7, text: "hello" });
     const { running } = await startPolling(bot);
-    await vi.waitFor(() => expect(seen).toHaveLength(1));
+    await waitFor(() => expect(seen).toHaveLength(1));
     expect(seen[0]).toMatchObject({
       text: "hello",
       chat: { id: 7, type: "private" },
@@ -67,7 +68,7 @@ describe("FakeTelegram long polling with the real grammY", () => {
     const poll = bot.api.getUpdates({ timeout: 30 }).finally(() => {
       settled = true;
     });
-    await vi.waitFor(() => expect(fake.polling).toBe(true));
+    await waitFor(() => expect(fake.polling).toBe(true));
     expect(settled).toBe(false);
     const update = fake.sendGroupText({ chatId: -100, userId: 5, text: "ping" });
     const updates = await poll;
@@ -93,7 +94,7 @@ describe("FakeTelegram long polling with the real grammY", () => {
   it("ends a held poll with 409 when another poll arrives", async () => {
     const bot = newBot();
     const first = bot.api.getUpdates({ timeout: 30 });
-    await vi.waitFor(() => expect(fake.polling).toBe(true));
+    await waitFor(() => expect(fake.polling).toBe(true));
     const second = bot.api.getUpdates({ timeout: 0 });
     await expect(first).rejects.toMatchObject({ error_code: 409 });
     expect(await second).toEqual([]);
@@ -267,7 +268,7 @@ describe("FakeTelegram fault injection", () => {
       aborting.signal as Parameters<typeof bot.api.sendDocument>[3],
     );
     sending.catch(() => {});
-    await vi.waitFor(() =>
+    await waitFor(() =>
       expect(fake.uploadsInProgress).toEqual([
         { method: "sendDocument", receivedBytes: expect.any(Number) },
       ]),
@@ -275,7 +276,7 @@ describe("FakeTelegram fault injection", () => {
     aborting.abort();
     await expect(sending).rejects.toThrow();
     fake.throttleUploads(undefined);
-    await vi.waitFor(() => expect(fake.cutOffUploads).toHaveLength(1));
+    await waitFor(() => expect(fake.cutOffUploads).toHaveLength(1));
     expect(fake.cutOffUploads[0]?.receivedBytes).toBeLessThan(4 * 1024 * 1024);
     expect(fake.uploadsInProgress).toEqual([]);
     expect(fake.callsTo("sendDocument")).toEqual([]);

@@ -1,6 +1,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pollFor } from "../../../test-support/wait.js";
 import { DockerObserver } from "../../e2e/harness/docker-observer.js";
 import { releaseMounts, TestImage, uniqueProfileName } from "../../e2e/harness/gateway-home.js";
 import { installOf } from "../../e2e/harness/telegram-gateway.js";
@@ -156,12 +157,16 @@ export class FaultBench {
     done: (census: SandboxCensus) => boolean,
     timeoutMs: number,
   ): Promise<SandboxCensus> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const census = await this.census();
-      if (done(census) || Date.now() > deadline) return census;
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
+    let last: SandboxCensus | undefined;
+    const found = await pollFor(
+      async () => {
+        last = await this.census();
+        return done(last) ? last : undefined;
+      },
+      timeoutMs,
+      250,
+    );
+    return found ?? last ?? this.census();
   }
 
   /** Every log line of every run, in order. */

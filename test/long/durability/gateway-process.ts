@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, type WriteStream } from "node:fs";
 import { join } from "node:path";
 import { dockerHostVariable } from "../../../test-support/engine.js";
+import { pollFor } from "../../../test-support/wait.js";
 import { CliPath } from "../../e2e/harness/cli.js";
 
 /** How a gateway process ended. */
@@ -105,19 +106,17 @@ export class GatewayProcess {
    * output when it exits first or does not get there within `timeoutMs`.
    */
   async ready(timeoutMs = 60_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!ServingLine.test(this.#output)) {
+    const serving = await pollFor(() => {
+      if (ServingLine.test(this.#output)) return true;
       if (this.#exit !== undefined) {
         throw new Error(
           `gateway run ${this.run} exited (${describeExit(this.#exit)}) before serving:\n${this.tail()}`,
         );
       }
-      if (Date.now() > deadline) {
-        throw new Error(
-          `gateway run ${this.run} not serving after ${timeoutMs} ms:\n${this.tail()}`,
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      return undefined;
+    }, timeoutMs);
+    if (serving === undefined) {
+      throw new Error(`gateway run ${this.run} not serving after ${timeoutMs} ms:\n${this.tail()}`);
     }
     this.readyAtMs ??= Date.now();
   }

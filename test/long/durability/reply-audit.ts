@@ -1,3 +1,4 @@
+import { pollFor } from "../../../test-support/wait.js";
 import type { FakeTelegram, RecordedCall } from "../../fakes/telegram/index.js";
 import type { SentMessage } from "./traffic.js";
 
@@ -234,14 +235,13 @@ export async function settleReplies(
   messages: readonly SentMessage[],
   options: SettleOptions,
 ): Promise<ReplyAudit> {
-  const deadline = Date.now() + options.timeoutMs;
   let sends = -1;
   let quietSinceMs = Date.now();
-  for (;;) {
+  const look = (): ReplyAudit | undefined => {
     const audit = auditReplies(fake.calls, messages);
     const settled =
       (options.until?.(audit) ?? audit.lost.length === 0) && fake.pendingUpdates === 0;
-    if (settled || Date.now() > deadline) return audit;
+    if (settled) return audit;
     const count = fake.calls.filter(isSend).length;
     if (count !== sends) {
       sends = count;
@@ -249,6 +249,8 @@ export async function settleReplies(
     } else if (Date.now() - quietSinceMs > options.quietMs && fake.pendingUpdates === 0) {
       return audit;
     }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+    return undefined;
+  };
+  // An audit reads every call the fake recorded: every 200 ms is often enough.
+  return (await pollFor(look, options.timeoutMs, 200)) ?? auditReplies(fake.calls, messages);
 }

@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { planMedia } from "@mediagate/media";
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
+import { waitFor } from "../../../../test-support/wait.js";
 import { createLogger } from "../log.js";
 import { ConsoleChannel, ConsoleDefaults, ConsoleHelp } from "./console.js";
 import { SharedTerminal } from "./console-terminal.js";
@@ -87,7 +88,7 @@ describe("ConsoleChannel", () => {
     const messages: InboundMessage[] = [];
     await channel.start({ onMessage: async (m) => void messages.push(m), onFatal: () => {} });
     input.write(`/attach "${path}" sum column b\n`);
-    await vi.waitFor(() => expect(messages).toHaveLength(1));
+    await waitFor(() => expect(messages).toHaveLength(1));
     await channel.stop();
     expect(messages[0]).toMatchObject({
       text: "sum column b",
@@ -103,7 +104,7 @@ describe("ConsoleChannel", () => {
     input.write(
       `/attach ${join(home, "nope.pdf")} read it\n/attach ${home}\n/attach\necho after\n`,
     );
-    await vi.waitFor(() => expect(messages).toHaveLength(1));
+    await waitFor(() => expect(messages).toHaveLength(1));
     await channel.stop();
     expect(messages.map((m) => [m.text, m.attachments])).toEqual([["echo after", undefined]]);
     expect(printed()).toContain(`📎 There is no file at ${join(home, "nope.pdf")}.`);
@@ -116,7 +117,7 @@ describe("ConsoleChannel", () => {
     const messages: InboundMessage[] = [];
     await channel.start({ onMessage: async (m) => void messages.push(m), onFatal: () => {} });
     input.write("/help\n");
-    await vi.waitFor(() => expect(printed()).toContain(ConsoleHelp));
+    await waitFor(() => expect(printed()).toContain(ConsoleHelp));
     await channel.stop();
     expect(messages).toEqual([]);
     expect(ConsoleHelp).toMatch(/^ {2}\/attach <path> \[text\]/m);
@@ -138,7 +139,7 @@ describe("ConsoleChannel", () => {
       onFatal: () => {},
     });
     input.write("ls\n");
-    await vi.waitFor(() => expect(logged).toHaveLength(1));
+    await waitFor(() => expect(logged).toHaveLength(1));
     await channel.sendText({ platform: "console", chatId: "local" }, "a chat line");
     await channel.stop();
     expect(printed).toBe("a chat line\n");

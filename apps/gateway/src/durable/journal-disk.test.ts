@@ -2,7 +2,8 @@ import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { waitFor } from "../../../../test-support/wait.js";
 import { type LoopFs, mountLoopFs } from "../../test/fixtures/loop-fs.js";
 import type { InboundMessage } from "../channels/types.js";
 import { StateStore, stateDbPath } from "../state/store.js";
@@ -126,7 +127,7 @@ describe("journal and state database on a frozen disk", () => {
     let ticks = 0;
     const timer = setInterval(() => ticks++, 1);
     try {
-      await vi.waitFor(() => expect(ticks).toBeGreaterThanOrEqual(50), { interval: 5 });
+      await waitFor(() => expect(ticks).toBeGreaterThanOrEqual(50));
       expect((await otherJournal.record(message("1"))).fresh).toBe(true);
       const sessionId = await otherState.currentSessionId("agent:work:telegram:dm:100");
       await otherState.appendHistory(sessionId, [{ role: "user", content: "still answering" }]);

@@ -9,7 +9,8 @@ import {
   formatSlotKey,
   slotTraits,
 } from "@mediagate/sandbox";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitFor } from "../../../../test-support/wait.js";
 import type { Agent, AgentTurnInput } from "../agents/types.js";
 import type {
   ChannelAdapter,
@@ -463,7 +464,7 @@ describe("message pipeline", () => {
       return () => {};
     });
     await handleMessage(testContext(runtime, services, channel, "hi", "1"));
-    await vi.waitFor(() => expect(channel.texts).toHaveLength(1));
+    await waitFor(() => expect(channel.texts).toHaveLength(1));
     expect(attempts).toBe(OutboxDefaults.maxAttempts);
     expect(delays).toEqual([30_000, 60_000, 120_000, 240_000, 480_000, 960_000, 1_800_000]);
     expect(channel.texts[0]).toMatch(

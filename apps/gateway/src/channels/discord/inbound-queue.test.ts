@@ -1,4 +1,5 @@
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
+import { waitFor } from "../../../../../test-support/wait.js";
 import { createLogger } from "../../log.js";
 import type { InboundMessage } from "../types.js";
 import { compareSnowflakes, InboundQueues } from "./inbound-queue.js";
@@ -37,12 +38,12 @@ describe("InboundQueues", () => {
     void queues.push("a", message("1002"), handler);
     void queues.push("a", message("1001"), handler);
     void queues.push("b", message("999", "b"), handler);
-    await vi.waitFor(() => expect(calls.map((call) => call.id)).toEqual(["1000", "999"]));
+    await waitFor(() => expect(calls.map((call) => call.id)).toEqual(["1000", "999"]));
     calls[0]!.resolve();
     await expect(first).resolves.toBe(true);
-    await vi.waitFor(() => expect(calls.map((call) => call.id)).toEqual(["1000", "999", "1001"]));
+    await waitFor(() => expect(calls.map((call) => call.id)).toEqual(["1000", "999", "1001"]));
     calls[2]!.resolve();
-    await vi.waitFor(() => expect(calls.at(-1)?.id).toBe("1002"));
+    await waitFor(() => expect(calls.at(-1)?.id).toBe("1002"));
   });
 
   it("queues a message waiting or in flight only once", async () => {
@@ -52,9 +53,9 @@ describe("InboundQueues", () => {
     void queues.push("a", message("2"), handler);
     const again = queues.push("a", message("2"), handler);
     void queues.push("a", message("1"), handler);
-    await vi.waitFor(() => expect(calls).toHaveLength(1));
+    await waitFor(() => expect(calls).toHaveLength(1));
     calls[0]!.resolve();
-    await vi.waitFor(() => expect(calls).toHaveLength(2));
+    await waitFor(() => expect(calls).toHaveLength(2));
     calls[1]!.resolve();
     await expect(again).resolves.toBe(true);
     expect(calls.map((call) => call.id)).toEqual(["1", "2"]);
