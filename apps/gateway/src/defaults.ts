@@ -2,6 +2,7 @@ import { Defaults as SandboxDefaults } from "@mediagate/sandbox";
 import type { ShellAgentOptions } from "./agents/shell.js";
 import type { AmbiguousSends } from "./channels/telegram/errors.js";
 import type { ResolvedRetryOptions } from "./delivery/retry.js";
+import type { LogLevel } from "./log.js";
 import type { SessionKeyPolicy } from "./session/key.js";
 
 /** Time limit of one command in the sandbox: the sandbox's own, for every agent. */
@@ -102,6 +103,15 @@ export const Defaults = {
     downloadMaxBytes: 20 * 1000 * 1000,
     /** A poll that ends inside an album waits this long, then asks for the rest of it. */
     albumWaitMs: 1_000,
+    /** Files come through a local Bot API server's paths instead of downloads (`localFiles`). */
+    localFiles: false,
+    /** A typing indicator that takes longer than this is not worth waiting for. */
+    activityTimeoutMs: 10_000,
+    /**
+     * grammY's own bound on a request (its default is 500 s). Every call carries its own
+     * size-based bound, which must win, so grammY's is set out of the way.
+     */
+    grammyTimeoutSeconds: 24 * 60 * 60,
   },
   discord: {
     apiRoot: "https://discord.com/api",
@@ -131,15 +141,46 @@ export const Defaults = {
     journalPruneIntervalMs: 60 * 60 * 1000,
     /** How long an engine reachability answer is reused by the health endpoint. */
     engineCheckTtlMs: 5_000,
+    /** A start that failed half way: how long each sandbox made so far may take to shut down. */
+    failedStartShutdownMs: 1_000,
   },
-  databaseWorker: {
-    /** How long closing waits for operations in flight before giving up on them. */
+  /** The SQLite databases: the journal and each profile's state (docs/durability.md). */
+  database: {
+    /** How long a writer waits for another process's lock. */
+    busyTimeoutMs: 5_000,
+    /** How long closing waits for operations in flight (a stalled disk) before giving up on them. */
     closeTimeoutMs: 10_000,
+  },
+  /** Logging (docs/operations.md). */
+  log: {
+    level: "info",
+    /**
+     * When the local console is the only channel: the chat shares the terminal with the logs,
+     * so only problems are shown unless a level is set.
+     */
+    consoleLevel: "warn",
+    /** pino-pretty on a terminal: local clock time, no pid/hostname, one line per entry. */
+    pretty: { translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname", singleLine: true },
+  },
+  /** `mediagate doctor`'s network probes. */
+  probes: {
+    /** Each HTTP probe (getMe, /users/@me, /models, the health endpoint) as a whole. */
+    timeoutMs: 5_000,
+  },
+  /** SIGINT/SIGTERM of `mediagate start` (docs/operations.md). */
+  stopSignals: {
+    /** Repeats this soon after the first signal are the same request, not a second one. */
+    repeatWindowMs: 1_000,
   },
 } as const satisfies {
   readonly sessions: SessionKeyPolicy;
   readonly delivery: { readonly ambiguousSends: AmbiguousSends } & Record<string, unknown>;
   readonly retry: Omit<ResolvedRetryOptions, "sleep">;
   readonly shellAgent: Required<ShellAgentOptions>;
+  readonly log: {
+    readonly level: LogLevel;
+    readonly consoleLevel: LogLevel;
+    readonly pretty: { translateTime: string; ignore: string; singleLine: boolean };
+  };
   readonly [section: string]: unknown;
 };

@@ -201,7 +201,8 @@ export class Gateway {
           consoleTerminal: options.consoleTerminal,
         });
     } catch (error) {
-      for (const runtime of runtimes.values()) await runtime.close(1_000).catch(() => {});
+      for (const runtime of runtimes.values())
+        await runtime.close(GatewayDefaults.failedStartShutdownMs).catch(() => {});
       await journal?.close().catch(() => {});
       throw error;
     }

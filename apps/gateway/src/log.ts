@@ -1,5 +1,6 @@
 import { type DestinationStream, type Logger, pino } from "pino";
 import { prettyFactory } from "pino-pretty";
+import { Defaults } from "./defaults.js";
 import { Redacted, Redactor } from "./redact.js";
 
 export type { Logger };
@@ -14,20 +15,7 @@ export type LogLevel = (typeof LogLevels)[number];
 export type LogFormat = "json" | "pretty";
 
 /** Defaults of the gateway's logging (docs/operations.md). */
-export const LogDefaults = {
-  level: "info",
-  /**
-   * When the local console is the only channel: the chat shares the terminal with the logs,
-   * so only problems are shown unless a level is set.
-   */
-  consoleLevel: "warn",
-  /** pino-pretty on a terminal: local clock time, no pid/hostname, one line per entry. */
-  pretty: { translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname", singleLine: true },
-} as const satisfies {
-  level: LogLevel;
-  consoleLevel: LogLevel;
-  pretty: { translateTime: string; ignore: string; singleLine: boolean };
-};
+export const LogDefaults = Defaults.log;
 
 /** A log level setting holds something that is not a level. */
 export class LogLevelError extends Error {

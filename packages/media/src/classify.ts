@@ -1,9 +1,10 @@
 import path from "node:path";
 import { fileTypeFromBuffer } from "file-type";
+import { Defaults } from "./defaults.js";
 import type { MediaKind } from "./types.js";
 
-/** Bytes read from the start of a file for content sniffing. */
-export const SNIFF_BYTES = 4100;
+/** Bytes read from the start of a file for content sniffing (`Defaults.sniffBytes`). */
+export const SNIFF_BYTES = Defaults.sniffBytes;
 
 /** What a file is and how it will be sent. */
 export interface Classification {

@@ -10,8 +10,11 @@ export const Defaults = {
   discord: { maxBytes: 10 * 1024 * 1024 },
   /** Files one reply may deliver. */
   plan: { maxFiles: 20 },
+  /** Bytes from the start of a file handed to the classifier (file-type reads up to 4100). */
+  sniffBytes: 4100,
 } as const satisfies {
   readonly telegram: { readonly photoBytes: number; readonly otherBytes: number };
   readonly discord: { readonly maxBytes: number };
   readonly plan: { readonly maxFiles: number };
+  readonly sniffBytes: number;
 };

@@ -1,13 +1,11 @@
 import { DiscordChannelDefaults } from "../channels/discord/discord-channel.js";
 import { TelegramChannelDefaults } from "../channels/telegram/options.js";
 import type { AgentSettings, DiscordSettings, TelegramSettings } from "../config/types.js";
+import { Defaults } from "../defaults.js";
 import type { CheckResult } from "./preflight.js";
 
 /** Bounds of `mediagate doctor`'s network probes. */
-export const ProbeDefaults = {
-  /** Each HTTP probe (getMe, /users/@me, /models, the health endpoint) as a whole. */
-  timeoutMs: 5_000,
-} as const satisfies Record<string, number>;
+export const ProbeDefaults = Defaults.probes satisfies Record<string, number>;
 
 /** What a probe needs besides the settings it checks. */
 export interface ProbeOptions {

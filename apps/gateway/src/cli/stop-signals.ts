@@ -1,5 +1,6 @@
 import { constants } from "node:os";
 import { performance } from "node:perf_hooks";
+import { Defaults } from "../defaults.js";
 
 /** The signals that stop `mediagate start`. */
 export type StopSignal = "SIGINT" | "SIGTERM";
@@ -25,9 +26,9 @@ export interface StopSignalOptions {
 }
 
 /** Defaults of {@link StopSignalOptions}. */
-export const StopSignalDefaults = {
-  repeatWindowMs: 1000,
-} as const satisfies Required<Pick<StopSignalOptions, "repeatWindowMs">>;
+export const StopSignalDefaults = Defaults.stopSignals satisfies Required<
+  Pick<StopSignalOptions, "repeatWindowMs">
+>;
 
 /**
  * SIGINT/SIGTERM handling of `mediagate start`. The first signal asks for a graceful stop

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { currentInstanceId, type InstanceId } from "@mediagate/sandbox";
 import type { ChatCursor, InboundMessage, StepResult } from "../channels/types.js";
+import { Defaults } from "../defaults.js";
 import { type CallFailure, DatabaseWorker, programUrl } from "../sqlite/database-worker.js";
 import { fromWire, wireCode } from "../sqlite/protocol.js";
 import { StorageError } from "./errors.js";
@@ -30,10 +31,11 @@ export interface JournalOptions {
   readonly closeTimeoutMs?: number;
 }
 
-const Defaults = {
+/** Defaults of {@link JournalOptions}. */
+export const JournalDefaults = {
   now: Date.now,
-  busyTimeoutMs: 5_000,
-  closeTimeoutMs: 10_000,
+  busyTimeoutMs: Defaults.database.busyTimeoutMs,
+  closeTimeoutMs: Defaults.database.closeTimeoutMs,
 } as const satisfies Required<Omit<JournalOptions, "owner">>;
 
 /** The journal of an install: `<root home>/journal.db` (docs/durability.md). */
@@ -71,7 +73,7 @@ export class SqliteJournal implements Journal {
    * at `path` in a new worker thread.
    */
   static async open(path: string, options: JournalOptions = {}): Promise<SqliteJournal> {
-    const settings = { ...Defaults, ...options };
+    const settings = { ...JournalDefaults, ...options };
     const owner = options.owner ?? currentInstanceId();
     const worker = await DatabaseWorker.start<JournalDatabase>({
       program: programUrl("./journal-database.js", import.meta.url),

@@ -41,9 +41,9 @@ export interface DatabaseWorkerOptions {
   readonly closeTimeoutMs?: number;
 }
 
-export const DatabaseWorkerDefaults = Defaults.databaseWorker satisfies Required<
-  Pick<DatabaseWorkerOptions, "closeTimeoutMs">
->;
+export const DatabaseWorkerDefaults = {
+  closeTimeoutMs: Defaults.database.closeTimeoutMs,
+} as const satisfies Required<Pick<DatabaseWorkerOptions, "closeTimeoutMs">>;
 
 /** The operations of a program object: its methods, as promises of their results. */
 type Operation<P, K extends keyof P> = P[K] extends (...args: infer A) => infer R

@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { Defaults } from "../defaults.js";
 import { type CallFailure, DatabaseWorker, programUrl } from "../sqlite/database-worker.js";
 import { fromWire } from "../sqlite/protocol.js";
 import { StateSchemaError, StateStoreError } from "./errors.js";
@@ -18,10 +19,11 @@ export interface StateStoreOptions {
   readonly closeTimeoutMs?: number;
 }
 
-const Defaults = {
+/** Defaults of {@link StateStoreOptions}. */
+export const StateStoreDefaults = {
   now: Date.now,
-  busyTimeoutMs: 5_000,
-  closeTimeoutMs: 10_000,
+  busyTimeoutMs: Defaults.database.busyTimeoutMs,
+  closeTimeoutMs: Defaults.database.closeTimeoutMs,
 } as const satisfies Required<StateStoreOptions>;
 
 /** The state database of a profile home: `<profileHome>/state.db` (docs/sandbox.md). */
@@ -53,7 +55,7 @@ export class StateStore {
    * `path`, in a new worker thread. The file is made owner-only (0600): it holds conversations.
    */
   static async open(path: string, options: StateStoreOptions = {}): Promise<StateStore> {
-    const settings = { ...Defaults, ...options };
+    const settings = { ...StateStoreDefaults, ...options };
     const worker = await DatabaseWorker.start<StateDatabase>({
       program: programUrl("./state-database.js", import.meta.url),
       path,

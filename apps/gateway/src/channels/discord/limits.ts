@@ -1,9 +1,9 @@
-import type { MediaKind, UploadLimits } from "@mediagate/media";
+import { DiscordDefaults, type MediaKind, type UploadLimits } from "@mediagate/media";
 
 const MiB = 1024 * 1024;
 
 /** Discord's upload limit outside boosted guilds (DMs, guilds below boost level 2). */
-export const DiscordDefaultUploadBytes = 10 * MiB;
+export const DiscordDefaultUploadBytes = DiscordDefaults.maxBytes;
 
 /**
  * The upload limit a guild's boost level grants (bots share the guild's limit):

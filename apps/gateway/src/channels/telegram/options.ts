@@ -75,7 +75,7 @@ export const TelegramChannelDefaults = {
   pollBackoffMaxMs: PollingDefaults.pollBackoffMaxMs,
   albumWaitMs: PollingDefaults.albumWaitMs,
   downloadMaxBytes: Defaults.telegram.downloadMaxBytes,
-  localFiles: false,
+  localFiles: Defaults.telegram.localFiles,
 } as const satisfies Partial<TelegramChannelOptions>;
 
 /** {@link TelegramChannelOptions} with defaults applied and checked. */

@@ -2,6 +2,7 @@ import { telegramLimits, type UploadLimits } from "@mediagate/media";
 import { Api } from "grammy";
 import type { Message } from "grammy/types";
 import type { Logger } from "pino";
+import { Defaults } from "../../defaults.js";
 import { splitText } from "../../delivery/split-text.js";
 import type {
   ChannelAdapter,
@@ -28,15 +29,6 @@ import { TelegramCaller } from "./sender.js";
 import { OutgoingTarget } from "./target.js";
 
 export { TelegramChannelDefaults, type TelegramChannelOptions } from "./options.js";
-
-/** A typing indicator that takes longer than this is not worth waiting for. */
-const ActivityTimeoutMs = 10_000;
-
-/**
- * grammY's own bound on a request (its default is 500 s). Every call here carries its own
- * size-based bound, which must win, so grammY's is set out of the way.
- */
-const GrammyTimeoutSeconds = 24 * 60 * 60;
 
 const AllowedUpdates = ["message", "channel_post"] as const;
 
@@ -101,7 +93,7 @@ export class TelegramChannel implements ChannelAdapter {
     this.health_ = new HealthTracker("telegram", this.profile);
     this.api = new Api(this.token, {
       apiRoot: settings.apiRoot,
-      timeoutSeconds: GrammyTimeoutSeconds,
+      timeoutSeconds: Defaults.telegram.grammyTimeoutSeconds,
       baseFetchConfig: { agent: trackingAgent(settings.apiRoot) },
     });
     this.attachments = new TelegramFileFetcher({
@@ -243,7 +235,7 @@ export class TelegramChannel implements ChannelAdapter {
   /** Shows "typing…" in the chat (and topic). Best effort: one try, never throws. */
   async showActivity(target: ChatTarget, signal?: AbortSignal): Promise<void> {
     const out = new OutgoingTarget(target);
-    const bound = AbortSignal.timeout(ActivityTimeoutMs);
+    const bound = AbortSignal.timeout(Defaults.telegram.activityTimeoutMs);
     try {
       await this.api.sendChatAction(
         out.chat,
