@@ -1,4 +1,4 @@
-import { planMedia } from "@mediagate/media";
+import { type MediaPlan, planMedia } from "@mediagate/media";
 import type {
   ChannelAdapter,
   DeliveryOutcome,
@@ -56,8 +56,24 @@ export interface AttemptSummary {
   readonly deliveries: readonly DeliveryItem[];
 }
 
-/** Step keys of the notices the outbox itself sends (after the channel's own steps). */
-const NoticeSteps = { plan: "notices:plan", delivery: "notices:delivery" } as const;
+/**
+ * Step keys of the notices the outbox itself sends (after the channel's own steps). Each
+ * notice is a message of its own, delivered through the channel's step machinery like a reply:
+ * its chunks are recorded under `<key>/text:<n>` (Telegram marks them `sending` first) and
+ * Discord derives their nonces from `<reply id>/<key>`; `<key>` itself is recorded once the
+ * notice is done, so it is never sent again.
+ */
+const NoticeSteps = {
+  plan: "notices:plan",
+  delivery: "notices:delivery",
+  givenUp: "notices:given_up",
+} as const;
+
+/**
+ * Recorded (with the reason as the reply's last error) before the give-up notice goes out: a
+ * restart in between finishes giving up instead of delivering the reply after all.
+ */
+const GivenUpStep = "given_up";
 
 /** The notice for reply text whose send may not have arrived (and is not sent twice). */
 export const TextUnconfirmedText =
@@ -67,6 +83,43 @@ export const TextUnconfirmedText =
 export function givenUpText(attempts: number, ageMs: number, reason: string): string {
   const minutes = Math.max(1, Math.round(ageMs / 60_000));
   return `⚠️ A reply could not be delivered (${attempts} attempt(s) over ${minutes} min): ${reason}`;
+}
+
+/**
+ * The progress of one notice of a reply: its steps are kept under `<key>/` in the reply's
+ * record, and its `replyId` is `<reply id>/<key>`, so its Discord nonces never collide with
+ * the reply's own steps and are the same in every process.
+ */
+function noticeProgress(progress: DeliveryProgress, key: string): DeliveryProgress {
+  const prefix = `${key}/`;
+  const done = new Map<string, StepResult>();
+  for (const [step, result] of progress.done) {
+    if (step.startsWith(prefix)) done.set(step.slice(prefix.length), result);
+  }
+  return {
+    replyId: `${progress.replyId}/${key}`,
+    done,
+    step: async (step, result) => {
+      done.set(step, result);
+      await progress.step(prefix + step, result);
+    },
+    clear: async (step) => {
+      done.delete(step);
+      await progress.clear(prefix + step);
+    },
+  };
+}
+
+/** A plan of text alone (a notice): nothing to upload, nothing to close. */
+function textOnlyPlan(text: string): MediaPlan {
+  return {
+    text,
+    asVoice: false,
+    asDocument: false,
+    outcomes: [],
+    ready: () => [],
+    dispose: async () => {},
+  };
 }
 
 /**
@@ -182,23 +235,16 @@ export class Outbox {
     }
     // `record.attempts` counts attempts that failed; one cut off by a stop or crash does not.
     const attempts = record.attempts + 1;
-    if (attempts > this.#maxAttempts || ageMs > this.#maxAgeMs) {
+    if (
+      attempts > this.#maxAttempts ||
+      ageMs > this.#maxAgeMs ||
+      record.steps.has(GivenUpStep) // a give-up a stop or crash cut off
+    ) {
       return this.#giveUp(record, channel, log, record.lastError ?? "it kept failing");
     }
     const done = new Map(record.steps);
     const signal = this.#stopping.signal;
-    const progress: DeliveryProgress = {
-      replyId: record.id,
-      done,
-      step: async (key: string, result: StepResult) => {
-        done.set(key, result);
-        await this.#journal.step(record.id, key, result);
-      },
-      clear: async (key: string) => {
-        if (!done.delete(key)) return;
-        await this.#journal.clearStep(record.id, key);
-      },
-    };
+    const progress = this.#progress(record.id, done);
     let report: DeliveryReport | undefined;
     try {
       const plan = await planMedia(
@@ -288,7 +334,29 @@ export class Outbox {
     return "delivered";
   }
 
-  /** Sends the lines as one message once per reply (its step key keeps it from repeating). */
+  /** The progress of reply `replyId`: `done` is kept up to date and every step recorded. */
+  #progress(replyId: string, done: Map<string, StepResult>): DeliveryProgress {
+    return {
+      replyId,
+      done,
+      step: async (key: string, result: StepResult) => {
+        done.set(key, result);
+        await this.#journal.step(replyId, key, result);
+      },
+      clear: async (key: string) => {
+        if (!done.delete(key)) return;
+        await this.#journal.clearStep(replyId, key);
+      },
+    };
+  }
+
+  /**
+   * Sends the lines as one message once per reply, through the channel's step machinery (see
+   * {@link NoticeSteps}): a crash between its send and its record neither loses it nor, on
+   * Discord (same nonce) or under Telegram's `at-most-once`, sends it twice. A notice the
+   * platform refuses is recorded `failed` and not tried again; one cut off by the stop is
+   * finished by the next start.
+   */
   async #notice(
     channel: ChannelAdapter,
     record: OutboxRecord,
@@ -298,14 +366,27 @@ export class Outbox {
     signal: AbortSignal,
   ): Promise<void> {
     if (lines.length === 0 || progress.done.has(key) || signal.aborted) return;
+    const text = lines.join("\n");
+    let result: StepResult = "sent";
     try {
-      await channel.sendText(record.target, lines.join("\n"), signal);
-      await progress.step(key, "sent");
+      const report = await channel.deliver(
+        {
+          sessionKey: record.sessionKey,
+          profile: record.profile,
+          target: record.target,
+          text,
+          plan: textOnlyPlan(text),
+        },
+        { signal, progress: noticeProgress(progress, key) },
+      );
+      if (report.textPending === true) result = "failed";
     } catch (error) {
-      if (signal.aborted) return;
-      this.#log.warn({ err: error, replyId: record.id }, "could not send the delivery notices");
-      await progress.step(key, "failed");
+      if (!signal.aborted)
+        this.#log.warn({ err: error, replyId: record.id, key }, "could not send a notice");
+      result = "failed";
     }
+    if (signal.aborted) return;
+    await progress.step(key, result);
   }
 
   async #retryLater(
@@ -321,6 +402,10 @@ export class Outbox {
       Math.min(OutboxDefaults.retryMaxMs, OutboxDefaults.retryBaseMs * 2 ** (attempts - 1));
     const notBeforeMs = this.#now() + delayMs;
     if (attempts >= this.#maxAttempts || notBeforeMs - record.createdAtMs > this.#maxAgeMs) {
+      // Counted in the journal too: a restart during the give-up reports the same count.
+      await this.#journal
+        .attempt(record.id)
+        .catch((error: unknown) => log.error({ err: error }, "attempt could not be recorded"));
       return this.#giveUp({ ...record, attempts }, channel, log, reason);
     }
     try {
@@ -336,6 +421,12 @@ export class Outbox {
     return "rescheduled";
   }
 
+  /**
+   * Gives the reply up and reports it in its chat: the decision is recorded first (the
+   * {@link GivenUpStep} step, the reason as the last error), then the notice goes out like the
+   * others, then the reply is closed. A stop or crash in between leaves the reply pending; the
+   * next start finishes the give-up without sending the notice twice.
+   */
   async #giveUp(
     record: OutboxRecord,
     channel: ChannelAdapter,
@@ -343,14 +434,22 @@ export class Outbox {
     reason: string,
   ): Promise<AttemptResult> {
     log.error({ attempts: record.attempts, reason }, "reply given up");
+    const signal = this.#stopping.signal;
+    const progress = this.#progress(record.id, new Map(record.steps));
+    if (!progress.done.has(GivenUpStep)) {
+      try {
+        await this.#journal.reschedule(record.id, record.notBeforeMs, reason);
+        await progress.step(GivenUpStep, "failed");
+      } catch (error) {
+        log.error({ err: error }, "the give-up could not be recorded");
+      }
+    }
+    const text = givenUpText(record.attempts, this.#now() - record.createdAtMs, reason);
+    await this.#notice(channel, record, progress, NoticeSteps.givenUp, [text], signal).catch(
+      (error: unknown) => log.warn({ err: error }, "could not report the reply given up"),
+    );
+    if (signal.aborted) return "interrupted";
     await this.#journal.closeReply(record.id, "given_up", reason);
-    await channel
-      .sendText(
-        record.target,
-        givenUpText(record.attempts, this.#now() - record.createdAtMs, reason),
-        this.#stopping.signal,
-      )
-      .catch((error: unknown) => log.warn({ err: error }, "could not report the reply given up"));
     return "given_up";
   }
 }

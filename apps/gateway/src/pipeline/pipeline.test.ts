@@ -15,6 +15,7 @@ import type {
   ChannelAdapter,
   ChannelHealth,
   ChatTarget,
+  DeliverOptions,
   DeliveryReport,
   InboundMessage,
   OutboundReply,
@@ -53,7 +54,7 @@ class RecordingChannel implements ChannelAdapter {
   async sendText(_target: ChatTarget, text: string): Promise<void> {
     this.texts.push(text);
   }
-  async deliver(reply: OutboundReply): Promise<DeliveryReport> {
+  async deliver(reply: OutboundReply, _options?: DeliverOptions): Promise<DeliveryReport> {
     this.replies.push({
       sessionKey: reply.sessionKey,
       profile: reply.profile,
@@ -450,7 +451,10 @@ describe("message pipeline", () => {
   it("a reply the channel cannot deliver is retried from the outbox, then given up with one clear line", async () => {
     const channel = new RecordingChannel();
     let attempts = 0;
-    channel.deliver = () => {
+    const { deliver } = channel;
+    // The reply fails; the outbox's own notice goes through the same `deliver`.
+    channel.deliver = (reply, options) => {
+      if (reply.text !== "you said: hi") return deliver.call(channel, reply, options);
       attempts++;
       return Promise.reject(new Error("platform down"));
     };
@@ -463,10 +467,10 @@ describe("message pipeline", () => {
       return () => {};
     });
     await handleMessage(testContext(runtime, services, channel, "hi", "1"));
-    await vi.waitFor(() => expect(channel.texts).toHaveLength(1));
+    await vi.waitFor(() => expect(channel.replies).toHaveLength(1));
     expect(attempts).toBe(OutboxDefaults.maxAttempts);
     expect(delays).toEqual([30_000, 60_000, 120_000, 240_000, 480_000, 960_000, 1_800_000]);
-    expect(channel.texts[0]).toMatch(
+    expect(channel.replies[0]?.text).toMatch(
       /^⚠️ A reply could not be delivered \(8 attempt\(s\) over 1 min\): platform down$/,
     );
   });
