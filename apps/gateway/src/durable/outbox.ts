@@ -1,4 +1,11 @@
-import { type MediaPlan, planMedia } from "@mediagate/media";
+import {
+  type MediaPlan,
+  noticeFor,
+  planMedia,
+  type ResumedPlan,
+  recordPlan,
+  resumePlan,
+} from "@mediagate/media";
 import type {
   ChannelAdapter,
   DeliveryOutcome,
@@ -27,7 +34,7 @@ export interface OutboxOptions {
   readonly journal: Journal;
   /** The channel that sends for a profile on a platform. */
   readonly channelFor: (profile: string, platform: Platform) => ChannelAdapter | undefined;
-  /** A profile's runtime (media are planned from the turn's slot again on every attempt). */
+  /** A profile's runtime (media are planned, and opened again on resume, from the turn's slot). */
   readonly runtimeFor: (profile: string) => PipelineRuntime | undefined;
   readonly logger: Logger;
   readonly maxAttempts?: number | undefined;
@@ -124,11 +131,12 @@ function textOnlyPlan(text: string): MediaPlan {
 
 /**
  * The outbox (docs/durability.md): a finished turn's reply is recorded before any of it is
- * sent, each step's result after the step, so a restarted gateway finishes what a crash or a
- * stop cut off and never sends a recorded step twice. Media are planned again on each attempt
- * from the reply's `MEDIA:` tags (every check runs again; nothing is kept open across restarts).
- * A reply held back by a long `retry_after` is scheduled for later, not dropped; attempts and
- * age are capped and a reply given up is reported in its chat.
+ * sent, its media plan before the first send, each step's result after the step, so a
+ * restarted gateway finishes what a crash or a stop cut off and never sends a recorded step
+ * twice. Every attempt delivers the recorded plan: its files are opened again, with every
+ * check, when they are still to send (nothing is kept open across restarts); one gone or
+ * refused since gets its notice. A reply held back by a long `retry_after` is scheduled for
+ * later, not dropped; attempts and age are capped and a reply given up is reported in its chat.
  */
 export class Outbox {
   readonly #journal: Journal;
@@ -246,13 +254,20 @@ export class Outbox {
     const signal = this.#stopping.signal;
     const progress = this.#progress(record.id, done);
     let report: DeliveryReport | undefined;
+    let planned = record.plan;
+    let lostNotices: string[] = [];
     try {
-      const plan = await planMedia(
-        record.text,
-        runtime.translateContext(record.slot, record.sessionKey, signal),
-        channel.limitsFor?.(record.target) ?? channel.limits,
-      );
+      const { plan, lost } = await this.#plan(record, runtime, channel, done, signal);
       try {
+        if (planned === undefined) {
+          // Recorded before the first send; a failure here fails the attempt (nothing was sent).
+          const made = recordPlan(plan);
+          await this.#journal.setPlan(record.id, made);
+          planned = made;
+        }
+        lostNotices = lost.map(noticeFor).filter((line): line is string => line !== undefined);
+        if (lost.length > 0)
+          log.warn({ lost: lost.map((o) => o.status) }, "files of the recorded plan lost since");
         for (const outcome of plan.outcomes) {
           const { candidates, ...rest } = outcome;
           const summary = "file" in rest ? { ...rest, file: undefined } : rest;
@@ -273,7 +288,8 @@ export class Outbox {
             log.debug({ delivery: outcome }, `media ${outcome.status}`);
         }
         deliveries.push(...deliveryItems(plan, report, done));
-        await this.#notice(channel, record, progress, NoticeSteps.plan, planNotices(plan), signal);
+        const notices = planNotices(plan, lost);
+        await this.#notice(channel, record, progress, NoticeSteps.plan, notices, signal);
       } finally {
         await plan.dispose();
       }
@@ -282,7 +298,7 @@ export class Outbox {
       const reason = error instanceof Error ? error.message : String(error);
       log.error({ err: error }, "reply delivery attempt failed");
       return this.#retryLater(
-        { ...record, steps: done },
+        { ...record, plan: planned, steps: done },
         attempts,
         reason,
         undefined,
@@ -296,7 +312,7 @@ export class Outbox {
     }
     if (report?.retryAfterSeconds !== undefined) {
       return this.#retryLater(
-        { ...record, steps: done },
+        { ...record, plan: planned, steps: done },
         attempts,
         `rate limited by ${record.platform} (retry after ${report.retryAfterSeconds} s)`,
         report.retryAfterSeconds * 1000,
@@ -311,7 +327,7 @@ export class Outbox {
       (report.textPending === true || report.outcomes.some((o) => o.status === "pending"))
     ) {
       return this.#retryLater(
-        { ...record, steps: done },
+        { ...record, plan: planned, steps: done },
         attempts,
         "the delivery stopped before every part of the reply was sent",
         undefined,
@@ -319,9 +335,12 @@ export class Outbox {
         log,
       );
     }
-    const notices = (report?.outcomes ?? [])
-      .map((outcome: DeliveryOutcome) => deliveryNotice(outcome))
-      .filter((line): line is string => line !== undefined);
+    const notices = [
+      ...lostNotices,
+      ...(report?.outcomes ?? [])
+        .map((outcome: DeliveryOutcome) => deliveryNotice(outcome))
+        .filter((line): line is string => line !== undefined),
+    ];
     if ([...done].some(([key, result]) => key.startsWith("text:") && result === "unconfirmed"))
       notices.unshift(TextUnconfirmedText);
     await this.#notice(channel, record, progress, NoticeSteps.delivery, notices, signal);
@@ -332,6 +351,31 @@ export class Outbox {
       log.error({ err: error }, "delivered reply could not be closed in the journal");
     }
     return "delivered";
+  }
+
+  /**
+   * The reply's plan. A recorded one is resumed: the same steps, its files still to send opened
+   * again with every check (those whose step is done are not), the ones that no longer pass in
+   * `lost`. A reply without one (not attempted yet, or recorded by an older version) is planned
+   * from its text.
+   */
+  async #plan(
+    record: OutboxRecord,
+    runtime: PipelineRuntime,
+    channel: ChannelAdapter,
+    done: ReadonlyMap<string, StepResult>,
+    signal: AbortSignal,
+  ): Promise<ResumedPlan> {
+    const ctx = runtime.translateContext(record.slot, record.sessionKey, signal);
+    const limits = channel.limitsFor?.(record.target) ?? channel.limits;
+    if (record.plan === undefined)
+      return { plan: await planMedia(record.text, ctx, limits), lost: [] };
+    return resumePlan(record.plan, ctx, limits, {
+      reopen: (path) => {
+        const result = done.get(`media:${path}`);
+        return result === undefined || result === "sending";
+      },
+    });
   }
 
   /** The progress of reply `replyId`: `done` is kept up to date and every step recorded. */
