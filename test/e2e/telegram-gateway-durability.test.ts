@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { interruptedText } from "@mediagate/gateway";
@@ -68,6 +69,38 @@ describe("gateway over Telegram: nothing lost to a stop", () => {
     expect(noticeCall?.params.reply_parameters).toMatchObject({
       message_id: longMessage.message_id,
     });
+  });
+});
+
+describe("gateway over Telegram with recovery.rerunInterrupted", () => {
+  let harness: TelegramGatewayHarness;
+  let bot: TelegramBot;
+
+  beforeAll(async () => {
+    harness = await TelegramGatewayHarness.start("t-rerun", [{ admins: [Admin] }], {
+      drainTimeoutMs: 300,
+      settings: { recovery: { rerunInterrupted: true } },
+    });
+    bot = harness.bot();
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+  });
+
+  it("a turn cut off after its first command started runs again after the restart, without the notice", async () => {
+    const since = bot.mark();
+    // The first run marks the workspace and hangs; the run after the restart finds the mark.
+    const command =
+      "if [ -e /workspace/ran-once ]; then echo ran-again; else touch /workspace/ran-once; sleep 30; fi";
+    await bot.post((fake) => fake.sendPrivateText({ userId: Admin, text: command }));
+    await waitUntil(
+      () => existsSync(join(bot.profileSlotDir(), "workspace", "ran-once")),
+      "the turn's command to start",
+    );
+    await harness.restart();
+    await waitUntil(() => bot.texts(Admin, since).includes("ran-again"), "the turn run again");
+    expect(bot.texts(Admin, since)).toEqual(["ran-again"]);
   });
 });
 
