@@ -20,6 +20,7 @@ import type {
   InboundMessage,
   OutboundReply,
 } from "../channels/types.js";
+import { describeChannel } from "../commands/status.js";
 import { emptyEnv } from "../config/env.js";
 import { resolveConfig } from "../config/load.js";
 import type { ProfileConfig } from "../config/types.js";
@@ -473,6 +474,38 @@ describe("message pipeline", () => {
     expect(channel.replies[0]?.text).toMatch(
       /^⚠️ A reply could not be delivered \(8 attempt\(s\) over 1 min\): platform down$/,
     );
+  });
+
+  it("/status from an admin ends with one line per channel: state, why, when the platform last answered", async () => {
+    const channel = new RecordingChannel();
+    const runtime = testRuntime(echoAgent([]), []);
+    const services: PipelineServices = {
+      ...testServices(),
+      channels: () => [
+        {
+          platform: "telegram",
+          profile: "t",
+          state: "retrying",
+          sinceMs: 0,
+          lastOkMs: Date.now() - 42_000,
+          detail: "409 Conflict: another process polls this bot",
+        },
+        { platform: "discord", profile: "t", state: "up", sinceMs: 0 },
+      ],
+    };
+    await handleMessage(testContext(runtime, services, channel, "/status", "1"));
+    expect(channel.texts[0]?.split("\n").slice(-2)).toEqual([
+      expect.stringMatching(
+        /^Channel telegram \(t\): retrying \(409 Conflict: another process polls this bot\), last answer \d+ s ago$/,
+      ),
+      "Channel discord (t): up",
+    ]);
+    expect(
+      describeChannel(
+        { platform: "telegram", profile: "w", state: "up", sinceMs: 0, lastOkMs: 10_000 },
+        13_400,
+      ),
+    ).toBe("Channel telegram (w): up, last answer 3 s ago");
   });
 
   it("records each message in the journal and closes it with what became of it", async () => {
