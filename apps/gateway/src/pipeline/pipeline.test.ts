@@ -508,6 +508,46 @@ describe("message pipeline", () => {
     ).toBe("Channel telegram (w): up, last answer 3 s ago");
   });
 
+  it("a reply older than delivery.maxAgeSeconds is given up at its next attempt and reported in its chat", async () => {
+    const channel = new RecordingChannel();
+    let attempts = 0;
+    const { deliver } = channel;
+    channel.deliver = (reply, options) => {
+      if (reply.text !== "you said: hi") return deliver.call(channel, reply, options);
+      attempts++;
+      return Promise.reject(new Error("platform down"));
+    };
+    const scheduled: { run: () => void; delayMs: number }[] = [];
+    let laterMs = 0; // how far the outbox's clock is ahead of the journal's
+    const services: PipelineServices = {
+      ...testServices(),
+      outbox: new Outbox({
+        journal,
+        logger: silentLogger(),
+        channelFor: () => wired.channel,
+        runtimeFor: () => wired.runtime,
+        maxAgeMs: 60 * 60_000,
+        now: () => Date.now() + laterMs,
+        schedule: (run, delayMs) => {
+          scheduled.push({ run, delayMs });
+          return () => {};
+        },
+      }),
+    };
+    await handleMessage(testContext(testRuntime(echoAgent([]), []), services, channel, "hi", "1"));
+    expect(scheduled.map((s) => s.delayMs)).toEqual([30_000]);
+    expect(channel.replies).toEqual([]);
+
+    laterMs = 2 * 60 * 60_000; // the retry comes two hours late: past the one-hour cap
+    scheduled[0]!.run();
+    await vi.waitFor(() => expect(channel.replies).toHaveLength(1));
+    expect(channel.replies[0]?.text).toBe(
+      "⚠️ A reply could not be delivered (1 attempt(s) over 120 min): platform down",
+    );
+    expect(attempts).toBe(1);
+    expect(scheduled).toHaveLength(1);
+  });
+
   it("records each message in the journal and closes it with what became of it", async () => {
     const channel = new RecordingChannel();
     const runtime = testRuntime(echoAgent([]), []);
