@@ -1,13 +1,15 @@
 import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FakeDiscord } from "../fakes/discord/index.js";
 import { FakeTelegram } from "../fakes/telegram/index.js";
-import { runCli } from "./harness/cli.js";
+import { runCli, spawnCli } from "./harness/cli.js";
 import { createTempHome, TestImage, uniqueProfileName, waitUntil } from "./harness/gateway-home.js";
 
 /**
  * A channel that fails for good while the gateway runs (docs/durability.md, "Channel health"):
- * Telegram answers `getUpdates` with 401 (the token was revoked). The real `mediagate start`
+ * Telegram answers `getUpdates` with 401, Discord closes the gateway with 4004 and answers REST
+ * with 401 (the token was revoked). The real `mediagate start`
  * must not stay alive and healthy-looking with a dead channel: it stops and exits non-zero, so
  * a service manager restarts it or alerts, and says why without the token.
  */
@@ -47,5 +49,44 @@ describe("mediagate start with a token revoked while running", () => {
     expect(ended.code).toBe(1);
     expect(ended.stderr).toContain("401");
     expect(ended.output).not.toContain("AAH-revoked-while-running-secret");
+  });
+});
+
+describe("mediagate start with a Discord token revoked while running", () => {
+  const token = "discord-revoked-while-running-Zq8x";
+  let home = "";
+  let fake: FakeDiscord;
+
+  beforeAll(async () => {
+    home = await createTempHome("cli-fatal-discord");
+    fake = await FakeDiscord.start({ token });
+  });
+
+  afterAll(async () => {
+    await fake?.close();
+    await rm(home, { recursive: true, force: true });
+  });
+
+  it("exits with code 1 once Discord refuses the token (revoked: gateway close 4004, REST 401), never printing it", async () => {
+    const config = join(home, "mediagate.yaml");
+    await writeFile(
+      config,
+      [
+        `home: ${join(home, "home")}`,
+        "profiles:",
+        `  - name: ${uniqueProfileName("fatal-dc")}`,
+        `    discord: { token: "${token}", apiRoot: "${fake.apiRoot}" }`,
+        '    allowedUsers: ["discord:300000000000000001"]',
+        `    sandbox: { image: ${TestImage}, diskLimitBytes: 0 }`,
+        "",
+      ].join("\n"),
+    );
+    const run = spawnCli(["start", "--config", config], { home, timeoutMs: 60_000 });
+    await waitUntil(() => run.stderr().includes('"msg":"channel started"'), "Discord to connect");
+    fake.revokeToken();
+    const ended = await run.ended;
+    expect(ended.code).toBe(1);
+    expect(ended.stderr).toContain("Discord refused the bot token (gateway close 4004)");
+    expect(ended.output).not.toContain(token);
   });
 });

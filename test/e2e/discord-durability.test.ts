@@ -12,10 +12,13 @@ import {
   type InboundMessage,
   type StepResult,
 } from "@mediagate/gateway";
-import { type MediaPlan, planMedia } from "@mediagate/media";
+import { type MediaPlan, noticeFor, planMedia } from "@mediagate/media";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../../test-support/wait.js";
 import { FakeDiscord, type FakeDiscordOptions } from "../fakes/discord/index.js";
+import { FaultProxy } from "../fakes/fault-proxy/index.js";
+import { CliInstall } from "./harness/cli-install.js";
+import { waitUntil } from "./harness/gateway-home.js";
 
 const Token = "discord-durable-token-Pq7w2Rt9";
 const HumanId = "300000000000000001";
@@ -559,5 +562,43 @@ describe("Discord: channel health", () => {
     ).rejects.toMatchObject({ status: 401 });
     expect(h.fatal).toHaveLength(1);
     expect(h.logs.join("\n")).not.toContain(Token);
+  });
+});
+
+describe("Discord: the outbox's own notices through a crash (the real CLI, SIGKILLed)", () => {
+  it("a notice posted but not recorded is created again with the same nonce: the fake returns the first", async () => {
+    const withheld = noticeFor({
+      status: "denied",
+      path: "/etc/shadow",
+      reason: "",
+      candidates: [],
+    });
+    const fake = await startFake();
+    const proxy = new FaultProxy(fake.apiRoot);
+    await proxy.start();
+    cleanups.push(() => proxy.stop());
+    const install = await CliInstall.create("dc-notice", {
+      discord: { token: Token, apiRoot: `${proxy.url}${new URL(fake.apiRoot).pathname}` },
+      allowedUsers: [`discord:${HumanId}`],
+    });
+    cleanups.push(() => install.dispose());
+    const dm = fake.world.dmChannel(HumanId);
+    // The reply is only a refused file: the one message is the outbox's notice. Discord posts
+    // it, and its answer never comes back.
+    proxy.add(
+      { method: "POST", path: `${new URL(fake.apiRoot).pathname}/v10/channels/${dm}/messages` },
+      { kind: "hang", stage: "after" },
+    );
+    await install.start();
+    fake.sendDirectMessage({ content: "echo MEDIA:/etc/shadow", authorId: HumanId });
+    await waitUntil(() => fake.messageCreates(dm).length === 1, "the notice to be posted");
+    await install.kill();
+
+    await install.start();
+    await waitUntil(() => fake.messageCreates(dm).length === 2, "the notice to be created again");
+    const creates = fake.messageCreates(dm);
+    expect(creates.map((call) => call.deduplicated)).toEqual([false, true]);
+    expect(creates[1]?.nonce).toBe(creates[0]?.nonce);
+    expect(fake.messagesIn(dm).map((message) => message.content)).toEqual([withheld]);
   });
 });

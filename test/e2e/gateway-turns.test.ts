@@ -203,10 +203,11 @@ describe("gateway turns against the real Docker engine", () => {
     channel.send("echo MEDIA:/etc/passwd; echo MEDIA:/workspace/nothing-here.txt");
     await gateway!.idle();
     const sent = channel.sent.slice(from);
-    const reply = sent.find((s) => s.kind === "reply");
+    // The reply, then the outbox's notice: a message of its own, delivered like a reply.
+    const [reply, ...rest] = sent;
     if (reply?.kind !== "reply") throw new Error("no reply");
     expect(reply.files).toEqual([]);
-    const notices = sent.filter((s) => s.kind === "text").map((s) => s.text);
+    const notices = rest.map((s) => s.text);
     expect(notices).toHaveLength(1);
     expect(notices[0]).toContain("An attachment was withheld");
     expect(notices[0]).toContain("Couldn't deliver nothing-here.txt");

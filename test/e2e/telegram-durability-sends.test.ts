@@ -8,11 +8,13 @@ import {
   type TelegramChannelOptions,
   TelegramDeliveryError,
 } from "@mediagate/gateway";
-import type { ReadyMedia } from "@mediagate/media";
+import { noticeFor, type ReadyMedia } from "@mediagate/media";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { botMethod, FaultProxy, floodWait } from "../fakes/fault-proxy/index.js";
 import { FakeTelegram } from "../fakes/telegram/index.js";
 import { captureLogs, planOf, readyItem, scratchDir } from "../fakes/telegram/media-fixtures.js";
+import { CliInstall } from "./harness/cli-install.js";
+import { waitUntil } from "./harness/gateway-home.js";
 
 /**
  * Sending durably (docs/durability.md): the real TelegramChannel and grammY against
@@ -337,5 +339,43 @@ describe("signals", () => {
     expect(error).toMatchObject({ aborted: true });
     await expect(channel.showActivity(target, AbortSignal.abort())).resolves.toBeUndefined();
     expect(proxy.requests).toEqual([]);
+  });
+});
+
+describe("the outbox's own notices through a crash (the real CLI, SIGKILLed)", () => {
+  it("at-most-once: a notice posted but not recorded is not sent again by the restarted gateway", async () => {
+    const withheld = noticeFor({
+      status: "denied",
+      path: "/etc/shadow",
+      reason: "",
+      candidates: [],
+    });
+    const install = await CliInstall.create("tg-notice", {
+      telegram: { token: fake.token, apiRoot: proxy.url, pollTimeoutSeconds: 1 },
+      allowedUsers: ["telegram:77"],
+    });
+    disposers.push(() => install.dispose());
+    // The reply is only a refused file: the one message is the outbox's notice. Telegram posts
+    // it, and its answer never comes back.
+    proxy.add(botMethod("sendMessage"), { kind: "hang", stage: "after" });
+    await install.start();
+    fake.sendPrivateText({ userId: 77, text: "echo MEDIA:/etc/shadow" });
+    await waitUntil(() => posted("sendMessage").length === 1, "the notice to be posted");
+    await install.kill();
+
+    await install.start();
+    await waitUntil(
+      () => install.output().includes("not sent again (at-most-once)"),
+      "the restarted gateway to settle the notice cut off mid-send",
+    );
+    fake.sendPrivateText({ userId: 77, text: "echo after-the-restart" });
+    await waitUntil(
+      () => posted("sendMessage").some((c) => c.params.text === "after-the-restart"),
+      "the next reply",
+    );
+    expect(posted("sendMessage").map((c) => c.params.text)).toEqual([
+      withheld,
+      "after-the-restart",
+    ]);
   });
 });

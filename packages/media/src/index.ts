@@ -6,7 +6,7 @@ export { extractMedia } from "./extract.js";
 export type { DiscordLimitOptions, TelegramLimitOptions } from "./limits.js";
 export { DiscordDefaults, discordLimits, TelegramDefaults, telegramLimits } from "./limits.js";
 export { formatBytes, noticeFor } from "./notice.js";
-export { PlanDefaults, planMedia } from "./plan.js";
+export { isPlanRecord, PlanDefaults, planMedia, recordPlan, resumePlan } from "./plan.js";
 export type { DeliveryPolicy, PolicyOptions } from "./policy.js";
 export { createPolicy, HOME_SECRETS, SYSTEM_DIRS } from "./policy.js";
 export type {
@@ -19,7 +19,11 @@ export type {
   MediaOutcome,
   MediaPlan,
   OpenedFile,
+  PlannedItem,
+  PlanRecord,
   ReadyMedia,
+  ResumedPlan,
+  ResumeOptions,
   TooLargeMedia,
   TranslateContext,
   UnreachableMedia,

@@ -1,9 +1,10 @@
 import path from "node:path";
-import { classify, SNIFF_BYTES } from "./classify.js";
+import { Readable } from "node:stream";
+import { classify, type KindDirectives, SNIFF_BYTES } from "./classify.js";
 import { spoolFromContainer } from "./container-file.js";
 import { Defaults } from "./defaults.js";
 import { MediaConfigError } from "./errors.js";
-import { extractMedia, type MediaExtraction } from "./extract.js";
+import { extractMedia } from "./extract.js";
 import type { DescriptorFile, OpenHooks } from "./open-file.js";
 import { normalizeAbsolute, parseVolumes } from "./paths.js";
 import { createRealPolicy, withRealPaths } from "./policy.js";
@@ -13,7 +14,12 @@ import type {
   MediaKind,
   MediaOutcome,
   MediaPlan,
+  OpenedFile,
+  PlannedItem,
+  PlanRecord,
   ReadyMedia,
+  ResumedPlan,
+  ResumeOptions,
   TranslateContext,
   UploadLimits,
 } from "./types.js";
@@ -106,7 +112,7 @@ async function planOne(
   ctx: TranslateContext,
   setup: ResolveSetup,
   limits: UploadLimits,
-  extraction: MediaExtraction,
+  extraction: KindDirectives,
   hops = 0,
 ): Promise<MediaOutcome> {
   const host = await resolveOnHost(tagPath, setup);
@@ -160,7 +166,7 @@ async function finish(
   file: DescriptorFile,
   candidates: CandidateTrace[],
   limits: UploadLimits,
-  extraction: MediaExtraction,
+  extraction: KindDirectives,
 ): Promise<MediaOutcome> {
   const filename = path.posix.basename(requested);
   let classification: Awaited<ReturnType<typeof classify>>;
@@ -193,9 +199,168 @@ async function finish(
   };
 }
 
+/**
+ * What a plan decided, as plain JSON to record with the reply before its first send
+ * (docs/durability.md): the text as planned and, in order, each tag's outcome without its
+ * descriptor (a ready file's path, kind, name, MIME type, size and the host path it was found
+ * at; the others' reason, size and limit). {@link resumePlan} delivers from it.
+ */
+export function recordPlan(plan: MediaPlan): PlanRecord {
+  return {
+    version: 1,
+    text: plan.text,
+    asVoice: plan.asVoice,
+    asDocument: plan.asDocument,
+    items: plan.outcomes.map(plannedItem),
+  };
+}
+
+function plannedItem(outcome: MediaOutcome): PlannedItem {
+  switch (outcome.status) {
+    case "ready": {
+      const { path: tagged, kind, filename, mime, size } = outcome;
+      let found: CandidateTrace | undefined;
+      for (const trace of outcome.candidates) if (trace.result === "ok") found = trace;
+      const hostPath =
+        found === undefined || found.source === "container"
+          ? undefined
+          : (found.detail ?? found.path);
+      return {
+        status: "ready",
+        path: tagged,
+        kind,
+        filename,
+        mime,
+        size,
+        ...(hostPath === undefined ? {} : { hostPath }),
+      };
+    }
+    case "unreachable":
+      return { status: "unreachable", path: outcome.path, reason: outcome.reason };
+    case "denied":
+      return { status: "denied", path: outcome.path, reason: outcome.reason };
+    case "too_large": {
+      const { path: tagged, kind, size, limit } = outcome;
+      return { status: "too_large", path: tagged, kind, size, limit };
+    }
+  }
+}
+
+/**
+ * A plan rebuilt from its {@link PlanRecord} for a resumed delivery: the same text and the
+ * same items in the same order, so the steps already recorded name the same things. Each ready
+ * file `options.reopen` accepts is opened again by its tagged path with every check of
+ * {@link planMedia} (translation, the credential policy, the O_NOFOLLOW open and its re-check
+ * through the descriptor, the container fallback) and must still fit its recorded kind's
+ * limit; one that no longer passes (gone, swapped for a link out of its root, grown too large)
+ * keeps its place with its new outcome and is listed in `lost`. A ready item not reopened (its
+ * step is done) keeps its recorded facts and a file that cannot be read. The caller disposes
+ * the plan; if this throws, what it opened is closed first.
+ */
+export async function resumePlan(
+  record: PlanRecord,
+  ctx: TranslateContext,
+  limits: UploadLimits,
+  options: ResumeOptions = {},
+): Promise<ResumedPlan> {
+  checkContext(ctx);
+  const setup = await prepareSetup(ctx);
+  const directives = { asVoice: record.asVoice, asDocument: record.asDocument };
+  const outcomes: MediaOutcome[] = [];
+  const lost: MediaOutcome[] = [];
+  try {
+    for (const item of record.items) {
+      ctx.signal?.throwIfAborted();
+      if (item.status !== "ready") {
+        outcomes.push({ ...item, candidates: [] });
+        continue;
+      }
+      if (options.reopen?.(item.path) === false) {
+        outcomes.push(notReopened(item));
+        continue;
+      }
+      const fresh = await planOne(item.path, ctx, setup, limits, directives);
+      const outcome = await keepRecordedKind(item, fresh, limits);
+      outcomes.push(outcome);
+      if (outcome.status !== "ready") lost.push(outcome);
+    }
+  } catch (error) {
+    await Promise.all(outcomes.map((o) => (o.status === "ready" ? o.file.close() : undefined)));
+    throw error;
+  }
+  return { plan: createPlan(record.text, directives, outcomes), lost };
+}
+
+/** A file opened again is sent as the kind it was planned as, if it still fits that limit. */
+async function keepRecordedKind(
+  item: Extract<PlannedItem, { status: "ready" }>,
+  fresh: MediaOutcome,
+  limits: UploadLimits,
+): Promise<MediaOutcome> {
+  if (fresh.status !== "ready") return fresh;
+  const limit = limits.maxBytes(item.kind);
+  if (fresh.size > limit) {
+    await fresh.file.close();
+    const { candidates, size } = fresh;
+    return { status: "too_large", path: item.path, kind: item.kind, size, limit, candidates };
+  }
+  return { ...fresh, path: item.path, kind: item.kind };
+}
+
+/** A ready item whose step an earlier attempt finished: described, never read. */
+function notReopened(item: Extract<PlannedItem, { status: "ready" }>): ReadyMedia {
+  const refuse = () => new Error(`${item.filename} was already handled; it is not read again`);
+  const file: OpenedFile = {
+    stream: () =>
+      new Readable({
+        read() {
+          this.destroy(refuse());
+        },
+      }),
+    read: () => Promise.reject(refuse()),
+    close: async () => {},
+  };
+  const { path: tagged, kind, filename, mime, size } = item;
+  return { status: "ready", path: tagged, kind, filename, mime, size, file, candidates: [] };
+}
+
+/** Whether `value` is a {@link PlanRecord} (read back from storage). */
+export function isPlanRecord(value: unknown): value is PlanRecord {
+  if (!isObject(value) || value.version !== 1 || typeof value.text !== "string") return false;
+  if (typeof value.asVoice !== "boolean" || typeof value.asDocument !== "boolean") return false;
+  return Array.isArray(value.items) && value.items.every(isPlannedItem);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function isPlannedItem(value: unknown): boolean {
+  if (!isObject(value) || typeof value.path !== "string") return false;
+  const kind = typeof value.kind === "string" && (KINDS as readonly string[]).includes(value.kind);
+  switch (value.status) {
+    case "ready":
+      return (
+        kind &&
+        typeof value.filename === "string" &&
+        typeof value.mime === "string" &&
+        Number.isSafeInteger(value.size) &&
+        (value.hostPath === undefined || typeof value.hostPath === "string")
+      );
+    case "unreachable":
+      return value.reason === "not_found" || value.reason === "over_max_files";
+    case "denied":
+      return typeof value.reason === "string";
+    case "too_large":
+      return kind && Number.isSafeInteger(value.size) && Number.isSafeInteger(value.limit);
+    default:
+      return false;
+  }
+}
+
 function createPlan(
   text: string,
-  extraction: MediaExtraction,
+  extraction: KindDirectives,
   outcomes: readonly MediaOutcome[],
 ): MediaPlan {
   const ready = outcomes.filter((o): o is ReadyMedia => o.status === "ready");

@@ -156,3 +156,52 @@ export interface MediaPlan {
   /** Close every descriptor of the plan; safe to repeat. */
   dispose(): Promise<void>;
 }
+
+/** One tag's outcome in a {@link PlanRecord}: plain JSON, no descriptor. */
+export type PlannedItem =
+  | {
+      readonly status: "ready";
+      readonly path: string;
+      readonly kind: MediaKind;
+      readonly filename: string;
+      readonly mime: string;
+      readonly size: number;
+      /** The real host path it was opened at; absent when it was read from the container. */
+      readonly hostPath?: string | undefined;
+    }
+  | Omit<UnreachableMedia, "candidates">
+  | Omit<DeniedMedia, "candidates">
+  | Omit<TooLargeMedia, "candidates">;
+
+/**
+ * What planning decided for a reply, recorded with it before its first send so every attempt
+ * delivers the same steps (docs/durability.md). Made by `recordPlan`, used by `resumePlan`.
+ */
+export interface PlanRecord {
+  readonly version: 1;
+  /** The text as planned (directives and resolved tags removed). */
+  readonly text: string;
+  readonly asVoice: boolean;
+  readonly asDocument: boolean;
+  /** One per outcome of the plan, in its order. */
+  readonly items: readonly PlannedItem[];
+}
+
+/** Options of `resumePlan`. */
+export interface ResumeOptions {
+  /**
+   * Whether the ready item with this (tagged) path is opened again; default every one. An item
+   * an earlier attempt finished need not be: it is never read.
+   */
+  readonly reopen?: ((path: string) => boolean) | undefined;
+}
+
+/** A plan rebuilt from its record. */
+export interface ResumedPlan {
+  readonly plan: MediaPlan;
+  /**
+   * Ready items of the record that no longer pass (gone, refused, too large), with their new
+   * outcome; they are in `plan.outcomes` too, in their place.
+   */
+  readonly lost: readonly MediaOutcome[];
+}

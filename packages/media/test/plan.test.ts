@@ -1,11 +1,11 @@
 import { execFileSync } from "node:child_process";
-import { mkdir } from "node:fs/promises";
+import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { MediaConfigError } from "../src/errors.js";
 import { discordLimits, telegramLimits } from "../src/limits.js";
 import { noticeFor } from "../src/notice.js";
-import { planMedia } from "../src/plan.js";
+import { isPlanRecord, planMedia, recordPlan, resumePlan } from "../src/plan.js";
 import type { MediaOutcome, MediaPlan, TranslateContext } from "../src/types.js";
 import { Bytes, layout, link, put, tempDir } from "./helpers.js";
 
@@ -342,5 +342,90 @@ describe("noticeFor", () => {
       candidates: [],
     } as const;
     expect(noticeFor(outcome)).toBe("⚠️ Couldn't deliver abc.png");
+  });
+});
+
+describe("recordPlan / resumePlan: a resumed delivery uses the plan recorded before its first send", () => {
+  it("keeps text and order; a file gone since is lost, a link swapped in is refused, a done step is not read", async () => {
+    const l = await layout();
+    const secret = await put(path.join(l.outside, "secret.txt"), "SECRET");
+    for (const name of ["a", "b", "c", "d"])
+      await put(path.join(l.profile, `workspace/${name}.txt`), name);
+    const first = await plan(
+      "four files\nMEDIA:/workspace/a.txt\nMEDIA:/workspace/b.txt\nMEDIA:/workspace/c.txt\nMEDIA:/workspace/nope.txt\nMEDIA:/workspace/d.txt",
+      l.ctx,
+    );
+    const record = JSON.parse(JSON.stringify(recordPlan(first))) as unknown;
+    if (!isPlanRecord(record)) throw new Error("not a plan record");
+    expect(record.items[0]).toMatchObject({
+      status: "ready",
+      kind: "document",
+      size: 1,
+      hostPath: path.join(l.profile, "workspace/a.txt"),
+    });
+
+    await rm(path.join(l.profile, "workspace/b.txt"));
+    await rm(path.join(l.profile, "workspace/c.txt"));
+    await link(path.join(l.profile, "workspace/c.txt"), secret);
+    await put(path.join(l.profile, "workspace/nope.txt"), "appeared since");
+    const { plan: resumed, lost } = await resumePlan(record, l.ctx, limits, {
+      reopen: (tagged) => tagged !== "/workspace/a.txt",
+    });
+    plans.push(resumed);
+
+    expect(resumed.text).toBe(first.text);
+    expect(resumed.outcomes.map((o) => [o.path, o.status])).toEqual([
+      ["/workspace/a.txt", "ready"],
+      ["/workspace/b.txt", "unreachable"],
+      ["/workspace/c.txt", "denied"],
+      ["/workspace/nope.txt", "unreachable"], // as planned: its notice may already be out
+      ["/workspace/d.txt", "ready"],
+    ]);
+    expect(lost.map((o) => noticeFor(o))).toEqual([
+      "⚠️ Couldn't deliver b.txt",
+      "⚠️ An attachment was withheld: the delivery policy does not allow sending that file.",
+    ]);
+    const [a, , , , d] = resumed.outcomes;
+    expect(await contentOf(d!)).toBe("d");
+    await expect(a?.status === "ready" ? a.file.read() : undefined).rejects.toThrow(
+      /not read again/,
+    );
+  });
+
+  it("sends a reopened file as its recorded kind, and refuses it once it outgrew that kind's limit", async () => {
+    const l = await layout();
+    const photo = await put(path.join(l.profile, "workspace/p.png"), Bytes.png);
+    const small = telegramLimits({ photoBytes: 1000 });
+    const record = recordPlan(await plan("MEDIA:/workspace/p.png", l.ctx, small));
+    expect(record.items).toMatchObject([{ status: "ready", kind: "photo" }]);
+    await put(photo, Buffer.concat([Bytes.png, Buffer.alloc(2000)]));
+    const { plan: resumed, lost } = await resumePlan(record, l.ctx, small);
+    plans.push(resumed);
+    expect(lost).toEqual([
+      expect.objectContaining({
+        status: "too_large",
+        kind: "photo",
+        size: Bytes.png.length + 2000,
+        limit: 1000,
+      }),
+    ]);
+  });
+
+  it("reads back only what it wrote", () => {
+    expect(
+      isPlanRecord({ version: 1, text: "", asVoice: false, asDocument: false, items: [] }),
+    ).toBe(true);
+    expect(
+      isPlanRecord({ version: 2, text: "", asVoice: false, asDocument: false, items: [] }),
+    ).toBe(false);
+    expect(
+      isPlanRecord({
+        version: 1,
+        text: "",
+        asVoice: false,
+        asDocument: false,
+        items: [{ status: "ready", path: "/x" }],
+      }),
+    ).toBe(false);
   });
 });

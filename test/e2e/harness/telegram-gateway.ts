@@ -229,6 +229,7 @@ export class TelegramGatewayHarness {
    *   them (the gateway's default otherwise).
    * @param options.outboxSchedule replaces the outbox's timers (a long `retry_after`).
    * @param options.retrySleep replaces the wait between send attempts (a short `retry_after`).
+   * @param options.settings top-level config keys (e.g. `recovery`).
    */
   static async start(
     prefix: string,
@@ -237,6 +238,7 @@ export class TelegramGatewayHarness {
       readonly drainTimeoutMs?: number;
       readonly outboxSchedule?: GatewayOptions["outboxSchedule"];
       readonly retrySleep?: GatewayOptions["retrySleep"];
+      readonly settings?: Readonly<Record<string, unknown>>;
     } = {},
   ): Promise<TelegramGatewayHarness> {
     const home = await createTempHome(prefix);
@@ -269,7 +271,7 @@ export class TelegramGatewayHarness {
           ...(spec.agent === undefined ? {} : { agent: spec.agent }),
         });
       }
-      const config = resolveConfig({ home, profiles }, { env: testEnv(home) });
+      const config = resolveConfig({ ...options.settings, home, profiles }, { env: testEnv(home) });
       const logs: string[] = [];
       const secrets = [
         ...fakes.map((f) => f.token),

@@ -3,7 +3,10 @@ import type { PipelineRuntime, PipelineServices } from "../pipeline/types.js";
 import { sandboxProblemOf } from "../runtime/sandbox-errors.js";
 import { SlotRegistry } from "../runtime/slot-registry.js";
 
-/** One channel's line of `/status`, e.g. `Channel telegram (work): up, last poll 3 s ago`. */
+/**
+ * One channel's line of `/status`, e.g. `Channel telegram (work): up, last answer 3 s ago`: its
+ * state, why it is not `up` (if so), and when the platform last answered (a poll, a heartbeat).
+ */
 export function describeChannel(health: ChannelHealth, nowMs = Date.now()): string {
   const last =
     health.lastOkMs === undefined

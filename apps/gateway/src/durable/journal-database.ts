@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
+import { isPlanRecord, type PlanRecord } from "@mediagate/media";
 import { type InstanceId, instanceLiveness } from "@mediagate/sandbox";
 import Database from "better-sqlite3";
 import type { ChatCursor, ChatTarget, InboundMessage, StepResult } from "../channels/types.js";
@@ -50,6 +51,7 @@ interface ReplyRow {
   created_at: number;
   not_before: number;
   last_error: string | null;
+  plan: string | null;
 }
 
 /** The owner of what a gateway left unfinished when it stopped: the next start takes it. */
@@ -341,6 +343,11 @@ export class JournalDatabase {
       .immediate();
   }
 
+  /** Records the reply's media plan (before its first send). */
+  setPlan(replyId: string, plan: PlanRecord): void {
+    this.#updateReply(replyId, "UPDATE replies SET plan = ? WHERE id = ?", [JSON.stringify(plan)]);
+  }
+
   attempt(replyId: string): void {
     this.#updateReply(replyId, "UPDATE replies SET attempts = attempts + 1 WHERE id = ?", []);
   }
@@ -405,6 +412,8 @@ export class JournalDatabase {
         .all(row.id)
         .map((step) => [step.key, step.result] as const),
     );
+    // A plan that does not read back (it cannot, short of editing the file) is planned anew.
+    const plan = row.plan === null ? undefined : parseJson(row.plan);
     return {
       id: row.id,
       entryId: row.entry_id ?? undefined,
@@ -421,6 +430,7 @@ export class JournalDatabase {
       createdAtMs: row.created_at,
       notBeforeMs: row.not_before,
       lastError: row.last_error ?? undefined,
+      plan: isPlanRecord(plan) ? plan : undefined,
     };
   }
 

@@ -5,7 +5,17 @@ import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { waitFor } from "../../../../test-support/wait.js";
 import { type LoopFs, mountLoopFs } from "../../test/fixtures/loop-fs.js";
-import type { InboundMessage } from "../channels/types.js";
+import type {
+  ChannelAdapter,
+  ChannelStartOptions,
+  ChatTarget,
+  DeliveryReport,
+  InboundMessage,
+} from "../channels/types.js";
+import { emptyEnv } from "../config/env.js";
+import { resolveConfig } from "../config/load.js";
+import { Gateway, NotRecordedText } from "../gateway.js";
+import { createLogger } from "../log.js";
 import { StateStore, stateDbPath } from "../state/store.js";
 import { StorageError } from "./errors.js";
 import { journalDbPath, SqliteJournal } from "./journal.js";
@@ -104,6 +114,73 @@ describe("journal on a full disk", () => {
     } finally {
       db.close();
     }
+  });
+});
+
+/** A Telegram channel the test hands messages to; it records the texts it was asked to send. */
+class HandChannel implements ChannelAdapter {
+  readonly platform = "telegram" as const;
+  readonly profile = "work";
+  readonly limits = { maxBytes: () => 1 };
+  readonly texts: string[] = [];
+  onMessage: ((message: InboundMessage) => Promise<void>) | undefined;
+  async start({ onMessage }: ChannelStartOptions): Promise<void> {
+    this.onMessage = onMessage;
+  }
+  health() {
+    return { platform: "telegram", profile: this.profile, state: "up", sinceMs: 0 } as const;
+  }
+  async stop(): Promise<void> {}
+  async sendText(_target: ChatTarget, text: string): Promise<void> {
+    this.texts.push(text);
+  }
+  async deliver(): Promise<DeliveryReport> {
+    return { outcomes: [] };
+  }
+  async showActivity(): Promise<void> {}
+}
+
+describe("the gateway's health endpoint while the journal's disk is full", () => {
+  it("reports journal.writable false (status degraded) with the reason, and true once a message is saved again", async () => {
+    const home = join(disk.dir, "home");
+    const lines: string[] = [];
+    const config = resolveConfig(
+      {
+        home,
+        health: { listen: "127.0.0.1:0" },
+        profiles: [{ name: "work", allowedUsers: ["telegram:7"] }],
+      },
+      { env: emptyEnv(home) },
+    );
+    const channel = new HandChannel();
+    const gateway = await Gateway.create(config, {
+      channels: [channel],
+      logger: createLogger({ level: "info", destination: { write: (l) => lines.push(l) } }),
+    });
+    closers.push(() => gateway.stop());
+    await gateway.start();
+    const listening = lines.map((l) => JSON.parse(l) as { msg?: string; url?: string });
+    const url = listening.find((l) => l.msg === "health endpoint listening")?.url;
+    const health = async () =>
+      (await (await fetch(`${url}/health`)).json()) as {
+        status: string;
+        journal: { writable: boolean; detail?: string };
+      };
+    expect((await health()).journal).toEqual({ writable: true });
+
+    const filler = join(disk.dir, "filler");
+    fill(filler);
+    const big = message("1", "x".repeat(512 * 1024));
+    await expect(channel.onMessage?.(big)).rejects.toBeInstanceOf(StorageError);
+    const full = await health();
+    expect(full.status).toBe("degraded");
+    expect(full.journal.writable).toBe(false);
+    expect(full.journal.detail).toMatch(/is full/);
+    expect(channel.texts).toEqual([NotRecordedText]);
+
+    rmSync(filler);
+    await channel.onMessage?.(message("2", "/status"));
+    expect((await health()).journal).toEqual({ writable: true });
   });
 });
 

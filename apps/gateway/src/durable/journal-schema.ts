@@ -6,8 +6,8 @@ import type { Migration } from "../state/schema.js";
  *
  * - `entries`: one row per inbound message (`key` = `<profile>:<platform>:<receiptId>`);
  * - `cursors`: the newest recorded Discord message per chat, for the catch-up after a restart;
- * - `replies` and `reply_steps`: the outbox, one row per finished turn's reply and one per
- *   delivered step of it.
+ * - `replies` and `reply_steps`: the outbox, one row per finished turn's reply (with its media
+ *   plan once planned) and one per delivered step of it.
  */
 export const JOURNAL_MIGRATIONS: readonly Migration[] = [
   {
@@ -66,6 +66,14 @@ export const JOURNAL_MIGRATIONS: readonly Migration[] = [
           PRIMARY KEY (reply_id, key)
         ) STRICT;
       `);
+    },
+  },
+  {
+    // The media plan of a reply, recorded before its first send (docs/durability.md). Replies
+    // recorded before this step have none: they are planned from their text as before.
+    version: 2,
+    up(db) {
+      db.exec("ALTER TABLE replies ADD COLUMN plan TEXT CHECK (plan IS NULL OR json_valid(plan))");
     },
   },
 ];

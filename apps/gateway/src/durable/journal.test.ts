@@ -1,14 +1,16 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { currentInstanceId, instanceLiveness } from "@mediagate/sandbox";
 import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { InboundMessage } from "../channels/types.js";
+import { migrate } from "../state/schema.js";
 import { StorageError } from "./errors.js";
 import { journalDbPath, SqliteJournal } from "./journal.js";
+import { JOURNAL_MIGRATIONS } from "./journal-schema.js";
 import type { OutboxReply } from "./types.js";
 
 let home: string;
@@ -310,6 +312,45 @@ describe("SqliteJournal", () => {
       "work:telegram:1",
       "work:discord:77",
     ]);
+  });
+
+  it("keeps a reply's plan; a reply of a journal from before plans reads back without one", async () => {
+    mkdirSync(join(home, "root"), { recursive: true });
+    const old = new Database(path);
+    migrate(old, JOURNAL_MIGRATIONS.slice(0, 1));
+    old
+      .prepare(
+        `INSERT INTO replies (id, profile, platform, session_key, slot, target, text, state, owner, created_at)
+         VALUES ('old-reply', 'work', 'telegram', 'agent:work:telegram:dm:100', 'profile:work',
+                 '{"platform":"telegram","chatId":"100"}', 'MEDIA:/workspace/a.txt', 'pending', ?, 1)`,
+      )
+      .run(deadOwner);
+    old.close();
+
+    const journal = await openJournal();
+    const [resumed] = await journal.takeOverReplies();
+    expect(resumed).toMatchObject({ id: "old-reply", text: "MEDIA:/workspace/a.txt" });
+    expect(resumed?.plan).toBeUndefined();
+    const plan = {
+      version: 1,
+      text: "",
+      asVoice: false,
+      asDocument: false,
+      items: [
+        {
+          status: "ready",
+          path: "/workspace/a.txt",
+          kind: "document",
+          filename: "a.txt",
+          mime: "text/plain",
+          size: 3,
+        },
+      ],
+    } as const;
+    await journal.setPlan("old-reply", plan);
+    await journal.release();
+    expect((await journal.takeOverReplies())[0]?.plan).toEqual(plan);
+    expect(raw("PRAGMA user_version")).toEqual([{ user_version: 2 }]);
   });
 
   it("refuses a journal written by a newer schema and leaves it alone", async () => {

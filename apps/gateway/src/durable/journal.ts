@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import type { PlanRecord } from "@mediagate/media";
 import { currentInstanceId, type InstanceId } from "@mediagate/sandbox";
 import type { ChatCursor, InboundMessage, StepResult } from "../channels/types.js";
 import { Defaults } from "../defaults.js";
@@ -121,6 +122,10 @@ export class SqliteJournal implements Journal {
 
   clearStep(replyId: string, key: string): Promise<void> {
     return this.#worker.call("clearStep", replyId, key);
+  }
+
+  setPlan(replyId: string, plan: PlanRecord): Promise<void> {
+    return this.#worker.call("setPlan", replyId, plan);
   }
 
   attempt(replyId: string): Promise<void> {

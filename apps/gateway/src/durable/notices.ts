@@ -1,4 +1,4 @@
-import { type MediaPlan, noticeFor } from "@mediagate/media";
+import { type MediaOutcome, type MediaPlan, noticeFor } from "@mediagate/media";
 import type { DeliveryOutcome } from "../channels/types.js";
 
 function basename(path: string): string {
@@ -23,12 +23,13 @@ export function deliveryNotice(outcome: DeliveryOutcome): string | undefined {
 
 /**
  * One line per file the plan did not mark ready: unreachable, denied (the path is never
- * echoed), too large (size and limit).
+ * echoed), too large (size and limit). Outcomes in `except` are left out (a resumed plan's
+ * files lost since it was recorded: their lines go with the delivery's).
  */
-export function planNotices(plan: MediaPlan): string[] {
+export function planNotices(plan: MediaPlan, except: readonly MediaOutcome[] = []): string[] {
   const lines: string[] = [];
   for (const outcome of plan.outcomes) {
-    if (outcome.status === "ready") continue;
+    if (outcome.status === "ready" || except.includes(outcome)) continue;
     const text = noticeFor(outcome);
     if (text !== undefined) lines.push(text);
   }

@@ -1,4 +1,11 @@
-import { planMedia } from "@mediagate/media";
+import {
+  type MediaPlan,
+  noticeFor,
+  planMedia,
+  type ResumedPlan,
+  recordPlan,
+  resumePlan,
+} from "@mediagate/media";
 import type {
   ChannelAdapter,
   DeliveryOutcome,
@@ -27,7 +34,7 @@ export interface OutboxOptions {
   readonly journal: Journal;
   /** The channel that sends for a profile on a platform. */
   readonly channelFor: (profile: string, platform: Platform) => ChannelAdapter | undefined;
-  /** A profile's runtime (media are planned from the turn's slot again on every attempt). */
+  /** A profile's runtime (media are planned, and opened again on resume, from the turn's slot). */
   readonly runtimeFor: (profile: string) => PipelineRuntime | undefined;
   readonly logger: Logger;
   readonly maxAttempts?: number | undefined;
@@ -56,8 +63,24 @@ export interface AttemptSummary {
   readonly deliveries: readonly DeliveryItem[];
 }
 
-/** Step keys of the notices the outbox itself sends (after the channel's own steps). */
-const NoticeSteps = { plan: "notices:plan", delivery: "notices:delivery" } as const;
+/**
+ * Step keys of the notices the outbox itself sends (after the channel's own steps). Each
+ * notice is a message of its own, delivered through the channel's step machinery like a reply:
+ * its chunks are recorded under `<key>/text:<n>` (Telegram marks them `sending` first) and
+ * Discord derives their nonces from `<reply id>/<key>`; `<key>` itself is recorded once the
+ * notice is done, so it is never sent again.
+ */
+const NoticeSteps = {
+  plan: "notices:plan",
+  delivery: "notices:delivery",
+  givenUp: "notices:given_up",
+} as const;
+
+/**
+ * Recorded (with the reason as the reply's last error) before the give-up notice goes out: a
+ * restart in between finishes giving up instead of delivering the reply after all.
+ */
+const GivenUpStep = "given_up";
 
 /** The notice for reply text whose send may not have arrived (and is not sent twice). */
 export const TextUnconfirmedText =
@@ -70,12 +93,50 @@ export function givenUpText(attempts: number, ageMs: number, reason: string): st
 }
 
 /**
+ * The progress of one notice of a reply: its steps are kept under `<key>/` in the reply's
+ * record, and its `replyId` is `<reply id>/<key>`, so its Discord nonces never collide with
+ * the reply's own steps and are the same in every process.
+ */
+function noticeProgress(progress: DeliveryProgress, key: string): DeliveryProgress {
+  const prefix = `${key}/`;
+  const done = new Map<string, StepResult>();
+  for (const [step, result] of progress.done) {
+    if (step.startsWith(prefix)) done.set(step.slice(prefix.length), result);
+  }
+  return {
+    replyId: `${progress.replyId}/${key}`,
+    done,
+    step: async (step, result) => {
+      done.set(step, result);
+      await progress.step(prefix + step, result);
+    },
+    clear: async (step) => {
+      done.delete(step);
+      await progress.clear(prefix + step);
+    },
+  };
+}
+
+/** A plan of text alone (a notice): nothing to upload, nothing to close. */
+function textOnlyPlan(text: string): MediaPlan {
+  return {
+    text,
+    asVoice: false,
+    asDocument: false,
+    outcomes: [],
+    ready: () => [],
+    dispose: async () => {},
+  };
+}
+
+/**
  * The outbox (docs/durability.md): a finished turn's reply is recorded before any of it is
- * sent, each step's result after the step, so a restarted gateway finishes what a crash or a
- * stop cut off and never sends a recorded step twice. Media are planned again on each attempt
- * from the reply's `MEDIA:` tags (every check runs again; nothing is kept open across restarts).
- * A reply held back by a long `retry_after` is scheduled for later, not dropped; attempts and
- * age are capped and a reply given up is reported in its chat.
+ * sent, its media plan before the first send, each step's result after the step, so a
+ * restarted gateway finishes what a crash or a stop cut off and never sends a recorded step
+ * twice. Every attempt delivers the recorded plan: its files are opened again, with every
+ * check, when they are still to send (nothing is kept open across restarts); one gone or
+ * refused since gets its notice. A reply held back by a long `retry_after` is scheduled for
+ * later, not dropped; attempts and age are capped and a reply given up is reported in its chat.
  */
 export class Outbox {
   readonly #journal: Journal;
@@ -182,31 +243,31 @@ export class Outbox {
     }
     // `record.attempts` counts attempts that failed; one cut off by a stop or crash does not.
     const attempts = record.attempts + 1;
-    if (attempts > this.#maxAttempts || ageMs > this.#maxAgeMs) {
+    if (
+      attempts > this.#maxAttempts ||
+      ageMs > this.#maxAgeMs ||
+      record.steps.has(GivenUpStep) // a give-up a stop or crash cut off
+    ) {
       return this.#giveUp(record, channel, log, record.lastError ?? "it kept failing");
     }
     const done = new Map(record.steps);
     const signal = this.#stopping.signal;
-    const progress: DeliveryProgress = {
-      replyId: record.id,
-      done,
-      step: async (key: string, result: StepResult) => {
-        done.set(key, result);
-        await this.#journal.step(record.id, key, result);
-      },
-      clear: async (key: string) => {
-        if (!done.delete(key)) return;
-        await this.#journal.clearStep(record.id, key);
-      },
-    };
+    const progress = this.#progress(record.id, done);
     let report: DeliveryReport | undefined;
+    let planned = record.plan;
+    let lostNotices: string[] = [];
     try {
-      const plan = await planMedia(
-        record.text,
-        runtime.translateContext(record.slot, record.sessionKey, signal),
-        channel.limitsFor?.(record.target) ?? channel.limits,
-      );
+      const { plan, lost } = await this.#plan(record, runtime, channel, done, signal);
       try {
+        if (planned === undefined) {
+          // Recorded before the first send; a failure here fails the attempt (nothing was sent).
+          const made = recordPlan(plan);
+          await this.#journal.setPlan(record.id, made);
+          planned = made;
+        }
+        lostNotices = lost.map(noticeFor).filter((line): line is string => line !== undefined);
+        if (lost.length > 0)
+          log.warn({ lost: lost.map((o) => o.status) }, "files of the recorded plan lost since");
         for (const outcome of plan.outcomes) {
           const { candidates, ...rest } = outcome;
           const summary = "file" in rest ? { ...rest, file: undefined } : rest;
@@ -227,7 +288,8 @@ export class Outbox {
             log.debug({ delivery: outcome }, `media ${outcome.status}`);
         }
         deliveries.push(...deliveryItems(plan, report, done));
-        await this.#notice(channel, record, progress, NoticeSteps.plan, planNotices(plan), signal);
+        const notices = planNotices(plan, lost);
+        await this.#notice(channel, record, progress, NoticeSteps.plan, notices, signal);
       } finally {
         await plan.dispose();
       }
@@ -236,7 +298,7 @@ export class Outbox {
       const reason = error instanceof Error ? error.message : String(error);
       log.error({ err: error }, "reply delivery attempt failed");
       return this.#retryLater(
-        { ...record, steps: done },
+        { ...record, plan: planned, steps: done },
         attempts,
         reason,
         undefined,
@@ -250,7 +312,7 @@ export class Outbox {
     }
     if (report?.retryAfterSeconds !== undefined) {
       return this.#retryLater(
-        { ...record, steps: done },
+        { ...record, plan: planned, steps: done },
         attempts,
         `rate limited by ${record.platform} (retry after ${report.retryAfterSeconds} s)`,
         report.retryAfterSeconds * 1000,
@@ -265,7 +327,7 @@ export class Outbox {
       (report.textPending === true || report.outcomes.some((o) => o.status === "pending"))
     ) {
       return this.#retryLater(
-        { ...record, steps: done },
+        { ...record, plan: planned, steps: done },
         attempts,
         "the delivery stopped before every part of the reply was sent",
         undefined,
@@ -273,9 +335,12 @@ export class Outbox {
         log,
       );
     }
-    const notices = (report?.outcomes ?? [])
-      .map((outcome: DeliveryOutcome) => deliveryNotice(outcome))
-      .filter((line): line is string => line !== undefined);
+    const notices = [
+      ...lostNotices,
+      ...(report?.outcomes ?? [])
+        .map((outcome: DeliveryOutcome) => deliveryNotice(outcome))
+        .filter((line): line is string => line !== undefined),
+    ];
     if ([...done].some(([key, result]) => key.startsWith("text:") && result === "unconfirmed"))
       notices.unshift(TextUnconfirmedText);
     await this.#notice(channel, record, progress, NoticeSteps.delivery, notices, signal);
@@ -288,7 +353,54 @@ export class Outbox {
     return "delivered";
   }
 
-  /** Sends the lines as one message once per reply (its step key keeps it from repeating). */
+  /**
+   * The reply's plan. A recorded one is resumed: the same steps, its files still to send opened
+   * again with every check (those whose step is done are not), the ones that no longer pass in
+   * `lost`. A reply without one (not attempted yet, or recorded by an older version) is planned
+   * from its text.
+   */
+  async #plan(
+    record: OutboxRecord,
+    runtime: PipelineRuntime,
+    channel: ChannelAdapter,
+    done: ReadonlyMap<string, StepResult>,
+    signal: AbortSignal,
+  ): Promise<ResumedPlan> {
+    const ctx = runtime.translateContext(record.slot, record.sessionKey, signal);
+    const limits = channel.limitsFor?.(record.target) ?? channel.limits;
+    if (record.plan === undefined)
+      return { plan: await planMedia(record.text, ctx, limits), lost: [] };
+    return resumePlan(record.plan, ctx, limits, {
+      reopen: (path) => {
+        const result = done.get(`media:${path}`);
+        return result === undefined || result === "sending";
+      },
+    });
+  }
+
+  /** The progress of reply `replyId`: `done` is kept up to date and every step recorded. */
+  #progress(replyId: string, done: Map<string, StepResult>): DeliveryProgress {
+    return {
+      replyId,
+      done,
+      step: async (key: string, result: StepResult) => {
+        done.set(key, result);
+        await this.#journal.step(replyId, key, result);
+      },
+      clear: async (key: string) => {
+        if (!done.delete(key)) return;
+        await this.#journal.clearStep(replyId, key);
+      },
+    };
+  }
+
+  /**
+   * Sends the lines as one message once per reply, through the channel's step machinery (see
+   * {@link NoticeSteps}): a crash between its send and its record neither loses it nor, on
+   * Discord (same nonce) or under Telegram's `at-most-once`, sends it twice. A notice the
+   * platform refuses is recorded `failed` and not tried again; one cut off by the stop is
+   * finished by the next start.
+   */
   async #notice(
     channel: ChannelAdapter,
     record: OutboxRecord,
@@ -298,14 +410,27 @@ export class Outbox {
     signal: AbortSignal,
   ): Promise<void> {
     if (lines.length === 0 || progress.done.has(key) || signal.aborted) return;
+    const text = lines.join("\n");
+    let result: StepResult = "sent";
     try {
-      await channel.sendText(record.target, lines.join("\n"), signal);
-      await progress.step(key, "sent");
+      const report = await channel.deliver(
+        {
+          sessionKey: record.sessionKey,
+          profile: record.profile,
+          target: record.target,
+          text,
+          plan: textOnlyPlan(text),
+        },
+        { signal, progress: noticeProgress(progress, key) },
+      );
+      if (report.textPending === true) result = "failed";
     } catch (error) {
-      if (signal.aborted) return;
-      this.#log.warn({ err: error, replyId: record.id }, "could not send the delivery notices");
-      await progress.step(key, "failed");
+      if (!signal.aborted)
+        this.#log.warn({ err: error, replyId: record.id, key }, "could not send a notice");
+      result = "failed";
     }
+    if (signal.aborted) return;
+    await progress.step(key, result);
   }
 
   async #retryLater(
@@ -321,6 +446,10 @@ export class Outbox {
       Math.min(OutboxDefaults.retryMaxMs, OutboxDefaults.retryBaseMs * 2 ** (attempts - 1));
     const notBeforeMs = this.#now() + delayMs;
     if (attempts >= this.#maxAttempts || notBeforeMs - record.createdAtMs > this.#maxAgeMs) {
+      // Counted in the journal too: a restart during the give-up reports the same count.
+      await this.#journal
+        .attempt(record.id)
+        .catch((error: unknown) => log.error({ err: error }, "attempt could not be recorded"));
       return this.#giveUp({ ...record, attempts }, channel, log, reason);
     }
     try {
@@ -336,6 +465,12 @@ export class Outbox {
     return "rescheduled";
   }
 
+  /**
+   * Gives the reply up and reports it in its chat: the decision is recorded first (the
+   * {@link GivenUpStep} step, the reason as the last error), then the notice goes out like the
+   * others, then the reply is closed. A stop or crash in between leaves the reply pending; the
+   * next start finishes the give-up without sending the notice twice.
+   */
   async #giveUp(
     record: OutboxRecord,
     channel: ChannelAdapter,
@@ -343,14 +478,22 @@ export class Outbox {
     reason: string,
   ): Promise<AttemptResult> {
     log.error({ attempts: record.attempts, reason }, "reply given up");
+    const signal = this.#stopping.signal;
+    const progress = this.#progress(record.id, new Map(record.steps));
+    if (!progress.done.has(GivenUpStep)) {
+      try {
+        await this.#journal.reschedule(record.id, record.notBeforeMs, reason);
+        await progress.step(GivenUpStep, "failed");
+      } catch (error) {
+        log.error({ err: error }, "the give-up could not be recorded");
+      }
+    }
+    const text = givenUpText(record.attempts, this.#now() - record.createdAtMs, reason);
+    await this.#notice(channel, record, progress, NoticeSteps.givenUp, [text], signal).catch(
+      (error: unknown) => log.warn({ err: error }, "could not report the reply given up"),
+    );
+    if (signal.aborted) return "interrupted";
     await this.#journal.closeReply(record.id, "given_up", reason);
-    await channel
-      .sendText(
-        record.target,
-        givenUpText(record.attempts, this.#now() - record.createdAtMs, reason),
-        this.#stopping.signal,
-      )
-      .catch((error: unknown) => log.warn({ err: error }, "could not report the reply given up"));
     return "given_up";
   }
 }

@@ -1,3 +1,4 @@
+import type { PlanRecord } from "@mediagate/media";
 import type { InstanceId } from "@mediagate/sandbox";
 import type { ChatCursor, ChatTarget, InboundMessage, StepResult } from "../channels/types.js";
 
@@ -55,7 +56,10 @@ export interface OutboxReply {
   /** The container slot the turn's tool calls ran in (its files are planned from there). */
   readonly slot: string;
   readonly target: ChatTarget;
-  /** The agent's reply as it gave it, `MEDIA:` tags included: a resumed delivery plans again. */
+  /**
+   * The agent's reply as it gave it, `MEDIA:` tags included. Its media plan is recorded
+   * (`OutboxRecord.plan`) before the first send; only a reply without one is planned from this.
+   */
   readonly text: string;
 }
 
@@ -78,6 +82,12 @@ export interface OutboxRecord extends OutboxReply {
   /** Not before this (a long `retry_after`); 0 = now. */
   readonly notBeforeMs: number;
   readonly lastError?: string | undefined;
+  /**
+   * What planning decided, recorded before the first send: every attempt delivers these steps
+   * (docs/durability.md). Absent until the first attempt planned it, and for a reply recorded
+   * by a version before plans were kept (it is planned from `text`, as then).
+   */
+  readonly plan?: PlanRecord | undefined;
 }
 
 /**
@@ -102,6 +112,8 @@ export interface Journal {
   cursors(profile: string): Promise<ChatCursor[]>;
   /** Records a finished turn's reply and marks its entry `done`/`replied`, atomically. */
   addReply(reply: OutboxReply, entryId: number | undefined): Promise<OutboxRecord>;
+  /** Records the reply's media plan, before anything of it is sent. */
+  setPlan(replyId: string, plan: PlanRecord): Promise<void>;
   /** Records one delivered (or refused, or unconfirmed) step. */
   step(replyId: string, key: string, result: StepResult): Promise<void>;
   /** Forgets a step (one recorded `sending` whose request is known not to have gone out). */

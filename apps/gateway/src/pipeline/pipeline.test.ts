@@ -16,10 +16,12 @@ import type {
   ChannelAdapter,
   ChannelHealth,
   ChatTarget,
+  DeliverOptions,
   DeliveryReport,
   InboundMessage,
   OutboundReply,
 } from "../channels/types.js";
+import { describeChannel } from "../commands/status.js";
 import { emptyEnv } from "../config/env.js";
 import { resolveConfig } from "../config/load.js";
 import type { ProfileConfig } from "../config/types.js";
@@ -54,7 +56,7 @@ class RecordingChannel implements ChannelAdapter {
   async sendText(_target: ChatTarget, text: string): Promise<void> {
     this.texts.push(text);
   }
-  async deliver(reply: OutboundReply): Promise<DeliveryReport> {
+  async deliver(reply: OutboundReply, _options?: DeliverOptions): Promise<DeliveryReport> {
     this.replies.push({
       sessionKey: reply.sessionKey,
       profile: reply.profile,
@@ -451,7 +453,10 @@ describe("message pipeline", () => {
   it("a reply the channel cannot deliver is retried from the outbox, then given up with one clear line", async () => {
     const channel = new RecordingChannel();
     let attempts = 0;
-    channel.deliver = () => {
+    const { deliver } = channel;
+    // The reply fails; the outbox's own notice goes through the same `deliver`.
+    channel.deliver = (reply, options) => {
+      if (reply.text !== "you said: hi") return deliver.call(channel, reply, options);
       attempts++;
       return Promise.reject(new Error("platform down"));
     };
@@ -464,12 +469,84 @@ describe("message pipeline", () => {
       return () => {};
     });
     await handleMessage(testContext(runtime, services, channel, "hi", "1"));
-    await waitFor(() => expect(channel.texts).toHaveLength(1));
+    await waitFor(() => expect(channel.replies).toHaveLength(1));
     expect(attempts).toBe(OutboxDefaults.maxAttempts);
     expect(delays).toEqual([30_000, 60_000, 120_000, 240_000, 480_000, 960_000, 1_800_000]);
-    expect(channel.texts[0]).toMatch(
+    expect(channel.replies[0]?.text).toMatch(
       /^⚠️ A reply could not be delivered \(8 attempt\(s\) over 1 min\): platform down$/,
     );
+  });
+
+  it("/status from an admin ends with one line per channel: state, why, when the platform last answered", async () => {
+    const channel = new RecordingChannel();
+    const runtime = testRuntime(echoAgent([]), []);
+    const services: PipelineServices = {
+      ...testServices(),
+      channels: () => [
+        {
+          platform: "telegram",
+          profile: "t",
+          state: "retrying",
+          sinceMs: 0,
+          lastOkMs: Date.now() - 42_000,
+          detail: "409 Conflict: another process polls this bot",
+        },
+        { platform: "discord", profile: "t", state: "up", sinceMs: 0 },
+      ],
+    };
+    await handleMessage(testContext(runtime, services, channel, "/status", "1"));
+    expect(channel.texts[0]?.split("\n").slice(-2)).toEqual([
+      expect.stringMatching(
+        /^Channel telegram \(t\): retrying \(409 Conflict: another process polls this bot\), last answer \d+ s ago$/,
+      ),
+      "Channel discord (t): up",
+    ]);
+    expect(
+      describeChannel(
+        { platform: "telegram", profile: "w", state: "up", sinceMs: 0, lastOkMs: 10_000 },
+        13_400,
+      ),
+    ).toBe("Channel telegram (w): up, last answer 3 s ago");
+  });
+
+  it("a reply older than delivery.maxAgeSeconds is given up at its next attempt and reported in its chat", async () => {
+    const channel = new RecordingChannel();
+    let attempts = 0;
+    const { deliver } = channel;
+    channel.deliver = (reply, options) => {
+      if (reply.text !== "you said: hi") return deliver.call(channel, reply, options);
+      attempts++;
+      return Promise.reject(new Error("platform down"));
+    };
+    const scheduled: { run: () => void; delayMs: number }[] = [];
+    let laterMs = 0; // how far the outbox's clock is ahead of the journal's
+    const services: PipelineServices = {
+      ...testServices(),
+      outbox: new Outbox({
+        journal,
+        logger: silentLogger(),
+        channelFor: () => wired.channel,
+        runtimeFor: () => wired.runtime,
+        maxAgeMs: 60 * 60_000,
+        now: () => Date.now() + laterMs,
+        schedule: (run, delayMs) => {
+          scheduled.push({ run, delayMs });
+          return () => {};
+        },
+      }),
+    };
+    await handleMessage(testContext(testRuntime(echoAgent([]), []), services, channel, "hi", "1"));
+    expect(scheduled.map((s) => s.delayMs)).toEqual([30_000]);
+    expect(channel.replies).toEqual([]);
+
+    laterMs = 2 * 60 * 60_000; // the retry comes two hours late: past the one-hour cap
+    scheduled[0]!.run();
+    await waitFor(() => expect(channel.replies).toHaveLength(1));
+    expect(channel.replies[0]?.text).toBe(
+      "⚠️ A reply could not be delivered (1 attempt(s) over 120 min): platform down",
+    );
+    expect(attempts).toBe(1);
+    expect(scheduled).toHaveLength(1);
   });
 
   it("records each message in the journal and closes it with what became of it", async () => {

@@ -4,8 +4,8 @@ import { type Middleware, sessionOf } from "./types.js";
 /**
  * Step 6: the finished turn's reply goes to the outbox (recorded, and the message's journal
  * entry closed, in one transaction) and is delivered from there: media planned from the turn's
- * slot, the text and files sent with each step recorded, notices for files that did not
- * arrive (docs/durability.md). The session's next turn waits for this attempt; a reply held
+ * slot (the plan recorded before the first send), the text and files sent with each step
+ * recorded, notices for files that did not arrive (docs/durability.md). The session's next turn waits for this attempt; a reply held
  * back by a long `retry_after` is retried later outside the session's turn. A reply with no
  * text and no `MEDIA:` tag sends nothing.
  *
