@@ -1,6 +1,7 @@
 import { Defaults as SandboxDefaults } from "@mediagate/sandbox";
 import type { ShellAgentOptions } from "./agents/shell.js";
 import type { AmbiguousSends } from "./channels/telegram/errors.js";
+import type { BusyMode } from "./config/types.js";
 import type { ResolvedRetryOptions } from "./delivery/retry.js";
 import type { SessionKeyPolicy } from "./session/key.js";
 
@@ -29,6 +30,15 @@ export const Defaults = {
   drainTimeoutSeconds: 15,
   /** Seconds a turn may run before the chat gets a one-time "still working…" message. */
   stillWorkingAfterSeconds: 60,
+  /**
+   * A message that arrives while its session's turn runs (docs/sessions.md, "Busy sessions"):
+   * `queue` runs it after, `interrupt` stops the running turn first, `collect` merges every
+   * message sent meanwhile into one next turn. At most `maxQueuedMessages` wait per session.
+   */
+  busy: {
+    mode: "queue",
+    maxQueuedMessages: 10,
+  },
   /** Re-run a turn a crash cut off (off: its chat gets a notice; commands are not idempotent). */
   rerunInterrupted: false,
   sessions: {
@@ -138,6 +148,7 @@ export const Defaults = {
   },
 } as const satisfies {
   readonly sessions: SessionKeyPolicy;
+  readonly busy: { readonly mode: BusyMode; readonly maxQueuedMessages: number };
   readonly delivery: { readonly ambiguousSends: AmbiguousSends } & Record<string, unknown>;
   readonly retry: Omit<ResolvedRetryOptions, "sleep">;
   readonly shellAgent: Required<ShellAgentOptions>;

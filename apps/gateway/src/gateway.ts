@@ -30,6 +30,7 @@ import type { MessageContext, PipelineServices } from "./pipeline/types.js";
 import { accessOf } from "./runtime/access.js";
 import { ProfileRuntime } from "./runtime/profile-runtime.js";
 import { SlotRegistry } from "./runtime/slot-registry.js";
+import { BusySessions } from "./session/busy.js";
 import { SessionScope } from "./session/context.js";
 import { buildSessionKey } from "./session/key.js";
 import { TurnQueue } from "./session/queue.js";
@@ -146,6 +147,7 @@ export class Gateway {
         onError: (sessionKey, error) =>
           logger.error({ err: error, sessionKey }, "turn failed outside its handlers"),
       }),
+      busy: new BusySessions(),
       scope: new SessionScope({ fallbackSessionKey: env.sessionKey }),
       slots: new SlotRegistry(),
       journal,
@@ -500,7 +502,7 @@ export class Gateway {
       return;
     }
     if (entry.state === "received" || this.config.rerunInterrupted) {
-      this.#dispatch(channel, message, entry.id);
+      this.#dispatch(channel, message, entry.id, true);
       return undefined;
     }
     // The notice is a reply like any other: recorded with the entry's close in one
@@ -519,7 +521,13 @@ export class Gateway {
     );
   }
 
-  #dispatch(channel: ChannelAdapter, message: InboundMessage, entryId: number): void {
+  /** Runs the message through the pipeline; `recovered`: taken over from the journal. */
+  #dispatch(
+    channel: ChannelAdapter,
+    message: InboundMessage,
+    entryId: number,
+    recovered = false,
+  ): void {
     const runtime = this.runtimes.get(message.profile);
     if (runtime === undefined) {
       this.logger.warn({ profile: message.profile }, "message for an unknown profile; ignored");
@@ -533,6 +541,7 @@ export class Gateway {
       services: this.#services,
       target: targetOf(message),
       entryId,
+      recovered,
       log: this.logger.child({ profile: message.profile, platform: message.platform }),
     };
     // The pipeline's error boundary reports what its steps did not handle (by step name).

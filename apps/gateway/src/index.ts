@@ -59,6 +59,7 @@ export { ConfigError } from "./config/errors.js";
 export { loadConfig, resolveConfig } from "./config/load.js";
 export type {
   AgentSettings,
+  BusyMode,
   DiscordSettings,
   GatewayConfig,
   ProfileConfig,
@@ -100,6 +101,13 @@ export {
   resolveLogLevel,
   silentLogger,
 } from "./log.js";
+export {
+  collectedText,
+  InterruptedByMessage,
+  InterruptedTurnText,
+  queuedText,
+  queueFullText,
+} from "./pipeline/enqueue-turn.js";
 export { PipelineStepError } from "./pipeline/step-error.js";
 export type { TurnExit } from "./pipeline/turn-report.js";
 export { Redacted, Redactor, redactText } from "./redact.js";

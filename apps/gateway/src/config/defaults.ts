@@ -14,6 +14,8 @@ export const ConfigDefaults = {
   groupSessionsPerUser: Defaults.sessions.groupSessionsPerUser,
   threadSessionsPerUser: Defaults.sessions.threadSessionsPerUser,
   stillWorkingAfterSeconds: Defaults.stillWorkingAfterSeconds,
+  busyMode: Defaults.busy.mode,
+  maxQueuedMessages: Defaults.busy.maxQueuedMessages,
   drainTimeoutSeconds: Defaults.drainTimeoutSeconds,
   delivery: {
     ambiguousSends: Defaults.delivery.ambiguousSends,

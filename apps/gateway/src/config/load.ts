@@ -220,6 +220,8 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
     threadSessionsPerUser: entry.threadSessionsPerUser ?? ConfigDefaults.threadSessionsPerUser,
     stillWorkingAfterSeconds:
       entry.stillWorkingAfterSeconds ?? ConfigDefaults.stillWorkingAfterSeconds,
+    busyMode: entry.busyMode ?? ConfigDefaults.busyMode,
+    maxQueuedMessages: entry.maxQueuedMessages ?? ConfigDefaults.maxQueuedMessages,
   };
 }
 

@@ -43,6 +43,8 @@ const ShownKeys: ReadonlySet<string> = new Set([
   "groupSessionsPerUser",
   "threadSessionsPerUser",
   "stillWorkingAfterSeconds",
+  "busyMode",
+  "maxQueuedMessages",
   "maxOpenShells",
   "drainTimeoutSeconds",
   "ambiguousSends",

@@ -56,6 +56,12 @@ export interface TranscriptionSettings {
   readonly apiKey?: string | undefined;
 }
 
+/**
+ * What a message that arrives while its session's turn runs does (docs/sessions.md): wait its
+ * turn, stop the running turn and go next, or join the other waiting messages in one turn.
+ */
+export type BusyMode = "queue" | "interrupt" | "collect";
+
 /** One validated profile with every default applied and its home resolved. */
 export interface ProfileConfig {
   readonly name: string;
@@ -72,6 +78,9 @@ export interface ProfileConfig {
   readonly groupSessionsPerUser: boolean;
   readonly threadSessionsPerUser: boolean;
   readonly stillWorkingAfterSeconds: number;
+  readonly busyMode: BusyMode;
+  /** Messages that may wait per session behind its running turn; more are refused. */
+  readonly maxQueuedMessages: number;
 }
 
 /** What happens to replies (docs/durability.md). */

@@ -106,7 +106,11 @@ export const runTurn: Middleware = async (ctx, next) => {
       return;
     }
     if (turn !== undefined) turn.exit = "stopped";
-    ctx.log.info("turn aborted by /stop or /reset; its reply is not delivered");
+    const reason = signal.reason instanceof Error ? signal.reason.message : undefined;
+    ctx.log.info(
+      { reason },
+      "turn aborted (/stop, /reset or a newer message); its reply is not delivered",
+    );
     await finishEntry(ctx, "stopped");
   }
 };
