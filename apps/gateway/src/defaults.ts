@@ -39,6 +39,22 @@ export const Defaults = {
     mode: "queue",
     maxQueuedMessages: 10,
   },
+  /**
+   * The live status message of a long turn (docs/sessions.md, "Live progress"): posted after
+   * `afterSeconds`, edited at most every `everySeconds` (every `telegramGroupEverySeconds` in
+   * a Telegram group, where a bot may send 20 messages a minute), deleted once the reply went
+   * out.
+   */
+  progress: {
+    enabled: true,
+    afterSeconds: 3,
+    everySeconds: 1,
+    telegramGroupEverySeconds: 3,
+    /** Edits that fail in a row (a rate limit aside) before the status is left as it is. */
+    maxFailedEdits: 3,
+    /** One status call (post, edit, delete) is given up after this long. */
+    requestTimeoutMs: 10_000,
+  },
   /** Re-run a turn a crash cut off (off: its chat gets a notice; commands are not idempotent). */
   rerunInterrupted: false,
   sessions: {

@@ -29,6 +29,7 @@ import { handleMessage } from "./pipeline/pipeline.js";
 import type { MessageContext, PipelineServices } from "./pipeline/types.js";
 import { accessOf } from "./runtime/access.js";
 import { ProfileRuntime } from "./runtime/profile-runtime.js";
+import type { ProgressClock } from "./runtime/progress.js";
 import { SlotRegistry } from "./runtime/slot-registry.js";
 import { BusySessions } from "./session/busy.js";
 import { SessionScope } from "./session/context.js";
@@ -76,6 +77,11 @@ export interface GatewayOptions {
   readonly drainTimeoutMs?: number;
   /** Typing renewal period (default 4 s). */
   readonly activityIntervalMs?: number;
+  /**
+   * Replaces the clock and timers of turns' status messages (docs/sessions.md, "Live
+   * progress"): tests post and edit them by hand instead of waiting seconds.
+   */
+  readonly progressClock?: ProgressClock;
   /** Replaces the outbox's timers (tests fire a long `retry_after` at once). */
   readonly outboxSchedule?: OutboxOptions["schedule"];
   /**
@@ -154,6 +160,7 @@ export class Gateway {
       outbox: this.outbox,
       channels: () => this.channels.map((c) => c.health()),
       activityIntervalMs: options.activityIntervalMs,
+      progressClock: options.progressClock,
     };
     this.warnings = config.profiles
       .filter((p) => p.allowedUsers.length === 0 && p.admins.length === 0)

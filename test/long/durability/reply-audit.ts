@@ -37,10 +37,11 @@ export interface ReplyAudit {
 }
 
 /**
- * The lines a busy session's messages get on arrival (docs/sessions.md, "Busy sessions"): they
- * reply to the message but say nothing of its fate, so they are neither replies nor notices.
+ * The lines a busy session's messages get on arrival and a long turn's status message
+ * (docs/sessions.md, "Busy sessions", "Live progress"): they reply to the message but say
+ * nothing of its fate, so they are neither replies nor notices.
  */
-const BusyLines = ["⏳ queued", "⏹ stopped the running turn"];
+const BusyLines = ["⏳ queued", "⏹ stopped the running turn", "⏳ working", "⌛ ended after"];
 
 const isBusyLine = (call: RecordedCall): boolean =>
   textsOf(call).some((text) => BusyLines.some((line) => text.startsWith(line)));

@@ -16,6 +16,11 @@ export const ConfigDefaults = {
   stillWorkingAfterSeconds: Defaults.stillWorkingAfterSeconds,
   busyMode: Defaults.busy.mode,
   maxQueuedMessages: Defaults.busy.maxQueuedMessages,
+  progress: {
+    enabled: Defaults.progress.enabled,
+    afterSeconds: Defaults.progress.afterSeconds,
+    everySeconds: Defaults.progress.everySeconds,
+  },
   drainTimeoutSeconds: Defaults.drainTimeoutSeconds,
   delivery: {
     ambiguousSends: Defaults.delivery.ambiguousSends,

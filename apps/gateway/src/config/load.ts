@@ -222,6 +222,11 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
       entry.stillWorkingAfterSeconds ?? ConfigDefaults.stillWorkingAfterSeconds,
     busyMode: entry.busyMode ?? ConfigDefaults.busyMode,
     maxQueuedMessages: entry.maxQueuedMessages ?? ConfigDefaults.maxQueuedMessages,
+    progress: {
+      enabled: entry.progress?.enabled ?? ConfigDefaults.progress.enabled,
+      afterSeconds: entry.progress?.afterSeconds ?? ConfigDefaults.progress.afterSeconds,
+      everySeconds: entry.progress?.everySeconds ?? ConfigDefaults.progress.everySeconds,
+    },
   };
 }
 

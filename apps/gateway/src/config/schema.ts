@@ -122,6 +122,13 @@ const profileSchema = z.strictObject({
     })
     .optional(),
   maxQueuedMessages: positiveInt.optional(),
+  progress: z
+    .strictObject({
+      enabled: z.boolean().optional(),
+      afterSeconds: positiveInt.optional(),
+      everySeconds: positiveInt.optional(),
+    })
+    .optional(),
 });
 
 /** `host:port` on a loopback address (the health endpoint is not meant for the network). */

@@ -12,6 +12,7 @@ import type { Outbox } from "../durable/outbox.js";
 import type { Journal } from "../durable/types.js";
 import type { Logger } from "../log.js";
 import type { Access } from "../runtime/access.js";
+import type { ProgressClock } from "../runtime/progress.js";
 import type { SlotRegistry } from "../runtime/slot-registry.js";
 import type { BusySessions } from "../session/busy.js";
 import type { SessionContext, SessionScope } from "../session/context.js";
@@ -62,6 +63,8 @@ export interface PipelineServices {
   readonly channels: () => readonly ChannelHealth[];
   /** Typing renewal period; default 4 s. */
   readonly activityIntervalMs?: number | undefined;
+  /** The clock and timers of turns' status messages; default real time (tests: manual). */
+  readonly progressClock?: ProgressClock | undefined;
 }
 
 /**

@@ -25,6 +25,7 @@ import { type PollingSettings, UpdatePoller } from "./polling.js";
 import { trackingAgent } from "./request-tracking.js";
 import { grammySignal, type MediaSendContext } from "./send-media.js";
 import { TelegramCaller } from "./sender.js";
+import { TelegramStatusMessages } from "./status.js";
 import { OutgoingTarget } from "./target.js";
 
 export { TelegramChannelDefaults, type TelegramChannelOptions } from "./options.js";
@@ -73,6 +74,8 @@ export class TelegramChannel implements ChannelAdapter {
   readonly profile: string;
   /** Files users send: getFile, then the file route or (localFiles) the disk. */
   readonly attachments: TelegramFileFetcher;
+  /** A long turn's status message: sendMessage, editMessageText, deleteMessage. */
+  readonly status: TelegramStatusMessages;
   private readonly api: Api;
   private readonly token: string;
   private readonly logger: Logger;
@@ -104,6 +107,7 @@ export class TelegramChannel implements ChannelAdapter {
       timeoutSeconds: GrammyTimeoutSeconds,
       baseFetchConfig: { agent: trackingAgent(settings.apiRoot) },
     });
+    this.status = new TelegramStatusMessages(this.api, this.token);
     this.attachments = new TelegramFileFetcher({
       api: this.api,
       caller: this.caller,
