@@ -4,6 +4,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Gateway, resolveConfig } from "@mediagate/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { manualClock } from "../../test-support/clock.js";
 import {
   type DispatchedMessage,
   FakeDiscord,
@@ -84,7 +85,12 @@ describe("gateway over Discord: sandbox files, retries, access and credentials",
       },
       { env: testEnv(home) },
     );
-    gateway = await Gateway.create(config, { activityIntervalMs: 100 });
+    // Status messages only when a test moves this clock (none does here): a slow turn posts
+    // none that a test could take for its reply.
+    gateway = await Gateway.create(config, {
+      activityIntervalMs: 100,
+      progressClock: manualClock(),
+    });
     await gateway.start();
     guildChannel = fake.guild.channels[0]!.id;
     adminDm = fake.world.dmChannel(Admin);

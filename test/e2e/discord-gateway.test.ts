@@ -1,12 +1,16 @@
+import { randomBytes } from "node:crypto";
 import { Gateway, resolveConfig } from "@mediagate/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { manualClock } from "../../test-support/clock.js";
 import { FakeDiscord, type StoredMessage } from "../fakes/discord/index.js";
+import { DockerObserver } from "./harness/docker-observer.js";
 import {
   createTempHome,
   TestImage,
   teardownGateway,
   testEnv,
   uniqueProfileName,
+  waitUntil,
 } from "./harness/gateway-home.js";
 
 const Token = "discord-gateway-e2e-token-Pm3v";
@@ -22,6 +26,9 @@ describe("gateway over Discord against the real Docker engine", () => {
   let gateway: Gateway | undefined;
   let home = "";
   let profile = "";
+  /** The status messages' clock: moved by the live-progress test only. */
+  const clock = manualClock();
+  const docker = new DockerObserver();
 
   beforeAll(async () => {
     fake = await FakeDiscord.start({ token: Token });
@@ -41,7 +48,7 @@ describe("gateway over Discord against the real Docker engine", () => {
       },
       { env: testEnv(home) },
     );
-    gateway = await Gateway.create(config, { activityIntervalMs: 100 });
+    gateway = await Gateway.create(config, { activityIntervalMs: 100, progressClock: clock });
     await gateway.start();
   });
 
@@ -115,6 +122,57 @@ describe("gateway over Discord against the real Docker engine", () => {
     );
     expect(stopped.content).toMatch(/^🛑 Stopped: aborted the running turn/);
     await gateway!.idle();
+  });
+
+  it("shows a long turn's status in one message it edits (a failed edit too) and deletes after the one reply", async () => {
+    const dm = fake.world.dmChannel(Admin);
+    const gate = `/workspace/gate-${randomBytes(4).toString("hex")}`;
+    const inContainer = async (argv: readonly string[]) => {
+      const [container] = await docker.containers({ "mediagate.profile": profile });
+      return container === undefined ? 1 : (await docker.exec(container.id, argv)).exitCode;
+    };
+    const since = fake.calls.length;
+    const calls = (method: string) =>
+      fake.calls.slice(since).filter((c) => c.method === method && c.path.includes(dm));
+    const advance = async (ms: number) => {
+      await waitUntil(() => clock.pending().length > 0, "a status timer armed");
+      clock.advance(ms);
+    };
+    fake.sendDirectMessage({
+      content: `: *slow*; touch ${gate}.started; i=0; while [ ! -f ${gate} ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; echo '*slow*' done`,
+      authorId: Admin,
+    });
+    await waitUntil(
+      async () => (await inContainer(["test", "-f", `${gate}.started`])) === 0,
+      "the command to run",
+    );
+    await advance(3000);
+    await waitUntil(() => fake.messagesIn(dm).some((m) => m.content.startsWith("⏳")), "status");
+    const status = fake.messagesIn(dm).find((m) => m.content.startsWith("⏳"))!;
+    // Escaped: the command's `*` shows as typed, not as italics.
+    expect(status.content).toMatch(/^⏳ working — 3s\n\$ : \\\*slow\\\*; touch /);
+    await advance(1000);
+    await waitUntil(() => calls("PATCH").length === 1, "an edit");
+    fake.injectFailure({ kind: "server_error", method: "PATCH", path: /\/messages\/\d+$/ });
+    await advance(1000);
+    await waitUntil(() => calls("PATCH").length === 2, "a failed edit");
+    await advance(1000);
+    await waitUntil(() => calls("PATCH").length === 3, "an edit after it");
+    expect(calls("PATCH").map((c) => c.status)).toEqual([200, 500, 200]);
+    expect(fake.messagesIn(dm).find((m) => m.id === status.id)?.content).toMatch(
+      /^⏳ working — 6s\n/,
+    );
+
+    await inContainer(["touch", gate]);
+    await waitUntil(() => calls("DELETE").length === 1, "the status deleted");
+    await gateway!.idle();
+    const posts = fake.messagesIn(dm).filter((m) => BigInt(m.id) > BigInt(status.id));
+    expect(posts.map((m) => m.content)).toEqual(["*slow* done"]);
+    expect(fake.messagesIn(dm).some((m) => m.id === status.id)).toBe(false);
+    expect(calls("DELETE")[0]).toMatchObject({ status: 204, messageId: status.id });
+    expect(
+      calls("POST").filter((c) => c.path.endsWith("/messages") && c.status === 200),
+    ).toHaveLength(2);
   });
 
   it("gives a user who is not allowed no agent turn", async () => {

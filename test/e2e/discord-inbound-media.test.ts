@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { Gateway, type GatewayConfig, resolveConfig } from "@mediagate/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { manualClock } from "../../test-support/clock.js";
 import {
   type AttachmentInput,
   type DispatchedMessage,
@@ -77,7 +78,12 @@ describe("gateway over Discord: files users send reach the sandbox", () => {
       },
       { env: testEnv(home) },
     );
-    gateway = await Gateway.create(config, { activityIntervalMs: 100 });
+    // Status messages only when a test moves this clock (none does here): a slow turn posts
+    // none that a test could take for its reply.
+    gateway = await Gateway.create(config, {
+      activityIntervalMs: 100,
+      progressClock: manualClock(),
+    });
     await gateway.start();
     general = fake.guild.channels[0]!.id;
   });
@@ -207,7 +213,12 @@ describe("gateway over Discord: files users send reach the sandbox", () => {
       attachments: [doc("while-down.pdf", bytes)],
       authorId: Admin,
     });
-    gateway = await Gateway.create(config, { activityIntervalMs: 100 });
+    // Status messages only when a test moves this clock (none does here): a slow turn posts
+    // none that a test could take for its reply.
+    gateway = await Gateway.create(config, {
+      activityIntervalMs: 100,
+      progressClock: manualClock(),
+    });
     await gateway.start();
     await fake.waitForCall(() => fake.messagesIn(dm).length > before);
     await gateway.idle();

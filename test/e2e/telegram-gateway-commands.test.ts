@@ -143,9 +143,18 @@ describe("gateway over Telegram: who may do what", () => {
     await bot.post((fake) => fake.sendPrivateText({ userId: Admin, text: "echo queued-one" }));
     await bot.post((fake) => fake.sendPrivateText({ userId: Admin, text: "echo queued-two" }));
     await bot.post((fake) => fake.sendPrivateText({ userId: Admin, text: "/stop" }));
-    await waitUntil(() => bot.texts(Admin, since).length > 0, "the /stop answer");
+    await waitUntil(
+      () => bot.texts(Admin, since).some((text) => text.startsWith("🛑")),
+      "the /stop answer",
+    );
     await harness.gateway.idle();
-    const texts = bot.texts(Admin, since);
+    const acknowledged = (text: string) => text.startsWith("⏳ queued");
+    // Each queued message was acknowledged (docs/sessions.md, "Busy sessions"), then dropped.
+    expect(bot.texts(Admin, since).filter(acknowledged).sort()).toEqual([
+      "⏳ queued — 1 ahead; /stop cancels",
+      "⏳ queued — 2 ahead; /stop cancels",
+    ]);
+    const texts = bot.texts(Admin, since).filter((text) => !acknowledged(text));
     expect(texts).toHaveLength(1);
     expect(texts[0]).toMatch(
       /^🛑 Stopped: aborted the running turn, (killed \d+ process\(es\), )?dropped 2 queued message\(s\)\.$/,

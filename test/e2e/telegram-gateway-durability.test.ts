@@ -47,6 +47,10 @@ describe("gateway over Telegram: nothing lost to a stop", () => {
       "the long turn to start",
     );
     await bot.post((fake) => fake.sendPrivateText({ userId: Admin, text: "echo queued-ran" }));
+    await waitUntil(
+      () => bot.texts(Admin, since).length > 0,
+      "the queued message's acknowledgement",
+    );
     await harness.restart();
     await waitUntil(() => bot.texts(Admin, since).includes("queued-ran"), "the queued message");
     const texts = bot.texts(Admin, since);
@@ -62,7 +66,7 @@ describe("gateway over Telegram: nothing lost to a stop", () => {
       text: "sleep 30; echo never-printed",
       receiptId: String(long.update_id),
     });
-    expect(texts).toEqual([notice, "queued-ran"]);
+    expect(texts).toEqual(["⏳ queued — 1 ahead; /stop cancels", notice, "queued-ran"]);
     const noticeCall = bot
       .callsIn(Admin, since)
       .find((c) => c.method === "sendMessage" && c.params.text === notice);

@@ -1,6 +1,7 @@
 import { Defaults as SandboxDefaults } from "@mediagate/sandbox";
 import type { ShellAgentOptions } from "./agents/shell.js";
 import type { AmbiguousSends } from "./channels/telegram/errors.js";
+import type { BusyMode } from "./config/types.js";
 import type { ResolvedRetryOptions } from "./delivery/retry.js";
 import type { LogLevel } from "./log.js";
 import type { SessionKeyPolicy } from "./session/key.js";
@@ -30,6 +31,31 @@ export const Defaults = {
   drainTimeoutSeconds: 15,
   /** Seconds a turn may run before the chat gets a one-time "still working…" message. */
   stillWorkingAfterSeconds: 60,
+  /**
+   * A message that arrives while its session's turn runs (docs/sessions.md, "Busy sessions"):
+   * `queue` runs it after, `interrupt` stops the running turn first, `collect` merges every
+   * message sent meanwhile into one next turn. At most `maxQueuedMessages` wait per session.
+   */
+  busy: {
+    mode: "queue",
+    maxQueuedMessages: 10,
+  },
+  /**
+   * The live status message of a long turn (docs/sessions.md, "Live progress"): posted after
+   * `afterSeconds`, edited at most every `everySeconds` (every `telegramGroupEverySeconds` in
+   * a Telegram group, where a bot may send 20 messages a minute), deleted once the reply went
+   * out.
+   */
+  progress: {
+    enabled: true,
+    afterSeconds: 3,
+    everySeconds: 1,
+    telegramGroupEverySeconds: 3,
+    /** Edits that fail in a row (a rate limit aside) before the status is left as it is. */
+    maxFailedEdits: 3,
+    /** One status call (post, edit, delete) is given up after this long. */
+    requestTimeoutMs: 10_000,
+  },
   /** Re-run a turn a crash cut off (off: its chat gets a notice; commands are not idempotent). */
   rerunInterrupted: false,
   sessions: {
@@ -174,6 +200,7 @@ export const Defaults = {
   },
 } as const satisfies {
   readonly sessions: SessionKeyPolicy;
+  readonly busy: { readonly mode: BusyMode; readonly maxQueuedMessages: number };
   readonly delivery: { readonly ambiguousSends: AmbiguousSends } & Record<string, unknown>;
   readonly retry: Omit<ResolvedRetryOptions, "sleep">;
   readonly shellAgent: Required<ShellAgentOptions>;

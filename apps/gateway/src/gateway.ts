@@ -29,7 +29,9 @@ import { handleMessage } from "./pipeline/pipeline.js";
 import type { MessageContext, PipelineServices } from "./pipeline/types.js";
 import { accessOf } from "./runtime/access.js";
 import { ProfileRuntime } from "./runtime/profile-runtime.js";
+import type { ProgressClock } from "./runtime/progress.js";
 import { SlotRegistry } from "./runtime/slot-registry.js";
+import { BusySessions } from "./session/busy.js";
 import { SessionScope } from "./session/context.js";
 import { buildSessionKey } from "./session/key.js";
 import { TurnQueue } from "./session/queue.js";
@@ -75,6 +77,11 @@ export interface GatewayOptions {
   readonly drainTimeoutMs?: number;
   /** Typing renewal period (default 4 s). */
   readonly activityIntervalMs?: number;
+  /**
+   * Replaces the clock and timers of turns' status messages (docs/sessions.md, "Live
+   * progress"): tests post and edit them by hand instead of waiting seconds.
+   */
+  readonly progressClock?: ProgressClock;
   /** Replaces the outbox's timers (tests fire a long `retry_after` at once). */
   readonly outboxSchedule?: OutboxOptions["schedule"];
   /**
@@ -146,12 +153,14 @@ export class Gateway {
         onError: (sessionKey, error) =>
           logger.error({ err: error, sessionKey }, "turn failed outside its handlers"),
       }),
+      busy: new BusySessions(),
       scope: new SessionScope({ fallbackSessionKey: env.sessionKey }),
       slots: new SlotRegistry(),
       journal,
       outbox: this.outbox,
       channels: () => this.channels.map((c) => c.health()),
       activityIntervalMs: options.activityIntervalMs,
+      progressClock: options.progressClock,
     };
     this.warnings = config.profiles
       .filter((p) => p.allowedUsers.length === 0 && p.admins.length === 0)
@@ -501,7 +510,7 @@ export class Gateway {
       return;
     }
     if (entry.state === "received" || this.config.rerunInterrupted) {
-      this.#dispatch(channel, message, entry.id);
+      this.#dispatch(channel, message, entry.id, true);
       return undefined;
     }
     // The notice is a reply like any other: recorded with the entry's close in one
@@ -520,7 +529,13 @@ export class Gateway {
     );
   }
 
-  #dispatch(channel: ChannelAdapter, message: InboundMessage, entryId: number): void {
+  /** Runs the message through the pipeline; `recovered`: taken over from the journal. */
+  #dispatch(
+    channel: ChannelAdapter,
+    message: InboundMessage,
+    entryId: number,
+    recovered = false,
+  ): void {
     const runtime = this.runtimes.get(message.profile);
     if (runtime === undefined) {
       this.logger.warn({ profile: message.profile }, "message for an unknown profile; ignored");
@@ -534,6 +549,7 @@ export class Gateway {
       services: this.#services,
       target: targetOf(message),
       entryId,
+      recovered,
       log: this.logger.child({ profile: message.profile, platform: message.platform }),
     };
     // The pipeline's error boundary reports what its steps did not handle (by step name).

@@ -50,8 +50,10 @@ export type {
   InboundMessage,
   OutboundReply,
   Platform,
+  StatusMessages,
   StepResult,
 } from "./channels/types.js";
+export { StatusCallError } from "./channels/types.js";
 export type { GatewayEnv } from "./config/env.js";
 export { emptyEnv, readEnv } from "./config/env.js";
 export type { ConfigIssue } from "./config/errors.js";
@@ -59,9 +61,11 @@ export { ConfigError } from "./config/errors.js";
 export { loadConfig, resolveConfig } from "./config/load.js";
 export type {
   AgentSettings,
+  BusyMode,
   DiscordSettings,
   GatewayConfig,
   ProfileConfig,
+  ProgressSettings,
   TelegramSettings,
 } from "./config/types.js";
 export type {
@@ -100,10 +104,25 @@ export {
   resolveLogLevel,
   silentLogger,
 } from "./log.js";
+export {
+  collectedText,
+  InterruptedByMessage,
+  InterruptedTurnText,
+  queuedText,
+  queueFullText,
+} from "./pipeline/enqueue-turn.js";
 export { PipelineStepError } from "./pipeline/step-error.js";
 export type { TurnExit } from "./pipeline/turn-report.js";
 export { Redacted, Redactor, redactText } from "./redact.js";
 export { ProfileRuntime } from "./runtime/profile-runtime.js";
+export type { ProgressClock, ProgressOptions } from "./runtime/progress.js";
+export {
+  formatElapsed,
+  ProgressDefaults,
+  RealProgressClock,
+  statusText,
+  TurnProgress,
+} from "./runtime/progress.js";
 export type { SessionContext } from "./session/context.js";
 export { SessionScope } from "./session/context.js";
 export type { ParsedSessionKey, SessionKeyParts, SessionKeyPolicy } from "./session/key.js";

@@ -10,6 +10,7 @@ import {
   resolveConfig,
 } from "@mediagate/gateway";
 import type { Update } from "grammy/types";
+import { type ManualClock, manualClock } from "../../../test-support/clock.js";
 import {
   FakeTelegram,
   type FakeTelegramOptions,
@@ -199,6 +200,11 @@ export class TelegramBot {
 export class TelegramGatewayHarness {
   readonly docker = new DockerObserver();
   readonly bots: readonly TelegramBot[];
+  /**
+   * The clock of turns' status messages (docs/sessions.md, "Live progress"): it moves only
+   * when a test advances it, so no other test sees a status message, however slow its turns.
+   */
+  readonly progressClock: ManualClock;
   #gateway: Gateway;
 
   private constructor(
@@ -213,6 +219,7 @@ export class TelegramGatewayHarness {
     readonly logs: readonly string[],
   ) {
     this.#gateway = gateway;
+    this.progressClock = options.progressClock as ManualClock;
     this.bots = fakes.map(
       (fake, i) =>
         new TelegramBot(config.profiles[i]!.name, fake, home, () => this.#gateway, this.docker),
@@ -285,6 +292,7 @@ export class TelegramGatewayHarness {
       const gatewayOptions: GatewayOptions = {
         logger,
         activityIntervalMs: 200,
+        progressClock: manualClock(),
         ...(options.drainTimeoutMs === undefined ? {} : { drainTimeoutMs: options.drainTimeoutMs }),
         ...(options.outboxSchedule === undefined ? {} : { outboxSchedule: options.outboxSchedule }),
         ...(options.retrySleep === undefined ? {} : { retrySleep: options.retrySleep }),

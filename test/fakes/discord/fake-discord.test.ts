@@ -231,6 +231,62 @@ describe("fake Discord REST", () => {
     expect(fake.messagesIn(channelId).map((message) => message.content)).toEqual(["dropped"]);
   });
 
+  it("edits and deletes the bot's own messages, echoes both, and refuses unknown or others' messages", async () => {
+    const { fake, client } = await connect(AllIntents, { retries: 0 });
+    const channelId = fake.guild.channels[0]!.id;
+    const channel = await client.channels.fetch(channelId);
+    if (!channel?.isSendable()) throw new Error("not sendable");
+    const sent = await channel.send("working 1s");
+    const updated = once(client, Events.MessageUpdate);
+    const edited = await sent.edit("working 2s");
+    expect(edited.content).toBe("working 2s");
+    expect(edited.editedTimestamp).not.toBeNull();
+    const [, after] = (await updated) as [unknown, Message];
+    expect(after.content).toBe("working 2s");
+    expect(fake.messagesIn(channelId).map((m) => m.content)).toEqual(["working 2s"]);
+    const history = await channel.messages.fetch({ limit: 10, cache: false });
+    expect(history.get(sent.id)?.content).toBe("working 2s");
+
+    const users = fake.sendGuildMessage(channelId, { content: "mine", mentionBot: true });
+    await expect(channel.messages.edit(users.id, "hijacked")).rejects.toMatchObject({
+      status: 403,
+      code: 50005,
+    });
+    await expect(channel.messages.edit("1234567890123456789", "x")).rejects.toMatchObject({
+      status: 404,
+      code: 10008,
+    });
+
+    const deleted = once(client, Events.MessageDelete);
+    await channel.messages.delete(sent.id);
+    await deleted;
+    expect(fake.messagesIn(channelId)).toEqual([]);
+    expect(fake.world.history(channelId).map((m) => m.id)).toEqual([users.id]);
+    await expect(channel.messages.delete(sent.id)).rejects.toMatchObject({ code: 10008 });
+    expect(
+      fake.calls
+        .filter((c) => c.route === "/channels/:id/messages/:id")
+        .map((c) => [c.method, c.status]),
+    ).toEqual([
+      ["PATCH", 200],
+      ["PATCH", 403],
+      ["PATCH", 404],
+      ["DELETE", 204],
+      ["DELETE", 404],
+    ]);
+  });
+
+  it("fails the next edit with an injected failure and applies none of it", async () => {
+    const { fake, client } = await connect(AllIntents, { retries: 0 });
+    const channelId = fake.guild.channels[0]!.id;
+    const channel = await client.channels.fetch(channelId);
+    if (!channel?.isSendable()) throw new Error("not sendable");
+    const sent = await channel.send("a");
+    fake.injectFailure({ kind: "server_error", method: "PATCH", path: /\/messages\/\d+$/ });
+    await expect(sent.edit("b")).rejects.toMatchObject({ status: 500 });
+    expect(fake.messagesIn(channelId).map((m) => m.content)).toEqual(["a"]);
+  });
+
   it("answers typing with a bare 204 and rejects a wrong token", async () => {
     const { fake, client } = await connect();
     const channel = await client.channels.fetch(fake.guild.channels[0]!.id);

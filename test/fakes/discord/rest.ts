@@ -31,6 +31,10 @@ interface RestOptions {
   readonly nonceWindowMs: number;
   /** Called for each message the bot created, so the gateway can echo MESSAGE_CREATE. */
   readonly onCreated: (message: StoredMessage) => void;
+  /** Called for each message the bot edited (MESSAGE_UPDATE). */
+  readonly onEdited: (message: StoredMessage) => void;
+  /** Called for each message the bot deleted (MESSAGE_DELETE). */
+  readonly onDeleted: (message: StoredMessage) => void;
 }
 
 /** Requests held back until {@link RequestGate.open} (to act while one is in flight). */
@@ -198,6 +202,10 @@ export class FakeRest extends EventEmitter {
       };
     }
     if (method === "GET" && path === "/users/@me") return { status: 200, body: world.botUser };
+    const messageMatch = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(path);
+    if (messageMatch?.[1] !== undefined && messageMatch[2] !== undefined) {
+      return this.#message(method, messageMatch[1], messageMatch[2], payload);
+    }
     const channelMatch = /^\/channels\/(\d+)(\/messages|\/typing)?$/.exec(path);
     const channelId = channelMatch?.[1];
     if (!channelMatch || channelId === undefined) {
@@ -237,6 +245,53 @@ export class FakeRest extends EventEmitter {
       picked = all.filter((message) => snowflakeBefore(message.id, before)).slice(-limit);
     } else picked = all.slice(-limit);
     return { status: 200, body: [...picked].reverse().map(restView) };
+  }
+
+  /**
+   * `PATCH /channels/:id/messages/:id` (edit the content of the bot's own message) and
+   * `DELETE` of it (204), as Discord answers: 404 Unknown Message (10008) for an id it does not
+   * know, 403 (50005) for editing another user's message (deleting one needs Manage Messages,
+   * which the bot is not given: 403 50013), 400 for content over 2000 characters.
+   */
+  #message(
+    method: string,
+    channelId: string,
+    messageId: string,
+    payload: Record<string, unknown>,
+  ): Answer {
+    const { world } = this.options;
+    if (!world.channelJson(channelId)) {
+      return { status: 404, body: discordError(10003, "Unknown Channel") };
+    }
+    if (world.isDenied(channelId))
+      return { status: 403, body: discordError(50001, "Missing Access") };
+    const mine = world.messages.find((m) => m.id === messageId && m.channelId === channelId);
+    if (mine === undefined) {
+      if (!world.isUsersMessage(channelId, messageId)) {
+        return { status: 404, body: discordError(10008, "Unknown Message") };
+      }
+      return method === "PATCH"
+        ? {
+            status: 403,
+            body: discordError(50005, "Cannot edit a message authored by another user"),
+          }
+        : { status: 403, body: discordError(50013, "Missing Permissions") };
+    }
+    if (method === "DELETE") {
+      world.deleteMessage(channelId, messageId);
+      this.options.onDeleted(mine);
+      return { status: 204, messageId };
+    }
+    if (method !== "PATCH")
+      return { status: 405, body: discordError(0, "405: Method Not Allowed") };
+    const content = typeof payload.content === "string" ? payload.content : mine.content;
+    if (content.length > MaxContentLength) {
+      return { status: 400, body: invalidForm("content", "BASE_TYPE_MAX_LENGTH") };
+    }
+    const edited = world.editMessage(channelId, messageId, content);
+    if (edited === undefined) return { status: 404, body: discordError(10008, "Unknown Message") };
+    this.options.onEdited(edited);
+    return { status: 200, body: edited.json, messageId };
   }
 
   #createMessage(channelId: string, parsed: ParsedBody, payload: Record<string, unknown>): Answer {

@@ -94,6 +94,19 @@ export class FakeDiscord {
       gatewayUrl: () => options.advertisedGatewayUrl ?? this.gatewayUrl,
       nonceWindowMs: options.nonceWindowMs ?? 5 * 60_000,
       onCreated: (message) => this.#echo(message),
+      onEdited: (message) => this.#echo(message, "MESSAGE_UPDATE"),
+      onDeleted: (message) =>
+        this.gateway.dispatch("MESSAGE_DELETE", (intents) =>
+          messageView(
+            {
+              id: message.id,
+              channel_id: message.channelId,
+              ...(message.guildId === undefined ? {} : { guild_id: message.guildId }),
+            },
+            intents,
+            true,
+          ),
+        ),
     });
     this.gateway = new FakeGateway({
       server,
@@ -325,15 +338,15 @@ export class FakeDiscord {
     };
   }
 
-  /** Discord echoes the bot's own messages to it over the gateway. */
-  #echo(message: StoredMessage): void {
+  /** Discord echoes the bot's own messages (and their edits) to it over the gateway. */
+  #echo(message: StoredMessage, event = "MESSAGE_CREATE"): void {
     const channelType = this.world.channelType(message.channelId) ?? 0;
     const base = {
       ...message.json,
       channel_type: channelType,
       ...(message.guildId === undefined ? {} : { member: memberObject() }),
     };
-    this.gateway.dispatch("MESSAGE_CREATE", (intents) => messageView(base, intents, true));
+    this.gateway.dispatch(event, (intents) => messageView(base, intents, true));
   }
 }
 

@@ -140,6 +140,42 @@ export class World {
     return this.#denied.has(channelId);
   }
 
+  /**
+   * The bot's message `messageId` of the channel with new content (`edited_timestamp` set),
+   * in `messages` and the history alike; `undefined` when the bot has no such message.
+   */
+  editMessage(channelId: string, messageId: string, content: string): StoredMessage | undefined {
+    const index = this.messages.findIndex((m) => m.id === messageId && m.channelId === channelId);
+    const found = this.messages[index];
+    if (found === undefined) return undefined;
+    const json = { ...found.json, content, edited_timestamp: new Date().toISOString() };
+    const edited: StoredMessage = { ...found, content, json };
+    this.messages[index] = edited;
+    const history = this.#history.get(channelId) ?? [];
+    const at = history.findIndex((m) => m.id === messageId);
+    if (at >= 0) history[at] = json;
+    return edited;
+  }
+
+  /** Removes the bot's message from `messages` and the history; false when there was none. */
+  deleteMessage(channelId: string, messageId: string): boolean {
+    const index = this.messages.findIndex((m) => m.id === messageId && m.channelId === channelId);
+    if (index < 0) return false;
+    this.messages.splice(index, 1);
+    const history = this.#history.get(channelId) ?? [];
+    const at = history.findIndex((m) => m.id === messageId);
+    if (at >= 0) history.splice(at, 1);
+    return true;
+  }
+
+  /** Whether a user's (not the bot's) message with this id is in the channel's history. */
+  isUsersMessage(channelId: string, messageId: string): boolean {
+    return (
+      this.history(channelId).some((m) => m.id === messageId) &&
+      !this.messages.some((m) => m.id === messageId)
+    );
+  }
+
   messagesIn(channelId: string): StoredMessage[] {
     return this.messages.filter((message) => message.channelId === channelId);
   }

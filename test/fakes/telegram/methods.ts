@@ -35,11 +35,24 @@ const ChatActions = new Set([
   "upload_video_note",
 ]);
 
+/**
+ * The messages the bot sent, by chat and message id, as the fake keeps them for
+ * `editMessageText` and `deleteMessage`.
+ */
+export interface SentMessages {
+  save(chatId: string, message: Record<string, unknown>): void;
+  get(chatId: string, messageId: number): Record<string, unknown> | undefined;
+  /** Removes it; false when there was none. */
+  delete(chatId: string, messageId: number): boolean;
+}
+
 /** What a method handler sees: decoded params, file parts by name, and the fake's state. */
 export interface MethodContext {
   readonly params: Record<string, unknown>;
   readonly parts: ReadonlyMap<string, MultipartPart>;
   readonly bot: User;
+  /** The bot's own messages (those it sent and has not deleted). */
+  readonly sent: SentMessages;
   nextMessageId(chatId: string): number;
   chatFor(chatId: string): Record<string, unknown>;
   /** The error description for a photo the fake is told to reject, if any. */
@@ -115,7 +128,62 @@ export function sendMessage(ctx: MethodContext): MethodResult {
   if (text.length > TelegramLimits.messageLength) {
     return { answer: fail(400, "Bad Request: message is too long"), files: [] };
   }
-  return { answer: ok({ ...baseMessage(ctx, chatId), text }), files: [] };
+  const message = { ...baseMessage(ctx, chatId), text };
+  ctx.sent.save(chatId, message);
+  return { answer: ok(message), files: [] };
+}
+
+function messageIdOf(ctx: MethodContext): number | undefined {
+  const id = Number(ctx.params.message_id);
+  return Number.isSafeInteger(id) && id > 0 ? id : undefined;
+}
+
+/**
+ * `editMessageText` of a message the bot sent, as the Bot API answers it: the edited message
+ * (with `edit_date`); 400 for an unknown or deleted message ("message to edit not found"), a
+ * message without text, the same text again ("message is not modified"), an empty or too long
+ * text. Inline messages (`inline_message_id`) are not modelled.
+ */
+export function editMessageText(ctx: MethodContext): MethodResult {
+  const plain = (answer: ApiAnswer): MethodResult => ({ answer, files: [] });
+  const chatId = chatIdOf(ctx);
+  if (typeof chatId !== "string") return plain(chatId);
+  const messageId = messageIdOf(ctx);
+  if (messageId === undefined) return plain(fail(400, "Bad Request: message_id is empty"));
+  const text = ctx.params.text === undefined ? "" : String(ctx.params.text);
+  if (text.trim() === "") return plain(fail(400, "Bad Request: message text is empty"));
+  if (text.length > TelegramLimits.messageLength) {
+    return plain(fail(400, "Bad Request: MESSAGE_TOO_LONG"));
+  }
+  const message = ctx.sent.get(chatId, messageId);
+  if (message === undefined) return plain(fail(400, "Bad Request: message to edit not found"));
+  if (typeof message.text !== "string") {
+    return plain(fail(400, "Bad Request: there is no text in the message to edit"));
+  }
+  if (message.text === text) {
+    return plain(
+      fail(
+        400,
+        "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message",
+      ),
+    );
+  }
+  const edited = { ...message, text, edit_date: Math.floor(Date.now() / 1000) };
+  ctx.sent.save(chatId, edited);
+  return plain(ok(edited));
+}
+
+/** `deleteMessage` of a message the bot sent: `true`, or 400 "message to delete not found". */
+export function deleteMessage(ctx: MethodContext): MethodResult {
+  const plain = (answer: ApiAnswer): MethodResult => ({ answer, files: [] });
+  const chatId = chatIdOf(ctx);
+  if (typeof chatId !== "string") return plain(chatId);
+  const messageId = messageIdOf(ctx);
+  if (messageId === undefined) return plain(fail(400, "Bad Request: message_id is empty"));
+  if (!ctx.sent.delete(chatId, messageId)) {
+    return plain(fail(400, "Bad Request: message to delete not found"));
+  }
+  return plain(ok(true));
 }
 
 export function sendFile(ctx: MethodContext, method: FileMethod): MethodResult {
@@ -134,6 +202,7 @@ export function sendFile(ctx: MethodContext, method: FileMethod): MethodResult {
   const message = baseMessage(ctx, chatId);
   message[field] = fileObject(field, resolved.file, Number(message.message_id));
   if (ctx.params.caption !== undefined) message.caption = String(ctx.params.caption);
+  ctx.sent.save(chatId, message);
   return { answer: ok(message), files };
 }
 
@@ -177,6 +246,7 @@ export function sendMediaGroup(ctx: MethodContext): MethodResult {
     message.media_group_id = groupId;
     message[item.type] = fileObject(item.type, item.file, Number(message.message_id));
     if (item.caption !== undefined) message.caption = String(item.caption);
+    ctx.sent.save(chatId, message);
     return message;
   });
   return { answer: ok(messages), files };
@@ -229,6 +299,10 @@ export function callMethod(method: string, ctx: MethodContext, state: StateHooks
       return sendMediaGroup(ctx);
     case "sendChatAction":
       return sendChatAction(ctx);
+    case "editMessageText":
+      return editMessageText(ctx);
+    case "deleteMessage":
+      return deleteMessage(ctx);
     default:
       if (method in FileMethods) return sendFile(ctx, method as FileMethod);
       return plain(fail(404, "Not Found"));

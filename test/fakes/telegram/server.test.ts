@@ -194,6 +194,57 @@ describe("FakeTelegram uploads with the real grammY", () => {
   });
 });
 
+describe("FakeTelegram edits and deletes the bot's messages with the real grammY", () => {
+  it("edits a sent text, refuses the same text, a media message and unknown ids, like the Bot API", async () => {
+    const bot = newBot();
+    const sent = await bot.api.sendMessage(5, "working 1s");
+    const edited = await bot.api.editMessageText(5, sent.message_id, "working 2s");
+    expect(edited).toMatchObject({ message_id: sent.message_id, text: "working 2s" });
+    expect(edited).toHaveProperty("edit_date");
+    expect(fake.botMessage(5, sent.message_id)).toMatchObject({ text: "working 2s" });
+    const refused = async (call: Promise<unknown>) =>
+      ((await call.catch((e: unknown) => e)) as GrammyError).description;
+    expect(await refused(bot.api.editMessageText(5, sent.message_id, "working 2s"))).toMatch(
+      /^Bad Request: message is not modified/,
+    );
+    expect(await refused(bot.api.editMessageText(5, 999, "x"))).toBe(
+      "Bad Request: message to edit not found",
+    );
+    expect(await refused(bot.api.editMessageText(6, sent.message_id, "x"))).toBe(
+      "Bad Request: message to edit not found",
+    );
+    const document = await bot.api.sendDocument(5, new InputFile(Buffer.from("d"), "d.txt"));
+    expect(await refused(bot.api.editMessageText(5, document.message_id, "x"))).toBe(
+      "Bad Request: there is no text in the message to edit",
+    );
+  });
+
+  it("deletes a sent message once; editing or deleting it again is refused", async () => {
+    const bot = newBot();
+    const sent = await bot.api.sendMessage(5, "status");
+    await expect(bot.api.deleteMessage(5, sent.message_id)).resolves.toBe(true);
+    expect(fake.botMessage(5, sent.message_id)).toBeUndefined();
+    await expect(bot.api.deleteMessage(5, sent.message_id)).rejects.toMatchObject({
+      error_code: 400,
+      description: "Bad Request: message to delete not found",
+    });
+    await expect(bot.api.editMessageText(5, sent.message_id, "x")).rejects.toMatchObject({
+      description: "Bad Request: message to edit not found",
+    });
+  });
+
+  it("fails the next edit with an injected fault and applies none of it", async () => {
+    const bot = newBot();
+    const sent = await bot.api.sendMessage(5, "a");
+    fake.rateLimitNext("editMessageText", 3);
+    await expect(bot.api.editMessageText(5, sent.message_id, "b")).rejects.toMatchObject({
+      error_code: 429,
+      parameters: { retry_after: 3 },
+    });
+    expect(fake.botMessage(5, sent.message_id)).toMatchObject({ text: "a" });
+  });
+});
+
 describe("FakeTelegram fault injection", () => {
   it("answers 429 with retry_after for the next N calls, then serves normally", async () => {
     const bot = newBot();

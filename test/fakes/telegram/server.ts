@@ -91,6 +91,8 @@ export class FakeTelegram {
     [];
   private readonly chats = new Map<string, Record<string, unknown>>();
   private readonly messageIds = new Map<string, number>();
+  /** The bot's messages by `<chat id>:<message id>`, until it deletes them. */
+  private readonly botMessages = new Map<string, Record<string, unknown>>();
   private readonly waiters = new Set<Waiter>();
   private server: Server | undefined;
   private inboundMessageId = 1000;
@@ -291,6 +293,14 @@ export class FakeTelegram {
     this.photoRules.push({ test, description });
   }
 
+  /**
+   * A message the bot sent and has not deleted, as it is now (edits applied): what the chat
+   * shows. `undefined` once `deleteMessage` removed it.
+   */
+  botMessage(chatId: number | string, messageId: number): Record<string, unknown> | undefined {
+    return this.botMessages.get(`${chatId}:${messageId}`);
+  }
+
   callsTo(method: string): RecordedCall[] {
     return this.calls.filter((call) => call.method === method);
   }
@@ -388,6 +398,11 @@ export class FakeTelegram {
       params,
       parts,
       bot: this.bot,
+      sent: {
+        save: (chatId, message) => this.botMessages.set(`${chatId}:${message.message_id}`, message),
+        get: (chatId, messageId) => this.botMessages.get(`${chatId}:${messageId}`),
+        delete: (chatId, messageId) => this.botMessages.delete(`${chatId}:${messageId}`),
+      },
       nextMessageId: (chatId) => {
         const next = (this.messageIds.get(chatId) ?? 0) + 1;
         this.messageIds.set(chatId, next);

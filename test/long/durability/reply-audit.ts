@@ -37,8 +37,21 @@ export interface ReplyAudit {
   readonly stray: readonly RecordedCall[];
 }
 
+/**
+ * The lines a busy session's messages get on arrival and a long turn's status message
+ * (docs/sessions.md, "Busy sessions", "Live progress"): they reply to the message but say
+ * nothing of its fate, so they are neither replies nor notices.
+ */
+const BusyLines = ["⏳ queued", "⏹ stopped the running turn", "⏳ working", "⌛ ended after"];
+
+const isBusyLine = (call: RecordedCall): boolean =>
+  textsOf(call).some((text) => BusyLines.some((line) => text.startsWith(line)));
+
 const isSend = (call: RecordedCall): boolean =>
-  call.ok && call.method.startsWith("send") && call.method !== "sendChatAction";
+  call.ok &&
+  call.method.startsWith("send") &&
+  call.method !== "sendChatAction" &&
+  !isBusyLine(call);
 
 /** The text and captions a send carried. */
 export function textsOf(call: RecordedCall): string[] {

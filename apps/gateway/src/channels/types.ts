@@ -255,6 +255,41 @@ export interface ChannelAdapter {
    * fail part-way. A channel without it refuses every file with a notice.
    */
   readonly attachments?: AttachmentFetcher | undefined;
+  /**
+   * Optional: one message the gateway posts while a long turn runs and edits with what it
+   * does, then deletes (docs/sessions.md, "Live progress"). A channel without it (the console)
+   * gets the one-time "still working" message instead.
+   */
+  readonly status?: StatusMessages | undefined;
+}
+
+/**
+ * A turn's status message on a platform that can edit and delete its messages. Every call is
+ * one try, bounded by `signal`, and never retried here: a status is best effort, and a post
+ * repeated after a lost answer could leave two. Failures reject with a {@link StatusCallError}.
+ */
+export interface StatusMessages {
+  /** The shortest wait between two edits the platform tolerates in this chat (ms). */
+  editIntervalMs(target: ChatTarget): number;
+  /** Posts `text` (plain, no markup) in the chat; resolves with the message's id. */
+  post(target: ChatTarget, text: string, signal: AbortSignal): Promise<string>;
+  edit(target: ChatTarget, messageId: string, text: string, signal: AbortSignal): Promise<void>;
+  remove(target: ChatTarget, messageId: string, signal: AbortSignal): Promise<void>;
+}
+
+/** A status call the platform refused or that did not get through. Token-free. */
+export class StatusCallError extends Error {
+  override readonly name = "StatusCallError";
+  constructor(
+    readonly operation: "post" | "edit" | "remove",
+    /** The platform's HTTP status, when it answered. */
+    readonly status: number | undefined,
+    description: string,
+    /** Set for a rate limit: how long the platform asked to wait (ms). */
+    readonly retryAfterMs?: number | undefined,
+  ) {
+    super(`status ${operation} failed: ${status === undefined ? "" : `${status} `}${description}`);
+  }
 }
 
 /** How a channel hands over the files its users send. */

@@ -20,19 +20,22 @@ function problemText(error: unknown): string {
     : `sandbox error (${error instanceof Error ? error.name : "unknown"})`;
 }
 
+/** What {@link interruptSession} did. */
+export type InterruptSummary = Pick<StopSummary, "abortedTurn" | "killedProcesses" | "problems">;
+
 /**
- * `/stop`: drops the session's queued messages, aborts its running turn (the AbortController
- * reaches the agent and the exec), kills every process the session started in the container,
- * and removes a non-persistent session container with its dirs. A persistent profile or
- * shared container stays: other sessions use it.
+ * The kill path of `/stop`, also taken by a message that arrives in `busyMode: interrupt`
+ * (docs/sessions.md): aborts the session's running turn (the AbortController reaches the agent
+ * and the exec; the abort is synchronous, so a turn queued right after cannot start first),
+ * then kills every process the session started in the container. Queued messages stay.
  */
-export async function stopSession(
+export async function interruptSession(
   runtime: PipelineRuntime,
   services: PipelineServices,
   sessionKey: string,
-): Promise<StopSummary> {
-  const droppedMessages = services.queue.dropQueued(sessionKey);
-  const abortedTurn = services.queue.abortRunning(sessionKey, new Error("stopped by /stop"));
+  reason: Error,
+): Promise<InterruptSummary> {
+  const abortedTurn = services.queue.abortRunning(sessionKey, reason);
   const problems: string[] = [];
   let killedProcesses: number | undefined;
   try {
@@ -40,6 +43,29 @@ export async function stopSession(
   } catch (error) {
     problems.push(problemText(error));
   }
+  return { abortedTurn, killedProcesses, problems };
+}
+
+/**
+ * `/stop`: drops the session's queued messages, then {@link interruptSession} (aborts its
+ * running turn, kills every process the session started in the container), and removes a
+ * non-persistent session container with its dirs. A persistent profile or shared container
+ * stays: other sessions use it.
+ */
+export async function stopSession(
+  runtime: PipelineRuntime,
+  services: PipelineServices,
+  sessionKey: string,
+): Promise<StopSummary> {
+  const droppedMessages = services.queue.dropQueued(sessionKey);
+  const interrupted = await interruptSession(
+    runtime,
+    services,
+    sessionKey,
+    new Error("stopped by /stop"),
+  );
+  const { abortedTurn, killedProcesses } = interrupted;
+  const problems = [...interrupted.problems];
   let removedContainer = false;
   const slot = runtime.slotFor(sessionKey);
   if (!runtime.profile.sandbox.persistent && problems.length === 0) {

@@ -14,6 +14,13 @@ export const ConfigDefaults = {
   groupSessionsPerUser: Defaults.sessions.groupSessionsPerUser,
   threadSessionsPerUser: Defaults.sessions.threadSessionsPerUser,
   stillWorkingAfterSeconds: Defaults.stillWorkingAfterSeconds,
+  busyMode: Defaults.busy.mode,
+  maxQueuedMessages: Defaults.busy.maxQueuedMessages,
+  progress: {
+    enabled: Defaults.progress.enabled,
+    afterSeconds: Defaults.progress.afterSeconds,
+    everySeconds: Defaults.progress.everySeconds,
+  },
   drainTimeoutSeconds: Defaults.drainTimeoutSeconds,
   delivery: {
     ambiguousSends: Defaults.delivery.ambiguousSends,

@@ -220,6 +220,13 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
     threadSessionsPerUser: entry.threadSessionsPerUser ?? ConfigDefaults.threadSessionsPerUser,
     stillWorkingAfterSeconds:
       entry.stillWorkingAfterSeconds ?? ConfigDefaults.stillWorkingAfterSeconds,
+    busyMode: entry.busyMode ?? ConfigDefaults.busyMode,
+    maxQueuedMessages: entry.maxQueuedMessages ?? ConfigDefaults.maxQueuedMessages,
+    progress: {
+      enabled: entry.progress?.enabled ?? ConfigDefaults.progress.enabled,
+      afterSeconds: entry.progress?.afterSeconds ?? ConfigDefaults.progress.afterSeconds,
+      everySeconds: entry.progress?.everySeconds ?? ConfigDefaults.progress.everySeconds,
+    },
   };
 }
 

@@ -115,6 +115,20 @@ const profileSchema = z.strictObject({
   groupSessionsPerUser: z.boolean().optional(),
   threadSessionsPerUser: z.boolean().optional(),
   stillWorkingAfterSeconds: positiveInt.optional(),
+  busyMode: z
+    .enum(["queue", "interrupt", "collect"], {
+      error:
+        'a busy mode: "queue" (wait), "interrupt" (stop the running turn) or "collect" (merge into one turn)',
+    })
+    .optional(),
+  maxQueuedMessages: positiveInt.optional(),
+  progress: z
+    .strictObject({
+      enabled: z.boolean().optional(),
+      afterSeconds: positiveInt.optional(),
+      everySeconds: positiveInt.optional(),
+    })
+    .optional(),
 });
 
 /** `host:port` on a loopback address (the health endpoint is not meant for the network). */

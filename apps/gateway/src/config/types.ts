@@ -56,6 +56,22 @@ export interface TranscriptionSettings {
   readonly apiKey?: string | undefined;
 }
 
+/**
+ * What a message that arrives while its session's turn runs does (docs/sessions.md): wait its
+ * turn, stop the running turn and go next, or join the other waiting messages in one turn.
+ */
+export type BusyMode = "queue" | "interrupt" | "collect";
+
+/** The live status message of a long turn (docs/sessions.md, "Live progress"). */
+export interface ProgressSettings {
+  /** Off: the chat gets the one-time "still working" message instead. */
+  readonly enabled: boolean;
+  /** How long a turn runs before its status message is posted. */
+  readonly afterSeconds: number;
+  /** The status message is edited at most this often (never more than once a second). */
+  readonly everySeconds: number;
+}
+
 /** One validated profile with every default applied and its home resolved. */
 export interface ProfileConfig {
   readonly name: string;
@@ -72,6 +88,10 @@ export interface ProfileConfig {
   readonly groupSessionsPerUser: boolean;
   readonly threadSessionsPerUser: boolean;
   readonly stillWorkingAfterSeconds: number;
+  readonly busyMode: BusyMode;
+  /** Messages that may wait per session behind its running turn; more are refused. */
+  readonly maxQueuedMessages: number;
+  readonly progress: ProgressSettings;
 }
 
 /** What happens to replies (docs/durability.md). */

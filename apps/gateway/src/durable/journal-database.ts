@@ -85,6 +85,10 @@ function parseJson(text: string): unknown {
   }
 }
 
+function idList(ids: number | readonly number[]): readonly number[] {
+  return typeof ids === "number" ? [ids] : ids;
+}
+
 /** The dedupe key of a message: `<profile>:<platform>:<receiptId>`. */
 export function journalKey(message: InboundMessage): string {
   return `${message.profile}:${message.platform}:${message.receiptId}`;
@@ -177,21 +181,31 @@ export class JournalDatabase {
       .run(message.profile, channelId, message.messageId, nowMs);
   }
 
-  started(id: number, nowMs: number): void {
+  /** Several entries (the messages of one merged turn) start in one transaction. */
+  started(ids: number | readonly number[], nowMs: number): void {
+    const update = this.#db.prepare(
+      "UPDATE entries SET state = 'started', started_at = ? WHERE id = ? AND state = 'received'",
+    );
     this.#db
-      .prepare(
-        "UPDATE entries SET state = 'started', started_at = ? WHERE id = ? AND state = 'received'",
-      )
-      .run(nowMs, id);
+      .transaction(() => {
+        for (const id of idList(ids)) update.run(nowMs, id);
+      })
+      .immediate();
   }
 
-  /** The first outcome stays: an entry already `done` (e.g. by `addReply`) is left as it is. */
-  finished(id: number, outcome: JournalOutcome, nowMs: number): void {
+  /**
+   * The first outcome stays: an entry already `done` (e.g. by `addReply`) is left as it is.
+   * Several entries (the messages of one merged turn) are closed in one transaction.
+   */
+  finished(ids: number | readonly number[], outcome: JournalOutcome, nowMs: number): void {
+    const update = this.#db.prepare(
+      "UPDATE entries SET state = 'done', outcome = ?, finished_at = ? WHERE id = ? AND state <> 'done'",
+    );
     this.#db
-      .prepare(
-        "UPDATE entries SET state = 'done', outcome = ?, finished_at = ? WHERE id = ? AND state <> 'done'",
-      )
-      .run(outcome, nowMs, id);
+      .transaction(() => {
+        for (const id of idList(ids)) update.run(outcome, nowMs, id);
+      })
+      .immediate();
   }
 
   /**
@@ -283,7 +297,13 @@ export class JournalDatabase {
       .map((row) => ({ channelId: row.channel_id, lastMessageId: row.last_message_id }));
   }
 
-  addReply(reply: OutboxReply, entryId: number | undefined, nowMs: number): OutboxRecord {
+  /** `merged`: the other entries the reply answers (a collected turn), closed with it. */
+  addReply(
+    reply: OutboxReply,
+    entryId: number | undefined,
+    merged: readonly number[],
+    nowMs: number,
+  ): OutboxRecord {
     const id = randomUUID();
     this.#db
       .transaction(() => {
@@ -305,13 +325,11 @@ export class JournalDatabase {
             this.#owner,
             nowMs,
           );
-        if (entryId !== undefined) {
-          this.#db
-            .prepare(
-              "UPDATE entries SET state = 'done', outcome = 'replied', finished_at = ? WHERE id = ?",
-            )
-            .run(nowMs, entryId);
-        }
+        const close = this.#db.prepare(
+          "UPDATE entries SET state = 'done', outcome = 'replied', finished_at = ? WHERE id = ?",
+        );
+        for (const id of entryId === undefined ? merged : [entryId, ...merged])
+          close.run(nowMs, id);
       })
       .immediate();
     return {

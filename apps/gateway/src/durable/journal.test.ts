@@ -274,6 +274,31 @@ describe("SqliteJournal", () => {
     ]);
   });
 
+  it("starts, answers and closes the messages of one collected turn together", async () => {
+    const journal = await openJournal();
+    const [a, b, c, d] = [
+      await journal.record(telegram("1")),
+      await journal.record(telegram("2")),
+      await journal.record(telegram("3")),
+      await journal.record(telegram("4")),
+    ];
+    await journal.started([a!.id, b!.id]);
+    expect(raw("SELECT id, state FROM entries ORDER BY id")).toEqual([
+      { id: a!.id, state: "started" },
+      { id: b!.id, state: "started" },
+      { id: c!.id, state: "received" },
+      { id: d!.id, state: "received" },
+    ]);
+    await journal.addReply(replyTo(telegram("1")), a!.id, [b!.id]);
+    await journal.finished([c!.id, d!.id], "overflow");
+    expect(raw("SELECT state, outcome FROM entries ORDER BY id")).toEqual([
+      { state: "done", outcome: "replied" },
+      { state: "done", outcome: "replied" },
+      { state: "done", outcome: "overflow" },
+      { state: "done", outcome: "overflow" },
+    ]);
+  });
+
   it("prunes finished entries and closed replies older than the cut, nothing open", async () => {
     let nowMs = 1_000;
     const journal = await openJournal(undefined, () => nowMs);

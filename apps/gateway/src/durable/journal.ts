@@ -90,13 +90,13 @@ export class SqliteJournal implements Journal {
     return this.#worker.call("record", message, this.#now());
   }
 
-  started(id: number): Promise<void> {
-    return this.#worker.call("started", id, this.#now());
+  started(ids: number | readonly number[]): Promise<void> {
+    return this.#worker.call("started", ids, this.#now());
   }
 
   /** The first outcome stays: an entry already `done` (by `addReply`) is left as it is. */
-  finished(id: number, outcome: JournalOutcome): Promise<void> {
-    return this.#worker.call("finished", id, outcome, this.#now());
+  finished(ids: number | readonly number[], outcome: JournalOutcome): Promise<void> {
+    return this.#worker.call("finished", ids, outcome, this.#now());
   }
 
   /**
@@ -111,8 +111,12 @@ export class SqliteJournal implements Journal {
     return this.#worker.call("cursors", profile);
   }
 
-  addReply(reply: OutboxReply, entryId: number | undefined): Promise<OutboxRecord> {
-    return this.#worker.call("addReply", reply, entryId, this.#now());
+  addReply(
+    reply: OutboxReply,
+    entryId: number | undefined,
+    merged: readonly number[] = [],
+  ): Promise<OutboxRecord> {
+    return this.#worker.call("addReply", reply, entryId, merged, this.#now());
   }
 
   /** Records a step's result (a later result for the same key replaces it). */

@@ -166,9 +166,16 @@ export class Outbox {
     return this.#stopping.signal;
   }
 
-  /** Records a finished turn's reply (and closes its journal entry) before anything is sent. */
-  record(reply: OutboxReply, entryId: number | undefined): Promise<OutboxRecord> {
-    return this.#journal.addReply(reply, entryId);
+  /**
+   * Records a finished turn's reply (and closes its journal entry, and those of the messages
+   * `merged` into its turn) before anything is sent.
+   */
+  record(
+    reply: OutboxReply,
+    entryId: number | undefined,
+    merged: readonly number[] = [],
+  ): Promise<OutboxRecord> {
+    return this.#journal.addReply(reply, entryId, merged);
   }
 
   /** One delivery attempt of `record`, tracked so {@link stop} can wait for it. */

@@ -21,8 +21,10 @@ export type JournalOutcome =
   | "command"
   /** Not allowed; refused or ignored. */
   | "refused"
-  /** /stop or /reset dropped or aborted it. */
+  /** /stop or /reset dropped or aborted it (or a message sent in `interrupt` mode). */
   | "stopped"
+  /** Its session already had `maxQueuedMessages` waiting; not run, and the chat was told. */
+  | "overflow"
   /** The turn failed and the chat was told. */
   | "failed"
   /** Cut off by a crash or a stop; the chat was told after the restart. */
@@ -99,10 +101,10 @@ export interface OutboxRecord extends OutboxReply {
 export interface Journal {
   /** Records an inbound message before it is confirmed; dedupes on its key. Discord messages move their chat's cursor. */
   record(message: InboundMessage): Promise<RecordResult>;
-  /** The entry's turn starts. */
-  started(id: number): Promise<void>;
-  /** Nothing is left to do for the entry. */
-  finished(id: number, outcome: JournalOutcome): Promise<void>;
+  /** The entry's turn starts (several: the messages of one collected turn, atomically). */
+  started(ids: number | readonly number[]): Promise<void>;
+  /** Nothing is left to do for the entry (or entries, atomically). */
+  finished(ids: number | readonly number[], outcome: JournalOutcome): Promise<void>;
   /**
    * Entries not `done` whose owner process is gone, oldest first, taken over by this process
    * (owner set to it in the same transaction, so two starting processes never both take one).
@@ -110,8 +112,15 @@ export interface Journal {
   takeOver(): Promise<JournalEntry[]>;
   /** The newest recorded Discord message per chat of `profile`. */
   cursors(profile: string): Promise<ChatCursor[]>;
-  /** Records a finished turn's reply and marks its entry `done`/`replied`, atomically. */
-  addReply(reply: OutboxReply, entryId: number | undefined): Promise<OutboxRecord>;
+  /**
+   * Records a finished turn's reply and marks its entry `done`/`replied`, atomically; `merged`
+   * are the other entries a collected turn answers, closed in the same transaction.
+   */
+  addReply(
+    reply: OutboxReply,
+    entryId: number | undefined,
+    merged?: readonly number[],
+  ): Promise<OutboxRecord>;
   /** Records the reply's media plan, before anything of it is sent. */
   setPlan(replyId: string, plan: PlanRecord): Promise<void>;
   /** Records one delivered (or refused, or unconfirmed) step. */

@@ -1,20 +1,62 @@
+import type { InboundAttachment } from "../channels/types.js";
+import { interruptSession } from "../commands/stop.js";
 import { SlotRegistry } from "../runtime/slot-registry.js";
+import type { TurnOutcome } from "../session/queue.js";
 import { abortedByStop } from "../session/stopping.js";
 import { reportStepFailure } from "./boundary.js";
 import { finishEntry } from "./journal-steps.js";
 import { TurnFailedText } from "./run-turn.js";
 import { PipelineStepError } from "./step-error.js";
 import { TurnReport } from "./turn-report.js";
-import { type Middleware, sessionOf } from "./types.js";
+import { type MessageContext, type Middleware, say, sessionOf } from "./types.js";
 
 /** What the chat gets when a finished turn's reply cannot be recorded or delivered. */
 export const DeliveryFailedText = "⚠️ The reply could not be delivered.";
+
+/** The line a message that waits behind its session's turn gets (`busyMode: queue`). */
+export function queuedText(ahead: number, admin: boolean): string {
+  return `⏳ queued — ${ahead} ahead${admin ? "; /stop cancels" : ""}`;
+}
+
+/** The line a message collected for the session's next turn gets (`busyMode: collect`). */
+export function collectedText(count: number, admin: boolean): string {
+  const head =
+    count === 1
+      ? "⏳ queued for the next turn"
+      : `⏳ queued — ${count} messages go in the next turn together`;
+  return `${head}${admin ? "; /stop cancels" : ""}`;
+}
+
+/** The line a message that stopped its session's running turn gets (`busyMode: interrupt`). */
+export const InterruptedTurnText = "⏹ stopped the running turn; this message runs next";
+
+/** The line a chat gets once when its session already has `max` messages waiting. */
+export function queueFullText(max: number, admin: boolean): string {
+  return `⚠️ ${max} messages are already waiting in this chat: this one was not run, nor will any sent before they are done. Send it again later${admin ? ", or /stop to cancel them" : ""}.`;
+}
+
+/** The abort reason of a turn stopped by a newer message (`busyMode: interrupt`). */
+export class InterruptedByMessage extends Error {
+  override readonly name = "InterruptedByMessage";
+  constructor() {
+    super("interrupted by a newer message of the session");
+  }
+}
 
 /**
  * Step 4: queues the rest of the pipeline as the session's next turn (one at a time per
  * session, global cap across sessions). When the turn starts, the session id is read again (a /reset may have rotated it while the message
  * waited) and the context is bound anew: the job runs from whatever turn finished before it,
  * so the identity must not be inherited.
+ *
+ * A message that arrives while its session is busy (docs/sessions.md, "Busy sessions") gets
+ * one line saying so, and the profile's `busyMode` decides: `queue` waits its turn;
+ * `interrupt` stops the running turn the way /stop does (abort, kill the session's
+ * processes) and runs next; `collect` joins the messages waiting for the next turn, which runs
+ * them as one message (texts one per line, every file), its journal entries started, closed
+ * and answered together. At most `maxQueuedMessages` wait per session; one more is not run,
+ * is closed in the journal as `overflow` (never redelivered) and the chat is told once.
+ * Messages taken over from the journal at start-up get no line and are not capped.
  *
  * A message the gateway's stop finds still queued is left in the journal as received: the next
  * start runs it (docs/durability.md). One dropped by /stop or /reset is closed.
@@ -25,18 +67,57 @@ export const DeliveryFailedText = "⚠️ The reply could not be delivered.";
  */
 export const enqueueTurn: Middleware = async (ctx, next) => {
   const queued = sessionOf(ctx);
-  const { queue, scope, slots } = ctx.services;
+  const { queue, scope, slots, busy } = ctx.services;
   if (queue.closed) {
     ctx.log.info("gateway is stopping; the message stays in the journal for the next start");
     return;
   }
+  const key = queued.sessionKey;
+  const { busyMode, maxQueuedMessages } = ctx.runtime.profile;
+  const running = queue.isRunning(key);
+  const waiting = queue.queued(key);
+  const tell = ctx.recovered !== true;
+  const admin = ctx.access?.admin === true;
+
+  if (busyMode === "collect") {
+    const collecting = busy.collecting(key, waiting);
+    if (collecting !== undefined) {
+      if (tell && collecting.size >= maxQueuedMessages) {
+        await refuseFull(ctx, key, maxQueuedMessages, admin);
+        return;
+      }
+      collecting.join(ctx);
+      busy.accepted(key);
+      ctx.log.info({ collected: collecting.size }, "message collected for the session's next turn");
+      if (tell) await say(ctx, collectedText(collecting.size, admin));
+      // Its turn is the owner's: entries, reply and logs are done there.
+      await collecting.settled;
+      return;
+    }
+  } else if (tell && waiting >= maxQueuedMessages) {
+    await refuseFull(ctx, key, maxQueuedMessages, admin);
+    return;
+  }
+  busy.accepted(key);
+  const collected = busyMode === "collect" ? busy.collect(key, ctx) : undefined;
+  // The abort happens now, before this message is queued; the kill finishes before it runs.
+  const interrupting =
+    busyMode === "interrupt" && running
+      ? interruptSession(ctx.runtime, ctx.services, key, new InterruptedByMessage())
+      : undefined;
+
   let stopping: AbortSignal | undefined;
   const queuedAtMs = Date.now();
-  const outcome = await queue.enqueue(queued.sessionKey, async (signal) => {
+  const outcome = queue.enqueue(key, async (signal) => {
     stopping = signal;
     const turn = new TurnReport(queuedAtMs);
     ctx.turn = turn;
     try {
+      if (collected !== undefined) mergeCollected(ctx, collected.close());
+      if (interrupting !== undefined) {
+        const interrupted = await interrupting;
+        ctx.log.info(interrupted, "the session's previous turn was interrupted by this message");
+      }
       const session = {
         ...queued,
         sessionId: await ctx.runtime.store.currentSessionId(queued.sessionKey),
@@ -61,11 +142,58 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
       ctx.log.info(turn.fields(), "turn finished");
     }
   });
-  if (outcome !== "dropped") return;
-  if (queue.stopping || abortedByStop(stopping)) {
-    ctx.log.info("gateway stopped before this message's turn; kept for the next start");
-    return;
+  if (tell && interrupting !== undefined) await say(ctx, InterruptedTurnText);
+  else if (tell && (running || waiting > 0)) {
+    await say(
+      ctx,
+      collected === undefined
+        ? queuedText(waiting + (running ? 1 : 0), admin)
+        : collectedText(1, admin),
+    );
   }
-  ctx.log.info("queued message dropped by /stop or /reset");
-  await finishEntry(ctx, "stopped");
+  let result: TurnOutcome;
+  try {
+    result = await outcome;
+    if (result !== "dropped") return;
+    // Dropped before it started: the messages collected for it share its fate.
+    if (collected !== undefined) mergeCollected(ctx, collected.close());
+    if (queue.stopping || abortedByStop(stopping)) {
+      ctx.log.info("gateway stopped before this message's turn; kept for the next start");
+      return;
+    }
+    ctx.log.info("queued message dropped by /stop or /reset");
+    await finishEntry(ctx, "stopped");
+  } finally {
+    if (collected !== undefined) busy.ended(key, collected);
+  }
 };
+
+/**
+ * Makes the owner's context the collected turn's (`collect` mode): one message with every
+ * member's text (one per line, empty ones left out) and files, in the order they came, and
+ * the other members' journal entries to start and close with it.
+ */
+function mergeCollected(ctx: MessageContext, members: readonly MessageContext[]): void {
+  const others = members.slice(1);
+  if (others.length === 0) return;
+  const texts = members.map((m) => m.message.text).filter((text) => text.trim() !== "");
+  const attachments: InboundAttachment[] = members.flatMap((m) => m.message.attachments ?? []);
+  ctx.message = { ...ctx.message, text: texts.join("\n"), attachments };
+  ctx.mergedEntryIds = others.flatMap((m) => (m.entryId === undefined ? [] : [m.entryId]));
+  ctx.log.info(
+    { messages: members.length, files: attachments.length },
+    "collected messages run as one turn",
+  );
+}
+
+/** The session's queue is full: the message is not run, closed as `overflow`, told once. */
+async function refuseFull(
+  ctx: MessageContext,
+  sessionKey: string,
+  max: number,
+  admin: boolean,
+): Promise<void> {
+  ctx.log.warn({ maxQueuedMessages: max }, "session queue full: message not run");
+  if (ctx.services.busy.tellFull(sessionKey)) await say(ctx, queueFullText(max, admin));
+  await finishEntry(ctx, "overflow");
+}

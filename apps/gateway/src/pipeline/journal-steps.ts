@@ -1,18 +1,25 @@
 import type { JournalOutcome } from "../durable/types.js";
 import type { MessageContext } from "./types.js";
 
+/** The message's journal entry and those of the messages merged into its turn. */
+export function entryIdsOf(ctx: MessageContext): number[] {
+  return [...(ctx.entryId === undefined ? [] : [ctx.entryId]), ...(ctx.mergedEntryIds ?? [])];
+}
+
 /**
- * Closes the message's journal entry: nothing is left to do for it after a restart. A failure
- * is logged, not thrown: the worst outcome is that a restart sends the chat a notice for a
- * message that was in fact handled.
+ * Closes the message's journal entry (and those of the messages merged into its turn, in one
+ * transaction): nothing is left to do for it after a restart. A failure is logged, not thrown:
+ * the worst outcome is that a restart sends the chat a notice for a message that was in fact
+ * handled.
  */
 export async function finishEntry(ctx: MessageContext, outcome: JournalOutcome): Promise<void> {
-  if (ctx.entryId === undefined) return;
+  const ids = entryIdsOf(ctx);
+  if (ids.length === 0) return;
   try {
-    await ctx.services.journal.finished(ctx.entryId, outcome);
+    await ctx.services.journal.finished(ids, outcome);
   } catch (error) {
     ctx.log.error(
-      { err: error, entryId: ctx.entryId, outcome },
+      { err: error, entryId: ctx.entryId, merged: ctx.mergedEntryIds, outcome },
       "could not close the journal entry",
     );
   }
@@ -22,9 +29,10 @@ export async function finishEntry(ctx: MessageContext, outcome: JournalOutcome):
  * Records that the turn's first command is about to run in its container: after a crash the
  * message counts as cut off (its chat is told), not as new. A turn cut off before that — in
  * the queue, provisioning its container, waiting for the model — ran no command and is simply
- * run again.
+ * run again. The messages merged into a collected turn start with it, in one transaction.
  */
 export async function startEntry(ctx: MessageContext): Promise<void> {
-  if (ctx.entryId === undefined) return;
-  await ctx.services.journal.started(ctx.entryId);
+  const ids = entryIdsOf(ctx);
+  if (ids.length === 0) return;
+  await ctx.services.journal.started(ids);
 }

@@ -29,6 +29,7 @@ import { journalDbPath, SqliteJournal } from "../durable/journal.js";
 import { Outbox, OutboxDefaults } from "../durable/outbox.js";
 import { createLogger, type Logger, silentLogger } from "../log.js";
 import { SlotRegistry } from "../runtime/slot-registry.js";
+import { BusySessions } from "../session/busy.js";
 import { SessionScope } from "../session/context.js";
 import { TurnQueue } from "../session/queue.js";
 import { RefusalText } from "./authorize.js";
@@ -187,6 +188,7 @@ function testServices(
 ): PipelineServices {
   return {
     queue: new TurnQueue({ concurrency }),
+    busy: new BusySessions(),
     scope: new SessionScope(),
     slots: new SlotRegistry(),
     journal,
@@ -391,6 +393,7 @@ describe("message pipeline", () => {
     await handleMessage(testContext(runtime, services, channel, "/stop", "1"));
     await Promise.all([turn, queued]);
     expect(channel.texts).toEqual([
+      "⏳ queued — 1 ahead; /stop cancels",
       "🛑 Stopped: aborted the running turn, dropped 1 queued message(s), removed the session's container.",
     ]);
     expect(channel.replies).toEqual([]);
@@ -428,6 +431,7 @@ describe("message pipeline", () => {
     await handleMessage(testContext(runtime, services, channel, "/stop all", "1"));
     await Promise.all(turns);
     expect(channel.texts).toEqual([
+      "⏳ queued — 1 ahead",
       "🛑 Stopped everything in slot profile:t: killed 7 process(es), aborted 2 running turn(s), dropped 1 queued message(s).",
     ]);
     expect(channel.replies).toEqual([]);

@@ -1,5 +1,6 @@
 import type { ToolRunner } from "../agents/types.js";
 import { startActivity } from "../runtime/activity.js";
+import { describeCommand, TurnProgress } from "../runtime/progress.js";
 import {
   type SandboxProblem,
   sandboxProblemOf,
@@ -9,14 +10,17 @@ import { createToolRunner } from "../runtime/tool-runner.js";
 import { abortedByStop } from "../session/stopping.js";
 import { finishEntry, startEntry } from "./journal-steps.js";
 import type { TurnReport } from "./turn-report.js";
-import { type Middleware, say, sessionOf } from "./types.js";
+import { type MessageContext, type Middleware, say, sessionOf } from "./types.js";
 
 /** What the chat gets when a turn fails for a reason other than the sandbox. */
 export const TurnFailedText = "⚠️ Something went wrong while handling that message.";
 
 /**
- * Step 5: the agent's turn, with the typing indicator renewed and a one-time "still working…"
- * message after the profile's threshold. A turn aborted by /stop ends silently (the command
+ * Step 5: the agent's turn, with the typing indicator renewed and, after the profile's
+ * `progress.afterSeconds`, one status message edited with the running command or tool call and
+ * the elapsed time, deleted once the reply's delivery attempt ended (docs/sessions.md, "Live
+ * progress"); on a channel that cannot edit (the console) or with `progress.enabled: false`, a
+ * one-time "still working…" message after `stillWorkingAfterSeconds` instead. A turn aborted by /stop ends silently (the command
  * replies); one cut off by the gateway's stop stays started in the journal (the next start
  * tells the chat); an unreachable Docker daemon gives one clear line and nothing else is
  * affected. The turn's report gets its commands, the last one's exit code, how it ended and
@@ -25,6 +29,36 @@ export const TurnFailedText = "⚠️ Something went wrong while handling that m
  * `readContainerFile` when their slot has no host path (docs/inbound-media.md).
  */
 export const runTurn: Middleware = async (ctx, next) => {
+  const progress = startProgress(ctx);
+  try {
+    await agentTurn(ctx, next, progress);
+  } finally {
+    await progress?.finish();
+    if (progress?.messageId !== undefined && ctx.turn !== undefined)
+      ctx.turn.statusEdits = progress.edits;
+  }
+};
+
+/** The turn's status message, when the profile wants one and the channel can edit. */
+function startProgress(ctx: MessageContext): TurnProgress | undefined {
+  const settings = ctx.runtime.profile.progress;
+  const status = ctx.channel.status;
+  if (!settings.enabled || status === undefined) return undefined;
+  const progress = new TurnProgress(status, ctx.target, {
+    afterMs: settings.afterSeconds * 1000,
+    everyMs: settings.everySeconds * 1000,
+    clock: ctx.services.progressClock,
+    onProblem: (what, error) => ctx.log.warn({ err: error }, what),
+  });
+  progress.start();
+  return progress;
+}
+
+async function agentTurn(
+  ctx: MessageContext,
+  next: () => Promise<void>,
+  progress: TurnProgress | undefined,
+): Promise<void> {
   const session = sessionOf(ctx);
   const signal = ctx.signal ?? new AbortController().signal;
   const slot = ctx.slot ?? ctx.runtime.slotFor(session.sessionKey);
@@ -32,6 +66,7 @@ export const runTurn: Middleware = async (ctx, next) => {
     signal,
     intervalMs: ctx.services.activityIntervalMs,
     stillWorkingAfterMs: ctx.runtime.profile.stillWorkingAfterSeconds * 1000,
+    stillWorking: progress === undefined,
     onError: (error) => ctx.log.warn({ err: error }, "could not send the still-working message"),
   });
   const tools = createToolRunner({
@@ -49,7 +84,7 @@ export const runTurn: Middleware = async (ctx, next) => {
       profile: session.profile,
       sessionKey: session.sessionKey,
       sessionId: session.sessionId,
-      tools: turn === undefined ? tools : counted(tools, turn),
+      tools: tracked(tools, turn, progress),
       signal,
       attachments: ctx.attachments ?? [],
       readContainerFile: async (path, maxBytes) => {
@@ -106,22 +141,47 @@ export const runTurn: Middleware = async (ctx, next) => {
       return;
     }
     if (turn !== undefined) turn.exit = "stopped";
-    ctx.log.info("turn aborted by /stop or /reset; its reply is not delivered");
+    const reason = signal.reason instanceof Error ? signal.reason.message : undefined;
+    ctx.log.info(
+      { reason },
+      "turn aborted (/stop, /reset or a newer message); its reply is not delivered",
+    );
     await finishEntry(ctx, "stopped");
   }
-};
+}
 
-/** `tools` with each command's exit code noted in the turn's report. */
-function counted(tools: ToolRunner, turn: TurnReport): ToolRunner {
+/**
+ * `tools` with each command's exit code noted in the turn's report, and what runs shown in
+ * the turn's status message while it runs.
+ */
+function tracked(
+  tools: ToolRunner,
+  turn: TurnReport | undefined,
+  progress: TurnProgress | undefined,
+): ToolRunner {
+  const during = async <T>(activity: string, work: () => Promise<T>): Promise<T> => {
+    progress?.doing(activity);
+    try {
+      return await work();
+    } finally {
+      progress?.doing(undefined);
+    }
+  };
   return {
     run: async (command, options) => {
-      const result = await tools.run(command, options);
-      turn.commands++;
-      turn.exitCode = result.exitCode;
+      const result = await during(`$ ${describeCommand(command)}`, () =>
+        tools.run(command, options),
+      );
+      if (turn !== undefined) {
+        turn.commands++;
+        turn.exitCode = result.exitCode;
+      }
       return result;
     },
-    readFile: (path, maxBytes) => tools.readFile(path, maxBytes),
-    writeFile: (path, content) => tools.writeFile(path, content),
+    readFile: (path, maxBytes) =>
+      during(`reading ${describeCommand(path)}`, () => tools.readFile(path, maxBytes)),
+    writeFile: (path, content) =>
+      during(`writing ${describeCommand(path)}`, () => tools.writeFile(path, content)),
   };
 }
 

@@ -32,6 +32,7 @@ export const sendReply: Middleware = async (ctx, next) => {
       text,
     },
     ctx.entryId,
+    ctx.mergedEntryIds,
   );
   const { result, deliveries } = await outbox.deliver(record);
   if (ctx.turn !== undefined) {

@@ -27,6 +27,8 @@ export class TurnReport {
   delivery: AttemptResult | undefined;
   deliveries: readonly DeliveryItem[] | undefined;
   failedStep: string | undefined;
+  /** Edits of the turn's status message that got through (none posted: undefined). */
+  statusEdits: number | undefined;
   /** Why it failed (the error's message). */
   reason: string | undefined;
 
@@ -55,6 +57,7 @@ export class TurnReport {
       replyChars: this.replyChars,
       delivery: this.delivery,
       deliveries: this.deliveries,
+      statusEdits: this.statusEdits,
       step: this.failedStep,
       reason: this.reason,
     };

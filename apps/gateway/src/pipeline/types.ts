@@ -12,7 +12,9 @@ import type { Outbox } from "../durable/outbox.js";
 import type { Journal } from "../durable/types.js";
 import type { Logger } from "../log.js";
 import type { Access } from "../runtime/access.js";
+import type { ProgressClock } from "../runtime/progress.js";
 import type { SlotRegistry } from "../runtime/slot-registry.js";
+import type { BusySessions } from "../session/busy.js";
 import type { SessionContext, SessionScope } from "../session/context.js";
 import type { TurnQueue } from "../session/queue.js";
 import type { StateStore } from "../state/store.js";
@@ -50,6 +52,8 @@ export interface PipelineRuntime {
 /** Process-wide services shared by every message. */
 export interface PipelineServices {
   readonly queue: TurnQueue;
+  /** The messages being collected per session (`collect` mode) and the overflow notices told. */
+  readonly busy: BusySessions<MessageContext>;
   readonly scope: SessionScope;
   readonly slots: SlotRegistry;
   /** The per-install journal of inbound messages (and the outbox's records). */
@@ -59,6 +63,8 @@ export interface PipelineServices {
   readonly channels: () => readonly ChannelHealth[];
   /** Typing renewal period; default 4 s. */
   readonly activityIntervalMs?: number | undefined;
+  /** The clock and timers of turns' status messages; default real time (tests: manual). */
+  readonly progressClock?: ProgressClock | undefined;
 }
 
 /**
@@ -66,13 +72,28 @@ export interface PipelineServices {
  * for the steps after them.
  */
 export interface MessageContext {
-  readonly message: InboundMessage;
+  /**
+   * The message. In `collect` mode the turn that runs the messages collected while its session
+   * was busy replaces it, when it starts, with one message holding all their texts (one per
+   * line) and files (`enqueueTurn`).
+   */
+  message: InboundMessage;
   readonly channel: ChannelAdapter;
   readonly runtime: PipelineRuntime;
   readonly services: PipelineServices;
   readonly target: ChatTarget;
   /** The message's journal entry (absent only when it could not be recorded). */
   readonly entryId?: number | undefined;
+  /**
+   * The journal entries of the other messages merged into this turn (`collect` mode): they
+   * start, end and are answered with this one's.
+   */
+  mergedEntryIds?: readonly number[];
+  /**
+   * Taken over from the journal at start-up (not just sent): it gets no "queued"
+   * acknowledgement and is not held to `maxQueuedMessages` (it was accepted before).
+   */
+  readonly recovered?: boolean | undefined;
   log: Logger;
   access?: Access;
   session?: SessionContext;

@@ -12,6 +12,11 @@ export interface ActivityOptions {
   readonly intervalMs?: number | undefined;
   readonly stillWorkingAfterMs?: number | undefined;
   readonly stillWorkingText?: string | undefined;
+  /**
+   * Whether the one-time "still working" message is sent (default true); off when the turn
+   * has a live status message instead (runtime/progress.ts).
+   */
+  readonly stillWorking?: boolean | undefined;
   /** Reports a failed "still working" send (best effort). */
   readonly onError?: (error: unknown) => void;
   /** The turn's signal: once aborted, nothing more is sent and requests in flight give up. */
@@ -20,7 +25,8 @@ export interface ActivityOptions {
 
 /**
  * Shows that a turn is running: a typing indicator now and every `intervalMs`, and once,
- * after `stillWorkingAfterMs`, a "still working…" message. Returns the function that stops both.
+ * after `stillWorkingAfterMs`, a "still working…" message (unless `stillWorking` is false: the
+ * turn's live status message replaces it). Returns the function that stops both.
  */
 export function startActivity(
   channel: ChannelAdapter,
@@ -38,7 +44,7 @@ export function startActivity(
   typing();
   const interval = setInterval(typing, intervalMs);
   const stillWorking = setTimeout(() => {
-    if (signal?.aborted) return;
+    if (signal?.aborted || options.stillWorking === false) return;
     channel.sendText(target, text, signal).catch((error: unknown) => {
       if (!signal?.aborted) options.onError?.(error);
     });

@@ -26,6 +26,7 @@ import { toInboundMessage } from "./inbound.js";
 import { InboundQueues, type InboundRetryOptions, type Sleep } from "./inbound-queue.js";
 import { flatLimits, uploadLimitFor } from "./limits.js";
 import { DiscordOutbox, type DiscordRetryOptions } from "./outbox.js";
+import { DiscordStatusMessages } from "./status.js";
 
 /** Constructor options of {@link DiscordChannel}. */
 export interface DiscordChannelOptions {
@@ -101,6 +102,8 @@ export class DiscordChannel implements ChannelAdapter {
   readonly limits: UploadLimits;
   /** Attachments users send, streamed from Discord's CDN (docs/inbound-media.md). */
   readonly attachments: DiscordAttachmentFetcher;
+  /** A long turn's status message: create, edit, delete. */
+  readonly status: DiscordStatusMessages;
   readonly #token: string;
   readonly #client: Client;
   readonly #rest: REST;
@@ -156,6 +159,7 @@ export class DiscordChannel implements ChannelAdapter {
     this.#token = options.token;
     this.#client = createGatewayClient(connection);
     this.#rest = createDeliveryRest(connection);
+    this.status = new DiscordStatusMessages(this.#rest);
     this.#retry = options.retry;
     this.#health = new HealthMonitor(
       this.#client,

@@ -26,6 +26,7 @@ import { type PollingSettings, UpdatePoller } from "./polling.js";
 import { trackingAgent } from "./request-tracking.js";
 import { grammySignal, type MediaSendContext } from "./send-media.js";
 import { TelegramCaller } from "./sender.js";
+import { TelegramStatusMessages } from "./status.js";
 import { OutgoingTarget } from "./target.js";
 
 export { TelegramChannelDefaults, type TelegramChannelOptions } from "./options.js";
@@ -65,6 +66,8 @@ export class TelegramChannel implements ChannelAdapter {
   readonly profile: string;
   /** Files users send: getFile, then the file route or (localFiles) the disk. */
   readonly attachments: TelegramFileFetcher;
+  /** A long turn's status message: sendMessage, editMessageText, deleteMessage. */
+  readonly status: TelegramStatusMessages;
   private readonly api: Api;
   private readonly token: string;
   private readonly logger: Logger;
@@ -96,6 +99,7 @@ export class TelegramChannel implements ChannelAdapter {
       timeoutSeconds: Defaults.telegram.grammyTimeoutSeconds,
       baseFetchConfig: { agent: trackingAgent(settings.apiRoot) },
     });
+    this.status = new TelegramStatusMessages(this.api, this.token);
     this.attachments = new TelegramFileFetcher({
       api: this.api,
       caller: this.caller,

@@ -1,0 +1,79 @@
+import { escapeMarkdown, type REST, Routes } from "discord.js";
+import { type ChatTarget, StatusCallError, type StatusMessages } from "../types.js";
+import { classifyFailure, describeError } from "./errors.js";
+import { createMessageAttempt, newNonce } from "./message-create.js";
+
+/** Discord lets a bot edit about five messages per five seconds in a channel. */
+const EditIntervalMs = 1000;
+
+/**
+ * A turn's status message on Discord (docs/sessions.md, "Live progress"): a message create
+ * (with a nonce, replying to the user's message, mentions off), then `PATCH` and `DELETE` of
+ * it, through the delivery REST instance (no retries of its own, rate limits thrown). The text
+ * is escaped so a command's `*` or `_` shows as typed. One try per call; a failure is a
+ * {@link StatusCallError} (a 429 carries Discord's wait).
+ */
+export class DiscordStatusMessages implements StatusMessages {
+  constructor(private readonly rest: REST) {}
+
+  editIntervalMs(_target: ChatTarget): number {
+    return EditIntervalMs;
+  }
+
+  async post(target: ChatTarget, text: string, signal: AbortSignal): Promise<string> {
+    const created = await this.#call("post", () =>
+      createMessageAttempt(
+        this.rest,
+        channelOf(target),
+        { content: escapeMarkdown(text), replyTo: target.replyToMessageId },
+        newNonce(),
+        signal,
+      ),
+    );
+    return created.id;
+  }
+
+  async edit(
+    target: ChatTarget,
+    messageId: string,
+    text: string,
+    signal: AbortSignal,
+  ): Promise<void> {
+    await this.#call("edit", () =>
+      this.rest.patch(Routes.channelMessage(channelOf(target), messageId), {
+        body: { content: escapeMarkdown(text), allowed_mentions: { parse: [] } },
+        signal,
+      }),
+    );
+  }
+
+  async remove(target: ChatTarget, messageId: string, signal: AbortSignal): Promise<void> {
+    await this.#call("remove", () =>
+      this.rest.delete(Routes.channelMessage(channelOf(target), messageId), { signal }),
+    );
+  }
+
+  async #call<T>(operation: StatusCallError["operation"], request: () => Promise<T>): Promise<T> {
+    try {
+      return await request();
+    } catch (error) {
+      const failure = classifyFailure(error);
+      const summary = describeError(error);
+      const description =
+        typeof summary.message === "string" ? summary.message : String(summary.name ?? "error");
+      if (failure?.kind === "rate_limited") {
+        throw new StatusCallError(operation, 429, description, failure.retryAfterMs);
+      }
+      const status =
+        failure?.kind === "rejected" || failure?.kind === "server_error"
+          ? failure.status
+          : undefined;
+      throw new StatusCallError(operation, status, description);
+    }
+  }
+}
+
+/** Messages in a thread go to the thread's channel id; otherwise to the chat. */
+function channelOf(target: ChatTarget): string {
+  return target.threadId ?? target.chatId;
+}

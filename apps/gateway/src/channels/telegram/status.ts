@@ -1,0 +1,65 @@
+import type { Api } from "grammy";
+import { Defaults } from "../../defaults.js";
+import { type ChatTarget, StatusCallError, type StatusMessages } from "../types.js";
+import { failureFacts } from "./errors.js";
+import { grammySignal } from "./send-media.js";
+import { OutgoingTarget } from "./target.js";
+
+/** Telegram's pace for one chat: about a message a second; 20 a minute in a group. */
+const PrivateEditIntervalMs = 1000;
+const GroupEditIntervalMs = Defaults.progress.telegramGroupEverySeconds * 1000;
+
+/**
+ * A turn's status message on Telegram (docs/sessions.md, "Live progress"): `sendMessage` in
+ * the chat and topic, replying to the user's message, then `editMessageText` and
+ * `deleteMessage`. Plain text. One try per call with the caller's signal; a failure is a
+ * token-free {@link StatusCallError} (a 429 carries its `retry_after`).
+ */
+export class TelegramStatusMessages implements StatusMessages {
+  constructor(
+    private readonly api: Api,
+    private readonly token: string,
+  ) {}
+
+  /** Groups, supergroups and channels (negative ids) get one edit per 3 s, chats one per second. */
+  editIntervalMs(target: ChatTarget): number {
+    return target.chatId.startsWith("-") ? GroupEditIntervalMs : PrivateEditIntervalMs;
+  }
+
+  async post(target: ChatTarget, text: string, signal: AbortSignal): Promise<string> {
+    const out = new OutgoingTarget(target);
+    const sent = await this.#call("post", () =>
+      this.api.sendMessage(out.chat, text, out.options(), grammySignal(signal)),
+    );
+    return String(sent.message_id);
+  }
+
+  async edit(
+    target: ChatTarget,
+    messageId: string,
+    text: string,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const out = new OutgoingTarget(target);
+    await this.#call("edit", () =>
+      this.api.editMessageText(out.chat, Number(messageId), text, {}, grammySignal(signal)),
+    );
+  }
+
+  async remove(target: ChatTarget, messageId: string, signal: AbortSignal): Promise<void> {
+    const out = new OutgoingTarget(target);
+    await this.#call("remove", () =>
+      this.api.deleteMessage(out.chat, Number(messageId), grammySignal(signal)),
+    );
+  }
+
+  async #call<T>(operation: StatusCallError["operation"], request: () => Promise<T>): Promise<T> {
+    try {
+      return await request();
+    } catch (error) {
+      const facts = failureFacts(error, this.token);
+      const retryAfterMs = facts.status === 429 ? (facts.retryAfterSeconds ?? 1) * 1000 : undefined;
+      throw new StatusCallError(operation, facts.status, facts.description, retryAfterMs);
+    }
+  }
+}
