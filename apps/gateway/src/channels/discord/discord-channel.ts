@@ -191,6 +191,12 @@ export class DiscordChannel implements ChannelAdapter {
    * heartbeat ack), `retrying` while discord.js reconnects or resumes, `failed` once Discord
    * refused the token (gateway close 4004, or a 401) or closed for good, `stopped` after `stop`.
    */
+  /** The bot's mention (`<@id>`), once logged in: what addresses it in a guild channel. */
+  addressedAs(): string | undefined {
+    const id = this.#client.user?.id;
+    return id === undefined ? undefined : `<@${id}>`;
+  }
+
   health(): ChannelHealth {
     return this.#health.snapshot();
   }

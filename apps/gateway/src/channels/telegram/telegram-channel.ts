@@ -180,6 +180,11 @@ export class TelegramChannel implements ChannelAdapter {
     await poller.stop();
   }
 
+  /** `@username` from getMe, once started: how users address the bot in a group. */
+  addressedAs(): string | undefined {
+    return this.botUsername === undefined ? undefined : `@${this.botUsername}`;
+  }
+
   health(): ChannelHealth {
     return this.health_.snapshot();
   }
