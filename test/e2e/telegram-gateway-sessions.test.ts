@@ -32,6 +32,8 @@ describe("gateway over Telegram: sessions", () => {
           admins: [Admin],
           allowed: [Member, Member222, TopicPoster],
           settings: { stillWorkingAfterSeconds: 1 },
+          // Groups here are the bot's own team chats: every message is for it.
+          telegram: { groups: { requireMention: false } },
         },
       ],
       { drainTimeoutMs: 5_000 },

@@ -102,6 +102,8 @@ export const Defaults = {
     downloadMaxBytes: 20 * 1000 * 1000,
     /** A poll that ends inside an album waits this long, then asks for the rest of it. */
     albumWaitMs: 1_000,
+    /** docs/sessions.md, "Groups": in groups, answer only messages addressed to the bot. */
+    groups: { requireMention: true },
   },
   discord: {
     apiRoot: "https://discord.com/api",

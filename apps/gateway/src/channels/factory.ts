@@ -44,6 +44,7 @@ export function createChannels(
           pollTimeoutSeconds: profile.telegram.pollTimeoutSeconds,
           downloadMaxBytes: profile.telegram.downloadMaxBytes,
           localFiles: profile.telegram.localFiles,
+          groups: profile.telegram.groups,
           retry: { sleep: options.retrySleep },
         }),
       );

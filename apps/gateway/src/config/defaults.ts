@@ -14,6 +14,7 @@ export const ConfigDefaults = {
   groupSessionsPerUser: Defaults.sessions.groupSessionsPerUser,
   threadSessionsPerUser: Defaults.sessions.threadSessionsPerUser,
   stillWorkingAfterSeconds: Defaults.stillWorkingAfterSeconds,
+  telegramGroups: Defaults.telegram.groups,
   drainTimeoutSeconds: Defaults.drainTimeoutSeconds,
   delivery: {
     ambiguousSends: Defaults.delivery.ambiguousSends,

@@ -200,7 +200,17 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
       : { kind: "shell" };
   const telegram: TelegramSettings | undefined =
     entry.telegram?.token !== undefined
-      ? { ...entry.telegram, token: entry.telegram.token }
+      ? {
+          ...entry.telegram,
+          token: entry.telegram.token,
+          groups: {
+            requireMention:
+              entry.telegram.groups?.requireMention ?? ConfigDefaults.telegramGroups.requireMention,
+            ...(entry.telegram.groups?.allowedChats === undefined
+              ? {}
+              : { allowedChats: entry.telegram.groups.allowedChats.map(String) }),
+          },
+        }
       : undefined;
   const discord: DiscordSettings | undefined =
     entry.discord?.token !== undefined

@@ -16,6 +16,16 @@ export interface TelegramSettings {
    * from disk; `downloadMaxBytes` is then the only limit (docs/inbound-media.md).
    */
   readonly localFiles?: boolean | undefined;
+  /** Which group messages are answered (docs/sessions.md, "Groups"). */
+  readonly groups: TelegramGroupSettings;
+}
+
+/** `telegram.groups`, defaults applied. */
+export interface TelegramGroupSettings {
+  /** Answer only messages addressed to the bot (mention, reply, `/cmd@bot`); default true. */
+  readonly requireMention: boolean;
+  /** The only groups answered (chat ids as strings); absent: every group. */
+  readonly allowedChats?: readonly string[] | undefined;
 }
 
 /** Discord settings of a profile. `channels`: guild channels answered without a mention. */

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { Defaults } from "../../defaults.js";
 import { type RetryOptions, resolveRetryOptions } from "../../delivery/retry.js";
 import type { AmbiguousSends } from "./errors.js";
+import type { GroupRules } from "./inbound.js";
 import { PollingDefaults, type PollingSettings, type Sleep } from "./polling.js";
 import type { CallerSettings } from "./sender.js";
 
@@ -58,6 +59,17 @@ export interface TelegramChannelOptions {
    * read from disk instead of downloaded. Default `false`.
    */
   readonly localFiles?: boolean | undefined;
+  /**
+   * Which group and supergroup messages are answered (docs/sessions.md, "Groups"):
+   * `requireMention` (default true) answers only messages addressed to the bot;
+   * `allowedChats`, when set, ignores every other group.
+   */
+  readonly groups?:
+    | {
+        readonly requireMention?: boolean | undefined;
+        readonly allowedChats?: readonly (string | number)[] | undefined;
+      }
+    | undefined;
   /** The wait between polls after a failure, and before completing an album (tests pass a quick one). */
   readonly sleep?: Sleep | undefined;
 }
@@ -84,6 +96,7 @@ export interface ResolvedTelegramOptions {
   readonly dropPendingUpdates: boolean;
   readonly downloadMaxBytes: number;
   readonly localFiles: boolean;
+  readonly groups: GroupRules;
   readonly caller: CallerSettings;
   readonly polling: PollingSettings;
 }
@@ -112,8 +125,20 @@ export function resolveTelegramOptions(options: TelegramChannelOptions): Resolve
       `TelegramChannel: pollTimeoutMarginMs must be a number >= 0, got ${settings.pollTimeoutMarginMs}`,
     );
   }
+  const allowedChats = options.groups?.allowedChats;
+  for (const id of allowedChats ?? []) {
+    if (!/^-?\d+$/.test(String(id))) {
+      throw new RangeError(
+        `TelegramChannel: groups.allowedChats holds chat ids (digits, negative for groups), got ${String(id)}`,
+      );
+    }
+  }
   return {
     apiRoot: settings.apiRoot.replace(/\/+$/, ""),
+    groups: {
+      requireMention: options.groups?.requireMention ?? Defaults.telegram.groups.requireMention,
+      ...(allowedChats === undefined ? {} : { allowedChats: new Set(allowedChats.map(String)) }),
+    },
     dropPendingUpdates: settings.dropPendingUpdates,
     downloadMaxBytes: settings.downloadMaxBytes,
     localFiles: settings.localFiles,

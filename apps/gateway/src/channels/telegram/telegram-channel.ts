@@ -19,7 +19,7 @@ import { deliverReply } from "./deliver-reply.js";
 import { TelegramTextLimits } from "./delivery-steps.js";
 import { failureFacts, TelegramDeliveryError } from "./errors.js";
 import { HealthTracker } from "./health.js";
-import { toInboundMessage } from "./inbound.js";
+import { type GroupRules, toInboundMessage } from "./inbound.js";
 import { resolveTelegramOptions, type TelegramChannelOptions } from "./options.js";
 import { type PollingSettings, UpdatePoller } from "./polling.js";
 import { trackingAgent } from "./request-tracking.js";
@@ -81,6 +81,8 @@ export class TelegramChannel implements ChannelAdapter {
   private readonly polling: PollingSettings;
   private readonly health_: HealthTracker;
   private botUsername: string | undefined;
+  private botId: number | undefined;
+  private readonly groups: GroupRules;
   private poller: UpdatePoller | undefined;
 
   constructor(options: TelegramChannelOptions) {
@@ -98,6 +100,7 @@ export class TelegramChannel implements ChannelAdapter {
     this.caller = new TelegramCaller(this.token, this.logger, settings.caller);
     this.dropPendingUpdates = settings.dropPendingUpdates;
     this.polling = settings.polling;
+    this.groups = settings.groups;
     this.health_ = new HealthTracker("telegram", this.profile);
     this.api = new Api(this.token, {
       apiRoot: settings.apiRoot,
@@ -133,6 +136,7 @@ export class TelegramChannel implements ChannelAdapter {
         { idempotent: true },
       );
       this.botUsername = me.username;
+      this.botId = me.id;
       // A webhook left set would make every getUpdates fail with 409.
       await this.caller.call(
         "deleteWebhook",
@@ -278,9 +282,17 @@ export class TelegramChannel implements ChannelAdapter {
     const inbound = toInboundMessage(messages, {
       profile: this.profile,
       botUsername: this.botUsername,
+      botId: this.botId,
+      groups: this.groups,
       updateId: first.update_id,
     });
-    if (inbound === undefined) return;
+    if (inbound === undefined) {
+      this.logger.debug(
+        { updateId: first.update_id, chatId: messages[0]?.chat.id },
+        "telegram message not for the bot (a bot's, empty, or a group message not addressed to it); ignored",
+      );
+      return;
+    }
     await onMessage(inbound);
   }
 
