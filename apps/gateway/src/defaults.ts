@@ -45,6 +45,11 @@ export const Defaults = {
     /** Wait before retrying an attempt that failed outright (doubles per attempt, capped). */
     retryBaseMs: 30_000,
     retryMaxMs: 30 * 60 * 1000,
+    /**
+     * Messages a reply's text may take; a longer one is sent as that many messages of its
+     * head and the whole reply as reply.txt (docs/media.md, "Long replies").
+     */
+    maxTextChunks: 4,
   },
   /** Retries of one platform call (docs/media.md). */
   retry: {

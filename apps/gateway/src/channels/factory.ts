@@ -45,6 +45,7 @@ export function createChannels(
           downloadMaxBytes: profile.telegram.downloadMaxBytes,
           localFiles: profile.telegram.localFiles,
           groups: profile.telegram.groups,
+          maxTextChunks: config.delivery.maxTextChunks,
           retry: { sleep: options.retrySleep },
         }),
       );
@@ -61,6 +62,7 @@ export function createChannels(
           limits: { maxBytes: profile.discord.uploadMaxBytes },
           catchUpMaxMessages: profile.discord.catchUpMaxMessages,
           downloadMaxBytes: profile.discord.downloadMaxBytes,
+          maxTextChunks: config.delivery.maxTextChunks,
           retry: { sleep: options.retrySleep },
         }),
       );

@@ -20,6 +20,7 @@ export const ConfigDefaults = {
     ambiguousSends: Defaults.delivery.ambiguousSends,
     maxAttempts: Defaults.delivery.maxAttempts,
     maxAgeSeconds: Defaults.delivery.maxAgeSeconds,
+    maxTextChunks: Defaults.delivery.maxTextChunks,
   },
   rerunInterrupted: Defaults.rerunInterrupted,
   homeDirName: Defaults.homeDirName,

@@ -54,7 +54,7 @@ const discordSchema = z.strictObject({
 });
 
 const agentSchema = z.discriminatedUnion("kind", [
-  z.strictObject({ kind: z.literal("shell") }),
+  z.strictObject({ kind: z.literal("shell"), maxReplyChars: positiveInt.optional() }),
   z.strictObject({
     kind: z.literal("openai"),
     baseUrl: url,
@@ -151,6 +151,7 @@ const deliverySchema = z.strictObject({
     .optional(),
   maxAttempts: positiveInt.optional(),
   maxAgeSeconds: positiveInt.optional(),
+  maxTextChunks: positiveInt.optional(),
 });
 
 /** Raw shape of `mediagate.yaml` (before defaults); unknown keys are errors (typo guard). */

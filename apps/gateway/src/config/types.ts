@@ -43,7 +43,14 @@ export interface DiscordSettings {
 
 /** Which agent answers a profile's messages (docs/sessions.md). */
 export type AgentSettings =
-  | { readonly kind: "shell" }
+  | {
+      readonly kind: "shell";
+      /**
+       * The command output a reply keeps, in chars (the tail; default 3500). Raise it to get
+       * long outputs whole: past `delivery.maxTextChunks` messages they come as `reply.txt`.
+       */
+      readonly maxReplyChars?: number | undefined;
+    }
   | {
       readonly kind: "openai";
       readonly baseUrl: string;
@@ -96,6 +103,11 @@ export interface DeliverySettings {
   readonly maxAttempts: number;
   /** A reply still undelivered after this long is given up. */
   readonly maxAgeSeconds: number;
+  /**
+   * Messages a reply's text may take on Telegram and Discord; past it the head is sent as
+   * that many messages and the whole reply as `reply.txt` (docs/media.md, "Long replies").
+   */
+  readonly maxTextChunks: number;
 }
 
 /** The whole validated configuration. */

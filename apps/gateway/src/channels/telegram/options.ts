@@ -70,6 +70,11 @@ export interface TelegramChannelOptions {
         readonly allowedChats?: readonly (string | number)[] | undefined;
       }
     | undefined;
+  /**
+   * Messages a reply's text may take (`delivery.maxTextChunks`, default 4); a longer reply is
+   * sent as that many messages of its head and the whole as `reply.txt` (docs/media.md).
+   */
+  readonly maxTextChunks?: number | undefined;
   /** The wait between polls after a failure, and before completing an album (tests pass a quick one). */
   readonly sleep?: Sleep | undefined;
 }
@@ -88,6 +93,7 @@ export const TelegramChannelDefaults = {
   albumWaitMs: PollingDefaults.albumWaitMs,
   downloadMaxBytes: Defaults.telegram.downloadMaxBytes,
   localFiles: false,
+  maxTextChunks: Defaults.delivery.maxTextChunks,
 } as const satisfies Partial<TelegramChannelOptions>;
 
 /** {@link TelegramChannelOptions} with defaults applied and checked. */
@@ -97,6 +103,7 @@ export interface ResolvedTelegramOptions {
   readonly downloadMaxBytes: number;
   readonly localFiles: boolean;
   readonly groups: GroupRules;
+  readonly maxTextChunks: number;
   readonly caller: CallerSettings;
   readonly polling: PollingSettings;
 }
@@ -115,6 +122,11 @@ export function resolveTelegramOptions(options: TelegramChannelOptions): Resolve
   positive("pollBackoffMinMs", settings.pollBackoffMinMs);
   positive("pollBackoffMaxMs", settings.pollBackoffMaxMs);
   positive("downloadMaxBytes", settings.downloadMaxBytes);
+  if (!Number.isInteger(settings.maxTextChunks) || settings.maxTextChunks < 1) {
+    throw new RangeError(
+      `TelegramChannel: maxTextChunks must be a whole number >= 1, got ${settings.maxTextChunks}`,
+    );
+  }
   if (!Number.isFinite(settings.albumWaitMs) || settings.albumWaitMs < 0) {
     throw new RangeError(
       `TelegramChannel: albumWaitMs must be a number >= 0, got ${settings.albumWaitMs}`,
@@ -142,6 +154,7 @@ export function resolveTelegramOptions(options: TelegramChannelOptions): Resolve
     dropPendingUpdates: settings.dropPendingUpdates,
     downloadMaxBytes: settings.downloadMaxBytes,
     localFiles: settings.localFiles,
+    maxTextChunks: settings.maxTextChunks,
     caller: {
       retry: resolveRetryOptions(options.retry),
       ambiguousSends: settings.ambiguousSends,

@@ -1,5 +1,5 @@
 import { telegramLimits, type UploadLimits } from "@mediagate/media";
-import { Api } from "grammy";
+import { Api, InputFile } from "grammy";
 import type { Message } from "grammy/types";
 import type { Logger } from "pino";
 import { splitText } from "../../delivery/split-text.js";
@@ -83,6 +83,7 @@ export class TelegramChannel implements ChannelAdapter {
   private botUsername: string | undefined;
   private botId: number | undefined;
   private readonly groups: GroupRules;
+  private readonly maxTextChunks: number;
   private poller: UpdatePoller | undefined;
 
   constructor(options: TelegramChannelOptions) {
@@ -101,6 +102,7 @@ export class TelegramChannel implements ChannelAdapter {
     this.dropPendingUpdates = settings.dropPendingUpdates;
     this.polling = settings.polling;
     this.groups = settings.groups;
+    this.maxTextChunks = settings.maxTextChunks;
     this.health_ = new HealthTracker("telegram", this.profile);
     this.api = new Api(this.token, {
       apiRoot: settings.apiRoot,
@@ -231,7 +233,11 @@ export class TelegramChannel implements ChannelAdapter {
       ctx,
       reply.text,
       reply.plan.ready(),
-      (chunk) => this.sendChunk(target, chunk, signal),
+      {
+        chunk: (chunk) => this.sendChunk(target, chunk, signal),
+        file: (file) => this.sendTextFile(target, file.filename, file.bytes, signal),
+        maxChunks: this.maxTextChunks,
+      },
       progress,
     );
     for (const outcome of report.outcomes)
@@ -294,6 +300,28 @@ export class TelegramChannel implements ChannelAdapter {
       return;
     }
     await onMessage(inbound);
+  }
+
+  /** A long reply's whole text as a document (docs/media.md, "Long replies"). */
+  private async sendTextFile(
+    target: OutgoingTarget,
+    filename: string,
+    bytes: Buffer,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    await this.caller.call(
+      "sendDocument",
+      target.chatId,
+      (attemptSignal) =>
+        this.api.sendDocument(
+          target.chat,
+          new InputFile(bytes, filename),
+          target.options(),
+          grammySignal(attemptSignal),
+        ),
+      { signal, bytes: bytes.length },
+    );
+    target.sent();
   }
 
   private async sendChunk(
