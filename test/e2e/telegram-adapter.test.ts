@@ -1,5 +1,6 @@
 import type { InboundMessage } from "@mediagate/gateway";
 import { TelegramChannel, TelegramDeliveryError, TelegramStartError } from "@mediagate/gateway";
+import { Api } from "grammy";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { waitFor } from "../../test-support/wait.js";
 import { FakeTelegram } from "../fakes/telegram/index.js";
@@ -22,7 +23,13 @@ afterEach(async () => {
   await fake.stop();
 });
 
-function newChannel(extra: { dropPendingUpdates?: boolean; token?: string } = {}): TelegramChannel {
+function newChannel(
+  extra: {
+    dropPendingUpdates?: boolean;
+    token?: string;
+    groups?: { requireMention?: boolean; allowedChats?: readonly number[] };
+  } = {},
+): TelegramChannel {
   channel = new TelegramChannel({
     token: extra.token ?? fake.token,
     apiRoot,
@@ -33,6 +40,7 @@ function newChannel(extra: { dropPendingUpdates?: boolean; token?: string } = {}
     ...(extra.dropPendingUpdates === undefined
       ? {}
       : { dropPendingUpdates: extra.dropPendingUpdates }),
+    ...(extra.groups === undefined ? {} : { groups: extra.groups }),
   });
   return channel;
 }
@@ -40,7 +48,7 @@ function newChannel(extra: { dropPendingUpdates?: boolean; token?: string } = {}
 describe("TelegramChannel receiving (grammY long polling against the fake)", () => {
   it("maps dm, group, forum topic and channel messages to InboundMessage", async () => {
     const received: InboundMessage[] = [];
-    await newChannel().start({
+    await newChannel({ groups: { requireMention: false } }).start({
       onMessage: async (message) => void received.push(message),
       onFatal: () => {},
     });
@@ -92,6 +100,35 @@ describe("TelegramChannel receiving (grammY long polling against the fake)", () 
     fake.sendPrivateText({ text: "/status" });
     await waitFor(() => expect(received).toHaveLength(3));
     expect(received).toEqual(["/stop", "/reset confirm", "/status"]);
+  });
+
+  it("hands on only group messages addressed to it, and confirms the rest without fetching their files", async () => {
+    const received: string[] = [];
+    await newChannel({ groups: { allowedChats: [-7, -8] } }).start({
+      onMessage: async (message) => void received.push(`${message.chatId} ${message.text}`),
+      onFatal: () => {},
+    });
+    const bot = fake.bot.username;
+    const mine = await new Api(fake.token, { apiRoot }).sendMessage(-7, "the bot's answer");
+    fake.sendGroupText({ chatId: -7, text: "plain chatter" });
+    fake.sendMedia({ kind: "document", chatId: -7, bytes: Buffer.from("unaddressed file") });
+    fake.sendGroupText({ chatId: -7, text: `@${bot} echo mentioned` });
+    fake.sendGroupText({ chatId: -7, text: "echo replied", replyTo: mine });
+    fake.sendGroupText({ chatId: -99, text: `@${bot} echo outside allowedChats` });
+    fake.sendMedia({ kind: "document", chatId: -99, caption: `@${bot} wc -c` });
+    fake.sendGroupText({ chatId: -8, chatType: "group", text: "/uptime" });
+    fake.sendGroupText({ chatId: -8, chatType: "group", text: "/status" });
+    fake.sendPrivateText({ userId: 11, text: "a dm needs no mention" });
+    await waitFor(() => expect(received).toHaveLength(4));
+    await waitFor(() => expect(fake.pendingUpdates).toBe(0));
+    expect(received).toEqual([
+      "-7 echo mentioned",
+      "-7 echo replied",
+      "-8 /status",
+      "11 a dm needs no mention",
+    ]);
+    expect(fake.callsTo("getFile")).toEqual([]);
+    expect(fake.downloads).toEqual([]);
   });
 
   it("keeps updates queued while it was down, and confirms handled ones on stop", async () => {

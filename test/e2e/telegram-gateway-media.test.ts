@@ -22,7 +22,12 @@ describe("gateway over Telegram: media from the sandbox", () => {
         admins: [Admin],
         allowed: [Member],
         // Small upload caps (as for a tight deployment) so the limits can be crossed cheaply.
-        telegram: { photoMaxBytes: 1000, uploadMaxBytes: 100_000 },
+        // Its forum topic answers every message, without a mention.
+        telegram: {
+          photoMaxBytes: 1000,
+          uploadMaxBytes: 100_000,
+          groups: { requireMention: false },
+        },
       },
     ]);
     bot = harness.bot();

@@ -33,6 +33,8 @@ describe("gateway over Telegram: sessions", () => {
           allowed: [Member, Member222, TopicPoster],
           // Without the live status message, a long turn gets the one "still working" line.
           settings: { stillWorkingAfterSeconds: 1, progress: { enabled: false } },
+          // Groups here are the bot's own team chats: every message is for it.
+          telegram: { groups: { requireMention: false } },
         },
       ],
       { drainTimeoutMs: 5_000 },

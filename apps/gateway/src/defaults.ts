@@ -72,6 +72,11 @@ export const Defaults = {
     /** Wait before retrying an attempt that failed outright (doubles per attempt, capped). */
     retryBaseMs: 30_000,
     retryMaxMs: 30 * 60 * 1000,
+    /**
+     * Messages a reply's text may take; a longer one is sent as that many messages of its
+     * head and the whole reply as reply.txt (docs/media.md, "Long replies").
+     */
+    maxTextChunks: 4,
   },
   /** Retries of one platform call (docs/media.md). */
   retry: {
@@ -138,6 +143,8 @@ export const Defaults = {
      * size-based bound, which must win, so grammY's is set out of the way.
      */
     grammyTimeoutSeconds: 24 * 60 * 60,
+    /** docs/sessions.md, "Groups": in groups, answer only messages addressed to the bot. */
+    groups: { requireMention: true },
   },
   discord: {
     apiRoot: "https://discord.com/api",

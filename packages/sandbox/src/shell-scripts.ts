@@ -36,13 +36,15 @@ export function stateFile(sessionHash: string): string {
 }
 
 /**
- * Makes `$__mg_s` name the state file and creates the file from the current environment
- * unless an earlier shell left one. The directory exists already in per-session mode (the
+ * Makes `$__mg_s` name the state file and `$__mg_sh` the shell commands run in (resolved
+ * once, before a command can change `PATH`), and creates the state file from the current
+ * environment unless an earlier shell left one. The directory exists already in per-session mode (the
  * housekeeping made it for the uid); in root mode the shell makes it.
  */
 function openState(sessionHash: string): string {
   const dir = shellQuote(stateDirectory(sessionHash));
   return `__mg_s=${shellQuote(stateFile(sessionHash))}
+__mg_sh=$(command -v sh 2>/dev/null); : "\${__mg_sh:=/bin/sh}"
 [ -d ${dir} ] || (umask 077 && mkdir -p ${dir}) 2>/dev/null
 if [ ! -f "$__mg_s" ]; then export PWD; export -p >"$__mg_s"; fi`;
 }
@@ -76,14 +78,26 @@ export interface CommandSpec {
 const EnvName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
+ * Longest command (UTF-8 bytes) run as its own shell's script. Linux caps one exec argument
+ * at 128 KiB (`MAX_ARG_STRLEN`); a longer command (a model writing a big file with a
+ * here-document) is evaluated in the subshell instead, where no such cap applies.
+ */
+export const MaxScriptArgumentBytes = 100_000;
+
+/**
  * One command in its own subshell: restore the session's exports and cwd, mark the
  * processes, run the command with stdin from /dev/null, and on any exit (including the
  * command's own `exit`) save cwd and exports back. Per-call `env` is not saved.
- * Expects `$__mg_s` to name the state file.
+ * Expects `$__mg_s` to name the state file and `$__mg_sh` the shell.
+ *
+ * The command is the script of a shell of its own (`sh -c '<command>'`), which sets the
+ * trap that saves the state on the same line: its errors read as if the user had typed the
+ * command into `sh` (`sh: foo: not found`, line numbers counted from the command's first
+ * line), never as the gateway's wrapper (`sh: eval: line 40: …`). Only a command over
+ * {@link MaxScriptArgumentBytes} is `eval`ed in the subshell.
  */
 export function commandSubshell(spec: CommandSpec): string {
   const lines = [
-    `__mg_c=${shellQuote(spec.command)}`,
     "(",
     '. "$__mg_s" 2>/dev/null',
     'cd -- "$PWD" 2>/dev/null',
@@ -97,11 +111,25 @@ export function commandSubshell(spec: CommandSpec): string {
     lines.push(`export ${name}=${shellQuote(value)}`);
   }
   const unset = names.length > 0 ? `unset ${names.join(" ")}; ` : "";
-  lines.push(
-    `trap '__mg_rc=$?; ${unset}export PWD; export -p >"$__mg_s"; exit $__mg_rc' EXIT`,
-    'eval "$__mg_c"',
-    ") </dev/null",
-  );
+  const save = (file: string) =>
+    `__mg_rc=$?; ${unset}export PWD; export -p >${file}; exit $__mg_rc`;
+  if (Buffer.byteLength(spec.command) <= MaxScriptArgumentBytes) {
+    const script = `trap ${shellQuote(save(shellQuote(stateFile(spec.sessionHash))))} EXIT; ${spec.command}`;
+    // Found as plain `sh`, so its messages say `sh:`; the shell resolved at start when the
+    // session's PATH no longer finds one. No command name after the script: busybox would
+    // then add a `line 0:` to every message.
+    lines.push(
+      "command -v sh >/dev/null 2>&1 && __mg_x=sh || __mg_x=$__mg_sh",
+      `"$__mg_x" -c ${shellQuote(script)}`,
+    );
+  } else {
+    lines.push(
+      `__mg_c=${shellQuote(spec.command)}`,
+      `trap '${save('"$__mg_s"')}' EXIT`,
+      'eval "$__mg_c"',
+    );
+  }
+  lines.push(") </dev/null");
   return lines.join("\n");
 }
 

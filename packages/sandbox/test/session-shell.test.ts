@@ -4,7 +4,7 @@ import { dockerOf } from "../src/docker-client.js";
 import { type Sandbox, sessionHash } from "../src/index.js";
 import { execOnce } from "../src/one-shot-exec.js";
 import { sessionUser } from "../src/session-user.js";
-import { oneShotCommand } from "../src/shell-scripts.js";
+import { MaxScriptArgumentBytes, oneShotCommand } from "../src/shell-scripts.js";
 import {
   execIn,
   type Fixture,
@@ -39,7 +39,8 @@ describe("session shell", () => {
     const result = await sandbox.run(
       "shell",
       "keep",
-      'pwd; echo "$COLOR"; [ -n "$HOSTNAME" ] || echo h=unset',
+      // The environment: a shell sets a HOSTNAME variable of its own when it starts.
+      'pwd; echo "$COLOR"; env | grep -q ^HOSTNAME= || echo h=unset',
     );
     expect(result.stdout).toBe("/tmp/deep\nblue\nh=unset\n");
   });
@@ -50,6 +51,32 @@ describe("session shell", () => {
     expect((await sandbox.run("shell", "codes", "pwd")).stdout).toBe("/tmp\n");
     expect((await sandbox.run("shell", "codes", "if then")).exitCode).toBe(2);
     expect((await sandbox.run("shell", "codes", "printf 'no newline'")).stdout).toBe("no newline");
+  });
+
+  it("reports a command's errors as sh would, never the wrapper's eval or its line numbers", async () => {
+    const missing = await sandbox.run("shell", "errors", "/start");
+    expect(missing).toMatchObject({ exitCode: 127, stderr: "sh: /start: not found\n" });
+    const second = await sandbox.run("shell", "errors", "echo one\nnosuchcommand two");
+    expect(second.stdout).toBe("one\n");
+    expect(second.stderr).toBe("sh: nosuchcommand: not found\n");
+    const syntax = await sandbox.run("shell", "errors", "echo 'open");
+    expect(syntax.exitCode).toBe(2);
+    expect(syntax.stderr).not.toMatch(/eval|line \d{2,}/);
+    // A session whose PATH finds no sh still runs commands (with the shell found at start).
+    await sandbox.run("shell", "errors", "export PATH=/nowhere");
+    const pathless = await sandbox.run("shell", "errors", 'echo "still $PATH"');
+    expect(pathless).toMatchObject({ exitCode: 0, stdout: "still /nowhere\n" });
+  });
+
+  it("still runs (and keeps the state of) a command too long for one exec argument", async () => {
+    const filler = "x".repeat(MaxScriptArgumentBytes);
+    const result = await sandbox.run(
+      "shell",
+      "long",
+      `cd /tmp && export LONG=yes && printf '%s' '${filler}' | wc -c`,
+    );
+    expect(result).toMatchObject({ exitCode: 0, stdout: `${MaxScriptArgumentBytes}\n` });
+    expect((await sandbox.run("shell", "long", 'pwd; echo "$LONG"')).stdout).toBe("/tmp\nyes\n");
   });
 
   it("never leaks cwd or env to another session in the same container", async () => {
@@ -116,7 +143,8 @@ describe("session shell", () => {
   });
 
   it("runs nothing for an already aborted signal and keeps the same shell", async () => {
-    const before = await sandbox.run("shell", "pre", "echo $$");
+    // A command is its own `sh -c` child of the session's shell: `$PPID` is the shell.
+    const before = await sandbox.run("shell", "pre", "echo $PPID");
     const result = await sandbox.run("shell", "pre", "touch /tmp/pre-aborted", {
       signal: AbortSignal.abort(),
     });
@@ -127,7 +155,7 @@ describe("session shell", () => {
       "test -e /tmp/pre-aborted && echo yes || echo no",
     );
     expect(check.stdout).toBe("no\n");
-    expect((await sandbox.run("shell", "pre", "echo $$")).stdout).toBe(before.stdout);
+    expect((await sandbox.run("shell", "pre", "echo $PPID")).stdout).toBe(before.stdout);
   });
 
   it("killSession kills every process of that session, background ones too, and no other", async () => {
@@ -145,20 +173,20 @@ describe("session shell", () => {
 
   it("reopens a shell that died and keeps the session's state", async () => {
     await sandbox.run("shell", "phoenix", "cd /tmp && export KEEP=1");
-    const oldPid = (await sandbox.run("shell", "phoenix", "echo $$")).stdout.trim();
+    const oldPid = (await sandbox.run("shell", "phoenix", "echo $PPID")).stdout.trim();
     const pidAlive = async (pid: string) =>
       (await processList(containerId)).some((line) => line.trim().split(/\s+/)[0] === pid);
     expect(await pidAlive(oldPid)).toBe(true);
     // Root in the container cannot read a session uid's environment (no CAP_SYS_PTRACE), so
-    // the controller is killed by its pid (`$$` of a command is the controller's).
+    // the controller is killed by its pid (`$PPID` of a command is the controller's).
     await execIn(containerId, ["kill", "-9", oldPid]);
     await waitUntil(async () => !(await pidAlive(oldPid)), "the old shell gone");
-    const result = await sandbox.run("shell", "phoenix", 'pwd; echo "$KEEP"; echo $$');
+    const result = await sandbox.run("shell", "phoenix", 'pwd; echo "$KEEP"; echo $PPID');
     const [cwd, keep, newPid] = result.stdout.split("\n");
     expect([cwd, keep]).toEqual(["/tmp", "1"]);
     expect(newPid).not.toBe(oldPid);
     // A persistent shell answers with the same pid again; a one-shot fallback would not.
-    expect((await sandbox.run("shell", "phoenix", "echo $$")).stdout.trim()).toBe(newPid);
+    expect((await sandbox.run("shell", "phoenix", "echo $PPID")).stdout.trim()).toBe(newPid);
     expect(await pidAlive(newPid ?? "")).toBe(true);
   });
 

@@ -7,6 +7,7 @@ import {
   GatewayIntentBits,
   type Message,
   MessageFlags,
+  MessageType,
   Partials,
   type RESTOptions,
 } from "discord.js";
@@ -100,6 +101,24 @@ describe("fake Discord gateway", () => {
     expect(direct.guildId).toBeNull();
     expect(direct.channel.type).toBe(ChannelType.DM);
     expect(direct.author.id).toBe("300000000000000042");
+  });
+
+  it("dispatches a reply to the bot's message as discord.js maps it: type Reply, the replied user", async () => {
+    const { fake, client } = await connect();
+    const channelId = fake.guild.channels[0]!.id;
+    const channel = await client.channels.fetch(channelId);
+    if (!channel?.isSendable()) throw new Error("not sendable");
+    const mine = await channel.send("the bot speaks");
+    const received = nextMessage(client);
+    fake.sendGuildMessage(channelId, { content: "answering you", replyTo: mine.id });
+    const reply = await received;
+    expect(reply.type).toBe(MessageType.Reply);
+    expect(reply.reference?.messageId).toBe(mine.id);
+    expect(reply.mentions.repliedUser?.id).toBe(fake.botUser.id);
+    expect(reply.mentions.users.has(fake.botUser.id)).toBe(false);
+    expect(() => fake.sendGuildMessage(channelId, { content: "x", replyTo: "1" })).toThrow(
+      /no message 1/,
+    );
   });
 
   it("hides guild message content without the MessageContent intent unless the bot is mentioned", async () => {

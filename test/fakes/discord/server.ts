@@ -53,6 +53,13 @@ export interface MessageInput {
    * `attachments` (live and in `GET /channels/:id/messages`) with URLs on the fake itself.
    */
   readonly attachments?: readonly AttachmentInput[];
+  /**
+   * The id of a message of the same channel (the bot's or a user's) this one replies to: a
+   * reply (type 19) with `message_reference` and the `referenced_message` object, as Discord
+   * sends it. Its author is not mentioned (a reply with the ping turned off); add `mentions`
+   * for one with the ping.
+   */
+  readonly replyTo?: string;
 }
 
 /** The message a helper dispatched as MESSAGE_CREATE. */
@@ -324,6 +331,7 @@ export class FakeDiscord {
       pinned: false,
       type: 0,
       flags: voice ? IsVoiceMessage : 0,
+      ...this.#replyFields(channelId, guildId, input.replyTo),
     };
     const mentionsBot = mentionIds.includes(this.botUser.id);
     this.world.remember(channelId, base);
@@ -335,6 +343,29 @@ export class FakeDiscord {
       authorId: author.id,
       content,
       attachments,
+    };
+  }
+
+  /** The fields that make a message a reply to `replyTo` (nothing without one). */
+  #replyFields(
+    channelId: string,
+    guildId: string | undefined,
+    replyTo: string | undefined,
+  ): Record<string, unknown> {
+    if (replyTo === undefined) return {};
+    const referenced = this.world.history(channelId).find((json) => json.id === replyTo);
+    if (referenced === undefined) {
+      throw new Error(`fake discord: no message ${replyTo} in ${channelId} to reply to`);
+    }
+    return {
+      type: 19,
+      message_reference: {
+        type: 0,
+        message_id: replyTo,
+        channel_id: channelId,
+        ...(guildId === undefined ? {} : { guild_id: guildId }),
+      },
+      referenced_message: referenced,
     };
   }
 

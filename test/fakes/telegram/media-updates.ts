@@ -17,6 +17,8 @@ export interface MediaInput extends SenderInput {
   readonly mediaGroupId?: string | undefined;
   /** A group chat (negative id); the default is the sender's private chat. */
   readonly chatId?: number | undefined;
+  /** A group's type (negative `chatId` only): `supergroup` (default) or a basic `group`. */
+  readonly chatType?: "group" | "supergroup" | undefined;
   /** The smaller sizes of a photo, smallest first (default two made-up thumbnails). */
   readonly thumbnails?: readonly Buffer[] | undefined;
 }
@@ -103,7 +105,7 @@ export function mediaUpdate(
   const chat: Chat =
     input.chatId === undefined || input.chatId > 0
       ? { id: input.chatId ?? from.id, type: "private", first_name: from.first_name }
-      : { id: input.chatId, type: "supergroup", title: "Test group" };
+      : { id: input.chatId, type: input.chatType ?? "supergroup", title: "Test group" };
   const { fields, sent } = mediaFields(input, files);
   const message = {
     message_id: messageId,

@@ -75,6 +75,24 @@ describe("FakeTelegram long polling with the real grammY", () => {
     expect(updates.map((u) => u.update_id)).toEqual([update.update_id]);
   });
 
+  it("marks commands and @mentions with entities and carries a reply to the bot's message, as grammY reads them", async () => {
+    const bot = newBot();
+    const sent = await bot.api.sendMessage(-100, "from the bot");
+    const text = `/status@${fake.bot.username} hi @ada_l and @${fake.bot.username}, not a@mail`;
+    fake.sendGroupText({ chatId: -100, text, replyTo: sent });
+    const [update] = await bot.api.getUpdates({ timeout: 0 });
+    const message = update?.message;
+    expect(
+      message?.entities?.map((e) => [e.type, text.slice(e.offset, e.offset + e.length)]),
+    ).toEqual([
+      ["bot_command", `/status@${fake.bot.username}`],
+      ["mention", "@ada_l"],
+      ["mention", `@${fake.bot.username}`],
+    ]);
+    expect(message?.reply_to_message?.from?.id).toBe(fake.bot.id);
+    expect(message?.reply_to_message?.message_id).toBe(sent.message_id);
+  });
+
   it("answers at once when timeout is 0 or absent, and after the timeout with nothing", async () => {
     const bot = newBot();
     expect(await bot.api.getUpdates({ timeout: 0 })).toEqual([]);

@@ -26,6 +26,8 @@ export interface GroupTextInput extends SenderInput {
    * set this to produce one.
    */
   readonly replyThreadId?: number;
+  /** The message this one replies to (e.g. one the bot sent: a recorded call's `result`). */
+  readonly replyTo?: Message;
 }
 
 export interface TopicTextInput extends SenderInput {
@@ -60,11 +62,25 @@ export function userOf(sender: SenderInput): User {
   return user;
 }
 
-/** Bot-command entities for a leading `/command` or `/command@bot`, as Telegram adds them. */
+/**
+ * The entities Telegram adds to a text or caption: `bot_command` for a leading `/command` or
+ * `/command@bot` (the `@bot` is part of it), and `mention` for each `@username` (5–32
+ * letters, digits and `_`, starting with a letter) that does not follow a word character.
+ * Offsets and lengths in UTF-16 units, sorted by offset.
+ */
 export function entitiesOf(text: string): Message["entities"] {
-  const match = /^\/[A-Za-z0-9_]+(@[A-Za-z0-9_]+)?/.exec(text);
-  if (match === null) return undefined;
-  return [{ type: "bot_command", offset: 0, length: match[0].length }];
+  const entities: NonNullable<Message["entities"]> = [];
+  const command = /^\/[A-Za-z0-9_]+(@[A-Za-z0-9_]+)?/.exec(text);
+  if (command !== null)
+    entities.push({ type: "bot_command", offset: 0, length: command[0].length });
+  const after = command?.[0].length ?? 0;
+  for (const match of text.matchAll(
+    /(?<![A-Za-z0-9_@/])@[A-Za-z][A-Za-z0-9_]{4,31}(?![A-Za-z0-9_])/g,
+  )) {
+    if (match.index < after) continue;
+    entities.push({ type: "mention", offset: match.index, length: match[0].length });
+  }
+  return entities.length === 0 ? undefined : entities;
 }
 
 function textMessage(
@@ -99,6 +115,9 @@ export function groupTextUpdate(messageId: number, input: GroupTextInput): Updat
   const message = textMessage(messageId, now(), chat, userOf(input), input.text);
   if (input.replyThreadId !== undefined) {
     message.message_thread_id = input.replyThreadId;
+  }
+  if (input.replyTo !== undefined) {
+    message.reply_to_message = input.replyTo as NonNullable<Message["reply_to_message"]>;
   }
   return { message } as UpdateInput;
 }

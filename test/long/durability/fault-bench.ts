@@ -65,6 +65,8 @@ export class FaultBench {
           ...options.profileSettings,
           name: profile,
           telegram: {
+            // The traffic's group messages are plain commands for the bot.
+            groups: { requireMention: false },
             ...options.telegram,
             token: options.fake.token,
             apiRoot: options.fake.apiRoot,

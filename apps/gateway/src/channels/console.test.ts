@@ -6,7 +6,7 @@ import { planMedia } from "@mediagate/media";
 import { describe, expect, it } from "vitest";
 import { waitFor } from "../../../../test-support/wait.js";
 import { createLogger } from "../log.js";
-import { ConsoleChannel, ConsoleDefaults, ConsoleHelp } from "./console.js";
+import { ConsoleChannel, ConsoleDefaults } from "./console.js";
 import { SharedTerminal } from "./console-terminal.js";
 import type { InboundMessage } from "./types.js";
 
@@ -112,15 +112,15 @@ describe("ConsoleChannel", () => {
     expect(printed()).toContain("📎 /attach needs a file. Usage: /attach <path> [text]");
   });
 
-  it("/help lists the console's commands, /attach among them, and sends nothing", async () => {
+  it("hands /help to the core like any command (its answer is the same on every channel)", async () => {
     const { input, channel, printed } = await setup();
     const messages: InboundMessage[] = [];
     await channel.start({ onMessage: async (m) => void messages.push(m), onFatal: () => {} });
     input.write("/help\n");
-    await waitFor(() => expect(printed()).toContain(ConsoleHelp));
+    await waitFor(() => expect(messages).toHaveLength(1));
     await channel.stop();
-    expect(messages).toEqual([]);
-    expect(ConsoleHelp).toMatch(/^ {2}\/attach <path> \[text\]/m);
+    expect(messages.map((m) => [m.userId, m.text])).toEqual([["local", "/help"]]);
+    expect(printed()).not.toContain("/attach");
   });
 
   it("prints only the chat when not on a terminal: no prompt, and its own problems go to the log", async () => {

@@ -8,7 +8,7 @@ import type { UploadLimits } from "@mediagate/media";
 import { Defaults } from "../defaults.js";
 import { type Logger, silentLogger } from "../log.js";
 import { ConsoleUser } from "../runtime/access.js";
-import { AttachUsage, attachmentFor, consoleFetcher, parseAttach } from "./console-attach.js";
+import { attachmentFor, consoleFetcher, parseAttach } from "./console-attach.js";
 import type { SharedTerminal } from "./console-terminal.js";
 import type {
   AttachmentFetcher,
@@ -52,15 +52,6 @@ export interface ConsoleChannelOptions {
   readonly attachMaxBytes?: number | undefined;
 }
 
-/** What `/help` prints: the console's own commands, then the admin commands. */
-export const ConsoleHelp = [
-  "Console commands:",
-  `  ${AttachUsage}`,
-  "  /help — this list",
-  "Admin commands (the console user is admin): /status, /stop [all], /reset [confirm]",
-  "Anything else is a message to the agent.",
-].join("\n");
-
 function safeName(filename: string): string {
   const cleaned = filename.replace(/[^A-Za-z0-9._-]/g, "_").replace(/^\.+/, "");
   return cleaned === "" ? "file" : cleaned;
@@ -83,8 +74,9 @@ function isTerminal(stream: Readable | Writable): boolean {
  * {@link SharedTerminal}, log lines) are printed above it and the prompt is drawn again with
  * what was typed so far.
  *
- * Two lines are the console's own (`/help` lists them): `/help`, and `/attach <path> [text]`,
- * which sends a file of this machine as if a user had sent it (docs/inbound-media.md): the
+ * One line is the console's own: `/attach <path> [text]` (the core's `/help` lists it, as
+ * every channel's `/help` tells how files are sent there), which sends a file of this
+ * machine as if a user had sent it (docs/inbound-media.md): the
  * message carries the file (its ref is the absolute path, streamed from disk when the pipeline
  * saves it into the sandbox's inbox) and the rest of the line as its text. A path with spaces
  * is quoted (`/attach "my file.pdf" summarize it`). A missing file, a directory or an
@@ -172,15 +164,8 @@ export class ConsoleChannel implements ChannelAdapter {
     this.#showPrompt();
   }
 
-  /**
-   * The message a line is: `/help` and a failed `/attach` print their answer and are no
-   * message (`undefined`).
-   */
+  /** The message a line is: a failed `/attach` prints its answer and is no message (`undefined`). */
   async #messageOf(line: string): Promise<InboundMessage | undefined> {
-    if (line === "/help") {
-      this.#say(ConsoleHelp);
-      return undefined;
-    }
     let text = line;
     let attachments: InboundMessage["attachments"];
     const attach = parseAttach(line);

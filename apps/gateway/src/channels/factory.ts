@@ -44,6 +44,8 @@ export function createChannels(
           pollTimeoutSeconds: profile.telegram.pollTimeoutSeconds,
           downloadMaxBytes: profile.telegram.downloadMaxBytes,
           localFiles: profile.telegram.localFiles,
+          groups: profile.telegram.groups,
+          maxTextChunks: config.delivery.maxTextChunks,
           retry: { sleep: options.retrySleep },
         }),
       );
@@ -60,6 +62,7 @@ export function createChannels(
           limits: { maxBytes: profile.discord.uploadMaxBytes },
           catchUpMaxMessages: profile.discord.catchUpMaxMessages,
           downloadMaxBytes: profile.discord.downloadMaxBytes,
+          maxTextChunks: config.delivery.maxTextChunks,
           retry: { sleep: options.retrySleep },
         }),
       );

@@ -246,6 +246,11 @@ export interface ChannelAdapter {
    * bad file. An aborted signal stops before the next step (the rest stays pending).
    */
   deliver(reply: OutboundReply, options?: DeliverOptions): Promise<DeliveryReport>;
+  /**
+   * Optional: how users address the bot in a group (`@username` on Telegram, the `<@id>`
+   * mention on Discord), once known (after `start`). `/help` names it in groups.
+   */
+  addressedAs?(): string | undefined;
   /** Show that the bot is working (typing). Best effort; never throws; gives up on `signal`. */
   showActivity(target: ChatTarget, signal?: AbortSignal): Promise<void>;
   /**

@@ -12,12 +12,20 @@ describe("parseCommand", () => {
     ["/reset confirm", { name: "reset", confirm: true }],
     ["/reset@bot CONFIRM", { name: "reset", confirm: true }],
     ["/status", { name: "status" }],
+    ["/help", { name: "help", start: false }],
+    ["/HELP@mediagate_bot", { name: "help", start: false }],
+    ["/help me please", { name: "help", start: false }],
+    ["/start", { name: "help", start: true }],
+    ["/start@mediagate_bot", { name: "help", start: true }],
+    ["/start deep-link-payload", { name: "help", start: true }],
   ])("recognizes %j", (text, expected) => {
     expect(parseCommand(text)).toEqual(expected);
   });
 
   it.each([
-    "/start",
+    "/starter",
+    "/helpme",
+    "echo /help",
     "stop",
     "/stopper",
     "/stop now",

@@ -5,12 +5,29 @@ export type AdminCommand =
   | { readonly name: "status" };
 
 /**
- * Recognizes `/stop`, `/stop all`, `/reset`, `/reset confirm` and `/status`
- * (case-insensitive, with an optional Telegram `@botname` suffix). Anything else — other
- * slash commands included — is a message for the agent.
+ * `/help`, and `/start` (what Telegram sends when someone opens the bot): for every allowed
+ * user (docs/sessions.md, "First contact and help").
  */
-export function parseCommand(text: string): AdminCommand | undefined {
-  const match = /^\/(stop|reset|status)(?:@[A-Za-z0-9_]+)?(?:\s+(\S+))?\s*$/i.exec(text.trim());
+export interface HelpCommand {
+  readonly name: "help";
+  /** Sent as `/start`. */
+  readonly start: boolean;
+}
+
+/** Every command the gateway answers itself. */
+export type Command = AdminCommand | HelpCommand;
+
+/**
+ * Recognizes `/stop`, `/stop all`, `/reset`, `/reset confirm`, `/status`, `/help` and `/start`
+ * (case-insensitive, with an optional Telegram `@botname` suffix). `/start` and `/help` take
+ * any words after them (Telegram's deep links send `/start <payload>`); they are ignored.
+ * Anything else — other slash commands included — is a message for the agent.
+ */
+export function parseCommand(text: string): Command | undefined {
+  const trimmed = text.trim();
+  const help = /^\/(help|start)(?:@[A-Za-z0-9_]+)?(?:\s|$)/i.exec(trimmed);
+  if (help !== null) return { name: "help", start: help[1]!.toLowerCase() === "start" };
+  const match = /^\/(stop|reset|status)(?:@[A-Za-z0-9_]+)?(?:\s+(\S+))?\s*$/i.exec(trimmed);
   if (match === null) return undefined;
   const name = match[1]!.toLowerCase();
   const arg = match[2]?.toLowerCase();

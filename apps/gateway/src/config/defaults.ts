@@ -21,11 +21,13 @@ export const ConfigDefaults = {
     afterSeconds: Defaults.progress.afterSeconds,
     everySeconds: Defaults.progress.everySeconds,
   },
+  telegramGroups: Defaults.telegram.groups,
   drainTimeoutSeconds: Defaults.drainTimeoutSeconds,
   delivery: {
     ambiguousSends: Defaults.delivery.ambiguousSends,
     maxAttempts: Defaults.delivery.maxAttempts,
     maxAgeSeconds: Defaults.delivery.maxAgeSeconds,
+    maxTextChunks: Defaults.delivery.maxTextChunks,
   },
   rerunInterrupted: Defaults.rerunInterrupted,
   homeDirName: Defaults.homeDirName,

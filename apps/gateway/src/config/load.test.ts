@@ -216,7 +216,11 @@ describe("resolveConfig", () => {
       { profiles: [{ name: "solo", telegram: { pollTimeoutSeconds: 5 } }] },
       { env: { ...env, telegramBotToken: "9:env-token" } },
     );
-    expect(config.profiles[0]?.telegram).toEqual({ token: "9:env-token", pollTimeoutSeconds: 5 });
+    expect(config.profiles[0]?.telegram).toEqual({
+      token: "9:env-token",
+      pollTimeoutSeconds: 5,
+      groups: { requireMention: true },
+    });
   });
 
   it("refuses two profiles with one bot token, naming both and never the token", () => {
@@ -280,11 +284,40 @@ describe("resolveConfig", () => {
     expect(config.profiles[0]?.telegram).toEqual({
       token: "9:env",
       apiRoot: "http://127.0.0.1:8081",
+      groups: { requireMention: true },
     });
     expect(config.profiles[0]?.discord?.token).toBe("dtok");
     expect(config.profiles[1]?.telegram?.token).toBe("2:work");
     expect(config.profiles[1]?.home).toBe("/var/lib/mg/profiles/work");
     expect(resolveConfig({}, { env: e }).home).toBe("/srv/env-home");
+  });
+
+  it("reads telegram.groups: requireMention (default on) and allowedChats as strings, refusing a bad id", () => {
+    const config = resolveConfig(
+      {
+        profiles: [
+          {
+            name: "default",
+            telegram: {
+              token: "1:a",
+              groups: { requireMention: false, allowedChats: [-1001234567890, "-42"] },
+            },
+          },
+        ],
+      },
+      { env },
+    );
+    expect(config.profiles[0]?.telegram?.groups).toEqual({
+      requireMention: false,
+      allowedChats: ["-1001234567890", "-42"],
+    });
+    expect(
+      errorOf({
+        profiles: [
+          { name: "default", telegram: { token: "1:a", groups: { allowedChats: ["team"] } } },
+        ],
+      }).message,
+    ).toContain("a chat id: digits, negative for a group");
   });
 
   it("takes an openai agent without an API key (a local server) and with a system prompt", () => {
@@ -375,6 +408,7 @@ describe("${VAR} references", () => {
     expect(p?.telegram).toEqual({
       token: "777:AAH-from-the-env",
       apiRoot: "http://127.0.0.1:8081",
+      groups: { requireMention: true },
     });
     expect(p?.agent).toMatchObject({
       apiKey: "sk-from-the-env",

@@ -134,6 +134,7 @@ export function resolveConfig(
       ambiguousSends: file.delivery?.ambiguousSends ?? ConfigDefaults.delivery.ambiguousSends,
       maxAttempts: file.delivery?.maxAttempts ?? ConfigDefaults.delivery.maxAttempts,
       maxAgeSeconds: file.delivery?.maxAgeSeconds ?? ConfigDefaults.delivery.maxAgeSeconds,
+      maxTextChunks: file.delivery?.maxTextChunks ?? ConfigDefaults.delivery.maxTextChunks,
     },
     rerunInterrupted: file.recovery?.rerunInterrupted ?? ConfigDefaults.rerunInterrupted,
     healthListen: file.health?.listen,
@@ -197,10 +198,25 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
           ...entry.agent,
           maxToolRounds: entry.agent.maxToolRounds ?? ConfigDefaults.openaiMaxToolRounds,
         }
-      : { kind: "shell" };
+      : {
+          kind: "shell",
+          ...(entry.agent?.maxReplyChars === undefined
+            ? {}
+            : { maxReplyChars: entry.agent.maxReplyChars }),
+        };
   const telegram: TelegramSettings | undefined =
     entry.telegram?.token !== undefined
-      ? { ...entry.telegram, token: entry.telegram.token }
+      ? {
+          ...entry.telegram,
+          token: entry.telegram.token,
+          groups: {
+            requireMention:
+              entry.telegram.groups?.requireMention ?? ConfigDefaults.telegramGroups.requireMention,
+            ...(entry.telegram.groups?.allowedChats === undefined
+              ? {}
+              : { allowedChats: entry.telegram.groups.allowedChats.map(String) }),
+          },
+        }
       : undefined;
   const discord: DiscordSettings | undefined =
     entry.discord?.token !== undefined

@@ -10,6 +10,7 @@ const userId = z.string().regex(/^(telegram|discord|console):[^:\s]+$/, {
 });
 const url = z.url({ error: "an http(s) or ws(s) URL" });
 
+const TelegramChatIdError = "a chat id: digits, negative for a group (e.g. -1001234567890)";
 const telegramSchema = z.strictObject({
   token: z.string().min(1, { error: "a non-empty bot token" }).optional(),
   apiRoot: url.optional(),
@@ -18,6 +19,24 @@ const telegramSchema = z.strictObject({
   pollTimeoutSeconds: positiveInt.optional(),
   downloadMaxBytes: positiveInt.optional(),
   localFiles: z.boolean().optional(),
+  groups: z
+    .strictObject({
+      requireMention: z.boolean().optional(),
+      allowedChats: z
+        .array(
+          z.union(
+            [
+              z.number({ error: TelegramChatIdError }).int(),
+              z.string().regex(/^-?\d+$/, { error: TelegramChatIdError }),
+            ],
+            {
+              error: TelegramChatIdError,
+            },
+          ),
+        )
+        .optional(),
+    })
+    .optional(),
 });
 
 const discordSchema = z.strictObject({
@@ -35,7 +54,7 @@ const discordSchema = z.strictObject({
 });
 
 const agentSchema = z.discriminatedUnion("kind", [
-  z.strictObject({ kind: z.literal("shell") }),
+  z.strictObject({ kind: z.literal("shell"), maxReplyChars: positiveInt.optional() }),
   z.strictObject({
     kind: z.literal("openai"),
     baseUrl: url,
@@ -146,6 +165,7 @@ const deliverySchema = z.strictObject({
     .optional(),
   maxAttempts: positiveInt.optional(),
   maxAgeSeconds: positiveInt.optional(),
+  maxTextChunks: positiveInt.optional(),
 });
 
 /** Raw shape of `mediagate.yaml` (before defaults); unknown keys are errors (typo guard). */

@@ -16,6 +16,16 @@ export interface TelegramSettings {
    * from disk; `downloadMaxBytes` is then the only limit (docs/inbound-media.md).
    */
   readonly localFiles?: boolean | undefined;
+  /** Which group messages are answered (docs/sessions.md, "Groups"). */
+  readonly groups: TelegramGroupSettings;
+}
+
+/** `telegram.groups`, defaults applied. */
+export interface TelegramGroupSettings {
+  /** Answer only messages addressed to the bot (mention, reply, `/cmd@bot`); default true. */
+  readonly requireMention: boolean;
+  /** The only groups answered (chat ids as strings); absent: every group. */
+  readonly allowedChats?: readonly string[] | undefined;
 }
 
 /** Discord settings of a profile. `channels`: guild channels answered without a mention. */
@@ -33,7 +43,14 @@ export interface DiscordSettings {
 
 /** Which agent answers a profile's messages (docs/sessions.md). */
 export type AgentSettings =
-  | { readonly kind: "shell" }
+  | {
+      readonly kind: "shell";
+      /**
+       * The command output a reply keeps, in chars (the tail; default 3500). Raise it to get
+       * long outputs whole: past `delivery.maxTextChunks` messages they come as `reply.txt`.
+       */
+      readonly maxReplyChars?: number | undefined;
+    }
   | {
       readonly kind: "openai";
       readonly baseUrl: string;
@@ -106,6 +123,11 @@ export interface DeliverySettings {
   readonly maxAttempts: number;
   /** A reply still undelivered after this long is given up. */
   readonly maxAgeSeconds: number;
+  /**
+   * Messages a reply's text may take on Telegram and Discord; past it the head is sent as
+   * that many messages and the whole reply as `reply.txt` (docs/media.md, "Long replies").
+   */
+  readonly maxTextChunks: number;
 }
 
 /** The whole validated configuration. */

@@ -1,4 +1,5 @@
-import { type AdminCommand, parseCommand } from "../commands/parse.js";
+import { describeHelp } from "../commands/help.js";
+import { type AdminCommand, type HelpCommand, parseCommand } from "../commands/parse.js";
 import { describeResetConfirm, resetSession } from "../commands/reset.js";
 import { describeStatus } from "../commands/status.js";
 import { describeSlotStop, describeStop, stopSession, stopSlot } from "../commands/stop.js";
@@ -6,19 +7,41 @@ import { finishEntry } from "./journal-steps.js";
 import { type MessageContext, type Middleware, say, sessionOf } from "./types.js";
 
 /**
- * Step 3: `/stop [all]`, `/reset [confirm]` and `/status` are handled here, at once, bypassing the
- * session queue (so /stop reaches a session whose turn is running). They are for admins: anyone
- * else gets a clear refusal and nothing happens. Other messages continue to the agent turn.
+ * Step 3: `/stop [all]`, `/reset [confirm]`, `/status`, `/help` and `/start` are handled here,
+ * at once, bypassing the session queue (so /stop reaches a session whose turn is running).
+ * `/help` and `/start` answer every allowed user with what the bot is and the commands they may
+ * use; the others are for admins: anyone else gets a clear refusal and nothing happens. Other
+ * messages continue to the agent turn.
  */
 export const handleCommands: Middleware = async (ctx, next) => {
   const command = parseCommand(ctx.message.text);
   if (command === undefined) return next();
   try {
-    await runCommand(ctx, command);
+    if (command.name === "help") await answerHelp(ctx, command);
+    else await runCommand(ctx, command);
   } finally {
     await finishEntry(ctx, "command");
   }
 };
+
+/** `/help` and `/start` (docs/sessions.md, "First contact and help"). */
+async function answerHelp(ctx: MessageContext, command: HelpCommand): Promise<void> {
+  const { message, runtime, channel } = ctx;
+  const admin = ctx.access?.admin === true;
+  ctx.log.info({ command: command.start ? "start" : "help", admin }, "help command");
+  await say(
+    ctx,
+    describeHelp({
+      profile: runtime.profile.name,
+      agent: runtime.profile.agent,
+      platform: message.platform,
+      chatType: message.chatType,
+      admin,
+      maxFileBytes: channel.attachments?.maxBytes,
+      botName: channel.addressedAs?.(),
+    }),
+  );
+}
 
 async function runCommand(ctx: MessageContext, command: AdminCommand): Promise<void> {
   if (ctx.access?.admin !== true) {

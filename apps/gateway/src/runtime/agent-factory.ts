@@ -10,7 +10,11 @@ export function createAgent(
   settings: AgentSettings,
   deps: { store: StateStore; logger: Logger },
 ): Agent {
-  if (settings.kind === "shell") return new ShellAgent();
+  if (settings.kind === "shell") {
+    return new ShellAgent(
+      settings.maxReplyChars === undefined ? {} : { maxReplyChars: settings.maxReplyChars },
+    );
+  }
   return new OpenAIAgent({
     baseUrl: settings.baseUrl,
     apiKey: settings.apiKey,

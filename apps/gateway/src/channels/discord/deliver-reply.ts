@@ -1,5 +1,6 @@
 import { noticeFor, type ReadyMedia } from "@mediagate/media";
 import type { Logger } from "pino";
+import { replyParts } from "../../delivery/reply-parts.js";
 import { RateLimitedError } from "../../delivery/retry.js";
 import { splitText } from "../../delivery/split-text.js";
 import type {
@@ -20,6 +21,11 @@ export interface ReplyDelivery {
   readonly reply: OutboundReply;
   /** The chat's upload limit per request. */
   readonly limitBytes: number;
+  /**
+   * Messages the text may take (`delivery.maxTextChunks`); a longer text is sent as that many
+   * messages of its head, then the whole as `reply.txt` (docs/media.md, "Long replies").
+   */
+  readonly maxTextChunks: number;
   readonly signal?: AbortSignal | undefined;
   readonly progress?: DeliveryProgress | undefined;
 }
@@ -41,7 +47,9 @@ export function mediaKey(item: ReadyMedia): string {
 }
 
 /**
- * Delivers a reply step by step: the text's chunks (`text:<n>`), then its files in messages of
+ * Delivers a reply step by step: the text's chunks (`text:<n>`; a text over
+ * `maxTextChunks` messages is its head, then the whole as `reply.txt`, the last `text:<n>`),
+ * then its files in messages of
  * up to 10 attachments within the chat's limit (each file's step is `media:<path>`, a message's
  * files share its result). Steps `progress.done` lists are skipped; each finished step is
  * recorded with `progress.step` before the next starts (a rejection there propagates: nothing
@@ -92,13 +100,21 @@ export async function deliverReply(
     return { status: "sent" };
   };
 
-  const chunks =
-    reply.text.trim() === "" ? [] : splitText(reply.text, { maxLength: DiscordTextLimit });
-  for (const [index, content] of chunks.entries()) {
+  const parts =
+    reply.text.trim() === ""
+      ? []
+      : replyParts(reply.text, {
+          maxLength: DiscordTextLimit,
+          maxChunks: delivery.maxTextChunks,
+        });
+  for (const [index, part] of parts.entries()) {
     const key = `text:${index}`;
     // A step cut off mid-send is simply sent again: its nonce returns the first message.
     if (done.has(key) && done.get(key) !== "sending") continue;
-    const result = await attempt([key], { content });
+    const result = await attempt(
+      [key],
+      part.kind === "text" ? { content: part.text } : { memoryFiles: [part] },
+    );
     if (result.status === "sent") continue;
     textPending = true;
     if (result.status === "failed") {

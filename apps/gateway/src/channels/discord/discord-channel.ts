@@ -66,6 +66,11 @@ export interface DiscordChannelOptions {
    * 1 s doubling to 60 s by default.
    */
   readonly inboundRetry?: InboundRetryOptions | undefined;
+  /**
+   * Messages a reply's text may take (`delivery.maxTextChunks`, default 4); a longer reply is
+   * its head as that many messages and the whole as `reply.txt` (docs/media.md).
+   */
+  readonly maxTextChunks?: number | undefined;
   /** Waits of that backoff (tests pass a fast one). */
   readonly sleep?: Sleep | undefined;
   /** Clock of {@link DiscordChannel.health} (epoch ms). */
@@ -78,9 +83,10 @@ export const DiscordChannelDefaults = {
   requestTimeoutMs: Defaults.discord.requestTimeoutMs,
   catchUpMaxMessages: Defaults.discord.catchUpMaxMessages,
   downloadMaxBytes: Defaults.discord.downloadMaxBytes,
+  maxTextChunks: Defaults.delivery.maxTextChunks,
 } as const satisfies Pick<
   Required<DiscordChannelOptions>,
-  "apiRoot" | "requestTimeoutMs" | "catchUpMaxMessages" | "downloadMaxBytes"
+  "apiRoot" | "requestTimeoutMs" | "catchUpMaxMessages" | "downloadMaxBytes" | "maxTextChunks"
 >;
 
 const defaultSleep: Sleep = (ms, signal) => sleepFor(ms, undefined, { signal });
@@ -116,6 +122,7 @@ export class DiscordChannel implements ChannelAdapter {
   readonly #health: HealthMonitor;
   readonly #inbound: InboundQueues;
   readonly #catchUpMaxMessages: number;
+  readonly #maxTextChunks: number;
   readonly #retry: DiscordRetryOptions | undefined;
   /** Aborted by `stop`: ends in-memory retries and catch-up. */
   readonly #stopping = new AbortController();
@@ -145,6 +152,13 @@ export class DiscordChannel implements ChannelAdapter {
       );
     }
     this.#configuredMaxBytes = maxBytes;
+    const maxTextChunks = options.maxTextChunks ?? DiscordChannelDefaults.maxTextChunks;
+    if (!Number.isInteger(maxTextChunks) || maxTextChunks < 1) {
+      throw new RangeError(
+        `DiscordChannel maxTextChunks must be a whole number >= 1, got ${maxTextChunks}`,
+      );
+    }
+    this.#maxTextChunks = maxTextChunks;
     const downloadMaxBytes = options.downloadMaxBytes ?? DiscordChannelDefaults.downloadMaxBytes;
     if (!Number.isSafeInteger(downloadMaxBytes) || downloadMaxBytes <= 0) {
       throw new RangeError(
@@ -195,6 +209,12 @@ export class DiscordChannel implements ChannelAdapter {
    * heartbeat ack), `retrying` while discord.js reconnects or resumes, `failed` once Discord
    * refused the token (gateway close 4004, or a 401) or closed for good, `stopped` after `stop`.
    */
+  /** The bot's mention (`<@id>`), once logged in: what addresses it in a guild channel. */
+  addressedAs(): string | undefined {
+    const id = this.#client.user?.id;
+    return id === undefined ? undefined : `<@${id}>`;
+  }
+
   health(): ChannelHealth {
     return this.#health.snapshot();
   }
@@ -318,6 +338,7 @@ export class DiscordChannel implements ChannelAdapter {
       channelId: channelOf(reply.target),
       reply,
       limitBytes: this.#limitFor(reply.target),
+      maxTextChunks: this.#maxTextChunks,
       signal: options.signal,
       progress: options.progress,
     });

@@ -23,7 +23,7 @@ export function stripMention(text: string, botUserId: string): string {
  *
  * - DM → `dm`, chatId = the DM channel id. Always answered.
  * - Guild text channel → `group`, chatId = the channel id. Answered when the bot is mentioned
- *   or the channel is configured.
+ *   (or the message replies to one of the bot's) or the channel is configured.
  * - Thread → `group`, chatId = the parent channel id, threadId = the thread id (a thread is its
  *   own session). Answered when the bot is mentioned, the thread or its parent is configured,
  *   the bot is a member of the thread, or it already answered there — so a conversation started
@@ -42,7 +42,11 @@ export function toInboundMessage(
     return undefined;
   }
   if (message.type !== MessageType.Default && message.type !== MessageType.Reply) return undefined;
-  const mentioned = message.mentions.users.has(rules.botUserId);
+  // Addressed: mentioned, or a reply to one of the bot's messages (ping or not), as on
+  // Telegram (docs/sessions.md, "Groups").
+  const mentioned =
+    message.mentions.users.has(rules.botUserId) ||
+    message.mentions.repliedUser?.id === rules.botUserId;
   const text = stripMention(message.content, rules.botUserId);
   const attachments = inboundAttachmentsOf(message);
   if (text === "" && attachments.length === 0) return undefined;

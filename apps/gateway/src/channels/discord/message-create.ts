@@ -2,10 +2,19 @@ import { createHash, randomBytes } from "node:crypto";
 import type { ReadyMedia } from "@mediagate/media";
 import { type RawFile, type REST, Routes } from "discord.js";
 
+/** A file made in memory (a long reply's `reply.txt`), attached like a planned one. */
+export interface MemoryFile {
+  readonly filename: string;
+  readonly mime: string;
+  readonly bytes: Buffer;
+}
+
 /** One message to create: text, attachments, or both. */
 export interface MessageDraft {
   readonly content?: string | undefined;
   readonly files?: readonly ReadyMedia[] | undefined;
+  /** Attached after `files`. */
+  readonly memoryFiles?: readonly MemoryFile[] | undefined;
   /** Makes the message a reply; a deleted original does not fail the send. */
   readonly replyTo?: string | undefined;
 }
@@ -49,14 +58,20 @@ export async function createMessageAttempt(
   nonce: string,
   signal?: AbortSignal,
 ): Promise<{ id: string }> {
-  const media = draft.files ?? [];
-  const files: RawFile[] = await Promise.all(
-    media.map(async (item) => ({
-      name: item.filename,
-      contentType: item.mime,
-      data: await item.file.read(),
+  const files: RawFile[] = [
+    ...(await Promise.all(
+      (draft.files ?? []).map(async (item) => ({
+        name: item.filename,
+        contentType: item.mime,
+        data: await item.file.read(),
+      })),
+    )),
+    ...(draft.memoryFiles ?? []).map((file) => ({
+      name: file.filename,
+      contentType: file.mime,
+      data: file.bytes,
     })),
-  );
+  ];
   const body = {
     ...(draft.content ? { content: draft.content } : {}),
     nonce,
@@ -65,9 +80,9 @@ export async function createMessageAttempt(
     ...(draft.replyTo === undefined
       ? {}
       : { message_reference: { message_id: draft.replyTo, fail_if_not_exists: false } }),
-    ...(media.length === 0
+    ...(files.length === 0
       ? {}
-      : { attachments: media.map((item, index) => ({ id: index, filename: item.filename })) }),
+      : { attachments: files.map((file, index) => ({ id: index, filename: file.name })) }),
   };
   const created = (await rest.post(Routes.channelMessages(channelId), {
     body,

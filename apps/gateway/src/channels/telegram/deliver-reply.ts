@@ -1,5 +1,5 @@
 import type { ReadyMedia } from "@mediagate/media";
-import { splitText } from "../../delivery/split-text.js";
+import { type ReplyPart, replyParts } from "../../delivery/reply-parts.js";
 import type { DeliveryOutcome, DeliveryProgress, DeliveryReport, StepResult } from "../types.js";
 import { type MediaStep, planDeliverySteps, TelegramTextLimits } from "./delivery-steps.js";
 import { failureFacts, TelegramDeliveryError } from "./errors.js";
@@ -14,7 +14,21 @@ import {
 /** Sends one text chunk as a message; rejects with a {@link TelegramDeliveryError}. */
 export type ChunkSender = (chunk: string) => Promise<void>;
 
-/** The step key of the n-th text chunk (channels/types.ts, `DeliveryProgress`). */
+/** Sends a long reply's whole text as a document; rejects with a {@link TelegramDeliveryError}. */
+export type TextFileSender = (file: Extract<ReplyPart, { kind: "file" }>) => Promise<void>;
+
+/** How the reply's text goes out: its senders, and how many messages it may take. */
+export interface TextSenders {
+  readonly chunk: ChunkSender;
+  readonly file: TextFileSender;
+  /** `delivery.maxTextChunks`: past it, the head as messages and the whole as `reply.txt`. */
+  readonly maxChunks: number;
+}
+
+/**
+ * The step key of the n-th text part (channels/types.ts, `DeliveryProgress`): a chunk, or for
+ * a long reply the `reply.txt` that follows its head.
+ */
 export const textKey = (n: number): string => `text:${n}`;
 /** The step key of a ready media item. */
 export const mediaKey = (path: string): string => `media:${path}`;
@@ -62,15 +76,16 @@ export async function deliverReply(
   ctx: MediaSendContext,
   text: string,
   items: readonly ReadyMedia[],
-  sendChunk: ChunkSender,
+  send: TextSenders,
   progress?: DeliveryProgress,
 ): Promise<DeliveryReport> {
-  return new ReplyRun(ctx, text, items, sendChunk, progress).run();
+  return new ReplyRun(ctx, text, items, send, progress).run();
 }
 
 class ReplyRun {
   private readonly outcomes: (DeliveryOutcome | undefined)[];
-  private readonly chunks: readonly string[];
+  /** The text's steps: its chunks, or a long reply's head and `reply.txt` (docs/media.md). */
+  private readonly chunks: readonly ReplyPart[];
   private readonly results = new Map<string, StepResult>();
   /** Steps an earlier process began and never recorded the end of; resent (at-least-once). */
   private readonly resend = new Set<string>();
@@ -82,12 +97,17 @@ class ReplyRun {
     private readonly ctx: MediaSendContext,
     private readonly text: string,
     private readonly items: readonly ReadyMedia[],
-    private readonly sendChunk: ChunkSender,
+    private readonly send: TextSenders,
     private readonly progress: DeliveryProgress | undefined,
   ) {
     this.outcomes = items.map(() => undefined);
     this.chunks =
-      text.trim() === "" ? [] : splitText(text, { maxLength: TelegramTextLimits.messageLength });
+      text.trim() === ""
+        ? []
+        : replyParts(text, {
+            maxLength: TelegramTextLimits.messageLength,
+            maxChunks: send.maxChunks,
+          });
   }
 
   async run(): Promise<DeliveryReport> {
@@ -194,21 +214,25 @@ class ReplyRun {
     return false;
   }
 
-  /** Sends the text chunks not done yet, in order, as messages. */
+  /** Sends the text parts not done yet, in order: messages, then a long reply's file. */
   private async sendText(): Promise<void> {
-    for (const [n, chunk] of this.chunks.entries()) {
+    for (const [n, part] of this.chunks.entries()) {
       const key = textKey(n);
       if (this.resultOf(key) !== undefined) continue;
       if (this.halted()) return;
       try {
         await this.begin([key]);
-        await this.sendChunk(chunk);
+        if (part.kind === "text") await this.send.chunk(part.text);
+        else await this.send.file(part);
         await this.record(key, "sent");
       } catch (error) {
         const failure =
           error instanceof TelegramDeliveryError
             ? error
-            : new TelegramDeliveryError("sendMessage", failureFacts(error, this.ctx.token));
+            : new TelegramDeliveryError(
+                part.kind === "text" ? "sendMessage" : "sendDocument",
+                failureFacts(error, this.ctx.token),
+              );
         if (failure.unconfirmed) {
           await this.record(key, "unconfirmed");
           if (this.halt(failure)) return;

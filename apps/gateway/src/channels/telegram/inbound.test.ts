@@ -2,7 +2,14 @@ import type { Message } from "grammy/types";
 import { describe, expect, it } from "vitest";
 import { attachmentOf, chatTypeOf, stripBotMention, toInboundMessage } from "./inbound.js";
 
-const context = { profile: "work", botUsername: "gate_bot", updateId: 1 };
+/** Every group message answered: the mapping itself, before the group rules below. */
+const context = {
+  profile: "work",
+  botUsername: "gate_bot",
+  botId: 777,
+  groups: { requireMention: false },
+  updateId: 1,
+};
 const user = { id: 42, is_bot: false, first_name: "Ada", last_name: "L", username: "ada" };
 
 function message(fields: Record<string, unknown>): Message {
@@ -91,6 +98,127 @@ const file = (id: string, extra: Record<string, unknown> = {}) => ({
   file_unique_id: `u${id}`,
   file_size: 100,
   ...extra,
+});
+
+describe("group messages under requireMention (docs/sessions.md, Groups)", () => {
+  const quiet = { ...context, groups: { requireMention: true } };
+  const group = { id: -1001, type: "supergroup", title: "Team" };
+  const bot = { id: 777, is_bot: true, first_name: "Gate", username: "gate_bot" };
+  const other = { id: 888, is_bot: true, first_name: "Other", username: "other_bot" };
+  const mention = (text: string, handle: string) => ({
+    type: "mention",
+    offset: text.indexOf(handle),
+    length: handle.length,
+  });
+  const cases: [string, Record<string, unknown>, string | undefined][] = [
+    ["plain text", { text: "ls -la" }, undefined],
+    [
+      "a mention first",
+      { text: "@gate_bot ls -la", entities: [mention("@gate_bot ls -la", "@gate_bot")] },
+      "ls -la",
+    ],
+    [
+      "a mention inside, any case",
+      {
+        text: "please @Gate_Bot run ls",
+        entities: [mention("please @Gate_Bot run ls", "@Gate_Bot")],
+      },
+      "please run ls",
+    ],
+    [
+      "another user's mention",
+      { text: "@ada ls", entities: [mention("@ada ls", "@ada")] },
+      undefined,
+    ],
+    [
+      "a text mention of the bot",
+      {
+        text: "Gate uptime",
+        entities: [{ type: "text_mention", offset: 0, length: 4, user: bot }],
+      },
+      "uptime",
+    ],
+    [
+      "a reply to the bot",
+      {
+        text: "and now?",
+        reply_to_message: { message_id: 3, date: 0, chat: group, from: bot, text: "x" },
+      },
+      "and now?",
+    ],
+    [
+      "a reply to another bot",
+      {
+        text: "and now?",
+        reply_to_message: { message_id: 3, date: 0, chat: group, from: other, text: "x" },
+      },
+      undefined,
+    ],
+    [
+      "a topic message whose topic the bot opened",
+      {
+        text: "in topic",
+        is_topic_message: true,
+        message_thread_id: 3,
+        reply_to_message: {
+          message_id: 3,
+          date: 0,
+          chat: group,
+          from: bot,
+          forum_topic_created: { name: "t", icon_color: 1 },
+        },
+      },
+      undefined,
+    ],
+    ["/cmd@ourbot", { text: "/uptime@gate_bot" }, "/uptime"],
+    ["/cmd@otherbot", { text: "/status@other_bot" }, undefined],
+    ["a bare gateway command", { text: "/status" }, "/status"],
+    ["a bare /start", { text: "/start" }, "/start"],
+    ["another bare command", { text: "/uptime" }, undefined],
+    [
+      "a bare mention",
+      { text: "@gate_bot", entities: [mention("@gate_bot", "@gate_bot")] },
+      "/help",
+    ],
+    [
+      "a caption mention on a file",
+      {
+        text: undefined,
+        caption: "@gate_bot wc -l",
+        caption_entities: [mention("@gate_bot wc -l", "@gate_bot")],
+        document: { file_id: "d", file_unique_id: "u" },
+      },
+      "wc -l",
+    ],
+    [
+      "a file without a caption",
+      { text: undefined, document: { file_id: "d", file_unique_id: "u" } },
+      undefined,
+    ],
+  ];
+  it.each(cases)("%s → %j", (_name, fields, expected) => {
+    expect(toInboundMessage(message({ chat: group, ...fields }), quiet)?.text).toBe(expected);
+  });
+
+  it("answers a private chat without a mention", () => {
+    const dm = { id: 42, type: "private", first_name: "Ada" };
+    expect(toInboundMessage(message({ chat: dm, text: "ls" }), quiet)?.text).toBe("ls");
+  });
+
+  it("ignores groups outside allowedChats, even when addressed; answers the listed ones", () => {
+    const only = { ...context, groups: { requireMention: true, allowedChats: new Set(["-2002"]) } };
+    const text = "@gate_bot ls";
+    const entities = [mention(text, "@gate_bot")];
+    expect(toInboundMessage(message({ chat: group, text, entities }), only)).toBeUndefined();
+    const listed = { ...group, id: -2002 };
+    expect(toInboundMessage(message({ chat: listed, text, entities }), only)?.text).toBe("ls");
+    const open = {
+      ...context,
+      groups: { requireMention: false, allowedChats: new Set(["-2002"]) },
+    };
+    expect(toInboundMessage(message({ chat: listed, text: "ls" }), open)?.text).toBe("ls");
+    expect(toInboundMessage(message({ chat: group, text: "ls" }), open)).toBeUndefined();
+  });
 });
 
 describe("attachments of media messages", () => {

@@ -1,4 +1,5 @@
-import type { Chat, Message } from "grammy/types";
+import type { Chat, Message, MessageEntity } from "grammy/types";
+import { parseCommand } from "../../commands/parse.js";
 import type { AttachmentSentAs, ChatType, InboundAttachment, InboundMessage } from "../types.js";
 
 /** Telegram chat types as the core keys sessions (docs/sessions.md). */
@@ -29,6 +30,97 @@ export function stripBotMention(text: string, botUsername: string | undefined): 
     return undefined;
   }
   return command + text.slice(whole.length);
+}
+
+/** How messages in groups and supergroups are answered (docs/sessions.md, "Groups"). */
+export interface GroupRules {
+  /**
+   * Answer only messages addressed to the bot: mentioning it, replying to one of its
+   * messages, a command with its name (`/cmd@bot`) or one of the gateway's own commands.
+   * Otherwise every message of an allowed group is answered.
+   */
+  readonly requireMention: boolean;
+  /** The group chat ids answered (as strings); absent: every group. */
+  readonly allowedChats?: ReadonlySet<string> | undefined;
+}
+
+/** The bot itself, from getMe. */
+export interface BotIdentity {
+  readonly id: number | undefined;
+  readonly username: string | undefined;
+}
+
+/** A `mention` of `@username` or a `text_mention` of the bot's id, in `text`. */
+function mentionsOf(
+  text: string,
+  entities: readonly MessageEntity[] | undefined,
+  bot: BotIdentity,
+): MessageEntity[] {
+  const handle = bot.username === undefined ? undefined : `@${bot.username.toLowerCase()}`;
+  return (entities ?? []).filter((entity) => {
+    if (entity.type === "text_mention") return bot.id !== undefined && entity.user.id === bot.id;
+    if (entity.type !== "mention" || handle === undefined) return false;
+    return text.slice(entity.offset, entity.offset + entity.length).toLowerCase() === handle;
+  });
+}
+
+/**
+ * `text` without the given entities, and without the blanks they leave: at the edges, and a
+ * doubled one where a mention stood between two words. Offsets are UTF-16 units, as in JS.
+ */
+function withoutEntities(text: string, entities: readonly MessageEntity[]): string {
+  let out = text;
+  for (const entity of [...entities].sort((a, b) => b.offset - a.offset)) {
+    const before = out.slice(0, entity.offset);
+    let after = out.slice(entity.offset + entity.length);
+    if (/\s$/.test(before) || before === "") after = after.replace(/^[ \t]+/, "");
+    out = before + after;
+  }
+  return out.trim();
+}
+
+/** The message replies to one the bot sent (not to a topic's creation, which every topic message "replies" to). */
+function repliesToBot(message: Message, bot: BotIdentity): boolean {
+  const replied = message.reply_to_message;
+  if (replied === undefined || bot.id === undefined) return false;
+  return replied.from?.id === bot.id && replied.forum_topic_created === undefined;
+}
+
+/**
+ * The text a group message gives the core, or `undefined` when it is not for the bot
+ * (docs/sessions.md, "Groups"): a chat outside `allowedChats`; with `requireMention`, a
+ * message that neither mentions the bot (`@name` or a text mention, in the text or caption),
+ * nor replies to one of its messages, nor is a command for it — `/cmd@bot`, or one of the
+ * gateway's own commands (`/help`, `/start`, `/status`, `/stop`, `/reset`) sent bare, since
+ * Telegram sends bare commands to every bot of a group. The bot's mentions are removed from
+ * the text. `written` already had a command's `@bot` suffix removed.
+ */
+function groupText(
+  messages: readonly Message[],
+  written: string,
+  addressedCommand: boolean,
+  bot: BotIdentity,
+  rules: GroupRules,
+): string | undefined {
+  const first = messages[0] as Message;
+  if (rules.allowedChats !== undefined && !rules.allowedChats.has(String(first.chat.id))) {
+    return undefined;
+  }
+  const carrier =
+    messages.find((m) => m.text !== undefined) ??
+    messages.find((m) => m.caption !== undefined && m.caption !== "");
+  const raw = carrier?.text ?? carrier?.caption ?? "";
+  const mentions = mentionsOf(raw, carrier?.entities ?? carrier?.caption_entities, bot);
+  // A command's own `@bot` was already cut from `written`; a mention elsewhere is cut here
+  // (offsets refer to the raw text, so only when nothing was cut before).
+  const text = mentions.length > 0 && !addressedCommand ? withoutEntities(raw, mentions) : written;
+  if (!rules.requireMention) return text;
+  const addressed =
+    addressedCommand ||
+    mentions.length > 0 ||
+    messages.some((m) => repliesToBot(m, bot)) ||
+    parseCommand(text) !== undefined;
+  return addressed ? text : undefined;
 }
 
 function displayName(user: { first_name: string; last_name?: string | undefined }): string {
@@ -112,7 +204,8 @@ export function attachmentOf(message: Message): InboundAttachment | undefined {
  * - `threadId` is set only for forum topic messages (`is_topic_message`): a plain reply in a
  *   supergroup also carries `message_thread_id`, and must not open a session of its own.
  * - Messages from bots, with neither text nor a file, or commands addressed to another bot
- *   give `undefined`.
+ *   give `undefined`; so do group messages that are not for the bot under `groups`
+ *   (see {@link GroupRules}), before any file of theirs is fetched or anything is recorded.
  * - `receiptId` is `updateId`: for an album the first update's, so an album offered again
  *   after a crash maps to the same journal entry (docs/durability.md).
  */
@@ -121,6 +214,10 @@ export function toInboundMessage(
   context: {
     readonly profile: string;
     readonly botUsername: string | undefined;
+    /** The bot's user id (getMe): replies to its messages and text mentions of it. */
+    readonly botId?: number | undefined;
+    /** How group and supergroup messages are answered. */
+    readonly groups: GroupRules;
     /** The `update_id` the (first) message came in: its receipt id. */
     readonly updateId: number;
   },
@@ -133,9 +230,18 @@ export function toInboundMessage(
   const written =
     message.text ?? all.find((m) => m.caption !== undefined && m.caption !== "")?.caption;
   if (written === undefined && attachments.length === 0) return undefined;
-  const text = stripBotMention(written ?? "", context.botUsername);
-  if (text === undefined) return undefined;
+  const stripped = stripBotMention(written ?? "", context.botUsername);
+  if (stripped === undefined) return undefined;
   const chat = message.chat;
+  let text = stripped;
+  if (chat.type === "group" || chat.type === "supergroup") {
+    const bot = { id: context.botId, username: context.botUsername };
+    const addressedCommand = stripped !== (written ?? "");
+    const forBot = groupText(all, stripped, addressedCommand, bot, context.groups);
+    if (forBot === undefined) return undefined;
+    // A bare mention asks what the bot is.
+    text = forBot === "" && attachments.length === 0 ? "/help" : forBot;
+  }
   const sender = message.from;
   const userId = sender?.id ?? message.sender_chat?.id;
   if (userId === undefined) return undefined;

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { Defaults } from "../../defaults.js";
 import { type RetryOptions, resolveRetryOptions } from "../../delivery/retry.js";
 import type { AmbiguousSends } from "./errors.js";
+import type { GroupRules } from "./inbound.js";
 import { PollingDefaults, type PollingSettings, type Sleep } from "./polling.js";
 import type { CallerSettings } from "./sender.js";
 
@@ -58,6 +59,22 @@ export interface TelegramChannelOptions {
    * read from disk instead of downloaded. Default `false`.
    */
   readonly localFiles?: boolean | undefined;
+  /**
+   * Which group and supergroup messages are answered (docs/sessions.md, "Groups"):
+   * `requireMention` (default true) answers only messages addressed to the bot;
+   * `allowedChats`, when set, ignores every other group.
+   */
+  readonly groups?:
+    | {
+        readonly requireMention?: boolean | undefined;
+        readonly allowedChats?: readonly (string | number)[] | undefined;
+      }
+    | undefined;
+  /**
+   * Messages a reply's text may take (`delivery.maxTextChunks`, default 4); a longer reply is
+   * sent as that many messages of its head and the whole as `reply.txt` (docs/media.md).
+   */
+  readonly maxTextChunks?: number | undefined;
   /** The wait between polls after a failure, and before completing an album (tests pass a quick one). */
   readonly sleep?: Sleep | undefined;
 }
@@ -76,6 +93,7 @@ export const TelegramChannelDefaults = {
   albumWaitMs: PollingDefaults.albumWaitMs,
   downloadMaxBytes: Defaults.telegram.downloadMaxBytes,
   localFiles: Defaults.telegram.localFiles,
+  maxTextChunks: Defaults.delivery.maxTextChunks,
 } as const satisfies Partial<TelegramChannelOptions>;
 
 /** {@link TelegramChannelOptions} with defaults applied and checked. */
@@ -84,6 +102,8 @@ export interface ResolvedTelegramOptions {
   readonly dropPendingUpdates: boolean;
   readonly downloadMaxBytes: number;
   readonly localFiles: boolean;
+  readonly groups: GroupRules;
+  readonly maxTextChunks: number;
   readonly caller: CallerSettings;
   readonly polling: PollingSettings;
 }
@@ -102,6 +122,11 @@ export function resolveTelegramOptions(options: TelegramChannelOptions): Resolve
   positive("pollBackoffMinMs", settings.pollBackoffMinMs);
   positive("pollBackoffMaxMs", settings.pollBackoffMaxMs);
   positive("downloadMaxBytes", settings.downloadMaxBytes);
+  if (!Number.isInteger(settings.maxTextChunks) || settings.maxTextChunks < 1) {
+    throw new RangeError(
+      `TelegramChannel: maxTextChunks must be a whole number >= 1, got ${settings.maxTextChunks}`,
+    );
+  }
   if (!Number.isFinite(settings.albumWaitMs) || settings.albumWaitMs < 0) {
     throw new RangeError(
       `TelegramChannel: albumWaitMs must be a number >= 0, got ${settings.albumWaitMs}`,
@@ -112,11 +137,24 @@ export function resolveTelegramOptions(options: TelegramChannelOptions): Resolve
       `TelegramChannel: pollTimeoutMarginMs must be a number >= 0, got ${settings.pollTimeoutMarginMs}`,
     );
   }
+  const allowedChats = options.groups?.allowedChats;
+  for (const id of allowedChats ?? []) {
+    if (!/^-?\d+$/.test(String(id))) {
+      throw new RangeError(
+        `TelegramChannel: groups.allowedChats holds chat ids (digits, negative for groups), got ${String(id)}`,
+      );
+    }
+  }
   return {
     apiRoot: settings.apiRoot.replace(/\/+$/, ""),
+    groups: {
+      requireMention: options.groups?.requireMention ?? Defaults.telegram.groups.requireMention,
+      ...(allowedChats === undefined ? {} : { allowedChats: new Set(allowedChats.map(String)) }),
+    },
     dropPendingUpdates: settings.dropPendingUpdates,
     downloadMaxBytes: settings.downloadMaxBytes,
     localFiles: settings.localFiles,
+    maxTextChunks: settings.maxTextChunks,
     caller: {
       retry: resolveRetryOptions(options.retry),
       ambiguousSends: settings.ambiguousSends,

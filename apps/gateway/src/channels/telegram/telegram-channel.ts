@@ -1,5 +1,5 @@
 import { telegramLimits, type UploadLimits } from "@mediagate/media";
-import { Api } from "grammy";
+import { Api, InputFile } from "grammy";
 import type { Message } from "grammy/types";
 import type { Logger } from "pino";
 import { Defaults } from "../../defaults.js";
@@ -20,7 +20,7 @@ import { deliverReply } from "./deliver-reply.js";
 import { TelegramTextLimits } from "./delivery-steps.js";
 import { failureFacts, TelegramDeliveryError } from "./errors.js";
 import { HealthTracker } from "./health.js";
-import { toInboundMessage } from "./inbound.js";
+import { type GroupRules, toInboundMessage } from "./inbound.js";
 import { resolveTelegramOptions, type TelegramChannelOptions } from "./options.js";
 import { type PollingSettings, UpdatePoller } from "./polling.js";
 import { trackingAgent } from "./request-tracking.js";
@@ -76,6 +76,9 @@ export class TelegramChannel implements ChannelAdapter {
   private readonly polling: PollingSettings;
   private readonly health_: HealthTracker;
   private botUsername: string | undefined;
+  private botId: number | undefined;
+  private readonly groups: GroupRules;
+  private readonly maxTextChunks: number;
   private poller: UpdatePoller | undefined;
 
   constructor(options: TelegramChannelOptions) {
@@ -93,6 +96,8 @@ export class TelegramChannel implements ChannelAdapter {
     this.caller = new TelegramCaller(this.token, this.logger, settings.caller);
     this.dropPendingUpdates = settings.dropPendingUpdates;
     this.polling = settings.polling;
+    this.groups = settings.groups;
+    this.maxTextChunks = settings.maxTextChunks;
     this.health_ = new HealthTracker("telegram", this.profile);
     this.api = new Api(this.token, {
       apiRoot: settings.apiRoot,
@@ -129,6 +134,7 @@ export class TelegramChannel implements ChannelAdapter {
         { idempotent: true },
       );
       this.botUsername = me.username;
+      this.botId = me.id;
       // A webhook left set would make every getUpdates fail with 409.
       await this.caller.call(
         "deleteWebhook",
@@ -176,6 +182,11 @@ export class TelegramChannel implements ChannelAdapter {
     await poller.stop();
   }
 
+  /** `@username` from getMe, once started: how users address the bot in a group. */
+  addressedAs(): string | undefined {
+    return this.botUsername === undefined ? undefined : `@${this.botUsername}`;
+  }
+
   health(): ChannelHealth {
     return this.health_.snapshot();
   }
@@ -218,7 +229,11 @@ export class TelegramChannel implements ChannelAdapter {
       ctx,
       reply.text,
       reply.plan.ready(),
-      (chunk) => this.sendChunk(target, chunk, signal),
+      {
+        chunk: (chunk) => this.sendChunk(target, chunk, signal),
+        file: (file) => this.sendTextFile(target, file.filename, file.bytes, signal),
+        maxChunks: this.maxTextChunks,
+      },
       progress,
     );
     for (const outcome of report.outcomes)
@@ -269,10 +284,40 @@ export class TelegramChannel implements ChannelAdapter {
     const inbound = toInboundMessage(messages, {
       profile: this.profile,
       botUsername: this.botUsername,
+      botId: this.botId,
+      groups: this.groups,
       updateId: first.update_id,
     });
-    if (inbound === undefined) return;
+    if (inbound === undefined) {
+      this.logger.debug(
+        { updateId: first.update_id, chatId: messages[0]?.chat.id },
+        "telegram message not for the bot (a bot's, empty, or a group message not addressed to it); ignored",
+      );
+      return;
+    }
     await onMessage(inbound);
+  }
+
+  /** A long reply's whole text as a document (docs/media.md, "Long replies"). */
+  private async sendTextFile(
+    target: OutgoingTarget,
+    filename: string,
+    bytes: Buffer,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    await this.caller.call(
+      "sendDocument",
+      target.chatId,
+      (attemptSignal) =>
+        this.api.sendDocument(
+          target.chat,
+          new InputFile(bytes, filename),
+          target.options(),
+          grammySignal(attemptSignal),
+        ),
+      { signal, bytes: bytes.length },
+    );
+    target.sent();
   }
 
   private async sendChunk(

@@ -1,0 +1,65 @@
+import { describe, expect, it } from "vitest";
+import type { AgentSettings } from "../config/types.js";
+import { AdminCommandHelp, describeHelp, type HelpContext } from "./help.js";
+
+const shell: AgentSettings = { kind: "shell" };
+const openai: AgentSettings = {
+  kind: "openai",
+  baseUrl: "http://127.0.0.1:1/v1",
+  model: "gpt-test",
+  maxToolRounds: 8,
+};
+
+const base: HelpContext = {
+  profile: "work",
+  agent: shell,
+  platform: "telegram",
+  chatType: "dm",
+  admin: false,
+  maxFileBytes: 20_000_000,
+  botName: "@work_bot",
+};
+
+describe("describeHelp", () => {
+  it("tells an allowed user what the bot is, what a message does, how to send files, and only /help", () => {
+    const text = describeHelp(base);
+    expect(text).toContain('profile "work" (shell agent)');
+    expect(text).toContain("run as a shell command in this chat's sandbox");
+    expect(text).toContain("/workspace/inbox/");
+    expect(text).toContain("$MEDIAGATE_ATTACHMENTS");
+    expect(text).toMatch(/up to 20(\.0)? MB/);
+    expect(text).toContain("/help — this text");
+    for (const command of ["/status", "/stop", "/reset"]) expect(text).not.toContain(command);
+  });
+
+  it("lists the admin commands for an admin", () => {
+    const text = describeHelp({ ...base, admin: true });
+    for (const line of AdminCommandHelp) expect(text).toContain(line);
+    expect(text).toContain("Commands (you are an admin):");
+  });
+
+  it("says that the openai agent's model runs the commands", () => {
+    const text = describeHelp({ ...base, agent: openai });
+    expect(text).toContain('profile "work" (openai agent)');
+    expect(text).toContain("goes to the model (gpt-test), which can run commands");
+    expect(text).not.toContain("$MEDIAGATE_ATTACHMENTS");
+  });
+
+  it.each([
+    ["telegram", "send a photo, document, voice note"],
+    ["discord", "attach them to a message"],
+    ["console", "/attach <path> [text]"],
+  ] as const)("tells how files are sent on %s", (platform, how) => {
+    expect(describeHelp({ ...base, platform })).toContain(how);
+  });
+
+  it("tells how to address the bot in a group, and not in a DM", () => {
+    expect(describeHelp({ ...base, chatType: "group" })).toContain(
+      "mention @work_bot, reply to one of my messages, or add my name to a command (/help@work_bot)",
+    );
+    expect(
+      describeHelp({ ...base, platform: "discord", chatType: "group", botName: "<@42>" }),
+    ).toContain("when mentioned (<@42>)");
+    expect(describeHelp(base)).not.toContain("In a group");
+  });
+});

@@ -1,0 +1,234 @@
+import { Gateway, resolveConfig } from "@mediagate/gateway";
+import type { Message, Update } from "grammy/types";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FakeDiscord } from "../fakes/discord/index.js";
+import type { FakeTelegram } from "../fakes/telegram/index.js";
+import {
+  createTempHome,
+  TestImage,
+  teardownGateway,
+  testEnv,
+  uniqueProfileName,
+} from "./harness/gateway-home.js";
+import { type TelegramBot, TelegramGatewayHarness } from "./harness/telegram-gateway.js";
+
+/**
+ * Groups stay quiet unless addressed (docs/sessions.md, "Groups"), end to end: the real
+ * gateway from its config, grammY and discord.js against the fakes, the shell agent in the real
+ * engine. Each row is one group update; a turn shows as the command's output in the chat and
+ * its marker file in the container, no turn as neither (and no call to that chat at all).
+ */
+describe("Telegram groups: requireMention (default) and allowedChats", () => {
+  const Admin = 1201;
+  const Member = 1202;
+  const Team = -100_120_001;
+  const Outside = -100_120_002;
+  let harness: TelegramGatewayHarness;
+  let bot: TelegramBot;
+  let fromBot: Message;
+
+  beforeAll(async () => {
+    harness = await TelegramGatewayHarness.start("t-groups", [
+      {
+        admins: [Admin],
+        allowed: [Member],
+        telegram: { groups: { allowedChats: [Team] } },
+      },
+    ]);
+    bot = harness.bot();
+    // Something the bot said in the group, to reply to.
+    const since = bot.mark();
+    await bot.handle((fake) =>
+      fake.sendGroupText({
+        chatId: Team,
+        userId: Member,
+        text: `@${fake.bot.username} echo the bot speaks`,
+      }),
+    );
+    const answer = bot.callsIn(Team, since).find((c) => c.method === "sendMessage" && c.ok);
+    fromBot = answer?.result as Message;
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+  });
+
+  const name = () => bot.fake.bot.username;
+  type Row = {
+    readonly what: string;
+    readonly send: (fake: FakeTelegram, marker: string) => Update;
+    /** The reply the chat gets when it is a turn; `undefined`: ignored. */
+    readonly reply: ((marker: string) => RegExp) | undefined;
+  };
+  const run = (marker: string) => `touch /workspace/${marker}; echo ran ${marker}`;
+  const ran = (marker: string) => new RegExp(`^ran ${marker}$`);
+  const rows: Row[] = [
+    {
+      what: "plain text",
+      send: (fake, m) => fake.sendGroupText({ chatId: Team, userId: Member, text: run(m) }),
+      reply: undefined,
+    },
+    {
+      what: "a mention of the bot (stripped before the agent sees it)",
+      send: (fake, m) =>
+        fake.sendGroupText({ chatId: Team, userId: Member, text: `@${name()} ${run(m)}` }),
+      reply: ran,
+    },
+    {
+      what: "a mention of someone else",
+      send: (fake, m) =>
+        fake.sendGroupText({ chatId: Team, userId: Member, text: `@ada_l ${run(m)}` }),
+      reply: undefined,
+    },
+    {
+      what: "a reply to the bot's message",
+      send: (fake, m) =>
+        fake.sendGroupText({ chatId: Team, userId: Member, text: run(m), replyTo: fromBot }),
+      reply: ran,
+    },
+    {
+      what: "another bot's command",
+      send: (fake) =>
+        fake.sendGroupText({ chatId: Team, userId: Admin, text: "/status@some_other_bot" }),
+      reply: undefined,
+    },
+    {
+      what: "/cmd@ourbot",
+      send: (fake) =>
+        fake.sendGroupText({ chatId: Team, userId: Admin, text: `/status@${name()}` }),
+      reply: () => /^Session: agent:.*:telegram:group:-100120001:user:1201\n/,
+    },
+    {
+      what: "a bare gateway command (Telegram sends those to every bot)",
+      send: (fake) => fake.sendGroupText({ chatId: Team, userId: Member, text: "/help" }),
+      reply: () => /^🤖 mediagate, profile .*\n[\s\S]*In a group I answer only when addressed/,
+    },
+    {
+      what: "a bare command the gateway does not know",
+      send: (fake) => fake.sendGroupText({ chatId: Team, userId: Member, text: "/uptime" }),
+      reply: undefined,
+    },
+    {
+      what: "a mentioned message in a group outside allowedChats",
+      send: (fake, m) =>
+        fake.sendGroupText({ chatId: Outside, userId: Member, text: `@${name()} ${run(m)}` }),
+      reply: undefined,
+    },
+  ];
+
+  it.each(rows)("$what", async (row) => {
+    const marker = `m${Math.random().toString(36).slice(2, 10)}`;
+    const since = bot.mark();
+    const update = await bot.handle((fake) => row.send(fake, marker));
+    const chat = update.message?.chat.id ?? Team;
+    const texts = bot.texts(chat, since);
+    const container = await bot.runningContainer();
+    const files = (await harness.docker.exec(container, ["ls", "/workspace"])).stdout;
+    if (row.reply === undefined) {
+      expect(bot.callsIn(chat, since)).toEqual([]);
+      expect(files).not.toContain(marker);
+    } else {
+      expect(texts).toHaveLength(1);
+      expect(texts[0]).toMatch(row.reply(marker));
+    }
+  });
+
+  it("fetches nothing for a file sent to the group without addressing the bot, and runs one that is", async () => {
+    const since = bot.mark();
+    const downloads = bot.fake.downloads.length;
+    await bot.handle(
+      (fake) =>
+        fake.sendMedia({
+          kind: "document",
+          chatId: Team,
+          userId: Member,
+          fileName: "a.txt",
+          bytes: Buffer.from("aaa"),
+        }).update,
+    );
+    expect(bot.fake.calls.slice(since).filter((c) => c.method === "getFile")).toEqual([]);
+    expect(bot.fake.downloads).toHaveLength(downloads);
+    expect(bot.callsIn(Team, since)).toEqual([]);
+    await bot.handle(
+      (fake) =>
+        fake.sendMedia({
+          kind: "document",
+          chatId: Team,
+          userId: Member,
+          fileName: "b.txt",
+          bytes: Buffer.from("bbbb"),
+          caption: `@${name()} wc -c < "$MEDIAGATE_ATTACHMENTS"`,
+        }).update,
+    );
+    expect(bot.fake.downloads).toHaveLength(downloads + 1);
+    expect(bot.texts(Team, since)).toEqual(["4"]);
+  });
+});
+
+describe("Discord guild channels: mentioned, a reply to the bot, or a configured channel", () => {
+  const Token = "discord-groups-e2e-token-Zr8p";
+  const Member = "320000000000000002";
+  let fake: FakeDiscord;
+  let gateway: Gateway | undefined;
+  let home = "";
+
+  beforeAll(async () => {
+    fake = await FakeDiscord.start({ token: Token });
+    home = await createTempHome("e2e-dgroups");
+    const config = resolveConfig(
+      {
+        home,
+        profiles: [
+          {
+            name: uniqueProfileName("e2e-dgroups"),
+            discord: {
+              token: Token,
+              apiRoot: fake.apiRoot,
+              channels: [fake.guild.channels[1]!.id],
+            },
+            allowedUsers: [`discord:${Member}`],
+            sandbox: { image: TestImage, diskLimitBytes: 0 },
+          },
+        ],
+      },
+      { env: testEnv(home) },
+    );
+    gateway = await Gateway.create(config, { activityIntervalMs: 100 });
+    await gateway.start();
+  });
+
+  afterAll(async () => {
+    await teardownGateway(gateway, home);
+    await fake?.close();
+  });
+
+  const contents = (channelId: string, from: number) =>
+    fake
+      .messagesIn(channelId)
+      .slice(from)
+      .map((m) => m.content);
+
+  it("answers a mention and a reply to its own message, ignores plain text; a configured channel answers all", async () => {
+    const quiet = fake.guild.channels[0]!.id;
+    const open = fake.guild.channels[1]!.id;
+    let from = fake.messagesIn(quiet).length;
+    fake.sendGuildMessage(quiet, { content: "echo mentioned", mentionBot: true, authorId: Member });
+    await fake.waitForCall(() => fake.messagesIn(quiet).length > from);
+    await gateway!.idle();
+    const mine = fake.messagesIn(quiet).at(-1)!;
+    expect(contents(quiet, from)).toEqual(["mentioned"]);
+
+    from = fake.messagesIn(quiet).length;
+    fake.sendGuildMessage(quiet, { content: "echo plain", authorId: Member });
+    fake.sendGuildMessage(quiet, { content: "echo replied", replyTo: mine.id, authorId: Member });
+    await fake.waitForCall(() => fake.messagesIn(quiet).length > from);
+    await gateway!.idle();
+    expect(contents(quiet, from)).toEqual(["replied"]);
+
+    const before = fake.messagesIn(open).length;
+    fake.sendGuildMessage(open, { content: "echo configured", authorId: Member });
+    await fake.waitForCall(() => fake.messagesIn(open).length > before);
+    await gateway!.idle();
+    expect(contents(open, before)).toEqual(["configured"]);
+  });
+});

@@ -1,0 +1,158 @@
+import { Gateway, resolveConfig } from "@mediagate/gateway";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FakeDiscord } from "../fakes/discord/index.js";
+import {
+  createTempHome,
+  TestImage,
+  teardownGateway,
+  testEnv,
+  uniqueProfileName,
+  waitUntil,
+} from "./harness/gateway-home.js";
+import { type TelegramBot, TelegramGatewayHarness } from "./harness/telegram-gateway.js";
+
+/** A reply of `bytes` times `char`, made in the sandbox (no newline at the end). */
+const bigOutput = (bytes: number, char: string) => `head -c ${bytes} /dev/zero | tr '\\0' ${char}`;
+const Notice = /\n\n✂️ Cut here: the whole reply \(1(\.0)? MB\) is attached as reply\.txt\.$/;
+/** The shell agent keeps the whole output (its default keeps the last 3500 characters). */
+const WholeOutput = { kind: "shell", maxReplyChars: 2_000_000 } as const;
+
+/**
+ * Long replies, end to end (docs/media.md, "Long replies"): a 1 MB reply made by the shell
+ * agent in the real engine arrives as `delivery.maxTextChunks` (4) messages of its head plus
+ * one `reply.txt` whose bytes are the whole reply, through the durable outbox — on Telegram
+ * (grammY against the fake) and Discord (discord.js against the fake).
+ */
+describe("long replies over Telegram", () => {
+  const Admin = 1301;
+  let harness: TelegramGatewayHarness;
+  let bot: TelegramBot;
+  /** Attempts the outbox scheduled for later, run by the test. */
+  const later: (() => void)[] = [];
+
+  beforeAll(async () => {
+    harness = await TelegramGatewayHarness.start(
+      "t-long",
+      [{ admins: [Admin], agent: WholeOutput }],
+      {
+        outboxSchedule: (run) => {
+          later.push(run);
+          return () => {};
+        },
+        retrySleep: async () => {},
+      },
+    );
+    bot = harness.bot();
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+  });
+
+  const sends = (since: number) =>
+    bot.callsIn(Admin, since).filter((c) => c.ok && c.method !== "sendChatAction");
+
+  it("sends a 1 MB reply as 4 messages ending with the notice, and the whole as reply.txt", async () => {
+    const since = bot.mark();
+    await bot.handle((fake) =>
+      fake.sendPrivateText({ userId: Admin, text: bigOutput(1_000_000, "a") }),
+    );
+    expect(sends(since).map((c) => c.method)).toEqual([
+      "sendMessage",
+      "sendMessage",
+      "sendMessage",
+      "sendMessage",
+      "sendDocument",
+    ]);
+    const texts = bot.texts(Admin, since);
+    expect(texts).toHaveLength(4);
+    expect(texts.slice(0, 3)).toEqual(Array(3).fill("a".repeat(4096)));
+    expect(texts[3]).toMatch(Notice);
+    const [file] = bot.arrived(Admin, since);
+    expect(file?.filename).toBe("reply.txt");
+    expect(file?.bytes.equals(Buffer.alloc(1_000_000, "a"))).toBe(true);
+  });
+
+  it("sends reply.txt exactly once when a flood wait holds it back: the outbox resumes after the head", async () => {
+    const since = bot.mark();
+    bot.fake.rateLimitNext("sendDocument", 600);
+    await bot.handle((fake) =>
+      fake.sendPrivateText({ userId: Admin, text: bigOutput(1_000_000, "b") }),
+    );
+    expect(bot.texts(Admin, since)).toHaveLength(4);
+    expect(bot.arrived(Admin, since)).toEqual([]);
+    expect(later).toHaveLength(1);
+    later.shift()!();
+    await waitUntil(() => bot.arrived(Admin, since).length === 1, "reply.txt after the wait");
+    await harness.gateway.idle();
+    expect(sends(since).map((c) => c.method)).toEqual([
+      "sendMessage",
+      "sendMessage",
+      "sendMessage",
+      "sendMessage",
+      "sendDocument",
+    ]);
+    expect(bot.arrived(Admin, since)[0]?.bytes.equals(Buffer.alloc(1_000_000, "b"))).toBe(true);
+  });
+
+  it("sends a reply that fits in 4 messages as messages only", async () => {
+    const since = bot.mark();
+    await bot.handle((fake) =>
+      fake.sendPrivateText({ userId: Admin, text: bigOutput(4096 * 3, "c") }),
+    );
+    expect(sends(since).map((c) => c.method)).toEqual([
+      "sendMessage",
+      "sendMessage",
+      "sendMessage",
+    ]);
+  });
+});
+
+describe("long replies over Discord", () => {
+  const Token = "discord-long-e2e-token-Lq2w";
+  const Admin = "330000000000000001";
+  let fake: FakeDiscord;
+  let gateway: Gateway | undefined;
+  let home = "";
+
+  beforeAll(async () => {
+    fake = await FakeDiscord.start({ token: Token });
+    home = await createTempHome("e2e-dlong");
+    const config = resolveConfig(
+      {
+        home,
+        profiles: [
+          {
+            name: uniqueProfileName("e2e-dlong"),
+            discord: { token: Token, apiRoot: fake.apiRoot },
+            admins: [`discord:${Admin}`],
+            agent: WholeOutput,
+            sandbox: { image: TestImage, diskLimitBytes: 0 },
+          },
+        ],
+      },
+      { env: testEnv(home) },
+    );
+    gateway = await Gateway.create(config, { activityIntervalMs: 100 });
+    await gateway.start();
+  });
+
+  afterAll(async () => {
+    await teardownGateway(gateway, home);
+    await fake?.close();
+  });
+
+  it("sends a 1 MB reply as 4 messages ending with the notice, and the whole as reply.txt", async () => {
+    const dm = fake.world.dmChannel(Admin);
+    fake.sendDirectMessage({ content: bigOutput(1_000_000, "d"), authorId: Admin });
+    await fake.waitForCall(() => fake.messagesIn(dm).some((m) => m.files.length > 0));
+    await gateway!.idle();
+    const posted = fake.messagesIn(dm);
+    expect(posted.map((m) => m.files.length)).toEqual([0, 0, 0, 0, 1]);
+    expect(posted.slice(0, 3).map((m) => m.content)).toEqual(Array(3).fill("d".repeat(2000)));
+    expect(posted[3]?.content).toMatch(Notice);
+    const file = posted[4]!.files[0]!;
+    expect(file.filename).toBe("reply.txt");
+    expect(file.bytes.equals(Buffer.alloc(1_000_000, "d"))).toBe(true);
+  });
+});
