@@ -41,11 +41,15 @@ describe("gateway over Telegram: nothing lost to a stop", () => {
     const long = await bot.post((fake) =>
       fake.sendPrivateText({ userId: Admin, text: "sleep 30; echo never-printed" }),
     );
-    // The turn is running once the typing indicator went out.
-    await waitUntil(
-      () => bot.callsIn(Admin, since).some((c) => c.method === "sendChatAction"),
-      "the long turn to start",
-    );
+    // The turn's command has started once `sleep 30` runs in the container (the typing
+    // indicator goes out earlier, while the container may still be made: a turn cut off then
+    // never started, and runs again after the restart).
+    await waitUntil(async () => {
+      const running = (await bot.containers()).find((c) => c.state === "running");
+      return (
+        running !== undefined && (await harness.docker.processes(running.id)).includes("sleep 30")
+      );
+    }, "the long turn's command to start");
     await bot.post((fake) => fake.sendPrivateText({ userId: Admin, text: "echo queued-ran" }));
     await waitUntil(
       () => bot.texts(Admin, since).length > 0,

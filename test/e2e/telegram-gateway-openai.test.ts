@@ -145,7 +145,13 @@ describe("gateway over Telegram with the openai agent", () => {
     const texts = bot.texts(Admin, since);
     expect(texts.join("\n")).toContain("MEDIA:/x");
     expect(texts.at(-1)).toContain("Couldn't deliver x");
-    expect(bot.arrived(Admin, since)).toEqual([]);
+    // The one file is the long reply itself (docs/media.md, "Long replies"): no tag's path
+    // was uploaded.
+    const arrived = bot.arrived(Admin, since);
+    expect(arrived.map((file) => [file.method, file.filename])).toEqual([
+      ["sendDocument", "reply.txt"],
+    ]);
+    expect(arrived[0]?.bytes.toString("utf8")).toContain("MEDIA:/x");
   });
 
   it("never writes the API key or the bot token into the logs", () => {
