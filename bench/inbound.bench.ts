@@ -8,9 +8,11 @@
  * The hash in the reply is checked against the sent bytes.
  *
  * Telegram runs as a local Bot API server (`telegram.localFiles`: read from disk), the only way
- * it hands over a file this large; Discord streams it from the fake's CDN over HTTP.
+ * it hands over a file this large, or (`telegram-http`) with the fake's 20 MiB getFile limit
+ * lifted so the file is downloaded from its file route; Discord streams it from the fake's CDN
+ * over HTTP.
  *
- * `pnpm bench:inbound [discord|telegram] [bind|tmpfs]` (default: every combination) after
+ * `pnpm bench:inbound [telegram|telegram-http|discord] [bind|tmpfs]` (default: every combination) after
  * `pnpm build`. Env: MEDIAGATE_BENCH_IMAGE (default `mediagate-sandbox:test`),
  * MEDIAGATE_BENCH_INBOX_MIB (file size, default 45), MEDIAGATE_BENCH_RUNS (default 3).
  * Linux only (it reads /proc); run as the user the gateway runs as (root here).
@@ -70,10 +72,14 @@ async function discordDriver(): Promise<Driver> {
 
 /**
  * Telegram hands bots files of up to 20 MB only; a 45 MiB file takes a local Bot API server,
- * whose getFile answers a path on disk (`telegram.localFiles`), so that is what runs here.
+ * whose getFile answers a path on disk (`telegram.localFiles`): that is `telegram`. The
+ * download path (getFile, then the file route over HTTP) is `telegram-http`, with the fake's
+ * 20 MiB limit lifted so the same file goes through it.
  */
-async function telegramDriver(): Promise<Driver> {
-  const fake = new FakeTelegram({ localFiles: true });
+async function telegramDriver(localFiles: boolean): Promise<Driver> {
+  const fake = new FakeTelegram(
+    localFiles ? { localFiles: true } : { downloadMaxBytes: 2 * fileBytes },
+  );
   await fake.start();
   const userId = 7001;
   const replies = () =>
@@ -82,13 +88,13 @@ async function telegramDriver(): Promise<Driver> {
       .filter((call) => String(call.params.chat_id) === String(userId))
       .map((call) => String(call.params.text));
   return {
-    platform: "telegram",
+    platform: localFiles ? "telegram" : "telegram-http",
     config: () => ({
       telegram: {
         token: fake.token,
         apiRoot: fake.apiRoot,
         downloadMaxBytes: 2 * fileBytes,
-        localFiles: true,
+        localFiles,
       },
       admins: [`telegram:${userId}`],
     }),
@@ -209,11 +215,15 @@ async function bench(driver: Driver, filesystem: Filesystem): Promise<void> {
 }
 
 const args = process.argv.slice(2);
-const platforms = args.filter((a) => a === "discord" || a === "telegram");
+const Platforms = ["telegram", "telegram-http", "discord"];
+const platforms = args.filter((a) => Platforms.includes(a));
 const filesystems = args.filter((a): a is Filesystem => a === "bind" || a === "tmpfs");
-for (const platform of platforms.length > 0 ? platforms : ["telegram", "discord"]) {
+for (const platform of platforms.length > 0 ? platforms : Platforms) {
   for (const filesystem of filesystems.length > 0 ? filesystems : (["bind", "tmpfs"] as const)) {
-    const driver = platform === "discord" ? await discordDriver() : await telegramDriver();
+    const driver =
+      platform === "discord"
+        ? await discordDriver()
+        : await telegramDriver(platform === "telegram");
     try {
       await bench(driver, filesystem);
     } finally {
