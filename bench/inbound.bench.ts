@@ -2,9 +2,11 @@
  * Inbound file benchmark (not a test): a 45 MiB file a user sends, through the whole gateway —
  * the real `mediagate start` CLI as a child process, the repository's platform fake serving the
  * file, the real engine — until the shell agent's `sha256sum` of it comes back in the chat.
- * Prints one JSON line per run: wall time from the send to the reply, and the gateway process's
- * peak RSS growth over its RSS just before the send (the kernel's high-water mark, reset before
- * each run through `/proc/<pid>/clear_refs`, cross-checked by sampling `VmRSS` every 5 ms).
+ * Prints one JSON line per run: wall time from the send to the reply, the CPU time the gateway
+ * process used meanwhile (user + system: what the run cost it, whatever else loads the
+ * machine), and the gateway process's peak RSS growth over its RSS just before the send (the
+ * kernel's high-water mark, reset before each run through `/proc/<pid>/clear_refs`,
+ * cross-checked by sampling `VmRSS` every 5 ms).
  * The hash in the reply is checked against the sent bytes.
  *
  * Telegram runs as a local Bot API server (`telegram.localFiles`: read from disk), the only way
@@ -108,6 +110,13 @@ async function telegramDriver(localFiles: boolean): Promise<Driver> {
   };
 }
 
+/** CPU time (user + system) a process has used, in ms (`/proc/<pid>/stat`, clock ticks of 10 ms). */
+async function cpuMsOf(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 /** `VmRSS` and `VmHWM` of a process, in bytes. */
 async function memoryOf(pid: number): Promise<{ rss: number; peak: number }> {
   const status = await readFile(`/proc/${pid}/status`, "utf8");
@@ -167,6 +176,7 @@ async function bench(driver: Driver, filesystem: Filesystem): Promise<void> {
       const sha256 = createHash("sha256").update(bytes).digest("hex");
       await writeFile(`/proc/${pid}/clear_refs`, "5"); // resets VmHWM to the current RSS
       const before = await memoryOf(pid);
+      const cpuBefore = await cpuMsOf(pid);
       let sampledPeak = before.rss;
       const sampler = setInterval(() => {
         memoryOf(pid).then(
@@ -181,6 +191,7 @@ async function bench(driver: Driver, filesystem: Filesystem): Promise<void> {
       const wallMs = performance.now() - started;
       clearInterval(sampler);
       const after = await memoryOf(pid);
+      const cpuMs = (await cpuMsOf(pid)) - cpuBefore;
       if (!reply.startsWith(sha256))
         throw new Error(`reply does not hold the file's hash: ${reply}`);
       console.log(
@@ -192,6 +203,7 @@ async function bench(driver: Driver, filesystem: Filesystem): Promise<void> {
           mib: fileBytes / MiB,
           wall_ms: Math.round(wallMs),
           mib_per_s: Number((fileBytes / MiB / (wallMs / 1000)).toFixed(1)),
+          gateway_cpu_ms: cpuMs,
           rss_growth_mb: Number(((after.peak - before.rss) / 1e6).toFixed(1)),
           rss_growth_sampled_mb: Number(((sampledPeak - before.rss) / 1e6).toFixed(1)),
           rss_before_mb: Number((before.rss / 1e6).toFixed(1)),
