@@ -2,15 +2,19 @@
  * Inbound file benchmark (not a test): a 45 MiB file a user sends, through the whole gateway —
  * the real `mediagate start` CLI as a child process, the repository's platform fake serving the
  * file, the real engine — until the shell agent's `sha256sum` of it comes back in the chat.
- * Prints one JSON line per run: wall time from the send to the reply, and the gateway process's
- * peak RSS growth over its RSS just before the send (the kernel's high-water mark, reset before
- * each run through `/proc/<pid>/clear_refs`, cross-checked by sampling `VmRSS` every 5 ms).
+ * Prints one JSON line per run: wall time from the send to the reply, the CPU time the gateway
+ * process used meanwhile (user + system: what the run cost it, whatever else loads the
+ * machine), and the gateway process's peak RSS growth over its RSS just before the send (the
+ * kernel's high-water mark, reset before each run through `/proc/<pid>/clear_refs`,
+ * cross-checked by sampling `VmRSS` every 5 ms).
  * The hash in the reply is checked against the sent bytes.
  *
  * Telegram runs as a local Bot API server (`telegram.localFiles`: read from disk), the only way
- * it hands over a file this large; Discord streams it from the fake's CDN over HTTP.
+ * it hands over a file this large, or (`telegram-http`) with the fake's 20 MiB getFile limit
+ * lifted so the file is downloaded from its file route; Discord streams it from the fake's CDN
+ * over HTTP.
  *
- * `pnpm bench:inbound [discord|telegram] [bind|tmpfs]` (default: every combination) after
+ * `pnpm bench:inbound [telegram|telegram-http|discord] [bind|tmpfs]` (default: every combination) after
  * `pnpm build`. Env: MEDIAGATE_BENCH_IMAGE (default `mediagate-sandbox:test`),
  * MEDIAGATE_BENCH_INBOX_MIB (file size, default 45), MEDIAGATE_BENCH_RUNS (default 3).
  * Linux only (it reads /proc); run as the user the gateway runs as (root here).
@@ -71,10 +75,14 @@ async function discordDriver(): Promise<Driver> {
 
 /**
  * Telegram hands bots files of up to 20 MB only; a 45 MiB file takes a local Bot API server,
- * whose getFile answers a path on disk (`telegram.localFiles`), so that is what runs here.
+ * whose getFile answers a path on disk (`telegram.localFiles`): that is `telegram`. The
+ * download path (getFile, then the file route over HTTP) is `telegram-http`, with the fake's
+ * 20 MiB limit lifted so the same file goes through it.
  */
-async function telegramDriver(): Promise<Driver> {
-  const fake = new FakeTelegram({ localFiles: true });
+async function telegramDriver(localFiles: boolean): Promise<Driver> {
+  const fake = new FakeTelegram(
+    localFiles ? { localFiles: true } : { downloadMaxBytes: 2 * fileBytes },
+  );
   await fake.start();
   const userId = 7001;
   const replies = () =>
@@ -83,13 +91,13 @@ async function telegramDriver(): Promise<Driver> {
       .filter((call) => String(call.params.chat_id) === String(userId))
       .map((call) => String(call.params.text));
   return {
-    platform: "telegram",
+    platform: localFiles ? "telegram" : "telegram-http",
     config: () => ({
       telegram: {
         token: fake.token,
         apiRoot: fake.apiRoot,
         downloadMaxBytes: 2 * fileBytes,
-        localFiles: true,
+        localFiles,
       },
       admins: [`telegram:${userId}`],
     }),
@@ -101,6 +109,13 @@ async function telegramDriver(): Promise<Driver> {
     },
     close: () => fake.stop(),
   };
+}
+
+/** CPU time (user + system) a process has used, in ms (`/proc/<pid>/stat`, clock ticks of 10 ms). */
+async function cpuMsOf(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** `VmRSS` and `VmHWM` of a process, in bytes. */
@@ -163,6 +178,7 @@ async function bench(driver: Driver, filesystem: Filesystem): Promise<void> {
       const sha256 = createHash("sha256").update(bytes).digest("hex");
       await writeFile(`/proc/${pid}/clear_refs`, "5"); // resets VmHWM to the current RSS
       const before = await memoryOf(pid);
+      const cpuBefore = await cpuMsOf(pid);
       let sampledPeak = before.rss;
       const sampler = setInterval(() => {
         memoryOf(pid).then(
@@ -177,6 +193,7 @@ async function bench(driver: Driver, filesystem: Filesystem): Promise<void> {
       const wallMs = performance.now() - started;
       clearInterval(sampler);
       const after = await memoryOf(pid);
+      const cpuMs = (await cpuMsOf(pid)) - cpuBefore;
       if (!reply.startsWith(sha256))
         throw new Error(`reply does not hold the file's hash: ${reply}`);
       console.log(
@@ -188,6 +205,7 @@ async function bench(driver: Driver, filesystem: Filesystem): Promise<void> {
           mib: fileBytes / MiB,
           wall_ms: Math.round(wallMs),
           mib_per_s: Number((fileBytes / MiB / (wallMs / 1000)).toFixed(1)),
+          gateway_cpu_ms: cpuMs,
           rss_growth_mb: Number(((after.peak - before.rss) / 1e6).toFixed(1)),
           rss_growth_sampled_mb: Number(((sampledPeak - before.rss) / 1e6).toFixed(1)),
           rss_before_mb: Number((before.rss / 1e6).toFixed(1)),
@@ -211,11 +229,15 @@ async function bench(driver: Driver, filesystem: Filesystem): Promise<void> {
 }
 
 const args = process.argv.slice(2);
-const platforms = args.filter((a) => a === "discord" || a === "telegram");
+const Platforms = ["telegram", "telegram-http", "discord"];
+const platforms = args.filter((a) => Platforms.includes(a));
 const filesystems = args.filter((a): a is Filesystem => a === "bind" || a === "tmpfs");
-for (const platform of platforms.length > 0 ? platforms : ["telegram", "discord"]) {
+for (const platform of platforms.length > 0 ? platforms : Platforms) {
   for (const filesystem of filesystems.length > 0 ? filesystems : (["bind", "tmpfs"] as const)) {
-    const driver = platform === "discord" ? await discordDriver() : await telegramDriver();
+    const driver =
+      platform === "discord"
+        ? await discordDriver()
+        : await telegramDriver(platform === "telegram");
     try {
       await bench(driver, filesystem);
     } finally {

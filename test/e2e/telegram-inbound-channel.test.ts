@@ -73,12 +73,12 @@ async function receiving(
 }
 
 async function fetched(channel: TelegramChannel, attachment: InboundAttachment): Promise<Buffer> {
-  const chunks: Uint8Array[] = [];
+  const chunks: Buffer[] = [];
   for await (const chunk of await channel.attachments.open(
     attachment,
     new AbortController().signal,
   ))
-    chunks.push(chunk);
+    chunks.push(Buffer.from(chunk)); // a chunk is valid only until the next one
   return Buffer.concat(chunks);
 }
 

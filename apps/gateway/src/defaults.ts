@@ -155,6 +155,21 @@ export const Defaults = {
     /** Largest attachment saved: Discord's upload limit for an unboosted server (25 MiB). */
     downloadMaxBytes: 25 * 1024 * 1024,
   },
+  /**
+   * Inbound files' reads (docs/inbound-media.md): each download or file read reuses these
+   * buffers for all of its bytes instead of allocating per read.
+   */
+  download: {
+    /** One socket read (Node's `onread` buffer). */
+    readBytes: 64 * 1024,
+    /** Bytes read ahead of the inbox, and the largest chunk handed to it. */
+    ringBytes: 256 * 1024,
+    /** Largest answer head (status line and headers), and any line of a chunked body. */
+    maxHeadBytes: 64 * 1024,
+    maxRedirects: 5,
+    /** One read of a file on this host (Telegram `localFiles`, the console's `/attach`). */
+    fileReadBytes: 256 * 1024,
+  },
   console: {
     prompt: "mediagate> ",
     chatId: "local",

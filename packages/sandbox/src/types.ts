@@ -238,8 +238,10 @@ export interface InboxFile {
   readonly name: string;
   /**
    * The bytes, read once and streamed (never held whole): a Node `Readable` or any (async)
-   * iterable of byte chunks. A source that is not read (refused unread, or the call was
-   * aborted first) is destroyed when it has a `destroy` method.
+   * iterable of byte chunks. Each chunk is used up (hashed, written) before the next one is
+   * asked for, so a source may read every chunk into the same buffer. A source that is not
+   * read (refused unread, or the call was aborted first) is destroyed when it has a `destroy`
+   * method.
    */
   readonly source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
   /** Most bytes accepted; one byte more and the file is refused (`too_large`). */

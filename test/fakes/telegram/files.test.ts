@@ -106,6 +106,16 @@ describe("FakeTelegram files users send (getFile and the download route)", () =>
     await expect(bot.api.getFile("no-such-file")).rejects.toMatchObject({ error_code: 400 });
   });
 
+  it("serves a file over 20 MiB on the file route when the test raises downloadMaxBytes", async () => {
+    const { fake, apiRoot, bot } = await started({ downloadMaxBytes: PublicDownloadMaxBytes + 2 });
+    const bytes = randomBytes(1000);
+    fake.sendMedia({ kind: "document", bytes, fileSize: PublicDownloadMaxBytes + 1 });
+    const message = await onlyMessage(bot);
+    const file = await bot.api.getFile(message.document!.file_id);
+    const response = await fetch(`${apiRoot}/file/bot${fake.token}/${file.file_path}`);
+    expect(Buffer.from(await response.arrayBuffer()).equals(bytes)).toBe(true);
+  });
+
   it("in localFiles mode answers an absolute path holding the bytes, with no 20 MiB limit", async () => {
     const { fake, bot } = await started({ localFiles: true });
     const bytes = randomBytes(1000);

@@ -73,6 +73,7 @@ export class FileStore {
   constructor(
     private readonly token: string,
     readonly localDir: string | undefined,
+    private readonly downloadMaxBytes: number = PublicDownloadMaxBytes,
   ) {}
 
   register(input: FileInput): StoredFile {
@@ -91,7 +92,10 @@ export class FileStore {
     return file;
   }
 
-  /** `getFile`: the file's description, 400 for an unknown id or (public API) a file over 20 MiB. */
+  /**
+   * `getFile`: the file's description, 400 for an unknown id or (public API) a file over
+   * `downloadMaxBytes` (20 MiB unless a test says otherwise).
+   */
   async getFile(params: Record<string, unknown>): Promise<ApiAnswer> {
     const fileId = params.file_id;
     if (fileId === undefined || fileId === "") {
@@ -99,7 +103,7 @@ export class FileStore {
     }
     const file = this.byId.get(String(fileId));
     if (file === undefined) return fail(400, "Bad Request: invalid file_id");
-    if (this.localDir === undefined && file.size > PublicDownloadMaxBytes) {
+    if (this.localDir === undefined && file.size > this.downloadMaxBytes) {
       return fail(400, "Bad Request: file is too big");
     }
     let filePath = file.filePath;

@@ -6,7 +6,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Update, User } from "grammy/types";
 import { type Fault, FaultQueue, faultAnswer } from "./faults.js";
-import { FileStore, type RecordedDownload, type StoredFile } from "./files.js";
+import {
+  FileStore,
+  PublicDownloadMaxBytes,
+  type RecordedDownload,
+  type StoredFile,
+} from "./files.js";
 import { type MediaInput, mediaUpdate, type SentMedia } from "./media-updates.js";
 import { callMethod, type MethodContext, type MethodResult } from "./methods.js";
 import { type ApiAnswer, fail, type UploadedFile } from "./protocol.js";
@@ -58,6 +63,11 @@ export interface FakeTelegramOptions {
    * path on this host (a temp dir, removed by `stop()`) and has no 20 MiB limit.
    */
   readonly localFiles?: boolean;
+  /**
+   * The largest file `getFile` hands out over the file route (default 20 MiB, the public Bot
+   * API's limit). A bench raises it to send a large file through the HTTP download path.
+   */
+  readonly downloadMaxBytes?: number;
 }
 
 export const FakeTelegramDefaults = {
@@ -65,6 +75,7 @@ export const FakeTelegramDefaults = {
   botUsername: "mediagate_test_bot",
   botId: 123456,
   localFiles: false,
+  downloadMaxBytes: PublicDownloadMaxBytes,
 } as const satisfies Required<FakeTelegramOptions>;
 
 /** A multipart body being received, or one whose sender went away before its end. */
@@ -101,12 +112,14 @@ export class FakeTelegram {
   /** Multipart bodies whose sender went away before the end (never handled, never recorded). */
   readonly cutOffUploads: UploadProgress[] = [];
   private readonly localFiles: boolean;
+  private readonly downloadMaxBytes: number;
   private files_: FileStore | undefined;
 
   constructor(options: FakeTelegramOptions = {}) {
     const settings = { ...FakeTelegramDefaults, ...options };
     this.token = settings.token;
     this.localFiles = settings.localFiles;
+    this.downloadMaxBytes = settings.downloadMaxBytes;
     this.bot = {
       id: settings.botId,
       is_bot: true,
@@ -123,6 +136,7 @@ export class FakeTelegram {
     this.files_ = new FileStore(
       this.token,
       this.localFiles ? await mkdtemp(join(tmpdir(), "mediagate-tg-local-")) : undefined,
+      this.downloadMaxBytes,
     );
     const server = createServer((req, res) => {
       this.handle(req, res).catch((error: unknown) => {

@@ -75,19 +75,25 @@ describe("attachmentFor", () => {
 });
 
 describe("consoleFetcher", () => {
-  it("streams the file's bytes from disk", async () => {
+  it("streams the file's bytes from disk, every chunk read into the same buffer", async () => {
     const path = join(dir, "data.bin");
-    const bytes = Buffer.from(Array.from({ length: 200_000 }, (_, i) => i % 251));
+    const bytes = Buffer.from(Array.from({ length: 1_200_000 }, (_, i) => i % 251));
     await writeFile(path, bytes);
     const fetcher = consoleFetcher(1000);
     expect(fetcher.maxBytes).toBe(1000);
-    const chunks: Uint8Array[] = [];
+    const chunks: Buffer[] = [];
+    const memory = new Set<ArrayBufferLike>();
     const stream = await fetcher.open(
       { name: "data.bin", sentAs: "document", ref: path },
       new AbortController().signal,
     );
-    for await (const chunk of stream) chunks.push(chunk);
+    for await (const chunk of stream) {
+      chunks.push(Buffer.from(chunk)); // valid only until the next one
+      memory.add(chunk.buffer);
+    }
     expect(Buffer.concat(chunks).equals(bytes)).toBe(true);
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(memory.size).toBe(1);
   });
 
   it("fails with a reason naming the path when the file is gone", async () => {

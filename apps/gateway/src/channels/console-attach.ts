@@ -1,7 +1,7 @@
 import { type FileHandle, open, stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, resolve } from "node:path";
-import { addAbortSignal } from "node:stream";
+import { fileChunks } from "./file-chunks.js";
 import {
   AttachmentFetchError,
   type AttachmentFetcher,
@@ -91,7 +91,7 @@ function sentAsOf(path: string): AttachmentSentAs {
 
 /**
  * The console's {@link AttachmentFetcher}: an attachment's `ref` is an absolute path on this
- * host, streamed from disk. A file gone or unreadable by the time it is fetched (a message run
+ * host, streamed from disk into one reused buffer ({@link fileChunks}). A file gone or unreadable by the time it is fetched (a message run
  * again after a restart) fails with a reason that names the path.
  */
 export function consoleFetcher(maxBytes: number): AttachmentFetcher {
@@ -111,7 +111,7 @@ export function consoleFetcher(maxBytes: number): AttachmentFetcher {
         );
       }
       // Over maxBytes, the inbox stops reading and refuses the file with its notice.
-      return addAbortSignal(signal, handle.createReadStream());
+      return fileChunks(handle, signal);
     },
   };
 }

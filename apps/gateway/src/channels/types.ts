@@ -301,6 +301,11 @@ export class StatusCallError extends Error {
 export interface AttachmentFetcher {
   /** Bytes; a file over it is refused (unread when its announced size is over). */
   readonly maxBytes: number;
+  /**
+   * The file's bytes, in order. A chunk is valid only until the next one is asked for: a
+   * fetcher reads the next bytes into the same memory (so a large file leaves no garbage,
+   * docs/inbound-media.md). Copy a chunk to keep it.
+   */
   open(attachment: InboundAttachment, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>>;
 }
 

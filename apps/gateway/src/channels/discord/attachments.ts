@@ -1,5 +1,6 @@
 import { formatBytes } from "@mediagate/media";
 import { type Attachment, type Message, MessageFlags } from "discord.js";
+import { type DownloadResponse, httpDownload } from "../http-download.js";
 import {
   AttachmentFetchError,
   type AttachmentFetcher,
@@ -38,25 +39,22 @@ export interface DiscordAttachmentFetcherOptions {
   readonly maxBytes: number;
   /** How long the CDN may take to answer with headers; the body then streams unbounded. */
   readonly headersTimeoutMs: number;
-  /** The HTTP client (tests pass the global one pointed at the fake's CDN). */
-  readonly fetch: typeof fetch;
 }
 
 /**
  * Streams attachments from Discord's CDN (the attachment `url`). The URL is signed by
  * Discord and needs no token, so none is sent: the bot token never leaves for a URL a message
  * carried. Only http(s) URLs are fetched. The body is handed over chunk by chunk as it
- * arrives, never buffered whole; the inbox counts the bytes and stops at `maxBytes`.
+ * arrives ({@link httpDownload}: each chunk a view of a buffer the next one reuses), never
+ * buffered whole; the inbox counts the bytes and stops at `maxBytes`.
  */
 export class DiscordAttachmentFetcher implements AttachmentFetcher {
   readonly maxBytes: number;
   readonly #headersTimeoutMs: number;
-  readonly #fetch: typeof fetch;
 
   constructor(options: DiscordAttachmentFetcherOptions) {
     this.maxBytes = options.maxBytes;
     this.#headersTimeoutMs = options.headersTimeoutMs;
-    this.#fetch = options.fetch;
   }
 
   async open(
@@ -72,71 +70,42 @@ export class DiscordAttachmentFetcher implements AttachmentFetcher {
     if (url.protocol !== "https:" && url.protocol !== "http:") {
       throw new AttachmentFetchError("Discord gave no web address for it");
     }
-    // One controller for the whole download: the caller's signal ends it at any point, the
-    // timer only until the headers arrived.
-    const download = new AbortController();
-    const onAbort = () => download.abort(signal.reason);
-    if (signal.aborted) onAbort();
-    signal.addEventListener("abort", onAbort, { once: true });
-    const timer = setTimeout(() => download.abort(new HeadersTimeout()), this.#headersTimeoutMs);
-    const release = () => signal.removeEventListener("abort", onAbort);
-    let response: Response;
+    let response: DownloadResponse;
     try {
-      response = await this.#fetch(url, { signal: download.signal, redirect: "follow" });
+      // The caller's signal ends it at any point, the timer only until the headers arrived.
+      response = await httpDownload(url, { signal, headersTimeoutMs: this.#headersTimeoutMs });
     } catch (error) {
-      release();
       throw new AttachmentFetchError(
-        download.signal.reason instanceof HeadersTimeout
+        (error as { failure?: unknown }).failure === "timeout"
           ? `Discord's file server did not answer within ${Math.round(this.#headersTimeoutMs / 1000)} s`
           : "Discord's file server could not be reached",
         { cause: error },
       );
-    } finally {
-      clearTimeout(timer);
     }
-    const body = response.body;
-    if (!response.ok || body === null) {
-      release();
-      await body?.cancel().catch(() => undefined);
+    if (response.status < 200 || response.status > 299) {
+      response.close();
       throw new AttachmentFetchError(
         response.status === 404 || response.status === 403
           ? "Discord no longer has it (the link expired or the message was deleted)"
           : `Discord's file server answered ${response.status}`,
       );
     }
-    const length = Number(response.headers.get("content-length") ?? Number.NaN);
+    const length = response.length ?? Number.NaN;
     if (length > this.maxBytes) {
-      release();
-      await body.cancel().catch(() => undefined);
+      response.close();
       throw new AttachmentFetchError(
         `it is ${formatBytes(length)}, over the ${formatBytes(this.maxBytes)} limit`,
       );
     }
-    return chunksOf(body, release);
+    return chunksOf(response);
   }
 }
 
-/** The body's chunks as they arrive; giving up early cancels the download. */
-async function* chunksOf(
-  body: ReadableStream<Uint8Array>,
-  release: () => void,
-): AsyncGenerator<Uint8Array> {
-  const reader = body.getReader();
+/** The body's chunks as they arrive; giving up early closes the connection. */
+async function* chunksOf(response: DownloadResponse): AsyncGenerator<Uint8Array> {
   try {
-    for (;;) {
-      const next = await reader.read().catch((error: unknown) => {
-        throw new AttachmentFetchError("the download broke off", { cause: error });
-      });
-      if (next.done) return;
-      yield next.value;
-    }
-  } finally {
-    release();
-    reader.cancel().catch(() => undefined);
+    yield* response.body;
+  } catch (error) {
+    throw new AttachmentFetchError("the download broke off", { cause: error });
   }
-}
-
-/** The abort reason of a CDN that sent no headers in time. */
-class HeadersTimeout extends Error {
-  override readonly name = "HeadersTimeout";
 }

@@ -51,8 +51,6 @@ export interface DiscordChannelOptions {
    * 25 MiB. Larger ones are refused with a notice, unread (docs/inbound-media.md).
    */
   readonly downloadMaxBytes?: number | undefined;
-  /** The HTTP client attachments are fetched with; default the global `fetch`. */
-  readonly fetch?: typeof fetch | undefined;
   /** Per-request timeout of discord.js's REST (and of an attachment's headers); default 15 s. */
   readonly requestTimeoutMs?: number | undefined;
   /**
@@ -168,7 +166,6 @@ export class DiscordChannel implements ChannelAdapter {
     this.attachments = new DiscordAttachmentFetcher({
       maxBytes: downloadMaxBytes,
       headersTimeoutMs: connection.requestTimeoutMs,
-      fetch: options.fetch ?? globalThis.fetch,
     });
     this.#token = options.token;
     this.#client = createGatewayClient(connection);

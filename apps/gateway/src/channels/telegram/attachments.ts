@@ -1,10 +1,12 @@
-import { createReadStream } from "node:fs";
+import { open } from "node:fs/promises";
 import { isAbsolute } from "node:path";
 import { formatBytes } from "@mediagate/media";
 import type { Api } from "grammy";
 import type { File } from "grammy/types";
 import type { Logger } from "pino";
 import { redactText } from "../../redact.js";
+import { fileChunks } from "../file-chunks.js";
+import { DownloadError, type DownloadResponse, httpDownload } from "../http-download.js";
 import { AttachmentFetchError, type AttachmentFetcher, type InboundAttachment } from "../types.js";
 import { TelegramDeliveryError } from "./errors.js";
 import { grammySignal } from "./send-media.js";
@@ -26,8 +28,6 @@ export interface TelegramFileFetcherOptions {
    * last one was taken) is given up.
    */
   readonly stallTimeoutMs: number;
-  /** The HTTP client; default the global `fetch` (undici). */
-  readonly fetch?: typeof fetch | undefined;
 }
 
 /** The public Bot API's answer to getFile for a file over its 20 MB limit. */
@@ -36,18 +36,17 @@ const TooBig = /file is too big/i;
 /**
  * The Telegram channel's inbound files (docs/inbound-media.md): `getFile` through grammY's
  * `Api` (so `apiRoot` is honoured, with the channel's retry policy), then the file streamed
- * from `<apiRoot>/file/bot<token>/<file_path>`, or read from disk when the server runs with
- * `--local` (`localFiles`). Never buffered whole. Every failure is an
+ * from `<apiRoot>/file/bot<token>/<file_path>` ({@link httpDownload}), or read from disk when
+ * the server runs with `--local` (`localFiles`, {@link fileChunks}). Never buffered whole; each
+ * chunk is a view of a buffer the next one reuses. Every failure is an
  * {@link AttachmentFetchError} whose reason names no token, URL or local path (both embed the
  * token).
  */
 export class TelegramFileFetcher implements AttachmentFetcher {
   readonly maxBytes: number;
-  private readonly fetch: typeof fetch;
 
   constructor(private readonly options: TelegramFileFetcherOptions) {
     this.maxBytes = options.maxBytes;
-    this.fetch = options.fetch ?? globalThis.fetch;
   }
 
   async open(
@@ -103,36 +102,30 @@ export class TelegramFileFetcher implements AttachmentFetcher {
   /** Streams the file from the Bot API's file route, giving up when it stalls. */
   private async download(path: string, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
     const { apiRoot, token, stallTimeoutMs } = this.options;
-    const url = `${apiRoot}/file/bot${token}/${path.split("/").map(encodeURIComponent).join("/")}`;
-    const stall = new StallWatch(stallTimeoutMs, signal);
-    let response: Response;
+    const encoded = path.split("/").map(encodeURIComponent).join("/");
+    let response: DownloadResponse;
     try {
-      response = await this.fetch(url, { signal: stall.signal });
+      const url = new URL(`${apiRoot}/file/bot${token}/${encoded}`);
+      // Only the waits for the network count: a slow inbox write is not a stall.
+      response = await httpDownload(url, {
+        signal,
+        headersTimeoutMs: stallTimeoutMs,
+        stallTimeoutMs,
+      });
     } catch (error) {
-      stall.done();
-      throw this.failed("the download failed", error, stall);
+      throw this.failed("the download failed", error);
     }
-    if (!response.ok || response.body === null) {
-      stall.done();
-      await response.body?.cancel().catch(() => undefined);
+    if (response.status < 200 || response.status > 299) {
+      response.close();
       throw new AttachmentFetchError(`Telegram answered the download with ${response.status}`);
     }
-    const body = response.body;
     const failed = this.failed.bind(this);
     return {
       async *[Symbol.asyncIterator]() {
         try {
-          stall.touch();
-          for await (const chunk of body) {
-            // Only the wait for the network counts: a slow inbox write is not a stall.
-            stall.done();
-            yield chunk;
-            stall.touch();
-          }
+          yield* response.body;
         } catch (error) {
-          throw failed("the download broke off", error, stall);
-        } finally {
-          stall.done();
+          throw failed("the download broke off", error);
         }
       },
     };
@@ -151,8 +144,9 @@ export class TelegramFileFetcher implements AttachmentFetcher {
     return {
       async *[Symbol.asyncIterator]() {
         try {
-          yield* createReadStream(path, { signal });
+          yield* fileChunks(await open(path, "r"), signal);
         } catch (error) {
+          if (signal.aborted) throw new AttachmentFetchError("the read was stopped");
           const code = (error as { code?: unknown }).code;
           throw new AttachmentFetchError(
             `the local Bot API server's file could not be read${typeof code === "string" ? ` (${code})` : ""}; the gateway must see its --dir at the same path`,
@@ -163,49 +157,19 @@ export class TelegramFileFetcher implements AttachmentFetcher {
   }
 
   /** A token-free fetch error, logged at debug level. */
-  private failed(what: string, error: unknown, stall: StallWatch): AttachmentFetchError {
+  private failed(what: string, error: unknown): AttachmentFetchError {
     if (error instanceof AttachmentFetchError) return error;
-    const ms = this.options.stallTimeoutMs;
-    const reason = stall.stalled
-      ? `${what}: nothing arrived for ${ms < 1000 ? `${ms} ms` : `${Math.round(ms / 1000)} s`}`
-      : `${what}: ${redactText(describe(error), [this.options.token])}`;
+    const said = error instanceof DownloadError ? error.message : describe(error);
+    const reason = `${what}: ${redactText(said, [this.options.token])}`;
     this.options.logger.debug({ reason }, "telegram file download failed");
     return new AttachmentFetchError(reason);
   }
 }
 
-/** An error's message with its cause's code (undici: `fetch failed` + `ECONNREFUSED`). */
+/** An error's message with its cause's code, when it has one. */
 function describe(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const cause = error.cause as { code?: unknown; message?: unknown } | undefined;
   const code = typeof cause?.code === "string" ? cause.code : undefined;
   return code === undefined ? error.message : `${error.message} (${code})`;
-}
-
-/** Aborts when the caller does, or when nothing arrived for `timeoutMs`. */
-class StallWatch {
-  private readonly controller = new AbortController();
-  private timer: NodeJS.Timeout | undefined;
-  stalled = false;
-  readonly signal: AbortSignal;
-
-  constructor(
-    private readonly timeoutMs: number,
-    caller: AbortSignal,
-  ) {
-    this.signal = AbortSignal.any([caller, this.controller.signal]);
-    this.touch();
-  }
-
-  touch(): void {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.stalled = true;
-      this.controller.abort();
-    }, this.timeoutMs);
-  }
-
-  done(): void {
-    clearTimeout(this.timer);
-  }
 }

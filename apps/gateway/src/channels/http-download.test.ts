@@ -1,0 +1,315 @@
+import { createHash, randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { createServer as createHttpServer, type RequestListener, type Server } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import { createServer as createNetServer, type Server as NetServer, type Socket } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { closedPort } from "../../../../test-support/net.js";
+import { waitUntil } from "../../../../test-support/wait.js";
+import { DownloadError, type DownloadOptions, httpDownload, Ring } from "./http-download.js";
+
+/** A self-signed certificate for `localhost` and 127.0.0.1 (100 years), made for this test. */
+const Fixtures = new URL("../../test/fixtures/", import.meta.url);
+const Cert = readFileSync(new URL("tls-localhost.crt", Fixtures));
+const Key = readFileSync(new URL("tls-localhost.key", Fixtures));
+
+const servers: (Server | NetServer)[] = [];
+afterEach(async () => {
+  for (const server of servers.splice(0)) {
+    if ("closeAllConnections" in server) server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+async function listening<S extends Server | NetServer>(server: S): Promise<string> {
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  if (address === null || typeof address === "string") throw new Error("no port");
+  return `127.0.0.1:${address.port}`;
+}
+
+/** An HTTP server answering with `handler`: its `http://127.0.0.1:<port>` root. */
+async function http(handler: RequestListener): Promise<string> {
+  return `http://${await listening(createHttpServer(handler))}`;
+}
+
+/** A TCP server that writes `answer`'s pieces, one write each, once a request arrived. */
+async function raw(answer: (socket: Socket) => void): Promise<string> {
+  const server = createNetServer((socket) => {
+    socket.once("data", () => answer(socket));
+    socket.on("error", () => undefined);
+  });
+  return `http://${await listening(server)}`;
+}
+
+const options = (overrides: Partial<DownloadOptions> = {}): DownloadOptions => ({
+  signal: new AbortController().signal,
+  headersTimeoutMs: 10_000,
+  ...overrides,
+});
+
+/** The body's bytes, copied chunk by chunk (a chunk is valid only until the next). */
+async function readAll(body: AsyncIterable<Uint8Array>): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of body) chunks.push(Buffer.from(chunk));
+  return Buffer.concat(chunks);
+}
+
+const sha = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
+
+/** What a failed download rejected with. */
+async function failure(run: () => Promise<unknown>): Promise<DownloadError> {
+  const error = await run().then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  expect(error).toBeInstanceOf(DownloadError);
+  return error as DownloadError;
+}
+
+describe("httpDownload", () => {
+  it("hands a body over byte for byte as views of one reused buffer", async () => {
+    const bytes = randomBytes(6 * 1024 * 1024);
+    const root = await http((_req, res) => {
+      res.writeHead(200, { "content-length": String(bytes.length) });
+      res.end(bytes);
+    });
+    const response = await httpDownload(new URL(`${root}/f`), options());
+    expect(response.status).toBe(200);
+    expect(response.length).toBe(bytes.length);
+    const memory = new Set<ArrayBufferLike>();
+    const hash = createHash("sha256");
+    let chunks = 0;
+    for await (const chunk of response.body) {
+      memory.add(chunk.buffer);
+      hash.update(chunk);
+      chunks++;
+      await new Promise(setImmediate); // the inbox's write: the socket reads on meanwhile
+    }
+    expect(hash.digest("hex")).toBe(sha(bytes));
+    expect(chunks).toBeGreaterThan(10);
+    expect(memory.size).toBe(1); // fetch and node:http give every chunk memory of its own
+  });
+
+  it("reads the same bytes over TLS, the socket pausing while the reader holds a chunk", async () => {
+    const bytes = randomBytes(8 * 1024 * 1024);
+    const server = createHttpsServer({ cert: Cert, key: Key }, (_req, res) => {
+      res.writeHead(200, { "content-length": String(bytes.length) });
+      res.end(bytes);
+    });
+    const root = `https://${(await listening(server)).replace("127.0.0.1", "localhost")}`;
+    const response = await httpDownload(new URL(`${root}/f`), options({ ca: Cert }));
+    const hash = createHash("sha256");
+    for await (const chunk of response.body) {
+      hash.update(chunk);
+      for (let i = 0; i < 3; i++) await new Promise(setImmediate);
+    }
+    expect(hash.digest("hex")).toBe(sha(bytes));
+  });
+
+  it("refuses a certificate Node does not trust", async () => {
+    const server = createHttpsServer({ cert: Cert, key: Key }, (_req, res) => res.end("x"));
+    const root = `https://${await listening(server)}`;
+    const error = await failure(() => httpDownload(new URL(`${root}/f`), options()));
+    expect(error.failure).toBe("unreachable");
+  });
+
+  it("reads a chunked body with extensions and trailers, split at every byte of the head", async () => {
+    const root = await raw((socket) => {
+      const head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\nX-A: 2\r\n\r\n";
+      for (const byte of head) socket.write(byte);
+      socket.write("5;name=value\r\nhello\r\n");
+      socket.write("7\r\n, world");
+      socket.write("\r\n0\r\nX-Trailer: yes\r\n\r\n");
+      socket.write("garbage after the end");
+    });
+    const response = await httpDownload(new URL(`${root}/f`), options());
+    expect(response.headers.get("x-a")).toBe("1, 2");
+    expect(response.length).toBeUndefined();
+    expect((await readAll(response.body)).toString()).toBe("hello, world");
+  });
+
+  it("reads a body without a length until the connection closes, skipping interim answers", async () => {
+    const root = await raw((socket) => {
+      socket.write("HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n");
+      socket.end("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nall of it");
+    });
+    const response = await httpDownload(new URL(`${root}/f`), options());
+    expect(response.status).toBe(200);
+    expect((await readAll(response.body)).toString()).toBe("all of it");
+  });
+
+  it("sends a plain GET for the path and query, with no credentials", async () => {
+    let seen: Record<string, string | undefined> = {};
+    const root = await http((req, res) => {
+      seen = {
+        url: req.url,
+        host: req.headers.host,
+        auth: req.headers.authorization,
+        encoding: req.headers["accept-encoding"],
+      };
+      res.end("ok");
+    });
+    const url = new URL(`${root}/a%20b/c?x=1&y=%2F`);
+    url.username = "user";
+    url.password = "secret";
+    await readAll((await httpDownload(url, options())).body);
+    expect(seen).toEqual({
+      url: "/a%20b/c?x=1&y=%2F",
+      host: url.host,
+      auth: undefined,
+      encoding: "identity",
+    });
+  });
+
+  it("follows redirects, up to the limit, to web addresses only", async () => {
+    const root = await http((req, res) => {
+      const hops = Number(/^\/hop\/(\d+)$/.exec(req.url ?? "")?.[1] ?? Number.NaN);
+      if (hops > 0) res.writeHead(302, { location: `/hop/${hops - 1}` }).end();
+      else if (hops === 0) res.end("arrived");
+      else res.writeHead(301, { location: "file:///etc/passwd" }).end();
+    });
+    const followed = await httpDownload(new URL(`${root}/hop/3`), options({ maxRedirects: 3 }));
+    expect((await readAll(followed.body)).toString()).toBe("arrived");
+    const tooMany = await failure(() =>
+      httpDownload(new URL(`${root}/hop/4`), options({ maxRedirects: 3 })),
+    );
+    expect(tooMany.failure).toBe("redirects");
+    const local = await failure(() => httpDownload(new URL(`${root}/elsewhere`), options()));
+    expect(local.failure).toBe("redirects");
+  });
+
+  it("answers any status; the body of a 404 is there to read", async () => {
+    const root = await http((_req, res) => res.writeHead(404).end("gone"));
+    const response = await httpDownload(new URL(`${root}/f`), options());
+    expect(response.status).toBe(404);
+    expect((await readAll(response.body)).toString()).toBe("gone");
+  });
+
+  it("fails a body cut short, a stalled body and a head that never comes", async () => {
+    const cutRoot = await raw((socket) => {
+      socket.end("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this");
+    });
+    const cut = await httpDownload(new URL(`${cutRoot}/f`), options());
+    const broken = await failure(() => readAll(cut.body));
+    expect(broken.failure).toBe("broken");
+
+    const heldRoot = await raw((socket) => {
+      socket.write("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nsome");
+    });
+    const held = await httpDownload(new URL(`${heldRoot}/f`), options({ stallTimeoutMs: 50 }));
+    const stalled = await failure(() => readAll(held.body));
+    expect([stalled.failure, stalled.message]).toEqual(["stalled", "nothing arrived for 50 ms"]);
+
+    const silentRoot = await raw(() => undefined);
+    const silent = await failure(() =>
+      httpDownload(new URL(`${silentRoot}/f`), options({ headersTimeoutMs: 50 })),
+    );
+    expect(silent.failure).toBe("timeout");
+  });
+
+  it("stops at once when the signal aborts, closing the connection", async () => {
+    let closed = false;
+    const root = await raw((socket) => {
+      socket.on("close", () => {
+        closed = true;
+      });
+      socket.write("HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n");
+      socket.write(randomBytes(1000));
+    });
+    const stop = new AbortController();
+    const response = await httpDownload(new URL(`${root}/f`), options({ signal: stop.signal }));
+    const error = await failure(async () => {
+      for await (const _ of response.body) stop.abort();
+    });
+    expect(error.failure).toBe("aborted");
+    await waitUntil(() => closed, "the server saw the connection close");
+  });
+
+  it("closes the connection when the reader gives up early", async () => {
+    let closed = false;
+    const root = await raw((socket) => {
+      socket.on("close", () => {
+        closed = true;
+      });
+      socket.write("HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n");
+      socket.write(randomBytes(1000));
+    });
+    const response = await httpDownload(new URL(`${root}/f`), options());
+    for await (const _ of response.body) break;
+    await waitUntil(() => closed, "the server saw the connection close");
+  });
+
+  it("names the system error of a refused connection, and no address", async () => {
+    const url = new URL(`http://127.0.0.1:${await closedPort()}/secret-path`);
+    const error = await failure(() => httpDownload(url, options()));
+    expect([error.failure, error.code]).toEqual(["unreachable", "ECONNREFUSED"]);
+    expect(error.message).not.toContain("127.0.0.1");
+    expect(error.message).not.toContain("secret-path");
+  });
+
+  it("refuses answers it cannot read: not HTTP, a head too large, a bad chunk, compressed", async () => {
+    const answers = [
+      "SSH-2.0-OpenSSH\r\n\r\n",
+      `HTTP/1.1 200 OK\r\nX-Big: ${"a".repeat(70_000)}\r\n\r\n`,
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+      "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 3\r\n\r\nabc",
+      "HTTP/1.1 200 OK\r\nContent-Length: 3, 4\r\n\r\nabc",
+    ];
+    const reasons: string[] = [];
+    for (const answer of answers) {
+      const root = await raw((socket) => socket.end(answer));
+      const error = await failure(async () =>
+        readAll((await httpDownload(new URL(`${root}/f`), options())).body),
+      );
+      expect(error.failure).toBe("protocol");
+      reasons.push(error.message);
+    }
+    expect(reasons).toEqual([
+      "not an HTTP/1.1 answer",
+      "a head too large",
+      "a bad chunk size",
+      "a compressed body (gzip)",
+      "a bad content-length",
+    ]);
+  });
+});
+
+describe("the download's ring", () => {
+  const bytes = (text: string) => Buffer.from(text);
+
+  it("wraps round, handing over contiguous pieces, without touching the piece held", () => {
+    const ring = new Ring(8);
+    ring.push(bytes("abcdef"), 6);
+    const held = ring.take(4);
+    expect(held.toString()).toBe("abcd");
+    expect(ring.free).toBe(2); // "abcd" is held, "ef" pending
+    ring.push(bytes("gh"), 2);
+    expect(held.toString()).toBe("abcd");
+    ring.release();
+    expect(ring.free).toBe(4);
+    ring.push(bytes("ijkl"), 4); // into the start again, where "abcd" was
+    expect(ring.take(100).toString()).toBe("efgh");
+    ring.release();
+    expect(ring.take(100).toString()).toBe("ijkl");
+    ring.release();
+    expect([ring.pending, ring.free]).toEqual([0, 8]);
+  });
+
+  it("moves to a larger buffer when more arrives than fits, keeping the held piece intact", () => {
+    const ring = new Ring(8);
+    ring.push(bytes("abcdefgh"), 8);
+    const held = ring.take(3);
+    ring.push(bytes("xyz"), 3); // TLS went on after the pause: 3 bytes, 0 free
+    ring.push(bytes("0123456789"), 10);
+    expect(held.toString()).toBe("abc");
+    ring.release();
+    const rest: string[] = [];
+    while (ring.pending > 0) {
+      rest.push(ring.take(100).toString());
+      ring.release();
+    }
+    expect(rest.join("")).toBe("defghxyz0123456789");
+  });
+});
