@@ -6,7 +6,8 @@ export { extractMedia } from "./extract.js";
 export type { DiscordLimitOptions, TelegramLimitOptions } from "./limits.js";
 export { DiscordDefaults, discordLimits, TelegramDefaults, telegramLimits } from "./limits.js";
 export { formatBytes, noticeFor } from "./notice.js";
-export { isPlanRecord, PlanDefaults, planMedia, recordPlan, resumePlan } from "./plan.js";
+export { PlanDefaults, planMedia, recordPlan, resumePlan } from "./plan.js";
+export { isPlanRecord } from "./plan-record.js";
 export type { DeliveryPolicy, PolicyOptions } from "./policy.js";
 export { createPolicy, HOME_SECRETS, SYSTEM_DIRS } from "./policy.js";
 export type {

@@ -7,11 +7,11 @@ import { MediaConfigError } from "./errors.js";
 import { extractMedia } from "./extract.js";
 import type { DescriptorFile, OpenHooks } from "./open-file.js";
 import { normalizeAbsolute, parseVolumes } from "./paths.js";
+import { MediaKinds } from "./plan-record.js";
 import { createRealPolicy, withRealPaths } from "./policy.js";
 import { type ResolveSetup, resolveOnHost } from "./resolve.js";
 import type {
   CandidateTrace,
-  MediaKind,
   MediaOutcome,
   MediaPlan,
   OpenedFile,
@@ -33,8 +33,6 @@ export const PlanDefaults = Defaults.plan;
  * guards against a source that answers links forever (or a path that keeps moving).
  */
 const MaxContainerLinkHops = 2;
-
-const KINDS: readonly MediaKind[] = ["photo", "animation", "video", "audio", "voice", "document"];
 
 /**
  * Turn an agent's final reply into text plus typed outcomes, one per distinct tag (docs/media.md).
@@ -121,7 +119,7 @@ async function planOne(
   }
   if (host.status === "denied") return host;
   if (ctx.backend !== "docker" || !ctx.container) return host;
-  const cap = Math.max(...KINDS.map((kind) => limits.maxBytes(kind)));
+  const cap = Math.max(...MediaKinds.map((kind) => limits.maxBytes(kind)));
   const spooled = await spoolFromContainer(ctx.container, host.path, cap, ctx.tmpDir);
   const trace = (result: CandidateTrace["result"], detail?: string): CandidateTrace[] => [
     ...host.candidates,
@@ -322,40 +320,6 @@ function notReopened(item: Extract<PlannedItem, { status: "ready" }>): ReadyMedi
   };
   const { path: tagged, kind, filename, mime, size } = item;
   return { status: "ready", path: tagged, kind, filename, mime, size, file, candidates: [] };
-}
-
-/** Whether `value` is a {@link PlanRecord} (read back from storage). */
-export function isPlanRecord(value: unknown): value is PlanRecord {
-  if (!isObject(value) || value.version !== 1 || typeof value.text !== "string") return false;
-  if (typeof value.asVoice !== "boolean" || typeof value.asDocument !== "boolean") return false;
-  return Array.isArray(value.items) && value.items.every(isPlannedItem);
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function isPlannedItem(value: unknown): boolean {
-  if (!isObject(value) || typeof value.path !== "string") return false;
-  const kind = typeof value.kind === "string" && (KINDS as readonly string[]).includes(value.kind);
-  switch (value.status) {
-    case "ready":
-      return (
-        kind &&
-        typeof value.filename === "string" &&
-        typeof value.mime === "string" &&
-        Number.isSafeInteger(value.size) &&
-        (value.hostPath === undefined || typeof value.hostPath === "string")
-      );
-    case "unreachable":
-      return value.reason === "not_found" || value.reason === "over_max_files";
-    case "denied":
-      return typeof value.reason === "string";
-    case "too_large":
-      return kind && Number.isSafeInteger(value.size) && Number.isSafeInteger(value.limit);
-    default:
-      return false;
-  }
 }
 
 function createPlan(

@@ -5,7 +5,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { MediaConfigError } from "../src/errors.js";
 import { discordLimits, telegramLimits } from "../src/limits.js";
 import { noticeFor } from "../src/notice.js";
-import { isPlanRecord, planMedia, recordPlan, resumePlan } from "../src/plan.js";
+import { planMedia, recordPlan, resumePlan } from "../src/plan.js";
+import { isPlanRecord } from "../src/plan-record.js";
 import type { MediaOutcome, MediaPlan, TranslateContext } from "../src/types.js";
 import { Bytes, layout, link, put, tempDir } from "./helpers.js";
 

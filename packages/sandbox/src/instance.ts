@@ -6,6 +6,8 @@ import { hostname } from "node:os";
  * tell whether its owner is gone: `<hostname>/<boot id>/<pid>/<start time>`. The start time
  * (clock ticks since boot, from `/proc/<pid>/stat`) guards against a recycled pid; the boot id
  * against a reboot; the hostname against a gateway in another container sharing the engine.
+ * This module imports nothing of the sandbox: it is also exported as `@mediagate/sandbox/instance`,
+ * so the gateway's journal thread tells live owners from dead ones without loading dockerode.
  */
 export type InstanceId = string;
 

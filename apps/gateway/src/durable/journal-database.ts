@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
-import { isPlanRecord, type PlanRecord } from "@mediagate/media";
-import { type InstanceId, instanceLiveness } from "@mediagate/sandbox";
+import type { PlanRecord } from "@mediagate/media";
+import { isPlanRecord } from "@mediagate/media/plan-record";
+import { type InstanceId, instanceLiveness } from "@mediagate/sandbox/instance";
 import Database from "better-sqlite3";
 import type { ChatCursor, ChatTarget, InboundMessage, StepResult } from "../channels/types.js";
 import { StateSchemaError } from "../state/errors.js";
