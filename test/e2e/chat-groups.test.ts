@@ -1,15 +1,9 @@
-import { Gateway, resolveConfig } from "@mediagate/gateway";
+import type { Gateway } from "@mediagate/gateway";
 import type { Message, Update } from "grammy/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FakeDiscord } from "../fakes/discord/index.js";
+import type { FakeDiscord } from "../fakes/discord/index.js";
 import type { FakeTelegram } from "../fakes/telegram/index.js";
-import {
-  createTempHome,
-  TestImage,
-  teardownGateway,
-  testEnv,
-  uniqueProfileName,
-} from "./harness/gateway-home.js";
+import { DiscordGatewayHarness } from "./harness/discord-gateway.js";
 import { type TelegramBot, TelegramGatewayHarness } from "./harness/telegram-gateway.js";
 
 /**
@@ -168,38 +162,20 @@ describe("Telegram groups: requireMention (default) and allowedChats", () => {
 describe("Discord guild channels: mentioned, a reply to the bot, or a configured channel", () => {
   const Token = "discord-groups-e2e-token-Zr8p";
   const Member = "320000000000000002";
+  let harness: DiscordGatewayHarness;
   let fake: FakeDiscord;
-  let gateway: Gateway | undefined;
-  let home = "";
+  let gateway: Gateway;
 
   beforeAll(async () => {
-    fake = await FakeDiscord.start({ token: Token });
-    home = await createTempHome("e2e-dgroups");
-    const config = resolveConfig(
-      {
-        home,
-        profiles: [
-          {
-            name: uniqueProfileName("e2e-dgroups"),
-            discord: {
-              token: Token,
-              apiRoot: fake.apiRoot,
-              channels: [fake.guild.channels[1]!.id],
-            },
-            allowedUsers: [`discord:${Member}`],
-            sandbox: { image: TestImage, diskLimitBytes: 0 },
-          },
-        ],
-      },
-      { env: testEnv(home) },
-    );
-    gateway = await Gateway.create(config, { activityIntervalMs: 100 });
-    await gateway.start();
+    harness = await DiscordGatewayHarness.start("e2e-dgroups", Token, {
+      profile: { allowedUsers: [`discord:${Member}`] },
+      discord: (discord) => ({ channels: [discord.guild.channels[1]!.id] }),
+    });
+    ({ fake, gateway } = harness);
   });
 
   afterAll(async () => {
-    await teardownGateway(gateway, home);
-    await fake?.close();
+    await harness?.close();
   });
 
   const contents = (channelId: string, from: number) =>
@@ -214,7 +190,7 @@ describe("Discord guild channels: mentioned, a reply to the bot, or a configured
     let from = fake.messagesIn(quiet).length;
     fake.sendGuildMessage(quiet, { content: "echo mentioned", mentionBot: true, authorId: Member });
     await fake.waitForCall(() => fake.messagesIn(quiet).length > from);
-    await gateway!.idle();
+    await gateway.idle();
     const mine = fake.messagesIn(quiet).at(-1)!;
     expect(contents(quiet, from)).toEqual(["mentioned"]);
 
@@ -222,13 +198,13 @@ describe("Discord guild channels: mentioned, a reply to the bot, or a configured
     fake.sendGuildMessage(quiet, { content: "echo plain", authorId: Member });
     fake.sendGuildMessage(quiet, { content: "echo replied", replyTo: mine.id, authorId: Member });
     await fake.waitForCall(() => fake.messagesIn(quiet).length > from);
-    await gateway!.idle();
+    await gateway.idle();
     expect(contents(quiet, from)).toEqual(["replied"]);
 
     const before = fake.messagesIn(open).length;
     fake.sendGuildMessage(open, { content: "echo configured", authorId: Member });
     await fake.waitForCall(() => fake.messagesIn(open).length > before);
-    await gateway!.idle();
+    await gateway.idle();
     expect(contents(open, before)).toEqual(["configured"]);
   });
 });

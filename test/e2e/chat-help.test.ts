@@ -1,13 +1,7 @@
-import { Gateway, resolveConfig } from "@mediagate/gateway";
+import type { Gateway } from "@mediagate/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FakeDiscord, type StoredMessage } from "../fakes/discord/index.js";
-import {
-  createTempHome,
-  TestImage,
-  teardownGateway,
-  testEnv,
-  uniqueProfileName,
-} from "./harness/gateway-home.js";
+import type { FakeDiscord, StoredMessage } from "../fakes/discord/index.js";
+import { DiscordGatewayHarness } from "./harness/discord-gateway.js";
 import { type TelegramBot, TelegramGatewayHarness } from "./harness/telegram-gateway.js";
 
 const AdminLines = ["/status — ", "/stop — ", "/stop all — ", "/reset — "];
@@ -93,37 +87,20 @@ describe("/start and /help over Discord", () => {
   const Token = "discord-help-e2e-token-Qw7x";
   const Admin = "310000000000000001";
   const Member = "310000000000000002";
+  let harness: DiscordGatewayHarness;
   let fake: FakeDiscord;
-  let gateway: Gateway | undefined;
-  let home = "";
+  let gateway: Gateway;
   let profile = "";
 
   beforeAll(async () => {
-    fake = await FakeDiscord.start({ token: Token });
-    profile = uniqueProfileName("e2e-dhelp");
-    home = await createTempHome("e2e-dhelp");
-    const config = resolveConfig(
-      {
-        home,
-        profiles: [
-          {
-            name: profile,
-            discord: { token: Token, apiRoot: fake.apiRoot },
-            admins: [`discord:${Admin}`],
-            allowedUsers: [`discord:${Member}`],
-            sandbox: { image: TestImage, diskLimitBytes: 0 },
-          },
-        ],
-      },
-      { env: testEnv(home) },
-    );
-    gateway = await Gateway.create(config, { activityIntervalMs: 100 });
-    await gateway.start();
+    harness = await DiscordGatewayHarness.start("e2e-dhelp", Token, {
+      profile: { admins: [`discord:${Admin}`], allowedUsers: [`discord:${Member}`] },
+    });
+    ({ fake, gateway, profile } = harness);
   });
 
   afterAll(async () => {
-    await teardownGateway(gateway, home);
-    await fake?.close();
+    await harness?.close();
   });
 
   /** The next message the bot posts in `channelId` after the ones already there. */
@@ -131,7 +108,7 @@ describe("/start and /help over Discord", () => {
     const before = fake.messagesIn(channelId).length;
     send();
     await fake.waitForCall(() => fake.messagesIn(channelId).length > before);
-    await gateway!.idle();
+    await gateway.idle();
     return fake.messagesIn(channelId)[before]!;
   }
 

@@ -1,14 +1,8 @@
-import { Gateway, resolveConfig } from "@mediagate/gateway";
+import type { Gateway } from "@mediagate/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FakeDiscord } from "../fakes/discord/index.js";
-import {
-  createTempHome,
-  TestImage,
-  teardownGateway,
-  testEnv,
-  uniqueProfileName,
-  waitUntil,
-} from "./harness/gateway-home.js";
+import type { FakeDiscord } from "../fakes/discord/index.js";
+import { DiscordGatewayHarness } from "./harness/discord-gateway.js";
+import { waitUntil } from "./harness/gateway-home.js";
 import { type TelegramBot, TelegramGatewayHarness } from "./harness/telegram-gateway.js";
 
 /** A reply of `bytes` times `char`, made in the sandbox (no newline at the end). */
@@ -111,42 +105,26 @@ describe("long replies over Telegram", () => {
 describe("long replies over Discord", () => {
   const Token = "discord-long-e2e-token-Lq2w";
   const Admin = "330000000000000001";
+  let harness: DiscordGatewayHarness;
   let fake: FakeDiscord;
-  let gateway: Gateway | undefined;
-  let home = "";
+  let gateway: Gateway;
 
   beforeAll(async () => {
-    fake = await FakeDiscord.start({ token: Token });
-    home = await createTempHome("e2e-dlong");
-    const config = resolveConfig(
-      {
-        home,
-        profiles: [
-          {
-            name: uniqueProfileName("e2e-dlong"),
-            discord: { token: Token, apiRoot: fake.apiRoot },
-            admins: [`discord:${Admin}`],
-            agent: WholeOutput,
-            sandbox: { image: TestImage, diskLimitBytes: 0 },
-          },
-        ],
-      },
-      { env: testEnv(home) },
-    );
-    gateway = await Gateway.create(config, { activityIntervalMs: 100 });
-    await gateway.start();
+    harness = await DiscordGatewayHarness.start("e2e-dlong", Token, {
+      profile: { admins: [`discord:${Admin}`], agent: WholeOutput },
+    });
+    ({ fake, gateway } = harness);
   });
 
   afterAll(async () => {
-    await teardownGateway(gateway, home);
-    await fake?.close();
+    await harness?.close();
   });
 
   it("sends a 1 MB reply as 4 messages ending with the notice, and the whole as reply.txt", async () => {
     const dm = fake.world.dmChannel(Admin);
     fake.sendDirectMessage({ content: bigOutput(1_000_000, "d"), authorId: Admin });
     await fake.waitForCall(() => fake.messagesIn(dm).some((m) => m.files.length > 0));
-    await gateway!.idle();
+    await gateway.idle();
     const posted = fake.messagesIn(dm);
     expect(posted.map((m) => m.files.length)).toEqual([0, 0, 0, 0, 1]);
     expect(posted.slice(0, 3).map((m) => m.content)).toEqual(Array(3).fill("d".repeat(2000)));

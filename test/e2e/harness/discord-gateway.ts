@@ -1,0 +1,65 @@
+import { Gateway, resolveConfig } from "@mediagate/gateway";
+import { FakeDiscord } from "../../fakes/discord/index.js";
+import {
+  createTempHome,
+  TestImage,
+  teardownGateway,
+  testEnv,
+  uniqueProfileName,
+} from "./gateway-home.js";
+
+/**
+ * One in-process gateway with one Discord profile against its own Discord fake, started in a
+ * fresh home: the set-up of the Discord end-to-end files. `profile` adds to (or overrides) the
+ * profile's fields; `discord` adds to its `discord` block (token and `apiRoot` are the fake's).
+ */
+export class DiscordGatewayHarness {
+  private constructor(
+    readonly fake: FakeDiscord,
+    readonly gateway: Gateway,
+    readonly home: string,
+    readonly profile: string,
+  ) {}
+
+  static async start(
+    prefix: string,
+    token: string,
+    fields: {
+      readonly profile?: Readonly<Record<string, unknown>>;
+      readonly discord?: (fake: FakeDiscord) => Readonly<Record<string, unknown>>;
+    } = {},
+  ): Promise<DiscordGatewayHarness> {
+    const fake = await FakeDiscord.start({ token });
+    const home = await createTempHome(prefix);
+    const profile = uniqueProfileName(prefix);
+    let gateway: Gateway | undefined;
+    try {
+      const config = resolveConfig(
+        {
+          home,
+          profiles: [
+            {
+              name: profile,
+              discord: { token, apiRoot: fake.apiRoot, ...fields.discord?.(fake) },
+              sandbox: { image: TestImage, diskLimitBytes: 0 },
+              ...fields.profile,
+            },
+          ],
+        },
+        { env: testEnv(home) },
+      );
+      gateway = await Gateway.create(config, { activityIntervalMs: 100 });
+      await gateway.start();
+      return new DiscordGatewayHarness(fake, gateway, home, profile);
+    } catch (error) {
+      await teardownGateway(gateway, home);
+      await fake.close();
+      throw error;
+    }
+  }
+
+  async close(): Promise<void> {
+    await teardownGateway(this.gateway, this.home);
+    await this.fake.close();
+  }
+}
