@@ -1,4 +1,6 @@
-import { Defaults as SandboxDefaults } from "@mediagate/sandbox";
+// The subpath, not the index: the SQLite worker threads bundle this module, and the index would
+// load dockerode into each of them (sqlite/worker-imports.test.ts).
+import { Defaults as SandboxDefaults } from "@mediagate/sandbox/defaults";
 import type { ShellAgentOptions } from "./agents/shell.js";
 import type { AmbiguousSends } from "./channels/telegram/errors.js";
 import type { BusyMode } from "./config/types.js";
