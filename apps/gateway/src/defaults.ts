@@ -52,6 +52,8 @@ export const Defaults = {
     enabled: true,
     afterSeconds: 3,
     everySeconds: 1,
+    /** The floor of `everySeconds` whatever the configuration. */
+    minEverySeconds: 1,
     telegramGroupEverySeconds: 3,
     /** Edits that fail in a row (a rate limit aside) before the status is left as it is. */
     maxFailedEdits: 3,

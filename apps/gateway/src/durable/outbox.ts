@@ -6,6 +6,7 @@ import {
   recordPlan,
   resumePlan,
 } from "@mediagate/media";
+import type { Schedule } from "@mediagate/sandbox";
 import type {
   ChannelAdapter,
   DeliveryOutcome,
@@ -17,6 +18,7 @@ import type {
 import { Defaults } from "../defaults.js";
 import type { Logger } from "../log.js";
 import type { PipelineRuntime } from "../pipeline/types.js";
+import { scheduleWithTimer } from "../runtime/timers.js";
 import { type DeliveryItem, deliveryItems } from "./delivery-items.js";
 import { deliveryNotice, planNotices } from "./notices.js";
 import type { Journal, OutboxRecord, OutboxReply } from "./types.js";
@@ -44,13 +46,7 @@ export interface OutboxOptions {
    * Runs `run` after `delayMs` and returns the cancel function (default `setTimeout`,
    * unref'd). Tests inject one to fire a long `retry_after` at once.
    */
-  readonly schedule?: ((run: () => void, delayMs: number) => () => void) | undefined;
-}
-
-function scheduleWithTimer(run: () => void, delayMs: number): () => void {
-  const timer = setTimeout(run, delayMs);
-  timer.unref();
-  return () => clearTimeout(timer);
+  readonly schedule?: Schedule | undefined;
 }
 
 /** How one delivery attempt ended. */
@@ -148,7 +144,7 @@ export class Outbox {
   /** Aborted by {@link stop}: uploads in flight end and stay pending for the next start. */
   readonly #stopping = new AbortController();
   readonly #timers = new Map<string, () => void>();
-  readonly #scheduleRun: (run: () => void, delayMs: number) => () => void;
+  readonly #scheduleRun: Schedule;
   readonly #inFlight = new Set<Promise<unknown>>();
 
   constructor(options: OutboxOptions) {

@@ -1,22 +1,20 @@
+import type { Schedule } from "@mediagate/sandbox";
 import { type ChatTarget, StatusCallError, type StatusMessages } from "../channels/types.js";
 import { Defaults } from "../defaults.js";
+import { scheduleWithTimer } from "./timers.js";
 
 /** The clock and timers of a {@link TurnProgress} (tests hand in manual ones). */
 export interface ProgressClock {
   /** Now, in ms (only differences are used). */
   now(): number;
   /** Runs `run` once after `delayMs`; answers the function that cancels it. */
-  schedule(run: () => void, delayMs: number): () => void;
+  schedule: Schedule;
 }
 
 /** Real time: `Date.now` and unref'd timers (a status never keeps the process alive). */
 export const RealProgressClock: ProgressClock = {
   now: () => Date.now(),
-  schedule: (run, delayMs) => {
-    const timer = setTimeout(run, delayMs);
-    timer.unref?.();
-    return () => clearTimeout(timer);
-  },
+  schedule: scheduleWithTimer,
 };
 
 /** Defaults of {@link TurnProgress}. */
@@ -26,7 +24,7 @@ export const ProgressDefaults = {
   maxFailedEdits: Defaults.progress.maxFailedEdits,
   requestTimeoutMs: Defaults.progress.requestTimeoutMs,
   /** The floor of `everyMs` whatever the configuration: once a second. */
-  minEveryMs: 1000,
+  minEveryMs: Defaults.progress.minEverySeconds * 1000,
 } as const;
 
 /** Options of {@link TurnProgress}. */
