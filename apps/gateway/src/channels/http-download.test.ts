@@ -43,6 +43,22 @@ async function raw(answer: (socket: Socket) => void): Promise<string> {
   return `http://${await listening(server)}`;
 }
 
+/**
+ * A server that promises a 1,000,000-byte body, sends 1000 bytes of it and holds the
+ * connection: its root, and whether it has seen the connection close.
+ */
+async function promisedMegabyte(): Promise<{ root: string; closed: () => boolean }> {
+  let closed = false;
+  const root = await raw((socket) => {
+    socket.on("close", () => {
+      closed = true;
+    });
+    socket.write("HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n");
+    socket.write(randomBytes(1000));
+  });
+  return { root, closed: () => closed };
+}
+
 const options = (overrides: Partial<DownloadOptions> = {}): DownloadOptions => ({
   signal: new AbortController().signal,
   headersTimeoutMs: 10_000,
@@ -210,35 +226,21 @@ describe("httpDownload", () => {
   });
 
   it("stops at once when the signal aborts, closing the connection", async () => {
-    let closed = false;
-    const root = await raw((socket) => {
-      socket.on("close", () => {
-        closed = true;
-      });
-      socket.write("HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n");
-      socket.write(randomBytes(1000));
-    });
+    const { root, closed } = await promisedMegabyte();
     const stop = new AbortController();
     const response = await httpDownload(new URL(`${root}/f`), options({ signal: stop.signal }));
     const error = await failure(async () => {
       for await (const _ of response.body) stop.abort();
     });
     expect(error.failure).toBe("aborted");
-    await waitUntil(() => closed, "the server saw the connection close");
+    await waitUntil(() => closed(), "the server saw the connection close");
   });
 
   it("closes the connection when the reader gives up early", async () => {
-    let closed = false;
-    const root = await raw((socket) => {
-      socket.on("close", () => {
-        closed = true;
-      });
-      socket.write("HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n");
-      socket.write(randomBytes(1000));
-    });
+    const { root, closed } = await promisedMegabyte();
     const response = await httpDownload(new URL(`${root}/f`), options());
     for await (const _ of response.body) break;
-    await waitUntil(() => closed, "the server saw the connection close");
+    await waitUntil(() => closed(), "the server saw the connection close");
   });
 
   it("names the system error of a refused connection, and no address", async () => {

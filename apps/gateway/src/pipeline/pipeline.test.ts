@@ -243,6 +243,21 @@ function capturedLog(profile = "t") {
 }
 
 /** An agent that records each turn's input and answers with the text. */
+/**
+ * Makes `channel` reject every delivery of the reply `text` ("platform down"), counting the
+ * attempts; the outbox's own notices still go through its recording `deliver`.
+ */
+function failReply(channel: RecordingChannel, text: string): { attempts: number } {
+  const failing = { attempts: 0 };
+  const { deliver } = channel;
+  channel.deliver = (reply, options) => {
+    if (reply.text !== text) return deliver.call(channel, reply, options);
+    failing.attempts++;
+    return Promise.reject(new Error("platform down"));
+  };
+  return failing;
+}
+
 function echoAgent(seen: AgentTurnInput[]): Agent {
   return {
     kind: "shell",
@@ -456,14 +471,7 @@ describe("message pipeline", () => {
 
   it("a reply the channel cannot deliver is retried from the outbox, then given up with one clear line", async () => {
     const channel = new RecordingChannel();
-    let attempts = 0;
-    const { deliver } = channel;
-    // The reply fails; the outbox's own notice goes through the same `deliver`.
-    channel.deliver = (reply, options) => {
-      if (reply.text !== "you said: hi") return deliver.call(channel, reply, options);
-      attempts++;
-      return Promise.reject(new Error("platform down"));
-    };
+    const failing = failReply(channel, "you said: hi");
     const runtime = testRuntime(echoAgent([]), []);
     const delays: number[] = [];
     // Retries fire at once instead of after their backoff; the delays are what was asked for.
@@ -474,7 +482,7 @@ describe("message pipeline", () => {
     });
     await handleMessage(testContext(runtime, services, channel, "hi", "1"));
     await waitFor(() => expect(channel.replies).toHaveLength(1));
-    expect(attempts).toBe(OutboxDefaults.maxAttempts);
+    expect(failing.attempts).toBe(OutboxDefaults.maxAttempts);
     expect(delays).toEqual([30_000, 60_000, 120_000, 240_000, 480_000, 960_000, 1_800_000]);
     expect(channel.replies[0]?.text).toMatch(
       /^⚠️ A reply could not be delivered \(8 attempt\(s\) over 1 min\): platform down$/,
@@ -515,13 +523,7 @@ describe("message pipeline", () => {
 
   it("a reply older than delivery.maxAgeSeconds is given up at its next attempt and reported in its chat", async () => {
     const channel = new RecordingChannel();
-    let attempts = 0;
-    const { deliver } = channel;
-    channel.deliver = (reply, options) => {
-      if (reply.text !== "you said: hi") return deliver.call(channel, reply, options);
-      attempts++;
-      return Promise.reject(new Error("platform down"));
-    };
+    const failing = failReply(channel, "you said: hi");
     const scheduled: { run: () => void; delayMs: number }[] = [];
     let laterMs = 0; // how far the outbox's clock is ahead of the journal's
     const services: PipelineServices = {
@@ -549,7 +551,7 @@ describe("message pipeline", () => {
     expect(channel.replies[0]?.text).toBe(
       "⚠️ A reply could not be delivered (1 attempt(s) over 120 min): platform down",
     );
-    expect(attempts).toBe(1);
+    expect(failing.attempts).toBe(1);
     expect(scheduled).toHaveLength(1);
   });
 
