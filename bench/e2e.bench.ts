@@ -29,7 +29,7 @@ import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { createWriteStream } from "node:fs";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, open, readFile, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -57,7 +57,7 @@ const ReplyTimeoutMs = 60_000;
 
 function flag(name: string): string | undefined {
   const args = process.argv.slice(2);
-  const at = args.indexOf(`--${name}`);
+  const at = args.lastIndexOf(`--${name}`);
   if (at >= 0) {
     const value = args[at + 1];
     if (value === undefined || value.startsWith("--")) throw new Error(`--${name} needs a value`);
@@ -184,8 +184,11 @@ function cleanup(): Promise<void> {
   })();
   return cleaning;
 }
+// `on`, not `once`: under `pnpm`/`tsx` a Ctrl-C reaches this process twice (from the terminal
+// to the whole process group, and relayed by tsx), and the second must not kill it mid-clean-up.
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
+  process.on(signal, () => {
+    if (cleaning !== undefined) return;
     console.error(`bench:e2e: ${signal}, cleaning up`);
     void cleanup().finally(() => process.exit(signal === "SIGINT" ? 130 : 143));
   });
@@ -552,6 +555,28 @@ async function fakeRoundTrips(fake: FakeTelegram, n: number): Promise<number[]> 
   return samples;
 }
 
+/**
+ * A 4 KiB write and `fdatasync` in the gateway's home, `n` times: not a floor of any figure,
+ * but the disk's sync, which the gateway waits for before it confirms each message (its
+ * journal's synced commit); on a shared machine it moves the latency and throughput figures.
+ */
+async function syncs(dir: string, n: number): Promise<number[]> {
+  const file = await open(join(dir, "fsync-probe"), "w");
+  const block = Buffer.alloc(4096, 1);
+  const samples: number[] = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const started = performance.now();
+      await file.write(block, 0, block.length, 0);
+      await file.datasync();
+      samples.push(performance.now() - started);
+    }
+  } finally {
+    await file.close();
+  }
+  return samples;
+}
+
 // ---------------------------------------------------------------------------------------------
 // CPU profile
 
@@ -668,6 +693,8 @@ async function main(): Promise<void> {
 
   emit({
     figure: "setup",
+    profile,
+    home,
     node: process.version,
     loadavg: loadavg().map((l) => Number(l.toFixed(2))),
     image: options.image,
@@ -755,6 +782,7 @@ async function main(): Promise<void> {
   takeNotices();
   const all = {
     rtt: [] as number[],
+    fsync: [] as number[],
     botText: [] as number[],
     botFile: [] as number[],
     shell: [] as number[],
@@ -765,6 +793,7 @@ async function main(): Promise<void> {
   const fileRatios: number[] = [];
   for (let r = 0; r < options.rounds; r++) {
     const rtt = await fakeRoundTrips(floorFake, options.rtt);
+    all.fsync.push(...(await syncs(home, Math.min(20, options.messages))));
     const botText = await latencies(
       floorFake,
       FloorUser,
@@ -821,6 +850,7 @@ async function main(): Promise<void> {
     execCli.push(performance.now() - started);
   }
   emit({ figure: "floor_fake_round_trip", ...stats(all.rtt) });
+  emit({ figure: "context_fsync", ...stats(all.fsync) });
   emit({ figure: "floor_bot_text", ...stats(all.botText) });
   emit({ figure: "floor_bot_file_100k", ...stats(all.botFile) });
   emit({ figure: "floor_open_shell", ...stats(all.shell) });
@@ -902,7 +932,8 @@ async function main(): Promise<void> {
       mib: options.uploadMib,
       runs: uploads,
       ms_median: Number(median(uploads.map((u) => u.ms)).toFixed(1)),
-      rss_growth_mb_median: Number(median(uploads.map((u) => u.rss_growth_mb)).toFixed(1)),
+      rss_growth_mb_cold: uploads[0]?.rss_growth_mb,
+      rss_growth_mb_max: Math.max(...uploads.map((u) => u.rss_growth_mb)),
       ratio: ratio(median(uploads.map((u) => u.ms)) / median(floorUploads)),
     });
   }
