@@ -189,17 +189,21 @@ function cleanup(): Promise<void> {
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => {
     if (cleaning !== undefined) return;
+    hurried = true;
     console.error(`bench:e2e: ${signal}, cleaning up`);
     void cleanup().finally(() => process.exit(signal === "SIGINT" ? 130 : 143));
   });
 }
 
-/** Sends SIGTERM, then SIGKILL after `graceMs`; resolves when the process is gone. */
+/** Set on SIGINT/SIGTERM: the clean-up does not wait for graceful stops (a wrapper may not). */
+let hurried = false;
+
+/** Sends SIGTERM, then SIGKILL after `graceMs` (1 s once signalled); resolves when it is gone. */
 async function endProcess(child: ChildProcess, graceMs = 20_000): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = once(child, "exit");
   child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+  const timer = setTimeout(() => child.kill("SIGKILL"), hurried ? 1000 : graceMs);
   await exited;
   clearTimeout(timer);
 }
