@@ -29,10 +29,17 @@ const ScopeTypes = new Set([
  * `language_code`) it was set for; `getMyCommands` answers that one (an empty list when none);
  * setting an empty list, or deleting, removes it. Checks as Telegram does: at most 100
  * commands, names of 1–32 characters of `a-z`, `0-9`, `_`, descriptions of 1–256 characters,
- * and a known scope type with the chat id its type needs.
+ * and a known scope type with the chat id its type needs (of a chat the bot has met).
  */
 export class CommandMenus {
   readonly #menus = new Map<string, MenuEntry[]>();
+
+  /**
+   * @param knownChat whether the bot has met a chat; a `chat`-scoped menu of any other chat is
+   *   refused with 400 "chat not found", as Telegram refuses one for a user who never opened
+   *   the bot. Default: every chat is known.
+   */
+  constructor(private readonly knownChat: (chatId: string) => boolean = () => true) {}
 
   /** The menu set for `scope` (default: the `default` scope) and language, if any. */
   get(scope: MenuScope = { type: "default" }, languageCode = ""): MenuEntry[] | undefined {
@@ -49,6 +56,9 @@ export class CommandMenus {
     if (typeof scope === "string") return fail(400, `Bad Request: ${scope}`);
     const language = params.language_code === undefined ? "" : String(params.language_code);
     const key = menuKey(scope, language);
+    if (scope.chat_id !== undefined && !this.knownChat(String(scope.chat_id))) {
+      return fail(400, "Bad Request: chat not found");
+    }
     if (method === "getMyCommands") return ok(this.#menus.get(key) ?? []);
     if (method === "deleteMyCommands") {
       this.#menus.delete(key);

@@ -358,6 +358,8 @@ describe("FakeTelegram fault injection", () => {
 describe("FakeTelegram command menus with the real grammY", () => {
   it("keeps each scope's menu: set, read back, deleted, and records the calls", async () => {
     const bot = newBot();
+    fake.sendPrivateText({ userId: 1001, text: "hi" });
+    fake.sendPrivateText({ userId: 1002, text: "hi" });
     await bot.api.setMyCommands([{ command: "help", description: "what this bot is" }]);
     await bot.api.setMyCommands(
       [
@@ -395,6 +397,17 @@ describe("FakeTelegram command menus with the real grammY", () => {
     expect(error).toBeInstanceOf(GrammyError);
     expect((error as GrammyError).description).toBe(description);
     expect(fake.menus.get()).toBeUndefined();
+  });
+
+  it("refuses a chat menu for a chat the bot never met, until that user writes", async () => {
+    const bot = newBot();
+    const commands = [{ command: "help", description: "x" }];
+    const scope = { type: "chat" as const, chat_id: 4242 };
+    const error = await bot.api.setMyCommands(commands, { scope }).catch((e: unknown) => e);
+    expect((error as GrammyError).description).toBe("Bad Request: chat not found");
+    fake.sendPrivateText({ userId: 4242, text: "/start" });
+    await bot.api.setMyCommands(commands, { scope });
+    expect(fake.menus.get(scope)).toEqual(commands);
   });
 
   it("refuses a chat scope without a chat id", async () => {

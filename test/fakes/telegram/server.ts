@@ -107,7 +107,7 @@ export class FakeTelegram {
   private readonly botMessages = new Map<string, Record<string, unknown>>();
   private readonly waiters = new Set<Waiter>();
   /** The bot's command menus by scope, as `setMyCommands` left them. */
-  readonly menus = new CommandMenus();
+  readonly menus = new CommandMenus((chatId) => this.chats.has(chatId));
   private server: Server | undefined;
   private inboundMessageId = 1000;
   private uploadBytesPerSecond: number | undefined;
