@@ -32,6 +32,11 @@ describe("gateway over Discord: slash commands", () => {
     harness = await DiscordGatewayHarness.start("e2e-dmenu", Token, {
       profile: { admins: [`discord:${Admin}`], allowedUsers: [`discord:${Member}`] },
     });
+    // Discord offers a command only once it is registered (the fake does the same)
+    await waitUntil(
+      () => harness.fake.interactions.commands().length > 0,
+      "the commands registered",
+    );
   });
 
   afterAll(async () => {
@@ -85,6 +90,17 @@ describe("gateway over Discord: slash commands", () => {
       `Session: agent:${harness.profile}:discord:dm:${fake.world.dmChannel(Admin)}`,
     );
     expect(fake.messagesIn(fake.world.dmChannel(Admin))).toEqual([]);
+  });
+
+  it("answers a slash command in a thread in the thread's own session", async () => {
+    const { fake } = harness;
+    const thread = fake.guild.threads[0]!.id;
+    const parent = fake.guild.channels[0]!.id;
+    const status = fake.sendSlashCommand({ name: "status", channelId: thread, authorId: Admin });
+    expect(await answerOf(status)).toContain(
+      `Session: agent:${harness.profile}:discord:group:${parent}:thread:${thread}\n`,
+    );
+    expect(fake.messagesIn(thread)).toEqual([]);
   });
 
   it("refuses slash /reset and /status from a member ephemerally and changes nothing", async () => {
