@@ -145,7 +145,7 @@ export class DiscordChannel implements ChannelAdapter {
   readonly #retry: DiscordRetryOptions | undefined;
   readonly #registerCommands: boolean;
   readonly #interactions: InteractionReplies;
-  /** The slash commands' registration, while it runs (`stop` waits for it). */
+  /** The slash commands' registration, while it runs (resolves false when it failed). */
   registering: Promise<boolean> | undefined;
   /** Aborted by `stop`: ends in-memory retries and catch-up. */
   readonly #stopping = new AbortController();
@@ -358,8 +358,9 @@ export class DiscordChannel implements ChannelAdapter {
     }
     this.#health.stopped();
     this.#client.removeAllListeners(Events.MessageCreate);
+    // A registration still running is not waited for: discord.js may be waiting out a rate
+    // limit, and it never rejects (its failure is a warning).
     this.#client.removeAllListeners(Events.InteractionCreate);
-    await this.registering;
     await this.#client.destroy();
     this.#rest.clearHashSweeper();
     this.#rest.clearHandlerSweeper();
