@@ -182,6 +182,8 @@ export const Defaults = {
     /** Largest file `/attach` sends in. */
     attachMaxBytes: 100 * 1024 * 1024,
   },
+  /** docs/sessions.md, "Command menus": registered with Telegram and Discord at start-up. */
+  commandMenus: { register: true },
   gateway: {
     /** After cutting running turns off, how long stop() waits for them to settle. */
     abortGraceMs: 5_000,

@@ -553,7 +553,7 @@ export class Gateway {
       log: this.logger.child({ profile: message.profile, platform: message.platform }),
     };
     // The pipeline's error boundary reports what its steps did not handle (by step name).
-    this.#track(handleMessage(ctx));
+    this.#track(handleMessage(ctx).then(() => channel.settled?.(message)));
   }
 }
 

@@ -1,4 +1,4 @@
-import { Gateway, resolveConfig } from "@mediagate/gateway";
+import { createLogger, Gateway, type GatewayOptions, resolveConfig } from "@mediagate/gateway";
 import { FakeDiscord } from "../../fakes/discord/index.js";
 import {
   createTempHome,
@@ -19,6 +19,8 @@ export class DiscordGatewayHarness {
     readonly gateway: Gateway,
     readonly home: string,
     readonly profile: string,
+    /** Every log line of the gateway (JSON). */
+    readonly logs: readonly string[],
   ) {}
 
   static async start(
@@ -27,6 +29,10 @@ export class DiscordGatewayHarness {
     fields: {
       readonly profile?: Readonly<Record<string, unknown>>;
       readonly discord?: (fake: FakeDiscord) => Readonly<Record<string, unknown>>;
+      /** Runs after the fake started, before the gateway does (e.g. to inject failures). */
+      readonly beforeStart?: (fake: FakeDiscord) => void;
+      /** Further options of the gateway (a progress clock, …). */
+      readonly options?: Omit<GatewayOptions, "logger">;
     } = {},
   ): Promise<DiscordGatewayHarness> {
     const fake = await FakeDiscord.start({ token });
@@ -48,9 +54,20 @@ export class DiscordGatewayHarness {
         },
         { env: testEnv(home) },
       );
-      gateway = await Gateway.create(config, { activityIntervalMs: 100 });
+      const logs: string[] = [];
+      const logger = createLogger({
+        level: "debug",
+        secrets: [token],
+        destination: { write: (line: string) => void logs.push(line) },
+      });
+      fields.beforeStart?.(fake);
+      gateway = await Gateway.create(config, {
+        activityIntervalMs: 100,
+        ...fields.options,
+        logger,
+      });
       await gateway.start();
-      return new DiscordGatewayHarness(fake, gateway, home, profile);
+      return new DiscordGatewayHarness(fake, gateway, home, profile, logs);
     } catch (error) {
       await teardownGateway(gateway, home);
       await fake.close();

@@ -513,3 +513,125 @@ describe("fake Discord attachments and CDN", () => {
     expect(fake.downloads[1]?.bytesSent).toBe(100_000);
   });
 });
+
+describe("fake Discord application commands and interactions", () => {
+  const commands = [
+    { name: "help", description: "what this bot is" },
+    {
+      name: "reset",
+      description: "start over",
+      options: [{ type: 5, name: "confirm", description: "go ahead", required: false }],
+    },
+  ];
+
+  function nextInteraction(target: Client) {
+    return new Promise<import("discord.js").ChatInputCommandInteraction>((resolve) => {
+      target.once(Events.InteractionCreate, (interaction) => {
+        if (interaction.isChatInputCommand()) resolve(interaction);
+      });
+    });
+  }
+
+  it("overwrites the global commands with PUT (ids kept across overwrites) and lists them", async () => {
+    const { fake, client } = await connect();
+    const first = await client.application!.commands.set(commands);
+    expect([...first.values()].map((c) => c.name).sort()).toEqual(["help", "reset"]);
+    const again = await client.application!.commands.set(commands);
+    expect(again.find((c) => c.name === "reset")?.id).toBe(
+      first.find((c) => c.name === "reset")?.id,
+    );
+    const fetched = await client.application!.commands.fetch();
+    expect(fetched.size).toBe(2);
+    expect(fake.interactions.commands().map((c) => [c.name, c.description])).toEqual([
+      ["help", "what this bot is"],
+      ["reset", "start over"],
+    ]);
+    expect(fake.interactions.commands()[1]!.options).toEqual([
+      { type: 5, name: "confirm", description: "go ahead", required: false },
+    ]);
+    const puts = fake.calls.filter((call) => call.method === "PUT");
+    expect(puts.map((call) => [call.route, call.status])).toEqual([
+      ["/applications/:id/commands", 200],
+      ["/applications/:id/commands", 200],
+    ]);
+  });
+
+  it("refuses a command name Discord refuses", async () => {
+    const { fake, client } = await connect();
+    await expect(
+      client.application!.commands.set([{ name: "Bad Name", description: "x" }]),
+    ).rejects.toMatchObject({ status: 400, code: 50035 });
+    expect(fake.interactions.commands()).toEqual([]);
+  });
+
+  it("dispatches a slash command in a guild channel; deferred ephemerally, edited, followed up", async () => {
+    const { fake, client } = await connect();
+    await client.application!.commands.set(commands);
+    const channel = fake.guild.channels[0]!.id;
+    const received = nextInteraction(client);
+    const sent = fake.sendSlashCommand({
+      name: "reset",
+      options: { confirm: true },
+      channelId: channel,
+      authorId: "300000000000000042",
+    });
+    const interaction = await received;
+    expect(interaction.commandName).toBe("reset");
+    expect(interaction.options.getBoolean("confirm")).toBe(true);
+    expect(interaction.user.id).toBe("300000000000000042");
+    expect(interaction.channelId).toBe(channel);
+    expect(interaction.inGuild()).toBe(true);
+    await interaction.deferReply({ flags: MessageFlags.Ephemeral });
+    expect(sent.callback).toEqual({ type: 5, flags: 64 });
+    await interaction.editReply({ content: "done" });
+    await interaction.followUp({ content: "and more", flags: MessageFlags.Ephemeral });
+    expect(sent.original).toMatchObject({ content: "done", flags: 64 });
+    expect(sent.followUps).toMatchObject([{ content: "and more", flags: 64 }]);
+    await expect(interaction.deferReply()).rejects.toThrow(); // discord.js knows it was answered
+    // nothing of it is in the channel: ephemeral answers are the user's alone
+    expect(fake.messagesIn(channel)).toEqual([]);
+    const routes = fake.calls.filter(
+      (call) => call.route.startsWith("/interactions") || call.route.startsWith("/webhooks"),
+    );
+    expect(routes.map((call) => [call.method, call.route, call.status])).toEqual([
+      ["POST", "/interactions/:id/:token/callback", 204],
+      ["PATCH", "/webhooks/:id/:token/messages/@original", 200],
+      ["POST", "/webhooks/:id/:token", 200],
+    ]);
+  });
+
+  it("dispatches a slash command in a DM and answers a reply in place; a second callback is 400", async () => {
+    const { fake, client } = await connect();
+    await client.application!.commands.set(commands);
+    const received = nextInteraction(client);
+    const sent = fake.sendSlashCommand({ name: "help" });
+    const interaction = await received;
+    expect(interaction.inGuild()).toBe(false);
+    expect(interaction.channelId).toBe(fake.world.dmChannel("300000000000000001"));
+    await interaction.reply({ content: "hello", flags: MessageFlags.Ephemeral });
+    expect(sent.original).toMatchObject({ content: "hello", flags: 64 });
+    const answer = await fetch(
+      `${fake.apiRoot}/v10/interactions/${sent.id}/${sent.token}/callback`,
+      {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ type: 4, data: { content: "again" } }),
+      },
+    );
+    expect(answer.status).toBe(400);
+    expect(((await answer.json()) as { code: number }).code).toBe(40060);
+    expect(() => fake.sendSlashCommand({ name: "nope" })).toThrow(/not a registered command/);
+  });
+
+  it("answers 404 Unknown interaction for a wrong token", async () => {
+    const { fake } = await connect();
+    const sent = fake.sendSlashCommand({ name: "help", unregistered: true });
+    const answer = await fetch(`${fake.apiRoot}/v10/interactions/${sent.id}/wrong-token/callback`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ type: 5 }),
+    });
+    expect(answer.status).toBe(404);
+    expect(sent.callback).toBeUndefined();
+  });
+});

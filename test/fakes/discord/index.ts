@@ -8,12 +8,19 @@ export { FakeCdn, IsVoiceMessage } from "./cdn.js";
 export type { ChannelFixture, GuildFixture, ThreadFixture, UserObject } from "./fixtures.js";
 export { defaultGuild, snowflake, uploadLimitForTier, userObject } from "./fixtures.js";
 export { Intent, Op } from "./gateway.js";
+export type {
+  ApplicationCommand,
+  FakeInteraction,
+  InteractionMessage,
+} from "./interactions.js";
+export { FakeInteractions } from "./interactions.js";
 export type { FailureInjection, FailureKind, RecordedCall, RecordedFile } from "./requests.js";
 export type { RequestGate } from "./rest.js";
 export type {
   DispatchedMessage,
   FakeDiscordOptions,
   MessageInput,
+  SlashCommandInput,
 } from "./server.js";
 export { FakeDiscord } from "./server.js";
 export type { StoredMessage } from "./world.js";

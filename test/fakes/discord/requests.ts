@@ -115,7 +115,10 @@ export function discordError(code: number, message: string): { code: number; mes
 }
 
 export function routeOf(path: string): string {
-  return path.replace(/\/\d{5,}(?=\/|$)/g, "/:id");
+  return path
+    .replace(/\/interaction-token-\d+(?=\/|$)/g, "/:token")
+    .replace("/%40original", "/@original")
+    .replace(/\/\d{5,}(?=\/|$)/g, "/:id");
 }
 
 export function isRecord(value: unknown): value is Record<string, unknown> {

@@ -2,6 +2,7 @@ import { EventEmitter } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { FakeCdn } from "./cdn.js";
 import { snowflake } from "./fixtures.js";
+import { FakeInteractions } from "./interactions.js";
 import {
   discordError,
   type FailureInjection,
@@ -35,6 +36,8 @@ interface RestOptions {
   readonly onEdited: (message: StoredMessage) => void;
   /** Called for each message the bot deleted (MESSAGE_DELETE). */
   readonly onDeleted: (message: StoredMessage) => void;
+  /** Application commands and interaction answers. */
+  readonly interactions: FakeInteractions;
 }
 
 /** Requests held back until {@link RequestGate.open} (to act while one is in flight). */
@@ -112,7 +115,10 @@ export class FakeRest extends EventEmitter {
   ): Promise<void> {
     const method = req.method ?? "GET";
     const body = await readBody(req);
-    if (req.headers.authorization !== `Bot ${this.options.token()}`) {
+    if (
+      !FakeInteractions.tokenless(path) &&
+      req.headers.authorization !== `Bot ${this.options.token()}`
+    ) {
       sendJson(res, 401, discordError(0, "401: Unauthorized"));
       return;
     }
@@ -202,6 +208,8 @@ export class FakeRest extends EventEmitter {
       };
     }
     if (method === "GET" && path === "/users/@me") return { status: 200, body: world.botUser };
+    const interaction = this.options.interactions.route(method, path, parsed.payload, query);
+    if (interaction !== undefined) return interaction;
     const messageMatch = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(path);
     if (messageMatch?.[1] !== undefined && messageMatch[2] !== undefined) {
       return this.#message(method, messageMatch[1], messageMatch[2], payload);

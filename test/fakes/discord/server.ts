@@ -20,6 +20,7 @@ import {
   userObject,
 } from "./fixtures.js";
 import { FakeGateway, Intent } from "./gateway.js";
+import { type FakeInteraction, FakeInteractions } from "./interactions.js";
 import type { FailureInjection, RecordedCall } from "./requests.js";
 import { FakeRest, type RequestGate } from "./rest.js";
 import { type StoredMessage, World } from "./world.js";
@@ -73,7 +74,25 @@ export interface DispatchedMessage {
   readonly attachments: readonly AttachmentObject[];
 }
 
+/** A user runs one of the bot's slash commands ({@link FakeDiscord.sendSlashCommand}). */
+export interface SlashCommandInput {
+  readonly name: string;
+  /** Option values by name (booleans, strings, numbers), as the user filled them in. */
+  readonly options?: Readonly<Record<string, boolean | string | number>>;
+  /** Default: a fixed human user. */
+  readonly authorId?: string;
+  readonly authorName?: string;
+  /** A guild text channel or thread; absent: the author's DM with the bot. */
+  readonly channelId?: string;
+  /**
+   * Discord offers only registered commands; a test of a stale registration sets this to
+   * run a name the bot never registered.
+   */
+  readonly unregistered?: boolean;
+}
+
 const DefaultAuthorId = "300000000000000001";
+const OptionTypes = { boolean: 5, string: 3, number: 10 } as const;
 
 /**
  * A local Discord (REST under `/api/v10`, gateway at `/gateway`) for the real discord.js client:
@@ -86,6 +105,8 @@ export class FakeDiscord {
   readonly gateway: FakeGateway;
   /** Attachment bytes and their downloads (the stand-in for Discord's CDN). */
   readonly cdn: FakeCdn;
+  /** Application commands and the interactions users ran, with the bot's answers. */
+  readonly interactions: FakeInteractions;
   readonly #server: Server;
 
   private constructor(server: Server, options: FakeDiscordOptions) {
@@ -94,7 +115,9 @@ export class FakeDiscord {
     const botUser = options.botUser ?? userObject(snowflake(), "mediagate", true);
     this.world = new World(botUser, options.guilds ?? [defaultGuild()]);
     this.cdn = new FakeCdn(() => `http://127.0.0.1:${this.port}`);
+    this.interactions = new FakeInteractions(() => this.world.botUser.id);
     this.rest = new FakeRest({
+      interactions: this.interactions,
       cdn: this.cdn,
       token: () => this.#token,
       world: this.world,
@@ -274,6 +297,60 @@ export class FakeDiscord {
   sendDirectMessage(input: MessageInput): DispatchedMessage {
     const channelId = this.world.dmChannel(input.authorId ?? DefaultAuthorId);
     return this.#dispatchMessage(channelId, undefined, 1, input);
+  }
+
+  /**
+   * A user runs a slash command: INTERACTION_CREATE (type 2, APPLICATION_COMMAND, chat input)
+   * with the command's registered id, its options, the channel, and `member` in a guild or
+   * `user` in a DM, as Discord sends it (whatever the intents). The returned interaction
+   * records the bot's callback, original reply and follow-ups.
+   */
+  sendSlashCommand(input: SlashCommandInput): FakeInteraction {
+    const registered = this.interactions.commands().find((c) => c.name === input.name);
+    if (registered === undefined && input.unregistered !== true) {
+      throw new Error(`fake discord: /${input.name} is not a registered command`);
+    }
+    const authorId = input.authorId ?? DefaultAuthorId;
+    const user = this.world.user(authorId, input.authorName);
+    const channelId = input.channelId ?? this.world.dmChannel(authorId);
+    const found = this.world.channel(channelId);
+    if (found === undefined) throw new Error(`fake discord: no channel ${channelId}`);
+    const guildId = found.kind === "dm" ? undefined : found.guild.id;
+    const interaction = this.interactions.create({
+      commandName: input.name,
+      userId: authorId,
+      channelId,
+    });
+    const options = Object.entries(input.options ?? {}).map(([name, value]) => ({
+      name,
+      type: OptionTypes[typeof value as keyof typeof OptionTypes],
+      value,
+    }));
+    const payload = {
+      id: interaction.id,
+      application_id: this.botUser.id,
+      type: 2,
+      token: interaction.token,
+      version: 1,
+      data: { id: registered?.id ?? snowflake(), name: input.name, type: 1, options },
+      channel: this.world.channelJson(channelId),
+      channel_id: channelId,
+      ...(guildId === undefined
+        ? { user, context: 1 }
+        : {
+            guild_id: guildId,
+            guild_locale: "en-US",
+            member: { ...memberObject(user), permissions: "2248473465835073" },
+            context: 0,
+          }),
+      locale: "en-US",
+      app_permissions: "2248473465835073",
+      entitlements: [],
+      authorizing_integration_owners: { "0": guildId ?? "0" },
+      attachment_size_limit: 10 * 1024 * 1024,
+    };
+    this.gateway.dispatch("INTERACTION_CREATE", () => payload);
+    return interaction;
   }
 
   /** Create a thread under a text channel and dispatch THREAD_CREATE. */

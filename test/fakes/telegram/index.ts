@@ -7,6 +7,7 @@ export {
   type StoredKind,
 } from "./files.js";
 export type { MediaInput, SentMedia } from "./media-updates.js";
+export { CommandMenus, type MenuEntry, type MenuScope } from "./menus.js";
 export { TelegramLimits } from "./methods.js";
 export { boundaryOf, MultipartError, type MultipartPart, parseMultipart } from "./multipart.js";
 export type { ApiResponse, UploadedFile } from "./protocol.js";

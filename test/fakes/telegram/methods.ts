@@ -1,4 +1,5 @@
 import type { User } from "grammy/types";
+import type { CommandMenus } from "./menus.js";
 import type { MultipartPart } from "./multipart.js";
 import { type ApiAnswer, fail, ok, type UploadedFile } from "./protocol.js";
 
@@ -55,6 +56,8 @@ export interface MethodContext {
   readonly sent: SentMessages;
   nextMessageId(chatId: string): number;
   chatFor(chatId: string): Record<string, unknown>;
+  /** The bot's command menus (`setMyCommands`, `getMyCommands`, `deleteMyCommands`). */
+  readonly menus: CommandMenus;
   /** The error description for a photo the fake is told to reject, if any. */
   photoRejection(file: UploadedFile): string | undefined;
 }
@@ -287,7 +290,9 @@ export function callMethod(method: string, ctx: MethodContext, state: StateHooks
         }),
       );
     case "setMyCommands":
+    case "getMyCommands":
     case "deleteMyCommands":
+      return plain(ctx.menus.call(method, ctx.params));
     case "close":
     case "logOut":
       return plain(ok(true));

@@ -376,3 +376,69 @@ describe("FakeTelegram fault injection", () => {
     expect(fake.callsTo("sendDocument")).toHaveLength(1);
   });
 });
+
+describe("FakeTelegram command menus with the real grammY", () => {
+  it("keeps each scope's menu: set, read back, deleted, and records the calls", async () => {
+    const bot = newBot();
+    fake.sendPrivateText({ userId: 1001, text: "hi" });
+    fake.sendPrivateText({ userId: 1002, text: "hi" });
+    await bot.api.setMyCommands([{ command: "help", description: "what this bot is" }]);
+    await bot.api.setMyCommands(
+      [
+        { command: "help", description: "what this bot is" },
+        { command: "stop", description: "stop it" },
+      ],
+      { scope: { type: "chat", chat_id: 1001 } },
+    );
+    expect(await bot.api.getMyCommands()).toEqual([
+      { command: "help", description: "what this bot is" },
+    ]);
+    expect(
+      (await bot.api.getMyCommands({ scope: { type: "chat", chat_id: 1001 } })).map(
+        (c) => c.command,
+      ),
+    ).toEqual(["help", "stop"]);
+    expect(await bot.api.getMyCommands({ scope: { type: "chat", chat_id: 1002 } })).toEqual([]);
+    expect([...fake.menus.all().keys()]).toEqual(["default", "chat:1001"]);
+    expect(fake.callsTo("setMyCommands").map((call) => call.params.scope)).toEqual([
+      undefined,
+      { type: "chat", chat_id: 1001 },
+    ]);
+    await bot.api.deleteMyCommands({ scope: { type: "chat", chat_id: 1001 } });
+    expect(fake.menus.get({ type: "chat", chat_id: 1001 })).toBeUndefined();
+    expect(fake.menus.get()).toHaveLength(1);
+  });
+
+  it.each([
+    [[{ command: "Help", description: "x" }], "Bad Request: BOT_COMMAND_INVALID"],
+    [[{ command: "help", description: "" }], "Bad Request: BOT_COMMAND_DESCRIPTION_INVALID"],
+    [[{ command: "h".repeat(33), description: "x" }], "Bad Request: BOT_COMMAND_INVALID"],
+  ])("refuses %j as Telegram does", async (commands, description) => {
+    const bot = newBot();
+    const error = await bot.api.setMyCommands(commands).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GrammyError);
+    expect((error as GrammyError).description).toBe(description);
+    expect(fake.menus.get()).toBeUndefined();
+  });
+
+  it("refuses a chat menu for a chat the bot never met, until that user writes", async () => {
+    const bot = newBot();
+    const commands = [{ command: "help", description: "x" }];
+    const scope = { type: "chat" as const, chat_id: 4242 };
+    const error = await bot.api.setMyCommands(commands, { scope }).catch((e: unknown) => e);
+    expect((error as GrammyError).description).toBe("Bad Request: chat not found");
+    fake.sendPrivateText({ userId: 4242, text: "/start" });
+    await bot.api.setMyCommands(commands, { scope });
+    expect(fake.menus.get(scope)).toEqual(commands);
+  });
+
+  it("refuses a chat scope without a chat id", async () => {
+    const bot = newBot();
+    const error = await bot.api
+      .setMyCommands([{ command: "help", description: "x" }], {
+        scope: { type: "chat" } as never,
+      })
+      .catch((e: unknown) => e);
+    expect((error as GrammyError).description).toBe("Bad Request: chat_id is empty");
+  });
+});

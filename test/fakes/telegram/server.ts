@@ -13,6 +13,7 @@ import {
   type StoredFile,
 } from "./files.js";
 import { type MediaInput, mediaUpdate, type SentMedia } from "./media-updates.js";
+import { CommandMenus } from "./menus.js";
 import { callMethod, type MethodContext, type MethodResult } from "./methods.js";
 import { type ApiAnswer, fail, type UploadedFile } from "./protocol.js";
 import { decodeBody, RequestError, referencedFiles } from "./request.js";
@@ -106,6 +107,8 @@ export class FakeTelegram {
   private readonly botMessages = new Map<string, Record<string, unknown>>();
   private readonly waiters = new Set<Waiter>();
   private readonly listeners = new Set<(call: RecordedCall) => void>();
+  /** The bot's command menus by scope, as `setMyCommands` left them. */
+  readonly menus = new CommandMenus((chatId) => this.chats.has(chatId));
   private server: Server | undefined;
   private inboundMessageId = 1000;
   /** Calls dropped by {@link forgetCalls}, so `seq` keeps counting. */
@@ -447,6 +450,7 @@ export class FakeTelegram {
         return next;
       },
       chatFor: (chatId) => this.chatFor(chatId),
+      menus: this.menus,
       photoRejection: (file) => this.photoRules.find((rule) => rule.test(file))?.description,
     };
     return callMethod(method, ctx, {

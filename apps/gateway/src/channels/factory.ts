@@ -45,6 +45,10 @@ export function createChannels(
           downloadMaxBytes: profile.telegram.downloadMaxBytes,
           localFiles: profile.telegram.localFiles,
           groups: profile.telegram.groups,
+          commands: {
+            register: profile.telegram.commands.register,
+            adminChatIds: adminIds(profile.admins, "telegram"),
+          },
           maxTextChunks: config.delivery.maxTextChunks,
           retry: { sleep: options.retrySleep },
         }),
@@ -61,6 +65,7 @@ export function createChannels(
           respondIn: { channelIds: profile.discord.channels },
           limits: { maxBytes: profile.discord.uploadMaxBytes },
           catchUpMaxMessages: profile.discord.catchUpMaxMessages,
+          commands: { register: profile.discord.commands.register },
           downloadMaxBytes: profile.discord.downloadMaxBytes,
           maxTextChunks: config.delivery.maxTextChunks,
           retry: { sleep: options.retrySleep },
@@ -81,4 +86,10 @@ export function createChannels(
     );
   }
   return channels;
+}
+
+/** The bare ids of a profile's admins on one platform (`telegram:123` → `123`). */
+function adminIds(admins: readonly string[], platform: "telegram" | "discord"): string[] {
+  const prefix = `${platform}:`;
+  return admins.filter((id) => id.startsWith(prefix)).map((id) => id.slice(prefix.length));
 }

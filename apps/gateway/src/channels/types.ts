@@ -251,6 +251,11 @@ export interface ChannelAdapter {
    * mention on Discord), once known (after `start`). `/help` names it in groups.
    */
   addressedAs?(): string | undefined;
+  /**
+   * Optional: the core is done with a message this channel handed over (its pipeline ended,
+   * whether or not it answered). Discord answers a slash command the core said nothing to.
+   */
+  settled?(message: InboundMessage): Promise<void>;
   /** Show that the bot is working (typing). Best effort; never throws; gives up on `signal`. */
   showActivity(target: ChatTarget, signal?: AbortSignal): Promise<void>;
   /**

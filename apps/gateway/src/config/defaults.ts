@@ -22,6 +22,7 @@ export const ConfigDefaults = {
     everySeconds: Defaults.progress.everySeconds,
   },
   telegramGroups: Defaults.telegram.groups,
+  registerCommands: Defaults.commandMenus.register,
   drainTimeoutSeconds: Defaults.drainTimeoutSeconds,
   delivery: {
     ambiguousSends: Defaults.delivery.ambiguousSends,

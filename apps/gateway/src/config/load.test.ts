@@ -220,6 +220,7 @@ describe("resolveConfig", () => {
       token: "9:env-token",
       pollTimeoutSeconds: 5,
       groups: { requireMention: true },
+      commands: { register: true },
     });
   });
 
@@ -285,6 +286,7 @@ describe("resolveConfig", () => {
       token: "9:env",
       apiRoot: "http://127.0.0.1:8081",
       groups: { requireMention: true },
+      commands: { register: true },
     });
     expect(config.profiles[0]?.discord?.token).toBe("dtok");
     expect(config.profiles[1]?.telegram?.token).toBe("2:work");
@@ -409,6 +411,7 @@ describe("${VAR} references", () => {
       token: "777:AAH-from-the-env",
       apiRoot: "http://127.0.0.1:8081",
       groups: { requireMention: true },
+      commands: { register: true },
     });
     expect(p?.agent).toMatchObject({
       apiKey: "sk-from-the-env",

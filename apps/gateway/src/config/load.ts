@@ -216,11 +216,21 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
               ? {}
               : { allowedChats: entry.telegram.groups.allowedChats.map(String) }),
           },
+          commands: {
+            register: entry.telegram.commands?.register ?? ConfigDefaults.registerCommands,
+          },
         }
       : undefined;
   const discord: DiscordSettings | undefined =
     entry.discord?.token !== undefined
-      ? { ...entry.discord, token: entry.discord.token, channels: entry.discord.channels ?? [] }
+      ? {
+          ...entry.discord,
+          token: entry.discord.token,
+          channels: entry.discord.channels ?? [],
+          commands: {
+            register: entry.discord.commands?.register ?? ConfigDefaults.registerCommands,
+          },
+        }
       : undefined;
   return {
     name: entry.name,

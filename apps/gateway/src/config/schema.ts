@@ -10,6 +10,9 @@ const userId = z.string().regex(/^(telegram|discord|console):[^:\s]+$/, {
 });
 const url = z.url({ error: "an http(s) or ws(s) URL" });
 
+/** `telegram.commands` / `discord.commands` (docs/sessions.md, "Command menus"). */
+const commandsSchema = z.strictObject({ register: z.boolean().optional() });
+
 const TelegramChatIdError = "a chat id: digits, negative for a group (e.g. -1001234567890)";
 const telegramSchema = z.strictObject({
   token: z.string().min(1, { error: "a non-empty bot token" }).optional(),
@@ -19,6 +22,7 @@ const telegramSchema = z.strictObject({
   pollTimeoutSeconds: positiveInt.optional(),
   downloadMaxBytes: positiveInt.optional(),
   localFiles: z.boolean().optional(),
+  commands: commandsSchema.optional(),
   groups: z
     .strictObject({
       requireMention: z.boolean().optional(),
@@ -51,6 +55,7 @@ const discordSchema = z.strictObject({
     .int()
     .min(0, { error: "0 (off) or a number of messages" })
     .optional(),
+  commands: commandsSchema.optional(),
 });
 
 const agentSchema = z.discriminatedUnion("kind", [

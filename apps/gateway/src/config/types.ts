@@ -18,6 +18,17 @@ export interface TelegramSettings {
   readonly localFiles?: boolean | undefined;
   /** Which group messages are answered (docs/sessions.md, "Groups"). */
   readonly groups: TelegramGroupSettings;
+  /** The command menus (docs/sessions.md, "Command menus"). */
+  readonly commands: CommandMenuSettings;
+}
+
+/** `telegram.commands` / `discord.commands`, defaults applied. */
+export interface CommandMenuSettings {
+  /**
+   * Register the command menus at start-up (default true); false leaves the bot's menus as
+   * they are, for a bot whose command names another program owns.
+   */
+  readonly register: boolean;
 }
 
 /** `telegram.groups`, defaults applied. */
@@ -39,6 +50,8 @@ export interface DiscordSettings {
   readonly downloadMaxBytes?: number | undefined;
   /** Messages fetched per chat after a restart (default 200; 0 turns catch-up off). */
   readonly catchUpMaxMessages?: number | undefined;
+  /** The slash commands (docs/sessions.md, "Command menus"). */
+  readonly commands: CommandMenuSettings;
 }
 
 /** Which agent answers a profile's messages (docs/sessions.md). */

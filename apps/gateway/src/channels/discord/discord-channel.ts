@@ -1,7 +1,15 @@
 import { once } from "node:events";
 import { setTimeout as sleepFor } from "node:timers/promises";
 import { discordLimits, type UploadLimits } from "@mediagate/media";
-import { type Client, Events, type Message, type REST } from "discord.js";
+import {
+  type ChatInputCommandInteraction,
+  type Client,
+  Events,
+  type Interaction,
+  type Message,
+  MessageFlags,
+  type REST,
+} from "discord.js";
 import type { Logger } from "pino";
 import { Defaults } from "../../defaults.js";
 import type {
@@ -19,6 +27,13 @@ import type {
 import { DiscordAttachmentFetcher } from "./attachments.js";
 import { fetchMissed } from "./catch-up.js";
 import { createDeliveryRest, createGatewayClient } from "./client.js";
+import {
+  type DiscordCommandOptions,
+  InteractionReplies,
+  interactionToInbound,
+  isInteractionMessageId,
+  registerDiscordCommands,
+} from "./commands.js";
 import { deliverReply } from "./deliver-reply.js";
 import { describeError, toRequestError } from "./errors.js";
 import { HealthMonitor } from "./health.js";
@@ -69,6 +84,12 @@ export interface DiscordChannelOptions {
    * its head as that many messages and the whole as `reply.txt` (docs/media.md).
    */
   readonly maxTextChunks?: number | undefined;
+  /**
+   * The slash commands (docs/sessions.md, "Command menus"): `register` (default true)
+   * overwrites the bot's global application commands at start-up. Slash commands are
+   * answered either way.
+   */
+  readonly commands?: DiscordCommandOptions | undefined;
   /** Waits of that backoff (tests pass a fast one). */
   readonly sleep?: Sleep | undefined;
   /** Clock of {@link DiscordChannel.health} (epoch ms). */
@@ -122,6 +143,10 @@ export class DiscordChannel implements ChannelAdapter {
   readonly #catchUpMaxMessages: number;
   readonly #maxTextChunks: number;
   readonly #retry: DiscordRetryOptions | undefined;
+  readonly #registerCommands: boolean;
+  readonly #interactions: InteractionReplies;
+  /** The slash commands' registration, while it runs (resolves false when it failed). */
+  registering: Promise<boolean> | undefined;
   /** Aborted by `stop`: ends in-memory retries and catch-up. */
   readonly #stopping = new AbortController();
   #started = false;
@@ -172,6 +197,8 @@ export class DiscordChannel implements ChannelAdapter {
     this.#rest = createDeliveryRest(connection);
     this.status = new DiscordStatusMessages(this.#rest);
     this.#retry = options.retry;
+    this.#registerCommands = options.commands?.register ?? Defaults.commandMenus.register;
+    this.#interactions = new InteractionReplies(this.#log);
     this.#health = new HealthMonitor(
       this.#client,
       options.profile,
@@ -226,6 +253,9 @@ export class DiscordChannel implements ChannelAdapter {
     this.#started = true;
     const client = this.#client;
     client.on(Events.MessageCreate, (message) => this.#onMessage(message, onMessage));
+    client.on(Events.InteractionCreate, (interaction) => {
+      void this.#onInteraction(interaction, onMessage);
+    });
     this.#health.watch();
     client.on(Events.Error, (error) =>
       this.#log.error({ err: describeError(error) }, "discord error"),
@@ -249,6 +279,15 @@ export class DiscordChannel implements ChannelAdapter {
       { botUserId: client.user?.id, guilds: client.guilds.cache.size },
       "discord connected",
     );
+    if (this.#registerCommands) {
+      const registering = registerDiscordCommands(client, this.#log);
+      this.registering = registering;
+      void registering.finally(() => {
+        if (this.registering === registering) this.registering = undefined;
+      });
+    } else {
+      this.#log.info("discord slash commands not registered (commands.register: false)");
+    }
   }
 
   /**
@@ -319,14 +358,34 @@ export class DiscordChannel implements ChannelAdapter {
     }
     this.#health.stopped();
     this.#client.removeAllListeners(Events.MessageCreate);
+    // A registration still running is not waited for: discord.js may be waiting out a rate
+    // limit, and it never rejects (its failure is a warning).
+    this.#client.removeAllListeners(Events.InteractionCreate);
     await this.#client.destroy();
     this.#rest.clearHashSweeper();
     this.#rest.clearHandlerSweeper();
   }
 
+  /**
+   * Sends `text` to the chat; the answer to a slash command (its target's message id is the
+   * interaction's) is the command's ephemeral reply instead. After a restart the interaction
+   * is gone: the answer is then posted in the chat, as a text command's would be.
+   */
   async sendText(target: ChatTarget, text: string, signal?: AbortSignal): Promise<void> {
-    await this.#outbox.sendText(channelOf(target), text, target.replyToMessageId, signal);
+    const replyTo = target.replyToMessageId;
+    if (this.#interactions.has(replyTo)) {
+      await this.#interactions.answer(replyTo!, text);
+      return;
+    }
+    const reference = isInteractionMessageId(replyTo) ? undefined : replyTo;
+    await this.#outbox.sendText(channelOf(target), text, reference, signal);
     this.#noteAnswered(target);
+  }
+
+  /** A slash command the core said nothing to (the sender is not allowed) is told so. */
+  async settled(message: InboundMessage): Promise<void> {
+    if (!isInteractionMessageId(message.messageId)) return;
+    await this.#interactions.settle(message.messageId, message.userId);
   }
 
   /** See `deliverReply`: resumable with `options.progress`, stopped by `options.signal`. */
@@ -355,6 +414,44 @@ export class DiscordChannel implements ChannelAdapter {
       "message in",
     );
     void this.#inbound.push(message.channelId, inbound, onMessage);
+  }
+
+  /**
+   * A slash command (docs/sessions.md, "Command menus"): acknowledged at once with an
+   * ephemeral deferred reply, then handed to the core as the text command it stands for.
+   */
+  async #onInteraction(interaction: Interaction, onMessage: InboundHandler): Promise<void> {
+    if (!interaction.isChatInputCommand()) return;
+    const inbound = interactionToInbound(interaction, this.profile);
+    if (inbound === undefined) {
+      this.#log.info({ command: interaction.commandName }, "unknown discord slash command");
+      await this.#replyOnce(interaction, "This command is not known to this bot (any more).");
+      return;
+    }
+    this.#log.debug(
+      { command: inbound.text, chatType: inbound.chatType, chatId: inbound.chatId },
+      "slash command in",
+    );
+    if (!(await this.#interactions.defer(inbound.messageId, interaction))) return;
+    try {
+      await onMessage(inbound);
+    } catch (error) {
+      // Not recorded (the gateway is stopping, or its journal cannot be written; the latter
+      // was answered already): Discord redelivers nothing, so it is answered and forgotten.
+      this.#log.warn({ err: describeError(error) }, "discord slash command not taken");
+      await this.#interactions.abandon(
+        inbound.messageId,
+        "⚠️ Not done: the gateway cannot take commands right now. Try again in a moment.",
+      );
+    }
+  }
+
+  async #replyOnce(interaction: ChatInputCommandInteraction, content: string): Promise<void> {
+    try {
+      await interaction.reply({ content, flags: MessageFlags.Ephemeral });
+    } catch (error) {
+      this.#log.warn({ err: describeError(error) }, "discord slash command answer not sent");
+    }
   }
 
   #toInbound(message: Message): InboundMessage | undefined {

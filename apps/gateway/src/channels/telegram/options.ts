@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import { Defaults } from "../../defaults.js";
 import { type RetryOptions, resolveRetryOptions } from "../../delivery/retry.js";
+import type { TelegramCommandOptions } from "./commands.js";
 import type { AmbiguousSends } from "./errors.js";
 import type { GroupRules } from "./inbound.js";
 import { PollingDefaults, type PollingSettings, type Sleep } from "./polling.js";
@@ -75,6 +76,11 @@ export interface TelegramChannelOptions {
    * sent as that many messages of its head and the whole as `reply.txt` (docs/media.md).
    */
   readonly maxTextChunks?: number | undefined;
+  /**
+   * The command menus (docs/sessions.md, "Command menus"): `register` (default true) sets them
+   * with `setMyCommands` at start-up; `adminChatIds` get the admin commands in their menu.
+   */
+  readonly commands?: TelegramCommandOptions | undefined;
   /** The wait between polls after a failure, and before completing an album (tests pass a quick one). */
   readonly sleep?: Sleep | undefined;
 }
@@ -104,6 +110,7 @@ export interface ResolvedTelegramOptions {
   readonly localFiles: boolean;
   readonly groups: GroupRules;
   readonly maxTextChunks: number;
+  readonly commands: { readonly register: boolean; readonly adminChatIds: readonly string[] };
   readonly caller: CallerSettings;
   readonly polling: PollingSettings;
 }
@@ -155,6 +162,10 @@ export function resolveTelegramOptions(options: TelegramChannelOptions): Resolve
     downloadMaxBytes: settings.downloadMaxBytes,
     localFiles: settings.localFiles,
     maxTextChunks: settings.maxTextChunks,
+    commands: {
+      register: options.commands?.register ?? Defaults.commandMenus.register,
+      adminChatIds: options.commands?.adminChatIds ?? [],
+    },
     caller: {
       retry: resolveRetryOptions(options.retry),
       ambiguousSends: settings.ambiguousSends,

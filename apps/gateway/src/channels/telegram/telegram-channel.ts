@@ -16,12 +16,17 @@ import type {
 } from "../types.js";
 import type { UpdateUnit } from "./albums.js";
 import { TelegramFileFetcher } from "./attachments.js";
+import { registerTelegramMenus, telegramMenus } from "./commands.js";
 import { deliverReply } from "./deliver-reply.js";
 import { TelegramTextLimits } from "./delivery-steps.js";
 import { failureFacts, TelegramDeliveryError } from "./errors.js";
 import { HealthTracker } from "./health.js";
 import { type GroupRules, toInboundMessage } from "./inbound.js";
-import { resolveTelegramOptions, type TelegramChannelOptions } from "./options.js";
+import {
+  type ResolvedTelegramOptions,
+  resolveTelegramOptions,
+  type TelegramChannelOptions,
+} from "./options.js";
 import { type PollingSettings, UpdatePoller } from "./polling.js";
 import { trackingAgent } from "./request-tracking.js";
 import { grammySignal, type MediaSendContext } from "./send-media.js";
@@ -80,6 +85,13 @@ export class TelegramChannel implements ChannelAdapter {
   private readonly groups: GroupRules;
   private readonly maxTextChunks: number;
   private poller: UpdatePoller | undefined;
+  private readonly commands: ResolvedTelegramOptions["commands"];
+  /** Aborted by `stop`: ends the menus' registration. */
+  private readonly stopping = new AbortController();
+  /** Admin chats whose menu could not be set (e.g. "chat not found" before their first message). */
+  private readonly menuPending = new Set<string>();
+  /** The menus' registration, while it runs (tests and `stop` wait for it). */
+  registering: Promise<void> | undefined;
 
   constructor(options: TelegramChannelOptions) {
     if (typeof options.token !== "string" || options.token.trim() === "") {
@@ -98,6 +110,7 @@ export class TelegramChannel implements ChannelAdapter {
     this.polling = settings.polling;
     this.groups = settings.groups;
     this.maxTextChunks = settings.maxTextChunks;
+    this.commands = settings.commands;
     this.health_ = new HealthTracker("telegram", this.profile);
     this.api = new Api(this.token, {
       apiRoot: settings.apiRoot,
@@ -169,6 +182,30 @@ export class TelegramChannel implements ChannelAdapter {
     this.health_.ok();
     this.poller.start();
     this.logger.info({ bot: this.botUsername }, "telegram long polling started");
+    if (this.commands.register) this.registerMenus(telegramMenus(this.commands.adminChatIds));
+    else this.logger.info("telegram command menus not registered (commands.register: false)");
+  }
+
+  /**
+   * Sets the command menus in the background (docs/sessions.md, "Command menus"): a failure
+   * is a warning, never a failed start. An admin chat whose menu failed is tried once more
+   * when that admin next writes in private (Telegram knows no chat the user never opened).
+   */
+  private registerMenus(menus: Parameters<typeof registerTelegramMenus>[0]): void {
+    const previous = this.registering ?? Promise.resolve();
+    const run = previous.then(async () => {
+      const failed = await registerTelegramMenus(menus, {
+        api: this.api,
+        caller: this.caller,
+        logger: this.logger,
+        signal: this.stopping.signal,
+      });
+      for (const chatId of failed) this.menuPending.add(chatId);
+    });
+    this.registering = run;
+    void run.finally(() => {
+      if (this.registering === run) this.registering = undefined;
+    });
   }
 
   /**
@@ -176,6 +213,8 @@ export class TelegramChannel implements ChannelAdapter {
    * are confirmed to Telegram. Sending keeps working.
    */
   async stop(): Promise<void> {
+    this.stopping.abort();
+    await this.registering;
     const poller = this.poller;
     if (poller === undefined) return;
     this.poller = undefined;
@@ -294,6 +333,11 @@ export class TelegramChannel implements ChannelAdapter {
         "telegram message not for the bot (a bot's, empty, or a group message not addressed to it); ignored",
       );
       return;
+    }
+    if (inbound.chatType === "dm" && this.menuPending.delete(inbound.chatId)) {
+      this.registerMenus(
+        telegramMenus([inbound.chatId]).filter((menu) => menu.scope.type === "chat"),
+      );
     }
     await onMessage(inbound);
   }

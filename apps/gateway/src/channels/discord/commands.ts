@@ -1,0 +1,212 @@
+import {
+  type ApplicationCommandDataResolvable,
+  ApplicationCommandOptionType,
+  ApplicationCommandType,
+  type ChatInputCommandInteraction,
+  type Client,
+  MessageFlags,
+} from "discord.js";
+import type { Logger } from "pino";
+import { commandText, MenuCommands } from "../../commands/menu.js";
+import { splitText } from "../../delivery/split-text.js";
+import type { InboundMessage } from "../types.js";
+import { describeError, toRequestError } from "./errors.js";
+
+/** `commands` of {@link DiscordChannelOptions}: the slash commands (docs/sessions.md). */
+export interface DiscordCommandOptions {
+  /** Register them at start-up (one bulk overwrite of the global commands); default true. */
+  readonly register?: boolean | undefined;
+}
+
+/** Discord's limit of one message, and of an interaction's reply. */
+const ReplyLimit = 2000;
+
+/**
+ * The answer a slash command gets when the pipeline said nothing (the sender is not allowed:
+ * in a server channel the text command would be ignored silently; the ephemeral answer is
+ * seen by the sender only).
+ */
+export function notAllowedText(userId: string): string {
+  return `⛔ You are not allowed to use this bot. Ask its operator to add your user id. (discord:${userId})`;
+}
+
+/** A slash command's message id (and receipt): never a snowflake, so no catch-up cursor moves. */
+const InteractionPrefix = "interaction:";
+
+/** Whether a message id (a reply target) stands for a slash command rather than a message. */
+export function isInteractionMessageId(id: string | undefined): id is string {
+  return id?.startsWith(InteractionPrefix) === true;
+}
+
+/**
+ * The global application commands: `/help`, `/status`, `/stop` (option `all`), `/reset`
+ * (option `confirm`), from the shared menu. Everyone sees every command (Discord shows a bot's
+ * commands by permission, not by user id); the gateway gates them when they are used.
+ */
+export function discordCommandData(): ApplicationCommandDataResolvable[] {
+  return MenuCommands.map((command) => ({
+    type: ApplicationCommandType.ChatInput,
+    name: command.name,
+    description: command.description,
+    options: (command.options ?? []).map((option) => ({
+      type: ApplicationCommandOptionType.Boolean as const,
+      name: option.name,
+      description: option.description,
+      required: false,
+    })),
+  }));
+}
+
+/**
+ * Overwrites the bot's global commands with {@link discordCommandData} (`PUT
+ * /applications/{id}/commands`: the same set again changes nothing, so every start may do it).
+ * discord.js bounds the attempts (3 retries of a 5xx or timeout, rate limits waited out). A
+ * failure is a warning: the typed commands still work. Never rejects.
+ */
+export async function registerDiscordCommands(client: Client, log: Logger): Promise<boolean> {
+  const application = client.application;
+  if (application === null) {
+    log.warn("discord slash commands not registered: no application id after login");
+    return false;
+  }
+  try {
+    const set = await application.commands.set(discordCommandData());
+    log.info(
+      { applicationId: application.id, commands: [...set.values()].map((c) => c.name) },
+      "discord slash commands registered (global)",
+    );
+    return true;
+  } catch (error) {
+    log.warn(
+      { applicationId: application.id, err: describeError(error) },
+      "discord slash commands not registered; the commands still work when typed",
+    );
+    return false;
+  }
+}
+
+/**
+ * A slash command as the core sees a message: the text command it stands for (`/reset` with
+ * `confirm` chosen is `/reset confirm`) in the chat it was used in, so the same session and the
+ * same gating apply. Its id is `interaction:<id>` (see {@link isInteractionMessageId}).
+ * `undefined` for a command this gateway does not know (a stale registration).
+ */
+export function interactionToInbound(
+  interaction: ChatInputCommandInteraction,
+  profile: string,
+): InboundMessage | undefined {
+  const text = commandText(
+    interaction.commandName,
+    (option) => interaction.options.getBoolean(option) === true,
+  );
+  if (text === undefined || interaction.channelId === null) return undefined;
+  const id = `${InteractionPrefix}${interaction.id}`;
+  const user = interaction.user;
+  const base = {
+    profile,
+    platform: "discord" as const,
+    userId: user.id,
+    userName: user.globalName ?? user.username,
+    messageId: id,
+    receiptId: id,
+    text,
+  };
+  if (!interaction.inGuild()) {
+    return { ...base, chatType: "dm", chatId: interaction.channelId, chatName: base.userName };
+  }
+  const channel = interaction.channel;
+  if (channel?.isThread() === true) {
+    return {
+      ...base,
+      chatType: "group",
+      chatId: channel.parentId ?? channel.id,
+      threadId: channel.id,
+      chatName: channel.name,
+    };
+  }
+  const chatName = channel !== null && "name" in channel ? `#${channel.name}` : undefined;
+  return { ...base, chatType: "group", chatId: interaction.channelId, chatName };
+}
+
+interface Pending {
+  readonly interaction: ChatInputCommandInteraction;
+  answered: boolean;
+}
+
+/**
+ * The slash commands waiting for their answer. Each is deferred ephemerally at once (Discord
+ * wants an answer within 3 s; /reset may take longer), the first text the core sends for it
+ * edits that deferred reply, later ones are ephemeral follow-ups; when the core is done with
+ * it and said nothing, it gets {@link notAllowedText}.
+ */
+export class InteractionReplies {
+  readonly #pending = new Map<string, Pending>();
+
+  constructor(private readonly log: Logger) {}
+
+  /** Defers the reply (ephemeral); false when Discord refused (then nothing more is sent). */
+  async defer(messageId: string, interaction: ChatInputCommandInteraction): Promise<boolean> {
+    try {
+      await interaction.deferReply({ flags: MessageFlags.Ephemeral });
+    } catch (error) {
+      this.log.warn(
+        { command: interaction.commandName, err: describeError(error) },
+        "discord slash command could not be acknowledged",
+      );
+      return false;
+    }
+    this.#pending.set(messageId, { interaction, answered: false });
+    return true;
+  }
+
+  /** Whether `messageId` is a slash command still waiting here. */
+  has(messageId: string | undefined): boolean {
+    return messageId !== undefined && this.#pending.has(messageId);
+  }
+
+  /** Sends `text` as the command's ephemeral answer (split at 2000 characters). */
+  async answer(messageId: string, text: string): Promise<void> {
+    const pending = this.#pending.get(messageId);
+    if (pending === undefined) throw new Error("no slash command waits for this answer");
+    for (const content of splitText(text, { maxLength: ReplyLimit })) {
+      try {
+        if (pending.answered) {
+          await pending.interaction.followUp({ content, flags: MessageFlags.Ephemeral });
+        } else {
+          await pending.interaction.editReply({ content });
+        }
+      } catch (error) {
+        throw toRequestError("interaction reply", error);
+      }
+      pending.answered = true;
+    }
+  }
+
+  /** The core is done with it: a command that got no answer is told it is not allowed. */
+  async settle(messageId: string, userId: string): Promise<void> {
+    const pending = this.#pending.get(messageId);
+    if (pending === undefined) return;
+    this.#pending.delete(messageId);
+    if (pending.answered) return;
+    try {
+      await pending.interaction.editReply({ content: notAllowedText(userId) });
+    } catch (error) {
+      this.log.warn({ err: describeError(error) }, "discord slash command refusal not sent");
+    }
+  }
+
+  /**
+   * The core did not take it (not recorded): answered with `text` unless something was said
+   * already (the journal's "could not be saved" notice), then forgotten.
+   */
+  async abandon(messageId: string, text: string): Promise<void> {
+    const pending = this.#pending.get(messageId);
+    this.#pending.delete(messageId);
+    if (pending === undefined || pending.answered) return;
+    try {
+      await pending.interaction.editReply({ content: text });
+    } catch (error) {
+      this.log.warn({ err: describeError(error) }, "discord slash command answer not sent");
+    }
+  }
+}

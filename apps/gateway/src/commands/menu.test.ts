@@ -1,0 +1,45 @@
+import { describe, expect, it } from "vitest";
+import { commandText, MenuCommands, menuFor } from "./menu.js";
+import { parseCommand } from "./parse.js";
+
+describe("command menus", () => {
+  it("offers /help to everyone and the admin commands to admins only", () => {
+    expect(menuFor(false).map((command) => command.name)).toEqual(["help"]);
+    expect(menuFor(true).map((command) => command.name)).toEqual([
+      "help",
+      "status",
+      "stop",
+      "reset",
+    ]);
+  });
+
+  it("fits both platforms' rules: lowercase names, descriptions of 1 to 100 characters", () => {
+    for (const command of MenuCommands) {
+      expect(command.name).toMatch(/^[a-z0-9_]{1,32}$/);
+      expect(command.description.length).toBeGreaterThan(0);
+      expect(command.description.length).toBeLessThanOrEqual(100);
+      for (const option of command.options ?? []) {
+        expect(option.name).toMatch(/^[a-z0-9_]{1,32}$/);
+        expect(option.description.length).toBeLessThanOrEqual(100);
+      }
+    }
+  });
+
+  it.each([
+    ["stop", [], "/stop", { name: "stop", all: false }],
+    ["stop", ["all"], "/stop all", { name: "stop", all: true }],
+    ["reset", [], "/reset", { name: "reset", confirm: false }],
+    ["reset", ["confirm"], "/reset confirm", { name: "reset", confirm: true }],
+    ["status", [], "/status", { name: "status" }],
+    ["help", [], "/help", { name: "help", start: false }],
+  ])("turns a pick of /%s %j into the text command %j", (name, options, text, parsed) => {
+    const chosen = commandText(name, (option) => (options as string[]).includes(option));
+    expect(chosen).toBe(text);
+    expect(parseCommand(chosen!)).toEqual(parsed);
+  });
+
+  it("knows no other command", () => {
+    expect(commandText("start", () => false)).toBeUndefined();
+    expect(commandText("rm", () => true)).toBeUndefined();
+  });
+});

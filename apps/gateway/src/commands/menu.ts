@@ -1,0 +1,61 @@
+/**
+ * The command menus registered with the platforms at start-up (docs/sessions.md, "Command
+ * menus"). They only advertise: whoever sends a command, typed or picked from a menu, goes
+ * through the same gating as a text command (`pipeline/commands.ts`).
+ */
+
+/** A boolean option of a Discord slash command; `true` appends its name to the text command. */
+export interface MenuOption {
+  readonly name: string;
+  readonly description: string;
+}
+
+/** One command of the menus. */
+export interface MenuCommand {
+  /** Without the slash; lowercase, as both platforms require. */
+  readonly name: string;
+  /** At most 100 characters (Discord's limit; Telegram allows 256). */
+  readonly description: string;
+  /** Only admins may use it (everyone allowed may use the others). */
+  readonly admin: boolean;
+  /** Discord's slash command options (Telegram's menu has none: the user types the word). */
+  readonly options?: readonly MenuOption[];
+}
+
+/**
+ * The commands, in menu order: `/help` for everyone allowed, `/status`, `/stop` and `/reset` for
+ * admins. `/start` is not listed: Telegram's own Start button sends it, and it answers what
+ * `/help` answers.
+ */
+export const MenuCommands: readonly MenuCommand[] = [
+  { name: "help", description: "What this bot is, how to send files, your commands", admin: false },
+  { name: "status", description: "This session, its sandbox container and queue", admin: true },
+  {
+    name: "stop",
+    description: "Abort the running command, kill what this session started",
+    admin: true,
+    options: [{ name: "all", description: "Stop every session on this sandbox container" }],
+  },
+  {
+    name: "reset",
+    description: "Stop, then a new conversation and a fresh sandbox",
+    admin: true,
+    options: [{ name: "confirm", description: "Go ahead when the container is shared" }],
+  },
+];
+
+/** The commands a user of that role sees in the menu. */
+export function menuFor(admin: boolean): readonly MenuCommand[] {
+  return MenuCommands.filter((command) => admin || !command.admin);
+}
+
+/**
+ * The text command a menu pick stands for, as `parseCommand` reads it: `/stop` with `all`
+ * chosen is `/stop all`. Unknown names give `undefined`.
+ */
+export function commandText(name: string, chosen: (option: string) => boolean): string | undefined {
+  const command = MenuCommands.find((candidate) => candidate.name === name);
+  if (command === undefined) return undefined;
+  const words = (command.options ?? []).filter((option) => chosen(option.name));
+  return [`/${command.name}`, ...words.map((option) => option.name)].join(" ");
+}

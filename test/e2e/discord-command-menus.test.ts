@@ -1,0 +1,253 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { FakeInteraction } from "../fakes/discord/index.js";
+import { DiscordGatewayHarness } from "./harness/discord-gateway.js";
+import { DockerObserver } from "./harness/docker-observer.js";
+import { waitUntil } from "./harness/gateway-home.js";
+
+const Token = "discord-menus-e2e-token-Qw7z";
+const Admin = "300000000000000001";
+const Member = "300000000000000002";
+const Stranger = "300000000000000666";
+const Ephemeral = 64;
+
+/** The text the user sees as the command's answer, once the gateway gave it. */
+async function answerOf(interaction: FakeInteraction): Promise<string> {
+  await waitUntil(
+    () => (interaction.original?.content ?? "") !== "",
+    `the answer to /${interaction.commandName}`,
+  );
+  return interaction.original!.content;
+}
+
+/**
+ * Discord's slash commands end to end (docs/sessions.md, "Command menus"): the real gateway
+ * registers them through discord.js against the fake at start-up, and a slash command goes
+ * through the same gating and code as the typed command, answered ephemerally.
+ */
+describe("gateway over Discord: slash commands", () => {
+  let harness: DiscordGatewayHarness;
+  const docker = new DockerObserver();
+
+  beforeAll(async () => {
+    harness = await DiscordGatewayHarness.start("e2e-dmenu", Token, {
+      profile: { admins: [`discord:${Admin}`], allowedUsers: [`discord:${Member}`] },
+    });
+    // Discord offers a command only once it is registered (the fake does the same)
+    await waitUntil(
+      () => harness.fake.interactions.commands().length > 0,
+      "the commands registered",
+    );
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+  });
+
+  const containers = async () =>
+    (await docker.profileContainers(harness.profile)).filter((c) => c.state === "running");
+
+  it("registers /help, /status, /stop and /reset as global commands at start-up", async () => {
+    const { fake } = harness;
+    await waitUntil(() => fake.interactions.commands().length > 0, "the commands registered");
+    expect(
+      fake.interactions
+        .commands()
+        .map((c) => [c.name, c.description, c.options.map((o) => o.name)]),
+    ).toEqual([
+      ["help", "What this bot is, how to send files, your commands", []],
+      ["status", "This session, its sandbox container and queue", []],
+      ["stop", "Abort the running command, kill what this session started", ["all"]],
+      ["reset", "Stop, then a new conversation and a fresh sandbox", ["confirm"]],
+    ]);
+    expect(fake.interactions.commands()[2]!.options[0]).toMatchObject({ type: 5, required: false });
+    const puts = fake.calls.filter((call) => call.method === "PUT");
+    expect(puts.map((call) => [call.route, call.status])).toEqual([
+      ["/applications/:id/commands", 200],
+    ]);
+    expect(puts[0]!.path).toBe(`/applications/${fake.botUser.id}/commands`);
+  });
+
+  it("answers slash /help ephemerally with the member's commands, in the channel's session, posting nothing", async () => {
+    const { fake } = harness;
+    const channel = fake.guild.channels[0]!.id;
+    const help = fake.sendSlashCommand({ name: "help", channelId: channel, authorId: Member });
+    const text = await answerOf(help);
+    expect(help.callback).toEqual({ type: 5, flags: Ephemeral });
+    expect(help.original!.flags).toBe(Ephemeral);
+    expect(text).toContain(`profile "${harness.profile}" (shell agent)`);
+    expect(text).toContain("/help — this text");
+    expect(text).not.toContain("/reset");
+    await harness.gateway.idle();
+    expect(fake.messagesIn(channel)).toEqual([]);
+  });
+
+  it("answers slash /status ephemerally for an admin, with the DM's session", async () => {
+    const { fake } = harness;
+    const status = fake.sendSlashCommand({ name: "status", authorId: Admin });
+    const text = await answerOf(status);
+    expect(status.original!.flags).toBe(Ephemeral);
+    expect(text).toContain(
+      `Session: agent:${harness.profile}:discord:dm:${fake.world.dmChannel(Admin)}`,
+    );
+    expect(fake.messagesIn(fake.world.dmChannel(Admin))).toEqual([]);
+  });
+
+  it("answers a slash command in a thread in the thread's own session", async () => {
+    const { fake } = harness;
+    const thread = fake.guild.threads[0]!.id;
+    const parent = fake.guild.channels[0]!.id;
+    const status = fake.sendSlashCommand({ name: "status", channelId: thread, authorId: Admin });
+    expect(await answerOf(status)).toContain(
+      `Session: agent:${harness.profile}:discord:group:${parent}:thread:${thread}\n`,
+    );
+    expect(fake.messagesIn(thread)).toEqual([]);
+  });
+
+  it("refuses slash /reset and /status from a member ephemerally and changes nothing", async () => {
+    const { fake } = harness;
+    const dm = fake.world.dmChannel(Member);
+    fake.sendDirectMessage({
+      content: "echo kept > /workspace/keep.txt; echo written",
+      authorId: Member,
+    });
+    await waitUntil(() => fake.messagesIn(dm).length > 0, "the member's turn");
+    await harness.gateway.idle();
+    const [container] = await containers();
+    expect(container).toBeDefined();
+    const reset = fake.sendSlashCommand({
+      name: "reset",
+      options: { confirm: true },
+      authorId: Member,
+    });
+    expect(await answerOf(reset)).toBe("⛔ /reset is for admins only; nothing was done.");
+    expect(reset.original!.flags).toBe(Ephemeral);
+    const status = fake.sendSlashCommand({ name: "status", authorId: Member });
+    expect(await answerOf(status)).toBe("⛔ /status is for admins only; nothing was done.");
+    await harness.gateway.idle();
+    expect(await docker.exists(container!.id)).toBe(true);
+    const before = fake.messagesIn(dm).length;
+    fake.sendDirectMessage({ content: "cat /workspace/keep.txt", authorId: Member });
+    await waitUntil(() => fake.messagesIn(dm).length > before, "the member's second turn");
+    expect(fake.messagesIn(dm)[before]!.content).toBe("kept");
+  });
+
+  it("refuses every slash command of a user who is not allowed, ephemerally, in a server channel", async () => {
+    const { fake } = harness;
+    const channel = fake.guild.channels[0]!.id;
+    const help = fake.sendSlashCommand({ name: "help", channelId: channel, authorId: Stranger });
+    expect(await answerOf(help)).toBe(
+      `⛔ You are not allowed to use this bot. Ask its operator to add your user id. (discord:${Stranger})`,
+    );
+    expect(help.original!.flags).toBe(Ephemeral);
+    await harness.gateway.idle();
+    expect(fake.messagesIn(channel)).toEqual([]);
+  });
+
+  it("slash /reset from an admin asks to confirm on the shared container, then with confirm removes it", async () => {
+    const { fake } = harness;
+    const [container] = await containers();
+    expect(container).toBeDefined();
+    const ask = fake.sendSlashCommand({ name: "reset", authorId: Admin });
+    expect(await answerOf(ask)).toContain("Send /reset confirm to go ahead.");
+    await harness.gateway.idle();
+    expect(await docker.exists(container!.id)).toBe(true);
+    const reset = fake.sendSlashCommand({
+      name: "reset",
+      options: { confirm: true },
+      authorId: Admin,
+    });
+    expect(await answerOf(reset)).toMatch(
+      /^♻️ Reset: new conversation started, removed the container and its files\./,
+    );
+    expect(reset.original!.flags).toBe(Ephemeral);
+    await harness.gateway.idle();
+    expect(await docker.exists(container!.id)).toBe(false);
+  });
+
+  it("slash /stop from an admin kills the running sleep turn", async () => {
+    const { fake } = harness;
+    const dm = fake.world.dmChannel(Admin);
+    const before = fake.messagesIn(dm).length;
+    fake.sendDirectMessage({ content: "sleep 1000; echo too late", authorId: Admin });
+    let container = "";
+    await waitUntil(async () => {
+      const [running] = await containers();
+      if (running === undefined) return false;
+      container = running.id;
+      return (await docker.processes(container)).some((p) => p.includes("sleep 1000"));
+    }, "sleep running");
+    const stop = fake.sendSlashCommand({ name: "stop", authorId: Admin });
+    expect(await answerOf(stop)).toMatch(/^🛑 Stopped: aborted the running turn/);
+    expect(stop.original!.flags).toBe(Ephemeral);
+    await harness.gateway.idle();
+    expect((await docker.processes(container)).some((p) => p.includes("sleep 1000"))).toBe(false);
+    expect(
+      fake
+        .messagesIn(dm)
+        .slice(before)
+        .map((m) => m.content),
+    ).not.toContain("too late");
+  });
+});
+
+describe("gateway over Discord: slash command registration switched off or failing", () => {
+  it("registers nothing with commands.register: false, and still answers a slash command", async () => {
+    const harness = await DiscordGatewayHarness.start("e2e-dmenu-off", Token, {
+      profile: { admins: [`discord:${Admin}`] },
+      discord: () => ({ commands: { register: false } }),
+    });
+    try {
+      const { fake } = harness;
+      // one whole turn: the start (where registration would go) is long over
+      const dm = fake.world.dmChannel(Admin);
+      fake.sendDirectMessage({ content: "echo alive", authorId: Admin });
+      await waitUntil(() => fake.messagesIn(dm).length > 0, "the turn");
+      expect(fake.calls.filter((call) => call.route.startsWith("/applications"))).toEqual([]);
+      expect(fake.interactions.commands()).toEqual([]);
+      expect(harness.logs.join("\n")).toContain(
+        "discord slash commands not registered (commands.register: false)",
+      );
+      // registered by another program (or an earlier start): still answered
+      const help = fake.sendSlashCommand({ name: "help", authorId: Admin, unregistered: true });
+      expect(await answerOf(help)).toContain("Commands (you are an admin):");
+    } finally {
+      await harness.close();
+    }
+  });
+
+  it("goes on when Discord refuses the registration: a bounded number of tries, one warning, messages answered", async () => {
+    const harness = await DiscordGatewayHarness.start("e2e-dmenu-fail", Token, {
+      profile: { admins: [`discord:${Admin}`] },
+      beforeStart: (fake) =>
+        fake.injectFailure({
+          kind: "server_error",
+          method: "PUT",
+          path: /^\/applications\/\d+\/commands$/,
+          status: 502,
+          times: 100,
+        }),
+    });
+    try {
+      const { fake } = harness;
+      await waitUntil(
+        () => harness.logs.some((line) => line.includes("discord slash commands not registered;")),
+        "the warning",
+      );
+      const warning = JSON.parse(
+        harness.logs.find((line) => line.includes("discord slash commands not registered;"))!,
+      ) as { level: number; err: { status?: number } };
+      expect(warning.level).toBe(40);
+      const tries = fake.calls.filter((call) => call.method === "PUT");
+      expect(tries.length).toBeGreaterThan(1);
+      expect(tries.length).toBeLessThanOrEqual(4);
+      expect(fake.interactions.commands()).toEqual([]);
+      const dm = fake.world.dmChannel(Admin);
+      fake.sendDirectMessage({ content: "echo still here", authorId: Admin });
+      await waitUntil(() => fake.messagesIn(dm).length > 0, "the turn");
+      expect(fake.messagesIn(dm)[0]!.content).toBe("still here");
+      expect((await harness.gateway.health()).channels[0]!.state).toBe("up");
+    } finally {
+      await harness.close();
+    }
+  });
+});
