@@ -22,6 +22,8 @@ export const ConfigDefaults = {
     everySeconds: Defaults.progress.everySeconds,
   },
   telegramGroups: Defaults.telegram.groups,
+  access: Defaults.access,
+  pairing: Defaults.pairing,
   drainTimeoutSeconds: Defaults.drainTimeoutSeconds,
   delivery: {
     ambiguousSends: Defaults.delivery.ambiguousSends,

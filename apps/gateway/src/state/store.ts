@@ -110,6 +110,11 @@ export class StateStore {
     return this.#worker.call("clearHistory", sessionId);
   }
 
+  /** The store's clock (the one its rows are stamped with; pairing codes expire by it). */
+  now(): number {
+    return this.#now();
+  }
+
   /** Whether `user` (`<platform>:<id>`) was approved by pairing and not revoked since. */
   isPaired(user: string): Promise<boolean> {
     return this.#worker.call("isPaired", user);
