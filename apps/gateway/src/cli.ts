@@ -166,10 +166,18 @@ pairingOpts(
   pairing
     .command("list")
     .description("pending codes and approved users, a header row then one per line"),
-).action(async (opts: { config?: string; profile?: string }) => {
-  const { pairingList } = await import("./cli/pairing.js");
-  process.exitCode = await pairingList({ ...opts, env, redactor }, print).catch(fail);
-});
+)
+  .addHelpText(
+    "after",
+    examples([
+      ["mediagate pairing list", "every profile's"],
+      ["mediagate pairing list -p work --config mediagate.yaml", "only profile work's"],
+    ]),
+  )
+  .action(async (opts: { config?: string; profile?: string }) => {
+    const { pairingList } = await import("./cli/pairing.js");
+    process.exitCode = await pairingList({ ...opts, env, redactor }, print).catch(fail);
+  });
 
 pairingOpts(
   pairing
