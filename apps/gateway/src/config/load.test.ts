@@ -336,12 +336,12 @@ describe("resolveConfig", () => {
     expect(set?.access).toBe("pairing");
     expect(set?.pairing).toMatchObject({ codeTtlSeconds: 600, maxFailedApprovals: 5 });
     expect(errorOf({ profiles: [{ name: "p", access: "open" }] }).message).toContain(
-      'profiles[0].access: got a string (not shown), expected one of "allowlist", "pairing"',
+      'profiles[0].access: got "open", expected one of "allowlist", "pairing"',
     );
     expect(
       errorOf({ profiles: [{ name: "p", pairing: { codeTtlSeconds: 5 } }] }).message,
     ).toContain(
-      "profiles[0].pairing.codeTtlSeconds: got a number (not shown), expected a whole number of seconds, at least 60",
+      "profiles[0].pairing.codeTtlSeconds: got 5, expected a whole number of seconds, at least 60",
     );
   });
 
