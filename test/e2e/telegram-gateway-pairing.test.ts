@@ -14,6 +14,8 @@ const Group = -100_660;
 
 const TtlSeconds = 3600;
 const LockSeconds = 600;
+/** Every earlier test's codes are used up by the last one, which fills the cap. */
+const MaxPending = 3;
 const CodePattern = /code(?: waiting for an admin)?: ([A-Z2-9]{4}-[A-Z2-9]{4})/;
 
 /**
@@ -35,7 +37,12 @@ describe("gateway over Telegram: access: pairing", () => {
         admins: [Admin],
         settings: {
           access: "pairing",
-          pairing: { codeTtlSeconds: TtlSeconds, maxFailedApprovals: 3, lockSeconds: LockSeconds },
+          pairing: {
+            codeTtlSeconds: TtlSeconds,
+            maxFailedApprovals: 3,
+            lockSeconds: LockSeconds,
+            maxPendingCodes: MaxPending,
+          },
         },
       },
       { admins: [Admin] },
@@ -265,5 +272,28 @@ describe("gateway over Telegram: access: pairing", () => {
     since = bot.mark();
     await dm(bot, Guesser, "echo guessed-in");
     expect(told(Guesser, since).join("\n")).toContain("guessed-in");
+  });
+
+  it("past maxPendingCodes waiting, a new user is told to try later; the users who have one still get theirs", async () => {
+    const users = [6610, 6611, 6612];
+    const codes: string[] = [];
+    let since = bot.mark();
+    for (const user of users) {
+      await dm(bot, user, "hi");
+      codes.push(codeIn(told(user, since)[0]));
+    }
+    const extra = 6613;
+    await dm(bot, extra, "me too");
+    expect(told(extra, since)).toEqual([
+      "⏳ This bot needs an admin's approval, and too many requests are waiting for one right now. Try again later.",
+    ]);
+    await dm(bot, users[0]!, "still there?");
+    expect(codeIn(told(users[0]!, since).at(-1))).toBe(codes[0]);
+
+    const revoke = await pairing("revoke", codes[1]!);
+    expect(revoke.code, revoke.output).toBe(0);
+    since = bot.mark();
+    await dm(bot, extra, "now?");
+    expect(told(extra, since)[0]).toContain("Your one-time code:");
   });
 });
