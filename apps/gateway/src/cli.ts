@@ -30,6 +30,7 @@ const program = new Command()
       ["mediagate start --config mediagate.yaml", "run the gateway"],
       ["mediagate doctor --config mediagate.yaml", "check the config, tokens, engine and image"],
       ["mediagate sandbox ls", "list this install's containers"],
+      ["mediagate pairing list", "codes waiting for approval (access: pairing)"],
       ["mediagate help sandbox reap", "options and examples of one command"],
     ]),
   );
@@ -141,6 +142,74 @@ sandboxOpts(
     const options = { ...rest, olderThanSeconds: olderThan, env, redactor };
     const { sandboxReap } = await import("./cli/sandbox-admin.js");
     process.exitCode = await sandboxReap(options, print).catch(fail);
+  });
+
+const pairing = program
+  .command("pairing")
+  .description(
+    "users who asked for access with a one-time code (profiles with access: pairing; docs/security.md)",
+  )
+  .addHelpText(
+    "after",
+    examples([
+      ["mediagate pairing list", "pending codes and approved users"],
+      ["mediagate pairing approve ABCD-EFGH", "let the user who got this code in"],
+      ["mediagate pairing revoke telegram:123456", "take an approval (and a pending code) back"],
+    ]),
+  );
+const pairingOpts = (cmd: Command) =>
+  cmd
+    .option("-c, --config <file>", "config file")
+    .option("-p, --profile <name>", "only this profile (an unknown name is an error)");
+
+pairingOpts(
+  pairing
+    .command("list")
+    .description("pending codes and approved users, a header row then one per line"),
+)
+  .addHelpText(
+    "after",
+    examples([
+      ["mediagate pairing list", "every profile's"],
+      ["mediagate pairing list -p work --config mediagate.yaml", "only profile work's"],
+    ]),
+  )
+  .action(async (opts: { config?: string; profile?: string }) => {
+    const { pairingList } = await import("./cli/pairing.js");
+    process.exitCode = await pairingList({ ...opts, env, redactor }, print).catch(fail);
+  });
+
+pairingOpts(
+  pairing
+    .command("approve")
+    .argument("<code>", "the code the user got in a direct message (case and dashes ignored)")
+    .description("approve the user of a pending code: they may then use the bot (not as an admin)"),
+)
+  .addHelpText(
+    "after",
+    examples([["mediagate pairing approve abcd-efgh -p work", "in profile work"]]),
+  )
+  .action(async (code: string, opts: { config?: string; profile?: string }) => {
+    const { pairingApprove } = await import("./cli/pairing.js");
+    process.exitCode = await pairingApprove(code, { ...opts, env, redactor }, print).catch(fail);
+  });
+
+pairingOpts(
+  pairing
+    .command("revoke")
+    .argument("<user|code>", 'a user id ("telegram:123456", "discord:…") or a pending code')
+    .description("remove an approved user and their pending code, or one pending code"),
+)
+  .addHelpText(
+    "after",
+    examples([
+      ["mediagate pairing revoke telegram:123456", "they get a new code when they write again"],
+      ["mediagate pairing revoke ABCD-EFGH", "drop a pending code"],
+    ]),
+  )
+  .action(async (target: string, opts: { config?: string; profile?: string }) => {
+    const { pairingRevoke } = await import("./cli/pairing.js");
+    process.exitCode = await pairingRevoke(target, { ...opts, env, redactor }, print).catch(fail);
   });
 
 /** The "Examples:" section of a command's `--help`: each command line with what it does. */

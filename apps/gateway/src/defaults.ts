@@ -3,7 +3,7 @@
 import { Defaults as SandboxDefaults } from "@mediagate/sandbox/defaults";
 import type { ShellAgentOptions } from "./agents/shell.js";
 import type { AmbiguousSends } from "./channels/telegram/errors.js";
-import type { BusyMode } from "./config/types.js";
+import type { AccessMode, BusyMode } from "./config/types.js";
 import type { ResolvedRetryOptions } from "./delivery/retry.js";
 import type { LogLevel } from "./log.js";
 import type { SessionKeyPolicy } from "./session/key.js";
@@ -59,6 +59,22 @@ export const Defaults = {
     maxFailedEdits: 3,
     /** One status call (post, edit, delete) is given up after this long. */
     requestTimeoutMs: 10_000,
+  },
+  /**
+   * Who may use a profile (docs/security.md): `allowlist` (only `allowedUsers` and `admins`)
+   * or `pairing` (also users an admin approved with a one-time code they got in a DM).
+   */
+  access: "allowlist",
+  /** docs/security.md, "Pairing": the codes' lifetime and the caps on requests and guesses. */
+  pairing: {
+    /** A code expires this long after it was sent. */
+    codeTtlSeconds: 60 * 60,
+    /** Codes that may wait for an admin at once per profile; more requests are told to wait. */
+    maxPendingCodes: 10,
+    /** Wrong codes in a row `/approve` takes before it locks. */
+    maxFailedApprovals: 5,
+    /** How long `/approve` stays locked after that. */
+    lockSeconds: 15 * 60,
   },
   /** Re-run a turn a crash cut off (off: its chat gets a notice; commands are not idempotent). */
   rerunInterrupted: false,
@@ -229,6 +245,7 @@ export const Defaults = {
 } as const satisfies {
   readonly sessions: SessionKeyPolicy;
   readonly busy: { readonly mode: BusyMode; readonly maxQueuedMessages: number };
+  readonly access: AccessMode;
   readonly delivery: { readonly ambiguousSends: AmbiguousSends } & Record<string, unknown>;
   readonly retry: Omit<ResolvedRetryOptions, "sleep">;
   readonly shellAgent: Required<ShellAgentOptions>;

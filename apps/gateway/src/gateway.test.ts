@@ -79,11 +79,13 @@ describe("Gateway", () => {
       [
         { name: "open", telegram: { token: "1:a" } },
         { name: "ok", telegram: { token: "2:b" }, allowedUsers: ["telegram:5"] },
+        { name: "paired", telegram: { token: "3:c" }, access: "pairing" },
       ],
       new Inbox(),
     );
     expect(gateway.warnings).toEqual([
       "profile open: nobody is allowed (allowedUsers and admins are empty); every message will be ignored",
+      "profile paired: no admins and no allowedUsers: only users approved with `mediagate pairing approve CODE` may use it",
     ]);
     await gateway.stop();
   });

@@ -82,6 +82,11 @@ export interface GatewayOptions {
    * progress"): tests post and edit them by hand instead of waiting seconds.
    */
   readonly progressClock?: ProgressClock;
+  /**
+   * Replaces the clock of the profiles' state databases: pairing codes expire by it
+   * (docs/security.md, "Pairing"); tests move it past a code's lifetime instead of waiting.
+   */
+  readonly now?: () => number;
   /** Replaces the outbox's timers (tests fire a long `retry_after` at once). */
   readonly outboxSchedule?: OutboxOptions["schedule"];
   /**
@@ -170,9 +175,10 @@ export class Gateway {
           p.discord !== undefined ||
           channels.some((c) => c.platform !== "console"),
       )
-      .map(
-        (p) =>
-          `profile ${p.name}: nobody is allowed (allowedUsers and admins are empty); every message will be ignored`,
+      .map((p) =>
+        p.access === "pairing"
+          ? `profile ${p.name}: no admins and no allowedUsers: only users approved with \`mediagate pairing approve CODE\` may use it`
+          : `profile ${p.name}: nobody is allowed (allowedUsers and admins are empty); every message will be ignored`,
       );
   }
 
@@ -198,6 +204,7 @@ export class Gateway {
             protectedHomes: [...new Set(homes)],
             logger,
             agent: agent === undefined ? undefined : (store) => agent(profile, store),
+            now: options.now,
           }),
         );
       }

@@ -205,6 +205,11 @@ export class TelegramGatewayHarness {
    * when a test advances it, so no other test sees a status message, however slow its turns.
    */
   readonly progressClock: ManualClock;
+  /**
+   * The clock of the profiles' state databases (pairing codes expire by it): it starts at the
+   * real time (a CLI run on the same home agrees with it) and moves only when a test says so.
+   */
+  readonly stateClock: ManualClock;
   #gateway: Gateway;
 
   private constructor(
@@ -217,9 +222,11 @@ export class TelegramGatewayHarness {
     readonly secrets: readonly string[],
     /** Every log line of the gateway (JSON), for diagnosis and secrecy checks. */
     readonly logs: readonly string[],
+    stateClock: ManualClock,
   ) {
     this.#gateway = gateway;
     this.progressClock = options.progressClock as ManualClock;
+    this.stateClock = stateClock;
     this.bots = fakes.map(
       (fake, i) =>
         new TelegramBot(config.profiles[i]!.name, fake, home, () => this.#gateway, this.docker),
@@ -289,10 +296,12 @@ export class TelegramGatewayHarness {
         secrets,
         destination: { write: (line: string) => void logs.push(line) },
       });
+      const stateClock = manualClock(Date.now());
       const gatewayOptions: GatewayOptions = {
         logger,
         activityIntervalMs: 200,
         progressClock: manualClock(),
+        now: stateClock.now,
         ...(options.drainTimeoutMs === undefined ? {} : { drainTimeoutMs: options.drainTimeoutMs }),
         ...(options.outboxSchedule === undefined ? {} : { outboxSchedule: options.outboxSchedule }),
         ...(options.retrySleep === undefined ? {} : { retrySleep: options.retrySleep }),
@@ -306,6 +315,7 @@ export class TelegramGatewayHarness {
         gatewayOptions,
         secrets,
         logs,
+        stateClock,
       );
     } catch (error) {
       await teardownGateway(gateway, home).catch(() => {});

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { AgentSettings } from "../config/types.js";
-import { AdminCommandHelp, describeHelp, type HelpContext } from "./help.js";
+import { AdminCommandHelp, ApproveCommandHelp, describeHelp, type HelpContext } from "./help.js";
 
 const shell: AgentSettings = { kind: "shell" };
 const openai: AgentSettings = {
@@ -36,6 +36,12 @@ describe("describeHelp", () => {
     const text = describeHelp({ ...base, admin: true });
     for (const line of AdminCommandHelp) expect(text).toContain(line);
     expect(text).toContain("Commands (you are an admin):");
+    expect(text).not.toContain("/approve");
+  });
+
+  it("lists /approve for an admin of a pairing profile, never for a user", () => {
+    expect(describeHelp({ ...base, admin: true, pairing: true })).toContain(ApproveCommandHelp);
+    expect(describeHelp({ ...base, admin: false, pairing: true })).not.toContain("/approve");
   });
 
   it("says that the openai agent's model runs the commands", () => {

@@ -15,7 +15,13 @@ export interface HelpContext {
   readonly maxFileBytes?: number | undefined;
   /** How users address the bot (`@name` on Telegram), for the group hint; see `ChannelAdapter.addressedAs`. */
   readonly botName?: string | undefined;
+  /** The profile pairs unknown users (`access: pairing`): admins also see `/approve`. */
+  readonly pairing?: boolean | undefined;
 }
+
+/** The admin command of a pairing profile (docs/security.md, "Pairing"). */
+export const ApproveCommandHelp =
+  "/approve CODE — let the user who got this code in a direct message use the bot";
 
 /** The commands an admin may use, as `/help` lists them (docs/sessions.md, "Commands"). */
 export const AdminCommandHelp = [
@@ -86,7 +92,10 @@ function groupLine(context: HelpContext): string[] {
  */
 export function describeHelp(context: HelpContext): string {
   const agentName = context.agent.kind === "shell" ? "shell agent" : "openai agent";
-  const commands = context.admin ? [HelpCommandHelp, ...AdminCommandHelp] : [HelpCommandHelp];
+  const adminCommands = context.pairing
+    ? [...AdminCommandHelp, ApproveCommandHelp]
+    : AdminCommandHelp;
+  const commands = context.admin ? [HelpCommandHelp, ...adminCommands] : [HelpCommandHelp];
   return [
     `🤖 mediagate, profile "${context.profile}" (${agentName}).`,
     ...agentLines(context.agent),

@@ -18,6 +18,9 @@ describe("parseCommand", () => {
     ["/start", { name: "help", start: true }],
     ["/start@mediagate_bot", { name: "help", start: true }],
     ["/start deep-link-payload", { name: "help", start: true }],
+    ["/approve", { name: "approve" }],
+    ["/approve ABCD-EFGH", { name: "approve", code: "ABCD-EFGH" }],
+    ["/APPROVE@mediagate_bot  abcd efgh ", { name: "approve", code: "abcd efgh" }],
   ])("recognizes %j", (text, expected) => {
     expect(parseCommand(text)).toEqual(expected);
   });
@@ -34,6 +37,8 @@ describe("parseCommand", () => {
     "/reset everything",
     "echo /stop",
     "/status x",
+    "/approver",
+    "echo /approve X",
   ])("leaves %j to the agent", (text) => {
     expect(parseCommand(text)).toBeUndefined();
   });

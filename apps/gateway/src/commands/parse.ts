@@ -2,7 +2,12 @@
 export type AdminCommand =
   | { readonly name: "stop"; readonly all: boolean }
   | { readonly name: "reset"; readonly confirm: boolean }
-  | { readonly name: "status" };
+  | { readonly name: "status" }
+  /**
+   * `/approve CODE` (pairing, docs/security.md): the code as typed, absent when none was given.
+   * Only a command in a profile with `access: pairing`; elsewhere the text goes to the agent.
+   */
+  | { readonly name: "approve"; readonly code?: string | undefined };
 
 /**
  * `/help`, and `/start` (what Telegram sends when someone opens the bot): for every allowed
@@ -18,7 +23,8 @@ export interface HelpCommand {
 export type Command = AdminCommand | HelpCommand;
 
 /**
- * Recognizes `/stop`, `/stop all`, `/reset`, `/reset confirm`, `/status`, `/help` and `/start`
+ * Recognizes `/stop`, `/stop all`, `/reset`, `/reset confirm`, `/status`, `/approve [code]`,
+ * `/help` and `/start`
  * (case-insensitive, with an optional Telegram `@botname` suffix). `/start` and `/help` take
  * any words after them (Telegram's deep links send `/start <payload>`); they are ignored.
  * Anything else — other slash commands included — is a message for the agent.
@@ -27,6 +33,10 @@ export function parseCommand(text: string): Command | undefined {
   const trimmed = text.trim();
   const help = /^\/(help|start)(?:@[A-Za-z0-9_]+)?(?:\s|$)/i.exec(trimmed);
   if (help !== null) return { name: "help", start: help[1]!.toLowerCase() === "start" };
+  const approve = /^\/approve(?:@[A-Za-z0-9_]+)?(?:\s+(.*\S))?\s*$/i.exec(trimmed);
+  if (approve !== null) {
+    return approve[1] === undefined ? { name: "approve" } : { name: "approve", code: approve[1] };
+  }
   const match = /^\/(stop|reset|status)(?:@[A-Za-z0-9_]+)?(?:\s+(\S+))?\s*$/i.exec(trimmed);
   if (match === null) return undefined;
   const name = match[1]!.toLowerCase();

@@ -23,6 +23,8 @@ export const ConfigDefaults = {
   },
   telegramGroups: Defaults.telegram.groups,
   registerCommands: Defaults.commandMenus.register,
+  access: Defaults.access,
+  pairing: Defaults.pairing,
   drainTimeoutSeconds: Defaults.drainTimeoutSeconds,
   delivery: {
     ambiguousSends: Defaults.delivery.ambiguousSends,

@@ -322,6 +322,31 @@ describe("resolveConfig", () => {
     ).toContain("a chat id: digits, negative for a group");
   });
 
+  it("uses the allowlist by default, takes pairing with its limits, and names a bad mode", () => {
+    const [defaults] = resolveConfig({}, { env }).profiles;
+    expect(defaults?.access).toBe("allowlist");
+    expect(defaults?.pairing).toEqual({
+      codeTtlSeconds: 3600,
+      maxPendingCodes: 10,
+      maxFailedApprovals: 5,
+      lockSeconds: 900,
+    });
+    const [set] = resolveConfig(
+      { profiles: [{ name: "p", access: "pairing", pairing: { codeTtlSeconds: 600 } }] },
+      { env },
+    ).profiles;
+    expect(set?.access).toBe("pairing");
+    expect(set?.pairing).toMatchObject({ codeTtlSeconds: 600, maxFailedApprovals: 5 });
+    expect(errorOf({ profiles: [{ name: "p", access: "open" }] }).message).toContain(
+      'profiles[0].access: got "open", expected one of "allowlist", "pairing"',
+    );
+    expect(
+      errorOf({ profiles: [{ name: "p", pairing: { codeTtlSeconds: 5 } }] }).message,
+    ).toContain(
+      "profiles[0].pairing.codeTtlSeconds: got 5, expected a whole number of seconds, at least 60",
+    );
+  });
+
   it("takes an openai agent without an API key (a local server) and with a system prompt", () => {
     const config = resolveConfig(
       {

@@ -239,6 +239,14 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
     discord,
     allowedUsers: entry.allowedUsers ?? [],
     admins: entry.admins ?? [],
+    access: entry.access ?? ConfigDefaults.access,
+    pairing: {
+      codeTtlSeconds: entry.pairing?.codeTtlSeconds ?? ConfigDefaults.pairing.codeTtlSeconds,
+      maxPendingCodes: entry.pairing?.maxPendingCodes ?? ConfigDefaults.pairing.maxPendingCodes,
+      maxFailedApprovals:
+        entry.pairing?.maxFailedApprovals ?? ConfigDefaults.pairing.maxFailedApprovals,
+      lockSeconds: entry.pairing?.lockSeconds ?? ConfigDefaults.pairing.lockSeconds,
+    },
     agent,
     sandbox,
     media: { allowDirs: (entry.media?.allowDirs ?? []).map((p) => resolve(baseDir, p)) },

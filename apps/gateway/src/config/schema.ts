@@ -133,6 +133,24 @@ const profileSchema = z.strictObject({
   discord: discordSchema.optional(),
   allowedUsers: z.array(userId).optional(),
   admins: z.array(userId).optional(),
+  access: z
+    .enum(["allowlist", "pairing"], {
+      error:
+        'an access mode: "allowlist" (only allowedUsers and admins) or "pairing" (also users an admin approves with a code)',
+    })
+    .optional(),
+  pairing: z
+    .strictObject({
+      codeTtlSeconds: z
+        .number()
+        .int()
+        .min(60, { error: "a whole number of seconds, at least 60" })
+        .optional(),
+      maxPendingCodes: positiveInt.optional(),
+      maxFailedApprovals: positiveInt.optional(),
+      lockSeconds: positiveInt.optional(),
+    })
+    .optional(),
   agent: agentSchema.optional(),
   sandbox: sandboxSchema.optional(),
   media: z.strictObject({ allowDirs: z.array(z.string()).optional() }).optional(),

@@ -102,6 +102,17 @@ export interface ProgressSettings {
   readonly everySeconds: number;
 }
 
+/** Who may use a profile (docs/security.md): the config's lists only, or pairing too. */
+export type AccessMode = "allowlist" | "pairing";
+
+/** `pairing`, defaults applied (docs/security.md, "Pairing"). */
+export interface PairingSettings {
+  readonly codeTtlSeconds: number;
+  readonly maxPendingCodes: number;
+  readonly maxFailedApprovals: number;
+  readonly lockSeconds: number;
+}
+
 /** One validated profile with every default applied and its home resolved. */
 export interface ProfileConfig {
   readonly name: string;
@@ -112,6 +123,12 @@ export interface ProfileConfig {
   /** `<platform>:<id>` entries; empty means nobody (admins are allowed too). */
   readonly allowedUsers: readonly string[];
   readonly admins: readonly string[];
+  /**
+   * `allowlist`: only `allowedUsers` and `admins`. `pairing`: also the users an admin approved
+   * (a one-time code an unknown user gets in a DM), kept in the profile's state database.
+   */
+  readonly access: AccessMode;
+  readonly pairing: PairingSettings;
   readonly agent: AgentSettings;
   readonly sandbox: SandboxSettings;
   readonly media: { readonly allowDirs: readonly string[] };

@@ -1,29 +1,64 @@
+import { describePairingRequest } from "../commands/approve.js";
 import { accessOf } from "../runtime/access.js";
 import { finishEntry } from "./journal-steps.js";
-import { type Middleware, say } from "./types.js";
+import { type MessageContext, type Middleware, say } from "./types.js";
 
 /** The one line an unknown user gets in a direct message. */
 export const RefusalText =
   "⛔ You are not allowed to use this bot. Ask its operator to add your user id.";
 
 /**
- * Step 1: only `allowedUsers` and `admins` (`<platform>:<id>`) get further. Unknown users get no
- * turn and no sandbox work; in a direct message they get one line ({@link RefusalText}), in
- * groups and channels they are ignored silently (no noise for the other members).
+ * Step 1: only `allowedUsers` and `admins` (`<platform>:<id>`) get further, and with
+ * `access: pairing` the users an admin approved (they are users, never admins). Unknown users
+ * get no turn and no sandbox work; in a direct message they get one line ({@link RefusalText},
+ * or in a pairing profile their one-time code), in groups and channels they are ignored
+ * silently (no noise for the other members; groups never pair).
  */
 export const authorize: Middleware = async (ctx, next) => {
-  const { message } = ctx;
-  const access = accessOf(ctx.runtime.profile, message.platform, message.userId);
-  if (!access.allowed) {
-    ctx.log.info(
-      { user: `${message.platform}:${message.userId}`, chatType: message.chatType },
-      "message from a user who is not allowed; ignored",
-    );
-    if (message.chatType === "dm")
-      await say(ctx, `${RefusalText} (${message.platform}:${message.userId})`);
-    await finishEntry(ctx, "refused");
-    return;
+  const { message, runtime } = ctx;
+  const access = accessOf(runtime.profile, message.platform, message.userId);
+  const user = `${message.platform}:${message.userId}`;
+  if (access.allowed) {
+    ctx.access = access;
+    return next();
   }
-  ctx.access = access;
-  await next();
+  if (runtime.profile.access === "pairing") {
+    if (await runtime.store.isPaired(user)) {
+      ctx.access = { allowed: true, admin: false };
+      return next();
+    }
+    if (message.chatType === "dm") {
+      await offerPairing(ctx, user);
+      await finishEntry(ctx, "refused");
+      return;
+    }
+  }
+  ctx.log.info(
+    { user, chatType: message.chatType },
+    "message from a user who is not allowed; ignored",
+  );
+  if (message.chatType === "dm") await say(ctx, `${RefusalText} (${user})`);
+  await finishEntry(ctx, "refused");
 };
+
+/**
+ * An unknown user's DM in a pairing profile: their code (a new one, or the one still pending),
+ * or word that too many are waiting. The message itself is dropped (not run after approval).
+ */
+async function offerPairing(ctx: MessageContext, user: string): Promise<void> {
+  const { message, runtime } = ctx;
+  const { pairing } = runtime.profile;
+  const result = await runtime.store.requestPairing(
+    { user, userName: message.userName, chatId: message.chatId },
+    { codeTtlMs: pairing.codeTtlSeconds * 1000, maxPending: pairing.maxPendingCodes },
+  );
+  // The code itself is not logged: `mediagate pairing list` shows it to the operator.
+  ctx.log.info({ user, pairing: result.status }, "unknown user in a DM: pairing code");
+  if (result.status === "full") {
+    ctx.log.warn(
+      { user, maxPendingCodes: pairing.maxPendingCodes },
+      "too many pairing codes pending; no code issued",
+    );
+  }
+  await say(ctx, describePairingRequest(result, user, runtime.store.now()));
+}

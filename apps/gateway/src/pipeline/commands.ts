@@ -1,3 +1,4 @@
+import { ApprovedNotice, approveInChat } from "../commands/approve.js";
 import { describeHelp } from "../commands/help.js";
 import { type AdminCommand, type HelpCommand, parseCommand } from "../commands/parse.js";
 import { describeResetConfirm, resetSession } from "../commands/reset.js";
@@ -16,6 +17,8 @@ import { type MessageContext, type Middleware, say, sessionOf } from "./types.js
 export const handleCommands: Middleware = async (ctx, next) => {
   const command = parseCommand(ctx.message.text);
   if (command === undefined) return next();
+  // Without pairing, `/approve …` is an ordinary message, as it was before pairing existed.
+  if (command.name === "approve" && ctx.runtime.profile.access !== "pairing") return next();
   try {
     if (command.name === "help") await answerHelp(ctx, command);
     else await runCommand(ctx, command);
@@ -39,6 +42,7 @@ async function answerHelp(ctx: MessageContext, command: HelpCommand): Promise<vo
       admin,
       maxFileBytes: channel.attachments?.maxBytes,
       botName: channel.addressedAs?.(),
+      pairing: runtime.profile.access === "pairing",
     }),
   );
 }
@@ -71,11 +75,50 @@ async function runCommand(ctx: MessageContext, command: AdminCommand): Promise<v
       );
       return;
     }
+    case "approve": {
+      const { message } = ctx;
+      const approver = `${message.platform}:${message.userId}`;
+      const outcome = await approveInChat(
+        runtime.profile,
+        runtime.store,
+        approver,
+        command.code,
+        runtime.store.now(),
+      );
+      await say(ctx, outcome.text);
+      if (outcome.approved !== undefined) {
+        ctx.log.info({ user: outcome.approved.user, approver }, "pairing approved");
+        await tellApproved(ctx, outcome.approved);
+      }
+      return;
+    }
     case "status":
       await say(
         ctx,
         await describeStatus(runtime, services, session.sessionKey, session.sessionId),
       );
       return;
+  }
+}
+
+/**
+ * Tells an approved user, in the DM they asked from, that they may go on: when they asked on
+ * the platform the admin approved on (the profile's one channel there); otherwise they find
+ * out by writing again.
+ */
+async function tellApproved(
+  ctx: MessageContext,
+  approved: { readonly user: string; readonly chatId: string },
+): Promise<void> {
+  const platform = approved.user.slice(0, approved.user.indexOf(":"));
+  if (platform !== ctx.channel.platform) return;
+  try {
+    await ctx.channel.sendText(
+      { platform: ctx.channel.platform, chatId: approved.chatId },
+      ApprovedNotice,
+      ctx.services.outbox.signal,
+    );
+  } catch (error) {
+    ctx.log.warn({ err: error, user: approved.user }, "could not tell the approved user");
   }
 }

@@ -146,6 +146,11 @@ function testRuntime(agent: Agent, calls: string[], profile = testProfile()): Pi
         calls.push(`rotateSessionId ${key}`);
         return `sid-${ids.get(key)}`;
       },
+      // Pairing is off in these profiles (access: allowlist): it is never asked.
+      now: () => 0,
+      isPaired: async () => false,
+      requestPairing: async () => ({ status: "full" }),
+      approvePairing: async () => ({ status: "unknown" }),
     },
     sandbox: recordingSandbox(calls),
     slotFor: (key) =>

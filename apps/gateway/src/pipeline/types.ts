@@ -38,7 +38,15 @@ export type SandboxOps = Pick<
 export interface PipelineRuntime {
   readonly profile: ProfileConfig;
   readonly agent: Agent;
-  readonly store: Pick<StateStore, "currentSessionId" | "rotateSessionId">;
+  readonly store: Pick<
+    StateStore,
+    | "currentSessionId"
+    | "rotateSessionId"
+    | "now"
+    | "isPaired"
+    | "requestPairing"
+    | "approvePairing"
+  >;
   readonly sandbox: SandboxOps;
   slotFor(sessionKey: string | undefined): string;
   isSharedSlot(slot: string): boolean;

@@ -24,6 +24,8 @@ export interface ProfileRuntimeOptions {
   readonly logger: Logger;
   /** Replaces the agent the profile's config names (tests, embedding). */
   readonly agent?: ((store: StateStore) => Agent) | undefined;
+  /** The state database's clock (pairing codes expire by it). Default `Date.now`. */
+  readonly now?: (() => number) | undefined;
 }
 
 /**
@@ -40,7 +42,10 @@ export class ProfileRuntime {
 
   /** Opens the profile's state database (in its worker thread) and builds the runtime. */
   static async open(options: ProfileRuntimeOptions): Promise<ProfileRuntime> {
-    const store = await StateStore.open(stateDbPath(options.profile.home));
+    const store = await StateStore.open(
+      stateDbPath(options.profile.home),
+      options.now === undefined ? {} : { now: options.now },
+    );
     try {
       return new ProfileRuntime(options, store);
     } catch (error) {

@@ -25,7 +25,32 @@ function tables(): string[] {
 describe("migrate", () => {
   it("brings an empty database to the latest version", () => {
     expect(migrate(db)).toEqual({ from: 0, to: MIGRATIONS.at(-1)!.version });
-    expect(tables()).toEqual(["messages", "sessions"]);
+    expect(tables()).toEqual([
+      "messages",
+      "paired_users",
+      "pairing_codes",
+      "pairing_guard",
+      "sessions",
+    ]);
+  });
+
+  it("adds the pairing tables to a version 2 database, keeping its sessions and history", () => {
+    migrate(db, MIGRATIONS.slice(0, 2));
+    db.prepare(
+      "INSERT INTO sessions (session_key, session_id, created_at, updated_at) VALUES ('k', 'sid', 0, 0)",
+    ).run();
+    db.prepare(
+      "INSERT INTO messages (session_id, role, body, created_at) VALUES ('sid', 'user', '{}', 0)",
+    ).run();
+    expect(migrate(db)).toEqual({ from: 2, to: 3 });
+    expect(db.prepare("SELECT session_id FROM sessions").all()).toEqual([{ session_id: "sid" }]);
+    expect(db.prepare("SELECT count(*) AS n FROM messages").get()).toEqual({ n: 1 });
+    const code = db.prepare(
+      "INSERT INTO pairing_codes (code, user, chat_id, created_at, expires_at) VALUES (?, ?, '1', 0, 1)",
+    );
+    code.run("AAAAAAAA", "telegram:1");
+    expect(() => code.run("BBBBBBBB", "telegram:1")).toThrow(/UNIQUE/);
+    expect(() => db.prepare("INSERT INTO pairing_guard VALUES (2, 0, 0)").run()).toThrow(/CHECK/);
   });
 
   it("does nothing on a database that is already current", () => {
@@ -61,7 +86,7 @@ describe("migrate", () => {
     ];
     expect(() => migrate(db, steps)).toThrow("boom");
     expect(schemaVersion(db)).toBe(latest);
-    expect(tables()).toEqual(["messages", "sessions"]);
+    expect(tables()).not.toContain("extra");
   });
 
   it("refuses a database newer than the known steps", () => {

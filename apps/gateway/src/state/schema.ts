@@ -53,6 +53,35 @@ export const MIGRATIONS: readonly Migration[] = [
       }
     },
   },
+  {
+    // Pairing (docs/security.md): codes waiting for an admin, the users approved with one,
+    // and the attempt cap of chat approvals (one row). Users are `<platform>:<id>`.
+    version: 3,
+    up(db) {
+      db.exec(`
+        CREATE TABLE pairing_codes (
+          code       TEXT PRIMARY KEY NOT NULL,
+          user       TEXT NOT NULL UNIQUE,
+          user_name  TEXT,
+          chat_id    TEXT NOT NULL,
+          created_at INTEGER NOT NULL,
+          expires_at INTEGER NOT NULL
+        ) STRICT;
+        CREATE TABLE paired_users (
+          user        TEXT PRIMARY KEY NOT NULL,
+          user_name   TEXT,
+          chat_id     TEXT NOT NULL,
+          approved_at INTEGER NOT NULL,
+          approved_by TEXT NOT NULL
+        ) STRICT;
+        CREATE TABLE pairing_guard (
+          id              INTEGER PRIMARY KEY CHECK (id = 1),
+          failed_attempts INTEGER NOT NULL CHECK (failed_attempts >= 0),
+          locked_until    INTEGER NOT NULL
+        ) STRICT;
+      `);
+    },
+  },
 ];
 
 /** Result of {@link migrate}: the version found and the version the database has now. */

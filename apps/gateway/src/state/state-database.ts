@@ -3,6 +3,18 @@ import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { StateSchemaError, StateStoreError } from "./errors.js";
+import {
+  type ApprovalGuard,
+  generatePairingCode,
+  type PairedUser,
+  type PairingApproveResult,
+  type PairingLimits,
+  type PairingList,
+  type PairingRequester,
+  type PairingRequestResult,
+  type PairingRevokeResult,
+  type PendingPairing,
+} from "./pairing.js";
 import { migrate } from "./schema.js";
 import { type ChatMessage, isChatMessage } from "./types.js";
 
@@ -20,6 +32,31 @@ interface MessageRow {
   id: number;
   body: string;
 }
+
+interface CodeRow {
+  code: string;
+  user: string;
+  user_name: string | null;
+  chat_id: string;
+  created_at: number;
+  expires_at: number;
+}
+
+interface PairedRow {
+  user: string;
+  user_name: string | null;
+  chat_id: string;
+  approved_at: number;
+  approved_by: string;
+}
+
+interface GuardRow {
+  failed_attempts: number;
+  locked_until: number;
+}
+
+/** Who approved a user: an admin's `<platform>:<id>`, or `cli`. */
+export type Approver = string;
 
 /**
  * The synchronous side of the state database, run inside its worker thread (the async
@@ -173,6 +210,198 @@ export class StateDatabase {
     this.#run("clear", () => {
       this.#db.prepare("DELETE FROM messages WHERE session_id = ?").run(sessionId);
     });
+  }
+
+  /** Whether `user` (`<platform>:<id>`) was approved by pairing and not revoked since. */
+  isPaired(user: string): boolean {
+    return this.#run("paired", () => {
+      const row = this.#db.prepare("SELECT 1 FROM paired_users WHERE user = ?").get(user);
+      return row !== undefined;
+    });
+  }
+
+  /**
+   * An unknown user asks in a DM (docs/security.md, "Pairing"): their pending code if it has
+   * not expired (the same one, never a new one per message), else a new code unless
+   * `limits.maxPending` codes are already waiting. Expired codes are dropped first.
+   */
+  requestPairing(
+    requester: PairingRequester,
+    nowMs: number,
+    limits: PairingLimits,
+  ): PairingRequestResult {
+    return this.#run("pairing request", () =>
+      this.#db
+        .transaction((): PairingRequestResult => {
+          this.#dropExpiredCodes(nowMs);
+          const pending = this.#db
+            .prepare<[string], CodeRow>("SELECT * FROM pairing_codes WHERE user = ?")
+            .get(requester.user);
+          if (pending !== undefined) {
+            return { status: "pending", code: pending.code, expiresAtMs: pending.expires_at };
+          }
+          const waiting = this.#db
+            .prepare<[], { n: number }>("SELECT count(*) AS n FROM pairing_codes")
+            .get()!.n;
+          if (waiting >= limits.maxPending) return { status: "full" };
+          const exists = this.#db.prepare("SELECT 1 FROM pairing_codes WHERE code = ?");
+          let code = generatePairingCode();
+          while (exists.get(code) !== undefined) code = generatePairingCode();
+          const expiresAtMs = nowMs + limits.codeTtlMs;
+          this.#db
+            .prepare(
+              "INSERT INTO pairing_codes (code, user, user_name, chat_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+            )
+            .run(
+              code,
+              requester.user,
+              requester.userName ?? null,
+              requester.chatId,
+              nowMs,
+              expiresAtMs,
+            );
+          return { status: "issued", code, expiresAtMs };
+        })
+        .immediate(),
+    );
+  }
+
+  /**
+   * Approves the user of the pending `code` (normalized): the code is used up and the user
+   * paired. With a `guard` (chat approvals), a code that matches nothing counts against the
+   * attempt cap, `guard.maxFailed` of them in a row lock approvals for `guard.lockMs`, and
+   * while locked no code is checked at all; an approval resets the count.
+   */
+  approvePairing(
+    code: string,
+    nowMs: number,
+    approvedBy: Approver,
+    guard?: ApprovalGuard,
+  ): PairingApproveResult {
+    return this.#run("pairing approve", () =>
+      this.#db
+        .transaction((): PairingApproveResult => {
+          const state = this.#guard();
+          if (guard !== undefined && state.locked_until > nowMs) {
+            return { status: "locked", lockedUntilMs: state.locked_until };
+          }
+          this.#dropExpiredCodes(nowMs);
+          const row = this.#db
+            .prepare<[string], CodeRow>("SELECT * FROM pairing_codes WHERE code = ?")
+            .get(code);
+          if (row === undefined) {
+            if (guard === undefined) return { status: "unknown" };
+            const failed = state.failed_attempts + 1;
+            if (failed >= guard.maxFailed) {
+              const lockedUntilMs = nowMs + guard.lockMs;
+              this.#setGuard(0, lockedUntilMs);
+              return { status: "unknown", attemptsLeft: 0, lockedUntilMs };
+            }
+            this.#setGuard(failed, 0);
+            return { status: "unknown", attemptsLeft: guard.maxFailed - failed };
+          }
+          this.#db.prepare("DELETE FROM pairing_codes WHERE code = ?").run(code);
+          this.#db
+            .prepare(
+              `INSERT INTO paired_users (user, user_name, chat_id, approved_at, approved_by) VALUES (?, ?, ?, ?, ?)
+               ON CONFLICT (user) DO UPDATE SET user_name = excluded.user_name, chat_id = excluded.chat_id,
+                 approved_at = excluded.approved_at, approved_by = excluded.approved_by`,
+            )
+            .run(row.user, row.user_name, row.chat_id, nowMs, approvedBy);
+          if (guard !== undefined) this.#setGuard(0, 0);
+          return {
+            status: "approved",
+            user: row.user,
+            ...(row.user_name === null ? {} : { userName: row.user_name }),
+            chatId: row.chat_id,
+          };
+        })
+        .immediate(),
+    );
+  }
+
+  /** Removes an approved user and their pending code (by user), or one pending code (by code). */
+  revokePairing(
+    target: { readonly user: string } | { readonly code: string },
+  ): PairingRevokeResult {
+    return this.#run("pairing revoke", () =>
+      this.#db
+        .transaction((): PairingRevokeResult => {
+          if ("code" in target) {
+            const pending = this.#db
+              .prepare("DELETE FROM pairing_codes WHERE code = ?")
+              .run(target.code).changes;
+            return { approved: 0, pending };
+          }
+          const approved = this.#db
+            .prepare("DELETE FROM paired_users WHERE user = ?")
+            .run(target.user).changes;
+          const pending = this.#db
+            .prepare("DELETE FROM pairing_codes WHERE user = ?")
+            .run(target.user).changes;
+          return { approved, pending };
+        })
+        .immediate(),
+    );
+  }
+
+  /** The codes that have not expired, the approved users (oldest first), and the lock. */
+  listPairing(nowMs: number): PairingList {
+    return this.#run("pairing list", () => {
+      const pending = this.#db
+        .prepare<[number], CodeRow>(
+          "SELECT * FROM pairing_codes WHERE expires_at > ? ORDER BY created_at, code",
+        )
+        .all(nowMs)
+        .map(
+          (row): PendingPairing => ({
+            code: row.code,
+            user: row.user,
+            ...(row.user_name === null ? {} : { userName: row.user_name }),
+            chatId: row.chat_id,
+            createdAtMs: row.created_at,
+            expiresAtMs: row.expires_at,
+          }),
+        );
+      const approved = this.#db
+        .prepare<[], PairedRow>("SELECT * FROM paired_users ORDER BY approved_at, user")
+        .all()
+        .map(
+          (row): PairedUser => ({
+            user: row.user,
+            ...(row.user_name === null ? {} : { userName: row.user_name }),
+            chatId: row.chat_id,
+            approvedAtMs: row.approved_at,
+            approvedBy: row.approved_by,
+          }),
+        );
+      const lockedUntil = this.#guard().locked_until;
+      return { pending, approved, ...(lockedUntil > nowMs ? { lockedUntilMs: lockedUntil } : {}) };
+    });
+  }
+
+  #dropExpiredCodes(nowMs: number): void {
+    this.#db.prepare("DELETE FROM pairing_codes WHERE expires_at <= ?").run(nowMs);
+  }
+
+  #guard(): GuardRow {
+    return (
+      this.#db
+        .prepare<[], GuardRow>(
+          "SELECT failed_attempts, locked_until FROM pairing_guard WHERE id = 1",
+        )
+        .get() ?? { failed_attempts: 0, locked_until: 0 }
+    );
+  }
+
+  #setGuard(failed: number, lockedUntilMs: number): void {
+    this.#db
+      .prepare(
+        `INSERT INTO pairing_guard (id, failed_attempts, locked_until) VALUES (1, ?, ?)
+         ON CONFLICT (id) DO UPDATE SET failed_attempts = excluded.failed_attempts,
+                                        locked_until = excluded.locked_until`,
+      )
+      .run(failed, lockedUntilMs);
   }
 
   /** Closes the database. Safe to call twice. */

@@ -3,7 +3,16 @@ import { Defaults } from "../defaults.js";
 import { type CallFailure, DatabaseWorker, programUrl } from "../sqlite/database-worker.js";
 import { fromWire } from "../sqlite/protocol.js";
 import { StateSchemaError, StateStoreError } from "./errors.js";
-import type { StateDatabase } from "./state-database.js";
+import type {
+  ApprovalGuard,
+  PairingApproveResult,
+  PairingLimits,
+  PairingList,
+  PairingRequester,
+  PairingRequestResult,
+  PairingRevokeResult,
+} from "./pairing.js";
+import type { Approver, StateDatabase } from "./state-database.js";
 import type { ChatMessage } from "./types.js";
 
 /** Options of {@link StateStore.open}. */
@@ -99,6 +108,51 @@ export class StateStore {
   /** Deletes the history of `sessionId` (the session key keeps its id). */
   clearHistory(sessionId: string): Promise<void> {
     return this.#worker.call("clearHistory", sessionId);
+  }
+
+  /** The store's clock (the one its rows are stamped with; pairing codes expire by it). */
+  now(): number {
+    return this.#now();
+  }
+
+  /** Whether `user` (`<platform>:<id>`) was approved by pairing and not revoked since. */
+  isPaired(user: string): Promise<boolean> {
+    return this.#worker.call("isPaired", user);
+  }
+
+  /**
+   * An unknown user's code request (docs/security.md, "Pairing"): their pending code, a new
+   * one, or `full` when `limits.maxPending` codes are waiting. Atomic across processes.
+   */
+  requestPairing(
+    requester: PairingRequester,
+    limits: PairingLimits,
+  ): Promise<PairingRequestResult> {
+    return this.#worker.call("requestPairing", requester, this.#now(), limits);
+  }
+
+  /**
+   * Approves the user of the pending `code` (normalized, see `normalizePairingCode`). Chat
+   * approvals pass a `guard` (the attempt cap); the CLI passes none.
+   */
+  approvePairing(
+    code: string,
+    approvedBy: Approver,
+    guard?: ApprovalGuard,
+  ): Promise<PairingApproveResult> {
+    return this.#worker.call("approvePairing", code, this.#now(), approvedBy, guard);
+  }
+
+  /** Removes an approved user and their pending code (by user), or one pending code. */
+  revokePairing(
+    target: { readonly user: string } | { readonly code: string },
+  ): Promise<PairingRevokeResult> {
+    return this.#worker.call("revokePairing", target);
+  }
+
+  /** The pending codes (not expired), the approved users and the chat approvals' lock. */
+  listPairing(): Promise<PairingList> {
+    return this.#worker.call("listPairing", this.#now());
   }
 
   /**

@@ -175,6 +175,8 @@ describe("group messages under requireMention (docs/sessions.md, Groups)", () =>
     ["a bare gateway command", { text: "/status" }, "/status"],
     ["a bare /start", { text: "/start" }, "/start"],
     ["another bare command", { text: "/uptime" }, undefined],
+    ["a bare /approve (an ordinary message without pairing)", { text: "/approve X" }, undefined],
+    ["/approve@ourbot", { text: "/approve@gate_bot ABCD-EFGH" }, "/approve ABCD-EFGH"],
     [
       "a bare mention",
       { text: "@gate_bot", entities: [mention("@gate_bot", "@gate_bot")] },

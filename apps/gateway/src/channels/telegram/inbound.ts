@@ -119,8 +119,17 @@ function groupText(
     addressedCommand ||
     mentions.length > 0 ||
     messages.some((m) => repliesToBot(m, bot)) ||
-    parseCommand(text) !== undefined;
+    isBareGroupCommand(text);
   return addressed ? text : undefined;
+}
+
+/**
+ * A gateway command sent bare in a group counts as addressed; `/approve` does not (it was an
+ * ordinary message before pairing, and still is in an allowlist profile): `/approve@bot CODE`.
+ */
+function isBareGroupCommand(text: string): boolean {
+  const command = parseCommand(text);
+  return command !== undefined && command.name !== "approve";
 }
 
 function displayName(user: { first_name: string; last_name?: string | undefined }): string {

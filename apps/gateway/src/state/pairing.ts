@@ -1,0 +1,128 @@
+import { randomInt } from "node:crypto";
+
+/**
+ * Pairing codes (docs/security.md, "Pairing"): what they look like and the shapes the state
+ * database answers with. Runs in the state database's worker thread too: node:crypto only.
+ */
+
+/**
+ * The letters and digits of a code: upper case, without the ones read as another (0/O, 1/I,
+ * and L). 31 symbols; 8 of them are 31^8 ≈ 8.5 × 10^11 codes (39.6 bits).
+ */
+export const PairingAlphabet = "ABCDEFGHJKMNPQRSTUVWXYZ23456789";
+/** Symbols per code. */
+export const PairingCodeLength = 8;
+
+/** A random number in [0, max): `crypto.randomInt` (uniform, no modulo bias); tests replace it. */
+export type RandomIndex = (max: number) => number;
+
+/** A new code: {@link PairingCodeLength} symbols of {@link PairingAlphabet}, crypto-random. */
+export function generatePairingCode(random: RandomIndex = randomInt): string {
+  let code = "";
+  for (let i = 0; i < PairingCodeLength; i++)
+    code += PairingAlphabet[random(PairingAlphabet.length)];
+  return code;
+}
+
+/** How a code is shown: `ABCD-EFGH`. */
+export function formatPairingCode(code: string): string {
+  const half = PairingCodeLength / 2;
+  return `${code.slice(0, half)}-${code.slice(half)}`;
+}
+
+const CodePattern = new RegExp(`^[${PairingAlphabet}]{${PairingCodeLength}}$`);
+
+/**
+ * The code an admin typed, as stored: case, spaces and dashes ignored (`abcd efgh`,
+ * `ABCD-EFGH`). Undefined when it cannot be a code (a wrong length, a symbol not in the
+ * alphabet): such a typo is not a guess and does not count against the attempt cap.
+ */
+export function normalizePairingCode(text: string): string | undefined {
+  const code = text.replace(/[\s-]/g, "").toUpperCase();
+  return CodePattern.test(code) ? code : undefined;
+}
+
+/** The limits a code request is held to (from the profile's `pairing` settings, in ms). */
+export interface PairingLimits {
+  /** A code expires this long after it was issued. */
+  readonly codeTtlMs: number;
+  /** Codes that may be pending at once in the profile; a new request past it is refused. */
+  readonly maxPending: number;
+}
+
+/** The attempt cap of chat approvals (`/approve`); the CLI has none. */
+export interface ApprovalGuard {
+  /** Wrong codes in a row before approvals lock. */
+  readonly maxFailed: number;
+  /** How long they stay locked. */
+  readonly lockMs: number;
+}
+
+/** Who asked for a code: `<platform>:<id>`, their name and the DM chat the code went to. */
+export interface PairingRequester {
+  readonly user: string;
+  readonly userName?: string | undefined;
+  readonly chatId: string;
+}
+
+/** The answer to a code request of an unknown user in a DM. */
+export type PairingRequestResult =
+  /** A new code was issued. */
+  | { readonly status: "issued"; readonly code: string; readonly expiresAtMs: number }
+  /** The user already has a code that has not expired: the same one (not a new one). */
+  | { readonly status: "pending"; readonly code: string; readonly expiresAtMs: number }
+  /** The profile has `maxPending` codes waiting: none was issued. */
+  | { readonly status: "full" };
+
+/** The answer to an approval. */
+export type PairingApproveResult =
+  | {
+      readonly status: "approved";
+      readonly user: string;
+      readonly userName?: string | undefined;
+      readonly chatId: string;
+    }
+  /**
+   * No pending code matches (never issued, already used, expired or revoked). With a guard:
+   * the wrong codes left before the lock, or when this one locked approvals, until when.
+   */
+  | {
+      readonly status: "unknown";
+      readonly attemptsLeft?: number | undefined;
+      readonly lockedUntilMs?: number | undefined;
+    }
+  /** Approvals are locked after too many wrong codes; nothing was checked. */
+  | { readonly status: "locked"; readonly lockedUntilMs: number };
+
+/** A code waiting for an admin. */
+export interface PendingPairing extends PairingRequester {
+  readonly code: string;
+  readonly createdAtMs: number;
+  readonly expiresAtMs: number;
+}
+
+/** A user an admin approved. */
+export interface PairedUser {
+  readonly user: string;
+  readonly userName?: string | undefined;
+  readonly chatId: string;
+  readonly approvedAtMs: number;
+  /** `<platform>:<id>` of the admin who approved in chat, or `cli`. */
+  readonly approvedBy: string;
+}
+
+/** Everything pairing holds in a profile (`mediagate pairing list`). */
+export interface PairingList {
+  readonly pending: readonly PendingPairing[];
+  readonly approved: readonly PairedUser[];
+  /** Chat approvals are locked until then (absent: not locked). */
+  readonly lockedUntilMs?: number | undefined;
+}
+
+/** What `revoke` removed. */
+export interface PairingRevokeResult {
+  /** Approved users removed (0 or 1). */
+  readonly approved: number;
+  /** Pending codes removed (0 or 1). */
+  readonly pending: number;
+}
