@@ -2,7 +2,7 @@ import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CliRun, runCli } from "./harness/cli.js";
-import { createTempHome } from "./harness/gateway-home.js";
+import { createTempHome, waitUntil } from "./harness/gateway-home.js";
 import { type TelegramBot, TelegramGatewayHarness } from "./harness/telegram-gateway.js";
 
 const Admin = 3001;
@@ -161,6 +161,16 @@ describe("gateway over Telegram: access: pairing", () => {
     ]);
     expect(told(Stranger, since)).toEqual([
       "✅ An admin approved you: you may use this bot now. Send your message again.",
+    ]);
+    // The admin's first message made their chat known: their menu lists /approve as well.
+    const adminScope = { type: "chat", chat_id: Admin };
+    await waitUntil(() => bot.fake.menus.get(adminScope) !== undefined, "the admin's menu");
+    expect(bot.fake.menus.get(adminScope)?.map((entry) => entry.command)).toEqual([
+      "help",
+      "status",
+      "stop",
+      "reset",
+      "approve",
     ]);
 
     since = bot.mark();

@@ -48,6 +48,7 @@ export function createChannels(
           commands: {
             register: profile.telegram.commands.register,
             adminChatIds: adminIds(profile.admins, "telegram"),
+            pairing: profile.access === "pairing",
           },
           maxTextChunks: config.delivery.maxTextChunks,
           retry: { sleep: options.retrySleep },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { commandText, MenuCommands, menuFor } from "./menu.js";
+import { ApproveMenuCommand, commandText, MenuCommands, menuFor } from "./menu.js";
 import { parseCommand } from "./parse.js";
 
 describe("command menus", () => {
@@ -13,8 +13,20 @@ describe("command menus", () => {
     ]);
   });
 
+  it("lists /approve for the admins of a pairing profile only, after the others", () => {
+    expect(menuFor(false, true).map((command) => command.name)).toEqual(["help"]);
+    expect(menuFor(true, true).map((command) => command.name)).toEqual([
+      "help",
+      "status",
+      "stop",
+      "reset",
+      "approve",
+    ]);
+    expect(parseCommand("/approve ABCD-EFGH")).toMatchObject({ name: "approve" });
+  });
+
   it("fits both platforms' rules: lowercase names, descriptions of 1 to 100 characters", () => {
-    for (const command of MenuCommands) {
+    for (const command of [...MenuCommands, ApproveMenuCommand]) {
       expect(command.name).toMatch(/^[a-z0-9_]{1,32}$/);
       expect(command.description.length).toBeGreaterThan(0);
       expect(command.description.length).toBeLessThanOrEqual(100);

@@ -44,9 +44,21 @@ export const MenuCommands: readonly MenuCommand[] = [
   },
 ];
 
-/** The commands a user of that role sees in the menu. */
-export function menuFor(admin: boolean): readonly MenuCommand[] {
-  return MenuCommands.filter((command) => admin || !command.admin);
+/**
+ * `/approve CODE` (docs/security.md, "Pairing"): in the Telegram admin menu of a profile that
+ * pairs. It takes a typed code, so it is not one of Discord's slash commands: there an admin
+ * types `/approve CODE` as a message.
+ */
+export const ApproveMenuCommand: MenuCommand = {
+  name: "approve",
+  description: "Let the user who got this pairing code use the bot",
+  admin: true,
+};
+
+/** The commands a user of that role sees in the menu; `pairing` adds `/approve` for admins. */
+export function menuFor(admin: boolean, pairing = false): readonly MenuCommand[] {
+  const commands = MenuCommands.filter((command) => admin || !command.admin);
+  return admin && pairing ? [...commands, ApproveMenuCommand] : commands;
 }
 
 /**

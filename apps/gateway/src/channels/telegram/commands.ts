@@ -12,6 +12,8 @@ export interface TelegramCommandOptions {
   readonly register?: boolean | undefined;
   /** The admins' user ids (a private chat's id is its user's id): they get the admin menu. */
   readonly adminChatIds?: readonly string[] | undefined;
+  /** The profile pairs unknown users (`access: pairing`): the admin menu lists `/approve`. */
+  readonly pairing?: boolean | undefined;
 }
 
 /** One `setMyCommands` call: where the menu shows and what it holds. */
@@ -26,9 +28,9 @@ export interface MenuScope {
  * private chat (`chat` scope, which Telegram prefers over `default` there) lists the admin
  * commands too.
  */
-export function telegramMenus(adminChatIds: readonly string[]): MenuScope[] {
+export function telegramMenus(adminChatIds: readonly string[], pairing = false): MenuScope[] {
   const list = (admin: boolean): BotCommand[] =>
-    menuFor(admin).map((command) => ({
+    menuFor(admin, pairing).map((command) => ({
       command: command.name,
       description: command.description,
     }));

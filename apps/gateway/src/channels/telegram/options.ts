@@ -110,7 +110,11 @@ export interface ResolvedTelegramOptions {
   readonly localFiles: boolean;
   readonly groups: GroupRules;
   readonly maxTextChunks: number;
-  readonly commands: { readonly register: boolean; readonly adminChatIds: readonly string[] };
+  readonly commands: {
+    readonly register: boolean;
+    readonly adminChatIds: readonly string[];
+    readonly pairing: boolean;
+  };
   readonly caller: CallerSettings;
   readonly polling: PollingSettings;
 }
@@ -165,6 +169,7 @@ export function resolveTelegramOptions(options: TelegramChannelOptions): Resolve
     commands: {
       register: options.commands?.register ?? Defaults.commandMenus.register,
       adminChatIds: options.commands?.adminChatIds ?? [],
+      pairing: options.commands?.pairing ?? false,
     },
     caller: {
       retry: resolveRetryOptions(options.retry),
