@@ -182,7 +182,8 @@ export class TelegramChannel implements ChannelAdapter {
     this.health_.ok();
     this.poller.start();
     this.logger.info({ bot: this.botUsername }, "telegram long polling started");
-    if (this.commands.register) this.registerMenus(telegramMenus(this.commands.adminChatIds, this.commands.pairing));
+    if (this.commands.register)
+      this.registerMenus(telegramMenus(this.commands.adminChatIds, this.commands.pairing));
     else this.logger.info("telegram command menus not registered (commands.register: false)");
   }
 
@@ -336,7 +337,9 @@ export class TelegramChannel implements ChannelAdapter {
     }
     if (inbound.chatType === "dm" && this.menuPending.delete(inbound.chatId)) {
       this.registerMenus(
-        telegramMenus([inbound.chatId], this.commands.pairing).filter((menu) => menu.scope.type === "chat"),
+        telegramMenus([inbound.chatId], this.commands.pairing).filter(
+          (menu) => menu.scope.type === "chat",
+        ),
       );
     }
     await onMessage(inbound);
