@@ -332,6 +332,28 @@ describe("FakeTelegram fault injection", () => {
     await expect(fake.waitFor((c) => c.method === "never", 50)).rejects.toThrow(/no matching call/);
   });
 
+  it("tells onCall listeners of each call as it is recorded, until they stop listening", async () => {
+    const bot = newBot();
+    const heard: string[] = [];
+    const stop = fake.onCall((call) => heard.push(`${call.seq}:${call.method}`));
+    await bot.api.sendMessage(3, "one");
+    await bot.api.sendChatAction(3, "typing");
+    stop();
+    await bot.api.sendMessage(3, "two");
+    expect(heard).toEqual(["1:sendMessage", "2:sendChatAction"]);
+    expect(fake.calls).toHaveLength(3);
+  });
+
+  it("forgets recorded calls on forgetCalls and numbers later ones on from where it was", async () => {
+    const bot = newBot();
+    await bot.api.sendMessage(3, "one");
+    await bot.api.sendMessage(3, "two");
+    fake.forgetCalls();
+    expect(fake.calls).toEqual([]);
+    await bot.api.sendMessage(3, "three");
+    expect(fake.calls.map((call) => [call.seq, call.params.text])).toEqual([[3, "three"]]);
+  });
+
   it("reads uploads no faster than the throttle and records one its sender gave up on", async () => {
     const bot = newBot();
     fake.throttleUploads(256 * 1024);

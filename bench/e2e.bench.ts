@@ -1,0 +1,1040 @@
+/**
+ * End-to-end benchmark of the gateway's hot path (not a test; issue 13). The real `mediagate
+ * start` CLI (built, a child process, a generated home and config, the shell agent, one warm
+ * persistent container) against the repository's Telegram fake (in this process) and the real
+ * engine, and in the same run the floors the figures are divided by. Prints one JSON object per
+ * line; bench/README.md says what each line means and how each ratio is defined.
+ *
+ * `pnpm build && pnpm bench:e2e [flags]`, flags (defaults fit a ≤ 3 minute run on 2 cores):
+ *   --rounds N            latency rounds, interleaved with their floors (3)
+ *   --messages N          messages per round and figure (80: 240 per latency figure)
+ *   --users LIST          concurrent users of the throughput phase (10,50,100)
+ *   --windows N           throughput windows per setting, the median is the figure (3)
+ *   --window-ms N         length of one window (1500)
+ *   --concurrency LIST    the gateway's `concurrency` settings to measure throughput with
+ *                         (default: the gateway's own default; `4,16,64` sweeps)
+ *   --max-open-shells N   the sandbox's `maxOpenShells` (default max(64, users + 1))
+ *   --upload-mib N        size of the outbound upload (45), --uploads N runs of it (3)
+ *   --exec-cli N          `docker exec <ctr> true` runs (15)
+ *   --rtt N               fake round trips per round (200)
+ *   --cpu-prof DIR        profile the gateway process (`node --cpu-prof`) during the throughput
+ *                         phase; prints its top self-time functions within the windows
+ *   --image NAME          sandbox image (MEDIAGATE_BENCH_IMAGE, else mediagate-sandbox:test)
+ * Each flag also reads MEDIAGATE_BENCH_E2E_<FLAG> (e.g. MEDIAGATE_BENCH_E2E_ROUNDS).
+ * Linux only (it reads /proc); run as the user the gateway runs as (root here).
+ * Everything it makes (container, home, child processes) is removed at the end, on a failure
+ * and on SIGINT/SIGTERM.
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { once } from "node:events";
+import { createWriteStream } from "node:fs";
+import { mkdtemp, open, readFile, rm, writeFile } from "node:fs/promises";
+import http from "node:http";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { readEnv, resolveConfig } from "@mediagate/gateway";
+import { FakeTelegram, type RecordedCall } from "../test/fakes/telegram/index.js";
+import { dockerHostVariable } from "../test-support/engine.js";
+
+const run = promisify(execFile);
+const Cli = fileURLToPath(new URL("../apps/gateway/dist/cli.js", import.meta.url));
+const FloorBot = fileURLToPath(new URL("./e2e-floor-bot.mjs", import.meta.url));
+const MiB = 1024 * 1024;
+const SmallFileBytes = 100 * 1024;
+const LatencyUser = 900_001;
+const FloorUser = 900_002;
+const ThroughputUserBase = 910_000;
+const SmallPath = "/workspace/bench-100k.bin";
+const BigPath = "/workspace/bench-big.bin";
+const ReplyTimeoutMs = 60_000;
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+function flag(name: string): string | undefined {
+  const args = process.argv.slice(2);
+  const at = args.lastIndexOf(`--${name}`);
+  if (at >= 0) {
+    const value = args[at + 1];
+    if (value === undefined || value.startsWith("--")) throw new Error(`--${name} needs a value`);
+    return value;
+  }
+  const env = process.env[`MEDIAGATE_BENCH_E2E_${name.toUpperCase().replaceAll("-", "_")}`];
+  return env === undefined || env === "" ? undefined : env;
+}
+
+function count(name: string, fallback: number, min = 1): number {
+  const raw = flag(name);
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min) {
+    throw new Error(`--${name}: got ${raw}, expected an integer ≥ ${min}`);
+  }
+  return value;
+}
+
+function list(name: string, fallback: readonly number[]): number[] {
+  const raw = flag(name);
+  if (raw === undefined) return [...fallback];
+  const values = raw.split(",").map((part) => Number(part.trim()));
+  if (values.length === 0 || values.some((v) => !Number.isInteger(v) || v < 1)) {
+    throw new Error(`--${name}: got ${raw}, expected positive integers separated by commas`);
+  }
+  return values;
+}
+
+const known = new Set([
+  "rounds",
+  "messages",
+  "users",
+  "windows",
+  "window-ms",
+  "concurrency",
+  "max-open-shells",
+  "upload-mib",
+  "uploads",
+  "exec-cli",
+  "rtt",
+  "cpu-prof",
+  "image",
+]);
+for (const arg of process.argv.slice(2)) {
+  if (arg.startsWith("--") && !known.has(arg.slice(2))) {
+    throw new Error(`unknown flag ${arg}; the flags are --${[...known].join(", --")}`);
+  }
+}
+
+const options = {
+  rounds: count("rounds", 3),
+  messages: count("messages", 80),
+  users: list("users", [10, 50, 100]),
+  windows: count("windows", 3),
+  windowMs: count("window-ms", 1500, 100),
+  concurrency: flag("concurrency") === undefined ? [undefined] : list("concurrency", []),
+  uploadMib: count("upload-mib", 45),
+  uploads: count("uploads", 3, 0),
+  execCli: count("exec-cli", 15, 0),
+  rtt: count("rtt", 200),
+  cpuProf: flag("cpu-prof"),
+  image: flag("image") ?? process.env.MEDIAGATE_BENCH_IMAGE ?? "mediagate-sandbox:test",
+};
+const maxUsers = Math.max(...options.users);
+const maxOpenShells = count("max-open-shells", Math.max(64, maxUsers + 1));
+
+// ---------------------------------------------------------------------------------------------
+// Figures
+
+const emit = (line: Record<string, unknown>): void => console.log(JSON.stringify(line));
+const startedAt = performance.now();
+/** A progress note on stderr (stdout carries only the JSON lines). */
+const note = (text: string): void =>
+  console.error(`bench:e2e ${((performance.now() - startedAt) / 1000).toFixed(1)}s ${text}`);
+const round3 = (n: number): number => Number(n.toFixed(3));
+
+function percentile(sorted: readonly number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  if (sorted.length === 0) return Number.NaN;
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+function stats(samples: readonly number[]): Record<string, number> {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return {
+    n: sorted.length,
+    p50_ms: round3(percentile(sorted, 0.5)),
+    p90_ms: round3(percentile(sorted, 0.9)),
+    p99_ms: round3(percentile(sorted, 0.99)),
+  };
+}
+
+const p50 = (samples: readonly number[]): number =>
+  percentile(
+    [...samples].sort((a, b) => a - b),
+    0.5,
+  );
+
+// ---------------------------------------------------------------------------------------------
+// Clean-up: every resource registers how it goes away; run once, in reverse, whatever happens.
+
+const cleanups: { what: string; step: () => Promise<unknown> }[] = [];
+const onCleanup = (what: string, step: () => Promise<unknown>): void => {
+  cleanups.push({ what, step });
+};
+let cleaning: Promise<void> | undefined;
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    for (const { what, step } of cleanups.reverse()) {
+      const started = performance.now();
+      await step().catch((error: unknown) =>
+        console.error(`bench:e2e clean-up (${what}): ${String(error)}`),
+      );
+      const ms = performance.now() - started;
+      if (ms > 1000) note(`clean-up: ${what} took ${(ms / 1000).toFixed(1)} s`);
+    }
+  })();
+  return cleaning;
+}
+// `on`, not `once`: under `pnpm`/`tsx` a Ctrl-C reaches this process twice (from the terminal
+// to the whole process group, and relayed by tsx), and the second must not kill it mid-clean-up.
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    if (cleaning !== undefined) return;
+    hurried = true;
+    console.error(`bench:e2e: ${signal}, cleaning up`);
+    void cleanup().finally(() => process.exit(signal === "SIGINT" ? 130 : 143));
+  });
+}
+
+/** Set on SIGINT/SIGTERM: the clean-up does not wait for graceful stops (a wrapper may not). */
+let hurried = false;
+
+/** Sends SIGTERM, then SIGKILL after `graceMs` (1 s once signalled); resolves when it is gone. */
+async function endProcess(child: ChildProcess, graceMs = 20_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, "exit");
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), hurried ? 1000 : graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+// ---------------------------------------------------------------------------------------------
+// /proc
+
+/** CPU time (user + system) a process has used, in ms (clock ticks of 10 ms). */
+async function cpuMsOf(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** `VmRSS` and `VmHWM` of a process, in bytes. */
+async function memoryOf(pid: number): Promise<{ rss: number; peak: number }> {
+  const status = await readFile(`/proc/${pid}/status`, "utf8");
+  const field = (name: string) =>
+    Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1]) * 1024;
+  return { rss: field("VmRSS"), peak: field("VmHWM") };
+}
+
+/** Monotonic clock in µs: the clock V8's CPU profiles are stamped with (CLOCK_MONOTONIC). */
+const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
+
+// ---------------------------------------------------------------------------------------------
+// Replies as the fake records them
+
+/**
+ * Resolves with the first call recorded from now on that matches, and when it was recorded
+ * (`performance.now()`), i.e. when its request had fully arrived at the fake.
+ */
+function nextCall(
+  fake: FakeTelegram,
+  match: (call: RecordedCall) => boolean,
+  what: string,
+): Promise<{ call: RecordedCall; at: number }> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      stop();
+      reject(new Error(`no ${what} within ${ReplyTimeoutMs} ms`));
+    }, ReplyTimeoutMs);
+    const stop = fake.onCall((call) => {
+      if (!match(call)) return;
+      const at = performance.now();
+      clearTimeout(timer);
+      stop();
+      resolve({ call, at });
+    });
+  });
+}
+
+/**
+ * The gateway's "⏳ queued — 1 ahead" notice: a user who writes again as soon as the answer
+ * came may find the session's turn still finishing. Not an answer; counted (`queued_notices`).
+ */
+const isNotice = (call: RecordedCall): boolean =>
+  call.method === "sendMessage" && String(call.params.text ?? "").startsWith("⏳");
+
+const notices = { count: 0 };
+/** Notices counted since the last call (and resets the count). */
+function takeNotices(): number {
+  const n = notices.count;
+  notices.count = 0;
+  return n;
+}
+
+const inChat =
+  (chatId: number, methods: readonly string[]) =>
+  (call: RecordedCall): boolean =>
+    methods.includes(call.method) &&
+    String(call.params.chat_id) === String(chatId) &&
+    !isNotice(call);
+
+/**
+ * `n` messages from `userId`, one at a time: the time from queueing the update in the fake to
+ * the fake recording the answer (a call of one of `methods` to the chat), which `check` reads.
+ */
+async function latencies(
+  fake: FakeTelegram,
+  userId: number,
+  text: string,
+  methods: readonly string[],
+  n: number,
+  check: (call: RecordedCall) => string | undefined,
+  idle?: () => Promise<void>,
+): Promise<number[]> {
+  const samples: number[] = [];
+  for (let i = 0; i < n; i++) {
+    await idle?.();
+    const answered = nextCall(fake, inChat(userId, methods), `answer to "${text}"`);
+    const sent = performance.now();
+    fake.sendPrivateText({ userId, text });
+    const { call, at } = await answered;
+    samples.push(at - sent);
+    const wrong = check(call);
+    if (wrong !== undefined) throw new Error(`answer to "${text}": ${wrong}`);
+  }
+  fake.forgetCalls();
+  return samples;
+}
+
+const isText =
+  (expected: string) =>
+  (call: RecordedCall): string | undefined =>
+    call.ok && call.params.text === expected
+      ? undefined
+      : `expected the text "${expected}", got ${call.method} ${JSON.stringify(call.params.text ?? call.description)}`;
+
+const isDocument =
+  (bytes: number) =>
+  (call: RecordedCall): string | undefined =>
+    call.ok && call.method === "sendDocument" && call.files[0]?.bytes.length === bytes
+      ? undefined
+      : `expected a ${bytes}-byte document, got ${call.method} with ${call.files[0]?.bytes.length} bytes (${call.description ?? "ok"})`;
+
+/**
+ * Closed loop: each user sends its next message when the answer to its previous one arrived.
+ * Returns msg/s in each of `windows` windows of `windowMs` (answers recorded within it); with
+ * 0 windows every user sends one message and it waits for all answers (a warm-up). Then it
+ * lets the messages in flight finish.
+ */
+async function closedLoop(
+  fake: FakeTelegram,
+  users: readonly number[],
+  text: string,
+  expected: string,
+  windows: number,
+  windowMs: number,
+  onWindow?: (window: { startUs: number; endUs: number }) => void,
+): Promise<{ rates: number[]; answered: number }> {
+  const chats = new Set(users.map(String));
+  let running = windows > 0;
+  let answered = 0;
+  let outstanding = 0;
+  let wrong: string | undefined;
+  let settled: (() => void) | undefined;
+  const stop = fake.onCall((call) => {
+    if (call.method !== "sendMessage" || isNotice(call)) return;
+    const chat = String(call.params.chat_id);
+    if (!chats.has(chat)) return;
+    outstanding--;
+    answered++;
+    wrong ??= isText(expected)(call);
+    if (running) {
+      outstanding++;
+      fake.sendPrivateText({ userId: Number(chat), text });
+    } else if (outstanding === 0) settled?.();
+  });
+  try {
+    for (const userId of users) {
+      outstanding++;
+      fake.sendPrivateText({ userId, text });
+    }
+    const rates: number[] = [];
+    for (let w = 0; w < windows; w++) {
+      const before = answered;
+      const started = performance.now();
+      const startUs = monotonicUs();
+      await sleep(windowMs);
+      rates.push((answered - before) / ((performance.now() - started) / 1000));
+      onWindow?.({ startUs, endUs: monotonicUs() });
+    }
+    running = false;
+    if (outstanding > 0) {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error(`${outstanding} of ${users.length} users got no answer`)),
+          ReplyTimeoutMs,
+        );
+        settled = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    if (wrong !== undefined) throw new Error(`throughput answer: ${wrong}`);
+    return { rates, answered };
+  } finally {
+    stop();
+    fake.forgetCalls();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The gateway process
+
+/** A port free on 127.0.0.1 right now (for the gateway's health endpoint). */
+async function freePort(): Promise<number> {
+  const server = http.createServer();
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as { port: number };
+  server.close();
+  await once(server, "close");
+  return port;
+}
+
+/**
+ * Resolves once the gateway runs no turn and queues none (its health endpoint's `queue`), so
+ * the next latency message finds its session free: the answer is sent before the turn has
+ * finished (journal, history), and a message right behind it would wait for that tail.
+ */
+async function gatewayIdle(healthUrl: string): Promise<void> {
+  const deadline = performance.now() + ReplyTimeoutMs;
+  for (;;) {
+    const report = (await (await fetch(healthUrl)).json()) as {
+      queue: { running: number; queued: number };
+    };
+    if (report.queue.running === 0 && report.queue.queued === 0) return;
+    if (performance.now() > deadline) throw new Error("the gateway did not become idle");
+    await sleep(1);
+  }
+}
+
+interface GatewayProcess {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  output(): string;
+}
+
+async function startGateway(
+  home: string,
+  configFile: string,
+  nodeArgs: readonly string[],
+): Promise<GatewayProcess> {
+  const child = spawn(process.execPath, [...nodeArgs, Cli, "start", "--config", configFile], {
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: home,
+      LOG_LEVEL: process.env.MEDIAGATE_BENCH_E2E_LOG_LEVEL ?? "warn",
+      ...dockerHostVariable(),
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  onCleanup("stop the gateway", () => endProcess(child));
+  let output = "";
+  const logFile = process.env.MEDIAGATE_BENCH_E2E_GATEWAY_LOG;
+  const log = logFile === undefined ? undefined : createWriteStream(logFile, { flags: "a" });
+  const keep = (chunk: Buffer): void => {
+    output = (output + chunk.toString()).slice(-20_000);
+    log?.write(chunk);
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`gateway not serving after 60 s:\n${output}`)),
+      60_000,
+    );
+    let serving = false;
+    const onData = (): void => {
+      if (serving || !output.includes("serving ")) return;
+      serving = true;
+      clearTimeout(timer);
+      resolve();
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    child.once("exit", (code, signal) => {
+      clearTimeout(timer);
+      if (!serving) reject(new Error(`gateway exited (${code}):\n${output}`));
+      else if (signal !== "SIGTERM" && code !== 0) {
+        console.error(`bench:e2e: the gateway exited (${code ?? signal}):\n${output}`);
+      }
+    });
+  });
+  return { child, pid: child.pid as number, output: () => output };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Floors
+
+/** One `docker exec -i <ctr> sh` kept open: a command line written, its end marker read. */
+class OpenShell {
+  readonly #child: ChildProcess;
+  #buffer = "";
+  #waiting: { marker: string; resolve: () => void } | undefined;
+  #next = 0;
+
+  constructor(container: string) {
+    this.#child = spawn("docker", ["exec", "-i", container, "sh"], {
+      env: { ...process.env, ...dockerHostVariable() },
+      stdio: ["pipe", "pipe", "inherit"],
+    });
+    onCleanup("close the open shell", () => endProcess(this.#child, 5000));
+    this.#child.stdout?.on("data", (chunk: Buffer) => {
+      this.#buffer += chunk.toString();
+      const waiting = this.#waiting;
+      if (waiting !== undefined && this.#buffer.includes(waiting.marker)) {
+        this.#buffer = "";
+        this.#waiting = undefined;
+        waiting.resolve();
+      }
+    });
+  }
+
+  /** `echo hi` and the marker; resolves with the ms from the write to the marker's arrival. */
+  async call(): Promise<number> {
+    const marker = `__mg_${this.#next++}__\n`;
+    const done = new Promise<void>((resolve) => {
+      this.#waiting = { marker, resolve };
+    });
+    const started = performance.now();
+    this.#child.stdin?.write(`echo hi; echo ${marker}`);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      done,
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error("open shell: no answer")), ReplyTimeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    return performance.now() - started;
+  }
+}
+
+/** A bare HTTP request/answer to the fake (`getMe`, keep-alive): the fake's own round trip. */
+async function fakeRoundTrips(fake: FakeTelegram, n: number): Promise<number[]> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const url = new URL(fake.apiRoot);
+  const body = Buffer.from("{}");
+  const samples: number[] = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const started = performance.now();
+      await new Promise<void>((resolve, reject) => {
+        const req = http.request(
+          {
+            host: url.hostname,
+            port: url.port,
+            path: `/bot${fake.token}/getMe`,
+            method: "POST",
+            agent,
+            headers: { "content-type": "application/json", "content-length": body.length },
+          },
+          (res) => {
+            res.resume();
+            res.on("end", () =>
+              res.statusCode === 200 ? resolve() : reject(new Error(`getMe: ${res.statusCode}`)),
+            );
+          },
+        );
+        req.on("error", reject);
+        req.end(body);
+      });
+      samples.push(performance.now() - started);
+    }
+  } finally {
+    agent.destroy();
+    fake.forgetCalls();
+  }
+  return samples;
+}
+
+/**
+ * A 4 KiB write and `fdatasync` in the gateway's home, `n` times: not a floor of any figure,
+ * but the disk's sync, which the gateway waits for before it confirms each message (its
+ * journal's synced commit); on a shared machine it moves the latency and throughput figures.
+ */
+async function syncs(dir: string, n: number): Promise<number[]> {
+  const file = await open(join(dir, "fsync-probe"), "w");
+  const block = Buffer.alloc(4096, 1);
+  const samples: number[] = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const started = performance.now();
+      await file.write(block, 0, block.length, 0);
+      await file.datasync();
+      samples.push(performance.now() - started);
+    }
+  } finally {
+    await file.close();
+  }
+  return samples;
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU profile
+
+interface CpuProfile {
+  nodes: {
+    id: number;
+    callFrame: { functionName: string; url: string; lineNumber: number };
+  }[];
+  startTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** Self time per function within `windows` (monotonic µs), the top `top` by self time. */
+function summariseProfile(
+  profile: CpuProfile,
+  windows: readonly { startUs: number; endUs: number }[],
+  top = 25,
+): Record<string, unknown> {
+  const frames = new Map(profile.nodes.map((node) => [node.id, node.callFrame]));
+  const selfUs = new Map<string, number>();
+  const fileUs = new Map<string, number>();
+  let t = profile.startTime;
+  let total = 0;
+  let idle = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    t += profile.timeDeltas[i] ?? 0;
+    if (!windows.some((w) => t >= w.startUs && t <= w.endUs)) continue;
+    const dt = profile.timeDeltas[i + 1] ?? 0;
+    const frame = frames.get(profile.samples[i]!);
+    if (frame === undefined) continue;
+    total += dt;
+    if (frame.functionName === "(idle)") {
+      idle += dt;
+      continue;
+    }
+    const file = frame.url.replace(/^file:\/\//, "").replace(/^.*\/node_modules\/(\.pnpm\/)?/, "");
+    const short = file.replace(/^.*\/(apps|packages)\//, "$1/");
+    const key =
+      `${frame.functionName || "(anonymous)"} ${short === "" ? "" : `${short}:${frame.lineNumber + 1}`}`.trim();
+    selfUs.set(key, (selfUs.get(key) ?? 0) + dt);
+    const fileKey = short === "" ? frame.functionName : short;
+    fileUs.set(fileKey, (fileUs.get(fileKey) ?? 0) + dt);
+  }
+  const busy = total - idle;
+  const rank = (map: Map<string, number>, n: number) =>
+    [...map.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([name, us]) => ({
+        name,
+        self_ms: round3(us / 1000),
+        pct_busy: Number(((100 * us) / Math.max(1, busy)).toFixed(1)),
+      }));
+  return {
+    window_ms: round3(total / 1000),
+    busy_ms: round3(busy / 1000),
+    top_functions: rank(selfUs, top),
+    top_files: rank(fileUs, 15),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run
+
+async function main(): Promise<void> {
+  const begun = performance.now();
+  const home = await mkdtemp(join(tmpdir(), "mg-bench-e2e-"));
+  onCleanup("remove the home", () => rm(home, { recursive: true, force: true }));
+  const profile = `bench-e2e-${randomBytes(4).toString("hex")}`;
+  onCleanup("remove the container", async () => {
+    const ids = await run(
+      "docker",
+      ["ps", "-aq", "--filter", `label=mediagate.profile=${profile}`],
+      {
+        env: { ...process.env, ...dockerHostVariable() },
+      },
+    );
+    const found = ids.stdout.split("\n").filter(Boolean);
+    if (found.length > 0) await run("docker", ["rm", "-f", ...found]);
+  });
+
+  const token = (id: number) => `${id}:AA${randomBytes(12).toString("hex")}`;
+  const fake = new FakeTelegram({ token: token(800_001), botId: 800_001 });
+  await fake.start();
+  onCleanup("stop the fake", () => fake.stop());
+  fake.onCall((call) => {
+    if (isNotice(call)) notices.count++;
+  });
+  const floorFake = new FakeTelegram({ token: token(800_002), botId: 800_002 });
+  await floorFake.start();
+  onCleanup("stop the floor fake", () => floorFake.stop());
+
+  const throughputUsers = Array.from({ length: maxUsers }, (_, i) => ThroughputUserBase + i);
+  const configFile = join(home, "mediagate.yaml");
+  const healthPort = await freePort();
+  const idle = () => gatewayIdle(`http://127.0.0.1:${healthPort}/health`);
+  const config = (concurrency: number | undefined) => ({
+    home,
+    ...(concurrency === undefined ? {} : { concurrency }),
+    health: { listen: `127.0.0.1:${healthPort}` },
+    profiles: [
+      {
+        name: profile,
+        telegram: { token: fake.token, apiRoot: fake.apiRoot },
+        allowedUsers: [LatencyUser, ...throughputUsers].map((id) => `telegram:${id}`),
+        sandbox: { image: options.image, diskLimitBytes: 0, maxOpenShells },
+      },
+    ],
+  });
+  const effectiveConcurrency = (concurrency: number | undefined): number =>
+    resolveConfig(config(concurrency), { env: readEnv({ HOME: home }) }).concurrency;
+  const uploadBytes = options.uploadMib * MiB;
+
+  emit({
+    figure: "setup",
+    profile,
+    home,
+    node: process.version,
+    loadavg: loadavg().map((l) => Number(l.toFixed(2))),
+    image: options.image,
+    rounds: options.rounds,
+    messages_per_round: options.messages,
+    users: options.users,
+    concurrency: options.concurrency.map(effectiveConcurrency),
+    max_open_shells: maxOpenShells,
+    upload_mib: options.uploadMib,
+  });
+
+  await writeFile(configFile, JSON.stringify(config(options.concurrency[0])), { mode: 0o600 });
+  note("starting the gateway");
+  let gateway = await startGateway(home, configFile, []);
+  note("gateway serving; set-up message (session, container, files)");
+
+  // Warm-up: the session's shell, the container, and the files the replies send.
+  const setup = nextCall(fake, inChat(LatencyUser, ["sendMessage"]), "set-up answer");
+  fake.sendPrivateText({
+    userId: LatencyUser,
+    text: `head -c ${SmallFileBytes} /dev/urandom > ${SmallPath} && head -c ${uploadBytes} /dev/urandom > ${BigPath} && echo ready`,
+  });
+  const ready = await setup;
+  if (ready.call.params.text !== "ready") {
+    throw new Error(`set-up answered ${JSON.stringify(ready.call.params.text)}`);
+  }
+  const containers = (
+    await run("docker", ["ps", "-q", "--filter", `label=mediagate.profile=${profile}`], {
+      env: { ...process.env, ...dockerHostVariable() },
+    })
+  ).stdout
+    .split("\n")
+    .filter(Boolean);
+  if (containers.length !== 1)
+    throw new Error(`expected one container, found ${containers.length}`);
+  const container = containers[0]!;
+
+  const floorBig = join(home, "floor-big.bin");
+  await new Promise<void>((resolve, reject) => {
+    const out = createWriteStream(floorBig);
+    out.on("error", reject);
+    out.on("finish", resolve);
+    for (let written = 0; written < uploadBytes; written += MiB) {
+      out.write(randomBytes(Math.min(MiB, uploadBytes - written)));
+    }
+    out.end();
+  });
+  const floorBot = spawn(process.execPath, [FloorBot], {
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      FLOOR_API_ROOT: floorFake.apiRoot,
+      FLOOR_TOKEN: floorFake.token,
+      FLOOR_BIG_FILE: floorBig,
+    },
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  onCleanup("stop the floor bot", () => endProcess(floorBot, 5000));
+  const shell = new OpenShell(container);
+
+  const warmUps = Math.min(20, options.messages);
+  await latencies(floorFake, FloorUser, "t", ["sendMessage"], warmUps, isText("hi"));
+  await latencies(
+    floorFake,
+    FloorUser,
+    "file",
+    ["sendDocument"],
+    warmUps,
+    isDocument(SmallFileBytes),
+  );
+  for (let i = 0; i < warmUps; i++) await shell.call();
+  await latencies(fake, LatencyUser, "echo hi", ["sendMessage"], warmUps, isText("hi"), idle);
+  await latencies(
+    fake,
+    LatencyUser,
+    `echo MEDIA:${SmallPath}`,
+    ["sendDocument"],
+    warmUps,
+    isDocument(SmallFileBytes),
+    idle,
+  );
+  await fakeRoundTrips(floorFake, warmUps);
+
+  // Latency rounds: each figure next to its floors, so load changes hit both alike.
+  note("latency rounds");
+  takeNotices();
+  const all = {
+    rtt: [] as number[],
+    fsync: [] as number[],
+    botText: [] as number[],
+    botFile: [] as number[],
+    shell: [] as number[],
+    text: [] as number[],
+    file: [] as number[],
+  };
+  const textRatios: number[] = [];
+  const fileRatios: number[] = [];
+  for (let r = 0; r < options.rounds; r++) {
+    const rtt = await fakeRoundTrips(floorFake, options.rtt);
+    all.fsync.push(...(await syncs(home, Math.min(20, options.messages))));
+    const botText = await latencies(
+      floorFake,
+      FloorUser,
+      "t",
+      ["sendMessage"],
+      options.messages,
+      isText("hi"),
+    );
+    const botFile = await latencies(
+      floorFake,
+      FloorUser,
+      "file",
+      ["sendDocument"],
+      options.messages,
+      isDocument(SmallFileBytes),
+    );
+    const shellTimes: number[] = [];
+    for (let i = 0; i < options.messages; i++) shellTimes.push(await shell.call());
+    const text = await latencies(
+      fake,
+      LatencyUser,
+      "echo hi",
+      ["sendMessage"],
+      options.messages,
+      isText("hi"),
+      idle,
+    );
+    const file = await latencies(
+      fake,
+      LatencyUser,
+      `echo MEDIA:${SmallPath}`,
+      ["sendDocument"],
+      options.messages,
+      isDocument(SmallFileBytes),
+      idle,
+    );
+    textRatios.push(p50(text) / (p50(botText) + p50(shellTimes)));
+    fileRatios.push(p50(file) / (p50(botFile) + p50(shellTimes)));
+    all.rtt.push(...rtt);
+    all.botText.push(...botText);
+    all.botFile.push(...botFile);
+    all.shell.push(...shellTimes);
+    all.text.push(...text);
+    all.file.push(...file);
+  }
+  const latencyNotices = takeNotices();
+  note("docker exec via the CLI");
+  const execCli: number[] = [];
+  for (let i = 0; i < options.execCli; i++) {
+    const started = performance.now();
+    await run("docker", ["exec", container, "true"], {
+      env: { ...process.env, ...dockerHostVariable() },
+    });
+    execCli.push(performance.now() - started);
+  }
+  emit({ figure: "floor_fake_round_trip", ...stats(all.rtt) });
+  emit({ figure: "context_fsync", ...stats(all.fsync) });
+  emit({ figure: "floor_bot_text", ...stats(all.botText) });
+  emit({ figure: "floor_bot_file_100k", ...stats(all.botFile) });
+  emit({ figure: "floor_open_shell", ...stats(all.shell) });
+  emit({ figure: "floor_docker_exec_cli", ...stats(execCli) });
+  const ratio = (n: number) => round3(n);
+  emit({
+    figure: "text_reply",
+    ...stats(all.text),
+    ratio: ratio(median(textRatios)),
+    ratio_rounds: textRatios.map(ratio),
+    ratio_of_p50s: ratio(p50(all.text) / (p50(all.botText) + p50(all.shell))),
+    queued_notices: latencyNotices,
+    vs_docker_exec_cli: execCli.length > 0 ? ratio(p50(all.text) / p50(execCli)) : null,
+    vs_fake_round_trip: ratio(p50(all.text) / p50(all.rtt)),
+  });
+  emit({
+    figure: "file_100k",
+    ...stats(all.file),
+    ratio: ratio(median(fileRatios)),
+    ratio_rounds: fileRatios.map(ratio),
+    ratio_of_p50s: ratio(p50(all.file) / (p50(all.botFile) + p50(all.shell))),
+  });
+
+  // The large upload: the gateway sends a file from the session's workspace.
+  note("uploads");
+  const uploads: { ms: number; rss_growth_mb: number; rss_growth_sampled_mb: number }[] = [];
+  const floorUploads: number[] = [];
+  for (let u = 0; u < options.uploads; u++) {
+    const [floorMs] = await latencies(
+      floorFake,
+      FloorUser,
+      "big",
+      ["sendDocument"],
+      1,
+      isDocument(uploadBytes),
+    );
+    floorUploads.push(floorMs!);
+    const pid = gateway.pid;
+    await writeFile(`/proc/${pid}/clear_refs`, "5"); // resets VmHWM to the current RSS
+    const before = await memoryOf(pid);
+    let sampledPeak = before.rss;
+    const sampler = setInterval(() => {
+      memoryOf(pid).then(
+        (m) => {
+          sampledPeak = Math.max(sampledPeak, m.rss);
+        },
+        () => undefined,
+      );
+    }, 5);
+    try {
+      const [ms] = await latencies(
+        fake,
+        LatencyUser,
+        `echo MEDIA:${BigPath}`,
+        ["sendDocument"],
+        1,
+        isDocument(uploadBytes),
+        idle,
+      );
+      const after = await memoryOf(pid);
+      uploads.push({
+        ms: Number(ms!.toFixed(1)),
+        rss_growth_mb: Number(((after.peak - before.rss) / 1e6).toFixed(1)),
+        rss_growth_sampled_mb: Number(((sampledPeak - before.rss) / 1e6).toFixed(1)),
+      });
+    } finally {
+      clearInterval(sampler);
+    }
+  }
+  if (options.uploads > 0) {
+    emit({
+      figure: "floor_bot_upload",
+      mib: options.uploadMib,
+      ms: floorUploads.map((ms) => Number(ms.toFixed(1))),
+      ms_median: Number(median(floorUploads).toFixed(1)),
+    });
+    emit({
+      figure: "upload",
+      mib: options.uploadMib,
+      runs: uploads,
+      ms_median: Number(median(uploads.map((u) => u.ms)).toFixed(1)),
+      rss_growth_mb_cold: uploads[0]?.rss_growth_mb,
+      rss_growth_mb_max: Math.max(...uploads.map((u) => u.rss_growth_mb)),
+      ratio: ratio(median(uploads.map((u) => u.ms)) / median(floorUploads)),
+    });
+  }
+
+  // Throughput: closed loops of distinct users, the floor bot's at the same user counts.
+  note("throughput");
+  const floorRates = new Map<number, number>();
+  for (const users of options.users) {
+    const ids = throughputUsers.slice(0, users);
+    await closedLoop(floorFake, ids, "t", "hi", 0, 0);
+    const { rates } = await closedLoop(
+      floorFake,
+      ids,
+      "t",
+      "hi",
+      options.windows,
+      options.windowMs,
+    );
+    floorRates.set(users, median(rates));
+    emit({
+      figure: "floor_bot_throughput",
+      users,
+      msg_per_s: Math.round(median(rates)),
+      windows: rates.map(Math.round),
+    });
+  }
+  for (const [index, concurrency] of options.concurrency.entries()) {
+    const profiling = options.cpuProf !== undefined;
+    if (index > 0 || profiling) {
+      await endProcess(gateway.child);
+      await writeFile(configFile, JSON.stringify(config(concurrency)), { mode: 0o600 });
+      const name = `gateway-concurrency-${effectiveConcurrency(concurrency)}.cpuprofile`;
+      gateway = await startGateway(
+        home,
+        configFile,
+        profiling
+          ? ["--cpu-prof", "--cpu-prof-dir", options.cpuProf!, "--cpu-prof-name", name]
+          : [],
+      );
+    }
+    const windows: { startUs: number; endUs: number }[] = [];
+    for (const users of options.users) {
+      const ids = throughputUsers.slice(0, users);
+      await closedLoop(fake, ids, "echo hi", "hi", 0, 0); // every session's shell open
+      const cpuBefore = await cpuMsOf(gateway.pid);
+      takeNotices();
+      const { rates, answered } = await closedLoop(
+        fake,
+        ids,
+        "echo hi",
+        "hi",
+        options.windows,
+        options.windowMs,
+        (w) => windows.push(w),
+      );
+      const cpuMs = (await cpuMsOf(gateway.pid)) - cpuBefore;
+      const rate = median(rates);
+      emit({
+        figure: "throughput",
+        users,
+        concurrency: effectiveConcurrency(concurrency),
+        msg_per_s: Math.round(rate),
+        windows: rates.map(Math.round),
+        ratio: ratio(rate / (floorRates.get(users) ?? Number.NaN)),
+        gateway_cpu_ms_per_msg: round3(cpuMs / answered),
+        queued_notices: takeNotices(),
+      });
+    }
+    if (profiling) {
+      const name = `gateway-concurrency-${effectiveConcurrency(concurrency)}.cpuprofile`;
+      await endProcess(gateway.child);
+      const file = join(options.cpuProf!, name);
+      const profile = JSON.parse(await readFile(file, "utf8")) as CpuProfile;
+      emit({
+        figure: "cpu_profile",
+        concurrency: effectiveConcurrency(concurrency),
+        file,
+        ...summariseProfile(profile, windows),
+      });
+    }
+  }
+
+  await endProcess(gateway.child);
+  emit({
+    figure: "done",
+    wall_s: Number(((performance.now() - begun) / 1000).toFixed(1)),
+    loadavg: loadavg().map((l) => Number(l.toFixed(2))),
+  });
+}
+
+try {
+  await main();
+} catch (error) {
+  console.error(
+    `bench:e2e failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+  );
+  process.exitCode = 1;
+} finally {
+  await cleanup();
+}

@@ -1,0 +1,205 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { access, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, describe, expect, it } from "vitest";
+import { dockerHostVariable } from "../../test-support/engine.js";
+import { waitUntil } from "./harness/gateway-home.js";
+
+/**
+ * `pnpm bench:e2e` (bench/e2e.bench.ts) with tiny counts, so the benchmark cannot rot unseen:
+ * every figure line it documents comes out with numbers of the right shape, no bot token is
+ * printed, and its container and home are gone afterwards, also after a Ctrl-C mid-run.
+ * Nothing is asserted about how fast anything was.
+ */
+const RepoRoot = fileURLToPath(new URL("../../", import.meta.url));
+const Tsx = join(RepoRoot, "bench/node_modules/.bin/tsx");
+const Bench = join(RepoRoot, "bench/e2e.bench.ts");
+const Tiny = [
+  "--rounds",
+  "1",
+  "--messages",
+  "3",
+  "--users",
+  "2,3",
+  "--windows",
+  "1",
+  "--window-ms",
+  "200",
+  "--upload-mib",
+  "1",
+  "--uploads",
+  "1",
+  "--exec-cli",
+  "1",
+  "--rtt",
+  "3",
+];
+const TokenPattern = /\d+:AA[0-9a-f]{24}/;
+const run = promisify(execFile);
+const made: string[] = [];
+
+afterAll(async () => {
+  for (const dir of made) await rm(dir, { recursive: true, force: true });
+});
+
+interface BenchRun {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  ended: Promise<number | null>;
+}
+
+/** The bench in a process group of its own (as a shell runs a foreground job). */
+function startBench(args: readonly string[]): BenchRun {
+  const child = spawn(Tsx, [Bench, ...args], {
+    cwd: join(RepoRoot, "bench"),
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: process.env.HOME ?? "/root",
+      ...dockerHostVariable(),
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const ended = new Promise<number | null>((resolve) =>
+    child.once("close", (code) => resolve(code)),
+  );
+  return { child, stdout: () => stdout, stderr: () => stderr, ended };
+}
+
+const lines = (stdout: string): Record<string, unknown>[] =>
+  stdout
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+
+async function containersOf(profile: string): Promise<string[]> {
+  const { stdout } = await run(
+    "docker",
+    ["ps", "-aq", "--filter", `label=mediagate.profile=${profile}`],
+    {
+      env: { ...process.env, ...dockerHostVariable() },
+    },
+  );
+  return stdout.split("\n").filter(Boolean);
+}
+
+const exists = (path: string): Promise<boolean> =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
+
+const latency = {
+  n: expect.any(Number),
+  p50_ms: expect.any(Number),
+  p90_ms: expect.any(Number),
+  p99_ms: expect.any(Number),
+};
+
+describe("pnpm bench:e2e", () => {
+  it("prints every figure as a JSON line, profiles the gateway, and leaves nothing behind", async () => {
+    const profiles = await mkdtemp(join(tmpdir(), "mg-bench-e2e-prof-"));
+    made.push(profiles);
+    const bench = startBench([...Tiny, "--cpu-prof", profiles]);
+    const code = await bench.ended;
+    expect(code, bench.stderr()).toBe(0);
+    const out = lines(bench.stdout());
+    const byFigure = (figure: string) => out.filter((line) => line.figure === figure);
+    expect(out.map((line) => line.figure)).toEqual([
+      "setup",
+      "floor_fake_round_trip",
+      "context_fsync",
+      "floor_bot_text",
+      "floor_bot_file_100k",
+      "floor_open_shell",
+      "floor_docker_exec_cli",
+      "text_reply",
+      "file_100k",
+      "floor_bot_upload",
+      "upload",
+      "floor_bot_throughput",
+      "floor_bot_throughput",
+      "throughput",
+      "throughput",
+      "cpu_profile",
+      "done",
+    ]);
+    for (const figure of [
+      "floor_fake_round_trip",
+      "context_fsync",
+      "floor_bot_text",
+      "floor_open_shell",
+      "text_reply",
+      "file_100k",
+    ]) {
+      const [line] = byFigure(figure);
+      expect(line).toMatchObject(latency);
+      const { p50_ms, p90_ms, p99_ms } = line as { p50_ms: number; p90_ms: number; p99_ms: number };
+      expect(p50_ms).toBeGreaterThan(0);
+      expect(p50_ms).toBeLessThanOrEqual(p90_ms);
+      expect(p90_ms).toBeLessThanOrEqual(p99_ms);
+    }
+    expect(byFigure("text_reply")[0]).toMatchObject({
+      n: 3,
+      ratio: expect.any(Number),
+      queued_notices: 0,
+    });
+    expect(byFigure("file_100k")[0]).toMatchObject({ n: 3, ratio: expect.any(Number) });
+    expect(byFigure("upload")[0]).toMatchObject({
+      mib: 1,
+      runs: [
+        {
+          ms: expect.any(Number),
+          rss_growth_mb: expect.any(Number),
+          rss_growth_sampled_mb: expect.any(Number),
+        },
+      ],
+      ratio: expect.any(Number),
+    });
+    expect(byFigure("throughput").map((line) => [line.users, line.concurrency])).toEqual([
+      [2, 4],
+      [3, 4],
+    ]);
+    for (const line of byFigure("throughput")) {
+      expect(line.msg_per_s).toBeGreaterThan(0);
+      expect(line.ratio).toBeGreaterThan(0);
+      expect(line.gateway_cpu_ms_per_msg).toBeGreaterThan(0);
+    }
+    const [profile] = byFigure("cpu_profile") as {
+      busy_ms: number;
+      top_functions: { name: string; self_ms: number }[];
+      file: string;
+    }[];
+    expect(profile?.busy_ms).toBeGreaterThan(0);
+    expect(profile?.top_functions.length).toBeGreaterThan(0);
+    expect(await exists(profile!.file)).toBe(true);
+
+    expect(bench.stdout() + bench.stderr()).not.toMatch(TokenPattern);
+    const setup = byFigure("setup")[0] as { profile: string; home: string };
+    expect(await containersOf(setup.profile)).toEqual([]);
+    expect(await exists(setup.home)).toBe(false);
+  }, 120_000);
+
+  it("removes its container and home on Ctrl-C mid-run", async () => {
+    const bench = startBench([...Tiny, "--messages", "2000"]);
+    await waitUntil(() => bench.stderr().includes("latency rounds"), "the latency rounds", 60_000);
+    const setup = lines(bench.stdout())[0] as { profile: string; home: string };
+    expect(await containersOf(setup.profile)).toHaveLength(1);
+    process.kill(-(bench.child.pid as number), "SIGINT");
+    expect(await bench.ended).toBe(130);
+    expect(await containersOf(setup.profile)).toEqual([]);
+    expect(await exists(setup.home)).toBe(false);
+  }, 120_000);
+});
