@@ -1,3 +1,5 @@
+export type { ContainerInventory } from "./container-inventory.js";
+export { directoryUsage } from "./container-inventory.js";
 export { Defaults } from "./defaults.js";
 export type { DockerConnectOptions } from "./engine.js";
 export { connectDocker, DockerEngine } from "./engine.js";
