@@ -386,7 +386,7 @@ function Deliveries() {
                   (r) => html`<li class="reply" data-testid="reply" data-id=${r.id}>
                     <div class="reply-head">${badge(r.state, r.state === "delivered" ? "good" : r.state === "pending" ? "warn" : "bad")}
                       <time>${new Date(r.createdMs).toLocaleString()}</time> <span class="key">${r.sessionKey}</span>
-                      <span class="muted">${r.attempts} attempt${r.attempts === 1 ? "" : "s"}</span></div>
+                      ${r.attempts > 1 && html`<span class="muted">${r.attempts} attempts</span>`}</div>
                     ${r.lastError && html`<p class="error">${r.lastError}</p>`}
                     ${r.text && html`<pre class="reply-text">${r.text}</pre>`}
                     ${r.files.length > 0 && html`<ul class="files">${r.files.map((f) => html`<${FilePreview} reply=${r.id} file=${f} />`)}</ul>`}

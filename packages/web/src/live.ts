@@ -15,6 +15,15 @@ export interface LiveHubOptions {
   readonly intervalMs?: number | undefined;
   readonly heartbeatMs?: number | undefined;
   readonly onError?: ((error: unknown) => void) | undefined;
+  /** Runs `run` every `ms` until the answered function is called (default an unref'd interval). */
+  readonly every?: ((run: () => void, ms: number) => () => void) | undefined;
+}
+
+/** An unref'd `setInterval`: live updates never keep the process alive. */
+function everyWithTimer(run: () => void, ms: number): () => void {
+  const timer = setInterval(run, ms);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 /**
@@ -31,20 +40,27 @@ export class LiveHub {
   readonly #onError: (error: unknown) => void;
   readonly #subscribers = new Set<Subscriber>();
   readonly #changed = new Set<ChangeKind>();
+  readonly #every: (run: () => void, ms: number) => () => void;
   #unlisten: (() => void) | undefined;
-  #timer: NodeJS.Timeout | undefined;
-  #heartbeat: NodeJS.Timeout | undefined;
+  #timer: (() => void) | undefined;
+  #heartbeat: (() => void) | undefined;
   #ticking = false;
   #lastSessions = "";
   #lastOverview = "";
-  /** Ticks run so far (tests see that nothing runs without subscribers). */
+  /** Ticks run so far. */
   ticks = 0;
+
+  /** Runs one update now (what the timer does); nothing when nobody watches. */
+  tick(): Promise<void> {
+    return this.#tick();
+  }
 
   constructor(options: LiveHubOptions) {
     this.#source = options.source;
     this.#intervalMs = options.intervalMs ?? WebDefaults.liveIntervalMs;
     this.#heartbeatMs = options.heartbeatMs ?? WebDefaults.heartbeatMs;
     this.#onError = options.onError ?? (() => {});
+    this.#every = options.every ?? everyWithTimer;
   }
 
   get subscribers(): number {
@@ -86,20 +102,18 @@ export class LiveHub {
     this.#lastOverview = "";
     this.#changed.clear();
     this.#unlisten = this.#source.onChange((what) => this.#changed.add(what));
-    this.#timer = setInterval(() => void this.#tick(), this.#intervalMs);
-    this.#timer.unref();
-    this.#heartbeat = setInterval(() => {
+    this.#timer = this.#every(() => void this.#tick(), this.#intervalMs);
+    this.#heartbeat = this.#every(() => {
       for (const subscriber of this.#subscribers) subscriber.response.write(": keep-alive\n\n");
     }, this.#heartbeatMs);
-    this.#heartbeat.unref();
     void this.#tick();
   }
 
   #end(): void {
     this.#unlisten?.();
     this.#unlisten = undefined;
-    clearInterval(this.#timer);
-    clearInterval(this.#heartbeat);
+    this.#timer?.();
+    this.#heartbeat?.();
     this.#timer = undefined;
     this.#heartbeat = undefined;
   }

@@ -183,7 +183,9 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
   });
   for (const page of Pages) app.get(page, (_request, reply) => reply.sendFile("index.html"));
 
-  app.get("/api/csrf", async (_request, reply) => ({ token: reply.generateCsrf() }));
+  app.get("/api/csrf", async (request, reply) => ({
+    token: reply.generateCsrf({ userInfo: request.login?.id ?? "login" }),
+  }));
 
   app.post("/login", { onRequest: csrf }, async (request, reply) => {
     const body = request.body as { token?: unknown } | undefined;
