@@ -235,9 +235,30 @@ describe("web console in a real browser", () => {
     await shot("logs");
   });
 
+  it("reset asks first on a shared slot (as /reset does), then removes the container; reap answers", async () => {
+    await page.goto(`${url}/sessions`);
+    await row().first().getByTestId("reset").click();
+    const notice = page.getByTestId("notice");
+    await notice.getByText(/is shared: 1 session known to this gateway/).waitFor();
+    expect((await bot.containers()).filter((c) => c.state === "running")).toHaveLength(1);
+    await notice.getByTestId("confirm-reset").click();
+    await notice.getByText(/Reset: new conversation started, removed the container/).waitFor();
+    expect(await bot.containers()).toEqual([]);
+    await waitFor(() =>
+      expect(harness.logs.join("\n")).toMatch(/"by":"web:[0-9a-f]{8}".*web console: \/reset done/),
+    );
+
+    await page.goto(`${url}/containers`);
+    await page.getByText("No containers.").waitFor();
+    await page.getByTestId("reap").click();
+    await page.getByText("Nothing to reap.").waitFor();
+  });
+
   it("refuses a cross-site form post (Origin) and a same-site one without the CSRF token", async () => {
     await page.goto(`${url}/sessions`);
     const key = (await row().first().getAttribute("data-key")) ?? "";
+    const resets = () => harness.logs.filter((l) => l.includes("web console: reset")).length;
+    const resetsBefore = resets();
     // An attacker's page on another port of the same host: same site for the cookie, another
     // origin for the browser.
     const attacker: Server = createServer((_request, response) => {
@@ -260,7 +281,7 @@ describe("web console in a real browser", () => {
     await waitFor(() =>
       expect(harness.logs.join("\n")).toContain("web console: cross-site request refused"),
     );
-    expect(harness.logs.join("\n")).not.toContain("web console: /reset done");
+    expect(resets()).toBe(resetsBefore);
     // Same origin, with the session cookie, but without the CSRF token: refused too.
     await page.goto(`${url}/sessions`);
     const status = await page.evaluate(async (sessionKey) => {
