@@ -178,12 +178,14 @@ describe("web console in a real browser", () => {
           "echo MEDIA:/workspace/dot.png",
           "echo MEDIA:/root/.ssh/id_rsa",
           "echo MEDIA:/workspace/nope.txt",
+          `printf 'note ${secret.slice(0, 4)}' > /workspace/note.txt`,
+          "echo MEDIA:/workspace/note.txt",
         ].join("; "),
       }),
     );
     await page.goto(`${url}/deliveries`);
     const reply = page.locator("[data-testid=reply]").first();
-    const delivered = reply.locator("[data-testid=file][data-status=delivered]");
+    const delivered = reply.locator("[data-testid=file][data-status=delivered]").first();
     await delivered.waitFor();
     const image = delivered.getByTestId("preview");
     await waitFor(async () =>
@@ -210,6 +212,11 @@ describe("web console in a real browser", () => {
       expect(answer.status(), `preview ${index}`).toBe(404);
     }
     expect((await page.content()).includes(secret)).toBe(false);
+
+    // A text file shows its head, read through the same path.
+    await waitFor(async () =>
+      expect(await reply.getByTestId("text-head").textContent()).toBe(`note ${secret.slice(0, 4)}`),
+    );
 
     const missing = reply.locator("[data-testid=file][data-status=missing]");
     expect(await missing.textContent()).toMatch(/nope\.txt[\s\S]*Tried:.*nope\.txt/);
