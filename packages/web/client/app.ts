@@ -27,8 +27,14 @@ async function csrf(): Promise<string> {
   return csrfToken;
 }
 
+/** Set once the page leaves for the login page: one navigation, whatever noticed first. */
+let leaving = false;
+
 function toLogin(): never {
-  location.assign("/login");
+  if (!leaving) {
+    leaving = true;
+    location.assign("/login");
+  }
   throw new Error("logged out");
 }
 
@@ -82,6 +88,7 @@ function useLive(): Live {
     const events = new EventSource("/api/events");
     events.addEventListener("open", () => setLive((l) => ({ ...l, connected: true })));
     events.addEventListener("error", () => {
+      if (leaving) return;
       setLive((l) => ({ ...l, connected: false }));
       // A stream refused for want of a session: back to the login page.
       void fetch("/api/overview").then((a) => a.status === 401 && toLogin());
@@ -448,7 +455,9 @@ function Shell() {
   const live = useLive();
   const { path } = useLocation();
   const logout = useCallback(async () => {
-    await post("/logout").catch(() => undefined);
+    const request = post("/logout");
+    leaving = true;
+    await request.catch(() => undefined);
     location.assign("/login");
   }, []);
   return html`

@@ -15,6 +15,11 @@ export interface LiveHubOptions {
   readonly intervalMs?: number | undefined;
   readonly heartbeatMs?: number | undefined;
   readonly onError?: ((error: unknown) => void) | undefined;
+  /**
+   * Whether a login session still holds: a stream whose session ended (expired, logged out)
+   * is closed at the next tick. Default: always.
+   */
+  readonly valid?: ((sessionId: string) => boolean) | undefined;
   /** Runs `run` every `ms` until the answered function is called (default an unref'd interval). */
   readonly every?: ((run: () => void, ms: number) => () => void) | undefined;
 }
@@ -41,6 +46,7 @@ export class LiveHub {
   readonly #subscribers = new Set<Subscriber>();
   readonly #changed = new Set<ChangeKind>();
   readonly #every: (run: () => void, ms: number) => () => void;
+  readonly #valid: (sessionId: string) => boolean;
   #unlisten: (() => void) | undefined;
   #timer: (() => void) | undefined;
   #heartbeat: (() => void) | undefined;
@@ -61,6 +67,7 @@ export class LiveHub {
     this.#heartbeatMs = options.heartbeatMs ?? WebDefaults.heartbeatMs;
     this.#onError = options.onError ?? (() => {});
     this.#every = options.every ?? everyWithTimer;
+    this.#valid = options.valid ?? (() => true);
   }
 
   get subscribers(): number {
@@ -122,6 +129,9 @@ export class LiveHub {
     if (this.#ticking || this.#subscribers.size === 0) return;
     this.#ticking = true;
     this.ticks += 1;
+    for (const subscriber of [...this.#subscribers]) {
+      if (!this.#valid(subscriber.sessionId)) subscriber.response.end();
+    }
     try {
       const sessions = JSON.stringify(this.#source.sessions());
       if (sessions !== this.#lastSessions) {

@@ -87,6 +87,7 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
   const live = new LiveHub({
     source,
     intervalMs: options.liveIntervalMs,
+    valid: (sessionId) => sessions.valid(sessionId),
     onError: (error) => log.warn({ err: error }, "web console: live update failed"),
   });
   const app = Fastify({ logger: false, trustProxy: false, bodyLimit: 64 * 1024 });

@@ -73,6 +73,14 @@ export class LoginSessions {
     return session;
   }
 
+  /** Whether the session of `id` is still live, without counting this as a use. */
+  valid(id: string): boolean {
+    const session = this.#sessions.get(id);
+    if (session === undefined) return false;
+    const now = this.#now();
+    return now - session.lastSeenMs <= this.#idleMs && now - session.createdMs <= this.#maxMs;
+  }
+
   end(id: string): void {
     this.#sessions.delete(id);
   }

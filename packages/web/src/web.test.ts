@@ -52,7 +52,9 @@ describe("login sessions", () => {
     now = 400;
     expect(sessions.touch(b.id)).toBeUndefined();
     const c = sessions.create("127.0.0.1");
+    expect(sessions.valid(c.id)).toBe(true);
     sessions.end(c.id);
+    expect(sessions.valid(c.id)).toBe(false);
     expect(sessions.touch(c.id)).toBeUndefined();
     expect(sessions.touch("made-up")).toBeUndefined();
   });
@@ -140,5 +142,23 @@ describe("live updates", () => {
     const ticks = hub.ticks;
     await hub.tick();
     expect(hub.ticks).toBe(ticks);
+  });
+
+  it("closes the stream of a login session that ended", async () => {
+    const { source } = countingSource();
+    let valid = true;
+    const hub = new LiveHub({ source, every: () => () => {}, valid: () => valid });
+    const response = new PassThrough();
+    let ended = false;
+    response.on("finish", () => {
+      ended = true;
+      response.emit("close");
+    });
+    hub.add("s1", response as never);
+    await hub.tick();
+    expect(ended).toBe(false);
+    valid = false;
+    await hub.tick();
+    await waitFor(() => expect([ended, hub.subscribers]).toEqual([true, 0]));
   });
 });
