@@ -1,25 +1,10 @@
-import { lstat, readdir } from "node:fs/promises";
-import { join } from "node:path";
 import type Docker from "dockerode";
 import { boundedCall, type CallBound } from "./bounded-call.js";
 import { profileFilters, toState } from "./containers.js";
 import { type ContainerOwner, LabelKeys } from "./labels.js";
 import { isReapable, ownerIsGone, slotDirOfMounts } from "./reaper.js";
 import { parseDockerTime } from "./timestamps.js";
-import type { ContainerSummary } from "./types.js";
-
-/** One container as the web console shows it (docs/web-console.md). */
-export interface ContainerInventory extends ContainerSummary {
-  /** The slot directory on the host it binds as `/workspace`'s parent (none with tmpfs). */
-  readonly slotDir?: string | undefined;
-  /** Processes running in it (`docker top`), for a running container. */
-  readonly processes?: number | undefined;
-  /**
-   * Why the orphan reaper would remove it, when it would: its gateway process is gone (a
-   * scratch container), or it exited longer ago than the reaper's minimum age.
-   */
-  readonly orphan?: string | undefined;
-}
+import type { ContainerInventory } from "./types.js";
 
 /**
  * This profile's containers of this install, newest first, each with its slot directory,
@@ -80,34 +65,4 @@ export async function inventoryContainers(
     });
   }
   return rows;
-}
-
-/**
- * Bytes a directory tree takes on disk (allocated blocks), links not followed; stops counting
- * after `maxEntries` entries (`complete` false then).
- */
-export async function directoryUsage(
-  dir: string,
-  maxEntries = 100_000,
-): Promise<{ bytes: number; complete: boolean }> {
-  let bytes = 0;
-  let seen = 0;
-  const stack = [dir];
-  while (stack.length > 0) {
-    const current = stack.pop()!;
-    let entries: string[];
-    try {
-      const info = await lstat(current);
-      bytes += info.blocks * 512;
-      if (!info.isDirectory()) continue;
-      entries = await readdir(current);
-    } catch {
-      continue;
-    }
-    for (const name of entries) {
-      if (++seen > maxEntries) return { bytes, complete: false };
-      stack.push(join(current, name));
-    }
-  }
-  return { bytes, complete: true };
 }

@@ -1,7 +1,7 @@
 import { isAbsolute, join } from "node:path";
 import type Docker from "dockerode";
 import { boundedCall, type CallBound, untilAborted } from "./bounded-call.js";
-import { type ContainerInventory, inventoryContainers } from "./container-inventory.js";
+import { inventoryContainers } from "./container-inventory.js";
 import { readInContainer } from "./container-read.js";
 import { destroyContainer, findSlotContainers, toState } from "./containers.js";
 import { Defaults } from "./defaults.js";
@@ -44,6 +44,7 @@ import { withSlotLock } from "./slot-lock.js";
 import { slotPaths } from "./slot-paths.js";
 import type {
   ContainerFile,
+  ContainerInventory,
   ContainerLink,
   ContainerState,
   ContainerSummary,
