@@ -297,7 +297,9 @@ function Containers() {
   const live = useLiveState();
   const [containers, error, refresh] = useFetched<ContainerView[]>(
     "/api/containers",
-    `${live.changed.containers ?? 0}/${live.changed.sessions ?? 0}`,
+    // Asked again when a turn ended (not at every command: each look lists, tops and sizes
+    // every container), or by the Refresh button.
+    `${live.changed.containers ?? 0}/${live.changed.deliveries ?? 0}`,
   );
   const [notice, setNotice] = useState("");
   const reap = async () => {
