@@ -6,6 +6,7 @@
 suite_setup() {
   bash scripts/ensure-docker.sh
   suite_ensure_compose
+  bash scripts/ensure-chromium.sh
   bash scripts/build-sandbox-image.sh mediagate-sandbox:test
   # The image mediagate.example.yaml names: an e2e test runs the example unedited.
   bash scripts/build-sandbox-image.sh mediagate-sandbox:local

@@ -212,6 +212,30 @@ pairingOpts(
     process.exitCode = await pairingRevoke(target, { ...opts, env, redactor }, print).catch(fail);
   });
 
+const web = program
+  .command("web")
+  .description("the web console (docs/web-console.md)")
+  .addHelpText("after", examples([["mediagate web token", "print the console's login token"]]));
+
+web
+  .command("token")
+  .description(
+    "print the web console's login token (made, owner-only, in the root home if there is none yet)",
+  )
+  .option("-c, --config <file>", "config file (its home holds the token)")
+  .addHelpText(
+    "after",
+    examples([
+      ["mediagate web token", "the token of the install at $MEDIAGATE_HOME (or ~/.mediagate)"],
+      ["mediagate web token --config mediagate.yaml", "the token of that file's home"],
+    ]),
+  )
+  .action(async (opts: { config?: string }) => {
+    const { webToken } = await import("./cli/web-token.js");
+    // The one place the token is shown: straight to stdout, never through a log.
+    process.stdout.write(`${await webToken({ config: opts.config, env, redactor }).catch(fail)}\n`);
+  });
+
 /** The "Examples:" section of a command's `--help`: each command line with what it does. */
 function examples(lines: readonly (readonly [string, string])[]): string {
   const width = Math.max(...lines.map(([example]) => example.length));

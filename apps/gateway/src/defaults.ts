@@ -242,6 +242,15 @@ export const Defaults = {
     /** pino-pretty on a terminal: local clock time, no pid/hostname, one line per entry. */
     pretty: { translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname", singleLine: true },
   },
+  /** The web console (docs/web-console.md); the server's own defaults are in @mediagate/web. */
+  web: {
+    /** `web.listen` when `web:` is configured without it: loopback only. */
+    listen: "127.0.0.1:8787",
+    /** Log lines kept in memory for the console's Logs page (and its recent errors). */
+    logLines: 2_000,
+    /** Sessions the console's Sessions page remembers (the least recently active go first). */
+    maxSessions: 1_000,
+  },
   /** `mediagate doctor`'s network probes. */
   probes: {
     /** Each HTTP probe (getMe, /users/@me, /models, the health endpoint) as a whole. */

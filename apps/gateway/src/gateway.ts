@@ -1,4 +1,11 @@
 import { connectDocker, type DockerEngine } from "@mediagate/sandbox";
+import {
+  ensureWebToken,
+  isLoopbackHost,
+  parseListen,
+  startWebConsole,
+  type WebConsole,
+} from "@mediagate/web";
 import type { Agent } from "./agents/types.js";
 import type { SharedTerminal } from "./channels/console-terminal.js";
 import { createChannels } from "./channels/factory.js";
@@ -28,6 +35,7 @@ import { type Logger, silentLogger } from "./log.js";
 import { handleMessage } from "./pipeline/pipeline.js";
 import type { MessageContext, PipelineServices } from "./pipeline/types.js";
 import { accessOf } from "./runtime/access.js";
+import { LiveSessions } from "./runtime/live-sessions.js";
 import { ProfileRuntime } from "./runtime/profile-runtime.js";
 import type { ProgressClock } from "./runtime/progress.js";
 import { SlotRegistry } from "./runtime/slot-registry.js";
@@ -37,6 +45,8 @@ import { buildSessionKey } from "./session/key.js";
 import { TurnQueue } from "./session/queue.js";
 import { GatewayStopping } from "./session/stopping.js";
 import type { StateStore } from "./state/store.js";
+import { createConsoleSource } from "./web/console-source.js";
+import type { LogRing } from "./web/log-ring.js";
 
 /** Defaults of {@link Gateway}. */
 export const GatewayDefaults = {
@@ -96,6 +106,8 @@ export interface GatewayOptions {
    * short `retry_after`, a backoff); tests record it and go on at once.
    */
   readonly retrySleep?: RetrySleep;
+  /** The log lines the web console's Logs page shows (the ring the logger also writes to). */
+  readonly logRing?: LogRing | undefined;
 }
 
 /**
@@ -122,6 +134,7 @@ export class Gateway {
   #journalProblem: string | undefined;
   #engineCheck: { atMs: number; reachable: boolean; detail?: string | undefined } | undefined;
   #health: HealthServer | undefined;
+  #web: WebConsole | undefined;
   #pruneTimer: NodeJS.Timeout | undefined;
   #accepting = false;
   #stopping: Promise<void> | undefined;
@@ -169,6 +182,8 @@ export class Gateway {
       activityIntervalMs: options.activityIntervalMs,
       typingAfterMs: options.typingAfterMs,
       progressClock: options.progressClock,
+      live:
+        config.web === undefined ? undefined : new LiveSessions({ max: Defaults.web.maxSessions }),
     };
     this.warnings = config.profiles
       .filter((p) => p.allowedUsers.length === 0 && p.admins.length === 0)
@@ -241,6 +256,7 @@ export class Gateway {
       this.#health = await startHealthServer(this.config.healthListen, () => this.health());
       this.logger.info({ url: this.#health.url }, "health endpoint listening");
     }
+    await this.#startWeb();
     await this.#prune();
     this.#pruneTimer = setInterval(
       () => void this.#prune(),
@@ -289,6 +305,41 @@ export class Gateway {
     );
   }
 
+  /** The web console's `http://host:port`, while it runs (docs/web-console.md). */
+  get webUrl(): string | undefined {
+    return this.#web?.url;
+  }
+
+  /** Starts the web console when `web:` is configured; a non-loopback address is warned about. */
+  async #startWeb(): Promise<void> {
+    const web = this.config.web;
+    const live = this.#services.live;
+    if (web === undefined || live === undefined) return;
+    const { host } = parseListen(web.listen);
+    if (!isLoopbackHost(host)) {
+      this.logger.warn(
+        { listen: web.listen },
+        "the web console listens on a non-loopback address: anyone who can reach it can try the console token, and it is plain HTTP (the token and the session cookie cross the network unencrypted); put it behind a TLS proxy or keep it on 127.0.0.1",
+      );
+    }
+    this.#web = await startWebConsole({
+      listen: web.listen,
+      token: await ensureWebToken(this.config.home),
+      logger: this.logger,
+      source: createConsoleSource({
+        runtimes: this.runtimes,
+        services: this.#services,
+        live,
+        ring: this.#options.logRing,
+        journal: this.journal,
+        logger: this.logger,
+        health: () => this.health(),
+        channelFor: (profile, platform) => this.#channelFor(profile, platform),
+      }),
+    });
+    this.logger.info({ url: this.#web.url }, "web console listening");
+  }
+
   /** Resolves when every message received so far has been fully handled. */
   async idle(): Promise<void> {
     while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
@@ -324,6 +375,9 @@ export class Gateway {
 
   async #stop(): Promise<void> {
     clearInterval(this.#pruneTimer);
+    await this.#web?.close().catch((error: unknown) => {
+      this.logger.warn({ err: error }, "web console close failed");
+    });
     for (const channel of this.channels) {
       await channel.stop().catch((error: unknown) => {
         this.logger.warn({ err: error, platform: channel.platform }, "channel stop failed");

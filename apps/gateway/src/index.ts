@@ -133,3 +133,4 @@ export type { StateStoreOptions } from "./state/store.js";
 export { StateStore, stateDbPath } from "./state/store.js";
 export type { ChatMessage, ChatToolCall } from "./state/types.js";
 export { isChatMessage } from "./state/types.js";
+export { LogRing } from "./web/log-ring.js";

@@ -81,6 +81,8 @@ export interface LoggerOptions {
    * {@link stderrLogFormat} when the lines go to stderr, `json` to any other destination.
    */
   readonly format?: LogFormat | undefined;
+  /** Also keeps every JSON line here (the web console's Logs page), before any pretty-printing. */
+  readonly ring?: { push(line: string): void } | undefined;
 }
 
 /**
@@ -119,8 +121,19 @@ export function createLogger(options: LoggerOptions = {}): Logger {
         },
       },
     },
-    format === "pretty" ? prettySink(sink) : (sink as DestinationStream),
+    teed(format === "pretty" ? prettySink(sink) : (sink as DestinationStream), options.ring),
   );
+}
+
+/** `sink`, each line also kept in `ring` (as JSON, whatever `sink` makes of it). */
+function teed(sink: DestinationStream, ring: LoggerOptions["ring"]): DestinationStream {
+  if (ring === undefined) return sink;
+  return {
+    write: (line: string) => {
+      ring.push(line);
+      sink.write(line);
+    },
+  };
 }
 
 /**

@@ -1,4 +1,5 @@
 export { Defaults } from "./defaults.js";
+export { directoryUsage } from "./directory-usage.js";
 export type { DockerConnectOptions } from "./engine.js";
 export { connectDocker, DockerEngine } from "./engine.js";
 export type { SandboxLossReason } from "./errors.js";
@@ -35,6 +36,7 @@ export {
 export type {
   BackendKind,
   ContainerFile,
+  ContainerInventory,
   ContainerLink,
   ContainerState,
   ContainerSummary,

@@ -211,7 +211,7 @@ async function slotStillUsed(
 }
 
 /** The slot dir behind a `/workspace` bind, only if it lies directly under a sandbox root. */
-function slotDirOfMounts(
+export function slotDirOfMounts(
   mounts: readonly { Type?: string; Source: string; Destination: string }[] | undefined,
   roots: readonly string[],
 ): string | undefined {

@@ -1,6 +1,7 @@
 import { isAbsolute, join } from "node:path";
 import type Docker from "dockerode";
 import { boundedCall, type CallBound, untilAborted } from "./bounded-call.js";
+import { inventoryContainers } from "./container-inventory.js";
 import { readInContainer } from "./container-read.js";
 import { destroyContainer, findSlotContainers, toState } from "./containers.js";
 import { Defaults } from "./defaults.js";
@@ -43,6 +44,7 @@ import { withSlotLock } from "./slot-lock.js";
 import { slotPaths } from "./slot-paths.js";
 import type {
   ContainerFile,
+  ContainerInventory,
   ContainerLink,
   ContainerState,
   ContainerSummary,
@@ -593,6 +595,24 @@ export class Sandbox {
   async list(): Promise<ContainerSummary[]> {
     return this.#guard("list", "*", () =>
       listProfileContainers(this.#docker, this.#owner, this.#bound),
+    );
+  }
+
+  /**
+   * {@link list} with what the web console shows of each container: its slot directory,
+   * process count, and why the orphan reaper would remove it (the reaper's own rules). Only looks.
+   */
+  async inventory(): Promise<ContainerInventory[]> {
+    const minAgeSeconds = reapAgeSeconds(this.#settings.lifetimeSeconds);
+    return this.#guard("list", "*", () =>
+      inventoryContainers(
+        this.#docker,
+        this.#owner,
+        this.#sandboxRoots,
+        minAgeSeconds,
+        new Date(this.#now()),
+        this.#bound,
+      ),
     );
   }
 

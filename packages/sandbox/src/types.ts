@@ -153,6 +153,19 @@ export interface ContainerSummary {
   readonly finishedAt?: Date | undefined;
 }
 
+/** One container as the web console shows it (docs/web-console.md). */
+export interface ContainerInventory extends ContainerSummary {
+  /** The slot directory on the host it binds as `/workspace`'s parent (none with tmpfs). */
+  readonly slotDir?: string | undefined;
+  /** Processes running in it (`docker top`), for a running container. */
+  readonly processes?: number | undefined;
+  /**
+   * Why the orphan reaper would remove it, when it would: its gateway process is gone (a
+   * scratch container), or it exited longer ago than the reaper's minimum age.
+   */
+  readonly orphan?: string | undefined;
+}
+
 /**
  * A mediagate container made before containers carried their install (no
  * `mediagate.install` label), as `mediagate sandbox ls` notes it.

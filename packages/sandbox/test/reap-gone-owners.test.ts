@@ -75,6 +75,21 @@ describe("reaping the containers of a killed process", () => {
       expect(await pathExists(mine.slotDirectory(slot))).toBe(true);
     }
 
+    // What the web console shows before the reap: the same containers marked, by the same rule.
+    const inventory = await mine.inventory();
+    const byId = new Map(inventory.map((c) => [c.id, c]));
+    for (const slot of sessions) {
+      expect(byId.get(left[slot] as string)).toMatchObject({
+        orphan: "its gateway process is gone",
+        state: "running",
+        slotDir: mine.slotDirectory(slot),
+      });
+      expect(byId.get(left[slot] as string)?.processes).toBeGreaterThan(0);
+    }
+    expect(byId.get(left.default as string)?.orphan).toBeUndefined();
+    expect(byId.get(live.containerId)?.orphan).toBeUndefined();
+    expect(byId.has(foreign[sessions[0] as string] as string)).toBe(false);
+
     const result = await fx.sandbox(Scratch).reapOrphans();
 
     expect(result.failed).toEqual([]);

@@ -6,6 +6,7 @@ import {
   Gateway,
   type GatewayConfig,
   type GatewayOptions,
+  LogRing,
   type ProfileRuntime,
   resolveConfig,
 } from "@mediagate/gateway";
@@ -244,6 +245,8 @@ export class TelegramGatewayHarness {
    * @param options.outboxSchedule replaces the outbox's timers (a long `retry_after`).
    * @param options.retrySleep replaces the wait between send attempts (a short `retry_after`).
    * @param options.settings top-level config keys (e.g. `recovery`).
+   * @param options.web serve the web console on a free loopback port (`gateway.webUrl`), its
+   *   Logs page fed by the test logger.
    */
   static async start(
     prefix: string,
@@ -253,6 +256,7 @@ export class TelegramGatewayHarness {
       readonly outboxSchedule?: GatewayOptions["outboxSchedule"];
       readonly retrySleep?: GatewayOptions["retrySleep"];
       readonly settings?: Readonly<Record<string, unknown>>;
+      readonly web?: boolean;
     } = {},
   ): Promise<TelegramGatewayHarness> {
     const home = await createTempHome(prefix);
@@ -285,7 +289,12 @@ export class TelegramGatewayHarness {
           ...(spec.agent === undefined ? {} : { agent: spec.agent }),
         });
       }
-      const config = resolveConfig({ ...options.settings, home, profiles }, { env: testEnv(home) });
+      const web = options.web === true ? { web: { listen: "127.0.0.1:0" } } : {};
+      const config = resolveConfig(
+        { ...options.settings, ...web, home, profiles },
+        { env: testEnv(home) },
+      );
+      const logRing = options.web === true ? new LogRing(2000) : undefined;
       const logs: string[] = [];
       const secrets = [
         ...fakes.map((f) => f.token),
@@ -295,6 +304,7 @@ export class TelegramGatewayHarness {
         level: "debug",
         secrets,
         destination: { write: (line: string) => void logs.push(line) },
+        ring: logRing,
       });
       const stateClock = manualClock(Date.now());
       const gatewayOptions: GatewayOptions = {
@@ -305,6 +315,7 @@ export class TelegramGatewayHarness {
         typingAfterMs: 0,
         progressClock: manualClock(),
         now: stateClock.now,
+        logRing,
         ...(options.drainTimeoutMs === undefined ? {} : { drainTimeoutMs: options.drainTimeoutMs }),
         ...(options.outboxSchedule === undefined ? {} : { outboxSchedule: options.outboxSchedule }),
         ...(options.retrySleep === undefined ? {} : { retrySleep: options.retrySleep }),

@@ -2,6 +2,7 @@ import { connectDocker, type ImagePullProgress } from "@mediagate/sandbox";
 import { SharedTerminal } from "../channels/console-terminal.js";
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
+import { Defaults } from "../defaults.js";
 import { Gateway } from "../gateway.js";
 import {
   createLogger,
@@ -12,6 +13,7 @@ import {
   stderrSink,
 } from "../log.js";
 import { Redactor } from "../redact.js";
+import { LogRing } from "../web/log-ring.js";
 import { checkHomes, createHomes } from "./homes.js";
 import { checkSandbox } from "./preflight.js";
 import { onStopSignals } from "./stop-signals.js";
@@ -52,7 +54,10 @@ export async function runStart(options: {
   // inside a chat line (docs/operations.md).
   const terminal = consoleOnly ? SharedTerminal.forStdio() : undefined;
   if (terminal !== undefined) stderr = terminal.logSink(stderr);
+  // The web console's Logs page: the last lines, kept only when the console is on.
+  const logRing = config.web === undefined ? undefined : new LogRing(Defaults.web.logLines);
   const logger = createLogger({
+    ring: logRing,
     level: resolveLogLevel({
       fromEnv: options.env.logLevel,
       fromConfig: config.logLevel,
@@ -83,6 +88,7 @@ export async function runStart(options: {
     env: options.env,
     logger,
     engine,
+    logRing,
     onConsoleClose: () => requestStop(),
     consoleTerminal: terminal,
     onFatal: (error) => {
@@ -105,6 +111,8 @@ export async function runStart(options: {
     throw error;
   }
   const platforms = gateway.channels.map((c) => c.platform).join(", ");
+  if (gateway.webUrl !== undefined)
+    say(`web console at ${gateway.webUrl} (log in with the token \`mediagate web token\` prints)`);
   say(
     `serving ${config.profiles.map((p) => p.name).join(", ")} on ${platforms} (home ${config.home})`,
   );

@@ -33,6 +33,7 @@ export const ConfigDefaults = {
     maxTextChunks: Defaults.delivery.maxTextChunks,
   },
   rerunInterrupted: Defaults.rerunInterrupted,
+  webListen: Defaults.web.listen,
   homeDirName: Defaults.homeDirName,
   /** The sandbox package's own defaults, plus the image the gateway builds on first start. */
   sandbox: { ...SandboxDefaults.settings, image: "mediagate-sandbox:local" },

@@ -138,6 +138,8 @@ export function resolveConfig(
     },
     rerunInterrupted: file.recovery?.rerunInterrupted ?? ConfigDefaults.rerunInterrupted,
     healthListen: file.health?.listen,
+    web:
+      file.web === undefined ? undefined : { listen: file.web.listen ?? ConfigDefaults.webListen },
     logLevel: file.log?.level,
   };
   options.redactor?.add(secretsOfConfig(config));

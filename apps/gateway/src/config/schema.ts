@@ -180,6 +180,20 @@ const loopbackListen = z
     error: 'a loopback "host:port", e.g. "127.0.0.1:9464"',
   });
 
+/**
+ * The web console's `host:port` (docs/web-console.md): any host, but one that is not a
+ * loopback address is a choice the gateway warns about at start-up.
+ */
+const webListen = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, {
+    error:
+      'a "host:port", e.g. "127.0.0.1:8787" (loopback; any other address is reachable from the network)',
+  })
+  .refine((value) => Number(value.slice(value.lastIndexOf(":") + 1)) <= 65535, {
+    error: "a port from 0 to 65535",
+  });
+
 const deliverySchema = z.strictObject({
   ambiguousSends: z
     .enum(["at-most-once", "at-least-once"], {
@@ -200,6 +214,7 @@ export const configFileSchema = z.strictObject({
   delivery: deliverySchema.optional(),
   recovery: z.strictObject({ rerunInterrupted: z.boolean().optional() }).optional(),
   health: z.strictObject({ listen: loopbackListen }).optional(),
+  web: z.strictObject({ listen: webListen.optional() }).optional(),
   log: z.strictObject({ level: z.enum(LogLevels).optional() }).optional(),
 });
 

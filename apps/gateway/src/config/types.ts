@@ -179,6 +179,11 @@ export interface GatewayConfig {
   readonly rerunInterrupted: boolean;
   /** The health endpoint's `host:port` (loopback); off when absent. */
   readonly healthListen?: string | undefined;
+  /**
+   * The web console (docs/web-console.md): its `host:port`; off when absent. `web: {}` in the
+   * file means the default, `127.0.0.1:8787`.
+   */
+  readonly web?: { readonly listen: string } | undefined;
   /** `log.level` of the file, when set (`LOG_LEVEL` overrides it: docs/operations.md). */
   readonly logLevel?: LogLevel | undefined;
 }

@@ -416,6 +416,18 @@ export class JournalDatabase {
     if (changes === 0) throw new Error(`no outbox reply ${replyId}`);
   }
 
+  replies(limit: number, id: string | undefined): OutboxRecord[] {
+    const rows =
+      id === undefined
+        ? this.#db
+            .prepare<[number], ReplyRow>(
+              "SELECT * FROM replies ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            )
+            .all(limit)
+        : this.#db.prepare<[string], ReplyRow>("SELECT * FROM replies WHERE id = ?").all(id);
+    return rows.map((row) => this.#replyOf(row));
+  }
+
   takeOverReplies(): OutboxRecord[] {
     return this.#db
       .transaction(() => {

@@ -149,6 +149,11 @@ export class SqliteJournal implements Journal {
     return this.#worker.call("entryState", id);
   }
 
+  /** Recent replies, newest first (or the one with `id`); only reads (the web console). */
+  replies(query: { limit?: number; id?: string }): Promise<OutboxRecord[]> {
+    return this.#worker.call("replies", query.limit ?? 50, query.id);
+  }
+
   release(): Promise<number> {
     return this.#worker.call("release");
   }

@@ -135,6 +135,8 @@ export interface Journal {
   closeReply(replyId: string, state: "delivered" | "given_up", error?: string): Promise<void>;
   /** Pending replies whose owner is gone, taken over by this process, oldest first. */
   takeOverReplies(): Promise<OutboxRecord[]>;
+  /** Recent replies, newest first, or the one with `id`; only reads (the web console). */
+  replies(query: { limit?: number; id?: string }): Promise<OutboxRecord[]>;
   /**
    * At a graceful stop: this process's unfinished entries and pending replies are released,
    * so the next start takes them over even if this process (e.g. a test) keeps running.

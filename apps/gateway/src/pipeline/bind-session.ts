@@ -24,6 +24,7 @@ export const bindSession: Middleware = async (ctx, next) => {
   };
   ctx.session = session;
   ctx.slot = runtime.slotFor(sessionKey);
+  ctx.services.live?.seen(session, ctx.slot);
   ctx.log = ctx.log.child({ sessionKey, messageId: message.messageId });
   return ctx.services.scope.run(session, next);
 };

@@ -112,6 +112,7 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
     stopping = signal;
     const turn = new TurnReport(queuedAtMs);
     ctx.turn = turn;
+    ctx.services.live?.turnStarted(key);
     try {
       if (collected !== undefined) mergeCollected(ctx, collected.close());
       if (interrupting !== undefined) {
@@ -139,6 +140,7 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
       const notice = failure.step === "sendReply" ? DeliveryFailedText : TurnFailedText;
       await reportStepFailure(ctx, failure, notice);
     } finally {
+      ctx.services.live?.turnEnded(key);
       ctx.log.info(turn.fields(), "turn finished");
     }
   });

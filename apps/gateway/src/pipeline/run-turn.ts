@@ -85,7 +85,10 @@ async function agentTurn(
       profile: session.profile,
       sessionKey: session.sessionKey,
       sessionId: session.sessionId,
-      tools: tracked(tools, turn, progress),
+      tools: tracked(tools, turn, (activity) => {
+        progress?.doing(activity);
+        ctx.services.live?.doing(session.sessionKey, activity);
+      }),
       signal,
       attachments: ctx.attachments ?? [],
       readContainerFile: async (path, maxBytes) => {
@@ -152,20 +155,20 @@ async function agentTurn(
 }
 
 /**
- * `tools` with each command's exit code noted in the turn's report, and what runs shown in
- * the turn's status message while it runs.
+ * `tools` with each command's exit code noted in the turn's report, and what runs told to
+ * `doing` while it runs (the turn's status message, the web console).
  */
 function tracked(
   tools: ToolRunner,
   turn: TurnReport | undefined,
-  progress: TurnProgress | undefined,
+  doing: (activity: string | undefined) => void,
 ): ToolRunner {
   const during = async <T>(activity: string, work: () => Promise<T>): Promise<T> => {
-    progress?.doing(activity);
+    doing(activity);
     try {
       return await work();
     } finally {
-      progress?.doing(undefined);
+      doing(undefined);
     }
   };
   return {

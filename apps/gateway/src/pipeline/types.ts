@@ -12,6 +12,7 @@ import type { Outbox } from "../durable/outbox.js";
 import type { Journal } from "../durable/types.js";
 import type { Logger } from "../log.js";
 import type { Access } from "../runtime/access.js";
+import type { LiveSessions } from "../runtime/live-sessions.js";
 import type { ProgressClock } from "../runtime/progress.js";
 import type { SlotRegistry } from "../runtime/slot-registry.js";
 import type { BusySessions } from "../session/busy.js";
@@ -75,6 +76,8 @@ export interface PipelineServices {
   readonly typingAfterMs?: number | undefined;
   /** The clock and timers of turns' status messages; default real time (tests: manual). */
   readonly progressClock?: ProgressClock | undefined;
+  /** What each session's turn does now, for the web console (absent: nobody asks). */
+  readonly live?: LiveSessions | undefined;
 }
 
 /**

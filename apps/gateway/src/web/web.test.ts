@@ -1,0 +1,89 @@
+import { describe, expect, it } from "vitest";
+import { emptyEnv } from "../config/env.js";
+import { resolveConfig } from "../config/load.js";
+import { createLogger } from "../log.js";
+import { LiveSessions } from "../runtime/live-sessions.js";
+import type { SessionContext } from "../session/context.js";
+import { LogRing } from "./log-ring.js";
+
+const env = emptyEnv();
+
+describe("web: config", () => {
+  it("is off by default, and `web: {}` listens on 127.0.0.1:8787", () => {
+    expect(resolveConfig({}, { env }).web).toBeUndefined();
+    expect(resolveConfig({ web: {} }, { env }).web).toEqual({ listen: "127.0.0.1:8787" });
+    expect(resolveConfig({ web: { listen: "0.0.0.0:9000" } }, { env }).web).toEqual({
+      listen: "0.0.0.0:9000",
+    });
+  });
+
+  it("refuses a listen that is not host:port, naming the key", () => {
+    expect(() => resolveConfig({ web: { listen: "8787" } }, { env })).toThrow(/web\.listen/);
+    expect(() => resolveConfig({ web: { listen: "x:70000" } }, { env })).toThrow(/web\.listen/);
+    expect(() => resolveConfig({ web: { port: 1 } }, { env })).toThrow(/port/);
+  });
+});
+
+describe("web: the log ring", () => {
+  it("keeps the logger's last lines, secrets redacted, filtered by level and session", () => {
+    const ring = new LogRing(3);
+    const lines: string[] = [];
+    const logger = createLogger({
+      level: "debug",
+      secrets: ["s3cr3t-value"],
+      destination: { write: (line: string) => void lines.push(line) },
+      ring,
+    });
+    logger.debug("first");
+    logger.info({ sessionKey: "agent:a:telegram:dm:1" }, "turn finished");
+    logger.warn({ sessionKey: "agent:a:telegram:dm:2", detail: "s3cr3t-value" }, "slow");
+    logger.error("broken");
+    expect(lines).toHaveLength(4);
+    expect(ring.query().map((l) => l.msg)).toEqual(["turn finished", "slow", "broken"]);
+    expect(ring.query({ level: "warn" }).map((l) => l.msg)).toEqual(["slow", "broken"]);
+    expect(ring.query({ session: "dm:2" }).map((l) => l.msg)).toEqual(["slow"]);
+    expect(ring.query({ limit: 1 }).map((l) => l.level)).toEqual(["error"]);
+    const slow = ring.query({ session: "dm:2" })[0]!;
+    expect(slow.fields).not.toContain("s3cr3t-value");
+    expect(ring.query({ after: slow.seq }).map((l) => l.msg)).toEqual(["broken"]);
+  });
+});
+
+describe("web: live sessions", () => {
+  const session = (key: string): SessionContext => ({
+    profile: "p",
+    platform: "telegram",
+    chatId: "1",
+    chatType: "dm",
+    userId: "7",
+    userName: "Ada",
+    messageId: "m",
+    sessionKey: key,
+    sessionId: "id",
+  });
+
+  it("tracks a turn and what it runs, counts turns per minute, forgets the least recent past `max`", () => {
+    let now = 1_000;
+    const live = new LiveSessions({ max: 2, now: () => now });
+    const heard: string[] = [];
+    live.listen((what) => heard.push(what));
+    live.seen(session("a"), "profile:p");
+    live.turnStarted("a");
+    live.doing("a", "$ sleep 5");
+    expect(live.get("a")).toMatchObject({
+      turnStartedMs: 1_000,
+      doing: "$ sleep 5",
+      user: "Ada (7)",
+    });
+    now = 2_000;
+    live.turnEnded("a");
+    expect(live.get("a")).toMatchObject({ turnStartedMs: undefined, doing: undefined });
+    expect(live.turnsPerMinute()).toBe(1);
+    now = 70_000;
+    expect(live.turnsPerMinute()).toBe(0);
+    live.seen(session("b"), "s");
+    live.seen(session("c"), "s");
+    expect(live.list().map((s) => s.sessionKey)).toEqual(["c", "b"]);
+    expect(heard).toContain("deliveries");
+  });
+});

@@ -1,0 +1,339 @@
+import { randomBytes } from "node:crypto";
+import type { AddressInfo } from "node:net";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import fastifyCookie from "@fastify/cookie";
+import fastifyCsrf from "@fastify/csrf-protection";
+import fastifyStatic from "@fastify/static";
+import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
+import { WebDefaults } from "./defaults.js";
+import { LiveHub } from "./live.js";
+import { type LoginSession, LoginSessions, sameSecret } from "./sessions.js";
+import type { ConsoleSource } from "./source.js";
+import type { WebActor } from "./types.js";
+
+/** The few log methods the console uses (a pino logger has them). */
+export interface WebLogger {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
+/** Options of {@link startWebConsole}. */
+export interface WebConsoleOptions {
+  /** `host:port` (port 0: any free port). */
+  readonly listen: string;
+  /** The login secret (`mediagate web token`). */
+  readonly token: string;
+  readonly source: ConsoleSource;
+  readonly logger: WebLogger;
+  readonly now?: (() => number) | undefined;
+  /** Live update period while a browser watches (default 1 s). */
+  readonly liveIntervalMs?: number | undefined;
+  /** The built front end (default the package's `dist/public`). */
+  readonly publicDir?: string | undefined;
+}
+
+/** A running web console. */
+export interface WebConsole {
+  /** `http://host:port` it answers on. */
+  readonly url: string;
+  readonly live: LiveHub;
+  close(): Promise<void>;
+}
+
+/** The pages of the console (each serves the app; the app shows the page of its path). */
+export const Pages = ["/", "/sessions", "/containers", "/deliveries", "/logs"] as const;
+
+/** What is served without a login: the login page and what it loads, nothing else. */
+const Public = new Set(["/login", "/api/csrf", "/assets/login.js", "/assets/style.css"]);
+
+/** Whether `host` (as in `listen`) is a loopback address. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, "");
+  return bare === "localhost" || bare === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
+}
+
+/** Splits `host:port` (`[::1]:8787` too). */
+export function parseListen(listen: string): { host: string; port: number } {
+  const at = listen.lastIndexOf(":");
+  const host = listen.slice(0, at).replace(/^\[|\]$/g, "");
+  const port = Number(listen.slice(at + 1));
+  if (at <= 0 || host === "" || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new RangeError(`web.listen must be "host:port", e.g. "127.0.0.1:8787"; got ${listen}`);
+  }
+  return { host, port };
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    login?: LoginSession;
+  }
+}
+
+/**
+ * Starts the web console (docs/web-console.md) on `listen`: fastify, a login with the
+ * operator's secret exchanged for an HttpOnly, SameSite=Strict session cookie, CSRF tokens
+ * (bound to the login session) and an Origin check on every state-changing request, and
+ * nothing but the login page served without a session.
+ */
+export async function startWebConsole(options: WebConsoleOptions): Promise<WebConsole> {
+  const { host, port } = parseListen(options.listen);
+  const loopback = isLoopbackHost(host);
+  const publicDir =
+    options.publicDir ?? join(dirname(fileURLToPath(import.meta.url)), "..", "dist", "public");
+  const sessions = new LoginSessions({ now: options.now });
+  const source = options.source;
+  const log = options.logger;
+  const live = new LiveHub({
+    source,
+    intervalMs: options.liveIntervalMs,
+    valid: (sessionId) => sessions.valid(sessionId),
+    onError: (error) => log.warn({ err: error }, "web console: live update failed"),
+  });
+  const app = Fastify({ logger: false, trustProxy: false, bodyLimit: 64 * 1024 });
+  const cookieSecret = randomBytes(32).toString("hex");
+  await app.register(fastifyCookie, { secret: cookieSecret });
+  await app.register(fastifyCsrf, {
+    sessionPlugin: "@fastify/cookie",
+    cookieKey: WebDefaults.csrfCookie,
+    cookieOpts: { path: "/", httpOnly: true, sameSite: "strict", signed: true },
+    csrfOpts: { hmacKey: cookieSecret, userInfo: true },
+    // The token is bound to the login session (or to the login form before there is one).
+    getUserInfo: (request) => request.login?.id ?? "login",
+    getToken: (request) => {
+      const header = request.headers["x-csrf-token"];
+      return typeof header === "string" ? header : undefined;
+    },
+  });
+  await app.register(fastifyStatic, { root: publicDir, serve: false });
+
+  let port_ = port;
+  const selfOrigins = () =>
+    loopback
+      ? new Set(
+          [host, "127.0.0.1", "localhost", "[::1]"].map(
+            (h) => `${h.includes(":") && !h.startsWith("[") ? `[${h}]` : h}:${port_}`,
+          ),
+        )
+      : undefined;
+
+  // Security headers on every answer; no page may be framed (clickjacking).
+  app.addHook("onSend", async (_request, reply, payload) => {
+    reply.header("x-content-type-options", "nosniff");
+    reply.header("x-frame-options", "DENY");
+    reply.header("referrer-policy", "no-referrer");
+    reply.header("cache-control", "no-store");
+    if (!reply.hasHeader("content-security-policy")) {
+      reply.header(
+        "content-security-policy",
+        "default-src 'self'; img-src 'self' blob:; media-src 'self'; style-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+      );
+    }
+    return payload;
+  });
+
+  app.addHook("onRequest", async (request, reply) => {
+    const path = request.url.split("?")[0] ?? "/";
+    // DNS rebinding: on loopback only the loopback names are answered.
+    const allowedHosts = selfOrigins();
+    if (allowedHosts !== undefined && !allowedHosts.has(request.headers.host ?? "")) {
+      return reply.code(421).type("text/plain").send("unknown host\n");
+    }
+    const login = sessions.touch(request.cookies[WebDefaults.sessionCookie]);
+    if (login !== undefined) request.login = login;
+    if (request.method !== "GET" && request.method !== "HEAD") {
+      if (!sameOrigin(request)) {
+        log.warn(
+          { address: request.ip, origin: request.headers.origin ?? null, path },
+          "web console: cross-site request refused",
+        );
+        return reply.code(403).send({ error: "cross-site request refused" });
+      }
+    }
+    if (login !== undefined || Public.has(path)) return;
+    if (request.method === "GET" && (Pages as readonly string[]).includes(path)) {
+      return reply.redirect("/login", 302);
+    }
+    return reply.code(401).send({ error: "log in first" });
+  });
+
+  /** The request's Origin (or, lacking one, its Referer) is this console. */
+  function sameOrigin(request: FastifyRequest): boolean {
+    const claimed = request.headers.origin ?? request.headers.referer;
+    if (claimed === undefined || claimed === "null") return false;
+    let origin: URL;
+    try {
+      origin = new URL(claimed);
+    } catch {
+      return false;
+    }
+    return origin.protocol === "http:" && origin.host === request.headers.host;
+  }
+
+  const csrf = app.csrfProtection;
+  const actorOf = (request: FastifyRequest): WebActor => ({
+    id: request.login?.actor ?? "web:anonymous",
+    address: request.ip,
+  });
+
+  app.get("/login", (_request, reply) => reply.sendFile("login.html"));
+  app.get("/assets/:file", (request, reply) => {
+    const { file } = request.params as { file: string };
+    if (!/^[a-z-]+\.(js|css)$/.test(file)) return reply.code(404).send({ error: "not found" });
+    return reply.sendFile(file);
+  });
+  for (const page of Pages) app.get(page, (_request, reply) => reply.sendFile("index.html"));
+
+  app.get("/api/csrf", async (request, reply) => ({
+    token: reply.generateCsrf({ userInfo: request.login?.id ?? "login" }),
+  }));
+
+  app.post("/login", { onRequest: csrf }, async (request, reply) => {
+    const body = request.body as { token?: unknown } | undefined;
+    const given = typeof body?.token === "string" ? body.token : "";
+    if (!sameSecret(given, options.token)) {
+      log.warn({ address: request.ip }, "web console: login refused (wrong token)");
+      return reply.code(401).send({ error: "wrong token" });
+    }
+    const login = sessions.create(request.ip);
+    log.info({ by: login.actor, address: request.ip }, "web console: logged in");
+    reply.setCookie(WebDefaults.sessionCookie, login.id, {
+      path: "/",
+      httpOnly: true,
+      sameSite: "strict",
+    });
+    return reply.code(204).send();
+  });
+
+  app.post("/logout", { onRequest: csrf }, async (request, reply) => {
+    const login = request.login;
+    if (login !== undefined) {
+      sessions.end(login.id);
+      live.endSession(login.id);
+      log.info({ by: login.actor, address: request.ip }, "web console: logged out");
+    }
+    reply.clearCookie(WebDefaults.sessionCookie, { path: "/" });
+    return reply.code(204).send();
+  });
+
+  app.get("/api/overview", () => source.overview());
+  app.get("/api/sessions", () => source.sessions());
+  app.get("/api/containers", () => source.containers());
+  app.get("/api/deliveries", () => source.deliveries(WebDefaults.deliveries));
+  app.get("/api/logs", (request) => {
+    const q = request.query as Record<string, string | undefined>;
+    const after = Number(q.after);
+    return source.logs({
+      level: q.level || undefined,
+      session: q.session || undefined,
+      after: Number.isFinite(after) ? after : undefined,
+      limit: WebDefaults.logLimit,
+    });
+  });
+
+  app.get("/api/preview/:reply/:index", async (request, reply) => {
+    const params = request.params as { reply: string; index: string };
+    const head = (request.query as { head?: string }).head === "1";
+    const index = Number(params.index);
+    if (!Number.isSafeInteger(index) || index < 0)
+      return reply.code(404).send({ error: "no such file" });
+    const file = await source.preview(
+      params.reply,
+      index,
+      head ? WebDefaults.textHeadBytes : WebDefaults.previewMaxBytes,
+    );
+    if (file === undefined) return reply.code(404).send({ error: "no such delivered file" });
+    reply.raw.on("close", () => void file.close());
+    const inline = /^(image|audio|video)\//.test(file.mime);
+    const type = file.mime.startsWith("text/")
+      ? "text/plain; charset=utf-8"
+      : inline
+        ? file.mime
+        : "application/octet-stream";
+    // Whatever the file holds, it runs nothing (an SVG's script, an HTML file).
+    reply.header(
+      "content-security-policy",
+      "default-src 'none'; style-src 'unsafe-inline'; sandbox",
+    );
+    if (!inline && !head) reply.header("content-disposition", "attachment");
+    return reply.type(type).send(file.stream);
+  });
+
+  app.get("/api/events", (request, reply) => {
+    const login = request.login!;
+    reply.hijack();
+    reply.raw.writeHead(200, {
+      "content-type": "text/event-stream",
+      "cache-control": "no-store",
+      connection: "keep-alive",
+      "x-content-type-options": "nosniff",
+    });
+    reply.raw.write("retry: 2000\n\n");
+    live.add(login.id, reply.raw);
+  });
+
+  const action = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    name: string,
+    run: (by: WebActor) => Promise<unknown>,
+  ) => {
+    const by = actorOf(request);
+    const body = (request.body ?? {}) as Record<string, unknown>;
+    log.info(
+      { by: by.id, address: by.address, action: name, ...fieldsOf(body) },
+      `web console: ${name}`,
+    );
+    try {
+      return await run(by);
+    } catch (error) {
+      log.warn({ err: error, by: by.id, action: name }, `web console: ${name} failed`);
+      return reply
+        .code(500)
+        .send({ error: error instanceof Error ? error.message : String(error) });
+    }
+  };
+
+  app.post("/api/sessions/stop", { onRequest: csrf }, (request, reply) => {
+    const key = sessionKeyOf(request);
+    if (key === undefined) return reply.code(400).send({ error: "name a sessionKey" });
+    return action(request, reply, "stop", async (by) => ({ text: await source.stopTurn(key, by) }));
+  });
+  app.post("/api/slots/reset", { onRequest: csrf }, (request, reply) => {
+    const key = sessionKeyOf(request);
+    if (key === undefined) return reply.code(400).send({ error: "name a sessionKey" });
+    const confirm = (request.body as { confirm?: unknown }).confirm === true;
+    return action(request, reply, "reset", (by) => source.resetSlot(key, confirm, by));
+  });
+  app.post("/api/orphans/reap", { onRequest: csrf }, (request, reply) =>
+    action(request, reply, "reap", async (by) => ({ text: await source.reapOrphans(by) })),
+  );
+
+  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: "not found" }));
+
+  await app.listen({ host, port });
+  const address = app.server.address() as AddressInfo;
+  port_ = address.port;
+  const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${shownHost}:${address.port}`,
+    live,
+    close: async () => {
+      live.close();
+      await app.close();
+    },
+  };
+}
+
+function sessionKeyOf(request: FastifyRequest): string | undefined {
+  const key = (request.body as { sessionKey?: unknown } | undefined)?.sessionKey;
+  return typeof key === "string" && key !== "" && key.length <= 1024 ? key : undefined;
+}
+
+/** The loggable fields of an action's body (its session key and confirmation). */
+function fieldsOf(body: Record<string, unknown>): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  if (typeof body.sessionKey === "string") fields.sessionKey = body.sessionKey;
+  if (typeof body.confirm === "boolean") fields.confirm = body.confirm;
+  return fields;
+}

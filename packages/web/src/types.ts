@@ -1,0 +1,152 @@
+/**
+ * What the web console shows and does, as the gateway hands it over. The console never reaches
+ * into the gateway: it asks a {@link ConsoleSource}, and every action goes through the
+ * source, which takes the same code paths as the chat and CLI commands.
+ */
+
+/** One channel's state, as its health reports it. */
+export interface ChannelView {
+  readonly platform: string;
+  readonly profile: string;
+  /** `up`, `starting`, `retrying`, `failed`, `stopped`… as the channel reports it. */
+  readonly state: string;
+  /** Whether the console shows it as alive (`up`). */
+  readonly alive: boolean;
+  readonly sinceMs: number;
+  readonly lastOkMs?: number | undefined;
+  readonly detail?: string | undefined;
+}
+
+/** A recent warning or error of the log. */
+export interface ErrorView {
+  readonly timeMs: number;
+  readonly level: string;
+  readonly msg: string;
+  readonly sessionKey?: string | undefined;
+}
+
+/** The overview page. */
+export interface OverviewView {
+  readonly status: string;
+  readonly channels: readonly ChannelView[];
+  readonly engine: { readonly reachable: boolean; readonly detail?: string | undefined };
+  readonly journal: { readonly writable: boolean; readonly detail?: string | undefined };
+  readonly queue: { readonly running: number; readonly queued: number };
+  readonly outbox: { readonly scheduled: number };
+  /** Turns that ended in the last minute. */
+  readonly turnsPerMinute: number;
+  readonly recentErrors: readonly ErrorView[];
+}
+
+/** One session this process has seen. */
+export interface SessionView {
+  readonly sessionKey: string;
+  readonly profile: string;
+  readonly platform: string;
+  readonly chat: string;
+  readonly user: string;
+  readonly slot: string;
+  readonly lastActivityMs: number;
+  /** `running`, `queued` or `idle`. */
+  readonly state: "running" | "queued" | "idle";
+  readonly queued: number;
+  /** When its running turn started (epoch ms). */
+  readonly turnStartedMs?: number | undefined;
+  /** What the running turn does now: `$ command`, `reading /path`, … */
+  readonly doing?: string | undefined;
+}
+
+/** One container of a profile. */
+export interface ContainerView {
+  readonly id: string;
+  readonly profile: string;
+  readonly slot: string;
+  readonly state: string;
+  readonly image: string;
+  readonly createdMs: number;
+  /** Bytes under the slot directory on the host; absent when it has none (tmpfs) or failed. */
+  readonly diskBytes?: number | undefined;
+  /** Processes in the container (running ones only). */
+  readonly processes?: number | undefined;
+  /** Its gateway process is gone (a scratch container) or it exited long ago: the reaper takes it. */
+  readonly orphan: boolean;
+  readonly orphanReason?: string | undefined;
+}
+
+/** One file of a reply, as planned. */
+export type FileView =
+  | {
+      readonly status: "delivered" | "pending" | "failed";
+      readonly index: number;
+      readonly name: string;
+      readonly kind: string;
+      readonly mime: string;
+      readonly size: number;
+    }
+  | { readonly status: "withheld"; readonly index: number; readonly reason: string }
+  | {
+      readonly status: "missing";
+      readonly index: number;
+      readonly path: string;
+      readonly tried: readonly string[];
+    }
+  | {
+      readonly status: "too_large";
+      readonly index: number;
+      readonly path: string;
+      readonly size: number;
+      readonly limit: number;
+    };
+
+/** One reply of the outbox. */
+export interface DeliveryView {
+  readonly id: string;
+  readonly profile: string;
+  readonly platform: string;
+  readonly sessionKey: string;
+  readonly createdMs: number;
+  /** `pending`, `delivered` or `given_up`. */
+  readonly state: string;
+  readonly attempts: number;
+  readonly lastError?: string | undefined;
+  /** The reply's text as planned (tags removed), cut to a few hundred characters. */
+  readonly text: string;
+  readonly files: readonly FileView[];
+}
+
+/** One structured log line kept in memory. */
+export interface LogView {
+  readonly seq: number;
+  readonly timeMs: number;
+  readonly level: string;
+  readonly msg: string;
+  readonly sessionKey?: string | undefined;
+  /** The line's other fields, as JSON (secrets already redacted by the logger). */
+  readonly fields: string;
+}
+
+/** Which log lines to answer. */
+export interface LogQuery {
+  /** The least severe level to include (default `trace`: all). */
+  readonly level?: string | undefined;
+  /** Only lines of this session (a substring of the session key). */
+  readonly session?: string | undefined;
+  /** Only lines after this sequence number. */
+  readonly after?: number | undefined;
+  readonly limit?: number | undefined;
+}
+
+/** Who did something in the console (logged with every action). */
+export interface WebActor {
+  /** `web:<short session id>`. */
+  readonly id: string;
+  readonly address: string;
+}
+
+/** What `/reset` from the console answered. */
+export type ResetAnswer =
+  | { readonly status: "needs_confirm"; readonly text: string }
+  | { readonly status: "done"; readonly text: string };
+
+/** What changed. */
+export type ChangeKind = "sessions" | "deliveries" | "logs" | "containers";
