@@ -207,4 +207,38 @@ describe("Discord guild channels: mentioned, a reply to the bot, or a configured
     await gateway.idle();
     expect(contents(open, before)).toEqual(["configured"]);
   });
+
+  it("answers a message that is only its mention as /help, as on Telegram", async () => {
+    const quiet = fake.guild.channels[0]!.id;
+    const from = fake.messagesIn(quiet).length;
+    fake.sendGuildMessage(quiet, { content: "", mentionBot: true, authorId: Member });
+    await fake.waitForCall(() => fake.messagesIn(quiet).length > from);
+    await gateway.idle();
+    const [help, ...rest] = contents(quiet, from);
+    expect(rest).toEqual([]);
+    expect(help).toContain(`profile "${harness.profile}" (shell agent)`);
+    expect(help).toContain("/help — this text");
+  });
+
+  it("answers the gateway's own commands typed bare, but no other bare command or /approve", async () => {
+    const quiet = fake.guild.channels[0]!.id;
+    let from = fake.messagesIn(quiet).length;
+    // Not addressed: a turn for either would answer before the one after (one session, in order).
+    fake.sendGuildMessage(quiet, { content: "/uptime", authorId: Member });
+    fake.sendGuildMessage(quiet, { content: "/approve ABCD", authorId: Member });
+    fake.sendGuildMessage(quiet, { content: "echo after", mentionBot: true, authorId: Member });
+    await fake.waitForCall(() => fake.messagesIn(quiet).length > from);
+    await gateway.idle();
+    expect(contents(quiet, from)).toEqual(["after"]);
+
+    from = fake.messagesIn(quiet).length;
+    fake.sendGuildMessage(quiet, { content: "/help", authorId: Member });
+    await fake.waitForCall(() => fake.messagesIn(quiet).length > from);
+    fake.sendGuildMessage(quiet, { content: "/start", authorId: Member });
+    await fake.waitForCall(() => fake.messagesIn(quiet).length > from + 1);
+    await gateway.idle();
+    const answers = contents(quiet, from);
+    expect(answers).toHaveLength(2);
+    for (const answer of answers) expect(answer).toContain("/help — this text");
+  });
 });
