@@ -11,6 +11,27 @@ export interface InboundRules {
   readonly channelIds: ReadonlySet<string>;
   /** Threads the bot has posted in during this process: it keeps answering there. */
   readonly answeredThreads: ReadonlySet<string>;
+  /**
+   * `discord.allowedChannels`: the guild channels the bot answers in at all (their threads
+   * too, and the `channelIds` besides); absent: every channel. DMs are not affected.
+   */
+  readonly allowedChannelIds?: ReadonlySet<string> | undefined;
+}
+
+/**
+ * Whether the bot answers in this guild channel, or in a thread of it (`parentId`), at all
+ * (`discord.allowedChannels`, docs/sessions.md "Groups"); messages and slash commands alike.
+ */
+export function channelAllowed(
+  rules: Pick<InboundRules, "channelIds" | "allowedChannelIds">,
+  channelId: string,
+  parentId?: string | null,
+): boolean {
+  const allowed = rules.allowedChannelIds;
+  if (allowed === undefined) return true;
+  return [channelId, parentId].some(
+    (id) => id != null && (allowed.has(id) || rules.channelIds.has(id)),
+  );
 }
 
 /** Removes `<@id>` / `<@!id>` mentions of the bot and the whitespace they leave at the edges. */
@@ -23,6 +44,8 @@ export function stripMention(text: string, botUserId: string): string {
  * answer it (docs/sessions.md keys follow from chatType/chatId/threadId):
  *
  * - DM → `dm`, chatId = the DM channel id. Always answered.
+ * - With `allowedChannelIds`, a guild channel outside it (and `channelIds`), or a thread whose
+ *   own id and parent are both outside, is never answered (see {@link channelAllowed}).
  * - Guild text channel → `group`, chatId = the channel id. Answered when addressed (the bot is
  *   mentioned, the message replies to one of the bot's, or it is one of the gateway's own
  *   commands typed bare, `/approve` excepted) or the channel is configured.
@@ -72,6 +95,9 @@ export function toInboundMessage(
   const { channel } = message;
   if (!message.inGuild()) {
     return { ...base, chatType: "dm", chatId: message.channelId, chatName: base.userName };
+  }
+  if (!channelAllowed(rules, channel.id, channel.isThread() ? channel.parentId : undefined)) {
+    return undefined;
   }
   if (channel.isThread()) {
     const parentId = channel.parentId ?? channel.id;
