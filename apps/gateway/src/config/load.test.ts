@@ -322,6 +322,17 @@ describe("resolveConfig", () => {
     ).toContain("a chat id: digits, negative for a group");
   });
 
+  it("reads delivery.maxTextChunks (default 4) and refuses one below 1", () => {
+    expect(resolveConfig({}, { env }).delivery.maxTextChunks).toBe(4);
+    expect(resolveConfig({ delivery: { maxTextChunks: 2 } }, { env }).delivery).toMatchObject({
+      maxTextChunks: 2,
+      maxAttempts: 8,
+    });
+    expect(errorOf({ delivery: { maxTextChunks: 0 } }).message).toBe(
+      "invalid config /etc/mediagate.yaml: delivery.maxTextChunks: got a number (not shown), expected a number > 0",
+    );
+  });
+
   it("reads discord.allowedChannels (absent: every channel) and refuses an unquoted id", () => {
     const discord = (block: Record<string, unknown>) =>
       resolveConfig({ profiles: [{ name: "default", discord: { token: "d", ...block } }] }, { env })
