@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FakeDiscord } from "../fakes/discord/index.js";
 import type { FakeTelegram } from "../fakes/telegram/index.js";
 import { DiscordGatewayHarness } from "./harness/discord-gateway.js";
+import { waitUntil } from "./harness/gateway-home.js";
 import { type TelegramBot, TelegramGatewayHarness } from "./harness/telegram-gateway.js";
 
 /**
@@ -206,5 +207,103 @@ describe("Discord guild channels: mentioned, a reply to the bot, or a configured
     await fake.waitForCall(() => fake.messagesIn(open).length > before);
     await gateway.idle();
     expect(contents(open, before)).toEqual(["configured"]);
+  });
+
+  it("answers a message that is only its mention as /help, as on Telegram", async () => {
+    const quiet = fake.guild.channels[0]!.id;
+    const from = fake.messagesIn(quiet).length;
+    fake.sendGuildMessage(quiet, { content: "", mentionBot: true, authorId: Member });
+    await fake.waitForCall(() => fake.messagesIn(quiet).length > from);
+    await gateway.idle();
+    const [help, ...rest] = contents(quiet, from);
+    expect(rest).toEqual([]);
+    expect(help).toContain(`profile "${harness.profile}" (shell agent)`);
+    expect(help).toContain("/help — this text");
+  });
+
+  it("answers the gateway's own commands typed bare, but no other bare command or /approve", async () => {
+    const quiet = fake.guild.channels[0]!.id;
+    let from = fake.messagesIn(quiet).length;
+    // Not addressed: a turn for either would answer before the one after (one session, in order).
+    fake.sendGuildMessage(quiet, { content: "/uptime", authorId: Member });
+    fake.sendGuildMessage(quiet, { content: "/approve ABCD", authorId: Member });
+    fake.sendGuildMessage(quiet, { content: "echo after", mentionBot: true, authorId: Member });
+    await fake.waitForCall(() => fake.messagesIn(quiet).length > from);
+    await gateway.idle();
+    expect(contents(quiet, from)).toEqual(["after"]);
+
+    from = fake.messagesIn(quiet).length;
+    fake.sendGuildMessage(quiet, { content: "/help", authorId: Member });
+    await fake.waitForCall(() => fake.messagesIn(quiet).length > from);
+    fake.sendGuildMessage(quiet, { content: "/start", authorId: Member });
+    await fake.waitForCall(() => fake.messagesIn(quiet).length > from + 1);
+    await gateway.idle();
+    const answers = contents(quiet, from);
+    expect(answers).toHaveLength(2);
+    for (const answer of answers) expect(answer).toContain("/help — this text");
+  });
+});
+
+describe("Discord allowedChannels: the only guild channels answered (their threads too), DMs as ever", () => {
+  const Token = "discord-allowed-e2e-token-Hq4c";
+  const Member = "320000000000000003";
+  let harness: DiscordGatewayHarness;
+  let fake: FakeDiscord;
+
+  beforeAll(async () => {
+    harness = await DiscordGatewayHarness.start("e2e-dallow", Token, {
+      profile: { allowedUsers: [`discord:${Member}`] },
+      discord: (discord) => ({ allowedChannels: [discord.guild.channels[0]!.id] }),
+    });
+    ({ fake } = harness);
+    await waitUntil(() => fake.interactions.commands().length > 0, "the commands registered");
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+  });
+
+  /** Whether the channel ever took a message from the chat with this chat id. */
+  const tookIn = (chatId: string) =>
+    harness.logs.some((line) => line.includes('"message in"') && line.includes(chatId));
+
+  it("ignores a mention outside the list, answers one in a listed channel, its thread and a DM", async () => {
+    const [allowed, outside] = fake.guild.channels.map((c) => c.id) as [string, string];
+    const thread = fake.guild.threads[0]!.id;
+    const dm = fake.world.dmChannel(Member);
+    fake.sendGuildMessage(outside, { content: "echo outside", mentionBot: true, authorId: Member });
+    fake.sendGuildMessage(outside, { content: "/help", authorId: Member });
+    fake.sendGuildMessage(allowed, { content: "echo inside", mentionBot: true, authorId: Member });
+    fake.sendThreadMessage(thread, { content: "echo thread", mentionBot: true, authorId: Member });
+    fake.sendDirectMessage({ content: "echo direct", authorId: Member });
+    await fake.waitForCall(
+      () =>
+        fake.messagesIn(allowed).length > 0 &&
+        fake.messagesIn(thread).length > 0 &&
+        fake.messagesIn(dm).length > 0,
+    );
+    await harness.gateway.idle();
+    expect(fake.messagesIn(allowed).map((m) => m.content)).toEqual(["inside"]);
+    expect(fake.messagesIn(thread).map((m) => m.content)).toEqual(["thread"]);
+    expect(fake.messagesIn(dm).map((m) => m.content)).toEqual(["direct"]);
+    // Dropped on arrival (the events come in order, so both were seen before the later ones).
+    expect(tookIn(allowed)).toBe(true);
+    expect(tookIn(outside)).toBe(false);
+    expect(fake.messagesIn(outside)).toEqual([]);
+  });
+
+  it("answers a slash command outside the list ephemerally that it does not answer there", async () => {
+    const [allowed, outside] = fake.guild.channels.map((c) => c.id) as [string, string];
+    const refused = fake.sendSlashCommand({ name: "help", channelId: outside, authorId: Member });
+    await waitUntil(() => (refused.original?.content ?? "") !== "", "the refusal");
+    expect(refused.original).toMatchObject({
+      content: "This bot does not answer in this channel.",
+      flags: 64,
+    });
+    const help = fake.sendSlashCommand({ name: "help", channelId: allowed, authorId: Member });
+    await waitUntil(() => (help.original?.content ?? "") !== "", "the help");
+    expect(help.original!.content).toContain("/help — this text");
+    await harness.gateway.idle();
+    expect(fake.messagesIn(outside)).toEqual([]);
   });
 });

@@ -81,4 +81,17 @@ describe("console channel against the real Docker engine", () => {
     expect(out).toContain(`Session: agent:${profile}:console:dm:local`);
     expect(out).toMatch(/Container: [0-9a-f]{12} \(running\)/);
   });
+
+  it("answers /start and /help itself, listing the admin commands for the local user", async () => {
+    for (const command of ["/start", "/help"]) {
+      const out = await type(command, /\/reset — /);
+      expect(out).toContain(`profile "${profile}" (shell agent)`);
+      expect(out).toContain("Commands (you are an admin):");
+      for (const admin of ["/status — ", "/stop — ", "/stop all — ", "/reset — "]) {
+        expect(out).toContain(`  ${admin}`);
+      }
+      // The gateway answered, not the shell (which knows no /start).
+      expect(out).not.toContain("not found");
+    }
+  });
 });

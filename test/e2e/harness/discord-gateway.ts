@@ -11,7 +11,8 @@ import {
 /**
  * One in-process gateway with one Discord profile against its own Discord fake, started in a
  * fresh home: the set-up of the Discord end-to-end files. `profile` adds to (or overrides) the
- * profile's fields; `discord` adds to its `discord` block (token and `apiRoot` are the fake's).
+ * profile's fields; `discord` adds to its `discord` block (token and `apiRoot` are the fake's);
+ * `config` adds top-level keys.
  */
 export class DiscordGatewayHarness {
   private constructor(
@@ -29,6 +30,8 @@ export class DiscordGatewayHarness {
     fields: {
       readonly profile?: Readonly<Record<string, unknown>>;
       readonly discord?: (fake: FakeDiscord) => Readonly<Record<string, unknown>>;
+      /** Top-level config keys besides `home` and `profiles` (`delivery`, …). */
+      readonly config?: Readonly<Record<string, unknown>>;
       /** Runs after the fake started, before the gateway does (e.g. to inject failures). */
       readonly beforeStart?: (fake: FakeDiscord) => void;
       /** Further options of the gateway (a progress clock, …). */
@@ -42,6 +45,7 @@ export class DiscordGatewayHarness {
     try {
       const config = resolveConfig(
         {
+          ...fields.config,
           home,
           profiles: [
             {

@@ -63,7 +63,10 @@ export function createChannels(
           gatewayUrl: profile.discord.gatewayUrl,
           profile: profile.name,
           logger: logger.child({ platform: "discord" }),
-          respondIn: { channelIds: profile.discord.channels },
+          respondIn: {
+            channelIds: profile.discord.channels,
+            allowedChannelIds: profile.discord.allowedChannels,
+          },
           limits: { maxBytes: profile.discord.uploadMaxBytes },
           catchUpMaxMessages: profile.discord.catchUpMaxMessages,
           commands: { register: profile.discord.commands.register },

@@ -52,3 +52,13 @@ export function parseCommand(text: string): Command | undefined {
   if (arg !== undefined) return undefined;
   return { name: "status" };
 }
+
+/**
+ * A gateway command sent bare (no mention, no `@bot`) in a group or guild channel counts as
+ * addressed to the bot (docs/sessions.md, "Groups"); `/approve` does not (it was an ordinary
+ * message before pairing, and still is in an allowlist profile): `/approve@bot CODE`.
+ */
+export function isBareGroupCommand(text: string): boolean {
+  const command = parseCommand(text);
+  return command !== undefined && command.name !== "approve";
+}

@@ -69,6 +69,15 @@ describe("mediagate.example.yaml", () => {
       "profiles[2].telegram.token ${LOCAL_TELEGRAM_BOT_TOKEN}",
     ]);
   });
+
+  it("shows delivery's defaults in its commented line: uncommented, it changes nothing", async () => {
+    const text = await readFile(ExampleFile, "utf8");
+    const line = /^# (delivery: .*)$/m.exec(text)?.[1];
+    expect(line).toContain("maxTextChunks: 4");
+    const env = readEnv({ HOME: "/h" });
+    const shown = resolveConfig(parseYaml(line ?? "", "example"), { env });
+    expect(shown.delivery).toEqual(resolveConfig({}, { env }).delivery);
+  });
 });
 
 describe("README.md", () => {

@@ -322,6 +322,37 @@ describe("resolveConfig", () => {
     ).toContain("a chat id: digits, negative for a group");
   });
 
+  it("reads delivery.maxTextChunks (default 4) and refuses one below 1", () => {
+    expect(resolveConfig({}, { env }).delivery.maxTextChunks).toBe(4);
+    expect(resolveConfig({ delivery: { maxTextChunks: 2 } }, { env }).delivery).toMatchObject({
+      maxTextChunks: 2,
+      maxAttempts: 8,
+    });
+    expect(errorOf({ delivery: { maxTextChunks: 0 } }).message).toBe(
+      "invalid config /etc/mediagate.yaml: delivery.maxTextChunks: got a number (not shown), expected a number > 0",
+    );
+  });
+
+  it("reads discord.allowedChannels (absent: every channel) and refuses an unquoted id", () => {
+    const discord = (block: Record<string, unknown>) =>
+      resolveConfig({ profiles: [{ name: "default", discord: { token: "d", ...block } }] }, { env })
+        .profiles[0]?.discord;
+    expect(discord({})?.allowedChannels).toBeUndefined();
+    expect(discord({ allowedChannels: ["123456789012345678"] })?.allowedChannels).toEqual([
+      "123456789012345678",
+    ]);
+    // A YAML number of 18 digits is already rounded: ids are strings.
+    const bad = (id: unknown) =>
+      errorOf({ profiles: [{ name: "default", discord: { token: "d", allowedChannels: [id] } }] })
+        .message;
+    expect(bad(123456789012345680)).toContain(
+      "discord.allowedChannels[0]: got a number (not shown), expected a string",
+    );
+    expect(bad("#general")).toContain(
+      'expected a channel id in quotes (e.g. "123456789012345678")',
+    );
+  });
+
   it("uses the allowlist by default, takes pairing with its limits, and names a bad mode", () => {
     const [defaults] = resolveConfig({}, { env }).profiles;
     expect(defaults?.access).toBe("allowlist");

@@ -43,11 +43,14 @@ const telegramSchema = z.strictObject({
     .optional(),
 });
 
+/** Discord ids pass 2^53: as YAML numbers they would be rounded, so they are strings. */
+const DiscordChannelIdError = 'a channel id in quotes (e.g. "123456789012345678")';
 const discordSchema = z.strictObject({
   token: z.string().min(1, { error: "a non-empty bot token" }).optional(),
   apiRoot: url.optional(),
   gatewayUrl: url.optional(),
   channels: z.array(z.string().regex(/^\d+$/, { error: "a channel id (digits)" })).optional(),
+  allowedChannels: z.array(z.string().regex(/^\d+$/, { error: DiscordChannelIdError })).optional(),
   uploadMaxBytes: positiveInt.optional(),
   downloadMaxBytes: positiveInt.optional(),
   catchUpMaxMessages: z

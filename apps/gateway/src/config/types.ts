@@ -45,6 +45,11 @@ export interface DiscordSettings {
   readonly apiRoot?: string | undefined;
   readonly gatewayUrl?: string | undefined;
   readonly channels: readonly string[];
+  /**
+   * The only guild channels answered (their threads, and `channels`, too); absent: every
+   * channel of every guild. DMs are not affected.
+   */
+  readonly allowedChannels?: readonly string[] | undefined;
   readonly uploadMaxBytes?: number | undefined;
   /** Largest attachment a user may send that is saved (default 25 MiB). */
   readonly downloadMaxBytes?: number | undefined;

@@ -37,7 +37,7 @@ import {
 import { deliverReply } from "./deliver-reply.js";
 import { describeError, toRequestError } from "./errors.js";
 import { HealthMonitor } from "./health.js";
-import { toInboundMessage } from "./inbound.js";
+import { channelAllowed, toInboundMessage } from "./inbound.js";
 import { InboundQueues, type InboundRetryOptions, type Sleep } from "./inbound-queue.js";
 import { flatLimits, uploadLimitFor } from "./limits.js";
 import { DiscordOutbox, type DiscordRetryOptions } from "./outbox.js";
@@ -56,8 +56,17 @@ export interface DiscordChannelOptions {
   readonly gatewayUrl?: string | undefined;
   readonly profile: string;
   readonly logger: Logger;
-  /** Guild channels answered without a mention (their threads too). */
-  readonly respondIn?: { readonly channelIds?: readonly string[] | undefined } | undefined;
+  /**
+   * Guild channels answered without a mention (`channelIds`, their threads too), and the only
+   * guild channels answered at all when `allowedChannelIds` is set (`discord.allowedChannels`;
+   * their threads and the `channelIds` too). DMs are answered either way.
+   */
+  readonly respondIn?:
+    | {
+        readonly channelIds?: readonly string[] | undefined;
+        readonly allowedChannelIds?: readonly string[] | undefined;
+      }
+    | undefined;
   /** `maxBytes` replaces the upload limit everywhere (see `uploadLimitFor`). */
   readonly limits?: { readonly maxBytes?: number | undefined } | undefined;
   readonly retry?: DiscordRetryOptions | undefined;
@@ -136,6 +145,7 @@ export class DiscordChannel implements ChannelAdapter {
   readonly #log: Logger;
   readonly profile: string;
   readonly #channelIds: ReadonlySet<string>;
+  readonly #allowedChannelIds: ReadonlySet<string> | undefined;
   readonly #configuredMaxBytes: number | undefined;
   readonly #answeredThreads = new Set<string>();
   readonly #health: HealthMonitor;
@@ -168,6 +178,8 @@ export class DiscordChannel implements ChannelAdapter {
     this.profile = options.profile;
     this.#log = options.logger.child({ channel: "discord", profile: options.profile });
     this.#channelIds = new Set(options.respondIn?.channelIds ?? []);
+    const allowed = options.respondIn?.allowedChannelIds;
+    this.#allowedChannelIds = allowed === undefined ? undefined : new Set(allowed);
     const maxBytes = options.limits?.maxBytes;
     if (maxBytes !== undefined && (!Number.isSafeInteger(maxBytes) || maxBytes <= 0)) {
       throw new RangeError(
@@ -428,6 +440,16 @@ export class DiscordChannel implements ChannelAdapter {
       await this.#replyOnce(interaction, "This command is not known to this bot (any more).");
       return;
     }
+    const rules = { channelIds: this.#channelIds, allowedChannelIds: this.#allowedChannelIds };
+    if (inbound.chatType === "group" && !channelAllowed(rules, inbound.chatId, inbound.threadId)) {
+      // Outside discord.allowedChannels: the bot keeps out, but an interaction must be answered.
+      this.#log.debug(
+        { command: interaction.commandName },
+        "slash command outside allowedChannels",
+      );
+      await this.#replyOnce(interaction, "This bot does not answer in this channel.");
+      return;
+    }
     this.#log.debug(
       { command: inbound.text, chatType: inbound.chatType, chatId: inbound.chatId },
       "slash command in",
@@ -462,6 +484,7 @@ export class DiscordChannel implements ChannelAdapter {
       botUserId,
       channelIds: this.#channelIds,
       answeredThreads: this.#answeredThreads,
+      allowedChannelIds: this.#allowedChannelIds,
     });
   }
 

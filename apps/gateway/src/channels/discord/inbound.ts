@@ -1,4 +1,5 @@
 import { type Message, MessageType } from "discord.js";
+import { isBareGroupCommand } from "../../commands/parse.js";
 import type { InboundMessage } from "../types.js";
 import { inboundAttachmentsOf } from "./attachments.js";
 
@@ -10,6 +11,27 @@ export interface InboundRules {
   readonly channelIds: ReadonlySet<string>;
   /** Threads the bot has posted in during this process: it keeps answering there. */
   readonly answeredThreads: ReadonlySet<string>;
+  /**
+   * `discord.allowedChannels`: the guild channels the bot answers in at all (their threads
+   * too, and the `channelIds` besides); absent: every channel. DMs are not affected.
+   */
+  readonly allowedChannelIds?: ReadonlySet<string> | undefined;
+}
+
+/**
+ * Whether the bot answers in this guild channel, or in a thread of it (`parentId`), at all
+ * (`discord.allowedChannels`, docs/sessions.md "Groups"); messages and slash commands alike.
+ */
+export function channelAllowed(
+  rules: Pick<InboundRules, "channelIds" | "allowedChannelIds">,
+  channelId: string,
+  parentId?: string | null,
+): boolean {
+  const allowed = rules.allowedChannelIds;
+  if (allowed === undefined) return true;
+  return [channelId, parentId].some(
+    (id) => id != null && (allowed.has(id) || rules.channelIds.has(id)),
+  );
 }
 
 /** Removes `<@id>` / `<@!id>` mentions of the bot and the whitespace they leave at the edges. */
@@ -22,17 +44,21 @@ export function stripMention(text: string, botUserId: string): string {
  * answer it (docs/sessions.md keys follow from chatType/chatId/threadId):
  *
  * - DM → `dm`, chatId = the DM channel id. Always answered.
- * - Guild text channel → `group`, chatId = the channel id. Answered when the bot is mentioned
- *   (or the message replies to one of the bot's) or the channel is configured.
+ * - With `allowedChannelIds`, a guild channel outside it (and `channelIds`), or a thread whose
+ *   own id and parent are both outside, is never answered (see {@link channelAllowed}).
+ * - Guild text channel → `group`, chatId = the channel id. Answered when addressed (the bot is
+ *   mentioned, the message replies to one of the bot's, or it is one of the gateway's own
+ *   commands typed bare, `/approve` excepted) or the channel is configured.
  * - Thread → `group`, chatId = the parent channel id, threadId = the thread id (a thread is its
- *   own session). Answered when the bot is mentioned, the thread or its parent is configured,
+ *   own session). Answered when addressed, the thread or its parent is configured,
  *   the bot is a member of the thread, or it already answered there — so a conversation started
  *   with a mention continues without one.
  *
  * Messages of bots (itself included), webhooks and system messages are ignored; the bot's
- * mention is stripped from the text. Every attachment becomes an `InboundAttachment`
- * (docs/inbound-media.md), all of one message in one turn; a message with attachments and no
- * text is answered like any other, one with neither is ignored.
+ * mention is stripped from the text; a message that is only the mention becomes `/help`. Every
+ * attachment becomes an `InboundAttachment` (docs/inbound-media.md), all of one message in one
+ * turn; a message with attachments and no text is answered like any other, one with neither
+ * (nor a mention) is ignored.
  */
 export function toInboundMessage(
   message: Message,
@@ -42,14 +68,20 @@ export function toInboundMessage(
     return undefined;
   }
   if (message.type !== MessageType.Default && message.type !== MessageType.Reply) return undefined;
-  // Addressed: mentioned, or a reply to one of the bot's messages (ping or not), as on
-  // Telegram (docs/sessions.md, "Groups").
-  const mentioned =
-    message.mentions.users.has(rules.botUserId) ||
-    message.mentions.repliedUser?.id === rules.botUserId;
-  const text = stripMention(message.content, rules.botUserId);
+  const stripped = stripMention(message.content, rules.botUserId);
   const attachments = inboundAttachmentsOf(message);
-  if (text === "" && attachments.length === 0) return undefined;
+  if (stripped === "" && attachments.length === 0 && message.content.trim() === "") {
+    return undefined;
+  }
+  // A message that is only the bot's mention asks what the bot is, as on Telegram.
+  const text = stripped === "" && attachments.length === 0 ? "/help" : stripped;
+  // Addressed: mentioned, a reply to one of the bot's messages (ping or not), or one of the
+  // gateway's own commands typed bare (`/help`, `/status`, …: a Discord client sends the text
+  // when no slash command matches), as on Telegram (docs/sessions.md, "Groups").
+  const addressed =
+    message.mentions.users.has(rules.botUserId) ||
+    message.mentions.repliedUser?.id === rules.botUserId ||
+    isBareGroupCommand(text);
   const base = {
     profile: rules.profile,
     platform: "discord" as const,
@@ -64,10 +96,13 @@ export function toInboundMessage(
   if (!message.inGuild()) {
     return { ...base, chatType: "dm", chatId: message.channelId, chatName: base.userName };
   }
+  if (!channelAllowed(rules, channel.id, channel.isThread() ? channel.parentId : undefined)) {
+    return undefined;
+  }
   if (channel.isThread()) {
     const parentId = channel.parentId ?? channel.id;
     const answers =
-      mentioned ||
+      addressed ||
       rules.channelIds.has(channel.id) ||
       rules.channelIds.has(parentId) ||
       rules.answeredThreads.has(channel.id) ||
@@ -81,7 +116,7 @@ export function toInboundMessage(
       chatName: channel.name,
     };
   }
-  if (!mentioned && !rules.channelIds.has(channel.id)) return undefined;
+  if (!addressed && !rules.channelIds.has(channel.id)) return undefined;
   const chatName = "name" in channel ? `#${channel.name}` : undefined;
   return { ...base, chatType: "group", chatId: channel.id, chatName };
 }

@@ -1,5 +1,5 @@
 import type { Chat, Message, MessageEntity } from "grammy/types";
-import { parseCommand } from "../../commands/parse.js";
+import { isBareGroupCommand } from "../../commands/parse.js";
 import type { AttachmentSentAs, ChatType, InboundAttachment, InboundMessage } from "../types.js";
 
 /** Telegram chat types as the core keys sessions (docs/sessions.md). */
@@ -121,15 +121,6 @@ function groupText(
     messages.some((m) => repliesToBot(m, bot)) ||
     isBareGroupCommand(text);
   return addressed ? text : undefined;
-}
-
-/**
- * A gateway command sent bare in a group counts as addressed; `/approve` does not (it was an
- * ordinary message before pairing, and still is in an allowlist profile): `/approve@bot CODE`.
- */
-function isBareGroupCommand(text: string): boolean {
-  const command = parseCommand(text);
-  return command !== undefined && command.name !== "approve";
 }
 
 function displayName(user: { first_name: string; last_name?: string | undefined }): string {
