@@ -353,6 +353,9 @@ describe("the outbox's own notices through a crash (the real CLI, SIGKILLed)", (
     const install = await CliInstall.create("tg-notice", {
       telegram: { token: fake.token, apiRoot: proxy.url, pollTimeoutSeconds: 1 },
       allowedUsers: ["telegram:77"],
+      // The proxy holds the first sendMessage: on a slow machine a turn past the progress
+      // threshold would post its status message first, and the proxy would hold that one.
+      progress: { enabled: false },
     });
     disposers.push(() => install.dispose());
     // The reply is only a refused file: the one message is the outbox's notice. Telegram posts

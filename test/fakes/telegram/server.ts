@@ -403,11 +403,14 @@ export class FakeTelegram {
         },
       });
     } catch (error) {
-      if (error instanceof RequestError) return this.write(res, fail(400, error.message));
-      if (req.destroyed && upload.receivedBytes > 0) {
+      // A sender that went away mid-body: how the read ends depends on timing (an "aborted"
+      // error, or an early end whose truncated multipart then fails to parse); the request
+      // never completing is what tells either apart from a bad body.
+      if (!req.complete && upload.receivedBytes > 0) {
         this.cutOffUploads.push({ ...upload });
         return;
       }
+      if (error instanceof RequestError) return this.write(res, fail(400, error.message));
       throw error;
     } finally {
       this.receiving.delete(upload);
