@@ -1,4 +1,5 @@
 import { createLogger, Gateway, type GatewayOptions, resolveConfig } from "@mediagate/gateway";
+import { manualClock } from "../../../test-support/clock.js";
 import { FakeDiscord } from "../../fakes/discord/index.js";
 import {
   createTempHome,
@@ -67,6 +68,10 @@ export class DiscordGatewayHarness {
       fields.beforeStart?.(fake);
       gateway = await Gateway.create(config, {
         activityIntervalMs: 100,
+        // Live progress only when a test moves this clock (or gives its own): on a loaded
+        // machine a turn past the real 3 s threshold posts a status message first, and tests
+        // that read a channel's first message saw that instead of the reply.
+        progressClock: manualClock(),
         ...fields.options,
         logger,
       });

@@ -1,4 +1,3 @@
-import { connectDocker } from "@mediagate/sandbox";
 import { describeChannel } from "../commands/status.js";
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
@@ -6,7 +5,7 @@ import type { GatewayConfig } from "../config/types.js";
 import type { HealthReport } from "../health/server.js";
 import { Redactor } from "../redact.js";
 import { checkHomes } from "./homes.js";
-import { type CheckResult, checkSandbox } from "./preflight.js";
+import type { CheckResult } from "./preflight.js";
 import { ProbeDefaults, probeAgent, probeDiscord, probeTelegram } from "./probes.js";
 
 /** How long doctor waits for a running gateway's health endpoint. */
@@ -103,6 +102,11 @@ export async function runDoctor(
     }
     const probing = probeProfiles(config, timeoutMs);
     results.push(...(await checkHomes(config)));
+    // The engine client loads once the config is valid (a config error is answered without it).
+    const [{ connectDocker }, { checkSandbox }] = await Promise.all([
+      import("@mediagate/sandbox"),
+      import("./preflight.js"),
+    ]);
     results.push(...(await checkSandbox(config, connectDocker({ host: config.dockerHost }))));
     results.push(...(await probing));
     if (config.healthListen === undefined) {

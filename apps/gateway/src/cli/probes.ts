@@ -1,4 +1,3 @@
-import { DiscordChannelDefaults } from "../channels/discord/discord-channel.js";
 import { TelegramChannelDefaults } from "../channels/telegram/options.js";
 import type { AgentSettings, DiscordSettings, TelegramSettings } from "../config/types.js";
 import { Defaults } from "../defaults.js";
@@ -150,7 +149,7 @@ export async function probeDiscord(
   options: ProbeOptions,
 ): Promise<CheckResult> {
   const name = `discord (${profile})`;
-  const apiRoot = (settings.apiRoot ?? DiscordChannelDefaults.apiRoot).replace(/\/+$/, "");
+  const apiRoot = (settings.apiRoot ?? Defaults.discord.apiRoot).replace(/\/+$/, "");
   const where = displayUrl(apiRoot);
   let answer: Answer;
   try {

@@ -1,9 +1,8 @@
-import { connectDocker, type ImagePullProgress } from "@mediagate/sandbox";
+import type { ImagePullProgress } from "@mediagate/sandbox";
 import { SharedTerminal } from "../channels/console-terminal.js";
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import { Defaults } from "../defaults.js";
-import { Gateway } from "../gateway.js";
 import {
   createLogger,
   type LineSink,
@@ -15,7 +14,6 @@ import {
 import { Redactor } from "../redact.js";
 import { LogRing } from "../web/log-ring.js";
 import { checkHomes, createHomes } from "./homes.js";
-import { checkSandbox } from "./preflight.js";
 import { onStopSignals } from "./stop-signals.js";
 
 /** A start-up check failed; `message` is the one line to print. */
@@ -68,6 +66,14 @@ export async function runStart(options: {
     format: stderrLogFormat(),
   });
   await createHomes(config);
+  // The engine client and the gateway (grammY, discord.js, dockerode, the web server) load
+  // once the config is valid: a config error is answered without loading them (about 1 s of
+  // CPU on a small machine).
+  const [{ connectDocker }, { checkSandbox }, { Gateway }] = await Promise.all([
+    import("@mediagate/sandbox"),
+    import("./preflight.js"),
+    import("../gateway.js"),
+  ]);
   const engine = connectDocker({ host: config.dockerHost });
   const pull = {
     pull: true,

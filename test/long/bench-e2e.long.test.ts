@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { dockerHostVariable } from "../../test-support/engine.js";
-import { waitUntil } from "./harness/gateway-home.js";
+import { waitUntil } from "../e2e/harness/gateway-home.js";
 
 /**
  * `pnpm bench:e2e` (bench/e2e.bench.ts) with tiny counts, so the benchmark cannot rot unseen:
