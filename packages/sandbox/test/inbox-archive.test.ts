@@ -1,4 +1,6 @@
+import type { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../../../test-support/wait.js";
 import type { Sandbox } from "../src/index.js";
 import { docker, execIn, type Fixture, fixture } from "./helpers.js";
 import { classify, listIn, MiB, pngFile, randomFile, saved, streamOf } from "./inbox-helpers.js";
@@ -6,7 +8,6 @@ import { classify, listIn, MiB, pngFile, randomFile, saved, streamOf } from "./i
 let fx: Fixture;
 let sandbox: Sandbox;
 let containerId: string;
-const suiteStart = Date.now();
 const slot = "inbox-tmpfs";
 const alice = "agent:t:discord:dm:1";
 
@@ -23,30 +24,52 @@ async function emptyInbox(): Promise<void> {
   await execIn(containerId, ["sh", "-c", "rm -rf /workspace/inbox /workspace/elsewhere"]);
 }
 
-/** How many `extract-to-dir` events (one per `putArchive`) the engine has recorded for the container. */
-async function archiveUploads(): Promise<number> {
-  const stream = await docker.getEvents({
-    since: Math.floor(suiteStart / 1000) - 1,
-    until: Math.ceil(Date.now() / 1000) + 1,
-    filters: { container: [containerId], event: ["extract-to-dir"] },
+/**
+ * What `action` returned and how many `extract-to-dir` events (one per `putArchive`) the engine
+ * emitted for the container while it ran. Read live from an event stream opened before the
+ * action: a `since` query replays the engine's last 256 events only, and the full suite's other
+ * files roll those over within seconds. The stream is read up to a sentinel, a `getArchive` of
+ * the container's hostname file, whose `archive-path` event comes after every event of the action.
+ */
+async function archiveUploadsDuring<T>(action: () => Promise<T>): Promise<[T, number]> {
+  const stream = (await docker.getEvents({
+    filters: { container: [containerId], event: ["extract-to-dir", "archive-path"] },
+  })) as Readable;
+  const actions: string[] = [];
+  let pending = "";
+  stream.on("data", (chunk: Buffer) => {
+    pending += chunk.toString();
+    const lines = pending.split("\n");
+    pending = lines.pop() ?? "";
+    for (const line of lines) {
+      if (line.trim() !== "") actions.push((JSON.parse(line) as { Action: string }).Action);
+    }
   });
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString().split("\n").filter(Boolean).length;
+  try {
+    const result = await action();
+    const archive = await docker.getContainer(containerId).getArchive({ path: "/etc/hostname" });
+    archive.resume();
+    await waitUntil(() => actions.includes("archive-path"), "the sentinel's archive-path event");
+    const before = actions.slice(0, actions.indexOf("archive-path"));
+    return [result, before.filter((name) => name === "extract-to-dir").length];
+  } finally {
+    stream.destroy();
+  }
 }
 
 describe("saving files a user sent (tmpfs slot, through the engine's archive API)", () => {
   it("uploads a file with putArchive and lands it byte-for-byte, owned by the session's user", async () => {
     await emptyInbox();
-    const before = await archiveUploads();
     const file = randomFile(2 * MiB + 5);
-    const results = await sandbox.saveToInbox(
-      slot,
-      [
-        { name: "data.csv", source: streamOf(file.bytes), maxBytes: 4 * MiB },
-        { name: "pic", source: streamOf(pngFile(9000)), maxBytes: 4 * MiB },
-      ],
-      { sessionKey: alice, classify },
+    const [results, uploads] = await archiveUploadsDuring(() =>
+      sandbox.saveToInbox(
+        slot,
+        [
+          { name: "data.csv", source: streamOf(file.bytes), maxBytes: 4 * MiB },
+          { name: "pic", source: streamOf(pngFile(9000)), maxBytes: 4 * MiB },
+        ],
+        { sessionKey: alice, classify },
+      ),
     );
     expect(saved(results[0])).toMatchObject({
       filename: "data.csv",
@@ -66,7 +89,7 @@ describe("saving files a user sent (tmpfs slot, through the engine's archive API
     expect(fileStat).toBe(`${uid} 2000000 664`);
     expect(dirStat).toBe(`${uid} 2000000 2770`);
     expect(await listIn(sandbox, slot, alice, "/workspace/inbox")).toEqual(["data.csv", "pic"]);
-    expect((await archiveUploads()) - before).toBe(2);
+    expect(uploads).toBe(2);
     // Nothing stays staged on the container's own filesystem.
     const staged = await execIn(containerId, ["ls", "-A", "/run/mediagate/in"]);
     expect(staged.trim()).toBe("");
@@ -102,19 +125,20 @@ describe("saving files a user sent (tmpfs slot, through the engine's archive API
 
   it("refuses a file over its limit before anything reaches the container", async () => {
     await emptyInbox();
-    const before = await archiveUploads();
-    const results = await sandbox.saveToInbox(
-      slot,
-      [
-        { name: "big.bin", source: streamOf(randomFile(2 * MiB).bytes), maxBytes: MiB },
-        { name: "ok.txt", source: [Buffer.from("ok")], maxBytes: MiB },
-      ],
-      { sessionKey: alice, classify },
+    const [results, uploads] = await archiveUploadsDuring(() =>
+      sandbox.saveToInbox(
+        slot,
+        [
+          { name: "big.bin", source: streamOf(randomFile(2 * MiB).bytes), maxBytes: MiB },
+          { name: "ok.txt", source: [Buffer.from("ok")], maxBytes: MiB },
+        ],
+        { sessionKey: alice, classify },
+      ),
     );
     expect(results[0]).toMatchObject({ status: "refused", reason: "too_large" });
     saved(results[1]);
     expect(await listIn(sandbox, slot, alice, "/workspace/inbox")).toEqual(["ok.txt"]);
-    expect((await archiveUploads()) - before).toBe(1);
+    expect(uploads).toBe(1);
   });
 
   it("refuses a file the tmpfs cannot hold, leaves nothing of it, and saves the next", async () => {
