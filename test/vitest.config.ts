@@ -15,7 +15,7 @@ export default mergeConfig(
   defineConfig({
     test: {
       include: ["e2e/**/*.test.ts", "fakes/**/*.test.ts", "../test-support/**/*.test.ts"],
-      maxWorkers: 3,
+      maxWorkers: 2,
       isolate: false,
     },
   }),

@@ -45,9 +45,30 @@ export async function lossOf(docker: Docker, containerId: string): Promise<Loss>
     );
     return { reason: "container-gone" };
   } catch (error) {
-    if (error instanceof CallTimeoutError) return undefined; // still running: the result stands
+    if (error instanceof CallTimeoutError) return stillRunning(container);
     if (isNotFound(error)) return { reason: "container-gone" };
     if (isConnectionError(error)) return { reason: "engine-unreachable", cause: error };
+    throw error;
+  }
+}
+
+/**
+ * The grace passed and the container never showed stopped: ask once more before believing the
+ * result. A loaded engine can take longer than the grace to answer the wait at all while it
+ * is removing the container, and then shows it `removing`, stopped or gone.
+ */
+async function stillRunning(container: Docker.Container): Promise<Loss> {
+  try {
+    const info = await boundedCall(
+      "inspect",
+      { timeoutMs: Defaults.operationTimeoutMs },
+      (abortSignal) => container.inspect({ abortSignal }),
+      container.id,
+    );
+    return info.State.Status === "running" ? undefined : { reason: "container-gone" };
+  } catch (error) {
+    if (isNotFound(error)) return { reason: "container-gone" };
+    if (engineGone(error)) return { reason: "engine-unreachable", cause: error };
     throw error;
   }
 }
