@@ -4,15 +4,29 @@
 
 # The Docker engine, the sandbox images (test, and the default one) and the locked dependencies, built.
 suite_setup() {
+  local chromium_log chromium_pid
   bash scripts/ensure-docker.sh
   suite_ensure_compose
-  bash scripts/ensure-chromium.sh
+  # Chromium (the web console's browser tests) installs from Debian packages while the images
+  # and the workspace build: on a fresh machine that download takes most of a minute, and
+  # nothing below needs apt or the browser. The apt steps above stay in front (one dpkg lock).
+  chromium_log=$(mktemp)
+  bash scripts/ensure-chromium.sh >"$chromium_log" 2>&1 &
+  chromium_pid=$!
   bash scripts/build-sandbox-image.sh mediagate-sandbox:test
   # The image mediagate.example.yaml names: an e2e test runs the example unedited.
   bash scripts/build-sandbox-image.sh mediagate-sandbox:local
   bash scripts/ensure-pnpm.sh
   pnpm install --frozen-lockfile --reporter=append-only
   pnpm build
+  if ! wait "$chromium_pid"; then
+    cat "$chromium_log" >&2
+    rm -f "$chromium_log"
+    echo "suite: installing chromium failed (output above); the web console's tests need it" >&2
+    return 1
+  fi
+  cat "$chromium_log"
+  rm -f "$chromium_log"
 }
 
 # A compose tool (`docker compose` or Debian's docker-compose): a test validates
