@@ -62,6 +62,11 @@ export class FaultBench {
       ...options.settings,
       profiles: [
         {
+          // Every message of the traffic is to be answered or told it was cut off: a backlog
+          // that piles up while the gateway is down (or slow on a loaded machine) must not
+          // meet the per-session queue cap (10 by default), whose overflow is one notice for
+          // the burst and its messages not run (docs/sessions.md, "Busy sessions").
+          maxQueuedMessages: 1000,
           ...options.profileSettings,
           name: profile,
           telegram: {
