@@ -27,13 +27,8 @@ export const Defaults = {
   /** Root home below the user's home directory when neither config nor env sets one. */
   homeDirName: ".mediagate",
   agentKind: "shell",
-  /**
-   * Turns running at once across all sessions (`concurrency`). Chosen from `pnpm bench:e2e`
-   * (bench/README.md): with 100 users a turn mostly waits (the journal's synced commits, the
-   * engine, the platform), so 4 left the machine idle (25 msg/s); 32 gave 57 msg/s and less
-   * gateway CPU per message, while 128 opened so many session shells at once that they timed out.
-   */
-  concurrency: 32,
+  /** Turns running at once across all sessions (`concurrency`). */
+  concurrency: 4,
   /** How long a stop lets running turns and deliveries finish (`drainTimeoutSeconds`). */
   drainTimeoutSeconds: 15,
   /** Seconds a turn may run before the chat gets a one-time "still working…" message. */
@@ -111,11 +106,6 @@ export const Defaults = {
     maxDelayMs: 8000,
   },
   activity: {
-    /**
-     * A turn shows typing once it ran this long: most shell commands answer in a few ms, and
-     * a typing indicator for them was one more Bot API request per message (docs/sessions.md).
-     */
-    typingAfterMs: 1_000,
     /** Typing indicators expire after ~5 s on Telegram; renew a little earlier. */
     intervalMs: 4_000,
     stillWorkingText: "⏳ Still working…",

@@ -262,25 +262,6 @@ describe("SqliteJournal", () => {
     await expect(journal.attempt("no-such-reply")).rejects.toThrow(/no outbox reply/);
   });
 
-  it("answers calls made together (one commit for those that waited) each on its own", async () => {
-    const journal = await openJournal();
-    const [a, b, refused, c, again] = await Promise.all([
-      journal.record(telegram("1")),
-      journal.record(telegram("2")),
-      journal.step("no-such-reply", "text:0", "sent").catch((e: unknown) => e),
-      journal.record(telegram("3")),
-      journal.record(telegram("1", "redelivered")),
-    ]);
-    expect([a, b, c].map((r) => (r as { fresh: boolean }).fresh)).toEqual([true, true, true]);
-    expect(refused).toBeInstanceOf(StorageError);
-    expect(again).toEqual({ id: (a as { id: number }).id, fresh: false });
-    expect(raw<{ key: string }>("SELECT key FROM entries ORDER BY id")).toEqual([
-      { key: "work:telegram:1" },
-      { key: "work:telegram:2" },
-      { key: "work:telegram:3" },
-    ]);
-  });
-
   it("keeps its first outcome: finished after addReply leaves the entry replied", async () => {
     const journal = await openJournal();
     const entry = await journal.record(telegram("1"));

@@ -93,51 +93,6 @@ describe("DatabaseWorker", () => {
     expect(error).toBeInstanceOf(Revived);
     expect((error as Revived).failure.operation).toBe("echo");
     await expect(worker.call("echo", 2)).resolves.toBe(2);
-    // The same inside a batch: the calls around it are still sent and answered.
-    const blocked = worker.call("block", 50);
-    const batch = [
-      worker.call("echo", 3),
-      worker.call("echo", Symbol("no") as unknown as number).catch((e: unknown) => e),
-      worker.call("echo", 4),
-    ];
-    await blocked;
-    const [three, refused, four] = await Promise.all(batch);
-    expect([three, four]).toEqual([3, 4]);
-    expect((refused as Revived).failure.operation).toBe("echo");
-  });
-
-  it("sends the calls made while a batch runs as one group: each answered, in order, after its commit", async () => {
-    const worker = await start();
-    const first = worker.call("block", 100);
-    const grouped = [
-      worker.call("write", "a"),
-      worker.call("write", "refused").catch((e: unknown) => e),
-      worker.call("echo", 2),
-      worker.call("write", "b"),
-    ];
-    await expect(first).resolves.toBe("unblocked");
-    const [a, refused, two, b] = await Promise.all(grouped);
-    expect([a, two, b]).toEqual(["a", 2, "b"]);
-    expect((refused as Revived).failure).toMatchObject({
-      operation: "write",
-      error: { message: "refused write" },
-    });
-    // The refused call's write was taken back (its savepoint); its neighbours' were saved.
-    expect(await worker.call("seen")).toEqual({ groups: [4], saved: ["a", "b"] });
-  });
-
-  it("fails every call of a group whose commit fails, and nothing of it is saved", async () => {
-    const worker = await start();
-    await worker.call("failNextCommit");
-    const first = worker.call("block", 100);
-    const grouped = [worker.call("write", "a"), worker.call("write", "b")].map((call) =>
-      call.catch((e: unknown) => e),
-    );
-    await first;
-    for (const error of await Promise.all(grouped)) {
-      expect((error as Revived).failure.error.message).toBe("commit failed: disk full");
-    }
-    expect(await worker.call("seen")).toEqual({ groups: [2], saved: [] });
   });
 
   it("lets calls made before close finish, then refuses new ones", async () => {

@@ -1,7 +1,6 @@
 import { Worker } from "node:worker_threads";
 import { Defaults } from "../defaults.js";
 import {
-  type CallBatch,
   type CallRequest,
   toWire,
   type WireError,
@@ -57,9 +56,6 @@ interface Pending {
   reject(error: Error): void;
 }
 
-/** The most calls sent to the thread in one batch. */
-const MaxBatch = 256;
-
 /**
  * `url` of a sibling module of `base` (an `import.meta.url`), with the extension `base` has:
  * `.ts` when running from source (the tests), `.js` when built.
@@ -86,10 +82,7 @@ async function spawn(data: WorkerStart): Promise<Worker> {
 /**
  * One database file in its own worker thread: its synchronous SQLite work never blocks the
  * event loop, so a slow or frozen disk delays only the calls on this database. Calls run in
- * the order they are made. One batch is in the thread at a time: the calls made while it runs
- * wait here and go together as the next one, which a program that groups runs as one
- * transaction (worker-thread.ts): one disk sync for all of them instead of one each, and one
- * message each way. A thread that dies rejects every call in flight and every later
+ * the order they are made. A thread that dies rejects every call in flight and every later
  * one with a `DatabaseWorkerStopped` failure; nothing hangs.
  *
  * The thread keeps the process alive only while calls are in flight.
@@ -100,9 +93,6 @@ export class DatabaseWorker<P extends object> {
   readonly #revive: (failure: CallFailure) => Error;
   readonly #closeTimeoutMs: number;
   readonly #pending = new Map<number, Pending>();
-  /** Calls not sent yet (a batch is in the thread). */
-  #queued: CallRequest[] = [];
-  #batchInFlight = false;
   #nextId = 1;
   /** Set once the thread is gone or closed: later calls reject with it. */
   #stopped: WireError | undefined;
@@ -172,47 +162,15 @@ export class DatabaseWorker<P extends object> {
       const id = this.#nextId++;
       if (this.#pending.size === 0) this.#worker.ref();
       this.#pending.set(id, { operation: method, resolve, reject });
-      this.#queued.push({ id, method, args });
-      if (!this.#batchInFlight) this.#flush();
-    });
-  }
-
-  /** Sends the queued calls as one batch (`close` always alone, after what came before it). */
-  #flush(): void {
-    while (this.#queued.length > 0 && this.#stopped === undefined) {
-      const closeAt = this.#queued.findIndex((call) => call.method === "close");
-      const size = closeAt === 0 ? 1 : closeAt > 0 ? Math.min(closeAt, MaxBatch) : MaxBatch;
-      if (this.#post(this.#queued.splice(0, size))) {
-        this.#batchInFlight = true;
-        return;
+      const request: CallRequest = { id, method, args };
+      try {
+        this.#worker.postMessage(request);
+      } catch (error) {
+        // An argument that cannot be cloned (a function, a symbol): refused here, not sent.
+        this.#take(id);
+        reject(this.#revive({ operation: method, error: toWire(error) }));
       }
-    }
-  }
-
-  /**
-   * Posts `calls` as one batch; false when none could be sent. An argument that cannot be
-   * cloned (a function, a symbol) is refused here, not sent, and the other calls still go.
-   */
-  #post(calls: readonly CallRequest[]): boolean {
-    try {
-      this.#worker.postMessage({ calls } satisfies CallBatch);
-      return true;
-    } catch {
-      const cloneable = calls.filter((call) => {
-        try {
-          structuredClone(call);
-          return true;
-        } catch (error) {
-          this.#take(call.id)?.reject(
-            this.#revive({ operation: call.method, error: toWire(error) }),
-          );
-          return false;
-        }
-      });
-      if (cloneable.length === 0) return false;
-      this.#worker.postMessage({ calls: cloneable } satisfies CallBatch);
-      return true;
-    }
+    });
   }
 
   #take(id: number): Pending | undefined {
@@ -223,20 +181,15 @@ export class DatabaseWorker<P extends object> {
   }
 
   #settle(reply: WorkerReply): void {
-    if (reply.type !== "batch") return;
-    this.#batchInFlight = false;
-    for (const answer of reply.replies) {
-      const pending = this.#take(answer.id);
-      if (pending === undefined) continue;
-      if (answer.type === "result") pending.resolve(answer.value);
-      else pending.reject(this.#revive({ operation: pending.operation, error: answer.error }));
-    }
-    this.#flush();
+    if (reply.type !== "result" && reply.type !== "failure") return;
+    const pending = this.#take(reply.id);
+    if (pending === undefined) return;
+    if (reply.type === "result") pending.resolve(reply.value);
+    else pending.reject(this.#revive({ operation: pending.operation, error: reply.error }));
   }
 
   #stop(reason: WireError): void {
     this.#stopped ??= reason;
-    this.#queued = [];
     for (const id of [...this.#pending.keys()]) {
       const pending = this.#take(id);
       pending?.reject(this.#revive({ operation: pending.operation, error: this.#stopped }));

@@ -19,24 +19,12 @@ export interface CallRequest {
   readonly args: readonly unknown[];
 }
 
-/**
- * Main → thread: the calls made while the previous batch ran, in the order they were made.
- * A program with a `group` method runs a batch of several in one transaction (one commit).
- */
-export interface CallBatch {
-  readonly calls: readonly CallRequest[];
-}
-
-/** How one call ended. */
-export type CallReply =
-  | { readonly type: "result"; readonly id: number; readonly value: unknown }
-  | { readonly type: "failure"; readonly id: number; readonly error: WireError };
-
 /** Thread → main. */
 export type WorkerReply =
   | { readonly type: "ready" }
   | { readonly type: "open-failed"; readonly error: WireError }
-  | { readonly type: "batch"; readonly replies: readonly CallReply[] };
+  | { readonly type: "result"; readonly id: number; readonly value: unknown }
+  | { readonly type: "failure"; readonly id: number; readonly error: WireError };
 
 /** An error as it crosses the thread boundary: its class name, message and plain fields. */
 export interface WireError {
@@ -78,12 +66,6 @@ export function fromWire(wire: WireError): Error {
 export function wireCode(wire: WireError | undefined): string | undefined {
   for (let at = wire; at !== undefined; at = at.cause) if (at.code !== undefined) return at.code;
   return undefined;
-}
-
-export function isCallBatch(value: unknown): value is CallBatch {
-  if (typeof value !== "object" || value === null) return false;
-  const calls = (value as Record<string, unknown>).calls;
-  return Array.isArray(calls) && calls.every(isCallRequest);
 }
 
 export function isCallRequest(value: unknown): value is CallRequest {
