@@ -39,6 +39,7 @@ import { promisify } from "node:util";
 import { readEnv, resolveConfig } from "@mediagate/gateway";
 import { FakeTelegram, type RecordedCall } from "../test/fakes/telegram/index.js";
 import { dockerHostVariable } from "../test-support/engine.js";
+import { cpuMsOf, memoryOf } from "./proc.js";
 
 const run = promisify(execFile);
 const Cli = fileURLToPath(new URL("../apps/gateway/dist/cli.js", import.meta.url));
@@ -210,21 +211,6 @@ async function endProcess(child: ChildProcess, graceMs = 20_000): Promise<void> 
 
 // ---------------------------------------------------------------------------------------------
 // /proc
-
-/** CPU time (user + system) a process has used, in ms (clock ticks of 10 ms). */
-async function cpuMsOf(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
-/** `VmRSS` and `VmHWM` of a process, in bytes. */
-async function memoryOf(pid: number): Promise<{ rss: number; peak: number }> {
-  const status = await readFile(`/proc/${pid}/status`, "utf8");
-  const field = (name: string) =>
-    Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1]) * 1024;
-  return { rss: field("VmRSS"), peak: field("VmHWM") };
-}
 
 /** Monotonic clock in µs: the clock V8's CPU profiles are stamped with (CLOCK_MONOTONIC). */
 const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);

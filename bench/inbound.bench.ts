@@ -21,7 +21,7 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -29,6 +29,7 @@ import { promisify } from "node:util";
 import { FakeDiscord } from "../test/fakes/discord/index.js";
 import { FakeTelegram } from "../test/fakes/telegram/index.js";
 import { dockerHostVariable } from "../test-support/engine.js";
+import { cpuMsOf, memoryOf } from "./proc.js";
 
 const image = process.env.MEDIAGATE_BENCH_IMAGE ?? "mediagate-sandbox:test";
 const MiB = 1024 * 1024;
@@ -109,21 +110,6 @@ async function telegramDriver(localFiles: boolean): Promise<Driver> {
     },
     close: () => fake.stop(),
   };
-}
-
-/** CPU time (user + system) a process has used, in ms (`/proc/<pid>/stat`, clock ticks of 10 ms). */
-async function cpuMsOf(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
-/** `VmRSS` and `VmHWM` of a process, in bytes. */
-async function memoryOf(pid: number): Promise<{ rss: number; peak: number }> {
-  const status = await readFile(`/proc/${pid}/status`, "utf8");
-  const field = (name: string) =>
-    Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1]) * 1024;
-  return { rss: field("VmRSS"), peak: field("VmHWM") };
 }
 
 /** Starts `mediagate start --config <file>` and resolves once it says it is serving. */
