@@ -1,9 +1,9 @@
 import type Docker from "dockerode";
 import { boundedCall, type CallBound } from "./bounded-call.js";
-import { profileFilters, toState } from "./containers.js";
+import { profileFilters } from "./containers.js";
+import { summarize } from "./inventory.js";
 import { type ContainerOwner, LabelKeys } from "./labels.js";
 import { isReapable, ownerIsGone, slotDirOfMounts } from "./reaper.js";
-import { parseDockerTime } from "./timestamps.js";
 import type { ContainerInventory } from "./types.js";
 
 /**
@@ -22,13 +22,13 @@ export async function inventoryContainers(
   const found = await boundedCall("list containers", bound, (abortSignal) =>
     docker.listContainers({ all: true, filters: { label: profileFilters(owner) }, abortSignal }),
   );
+  const listed = new Map(found.map((c) => [c.Id, c]));
   const rows: ContainerInventory[] = [];
-  for (const c of [...found].sort((a, b) => b.Created - a.Created)) {
-    const state = toState(c.State);
+  for (const summary of await summarize(docker, found, bound)) {
+    const c = listed.get(summary.id)!;
     let processes: number | undefined;
-    let finishedAt: Date | undefined;
     let orphan: string | undefined;
-    if (state === "running") {
+    if (summary.state === "running") {
       const top = await boundedCall(
         "top",
         bound,
@@ -37,32 +37,12 @@ export async function inventoryContainers(
       ).catch(() => undefined);
       processes = top?.Processes?.length;
     }
-    if (state === "exited" || state === "dead") {
-      const info = await boundedCall(
-        "inspect",
-        bound,
-        (abortSignal) => docker.getContainer(c.Id).inspect({ abortSignal }),
-        c.Id,
-      ).catch(() => undefined);
-      finishedAt = parseDockerTime(info?.State.FinishedAt);
-      if (isReapable(info?.State.FinishedAt, now, minAgeSeconds))
-        orphan = `exited more than ${Math.round(minAgeSeconds / 60)} min ago`;
-    }
+    // Only an exited or dead container has a finish time (summarize inspects those).
+    if (isReapable(summary.finishedAt?.toISOString(), now, minAgeSeconds))
+      orphan = `exited more than ${Math.round(minAgeSeconds / 60)} min ago`;
     if (c.Labels[LabelKeys.persistent] === "0" && ownerIsGone(c.Labels))
       orphan = "its gateway process is gone";
-    rows.push({
-      id: c.Id,
-      name: (c.Names[0] ?? "").replace(/^\//, ""),
-      slot: c.Labels[LabelKeys.slot] ?? "unknown",
-      profile: c.Labels[LabelKeys.profile] ?? "unknown",
-      state,
-      image: c.Image,
-      createdAt: new Date(c.Created * 1000),
-      finishedAt,
-      slotDir: slotDirOfMounts(c.Mounts, sandboxRoots),
-      processes,
-      orphan,
-    });
+    rows.push({ ...summary, slotDir: slotDirOfMounts(c.Mounts, sandboxRoots), processes, orphan });
   }
   return rows;
 }
