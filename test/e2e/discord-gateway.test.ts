@@ -48,7 +48,11 @@ describe("gateway over Discord against the real Docker engine", () => {
       },
       { env: testEnv(home) },
     );
-    gateway = await Gateway.create(config, { activityIntervalMs: 100, progressClock: clock });
+    gateway = await Gateway.create(config, {
+      activityIntervalMs: 100,
+      typingAfterMs: 0,
+      progressClock: clock,
+    });
     await gateway.start();
   });
 

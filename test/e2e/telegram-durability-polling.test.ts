@@ -118,6 +118,53 @@ describe("TelegramChannel confirms an update only after it was recorded", () => 
   });
 });
 
+describe("TelegramChannel flushes what it recorded before it confirms it", () => {
+  it("flushes once per answer, before the getUpdates that confirms it", async () => {
+    for (const text of ["a", "b", "c"]) fake.sendPrivateText({ text });
+    const received: string[] = [];
+    const pendingAtFlush: number[] = [];
+    const channel = newChannel();
+    await channel.start({
+      onMessage: async (message) => void received.push(message.text),
+      onFatal: () => {},
+      flush: async () => void pendingAtFlush.push(fake.pendingUpdates),
+    });
+    await waitFor(() => expect(received).toEqual(["a", "b", "c"]));
+    await waitFor(() => expect(fake.pendingUpdates).toBe(0));
+    // One flush for the three updates of the first answer, while all three were unconfirmed.
+    expect(pendingAtFlush).toEqual([3]);
+  });
+
+  it("confirms nothing while the flush fails, says so, and confirms once it succeeds", async () => {
+    const received: string[] = [];
+    const pendingAtFlush: number[] = [];
+    let failures = 2;
+    const channel = newChannel();
+    await channel.start({
+      onMessage: async (message) => void received.push(message.text),
+      onFatal: () => {},
+      flush: async () => {
+        pendingAtFlush.push(fake.pendingUpdates);
+        if (failures-- > 0) throw new Error("fdatasync: EIO");
+      },
+    });
+    fake.sendPrivateText({ text: "keep me" });
+    await waitFor(() => expect(fake.pendingUpdates).toBe(0));
+    // Two failed flushes and the one that worked, each with the update still unconfirmed;
+    // recorded once (no getUpdates went out in between to hand it over again).
+    expect(pendingAtFlush).toEqual([1, 1, 1]);
+    expect(received).toEqual(["keep me"]);
+    expect(delays).toEqual([1000, 2000]);
+    expect(healthAtWait[0]).toMatchObject({
+      state: "retrying",
+      detail: "recorded updates not synced to disk: fdatasync: EIO",
+    });
+    const unsynced = logLines().filter((l) => String(l.msg).includes("could not sync"));
+    expect(unsynced).toHaveLength(2);
+    await waitFor(() => expect(channel.health().state).toBe("up"));
+  });
+});
+
 describe("TelegramChannel polling health", () => {
   it("reports starting, then up with the last good poll, then stopped", async () => {
     const channel = newChannel();

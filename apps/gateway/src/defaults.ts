@@ -106,6 +106,11 @@ export const Defaults = {
     maxDelayMs: 8000,
   },
   activity: {
+    /**
+     * A turn shows typing once it ran this long: most shell commands answer in a few ms, and
+     * a typing indicator for them was one more Bot API request per message (docs/sessions.md).
+     */
+    typingAfterMs: 1_000,
     /** Typing indicators expire after ~5 s on Telegram; renew a little earlier. */
     intervalMs: 4_000,
     stillWorkingText: "⏳ Still working…",

@@ -87,6 +87,8 @@ export interface GatewayOptions {
   readonly drainTimeoutMs?: number;
   /** Typing renewal period (default 4 s). */
   readonly activityIntervalMs?: number;
+  /** How long a turn runs before it shows typing (default 1 s). */
+  readonly typingAfterMs?: number;
   /**
    * Replaces the clock and timers of turns' status messages (docs/sessions.md, "Live
    * progress"): tests post and edit them by hand instead of waiting seconds.
@@ -178,6 +180,7 @@ export class Gateway {
       outbox: this.outbox,
       channels: () => this.channels.map((c) => c.health()),
       activityIntervalMs: options.activityIntervalMs,
+      typingAfterMs: options.typingAfterMs,
       progressClock: options.progressClock,
       live:
         config.web === undefined ? undefined : new LiveSessions({ max: Defaults.web.maxSessions }),
@@ -272,6 +275,7 @@ export class Gateway {
       await channel.start({
         onMessage: (message) => this.#received(channel, message),
         onFatal: (error) => this.#onFatal(channel, error),
+        flush: () => this.journal.sync(),
       });
       this.logger.info({ platform: channel.platform, profile: channel.profile }, "channel started");
     }

@@ -310,6 +310,9 @@ export class TelegramGatewayHarness {
       const gatewayOptions: GatewayOptions = {
         logger,
         activityIntervalMs: 200,
+        // Typing from the turn's start (the default waits a second): the tests see it for
+        // their quick commands too.
+        typingAfterMs: 0,
         progressClock: manualClock(),
         now: stateClock.now,
         logRing,

@@ -117,6 +117,13 @@ export interface ChannelStartOptions {
    * gateway stops and the process exits non-zero so a service manager restarts or alerts.
    */
   readonly onFatal: (error: Error) => void;
+  /**
+   * Makes every message `onMessage` resolved for durable against a power cut (the journal's
+   * `sync`). A channel that confirms messages to its platform (Telegram's next `getUpdates`
+   * offset) calls it first; the gateway passes it. Absent: what `onMessage` resolved for is
+   * already as durable as it gets.
+   */
+  readonly flush?: () => Promise<void>;
 }
 
 /** One step of a reply, as the outbox records it. */

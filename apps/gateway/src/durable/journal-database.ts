@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
+import { chmodSync, closeSync, fdatasyncSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import type { PlanRecord } from "@mediagate/media";
 import { isPlanRecord } from "@mediagate/media/plan-record";
@@ -104,6 +104,8 @@ export class JournalDatabase {
   readonly path: string;
   readonly #db: Database.Database;
   readonly #owner: InstanceId;
+  /** Statements compiled once, by their SQL (each call used to compile its own). */
+  readonly #statements = new Map<string, Database.Statement>();
 
   private constructor(path: string, db: Database.Database, owner: InstanceId) {
     this.path = path;
@@ -120,8 +122,10 @@ export class JournalDatabase {
     const db = new Database(path);
     try {
       db.pragma("journal_mode = WAL");
-      // Every commit is synced: a message is confirmed to its platform right after record().
-      db.pragma("synchronous = FULL");
+      // A commit is written to the WAL (it survives a crash of the process) but not synced:
+      // sync() syncs everything committed so far with one flush of the disk, which the
+      // channels call before they confirm messages to their platform (docs/durability.md).
+      db.pragma("synchronous = NORMAL");
       db.pragma(`busy_timeout = ${Math.max(0, Math.trunc(settings.busyTimeoutMs))}`);
       migrate(db, JOURNAL_MIGRATIONS);
       return new JournalDatabase(path, db, settings.owner);
@@ -136,21 +140,33 @@ export class JournalDatabase {
     }
   }
 
+  #prepare<P extends unknown[] | object = unknown[], R = unknown>(
+    sql: string,
+  ): Database.Statement<P, R> {
+    let statement = this.#statements.get(sql);
+    if (statement === undefined) {
+      statement = this.#db.prepare(sql);
+      this.#statements.set(sql, statement);
+    }
+    return statement as unknown as Database.Statement<P, R>;
+  }
+
   record(message: InboundMessage, nowMs: number): RecordResult {
     const key = journalKey(message);
     return this.#db
       .transaction((): RecordResult => {
-        const inserted = this.#db
-          .prepare<[string, string, string, string, string, number], { id: number }>(
-            `INSERT INTO entries (key, profile, platform, state, owner, message, received_at)
+        const inserted = this.#prepare<
+          [string, string, string, string, string, number],
+          { id: number }
+        >(
+          `INSERT INTO entries (key, profile, platform, state, owner, message, received_at)
              VALUES (?, ?, ?, 'received', ?, ?, ?) ON CONFLICT (key) DO NOTHING RETURNING id`,
-          )
-          .get(key, message.profile, message.platform, this.#owner, JSON.stringify(message), nowMs);
+        ).get(key, message.profile, message.platform, this.#owner, JSON.stringify(message), nowMs);
         if (message.platform === "discord") this.#moveCursor(message, nowMs);
         if (inserted !== undefined) return { id: inserted.id, fresh: true };
-        const existing = this.#db
-          .prepare<[string], { id: number }>("SELECT id FROM entries WHERE key = ?")
-          .get(key);
+        const existing = this.#prepare<[string], { id: number }>(
+          "SELECT id FROM entries WHERE key = ?",
+        ).get(key);
         if (existing === undefined) throw new Error(`entry ${key} vanished while recording`);
         return { id: existing.id, fresh: false };
       })
@@ -161,11 +177,9 @@ export class JournalDatabase {
   #moveCursor(message: InboundMessage, nowMs: number): void {
     if (!Snowflake.test(message.messageId)) return;
     const channelId = message.threadId ?? message.chatId;
-    const current = this.#db
-      .prepare<[string, string], { last_message_id: string }>(
-        "SELECT last_message_id FROM cursors WHERE profile = ? AND channel_id = ?",
-      )
-      .get(message.profile, channelId);
+    const current = this.#prepare<[string, string], { last_message_id: string }>(
+      "SELECT last_message_id FROM cursors WHERE profile = ? AND channel_id = ?",
+    ).get(message.profile, channelId);
     if (
       current !== undefined &&
       Snowflake.test(current.last_message_id) &&
@@ -173,18 +187,16 @@ export class JournalDatabase {
     ) {
       return;
     }
-    this.#db
-      .prepare(
-        `INSERT INTO cursors (profile, channel_id, last_message_id, updated_at) VALUES (?, ?, ?, ?)
+    this.#prepare(
+      `INSERT INTO cursors (profile, channel_id, last_message_id, updated_at) VALUES (?, ?, ?, ?)
          ON CONFLICT (profile, channel_id) DO UPDATE
            SET last_message_id = excluded.last_message_id, updated_at = excluded.updated_at`,
-      )
-      .run(message.profile, channelId, message.messageId, nowMs);
+    ).run(message.profile, channelId, message.messageId, nowMs);
   }
 
   /** Several entries (the messages of one merged turn) start in one transaction. */
   started(ids: number | readonly number[], nowMs: number): void {
-    const update = this.#db.prepare(
+    const update = this.#prepare(
       "UPDATE entries SET state = 'started', started_at = ? WHERE id = ? AND state = 'received'",
     );
     this.#db
@@ -199,7 +211,7 @@ export class JournalDatabase {
    * Several entries (the messages of one merged turn) are closed in one transaction.
    */
   finished(ids: number | readonly number[], outcome: JournalOutcome, nowMs: number): void {
-    const update = this.#db.prepare(
+    const update = this.#prepare(
       "UPDATE entries SET state = 'done', outcome = ?, finished_at = ? WHERE id = ? AND state <> 'done'",
     );
     this.#db
@@ -221,28 +233,26 @@ export class JournalDatabase {
   }
 
   clearStep(replyId: string, key: string): void {
-    this.#db.prepare("DELETE FROM reply_steps WHERE reply_id = ? AND key = ?").run(replyId, key);
+    this.#prepare("DELETE FROM reply_steps WHERE reply_id = ? AND key = ?").run(replyId, key);
   }
 
   /** Where entry `id` is and how it ended (`undefined` for an unknown id). */
   entryState(id: number): { state: JournalState; outcome: string | null } | undefined {
-    return this.#db
-      .prepare<[number], { state: JournalState; outcome: string | null }>(
-        "SELECT state, outcome FROM entries WHERE id = ?",
-      )
-      .get(id);
+    return this.#prepare<[number], { state: JournalState; outcome: string | null }>(
+      "SELECT state, outcome FROM entries WHERE id = ?",
+    ).get(id);
   }
 
   /** Hands this owner's unfinished entries and pending replies to whoever starts next. */
   release(): number {
     return this.#db
       .transaction(() => {
-        const entries = this.#db
-          .prepare("UPDATE entries SET owner = ? WHERE owner = ? AND state <> 'done'")
-          .run(ReleasedOwner, this.#owner).changes;
-        const replies = this.#db
-          .prepare("UPDATE replies SET owner = ? WHERE owner = ? AND state = 'pending'")
-          .run(ReleasedOwner, this.#owner).changes;
+        const entries = this.#prepare(
+          "UPDATE entries SET owner = ? WHERE owner = ? AND state <> 'done'",
+        ).run(ReleasedOwner, this.#owner).changes;
+        const replies = this.#prepare(
+          "UPDATE replies SET owner = ? WHERE owner = ? AND state = 'pending'",
+        ).run(ReleasedOwner, this.#owner).changes;
         return entries + replies;
       })
       .immediate();
@@ -251,14 +261,13 @@ export class JournalDatabase {
   takeOver(nowMs: number): JournalEntry[] {
     return this.#db
       .transaction(() => {
-        const owners = this.#db
-          .prepare<[], { owner: string }>(
-            "SELECT DISTINCT owner FROM entries WHERE state <> 'done'",
-          )
+        const owners = this.#prepare<[], { owner: string }>(
+          "SELECT DISTINCT owner FROM entries WHERE state <> 'done'",
+        )
           .all()
           .map((row) => row.owner);
         const taken: EntryRow[] = [];
-        const take = this.#db.prepare<[string, string], EntryRow>(
+        const take = this.#prepare<[string, string], EntryRow>(
           `UPDATE entries SET owner = ? WHERE owner = ? AND state <> 'done'
            RETURNING id, key, state, owner, message, received_at, started_at`,
         );
@@ -290,10 +299,9 @@ export class JournalDatabase {
   }
 
   cursors(profile: string): ChatCursor[] {
-    return this.#db
-      .prepare<[string], { channel_id: string; last_message_id: string }>(
-        "SELECT channel_id, last_message_id FROM cursors WHERE profile = ? ORDER BY channel_id",
-      )
+    return this.#prepare<[string], { channel_id: string; last_message_id: string }>(
+      "SELECT channel_id, last_message_id FROM cursors WHERE profile = ? ORDER BY channel_id",
+    )
       .all(profile)
       .map((row) => ({ channelId: row.channel_id, lastMessageId: row.last_message_id }));
   }
@@ -308,25 +316,23 @@ export class JournalDatabase {
     const id = randomUUID();
     this.#db
       .transaction(() => {
-        this.#db
-          .prepare(
-            `INSERT INTO replies (id, entry_id, profile, platform, session_key, slot, target, text,
+        this.#prepare(
+          `INSERT INTO replies (id, entry_id, profile, platform, session_key, slot, target, text,
                                   state, owner, attempts, created_at, not_before)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, 0, ?, 0)`,
-          )
-          .run(
-            id,
-            entryId ?? null,
-            reply.profile,
-            reply.platform,
-            reply.sessionKey,
-            reply.slot,
-            JSON.stringify(reply.target),
-            reply.text,
-            this.#owner,
-            nowMs,
-          );
-        const close = this.#db.prepare(
+        ).run(
+          id,
+          entryId ?? null,
+          reply.profile,
+          reply.platform,
+          reply.sessionKey,
+          reply.slot,
+          JSON.stringify(reply.target),
+          reply.text,
+          this.#owner,
+          nowMs,
+        );
+        const close = this.#prepare(
           "UPDATE entries SET state = 'done', outcome = 'replied', finished_at = ? WHERE id = ?",
         );
         for (const id of entryId === undefined ? merged : [entryId, ...merged])
@@ -351,13 +357,11 @@ export class JournalDatabase {
     this.#db
       .transaction(() => {
         this.#requireReply(replyId);
-        this.#db
-          .prepare(
-            `INSERT INTO reply_steps (reply_id, key, result, recorded_at) VALUES (?, ?, ?, ?)
+        this.#prepare(
+          `INSERT INTO reply_steps (reply_id, key, result, recorded_at) VALUES (?, ?, ?, ?)
              ON CONFLICT (reply_id, key) DO UPDATE
                SET result = excluded.result, recorded_at = excluded.recorded_at`,
-          )
-          .run(replyId, key, result, nowMs);
+        ).run(replyId, key, result, nowMs);
       })
       .immediate();
   }
@@ -392,37 +396,34 @@ export class JournalDatabase {
   }
 
   #requireReply(replyId: string): void {
-    const row = this.#db.prepare("SELECT 1 FROM replies WHERE id = ?").get(replyId);
+    const row = this.#prepare("SELECT 1 FROM replies WHERE id = ?").get(replyId);
     if (row === undefined) throw new Error(`no outbox reply ${replyId}`);
   }
 
   #updateReply(replyId: string, sql: string, params: readonly (string | number | null)[]): void {
-    const { changes } = this.#db.prepare(sql).run(...params, replyId);
+    const { changes } = this.#prepare(sql).run(...params, replyId);
     if (changes === 0) throw new Error(`no outbox reply ${replyId}`);
   }
 
   replies(limit: number, id: string | undefined): OutboxRecord[] {
     const rows =
       id === undefined
-        ? this.#db
-            .prepare<[number], ReplyRow>(
-              "SELECT * FROM replies ORDER BY created_at DESC, rowid DESC LIMIT ?",
-            )
-            .all(limit)
-        : this.#db.prepare<[string], ReplyRow>("SELECT * FROM replies WHERE id = ?").all(id);
+        ? this.#prepare<[number], ReplyRow>(
+            "SELECT * FROM replies ORDER BY created_at DESC, rowid DESC LIMIT ?",
+          ).all(limit)
+        : this.#prepare<[string], ReplyRow>("SELECT * FROM replies WHERE id = ?").all(id);
     return rows.map((row) => this.#replyOf(row));
   }
 
   takeOverReplies(): OutboxRecord[] {
     return this.#db
       .transaction(() => {
-        const owners = this.#db
-          .prepare<[], { owner: string }>(
-            "SELECT DISTINCT owner FROM replies WHERE state = 'pending'",
-          )
+        const owners = this.#prepare<[], { owner: string }>(
+          "SELECT DISTINCT owner FROM replies WHERE state = 'pending'",
+        )
           .all()
           .map((row) => row.owner);
-        const take = this.#db.prepare<[string, string], ReplyRow & { seq: number }>(
+        const take = this.#prepare<[string, string], ReplyRow & { seq: number }>(
           "UPDATE replies SET owner = ? WHERE owner = ? AND state = 'pending' RETURNING *, rowid AS seq",
         );
         const taken = this.#gone(owners).flatMap((gone) => take.all(this.#owner, gone));
@@ -436,10 +437,9 @@ export class JournalDatabase {
     const target = parseJson(row.target);
     if (!isChatTarget(target)) throw new Error(`outbox reply ${row.id} has no valid target`);
     const steps = new Map(
-      this.#db
-        .prepare<[string], { key: string; result: StepResult }>(
-          "SELECT key, result FROM reply_steps WHERE reply_id = ? ORDER BY rowid",
-        )
+      this.#prepare<[string], { key: string; result: StepResult }>(
+        "SELECT key, result FROM reply_steps WHERE reply_id = ? ORDER BY rowid",
+      )
         .all(row.id)
         .map((step) => [step.key, step.result] as const),
     );
@@ -468,21 +468,41 @@ export class JournalDatabase {
   prune(olderThanMs: number): number {
     return this.#db
       .transaction(() => {
-        const entries = this.#db
-          .prepare("DELETE FROM entries WHERE state = 'done' AND finished_at < ?")
-          .run(olderThanMs).changes;
-        this.#db
-          .prepare(
-            `DELETE FROM reply_steps WHERE reply_id IN
+        const entries = this.#prepare(
+          "DELETE FROM entries WHERE state = 'done' AND finished_at < ?",
+        ).run(olderThanMs).changes;
+        this.#prepare(
+          `DELETE FROM reply_steps WHERE reply_id IN
                (SELECT id FROM replies WHERE state <> 'pending' AND closed_at < ?)`,
-          )
-          .run(olderThanMs);
-        const replies = this.#db
-          .prepare("DELETE FROM replies WHERE state <> 'pending' AND closed_at < ?")
-          .run(olderThanMs).changes;
+        ).run(olderThanMs);
+        const replies = this.#prepare(
+          "DELETE FROM replies WHERE state <> 'pending' AND closed_at < ?",
+        ).run(olderThanMs).changes;
         return entries + replies;
       })
       .immediate();
+  }
+
+  /**
+   * Makes every transaction committed so far (by any connection of this host) survive a power
+   * cut: one `fdatasync` of the write-ahead log, which holds every commit not yet checkpointed
+   * into the database file (a checkpoint syncs the database file before the log is reused).
+   * That is what `synchronous = FULL` does at each commit, once for all of them. No log file
+   * (nothing written since the last connection closed) means nothing is waiting.
+   */
+  sync(): void {
+    let fd: number;
+    try {
+      fd = openSync(`${this.path}-wal`, "r");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+      throw error;
+    }
+    try {
+      fdatasyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
   }
 
   /** Closes the database (the last connection checkpoints the WAL). Safe to call twice. */

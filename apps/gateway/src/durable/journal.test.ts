@@ -127,6 +127,18 @@ describe("SqliteJournal", () => {
     expect(raw<{ journal_mode: string }>("PRAGMA journal_mode")).toEqual([{ journal_mode: "wal" }]);
   });
 
+  it("syncs what it committed on demand, and refuses to once closed", async () => {
+    const journal = await openJournal();
+    await expect(journal.sync()).resolves.toBeUndefined();
+    await journal.record(telegram("1"));
+    await journal.record(telegram("2"));
+    await expect(journal.sync()).resolves.toBeUndefined();
+    await journal.close();
+    const refused = await journal.sync().catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(StorageError);
+    expect((refused as StorageError).message).toContain("sync");
+  });
+
   it("records a message once: a redelivery under the same key is not fresh", async () => {
     const journal = await openJournal();
     const first = await journal.record(telegram("41"));

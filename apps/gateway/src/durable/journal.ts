@@ -45,7 +45,7 @@ export function journalDbPath(rootHome: string): string {
 }
 
 /**
- * The {@link Journal} on SQLite: one file in WAL mode with every commit synced, worked on in
+ * The {@link Journal} on SQLite: one file in WAL mode, worked on in
  * its own worker thread, so a slow or frozen disk delays the calls that need the journal and
  * nothing else. Calls run in the order they are made. Every failure rejects with
  * {@link StorageError} (`full` set for a full disk; nothing of the failed call was saved).
@@ -88,6 +88,14 @@ export class SqliteJournal implements Journal {
 
   record(message: InboundMessage): Promise<RecordResult> {
     return this.#worker.call("record", message, this.#now());
+  }
+
+  /**
+   * Makes everything recorded so far survive a power cut (one sync of the disk for all of
+   * it); a crash of the process alone loses nothing already committed.
+   */
+  sync(): Promise<void> {
+    return this.#worker.call("sync");
   }
 
   started(ids: number | readonly number[]): Promise<void> {

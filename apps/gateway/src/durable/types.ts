@@ -99,8 +99,18 @@ export interface OutboxRecord extends OutboxReply {
  * `StorageError` (its `full` flag set for a full disk) when the database cannot be written.
  */
 export interface Journal {
-  /** Records an inbound message before it is confirmed; dedupes on its key. Discord messages move their chat's cursor. */
+  /**
+   * Records an inbound message before it is confirmed; dedupes on its key. Discord messages
+   * move their chat's cursor. Once it resolves the entry survives a crash of the process;
+   * {@link sync} makes it survive a power cut too.
+   */
   record(message: InboundMessage): Promise<RecordResult>;
+  /**
+   * Syncs to disk everything committed so far, with one flush for all of it. A channel calls
+   * it (through `ChannelStartOptions.flush`) before it confirms recorded messages to their
+   * platform.
+   */
+  sync(): Promise<void>;
   /** The entry's turn starts (several: the messages of one collected turn, atomically). */
   started(ids: number | readonly number[]): Promise<void>;
   /** Nothing is left to do for the entry (or entries, atomically). */

@@ -16,7 +16,7 @@ import { type MessageContext, type Middleware, say, sessionOf } from "./types.js
 export const TurnFailedText = "⚠️ Something went wrong while handling that message.";
 
 /**
- * Step 5: the agent's turn, with the typing indicator renewed and, after the profile's
+ * Step 5: the agent's turn, with the typing indicator (once it ran a second) renewed and, after the profile's
  * `progress.afterSeconds`, one status message edited with the running command or tool call and
  * the elapsed time, deleted once the reply's delivery attempt ended (docs/sessions.md, "Live
  * progress"); on a channel that cannot edit (the console) or with `progress.enabled: false`, a
@@ -65,6 +65,7 @@ async function agentTurn(
   const stopActivity = startActivity(ctx.channel, ctx.target, {
     signal,
     intervalMs: ctx.services.activityIntervalMs,
+    typingAfterMs: ctx.services.typingAfterMs,
     stillWorkingAfterMs: ctx.runtime.profile.stillWorkingAfterSeconds * 1000,
     stillWorking: progress === undefined,
     onError: (error) => ctx.log.warn({ err: error }, "could not send the still-working message"),

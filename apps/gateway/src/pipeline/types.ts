@@ -72,6 +72,8 @@ export interface PipelineServices {
   readonly channels: () => readonly ChannelHealth[];
   /** Typing renewal period; default 4 s. */
   readonly activityIntervalMs?: number | undefined;
+  /** How long a turn runs before it shows typing (default `Defaults.activity.typingAfterMs`). */
+  readonly typingAfterMs?: number | undefined;
   /** The clock and timers of turns' status messages; default real time (tests: manual). */
   readonly progressClock?: ProgressClock | undefined;
   /** What each session's turn does now, for the web console (absent: nobody asks). */

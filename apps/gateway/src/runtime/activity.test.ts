@@ -35,6 +35,17 @@ describe("startActivity", () => {
     vi.useRealTimers();
   });
 
+  it("shows no typing for a turn that ends before typingAfterMs (default 1 s)", () => {
+    vi.useFakeTimers();
+    const channel = new CountingChannel();
+    const stop = startActivity(channel, { platform: "telegram", chatId: "1" });
+    vi.advanceTimersByTime(999);
+    expect(channel.typing).toBe(0);
+    stop();
+    vi.advanceTimersByTime(60_000);
+    expect(channel.typing).toBe(0);
+  });
+
   it("renews typing every interval, says still working once after the threshold, and stops", () => {
     vi.useFakeTimers();
     const channel = new CountingChannel();
@@ -42,11 +53,14 @@ describe("startActivity", () => {
       channel,
       { platform: "telegram", chatId: "1" },
       {
+        typingAfterMs: 500,
         intervalMs: 4_000,
         stillWorkingAfterMs: 10_000,
         stillWorkingText: "still working",
       },
     );
+    expect(channel.typing).toBe(0);
+    vi.advanceTimersByTime(500);
     expect(channel.typing).toBe(1);
     vi.advanceTimersByTime(8_000);
     expect(channel.typing).toBe(3);

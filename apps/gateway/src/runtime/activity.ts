@@ -9,6 +9,11 @@ export const ActivityDefaults = {
 
 /** Options of {@link startActivity}. */
 export interface ActivityOptions {
+  /**
+   * How long the turn runs before the first typing indicator (default 1 s): a turn that ends
+   * sooner shows none, and costs no request for it.
+   */
+  readonly typingAfterMs?: number | undefined;
   readonly intervalMs?: number | undefined;
   readonly stillWorkingAfterMs?: number | undefined;
   readonly stillWorkingText?: string | undefined;
@@ -24,7 +29,8 @@ export interface ActivityOptions {
 }
 
 /**
- * Shows that a turn is running: a typing indicator now and every `intervalMs`, and once,
+ * Shows that a turn is running: a typing indicator once it ran `typingAfterMs` and from then
+ * on every `intervalMs`, and once,
  * after `stillWorkingAfterMs`, a "still working…" message (unless `stillWorking` is false: the
  * turn's live status message replaces it). Returns the function that stops both.
  */
@@ -34,6 +40,7 @@ export function startActivity(
   options: ActivityOptions = {},
 ): () => void {
   const intervalMs = options.intervalMs ?? ActivityDefaults.intervalMs;
+  const typingAfterMs = options.typingAfterMs ?? ActivityDefaults.typingAfterMs;
   const afterMs = options.stillWorkingAfterMs ?? ActivityDefaults.stillWorkingAfterMs;
   const text = options.stillWorkingText ?? ActivityDefaults.stillWorkingText;
   const { signal } = options;
@@ -41,17 +48,22 @@ export function startActivity(
     if (signal?.aborted) return;
     channel.showActivity(target, signal).catch(() => {});
   };
-  typing();
-  const interval = setInterval(typing, intervalMs);
+  let interval: NodeJS.Timeout | undefined;
+  const firstTyping = setTimeout(() => {
+    typing();
+    interval = setInterval(typing, intervalMs);
+    interval.unref?.();
+  }, typingAfterMs);
+  firstTyping.unref?.();
   const stillWorking = setTimeout(() => {
     if (signal?.aborted || options.stillWorking === false) return;
     channel.sendText(target, text, signal).catch((error: unknown) => {
       if (!signal?.aborted) options.onError?.(error);
     });
   }, afterMs);
-  interval.unref?.();
   stillWorking.unref?.();
   const stop = () => {
+    clearTimeout(firstTyping);
     clearInterval(interval);
     clearTimeout(stillWorking);
     signal?.removeEventListener("abort", stop);

@@ -67,10 +67,15 @@ export type Approver = string;
 export class StateDatabase {
   readonly path: string;
   readonly #db: Database.Database;
+  /** The per-message lookup, compiled once. */
+  readonly #sessionOf: Database.Statement<[string], SessionRow>;
 
   private constructor(path: string, db: Database.Database) {
     this.path = path;
     this.#db = db;
+    this.#sessionOf = db.prepare<[string], SessionRow>(
+      "SELECT session_id FROM sessions WHERE session_key = ?",
+    );
   }
 
   /**
@@ -97,14 +102,18 @@ export class StateDatabase {
     }
   }
 
-  /** The session id bound to `sessionKey`; a new random one is created and stored if absent. */
+  /**
+   * The session id bound to `sessionKey`; a new random one is created and stored if absent.
+   * A session that has one (every message but a session's first) is a plain read: no write
+   * transaction, so it never waits for another process's writer.
+   */
   currentSessionId(sessionKey: string, nowMs: number): string {
-    return this.#run("session", () =>
-      this.#db
+    return this.#run("session", () => {
+      const known = this.#sessionOf.get(sessionKey);
+      if (known !== undefined) return known.session_id;
+      return this.#db
         .transaction(() => {
-          const row = this.#db
-            .prepare<[string], SessionRow>("SELECT session_id FROM sessions WHERE session_key = ?")
-            .get(sessionKey);
+          const row = this.#sessionOf.get(sessionKey);
           if (row) return row.session_id;
           const id = randomUUID();
           this.#db
@@ -114,8 +123,8 @@ export class StateDatabase {
             .run(sessionKey, id, nowMs, nowMs);
           return id;
         })
-        .immediate(),
-    );
+        .immediate();
+    });
   }
 
   /**

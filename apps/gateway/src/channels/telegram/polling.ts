@@ -58,6 +58,11 @@ export interface PollerDependencies {
    * after a backoff.
    */
   readonly handle: (unit: UpdateUnit) => Promise<void>;
+  /**
+   * Makes what `handle` resolved for durable against a power cut; called before a getUpdates
+   * confirms it. A rejection is a failed poll: nothing is confirmed, and it is tried again.
+   */
+  readonly flush: () => Promise<void>;
   /** Polling cannot go on (the token was revoked). Called once. */
   readonly onFatal: (error: TelegramPollingError) => void;
 }
@@ -75,6 +80,11 @@ export class TelegramPollingError extends Error {
   }
 }
 
+/** The recorded updates could not be flushed to disk, so no getUpdates confirmed them. */
+class FlushFailed extends Error {
+  override readonly name = "FlushFailed";
+}
+
 /** The poll outlived its timeout and margin. */
 class PollHung extends Error {
   override readonly name = "PollHung";
@@ -82,7 +92,8 @@ class PollHung extends Error {
 
 /**
  * Telegram long polling where an update counts as confirmed (the next `offset`) only once it
- * is recorded. The updates of one album are handed on together: an answer that ends inside
+ * is recorded and flushed to disk: the updates of one answer are recorded one by one, then
+ * one flush covers them all before the next getUpdates confirms them. The updates of one album are handed on together: an answer that ends inside
  * an album is completed by one more poll from the same offset after `albumWaitMs`, and the
  * offset never confirms the head of an album without its tail (`albums.ts`). Failures never end the loop except a refused token: network errors, 5xx,
  * 409 Conflict and hung polls back off (1 s doubling to 60 s) and poll again; an update whose
@@ -92,6 +103,8 @@ export class UpdatePoller {
   private offset = 0;
   /** The offset the last answered getUpdates carried: Telegram has forgotten what is below. */
   private confirmedOffset = 0;
+  /** Updates below this offset are recorded and flushed: a getUpdates may confirm them. */
+  private flushedOffset = 0;
   private readonly stopping = new AbortController();
   private loop: Promise<void> | undefined;
 
@@ -124,6 +137,7 @@ export class UpdatePoller {
     waited.abort();
     if (this.offset > this.confirmedOffset && this.deps.health.current !== "failed") {
       try {
+        await this.flush();
         await this.deps.api.getUpdates(
           { offset: this.offset, timeout: 0, limit: 1 },
           grammySignal(AbortSignal.timeout(PollingDefaults.confirmTimeoutMs)),
@@ -196,7 +210,21 @@ export class UpdatePoller {
     }
   }
 
+  /** Flushes the recorded updates that a getUpdates from {@link offset} would confirm. */
+  private async flush(): Promise<void> {
+    const offset = this.offset;
+    if (offset <= this.flushedOffset) return;
+    try {
+      await this.deps.flush();
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new FlushFailed(reason, { cause: error });
+    }
+    this.flushedOffset = offset;
+  }
+
   private async poll(pollTimeoutSeconds: number): Promise<Update[]> {
+    await this.flush();
     const { pollTimeoutMarginMs } = this.settings;
     const hung = new AbortController();
     const timer = setTimeout(
@@ -239,7 +267,13 @@ export class UpdatePoller {
         ? error.parameters.retry_after * 1000
         : 0;
     const delayMs = Math.max(this.backoffMs(failures), retryAfterMs);
-    if (error instanceof PollHung) {
+    if (error instanceof FlushFailed) {
+      health.set("retrying", `recorded updates not synced to disk: ${error.message}`);
+      logger.error(
+        { err: error.cause, delayMs },
+        "the journal could not sync recorded telegram updates to disk; they stay unconfirmed and are synced again before the next poll",
+      );
+    } else if (error instanceof PollHung) {
       const after = this.settings.pollTimeoutSeconds * 1000 + this.settings.pollTimeoutMarginMs;
       health.set("retrying", `getUpdates did not answer within ${after} ms`);
       logger.warn({ afterMs: after, delayMs }, "telegram getUpdates hung; polling again");

@@ -136,7 +136,7 @@ export class TelegramChannel implements ChannelAdapter {
    * token-free {@link TelegramStartError}. Later failures show in {@link health}; a refused
    * token calls `onFatal`.
    */
-  async start({ onMessage, onFatal }: ChannelStartOptions): Promise<void> {
+  async start({ onMessage, onFatal, flush }: ChannelStartOptions): Promise<void> {
     if (this.poller !== undefined) return;
     this.health_.set("starting");
     try {
@@ -173,6 +173,7 @@ export class TelegramChannel implements ChannelAdapter {
         health: this.health_,
         allowedUpdates: AllowedUpdates,
         handle: (update) => this.receive(update, onMessage),
+        flush: flush ?? (async () => {}),
         onFatal,
       },
       this.polling,
