@@ -79,6 +79,12 @@ export const Defaults = {
   slotLockWaitMs: 120_000,
   /** A slot lock whose holder stopped refreshing it this long ago (it died) is taken over. */
   slotLockStaleMs: 20_000,
+  /**
+   * A slot lock seen this long without its owner record is taken over: a holder records itself
+   * within milliseconds of making the lock and removes the record just before releasing it,
+   * so a lock without one for this long lost its holder in one of those two moments.
+   */
+  slotLockUnrecordedMs: 3_000,
   /** Bound `shutdown()` waits for outstanding cleanups. */
   shutdownTimeoutMs: 15_000,
   /**

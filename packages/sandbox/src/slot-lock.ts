@@ -18,6 +18,11 @@ export interface SlotLockOptions {
   readonly onWarning?: ((message: string, cause?: unknown) => void) | undefined;
   /** How long to wait for a live holder in another process (default `Defaults.slotLockWaitMs`). */
   readonly waitMs?: number | undefined;
+  /**
+   * How long a lock may be seen without its owner record before it is taken over (default
+   * `Defaults.slotLockUnrecordedMs`).
+   */
+  readonly unrecordedMs?: number | undefined;
 }
 
 /**
@@ -30,10 +35,14 @@ export interface SlotLockOptions {
  *
  * A holder records itself beside the lock (`<name>.lock.owner`, see {@link LockOwner}), so a
  * lock whose holder was killed is taken over at once rather than after the stale time: a
- * crashed gateway must not hold its persistent slot hostage for the next one. A lock with no
- * such record (a holder still writing it, or an older version) is taken over once it has not
- * been refreshed for `Defaults.slotLockStaleMs`. Waiting longer than `waitMs` for a live
- * holder fails. Not reentrant: `fn` must not take the same slot's lock again.
+ * crashed gateway must not hold its persistent slot hostage for the next one. A lock without
+ * a record of its own is taken over once this process has seen it so for `unrecordedMs`
+ * (3 s): its holder was killed between making the lock and recording itself, or between
+ * removing its record and the lock, each a matter of milliseconds for a live holder (found by
+ * the SIGKILL crash loop, where such a lock held a persistent slot for the 20 s until it went
+ * stale). Any lock is taken over once it has not been refreshed for `Defaults.slotLockStaleMs`.
+ * Waiting longer than `waitMs` for a live holder fails. Not reentrant: `fn` must not take the
+ * same slot's lock again.
  */
 export async function withSlotLock<T>(
   slotDir: string,
@@ -73,6 +82,15 @@ async function acquire(
 ): Promise<() => Promise<void>> {
   const waitMs = options.waitMs ?? Defaults.slotLockWaitMs;
   const deadline = Date.now() + waitMs;
+  const unrecorded: UnrecordedWatch = {
+    graceMs: options.unrecordedMs ?? Defaults.slotLockUnrecordedMs,
+    onTakeOver: () =>
+      options.onWarning?.(
+        `took over the lock of slot directory ${key}: it had no owner record for ${unrecorded.graceMs} ms (its holder was killed while taking or releasing it)`,
+      ),
+    lock: undefined,
+    sinceMs: 0,
+  };
   let delayMs = 10;
   for (;;) {
     try {
@@ -93,7 +111,7 @@ async function acquire(
       };
     } catch (error) {
       const held = error instanceof Error && "code" in error && error.code === "ELOCKED";
-      if (held && (await takeOverFromGoneOwner(lockFile))) continue;
+      if (held && (await takeOverAbandoned(lockFile, unrecorded))) continue;
       if (!held || Date.now() >= deadline) {
         throw new Error(
           `slot directory ${key} is locked by another process (waited ${waitMs} ms): ${
@@ -131,16 +149,51 @@ async function readOwner(lockFile: string): Promise<LockOwner | undefined> {
   }
 }
 
+/** The lock directory this process saw without an owner record, and since when. */
+interface UnrecordedWatch {
+  readonly graceMs: number;
+  readonly onTakeOver: () => void;
+  lock: string | undefined;
+  sinceMs: number;
+}
+
 /**
- * Removes the lock when its record names a holder that is gone and still describes this very
- * lock directory; answers whether it did. The directory is first renamed aside and checked
- * again there, so a lock another process made meanwhile is put back, not removed.
+ * Removes a held lock whose holder is gone, answering whether it did: its record names a
+ * holder that is not running, or it has had no record of its own (a record of an older lock
+ * directory counts as none) for as long as this process has watched it, `graceMs`.
  */
-async function takeOverFromGoneOwner(lockFile: string): Promise<boolean> {
-  const owner = await readOwner(lockFile);
-  if (owner === undefined || instanceLiveness(owner.instance) !== "gone") return false;
+async function takeOverAbandoned(lockFile: string, watch: UnrecordedWatch): Promise<boolean> {
   const current = await stat(lockFile).catch(() => undefined);
-  if (current === undefined || identityOf(current) !== owner.lock) return false;
+  if (current === undefined) return false;
+  const identity = identityOf(current);
+  const owner = await readOwner(lockFile);
+  if (owner?.lock === identity) {
+    watch.lock = undefined;
+    if (instanceLiveness(owner.instance) !== "gone") return false;
+    return removeLock(lockFile, identity, owner.instance);
+  }
+  if (watch.lock !== identity) {
+    watch.lock = identity;
+    watch.sinceMs = Date.now();
+    return false;
+  }
+  if (Date.now() - watch.sinceMs < watch.graceMs) return false;
+  const removed = await removeLock(lockFile, identity, undefined);
+  if (removed) watch.onTakeOver();
+  return removed;
+}
+
+/**
+ * Removes lock directory `identity`; `false` when it is not there any more. It is first renamed
+ * aside and checked again there, so a lock another process made meanwhile is put back, not
+ * removed. The owner record goes too when it is `instance`'s (a record of no one's is left:
+ * the next holder replaces it).
+ */
+async function removeLock(
+  lockFile: string,
+  identity: string,
+  instance: string | undefined,
+): Promise<boolean> {
   const aside = `${lockFile}.gone-${randomUUID()}`;
   try {
     await rename(lockFile, aside);
@@ -148,12 +201,14 @@ async function takeOverFromGoneOwner(lockFile: string): Promise<boolean> {
     return false;
   }
   const moved = await stat(aside).catch(() => undefined);
-  if (moved === undefined || identityOf(moved) !== owner.lock) {
+  if (moved === undefined || identityOf(moved) !== identity) {
     await rename(aside, lockFile).catch(() => undefined);
     return false;
   }
-  const record = await readOwner(lockFile);
-  if (record?.instance === owner.instance) await rm(ownerFileOf(lockFile), { force: true });
+  if (instance !== undefined) {
+    const record = await readOwner(lockFile);
+    if (record?.instance === instance) await rm(ownerFileOf(lockFile), { force: true });
+  }
   await rm(aside, { recursive: true, force: true });
   return true;
 }

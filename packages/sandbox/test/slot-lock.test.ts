@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -54,6 +54,39 @@ describe("the slot lock across processes", () => {
     // The killed holder refreshed its lock moments ago: waiting for staleness (20 s) would
     // exceed this bound and fail.
     await expect(withSlotLock(slotDir, async () => "ran", { waitMs: 2_000 })).resolves.toBe("ran");
+  });
+
+  it("takes over a lock left without its owner record (its holder killed while making it) after unrecordedMs", async () => {
+    const locks = join(home, "sandboxes", "locks", "docker");
+    await mkdir(join(locks, "default.lock"), { recursive: true });
+    // A record of an older lock directory is no record of this one.
+    await writeFile(
+      join(locks, "default.lock.owner"),
+      JSON.stringify({ instance: "vm/boot/1/1", lock: "1:0" }),
+    );
+    // The lock was made just now, so it goes stale only in 20 s: past this bound.
+    const warnings: string[] = [];
+    const options = {
+      waitMs: 2_000,
+      unrecordedMs: 200,
+      onWarning: (m: string) => warnings.push(m),
+    };
+    await expect(withSlotLock(slotDir, async () => "ran", options)).resolves.toBe("ran");
+    expect(await readdir(locks)).toEqual([]);
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /^took over the lock of slot directory .*default: it had no owner record for 200 ms/,
+      ),
+    ]);
+  });
+
+  it("leaves a lock without its owner record to its holder for unrecordedMs", async () => {
+    const locks = join(home, "sandboxes", "locks", "docker");
+    await mkdir(join(locks, "default.lock"), { recursive: true });
+    await expect(
+      withSlotLock(slotDir, async () => "ran", { waitMs: 300, unrecordedMs: 10_000 }),
+    ).rejects.toThrow(/is locked by another process \(waited 300 ms\)/);
+    expect(await readdir(locks)).toEqual(["default.lock"]);
   });
 
   it("leaves neither the lock nor its owner record behind once released", async () => {
