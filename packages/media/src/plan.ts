@@ -64,6 +64,9 @@ export async function planMediaWithHooks(
 ): Promise<MediaPlan> {
   checkContext(ctx);
   const extraction = extractMedia(reply);
+  // A reply naming no file (most replies) needs none of the homes' real paths: no tag, no
+  // file opened, nothing for the policy to decide.
+  if (extraction.tags.length === 0) return createPlan(extraction.render(new Set()), extraction, []);
   const setup = await prepareSetup(ctx, hooks);
   const maxFiles = ctx.maxFiles ?? PlanDefaults.maxFiles;
   const outcomes: MediaOutcome[] = [];

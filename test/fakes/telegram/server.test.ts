@@ -36,6 +36,13 @@ async function startPolling(bot: Bot): Promise<{ running: Promise<void> }> {
 }
 
 describe("FakeTelegram long polling with the real grammY", () => {
+  it("keeps connections open for reuse: grammY's keep-alive agent sends sequential calls over one", async () => {
+    const bot = newBot();
+    for (let i = 0; i < 5; i++) await bot.api.sendMessage(7, `call ${i}`);
+    expect(fake.callsTo("sendMessage")).toHaveLength(5);
+    expect(fake.connections).toBe(1);
+  });
+
   it("delivers a queued private message to bot.start() and stops cleanly", async () => {
     const bot = newBot();
     const seen: Message[] = [];

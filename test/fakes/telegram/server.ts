@@ -77,7 +77,9 @@ export const FakeTelegramDefaults = {
   botId: 123456,
   localFiles: false,
   downloadMaxBytes: PublicDownloadMaxBytes,
-} as const satisfies Required<FakeTelegramOptions>;
+  /** How long an idle client connection is kept open (the server's `keepAliveTimeout`). */
+  keepAliveTimeoutMs: 60_000,
+} as const satisfies Required<FakeTelegramOptions> & { keepAliveTimeoutMs: number };
 
 /** A multipart body being received, or one whose sender went away before its end. */
 export interface UploadProgress {
@@ -120,6 +122,7 @@ export class FakeTelegram {
   private readonly localFiles: boolean;
   private readonly downloadMaxBytes: number;
   private files_: FileStore | undefined;
+  private connections_ = 0;
 
   constructor(options: FakeTelegramOptions = {}) {
     const settings = { ...FakeTelegramDefaults, ...options };
@@ -149,7 +152,13 @@ export class FakeTelegram {
         if (!res.headersSent) this.write(res, fail(500, `Internal Server Error: ${String(error)}`));
       });
     });
-    server.keepAliveTimeout = 1000;
+    // Like the real API's servers, an idle connection stays open long enough for clients to
+    // reuse it: Node's agent does not reuse a socket whose server announced a timeout of 1 s
+    // or less (`Keep-Alive: timeout=1`), so a shorter one made every call a new connection.
+    server.keepAliveTimeout = FakeTelegramDefaults.keepAliveTimeoutMs;
+    server.on("connection", () => {
+      this.connections_++;
+    });
     server.listen(0, "127.0.0.1");
     await once(server, "listening");
     this.server = server;
@@ -272,6 +281,11 @@ export class FakeTelegram {
   /** Whether a `getUpdates` long poll is being held open right now. */
   get polling(): boolean {
     return this.updates.holding;
+  }
+
+  /** TCP connections clients opened to the fake so far (to see whether they reuse them). */
+  get connections(): number {
+    return this.connections_;
   }
 
   /**

@@ -113,6 +113,15 @@ function noticeProgress(progress: DeliveryProgress, key: string): DeliveryProgre
   };
 }
 
+/**
+ * A plan of the reply's text as it is, naming no file: it needs no record (one journal commit
+ * less per plain reply). A resumed reply without one is planned from its text again, which
+ * gives the same plan.
+ */
+function plainText(plan: MediaPlan, text: string): boolean {
+  return plan.outcomes.length === 0 && plan.text === text && !plan.asVoice && !plan.asDocument;
+}
+
 /** A plan of text alone (a notice): nothing to upload, nothing to close. */
 function textOnlyPlan(text: string): MediaPlan {
   return {
@@ -262,7 +271,7 @@ export class Outbox {
     try {
       const { plan, lost } = await this.#plan(record, runtime, channel, done, signal);
       try {
-        if (planned === undefined) {
+        if (planned === undefined && !plainText(plan, record.text)) {
           // Recorded before the first send; a failure here fails the attempt (nothing was sent).
           const made = recordPlan(plan);
           await this.#journal.setPlan(record.id, made);
