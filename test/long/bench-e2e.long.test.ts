@@ -171,8 +171,8 @@ describe("pnpm bench:e2e", () => {
       ratio: expect.any(Number),
     });
     expect(byFigure("throughput").map((line) => [line.users, line.concurrency])).toEqual([
-      [2, 4],
-      [3, 4],
+      [2, 16],
+      [3, 16],
     ]);
     for (const line of byFigure("throughput")) {
       expect(line.msg_per_s).toBeGreaterThan(0);

@@ -25,7 +25,10 @@ import { planTraffic, sessionKeyOf } from "./durability/traffic.js";
  */
 const Users = [7101, 7102, 7103, 7104, 7105];
 const Messages = 150;
-/** Turns running at once (config `concurrency`, the default): what one kill can cut off. */
+/**
+ * Turns running at once (config `concurrency`, set here below the default of 16): what one
+ * kill can cut off, so the bound on noticed messages stays tight.
+ */
 const Concurrency = 4;
 const Kills = 10;
 

@@ -24,7 +24,10 @@ import { planTraffic } from "./durability/traffic.js";
  */
 const Users = [7001, 7002, 7003, 7004, 7005];
 const Messages = 150;
-/** Turns running at once (config `concurrency`, the default): what one kill can cut off. */
+/**
+ * Turns running at once (config `concurrency`, set here below the default of 16): what one
+ * kill can cut off, so the bound on noticed messages stays tight.
+ */
 const Concurrency = 4;
 const Kills = 30;
 

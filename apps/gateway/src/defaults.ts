@@ -27,8 +27,13 @@ export const Defaults = {
   /** Root home below the user's home directory when neither config nor env sets one. */
   homeDirName: ".mediagate",
   agentKind: "shell",
-  /** Turns running at once across all sessions (`concurrency`). */
-  concurrency: 4,
+  /**
+   * Turns running at once across all sessions (`concurrency`). Chosen from `pnpm bench:e2e`
+   * (bench/README.md): with 100 users on 2 cores, 16 answered 523 msg/s where 4 answered 452;
+   * 32 and 64 added 3-6 % more, within the noise, for twice and four times the commands
+   * running in the sandboxes at once (docs/configuration.md).
+   */
+  concurrency: 16,
   /** How long a stop lets running turns and deliveries finish (`drainTimeoutSeconds`). */
   drainTimeoutSeconds: 15,
   /** Seconds a turn may run before the chat gets a one-time "still working…" message. */

@@ -23,7 +23,7 @@ describe("resolveConfig", () => {
   it("applies the embedded defaults with no config at all", () => {
     const config = resolveConfig({}, { env });
     expect(config.home).toBe("/home/u/.mediagate");
-    expect(config.concurrency).toBe(4);
+    expect(config.concurrency).toBe(16);
     expect(config.profiles).toHaveLength(1);
     const [p] = config.profiles;
     expect(p?.name).toBe("default");
