@@ -6,6 +6,7 @@ export { extractMedia } from "./extract.js";
 export type { DiscordLimitOptions, TelegramLimitOptions } from "./limits.js";
 export { DiscordDefaults, discordLimits, TelegramDefaults, telegramLimits } from "./limits.js";
 export { formatBytes, noticeFor } from "./notice.js";
+export { ChunkRing, DescriptorFile } from "./open-file.js";
 export { PlanDefaults, planMedia, recordPlan, resumePlan } from "./plan.js";
 export { isPlanRecord } from "./plan-record.js";
 export type { DeliveryPolicy, PolicyOptions } from "./policy.js";

@@ -319,6 +319,9 @@ function notReopened(item: Extract<PlannedItem, { status: "ready" }>): ReadyMedi
         },
       }),
     read: () => Promise.reject(refuse()),
+    chunks: () => ({
+      [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(refuse()) }),
+    }),
     close: async () => {},
   };
   const { path: tagged, kind, filename, mime, size } = item;

@@ -93,6 +93,13 @@ export interface CandidateTrace {
 export interface OpenedFile {
   /** A fresh stream from byte 0 on the open descriptor, for each (re)try of an upload. */
   stream(): Readable;
+  /**
+   * The content from byte 0 as views of a few buffers reused in turn (see
+   * {@link DescriptorFile.chunks}): a chunk is valid until {@link ChunkRing.buffers} - 1 more
+   * were asked for. For a consumer that writes each chunk out before asking for more (an
+   * upload through a socket); memory stays flat whatever the file's size.
+   */
+  chunks(): AsyncIterable<Uint8Array>;
   /** The whole content, read from the descriptor at offset 0. */
   read(): Promise<Buffer>;
   /** Close the descriptor; safe to repeat. */

@@ -2,7 +2,13 @@ import { mkdtemp, open, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { deflateSync } from "node:zlib";
-import type { MediaKind, MediaPlan, OpenedFile, ReadyMedia } from "@mediagate/media";
+import {
+  DescriptorFile,
+  type MediaKind,
+  type MediaPlan,
+  type OpenedFile,
+  type ReadyMedia,
+} from "@mediagate/media";
 import { type Logger, pino } from "pino";
 
 /** A scratch directory, removed by the returned cleanup. */
@@ -12,26 +18,15 @@ export async function scratchDir(): Promise<{ dir: string; cleanup: () => Promis
 }
 
 /**
- * Writes `bytes` to `dir/name` and holds it open the way packages/media does: every
- * `stream()` is a fresh stream from byte 0 of the same descriptor.
+ * Writes `bytes` to `dir/name` and holds it open as packages/media does (its own
+ * `DescriptorFile`): every `stream()` or `chunks()` reads from byte 0 of the same descriptor.
  */
 export async function openTempFile(dir: string, name: string, bytes: Buffer): Promise<OpenedFile> {
   const path = join(dir, name);
   await writeFile(path, bytes);
   const handle = await open(path, "r");
-  let closed: Promise<void> | undefined;
-  return {
-    stream: () => handle.createReadStream({ start: 0, autoClose: false, emitClose: true }),
-    read: async () => {
-      const buffer = Buffer.alloc(bytes.length);
-      await handle.read(buffer, 0, buffer.length, 0);
-      return buffer;
-    },
-    close: () => {
-      closed ??= handle.close();
-      return closed;
-    },
-  };
+  const { dev, ino } = await handle.stat();
+  return new DescriptorFile(handle, bytes.length, `${dev}:${ino}`);
 }
 
 /** A ready plan item for a real temp file. */

@@ -47,11 +47,13 @@ export const SendMethods = {
 } as const satisfies Record<MediaKind, string>;
 
 /**
- * A fresh upload of the item: each call opens a new stream from byte 0 of the held
- * descriptor, so a retry sends the whole file again.
+ * A fresh upload of the item: each call reads again from byte 0 of the held descriptor, so a
+ * retry sends the whole file again. The chunks are views of a few reused buffers
+ * (`OpenedFile.chunks`): grammY hands each straight to the request's socket, which takes
+ * the next only once the last was written.
  */
 function upload(item: ReadyMedia): InputFile {
-  return new InputFile(() => item.file.stream(), item.filename);
+  return new InputFile(() => item.file.chunks(), item.filename);
 }
 
 function sendAs(ctx: MediaSendContext, item: ReadyMedia, kind: MediaKind, caption?: string) {
