@@ -6,6 +6,7 @@ const Consequences: Readonly<Record<string, string>> = {
   record: "the message was not confirmed and will be handled once it is saved",
   addReply: "the reply was not recorded for delivery",
   step: "the delivered step was not recorded; a resumed delivery may repeat it",
+  sync: "the messages recorded since the last sync were not confirmed and are offered again",
 };
 
 /** Fields of a {@link StorageError}. */

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { chmodSync, closeSync, fdatasyncSync, mkdirSync, openSync } from "node:fs";
+import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import type { PlanRecord } from "@mediagate/media";
 import { isPlanRecord } from "@mediagate/media/plan-record";
@@ -123,8 +123,9 @@ export class JournalDatabase {
     try {
       db.pragma("journal_mode = WAL");
       // A commit is written to the WAL (it survives a crash of the process) but not synced:
-      // sync() syncs everything committed so far with one flush of the disk, which the
-      // channels call before they confirm messages to their platform (docs/durability.md).
+      // SqliteJournal.sync() syncs everything committed so far with one flush of the disk,
+      // which the channels call before they confirm messages to their platform
+      // (docs/durability.md).
       db.pragma("synchronous = NORMAL");
       db.pragma(`busy_timeout = ${Math.max(0, Math.trunc(settings.busyTimeoutMs))}`);
       migrate(db, JOURNAL_MIGRATIONS);
@@ -481,28 +482,6 @@ export class JournalDatabase {
         return entries + replies;
       })
       .immediate();
-  }
-
-  /**
-   * Makes every transaction committed so far (by any connection of this host) survive a power
-   * cut: one `fdatasync` of the write-ahead log, which holds every commit not yet checkpointed
-   * into the database file (a checkpoint syncs the database file before the log is reused).
-   * That is what `synchronous = FULL` does at each commit, once for all of them. No log file
-   * (nothing written since the last connection closed) means nothing is waiting.
-   */
-  sync(): void {
-    let fd: number;
-    try {
-      fd = openSync(`${this.path}-wal`, "r");
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
-      throw error;
-    }
-    try {
-      fdatasyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
   }
 
   /** Closes the database (the last connection checkpoints the WAL). Safe to call twice. */
