@@ -46,12 +46,14 @@ export class DescriptorFile implements OpenedFile {
    * chunks (use {@link stream}).
    */
   async *chunks(): AsyncGenerator<Uint8Array> {
-    const ring = Array.from({ length: ChunkRing.buffers }, () =>
-      Buffer.allocUnsafeSlow(ChunkRing.chunkBytes),
-    );
+    // Made as they are first needed, no larger than the file: a small photo takes one small one.
+    const ring: Buffer[] = [];
+    const bytes = Math.min(ChunkRing.chunkBytes, this.size);
     let position = 0;
     for (let turn = 0; position < this.size; turn++) {
-      const buffer = ring[turn % ring.length] as Buffer;
+      const slot = turn % ChunkRing.buffers;
+      ring[slot] ??= Buffer.allocUnsafeSlow(bytes);
+      const buffer = ring[slot];
       const length = Math.min(buffer.length, this.size - position);
       const { bytesRead } = await this.handle.read(buffer, 0, length, position);
       if (bytesRead === 0) return;

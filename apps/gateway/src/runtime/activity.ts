@@ -30,9 +30,9 @@ export interface ActivityOptions {
 
 /**
  * Shows that a turn is running: a typing indicator once it ran `typingAfterMs` and from then
- * on every `intervalMs`, and once,
- * after `stillWorkingAfterMs`, a "still working…" message (unless `stillWorking` is false: the
- * turn's live status message replaces it). Returns the function that stops both.
+ * on every `intervalMs`, and once, after `stillWorkingAfterMs`, a "still working…" message
+ * (unless `stillWorking` is false: the turn's live status message replaces it). Returns the
+ * function that stops both.
  */
 export function startActivity(
   channel: ChannelAdapter,

@@ -93,11 +93,13 @@ class PollHung extends Error {
 /**
  * Telegram long polling where an update counts as confirmed (the next `offset`) only once it
  * is recorded and flushed to disk: the updates of one answer are recorded one by one, then
- * one flush covers them all before the next getUpdates confirms them. The updates of one album are handed on together: an answer that ends inside
- * an album is completed by one more poll from the same offset after `albumWaitMs`, and the
- * offset never confirms the head of an album without its tail (`albums.ts`). Failures never end the loop except a refused token: network errors, 5xx,
- * 409 Conflict and hung polls back off (1 s doubling to 60 s) and poll again; an update whose
- * handler rejects is offered again after the same backoff, and the ones after it wait.
+ * one flush covers them all before the next getUpdates confirms them. The updates of one
+ * album are handed on together: an answer that ends inside an album is completed by one more
+ * poll from the same offset after `albumWaitMs`, and the offset never confirms the head of an
+ * album without its tail (`albums.ts`). Failures never end the loop except a refused token:
+ * network errors, 5xx, 409 Conflict, hung polls and failed flushes back off (1 s doubling to
+ * 60 s) and poll again; an update whose handler rejects is offered again after the same
+ * backoff, and the ones after it wait.
  */
 export class UpdatePoller {
   private offset = 0;
