@@ -84,10 +84,6 @@ async function acquire(
   const deadline = Date.now() + waitMs;
   const unrecorded: UnrecordedWatch = {
     graceMs: options.unrecordedMs ?? Defaults.slotLockUnrecordedMs,
-    onTakeOver: () =>
-      options.onWarning?.(
-        `took over the lock of slot directory ${key}: it had no owner record for ${unrecorded.graceMs} ms (its holder was killed while taking or releasing it)`,
-      ),
     lock: undefined,
     sinceMs: 0,
   };
@@ -111,7 +107,13 @@ async function acquire(
       };
     } catch (error) {
       const held = error instanceof Error && "code" in error && error.code === "ELOCKED";
-      if (held && (await takeOverAbandoned(lockFile, unrecorded))) continue;
+      const taken = held ? await takeOverAbandoned(lockFile, unrecorded) : undefined;
+      if (taken === "unrecorded") {
+        options.onWarning?.(
+          `took over the lock of slot directory ${key}: it had no owner record for ${unrecorded.graceMs} ms (its holder was killed while taking or releasing it)`,
+        );
+      }
+      if (taken !== undefined) continue;
       if (!held || Date.now() >= deadline) {
         throw new Error(
           `slot directory ${key} is locked by another process (waited ${waitMs} ms): ${
@@ -152,35 +154,36 @@ async function readOwner(lockFile: string): Promise<LockOwner | undefined> {
 /** The lock directory this process saw without an owner record, and since when. */
 interface UnrecordedWatch {
   readonly graceMs: number;
-  readonly onTakeOver: () => void;
   lock: string | undefined;
   sinceMs: number;
 }
 
 /**
- * Removes a held lock whose holder is gone, answering whether it did: its record names a
- * holder that is not running, or it has had no record of its own (a record of an older lock
- * directory counts as none) for as long as this process has watched it, `graceMs`.
+ * Removes a held lock whose holder is gone and says why it could (`undefined`: it did not):
+ * its record names a holder that is not running (`owner-gone`), or it has had no record of
+ * its own (a record of an older lock directory counts as none) for as long as this process
+ * has watched it, `graceMs` (`unrecorded`).
  */
-async function takeOverAbandoned(lockFile: string, watch: UnrecordedWatch): Promise<boolean> {
+async function takeOverAbandoned(
+  lockFile: string,
+  watch: UnrecordedWatch,
+): Promise<"owner-gone" | "unrecorded" | undefined> {
   const current = await stat(lockFile).catch(() => undefined);
-  if (current === undefined) return false;
+  if (current === undefined) return undefined;
   const identity = identityOf(current);
   const owner = await readOwner(lockFile);
   if (owner?.lock === identity) {
     watch.lock = undefined;
-    if (instanceLiveness(owner.instance) !== "gone") return false;
-    return removeLock(lockFile, identity, owner.instance);
+    if (instanceLiveness(owner.instance) !== "gone") return undefined;
+    return (await removeLock(lockFile, identity, owner.instance)) ? "owner-gone" : undefined;
   }
   if (watch.lock !== identity) {
     watch.lock = identity;
     watch.sinceMs = Date.now();
-    return false;
+    return undefined;
   }
-  if (Date.now() - watch.sinceMs < watch.graceMs) return false;
-  const removed = await removeLock(lockFile, identity, undefined);
-  if (removed) watch.onTakeOver();
-  return removed;
+  if (Date.now() - watch.sinceMs < watch.graceMs) return undefined;
+  return (await removeLock(lockFile, identity, undefined)) ? "unrecorded" : undefined;
 }
 
 /**

@@ -16,11 +16,12 @@ import { type MessageContext, type Middleware, say, sessionOf } from "./types.js
 export const TurnFailedText = "⚠️ Something went wrong while handling that message.";
 
 /**
- * Step 5: the agent's turn, with the typing indicator (once it ran a second) renewed and, after the profile's
- * `progress.afterSeconds`, one status message edited with the running command or tool call and
- * the elapsed time, deleted once the reply's delivery attempt ended (docs/sessions.md, "Live
- * progress"); on a channel that cannot edit (the console) or with `progress.enabled: false`, a
- * one-time "still working…" message after `stillWorkingAfterSeconds` instead. A turn aborted by /stop ends silently (the command
+ * Step 5: the agent's turn, with the typing indicator (once it ran a second) renewed and,
+ * after the profile's `progress.afterSeconds`, one status message edited with the running
+ * command or tool call and the elapsed time, deleted once the reply's delivery attempt ended
+ * (docs/sessions.md, "Live progress"); on a channel that cannot edit (the console) or with
+ * `progress.enabled: false`, a one-time "still working…" message after
+ * `stillWorkingAfterSeconds` instead. A turn aborted by /stop ends silently (the command
  * replies); one cut off by the gateway's stop stays started in the journal (the next start
  * tells the chat); an unreachable Docker daemon gives one clear line and nothing else is
  * affected. The turn's report gets its commands, the last one's exit code, how it ended and
