@@ -9,6 +9,7 @@ export const bindSession: Middleware = async (ctx, next) => {
   const { message, runtime } = ctx;
   const profile = runtime.profile.name;
   const sessionKey = buildSessionKey({ ...message, profile }, runtime.profile);
+  const readAt = runtime.store.rotations;
   const session = {
     profile,
     platform: message.platform,
@@ -23,6 +24,7 @@ export const bindSession: Middleware = async (ctx, next) => {
     sessionId: await runtime.store.currentSessionId(sessionKey),
   };
   ctx.session = session;
+  ctx.sessionReadAt = readAt;
   ctx.slot = runtime.slotFor(sessionKey);
   ctx.services.live?.seen(session, ctx.slot);
   ctx.log = ctx.log.child({ sessionKey, messageId: message.messageId });

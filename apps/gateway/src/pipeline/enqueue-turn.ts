@@ -1,6 +1,7 @@
 import type { InboundAttachment } from "../channels/types.js";
 import { interruptSession } from "../commands/stop.js";
 import { SlotRegistry } from "../runtime/slot-registry.js";
+import type { SessionContext } from "../session/context.js";
 import type { TurnOutcome } from "../session/queue.js";
 import { abortedByStop } from "../session/stopping.js";
 import { reportStepFailure } from "./boundary.js";
@@ -45,9 +46,10 @@ export class InterruptedByMessage extends Error {
 
 /**
  * Step 4: queues the rest of the pipeline as the session's next turn (one at a time per
- * session, global cap across sessions). When the turn starts, the session id is read again (a /reset may have rotated it while the message
- * waited) and the context is bound anew: the job runs from whatever turn finished before it,
- * so the identity must not be inherited.
+ * session, global cap across sessions). When the turn starts, the session id is read again if
+ * a /reset rotated one since the message was bound (it may have been this session's, while the
+ * message waited), and the context is bound anew: the job runs from whatever turn finished
+ * before it, so the identity must not be inherited.
  *
  * A message that arrives while its session is busy (docs/sessions.md, "Busy sessions") gets
  * one line saying so, and the profile's `busyMode` decides: `queue` waits its turn;
@@ -119,10 +121,7 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
         const interrupted = await interrupting;
         ctx.log.info(interrupted, "the session's previous turn was interrupted by this message");
       }
-      const session = {
-        ...queued,
-        sessionId: await ctx.runtime.store.currentSessionId(queued.sessionKey),
-      };
+      const session = { ...queued, sessionId: await currentSessionId(ctx, queued) };
       const slot = ctx.runtime.slotFor(session.sessionKey);
       ctx.session = session;
       ctx.slot = slot;
@@ -169,6 +168,21 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
     if (collected !== undefined) busy.ended(key, collected);
   }
 };
+
+/**
+ * The session id the turn runs with: the one read when the message was bound, unless a /reset
+ * of this process rotated any session's id since (the message may have waited behind it), in
+ * which case it is read again. A turn that starts right away so costs no second read.
+ */
+async function currentSessionId(ctx: MessageContext, bound: SessionContext): Promise<string> {
+  const { store } = ctx.runtime;
+  if (ctx.sessionReadAt !== undefined && ctx.sessionReadAt === store.rotations)
+    return bound.sessionId;
+  const readAt = store.rotations;
+  const sessionId = await store.currentSessionId(bound.sessionKey);
+  ctx.sessionReadAt = readAt;
+  return sessionId;
+}
 
 /**
  * Makes the owner's context the collected turn's (`collect` mode): one message with every

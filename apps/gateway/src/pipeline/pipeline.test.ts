@@ -133,6 +133,7 @@ function testProfile(overrides: Record<string, unknown> = {}): ProfileConfig {
 /** A runtime over {@link recordingSandbox} and a counting in-memory store. */
 function testRuntime(agent: Agent, calls: string[], profile = testProfile()): PipelineRuntime {
   const ids = new Map<string, number>();
+  let rotations = 0;
   return {
     profile,
     agent,
@@ -142,9 +143,13 @@ function testRuntime(agent: Agent, calls: string[], profile = testProfile()): Pi
         return `sid-${ids.get(key) ?? 0}`;
       },
       rotateSessionId: async (key) => {
+        rotations++;
         ids.set(key, (ids.get(key) ?? 0) + 1);
         calls.push(`rotateSessionId ${key}`);
         return `sid-${ids.get(key)}`;
+      },
+      get rotations() {
+        return rotations;
       },
       // Pairing is off in these profiles (access: allowlist): it is never asked.
       now: () => 0,
@@ -361,6 +366,53 @@ describe("message pipeline", () => {
     expect(observed).toHaveLength(12);
     for (const [expected, actual] of observed) expect(actual).toBe(expected);
     expect(new Set(observed.map(([k]) => k)).size).toBe(2);
+  });
+
+  it("a turn that starts at once runs with the session id read when its message was bound", async () => {
+    const calls: string[] = [];
+    const seen: AgentTurnInput[] = [];
+    const runtime = testRuntime(echoAgent(seen), calls);
+    const channel = new RecordingChannel();
+    await handleMessage(testContext(runtime, testServices(), channel, "one", "1"));
+    await handleMessage(testContext(runtime, testServices(), channel, "two", "1"));
+    expect(seen.map((input) => input.sessionId)).toEqual(["sid-0", "sid-0"]);
+    expect(calls.filter((c) => c.startsWith("currentSessionId"))).toHaveLength(2);
+  });
+
+  it("a /reset between binding a message and its turn makes the turn read the new session id", async () => {
+    const calls: string[] = [];
+    const seen: AgentTurnInput[] = [];
+    const runtime = testRuntime(echoAgent(seen), calls);
+    const services = testServices();
+    // The message's bind read answers only after the /reset rotated the id (with the old id,
+    // as read before the rotation).
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let reads = 0;
+    const slowFirstRead: PipelineRuntime = {
+      ...runtime,
+      store: {
+        ...runtime.store,
+        currentSessionId: async (key) => {
+          const id = await runtime.store.currentSessionId(key);
+          if (++reads === 1) await released;
+          return id;
+        },
+        rotateSessionId: (key) => runtime.store.rotateSessionId(key),
+        get rotations() {
+          return runtime.store.rotations;
+        },
+      },
+    };
+    const channel = new RecordingChannel();
+    const message = handleMessage(testContext(slowFirstRead, services, channel, "after", "1"));
+    await handleMessage(testContext(runtime, services, channel, "/reset confirm", "1"));
+    release();
+    await message;
+    expect(calls).toContain("rotateSessionId agent:t:telegram:dm:1");
+    expect(seen.map((input) => input.sessionId)).toEqual(["sid-1"]);
   });
 
   it("tool calls run in the session's slot with its session key", async () => {
@@ -655,11 +707,15 @@ describe("turn log line and error boundary", () => {
       ...runtime,
       store: {
         ...runtime.store,
-        // The first read (binding the session) works; the turn's own read fails.
+        // The first read (binding the session) works; a /reset rotates an id after it, so the
+        // turn reads its id again, and that read fails.
         currentSessionId: (key) =>
           ++reads === 1
             ? runtime.store.currentSessionId(key)
             : Promise.reject(new Error("state read failed")),
+        get rotations() {
+          return reads;
+        },
       },
     };
     const channel = new RecordingChannel();

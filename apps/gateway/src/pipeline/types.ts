@@ -43,6 +43,7 @@ export interface PipelineRuntime {
     StateStore,
     | "currentSessionId"
     | "rotateSessionId"
+    | "rotations"
     | "now"
     | "isPaired"
     | "requestPairing"
@@ -110,6 +111,11 @@ export interface MessageContext {
   log: Logger;
   access?: Access;
   session?: SessionContext;
+  /**
+   * The store's {@link StateStore.rotations} when `session`'s id was read: while it is the
+   * same, no /reset of this process rotated an id since, and the turn uses that id as read.
+   */
+  sessionReadAt?: number;
   /** The container slot of the session's tool calls. */
   slot?: string;
   /** The running turn's signal (aborted by /stop). */

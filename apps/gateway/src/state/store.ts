@@ -52,6 +52,7 @@ export class StateStore {
   readonly path: string;
   readonly #worker: DatabaseWorker<StateDatabase>;
   readonly #now: () => number;
+  #rotations = 0;
 
   private constructor(path: string, worker: DatabaseWorker<StateDatabase>, now: () => number) {
     this.path = path;
@@ -85,7 +86,18 @@ export class StateStore {
    * old one, in one transaction. Resolves to the new id.
    */
   rotateSessionId(sessionKey: string): Promise<string> {
+    this.#rotations++;
     return this.#worker.call("rotateSessionId", sessionKey, this.#now());
+  }
+
+  /**
+   * How many {@link rotateSessionId} calls this store has made. A session id read after the
+   * count was taken is still the current one, as far as this process knows, while the count
+   * stays the same: a turn that starts right after its message was bound need not read it
+   * again (docs/sessions.md, "Session ids").
+   */
+  get rotations(): number {
+    return this.#rotations;
   }
 
   /**
