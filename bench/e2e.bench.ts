@@ -39,7 +39,7 @@ import { promisify } from "node:util";
 import { readEnv, resolveConfig } from "@mediagate/gateway";
 import { FakeTelegram, type RecordedCall } from "../test/fakes/telegram/index.js";
 import { dockerHostVariable } from "../test-support/engine.js";
-import { cpuMsOf, memoryOf } from "./proc.js";
+import { containerCpuMs, cpuMsOf, machineBusyMs, memoryOf, processesCpuMs } from "./proc.js";
 
 const run = promisify(execFile);
 const Cli = fileURLToPath(new URL("../apps/gateway/dist/cli.js", import.meta.url));
@@ -461,6 +461,60 @@ async function startGateway(
 }
 
 // ---------------------------------------------------------------------------------------------
+// Where the CPU goes
+
+/** The engine's own processes (the exec streams of the shells pass through them). */
+const EngineProcesses = new Set(["dockerd", "containerd", "containerd-shim"]);
+
+interface CpuShares {
+  readonly machine: number;
+  readonly gateway: number;
+  readonly engine: number;
+  readonly container: number | undefined;
+  readonly bench: number;
+}
+
+/** CPU used so far (ms): the machine's, the gateway's, the engine's, the container's, ours. */
+async function cpuShares(gatewayPid: number, container: string): Promise<CpuShares> {
+  const { user, system } = process.cpuUsage();
+  return {
+    machine: await machineBusyMs(),
+    gateway: await cpuMsOf(gatewayPid),
+    engine: await processesCpuMs(EngineProcesses),
+    container: await containerCpuMs(container),
+    bench: (user + system) / 1000,
+  };
+}
+
+/**
+ * CPU per answered message between two {@link cpuShares}: the machine's, and its parts (the
+ * gateway; the engine's processes; the sandbox container, its shells and their commands; this
+ * process, the fake and the users; `other`: the rest, the kernel's work for them included).
+ */
+function perMessage(
+  before: CpuShares,
+  after: CpuShares,
+  answered: number,
+): Record<keyof CpuShares | "other", number | undefined> {
+  const used = (key: keyof CpuShares): number | undefined => {
+    const [a, b] = [before[key], after[key]];
+    return a === undefined || b === undefined ? undefined : b - a;
+  };
+  const machine = used("machine") ?? 0;
+  const parts = (["gateway", "engine", "container", "bench"] as const).map(used);
+  const other = machine - parts.reduce<number>((sum, part) => sum + (part ?? 0), 0);
+  const each = (ms: number | undefined) => (ms === undefined ? undefined : round3(ms / answered));
+  return {
+    machine: each(machine),
+    gateway: each(parts[0]),
+    engine: each(parts[1]),
+    container: each(parts[2]),
+    bench: each(parts[3]),
+    other: each(other),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
 // Floors
 
 /** One `docker exec -i <ctr> sh` kept open: a command line written, its end marker read. */
@@ -712,9 +766,13 @@ async function main(): Promise<void> {
     throw new Error(`set-up answered ${JSON.stringify(ready.call.params.text)}`);
   }
   const containers = (
-    await run("docker", ["ps", "-q", "--filter", `label=mediagate.profile=${profile}`], {
-      env: { ...process.env, ...dockerHostVariable() },
-    })
+    await run(
+      "docker",
+      ["ps", "-q", "--no-trunc", "--filter", `label=mediagate.profile=${profile}`],
+      {
+        env: { ...process.env, ...dockerHostVariable() },
+      },
+    )
   ).stdout
     .split("\n")
     .filter(Boolean);
@@ -968,7 +1026,7 @@ async function main(): Promise<void> {
     for (const users of options.users) {
       const ids = throughputUsers.slice(0, users);
       await closedLoop(fake, ids, "echo hi", "hi", 0, 0); // every session's shell open
-      const cpuBefore = await cpuMsOf(gateway.pid);
+      const cpuBefore = await cpuShares(gateway.pid, container);
       takeNotices();
       const { rates, answered } = await closedLoop(
         fake,
@@ -979,7 +1037,7 @@ async function main(): Promise<void> {
         options.windowMs,
         (w) => windows.push(w),
       );
-      const cpuMs = (await cpuMsOf(gateway.pid)) - cpuBefore;
+      const cpu = perMessage(cpuBefore, await cpuShares(gateway.pid, container), answered);
       const rate = median(rates);
       emit({
         figure: "throughput",
@@ -988,7 +1046,8 @@ async function main(): Promise<void> {
         msg_per_s: Math.round(rate),
         windows: rates.map(Math.round),
         ratio: ratio(rate / (floorRates.get(users) ?? Number.NaN)),
-        gateway_cpu_ms_per_msg: round3(cpuMs / answered),
+        gateway_cpu_ms_per_msg: cpu.gateway,
+        cpu_ms_per_msg: cpu,
         queued_notices: takeNotices(),
       });
     }

@@ -178,6 +178,14 @@ describe("pnpm bench:e2e", () => {
       expect(line.msg_per_s).toBeGreaterThan(0);
       expect(line.ratio).toBeGreaterThan(0);
       expect(line.gateway_cpu_ms_per_msg).toBeGreaterThan(0);
+      // Where the machine's CPU went: the sandbox container's share is read from its cgroup.
+      const cpu = line.cpu_ms_per_msg as Record<string, number>;
+      expect(cpu.machine).toBeGreaterThan(0);
+      expect(cpu.container).toBeGreaterThan(0);
+      expect(cpu.gateway).toBe(line.gateway_cpu_ms_per_msg);
+      expect(Object.keys(cpu).sort()).toEqual(
+        ["bench", "container", "engine", "gateway", "machine", "other"].sort(),
+      );
     }
     const [profile] = byFigure("cpu_profile") as {
       busy_ms: number;
