@@ -15,12 +15,15 @@ export async function memoryOf(pid: number): Promise<{ rss: number; peak: number
   return { rss: field("VmRSS"), peak: field("VmHWM") };
 }
 
-/** CPU time the whole machine spent busy (all cores; idle and iowait left out), in ms. */
+/**
+ * CPU time the whole machine spent busy (all cores), in ms: idle, iowait and the time the
+ * hypervisor gave to other guests (steal) left out.
+ */
 export async function machineBusyMs(): Promise<number> {
   const stat = await readFile("/proc/stat", "utf8");
   const fields = (stat.split("\n")[0] ?? "").trim().split(/\s+/).slice(1).map(Number);
-  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
-  return (user + nice + system + irq + softirq + steal) * 10;
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0] = fields;
+  return (user + nice + system + irq + softirq) * 10;
 }
 
 /**

@@ -176,12 +176,8 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
  */
 async function currentSessionId(ctx: MessageContext, bound: SessionContext): Promise<string> {
   const { store } = ctx.runtime;
-  if (ctx.sessionReadAt !== undefined && ctx.sessionReadAt === store.rotations)
-    return bound.sessionId;
-  const readAt = store.rotations;
-  const sessionId = await store.currentSessionId(bound.sessionKey);
-  ctx.sessionReadAt = readAt;
-  return sessionId;
+  if (ctx.sessionReadAt === store.rotations) return bound.sessionId;
+  return store.currentSessionId(bound.sessionKey);
 }
 
 /**
