@@ -501,15 +501,20 @@ function perMessage(
     return a === undefined || b === undefined ? undefined : b - a;
   };
   const machine = used("machine") ?? 0;
-  const parts = (["gateway", "engine", "container", "bench"] as const).map(used);
-  const other = machine - parts.reduce<number>((sum, part) => sum + (part ?? 0), 0);
+  const parts = {
+    gateway: used("gateway"),
+    engine: used("engine"),
+    container: used("container"),
+    bench: used("bench"),
+  };
+  const other = machine - Object.values(parts).reduce<number>((sum, ms) => sum + (ms ?? 0), 0);
   const each = (ms: number | undefined) => (ms === undefined ? undefined : round3(ms / answered));
   return {
     machine: each(machine),
-    gateway: each(parts[0]),
-    engine: each(parts[1]),
-    container: each(parts[2]),
-    bench: each(parts[3]),
+    gateway: each(parts.gateway),
+    engine: each(parts.engine),
+    container: each(parts.container),
+    bench: each(parts.bench),
     other: each(other),
   };
 }

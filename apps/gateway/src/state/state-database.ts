@@ -67,7 +67,7 @@ export type Approver = string;
 export class StateDatabase {
   readonly path: string;
   readonly #db: Database.Database;
-  /** The per-message lookup, compiled once. */
+  /** The session lookup (every message makes one), compiled once. */
   readonly #sessionOf: Database.Statement<[string], SessionRow>;
 
   private constructor(path: string, db: Database.Database) {
@@ -135,9 +135,7 @@ export class StateDatabase {
     return this.#run("rotate", () =>
       this.#db
         .transaction(() => {
-          const old = this.#db
-            .prepare<[string], SessionRow>("SELECT session_id FROM sessions WHERE session_key = ?")
-            .get(sessionKey);
+          const old = this.#sessionOf.get(sessionKey);
           if (old)
             this.#db.prepare("DELETE FROM messages WHERE session_id = ?").run(old.session_id);
           const id = randomUUID();
