@@ -1,0 +1,3 @@
+// @mediagate/io: the I/O primitives every package shares (bounded waits, retry backoff,
+// reused buffers). Each is written once here; the packages call it instead of a copy.
+export {};
