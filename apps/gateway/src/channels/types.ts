@@ -145,10 +145,10 @@ export type StepResult =
   | "sending";
 
 /**
- * Progress of one reply through its outbox record. Step keys: `text:<n>` for the n-th chunk
- * (from 0) of the reply text as the platform splits it, `media:<path>` for a ready item (every
- * item of an album gets its own key, with the album's result), `caption:<path>` never: a text
- * sent as a caption counts as its chunk.
+ * Progress of one reply through its outbox record. Step keys are built and read with
+ * durable/step-keys.ts: `text:<n>` for the n-th chunk (from 0) of the reply text as the
+ * platform splits it, `media:<path>` for a ready item (every item of an album gets its own
+ * key, with the album's result); a text sent as a caption counts as its chunk 0.
  */
 export interface DeliveryProgress {
   /** Stable across restarts (the outbox id): Discord derives each create's nonce from it and the key. */

@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { replyParts } from "../../delivery/reply-parts.js";
 import { RateLimitedError } from "../../delivery/retry.js";
 import { splitText } from "../../delivery/split-text.js";
+import { formatStepKey, mediaStepKey, textStepKey } from "../../durable/step-keys.js";
 import type {
   DeliveryOutcome,
   DeliveryProgress,
@@ -41,10 +42,7 @@ type Attempt =
   | { readonly status: "halted" }
   | { readonly status: "failed"; readonly error: unknown };
 
-/** The progress key of a ready media item. */
-export function mediaKey(item: ReadyMedia): string {
-  return `media:${item.path}`;
-}
+const mediaKey = (item: ReadyMedia): string => mediaStepKey(item.path);
 
 /**
  * Delivers a reply step by step: the text's chunks (`text:<n>`; a text over
@@ -108,7 +106,7 @@ export async function deliverReply(
           maxChunks: delivery.maxTextChunks,
         });
   for (const [index, part] of parts.entries()) {
-    const key = `text:${index}`;
+    const key = textStepKey(index);
     // A step cut off mid-send is simply sent again: its nonce returns the first message.
     if (done.has(key) && done.get(key) !== "sending") continue;
     const result = await attempt(
@@ -173,7 +171,8 @@ export async function deliverReply(
     notices.length === 0 ? [] : splitText(notices.join("\n"), { maxLength: DiscordTextLimit });
   for (const [index, content] of noticeChunks.entries()) {
     replyTo = undefined;
-    const result = await attempt([`notice:${index}`], { content }, false);
+    const key = formatStepKey({ kind: "notice", index });
+    const result = await attempt([key], { content }, false);
     if (result.status === "failed") {
       log.warn({ channelId, err: describeError(result.error) }, "discord notice failed");
     }

@@ -1,5 +1,6 @@
 import type { ReadyMedia } from "@mediagate/media";
 import { type ReplyPart, replyParts } from "../../delivery/reply-parts.js";
+import { mediaStepKey, textStepKey } from "../../durable/step-keys.js";
 import type { DeliveryOutcome, DeliveryProgress, DeliveryReport, StepResult } from "../types.js";
 import { type MediaStep, planDeliverySteps, TelegramTextLimits } from "./delivery-steps.js";
 import { failureFacts, TelegramDeliveryError } from "./errors.js";
@@ -24,14 +25,6 @@ export interface TextSenders {
   /** `delivery.maxTextChunks`: past it, the head as messages and the whole as `reply.txt`. */
   readonly maxChunks: number;
 }
-
-/**
- * The step key of the n-th text part (channels/types.ts, `DeliveryProgress`): a chunk, or for
- * a long reply the `reply.txt` that follows its head.
- */
-export const textKey = (n: number): string => `text:${n}`;
-/** The step key of a ready media item. */
-export const mediaKey = (path: string): string => `media:${path}`;
 
 /** The step result an outcome records; none for one still to do (flood wait, abort). */
 function stepResultOf(outcome: DeliveryOutcome): StepResult | undefined {
@@ -114,11 +107,11 @@ class ReplyRun {
     await this.settleInterrupted();
     const todo: number[] = [];
     this.items.forEach((item, index) => {
-      const done = this.resultOf(mediaKey(item.path));
+      const done = this.resultOf(mediaStepKey(item.path));
       if (done === undefined) todo.push(index);
       else this.outcomes[index] = outcomeOfDone(item, done);
     });
-    const textDone = this.chunks.every((_, n) => this.resultOf(textKey(n)) !== undefined);
+    const textDone = this.chunks.every((_, n) => this.resultOf(textStepKey(n)) !== undefined);
     const steps = planDeliverySteps(
       textDone ? "" : this.text,
       todo.map((index) => (this.items[index] as ReadyMedia).kind),
@@ -217,7 +210,7 @@ class ReplyRun {
   /** Sends the text parts not done yet, in order: messages, then a long reply's file. */
   private async sendText(): Promise<void> {
     for (const [n, part] of this.chunks.entries()) {
-      const key = textKey(n);
+      const key = textStepKey(n);
       if (this.resultOf(key) !== undefined) continue;
       if (this.halted()) return;
       try {
@@ -254,8 +247,8 @@ class ReplyRun {
     );
     const stepItems = indices.map((index) => this.items[index] as ReadyMedia);
     await this.begin([
-      ...stepItems.map((item) => mediaKey(item.path)),
-      ...(step.caption === undefined ? [] : [textKey(0)]),
+      ...stepItems.map((item) => mediaStepKey(item.path)),
+      ...(step.caption === undefined ? [] : [textStepKey(0)]),
     ]);
     const result: SendResult =
       step.type === "album"
@@ -265,19 +258,19 @@ class ReplyRun {
       const index = indices[n] as number;
       this.outcomes[index] = outcome;
       const stepResult = stepResultOf(outcome);
-      if (stepResult !== undefined) await this.record(mediaKey(outcome.path), stepResult);
+      if (stepResult !== undefined) await this.record(mediaStepKey(outcome.path), stepResult);
       if (outcome.status === "rate_limited") {
         const untilMs = Date.now() + outcome.retryAfterSeconds * 1000;
         this.limitedUntilMs = Math.max(this.limitedUntilMs ?? 0, untilMs);
       }
       if (outcome.status === "pending") this.aborted = true;
     }
-    for (const item of stepItems) await this.unbegin(mediaKey(item.path));
+    for (const item of stepItems) await this.unbegin(mediaStepKey(item.path));
     if (step.caption === undefined) return;
     // The caption is the whole text, chunk 0. If its media did not go, the text goes as a message.
-    if (result.caption !== undefined) await this.record(textKey(0), result.caption);
+    if (result.caption !== undefined) await this.record(textStepKey(0), result.caption);
     else {
-      await this.unbegin(textKey(0));
+      await this.unbegin(textStepKey(0));
       if (!result.outcomes.some(haltsDelivery)) await this.sendText();
     }
   }
@@ -292,7 +285,7 @@ class ReplyRun {
         : { status: "pending", path };
     });
     const textPending = this.chunks.some((_, n) => {
-      const result = this.resultOf(textKey(n));
+      const result = this.resultOf(textStepKey(n));
       return result === undefined || result === "failed";
     });
     return {
