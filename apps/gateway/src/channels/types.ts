@@ -138,9 +138,10 @@ export type StepResult =
   /** The platform refused it for good (a 4xx other than 429); not retried. */
   | "failed"
   /**
-   * Its request is about to go out: recorded before sending, so a process that dies before
-   * the answer is recorded leaves a trace. A resumed delivery treats it as ambiguous (under
-   * `at-most-once` it is not sent again) instead of sending blindly again.
+   * Its request is about to go out: recorded before sending (Telegram), so a process that dies
+   * before the answer is recorded leaves a trace. A resumed delivery decides by the platform's
+   * `Idempotence` (durable/earlier-outcome.ts) instead of sending blindly again: under
+   * `at-most-once` it is not sent again (`unconfirmed`), otherwise it is.
    */
   | "sending";
 

@@ -1,9 +1,10 @@
 import type { ReadyMedia } from "@mediagate/media";
 import { type ReplyPart, replyParts } from "../../delivery/reply-parts.js";
+import { earlierOutcome, type Idempotence, sendsAgain } from "../../durable/earlier-outcome.js";
 import { mediaStepKey, textStepKey } from "../../durable/step-keys.js";
 import type { DeliveryOutcome, DeliveryProgress, DeliveryReport, StepResult } from "../types.js";
 import { type MediaStep, planDeliverySteps, TelegramTextLimits } from "./delivery-steps.js";
-import { failureFacts, TelegramDeliveryError } from "./errors.js";
+import { type AmbiguousSends, failureFacts, TelegramDeliveryError } from "./errors.js";
 import {
   haltsDelivery,
   type MediaSendContext,
@@ -26,6 +27,14 @@ export interface TextSenders {
   readonly maxChunks: number;
 }
 
+/**
+ * Telegram has no idempotency key: a repeated request posts again. Whether a step cut off
+ * mid-send is sent again is the operator's choice, `delivery.ambiguousSends`.
+ */
+export function telegramIdempotence(ambiguousSends: AmbiguousSends): Idempotence {
+  return ambiguousSends;
+}
+
 /** The step result an outcome records; none for one still to do (flood wait, abort). */
 function stepResultOf(outcome: DeliveryOutcome): StepResult | undefined {
   switch (outcome.status) {
@@ -38,20 +47,6 @@ function stepResultOf(outcome: DeliveryOutcome): StepResult | undefined {
     case "rate_limited":
     case "pending":
       return undefined;
-  }
-}
-
-/** The outcome of an item an earlier attempt finished. */
-function outcomeOfDone(item: ReadyMedia, result: StepResult): DeliveryOutcome {
-  switch (result) {
-    case "sent":
-      return { status: "delivered", path: item.path, kind: item.kind };
-    case "unconfirmed":
-      return { status: "unconfirmed", path: item.path };
-    case "failed":
-      return { status: "upload_failed", path: item.path, error: "refused in an earlier attempt" };
-    case "sending":
-      return { status: "unconfirmed", path: item.path };
   }
 }
 
@@ -85,6 +80,7 @@ class ReplyRun {
   private limitedUntilMs: number | undefined;
   private aborted = false;
   private recordFailed = false;
+  private readonly idempotence: Idempotence;
 
   constructor(
     private readonly ctx: MediaSendContext,
@@ -94,6 +90,7 @@ class ReplyRun {
     private readonly progress: DeliveryProgress | undefined,
   ) {
     this.outcomes = items.map(() => undefined);
+    this.idempotence = telegramIdempotence(ctx.caller.ambiguousSends);
     this.chunks =
       text.trim() === ""
         ? []
@@ -107,9 +104,10 @@ class ReplyRun {
     await this.settleInterrupted();
     const todo: number[] = [];
     this.items.forEach((item, index) => {
-      const done = this.resultOf(mediaStepKey(item.path));
-      if (done === undefined) todo.push(index);
-      else this.outcomes[index] = outcomeOfDone(item, done);
+      const result = this.resultOf(mediaStepKey(item.path));
+      const earlier = earlierOutcome(item, result, this.idempotence);
+      if (earlier === undefined) todo.push(index);
+      else this.outcomes[index] = earlier;
     });
     const textDone = this.chunks.every((_, n) => this.resultOf(textStepKey(n)) !== undefined);
     const steps = planDeliverySteps(
@@ -137,7 +135,7 @@ class ReplyRun {
   private async settleInterrupted(): Promise<void> {
     for (const [key, result] of this.progress?.done ?? []) {
       if (result !== "sending") continue;
-      if (this.ctx.caller.ambiguousSends === "at-least-once") this.resend.add(key);
+      if (sendsAgain(result, this.idempotence)) this.resend.add(key);
       else {
         this.ctx.logger.warn({ key }, "step cut off mid-send; not sent again (at-most-once)");
         await this.record(key, "unconfirmed");
@@ -150,7 +148,7 @@ class ReplyRun {
    * Under `at-least-once` a cut-off step is sent again anyway, so nothing is recorded.
    */
   private async begin(keys: readonly string[]): Promise<void> {
-    if (this.ctx.caller.ambiguousSends === "at-least-once") return;
+    if (sendsAgain("sending", this.idempotence)) return;
     for (const key of keys) await this.record(key, "sending", false);
   }
 
