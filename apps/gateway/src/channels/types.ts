@@ -138,17 +138,18 @@ export type StepResult =
   /** The platform refused it for good (a 4xx other than 429); not retried. */
   | "failed"
   /**
-   * Its request is about to go out: recorded before sending, so a process that dies before
-   * the answer is recorded leaves a trace. A resumed delivery treats it as ambiguous (under
-   * `at-most-once` it is not sent again) instead of sending blindly again.
+   * Its request is about to go out: recorded before sending (Telegram), so a process that dies
+   * before the answer is recorded leaves a trace. A resumed delivery decides by the platform's
+   * `Idempotence` (durable/earlier-outcome.ts) instead of sending blindly again: under
+   * `at-most-once` it is not sent again (`unconfirmed`), otherwise it is.
    */
   | "sending";
 
 /**
- * Progress of one reply through its outbox record. Step keys: `text:<n>` for the n-th chunk
- * (from 0) of the reply text as the platform splits it, `media:<path>` for a ready item (every
- * item of an album gets its own key, with the album's result), `caption:<path>` never: a text
- * sent as a caption counts as its chunk.
+ * Progress of one reply through its outbox record. Step keys are built and read with
+ * durable/step-keys.ts: `text:<n>` for the n-th chunk (from 0) of the reply text as the
+ * platform splits it, `media:<path>` for a ready item (every item of an album gets its own
+ * key, with the album's result); a text sent as a caption counts as its chunk 0.
  */
 export interface DeliveryProgress {
   /** Stable across restarts (the outbox id): Discord derives each create's nonce from it and the key. */

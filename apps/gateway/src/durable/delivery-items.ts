@@ -1,5 +1,6 @@
 import type { MediaPlan } from "@mediagate/media";
 import type { DeliveryReport, StepResult } from "../channels/types.js";
+import { isTextStepKey } from "./step-keys.js";
 
 /** One part of a reply and what became of it in a delivery attempt (for the turn's log line). */
 export interface DeliveryItem {
@@ -47,7 +48,7 @@ function textOutcome(
   if (report === undefined || report.textPending === true) return "pending";
   let worst = 0;
   for (const [key, result] of done) {
-    if (key.startsWith("text:")) worst = Math.max(worst, TextRank.indexOf(result));
+    if (isTextStepKey(key)) worst = Math.max(worst, TextRank.indexOf(result));
   }
   // A channel that records no steps (the console) sent the text when it returned.
   return TextRank[worst] ?? "sent";

@@ -21,6 +21,13 @@ import type { PipelineRuntime } from "../pipeline/types.js";
 import { scheduleWithTimer } from "../runtime/timers.js";
 import { type DeliveryItem, deliveryItems } from "./delivery-items.js";
 import { deliveryNotice, planNotices } from "./notices.js";
+import {
+  formatStepKey,
+  isTextStepKey,
+  mediaStepKey,
+  type OutboxNoticeName,
+  parseStepKey,
+} from "./step-keys.js";
 import type { Journal, OutboxRecord, OutboxReply } from "./types.js";
 
 /** Defaults of {@link Outbox} (docs/durability.md). */
@@ -60,23 +67,10 @@ export interface AttemptSummary {
 }
 
 /**
- * Step keys of the notices the outbox itself sends (after the channel's own steps). Each
- * notice is a message of its own, delivered through the channel's step machinery like a reply:
- * its chunks are recorded under `<key>/text:<n>` (Telegram marks them `sending` first) and
- * Discord derives their nonces from `<reply id>/<key>`; `<key>` itself is recorded once the
- * notice is done, so it is never sent again.
- */
-const NoticeSteps = {
-  plan: "notices:plan",
-  delivery: "notices:delivery",
-  givenUp: "notices:given_up",
-} as const;
-
-/**
  * Recorded (with the reason as the reply's last error) before the give-up notice goes out: a
  * restart in between finishes giving up instead of delivering the reply after all.
  */
-const GivenUpStep = "given_up";
+const GivenUpStep = formatStepKey({ kind: "givenUp" });
 
 /** The notice for reply text whose send may not have arrived (and is not sent twice). */
 export const TextUnconfirmedText =
@@ -89,26 +83,32 @@ export function givenUpText(attempts: number, ageMs: number, reason: string): st
 }
 
 /**
- * The progress of one notice of a reply: its steps are kept under `<key>/` in the reply's
- * record, and its `replyId` is `<reply id>/<key>`, so its Discord nonces never collide with
- * the reply's own steps and are the same in every process.
+ * The progress of the reply's notice `name`: its steps are kept as `notices:<name>/<step>` in
+ * the reply's record, and its `replyId` is `<reply id>/notices:<name>`, so its Discord nonces
+ * never collide with the reply's own steps and are the same in every process.
  */
-function noticeProgress(progress: DeliveryProgress, key: string): DeliveryProgress {
-  const prefix = `${key}/`;
+function noticeProgress(progress: DeliveryProgress, name: OutboxNoticeName): DeliveryProgress {
+  const scoped = (step: string): string => {
+    const inner = parseStepKey(step);
+    if (inner === undefined) throw new RangeError(`not a step key: ${step}`);
+    return formatStepKey({ kind: "outboxNoticeStep", name, step: inner });
+  };
   const done = new Map<string, StepResult>();
   for (const [step, result] of progress.done) {
-    if (step.startsWith(prefix)) done.set(step.slice(prefix.length), result);
+    const key = parseStepKey(step);
+    if (key?.kind === "outboxNoticeStep" && key.name === name)
+      done.set(formatStepKey(key.step), result);
   }
   return {
-    replyId: `${progress.replyId}/${key}`,
+    replyId: `${progress.replyId}/${formatStepKey({ kind: "outboxNotice", name })}`,
     done,
     step: async (step, result) => {
       done.set(step, result);
-      await progress.step(prefix + step, result);
+      await progress.step(scoped(step), result);
     },
     clear: async (step) => {
       done.delete(step);
-      await progress.clear(prefix + step);
+      await progress.clear(scoped(step));
     },
   };
 }
@@ -301,7 +301,7 @@ export class Outbox {
         }
         deliveries.push(...deliveryItems(plan, report, done));
         const notices = planNotices(plan, lost);
-        await this.#notice(channel, record, progress, NoticeSteps.plan, notices, signal);
+        await this.#notice(channel, record, progress, "plan", notices, signal);
       } finally {
         await plan.dispose();
       }
@@ -353,9 +353,9 @@ export class Outbox {
         .map((outcome: DeliveryOutcome) => deliveryNotice(outcome))
         .filter((line): line is string => line !== undefined),
     ];
-    if ([...done].some(([key, result]) => key.startsWith("text:") && result === "unconfirmed"))
+    if ([...done].some(([key, result]) => isTextStepKey(key) && result === "unconfirmed"))
       notices.unshift(TextUnconfirmedText);
-    await this.#notice(channel, record, progress, NoticeSteps.delivery, notices, signal);
+    await this.#notice(channel, record, progress, "delivery", notices, signal);
     try {
       await this.#journal.closeReply(record.id, "delivered");
     } catch (error) {
@@ -384,7 +384,7 @@ export class Outbox {
       return { plan: await planMedia(record.text, ctx, limits), lost: [] };
     return resumePlan(record.plan, ctx, limits, {
       reopen: (path) => {
-        const result = done.get(`media:${path}`);
+        const result = done.get(mediaStepKey(path));
         return result === undefined || result === "sending";
       },
     });
@@ -407,20 +407,24 @@ export class Outbox {
   }
 
   /**
-   * Sends the lines as one message once per reply, through the channel's step machinery (see
-   * {@link NoticeSteps}): a crash between its send and its record neither loses it nor, on
-   * Discord (same nonce) or under Telegram's `at-most-once`, sends it twice. A notice the
-   * platform refuses is recorded `failed` and not tried again; one cut off by the stop is
-   * finished by the next start.
+   * Sends the lines as one message once per reply (the notice `name`), after the channel's own
+   * steps and through the channel's step machinery like a reply: its chunks are recorded as
+   * `notices:<name>/text:<n>` (Telegram marks them `sending` first), Discord derives their
+   * nonces from `<reply id>/notices:<name>`, and `notices:<name>` is recorded once the notice
+   * is done, so it is never sent again (step-keys.ts). A crash between its send and its record
+   * neither loses it nor, on Discord (same nonce) or under Telegram's `at-most-once`, sends it
+   * twice. A notice the platform refuses is recorded `failed` and not tried again; one cut off
+   * by the stop is finished by the next start.
    */
   async #notice(
     channel: ChannelAdapter,
     record: OutboxRecord,
     progress: DeliveryProgress,
-    key: string,
+    name: OutboxNoticeName,
     lines: readonly string[],
     signal: AbortSignal,
   ): Promise<void> {
+    const key = formatStepKey({ kind: "outboxNotice", name });
     if (lines.length === 0 || progress.done.has(key) || signal.aborted) return;
     const text = lines.join("\n");
     let result: StepResult = "sent";
@@ -433,7 +437,7 @@ export class Outbox {
           text,
           plan: textOnlyPlan(text),
         },
-        { signal, progress: noticeProgress(progress, key) },
+        { signal, progress: noticeProgress(progress, name) },
       );
       if (report.textPending === true) result = "failed";
     } catch (error) {
@@ -501,7 +505,7 @@ export class Outbox {
       }
     }
     const text = givenUpText(record.attempts, this.#now() - record.createdAtMs, reason);
-    await this.#notice(channel, record, progress, NoticeSteps.givenUp, [text], signal).catch(
+    await this.#notice(channel, record, progress, "given_up", [text], signal).catch(
       (error: unknown) => log.warn({ err: error }, "could not report the reply given up"),
     );
     if (signal.aborted) return "interrupted";

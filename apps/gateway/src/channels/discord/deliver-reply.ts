@@ -3,6 +3,8 @@ import type { Logger } from "pino";
 import { replyParts } from "../../delivery/reply-parts.js";
 import { RateLimitedError } from "../../delivery/retry.js";
 import { splitText } from "../../delivery/split-text.js";
+import { earlierOutcome, type Idempotence, sendsAgain } from "../../durable/earlier-outcome.js";
+import { formatStepKey, mediaStepKey, textStepKey } from "../../durable/step-keys.js";
 import type {
   DeliveryOutcome,
   DeliveryProgress,
@@ -41,10 +43,13 @@ type Attempt =
   | { readonly status: "halted" }
   | { readonly status: "failed"; readonly error: unknown };
 
-/** The progress key of a ready media item. */
-export function mediaKey(item: ReadyMedia): string {
-  return `media:${item.path}`;
-}
+const mediaKey = (item: ReadyMedia): string => mediaStepKey(item.path);
+
+/**
+ * Every create carries a nonce derived from the reply and its step (`enforce_nonce`): a step
+ * cut off mid-send by an earlier process is sent again, and Discord returns the first message.
+ */
+export const DiscordIdempotence: Idempotence = "idempotent";
 
 /**
  * Delivers a reply step by step: the text's chunks (`text:<n>`; a text over
@@ -108,9 +113,8 @@ export async function deliverReply(
           maxChunks: delivery.maxTextChunks,
         });
   for (const [index, part] of parts.entries()) {
-    const key = `text:${index}`;
-    // A step cut off mid-send is simply sent again: its nonce returns the first message.
-    if (done.has(key) && done.get(key) !== "sending") continue;
+    const key = textStepKey(index);
+    if (!sendsAgain(done.get(key), DiscordIdempotence)) continue;
     const result = await attempt(
       [key],
       part.kind === "text" ? { content: part.text } : { memoryFiles: [part] },
@@ -130,9 +134,9 @@ export async function deliverReply(
   const outcomes = new Map<ReadyMedia, DeliveryOutcome>();
   const todo: ReadyMedia[] = [];
   for (const item of ready) {
-    const prior = done.get(mediaKey(item));
-    if (prior === undefined || prior === "sending") todo.push(item);
-    else outcomes.set(item, earlierOutcome(item, prior));
+    const earlier = earlierOutcome(item, done.get(mediaKey(item)), DiscordIdempotence);
+    if (earlier === undefined) todo.push(item);
+    else outcomes.set(item, earlier);
   }
   const { batches, tooLarge } = batchFiles(todo, limitBytes);
   const queue = [...batches];
@@ -173,7 +177,8 @@ export async function deliverReply(
     notices.length === 0 ? [] : splitText(notices.join("\n"), { maxLength: DiscordTextLimit });
   for (const [index, content] of noticeChunks.entries()) {
     replyTo = undefined;
-    const result = await attempt([`notice:${index}`], { content }, false);
+    const key = formatStepKey({ kind: "notice", index });
+    const result = await attempt([key], { content }, false);
     if (result.status === "failed") {
       log.warn({ channelId, err: describeError(result.error) }, "discord notice failed");
     }
@@ -210,24 +215,6 @@ function isRefusal(error: unknown): boolean {
     error.status >= 400 &&
     error.status < 500
   );
-}
-
-/** The outcome of a file an earlier attempt already finished. */
-function earlierOutcome(item: ReadyMedia, result: StepResult): DeliveryOutcome {
-  switch (result) {
-    case "sent":
-      return { status: "delivered", path: item.path, kind: item.kind };
-    case "unconfirmed":
-      return { status: "unconfirmed", path: item.path };
-    case "failed":
-      return {
-        status: "upload_failed",
-        path: item.path,
-        error: "not delivered by an earlier attempt",
-      };
-    case "sending":
-      return { status: "pending", path: item.path };
-  }
 }
 
 /** The outcome of a file a halted delivery did not get to. */

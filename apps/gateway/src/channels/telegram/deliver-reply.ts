@@ -1,8 +1,10 @@
 import type { ReadyMedia } from "@mediagate/media";
 import { type ReplyPart, replyParts } from "../../delivery/reply-parts.js";
+import { earlierOutcome, type Idempotence, sendsAgain } from "../../durable/earlier-outcome.js";
+import { mediaStepKey, textStepKey } from "../../durable/step-keys.js";
 import type { DeliveryOutcome, DeliveryProgress, DeliveryReport, StepResult } from "../types.js";
 import { type MediaStep, planDeliverySteps, TelegramTextLimits } from "./delivery-steps.js";
-import { failureFacts, TelegramDeliveryError } from "./errors.js";
+import { type AmbiguousSends, failureFacts, TelegramDeliveryError } from "./errors.js";
 import {
   haltsDelivery,
   type MediaSendContext,
@@ -26,12 +28,12 @@ export interface TextSenders {
 }
 
 /**
- * The step key of the n-th text part (channels/types.ts, `DeliveryProgress`): a chunk, or for
- * a long reply the `reply.txt` that follows its head.
+ * Telegram has no idempotency key: a repeated request posts again. Whether a step cut off
+ * mid-send is sent again is the operator's choice, `delivery.ambiguousSends`.
  */
-export const textKey = (n: number): string => `text:${n}`;
-/** The step key of a ready media item. */
-export const mediaKey = (path: string): string => `media:${path}`;
+export function telegramIdempotence(ambiguousSends: AmbiguousSends): Idempotence {
+  return ambiguousSends;
+}
 
 /** The step result an outcome records; none for one still to do (flood wait, abort). */
 function stepResultOf(outcome: DeliveryOutcome): StepResult | undefined {
@@ -45,20 +47,6 @@ function stepResultOf(outcome: DeliveryOutcome): StepResult | undefined {
     case "rate_limited":
     case "pending":
       return undefined;
-  }
-}
-
-/** The outcome of an item an earlier attempt finished. */
-function outcomeOfDone(item: ReadyMedia, result: StepResult): DeliveryOutcome {
-  switch (result) {
-    case "sent":
-      return { status: "delivered", path: item.path, kind: item.kind };
-    case "unconfirmed":
-      return { status: "unconfirmed", path: item.path };
-    case "failed":
-      return { status: "upload_failed", path: item.path, error: "refused in an earlier attempt" };
-    case "sending":
-      return { status: "unconfirmed", path: item.path };
   }
 }
 
@@ -92,6 +80,7 @@ class ReplyRun {
   private limitedUntilMs: number | undefined;
   private aborted = false;
   private recordFailed = false;
+  private readonly idempotence: Idempotence;
 
   constructor(
     private readonly ctx: MediaSendContext,
@@ -101,6 +90,7 @@ class ReplyRun {
     private readonly progress: DeliveryProgress | undefined,
   ) {
     this.outcomes = items.map(() => undefined);
+    this.idempotence = telegramIdempotence(ctx.caller.ambiguousSends);
     this.chunks =
       text.trim() === ""
         ? []
@@ -114,11 +104,12 @@ class ReplyRun {
     await this.settleInterrupted();
     const todo: number[] = [];
     this.items.forEach((item, index) => {
-      const done = this.resultOf(mediaKey(item.path));
-      if (done === undefined) todo.push(index);
-      else this.outcomes[index] = outcomeOfDone(item, done);
+      const result = this.resultOf(mediaStepKey(item.path));
+      const earlier = earlierOutcome(item, result, this.idempotence);
+      if (earlier === undefined) todo.push(index);
+      else this.outcomes[index] = earlier;
     });
-    const textDone = this.chunks.every((_, n) => this.resultOf(textKey(n)) !== undefined);
+    const textDone = this.chunks.every((_, n) => this.resultOf(textStepKey(n)) !== undefined);
     const steps = planDeliverySteps(
       textDone ? "" : this.text,
       todo.map((index) => (this.items[index] as ReadyMedia).kind),
@@ -144,7 +135,7 @@ class ReplyRun {
   private async settleInterrupted(): Promise<void> {
     for (const [key, result] of this.progress?.done ?? []) {
       if (result !== "sending") continue;
-      if (this.ctx.caller.ambiguousSends === "at-least-once") this.resend.add(key);
+      if (sendsAgain(result, this.idempotence)) this.resend.add(key);
       else {
         this.ctx.logger.warn({ key }, "step cut off mid-send; not sent again (at-most-once)");
         await this.record(key, "unconfirmed");
@@ -157,7 +148,7 @@ class ReplyRun {
    * Under `at-least-once` a cut-off step is sent again anyway, so nothing is recorded.
    */
   private async begin(keys: readonly string[]): Promise<void> {
-    if (this.ctx.caller.ambiguousSends === "at-least-once") return;
+    if (sendsAgain("sending", this.idempotence)) return;
     for (const key of keys) await this.record(key, "sending", false);
   }
 
@@ -217,7 +208,7 @@ class ReplyRun {
   /** Sends the text parts not done yet, in order: messages, then a long reply's file. */
   private async sendText(): Promise<void> {
     for (const [n, part] of this.chunks.entries()) {
-      const key = textKey(n);
+      const key = textStepKey(n);
       if (this.resultOf(key) !== undefined) continue;
       if (this.halted()) return;
       try {
@@ -254,8 +245,8 @@ class ReplyRun {
     );
     const stepItems = indices.map((index) => this.items[index] as ReadyMedia);
     await this.begin([
-      ...stepItems.map((item) => mediaKey(item.path)),
-      ...(step.caption === undefined ? [] : [textKey(0)]),
+      ...stepItems.map((item) => mediaStepKey(item.path)),
+      ...(step.caption === undefined ? [] : [textStepKey(0)]),
     ]);
     const result: SendResult =
       step.type === "album"
@@ -265,19 +256,19 @@ class ReplyRun {
       const index = indices[n] as number;
       this.outcomes[index] = outcome;
       const stepResult = stepResultOf(outcome);
-      if (stepResult !== undefined) await this.record(mediaKey(outcome.path), stepResult);
+      if (stepResult !== undefined) await this.record(mediaStepKey(outcome.path), stepResult);
       if (outcome.status === "rate_limited") {
         const untilMs = Date.now() + outcome.retryAfterSeconds * 1000;
         this.limitedUntilMs = Math.max(this.limitedUntilMs ?? 0, untilMs);
       }
       if (outcome.status === "pending") this.aborted = true;
     }
-    for (const item of stepItems) await this.unbegin(mediaKey(item.path));
+    for (const item of stepItems) await this.unbegin(mediaStepKey(item.path));
     if (step.caption === undefined) return;
     // The caption is the whole text, chunk 0. If its media did not go, the text goes as a message.
-    if (result.caption !== undefined) await this.record(textKey(0), result.caption);
+    if (result.caption !== undefined) await this.record(textStepKey(0), result.caption);
     else {
-      await this.unbegin(textKey(0));
+      await this.unbegin(textStepKey(0));
       if (!result.outcomes.some(haltsDelivery)) await this.sendText();
     }
   }
@@ -292,7 +283,7 @@ class ReplyRun {
         : { status: "pending", path };
     });
     const textPending = this.chunks.some((_, n) => {
-      const result = this.resultOf(textKey(n));
+      const result = this.resultOf(textStepKey(n));
       return result === undefined || result === "failed";
     });
     return {
