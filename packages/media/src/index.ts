@@ -17,6 +17,7 @@ export type {
   CandidateTrace,
   ContainerFileSource,
   DeniedMedia,
+  FileReader,
   MediaKind,
   MediaOutcome,
   MediaPlan,

@@ -1,10 +1,12 @@
 import path from "node:path";
+import { NotReadable } from "./access.js";
 import type { MediaOutcome } from "./types.js";
 
 /**
  * The chat-facing notice for an outcome that was not delivered, or `undefined` for a ready
  * file. A denied outcome never names its path (the path itself can reveal what was asked
- * for); the others name the file by its basename only.
+ * for), nor, for a file its session could not read, whose it is; the others name the file by
+ * its basename only.
  */
 export function noticeFor(outcome: MediaOutcome): string | undefined {
   switch (outcome.status) {
@@ -13,7 +15,9 @@ export function noticeFor(outcome: MediaOutcome): string | undefined {
     case "unreachable":
       return `⚠️ Couldn't deliver ${displayName(outcome.path)}`;
     case "denied":
-      return "⚠️ An attachment was withheld: the delivery policy does not allow sending that file.";
+      return outcome.reason === NotReadable
+        ? "⚠️ An attachment was withheld: this session cannot read that file in the sandbox."
+        : "⚠️ An attachment was withheld: the delivery policy does not allow sending that file.";
     case "too_large":
       return `⚠️ Couldn't deliver ${displayName(outcome.path)}: it is ${formatBytes(outcome.size)}, over the ${formatBytes(outcome.limit)} limit for a ${outcome.kind}.`;
   }

@@ -1,9 +1,10 @@
 import { constants, type Stats } from "node:fs";
 import { type FileHandle, lstat, open, readlink, realpath } from "node:fs/promises";
 import { Readable } from "node:stream";
+import { mayRead, NotReadable } from "./access.js";
 import { isWithin } from "./paths.js";
 import type { DeliveryPolicy } from "./policy.js";
-import type { CandidateResult, OpenedFile } from "./types.js";
+import type { CandidateResult, FileReader, OpenedFile } from "./types.js";
 
 /** The buffers {@link DescriptorFile.chunks} reads into, in turn. */
 export const ChunkRing = {
@@ -129,9 +130,25 @@ export async function openInsideRoot(
   const reason = policy.check(realPath);
   if (reason) return { result: "denied", realPath, detail: reason };
   await hooks.beforeOpen?.(realPath);
+  return openChecked(realPath, realPath, root, policy);
+}
+
+/**
+ * Open `at` for upload without following a final symlink and check it through the descriptor
+ * (see {@link openInsideRoot}): `at` is the checked `realPath` itself, or one name under a held
+ * directory (`/proc/self/fd/<dir>/<name>`). With `reader`, the file's owner, group and mode
+ * must also let that user read it; otherwise it is `denied` as {@link NotReadable}.
+ */
+export async function openChecked(
+  at: string,
+  realPath: string,
+  root: string,
+  policy: DeliveryPolicy,
+  reader?: FileReader,
+): Promise<OpenResult> {
   let handle: FileHandle;
   try {
-    handle = await open(realPath, OPEN_FLAGS);
+    handle = await open(at, OPEN_FLAGS);
   } catch (error) {
     const code = errnoCode(error);
     // ELOOP: the final component became a symlink after the check.
@@ -141,6 +158,10 @@ export async function openInsideRoot(
   if (verdict.result !== "ok") {
     await handle.close();
     return { ...verdict, realPath };
+  }
+  if (reader !== undefined && !mayRead(verdict.stats, reader)) {
+    await handle.close();
+    return { result: "denied", realPath, detail: NotReadable };
   }
   return {
     result: "ok",

@@ -367,7 +367,17 @@ export async function prepareSetup(
     allowDirs,
     policy,
     realRoots: new Map(),
+    reader: ctx.reader === undefined ? undefined : once(ctx.reader),
     hooks,
+  };
+}
+
+/** `ask` called at most once; every call gets its answer (or its failure). */
+function once<T>(ask: () => Promise<T>): () => Promise<T> {
+  let answer: Promise<T> | undefined;
+  return () => {
+    answer ??= ask();
+    return answer;
   };
 }
 

@@ -1,6 +1,13 @@
 import { realpath } from "node:fs/promises";
 import path from "node:path";
-import { type DescriptorFile, type OpenHooks, openInsideRoot } from "./open-file.js";
+import { openAsReader } from "./open-as-reader.js";
+import {
+  type DescriptorFile,
+  errnoCode,
+  type OpenHooks,
+  type OpenResult,
+  openInsideRoot,
+} from "./open-file.js";
 import {
   containerPathOf,
   isWithin,
@@ -9,7 +16,7 @@ import {
   type VolumeMount,
 } from "./paths.js";
 import type { DeliveryPolicy } from "./policy.js";
-import type { CandidateSource, CandidateTrace } from "./types.js";
+import type { CandidateSource, CandidateTrace, FileReader } from "./types.js";
 
 /** Container paths below this are the gateway's own home, never read through `/root`. */
 export const GATEWAY_HOME_IN_CONTAINER = "/root/.mediagate";
@@ -25,6 +32,8 @@ export interface ResolveSetup {
   readonly policy: DeliveryPolicy;
   /** Real path of each candidate root, memoised (`undefined` when missing). */
   readonly realRoots: Map<string, Promise<string | undefined>>;
+  /** Who must be able to read a file of a volume or slot dir; asked once (`TranslateContext.reader`). */
+  readonly reader?: (() => Promise<FileReader>) | undefined;
   readonly hooks?: OpenHooks | undefined;
 }
 
@@ -59,9 +68,11 @@ interface Candidate {
  * Find the host file a tag names (docs/media.md, translation steps 1 and 2). The requested path is
  * checked by the policy first, then each candidate in order — volumes (longest container
  * prefix first), then `/workspace` and `/root` through every slot directory, or the allow-dirs
- * for the local backend — until one opens. A candidate whose real path escapes its root or is
- * denied is skipped; if no candidate opens and one of them was refused that way, the outcome
- * is `denied` (the tag pointed at something it must not), otherwise `unreachable`.
+ * for the local backend — until one opens. With `setup.reader`, a volume or slot-dir candidate
+ * opens only if that user could open it itself ({@link openAsReader}). A candidate whose real
+ * path escapes its root, is denied or is not the reader's to read is skipped; if no candidate
+ * opens and one of them was refused that way, the outcome is `denied` (the tag pointed at
+ * something it must not), otherwise `unreachable`.
  */
 export async function resolveOnHost(tagPath: string, setup: ResolveSetup): Promise<HostResolution> {
   const requested = setup.backend === "docker" ? containerPathOf(tagPath) : hostPathOf(tagPath);
@@ -90,7 +101,7 @@ export async function resolveOnHost(tagPath: string, setup: ResolveSetup): Promi
       traces.push({ ...candidate, result: "missing", detail: "root missing" });
       continue;
     }
-    const opened = await openInsideRoot(candidate.path, root, setup.policy, setup.hooks);
+    const opened = await openCandidate(candidate, root, setup);
     if (opened.result === "ok") {
       traces.push({ ...candidate, result: "ok", detail: opened.realPath });
       return { status: "found", path: requested, file: opened.file, candidates: traces };
@@ -102,6 +113,29 @@ export async function resolveOnHost(tagPath: string, setup: ResolveSetup): Promi
   }
   if (refusal) return { status: "denied", path: requested, reason: refusal, candidates: traces };
   return { status: "unreachable", path: requested, reason: "not_found", candidates: traces };
+}
+
+/**
+ * Open a candidate: a file of a volume or slot dir as the session could (when a reader is
+ * given), one of an allow-dir (the local backend has no sessions' users) as the gateway can.
+ */
+async function openCandidate(
+  candidate: Candidate,
+  root: string,
+  setup: ResolveSetup,
+): Promise<OpenResult> {
+  if (candidate.source === "allow_dir" || setup.reader === undefined) {
+    return openInsideRoot(candidate.path, root, setup.policy, setup.hooks);
+  }
+  let reader: FileReader;
+  try {
+    reader = await setup.reader();
+  } catch (error) {
+    const detail = error instanceof Error ? error.message : errnoCode(error);
+    return { result: "error", detail: `who may read it is unknown: ${detail}` };
+  }
+  const rel = relativeTo(candidate.path, candidate.root);
+  return openAsReader(root, rel, reader, setup.policy, setup.hooks);
 }
 
 /** Host path of a local-backend tag: absolute, normalized; "" when relative. */

@@ -28,6 +28,17 @@ export interface ContainerFileSource {
   ): Promise<{ size: number; stream: NodeJS.ReadableStream } | { linkTarget: string } | undefined>;
 }
 
+/**
+ * The user a session's own commands run as in its container (docs/security.md, "Files in
+ * replies"): a file found on the host is delivered only when this user could read it there.
+ */
+export interface FileReader {
+  /** `undefined` when the session has no uid of its own there: only group and other bits count. */
+  readonly uid: number | undefined;
+  /** Every group it is in. */
+  readonly gids: readonly number[];
+}
+
 /** Everything `planMedia` needs to find a tagged file on the host. All paths absolute. */
 export interface TranslateContext {
   /**
@@ -46,6 +57,15 @@ export interface TranslateContext {
   readonly allowDirs: readonly string[];
   /** Every profile home (and the root home): their secrets are never sent. */
   readonly protectedHomes: readonly string[];
+  /**
+   * Who must be able to read a file found on the host through `volumes` or `slotDirs`: the
+   * session whose reply named it. Its owner, group and mode, and the search permission of
+   * every directory on its way (links resolved the same way), are checked against this user;
+   * a file it could not read is `denied`. Asked at most once per plan, when the first such
+   * file is looked up; when it fails, those files are not found there. Without it (the local
+   * backend, tests) the gateway's own permissions decide.
+   */
+  readonly reader?: (() => Promise<FileReader>) | undefined;
   /** Container-read fallback; without it a file on no mount is `unreachable`. */
   readonly container?: ContainerFileSource | undefined;
   /** Where the container fallback spools a file (created O_EXCL, unlinked at once). */

@@ -75,6 +75,40 @@ describe("path safety properties (real files, generated paths)", () => {
     );
   });
 
+  it("with a reader who may read every file, walks every path to what the gateway's own open finds", async () => {
+    const gateway = await prepareSetup(world.docker);
+    const self = { uid: process.getuid?.(), gids: [process.getgid?.() ?? 0] };
+    const session = await prepareSetup({ ...world.docker, reader: async () => self });
+    await fc.assert(
+      fc.asyncProperty(tagPaths(world), async (tagPath) => {
+        const [expected, walked] = [
+          await resolveOnHost(tagPath, gateway),
+          await resolveOnHost(tagPath, session),
+        ];
+        const identities = await Promise.all(
+          [expected, walked].map(async (r) => {
+            if (r.status !== "found") return r.status;
+            await r.file.close();
+            return r.file.identity;
+          }),
+        );
+        expect(identities[1], tagPath).toBe(identities[0]);
+      }),
+      {
+        numRuns: 2000,
+        // Every link of the world, walked at least once.
+        examples: [
+          ...["link-in", "sub/up-in", "chain1", "chain-in1", "loop1", "rel-out", "fifo"],
+          ...["dirlink-out/inner.txt", "link-to-home", "link-to-ssh", "link-to-env", "link-etc"],
+        ]
+          .map((name) => `/workspace/${name}`)
+          .concat(["/root/link-ssh", "/root/link-notes", "/root/link-ws", "/data/vol-to-ws"])
+          .concat(["/data/vol-out", "/data/deep/deep-up", "/workspace/sub/../link-in"])
+          .map((tag) => [tag]),
+      },
+    );
+  });
+
   it("finds the deliverable files the generators aim at (the suite is not vacuous)", async () => {
     const setup = await prepareSetup(world.docker);
     const found = await resolveOnHost("/workspace/link-in", setup);

@@ -57,6 +57,7 @@ export type {
   ReapResult,
   RegistryCheck,
   SandboxSettings,
+  SessionIdentity,
   SlotScope,
   TaskOverride,
 } from "./types.js";

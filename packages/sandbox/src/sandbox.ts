@@ -35,6 +35,7 @@ import {
   sweepOrphans,
 } from "./reaper.js";
 import { sessionHash } from "./session-hash.js";
+import { sessionIdentity } from "./session-identity.js";
 import { isGone, SessionShells } from "./session-shells.js";
 import { sessionUser } from "./session-user.js";
 import { SessionUmask } from "./shell-scripts.js";
@@ -60,6 +61,7 @@ import type {
   ReapReport,
   ReapResult,
   SandboxSettings,
+  SessionIdentity,
 } from "./types.js";
 
 /** Options of {@link Sandbox}. */
@@ -576,6 +578,27 @@ export class Sandbox {
         const real = await this.#realPath(containerId, containerPath);
         return real !== undefined && real !== containerPath ? { linkTarget: real } : undefined;
       },
+      containerId,
+    );
+  }
+
+  /**
+   * Who the session's commands run as in the slot's container, without starting one: the
+   * media delivery sends a file found on the host only if this user could read it there
+   * (docs/security.md, "Files in replies"). Per-session mode: the session's uid in that
+   * container (looked up, never claimed; `undefined` when it never ran there or no container
+   * runs) and the sandbox group. Root mode: the container's user and its groups (`id`), or no
+   * uid and no group when no container runs. One root `docker exec` (per-session) or one as
+   * the container's user (root mode) when a container runs.
+   */
+  async sessionIdentity(slot: string, sessionKey: string): Promise<SessionIdentity> {
+    const current = await this.status(slot);
+    const containerId = current?.state === "running" ? current.containerId : undefined;
+    return this.#guard(
+      "sessionIdentity",
+      slot,
+      () =>
+        sessionIdentity(this.#docker, containerId, this.#users, sessionKey, this.#bound.timeoutMs),
       containerId,
     );
   }

@@ -180,6 +180,17 @@ export interface LegacyContainer extends ContainerSummary {
   readonly slotDir: string | undefined;
 }
 
+/**
+ * Who a session's commands run as in a slot's container (`Sandbox#sessionIdentity`): a file
+ * is the session's to read when its owner, group and mode grant this user read.
+ */
+export interface SessionIdentity {
+  /** `undefined`: the session has no uid of its own there (only group and other bits count). */
+  readonly uid: number | undefined;
+  /** Every group it is in. */
+  readonly gids: readonly number[];
+}
+
 /** A file read out of a live container by `Sandbox#readFile` (the media fallback). */
 export interface ContainerFile {
   readonly size: number;

@@ -180,6 +180,43 @@ describe("session uids", () => {
   });
 });
 
+describe("sessionIdentity: who a session's commands run as", () => {
+  it("answers a session's own uid and the sandbox group, no uid for a session that never ran, and looks without starting a container", async () => {
+    const sandbox = fx.sandbox();
+    const slot = "who";
+    const ran = "agent:who:telegram:dm:4001";
+    expect(await sandbox.sessionIdentity(slot, ran)).toEqual({
+      uid: undefined,
+      gids: [Defaults.sandboxGid],
+    });
+    expect(await sandbox.status(slot)).toBeUndefined();
+    const ids = (await sandbox.run(slot, ran, "id -u; id -G")).stdout.trim().split("\n");
+    expect(await sandbox.sessionIdentity(slot, ran)).toEqual({
+      uid: Number(ids[0]),
+      gids: ids[1]!.split(" ").map(Number),
+    });
+    expect(await sandbox.sessionIdentity(slot, "agent:who:telegram:dm:4002")).toEqual({
+      uid: undefined,
+      gids: [Defaults.sandboxGid],
+    });
+    // Looking up claimed nothing: the session that never ran gets a uid only when it runs.
+    const { containerId } = await sandbox.acquire(slot);
+    const registry = await execIn(containerId, ["ls", "/run/mediagate/uid"]);
+    expect(registry.trim().split("\n")).toEqual([ids[0]]);
+  });
+
+  it('answers the container\'s user and its groups with user: "root"', async () => {
+    const sandbox = fx.sandbox({ user: "root" });
+    expect(await sandbox.sessionIdentity("who-root", "a")).toEqual({ uid: undefined, gids: [] });
+    const ids = (await sandbox.run("who-root", "a", "id -u; id -G")).stdout.trim().split("\n");
+    expect(ids[0]).toBe("0");
+    expect(await sandbox.sessionIdentity("who-root", "b")).toEqual({
+      uid: 0,
+      gids: ids[1]!.split(" ").map(Number),
+    });
+  });
+});
+
 describe("a fork loop in one session", () => {
   let sandbox: Sandbox;
   const slot = "forks";

@@ -13,3 +13,7 @@ export const writeCommand = (path: string, bytes: Buffer): string =>
 
 /** The notice a chat gets for a file the delivery policy refused. */
 export const WithheldNotice = "An attachment was withheld";
+
+/** The notice for a file the session that named it could not read itself. */
+export const UnreadableNotice =
+  "⚠️ An attachment was withheld: this session cannot read that file in the sandbox.";

@@ -116,7 +116,9 @@ export class ProfileRuntime {
 
   /**
    * The media translation context of a turn of `sessionKey` whose tool calls ran in `slot`'s
-   * container; a file read out of the live container is read as that session's user.
+   * container: a file found on the host (a bind slot's directory, a volume) is sent only if
+   * that session's user could read it in the container, and a file read out of the live
+   * container is read as that user (docs/security.md, "Files in replies").
    */
   translateContext(slot: string, sessionKey: string, signal?: AbortSignal): TranslateContext {
     return {
@@ -126,6 +128,7 @@ export class ProfileRuntime {
       volumes: this.profile.sandbox.volumes,
       allowDirs: this.profile.media.allowDirs,
       protectedHomes: this.#protectedHomes,
+      reader: () => this.sandbox.sessionIdentity(slot, sessionKey),
       container: {
         read: (path, maxBytes) => this.sandbox.readFile(slot, path, maxBytes, { sessionKey }),
       },
