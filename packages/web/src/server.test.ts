@@ -93,7 +93,7 @@ describe("the web console's server", () => {
     web = undefined;
   });
 
-  async function start(listen = "127.0.0.1:0") {
+  async function start(listen = "127.0.0.1:0", allowedHosts?: readonly string[]) {
     clock = manualClock();
     lines = [];
     const logger: WebLogger = {
@@ -107,6 +107,7 @@ describe("the web console's server", () => {
       logger,
       now: clock.now,
       schedule: clock.schedule,
+      ...(allowedHosts === undefined ? {} : { allowedHosts }),
     });
     return web.url;
   }
@@ -209,5 +210,43 @@ describe("the web console's server", () => {
     expect(warnings().map((l) => l.msg)).toEqual([
       "web console: refused 3 cross-site requests from 1 address in the last 1 s",
     ]);
+  });
+
+  it("answers only its own host names on a non-loopback listen address", async () => {
+    const url = await start("0.0.0.0:0", ["console.example"]);
+    const port = new URL(url).port;
+    const status = async (host: string) =>
+      (await call(`http://127.0.0.1:${port}`, "/login", { headers: { host } })).status;
+    expect(await status(`evil.example:${port}`)).toBe(421);
+    expect(await status("evil.example")).toBe(421);
+    expect(await status(`console.example:${port}`)).toBe(200);
+    expect(await status("CONSOLE.example")).toBe(200);
+    expect(await status(`127.0.0.1:${port}`)).toBe(200);
+    expect(await status(`localhost:${port}`)).toBe(200);
+    // Its answers are counted like every refusal.
+    await web?.close();
+    web = undefined;
+    expect(warnings().map((l) => l.msg)).toEqual([
+      "web console: refused 2 requests for an unknown host from 1 address in the last 1 s",
+    ]);
+  });
+
+  it("on loopback answers the loopback names and no other", async () => {
+    const url = await start("127.0.0.1:0");
+    const port = new URL(url).port;
+    const status = async (host: string) =>
+      (await call(url, "/login", { headers: { host } })).status;
+    expect(await status(`127.0.0.1:${port}`)).toBe(200);
+    expect(await status(`[::1]:${port}`)).toBe(200);
+    expect(await status(`rebound.example:${port}`)).toBe(421);
+  });
+
+  it("does not start on a wildcard address that names none of its hosts", async () => {
+    await expect(start("0.0.0.0:0")).rejects.toThrow(
+      /web\.listen "0\.0\.0\.0:0" answers on every address.*web\.allowedHosts/,
+    );
+    await expect(start("0.0.0.0:0", ["not a name"])).rejects.toThrow(
+      /web\.allowedHosts: "not a name" is not a host name/,
+    );
   });
 });

@@ -7,6 +7,7 @@ import fastifyCsrf from "@fastify/csrf-protection";
 import fastifyStatic from "@fastify/static";
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import { WebDefaults } from "./defaults.js";
+import { answeredHostNames, hostNameOf } from "./hosts.js";
 import { LiveHub } from "./live.js";
 import { LoginLimiter } from "./login-limiter.js";
 import { RefusalLog } from "./refusals.js";
@@ -24,6 +25,11 @@ export interface WebLogger {
 export interface WebConsoleOptions {
   /** `host:port` (port 0: any free port). */
   readonly listen: string;
+  /**
+   * `Host` names answered besides the loopback names and the listen host (docs/web-console.md,
+   * "DNS rebinding"); required when `listen` is a wildcard address (`0.0.0.0`, `::`).
+   */
+  readonly allowedHosts?: readonly string[] | undefined;
   /** The login secret (`mediagate web token`). */
   readonly token: string;
   readonly source: ConsoleSource;
@@ -79,12 +85,14 @@ declare module "fastify" {
  * Starts the web console (docs/web-console.md) on `listen`: fastify, a login with the
  * operator's secret exchanged for an HttpOnly, SameSite=Strict session cookie (each address
  * waiting longer after each wrong token), CSRF tokens (bound to the login session) and an
- * Origin check on every state-changing request, and nothing but the login page served
- * without a session. Refusals are counted and logged as one summary line per period.
+ * Origin check on every state-changing request, only its own `Host` names answered, and
+ * nothing but the login page served without a session. Refusals are counted and logged as one
+ * summary line per period.
+ * @throws WebHostsError when `listen` is a wildcard address and `allowedHosts` is not given.
  */
 export async function startWebConsole(options: WebConsoleOptions): Promise<WebConsole> {
   const { host, port } = parseListen(options.listen);
-  const loopback = isLoopbackHost(host);
+  const hostNames = answeredHostNames(options.listen, host, options.allowedHosts);
   const publicDir =
     options.publicDir ?? join(dirname(fileURLToPath(import.meta.url)), "..", "dist", "public");
   const sessions = new LoginSessions({ now: options.now });
@@ -115,16 +123,6 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
   });
   await app.register(fastifyStatic, { root: publicDir, serve: false });
 
-  let port_ = port;
-  const selfOrigins = () =>
-    loopback
-      ? new Set(
-          [host, "127.0.0.1", "localhost", "[::1]"].map(
-            (h) => `${h.includes(":") && !h.startsWith("[") ? `[${h}]` : h}:${port_}`,
-          ),
-        )
-      : undefined;
-
   // Security headers on every answer; no page may be framed (clickjacking).
   app.addHook("onSend", async (_request, reply, payload) => {
     reply.header("x-content-type-options", "nosniff");
@@ -142,11 +140,13 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
 
   app.addHook("onRequest", async (request, reply) => {
     const path = request.url.split("?")[0] ?? "/";
-    // DNS rebinding: on loopback only the loopback names are answered.
-    const allowedHosts = selfOrigins();
-    if (allowedHosts !== undefined && !allowedHosts.has(request.headers.host ?? "")) {
+    // DNS rebinding: only the console's own names are answered, on any listen address.
+    if (!hostNames.has(hostNameOf(request.headers.host ?? ""))) {
       refusals.count("unknownHost", request.ip);
-      return reply.code(421).type("text/plain").send("unknown host\n");
+      return reply
+        .code(421)
+        .type("text/plain")
+        .send("unknown host: this console answers only the names in its web.allowedHosts\n");
     }
     const login = sessions.touch(request.cookies[WebDefaults.sessionCookie]);
     if (login !== undefined) request.login = login;
@@ -332,7 +332,6 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
 
   await app.listen({ host, port });
   const address = app.server.address() as AddressInfo;
-  port_ = address.port;
   const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
   return {
     url: `http://${shownHost}:${address.port}`,

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../../../test-support/wait.js";
+import { answeredHostNames, hostNameOf, WebHostsError } from "./hosts.js";
 import { LiveHub } from "./live.js";
 import { LoginLimiter, limitedAddress } from "./login-limiter.js";
 import { isLoopbackHost, parseListen } from "./server.js";
@@ -140,6 +141,28 @@ describe("the login limiter", () => {
     expect(limiter.size).toBe(100);
     expect(limiter.waitMs("10.0.195.79")).toBeGreaterThan(0);
     expect(limiter.waitMs("10.0.0.1")).toBe(0);
+  });
+});
+
+describe("host names", () => {
+  it("reads the name of a Host header, without port, lower case", () => {
+    expect(hostNameOf("Console.Example:8787")).toBe("console.example");
+    expect(hostNameOf("[::1]:8787")).toBe("[::1]");
+    expect(hostNameOf("127.0.0.1")).toBe("127.0.0.1");
+  });
+
+  it("answers the loopback names, the listen host unless a wildcard, and the allowed hosts", () => {
+    expect([...answeredHostNames("127.0.0.1:0", "127.0.0.1", undefined)]).toEqual([
+      "127.0.0.1",
+      "localhost",
+      "[::1]",
+    ]);
+    expect(answeredHostNames("192.0.2.7:8787", "192.0.2.7", undefined).has("192.0.2.7")).toBe(true);
+    expect(answeredHostNames("[2001:db8::7]:1", "2001:db8::7", []).has("[2001:db8::7]")).toBe(true);
+    const any = answeredHostNames("0.0.0.0:8787", "0.0.0.0", ["Gate.example", "[2001:db8::7]"]);
+    expect([...any]).toEqual(["127.0.0.1", "localhost", "[::1]", "gate.example", "[2001:db8::7]"]);
+    expect(() => answeredHostNames(":::8787", "::", undefined)).toThrow(WebHostsError);
+    expect(() => answeredHostNames("x:1", "x", ["x:1"])).toThrow(/not a host name/);
   });
 });
 
