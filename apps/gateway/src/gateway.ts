@@ -325,6 +325,7 @@ export class Gateway {
     }
     this.#web = await startWebConsole({
       listen: web.listen,
+      allowedHosts: web.allowedHosts,
       token: await ensureWebToken(this.config.home),
       logger: this.logger,
       source: createConsoleSource({

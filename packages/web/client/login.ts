@@ -20,6 +20,10 @@ async function logIn(): Promise<void> {
     location.assign("/");
     return;
   }
+  if (answer.status === 429) {
+    error.textContent = `Too many wrong tokens: try again in ${answer.headers.get("retry-after") ?? "a few"} s.`;
+    return;
+  }
   error.textContent =
     answer.status === 401 ? "Wrong token." : `Login failed (HTTP ${answer.status}).`;
 }

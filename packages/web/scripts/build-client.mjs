@@ -1,5 +1,5 @@
-// Bundles the front end (client/*.ts: preact + htm) into dist/public with the static files of
-// public/. Run by `pnpm build` after tsc.
+// Bundles the front end (client/app.ts and client/login.ts with what they import: preact + htm)
+// into dist/public with the static files of public/. Run by `pnpm build` after tsc.
 import { cp, mkdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";

@@ -18,6 +18,25 @@ export const WebDefaults = {
   deliveries: 50,
   /** Log lines one request answers at most. */
   logLimit: 500,
+  /** Wrong tokens in a row from one address after which its logins wait (docs/web-console.md). */
+  loginFailuresBeforeWait: 5,
+  /** The first wait; each further wrong token doubles it. */
+  loginFirstWaitMs: 1_000,
+  /** The longest wait. */
+  loginMaxWaitMs: 15 * 60 * 1000,
+  /** An address's wrong tokens are forgotten this long after its last one (or its wait's end). */
+  loginForgetMs: 60 * 60 * 1000,
+  /**
+   * Addresses whose wrong tokens are remembered at once (about 250 bytes each); the one with the
+   * oldest wrong token is forgotten first, so a flood from many addresses cannot grow memory.
+   */
+  loginMaxAddresses: 10_000,
+  /** Refused requests are logged as one summary line per this period, never one line each. */
+  refusalSummaryMs: 60_000,
+  /** Addresses a summary counts one by one (the rest are counted together). */
+  refusalMaxAddresses: 10_000,
+  /** Addresses a summary names, the most refused first. */
+  refusalTopAddresses: 5,
   /** Names of the cookies. */
   sessionCookie: "mg_session",
   csrfCookie: "mg_csrf",

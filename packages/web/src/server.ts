@@ -7,7 +7,10 @@ import fastifyCsrf from "@fastify/csrf-protection";
 import fastifyStatic from "@fastify/static";
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import { WebDefaults } from "./defaults.js";
+import { answeredHostNames, hostNameOf } from "./hosts.js";
 import { LiveHub } from "./live.js";
+import { LoginLimiter } from "./login-limiter.js";
+import { RefusalLog } from "./refusals.js";
 import { type LoginSession, LoginSessions, sameSecret } from "./sessions.js";
 import type { ConsoleSource } from "./source.js";
 import type { WebActor } from "./types.js";
@@ -22,11 +25,19 @@ export interface WebLogger {
 export interface WebConsoleOptions {
   /** `host:port` (port 0: any free port). */
   readonly listen: string;
+  /**
+   * `Host` names answered besides the loopback names and the listen host (docs/web-console.md,
+   * "DNS rebinding"); required when `listen` is a wildcard address (`0.0.0.0`, `::`).
+   */
+  readonly allowedHosts?: readonly string[] | undefined;
   /** The login secret (`mediagate web token`). */
   readonly token: string;
   readonly source: ConsoleSource;
   readonly logger: WebLogger;
+  /** The clock of login sessions and of the waits after wrong tokens. */
   readonly now?: (() => number) | undefined;
+  /** Runs `run` once after `delayMs`, answering its cancel (the refusal summary's timer). */
+  readonly schedule?: ((run: () => void, delayMs: number) => () => void) | undefined;
   /** Live update period while a browser watches (default 1 s). */
   readonly liveIntervalMs?: number | undefined;
   /** The built front end (default the package's `dist/public`). */
@@ -72,18 +83,23 @@ declare module "fastify" {
 
 /**
  * Starts the web console (docs/web-console.md) on `listen`: fastify, a login with the
- * operator's secret exchanged for an HttpOnly, SameSite=Strict session cookie, CSRF tokens
- * (bound to the login session) and an Origin check on every state-changing request, and
- * nothing but the login page served without a session.
+ * operator's secret exchanged for an HttpOnly, SameSite=Strict session cookie (each address
+ * waiting longer after each wrong token), CSRF tokens (bound to the login session) and an
+ * Origin check on every state-changing request, only its own `Host` names answered, and
+ * nothing but the login page served without a session. Refusals are counted and logged as one
+ * summary line per period.
+ * @throws WebHostsError when `listen` is a wildcard address and `allowedHosts` is not given.
  */
 export async function startWebConsole(options: WebConsoleOptions): Promise<WebConsole> {
   const { host, port } = parseListen(options.listen);
-  const loopback = isLoopbackHost(host);
+  const hostNames = answeredHostNames(options.listen, host, options.allowedHosts);
   const publicDir =
     options.publicDir ?? join(dirname(fileURLToPath(import.meta.url)), "..", "dist", "public");
   const sessions = new LoginSessions({ now: options.now });
   const source = options.source;
   const log = options.logger;
+  const limiter = new LoginLimiter({ now: options.now });
+  const refusals = new RefusalLog({ logger: log, now: options.now, schedule: options.schedule });
   const live = new LiveHub({
     source,
     intervalMs: options.liveIntervalMs,
@@ -107,16 +123,6 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
   });
   await app.register(fastifyStatic, { root: publicDir, serve: false });
 
-  let port_ = port;
-  const selfOrigins = () =>
-    loopback
-      ? new Set(
-          [host, "127.0.0.1", "localhost", "[::1]"].map(
-            (h) => `${h.includes(":") && !h.startsWith("[") ? `[${h}]` : h}:${port_}`,
-          ),
-        )
-      : undefined;
-
   // Security headers on every answer; no page may be framed (clickjacking).
   app.addHook("onSend", async (_request, reply, payload) => {
     reply.header("x-content-type-options", "nosniff");
@@ -134,19 +140,19 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
 
   app.addHook("onRequest", async (request, reply) => {
     const path = request.url.split("?")[0] ?? "/";
-    // DNS rebinding: on loopback only the loopback names are answered.
-    const allowedHosts = selfOrigins();
-    if (allowedHosts !== undefined && !allowedHosts.has(request.headers.host ?? "")) {
-      return reply.code(421).type("text/plain").send("unknown host\n");
+    // DNS rebinding: only the console's own names are answered, on any listen address.
+    if (!hostNames.has(hostNameOf(request.headers.host ?? ""))) {
+      refusals.count("unknownHost", request.ip);
+      return reply
+        .code(421)
+        .type("text/plain")
+        .send("unknown host: this console answers only the names in its web.allowedHosts\n");
     }
     const login = sessions.touch(request.cookies[WebDefaults.sessionCookie]);
     if (login !== undefined) request.login = login;
     if (request.method !== "GET" && request.method !== "HEAD") {
       if (!sameOrigin(request)) {
-        log.warn(
-          { address: request.ip, origin: request.headers.origin ?? null, path },
-          "web console: cross-site request refused",
-        );
+        refusals.count("crossSite", request.ip);
         return reply.code(403).send({ error: "cross-site request refused" });
       }
     }
@@ -189,12 +195,25 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
   }));
 
   app.post("/login", { onRequest: csrf }, async (request, reply) => {
+    // While its address waits, a login is not checked at all (the right token included).
+    const waitMs = limiter.waitMs(request.ip);
+    if (waitMs > 0) {
+      refusals.count("waiting", request.ip);
+      const seconds = Math.ceil(waitMs / 1000);
+      return reply
+        .code(429)
+        .header("retry-after", String(seconds))
+        .send({ error: `too many wrong tokens: try again in ${seconds} s` });
+    }
     const body = request.body as { token?: unknown } | undefined;
     const given = typeof body?.token === "string" ? body.token : "";
     if (!sameSecret(given, options.token)) {
-      log.warn({ address: request.ip }, "web console: login refused (wrong token)");
+      refusals.count("wrongToken", request.ip);
+      const nextWaitMs = limiter.failed(request.ip);
+      if (nextWaitMs > 0) reply.header("retry-after", String(Math.ceil(nextWaitMs / 1000)));
       return reply.code(401).send({ error: "wrong token" });
     }
+    limiter.succeeded(request.ip);
     const login = sessions.create(request.ip);
     log.info({ by: login.actor, address: request.ip }, "web console: logged in");
     reply.setCookie(WebDefaults.sessionCookie, login.id, {
@@ -313,7 +332,6 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
 
   await app.listen({ host, port });
   const address = app.server.address() as AddressInfo;
-  port_ = address.port;
   const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
   return {
     url: `http://${shownHost}:${address.port}`,
@@ -321,6 +339,7 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
     close: async () => {
       live.close();
       await app.close();
+      refusals.close();
     },
   };
 }

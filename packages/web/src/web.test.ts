@@ -4,7 +4,9 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../../../test-support/wait.js";
+import { answeredHostNames, hostNameOf, WebHostsError } from "./hosts.js";
 import { LiveHub } from "./live.js";
+import { LoginLimiter, limitedAddress } from "./login-limiter.js";
 import { isLoopbackHost, parseListen } from "./server.js";
 import { LoginSessions, sameSecret } from "./sessions.js";
 import type { ConsoleSource } from "./source.js";
@@ -87,6 +89,80 @@ describe("listen addresses", () => {
     expect(parseListen("[::1]:0")).toEqual({ host: "::1", port: 0 });
     expect(() => parseListen("8787")).toThrow(/host:port/);
     expect(() => parseListen("x:99999")).toThrow(/host:port/);
+  });
+});
+
+describe("the login limiter", () => {
+  it("waits after the fifth wrong token, doubling each time up to the longest wait, and forgets", () => {
+    let now = 0;
+    const limiter = new LoginLimiter({
+      now: () => now,
+      failuresBeforeWait: 5,
+      firstWaitMs: 1_000,
+      maxWaitMs: 8_000,
+      forgetMs: 60_000,
+    });
+    const waits = [];
+    for (let i = 0; i < 9; i += 1) {
+      waits.push(limiter.failed("10.0.0.1"));
+      now += limiter.waitMs("10.0.0.1");
+    }
+    expect(waits).toEqual([0, 0, 0, 0, 1_000, 2_000, 4_000, 8_000, 8_000]);
+    expect(limiter.waitMs("10.0.0.2")).toBe(0);
+    limiter.failed("10.0.0.1");
+    expect(limiter.waitMs("10.0.0.1")).toBe(8_000);
+    // Forgotten a while after the last wrong token: the next ones are free again.
+    now += 60_000;
+    expect(limiter.waitMs("10.0.0.1")).toBe(0);
+    expect(limiter.failed("10.0.0.1")).toBe(0);
+    expect(limiter.size).toBe(1);
+    limiter.succeeded("10.0.0.1");
+    expect(limiter.size).toBe(0);
+  });
+
+  it("counts an IPv6 /64 as one address, and an IPv4-mapped address as IPv4", () => {
+    expect(limitedAddress("2001:db8:1:2:aaaa::1")).toBe("2001:db8:1:2::/64");
+    expect(limitedAddress("2001:db8:1:2:bbbb:cccc:dddd:eeee")).toBe("2001:db8:1:2::/64");
+    expect(limitedAddress("2001:db8::1")).toBe("2001:db8:0:0::/64");
+    expect(limitedAddress("fe80::1%eth0")).toBe("fe80:0:0:0::/64");
+    expect(limitedAddress("::ffff:192.0.2.7")).toBe("192.0.2.7");
+    expect(limitedAddress("192.0.2.7")).toBe("192.0.2.7");
+    const limiter = new LoginLimiter({ failuresBeforeWait: 2 });
+    limiter.failed("2001:db8:1:2::a");
+    limiter.failed("2001:db8:1:2::b");
+    expect(limiter.waitMs("2001:db8:1:2::c")).toBeGreaterThan(0);
+    expect(limiter.waitMs("2001:db8:1:3::a")).toBe(0);
+  });
+
+  it("remembers at most maxAddresses, forgetting the oldest wrong token first", () => {
+    const limiter = new LoginLimiter({ failuresBeforeWait: 1, maxAddresses: 100 });
+    for (let i = 0; i < 50_000; i += 1)
+      limiter.failed(`10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`);
+    expect(limiter.size).toBe(100);
+    expect(limiter.waitMs("10.0.195.79")).toBeGreaterThan(0);
+    expect(limiter.waitMs("10.0.0.1")).toBe(0);
+  });
+});
+
+describe("host names", () => {
+  it("reads the name of a Host header, without port, lower case", () => {
+    expect(hostNameOf("Console.Example:8787")).toBe("console.example");
+    expect(hostNameOf("[::1]:8787")).toBe("[::1]");
+    expect(hostNameOf("127.0.0.1")).toBe("127.0.0.1");
+  });
+
+  it("answers the loopback names, the listen host unless a wildcard, and the allowed hosts", () => {
+    expect([...answeredHostNames("127.0.0.1:0", "127.0.0.1", undefined)]).toEqual([
+      "127.0.0.1",
+      "localhost",
+      "[::1]",
+    ]);
+    expect(answeredHostNames("192.0.2.7:8787", "192.0.2.7", undefined).has("192.0.2.7")).toBe(true);
+    expect(answeredHostNames("[2001:db8::7]:1", "2001:db8::7", []).has("[2001:db8::7]")).toBe(true);
+    const any = answeredHostNames("0.0.0.0:8787", "0.0.0.0", ["Gate.example", "[2001:db8::7]"]);
+    expect([...any]).toEqual(["127.0.0.1", "localhost", "[::1]", "gate.example", "[2001:db8::7]"]);
+    expect(() => answeredHostNames(":::8787", "::", undefined)).toThrow(WebHostsError);
+    expect(() => answeredHostNames("x:1", "x", ["x:1"])).toThrow(/not a host name/);
   });
 });
 

@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import type { SandboxSettings } from "@mediagate/sandbox";
+import { needsAllowedHosts, parseListen } from "@mediagate/web";
 import { parseDocument } from "yaml";
 import type { Redactor } from "../redact.js";
 import { ConfigDefaults } from "./defaults.js";
@@ -121,7 +122,12 @@ export function resolveConfig(
     index === 0 ? applyEnvOverrides(entry, env) : entry,
   );
   const profiles = withEnv.map((entry) => resolveProfile(entry, home, baseDir));
-  const issues = [...missingTokens(withEnv), ...crossChecks(profiles, env)];
+  const web = resolveWeb(file.web);
+  const issues = [
+    ...missingTokens(withEnv),
+    ...crossChecks(profiles, env),
+    ...(web === undefined ? [] : webChecks(web)),
+  ];
   if (issues.length > 0) throw new ConfigError(source, issues);
   const config: GatewayConfig = {
     home,
@@ -138,12 +144,29 @@ export function resolveConfig(
     },
     rerunInterrupted: file.recovery?.rerunInterrupted ?? ConfigDefaults.rerunInterrupted,
     healthListen: file.health?.listen,
-    web:
-      file.web === undefined ? undefined : { listen: file.web.listen ?? ConfigDefaults.webListen },
+    web,
     logLevel: file.log?.level,
   };
   options.redactor?.add(secretsOfConfig(config));
   return config;
+}
+
+function resolveWeb(web: ConfigFile["web"]): GatewayConfig["web"] {
+  if (web === undefined) return undefined;
+  const listen = web.listen ?? ConfigDefaults.webListen;
+  return web.allowedHosts === undefined ? { listen } : { listen, allowedHosts: web.allowedHosts };
+}
+
+/** A wildcard `web.listen` must name the console's hosts (docs/web-console.md, "DNS rebinding"). */
+function webChecks(web: NonNullable<GatewayConfig["web"]>): ConfigIssue[] {
+  if (!needsAllowedHosts(parseListen(web.listen).host, web.allowedHosts)) return [];
+  return [
+    {
+      path: "web.allowedHosts",
+      got: `nothing, with web.listen "${web.listen}" (every address of this host)`,
+      expected: `the host names browsers use to reach the console, e.g. allowedHosts: ["gateway.example.org", "192.168.1.20"] ([] for the loopback names only, e.g. behind a port published on the host's 127.0.0.1)`,
+    },
+  ];
 }
 
 function expandHome(path: string, env: GatewayEnv, baseDir: string): string {

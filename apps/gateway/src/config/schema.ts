@@ -1,3 +1,4 @@
+import { HostNamePattern } from "@mediagate/web";
 import { z } from "zod";
 import { LogLevels } from "../log.js";
 import { ConfigDefaults, ProfileNamePattern } from "./defaults.js";
@@ -197,6 +198,13 @@ const webListen = z
     error: "a port from 0 to 65535",
   });
 
+/** `web.allowedHosts`: the names browsers reach the console by (docs/web-console.md). */
+const webAllowedHosts = z.array(
+  z.string().regex(HostNamePattern, {
+    error: 'a host name without port: "gateway.example.org", "192.168.1.20" or "[fd00::20]"',
+  }),
+);
+
 const deliverySchema = z.strictObject({
   ambiguousSends: z
     .enum(["at-most-once", "at-least-once"], {
@@ -217,7 +225,9 @@ export const configFileSchema = z.strictObject({
   delivery: deliverySchema.optional(),
   recovery: z.strictObject({ rerunInterrupted: z.boolean().optional() }).optional(),
   health: z.strictObject({ listen: loopbackListen }).optional(),
-  web: z.strictObject({ listen: webListen.optional() }).optional(),
+  web: z
+    .strictObject({ listen: webListen.optional(), allowedHosts: webAllowedHosts.optional() })
+    .optional(),
   log: z.strictObject({ level: z.enum(LogLevels).optional() }).optional(),
 });
 

@@ -60,6 +60,7 @@ const ShownKeys: ReadonlySet<string> = new Set([
   "maxAgeSeconds",
   "rerunInterrupted",
   "listen",
+  "allowedHosts",
   "pollTimeoutSeconds",
   "catchUpMaxMessages",
   "level",

@@ -185,10 +185,13 @@ export interface GatewayConfig {
   /** The health endpoint's `host:port` (loopback); off when absent. */
   readonly healthListen?: string | undefined;
   /**
-   * The web console (docs/web-console.md): its `host:port`; off when absent. `web: {}` in the
-   * file means the default, `127.0.0.1:8787`.
+   * The web console (docs/web-console.md): its `host:port`, and the `Host` names it answers
+   * besides the loopback names and the listen host; off when absent. `web: {}` in the file
+   * means the default, `127.0.0.1:8787`.
    */
-  readonly web?: { readonly listen: string } | undefined;
+  readonly web?:
+    | { readonly listen: string; readonly allowedHosts?: readonly string[] | undefined }
+    | undefined;
   /** `log.level` of the file, when set (`LOG_LEVEL` overrides it: docs/operations.md). */
   readonly logLevel?: LogLevel | undefined;
 }

@@ -12,9 +12,27 @@ describe("web: config", () => {
   it("is off by default, and `web: {}` listens on 127.0.0.1:8787", () => {
     expect(resolveConfig({}, { env }).web).toBeUndefined();
     expect(resolveConfig({ web: {} }, { env }).web).toEqual({ listen: "127.0.0.1:8787" });
-    expect(resolveConfig({ web: { listen: "0.0.0.0:9000" } }, { env }).web).toEqual({
-      listen: "0.0.0.0:9000",
+    expect(resolveConfig({ web: { listen: "192.0.2.7:9000" } }, { env }).web).toEqual({
+      listen: "192.0.2.7:9000",
     });
+    expect(
+      resolveConfig({ web: { listen: "0.0.0.0:9000", allowedHosts: ["gate.example"] } }, { env })
+        .web,
+    ).toEqual({ listen: "0.0.0.0:9000", allowedHosts: ["gate.example"] });
+  });
+
+  it("refuses a wildcard listen that names no hosts, saying what to add", () => {
+    for (const listen of ["0.0.0.0:8787", "[::]:8787"]) {
+      expect(() => resolveConfig({ web: { listen } }, { env }), listen).toThrow(
+        /web\.allowedHosts: got nothing, with web\.listen ".*" \(every address of this host\), expected the host names browsers use to reach the console, e\.g\. allowedHosts: \["gateway\.example\.org"/,
+      );
+    }
+    expect(
+      resolveConfig({ web: { listen: "0.0.0.0:8787", allowedHosts: [] } }, { env }).web,
+    ).toEqual({ listen: "0.0.0.0:8787", allowedHosts: [] });
+    expect(() => resolveConfig({ web: { allowedHosts: ["gate.example:8787"] } }, { env })).toThrow(
+      /web\.allowedHosts\[0\]: got "gate\.example:8787", expected a host name without port/,
+    );
   });
 
   it("refuses a listen that is not host:port, naming the key", () => {
