@@ -1,3 +1,4 @@
+import type { Sleep } from "@mediagate/io";
 import { connectDocker, type DockerEngine } from "@mediagate/sandbox";
 import {
   ensureWebToken,
@@ -20,7 +21,6 @@ import type {
 import { emptyEnv, type GatewayEnv } from "./config/env.js";
 import type { GatewayConfig, ProfileConfig } from "./config/types.js";
 import { Defaults } from "./defaults.js";
-import type { RetrySleep } from "./delivery/retry.js";
 import { StorageError } from "./durable/errors.js";
 import { journalDbPath, SqliteJournal } from "./durable/journal.js";
 import { Outbox, type OutboxOptions } from "./durable/outbox.js";
@@ -105,7 +105,7 @@ export interface GatewayOptions {
    * Replaces the wait between attempts of a send of the channels built from the config (a
    * short `retry_after`, a backoff); tests record it and go on at once.
    */
-  readonly retrySleep?: RetrySleep;
+  readonly retrySleep?: Sleep;
   /** The log lines the web console's Logs page shows (the ring the logger also writes to). */
   readonly logRing?: LogRing | undefined;
 }

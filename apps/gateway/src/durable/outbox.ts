@@ -1,3 +1,4 @@
+import { backoffMs } from "@mediagate/io";
 import {
   type MediaPlan,
   noticeFor,
@@ -453,9 +454,8 @@ export class Outbox {
     channel: ChannelAdapter,
     log: Logger,
   ): Promise<AttemptResult> {
-    const delayMs =
-      waitMs ??
-      Math.min(OutboxDefaults.retryMaxMs, OutboxDefaults.retryBaseMs * 2 ** (attempts - 1));
+    const backoff = { baseMs: OutboxDefaults.retryBaseMs, maxMs: OutboxDefaults.retryMaxMs };
+    const delayMs = backoffMs(attempts, backoff, { retryAfterMs: waitMs });
     const notBeforeMs = this.#now() + delayMs;
     if (attempts >= this.#maxAttempts || notBeforeMs - record.createdAtMs > this.#maxAgeMs) {
       // Counted in the journal too: a restart during the give-up reports the same count.
