@@ -1,4 +1,4 @@
-import { backoffMs } from "@mediagate/io";
+import { backoffMs, type Schedule, scheduleWithTimer } from "@mediagate/io";
 import {
   type MediaPlan,
   noticeFor,
@@ -7,7 +7,6 @@ import {
   recordPlan,
   resumePlan,
 } from "@mediagate/media";
-import type { Schedule } from "@mediagate/sandbox";
 import type {
   ChannelAdapter,
   DeliveryOutcome,
@@ -19,7 +18,6 @@ import type {
 import { Defaults } from "../defaults.js";
 import type { Logger } from "../log.js";
 import type { PipelineRuntime } from "../pipeline/types.js";
-import { scheduleWithTimer } from "../runtime/timers.js";
 import { type DeliveryItem, deliveryItems } from "./delivery-items.js";
 import { deliveryNotice, planNotices } from "./notices.js";
 import type { Journal, OutboxRecord, OutboxReply } from "./types.js";
