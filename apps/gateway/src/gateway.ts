@@ -1,4 +1,4 @@
-import type { Sleep } from "@mediagate/io";
+import { type Sleep, settledWithin } from "@mediagate/io";
 import { connectDocker, type DockerEngine } from "@mediagate/sandbox";
 import {
   ensureWebToken,
@@ -387,11 +387,8 @@ export class Gateway {
     this.#accepting = false;
     const queue = this.#services.queue;
     queue.close();
-    const drained = await Promise.race([
-      this.idle().then(() => "idle" as const),
-      delay(this.#drainTimeoutMs),
-    ]);
-    if (drained === "timeout") {
+    const drained = await settledWithin(this.idle(), this.#drainTimeoutMs, { unref: true });
+    if (!drained) {
       this.logger.warn(
         { running: queue.active, queued: queue.pending },
         "drain deadline: running turns are cut off (their chats are told after the restart), queued messages and unfinished replies stay in the journal for the next start",
@@ -399,7 +396,7 @@ export class Gateway {
       queue.shutdown(new GatewayStopping());
     }
     await this.outbox.stop(GatewayDefaults.abortGraceMs);
-    await Promise.race([this.idle(), delay(GatewayDefaults.abortGraceMs)]);
+    await settledWithin(this.idle(), GatewayDefaults.abortGraceMs, { unref: true });
     for (const runtime of this.runtimes.values()) {
       await runtime.close(GatewayDefaults.shutdownTimeoutMs).catch((error: unknown) => {
         this.logger.warn({ err: error, profile: runtime.name }, "profile shutdown failed");
@@ -629,8 +626,4 @@ function targetOf(message: InboundMessage): ChatTarget {
     threadId: message.threadId,
     replyToMessageId: message.messageId,
   };
-}
-
-function delay(ms: number): Promise<"timeout"> {
-  return new Promise((resolve) => setTimeout(() => resolve("timeout"), ms).unref());
 }

@@ -1,4 +1,4 @@
-import { backoffMs, type Schedule, scheduleWithTimer } from "@mediagate/io";
+import { backoffMs, type Schedule, scheduleWithTimer, settledWithin } from "@mediagate/io";
 import {
   type MediaPlan,
   noticeFor,
@@ -218,10 +218,7 @@ export class Outbox {
     for (const cancel of this.#timers.values()) cancel();
     this.#timers.clear();
     this.#stopping.abort(new Error("gateway stopping"));
-    await Promise.race([
-      Promise.allSettled([...this.#inFlight]),
-      new Promise((resolve) => setTimeout(resolve, timeoutMs).unref()),
-    ]);
+    await settledWithin(Promise.allSettled([...this.#inFlight]), timeoutMs, { unref: true });
   }
 
   #track(promise: Promise<unknown>): void {

@@ -1,5 +1,12 @@
-import { setTimeout as delay } from "node:timers/promises";
-import { backoffMs, retry, type Sleep, sleep } from "@mediagate/io";
+import {
+  backoffMs,
+  DeadlineError,
+  deadline,
+  retry,
+  type Sleep,
+  settledWithin,
+  sleep,
+} from "@mediagate/io";
 import { type Api, GrammyError } from "grammy";
 import type { Update } from "grammy/types";
 import type { Logger } from "pino";
@@ -80,7 +87,7 @@ class FlushFailed extends Error {
 }
 
 /** The poll outlived its timeout and margin. */
-class PollHung extends Error {
+class PollHung extends DeadlineError {
   override readonly name = "PollHung";
 }
 
@@ -127,10 +134,7 @@ export class UpdatePoller {
     const loop = this.loop;
     if (loop === undefined || this.stopping.signal.aborted) return;
     this.stopping.abort();
-    const waited = new AbortController();
-    const bound = delay(PollingDefaults.stopWaitMs, undefined, { signal: waited.signal });
-    await Promise.race([loop, bound]).catch(() => undefined);
-    waited.abort();
+    await settledWithin(loop, PollingDefaults.stopWaitMs);
     if (this.offset > this.confirmedOffset && this.deps.health.current !== "failed") {
       try {
         await this.flush();
@@ -227,30 +231,28 @@ export class UpdatePoller {
 
   private async poll(pollTimeoutSeconds: number): Promise<Update[]> {
     await this.flush();
-    const { pollTimeoutMarginMs } = this.settings;
-    const hung = new AbortController();
-    const timer = setTimeout(
-      () => hung.abort(new PollHung()),
-      pollTimeoutSeconds * 1000 + pollTimeoutMarginMs,
-    );
+    const timeoutMs = pollTimeoutSeconds * 1000 + this.settings.pollTimeoutMarginMs;
     const offset = this.offset;
-    try {
-      const updates = await this.deps.api.getUpdates(
-        {
-          offset,
-          timeout: pollTimeoutSeconds,
-          limit: PollingDefaults.limit,
-          allowed_updates: [...this.deps.allowedUpdates],
-        },
-        grammySignal(AbortSignal.any([hung.signal, this.stopping.signal])),
-      );
-      this.confirmedOffset = offset;
-      return updates;
-    } catch (error) {
-      throw hung.signal.aborted ? hung.signal.reason : error;
-    } finally {
-      clearTimeout(timer);
-    }
+    const updates = await deadline(
+      (signal) =>
+        this.deps.api.getUpdates(
+          {
+            offset,
+            timeout: pollTimeoutSeconds,
+            limit: PollingDefaults.limit,
+            allowed_updates: [...this.deps.allowedUpdates],
+          },
+          grammySignal(signal),
+        ),
+      {
+        timeoutMs,
+        what: "getUpdates",
+        signal: this.stopping.signal,
+        timeoutError: () => new PollHung("getUpdates", timeoutMs),
+      },
+    );
+    this.confirmedOffset = offset;
+    return updates;
   }
 
   /** Logs and reports a failed poll, then waits; `false` when polling must end. */
@@ -276,9 +278,8 @@ export class UpdatePoller {
         "the journal could not sync recorded telegram updates to disk; they stay unconfirmed and are synced again before the next poll",
       );
     } else if (error instanceof PollHung) {
-      const after = this.settings.pollTimeoutSeconds * 1000 + this.settings.pollTimeoutMarginMs;
-      health.set("retrying", `getUpdates did not answer within ${after} ms`);
-      logger.warn({ afterMs: after, delayMs }, "telegram getUpdates hung; polling again");
+      health.set("retrying", `getUpdates did not answer within ${error.timeoutMs} ms`);
+      logger.warn({ afterMs: error.timeoutMs, delayMs }, "telegram getUpdates hung; polling again");
     } else if (status === 409) {
       const facts = failureFacts(error, token);
       health.set("retrying", `getUpdates: 409 ${facts.description}`);
