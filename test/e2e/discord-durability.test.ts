@@ -32,11 +32,11 @@ afterEach(async () => {
 /** A controllable sleep: each wait stays pending until the test lets it go. */
 function manualSleep() {
   const waits: { ms: number; wake: () => void }[] = [];
-  const sleep = (ms: number, signal: AbortSignal) =>
+  const sleep = (ms: number, signal?: AbortSignal) =>
     new Promise<void>((resolve, reject) => {
       const wait = { ms, wake: resolve };
       waits.push(wait);
-      signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+      signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
     });
   return { sleep, waits };
 }

@@ -1,3 +1,4 @@
+import { type Sleep, settledWithin } from "@mediagate/io";
 import { connectDocker, type DockerEngine } from "@mediagate/sandbox";
 import {
   ensureWebToken,
@@ -20,7 +21,6 @@ import type {
 import { emptyEnv, type GatewayEnv } from "./config/env.js";
 import type { GatewayConfig, ProfileConfig } from "./config/types.js";
 import { Defaults } from "./defaults.js";
-import type { RetrySleep } from "./delivery/retry.js";
 import { StorageError } from "./durable/errors.js";
 import { journalDbPath, SqliteJournal } from "./durable/journal.js";
 import { Outbox, type OutboxOptions } from "./durable/outbox.js";
@@ -105,7 +105,7 @@ export interface GatewayOptions {
    * Replaces the wait between attempts of a send of the channels built from the config (a
    * short `retry_after`, a backoff); tests record it and go on at once.
    */
-  readonly retrySleep?: RetrySleep;
+  readonly retrySleep?: Sleep;
   /** The log lines the web console's Logs page shows (the ring the logger also writes to). */
   readonly logRing?: LogRing | undefined;
 }
@@ -388,11 +388,8 @@ export class Gateway {
     this.#accepting = false;
     const queue = this.#services.queue;
     queue.close();
-    const drained = await Promise.race([
-      this.idle().then(() => "idle" as const),
-      delay(this.#drainTimeoutMs),
-    ]);
-    if (drained === "timeout") {
+    const drained = await settledWithin(this.idle(), this.#drainTimeoutMs, { unref: true });
+    if (!drained) {
       this.logger.warn(
         { running: queue.active, queued: queue.pending },
         "drain deadline: running turns are cut off (their chats are told after the restart), queued messages and unfinished replies stay in the journal for the next start",
@@ -400,7 +397,7 @@ export class Gateway {
       queue.shutdown(new GatewayStopping());
     }
     await this.outbox.stop(GatewayDefaults.abortGraceMs);
-    await Promise.race([this.idle(), delay(GatewayDefaults.abortGraceMs)]);
+    await settledWithin(this.idle(), GatewayDefaults.abortGraceMs, { unref: true });
     for (const runtime of this.runtimes.values()) {
       await runtime.close(GatewayDefaults.shutdownTimeoutMs).catch((error: unknown) => {
         this.logger.warn({ err: error, profile: runtime.name }, "profile shutdown failed");
@@ -630,8 +627,4 @@ function targetOf(message: InboundMessage): ChatTarget {
     threadId: message.threadId,
     replyToMessageId: message.messageId,
   };
-}
-
-function delay(ms: number): Promise<"timeout"> {
-  return new Promise((resolve) => setTimeout(() => resolve("timeout"), ms).unref());
 }

@@ -73,7 +73,6 @@ export type {
   RetryClassifier,
   RetryEvent,
   RetryOptions,
-  RetrySleep,
   RetryVerdict,
 } from "./delivery/retry.js";
 export { RateLimitedError, RetryDefaults, withRetry } from "./delivery/retry.js";

@@ -1,3 +1,12 @@
 // @mediagate/io: the I/O primitives every package shares (bounded waits, retry backoff,
 // reused buffers). Each is written once here; the packages call it instead of a copy.
-export {};
+export type { Backoff, RetryAfter } from "./backoff.js";
+export { BackoffDefaults, backoffMs } from "./backoff.js";
+export type { DeadlineOptions } from "./deadline.js";
+export { DeadlineError, deadline, settledWithin, untilAborted } from "./deadline.js";
+export type { RetryFailure, RetryLoopOptions } from "./retry.js";
+export { RetryLoopDefaults, retry } from "./retry.js";
+export type { Schedule } from "./schedule.js";
+export { scheduleWithTimer } from "./schedule.js";
+export type { Sleep } from "./sleep.js";
+export { sleep } from "./sleep.js";

@@ -1,3 +1,5 @@
+import { DeadlineError, deadline } from "@mediagate/io";
+
 /**
  * A bound of its own for each Docker request/response call (create, start, inspect, list,
  * stop, remove, exec create/start, image inspect), so a wedged daemon cannot hold a slot's
@@ -12,19 +14,18 @@ export interface CallBound {
 }
 
 /** A lifecycle call got no answer within its bound; the request was aborted. */
-export class CallTimeoutError extends Error {
+export class CallTimeoutError extends DeadlineError {
   override readonly name = "CallTimeoutError";
   /** The Docker call, e.g. `create container`, `stop`. */
   readonly call: string;
-  readonly timeoutMs: number;
   /** The container (id or name) the call was about, when there is one. */
   readonly containerId: string | undefined;
 
   constructor(call: string, timeoutMs: number, containerId?: string) {
     const about = containerId === undefined ? "" : ` of container ${containerId.slice(0, 12)}`;
-    super(`Docker ${call}${about} got no answer within ${timeoutMs} ms`);
+    const what = `Docker ${call}${about}`;
+    super(what, timeoutMs, `${what} got no answer within ${timeoutMs} ms`);
     this.call = call;
-    this.timeoutMs = timeoutMs;
     this.containerId = containerId;
   }
 }
@@ -37,58 +38,16 @@ export class CallTimeoutError extends Error {
  * the caller's abort reason. The timer stops once the call answers, so a streamed response
  * body is never cut by it.
  */
-export async function boundedCall<T>(
+export function boundedCall<T>(
   call: string,
   bound: CallBound,
   fn: (signal: AbortSignal) => Promise<T>,
   containerId?: string,
 ): Promise<T> {
-  const caller = bound.signal;
-  caller?.throwIfAborted();
-  const controller = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  let onCallerAbort: (() => void) | undefined;
-  const stopped = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const error = new CallTimeoutError(call, bound.timeoutMs, containerId);
-      reject(error);
-      controller.abort(error);
-    }, bound.timeoutMs);
-    onCallerAbort = () => {
-      reject(caller?.reason);
-      controller.abort(caller?.reason);
-    };
-    caller?.addEventListener("abort", onCallerAbort, { once: true });
+  return deadline(fn, {
+    timeoutMs: bound.timeoutMs,
+    what: `Docker ${call}`,
+    signal: bound.signal,
+    timeoutError: () => new CallTimeoutError(call, bound.timeoutMs, containerId),
   });
-  try {
-    return await Promise.race([fn(controller.signal), stopped]);
-  } finally {
-    clearTimeout(timer);
-    if (onCallerAbort !== undefined) caller?.removeEventListener("abort", onCallerAbort);
-  }
-}
-
-/**
- * Settles like `work`, or rejects with the signal's reason as soon as it aborts (at once when
- * it already has). `work` keeps running: the caller only stops waiting for it.
- */
-export async function untilAborted<T>(
-  work: Promise<T>,
-  signal: AbortSignal | undefined,
-): Promise<T> {
-  if (signal === undefined) return work;
-  if (signal.aborted) {
-    work.catch(() => undefined); // settles unobserved
-    throw signal.reason;
-  }
-  let onAbort: (() => void) | undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-  try {
-    return await Promise.race([work, aborted]);
-  } finally {
-    if (onAbort !== undefined) signal.removeEventListener("abort", onAbort);
-  }
 }

@@ -66,19 +66,6 @@ export function rethrowUnavailable(endpoint: string, error: unknown): never {
   throw error;
 }
 
-/** Rejects with a timeout error after `ms` unless `promise` settles first. */
-export async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 /**
  * Runs `fn` and maps what it throws to this package's errors: a container or engine that
  * went away mid-command becomes {@link SandboxLostError}, an unreachable daemon

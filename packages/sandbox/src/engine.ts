@@ -1,8 +1,9 @@
+import { DeadlineError, deadline } from "@mediagate/io";
 import Docker from "dockerode";
 import { boundedCall, CallTimeoutError } from "./bounded-call.js";
 import { Defaults } from "./defaults.js";
 import { attachClient, dockerOf } from "./docker-client.js";
-import { isNotFound, rethrowUnavailable, withTimeout } from "./docker-errors.js";
+import { isNotFound, rethrowUnavailable } from "./docker-errors.js";
 import { DockerUnavailableError } from "./errors.js";
 import { checkRegistry, pullImage } from "./image-pull.js";
 import type { ImagePullProgress, RegistryCheck } from "./types.js";
@@ -32,9 +33,9 @@ export class DockerEngine {
   /** Resolves when the daemon answers; throws {@link DockerUnavailableError} naming the endpoint. */
   async ping(): Promise<void> {
     try {
-      await withTimeout(dockerOf(this).ping(), Defaults.pingTimeoutMs, "ping");
+      await deadline(dockerOf(this).ping(), { timeoutMs: Defaults.pingTimeoutMs, what: "ping" });
     } catch (error) {
-      if (error instanceof Error && error.message.startsWith("ping timed out")) {
+      if (error instanceof DeadlineError) {
         throw new DockerUnavailableError(this.endpoint, error.message, { cause: error });
       }
       rethrowUnavailable(this.endpoint, error);

@@ -1,18 +1,10 @@
-/** Runs `run` after `delayMs`; the function it returns cancels that. */
-export type Schedule = (run: () => void, delayMs: number) => () => void;
-
-/** The real timers: `unref()`ed, so they never keep the process alive. */
-export const unrefTimer: Schedule = (run, delayMs) => {
-  const timer = setTimeout(run, delayMs);
-  timer.unref();
-  return () => clearTimeout(timer);
-};
+import { type Schedule, scheduleWithTimer } from "@mediagate/io";
 
 /**
  * Idle timers of the slots of one sandbox with non-persistent settings: a slot that goes
  * `idleMs` without use is handed to `onIdle` (which cleans it up). A slot with calls in
  * flight is never timed; its last call re-arms the timer. `schedule` makes the timers
- * (default {@link unrefTimer}; tests fire them by hand).
+ * (default {@link scheduleWithTimer}; tests fire them by hand).
  */
 export class IdleSlots {
   readonly #idleMs: number;
@@ -21,7 +13,11 @@ export class IdleSlots {
   readonly #timers = new Map<string, () => void>();
   readonly #busy = new Map<string, number>();
 
-  constructor(idleMs: number, onIdle: (slot: string) => void, schedule: Schedule = unrefTimer) {
+  constructor(
+    idleMs: number,
+    onIdle: (slot: string) => void,
+    schedule: Schedule = scheduleWithTimer,
+  ) {
     this.#idleMs = idleMs;
     this.#onIdle = onIdle;
     this.#schedule = schedule;

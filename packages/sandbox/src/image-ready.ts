@@ -1,4 +1,4 @@
-import { untilAborted } from "./bounded-call.js";
+import { untilAborted } from "@mediagate/io";
 import type { DockerEngine } from "./engine.js";
 import type { ImagePullProgress } from "./types.js";
 

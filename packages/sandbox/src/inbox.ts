@@ -1,7 +1,8 @@
 import { join } from "node:path";
+import { settledWithin } from "@mediagate/io";
 import type Docker from "dockerode";
 import { Defaults } from "./defaults.js";
-import { codeOf, messageOf, withTimeout } from "./docker-errors.js";
+import { codeOf, messageOf } from "./docker-errors.js";
 import type { ExecUser, UserMode } from "./exec-user.js";
 import { aborted, discard, InboxFileError, InboxMeter, tooLarge } from "./inbox-bytes.js";
 import type { InboxOwner } from "./inbox-host.js";
@@ -207,6 +208,6 @@ export class InboxSaves {
     if (set === undefined) return;
     for (const entry of set) entry.stop.abort();
     const settled = Promise.allSettled([...set].map((entry) => entry.done));
-    await withTimeout(settled, waitMs, "stopping inbox saves").catch(() => undefined);
+    await settledWithin(settled, waitMs);
   }
 }

@@ -10,7 +10,6 @@ export {
   SandboxLostError,
   SlotDirectoryError,
 } from "./errors.js";
-export type { Schedule } from "./idle-slots.js";
 export { missingImageAdvice } from "./image-advice.js";
 export { inboxFileName } from "./inbox-name.js";
 export { installIdOf } from "./install.js";

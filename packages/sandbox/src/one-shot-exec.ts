@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Duplex } from "node:stream";
+import { DeadlineError, deadline, settledWithin, sleep } from "@mediagate/io";
 import type Docker from "dockerode";
 import { boundedCall } from "./bounded-call.js";
 import { throwIfLost } from "./container-loss.js";
@@ -101,28 +102,14 @@ export async function execOnce(
   });
 
   let stopReason: "timeout" | "abort" | undefined;
-  let onStop: () => void = () => {};
-  const stopped = new Promise<void>((resolve) => {
-    onStop = resolve;
-  });
-  const stop = (reason: "timeout" | "abort") => {
-    stopReason ??= reason;
-    onStop();
-  };
-  const timer = setTimeout(() => stop("timeout"), options.timeoutMs ?? Defaults.execTimeoutMs);
-  const onAbort = () => stop("abort");
-  options.signal?.addEventListener("abort", onAbort, { once: true });
-  if (options.signal?.aborted) stop("abort");
+  const timeoutMs = options.timeoutMs ?? Defaults.execTimeoutMs;
   try {
-    await Promise.race([ended, stopped]);
-    if (stopReason !== undefined) {
-      if (killOnStop) await killExec(docker, containerId, markerId, options);
-      await Promise.race([ended, delay(Defaults.killGraceMs)]);
-      stream.destroy();
-    }
-  } finally {
-    clearTimeout(timer);
-    options.signal?.removeEventListener("abort", onAbort);
+    await deadline(ended, { timeoutMs, what: "exec", signal: options.signal });
+  } catch (error) {
+    stopReason = error instanceof DeadlineError ? "timeout" : "abort";
+    if (killOnStop) await killExec(docker, containerId, markerId, options);
+    await settledWithin(ended, Defaults.killGraceMs);
+    stream.destroy();
   }
   const exitCode = await exitCodeOf(exec);
   // No exit code, or death by a signal: that is also what a removed or stopped container
@@ -194,11 +181,7 @@ async function exitCodeOf(exec: Docker.Exec): Promise<number> {
     ).catch(() => undefined);
     if (info === undefined) return -1;
     if (!info.Running && typeof info.ExitCode === "number") return info.ExitCode;
-    await delay(attempt < 10 ? 2 : 20);
+    await sleep(attempt < 10 ? 2 : 20);
   }
   return -1;
-}
-
-export function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

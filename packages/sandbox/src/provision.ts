@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { sleep } from "@mediagate/io";
 import type Docker from "dockerode";
 import { boundedCall, type CallBound } from "./bounded-call.js";
 import { containerName, createOptions } from "./container-spec.js";
@@ -8,7 +9,7 @@ import { isNotFound, statusOf } from "./docker-errors.js";
 import { ImageMissingError } from "./errors.js";
 import { RootUser, userModeOf } from "./exec-user.js";
 import { type ContainerOwner, keepsSlotDirs } from "./labels.js";
-import { delay, execOnce } from "./one-shot-exec.js";
+import { execOnce } from "./one-shot-exec.js";
 import { ownerIsGone } from "./reaper.js";
 import { prepareSlotDirectory } from "./slot-dirs.js";
 import type { SandboxSettings } from "./types.js";
@@ -62,7 +63,7 @@ async function findOrCreate(context: ProvisionContext): Promise<string> {
       return await createAndStart(context, undefined);
     } catch (error) {
       if (statusOf(error) !== 409 || attempt >= 8) throw error;
-      await delay(20 + Math.floor(Math.random() * 80));
+      await sleep(20 + Math.floor(Math.random() * 80));
     }
   }
 }

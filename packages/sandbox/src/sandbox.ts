@@ -1,12 +1,13 @@
 import { isAbsolute, join } from "node:path";
+import { deadline, type Schedule, settledWithin, untilAborted } from "@mediagate/io";
 import type Docker from "dockerode";
-import { boundedCall, type CallBound, untilAborted } from "./bounded-call.js";
+import { boundedCall, type CallBound } from "./bounded-call.js";
 import { inventoryContainers } from "./container-inventory.js";
 import { readInContainer } from "./container-read.js";
 import { destroyContainer, findSlotContainers, toState } from "./containers.js";
 import { Defaults } from "./defaults.js";
 import { dockerOf } from "./docker-client.js";
-import { guarded, isNotFound, withTimeout } from "./docker-errors.js";
+import { guarded, isNotFound } from "./docker-errors.js";
 import type { DockerEngine } from "./engine.js";
 import {
   ImageMissingError,
@@ -15,7 +16,7 @@ import {
   type SlotDirectoryError,
 } from "./errors.js";
 import { type ExecUser, OneShotUser, SessionHome, type UserMode, userModeOf } from "./exec-user.js";
-import { IdleSlots, type Schedule } from "./idle-slots.js";
+import { IdleSlots } from "./idle-slots.js";
 import { ensureImage, forgetImage } from "./image-ready.js";
 import { InboxSaves, inboxRecipient, saveInboxFiles } from "./inbox.js";
 import { ArchiveInbox } from "./inbox-archive.js";
@@ -269,7 +270,7 @@ export class Sandbox {
       let containerId: string;
       try {
         containerId = await this.#guard("acquire", slot, () =>
-          untilAborted(withTimeout(provisioning, timeoutMs, `acquiring ${slot}`), signal),
+          deadline(provisioning, { timeoutMs, what: `acquiring ${slot}`, signal }),
         );
       } catch (error) {
         this.#discardLate(slot, provisioning);
@@ -528,7 +529,10 @@ export class Sandbox {
       if (deleteDirs) await this.#deleteSlotDir(this.slotDirectory(slot), this.#settings.image);
     });
     await this.#guard("cleanup", slot, () =>
-      withTimeout(this.#track(work), Defaults.cleanupTimeoutMs, `cleanup of ${slot}`),
+      deadline(this.#track(work), {
+        timeoutMs: Defaults.cleanupTimeoutMs,
+        what: `cleanup of ${slot}`,
+      }),
     );
   }
 
@@ -749,7 +753,7 @@ export class Sandbox {
       for (const slot of [...this.#handles.keys()]) this.cleanup(slot).catch(() => undefined);
     }
     const all = Promise.allSettled([...this.#pending]);
-    await withTimeout(all, timeoutMs, "sandbox shutdown").catch(() => undefined);
+    await settledWithin(all, timeoutMs);
   }
 
   /**

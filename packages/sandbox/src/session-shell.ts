@@ -1,12 +1,12 @@
 import type { Duplex } from "node:stream";
+import { DeadlineError, deadline, settledWithin } from "@mediagate/io";
 import type Docker from "dockerode";
 import { throwIfLost } from "./container-loss.js";
 import { Defaults } from "./defaults.js";
-import { withTimeout } from "./docker-errors.js";
 import { type ExecUser, RootUser, SessionHome, userSpec } from "./exec-user.js";
 import { FrameDecoder, StreamType } from "./frames.js";
 import { exactEntry } from "./kill-script.js";
-import { delay, execOnce, killProcesses, randomHex } from "./one-shot-exec.js";
+import { execOnce, killProcesses, randomHex } from "./one-shot-exec.js";
 import { MarkerScanner, OutputBuffer } from "./output.js";
 import {
   CommandMarker,
@@ -102,7 +102,10 @@ export class SessionShell {
     })) as Duplex;
     const shell = new SessionShell(docker, containerId, sessionHash, stream, user);
     try {
-      await withTimeout(shell.#start(), Defaults.shellOpenTimeoutMs, "opening the session shell");
+      await deadline(shell.#start(), {
+        timeoutMs: Defaults.shellOpenTimeoutMs,
+        what: "opening the session shell",
+      });
     } catch (error) {
       shell.close();
       throw error;
@@ -153,7 +156,6 @@ export class SessionShell {
       env: options.env,
     };
     let stopReason: "timeout" | "abort" | undefined;
-    let wake: () => void = () => {};
     const finished = new Promise<void>((resolve) => {
       const running: Running = {
         out: new MarkerScanner(end, (chunk) => stdout.push(chunk)),
@@ -162,32 +164,22 @@ export class SessionShell {
       };
       this.#running = running;
     });
-    const stop = new Promise<void>((resolve) => {
-      wake = resolve;
-    });
-    const timer = setTimeout(() => {
-      stopReason ??= "timeout";
-      wake();
-    }, options.timeoutMs ?? Defaults.execTimeoutMs);
-    const onAbort = () => {
-      stopReason ??= "abort";
-      wake();
-    };
-    options.signal?.addEventListener("abort", onAbort, { once: true });
-    if (options.signal?.aborted) onAbort();
     const running = this.#running;
+    const timeoutMs = options.timeoutMs ?? Defaults.execTimeoutMs;
     try {
-      const sent = stopReason === undefined;
+      const sent = options.signal?.aborted !== true;
       if (sent) this.#stream.write(controllerCommand(spec, end));
-      await Promise.race([finished, stop]);
-      if (sent && stopReason !== undefined && running !== undefined && !running.out.done) {
-        await this.#kill(spec.commandId);
-        await Promise.race([finished, delay(Defaults.killGraceMs)]);
-        if (!(running.out.done && running.err.done)) await this.#breakDown();
+      try {
+        await deadline(finished, { timeoutMs, what: "session command", signal: options.signal });
+      } catch (error) {
+        stopReason = error instanceof DeadlineError ? "timeout" : "abort";
+        if (sent && running !== undefined && !running.out.done) {
+          await this.#kill(spec.commandId);
+          await settledWithin(finished, Defaults.killGraceMs);
+          if (!(running.out.done && running.err.done)) await this.#breakDown();
+        }
       }
     } finally {
-      clearTimeout(timer);
-      options.signal?.removeEventListener("abort", onAbort);
       this.#running = undefined;
     }
     running?.out.flush();
@@ -257,7 +249,7 @@ export class SessionShell {
         this.#stream.once("error", () => resolve());
       });
       this.#stream.end();
-      await withTimeout(ended, timeoutMs, "closing a session shell").catch(() => undefined);
+      await settledWithin(ended, timeoutMs);
     }
     this.#stream.destroy();
   }

@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { access, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Schedule } from "@mediagate/io";
 import type Docker from "dockerode";
 import { testDockerHost } from "../../../test-support/engine.js";
 import { dockerOf } from "../src/docker-client.js";
@@ -14,7 +15,6 @@ import {
   LabelKeys,
   Sandbox,
   type SandboxSettings,
-  type Schedule,
 } from "../src/index.js";
 import type { ContainerOwner } from "../src/labels.js";
 

@@ -1,5 +1,5 @@
+import type { Sleep } from "@mediagate/io";
 import type { GatewayConfig } from "../config/types.js";
-import type { RetrySleep } from "../delivery/retry.js";
 import type { Logger } from "../log.js";
 import { ConsoleChannel } from "./console.js";
 import type { SharedTerminal } from "./console-terminal.js";
@@ -13,7 +13,7 @@ export interface ChannelFactoryOptions {
   /** Called when the console's input ends. */
   readonly onConsoleClose?: (() => void) | undefined;
   /** The wait between send attempts of every bot channel; default a real timer. */
-  readonly retrySleep?: RetrySleep | undefined;
+  readonly retrySleep?: Sleep | undefined;
   /** The terminal the console shares with the logs, when it does. */
   readonly consoleTerminal?: SharedTerminal | undefined;
 }

@@ -1,6 +1,5 @@
-import { describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import {
-  backoffMs,
   RateLimitedError,
   type RetryEvent,
   type RetryVerdict,
@@ -24,7 +23,18 @@ const classify = (error: unknown): RetryVerdict => {
   return error.status >= 500 ? { retry: true } : { retry: false };
 };
 
-const fast = { minDelayMs: 1, maxDelayMs: 4 };
+/** Records each wait asked for and goes on at once; aborts like the real one. */
+const waits: number[] = [];
+const recordWait = async (ms: number, signal?: AbortSignal) => {
+  waits.push(ms);
+  signal?.throwIfAborted();
+};
+
+beforeEach(() => {
+  waits.length = 0;
+});
+
+const fast = { minDelayMs: 1, maxDelayMs: 4, sleep: recordWait };
 
 /** An operation that fails with the given errors in order, then succeeds. */
 function scripted(failures: unknown[]) {
@@ -53,6 +63,7 @@ describe("withRetry", () => {
       [1, 1, undefined],
       [2, 2, undefined],
     ]);
+    expect(waits).toEqual([1, 2]);
   });
 
   it("does not retry a final error and rejects with it unchanged", async () => {
@@ -68,6 +79,7 @@ describe("withRetry", () => {
     await withRetry(operation, { classify, options: fast, onRetry: (e) => events.push(e) });
     expect(attempts).toEqual([1, 2]);
     expect(events).toMatchObject([{ attempt: 1, delayMs: 20, retryAfterSeconds: 0.02 }]);
+    expect(waits).toEqual([20]);
   });
 
   it("fails at once with RateLimitedError when retry_after is over the cap", async () => {
@@ -127,15 +139,21 @@ describe("withRetry", () => {
       signal: controller.signal,
       onRetry: () => controller.abort(new Error("shutdown")),
     });
-    await expect(pending).rejects.toThrow();
+    await expect(pending).rejects.toThrow("shutdown");
     expect(attempts).toEqual([1]);
   });
 });
 
 describe("retry settings", () => {
-  it("doubles the backoff and caps it", () => {
-    const options = resolveRetryOptions({ minDelayMs: 100, maxDelayMs: 350 });
-    expect([1, 2, 3, 4].map((a) => backoffMs(a, options))).toEqual([100, 200, 350, 350]);
+  it("doubles the backoff and caps it, exactly (no jitter)", async () => {
+    const failures = [502, 502, 502, 502].map((status) => new PlatformFailure(status));
+    const { attempts, operation } = scripted(failures);
+    await withRetry(operation, {
+      classify,
+      options: { minDelayMs: 100, maxDelayMs: 350, maxAttempts: 5, sleep: recordWait },
+    });
+    expect(attempts).toEqual([1, 2, 3, 4, 5]);
+    expect(waits).toEqual([100, 200, 350, 350]);
   });
 
   it("defaults to 4 attempts and a 60 s retry_after cap", () => {

@@ -1,5 +1,4 @@
-import { setTimeout as timerSleep } from "node:timers/promises";
-import pRetry, { AbortError } from "p-retry";
+import { backoffMs, retry, type Sleep, sleep } from "@mediagate/io";
 import { Defaults } from "../defaults.js";
 
 /**
@@ -16,32 +15,28 @@ export type RetryVerdict =
  */
 export type RetryClassifier = (error: unknown) => RetryVerdict;
 
-/** Waits `ms` (rejecting when `signal` aborts); tests pass one that records the wait and returns. */
-export type RetrySleep = (ms: number, signal?: AbortSignal) => Promise<void>;
-
-/** A real timer. */
-const realSleep: RetrySleep = async (ms, signal) => {
-  await timerSleep(ms, undefined, signal === undefined ? {} : { signal });
-};
-
 /** Tuning of {@link withRetry}. */
 export interface RetryOptions {
-  /** Attempts in total, the first included. Default 4. */
+  /** Attempts in total, the first included. Default `Defaults.retry.maxAttempts`. */
   readonly maxAttempts?: number | undefined;
   /**
    * The longest server-requested wait honoured. A longer one fails at once with
-   * {@link RateLimitedError} instead of holding the delivery. Default 60.
+   * {@link RateLimitedError} instead of holding the delivery. Default
+   * `Defaults.retry.maxRetryAfterSeconds`.
    */
   readonly maxRetryAfterSeconds?: number | undefined;
-  /** First backoff delay when the server named none; doubles per retry. Default 500. */
+  /**
+   * First backoff delay when the server named none; doubles per retry (`backoffMs` of
+   * `@mediagate/io`, without jitter). Default `Defaults.retry.minDelayMs`.
+   */
   readonly minDelayMs?: number | undefined;
-  /** Cap of that backoff. Default 8000. */
+  /** Cap of that backoff. Default `Defaults.retry.maxDelayMs`. */
   readonly maxDelayMs?: number | undefined;
   /**
    * How a wait between attempts is waited (a platform's `retry_after` or the backoff).
    * Default a real timer; tests record the wait asked for and go on at once.
    */
-  readonly sleep?: RetrySleep | undefined;
+  readonly sleep?: Sleep | undefined;
 }
 
 /** {@link RetryOptions} with every default applied. */
@@ -50,12 +45,12 @@ export interface ResolvedRetryOptions {
   readonly maxRetryAfterSeconds: number;
   readonly minDelayMs: number;
   readonly maxDelayMs: number;
-  readonly sleep: RetrySleep;
+  readonly sleep: Sleep;
 }
 
 export const RetryDefaults = {
   ...Defaults.retry,
-  sleep: realSleep,
+  sleep,
 } as const satisfies ResolvedRetryOptions;
 
 /** One retry about to happen, for logs. */
@@ -91,19 +86,6 @@ export class RateLimitedError extends Error {
   }
 }
 
-/** Carries a retryable failure and its wait through p-retry. */
-class RetryableFailure extends Error {
-  override readonly name = "RetryableFailure";
-
-  constructor(
-    readonly original: unknown,
-    readonly delayMs: number,
-    readonly retryAfterSeconds: number | undefined,
-  ) {
-    super("retryable failure");
-  }
-}
-
 /** Resolved settings, validated once. */
 export function resolveRetryOptions(options: RetryOptions = {}): ResolvedRetryOptions {
   const settings = {
@@ -124,64 +106,36 @@ export function resolveRetryOptions(options: RetryOptions = {}): ResolvedRetryOp
   return settings;
 }
 
-/** Exponential backoff for the retry after failed attempt `attempt` (from 1). */
-export function backoffMs(attempt: number, options: ResolvedRetryOptions): number {
-  return Math.min(options.maxDelayMs, options.minDelayMs * 2 ** (attempt - 1));
-}
-
 /**
- * Runs `operation` with retries (p-retry) as the classifier allows. A platform wait is
- * honoured exactly; a wait over `maxRetryAfterSeconds` — or a 429 on the last attempt —
- * rejects with {@link RateLimitedError}. A final failure rejects with the original error.
- * `operation` gets the attempt number and must build a fresh request (fresh file stream)
- * each time. Aborting `signal` stops waiting and rejects with the abort reason.
+ * Runs `operation` with retries as the classifier allows (the loop and the backoff are
+ * `@mediagate/io`'s). A platform wait is honoured exactly; a wait over `maxRetryAfterSeconds`
+ * — or a 429 on the last attempt — rejects with {@link RateLimitedError}. A final failure
+ * rejects with the original error. `operation` gets the attempt number and must build a fresh
+ * request (fresh file stream) each time. Aborting `signal` stops waiting and rejects with the
+ * abort reason.
  */
 export async function withRetry<T>(
   operation: (attempt: number) => Promise<T>,
   call: RetryCall,
 ): Promise<T> {
   const options = resolveRetryOptions(call.options);
-  const attemptOnce = async (attempt: number): Promise<T> => {
-    try {
-      return await operation(attempt);
-    } catch (error) {
-      if (call.signal?.aborted) throw new AbortError(asError(call.signal.reason ?? error));
+  const backoff = { baseMs: options.minDelayMs, maxMs: options.maxDelayMs };
+  return retry(operation, {
+    maxAttempts: options.maxAttempts,
+    sleep: options.sleep,
+    signal: call.signal,
+    onFailure: ({ error, attempt, attemptsLeft }) => {
       const verdict = call.classify(error);
-      if (!verdict.retry) throw new AbortError(asError(error));
+      if (!verdict.retry) throw error;
       const after = verdict.afterSeconds;
-      if (after !== undefined && after > options.maxRetryAfterSeconds) {
-        throw new AbortError(new RateLimitedError(after, attempt));
+      if (after !== undefined && (after > options.maxRetryAfterSeconds || attemptsLeft === 0)) {
+        throw new RateLimitedError(after, attempt);
       }
-      if (attempt >= options.maxAttempts) {
-        throw new AbortError(
-          after === undefined ? asError(error) : new RateLimitedError(after, attempt),
-        );
-      }
-      const delayMs = after === undefined ? backoffMs(attempt, options) : Math.ceil(after * 1000);
-      throw new RetryableFailure(error, delayMs, after);
-    }
-  };
-  return pRetry(attemptOnce, {
-    retries: options.maxAttempts - 1,
-    minTimeout: 0,
-    maxTimeout: 0,
-    randomize: false,
-    ...(call.signal === undefined ? {} : { signal: call.signal }),
-    onFailedAttempt: async ({ error, attemptNumber }) => {
-      if (!(error instanceof RetryableFailure)) return;
-      call.onRetry?.({
-        attempt: attemptNumber,
-        error: error.original,
-        delayMs: error.delayMs,
-        retryAfterSeconds: error.retryAfterSeconds,
-      });
-      await options.sleep(error.delayMs, call.signal);
+      if (attemptsLeft === 0) throw error;
+      const retryAfterMs = after === undefined ? undefined : Math.ceil(after * 1000);
+      const delayMs = backoffMs(attempt, backoff, { retryAfterMs });
+      call.onRetry?.({ attempt, error, delayMs, retryAfterSeconds: after });
+      return delayMs;
     },
   });
-}
-
-/** p-retry rethrows `AbortError#originalError`, which must be an Error; keep the original. */
-function asError(value: unknown): Error {
-  if (value instanceof Error) return value;
-  return Object.assign(new Error(String(value)), { original: value });
 }

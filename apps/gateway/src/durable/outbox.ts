@@ -1,3 +1,4 @@
+import { backoffMs, type Schedule, scheduleWithTimer, settledWithin } from "@mediagate/io";
 import {
   type MediaPlan,
   noticeFor,
@@ -6,7 +7,6 @@ import {
   recordPlan,
   resumePlan,
 } from "@mediagate/media";
-import type { Schedule } from "@mediagate/sandbox";
 import type {
   ChannelAdapter,
   DeliveryOutcome,
@@ -18,7 +18,6 @@ import type {
 import { Defaults } from "../defaults.js";
 import type { Logger } from "../log.js";
 import type { PipelineRuntime } from "../pipeline/types.js";
-import { scheduleWithTimer } from "../runtime/timers.js";
 import { type DeliveryItem, deliveryItems } from "./delivery-items.js";
 import { deliveryNotice, planNotices } from "./notices.js";
 import {
@@ -219,10 +218,7 @@ export class Outbox {
     for (const cancel of this.#timers.values()) cancel();
     this.#timers.clear();
     this.#stopping.abort(new Error("gateway stopping"));
-    await Promise.race([
-      Promise.allSettled([...this.#inFlight]),
-      new Promise((resolve) => setTimeout(resolve, timeoutMs).unref()),
-    ]);
+    await settledWithin(Promise.allSettled([...this.#inFlight]), timeoutMs, { unref: true });
   }
 
   #track(promise: Promise<unknown>): void {
@@ -457,9 +453,8 @@ export class Outbox {
     channel: ChannelAdapter,
     log: Logger,
   ): Promise<AttemptResult> {
-    const delayMs =
-      waitMs ??
-      Math.min(OutboxDefaults.retryMaxMs, OutboxDefaults.retryBaseMs * 2 ** (attempts - 1));
+    const backoff = { baseMs: OutboxDefaults.retryBaseMs, maxMs: OutboxDefaults.retryMaxMs };
+    const delayMs = backoffMs(attempts, backoff, { retryAfterMs: waitMs });
     const notBeforeMs = this.#now() + delayMs;
     if (attempts >= this.#maxAttempts || notBeforeMs - record.createdAtMs > this.#maxAgeMs) {
       // Counted in the journal too: a restart during the give-up reports the same count.

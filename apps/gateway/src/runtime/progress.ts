@@ -1,7 +1,6 @@
-import type { Schedule } from "@mediagate/sandbox";
+import { type Schedule, scheduleWithTimer } from "@mediagate/io";
 import { type ChatTarget, StatusCallError, type StatusMessages } from "../channels/types.js";
 import { Defaults } from "../defaults.js";
-import { scheduleWithTimer } from "./timers.js";
 
 /** The clock and timers of a {@link TurnProgress} (tests hand in manual ones). */
 export interface ProgressClock {

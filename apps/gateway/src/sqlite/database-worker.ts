@@ -1,4 +1,5 @@
 import { Worker } from "node:worker_threads";
+import { settledWithin } from "@mediagate/io";
 import { Defaults } from "../defaults.js";
 import {
   type CallRequest,
@@ -210,35 +211,24 @@ export class DatabaseWorker<P extends object> {
   async #close(): Promise<void> {
     if (this.#stopped !== undefined) return;
     const closed = this.#send("close", []);
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<"timeout">((resolve) => {
-      timer = setTimeout(() => resolve("timeout"), this.#closeTimeoutMs);
-      timer.unref();
-    });
-    let outcome: unknown;
-    try {
-      outcome = await Promise.race([closed, timedOut]);
-    } finally {
-      clearTimeout(timer);
-      if (outcome !== "timeout") {
-        this.#stopped ??= Closed;
-        await this.#worker.terminate();
-      }
+    if (await settledWithin(closed, this.#closeTimeoutMs, { unref: true })) {
+      this.#stopped ??= Closed;
+      await this.#worker.terminate();
+      await closed; // a close that failed rejects with its error
+      return;
     }
-    if (outcome === "timeout") {
-      const error: WireError = {
-        name: "DatabaseWorkerCloseTimeout",
-        message: `the database did not close within ${this.#closeTimeoutMs} ms (the disk may be stalled); the calls still waiting were given up`,
-        fields: {},
-      };
-      this.#stopped ??= error;
-      this.#stop(error);
-      // The thread may be blocked in a system call; it ends when that returns. Not awaited,
-      // and unreferenced, so a stalled disk does not hold up the process's exit.
-      this.#worker.unref();
-      void this.#worker.terminate().catch(() => {});
-      throw this.#revive({ operation: "close", error });
-    }
+    const error: WireError = {
+      name: "DatabaseWorkerCloseTimeout",
+      message: `the database did not close within ${this.#closeTimeoutMs} ms (the disk may be stalled); the calls still waiting were given up`,
+      fields: {},
+    };
+    this.#stopped ??= error;
+    this.#stop(error);
+    // The thread may be blocked in a system call; it ends when that returns. Not awaited,
+    // and unreferenced, so a stalled disk does not hold up the process's exit.
+    this.#worker.unref();
+    void this.#worker.terminate().catch(() => {});
+    throw this.#revive({ operation: "close", error });
   }
 }
 

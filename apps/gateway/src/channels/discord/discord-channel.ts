@@ -1,5 +1,5 @@
 import { once } from "node:events";
-import { setTimeout as sleepFor } from "node:timers/promises";
+import { type Sleep, sleep } from "@mediagate/io";
 import { discordLimits, type UploadLimits } from "@mediagate/media";
 import {
   type ChatInputCommandInteraction,
@@ -38,7 +38,7 @@ import { deliverReply } from "./deliver-reply.js";
 import { describeError, toRequestError } from "./errors.js";
 import { HealthMonitor } from "./health.js";
 import { channelAllowed, toInboundMessage } from "./inbound.js";
-import { InboundQueues, type InboundRetryOptions, type Sleep } from "./inbound-queue.js";
+import { InboundQueues, type InboundRetryOptions } from "./inbound-queue.js";
 import { flatLimits, uploadLimitFor } from "./limits.js";
 import { DiscordOutbox, type DiscordRetryOptions } from "./outbox.js";
 import { DiscordStatusMessages } from "./status.js";
@@ -116,8 +116,6 @@ export const DiscordChannelDefaults = {
   Required<DiscordChannelOptions>,
   "apiRoot" | "requestTimeoutMs" | "catchUpMaxMessages" | "downloadMaxBytes" | "maxTextChunks"
 >;
-
-const defaultSleep: Sleep = (ms, signal) => sleepFor(ms, undefined, { signal });
 
 /**
  * Discord through discord.js (docs/media.md): guild channels (when mentioned or configured),
@@ -228,11 +226,7 @@ export class DiscordChannel implements ChannelAdapter {
       );
     }
     this.#catchUpMaxMessages = catchUpMax;
-    this.#inbound = new InboundQueues(
-      this.#log,
-      options.sleep ?? defaultSleep,
-      options.inboundRetry,
-    );
+    this.#inbound = new InboundQueues(this.#log, options.sleep ?? sleep, options.inboundRetry);
   }
 
   /** Upload limits of one chat: the guild's boost level decides unless `maxBytes` is set. */

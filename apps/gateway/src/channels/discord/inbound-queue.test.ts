@@ -81,7 +81,7 @@ describe("InboundQueues", () => {
   it("drops what waits when stopped, and stops retrying", async () => {
     const queues = new InboundQueues(log, (_ms, signal) => {
       return new Promise((_resolve, reject) =>
-        signal.addEventListener("abort", () => reject(signal.reason)),
+        signal?.addEventListener("abort", () => reject(signal.reason)),
       );
     });
     const failing = () => Promise.reject(new Error("disk full"));

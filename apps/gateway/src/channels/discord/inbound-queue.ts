@@ -1,15 +1,13 @@
+import { backoffMs, retry, type Sleep } from "@mediagate/io";
 import type { Logger } from "pino";
 import { Defaults } from "../../defaults.js";
 import type { InboundHandler, InboundMessage } from "../types.js";
 
-/** Waits `ms` or until `signal` aborts (then rejects). Injected so tests run backoffs in ms. */
-export type Sleep = (ms: number, signal: AbortSignal) => Promise<void>;
-
 /** Backoff of a message whose handler rejected (the journal could not be written). */
 export interface InboundRetryOptions {
-  /** First wait; doubles per failure. Default 1000. */
+  /** First wait; doubles per failure. Default `Defaults.discord.inboundRetry.minDelayMs`. */
   readonly minDelayMs?: number | undefined;
-  /** Cap of that wait. Default 60000. */
+  /** Cap of that wait. Default `Defaults.discord.inboundRetry.maxDelayMs`. */
   readonly maxDelayMs?: number | undefined;
 }
 
@@ -152,42 +150,41 @@ export class InboundQueues {
   /** Offers the message until its handler accepts it or the queue stops. */
   async #handOver(item: Item): Promise<boolean> {
     const { message } = item;
-    for (let failures = 0; ; ) {
-      try {
-        await item.handler(message);
-        if (failures > 0) {
-          this.log.info(
-            { chatId: message.chatId, messageId: message.messageId, failures },
-            "discord message recorded after retrying",
-          );
-        }
-        return true;
-      } catch (error) {
-        failures += 1;
-        const delayMs = Math.min(
-          this.#retry.maxDelayMs,
-          this.#retry.minDelayMs * 2 ** (failures - 1),
+    const backoff = { baseMs: this.#retry.minDelayMs, maxMs: this.#retry.maxDelayMs };
+    const accepted = async (attempt: number) => {
+      await item.handler(message);
+      if (attempt > 1) {
+        this.log.info(
+          { chatId: message.chatId, messageId: message.messageId, failures: attempt - 1 },
+          "discord message recorded after retrying",
         );
-        const fields = {
-          chatId: message.chatId,
-          threadId: message.threadId,
-          messageId: message.messageId,
-          err: error instanceof Error ? { name: error.name, message: error.message } : error,
-          retryInMs: delayMs,
-        };
-        if (failures === 1) {
-          this.log.error(
-            fields,
-            "discord message could not be recorded; retrying, later ones in this chat wait",
-          );
-        } else this.log.debug({ ...fields, failures }, "discord message still not recorded");
-        try {
-          await this.sleep(delayMs, this.#stop.signal);
-        } catch {
-          // stopped while waiting
-        }
-        if (this.#stop.signal.aborted) return false;
       }
+    };
+    try {
+      await retry(accepted, {
+        signal: this.#stop.signal,
+        sleep: this.sleep,
+        onFailure: ({ error, attempt: failures }) => {
+          const delayMs = backoffMs(failures, backoff);
+          const fields = {
+            chatId: message.chatId,
+            threadId: message.threadId,
+            messageId: message.messageId,
+            err: error instanceof Error ? { name: error.name, message: error.message } : error,
+            retryInMs: delayMs,
+          };
+          if (failures === 1) {
+            this.log.error(
+              fields,
+              "discord message could not be recorded; retrying, later ones in this chat wait",
+            );
+          } else this.log.debug({ ...fields, failures }, "discord message still not recorded");
+          return delayMs;
+        },
+      });
+      return true;
+    } catch {
+      return false; // the loop only ends unaccepted when the queue stops
     }
   }
 }

@@ -1,10 +1,11 @@
+import type { Sleep } from "@mediagate/io";
 import type { Logger } from "pino";
 import { Defaults } from "../../defaults.js";
 import { type RetryOptions, resolveRetryOptions } from "../../delivery/retry.js";
 import type { TelegramCommandOptions } from "./commands.js";
 import type { AmbiguousSends } from "./errors.js";
 import type { GroupRules } from "./inbound.js";
-import { PollingDefaults, type PollingSettings, type Sleep } from "./polling.js";
+import { PollingDefaults, type PollingSettings } from "./polling.js";
 import type { CallerSettings } from "./sender.js";
 
 /** Options of {@link TelegramChannel}. */

@@ -1,4 +1,12 @@
-import { setTimeout as delay } from "node:timers/promises";
+import {
+  backoffMs,
+  DeadlineError,
+  deadline,
+  retry,
+  type Sleep,
+  settledWithin,
+  sleep,
+} from "@mediagate/io";
 import { type Api, GrammyError } from "grammy";
 import type { Update } from "grammy/types";
 import type { Logger } from "pino";
@@ -7,13 +15,6 @@ import { confirmableOffset, endsInAlbum, groupUpdates, type UpdateUnit } from ".
 import { failureFacts } from "./errors.js";
 import type { HealthTracker } from "./health.js";
 import { grammySignal } from "./send-media.js";
-
-/** Waits `ms`, or less when `signal` aborts (then resolves, never rejects). */
-export type Sleep = (ms: number, signal: AbortSignal) => Promise<void>;
-
-/** The real wait. */
-export const realSleep: Sleep = (ms, signal) =>
-  delay(ms, undefined, { signal }).catch(() => undefined);
 
 /** Tuning of {@link UpdatePoller}; the channel fills it from its options. */
 export interface PollingSettings {
@@ -39,7 +40,7 @@ export const PollingDefaults = {
   pollBackoffMinMs: Defaults.telegram.pollBackoffMinMs,
   pollBackoffMaxMs: Defaults.telegram.pollBackoffMaxMs,
   albumWaitMs: Defaults.telegram.albumWaitMs,
-  sleep: realSleep,
+  sleep,
   limit: Defaults.telegram.pollLimit,
   stopWaitMs: Defaults.telegram.stopWaitMs,
   confirmTimeoutMs: Defaults.telegram.confirmTimeoutMs,
@@ -86,7 +87,7 @@ class FlushFailed extends Error {
 }
 
 /** The poll outlived its timeout and margin. */
-class PollHung extends Error {
+class PollHung extends DeadlineError {
   override readonly name = "PollHung";
 }
 
@@ -133,10 +134,7 @@ export class UpdatePoller {
     const loop = this.loop;
     if (loop === undefined || this.stopping.signal.aborted) return;
     this.stopping.abort();
-    const waited = new AbortController();
-    const bound = delay(PollingDefaults.stopWaitMs, undefined, { signal: waited.signal });
-    await Promise.race([loop, bound]).catch(() => undefined);
-    waited.abort();
+    await settledWithin(loop, PollingDefaults.stopWaitMs);
     if (this.offset > this.confirmedOffset && this.deps.health.current !== "failed") {
       try {
         await this.flush();
@@ -159,9 +157,15 @@ export class UpdatePoller {
     return this.stopping.signal.aborted;
   }
 
-  private backoffMs(failures: number): number {
-    const { pollBackoffMinMs: min, pollBackoffMaxMs: max } = this.settings;
-    return Math.min(max, min * 2 ** Math.max(0, failures - 1));
+  /** The wait after `failures` failures in a row, or the platform's `retry_after` when longer. */
+  private backoffMs(failures: number, retryAfterMs?: number): number {
+    const { pollBackoffMinMs: baseMs, pollBackoffMaxMs: maxMs } = this.settings;
+    return backoffMs(failures, { baseMs, maxMs }, { retryAfterMs, honour: "atLeast" });
+  }
+
+  /** Waits `ms`, or less when the poller stops. */
+  private async pause(ms: number): Promise<void> {
+    await this.settings.sleep(ms, this.stopping.signal).catch(() => undefined);
   }
 
   private async run(): Promise<void> {
@@ -198,7 +202,7 @@ export class UpdatePoller {
    * keeps what there is; the album's later messages then come as a message of their own.
    */
   private async completeAlbum(updates: Update[]): Promise<Update[]> {
-    await this.settings.sleep(this.settings.albumWaitMs, this.stopping.signal);
+    await this.pause(this.settings.albumWaitMs);
     if (this.stopped) return updates;
     try {
       const again = await this.poll(0);
@@ -227,30 +231,28 @@ export class UpdatePoller {
 
   private async poll(pollTimeoutSeconds: number): Promise<Update[]> {
     await this.flush();
-    const { pollTimeoutMarginMs } = this.settings;
-    const hung = new AbortController();
-    const timer = setTimeout(
-      () => hung.abort(new PollHung()),
-      pollTimeoutSeconds * 1000 + pollTimeoutMarginMs,
-    );
+    const timeoutMs = pollTimeoutSeconds * 1000 + this.settings.pollTimeoutMarginMs;
     const offset = this.offset;
-    try {
-      const updates = await this.deps.api.getUpdates(
-        {
-          offset,
-          timeout: pollTimeoutSeconds,
-          limit: PollingDefaults.limit,
-          allowed_updates: [...this.deps.allowedUpdates],
-        },
-        grammySignal(AbortSignal.any([hung.signal, this.stopping.signal])),
-      );
-      this.confirmedOffset = offset;
-      return updates;
-    } catch (error) {
-      throw hung.signal.aborted ? hung.signal.reason : error;
-    } finally {
-      clearTimeout(timer);
-    }
+    const updates = await deadline(
+      (signal) =>
+        this.deps.api.getUpdates(
+          {
+            offset,
+            timeout: pollTimeoutSeconds,
+            limit: PollingDefaults.limit,
+            allowed_updates: [...this.deps.allowedUpdates],
+          },
+          grammySignal(signal),
+        ),
+      {
+        timeoutMs,
+        what: "getUpdates",
+        signal: this.stopping.signal,
+        timeoutError: () => new PollHung("getUpdates", timeoutMs),
+      },
+    );
+    this.confirmedOffset = offset;
+    return updates;
   }
 
   /** Logs and reports a failed poll, then waits; `false` when polling must end. */
@@ -267,8 +269,8 @@ export class UpdatePoller {
     const retryAfterMs =
       error instanceof GrammyError && error.parameters.retry_after !== undefined
         ? error.parameters.retry_after * 1000
-        : 0;
-    const delayMs = Math.max(this.backoffMs(failures), retryAfterMs);
+        : undefined;
+    const delayMs = this.backoffMs(failures, retryAfterMs);
     if (error instanceof FlushFailed) {
       health.set("retrying", `recorded updates not synced to disk: ${error.message}`);
       logger.error(
@@ -276,9 +278,8 @@ export class UpdatePoller {
         "the journal could not sync recorded telegram updates to disk; they stay unconfirmed and are synced again before the next poll",
       );
     } else if (error instanceof PollHung) {
-      const after = this.settings.pollTimeoutSeconds * 1000 + this.settings.pollTimeoutMarginMs;
-      health.set("retrying", `getUpdates did not answer within ${after} ms`);
-      logger.warn({ afterMs: after, delayMs }, "telegram getUpdates hung; polling again");
+      health.set("retrying", `getUpdates did not answer within ${error.timeoutMs} ms`);
+      logger.warn({ afterMs: error.timeoutMs, delayMs }, "telegram getUpdates hung; polling again");
     } else if (status === 409) {
       const facts = failureFacts(error, token);
       health.set("retrying", `getUpdates: 409 ${facts.description}`);
@@ -292,7 +293,7 @@ export class UpdatePoller {
       health.set("retrying", `getUpdates: ${code}${facts.description}`);
       logger.warn({ ...facts, delayMs }, "telegram getUpdates failed; retrying");
     }
-    await this.settings.sleep(delayMs, this.stopping.signal);
+    await this.pause(delayMs);
     return !this.stopped;
   }
 
@@ -300,29 +301,32 @@ export class UpdatePoller {
   private async deliver(unit: UpdateUnit): Promise<boolean> {
     const { logger, health, token } = this.deps;
     const update = unit[0] as Update;
-    for (let failures = 1; !this.stopped; failures++) {
-      try {
-        await this.deps.handle(unit);
-        if (failures > 1) {
-          health.set("up");
-          logger.info(
-            { updateId: update.update_id, attempts: failures },
-            "telegram update recorded",
-          );
-        }
-        return true;
-      } catch (error) {
-        const facts = failureFacts(error, token);
-        health.set("retrying", `update ${update.update_id} not recorded: ${facts.description}`);
-        if (failures === 1) {
-          logger.error(
-            { updateId: update.update_id, ...facts },
-            "telegram update could not be recorded; it stays unconfirmed and is offered again",
-          );
-        }
-        await this.settings.sleep(this.backoffMs(failures), this.stopping.signal);
+    const recorded = async (attempt: number) => {
+      await this.deps.handle(unit);
+      if (attempt > 1) {
+        health.set("up");
+        logger.info({ updateId: update.update_id, attempts: attempt }, "telegram update recorded");
       }
+    };
+    try {
+      await retry(recorded, {
+        signal: this.stopping.signal,
+        sleep: this.settings.sleep,
+        onFailure: ({ error, attempt }) => {
+          const facts = failureFacts(error, token);
+          health.set("retrying", `update ${update.update_id} not recorded: ${facts.description}`);
+          if (attempt === 1) {
+            logger.error(
+              { updateId: update.update_id, ...facts },
+              "telegram update could not be recorded; it stays unconfirmed and is offered again",
+            );
+          }
+          return this.backoffMs(attempt);
+        },
+      });
+      return true;
+    } catch {
+      return false; // the loop only ends unrecorded when the poller stops
     }
-    return false;
   }
 }
