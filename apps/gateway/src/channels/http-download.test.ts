@@ -146,6 +146,23 @@ describe("httpDownload", () => {
     expect((await readAll(response.body)).toString()).toBe("hello, world");
   });
 
+  it("reads answers that drip in one byte per write, chunked or with a length", async () => {
+    const answers = [
+      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n2\r\nde\r\n0\r\nX-T: 1\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nabcde",
+    ];
+    for (const answer of answers) {
+      const root = await raw(async (socket) => {
+        socket.setNoDelay(true);
+        for (const byte of answer) {
+          await new Promise((resolve) => socket.write(byte, resolve));
+        }
+      });
+      const response = await httpDownload(new URL(`${root}/f`), options());
+      expect((await readAll(response.body)).toString()).toBe("abcde");
+    }
+  });
+
   it("reads a body without a length until the connection closes, skipping interim answers", async () => {
     const root = await raw((socket) => {
       socket.write("HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n");
