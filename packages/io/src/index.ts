@@ -6,6 +6,8 @@ export type { DeadlineOptions } from "./deadline.js";
 export { DeadlineError, deadline, settledWithin, untilAborted } from "./deadline.js";
 export type { RetryFailure, RetryLoopOptions } from "./retry.js";
 export { RetryLoopDefaults, retry } from "./retry.js";
+export type { BufferRingOptions, ChunkSource, ReadChunksOptions } from "./reused-buffers.js";
+export { BufferRing, ByteRing, readChunks } from "./reused-buffers.js";
 export type { Schedule } from "./schedule.js";
 export { scheduleWithTimer } from "./schedule.js";
 export type { Sleep } from "./sleep.js";

@@ -1,6 +1,7 @@
 import { constants, type Stats } from "node:fs";
 import { type FileHandle, lstat, open, readlink, realpath } from "node:fs/promises";
 import { Readable } from "node:stream";
+import { BufferRing, readChunks } from "@mediagate/io";
 import { mayRead, NotReadable } from "./access.js";
 import { isWithin } from "./paths.js";
 import type { DeliveryPolicy } from "./policy.js";
@@ -38,29 +39,15 @@ export class DescriptorFile implements OpenedFile {
 
   /**
    * The first `size` bytes, read by position into {@link ChunkRing.buffers} buffers reused in
-   * turn; each chunk is a view of one, valid until `ChunkRing.buffers - 1` more were asked
-   * for. A file stream reads into a new buffer each time instead, which V8 frees only at a
-   * later collection: a 45 MiB upload grew the gateway by about 30 MB (bench/README.md). An
-   * upload writes each chunk to its socket, and a write of a chunk above the socket's
-   * high-water mark holds the next read back until it was flushed ('drain'), so at most one
-   * or two chunks are in flight; the ring leaves room for more. Not for a consumer that keeps
-   * chunks (use {@link stream}).
+   * turn (`BufferRing`, whose comment has the measurements); each chunk is a view of one, valid
+   * until `ChunkRing.buffers - 1` more were asked for. An upload writes each chunk to its
+   * socket, and a write of a chunk above the socket's high-water mark holds the next read back
+   * until it was flushed ('drain'), so at most one or two chunks are in flight; the ring leaves
+   * room for more. Not for a consumer that keeps chunks (use {@link stream}).
    */
   async *chunks(): AsyncGenerator<Uint8Array> {
-    // Made as they are first needed, no larger than the file: a small photo takes one small one.
-    const ring: Buffer[] = [];
-    const bytes = Math.min(ChunkRing.chunkBytes, this.size);
-    let position = 0;
-    for (let turn = 0; position < this.size; turn++) {
-      const slot = turn % ChunkRing.buffers;
-      ring[slot] ??= Buffer.allocUnsafeSlow(bytes);
-      const buffer = ring[slot];
-      const length = Math.min(buffer.length, this.size - position);
-      const { bytesRead } = await this.handle.read(buffer, 0, length, position);
-      if (bytesRead === 0) return;
-      position += bytesRead;
-      yield buffer.subarray(0, bytesRead);
-    }
+    const ring = new BufferRing({ buffers: ChunkRing.buffers, bufferBytes: ChunkRing.chunkBytes });
+    yield* readChunks(this.handle, { ring, start: 0, size: this.size });
   }
 
   async read(): Promise<Buffer> {

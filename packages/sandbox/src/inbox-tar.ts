@@ -1,5 +1,6 @@
 import type { FileHandle } from "node:fs/promises";
 import { Readable } from "node:stream";
+import { BufferRing, readChunks } from "@mediagate/io";
 
 /** What the one entry of an inbox archive says about its file. */
 export interface TarEntry {
@@ -57,13 +58,12 @@ export function tarTrailer(size: number): Buffer {
 /**
  * A one-file tar archive of a spooled file, as the body of the engine's `putArchive` request.
  * It is piped (what the Docker client does with a request body) and pumps the file itself:
- * the bytes are read into {@link RingSize} reused buffers, and a buffer is read into again only
- * once the request's write callback said its bytes left the process; the ring is also the
- * backpressure (at most {@link RingSize} chunks in flight). A Node file stream reads into a new
- * buffer every time instead, and V8 frees those only at its next collection: a 45 MB upload
- * grew the gateway's RSS by 22–38 MB that way, by about 6 MB this way (`bench/README.md`). It
- * cannot be read any other way: that fails loudly rather than quietly falling back to the
- * allocation it exists to avoid.
+ * the bytes are read into {@link RingSize} reused buffers (`BufferRing`, whose comment has the
+ * measurements: 22–38 MB of RSS growth for a 45 MB upload through a file stream, about 6 MB
+ * this way), and a buffer is read into again only once the request's write callback said its
+ * bytes left the process; the ring is also the backpressure (at most {@link RingSize} chunks
+ * in flight). It cannot be read any other way: that fails loudly rather than quietly falling
+ * back to the allocation it exists to avoid.
  */
 export class SpoolArchive extends Readable {
   readonly #spool: FileHandle;
@@ -109,23 +109,18 @@ export class SpoolArchive extends Readable {
     const { promise: stopped, release } = stopSignal(this, destination);
     try {
       const writeOut = (chunk: Buffer) => Promise.race([written(destination, chunk), stopped]);
-      const ring = Array.from({ length: RingSize }, () => Buffer.allocUnsafe(ChunkBytes));
-      const free: Array<Promise<void>> = ring.map(() => Promise.resolve());
+      const ring = new BufferRing({ buffers: RingSize, bufferBytes: ChunkBytes });
       await writeOut(tarHeader(this.#entry));
       const { size } = this.#entry;
-      for (let offset = 0, turn = 0; offset < size; turn = (turn + 1) % RingSize) {
-        await free[turn];
-        const buffer = ring[turn] as Buffer;
-        const want = Math.min(buffer.length, size - offset);
-        const { bytesRead } = await this.#spool.read(buffer, 0, want, offset);
-        if (bytesRead === 0) throw new Error(`the spool ended at ${offset} of ${size} bytes`);
-        offset += bytesRead;
-        const sent = writeOut(buffer.subarray(0, bytesRead));
-        sent.catch(() => undefined); // awaited when the buffer comes round again, or below
-        free[turn] = sent;
+      let offset = 0;
+      for await (const chunk of readChunks(this.#spool, { ring, start: 0, size })) {
+        offset += chunk.length;
+        ring.holdUntil(writeOut(chunk));
       }
+      // The header promised `size` bytes: a shorter archive would be a corrupt one.
+      if (offset < size) throw new Error(`the spool ended at ${offset} of ${size} bytes`);
       await writeOut(tarTrailer(size));
-      await Promise.all(free);
+      await ring.settled();
     } finally {
       release();
     }

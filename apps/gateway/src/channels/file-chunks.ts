@@ -1,12 +1,13 @@
 import type { FileHandle } from "node:fs/promises";
+import { BufferRing, readChunks } from "@mediagate/io";
 import { Defaults } from "../defaults.js";
 
 /**
- * The bytes of an open file, read in order into one buffer that every read reuses: each
- * chunk is a view of it, valid until the next chunk is asked for. A Node file stream reads
- * into a new buffer every time instead, which V8 frees only at its next full collection (a
- * 45 MB file left tens of MB of them behind, `bench/README.md`). The handle is closed when
- * the iteration ends, however it ends; an aborted `signal` stops it before the next read.
+ * The bytes of an open file, read in order into one buffer that every read reuses
+ * (`BufferRing`, whose comment has the measurements): each chunk is a view of it, valid until
+ * the next chunk is asked for, which is all the inbox needs (it hashes and writes each chunk
+ * before it asks for the next). The handle is closed when the iteration ends, however it ends;
+ * an aborted `signal` stops it before the next read.
  */
 export async function* fileChunks(
   handle: FileHandle,
@@ -14,13 +15,7 @@ export async function* fileChunks(
   bufferBytes: number = Defaults.download.fileReadBytes,
 ): AsyncGenerator<Uint8Array> {
   try {
-    const buffer = Buffer.allocUnsafe(bufferBytes);
-    for (;;) {
-      signal.throwIfAborted();
-      const { bytesRead } = await handle.read(buffer, 0, buffer.length, null);
-      if (bytesRead === 0) return;
-      yield buffer.subarray(0, bytesRead);
-    }
+    yield* readChunks(handle, { ring: new BufferRing({ buffers: 1, bufferBytes }), signal });
   } finally {
     await handle.close();
   }

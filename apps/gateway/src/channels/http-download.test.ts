@@ -6,7 +6,7 @@ import { createServer as createNetServer, type Server as NetServer, type Socket 
 import { afterEach, describe, expect, it } from "vitest";
 import { closedPort } from "../../../../test-support/net.js";
 import { waitUntil } from "../../../../test-support/wait.js";
-import { DownloadError, type DownloadOptions, httpDownload, Ring } from "./http-download.js";
+import { DownloadError, type DownloadOptions, httpDownload } from "./http-download.js";
 
 /** A self-signed certificate for `localhost` and 127.0.0.1 (100 years), made for this test. */
 const Fixtures = new URL("../../test/fixtures/", import.meta.url);
@@ -146,6 +146,23 @@ describe("httpDownload", () => {
     expect((await readAll(response.body)).toString()).toBe("hello, world");
   });
 
+  it("reads answers that drip in one byte per write, chunked or with a length", async () => {
+    const answers = [
+      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n2\r\nde\r\n0\r\nX-T: 1\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nabcde",
+    ];
+    for (const answer of answers) {
+      const root = await raw(async (socket) => {
+        socket.setNoDelay(true);
+        for (const byte of answer) {
+          await new Promise((resolve) => socket.write(byte, resolve));
+        }
+      });
+      const response = await httpDownload(new URL(`${root}/f`), options());
+      expect((await readAll(response.body)).toString()).toBe("abcde");
+    }
+  });
+
   it("reads a body without a length until the connection closes, skipping interim answers", async () => {
     const root = await raw((socket) => {
       socket.write("HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n");
@@ -275,43 +292,5 @@ describe("httpDownload", () => {
       "a compressed body (gzip)",
       "a bad content-length",
     ]);
-  });
-});
-
-describe("the download's ring", () => {
-  const bytes = (text: string) => Buffer.from(text);
-
-  it("wraps round, handing over contiguous pieces, without touching the piece held", () => {
-    const ring = new Ring(8);
-    ring.push(bytes("abcdef"), 6);
-    const held = ring.take(4);
-    expect(held.toString()).toBe("abcd");
-    expect(ring.free).toBe(2); // "abcd" is held, "ef" pending
-    ring.push(bytes("gh"), 2);
-    expect(held.toString()).toBe("abcd");
-    ring.release();
-    expect(ring.free).toBe(4);
-    ring.push(bytes("ijkl"), 4); // into the start again, where "abcd" was
-    expect(ring.take(100).toString()).toBe("efgh");
-    ring.release();
-    expect(ring.take(100).toString()).toBe("ijkl");
-    ring.release();
-    expect([ring.pending, ring.free]).toEqual([0, 8]);
-  });
-
-  it("moves to a larger buffer when more arrives than fits, keeping the held piece intact", () => {
-    const ring = new Ring(8);
-    ring.push(bytes("abcdefgh"), 8);
-    const held = ring.take(3);
-    ring.push(bytes("xyz"), 3); // TLS went on after the pause: 3 bytes, 0 free
-    ring.push(bytes("0123456789"), 10);
-    expect(held.toString()).toBe("abc");
-    ring.release();
-    const rest: string[] = [];
-    while (ring.pending > 0) {
-      rest.push(ring.take(100).toString());
-      ring.release();
-    }
-    expect(rest.join("")).toBe("defghxyz0123456789");
   });
 });

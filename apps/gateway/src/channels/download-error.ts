@@ -1,0 +1,31 @@
+/** Why a download failed. */
+export type DownloadFailure =
+  /** No connection: DNS, refused, TLS (`code` says which). */
+  | "unreachable"
+  /** The head did not arrive within `headersTimeoutMs`. */
+  | "timeout"
+  /** The body sent nothing for `stallTimeoutMs` while it was waited for. */
+  | "stalled"
+  /** The connection failed or closed before the body's end. */
+  | "broken"
+  /** The answer is not HTTP/1.1 this client reads (a bad head, chunk or encoding). */
+  | "protocol"
+  /** More than `maxRedirects` redirects, or one to a non-web address. */
+  | "redirects"
+  /** The caller's signal aborted. */
+  | "aborted";
+
+/**
+ * A failed download. The message names no URL (a Telegram file URL holds the bot token):
+ * what failed, and the system's error code when there is one.
+ */
+export class DownloadError extends Error {
+  override readonly name = "DownloadError";
+  constructor(
+    readonly failure: DownloadFailure,
+    message: string,
+    readonly code?: string | undefined,
+  ) {
+    super(code === undefined ? message : `${message} (${code})`);
+  }
+}
