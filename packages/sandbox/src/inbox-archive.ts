@@ -7,8 +7,8 @@ import { Defaults } from "./defaults.js";
 import { codeOf } from "./docker-errors.js";
 import { type ExecUser, SessionHome } from "./exec-user.js";
 import { InboxFileError, writeAll } from "./inbox-bytes.js";
-import { type InboxOwner, MaxNumberedNames } from "./inbox-host.js";
-import { numberedName } from "./inbox-name.js";
+import { type InboxOwner, noFreeName } from "./inbox-host.js";
+import { candidateNames } from "./inbox-name.js";
 import { SpoolArchive } from "./inbox-tar.js";
 import { execOnce, randomHex } from "./one-shot-exec.js";
 import { RegistryDir } from "./shell-scripts.js";
@@ -40,8 +40,9 @@ mkdir "$I/$d" && chown "$uid:$gid" "$I/$d" && chmod 0700 "$I/$d" || exit 3
 /**
  * Run as the receiving user (the session's uid): copies the staged file `$1` into the inbox
  * `$2` under the hidden temp name `$3`, sets mode `$4` (the inbox is made with `$5` when
- * missing), and hard-links it to the first free name of the rest (`ln` never replaces), then
- * removes the temp name and the staged file. The answer on stdout: `S<name>` saved, `U` the
+ * missing), and hard-links it to the first free name of the rest (`ln -T` never replaces, and
+ * never links into a directory another session made under one of those names), then removes
+ * the temp name and the staged file. The answer on stdout: `S<name>` saved, `U` the
  * inbox is a link or not a directory, `F<reason>` failed (nothing left), `X` no free name.
  * Every path is resolved with the user's own permissions: a link planted in `/workspace`
  * leads nowhere the user could not write anyway.
@@ -55,7 +56,7 @@ if ! e=$(cp "$s" "$d/$t" 2>&1); then rm -f "$d/$t" "$s"; printf 'F%s' "$e"; exit
 rm -f "$s"
 chmod "$fmode" "$d/$t" || { rm -f "$d/$t"; printf 'Fcannot set its mode'; exit 0; }
 for n in "$@"; do
-  if e=$(ln "$d/$t" "$d/$n" 2>&1); then rm -f "$d/$t"; printf 'S%s' "$n"; exit 0; fi
+  if e=$(ln -T "$d/$t" "$d/$n" 2>&1); then rm -f "$d/$t"; printf 'S%s' "$n"; exit 0; fi
   [ -e "$d/$n" ] || [ -L "$d/$n" ] || { rm -f "$d/$t"; printf 'F%s' "$e"; exit 0; }
 done
 rm -f "$d/$t"; printf X
@@ -121,7 +122,8 @@ export class ArchiveInbox {
 
   /**
    * Spools `chunks`, runs `beforeLink` (classification), uploads the file and moves it into
-   * the inbox under the first free one of `name`, `name-2`, … Answers the name it got.
+   * the inbox under the first free one of `name`, `name-2`, … (`candidateNames`). Answers the
+   * name it got.
    */
   async write(
     chunks: AsyncIterable<Buffer>,
@@ -195,7 +197,7 @@ export class ArchiveInbox {
   async #move(staged: string, name: string, size: number): Promise<string> {
     const { docker, containerId, owner, user, housekeeper, signal } = this.#context;
     const temp = `.mediagate-${randomHex(8)}.part`;
-    const names = Array.from({ length: MaxNumberedNames }, (_, i) => numberedName(name, i + 1));
+    const names = candidateNames(name);
     const argv = [
       "sh",
       "-c",
@@ -238,12 +240,7 @@ export class ArchiveInbox {
         "/workspace/inbox is a link or not a directory: files are only written into a real directory there (move it away)",
       );
     }
-    if (answer === "X") {
-      throw new InboxFileError(
-        "failed",
-        `${name}: the inbox already holds ${MaxNumberedNames} files of that name`,
-      );
-    }
+    if (answer === "X") throw new InboxFileError("failed", noFreeName(name));
     const reason = answer.slice(1).trim();
     if (/no space left|quota/i.test(reason)) {
       throw new InboxFileError("no_space", this.#context.noSpace(name));

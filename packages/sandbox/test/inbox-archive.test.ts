@@ -10,6 +10,7 @@ let sandbox: Sandbox;
 let containerId: string;
 const slot = "inbox-tmpfs";
 const alice = "agent:t:discord:dm:1";
+const bob = "agent:t:discord:dm:2";
 
 beforeAll(async () => {
   fx = await fixture();
@@ -121,6 +122,40 @@ describe("saving files a user sent (tmpfs slot, through the engine's archive API
     expect(await listIn(sandbox, slot, alice, "/workspace/inbox")).toEqual([...filenames].sort());
     expect(await listIn(sandbox, slot, alice, "/workspace")).toEqual(["inbox"]);
     expect(await listIn(sandbox, slot, alice, "/root")).toEqual([]);
+  });
+
+  it("saves a file under a random name when another session took all its numbered names", async () => {
+    await emptyInbox();
+    const flood = await sandbox.run(
+      slot,
+      bob,
+      "mkdir -p /workspace/inbox && cd /workspace/inbox && : > photo.jpg && i=2 && while [ $i -le 100 ]; do : > photo-$i.jpg; i=$((i + 1)); done",
+    );
+    expect(flood.exitCode).toBe(0);
+    const [result] = await sandbox.saveToInbox(
+      slot,
+      [{ name: "photo.jpg", source: [Buffer.from("alice's photo")], maxBytes: 100 }],
+      { sessionKey: alice, classify },
+    );
+    const got = saved(result);
+    expect(got.filename).toMatch(/^photo-[0-9a-f]{16}\.jpg$/);
+    const inside = await sandbox.run(slot, alice, `cat /workspace/inbox/${got.filename}`);
+    expect(inside.stdout).toBe("alice's photo");
+    expect(await listIn(sandbox, slot, alice, "/workspace/inbox")).toHaveLength(101);
+  });
+
+  it("never links a file into a directory another session made under its name", async () => {
+    await emptyInbox();
+    const planted = await sandbox.run(slot, bob, "mkdir -p /workspace/inbox/x.txt");
+    expect(planted.exitCode).toBe(0);
+    const [result] = await sandbox.saveToInbox(
+      slot,
+      [{ name: "x.txt", source: [Buffer.from("payload")], maxBytes: 100 }],
+      { sessionKey: alice, classify },
+    );
+    expect(saved(result).filename).toBe("x-2.txt");
+    expect(await listIn(sandbox, slot, alice, "/workspace/inbox/x.txt")).toEqual([]);
+    expect(await listIn(sandbox, slot, alice, "/workspace/inbox")).toEqual(["x-2.txt", "x.txt"]);
   });
 
   it("refuses a file over its limit before anything reaches the container", async () => {
