@@ -172,7 +172,7 @@ describe("orphan reaper", () => {
       sandboxRoots: [],
       remove: async (id) => {
         if (id === first) throw new Error("device busy");
-        await client.getContainer(id).remove();
+        await client.getContainer(id).remove({ v: true });
       },
     });
     expect(result.failed).toEqual([{ id: first, error: "device busy" }]);
