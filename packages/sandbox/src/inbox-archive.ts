@@ -4,7 +4,7 @@ import { join } from "node:path";
 import type Docker from "dockerode";
 import { boundedCall } from "./bounded-call.js";
 import { Defaults } from "./defaults.js";
-import { codeOf } from "./docker-errors.js";
+import { codeOf, messageOf } from "./docker-errors.js";
 import { type ExecUser, SessionHome } from "./exec-user.js";
 import { InboxFileError, writeAll } from "./inbox-bytes.js";
 import { type InboxOwner, noFreeName } from "./inbox-host.js";
@@ -13,7 +13,11 @@ import { SpoolArchive } from "./inbox-tar.js";
 import { execOnce, randomHex } from "./one-shot-exec.js";
 import { RegistryDir } from "./shell-scripts.js";
 
-/** Where the engine unpacks inbox files before they are copied into place (never a tmpfs). */
+/**
+ * Where the engine unpacks inbox files before they are copied into place: in the
+ * `/run/mediagate` volume, which the archive API reaches (it writes beneath a plain tmpfs
+ * mount, and refuses the read-only root), sized by `scratchBytes` (`createOptions`).
+ */
 const StageRoot = `${RegistryDir}/in`;
 
 /** A new spool file the gateway alone reaches, unlinked as soon as it is open. */
@@ -78,6 +82,8 @@ export interface ArchiveInboxContext {
   readonly signal?: AbortSignal | undefined;
   /** The sentence for a full disk, naming which ceiling was hit. */
   readonly noSpace: (filename: string) => string;
+  /** The sentence for a full staging area (`/run/mediagate`, sized by `scratchBytes`). */
+  readonly noStagingSpace: (filename: string) => string;
 }
 
 /**
@@ -87,8 +93,8 @@ export interface ArchiveInboxContext {
  * once and never held in memory), counted and hashed; only a complete file within its limit
  * goes on. The engine unpacks it (`putArchive`, a tar entry with the receiving uid, gid and
  * mode 0600, read from the spool into a few reused buffers: {@link SpoolArchive}) into a
- * staging directory on the container's own filesystem that only that user and root can
- * reach; then a `docker exec` as that user copies it into
+ * staging directory in `/run/mediagate` that only that user and root can reach (a file that
+ * does not fit there is refused as `no_space`); then a `docker exec` as that user copies it into
  * `/workspace/inbox` under a hidden temp name and links it to its final name
  * ({@link MoveScript}), so the agent never sees a partial file and the copy can write only
  * where the user could. Costs two execs per call and one upload plus one exec per file.
@@ -150,7 +156,13 @@ export class ArchiveInbox {
       }
       await beforeLink();
       const staged = `${this.#stageDir}/${++this.#files}-${randomHex(4)}`;
-      await this.#upload(spool, size, staged);
+      await this.#upload(spool, size, staged).catch(async (error: unknown) => {
+        // What the engine unpacked before it failed would take the staging space from the
+        // call's next files.
+        await this.#removeStaged(staged);
+        if (!/no space left on device/i.test(messageOf(error))) throw error;
+        throw new InboxFileError("no_space", this.#context.noStagingSpace(name), { cause: error });
+      });
       return await this.#move(staged, name, size);
     } finally {
       await spool.close();
@@ -161,6 +173,16 @@ export class ArchiveInbox {
   async close(): Promise<void> {
     const { docker, containerId, housekeeper, timeoutMs } = this.#context;
     await execOnce(docker, containerId, ["rm", "-rf", "--", this.#stageDir], {
+      timeoutMs,
+      killOnStop: false,
+      user: housekeeper,
+    }).catch(() => undefined);
+  }
+
+  /** Removes one staged file (as the housekeeper), best effort: `close` removes them all. */
+  async #removeStaged(staged: string): Promise<void> {
+    const { docker, containerId, housekeeper, timeoutMs } = this.#context;
+    await execOnce(docker, containerId, ["rm", "-f", "--", staged], {
       timeoutMs,
       killOnStop: false,
       user: housekeeper,

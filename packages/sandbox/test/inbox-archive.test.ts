@@ -194,6 +194,27 @@ describe("saving files a user sent (tmpfs slot, through the engine's archive API
     expect(await listIn(sandbox, slot, alice, "/workspace/inbox")).toEqual(["after.txt"]);
   });
 
+  it("refuses a file that does not fit in /run/mediagate to stage, naming scratchBytes, and saves the next", async () => {
+    const small = fx.sandbox({ filesystem: "tmpfs", tmpfsBytes: 8 * MiB, scratchBytes: MiB });
+    const task = "task-staging";
+    const results = await small.saveToInbox(
+      task,
+      [
+        { name: "big.bin", source: streamOf(randomFile(2 * MiB).bytes), maxBytes: 64 * MiB },
+        { name: "after.txt", source: [Buffer.from("after")], maxBytes: MiB },
+      ],
+      { sessionKey: alice, classify },
+    );
+    expect(results[0]).toMatchObject({ status: "refused", reason: "no_space" });
+    expect(results[0]?.status === "refused" && results[0].message).toContain(
+      "big.bin: no space left to stage it in /run/mediagate (its size is 1 MiB: sandbox.scratchBytes)",
+    );
+    saved(results[1]);
+    expect(await listIn(small, task, alice, "/workspace/inbox")).toEqual(["after.txt"]);
+    expect(await listIn(small, task, alice, "/run/mediagate/in")).toEqual([]);
+    await small.cleanup(task, { force: true, deleteDirs: true });
+  });
+
   it("refuses a /workspace/inbox link the container planted and writes nothing where it points", async () => {
     await emptyInbox();
     const planted = await sandbox.run(
