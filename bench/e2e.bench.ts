@@ -705,7 +705,7 @@ async function main(): Promise<void> {
       },
     );
     const found = ids.stdout.split("\n").filter(Boolean);
-    if (found.length > 0) await run("docker", ["rm", "-f", ...found]);
+    if (found.length > 0) await run("docker", ["rm", "-f", "-v", ...found]);
   });
 
   const token = (id: number) => `${id}:AA${randomBytes(12).toString("hex")}`;

@@ -209,7 +209,7 @@ async function bench(driver: Driver, filesystem: Filesystem): Promise<void> {
       `label=mediagate.profile=${profile}`,
     ]);
     const list = ids.stdout.split("\n").filter(Boolean);
-    if (list.length > 0) await promisify(execFile)("docker", ["rm", "-f", ...list]);
+    if (list.length > 0) await promisify(execFile)("docker", ["rm", "-f", "-v", ...list]);
     await rm(home, { recursive: true, force: true });
   }
 }

@@ -42,25 +42,39 @@ suite_ensure_compose() {
 }
 
 suite_containers() { docker ps -aq --no-trunc --filter label=mediagate.agent=1 | sort; }
+# The /run/mediagate volumes of sandbox containers no container uses any more (a container
+# removed without its volumes).
+suite_volumes() { docker volume ls -q --filter label=mediagate.install --filter dangling=true | sort; }
 # Slot disks (loop-mounted images on <home>/sandboxes/docker/<slot>) a test left mounted.
 suite_slot_mounts() { awk '$2 ~ /\/sandboxes\/docker\// { print $2 }' /proc/self/mounts | sort; }
 
-# suite_run <pnpm script>: runs it, fails when it leaves mediagate containers or mounted slot
-# disks behind (and removes them), and prints one closing line over every vitest summary.
+# suite_run <pnpm script>: runs it, fails when it leaves mediagate containers, their volumes or
+# mounted slot disks behind (and removes them), and prints one closing line over every vitest summary.
 suite_run() {
-  local script=$1 before mounts_before out status=0 leaked leaked_mounts
+  local script=$1 before mounts_before volumes_before out status=0 leaked leaked_mounts
+  local leaked_volumes
   before=$(mktemp)
   mounts_before=$(mktemp)
+  volumes_before=$(mktemp)
   out=$(mktemp)
   suite_containers >"$before"
   suite_slot_mounts >"$mounts_before"
+  suite_volumes >"$volumes_before"
   pnpm "$script" 2>&1 | tee "$out" || status=$?
 
   leaked=$(suite_containers | comm -13 "$before" - || true)
   if [ -n "$leaked" ]; then
     echo "$script: the tests left mediagate containers behind (removing them):" >&2
     docker ps -a --no-trunc --filter label=mediagate.agent=1 --format '{{.ID}} {{.Labels}} {{.Status}}' | grep -F "$leaked" >&2 || true
-    echo "$leaked" | xargs -r docker rm -f >/dev/null
+    echo "$leaked" | xargs -r docker rm -f -v >/dev/null
+    status=1
+  fi
+
+  leaked_volumes=$(suite_volumes | comm -13 "$volumes_before" - || true)
+  if [ -n "$leaked_volumes" ]; then
+    echo "$script: the tests removed sandbox containers without their volumes (removing them):" >&2
+    echo "$leaked_volumes" >&2
+    echo "$leaked_volumes" | xargs -r docker volume rm >/dev/null || true
     status=1
   fi
 
@@ -85,7 +99,7 @@ suite_run() {
   local passed failed
   passed=$(count passed)
   failed=$(count failed)
-  rm -f "$before" "$mounts_before" "$out"
+  rm -f "$before" "$mounts_before" "$volumes_before" "$out"
   echo
   echo "${passed} passed, ${failed} failed"
   return "$status"

@@ -36,6 +36,8 @@ async function setUp(
     requestTimeoutBaseMs?: number;
     /** Called for every wait the poller makes; the album wait included. */
     onSleep?: (ms: number) => void;
+    /** Answer every group message, not only those addressed to the bot. */
+    everyGroupMessage?: boolean;
   } = {},
 ): Promise<{ fake: FakeTelegram; channel: TelegramChannel }> {
   fake = new FakeTelegram({ localFiles: options.fakeLocalFiles ?? false });
@@ -52,6 +54,7 @@ async function setUp(
     localFiles: options.localFiles,
     downloadMaxBytes: options.downloadMaxBytes,
     requestTimeoutBaseMs: options.requestTimeoutBaseMs,
+    ...(options.everyGroupMessage === true ? { groups: { requireMention: false } } : {}),
     sleep: async (ms) => options.onSleep?.(ms),
   });
   return { fake, channel };
@@ -139,6 +142,44 @@ describe("Telegram albums: one message per media_group_id", () => {
     expect(received[0]!.attachments).toHaveLength(3);
     await waitFor(() => expect(fake.pendingUpdates).toBe(0));
     expect(received).toHaveLength(1);
+  });
+
+  it("keeps two senders' albums in one group apart: same media_group_id, interleaved", async () => {
+    const { fake, channel } = await setUp({ everyGroupMessage: true });
+    const received = await receiving(channel);
+    const group = "13000000000000000077";
+    const item = (userId: number, bytes: string, caption?: string) =>
+      fake.sendMedia({
+        kind: "photo",
+        bytes: Buffer.from(bytes),
+        chatId: -100555,
+        userId,
+        mediaGroupId: group,
+        ...(caption === undefined ? {} : { caption }),
+      });
+    const ada = item(101, "ada 1", "from ada");
+    const bob = item(202, "bob 1", "from bob");
+    item(101, "ada 2");
+    item(202, "bob 2");
+    await waitFor(() => expect(fake.pendingUpdates).toBe(0));
+    await waitFor(() => expect(received).toHaveLength(2));
+    const byUser = new Map(received.map((m) => [m.userId, m]));
+    expect(byUser.get("101")).toMatchObject({
+      chatId: "-100555",
+      text: "from ada",
+      receiptId: String(ada.update.update_id),
+    });
+    expect(byUser.get("202")).toMatchObject({
+      chatId: "-100555",
+      text: "from bob",
+      receiptId: String(bob.update.update_id),
+    });
+    const contents = async (message: InboundMessage | undefined) =>
+      Promise.all(
+        (message?.attachments ?? []).map(async (a) => (await fetched(channel, a)).toString()),
+      );
+    expect(await contents(byUser.get("101"))).toEqual(["ada 1", "ada 2"]);
+    expect(await contents(byUser.get("202"))).toEqual(["bob 1", "bob 2"]);
   });
 
   it("offers an album that could not be recorded again whole, under the same receipt id", async () => {

@@ -86,7 +86,7 @@ describe("the gateway image", () => {
   }, 3_600_000);
 
   afterAll(async () => {
-    await sh("docker", ["rm", "-f", name]);
+    await sh("docker", ["rm", "-f", "-v", name]);
     const docker = new DockerObserver();
     for (const c of await docker.containers({
       "mediagate.agent": "1",

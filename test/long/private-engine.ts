@@ -137,7 +137,7 @@ export class PrivateEngine {
 
   /** Force-removes a container (a test's cleanup). */
   async remove(containerId: string): Promise<void> {
-    await run("docker", ["-H", this.host, "rm", "-f", containerId]);
+    await run("docker", ["-H", this.host, "rm", "-f", "-v", containerId]);
   }
 
   /** The command lines of the processes in a running container (none when it cannot run). */

@@ -3,7 +3,7 @@ import type Docker from "dockerode";
 import { boundedCall, type CallBound } from "./bounded-call.js";
 import { removeContainer } from "./containers.js";
 import { Defaults } from "./defaults.js";
-import { messageOf } from "./docker-errors.js";
+import { messageOf, statusOf } from "./docker-errors.js";
 import { FrameDecoder } from "./frames.js";
 import { currentInstanceId } from "./instance.js";
 import { type ContainerOwner, LabelKeys, sanitizeLabelValue } from "./labels.js";
@@ -31,7 +31,8 @@ const SlotMount = "/slot";
  * the delete runs (renameat2 RENAME_EXCHANGE) leads to the throwaway's root, which is
  * read-only and holds nothing of the host. The container has no network, only the two
  * capabilities `rm -rf` needs as root over any owner's files (DAC_OVERRIDE, FOWNER), and is
- * removed afterwards. Throws when the `rm` could not run or did not finish cleanly; nothing
+ * removed afterwards, whatever happened (also when its create got no answer: the engine may
+ * have made it anyway). Throws when the `rm` could not run or did not finish cleanly; nothing
  * is then tried on the host.
  */
 export async function deleteInContainer(
@@ -41,9 +42,13 @@ export async function deleteInContainer(
 ): Promise<void> {
   const { docker, bound } = context;
   const targets = names.map((name) => `${SlotMount}/${name}`);
-  const container = await boundedCall("create container", bound, (abortSignal) =>
+  const helperName = `mediagate-delete-${randomBytes(6).toString("hex")}`;
+  // Removing it is not cancelled with the caller's work: a delete container is never left
+  // behind because the caller stopped waiting.
+  const removal = { timeoutMs: bound.timeoutMs };
+  const create = boundedCall("create container", bound, (abortSignal) =>
     docker.createContainer({
-      name: `mediagate-delete-${randomBytes(6).toString("hex")}`,
+      name: helperName,
       Image: context.image,
       Entrypoint: ["rm", "-rf", "--"],
       Cmd: targets,
@@ -69,6 +74,13 @@ export async function deleteInContainer(
       abortSignal,
     }),
   );
+  const container = await create.catch(async (error: unknown) => {
+    // The request was cut, not refused: the engine may still make it under its name.
+    if (statusOf(error) === undefined) {
+      await removeContainer(docker, helperName, true, removal).catch(() => undefined);
+    }
+    throw error;
+  });
   try {
     await boundedCall(
       "start",
@@ -89,7 +101,9 @@ export async function deleteInContainer(
       throw new Error(`rm exited with ${status ?? "no status"}${said ? `: ${said}` : ""}`);
     }
   } finally {
-    await removeContainer(docker, container.id, true, bound).catch(() => undefined);
+    // A removal that fails still leaves nothing for good: the reaper removes delete
+    // containers that exited or never started (`sweepOrphans`), and any whose process is gone.
+    await removeContainer(docker, container.id, true, removal).catch(() => undefined);
   }
 }
 

@@ -2,8 +2,9 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import type Docker from "dockerode";
 import { Defaults } from "./defaults.js";
-import { type ContainerOwner, containerLabels, sanitizeLabelValue } from "./labels.js";
+import { type ContainerOwner, containerLabels, LabelKeys, sanitizeLabelValue } from "./labels.js";
 import { sanitizeForPath } from "./sanitize-path.js";
+import { RegistryDir } from "./shell-scripts.js";
 import { slotTraits } from "./slot-key.js";
 import type { SandboxSettings } from "./types.js";
 
@@ -56,13 +57,59 @@ function privilegesOf(settings: SandboxSettings): Partial<Docker.HostConfig> {
   };
 }
 
+/** The world-writable scratch directories every image expects, each a sized tmpfs. */
+const ScratchDirs = ["/tmp", "/var/tmp"] as const;
+
+/**
+ * The container's writable places besides `/workspace` and `/root`, all sized
+ * (`scratchBytes` each), since the root filesystem is read-only: `/tmp` and `/var/tmp`
+ * (mode 1777, as images have them; left out where a configured volume binds the same path),
+ * and `/run/mediagate`. The latter is a volume of the `local` driver backed by a tmpfs, not a
+ * plain tmpfs mount: the engine's archive API (inbox uploads, which are staged there) reaches
+ * volumes but writes beneath a tmpfs mount, and refuses a read-only root. The volume is
+ * anonymous, so removing the container with its volumes (`v`) removes it.
+ */
+function scratchMounts(plan: ContainerPlan): {
+  tmpfs: Record<string, string>;
+  mounts: Docker.MountSettings[];
+} {
+  const size = plan.settings.scratchBytes;
+  const taken = new Set(plan.settings.volumes.map((volume) => volume.split(":")[1]));
+  const tmpfs: Record<string, string> = {};
+  for (const dir of ScratchDirs) {
+    if (!taken.has(dir)) tmpfs[dir] = `rw,exec,nosuid,nodev,size=${size},mode=1777`;
+  }
+  const registry: Docker.MountSettings = {
+    Type: "volume",
+    Source: "",
+    Target: RegistryDir,
+    VolumeOptions: {
+      NoCopy: true,
+      Labels: {
+        [LabelKeys.install]: plan.owner.install,
+        [LabelKeys.profile]: sanitizeLabelValue(plan.owner.profile),
+      },
+      DriverConfig: {
+        Name: "local",
+        Options: {
+          type: "tmpfs",
+          device: "tmpfs",
+          o: `size=${size},mode=0711,nosuid,nodev,noexec`,
+        },
+      },
+    },
+  };
+  return { tmpfs, mounts: [registry] };
+}
+
 /**
  * Create options (docs/sandbox.md): `Init: true` (so `sleep` as PID 1 stops promptly),
  * `sleep infinity`, working dir `/workspace`, hardening (all capabilities dropped but the
  * per-session housekeeping's four, no-new-privileges, pids/memory/CPU limits, a per-uid
- * process limit, network `none` unless configured), binds of the slot dir for a bind
- * filesystem (the default) or sized tmpfs mounts (`tmpfsBytes` each, `0:sandboxGid` mode
- * 2770), plus configured volumes.
+ * process limit, network `none` unless configured, a read-only root filesystem with sized
+ * scratch mounts: {@link scratchMounts}), binds of the slot dir for a bind filesystem (the
+ * default) or sized tmpfs mounts (`tmpfsBytes` each, `0:sandboxGid` mode 2770), plus
+ * configured volumes.
  */
 export function createOptions(plan: ContainerPlan): Docker.ContainerCreateOptions {
   const { settings } = plan;
@@ -72,6 +119,7 @@ export function createOptions(plan: ContainerPlan): Docker.ContainerCreateOption
     : [];
   // Sized, and shared by the slot's per-session users like the bind directories are.
   const tmpfs = `rw,exec,nosuid,nodev,size=${settings.tmpfsBytes},mode=2770,gid=${Defaults.sandboxGid}`;
+  const scratch = scratchMounts(plan);
   const hostConfig: Docker.HostConfig = {
     Init: true,
     CapDrop: ["ALL"],
@@ -79,8 +127,10 @@ export function createOptions(plan: ContainerPlan): Docker.ContainerCreateOption
     SecurityOpt: ["no-new-privileges"],
     PidsLimit: settings.pidsLimit,
     NetworkMode: settings.network,
+    ReadonlyRootfs: true,
     Binds: [...binds, ...settings.volumes],
-    ...(bound ? {} : { Tmpfs: { "/workspace": tmpfs, "/root": tmpfs } }),
+    Mounts: scratch.mounts,
+    Tmpfs: { ...scratch.tmpfs, ...(bound ? {} : { "/workspace": tmpfs, "/root": tmpfs }) },
     Memory: settings.memoryBytes,
     ...(settings.nanoCpus === undefined ? {} : { NanoCpus: settings.nanoCpus }),
   };

@@ -20,6 +20,12 @@ export const Defaults = {
     pidsLimit: 512,
     /** Size of each tmpfs mount (`/workspace` and `/root` with a tmpfs filesystem). 512 MiB. */
     tmpfsBytes: 512 * 1024 * 1024,
+    /**
+     * Size of each of `/tmp`, `/var/tmp` and `/run/mediagate` (tmpfs: the root filesystem is
+     * read-only). 256 MiB: above the largest file a user can send by default (the console's
+     * 100 MiB), which passes through `/run/mediagate` on the archive path.
+     */
+    scratchBytes: 256 * 1024 * 1024,
     /** Per-slot disk ceiling of a bind filesystem (a loop-mounted ext4 image). 4 GiB; 0 = none. */
     diskLimitBytes: 4 * 1024 * 1024 * 1024,
     volumes: [] as readonly string[],

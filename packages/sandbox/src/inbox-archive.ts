@@ -4,16 +4,20 @@ import { join } from "node:path";
 import type Docker from "dockerode";
 import { boundedCall } from "./bounded-call.js";
 import { Defaults } from "./defaults.js";
-import { codeOf } from "./docker-errors.js";
+import { codeOf, messageOf } from "./docker-errors.js";
 import { type ExecUser, SessionHome } from "./exec-user.js";
 import { InboxFileError, writeAll } from "./inbox-bytes.js";
-import { type InboxOwner, MaxNumberedNames } from "./inbox-host.js";
-import { numberedName } from "./inbox-name.js";
+import { type InboxOwner, noFreeName } from "./inbox-host.js";
+import { candidateNames } from "./inbox-name.js";
 import { SpoolArchive } from "./inbox-tar.js";
 import { execOnce, randomHex } from "./one-shot-exec.js";
 import { RegistryDir } from "./shell-scripts.js";
 
-/** Where the engine unpacks inbox files before they are copied into place (never a tmpfs). */
+/**
+ * Where the engine unpacks inbox files before they are copied into place: in the
+ * `/run/mediagate` volume, which the archive API reaches (it writes beneath a plain tmpfs
+ * mount, and refuses the read-only root), sized by `scratchBytes` (`createOptions`).
+ */
 const StageRoot = `${RegistryDir}/in`;
 
 /** A new spool file the gateway alone reaches, unlinked as soon as it is open. */
@@ -40,8 +44,9 @@ mkdir "$I/$d" && chown "$uid:$gid" "$I/$d" && chmod 0700 "$I/$d" || exit 3
 /**
  * Run as the receiving user (the session's uid): copies the staged file `$1` into the inbox
  * `$2` under the hidden temp name `$3`, sets mode `$4` (the inbox is made with `$5` when
- * missing), and hard-links it to the first free name of the rest (`ln` never replaces), then
- * removes the temp name and the staged file. The answer on stdout: `S<name>` saved, `U` the
+ * missing), and hard-links it to the first free name of the rest (`ln -T` never replaces, and
+ * never links into a directory another session made under one of those names), then removes
+ * the temp name and the staged file. The answer on stdout: `S<name>` saved, `U` the
  * inbox is a link or not a directory, `F<reason>` failed (nothing left), `X` no free name.
  * Every path is resolved with the user's own permissions: a link planted in `/workspace`
  * leads nowhere the user could not write anyway.
@@ -55,7 +60,7 @@ if ! e=$(cp "$s" "$d/$t" 2>&1); then rm -f "$d/$t" "$s"; printf 'F%s' "$e"; exit
 rm -f "$s"
 chmod "$fmode" "$d/$t" || { rm -f "$d/$t"; printf 'Fcannot set its mode'; exit 0; }
 for n in "$@"; do
-  if e=$(ln "$d/$t" "$d/$n" 2>&1); then rm -f "$d/$t"; printf 'S%s' "$n"; exit 0; fi
+  if e=$(ln -T "$d/$t" "$d/$n" 2>&1); then rm -f "$d/$t"; printf 'S%s' "$n"; exit 0; fi
   [ -e "$d/$n" ] || [ -L "$d/$n" ] || { rm -f "$d/$t"; printf 'F%s' "$e"; exit 0; }
 done
 rm -f "$d/$t"; printf X
@@ -77,6 +82,8 @@ export interface ArchiveInboxContext {
   readonly signal?: AbortSignal | undefined;
   /** The sentence for a full disk, naming which ceiling was hit. */
   readonly noSpace: (filename: string) => string;
+  /** The sentence for a full staging area (`/run/mediagate`, sized by `scratchBytes`). */
+  readonly noStagingSpace: (filename: string) => string;
 }
 
 /**
@@ -86,8 +93,8 @@ export interface ArchiveInboxContext {
  * once and never held in memory), counted and hashed; only a complete file within its limit
  * goes on. The engine unpacks it (`putArchive`, a tar entry with the receiving uid, gid and
  * mode 0600, read from the spool into a few reused buffers: {@link SpoolArchive}) into a
- * staging directory on the container's own filesystem that only that user and root can
- * reach; then a `docker exec` as that user copies it into
+ * staging directory in `/run/mediagate` that only that user and root can reach (a file that
+ * does not fit there is refused as `no_space`); then a `docker exec` as that user copies it into
  * `/workspace/inbox` under a hidden temp name and links it to its final name
  * ({@link MoveScript}), so the agent never sees a partial file and the copy can write only
  * where the user could. Costs two execs per call and one upload plus one exec per file.
@@ -121,7 +128,8 @@ export class ArchiveInbox {
 
   /**
    * Spools `chunks`, runs `beforeLink` (classification), uploads the file and moves it into
-   * the inbox under the first free one of `name`, `name-2`, … Answers the name it got.
+   * the inbox under the first free one of `name`, `name-2`, … (`candidateNames`). Answers the
+   * name it got.
    */
   async write(
     chunks: AsyncIterable<Buffer>,
@@ -148,7 +156,13 @@ export class ArchiveInbox {
       }
       await beforeLink();
       const staged = `${this.#stageDir}/${++this.#files}-${randomHex(4)}`;
-      await this.#upload(spool, size, staged);
+      await this.#upload(spool, size, staged).catch(async (error: unknown) => {
+        // What the engine unpacked before it failed would take the staging space from the
+        // call's next files.
+        await this.#removeStaged(staged);
+        if (!/no space left on device/i.test(messageOf(error))) throw error;
+        throw new InboxFileError("no_space", this.#context.noStagingSpace(name), { cause: error });
+      });
       return await this.#move(staged, name, size);
     } finally {
       await spool.close();
@@ -159,6 +173,16 @@ export class ArchiveInbox {
   async close(): Promise<void> {
     const { docker, containerId, housekeeper, timeoutMs } = this.#context;
     await execOnce(docker, containerId, ["rm", "-rf", "--", this.#stageDir], {
+      timeoutMs,
+      killOnStop: false,
+      user: housekeeper,
+    }).catch(() => undefined);
+  }
+
+  /** Removes one staged file (as the housekeeper), best effort: `close` removes them all. */
+  async #removeStaged(staged: string): Promise<void> {
+    const { docker, containerId, housekeeper, timeoutMs } = this.#context;
+    await execOnce(docker, containerId, ["rm", "-f", "--", staged], {
       timeoutMs,
       killOnStop: false,
       user: housekeeper,
@@ -195,7 +219,7 @@ export class ArchiveInbox {
   async #move(staged: string, name: string, size: number): Promise<string> {
     const { docker, containerId, owner, user, housekeeper, signal } = this.#context;
     const temp = `.mediagate-${randomHex(8)}.part`;
-    const names = Array.from({ length: MaxNumberedNames }, (_, i) => numberedName(name, i + 1));
+    const names = candidateNames(name);
     const argv = [
       "sh",
       "-c",
@@ -238,12 +262,7 @@ export class ArchiveInbox {
         "/workspace/inbox is a link or not a directory: files are only written into a real directory there (move it away)",
       );
     }
-    if (answer === "X") {
-      throw new InboxFileError(
-        "failed",
-        `${name}: the inbox already holds ${MaxNumberedNames} files of that name`,
-      );
-    }
+    if (answer === "X") throw new InboxFileError("failed", noFreeName(name));
     const reason = answer.slice(1).trim();
     if (/no space left|quota/i.test(reason)) {
       throw new InboxFileError("no_space", this.#context.noSpace(name));

@@ -3,8 +3,13 @@ import { type FileHandle, link, mkdir, open, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { codeOf } from "./docker-errors.js";
 import { InboxFileError, writeAll } from "./inbox-bytes.js";
-import { numberedName } from "./inbox-name.js";
+import { candidateNames } from "./inbox-name.js";
 import { randomHex } from "./one-shot-exec.js";
+
+/** Why a file got no name: every one {@link candidateNames} offered was taken. */
+export function noFreeName(name: string): string {
+  return `${name}: no free name for it in the inbox (its numbered and random names are all taken)`;
+}
 
 /** A directory, opened without following a link at its last component. */
 const DirectoryFlags = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
@@ -18,9 +23,6 @@ export interface InboxOwner {
   readonly fileMode: number;
   readonly dirMode: number;
 }
-
-/** How many numbered names (`-2` … ) are tried before a file is refused for want of one. */
-export const MaxNumberedNames = 100;
 
 /**
  * The inbox of a bind slot on a local engine, written from the host through the slot's
@@ -87,7 +89,8 @@ export class HostInbox {
   /**
    * Streams `chunks` into a hidden temp file in the inbox (`.mediagate-<random>.part`), gives
    * it to the owner, runs `beforeLink` (classification: a throw there leaves nothing), and
-   * links it to the first free one of `name`, `name-2`, … Answers the name it got. On any
+   * links it to the first free one of `name`, `name-2`, … (`candidateNames`). Answers the name
+   * it got. On any
    * failure the temp file is removed; nothing partial is ever visible under a final name.
    */
   async write(
@@ -117,8 +120,7 @@ export class HostInbox {
   }
 
   async #linkFree(temp: string, name: string): Promise<string> {
-    for (let n = 1; n <= MaxNumberedNames; n++) {
-      const candidate = numberedName(name, n);
+    for (const candidate of candidateNames(name)) {
       try {
         await link(temp, this.#at(candidate));
         return candidate;
@@ -126,10 +128,7 @@ export class HostInbox {
         if (codeOf(error) !== "EEXIST") throw error;
       }
     }
-    throw new InboxFileError(
-      "failed",
-      `${name}: the inbox already holds ${MaxNumberedNames} files of that name`,
-    );
+    throw new InboxFileError("failed", noFreeName(name));
   }
 
   /** `name` inside the held directory, whatever is at its old path now. */

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { inboxFileName, numberedName } from "./inbox-name.js";
+import { candidateNames, inboxFileName, NumberedNames, numberedName } from "./inbox-name.js";
 
 const bytes = (text: string) => Buffer.byteLength(text, "utf8");
 
@@ -87,6 +87,33 @@ describe("numberedName", () => {
         },
       ),
       { numRuns: 1_000 },
+    );
+  });
+});
+
+describe("candidateNames", () => {
+  it("offers the numbered names first, then random ones no one can take ahead", () => {
+    const names = candidateNames("photo.jpg");
+    expect(names.slice(0, NumberedNames)).toEqual(
+      Array.from({ length: NumberedNames }, (_, i) => numberedName("photo.jpg", i + 1)),
+    );
+    const random = names.slice(NumberedNames);
+    expect(random.length).toBeGreaterThan(0);
+    for (const name of random) expect(name).toMatch(/^photo-[0-9a-f]{16}\.jpg$/);
+    expect(new Set(names).size).toBe(names.length);
+    expect(candidateNames("photo.jpg").slice(NumberedNames)).not.toEqual(random);
+  });
+
+  it("keeps every candidate safe and within 100 bytes (property)", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: "binary", maxLength: 400 }), (original) => {
+        for (const candidate of candidateNames(inboxFileName(original))) {
+          expect(bytes(candidate)).toBeLessThanOrEqual(100);
+          expect(candidate).not.toMatch(Forbidden);
+          expect(candidate).not.toMatch(/^[.-]/);
+        }
+      }),
+      { numRuns: 300 },
     );
   });
 });

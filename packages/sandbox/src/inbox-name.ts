@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { Defaults } from "./defaults.js";
 
 /** Invisible format characters: bidi overrides and isolates, zero-width characters, BOM. */
@@ -40,6 +41,26 @@ export function inboxFileName(original: string): string {
  */
 export function numberedName(name: string, n: number): string {
   return n <= 1 ? name : fit(name, `-${n}`);
+}
+
+/** How many numbered names (`name`, then `-2` … `-100`) are tried before random ones. */
+export const NumberedNames = 100;
+/** Random names tried once the numbered ones are taken; the first is practically always free. */
+const RandomNames = 3;
+
+/**
+ * Every name a file whose inbox name is `name` may get, in the order they are tried: the
+ * {@link NumberedNames} numbered ones ({@link numberedName}), then a few
+ * `stem-<16 random hex>.ext`, cut the same way. The inbox is shared by every session of the
+ * slot, so one session can take all the numbered names of `photo.jpg`; the random ones cannot
+ * be taken ahead, so no session can make another's file unsaveable.
+ */
+export function candidateNames(name: string): string[] {
+  const numbered = Array.from({ length: NumberedNames }, (_, i) => numberedName(name, i + 1));
+  const random = Array.from({ length: RandomNames }, () =>
+    fit(name, `-${randomBytes(8).toString("hex")}`),
+  );
+  return [...numbered, ...random];
 }
 
 /** `name` with `suffix` put before its extension, the stem cut so the whole fits. */

@@ -57,8 +57,23 @@ export interface SweepContext {
 }
 
 /**
+ * Label filters of the throwaway delete containers (`mediagate-delete-*`) of one install's
+ * profile: they carry no `agent` label, so the slot containers' filters never find them.
+ */
+function deleteHelperFilters(owner: ContainerOwner): string[] {
+  return [
+    `${LabelKeys.slotDelete}=1`,
+    `${LabelKeys.install}=${owner.install}`,
+    `${LabelKeys.profile}=${sanitizeLabelValue(owner.profile)}`,
+  ];
+}
+
+/**
  * One sweep (docs/sandbox.md): exited containers labelled `mediagate.agent=1` of this install and
- * this profile only, finished more than `minAgeSeconds` ago, are removed. The slot directory (found from the
+ * this profile only, finished more than `minAgeSeconds` ago, are removed, and so are the
+ * profile's throwaway delete containers that exited (or were made and never started) more
+ * than `minAgeSeconds` ago: their gateway is done with them, but a removal that failed (or
+ * a create whose answer never came) left them behind. The slot directory (found from the
  * `/workspace` bind) goes with them only for scratch slots (session and task-id slots):
  * the dirs of `default`, `profile:<name>` and `shared:<key>` slots are the persistent
  * workspace and home the next container binds again, so they are kept
@@ -76,7 +91,14 @@ export async function sweepOrphans(context: SweepContext): Promise<ReapResult> {
   const exited = await boundedCall("list containers", bound, (abortSignal) =>
     docker.listContainers({ all: true, filters, abortSignal }),
   );
-  for (const summary of exited) {
+  const helperFilters = {
+    label: deleteHelperFilters(context.owner),
+    status: ["exited", "created"],
+  };
+  const helpers = await boundedCall("list containers", bound, (abortSignal) =>
+    docker.listContainers({ all: true, filters: helperFilters, abortSignal }),
+  );
+  for (const summary of [...exited, ...helpers]) {
     let info: Docker.ContainerInspectInfo;
     try {
       info = await boundedCall(
@@ -85,8 +107,9 @@ export async function sweepOrphans(context: SweepContext): Promise<ReapResult> {
         (abortSignal) => docker.getContainer(summary.Id).inspect({ abortSignal }),
         summary.Id,
       );
-      if (info.State.Running || info.State.Status !== "exited") continue;
-      if (!isReapable(info.State.FinishedAt, context.now, context.minAgeSeconds)) continue;
+      if (!isDone(info)) continue;
+      const since = info.State.Status === "created" ? info.Created : info.State.FinishedAt;
+      if (!isReapable(since, context.now, context.minAgeSeconds)) continue;
       await remove(summary.Id);
       result.removed.push(summary.Id);
     } catch (error) {
@@ -105,6 +128,16 @@ export async function sweepOrphans(context: SweepContext): Promise<ReapResult> {
     }
   }
   return result;
+}
+
+/**
+ * Whether an inspected container is finished with: exited, or a delete container that was
+ * made and never started (a slot's container in that state is about to be started).
+ */
+function isDone(info: Docker.ContainerInspectInfo): boolean {
+  if (info.State.Running) return false;
+  if (info.State.Status === "exited") return true;
+  return info.State.Status === "created" && info.Config.Labels?.[LabelKeys.slotDelete] === "1";
 }
 
 /** What {@link sweepGoneOwners} needs. */
@@ -148,11 +181,7 @@ export async function sweepGoneOwners(context: OwnerSweepContext): Promise<ReapR
   const result: ReapResult = { removed: [], failed: [] };
   const ours = profileFilters(context.owner);
   const scratch = [...ours, `${LabelKeys.persistent}=0`];
-  const deletes = [
-    `${LabelKeys.slotDelete}=1`,
-    `${LabelKeys.install}=${context.owner.install}`,
-    `${LabelKeys.profile}=${sanitizeLabelValue(context.owner.profile)}`,
-  ];
+  const deletes = deleteHelperFilters(context.owner);
   const found: Docker.ContainerInfo[] = [];
   for (const label of [scratch, deletes]) {
     const listed = await boundedCall("list containers", bound, (abortSignal) =>

@@ -411,6 +411,8 @@ export class Sandbox {
               timeoutMs: this.#bound.timeoutMs,
               signal,
               noSpace,
+              noStagingSpace: (filename) =>
+                `${filename}: no space left to stage it in /run/mediagate (its size is ${mib(this.#settings.scratchBytes)}: sandbox.scratchBytes)`,
             }),
     });
   }

@@ -67,6 +67,14 @@ export interface SandboxSettings {
   /** Size of each tmpfs mount (`/workspace`, `/root`) of a tmpfs filesystem. Default 512 MiB. */
   readonly tmpfsBytes: number;
   /**
+   * Size of each of the container's own writable places outside `/workspace` and `/root`:
+   * `/tmp`, `/var/tmp` and the gateway's `/run/mediagate` (per-session shell state, the
+   * session-uid registry, files users send on their way into the inbox), each a tmpfs of
+   * this size, since the root filesystem is read-only. A write past it fails with ENOSPC.
+   * Default `Defaults.settings.scratchBytes`.
+   */
+  readonly scratchBytes: number;
+  /**
    * Per-slot ceiling on what a bind filesystem's slot writes to the host disk: the slot
    * directory is an ext4 image of this size, loop-mounted `nosuid,nodev` (needs root and a
    * loop device). Default 4 GiB; `0` = no ceiling and a plain directory.

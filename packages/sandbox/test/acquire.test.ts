@@ -74,7 +74,12 @@ describe("acquire", () => {
     const { containerId } = await sandbox.acquire("task-tmpfs");
     const info = await docker.getContainer(containerId).inspect();
     expect(info.HostConfig.Binds ?? []).toEqual([]);
-    expect(Object.keys(info.HostConfig.Tmpfs ?? {}).sort()).toEqual(["/root", "/workspace"]);
+    expect(Object.keys(info.HostConfig.Tmpfs ?? {}).sort()).toEqual([
+      "/root",
+      "/tmp",
+      "/var/tmp",
+      "/workspace",
+    ]);
     const mounts = await sandbox.exec("task-tmpfs", "grep -E ' /(workspace|root) ' /proc/mounts");
     expect(mounts.stdout).toMatch(/tmpfs \/workspace tmpfs/);
   });
@@ -122,7 +127,7 @@ describe("acquire", () => {
   it("recovers when its container was removed behind its back", async () => {
     const sandbox = fx.sandbox();
     const first = await sandbox.acquire("vanishing");
-    await docker.getContainer(first.containerId).remove({ force: true });
+    await docker.getContainer(first.containerId).remove({ force: true, v: true });
     const result = await sandbox.exec("vanishing", "echo back");
     expect(result.stdout).toBe("back\n");
     expect((await sandbox.status("vanishing"))?.containerId).not.toBe(first.containerId);

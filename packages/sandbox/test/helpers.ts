@@ -146,7 +146,7 @@ export async function removeProfileContainers(profile: string): Promise<void> {
     found.map((c) =>
       docker
         .getContainer(c.Id)
-        .remove({ force: true })
+        .remove({ force: true, v: true })
         .catch(() => undefined),
     ),
   );

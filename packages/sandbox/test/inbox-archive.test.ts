@@ -10,6 +10,7 @@ let sandbox: Sandbox;
 let containerId: string;
 const slot = "inbox-tmpfs";
 const alice = "agent:t:discord:dm:1";
+const bob = "agent:t:discord:dm:2";
 
 beforeAll(async () => {
   fx = await fixture();
@@ -123,6 +124,40 @@ describe("saving files a user sent (tmpfs slot, through the engine's archive API
     expect(await listIn(sandbox, slot, alice, "/root")).toEqual([]);
   });
 
+  it("saves a file under a random name when another session took all its numbered names", async () => {
+    await emptyInbox();
+    const flood = await sandbox.run(
+      slot,
+      bob,
+      "mkdir -p /workspace/inbox && cd /workspace/inbox && : > photo.jpg && i=2 && while [ $i -le 100 ]; do : > photo-$i.jpg; i=$((i + 1)); done",
+    );
+    expect(flood.exitCode).toBe(0);
+    const [result] = await sandbox.saveToInbox(
+      slot,
+      [{ name: "photo.jpg", source: [Buffer.from("alice's photo")], maxBytes: 100 }],
+      { sessionKey: alice, classify },
+    );
+    const got = saved(result);
+    expect(got.filename).toMatch(/^photo-[0-9a-f]{16}\.jpg$/);
+    const inside = await sandbox.run(slot, alice, `cat /workspace/inbox/${got.filename}`);
+    expect(inside.stdout).toBe("alice's photo");
+    expect(await listIn(sandbox, slot, alice, "/workspace/inbox")).toHaveLength(101);
+  });
+
+  it("never links a file into a directory another session made under its name", async () => {
+    await emptyInbox();
+    const planted = await sandbox.run(slot, bob, "mkdir -p /workspace/inbox/x.txt");
+    expect(planted.exitCode).toBe(0);
+    const [result] = await sandbox.saveToInbox(
+      slot,
+      [{ name: "x.txt", source: [Buffer.from("payload")], maxBytes: 100 }],
+      { sessionKey: alice, classify },
+    );
+    expect(saved(result).filename).toBe("x-2.txt");
+    expect(await listIn(sandbox, slot, alice, "/workspace/inbox/x.txt")).toEqual([]);
+    expect(await listIn(sandbox, slot, alice, "/workspace/inbox")).toEqual(["x-2.txt", "x.txt"]);
+  });
+
   it("refuses a file over its limit before anything reaches the container", async () => {
     await emptyInbox();
     const [results, uploads] = await archiveUploadsDuring(() =>
@@ -157,6 +192,27 @@ describe("saving files a user sent (tmpfs slot, through the engine's archive API
     );
     saved(results[1]);
     expect(await listIn(sandbox, slot, alice, "/workspace/inbox")).toEqual(["after.txt"]);
+  });
+
+  it("refuses a file that does not fit in /run/mediagate to stage, naming scratchBytes, and saves the next", async () => {
+    const small = fx.sandbox({ filesystem: "tmpfs", tmpfsBytes: 8 * MiB, scratchBytes: MiB });
+    const task = "task-staging";
+    const results = await small.saveToInbox(
+      task,
+      [
+        { name: "big.bin", source: streamOf(randomFile(2 * MiB).bytes), maxBytes: 64 * MiB },
+        { name: "after.txt", source: [Buffer.from("after")], maxBytes: MiB },
+      ],
+      { sessionKey: alice, classify },
+    );
+    expect(results[0]).toMatchObject({ status: "refused", reason: "no_space" });
+    expect(results[0]?.status === "refused" && results[0].message).toContain(
+      "big.bin: no space left to stage it in /run/mediagate (its size is 1 MiB: sandbox.scratchBytes)",
+    );
+    saved(results[1]);
+    expect(await listIn(small, task, alice, "/workspace/inbox")).toEqual(["after.txt"]);
+    expect(await listIn(small, task, alice, "/run/mediagate/in")).toEqual([]);
+    await small.cleanup(task, { force: true, deleteDirs: true });
   });
 
   it("refuses a /workspace/inbox link the container planted and writes nothing where it points", async () => {

@@ -139,6 +139,26 @@ describe("saving files a user sent (bind slot, from the host)", () => {
     expect(dup2.stdout).toBe("dup.txt");
   });
 
+  it("saves a file under a random name when another session took all its numbered names", async () => {
+    await emptyInbox();
+    const flood = await sandbox.run(
+      slot,
+      bob,
+      "mkdir -p /workspace/inbox && cd /workspace/inbox && : > photo.jpg && i=2 && while [ $i -le 100 ]; do : > photo-$i.jpg; i=$((i + 1)); done",
+    );
+    expect(flood.exitCode).toBe(0);
+    const [result] = await sandbox.saveToInbox(
+      slot,
+      [{ name: "photo.jpg", source: [Buffer.from("alice's photo")], maxBytes: 100 }],
+      { sessionKey: alice, classify },
+    );
+    const got = saved(result);
+    expect(got.filename).toMatch(/^photo-[0-9a-f]{16}\.jpg$/);
+    const inside = await sandbox.run(slot, alice, `cat /workspace/inbox/${got.filename}`);
+    expect(inside.stdout).toBe("alice's photo");
+    expect(await listIn(sandbox, slot, alice, "/workspace/inbox")).toHaveLength(101);
+  });
+
   it("refuses a file over its limit, leaves nothing of it, and still saves the next", async () => {
     await emptyInbox();
     const big = streamOf(randomFile(2 * MiB).bytes);

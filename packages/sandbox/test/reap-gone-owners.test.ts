@@ -139,7 +139,7 @@ describe("reaping the containers of a killed process", () => {
     // the process had died between the two), its dir stays behind with the owner file.
     const bare = "session:agent:x:dm:never-made";
     const left = await holdThenKill(fx, [bare]);
-    await promisify(execFile)("docker", ["rm", "-f", left[bare] as string]);
+    await promisify(execFile)("docker", ["rm", "-f", "-v", left[bare] as string]);
     // A dir of an older version (no owner file) keeps its files for the session's next container.
     const legacy = "session:agent:x:dm:legacy";
     await mkdir(join(sandbox.slotDirectory(legacy), "workspace"), { recursive: true });

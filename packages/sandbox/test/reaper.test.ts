@@ -2,7 +2,8 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dockerOf } from "../src/docker-client.js";
-import { containerLabels } from "../src/labels.js";
+import { currentInstanceId } from "../src/instance.js";
+import { containerLabels, LabelKeys } from "../src/labels.js";
 import { sweepOrphans } from "../src/reaper.js";
 import {
   containerExists,
@@ -30,6 +31,29 @@ async function exitedContainer(owner: Fixture, slot: string): Promise<string> {
   });
   await container.start();
   await container.wait();
+  return container.id;
+}
+
+/**
+ * A throwaway delete container of the fixture's install and profile, labelled as
+ * `deleteInContainer` labels it (owned by this live process), running `cmd`; started and
+ * waited for unless `start` is false.
+ */
+async function deleteHelper(owner: Fixture, cmd: string[], start = true): Promise<string> {
+  const container = await docker.createContainer({
+    name: `mediagate-delete-test-${Math.random().toString(16).slice(2, 10)}`,
+    Image: TestImage,
+    Cmd: cmd,
+    Labels: {
+      [LabelKeys.slotDelete]: "1",
+      [LabelKeys.install]: owner.owner.install,
+      [LabelKeys.owner]: currentInstanceId(),
+      [LabelKeys.profile]: owner.profile,
+    },
+    HostConfig: { NetworkMode: "none" },
+  });
+  if (start) await container.start();
+  if (start && cmd[0] === "true") await container.wait();
   return container.id;
 }
 
@@ -116,6 +140,26 @@ describe("orphan reaper", () => {
     ]);
   });
 
+  it("removes the profile's delete containers that exited or never started, once old enough", async () => {
+    const sandbox = fx.sandbox({ orphanReaper: false });
+    const exited = await deleteHelper(fx, ["true"]);
+    const neverStarted = await deleteHelper(fx, ["true"], false);
+    const running = await deleteHelper(fx, ["sleep", "60"]);
+    const foreign = await deleteHelper(other, ["true"]);
+
+    expect((await sandbox.reapOrphans()).removed).toEqual([]);
+    expect(await alive(exited)).toBe(true);
+
+    const result = await sandbox.reapOrphans({ now: new Date(later()) });
+    expect(result.failed).toEqual([]);
+    expect(result.removed.sort()).toEqual([exited, neverStarted].sort());
+    expect(await alive(exited)).toBe(false);
+    expect(await alive(neverStarted)).toBe(false);
+    expect(await alive(running)).toBe(true);
+    expect(await alive(foreign)).toBe(true);
+    await docker.getContainer(running).remove({ force: true, v: true });
+  });
+
   it("keeps sweeping after one removal fails", async () => {
     const first = await exitedContainer(fx, "fail-a");
     const second = await exitedContainer(fx, "fail-b");
@@ -128,7 +172,7 @@ describe("orphan reaper", () => {
       sandboxRoots: [],
       remove: async (id) => {
         if (id === first) throw new Error("device busy");
-        await client.getContainer(id).remove();
+        await client.getContainer(id).remove({ v: true });
       },
     });
     expect(result.failed).toEqual([{ id: first, error: "device busy" }]);

@@ -35,7 +35,7 @@ async function cutMidCommand(
   return { containerId, outcome: outcome as PromiseSettledResult<unknown> };
 }
 
-const removeIt = (id: string) => docker.getContainer(id).remove({ force: true });
+const removeIt = (id: string) => docker.getContainer(id).remove({ force: true, v: true });
 const stopIt = (id: string) => docker.getContainer(id).stop({ t: 0 });
 
 describe("a sandbox that goes away mid-command", () => {

@@ -183,7 +183,7 @@ describe("mediagate sandbox ls | rm | reap with two installs on one engine", () 
 
   afterAll(async () => {
     const leftovers = await docker("ps", "-aq", "--filter", `label=mediagate.profile=${profile}`);
-    if (leftovers !== "") await docker("rm", "-f", ...leftovers.split("\n"));
+    if (leftovers !== "") await docker("rm", "-f", "-v", ...leftovers.split("\n"));
     for (const { dir, sandbox } of installs) {
       await sandbox.shutdown();
       await rm(dir, { recursive: true, force: true });

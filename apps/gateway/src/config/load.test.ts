@@ -1,7 +1,7 @@
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { Redacted, Redactor } from "../redact.js";
 import { emptyEnv, type GatewayEnv, readEnv } from "./env.js";
 import { ConfigError } from "./errors.js";
@@ -37,6 +37,7 @@ describe("resolveConfig", () => {
       pidsLimit: 512,
       memoryBytes: 1024 * 1024 * 1024,
       tmpfsBytes: 512 * 1024 * 1024,
+      scratchBytes: 256 * 1024 * 1024,
       diskLimitBytes: 4 * 1024 * 1024 * 1024,
       lifetimeSeconds: 300,
       persistAcrossProcesses: true,
@@ -103,7 +104,12 @@ describe("resolveConfig", () => {
         profiles: [
           {
             name: "default",
-            sandbox: { diskLimitBytes: 0, memoryBytes: 1 << 28, tmpfsBytes: 1 << 26 },
+            sandbox: {
+              diskLimitBytes: 0,
+              memoryBytes: 1 << 28,
+              tmpfsBytes: 1 << 26,
+              scratchBytes: 1 << 24,
+            },
           },
         ],
       },
@@ -113,9 +119,14 @@ describe("resolveConfig", () => {
       diskLimitBytes: 0,
       memoryBytes: 1 << 28,
       tmpfsBytes: 1 << 26,
+      scratchBytes: 1 << 24,
     });
     const error = errorOf({ profiles: [{ name: "default", sandbox: { diskLimitBytes: 4096 } }] });
     expect(error.message).toContain("profiles[0].sandbox.diskLimitBytes: got 4096, expected 0");
+    const scratch = errorOf({ profiles: [{ name: "default", sandbox: { scratchBytes: 4096 } }] });
+    expect(scratch.message).toContain(
+      "profiles[0].sandbox.scratchBytes: got 4096, expected a whole number of bytes, at least 1048576",
+    );
   });
 
   it("reports every problem, including unknown keys and bad profile names", () => {
@@ -520,8 +531,18 @@ describe("${VAR} references", () => {
 });
 
 describe("loadConfig", () => {
-  it("reads YAML from the file, and reports syntax errors and missing files with the path", async () => {
+  const made: string[] = [];
+  const tempDir = async () => {
     const dir = await mkdtemp(join(tmpdir(), "mg-config-"));
+    made.push(dir);
+    return dir;
+  };
+  afterEach(async () => {
+    for (const dir of made.splice(0)) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("reads YAML from the file, and reports syntax errors and missing files with the path", async () => {
+    const dir = await tempDir();
     const good = join(dir, "mediagate.yaml");
     await writeFile(good, "home: ./state\nconcurrency: 2\nprofiles:\n  - name: default\n");
     const config = await loadConfig({ path: good, env });
@@ -536,7 +557,7 @@ describe("loadConfig", () => {
   });
 
   it("names file:line:column of a YAML syntax error, without quoting the source", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "mg-config-"));
+    const dir = await tempDir();
     const file = join(dir, "broken.yaml");
     await writeFile(
       file,
@@ -561,7 +582,7 @@ describe("loadConfig", () => {
   });
 
   it("takes the path from MEDIAGATE_CONFIG when none is given", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "mg-config-"));
+    const dir = await tempDir();
     const file = join(dir, "m.yaml");
     await writeFile(file, "concurrency: 3\n");
     const e = readEnv({ MEDIAGATE_CONFIG: file, HOME: "/home/x" });

@@ -211,6 +211,7 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
     pidsLimit: s.pidsLimit ?? d.pidsLimit,
     maxOpenShells: s.maxOpenShells ?? d.maxOpenShells,
     tmpfsBytes: s.tmpfsBytes ?? d.tmpfsBytes,
+    scratchBytes: s.scratchBytes ?? d.scratchBytes,
     diskLimitBytes: s.diskLimitBytes ?? d.diskLimitBytes,
     volumes: s.volumes ?? [],
     sharedKey: (s.sharedKey ?? d.sharedKey).trim(),

@@ -88,6 +88,9 @@ const agentSchema = z.discriminatedUnion("kind", [
   }),
 ]);
 
+/** Below this `/run/mediagate` could not hold the sessions' shell state and uid registry. */
+const MinScratchBytes = 1024 * 1024;
+
 /** Below this a session could not even run its shell, a command and a kill exec. */
 const SessionProcessLimitMin = 8;
 
@@ -108,6 +111,13 @@ const sandboxSchema = z.strictObject({
   pidsLimit: positiveInt.optional(),
   maxOpenShells: positiveInt.optional(),
   tmpfsBytes: positiveInt.optional(),
+  scratchBytes: z
+    .number()
+    .int()
+    .min(MinScratchBytes, {
+      error: `a whole number of bytes, at least ${MinScratchBytes} (1 MiB: the sessions' shell state lives there)`,
+    })
+    .optional(),
   diskLimitBytes: z
     .number()
     .int()

@@ -39,6 +39,7 @@ const ShownKeys: ReadonlySet<string> = new Set([
   "sessionProcessLimit",
   "diskLimitBytes",
   "tmpfsBytes",
+  "scratchBytes",
   "allowDirs",
   "groupSessionsPerUser",
   "threadSessionsPerUser",

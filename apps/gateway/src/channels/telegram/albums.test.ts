@@ -3,9 +3,14 @@ import type { Update } from "grammy/types";
 import { describe, expect, it } from "vitest";
 import { albumOf, confirmableOffset, endsInAlbum, groupUpdates } from "./albums.js";
 
-/** An update in chat `chat`, in album `group` when given. */
-function update(id: number, group?: string, chat = 1): Update {
-  const message = { message_id: id, date: 0, chat: { id: chat, type: "private" } };
+/** An update in chat `chat` from user `from`, in album `group` when given. */
+function update(id: number, group?: string, chat = 1, from = 7): Update {
+  const message = {
+    message_id: id,
+    date: 0,
+    chat: { id: chat, type: chat > 0 ? "private" : "supergroup" },
+    from: { id: from, is_bot: false, first_name: `u${from}` },
+  };
   return {
     update_id: id,
     message: group === undefined ? message : { ...message, media_group_id: group },
@@ -43,10 +48,37 @@ describe("groupUpdates", () => {
     expect(ids(units)).toEqual([[1, 3], [2, 5], [4]]);
   });
 
+  it("keeps two senders' albums in one group apart, even with one group id, interleaved", () => {
+    const units = groupUpdates([
+      update(1, "a", -5, 7),
+      update(2, "a", -5, 8),
+      update(3, "a", -5, 7),
+      update(4, "a", -5, 8),
+    ]);
+    expect(ids(units)).toEqual([
+      [1, 3],
+      [2, 4],
+    ]);
+  });
+
+  it("keeps two channels posting in one group through the same service user apart", () => {
+    const asChannel = (id: number, channel: number): Update => {
+      const base = update(id, "a", -5, 136817688);
+      const message = { ...base.message, sender_chat: { id: channel, type: "channel" } };
+      return { ...base, message } as unknown as Update;
+    };
+    const units = groupUpdates([asChannel(1, -101), asChannel(2, -102), asChannel(3, -101)]);
+    expect(ids(units)).toEqual([[1, 3], [2]]);
+  });
+
   it("keeps every update exactly once, in order within a unit (property)", () => {
+    const item = fc.tuple(
+      fc.option(fc.constantFrom("a", "b", "c"), { nil: undefined }),
+      fc.constantFrom(7, 8),
+    );
     const batch = fc
-      .array(fc.option(fc.constantFrom("a", "b", "c"), { nil: undefined }), { maxLength: 30 })
-      .map((groups) => groups.map((group, i) => update(i + 1, group)));
+      .array(item, { maxLength: 30 })
+      .map((items) => items.map(([group, from], i) => update(i + 1, group, -5, from)));
     fc.assert(
       fc.property(batch, (updates) => {
         const units = groupUpdates(updates);
@@ -59,6 +91,7 @@ describe("groupUpdates", () => {
         for (const unit of units) {
           const keys = new Set(unit.map(albumOf));
           expect(keys.size).toBe(1);
+          expect(new Set(unit.map((u) => u.message?.from?.id)).size).toBe(1);
           if (unit.length > 1) expect(albumOf(unit[0]!)).toBeDefined();
         }
       }),

@@ -2,15 +2,24 @@ import type { Update } from "grammy/types";
 
 /**
  * Updates handed on together: one update, or every update of one album (the messages of one
- * chat sharing a `media_group_id`), in update order. Its receipt id is its first update's.
+ * sender in one chat sharing a `media_group_id`), in update order. Its receipt id is its first
+ * update's.
  */
 export type UpdateUnit = readonly Update[];
 
-/** The album an update belongs to (`<chat id>:<media_group_id>`), if any. */
+/**
+ * The album an update belongs to, if any: `<chat id>:<from id>:<sender chat id>:<media_group_id>`
+ * (an id it lacks is empty). The sender is part of the key, so two members of one group never
+ * share an album whatever group id their messages carry: one member's files never end up in
+ * another member's message. Both sender ids count because several senders share one `from`
+ * (channels posting in a group all come from the same service user).
+ */
 export function albumOf(update: Update): string | undefined {
   const message = update.message ?? update.channel_post;
   if (message?.media_group_id === undefined) return undefined;
-  return `${message.chat.id}:${message.media_group_id}`;
+  const from = message.from?.id ?? "";
+  const senderChat = message.sender_chat?.id ?? "";
+  return `${message.chat.id}:${from}:${senderChat}:${message.media_group_id}`;
 }
 
 /**

@@ -195,8 +195,9 @@ export function attachmentOf(message: Message): InboundAttachment | undefined {
 
 /**
  * Maps a Telegram message (or channel post) to the core's {@link InboundMessage}: one message,
- * or the messages of one album (one `media_group_id`), which become one message with all their
- * files, in order, and the album's caption as its text.
+ * or the messages of one album (one sender's `media_group_id` in one chat: `albumOf`), which
+ * become one message with all their files, in order, and the album's caption as its text; the
+ * sender is the first message's.
  *
  * - the text is the message's text or caption; a message with files and no caption has text `""`.
  * - ids are strings; `userId` is the raw numeric id (the core adds the `telegram:` prefix);
