@@ -13,7 +13,7 @@ export interface ShellAgentOptions {
 }
 
 /** Defaults of {@link ShellAgentOptions}. */
-export const ShellAgentDefaults = Defaults.shellAgent;
+export const ShellAgentDefaults = Defaults.shellAgent satisfies Required<ShellAgentOptions>;
 
 /** `MEDIA:` lines rescued from the dropped part of a long output, at most this many. */
 const MaxRescuedMediaLines = 10;
