@@ -162,7 +162,12 @@ export class Gateway {
       journal,
       logger,
       channelFor: (profile, platform) => this.#channelFor(profile, platform),
-      runtimeFor: (profile) => this.runtimes.get(profile),
+      translateContextFor: (profile) => {
+        const runtime = this.runtimes.get(profile);
+        return runtime === undefined
+          ? undefined
+          : (slot, sessionKey, signal) => runtime.translateContext(slot, sessionKey, signal);
+      },
       maxAttempts: config.delivery.maxAttempts,
       maxAgeMs: config.delivery.maxAgeSeconds * 1000,
       schedule: options.outboxSchedule,
