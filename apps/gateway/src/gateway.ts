@@ -85,9 +85,9 @@ export interface GatewayOptions {
   readonly onFatal?: (error: Error) => void;
   /** Overrides `config.drainTimeoutSeconds`. */
   readonly drainTimeoutMs?: number;
-  /** Typing renewal period (default 4 s). */
+  /** Typing renewal period (default `Defaults.activity.intervalMs`). */
   readonly activityIntervalMs?: number;
-  /** How long a turn runs before it shows typing (default 1 s). */
+  /** How long a turn runs before it shows typing (default `Defaults.activity.typingAfterMs`). */
   readonly typingAfterMs?: number;
   /**
    * Replaces the clock and timers of turns' status messages (docs/sessions.md, "Live

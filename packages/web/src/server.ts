@@ -27,7 +27,7 @@ export interface WebConsoleOptions {
   readonly source: ConsoleSource;
   readonly logger: WebLogger;
   readonly now?: (() => number) | undefined;
-  /** Live update period while a browser watches (default 1 s). */
+  /** Live update period while a browser watches (default `WebDefaults.liveIntervalMs`). */
   readonly liveIntervalMs?: number | undefined;
   /** The built front end (default the package's `dist/public`). */
   readonly publicDir?: string | undefined;

@@ -6,9 +6,12 @@ import type { Agent, AgentTurnInput, AgentTurnResult, TurnAttachment } from "./t
 
 /** Options of {@link ShellAgent}. */
 export interface ShellAgentOptions {
-  /** Cap on the command output shown, in chars; the tail is kept. Default 3500. */
+  /**
+   * Cap on the command output shown, in chars; the tail is kept. Default:
+   * `Defaults.shellAgent.maxReplyChars`.
+   */
   readonly maxReplyChars?: number;
-  /** Time limit of one command. Default 120 000. */
+  /** Time limit of one command. Default: `Defaults.shellAgent.timeoutMs`. */
   readonly timeoutMs?: number;
 }
 

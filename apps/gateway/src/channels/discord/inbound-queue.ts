@@ -7,9 +7,9 @@ export type Sleep = (ms: number, signal: AbortSignal) => Promise<void>;
 
 /** Backoff of a message whose handler rejected (the journal could not be written). */
 export interface InboundRetryOptions {
-  /** First wait; doubles per failure. Default 1000. */
+  /** First wait; doubles per failure. Default: `Defaults.discord.inboundRetry.minDelayMs`. */
   readonly minDelayMs?: number | undefined;
-  /** Cap of that wait. Default 60000. */
+  /** Cap of that wait. Default: `Defaults.discord.inboundRetry.maxDelayMs`. */
   readonly maxDelayMs?: number | undefined;
 }
 
