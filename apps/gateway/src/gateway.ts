@@ -1,11 +1,6 @@
+import { isLoopbackHost, parseListenAddress } from "@mediagate/io";
 import { connectDocker, type DockerEngine } from "@mediagate/sandbox";
-import {
-  ensureWebToken,
-  isLoopbackHost,
-  parseListen,
-  startWebConsole,
-  type WebConsole,
-} from "@mediagate/web";
+import { ensureWebToken, startWebConsole, type WebConsole } from "@mediagate/web";
 import type { Agent } from "./agents/types.js";
 import type { SharedTerminal } from "./channels/console-terminal.js";
 import { createChannels } from "./channels/factory.js";
@@ -321,7 +316,7 @@ export class Gateway {
     const web = this.config.web;
     const live = this.#services.live;
     if (web === undefined || live === undefined) return;
-    const { host } = parseListen(web.listen);
+    const { host } = parseListenAddress(web.listen);
     if (!isLoopbackHost(host)) {
       this.logger.warn(
         { listen: web.listen },

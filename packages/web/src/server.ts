@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import fastifyCookie from "@fastify/cookie";
 import fastifyCsrf from "@fastify/csrf-protection";
 import fastifyStatic from "@fastify/static";
+import { formatListenAddress, isLoopbackHost, parseListenAddress } from "@mediagate/io";
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import { WebDefaults } from "./defaults.js";
 import { LiveHub } from "./live.js";
@@ -20,7 +21,10 @@ export interface WebLogger {
 
 /** Options of {@link startWebConsole}. */
 export interface WebConsoleOptions {
-  /** `host:port` (port 0: any free port). */
+  /**
+   * `host:port`, an IPv6 host in brackets (`[::1]:8787`); port 0: any free port. One that is
+   * not rejects with @mediagate/io's `ListenAddressError`.
+   */
   readonly listen: string;
   /** The login secret (`mediagate web token`). */
   readonly token: string;
@@ -47,23 +51,6 @@ export const Pages = ["/", "/sessions", "/containers", "/deliveries", "/logs"] a
 /** What is served without a login: the login page and what it loads, nothing else. */
 const Public = new Set(["/login", "/api/csrf", "/assets/login.js", "/assets/style.css"]);
 
-/** Whether `host` (as in `listen`) is a loopback address. */
-export function isLoopbackHost(host: string): boolean {
-  const bare = host.replace(/^\[|\]$/g, "");
-  return bare === "localhost" || bare === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
-}
-
-/** Splits `host:port` (`[::1]:8787` too). */
-export function parseListen(listen: string): { host: string; port: number } {
-  const at = listen.lastIndexOf(":");
-  const host = listen.slice(0, at).replace(/^\[|\]$/g, "");
-  const port = Number(listen.slice(at + 1));
-  if (at <= 0 || host === "" || !Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new RangeError(`web.listen must be "host:port", e.g. "127.0.0.1:8787"; got ${listen}`);
-  }
-  return { host, port };
-}
-
 declare module "fastify" {
   interface FastifyRequest {
     login?: LoginSession;
@@ -77,7 +64,7 @@ declare module "fastify" {
  * nothing but the login page served without a session.
  */
 export async function startWebConsole(options: WebConsoleOptions): Promise<WebConsole> {
-  const { host, port } = parseListen(options.listen);
+  const { host, port } = parseListenAddress(options.listen);
   const loopback = isLoopbackHost(host);
   const publicDir =
     options.publicDir ?? join(dirname(fileURLToPath(import.meta.url)), "..", "dist", "public");
@@ -111,8 +98,8 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
   const selfOrigins = () =>
     loopback
       ? new Set(
-          [host, "127.0.0.1", "localhost", "[::1]"].map(
-            (h) => `${h.includes(":") && !h.startsWith("[") ? `[${h}]` : h}:${port_}`,
+          [host, "127.0.0.1", "localhost", "::1"].map((h) =>
+            formatListenAddress({ host: h, port: port_ }),
           ),
         )
       : undefined;

@@ -431,6 +431,37 @@ describe("resolveConfig", () => {
     expect(config.profiles[0]?.sandbox.sharedKey).toBe("team");
     expect(config.profiles[0]?.agent).toMatchObject({ kind: "openai", maxToolRounds: 8 });
   });
+
+  it("reads health.listen and web.listen as host:port, IPv6 in brackets, health on loopback only", () => {
+    const config = resolveConfig(
+      { health: { listen: "[::1]:9464" }, web: { listen: "[::]:8787" } },
+      { env },
+    );
+    expect(config.healthListen).toBe("[::1]:9464");
+    expect(config.web).toEqual({ listen: "[::]:8787" });
+    expect(resolveConfig({ health: { listen: "localhost:0" } }, { env }).healthListen).toBe(
+      "localhost:0",
+    );
+    const refused: [object, string][] = [
+      [
+        { health: { listen: "0.0.0.0:9464" } },
+        'health.listen: got "0.0.0.0:9464", expected a loopback "host:port", e.g. "127.0.0.1:9464" or "[::1]:9464"',
+      ],
+      [
+        { health: { listen: "::1:9464" } },
+        'health.listen: got "::1:9464", expected an IPv6 address in brackets, e.g. "[::1]:8787"',
+      ],
+      [
+        { web: { listen: "127.0.0.1:70000" } },
+        'web.listen: got "127.0.0.1:70000", expected a port from 0 to 65535 after the last ":"',
+      ],
+      [
+        { web: { listen: "8787" } },
+        'web.listen: got "8787", expected a "host:port", e.g. "127.0.0.1:8787" or "[::1]:8787"',
+      ],
+    ];
+    for (const [raw, message] of refused) expect(errorOf(raw).message).toContain(message);
+  });
 });
 
 describe("${VAR} references", () => {
