@@ -10,4 +10,5 @@ cd "$(dirname "$0")/.."
 suite_setup
 pnpm typecheck
 pnpm lint
+pnpm check:imports
 suite_run test

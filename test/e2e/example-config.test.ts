@@ -1,4 +1,4 @@
-import { rm } from "node:fs/promises";
+import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadConfig, readEnv } from "@mediagate/gateway";
@@ -149,8 +149,13 @@ describe("mediagate start -c mediagate.example.yaml with a variable unset", () =
       env: { TELEGRAM_BOT_TOKEN: DefaultBotToken, TEAM_DISCORD_BOT_TOKEN: TeamBotToken },
     });
     expect(run.code).toBe(1);
+    // Placed at the key that names the variable.
+    const lines = (await readFile(ExampleFile, "utf8")).split("\n");
+    const line = lines.findIndex((l) => /^\s*token: \$\{LOCAL_TELEGRAM_BOT_TOKEN\}/.test(l));
+    const column = (lines[line]?.indexOf("token:") ?? -1) + 1;
+    expect(line).toBeGreaterThan(0);
     expect(run.stderr).toContain(
-      `mediagate: invalid config ${ExampleFile}: profiles[2].telegram.token: got \${LOCAL_TELEGRAM_BOT_TOKEN}, expected the environment variable LOCAL_TELEGRAM_BOT_TOKEN to be set (it is unset or empty)\n`,
+      `mediagate: invalid config ${ExampleFile}:${line + 1}:${column}: profiles[2].telegram.token: got \${LOCAL_TELEGRAM_BOT_TOKEN}, expected the environment variable LOCAL_TELEGRAM_BOT_TOKEN to be set (it is unset or empty)\n`,
     );
     expect(run.output).not.toContain(DefaultBotToken);
     expect(run.output).not.toContain(TeamBotToken);

@@ -1,12 +1,6 @@
 // The subpath, not the index: the SQLite worker threads bundle this module, and the index would
 // load dockerode into each of them (sqlite/worker-imports.test.ts).
 import { Defaults as SandboxDefaults } from "@mediagate/sandbox/defaults";
-import type { ShellAgentOptions } from "./agents/shell.js";
-import type { AmbiguousSends } from "./channels/telegram/errors.js";
-import type { AccessMode, BusyMode } from "./config/types.js";
-import type { ResolvedRetryOptions } from "./delivery/retry.js";
-import type { LogLevel } from "./log.js";
-import type { SessionKeyPolicy } from "./session/key.js";
 
 /** Time limit of one command in the sandbox: the sandbox's own, for every agent. */
 const commandTimeoutMs = SandboxDefaults.execTimeoutMs;
@@ -18,8 +12,10 @@ const readMaxBytes = 256 * 1024;
  * `@mediagate/sandbox`'s `Defaults`). Settings an operator can write in the config are in the
  * config's units (seconds); the modules that use them in milliseconds derive them from here,
  * so a default never drifts between the config, the docs and the code. Each module exports
- * its section under its own name (`ShellAgentDefaults`, `OutboxDefaults`, …) and merges it
- * with its options once, in its constructor or resolver.
+ * its section under its own name (`ShellAgentDefaults`, `OutboxDefaults`, …), checks it
+ * against its own options type there (`Defaults.shellAgent satisfies …`), and merges it with
+ * its options once, in its constructor or resolver. This file imports none of their types:
+ * it would be the centre of an import cycle with every one of them.
  */
 export const Defaults = {
   /** The profile of a config without `profiles:`; it uses the root home. */
@@ -261,17 +257,4 @@ export const Defaults = {
     /** Repeats this soon after the first signal are the same request, not a second one. */
     repeatWindowMs: 1_000,
   },
-} as const satisfies {
-  readonly sessions: SessionKeyPolicy;
-  readonly busy: { readonly mode: BusyMode; readonly maxQueuedMessages: number };
-  readonly access: AccessMode;
-  readonly delivery: { readonly ambiguousSends: AmbiguousSends } & Record<string, unknown>;
-  readonly retry: Omit<ResolvedRetryOptions, "sleep">;
-  readonly shellAgent: Required<ShellAgentOptions>;
-  readonly log: {
-    readonly level: LogLevel;
-    readonly consoleLevel: LogLevel;
-    readonly pretty: { translateTime: string; ignore: string; singleLine: boolean };
-  };
-  readonly [section: string]: unknown;
-};
+} as const;

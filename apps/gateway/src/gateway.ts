@@ -1,12 +1,6 @@
-import { type Sleep, settledWithin } from "@mediagate/io";
+import { isLoopbackHost, parseListenAddress, type Sleep, settledWithin } from "@mediagate/io";
 import { connectDocker, type DockerEngine } from "@mediagate/sandbox";
-import {
-  ensureWebToken,
-  isLoopbackHost,
-  parseListen,
-  startWebConsole,
-  type WebConsole,
-} from "@mediagate/web";
+import { ensureWebToken, startWebConsole, type WebConsole } from "@mediagate/web";
 import type { Agent } from "./agents/types.js";
 import type { SharedTerminal } from "./channels/console-terminal.js";
 import { createChannels } from "./channels/factory.js";
@@ -85,9 +79,9 @@ export interface GatewayOptions {
   readonly onFatal?: (error: Error) => void;
   /** Overrides `config.drainTimeoutSeconds`. */
   readonly drainTimeoutMs?: number;
-  /** Typing renewal period (default 4 s). */
+  /** Typing renewal period (default `Defaults.activity.intervalMs`). */
   readonly activityIntervalMs?: number;
-  /** How long a turn runs before it shows typing (default 1 s). */
+  /** How long a turn runs before it shows typing (default `Defaults.activity.typingAfterMs`). */
   readonly typingAfterMs?: number;
   /**
    * Replaces the clock and timers of turns' status messages (docs/sessions.md, "Live
@@ -162,7 +156,12 @@ export class Gateway {
       journal,
       logger,
       channelFor: (profile, platform) => this.#channelFor(profile, platform),
-      runtimeFor: (profile) => this.runtimes.get(profile),
+      translateContextFor: (profile) => {
+        const runtime = this.runtimes.get(profile);
+        return runtime === undefined
+          ? undefined
+          : (slot, sessionKey, signal) => runtime.translateContext(slot, sessionKey, signal);
+      },
       maxAttempts: config.delivery.maxAttempts,
       maxAgeMs: config.delivery.maxAgeSeconds * 1000,
       schedule: options.outboxSchedule,
@@ -316,7 +315,7 @@ export class Gateway {
     const web = this.config.web;
     const live = this.#services.live;
     if (web === undefined || live === undefined) return;
-    const { host } = parseListen(web.listen);
+    const { host } = parseListenAddress(web.listen);
     if (!isLoopbackHost(host)) {
       this.logger.warn(
         { listen: web.listen },

@@ -15,7 +15,11 @@ export type LogLevel = (typeof LogLevels)[number];
 export type LogFormat = "json" | "pretty";
 
 /** Defaults of the gateway's logging (docs/operations.md). */
-export const LogDefaults = Defaults.log;
+export const LogDefaults = Defaults.log satisfies {
+  readonly level: LogLevel;
+  readonly consoleLevel: LogLevel;
+  readonly pretty: { translateTime: string; ignore: string; singleLine: boolean };
+};
 
 /** A log level setting holds something that is not a level. */
 export class LogLevelError extends Error {

@@ -4,6 +4,13 @@ export type { Backoff, RetryAfter } from "./backoff.js";
 export { BackoffDefaults, backoffMs } from "./backoff.js";
 export type { DeadlineOptions } from "./deadline.js";
 export { DeadlineError, deadline, settledWithin, untilAborted } from "./deadline.js";
+export {
+  formatListenAddress,
+  isLoopbackHost,
+  type ListenAddress,
+  ListenAddressError,
+  parseListenAddress,
+} from "./listen-address.js";
 export type { RetryFailure, RetryLoopOptions } from "./retry.js";
 export { RetryLoopDefaults, retry } from "./retry.js";
 export type { BufferRingOptions, ChunkSource, ReadChunksOptions } from "./reused-buffers.js";

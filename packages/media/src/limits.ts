@@ -8,14 +8,17 @@ export const TelegramDefaults = Defaults.telegram satisfies TelegramLimitOptions
 export const DiscordDefaults = Defaults.discord satisfies DiscordLimitOptions;
 
 export interface TelegramLimitOptions {
-  /** Cap for `sendPhoto`. Default 10 MB. */
+  /** Cap for `sendPhoto`. Default: `Defaults.telegram.photoBytes`. */
   readonly photoBytes?: number | undefined;
-  /** Cap for every other upload. Default 50 MB; a local Bot API server allows up to 2000 MB. */
+  /**
+   * Cap for every other upload. Default: `Defaults.telegram.otherBytes`; a local Bot API
+   * server allows up to 2000 MB.
+   */
   readonly otherBytes?: number | undefined;
 }
 
 export interface DiscordLimitOptions {
-  /** Cap per attachment. Default 10 MiB; raise it for a boosted guild. */
+  /** Cap per attachment. Default: `Defaults.discord.maxBytes`; raise it for a boosted guild. */
   readonly maxBytes?: number | undefined;
 }
 

@@ -70,12 +70,15 @@ export interface TranslateContext {
   readonly container?: ContainerFileSource | undefined;
   /** Where the container fallback spools a file (created O_EXCL, unlinked at once). */
   readonly tmpDir: string;
-  /** Files resolved per reply; later tags stay visible as `unreachable`. Default 20. */
   /**
    * Planning stops (rejects with the abort reason) before the next tag once this aborts: a
    * stopping gateway does not open or copy out more files.
    */
   readonly signal?: AbortSignal | undefined;
+  /**
+   * Files resolved per reply; later tags stay visible as `unreachable`. Default:
+   * `Defaults.plan.maxFiles`.
+   */
   readonly maxFiles?: number | undefined;
 }
 

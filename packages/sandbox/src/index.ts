@@ -20,6 +20,7 @@ export type { SandboxOptions } from "./sandbox.js";
 export { Sandbox } from "./sandbox.js";
 export { sanitizeForPath } from "./sanitize-path.js";
 export { sessionHash } from "./session-hash.js";
+export { shellQuote } from "./shell-scripts.js";
 export { DefaultSlot, resolveSlot, TaskRegistry } from "./slot.js";
 export type { SlotHomes, SlotKey, SlotKind, SlotTraits } from "./slot-key.js";
 export {

@@ -14,7 +14,8 @@ import type { ReapResult } from "./types.js";
 
 /**
  * The default age (seconds) beyond which an exited container is an orphan:
- * `2 × max(60, lifetimeSeconds)`. `mediagate sandbox reap --older-than` replaces it.
+ * `2 × max(Defaults.reaperMinLifetimeSeconds, lifetimeSeconds)`. `mediagate sandbox reap
+ * --older-than` replaces it.
  */
 export function reapAgeSeconds(lifetimeSeconds: number): number {
   return 2 * Math.max(Defaults.reaperMinLifetimeSeconds, lifetimeSeconds);

@@ -683,7 +683,7 @@ export class Sandbox {
    *   and delete containers such a process left; never a live owner's, another install's,
    *   or a persistent slot's container (any process reuses those);
    * - exited containers that finished more than `minAgeSeconds` ago (default
-   *   `2 × max(60, lifetimeSeconds)`), with the slot dirs of
+   *   `2 × max(Defaults.reaperMinLifetimeSeconds, lifetimeSeconds)`), with the slot dirs of
    *   session and task-id slots; the dirs of `default`, `profile:<name>` and `shared:<key>`
    *   slots are persistent data and kept;
    * - legacy containers (no install label) bound into this install's slot dirs, running or
@@ -745,8 +745,8 @@ export class Sandbox {
 
   /**
    * Cancels idle timers, closes every session shell, cleans up non-persistent containers
-   * this process made, and waits (at most `timeoutMs`, default 15 s) for all outstanding
-   * cleanups.
+   * this process made, and waits (at most `timeoutMs`, default `Defaults.shutdownTimeoutMs`)
+   * for all outstanding cleanups.
    */
   async shutdown(timeoutMs: number = Defaults.shutdownTimeoutMs): Promise<void> {
     this.#idle?.cancelAll();

@@ -14,6 +14,15 @@ describe("shellQuote", () => {
     );
   });
 
+  it("drops NUL bytes, which no shell word can hold, and keeps the rest", () => {
+    const value = "a\0b'\0c";
+    const quoted = shellQuote(value);
+    expect(quoted).not.toContain("\0");
+    // execFileSync refuses an argument holding a NUL: the quoted word must reach sh whole.
+    const out = execFileSync("sh", ["-c", `printf %s ${quoted}`]).toString();
+    expect(out).toBe("ab'c");
+  });
+
   it("neutralises quotes and expansions", () => {
     const hostile = `'; echo pwned; '$(id)\`id\`$HOME`;
     const out = execFileSync("sh", ["-c", `printf %s ${shellQuote(hostile)}`]).toString();

@@ -13,7 +13,10 @@ export const RegistryDir = "/run/mediagate";
 /** Directory of the per-session state directories. */
 export const StateDir = `${RegistryDir}/s`;
 
-/** Single-quotes a string for sh. NUL bytes cannot reach a shell and are dropped. */
+/**
+ * Single-quotes a string as one POSIX sh word. NUL bytes are dropped: no shell word can hold
+ * one (C strings end there), so `sh` would cut the word or the script at it.
+ */
 export function shellQuote(value: string): string {
   return `'${value.replaceAll("\0", "").replaceAll("'", "'\\''")}'`;
 }

@@ -55,16 +55,26 @@ export interface SandboxSettings {
    * and old exited containers, with their scratch slot dirs. Default true.
    */
   readonly orphanReaper: boolean;
-  /** Container lifetime used by the reaper's age threshold. Default 300. */
+  /**
+   * Container lifetime used by the reaper's age threshold. Default:
+   * `Defaults.settings.lifetimeSeconds`.
+   */
   readonly lifetimeSeconds: number;
   /** Docker network mode. Default `"none"`. */
   readonly network: string;
-  /** Memory ceiling of the container (Docker `Memory`). Default 1 GiB. */
+  /**
+   * Memory ceiling of the container (Docker `Memory`). Default: `Defaults.settings.memoryBytes`.
+   */
   readonly memoryBytes: number;
   readonly nanoCpus?: number | undefined;
-  /** Process ceiling of the container (Docker `PidsLimit`). Default 512. */
+  /**
+   * Process ceiling of the container (Docker `PidsLimit`). Default: `Defaults.settings.pidsLimit`.
+   */
   readonly pidsLimit: number;
-  /** Size of each tmpfs mount (`/workspace`, `/root`) of a tmpfs filesystem. Default 512 MiB. */
+  /**
+   * Size of each tmpfs mount (`/workspace`, `/root`) of a tmpfs filesystem. Default:
+   * `Defaults.settings.tmpfsBytes`.
+   */
   readonly tmpfsBytes: number;
   /**
    * Size of each of the container's own writable places outside `/workspace` and `/root`:
@@ -77,7 +87,8 @@ export interface SandboxSettings {
   /**
    * Per-slot ceiling on what a bind filesystem's slot writes to the host disk: the slot
    * directory is an ext4 image of this size, loop-mounted `nosuid,nodev` (needs root and a
-   * loop device). Default 4 GiB; `0` = no ceiling and a plain directory.
+   * loop device). Default: `Defaults.settings.diskLimitBytes`; `0` = no ceiling and a plain
+   * directory.
    */
   readonly diskLimitBytes: number;
   /** Extra binds, `host:container[:mode]`. */
@@ -96,7 +107,7 @@ export interface SandboxSettings {
   /**
    * Per-session mode: the most processes one session's uid may have at once (RLIMIT_NPROC,
    * counted per uid across the whole host), so a fork loop in one session leaves room for
-   * the others under `pidsLimit`. Default 128.
+   * the others under `pidsLimit`. Default: `Defaults.settings.sessionProcessLimit`.
    */
   readonly sessionProcessLimit: number;
   /**
@@ -104,15 +115,18 @@ export interface SandboxSettings {
    * `pidsLimit`). Opening one more closes the least recently used idle one first; its
    * session keeps its cwd and exports and gets a new shell on its next command. When all
    * are running commands, a session's command runs as a one-shot exec with its state.
-   * Default 64 (`Defaults.settings.maxOpenShells`).
+   * Default: `Defaults.settings.maxOpenShells`.
    */
   readonly maxOpenShells?: number | undefined;
 }
 
 export interface ExecOptions {
-  /** Default 120_000. */
+  /** Time limit of the command. Default: `Defaults.execTimeoutMs`. */
   readonly timeoutMs?: number;
-  /** Cap on stdout + stderr kept, each; the rest is dropped and `truncated` is set. Default 1 MiB. */
+  /**
+   * Cap on stdout + stderr kept, each; the rest is dropped and `truncated` is set. Default:
+   * `Defaults.maxOutputBytes`.
+   */
   readonly maxOutputBytes?: number;
   /**
    * Kills what the call started. While the slot's container is still being made (or its
@@ -253,8 +267,8 @@ export interface ReapOptions {
   readonly now?: Date | undefined;
   /**
    * An exited container is removed once it finished more than this long ago. Default
-   * `2 × max(60, lifetimeSeconds)`. Containers whose gateway process is gone, and legacy
-   * ones, do not depend on it.
+   * `2 × max(Defaults.reaperMinLifetimeSeconds, lifetimeSeconds)`. Containers whose gateway
+   * process is gone, and legacy ones, do not depend on it.
    */
   readonly minAgeSeconds?: number | undefined;
 }

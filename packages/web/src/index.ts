@@ -3,7 +3,7 @@ export { HostNamePattern, needsAllowedHosts, WebHostsError } from "./hosts.js";
 export type { LiveHubOptions } from "./live.js";
 export { LiveHub } from "./live.js";
 export type { WebConsole, WebConsoleOptions, WebLogger } from "./server.js";
-export { isLoopbackHost, Pages, parseListen, startWebConsole } from "./server.js";
+export { Pages, startWebConsole } from "./server.js";
 export { LoginSessions, sameSecret } from "./sessions.js";
 export type * from "./source.js";
 export { ensureWebToken, WebTokenError, WebTokenFileName, webTokenPath } from "./token.js";

@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import fastifyCookie from "@fastify/cookie";
 import fastifyCsrf from "@fastify/csrf-protection";
 import fastifyStatic from "@fastify/static";
+import { parseListenAddress } from "@mediagate/io";
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import { WebDefaults } from "./defaults.js";
 import { answeredHostNames, hostNameOf } from "./hosts.js";
@@ -23,7 +24,10 @@ export interface WebLogger {
 
 /** Options of {@link startWebConsole}. */
 export interface WebConsoleOptions {
-  /** `host:port` (port 0: any free port). */
+  /**
+   * `host:port`, an IPv6 host in brackets (`[::1]:8787`); port 0: any free port. One that is
+   * not rejects with @mediagate/io's `ListenAddressError`.
+   */
   readonly listen: string;
   /**
    * `Host` names answered besides the loopback names and the listen host (docs/web-console.md,
@@ -38,7 +42,7 @@ export interface WebConsoleOptions {
   readonly now?: (() => number) | undefined;
   /** Runs `run` once after `delayMs`, answering its cancel (the refusal summary's timer). */
   readonly schedule?: ((run: () => void, delayMs: number) => () => void) | undefined;
-  /** Live update period while a browser watches (default 1 s). */
+  /** Live update period while a browser watches (default `WebDefaults.liveIntervalMs`). */
   readonly liveIntervalMs?: number | undefined;
   /** The built front end (default the package's `dist/public`). */
   readonly publicDir?: string | undefined;
@@ -58,23 +62,6 @@ export const Pages = ["/", "/sessions", "/containers", "/deliveries", "/logs"] a
 /** What is served without a login: the login page and what it loads, nothing else. */
 const Public = new Set(["/login", "/api/csrf", "/assets/login.js", "/assets/style.css"]);
 
-/** Whether `host` (as in `listen`) is a loopback address. */
-export function isLoopbackHost(host: string): boolean {
-  const bare = host.replace(/^\[|\]$/g, "");
-  return bare === "localhost" || bare === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
-}
-
-/** Splits `host:port` (`[::1]:8787` too). */
-export function parseListen(listen: string): { host: string; port: number } {
-  const at = listen.lastIndexOf(":");
-  const host = listen.slice(0, at).replace(/^\[|\]$/g, "");
-  const port = Number(listen.slice(at + 1));
-  if (at <= 0 || host === "" || !Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new RangeError(`web.listen must be "host:port", e.g. "127.0.0.1:8787"; got ${listen}`);
-  }
-  return { host, port };
-}
-
 declare module "fastify" {
   interface FastifyRequest {
     login?: LoginSession;
@@ -91,7 +78,7 @@ declare module "fastify" {
  * @throws WebHostsError when `listen` is a wildcard address and `allowedHosts` is not given.
  */
 export async function startWebConsole(options: WebConsoleOptions): Promise<WebConsole> {
-  const { host, port } = parseListen(options.listen);
+  const { host, port } = parseListenAddress(options.listen);
   const hostNames = answeredHostNames(options.listen, host, options.allowedHosts);
   const publicDir =
     options.publicDir ?? join(dirname(fileURLToPath(import.meta.url)), "..", "dist", "public");

@@ -7,7 +7,6 @@ import { waitFor } from "../../../test-support/wait.js";
 import { answeredHostNames, hostNameOf, WebHostsError } from "./hosts.js";
 import { LiveHub } from "./live.js";
 import { LoginLimiter, limitedAddress } from "./login-limiter.js";
-import { isLoopbackHost, parseListen } from "./server.js";
 import { LoginSessions, sameSecret } from "./sessions.js";
 import type { ConsoleSource } from "./source.js";
 import { ensureWebToken, WebTokenError } from "./token.js";
@@ -73,22 +72,6 @@ describe("login sessions", () => {
     expect(sameSecret("abc", "abc")).toBe(true);
     expect(sameSecret("abc", "abcd")).toBe(false);
     expect(sameSecret("", "abc")).toBe(false);
-  });
-});
-
-describe("listen addresses", () => {
-  it("tells loopback from the network", () => {
-    for (const host of ["127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]"])
-      expect(isLoopbackHost(host), host).toBe(true);
-    for (const host of ["0.0.0.0", "192.168.1.2", "::", "example.org"])
-      expect(isLoopbackHost(host), host).toBe(false);
-  });
-
-  it("parses host:port and refuses the rest", () => {
-    expect(parseListen("127.0.0.1:8787")).toEqual({ host: "127.0.0.1", port: 8787 });
-    expect(parseListen("[::1]:0")).toEqual({ host: "::1", port: 0 });
-    expect(() => parseListen("8787")).toThrow(/host:port/);
-    expect(() => parseListen("x:99999")).toThrow(/host:port/);
   });
 });
 

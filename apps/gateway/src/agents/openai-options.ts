@@ -17,37 +17,48 @@ export interface OpenAIAgentOptions {
   /** The profile's state database; history is kept per session id. */
   readonly store: StateStore;
   readonly logger: Logger;
-  /** Model answers whose tool calls are executed, per turn. Default 8. */
+  /**
+   * Model answers whose tool calls are executed, per turn. Default:
+   * `Defaults.openaiAgent.maxToolRounds`.
+   */
   readonly maxToolRounds?: number;
   /** Extra instructions, appended to the built-in sandbox/MEDIA prompt. */
   readonly systemPrompt?: string | undefined;
-  /** Time limit of one model request. Default 180 000. */
+  /** Time limit of one model request. Default: `Defaults.openaiAgent.timeoutMs`. */
   readonly timeoutMs?: number;
   /**
    * SDK retries of 408/409/429/5xx, timeouts and connection errors, honouring the
-   * endpoint's `retry-after(-ms)`. Default 2.
+   * endpoint's `retry-after(-ms)`. Default: `Defaults.openaiAgent.maxRetries`.
    */
   readonly maxRetries?: number;
-  /** Time limit of one `terminal` command. Default 120 000. */
+  /** Time limit of one `terminal` command. Default: `Defaults.openaiAgent.toolTimeoutMs`. */
   readonly toolTimeoutMs?: number;
-  /** Cap on a tool result sent back to the model, in chars (middle dropped). Default 16 000. */
+  /**
+   * Cap on a tool result sent back to the model, in chars (middle dropped). Default:
+   * `Defaults.openaiAgent.maxToolOutputChars`.
+   */
   readonly maxToolOutputChars?: number;
-  /** Cap on the bytes `read_file` reads. Default 256 KiB. */
+  /** Cap on the bytes `read_file` reads. Default: `Defaults.openaiAgent.readMaxBytes`. */
   readonly readMaxBytes?: number;
-  /** Newest stored messages sent with each request. Default 200. */
+  /**
+   * Newest stored messages sent with each request. Default: `Defaults.openaiAgent.historyLimit`.
+   */
   readonly historyLimit?: number;
   /**
    * Images the user sends are also passed as image inputs (`image_url` parts), each up to
    * `imageMaxBytes`. Default false: the model gets the file's line only.
    */
   readonly vision?: boolean | undefined;
-  /** Largest image passed as an image input. Default 5 MiB. */
+  /** Largest image passed as an image input. Default: `Defaults.openaiAgent.imageMaxBytes`. */
   readonly imageMaxBytes?: number;
-  /** All image inputs of one message together. Default 20 MiB. */
+  /** All image inputs of one message together. Default: `Defaults.openaiAgent.imagesMaxBytes`. */
   readonly imagesMaxBytes?: number;
   /** Voice notes and audio are transcribed at this OpenAI-compatible endpoint. */
   readonly transcription?: TranscriptionSettings | undefined;
-  /** Largest audio file sent for transcription. Default 25 MB (OpenAI's limit). */
+  /**
+   * Largest audio file sent for transcription. Default (OpenAI's limit):
+   * `Defaults.openaiAgent.transcriptionMaxBytes`.
+   */
   readonly transcriptionMaxBytes?: number;
 }
 

@@ -6,14 +6,17 @@ import type { Agent, AgentTurnInput, AgentTurnResult, TurnAttachment } from "./t
 
 /** Options of {@link ShellAgent}. */
 export interface ShellAgentOptions {
-  /** Cap on the command output shown, in chars; the tail is kept. Default 3500. */
+  /**
+   * Cap on the command output shown, in chars; the tail is kept. Default:
+   * `Defaults.shellAgent.maxReplyChars`.
+   */
   readonly maxReplyChars?: number;
-  /** Time limit of one command. Default 120 000. */
+  /** Time limit of one command. Default: `Defaults.shellAgent.timeoutMs`. */
   readonly timeoutMs?: number;
 }
 
 /** Defaults of {@link ShellAgentOptions}. */
-export const ShellAgentDefaults = Defaults.shellAgent;
+export const ShellAgentDefaults = Defaults.shellAgent satisfies Required<ShellAgentOptions>;
 
 /** `MEDIA:` lines rescued from the dropped part of a long output, at most this many. */
 const MaxRescuedMediaLines = 10;

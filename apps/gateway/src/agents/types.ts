@@ -18,7 +18,9 @@ export interface ToolRunner {
       env?: Readonly<Record<string, string>>;
     },
   ): Promise<ExecResult>;
-  /** Read a file of the container, at most `maxBytes` (default 256 KiB). */
+  /**
+   * Read a file of the container, at most `maxBytes` (default `Defaults.toolRunner.readMaxBytes`).
+   */
   readFile(path: string, maxBytes?: number): Promise<string>;
   /** Create or replace a file in the container, creating parent directories. */
   writeFile(path: string, content: string): Promise<void>;

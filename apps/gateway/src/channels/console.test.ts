@@ -1,9 +1,9 @@
-import { mkdir, mkdtemp, readdir, readFile, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { planMedia } from "@mediagate/media";
 import { describe, expect, it } from "vitest";
+import { tempDirForTest } from "../../../../test-support/temp-dir.js";
 import { waitFor } from "../../../../test-support/wait.js";
 import { createLogger } from "../log.js";
 import { ConsoleChannel, ConsoleDefaults } from "./console.js";
@@ -11,7 +11,7 @@ import { SharedTerminal } from "./console-terminal.js";
 import type { InboundMessage } from "./types.js";
 
 async function setup() {
-  const home = await mkdtemp(join(tmpdir(), "mg-console-"));
+  const home = await tempDirForTest("mg-console-");
   const input = new PassThrough();
   const output = new PassThrough();
   let printed = "";
@@ -124,7 +124,7 @@ describe("ConsoleChannel", () => {
   });
 
   it("prints only the chat when not on a terminal: no prompt, and its own problems go to the log", async () => {
-    const home = await mkdtemp(join(tmpdir(), "mg-console-"));
+    const home = await tempDirForTest("mg-console-");
     const input = new PassThrough();
     const output = new PassThrough();
     let printed = "";

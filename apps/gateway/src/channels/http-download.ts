@@ -20,7 +20,10 @@ export interface DownloadOptions {
    * the reader spends with a chunk does not count. Absent: the body may take any time.
    */
   readonly stallTimeoutMs?: number | undefined;
-  /** Redirects (301, 302, 303, 307, 308 to http or https) followed; default 5. */
+  /**
+   * Redirects (301, 302, 303, 307, 308 to http or https) followed; default
+   * `Defaults.download.maxRedirects`.
+   */
   readonly maxRedirects?: number | undefined;
   /** The certificates TLS trusts instead of Node's own (a test server's); default Node's. */
   readonly ca?: string | Buffer | undefined;

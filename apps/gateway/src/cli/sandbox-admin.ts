@@ -59,7 +59,8 @@ export interface SandboxCommandOptions {
   readonly now?: (() => number) | undefined;
   /**
    * `sandbox reap --older-than`: exited containers that finished more than this many seconds
-   * ago are reaped. Default per profile `2 × max(60, lifetimeSeconds)`.
+   * ago are reaped. Default per profile
+   * `2 × max(Defaults.reaperMinLifetimeSeconds, lifetimeSeconds)` (the sandbox's `Defaults`).
    */
   readonly olderThanSeconds?: number | undefined;
   /** Learns the config's secrets, so the CLI can scrub what it prints. */

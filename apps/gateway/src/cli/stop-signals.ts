@@ -21,7 +21,10 @@ export interface StopSignalOptions {
   readonly source?: SignalSource | undefined;
   /** A monotonic clock in milliseconds; default `performance.now`. */
   readonly now?: (() => number) | undefined;
-  /** Repeats this soon after the first signal are the same request; default 1000. */
+  /**
+   * Repeats this soon after the first signal are the same request; default
+   * `Defaults.stopSignals.repeatWindowMs`.
+   */
   readonly repeatWindowMs?: number | undefined;
 }
 

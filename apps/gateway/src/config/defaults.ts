@@ -1,5 +1,7 @@
 import { Defaults as SandboxDefaults } from "@mediagate/sandbox";
+import type { AmbiguousSends } from "../channels/telegram/errors.js";
 import { Defaults } from "../defaults.js";
+import type { AccessMode, BusyMode } from "./types.js";
 
 /**
  * Embedded defaults of the configuration (README.md): with no config file at all the gateway
@@ -14,7 +16,7 @@ export const ConfigDefaults = {
   groupSessionsPerUser: Defaults.sessions.groupSessionsPerUser,
   threadSessionsPerUser: Defaults.sessions.threadSessionsPerUser,
   stillWorkingAfterSeconds: Defaults.stillWorkingAfterSeconds,
-  busyMode: Defaults.busy.mode,
+  busyMode: Defaults.busy.mode satisfies BusyMode,
   maxQueuedMessages: Defaults.busy.maxQueuedMessages,
   progress: {
     enabled: Defaults.progress.enabled,
@@ -23,11 +25,11 @@ export const ConfigDefaults = {
   },
   telegramGroups: Defaults.telegram.groups,
   registerCommands: Defaults.commandMenus.register,
-  access: Defaults.access,
+  access: Defaults.access satisfies AccessMode,
   pairing: Defaults.pairing,
   drainTimeoutSeconds: Defaults.drainTimeoutSeconds,
   delivery: {
-    ambiguousSends: Defaults.delivery.ambiguousSends,
+    ambiguousSends: Defaults.delivery.ambiguousSends satisfies AmbiguousSends,
     maxAttempts: Defaults.delivery.maxAttempts,
     maxAgeSeconds: Defaults.delivery.maxAgeSeconds,
     maxTextChunks: Defaults.delivery.maxTextChunks,

@@ -1,12 +1,18 @@
 import { closest, distance } from "fastest-levenshtein";
 import type { z } from "zod";
+import type { Locate } from "./locate.js";
 import { isShownPath, knownKeysAt } from "./secrets.js";
 
 /** One problem in the configuration: where, what was there, what should be. */
 export interface ConfigIssue {
   /** Key path such as `profiles[1].sandbox.persistent` (empty for the document root). */
   readonly path: string;
-  /** Where in the file, for problems found before there are keys (YAML syntax errors). */
+  /** The same path as keys (`["profiles", 1, "sandbox", "persistent"]`), to find it in a file. */
+  readonly keys?: readonly PropertyKey[] | undefined;
+  /**
+   * Where in the file (`file:line:column`): the key that holds the problem, or the place of a
+   * YAML syntax error. Absent when the config did not come from a file.
+   */
   readonly at?: { readonly line: number; readonly column: number } | undefined;
   /** The offending value, already rendered and redacted for display. */
   readonly got: string;
@@ -35,16 +41,47 @@ export class ConfigError extends Error {
   }
 }
 
-/** `path: got X, expected Y`; `file:line:column: got X, expected Y` for a positioned issue. */
+/**
+ * `path: got X, expected Y`; `file:line:column: path: got X, expected Y` for a positioned issue
+ * (no path for a YAML syntax error).
+ */
 export function formatIssue(issue: ConfigIssue, file?: string): string {
   const what = `got ${issue.got}, expected ${issue.expected}`;
-  if (issue.at !== undefined) {
-    const { line, column } = issue.at;
-    const place =
-      file === undefined ? `line ${line}, column ${column}` : `${file}:${line}:${column}`;
-    return `${place}: ${what}`;
-  }
-  return issue.path === "" ? what : `${issue.path}: ${what}`;
+  const keyed = issue.path === "" ? what : `${issue.path}: ${what}`;
+  if (issue.at === undefined) return keyed;
+  const { line, column } = issue.at;
+  const place = file === undefined ? `line ${line}, column ${column}` : `${file}:${line}:${column}`;
+  return `${place}: ${keyed}`;
+}
+
+/** An issue at the key path `keys`. */
+export function issueAt(
+  keys: readonly PropertyKey[],
+  problem: { readonly got: string; readonly expected: string },
+): ConfigIssue {
+  return { path: formatPath(keys), keys, ...problem };
+}
+
+/**
+ * `issues` with the place in the file of each one that has keys and no place yet, in the
+ * order of the file (those without a place last, in their order).
+ */
+export function placeIssues(
+  issues: readonly ConfigIssue[],
+  locate: Locate | undefined,
+): ConfigIssue[] {
+  if (locate === undefined) return [...issues];
+  const placed = issues.map((issue) =>
+    issue.at !== undefined || issue.keys === undefined
+      ? issue
+      : { ...issue, at: locate(issue.keys) },
+  );
+  return placed.sort((a, b) => {
+    if (a.at === undefined || b.at === undefined) {
+      return (a.at === undefined ? 1 : 0) - (b.at === undefined ? 1 : 0);
+    }
+    return a.at.line - b.at.line || a.at.column - b.at.column;
+  });
 }
 
 const MaxShown = 80;
@@ -145,21 +182,23 @@ export function issuesFromZod(raw: unknown, issues: readonly z.core.$ZodIssue[])
     if (issue.code === "unrecognized_keys") {
       for (const key of issue.keys) {
         const path = [...issue.path, key];
-        out.push({
-          path: formatPath(path),
-          got: showValue(valueAt(raw, path), path),
-          expected: unknownKey(key, issue.path),
-        });
+        out.push(
+          issueAt(path, {
+            got: showValue(valueAt(raw, path), path),
+            expected: unknownKey(key, issue.path),
+          }),
+        );
       }
       continue;
     }
     const path = issue.path;
     const value = valueAt(raw, path);
-    out.push({
-      path: formatPath(path),
-      got: showValue(value, path),
-      expected: expectedFor(issue) + tokenHint(issue, value, path),
-    });
+    out.push(
+      issueAt(path, {
+        got: showValue(value, path),
+        expected: expectedFor(issue) + tokenHint(issue, value, path),
+      }),
+    );
   }
   return out;
 }

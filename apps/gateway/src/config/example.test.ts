@@ -75,7 +75,7 @@ describe("mediagate.example.yaml", () => {
     const line = /^# (delivery: .*)$/m.exec(text)?.[1];
     expect(line).toContain("maxTextChunks: 4");
     const env = readEnv({ HOME: "/h" });
-    const shown = resolveConfig(parseYaml(line ?? "", "example"), { env });
+    const shown = resolveConfig(parseYaml(line ?? "", "example").value, { env });
     expect(shown.delivery).toEqual(resolveConfig({}, { env }).delivery);
   });
 });
@@ -87,7 +87,7 @@ describe("README.md", () => {
     const snippet = /```yaml\n([\s\S]*?)```/.exec(section)?.[1];
     expect(snippet).toBeDefined();
     const env = readEnv({ HOME: "/h", TELEGRAM_BOT_TOKEN: "1:AAH-readme" });
-    const config = resolveConfig(parseYaml(snippet ?? "", "README.md"), { env });
+    const config = resolveConfig(parseYaml(snippet ?? "", "README.md").value, { env });
     expect(config.profiles[0]?.telegram?.token).toBe("1:AAH-readme");
   });
 });

@@ -44,16 +44,19 @@ describe("${VAR} references in config strings", () => {
     expect(issues).toEqual([
       {
         path: "profiles[0].telegram.token",
+        keys: ["profiles", 0, "telegram", "token"],
         got: "${TELEGRAM_BOT_TOKEN}",
         expected: "the environment variable TELEGRAM_BOT_TOKEN to be set (it is unset or empty)",
       },
       {
         path: "profiles[1].discord.token",
+        keys: ["profiles", 1, "discord", "token"],
         got: "${EMPTY}",
         expected: "the environment variable EMPTY to be set (it is unset or empty)",
       },
       {
         path: "profiles[1].admins[0]",
+        keys: ["profiles", 1, "admins", 0],
         got: "${NOPE}",
         expected: "the environment variable NOPE to be set (it is unset or empty)",
       },
@@ -74,6 +77,7 @@ describe("${VAR} references in config strings", () => {
       expect(issues).toEqual([
         {
           path: "key",
+          keys: ["key"],
           got: "a malformed ${…} reference",
           expected:
             "${NAME} or ${NAME:-default} with NAME made of letters, digits and _ (write $${ for a literal ${)",

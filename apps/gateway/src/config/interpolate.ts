@@ -1,4 +1,4 @@
-import { type ConfigIssue, formatPath } from "./errors.js";
+import { type ConfigIssue, issueAt } from "./errors.js";
 
 /** `$${` (a literal `${`), or a `${…}` reference, or a `${` that is never closed. */
 const Token = /\$\$\{|\$\{([^}]*)\}|\$\{/g;
@@ -32,7 +32,7 @@ export function interpolate(
     if (typeof value === "string") {
       const resolved = resolveString(value, variables);
       if (typeof resolved === "string") return resolved;
-      issues.push({ path: formatPath(path), ...resolved });
+      issues.push(issueAt(path, resolved));
       return undefined;
     }
     if (depth >= MaxDepth || value === null || typeof value !== "object") return value;

@@ -1,7 +1,7 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { tempDirForTest } from "../../../../test-support/temp-dir.js";
 import { Redacted, Redactor } from "../redact.js";
 import { emptyEnv, type GatewayEnv, readEnv } from "./env.js";
 import { ConfigError } from "./errors.js";
@@ -442,6 +442,37 @@ describe("resolveConfig", () => {
     expect(config.profiles[0]?.sandbox.sharedKey).toBe("team");
     expect(config.profiles[0]?.agent).toMatchObject({ kind: "openai", maxToolRounds: 8 });
   });
+
+  it("reads health.listen and web.listen as host:port, IPv6 in brackets, health on loopback only", () => {
+    const config = resolveConfig(
+      { health: { listen: "[::1]:9464" }, web: { listen: "[::]:8787" } },
+      { env },
+    );
+    expect(config.healthListen).toBe("[::1]:9464");
+    expect(config.web).toEqual({ listen: "[::]:8787" });
+    expect(resolveConfig({ health: { listen: "localhost:0" } }, { env }).healthListen).toBe(
+      "localhost:0",
+    );
+    const refused: [object, string][] = [
+      [
+        { health: { listen: "0.0.0.0:9464" } },
+        'health.listen: got "0.0.0.0:9464", expected a loopback "host:port", e.g. "127.0.0.1:9464" or "[::1]:9464"',
+      ],
+      [
+        { health: { listen: "::1:9464" } },
+        'health.listen: got "::1:9464", expected an IPv6 address in brackets, e.g. "[::1]:8787"',
+      ],
+      [
+        { web: { listen: "127.0.0.1:70000" } },
+        'web.listen: got "127.0.0.1:70000", expected a port from 0 to 65535 after the last ":"',
+      ],
+      [
+        { web: { listen: "8787" } },
+        'web.listen: got "8787", expected a "host:port", e.g. "127.0.0.1:8787" or "[::1]:8787"',
+      ],
+    ];
+    for (const [raw, message] of refused) expect(errorOf(raw).message).toContain(message);
+  });
 });
 
 describe("${VAR} references", () => {
@@ -531,18 +562,8 @@ describe("${VAR} references", () => {
 });
 
 describe("loadConfig", () => {
-  const made: string[] = [];
-  const tempDir = async () => {
-    const dir = await mkdtemp(join(tmpdir(), "mg-config-"));
-    made.push(dir);
-    return dir;
-  };
-  afterEach(async () => {
-    for (const dir of made.splice(0)) await rm(dir, { recursive: true, force: true });
-  });
-
   it("reads YAML from the file, and reports syntax errors and missing files with the path", async () => {
-    const dir = await tempDir();
+    const dir = await tempDirForTest("mg-config-");
     const good = join(dir, "mediagate.yaml");
     await writeFile(good, "home: ./state\nconcurrency: 2\nprofiles:\n  - name: default\n");
     const config = await loadConfig({ path: good, env });
@@ -557,7 +578,7 @@ describe("loadConfig", () => {
   });
 
   it("names file:line:column of a YAML syntax error, without quoting the source", async () => {
-    const dir = await tempDir();
+    const dir = await tempDirForTest("mg-config-");
     const file = join(dir, "broken.yaml");
     await writeFile(
       file,
@@ -581,8 +602,102 @@ describe("loadConfig", () => {
     );
   });
 
+  it("names file:line:column of each schema problem, at the key that holds it, in file order", async () => {
+    const dir = await tempDirForTest("mg-config-");
+    const file = join(dir, "mediagate.yaml");
+    await writeFile(
+      file,
+      [
+        "concurrency: lots",
+        "profiles:",
+        "  - name: default",
+        "    telegram:",
+        '      tokn: "123:AAH-mistyped-key-secret"',
+        '    sandbox: { persistent: "yes", filesystem: zfs }',
+        "    busyMode: sometimes",
+        "  - discord: { token: x }",
+        "",
+      ].join("\n"),
+    );
+    const error = await loadConfig({ path: file, env }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).message).toBe(
+      [
+        `invalid config ${file}:`,
+        `  - ${file}:1:1: concurrency: got "lots", expected a number`,
+        `  - ${file}:5:7: profiles[0].telegram.tokn: got a string (not shown), expected no such key (unknown setting; did you mean token?)`,
+        `  - ${file}:6:16: profiles[0].sandbox.persistent: got "yes", expected a boolean (true or false)`,
+        `  - ${file}:6:35: profiles[0].sandbox.filesystem: got "zfs", expected one of "bind", "tmpfs"`,
+        `  - ${file}:7:5: profiles[0].busyMode: got "sometimes", expected one of "queue", "interrupt", "collect"`,
+        // A key the file lacks is placed at the closest entry above it: here the list item.
+        `  - ${file}:8:5: profiles[1].name: got nothing, expected a string`,
+      ].join("\n"),
+    );
+    expect((error as ConfigError).issues.map((i) => i.at)).toEqual([
+      { line: 1, column: 1 },
+      { line: 5, column: 7 },
+      { line: 6, column: 16 },
+      { line: 6, column: 35 },
+      { line: 7, column: 5 },
+      { line: 8, column: 5 },
+    ]);
+    expect((error as ConfigError).message).not.toContain("AAH-mistyped-key-secret");
+  });
+
+  it("places a problem with a ${VAR} at the key that names the variable", async () => {
+    const dir = await tempDirForTest("mg-config-");
+    const file = join(dir, "mediagate.yaml");
+    await writeFile(
+      file,
+      [
+        "web:",
+        "  listen: ${WEB_LISTEN}",
+        "profiles:",
+        "  - name: default",
+        "    telegram:",
+        "      token: ${MISSING_BOT_TOKEN}",
+        "",
+      ].join("\n"),
+    );
+    const listening: GatewayEnv = { ...env, variables: { WEB_LISTEN: "127.0.0.1:0" } };
+    const unset = await loadConfig({ path: file, env: listening }).catch((e: unknown) => e);
+    expect((unset as Error).message).toBe(
+      `invalid config ${file}:6:7: profiles[0].telegram.token: got \${MISSING_BOT_TOKEN}, expected the environment variable MISSING_BOT_TOKEN to be set (it is unset or empty)`,
+    );
+    const e: GatewayEnv = {
+      ...env,
+      variables: { WEB_LISTEN: "nowhere", MISSING_BOT_TOKEN: "1:a" },
+    };
+    const wrong = await loadConfig({ path: file, env: e }).catch((x: unknown) => x);
+    expect((wrong as Error).message).toBe(
+      `invalid config ${file}:2:3: web.listen: got "nowhere", expected a "host:port", e.g. "127.0.0.1:8787" or "[::1]:8787"`,
+    );
+  });
+
+  it("places the checks across profiles too, and follows aliases to their anchor", async () => {
+    const dir = await tempDirForTest("mg-config-");
+    const file = join(dir, "mediagate.yaml");
+    await writeFile(
+      file,
+      [
+        "profiles:",
+        "  - name: default",
+        "    telegram: &bot { token: 1:shared }",
+        "  - name: default",
+        "    telegram: *bot",
+        "",
+      ].join("\n"),
+    );
+    const error = await loadConfig({ path: file, env }).catch((e: unknown) => e);
+    // In the order of the file: the shared token is written at the anchor, line 3.
+    expect((error as ConfigError).issues.map((i) => [i.path, i.at])).toEqual([
+      ["profiles[1].telegram.token", { line: 3, column: 22 }],
+      ["profiles[1].name", { line: 4, column: 5 }],
+    ]);
+  });
+
   it("takes the path from MEDIAGATE_CONFIG when none is given", async () => {
-    const dir = await tempDir();
+    const dir = await tempDirForTest("mg-config-");
     const file = join(dir, "m.yaml");
     await writeFile(file, "concurrency: 3\n");
     const e = readEnv({ MEDIAGATE_CONFIG: file, HOME: "/home/x" });

@@ -1,13 +1,22 @@
 import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, resolve } from "node:path";
+import { parseListenAddress } from "@mediagate/io";
 import type { SandboxSettings } from "@mediagate/sandbox";
-import { needsAllowedHosts, parseListen } from "@mediagate/web";
-import { parseDocument } from "yaml";
+import { needsAllowedHosts } from "@mediagate/web";
+import { LineCounter, parseDocument } from "yaml";
 import type { Redactor } from "../redact.js";
 import { ConfigDefaults } from "./defaults.js";
 import type { GatewayEnv } from "./env.js";
-import { ConfigError, type ConfigIssue, issuesFromZod, showValue } from "./errors.js";
+import {
+  ConfigError,
+  type ConfigIssue,
+  issueAt,
+  issuesFromZod,
+  placeIssues,
+  showValue,
+} from "./errors.js";
 import { interpolate } from "./interpolate.js";
+import { type Locate, locatorOf } from "./locate.js";
 import { type ConfigFile, configFileSchema, type ProfileFile } from "./schema.js";
 import { secretsOfConfig, secretsOfEnv, secretsOfRawConfig } from "./secrets.js";
 import type {
@@ -26,8 +35,9 @@ export const EmbeddedSource = "<embedded defaults>";
  * with neither, the embedded defaults are used (default profile, shell agent, Docker).
  * `redactor` learns every secret-looking value of the document as soon as it is parsed, before
  * validation, so whatever the caller prints afterwards (this error too) can be scrubbed.
- * @throws ConfigError naming the file, and for each problem the key, what was there (values of
- * known non-secret settings only) and what is expected.
+ * @throws ConfigError naming the file, and for each problem its `file:line:column` (the key
+ * that holds it), the key path, what was there (values of known non-secret settings only) and
+ * what is expected.
  */
 export async function loadConfig(options: {
   path?: string | undefined;
@@ -50,7 +60,14 @@ export async function loadConfig(options: {
       },
     ]);
   }
-  return resolveConfig(parseYaml(text, absolute), { ...options, source: absolute });
+  const { value, locate } = parseYaml(text, absolute);
+  return resolveConfig(value, { ...options, source: absolute, locate });
+}
+
+/** A parsed config file: its value, and where each of its keys is written. */
+export interface ParsedYaml {
+  readonly value: unknown;
+  readonly locate: Locate;
 }
 
 /**
@@ -59,8 +76,9 @@ export async function loadConfig(options: {
  * so only their error code and position are kept: a document too broken to parse gives up no
  * secret it holds.
  */
-export function parseYaml(text: string, source: string): unknown {
-  const doc = parseDocument(text, { prettyErrors: true });
+export function parseYaml(text: string, source: string): ParsedYaml {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { prettyErrors: true, lineCounter });
   if (doc.errors.length > 0) {
     throw new ConfigError(
       source,
@@ -73,7 +91,7 @@ export function parseYaml(text: string, source: string): unknown {
     );
   }
   try {
-    return doc.toJS() ?? {};
+    return { value: doc.toJS() ?? {}, locate: locatorOf(doc, lineCounter) };
   } catch {
     throw new ConfigError(source, [
       {
@@ -100,19 +118,28 @@ export function parseYaml(text: string, source: string): unknown {
  * every other one in `<root>/profiles/<name>` (docs/sandbox.md). Admins count as allowed users.
  * `redactor` first learns every secret-looking value of the environment and of the document
  * (its references resolved, so a secret from the environment is known like an inline one),
- * then the resolved tokens and keys.
+ * then the resolved tokens and keys. `locate` (from {@link parseYaml}) places every problem at
+ * the key in the file that holds it; a value from `${NAME}` is placed at the key that names
+ * the variable.
  */
 export function resolveConfig(
   raw: unknown,
-  options: { env: GatewayEnv; source?: string | undefined; redactor?: Redactor | undefined },
+  options: {
+    env: GatewayEnv;
+    source?: string | undefined;
+    redactor?: Redactor | undefined;
+    locate?: Locate | undefined;
+  },
 ): GatewayConfig {
   const source = options.source ?? EmbeddedSource;
+  const invalid = (issues: readonly ConfigIssue[]) =>
+    new ConfigError(source, placeIssues(issues, options.locate));
   const resolved = interpolate(raw, options.env.variables);
   const doc = resolved.value;
   options.redactor?.add(secretsOfEnv(options.env)).add(secretsOfRawConfig(doc));
-  if (resolved.issues.length > 0) throw new ConfigError(source, resolved.issues);
+  if (resolved.issues.length > 0) throw invalid(resolved.issues);
   const parsed = configFileSchema.safeParse(doc, { reportInput: true });
-  if (!parsed.success) throw new ConfigError(source, issuesFromZod(doc, parsed.error.issues));
+  if (!parsed.success) throw invalid(issuesFromZod(doc, parsed.error.issues));
   const file: ConfigFile = parsed.data;
   const env = options.env;
   const baseDir = options.source ? dirname(options.source) : process.cwd();
@@ -128,7 +155,7 @@ export function resolveConfig(
     ...crossChecks(profiles, env),
     ...(web === undefined ? [] : webChecks(web)),
   ];
-  if (issues.length > 0) throw new ConfigError(source, issues);
+  if (issues.length > 0) throw invalid(issues);
   const config: GatewayConfig = {
     home,
     source: options.source,
@@ -159,7 +186,7 @@ function resolveWeb(web: ConfigFile["web"]): GatewayConfig["web"] {
 
 /** A wildcard `web.listen` must name the console's hosts (docs/web-console.md, "DNS rebinding"). */
 function webChecks(web: NonNullable<GatewayConfig["web"]>): ConfigIssue[] {
-  if (!needsAllowedHosts(parseListen(web.listen).host, web.allowedHosts)) return [];
+  if (!needsAllowedHosts(parseListenAddress(web.listen).host, web.allowedHosts)) return [];
   return [
     {
       path: "web.allowedHosts",
@@ -299,11 +326,12 @@ function missingTokens(entries: readonly ProfileFile[]): ConfigIssue[] {
   entries.forEach((entry, i) => {
     for (const platform of ["telegram", "discord"] as const) {
       if (entry[platform] === undefined || entry[platform].token !== undefined) continue;
-      issues.push({
-        path: `profiles[${i}].${platform}.token`,
-        got: "nothing",
-        expected: `a bot token (e.g. token: \${${platform.toUpperCase()}_BOT_TOKEN} to read it from the environment), or no ${platform} block`,
-      });
+      issues.push(
+        issueAt(["profiles", i, platform, "token"], {
+          got: "nothing",
+          expected: `a bot token (e.g. token: \${${platform.toUpperCase()}_BOT_TOKEN} to read it from the environment), or no ${platform} block`,
+        }),
+      );
     }
   });
   return issues;
@@ -329,18 +357,21 @@ function crossChecks(profiles: readonly ProfileConfig[], env: GatewayEnv): Confi
   profiles.forEach((p, i) => {
     const first = seen.get(p.name);
     if (first !== undefined) {
-      issues.push({
-        path: `profiles[${i}].name`,
-        got: showValue(p.name, ["profiles", i, "name"]),
-        expected: `a unique profile name (profiles[${first}] already uses it)`,
-      });
+      issues.push(
+        issueAt(["profiles", i, "name"], {
+          got: showValue(p.name, ["profiles", i, "name"]),
+          expected: `a unique profile name (profiles[${first}] already uses it)`,
+        }),
+      );
     } else seen.set(p.name, i);
     if (profiles.length > 1 && p.telegram === undefined && p.discord === undefined) {
-      issues.push({
-        path: `profiles[${i}]`,
-        got: "no telegram.token and no discord.token",
-        expected: "a channel token (only a lone profile may run without one, on the local console)",
-      });
+      issues.push(
+        issueAt(["profiles", i], {
+          got: "no telegram.token and no discord.token",
+          expected:
+            "a channel token (only a lone profile may run without one, on the local console)",
+        }),
+      );
     }
     for (const platform of ["telegram", "discord"] as const) {
       const token = p[platform]?.token;
@@ -354,11 +385,12 @@ function crossChecks(profiles: readonly ProfileConfig[], env: GatewayEnv): Confi
         owner === 0 && fromEnv[platform]
           ? `; ${TokenEnvVariable[platform]} sets profiles[0]'s token`
           : "";
-      issues.push({
-        path: `profiles[${i}].${platform}.token`,
-        got: `the bot token of profile ${JSON.stringify(profiles[owner]?.name)} (profiles[${owner}])`,
-        expected: `a bot token of its own for profile ${JSON.stringify(p.name)}: one bot serves one profile (${SharedTokenEffect[platform]}${envNote})`,
-      });
+      issues.push(
+        issueAt(["profiles", i, platform, "token"], {
+          got: `the bot token of profile ${JSON.stringify(profiles[owner]?.name)} (profiles[${owner}])`,
+          expected: `a bot token of its own for profile ${JSON.stringify(p.name)}: one bot serves one profile (${SharedTokenEffect[platform]}${envNote})`,
+        }),
+      );
     }
   });
   return issues;

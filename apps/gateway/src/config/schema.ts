@@ -1,3 +1,4 @@
+import { isLoopbackHost, ListenAddressError, parseListenAddress } from "@mediagate/io";
 import { HostNamePattern } from "@mediagate/web";
 import { z } from "zod";
 import { LogLevels } from "../log.js";
@@ -187,26 +188,37 @@ const profileSchema = z.strictObject({
     .optional(),
 });
 
-/** `host:port` on a loopback address (the health endpoint is not meant for the network). */
-const loopbackListen = z
-  .string()
-  .regex(/^(127\.\d{1,3}\.\d{1,3}\.\d{1,3}|localhost|\[::1\]):\d{1,5}$/, {
-    error: 'a loopback "host:port", e.g. "127.0.0.1:9464"',
+/**
+ * A `host:port` as @mediagate/io's `parseListenAddress` reads it (the servers parse it with
+ * the same function): an IPv6 host in brackets, a port from 0 to 65535. `loopback` also
+ * refuses a host that is not a loopback address, saying `loopbackHint`.
+ */
+function listenAddress(loopback?: { readonly loopbackHint: string }) {
+  return z.string().superRefine((value, ctx) => {
+    let host: string;
+    try {
+      host = parseListenAddress(value).host;
+    } catch (error) {
+      if (!(error instanceof ListenAddressError)) throw error;
+      ctx.addIssue({ code: "custom", message: error.expected });
+      return;
+    }
+    if (loopback !== undefined && !isLoopbackHost(host)) {
+      ctx.addIssue({ code: "custom", message: loopback.loopbackHint });
+    }
   });
+}
+
+/** `host:port` on a loopback address (the health endpoint is not meant for the network). */
+const loopbackListen = listenAddress({
+  loopbackHint: 'a loopback "host:port", e.g. "127.0.0.1:9464" or "[::1]:9464"',
+});
 
 /**
  * The web console's `host:port` (docs/web-console.md): any host, but one that is not a
  * loopback address is a choice the gateway warns about at start-up.
  */
-const webListen = z
-  .string()
-  .regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, {
-    error:
-      'a "host:port", e.g. "127.0.0.1:8787" (loopback; any other address is reachable from the network)',
-  })
-  .refine((value) => Number(value.slice(value.lastIndexOf(":") + 1)) <= 65535, {
-    error: "a port from 0 to 65535",
-  });
+const webListen = listenAddress();
 
 /** `web.allowedHosts`: the names browsers reach the console by (docs/web-console.md). */
 const webAllowedHosts = z.array(

@@ -7,9 +7,12 @@ export interface TelegramSettings {
   readonly apiRoot?: string | undefined;
   readonly photoMaxBytes?: number | undefined;
   readonly uploadMaxBytes?: number | undefined;
-  /** Long-poll timeout of `getUpdates` (default 30). */
+  /** Long-poll timeout of `getUpdates` (default `Defaults.telegram.pollTimeoutSeconds`). */
   readonly pollTimeoutSeconds?: number | undefined;
-  /** Largest file a user may send (default 20 MB, the public Bot API's `getFile` limit). */
+  /**
+   * Largest file a user may send (default `Defaults.telegram.downloadMaxBytes`, the public Bot
+   * API's `getFile` limit).
+   */
   readonly downloadMaxBytes?: number | undefined;
   /**
    * A local Bot API server (`--local`): `getFile` answers an absolute path on this host, read
@@ -51,9 +54,14 @@ export interface DiscordSettings {
    */
   readonly allowedChannels?: readonly string[] | undefined;
   readonly uploadMaxBytes?: number | undefined;
-  /** Largest attachment a user may send that is saved (default 25 MiB). */
+  /**
+   * Largest attachment a user may send that is saved (default `Defaults.discord.downloadMaxBytes`).
+   */
   readonly downloadMaxBytes?: number | undefined;
-  /** Messages fetched per chat after a restart (default 200; 0 turns catch-up off). */
+  /**
+   * Messages fetched per chat after a restart (default `Defaults.discord.catchUpMaxMessages`;
+   * 0 turns catch-up off).
+   */
   readonly catchUpMaxMessages?: number | undefined;
   /** The slash commands (docs/sessions.md, "Command menus"). */
   readonly commands: CommandMenuSettings;
@@ -64,8 +72,9 @@ export type AgentSettings =
   | {
       readonly kind: "shell";
       /**
-       * The command output a reply keeps, in chars (the tail; default 3500). Raise it to get
-       * long outputs whole: past `delivery.maxTextChunks` messages they come as `reply.txt`.
+       * The command output a reply keeps, in chars (the tail; default
+       * `Defaults.shellAgent.maxReplyChars`). Raise it to get long outputs whole: past
+       * `delivery.maxTextChunks` messages they come as `reply.txt`.
        */
       readonly maxReplyChars?: number | undefined;
     }

@@ -27,9 +27,14 @@ export interface JournalOptions {
    * `currentInstanceId()`.
    */
   readonly owner?: InstanceId;
-  /** How long a writer waits for another process's lock. Default 5000. */
+  /**
+   * How long a writer waits for another process's lock. Default: `Defaults.database.busyTimeoutMs`.
+   */
   readonly busyTimeoutMs?: number;
-  /** How long `close()` waits for calls in flight (a stalled disk). Default 10000. */
+  /**
+   * How long `close()` waits for calls in flight (a stalled disk). Default:
+   * `Defaults.database.closeTimeoutMs`.
+   */
   readonly closeTimeoutMs?: number;
 }
 

@@ -6,6 +6,7 @@ import {
   type ResumedPlan,
   recordPlan,
   resumePlan,
+  type TranslateContext,
 } from "@mediagate/media";
 import type {
   ChannelAdapter,
@@ -17,7 +18,6 @@ import type {
 } from "../channels/types.js";
 import { Defaults } from "../defaults.js";
 import type { Logger } from "../log.js";
-import type { PipelineRuntime } from "../pipeline/types.js";
 import { type DeliveryItem, deliveryItems } from "./delivery-items.js";
 import { deliveryNotice, planNotices } from "./notices.js";
 import {
@@ -37,13 +37,26 @@ export const OutboxDefaults = {
   retryMaxMs: Defaults.delivery.retryMaxMs,
 } as const;
 
+/**
+ * Opens a reply's media from its turn's slot: a profile runtime's `translateContext`. The
+ * outbox takes this one function, not the runtime, so it does not depend on the pipeline.
+ */
+export type ReplyTranslateContext = (
+  slot: string,
+  sessionKey: string,
+  signal: AbortSignal,
+) => TranslateContext;
+
 /** Tuning and wiring of {@link Outbox}. */
 export interface OutboxOptions {
   readonly journal: Journal;
   /** The channel that sends for a profile on a platform. */
   readonly channelFor: (profile: string, platform: Platform) => ChannelAdapter | undefined;
-  /** A profile's runtime (media are planned, and opened again on resume, from the turn's slot). */
-  readonly runtimeFor: (profile: string) => PipelineRuntime | undefined;
+  /**
+   * A profile's media context (media are planned, and opened again on resume, from the turn's
+   * slot); undefined for a profile that is not configured.
+   */
+  readonly translateContextFor: (profile: string) => ReplyTranslateContext | undefined;
   readonly logger: Logger;
   readonly maxAttempts?: number | undefined;
   readonly maxAgeMs?: number | undefined;
@@ -238,9 +251,9 @@ export class Outbox {
   async #attempt(record: OutboxRecord, deliveries: DeliveryItem[]): Promise<AttemptResult> {
     const log = this.#log.child({ replyId: record.id, sessionKey: record.sessionKey });
     const channel = this.#options.channelFor(record.profile, record.platform);
-    const runtime = this.#options.runtimeFor(record.profile);
+    const translateContext = this.#options.translateContextFor(record.profile);
     const ageMs = this.#now() - record.createdAtMs;
-    if (channel === undefined || runtime === undefined) {
+    if (channel === undefined || translateContext === undefined) {
       // The profile or its channel is no longer configured: nothing can send it.
       log.warn(
         { platform: record.platform },
@@ -265,7 +278,7 @@ export class Outbox {
     let planned = record.plan;
     let lostNotices: string[] = [];
     try {
-      const { plan, lost } = await this.#plan(record, runtime, channel, done, signal);
+      const { plan, lost } = await this.#plan(record, translateContext, channel, done, signal);
       try {
         if (planned === undefined && !plainText(plan, record.text)) {
           // Recorded before the first send; a failure here fails the attempt (nothing was sent).
@@ -369,12 +382,12 @@ export class Outbox {
    */
   async #plan(
     record: OutboxRecord,
-    runtime: PipelineRuntime,
+    translateContext: ReplyTranslateContext,
     channel: ChannelAdapter,
     done: ReadonlyMap<string, StepResult>,
     signal: AbortSignal,
   ): Promise<ResumedPlan> {
-    const ctx = runtime.translateContext(record.slot, record.sessionKey, signal);
+    const ctx = translateContext(record.slot, record.sessionKey, signal);
     const limits = channel.limitsFor?.(record.target) ?? channel.limits;
     if (record.plan === undefined)
       return { plan: await planMedia(record.text, ctx, limits), lost: [] };

@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { formatListenAddress, parseListenAddress } from "@mediagate/io";
 import type { ChannelHealth } from "../channels/types.js";
 
 /** What the health endpoint reports (docs/durability.md). Token-free. */
@@ -38,14 +39,14 @@ export interface HealthServer {
 /**
  * Serves `GET /health` on a loopback `host:port`: the {@link HealthReport} as JSON, HTTP 200
  * when `ok` or `degraded`, 503 when `failed` (a probe restarts or alerts). Any other path is 404.
+ * `listen` is read by @mediagate/io's `parseListenAddress` (`[::1]:9464` for IPv6), which throws
+ * `ListenAddressError` for anything else.
  */
 export async function startHealthServer(
   listen: string,
   report: () => Promise<HealthReport>,
 ): Promise<HealthServer> {
-  const at = listen.lastIndexOf(":");
-  const host = listen.slice(0, at).replace(/^\[|\]$/g, "");
-  const port = Number(listen.slice(at + 1));
+  const { host, port } = parseListenAddress(listen);
   const server: Server = createServer((request, response) => {
     const path = (request.url ?? "/").split("?")[0];
     if (request.method !== "GET" || (path !== "/health" && path !== "/healthz")) {
@@ -73,9 +74,8 @@ export async function startHealthServer(
     });
   });
   const address = server.address() as AddressInfo;
-  const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
   return {
-    url: `http://${shownHost}:${address.port}`,
+    url: `http://${formatListenAddress({ host: address.address, port: address.port })}`,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -206,7 +206,7 @@ function testServices(
       journal,
       logger: silentLogger(),
       channelFor: () => wired.channel,
-      runtimeFor: () => wired.runtime,
+      translateContextFor: () => wired.runtime?.translateContext,
       schedule,
     }),
     channels: () => [],
@@ -589,7 +589,7 @@ describe("message pipeline", () => {
         journal,
         logger: silentLogger(),
         channelFor: () => wired.channel,
-        runtimeFor: () => wired.runtime,
+        translateContextFor: () => wired.runtime?.translateContext,
         maxAgeMs: 60 * 60_000,
         now: () => Date.now() + laterMs,
         schedule: (run, delayMs) => {
@@ -746,7 +746,7 @@ describe("turn log line and error boundary", () => {
       journal: failingJournal,
       logger: silentLogger(),
       channelFor: () => wired.channel,
-      runtimeFor: () => wired.runtime,
+      translateContextFor: () => wired.runtime?.translateContext,
     });
     const channel = new RecordingChannel();
     const { log, entries } = capturedLog();

@@ -71,7 +71,7 @@ export interface PipelineServices {
   readonly outbox: Outbox;
   /** Each channel's health now (for `/status`). */
   readonly channels: () => readonly ChannelHealth[];
-  /** Typing renewal period; default 4 s. */
+  /** Typing renewal period; default `Defaults.activity.intervalMs`. */
   readonly activityIntervalMs?: number | undefined;
   /** How long a turn runs before it shows typing (default `Defaults.activity.typingAfterMs`). */
   readonly typingAfterMs?: number | undefined;

@@ -10,7 +10,8 @@ export const ActivityDefaults = {
 /** Options of {@link startActivity}. */
 export interface ActivityOptions {
   /**
-   * How long the turn runs before the first typing indicator (default 1 s): a turn that ends
+   * How long the turn runs before the first typing indicator (default
+   * `Defaults.activity.typingAfterMs`): a turn that ends
    * sooner shows none, and costs no request for it.
    */
   readonly typingAfterMs?: number | undefined;

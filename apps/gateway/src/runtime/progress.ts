@@ -22,20 +22,28 @@ export const ProgressDefaults = {
   everyMs: Defaults.progress.everySeconds * 1000,
   maxFailedEdits: Defaults.progress.maxFailedEdits,
   requestTimeoutMs: Defaults.progress.requestTimeoutMs,
-  /** The floor of `everyMs` whatever the configuration: once a second. */
+  /** The floor of `everyMs` whatever the configuration. */
   minEveryMs: Defaults.progress.minEverySeconds * 1000,
 } as const;
 
 /** Options of {@link TurnProgress}. */
 export interface ProgressOptions {
-  /** How long the turn runs before the status is posted. Default 3 s. */
+  /**
+   * How long the turn runs before the status is posted. Default: `Defaults.progress.afterSeconds`.
+   */
   readonly afterMs?: number | undefined;
-  /** At most one edit per this many ms (at least 1 s and the platform's floor). Default 1 s. */
+  /**
+   * At most one edit per this many ms (at least `Defaults.progress.minEverySeconds` and the
+   * platform's floor). Default: `Defaults.progress.everySeconds`.
+   */
   readonly everyMs?: number | undefined;
   readonly clock?: ProgressClock | undefined;
-  /** Edits failing in a row (not counting rate limits) before editing stops. Default 3. */
+  /**
+   * Edits failing in a row (not counting rate limits) before editing stops. Default:
+   * `Defaults.progress.maxFailedEdits`.
+   */
   readonly maxFailedEdits?: number | undefined;
-  /** Bound of one status call. Default 10 s. */
+  /** Bound of one status call. Default: `Defaults.progress.requestTimeoutMs`. */
   readonly requestTimeoutMs?: number | undefined;
   /** Told about each failed status call (logging); never throws. */
   readonly onProblem?: ((what: string, error: unknown) => void) | undefined;

@@ -1,8 +1,7 @@
-import type { ExecOptions, ExecResult } from "@mediagate/sandbox";
+import { type ExecOptions, type ExecResult, shellQuote } from "@mediagate/sandbox";
 import type { ToolRunner } from "../agents/types.js";
 import { Defaults } from "../defaults.js";
 import { type SandboxProblem, sandboxProblemOf } from "./sandbox-errors.js";
-import { shellQuote } from "./shell-quote.js";
 
 /** The part of `Sandbox` a turn's tools need. */
 export interface SessionShell {

@@ -20,7 +20,7 @@ export interface SessionKeyPolicy {
 }
 
 /** Default keying policy. */
-export const SessionKeyDefaults = Defaults.sessions;
+export const SessionKeyDefaults = Defaults.sessions satisfies SessionKeyPolicy;
 
 /** What a session key says, read back by {@link parseSessionKey}. */
 export interface ParsedSessionKey {

@@ -27,7 +27,7 @@ interface SessionLane {
 
 /** Options of {@link TurnQueue}. */
 export interface TurnQueueOptions {
-  /** Turns running at once across all sessions. Default 4. */
+  /** Turns running at once across all sessions. Default: `Defaults.concurrency`. */
   readonly concurrency?: number;
   /** Called when a job throws (the queue itself never rejects). */
   readonly onError?: (sessionKey: string, error: unknown) => void;

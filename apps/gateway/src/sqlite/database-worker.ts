@@ -37,7 +37,8 @@ export interface DatabaseWorkerOptions {
   readonly revive: (failure: CallFailure) => Error;
   /**
    * How long `close()` waits for the calls in flight and the final checkpoint before it
-   * gives up on them (they reject) and lets the thread go. Default 10000.
+   * gives up on them (they reject) and lets the thread go. Default:
+   * `Defaults.database.closeTimeoutMs`.
    */
   readonly closeTimeoutMs?: number;
 }

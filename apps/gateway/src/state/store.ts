@@ -19,11 +19,13 @@ import type { ChatMessage } from "./types.js";
 export interface StateStoreOptions {
   /** Clock for the `created_at`/`updated_at` columns. Default `Date.now`. */
   readonly now?: () => number;
-  /** How long a writer waits for another process's lock. Default 5000. */
+  /**
+   * How long a writer waits for another process's lock. Default: `Defaults.database.busyTimeoutMs`.
+   */
   readonly busyTimeoutMs?: number;
   /**
    * How long `close()` waits for calls in flight and the final checkpoint (a stalled disk)
-   * before it gives up on them. Default 10000.
+   * before it gives up on them. Default: `Defaults.database.closeTimeoutMs`.
    */
   readonly closeTimeoutMs?: number;
 }

@@ -72,25 +72,30 @@ export interface DiscordChannelOptions {
   readonly retry?: DiscordRetryOptions | undefined;
   /**
    * Largest attachment a user may send that is saved (`discord.downloadMaxBytes`); default
-   * 25 MiB. Larger ones are refused with a notice, unread (docs/inbound-media.md).
+   * `Defaults.discord.downloadMaxBytes`. Larger ones are refused with a notice, unread
+   * (docs/inbound-media.md).
    */
   readonly downloadMaxBytes?: number | undefined;
-  /** Per-request timeout of discord.js's REST (and of an attachment's headers); default 15 s. */
+  /**
+   * Per-request timeout of discord.js's REST (and of an attachment's headers); default
+   * `Defaults.discord.requestTimeoutMs`.
+   */
   readonly requestTimeoutMs?: number | undefined;
   /**
    * At most this many messages are fetched per chat by {@link DiscordChannel.catchUp} (the
-   * oldest after the cursor); default 200, 0 turns catch-up off. Later ones are not answered
-   * (logged).
+   * oldest after the cursor); default `Defaults.discord.catchUpMaxMessages`, 0 turns catch-up
+   * off. Later ones are not answered (logged).
    */
   readonly catchUpMaxMessages?: number | undefined;
   /**
    * Backoff while the message handler rejects (the journal cannot be written):
-   * 1 s doubling to 60 s by default.
+   * `Defaults.discord.inboundRetry` by default.
    */
   readonly inboundRetry?: InboundRetryOptions | undefined;
   /**
-   * Messages a reply's text may take (`delivery.maxTextChunks`, default 4); a longer reply is
-   * its head as that many messages and the whole as `reply.txt` (docs/media.md).
+   * Messages a reply's text may take (`delivery.maxTextChunks`, default
+   * `Defaults.delivery.maxTextChunks`); a longer reply is its head as that many messages and
+   * the whole as `reply.txt` (docs/media.md).
    */
   readonly maxTextChunks?: number | undefined;
   /**

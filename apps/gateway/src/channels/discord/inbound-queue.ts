@@ -5,9 +5,9 @@ import type { InboundHandler, InboundMessage } from "../types.js";
 
 /** Backoff of a message whose handler rejected (the journal could not be written). */
 export interface InboundRetryOptions {
-  /** First wait; doubles per failure. Default `Defaults.discord.inboundRetry.minDelayMs`. */
+  /** First wait; doubles per failure. Default: `Defaults.discord.inboundRetry.minDelayMs`. */
   readonly minDelayMs?: number | undefined;
-  /** Cap of that wait. Default `Defaults.discord.inboundRetry.maxDelayMs`. */
+  /** Cap of that wait. Default: `Defaults.discord.inboundRetry.maxDelayMs`. */
   readonly maxDelayMs?: number | undefined;
 }
 

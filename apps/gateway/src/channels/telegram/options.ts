@@ -17,11 +17,14 @@ export interface TelegramChannelOptions {
   /** The profile this bot serves; stamped on every inbound message. */
   readonly profile: string;
   readonly logger: Logger;
-  /** Upload caps; raise them for a local Bot API server (default 10 MB photo, 50 MB other). */
+  /**
+   * Upload caps; raise them for a local Bot API server (default @mediagate/media's
+   * `TelegramDefaults`).
+   */
   readonly limits?:
     | { readonly photoBytes?: number | undefined; readonly otherBytes?: number | undefined }
     | undefined;
-  /** Retry policy (docs/media.md); `maxRetryAfterSeconds` defaults to 60. */
+  /** Retry policy (docs/media.md); default `Defaults.retry`. */
   readonly retry?: RetryOptions | undefined;
   /**
    * Drop updates that queued up while the gateway was down. Default `false`: Telegram keeps
@@ -34,27 +37,42 @@ export interface TelegramChannelOptions {
    * it twice (docs/durability.md).
    */
   readonly ambiguousSends?: AmbiguousSends | undefined;
-  /** Every Bot API request's time before its upload size is counted. Default 15 000. */
+  /**
+   * Every Bot API request's time before its upload size is counted. Default:
+   * `Defaults.telegram.requestTimeoutBaseMs`.
+   */
   readonly requestTimeoutBaseMs?: number | undefined;
   /**
    * The slowest upload waited for: a request may take `requestTimeoutBaseMs` + its bytes /
-   * this. Default 262 144 (256 KiB/s).
+   * this. Default: `Defaults.telegram.minUploadBytesPerSecond`.
    */
   readonly minUploadBytesPerSecond?: number | undefined;
-  /** Long-poll `timeout` of getUpdates. Default 30. */
+  /** Long-poll `timeout` of getUpdates. Default: `Defaults.telegram.pollTimeoutSeconds`. */
   readonly pollTimeoutSeconds?: number | undefined;
-  /** A getUpdates unanswered this long past its timeout is abandoned and retried. Default 10 000. */
+  /**
+   * A getUpdates unanswered this long past its timeout is abandoned and retried. Default:
+   * `Defaults.telegram.pollTimeoutMarginMs`.
+   */
   readonly pollTimeoutMarginMs?: number | undefined;
-  /** First wait after a failed poll (or an update that could not be recorded). Default 1000. */
+  /**
+   * First wait after a failed poll (or an update that could not be recorded). Default:
+   * `Defaults.telegram.pollBackoffMinMs`.
+   */
   readonly pollBackoffMinMs?: number | undefined;
-  /** Cap of that wait, which doubles per failure in a row. Default 60 000. */
+  /**
+   * Cap of that wait, which doubles per failure in a row. Default:
+   * `Defaults.telegram.pollBackoffMaxMs`.
+   */
   readonly pollBackoffMaxMs?: number | undefined;
   /**
    * When a getUpdates answer ends inside an album, the wait before one more poll collects its
-   * other messages. Default 1000.
+   * other messages. Default: `Defaults.telegram.albumWaitMs`.
    */
   readonly albumWaitMs?: number | undefined;
-  /** Largest file a user may send that is fetched (default 20 MB, the public getFile limit). */
+  /**
+   * Largest file a user may send that is fetched (default `Defaults.telegram.downloadMaxBytes`,
+   * the public getFile limit).
+   */
   readonly downloadMaxBytes?: number | undefined;
   /**
    * The Bot API server runs with `--local`: getFile answers an absolute path on this host,
@@ -73,8 +91,9 @@ export interface TelegramChannelOptions {
       }
     | undefined;
   /**
-   * Messages a reply's text may take (`delivery.maxTextChunks`, default 4); a longer reply is
-   * sent as that many messages of its head and the whole as `reply.txt` (docs/media.md).
+   * Messages a reply's text may take (`delivery.maxTextChunks`, default
+   * `Defaults.delivery.maxTextChunks`); a longer reply is sent as that many messages of its
+   * head and the whole as `reply.txt` (docs/media.md).
    */
   readonly maxTextChunks?: number | undefined;
   /**

@@ -13,11 +13,14 @@ import { RequestProgress, trackRequest } from "./request-tracking.js";
 
 /** How long one Bot API request may take (docs/durability.md). */
 export interface RequestTimeouts {
-  /** Every request's allowance before its upload is counted. Default 15 000. */
+  /**
+   * Every request's allowance before its upload is counted. Default:
+   * `Defaults.telegram.requestTimeoutBaseMs`.
+   */
   readonly requestTimeoutBaseMs: number;
   /**
    * The slowest upload still waited for: a request may also take its size divided by this.
-   * Default 262 144 (256 KiB/s).
+   * Default: `Defaults.telegram.minUploadBytesPerSecond`.
    */
   readonly minUploadBytesPerSecond: number;
 }

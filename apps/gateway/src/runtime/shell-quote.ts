@@ -1,4 +1,0 @@
-/** Quotes `value` as one POSIX shell word. */
-export function shellQuote(value: string): string {
-  return `'${value.replace(/'/g, `'\\''`)}'`;
-}
