@@ -445,11 +445,11 @@ describe("resolveConfig", () => {
 
   it("reads health.listen and web.listen as host:port, IPv6 in brackets, health on loopback only", () => {
     const config = resolveConfig(
-      { health: { listen: "[::1]:9464" }, web: { listen: "[::]:8787" } },
+      { health: { listen: "[::1]:9464" }, web: { listen: "[::]:8787", allowedHosts: [] } },
       { env },
     );
     expect(config.healthListen).toBe("[::1]:9464");
-    expect(config.web).toEqual({ listen: "[::]:8787" });
+    expect(config.web).toEqual({ listen: "[::]:8787", allowedHosts: [] });
     expect(resolveConfig({ health: { listen: "localhost:0" } }, { env }).healthListen).toBe(
       "localhost:0",
     );
