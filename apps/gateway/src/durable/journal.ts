@@ -5,6 +5,7 @@ import { currentInstanceId, type InstanceId } from "@mediagate/sandbox";
 import type { ChatCursor, InboundMessage, StepResult } from "../channels/types.js";
 import { Defaults } from "../defaults.js";
 import { type CallFailure, DatabaseWorker, programUrl } from "../sqlite/database-worker.js";
+import { checkIntegrityWithin, type OpenCheck } from "../sqlite/integrity.js";
 import { fromWire, wireCode } from "../sqlite/protocol.js";
 import { StorageError } from "./errors.js";
 import type { JournalDatabase } from "./journal-database.js";
@@ -31,6 +32,11 @@ export interface JournalOptions {
   readonly busyTimeoutMs?: number;
   /** How long `close()` waits for calls in flight (a stalled disk). Default 10000. */
   readonly closeTimeoutMs?: number;
+  /**
+   * How long opening waits for the integrity check of an existing journal before it goes on
+   * without the verdict. Default `Defaults.database.integrityWaitMs`.
+   */
+  readonly integrityWaitMs?: number;
 }
 
 /** Defaults of {@link JournalOptions}. */
@@ -38,6 +44,7 @@ export const JournalDefaults = {
   now: Date.now,
   busyTimeoutMs: Defaults.database.busyTimeoutMs,
   closeTimeoutMs: Defaults.database.closeTimeoutMs,
+  integrityWaitMs: Defaults.database.integrityWaitMs,
 } as const satisfies Required<Omit<JournalOptions, "owner">>;
 
 /** The journal of an install: `<root home>/journal.db` (docs/durability.md). */
@@ -49,43 +56,78 @@ export function journalDbPath(rootHome: string): string {
  * The {@link Journal} on SQLite: one file in WAL mode, worked on in
  * its own worker thread, so a slow or frozen disk delays the calls that need the journal and
  * nothing else. Calls run in the order they are made. Every failure rejects with
- * {@link StorageError} (`full` set for a full disk; nothing of the failed call was saved).
+ * {@link StorageError} (`full` set for a full disk, nothing of the failed call was saved;
+ * `damaged` for a damaged file, which no retry heals).
  */
 export class SqliteJournal implements Journal {
   readonly path: string;
   /** The owner this process records and takes over with. */
   readonly owner: InstanceId;
+  /** The integrity check at open (its `early` verdict is `undefined` when it outlasted the wait). */
+  readonly check: OpenCheck;
   readonly #worker: DatabaseWorker<JournalDatabase>;
   readonly #now: () => number;
   #closed = false;
+  #damage: StorageError | undefined;
 
   private constructor(
     path: string,
     owner: InstanceId,
     worker: DatabaseWorker<JournalDatabase>,
     now: () => number,
+    check: OpenCheck,
   ) {
     this.path = path;
     this.owner = owner;
     this.#worker = worker;
     this.#now = now;
+    this.check = check;
   }
 
   /**
    * Opens (creating it owner-only, and its directory 0700, if needed) and migrates the journal
-   * at `path` in a new worker thread.
+   * at `path` in a new worker thread. An existing journal is checked first (`quick_check`, in a
+   * thread of its own, waited for up to `integrityWaitMs`): a damaged one rejects with a
+   * {@link StorageError} whose `damaged` is set and whose message names the way out; a verdict
+   * that comes later sets {@link damage}.
    */
   static async open(path: string, options: JournalOptions = {}): Promise<SqliteJournal> {
     const settings = { ...JournalDefaults, ...options };
     const owner = options.owner ?? currentInstanceId();
+    const check = await checkIntegrityWithin(path, {
+      busyTimeoutMs: settings.busyTimeoutMs,
+      waitMs: settings.integrityWaitMs,
+    });
+    if (check.early?.status === "damaged") throw damagedAtOpen(path, check.early.problems);
+    let journal: SqliteJournal | undefined;
     const worker = await DatabaseWorker.start<JournalDatabase>({
       program: programUrl("./journal-database.js", import.meta.url),
       path,
       settings: { busyTimeoutMs: settings.busyTimeoutMs, owner },
-      revive: (failure) => revive(path, failure),
+      revive: (failure) => {
+        const error = revive(path, failure);
+        if (error.damaged && journal !== undefined) journal.#damage ??= error;
+        return error;
+      },
       closeTimeoutMs: settings.closeTimeoutMs,
     });
-    return new SqliteJournal(path, owner, worker, settings.now);
+    const opened = new SqliteJournal(path, owner, worker, settings.now, check);
+    journal = opened;
+    if (check.early === undefined) {
+      void check.report.then((report) => {
+        if (report.status === "damaged") opened.#damage ??= damagedAtOpen(path, report.problems);
+      });
+    }
+    return opened;
+  }
+
+  /**
+   * Why the journal is damaged, once a call failed on a damaged file (or the late integrity
+   * check found it so); `undefined` while nothing says so. Nothing heals it: the gateway's
+   * health reports it until the journal is moved aside (`mediagate db move-aside`).
+   */
+  get damage(): StorageError | undefined {
+    return this.#damage;
   }
 
   record(message: InboundMessage): Promise<RecordResult> {
@@ -219,5 +261,15 @@ function revive(path: string, { operation, error }: CallFailure): StorageError {
     reason: error.message,
     code: wireCode(error),
     cause: fromWire(error),
+  });
+}
+
+/** The error of a journal the integrity check found damaged: SQLite's words, the way out. */
+function damagedAtOpen(path: string, problems: readonly string[]): StorageError {
+  return new StorageError({
+    operation: "open",
+    path,
+    reason: problems.join("; "),
+    code: "SQLITE_CORRUPT",
   });
 }
