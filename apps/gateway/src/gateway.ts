@@ -23,6 +23,7 @@ import { Defaults } from "./defaults.js";
 import type { RetrySleep } from "./delivery/retry.js";
 import { StorageError } from "./durable/errors.js";
 import { journalDbPath, SqliteJournal } from "./durable/journal.js";
+import { lostJournalText } from "./durable/journal-marker.js";
 import { Outbox, type OutboxOptions } from "./durable/outbox.js";
 import type { Journal, JournalEntry, OutboxRecord } from "./durable/types.js";
 import { logOpenCheck } from "./health/database-checks.js";
@@ -228,6 +229,8 @@ export class Gateway {
         options.integrityWaitMs === undefined ? {} : { integrityWaitMs: options.integrityWaitMs },
       );
       journal = opened;
+      if (opened.lost !== undefined)
+        logger.error({ path: opened.lost.path }, lostJournalText(opened.lost));
       logOpenCheck(logger, opened);
       for (const profile of config.profiles) {
         const agent = options.agent;

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -17,9 +17,10 @@ import { Gateway, NotRecordedDamagedText } from "../gateway.js";
 import { createLogger } from "../log.js";
 import { StorageError } from "./errors.js";
 import { journalDbPath, SqliteJournal } from "./journal.js";
+import { journalMarkerPath } from "./journal-marker.js";
 
 /**
- * A damaged journal (docs/durability.md, "A damaged or lost database"): each file is
+ * A damaged or lost journal (docs/durability.md, "A damaged or lost database"): each file is
  * written by the real journal, closed, then damaged in place at an offset computed from its
  * header, and opened again the way the gateway opens it.
  */
@@ -228,5 +229,42 @@ describe("the gateway on a journal damaged while running", () => {
     expect(report.journal.detail).toContain(wayOut(path));
     const notRecorded = logs().find((l) => l.msg.startsWith("message not recorded"));
     expect(notRecorded?.msg).toContain("the journal is damaged");
+  });
+});
+
+describe("a lost journal", () => {
+  it("is told from a first start by the marker its first open left", async () => {
+    const path = journalDbPath(home);
+    const first = await openJournal(path, { now: () => Date.UTC(2030, 0, 2) });
+    expect(first.lost).toBeUndefined();
+    expect(existsSync(journalMarkerPath(path))).toBe(true);
+    await first.close();
+    rmSync(path);
+
+    const again = await openJournal(path, { now: () => Date.UTC(2030, 0, 3) });
+
+    expect(again.lost).toEqual({
+      path,
+      marker: journalMarkerPath(path),
+      since: "2030-01-02T00:00:00.000Z",
+    });
+    await again.close();
+    const third = await openJournal(path);
+    expect(third.lost).toBeUndefined();
+  });
+
+  it("is logged by the gateway at error level with what could not be recovered", async () => {
+    await writeJournal(journalDbPath(home));
+    rmSync(journalDbPath(home));
+
+    const { logs } = await startGateway();
+
+    const lost = logs().find((l) => l.msg.startsWith("the journal"));
+    expect(lost?.level).toBe(50);
+    expect(lost?.path).toBe(journalDbPath(home));
+    expect(lost?.msg).toContain(`the journal ${journalDbPath(home)} is gone`);
+    expect(lost?.msg).toContain(
+      "what the old one held is lost: the messages received but not answered yet (a platform does not offer a confirmed message again), the replies waiting in the outbox",
+    );
   });
 });

@@ -6,9 +6,10 @@ import type { ChatCursor, InboundMessage, StepResult } from "../channels/types.j
 import { Defaults } from "../defaults.js";
 import { type CallFailure, DatabaseWorker, programUrl } from "../sqlite/database-worker.js";
 import { checkIntegrityWithin, type OpenCheck } from "../sqlite/integrity.js";
-import { fromWire, wireCode } from "../sqlite/protocol.js";
+import { fromWire, toWire, wireCode } from "../sqlite/protocol.js";
 import { StorageError } from "./errors.js";
 import type { JournalDatabase } from "./journal-database.js";
+import { findLostJournal, type LostJournal, markJournal } from "./journal-marker.js";
 import type {
   Journal,
   JournalEntry,
@@ -63,6 +64,11 @@ export class SqliteJournal implements Journal {
   readonly path: string;
   /** The owner this process records and takes over with. */
   readonly owner: InstanceId;
+  /**
+   * The journal was gone at open while its marker said there was one (docs/durability.md): a
+   * new one was made, and what the old one held is lost.
+   */
+  readonly lost: LostJournal | undefined;
   /** The integrity check at open (its `early` verdict is `undefined` when it outlasted the wait). */
   readonly check: OpenCheck;
   readonly #worker: DatabaseWorker<JournalDatabase>;
@@ -75,13 +81,14 @@ export class SqliteJournal implements Journal {
     owner: InstanceId,
     worker: DatabaseWorker<JournalDatabase>,
     now: () => number,
-    check: OpenCheck,
+    opened: { lost: LostJournal | undefined; check: OpenCheck },
   ) {
     this.path = path;
     this.owner = owner;
     this.#worker = worker;
     this.#now = now;
-    this.check = check;
+    this.lost = opened.lost;
+    this.check = opened.check;
   }
 
   /**
@@ -89,11 +96,13 @@ export class SqliteJournal implements Journal {
    * at `path` in a new worker thread. An existing journal is checked first (`quick_check`, in a
    * thread of its own, waited for up to `integrityWaitMs`): a damaged one rejects with a
    * {@link StorageError} whose `damaged` is set and whose message names the way out; a verdict
-   * that comes later sets {@link damage}.
+   * that comes later sets {@link damage}. A journal that was lost (see journal-marker.ts) is
+   * made anew and reported as {@link lost}.
    */
   static async open(path: string, options: JournalOptions = {}): Promise<SqliteJournal> {
     const settings = { ...JournalDefaults, ...options };
     const owner = options.owner ?? currentInstanceId();
+    const lost = await findLostJournal(path);
     const check = await checkIntegrityWithin(path, {
       busyTimeoutMs: settings.busyTimeoutMs,
       waitMs: settings.integrityWaitMs,
@@ -111,7 +120,13 @@ export class SqliteJournal implements Journal {
       },
       closeTimeoutMs: settings.closeTimeoutMs,
     });
-    const opened = new SqliteJournal(path, owner, worker, settings.now, check);
+    try {
+      await markJournal(path, settings.now(), lost !== undefined);
+    } catch (error) {
+      await worker.close().catch(() => {});
+      throw revive(path, { operation: "open", error: toWire(error) });
+    }
+    const opened = new SqliteJournal(path, owner, worker, settings.now, { lost, check });
     journal = opened;
     if (check.early === undefined) {
       void check.report.then((report) => {
