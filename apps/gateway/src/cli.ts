@@ -212,6 +212,43 @@ pairingOpts(
     process.exitCode = await pairingRevoke(target, { ...opts, env, redactor }, print).catch(fail);
   });
 
+const db = program
+  .command("db")
+  .description("the install's SQLite databases: the journal and each profile's state")
+  .addHelpText(
+    "after",
+    examples([
+      [
+        "mediagate db move-aside ~/.mediagate/journal.db",
+        "a damaged journal, as the error named it",
+      ],
+    ]),
+  );
+
+db.command("move-aside")
+  .argument("<file>", "the damaged journal.db or state.db, as the error line named it")
+  .description(
+    "move a damaged database and its -wal/-shm aside to <file>.damaged-<time> (kept), refused while a process has it open; the next start makes a new, empty one",
+  )
+  .option("--force", "move it even when this host cannot tell who has it open (no /proc)")
+  .addHelpText(
+    "after",
+    examples([
+      [
+        "mediagate db move-aside /var/lib/mediagate/journal.db",
+        "loses unanswered messages and the outbox's waiting replies",
+      ],
+      [
+        "mediagate db move-aside /var/lib/mediagate/profiles/work/state.db",
+        "loses profile work's conversations and pairing approvals",
+      ],
+    ]),
+  )
+  .action(async (file: string, opts: { force?: boolean }) => {
+    const { moveAside } = await import("./cli/move-aside.js");
+    process.exitCode = await moveAside(file, { force: opts.force }, print).catch(fail);
+  });
+
 const web = program
   .command("web")
   .description("the web console (docs/web-console.md)")

@@ -17,8 +17,10 @@ import type { GatewayConfig, ProfileConfig } from "./config/types.js";
 import { Defaults } from "./defaults.js";
 import { StorageError } from "./durable/errors.js";
 import { journalDbPath, SqliteJournal } from "./durable/journal.js";
+import { lostJournalText } from "./durable/journal-marker.js";
 import { Outbox, type OutboxOptions } from "./durable/outbox.js";
 import type { Journal, JournalEntry, OutboxRecord } from "./durable/types.js";
+import { logOpenCheck } from "./health/database-checks.js";
 import {
   type HealthReport,
   type HealthServer,
@@ -57,6 +59,13 @@ export function interruptedText(message: InboundMessage): string {
 /** The line a chat gets when its message cannot be recorded (the journal's disk). */
 export const NotRecordedText =
   "⚠️ Your message could not be saved: the gateway's disk is full or failing. It will be answered once it can be saved; no need to send it again.";
+
+/**
+ * The line a chat gets when its message cannot be recorded because the journal is damaged:
+ * nothing heals that by itself, so nothing is promised.
+ */
+export const NotRecordedDamagedText =
+  "⚠️ Your message could not be saved: the gateway's journal is damaged and its operator has to replace it. It may not be answered; if no reply comes, send it again later.";
 
 /** Options of {@link Gateway.create}. */
 export interface GatewayOptions {
@@ -102,6 +111,11 @@ export interface GatewayOptions {
   readonly retrySleep?: Sleep;
   /** The log lines the web console's Logs page shows (the ring the logger also writes to). */
   readonly logRing?: LogRing | undefined;
+  /**
+   * Replaces `Defaults.database.integrityWaitMs` for the journal and the state databases:
+   * tests start on a damaged file without waiting for its check.
+   */
+  readonly integrityWaitMs?: number;
 }
 
 /**
@@ -209,21 +223,28 @@ export class Gateway {
     let channels: readonly ChannelAdapter[];
     let journal: Journal | undefined;
     try {
-      journal = await SqliteJournal.open(journalDbPath(config.home));
+      const opened = await SqliteJournal.open(
+        journalDbPath(config.home),
+        options.integrityWaitMs === undefined ? {} : { integrityWaitMs: options.integrityWaitMs },
+      );
+      journal = opened;
+      if (opened.lost !== undefined)
+        logger.error({ path: opened.lost.path }, lostJournalText(opened.lost));
+      logOpenCheck(logger, opened);
       for (const profile of config.profiles) {
         const agent = options.agent;
-        runtimes.set(
-          profile.name,
-          await ProfileRuntime.open({
-            profile,
-            engine,
-            rootHome: config.home,
-            protectedHomes: [...new Set(homes)],
-            logger,
-            agent: agent === undefined ? undefined : (store) => agent(profile, store),
-            now: options.now,
-          }),
-        );
+        const runtime = await ProfileRuntime.open({
+          profile,
+          engine,
+          rootHome: config.home,
+          protectedHomes: [...new Set(homes)],
+          logger,
+          agent: agent === undefined ? undefined : (store) => agent(profile, store),
+          now: options.now,
+          integrityWaitMs: options.integrityWaitMs,
+        });
+        runtimes.set(profile.name, runtime);
+        logOpenCheck(logger, runtime.store);
       }
       channels =
         options.channels ??
@@ -351,10 +372,15 @@ export class Gateway {
     const channels: ChannelHealth[] = this.channels.map((c) => c.health());
     const engine = await this.#engineReachable();
     const queue = this.#services.queue;
+    const damage = this.journal.damage;
+    const journal: HealthReport["journal"] =
+      damage === undefined
+        ? { writable: this.#journalProblem === undefined, detail: this.#journalProblem }
+        : { writable: false, damaged: true, detail: damage.message };
     return {
-      status: overallStatus(channels, this.#journalProblem === undefined, engine.reachable),
+      status: overallStatus(channels, journal, engine.reachable),
       channels,
-      journal: { writable: this.#journalProblem === undefined, detail: this.#journalProblem },
+      journal,
       engine,
       queue: { running: queue.active, queued: queue.pending },
       outbox: { scheduled: this.outbox.scheduled },
@@ -501,6 +527,7 @@ export class Gateway {
   ): Promise<void> {
     const detail = error instanceof Error ? error.message : String(error);
     this.#journalProblem = detail;
+    const damaged = error instanceof StorageError && error.damaged;
     this.logger.error(
       {
         err: error,
@@ -508,7 +535,9 @@ export class Gateway {
         platform: message.platform,
         receiptId: message.receiptId,
       },
-      "message not recorded: the journal cannot be written; it stays unconfirmed",
+      damaged
+        ? "message not recorded: the journal is damaged (see the error for the way out); it stays unconfirmed"
+        : "message not recorded: the journal cannot be written; it stays unconfirmed",
     );
     const key = `${message.profile}:${message.platform}:${message.receiptId}`;
     const runtime = this.runtimes.get(message.profile);
@@ -518,7 +547,8 @@ export class Gateway {
     if (this.#toldNotRecorded.size > 10_000) this.#toldNotRecorded.clear();
     this.#toldNotRecorded.add(key);
     if (!(error instanceof StorageError)) return;
-    await channel.sendText(targetOf(message), NotRecordedText).catch((sendError: unknown) => {
+    const notice = damaged ? NotRecordedDamagedText : NotRecordedText;
+    await channel.sendText(targetOf(message), notice).catch((sendError: unknown) => {
       this.logger.warn({ err: sendError }, "could not tell the chat its message was not saved");
     });
   }

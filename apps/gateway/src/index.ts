@@ -93,7 +93,13 @@ export type {
   RecordResult,
 } from "./durable/types.js";
 export type { GatewayOptions } from "./gateway.js";
-export { Gateway, GatewayDefaults, interruptedText, NotRecordedText } from "./gateway.js";
+export {
+  Gateway,
+  GatewayDefaults,
+  interruptedText,
+  NotRecordedDamagedText,
+  NotRecordedText,
+} from "./gateway.js";
 export type { LineSink, LogFormat, Logger, LoggerOptions, LogLevel } from "./log.js";
 export {
   createLogger,

@@ -1,3 +1,4 @@
+import { damagedWayOut, isDamagedCode } from "../sqlite/damage.js";
 import { isDiskFullCode } from "../sqlite/disk-full.js";
 
 /** What a failed journal operation means for the message or reply it was about. */
@@ -7,6 +8,12 @@ const Consequences: Readonly<Record<string, string>> = {
   addReply: "the reply was not recorded for delivery",
   step: "the delivered step was not recorded; a resumed delivery may repeat it",
   sync: "the messages recorded since the last sync were not confirmed and are offered again",
+};
+
+/** The same, when the journal is damaged: nothing heals by itself, so nothing is promised. */
+const DamagedConsequences: Readonly<Record<string, string>> = {
+  open: "the gateway cannot run on it",
+  record: "the message was not confirmed and cannot be recorded until the journal is replaced",
 };
 
 /** Fields of a {@link StorageError}. */
@@ -25,8 +32,9 @@ export interface StorageErrorInit {
 /**
  * The journal (`journal.db`) could not be read or written. `full` is set when the disk
  * holding it is full: nothing of the failed operation was saved (SQLite rolled it back), and
- * the same call works again once space is freed. The message says what failed and what to do;
- * it holds no message text or token.
+ * the same call works again once space is freed. `damaged` is set when the file itself is
+ * damaged: no retry heals it, and the message names the way out (`mediagate db move-aside`).
+ * The message says what failed and what to do; it holds no message text or token.
  */
 export class StorageError extends Error {
   override readonly name = "StorageError";
@@ -34,22 +42,34 @@ export class StorageError extends Error {
   readonly path: string;
   /** The disk (or quota) is full (`SQLITE_FULL`, `ENOSPC`, `EDQUOT`). */
   readonly full: boolean;
+  /** The file is damaged (`SQLITE_CORRUPT`, `SQLITE_NOTADB`, or the check at open found so). */
+  readonly damaged: boolean;
   readonly code: string | undefined;
   readonly reason: string;
 
   constructor(init: StorageErrorInit) {
     const full = isDiskFullCode(init.code);
-    const consequence = Consequences[init.operation] ?? "the change was not saved";
-    super(
-      full
-        ? `journal ${init.operation} failed: the disk holding ${init.path} is full; free space; ${consequence}`
-        : `journal ${init.path}: ${init.operation} failed: ${init.reason}; ${consequence}`,
-      { cause: init.cause },
-    );
+    const damaged = isDamagedCode(init.code);
+    super(messageOf(init, full, damaged), { cause: init.cause });
     this.operation = init.operation;
     this.path = init.path;
     this.full = full;
+    this.damaged = damaged;
     this.code = init.code;
     this.reason = init.reason;
   }
+}
+
+function messageOf(init: StorageErrorInit, full: boolean, damaged: boolean): string {
+  const { operation, path, reason } = init;
+  if (full) {
+    const consequence = Consequences[operation] ?? "the change was not saved";
+    return `journal ${operation} failed: the disk holding ${path} is full; free space; ${consequence}`;
+  }
+  if (damaged) {
+    const consequence = DamagedConsequences[operation] ?? "the change was not saved";
+    return `the journal ${path} is damaged (${operation}: ${reason}); ${consequence}; ${damagedWayOut("journal", path)}`;
+  }
+  const consequence = Consequences[operation] ?? "the change was not saved";
+  return `journal ${path}: ${operation} failed: ${reason}; ${consequence}`;
 }

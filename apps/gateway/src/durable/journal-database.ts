@@ -6,6 +6,7 @@ import { isPlanRecord } from "@mediagate/media/plan-record";
 import { type InstanceId, instanceLiveness } from "@mediagate/sandbox/instance";
 import Database from "better-sqlite3";
 import type { ChatCursor, ChatTarget, InboundMessage, StepResult } from "../channels/types.js";
+import { moveAsideCommand } from "../sqlite/damage.js";
 import { StateSchemaError } from "../state/errors.js";
 import { migrate } from "../state/schema.js";
 import { JOURNAL_MIGRATIONS } from "./journal-schema.js";
@@ -134,7 +135,7 @@ export class JournalDatabase {
       db.close();
       if (error instanceof StateSchemaError) {
         throw new Error(
-          `schema version ${error.found} is newer than this mediagate supports (${error.supported}); upgrade mediagate or move ${path} aside`,
+          `schema version ${error.found} is newer than this mediagate supports (${error.supported}); upgrade mediagate or move ${path} aside (\`${moveAsideCommand(path)}\`)`,
         );
       }
       throw error;

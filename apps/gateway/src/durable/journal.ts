@@ -5,9 +5,11 @@ import { currentInstanceId, type InstanceId } from "@mediagate/sandbox";
 import type { ChatCursor, InboundMessage, StepResult } from "../channels/types.js";
 import { Defaults } from "../defaults.js";
 import { type CallFailure, DatabaseWorker, programUrl } from "../sqlite/database-worker.js";
-import { fromWire, wireCode } from "../sqlite/protocol.js";
+import { checkIntegrityWithin, type OpenCheck } from "../sqlite/integrity.js";
+import { fromWire, toWire, wireCode } from "../sqlite/protocol.js";
 import { StorageError } from "./errors.js";
 import type { JournalDatabase } from "./journal-database.js";
+import { findLostJournal, type LostJournal, markJournal } from "./journal-marker.js";
 import type {
   Journal,
   JournalEntry,
@@ -36,6 +38,11 @@ export interface JournalOptions {
    * `Defaults.database.closeTimeoutMs`.
    */
   readonly closeTimeoutMs?: number;
+  /**
+   * How long opening waits for the integrity check of an existing journal before it goes on
+   * without the verdict. Default `Defaults.database.integrityWaitMs`.
+   */
+  readonly integrityWaitMs?: number;
 }
 
 /** Defaults of {@link JournalOptions}. */
@@ -43,6 +50,7 @@ export const JournalDefaults = {
   now: Date.now,
   busyTimeoutMs: Defaults.database.busyTimeoutMs,
   closeTimeoutMs: Defaults.database.closeTimeoutMs,
+  integrityWaitMs: Defaults.database.integrityWaitMs,
 } as const satisfies Required<Omit<JournalOptions, "owner">>;
 
 /** The journal of an install: `<root home>/journal.db` (docs/durability.md). */
@@ -54,43 +62,92 @@ export function journalDbPath(rootHome: string): string {
  * The {@link Journal} on SQLite: one file in WAL mode, worked on in
  * its own worker thread, so a slow or frozen disk delays the calls that need the journal and
  * nothing else. Calls run in the order they are made. Every failure rejects with
- * {@link StorageError} (`full` set for a full disk; nothing of the failed call was saved).
+ * {@link StorageError} (`full` set for a full disk, nothing of the failed call was saved;
+ * `damaged` for a damaged file, which no retry heals).
  */
 export class SqliteJournal implements Journal {
   readonly path: string;
   /** The owner this process records and takes over with. */
   readonly owner: InstanceId;
+  /**
+   * The journal was gone at open while its marker said there was one (docs/durability.md): a
+   * new one was made, and what the old one held is lost.
+   */
+  readonly lost: LostJournal | undefined;
+  /** The integrity check at open (its `early` verdict is `undefined` when it outlasted the wait). */
+  readonly check: OpenCheck;
   readonly #worker: DatabaseWorker<JournalDatabase>;
   readonly #now: () => number;
   #closed = false;
+  #damage: StorageError | undefined;
 
   private constructor(
     path: string,
     owner: InstanceId,
     worker: DatabaseWorker<JournalDatabase>,
     now: () => number,
+    opened: { lost: LostJournal | undefined; check: OpenCheck },
   ) {
     this.path = path;
     this.owner = owner;
     this.#worker = worker;
     this.#now = now;
+    this.lost = opened.lost;
+    this.check = opened.check;
   }
 
   /**
    * Opens (creating it owner-only, and its directory 0700, if needed) and migrates the journal
-   * at `path` in a new worker thread.
+   * at `path` in a new worker thread. An existing journal is checked first (`quick_check`, in a
+   * thread of its own, waited for up to `integrityWaitMs`): a damaged one rejects with a
+   * {@link StorageError} whose `damaged` is set and whose message names the way out; a verdict
+   * that comes later sets {@link damage}. A journal that was lost (see journal-marker.ts) is
+   * made anew and reported as {@link lost}.
    */
   static async open(path: string, options: JournalOptions = {}): Promise<SqliteJournal> {
     const settings = { ...JournalDefaults, ...options };
     const owner = options.owner ?? currentInstanceId();
+    const lost = await findLostJournal(path);
+    const check = await checkIntegrityWithin(path, {
+      busyTimeoutMs: settings.busyTimeoutMs,
+      waitMs: settings.integrityWaitMs,
+    });
+    if (check.early?.status === "damaged") throw damagedAtOpen(path, check.early.problems);
+    let journal: SqliteJournal | undefined;
     const worker = await DatabaseWorker.start<JournalDatabase>({
       program: programUrl("./journal-database.js", import.meta.url),
       path,
       settings: { busyTimeoutMs: settings.busyTimeoutMs, owner },
-      revive: (failure) => revive(path, failure),
+      revive: (failure) => {
+        const error = revive(path, failure);
+        if (error.damaged && journal !== undefined) journal.#damage ??= error;
+        return error;
+      },
       closeTimeoutMs: settings.closeTimeoutMs,
     });
-    return new SqliteJournal(path, owner, worker, settings.now);
+    try {
+      await markJournal(path, settings.now(), lost !== undefined);
+    } catch (error) {
+      await worker.close().catch(() => {});
+      throw revive(path, { operation: "open", error: toWire(error) });
+    }
+    const opened = new SqliteJournal(path, owner, worker, settings.now, { lost, check });
+    journal = opened;
+    if (check.early === undefined) {
+      void check.report.then((report) => {
+        if (report.status === "damaged") opened.#damage ??= damagedAtOpen(path, report.problems);
+      });
+    }
+    return opened;
+  }
+
+  /**
+   * Why the journal is damaged, once a call failed on a damaged file (or the late integrity
+   * check found it so); `undefined` while nothing says so. Nothing heals it: the gateway's
+   * health reports it until the journal is moved aside (`mediagate db move-aside`).
+   */
+  get damage(): StorageError | undefined {
+    return this.#damage;
   }
 
   record(message: InboundMessage): Promise<RecordResult> {
@@ -224,5 +281,15 @@ function revive(path: string, { operation, error }: CallFailure): StorageError {
     reason: error.message,
     code: wireCode(error),
     cause: fromWire(error),
+  });
+}
+
+/** The error of a journal the integrity check found damaged: SQLite's words, the way out. */
+function damagedAtOpen(path: string, problems: readonly string[]): StorageError {
+  return new StorageError({
+    operation: "open",
+    path,
+    reason: problems.join("; "),
+    code: "SQLITE_CORRUPT",
   });
 }

@@ -1,6 +1,7 @@
 import type { PlanRecord } from "@mediagate/media";
 import type { InstanceId } from "@mediagate/sandbox";
 import type { ChatCursor, ChatTarget, InboundMessage, StepResult } from "../channels/types.js";
+import type { StorageError } from "./errors.js";
 
 /**
  * Where a journal entry is (docs/durability.md):
@@ -96,9 +97,16 @@ export interface OutboxRecord extends OutboxReply {
  * The per-install durable record of inbound messages and outbound replies:
  * `<root home>/journal.db`, SQLite in WAL mode, worked on off the event loop (a worker
  * thread), so a slow disk delays only the calls that write. Every method rejects with
- * `StorageError` (its `full` flag set for a full disk) when the database cannot be written.
+ * `StorageError` (its `full` flag set for a full disk, `damaged` for a damaged file) when the
+ * database cannot be written.
  */
 export interface Journal {
+  /**
+   * Set once the journal was found damaged (a call failed on the damaged file, or the check at
+   * open said so after the start went on): it stays set, since nothing heals it but moving the
+   * file aside (`mediagate db move-aside`, docs/operations.md).
+   */
+  readonly damage: StorageError | undefined;
   /**
    * Records an inbound message before it is confirmed; dedupes on its key. Discord messages
    * move their chat's cursor. Once it resolves the entry survives a crash of the process;

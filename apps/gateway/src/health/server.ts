@@ -7,11 +7,17 @@ import type { ChannelHealth } from "../channels/types.js";
 export interface HealthReport {
   /**
    * `ok`: every channel up and the journal writable; `degraded`: a channel retrying or the
-   * journal failing to write (messages are not lost but wait); `failed`: a channel gave up.
+   * journal failing to write (messages are not lost but wait); `failed`: a channel gave up, or
+   * the journal is damaged (nothing heals it but moving it aside: docs/operations.md).
    */
   readonly status: "ok" | "degraded" | "failed";
   readonly channels: readonly ChannelHealth[];
-  readonly journal: { readonly writable: boolean; readonly detail?: string | undefined };
+  /** `damaged` is there (true) only when the journal file is damaged. */
+  readonly journal: {
+    readonly writable: boolean;
+    readonly damaged?: true;
+    readonly detail?: string | undefined;
+  };
   readonly engine: { readonly reachable: boolean; readonly detail?: string | undefined };
   readonly queue: { readonly running: number; readonly queued: number };
   readonly outbox: { readonly scheduled: number };
@@ -20,11 +26,11 @@ export interface HealthReport {
 /** The overall status from its parts. */
 export function overallStatus(
   channels: readonly ChannelHealth[],
-  journalWritable: boolean,
+  journal: HealthReport["journal"],
   engineReachable: boolean,
 ): HealthReport["status"] {
-  if (channels.some((c) => c.state === "failed")) return "failed";
-  if (!journalWritable || !engineReachable) return "degraded";
+  if (channels.some((c) => c.state === "failed") || journal.damaged) return "failed";
+  if (!journal.writable || !engineReachable) return "degraded";
   if (channels.some((c) => c.state !== "up")) return "degraded";
   return "ok";
 }

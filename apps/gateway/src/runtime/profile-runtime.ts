@@ -26,6 +26,8 @@ export interface ProfileRuntimeOptions {
   readonly agent?: ((store: StateStore) => Agent) | undefined;
   /** The state database's clock (pairing codes expire by it). Default `Date.now`. */
   readonly now?: (() => number) | undefined;
+  /** How long opening the state database waits for its check. Default `StateStoreDefaults`. */
+  readonly integrityWaitMs?: number | undefined;
 }
 
 /**
@@ -42,10 +44,12 @@ export class ProfileRuntime {
 
   /** Opens the profile's state database (in its worker thread) and builds the runtime. */
   static async open(options: ProfileRuntimeOptions): Promise<ProfileRuntime> {
-    const store = await StateStore.open(
-      stateDbPath(options.profile.home),
-      options.now === undefined ? {} : { now: options.now },
-    );
+    const store = await StateStore.open(stateDbPath(options.profile.home), {
+      ...(options.now === undefined ? {} : { now: options.now }),
+      ...(options.integrityWaitMs === undefined
+        ? {}
+        : { integrityWaitMs: options.integrityWaitMs }),
+    });
     try {
       return new ProfileRuntime(options, store);
     } catch (error) {

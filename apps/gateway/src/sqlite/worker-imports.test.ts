@@ -13,6 +13,7 @@ describe("the SQLite worker programs", () => {
   const programs = {
     journal: new URL("../durable/journal-database.ts", import.meta.url),
     state: new URL("../state/state-database.ts", import.meta.url),
+    integrity: new URL("./integrity-database.ts", import.meta.url),
   };
 
   for (const [name, program] of Object.entries(programs)) {

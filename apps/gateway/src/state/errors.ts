@@ -1,3 +1,4 @@
+import { damagedWayOut, isDamaged } from "../sqlite/damage.js";
 import { isDiskFull } from "../sqlite/disk-full.js";
 
 /** The state database could not be opened, read or written. */
@@ -14,19 +15,28 @@ export class StateStoreError extends Error {
    * call was saved, and it works again once space is freed.
    */
   readonly full: boolean;
+  /**
+   * The file is damaged (`SQLITE_CORRUPT`, `SQLITE_NOTADB`, or the check at open found so): no
+   * retry heals it; the message names the way out (`mediagate db move-aside`).
+   */
+  readonly damaged: boolean;
 
   constructor(operation: string, path: string, reason: string, options?: { cause?: unknown }) {
     const full = isDiskFull(options?.cause);
+    const damaged = !full && isDamaged(options?.cause);
     super(
       full
         ? `state database ${path}: ${operation} failed: the disk is full; free space (${reason})`
-        : `state database ${path}: ${operation} failed: ${reason}`,
+        : damaged
+          ? `the state database ${path} is damaged (${operation}: ${reason}); ${damagedWayOut("state", path)}`
+          : `state database ${path}: ${operation} failed: ${reason}`,
       options,
     );
     this.operation = operation;
     this.path = path;
     this.reason = reason;
     this.full = full;
+    this.damaged = damaged;
   }
 }
 

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { Defaults } from "../defaults.js";
 import { type CallFailure, DatabaseWorker, programUrl } from "../sqlite/database-worker.js";
+import { checkIntegrityWithin, type OpenCheck } from "../sqlite/integrity.js";
 import { fromWire } from "../sqlite/protocol.js";
 import { StateSchemaError, StateStoreError } from "./errors.js";
 import type {
@@ -28,6 +29,11 @@ export interface StateStoreOptions {
    * before it gives up on them. Default: `Defaults.database.closeTimeoutMs`.
    */
   readonly closeTimeoutMs?: number;
+  /**
+   * How long opening waits for the integrity check of an existing database before it goes on
+   * without the verdict. Default `Defaults.database.integrityWaitMs`.
+   */
+  readonly integrityWaitMs?: number;
 }
 
 /** Defaults of {@link StateStoreOptions}. */
@@ -35,6 +41,7 @@ export const StateStoreDefaults = {
   now: Date.now,
   busyTimeoutMs: Defaults.database.busyTimeoutMs,
   closeTimeoutMs: Defaults.database.closeTimeoutMs,
+  integrityWaitMs: Defaults.database.integrityWaitMs,
 } as const satisfies Required<StateStoreOptions>;
 
 /** The state database of a profile home: `<profileHome>/state.db` (docs/sandbox.md). */
@@ -48,34 +55,73 @@ export function stateDbPath(profileHome: string): string {
  * gateway processes of one profile may share it), worked on in its own worker thread
  * (docs/durability.md): a slow or frozen disk delays the calls on this database, never the
  * event loop. Calls run in the order they are made. Every failure rejects with
- * {@link StateStoreError} (or {@link StateSchemaError} from `open`).
+ * {@link StateStoreError} (or {@link StateSchemaError} from `open`); its `damaged` is set for a
+ * damaged file.
  */
 export class StateStore {
   readonly path: string;
+  /** The integrity check at open (its `early` verdict is `undefined` when it outlasted the wait). */
+  readonly check: OpenCheck;
   readonly #worker: DatabaseWorker<StateDatabase>;
   readonly #now: () => number;
   #rotations = 0;
+  #damage: StateStoreError | undefined;
 
-  private constructor(path: string, worker: DatabaseWorker<StateDatabase>, now: () => number) {
+  private constructor(
+    path: string,
+    worker: DatabaseWorker<StateDatabase>,
+    now: () => number,
+    check: OpenCheck,
+  ) {
     this.path = path;
     this.#worker = worker;
     this.#now = now;
+    this.check = check;
   }
 
   /**
    * Opens (creating it and its parent directories if needed) and migrates the database at
    * `path`, in a new worker thread. The file is made owner-only (0600): it holds conversations.
+   * An existing database is checked first (`quick_check`, in a thread of its own, waited for up
+   * to `integrityWaitMs`): a damaged one rejects with a {@link StateStoreError} whose `damaged`
+   * is set and whose message names the way out; a verdict that comes later sets {@link damage}.
    */
   static async open(path: string, options: StateStoreOptions = {}): Promise<StateStore> {
     const settings = { ...StateStoreDefaults, ...options };
+    const check = await checkIntegrityWithin(path, {
+      busyTimeoutMs: settings.busyTimeoutMs,
+      waitMs: settings.integrityWaitMs,
+    });
+    if (check.early?.status === "damaged") throw damagedAtOpen(path, check.early.problems);
+    let store: StateStore | undefined;
     const worker = await DatabaseWorker.start<StateDatabase>({
       program: programUrl("./state-database.js", import.meta.url),
       path,
       settings: { busyTimeoutMs: settings.busyTimeoutMs },
-      revive: (failure) => revive(path, failure),
+      revive: (failure) => {
+        const error = revive(path, failure);
+        if (store !== undefined && error instanceof StateStoreError && error.damaged)
+          store.#damage ??= error;
+        return error;
+      },
       closeTimeoutMs: settings.closeTimeoutMs,
     });
-    return new StateStore(path, worker, settings.now);
+    const opened = new StateStore(path, worker, settings.now, check);
+    store = opened;
+    if (check.early === undefined) {
+      void check.report.then((report) => {
+        if (report.status === "damaged") opened.#damage ??= damagedAtOpen(path, report.problems);
+      });
+    }
+    return opened;
+  }
+
+  /**
+   * Set once the database was found damaged (a call failed on the damaged file, or the check at
+   * open said so after the start went on); nothing heals it but moving the file aside.
+   */
+  get damage(): StateStoreError | undefined {
+    return this.#damage;
   }
 
   /** The session id bound to `sessionKey`; a new random one is created and stored if absent. */
@@ -191,4 +237,10 @@ function revive(path: string, { operation, error }: CallFailure): Error {
     return new StateStoreError(failedOperation, path, reason, { cause });
   }
   return new StateStoreError(operation, path, error.message, { cause: fromWire(error) });
+}
+
+/** The error of a database the integrity check found damaged: SQLite's words, the way out. */
+function damagedAtOpen(path: string, problems: readonly string[]): StateStoreError {
+  const cause = Object.assign(new Error(problems.join("; ")), { code: "SQLITE_CORRUPT" });
+  return new StateStoreError("open", path, cause.message, { cause });
 }
