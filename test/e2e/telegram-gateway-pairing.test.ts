@@ -162,9 +162,9 @@ describe("gateway over Telegram: access: pairing", () => {
     ]);
     // The command is logged, its code is not (docs/security.md: codes are never logged).
     const lines = harness.logs.slice(logged).join("\n").toLowerCase();
-    expect(lines).toContain('"command":{"name":"approve","codegiven":true}');
     expect(lines).not.toContain(code.toLowerCase());
     expect(lines).not.toContain(code.replace("-", "").toLowerCase());
+    expect(lines).toContain('"command":{"name":"approve","codegiven":true}');
     expect(told(Stranger, since)).toEqual([
       "✅ An admin approved you: you may use this bot now. Send your message again.",
     ]);
