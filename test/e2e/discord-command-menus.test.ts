@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { FakeInteraction } from "../fakes/discord/index.js";
+import type { FakeInteraction, SlashCommandOption } from "../fakes/discord/index.js";
 import { DiscordGatewayHarness } from "./harness/discord-gateway.js";
 import { DockerObserver } from "./harness/docker-observer.js";
 import { waitUntil } from "./harness/gateway-home.js";
@@ -249,5 +249,92 @@ describe("gateway over Discord: slash command registration switched off or faili
     } finally {
       await harness.close();
     }
+  });
+});
+
+/**
+ * Slash commands registered by another program under the same names (`commands.register:
+ * false`, or an older registration): Discord sends their options with the types that
+ * registration declares. None may reach the process as an exception (it used to end it:
+ * `getBoolean` threw outside any handler); each is answered with what was wrong, and the
+ * channel goes on answering.
+ */
+describe("gateway over Discord: slash commands with options this gateway does not register", () => {
+  let harness: DiscordGatewayHarness;
+
+  beforeAll(async () => {
+    harness = await DiscordGatewayHarness.start("e2e-dmenu-wrong", Token, {
+      profile: { admins: [`discord:${Admin}`] },
+      discord: () => ({ commands: { register: false } }),
+    });
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+  });
+
+  /** Every way another registration's options can differ from this gateway's. */
+  const wrong: readonly (readonly [string, readonly SlashCommandOption[], string])[] = [
+    ["text for a boolean", [{ name: "OPTION", type: 3, value: "yes" }], "Discord sent text"],
+    ["a number for a boolean", [{ name: "OPTION", type: 10, value: 1 }], "Discord sent a number"],
+    ["a whole number for a boolean", [{ name: "OPTION", type: 4, value: 0 }], "a whole number"],
+    ["a boolean without its value", [{ name: "OPTION", type: 5 }], "Discord sent no value"],
+    ["an unknown option", [{ name: "verbose", type: 5, value: true }], 'has no option "verbose"'],
+    ["a text option", [{ name: "target", type: 3, value: "secret-42" }], 'has no option "target"'],
+    [
+      "a subcommand",
+      [{ name: "everything", type: 1, options: [{ name: "now", type: 5, value: true }] }],
+      'has no subcommand "everything"',
+    ],
+  ];
+  // The commands with options first: their wrong types are what used to end the process.
+  const commands = [
+    ["reset", "confirm"],
+    ["stop", "all"],
+    ["help", undefined],
+    ["status", undefined],
+  ] as const;
+
+  it("answers every command with every wrong option clearly, runs none, and keeps answering", async () => {
+    const { fake } = harness;
+    for (const [command, option] of commands) {
+      for (const [what, options, said] of wrong) {
+        // A command without options gets the wrong one under a name it does not have.
+        const sent = options.map((o) => ({
+          ...o,
+          name: o.name === "OPTION" ? (option ?? "x") : o.name,
+        }));
+        const expected =
+          option === undefined && options[0]!.name === "OPTION" ? 'has no option "x"' : said;
+        const interaction = fake.sendSlashCommand({
+          name: command,
+          options: sent,
+          authorId: Admin,
+          unregistered: true,
+        });
+        const text = await answerOf(interaction);
+        expect(text, `/${command} with ${what}`).toMatch(/^⚠️ Not run: /);
+        expect(text, `/${command} with ${what}`).toContain(expected);
+        expect(text).toContain(`Type the command as a message instead: /${command}`);
+        expect(text).not.toContain("secret-42");
+        expect(interaction.original!.flags).toBe(Ephemeral);
+      }
+    }
+    await harness.gateway.idle();
+    // Nothing ran: no container was made, nothing was posted.
+    expect(await new DockerObserver().profileContainers(harness.profile)).toEqual([]);
+    expect(fake.messagesIn(fake.world.dmChannel(Admin))).toEqual([]);
+    // The channel goes on: a command without options runs as usual.
+    const status = fake.sendSlashCommand({ name: "status", authorId: Admin, unregistered: true });
+    expect(await answerOf(status)).toContain("Session: ");
+    const stop = fake.sendSlashCommand({
+      name: "stop",
+      options: { all: false },
+      authorId: Admin,
+      unregistered: true,
+    });
+    expect(await answerOf(stop)).toBe("Nothing was running for this session.");
+    expect(harness.logs.filter((line) => line.includes('"level":50'))).toEqual([]);
+    expect(harness.logs.join("\n")).not.toContain("secret-42");
   });
 });

@@ -155,10 +155,16 @@ describe("gateway over Telegram: access: pairing", () => {
     expect(told(Stranger, since).at(-1)).toContain("You already have a code waiting");
 
     since = bot.mark();
+    const logged = harness.logs.length;
     await dm(bot, Admin, `/approve ${code.toLowerCase()}`);
     expect(told(Admin, since)).toEqual([
       expect.stringContaining(`✅ Approved telegram:${Stranger}`),
     ]);
+    // The command is logged, its code is not (docs/security.md: codes are never logged).
+    const lines = harness.logs.slice(logged).join("\n").toLowerCase();
+    expect(lines).not.toContain(code.toLowerCase());
+    expect(lines).not.toContain(code.replace("-", "").toLowerCase());
+    expect(lines).toContain('"command":{"name":"approve","codegiven":true}');
     expect(told(Stranger, since)).toEqual([
       "✅ An admin approved you: you may use this bot now. Send your message again.",
     ]);

@@ -1,9 +1,11 @@
 /**
- * The script that kills a group of processes inside a container, and how to ask for one.
- * It uses shell builtins for the process table (`read` of `/proc/<pid>/stat` and
- * `/proc/<pid>/status`) so it keeps working when the container is short of processes; only
- * the environment scan forks (one `grep`). A process may rename itself to anything,
- * newlines and `) ` included, so `stat` is read whole and cut after its last `) `.
+ * The script that kills a group of processes of a container, and how to ask for one. It
+ * runs inside the container (`killProcesses`, a `docker exec`) or beside it in its PID
+ * namespace (`killFromOutside`, for a container at its pids limit). It uses shell builtins
+ * for the process table (`read` of `/proc/<pid>/stat` and `/proc/<pid>/status`); only the
+ * environment scan forks (one `grep`), which inside a full container fails, so a kill that
+ * must work there runs from outside. A process may rename itself to anything, newlines and
+ * `) ` included, so `stat` is read whole and cut after its last `) `.
  */
 
 /** Which processes a kill selects: the union of the given criteria. */

@@ -30,6 +30,11 @@ export const LabelKeys = {
    */
   slotDelete: "mediagate.slot-delete",
   /**
+   * `"1"` on the throwaway container that kills a slot's processes from outside its cgroup
+   * (`killFromOutside`): no slot's container either. The engine removes it when it exits.
+   */
+  processKill: "mediagate.process-kill",
+  /**
    * The gateway process that made the container (`currentInstanceId()`, not sanitized). A
    * scratch container (`persistent` = `"0"`) or delete container whose owner is gone (the
    * process crashed: no idle timer or shutdown of its will remove it) is an orphan, removed

@@ -27,6 +27,7 @@ import { listProfileContainers, removeOwnContainer } from "./inventory.js";
 import { type ContainerOwner, sanitizeLabelValue } from "./labels.js";
 import { listLegacyContainers, retireLegacyContainers } from "./legacy.js";
 import { execOnce } from "./one-shot-exec.js";
+import { killFromOutside } from "./outside-kill.js";
 import { provisionContainer } from "./provision.js";
 import {
   reapAgeSeconds,
@@ -442,10 +443,12 @@ export class Sandbox {
   /**
    * Kills every process any session (of any profile or gateway process) or one-shot exec
    * started in the slot's running container, never the container itself; what `/stop all`
-   * does. In per-session mode that is every process of a sandbox uid, killed by root, so a
-   * fork loop at its process limit cannot outrun it. This sandbox's shells in the slot are
-   * closed (they reopen, with their state, on the next call). Returns how many processes
-   * were killed; 0 when the slot has no running container.
+   * does. In per-session mode that is every process of a sandbox uid. The kill runs from
+   * outside the container ({@link killFromOutside}: a throwaway container in the target's
+   * PID namespace and its own cgroup), so it works on the first try when fork loops hold the
+   * container at its pids limit, where nothing can be started inside. This sandbox's shells
+   * in the slot are closed (they reopen, with their state, on the next call). Returns how
+   * many processes were killed; 0 when the slot has no running container.
    */
   async killSlot(slot: string): Promise<number> {
     return this.#guard("killSlot", slot, async () => {
@@ -454,9 +457,12 @@ export class Sandbox {
       if (held !== undefined) ids.add(held);
       const found = await findSlotContainers(this.#docker, this.#owner, slot, this.#bound);
       for (const c of found) if (c.State === "running") ids.add(c.Id);
+      const outside = { docker: this.#docker, owner: this.#owner, bound: this.#bound };
       let killed = 0;
       try {
-        for (const id of ids) killed += await this.#shells.killAll(id);
+        for (const id of ids) {
+          killed += await killFromOutside(outside, id, this.#shells.everySession());
+        }
       } finally {
         this.#shells.closeSlot(slot);
       }

@@ -242,15 +242,15 @@ export class SessionShells {
   }
 
   /**
-   * Kills every session's and one-shot exec's processes in the container, never PID 1 or
-   * the container's main process: in per-session mode every process of a sandbox uid;
-   * in root mode every marked process. Returns how many processes were killed.
+   * Every session's and one-shot exec's processes in a container, never PID 1 or the
+   * container's main process: in per-session mode every process of a sandbox uid; in root
+   * mode every marked process.
    */
-  async killAll(containerId: string): Promise<number> {
-    return this.#killIn(containerId, async () => ({
+  everySession(): KillSelection {
+    return {
       environ: AnySessionMarker,
       uids: this.#mode.perSession ? SandboxUids : undefined,
-    }));
+    };
   }
 
   /** Runs a kill as the housekeeper; a container that is gone has nothing left to kill. */

@@ -244,6 +244,25 @@ export const containerRunning = (id: string): Promise<boolean> =>
       () => false,
     );
 
+/**
+ * Command lines of the container's processes as the engine lists them from the host
+ * (`docker top`): nothing runs inside, so it answers when the container is at its pids limit.
+ */
+export async function hostProcessList(containerId: string): Promise<string[]> {
+  const listed = (await docker.getContainer(containerId).top({ ps_args: "-o pid,args" })) as {
+    Titles: string[];
+    Processes: string[][] | null;
+  };
+  const args = listed.Titles.indexOf("COMMAND");
+  return (listed.Processes ?? []).map((row) => row.slice(args).join(" "));
+}
+
+/** How many processes the container holds now (the engine's stats), against its pids limit. */
+export async function pidsOf(containerId: string): Promise<number> {
+  const stats = await docker.getContainer(containerId).stats({ stream: false });
+  return stats.pids_stats?.current ?? 0;
+}
+
 /** The `ps` lines of the container that contain `needle`. */
 export async function processesMatching(containerId: string, needle: string): Promise<string[]> {
   return (await processList(containerId)).filter((line) => line.includes(needle));

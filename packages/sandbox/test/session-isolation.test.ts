@@ -12,6 +12,8 @@ import {
   execIn,
   type Fixture,
   fixture,
+  hostProcessList,
+  pidsOf,
   processesMatching,
 } from "./helpers.js";
 
@@ -308,6 +310,46 @@ describe("a fork loop in one session", () => {
     expect(await containerRunning(containerId)).toBe(true);
     expect((await sandbox.run(slot, admin, "echo ok")).stdout).toBe("ok\n");
     expect(await sandbox.killSlot("no-such-slot")).toBe(0);
+  });
+});
+
+describe("a container at its pids limit", () => {
+  const PidsLimit = 64;
+
+  /**
+   * A session's fork loop that never gives up: an interactive shell does not exit when a
+   * fork fails, it reads the next `sleep … &` from `yes`. It waits for /tmp/go, so that
+   * every session has started one before the container is full.
+   */
+  const loop = (tag: number) =>
+    `(while [ ! -e /tmp/go ]; do sleep 0.1; done; yes 'sleep ${tag} &' | sh -i) >/dev/null 2>&1 & echo started`;
+
+  it("killSlot ends four sessions' fork loops on the first try, running nothing inside", async () => {
+    const sandbox = fx.sandbox({ pidsLimit: PidsLimit, sessionProcessLimit: 24 });
+    const slot = "full";
+    const { containerId } = await sandbox.acquire(slot);
+    await shareSlotDirs(sandbox, slot);
+    for (const n of [1, 2, 3, 4]) {
+      const started = await sandbox.run(slot, `agent:full:telegram:dm:${3000 + n}`, loop(4471));
+      expect(started.stdout).toBe("started\n");
+    }
+    await sandbox.run(slot, "agent:full:telegram:dm:3005", "touch /tmp/go");
+    await waitUntil(async () => (await pidsOf(containerId)) >= PidsLimit, "the container full");
+    const flood = async () =>
+      (await hostProcessList(containerId)).filter((p) => /sleep 4471|sh -i|^yes/.test(p));
+    expect((await flood()).length).toBeGreaterThan(40);
+    const execs = (await docker.getContainer(containerId).inspect()).ExecIDs ?? [];
+
+    const killed = await sandbox.killSlot(slot);
+
+    expect(killed).toBeGreaterThan(40);
+    expect(await flood()).toEqual([]);
+    const execsAfter = (await docker.getContainer(containerId).inspect()).ExecIDs ?? [];
+    expect(execsAfter.filter((id) => !execs.includes(id))).toEqual([]);
+    expect(await containerRunning(containerId)).toBe(true);
+    expect((await sandbox.run(slot, "agent:full:telegram:dm:3001", "echo back")).stdout).toBe(
+      "back\n",
+    );
   });
 });
 

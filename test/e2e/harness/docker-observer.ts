@@ -156,6 +156,29 @@ export class DockerObserver {
       .filter((line) => line !== "");
   }
 
+  /**
+   * The command lines of every process in the container as the engine lists them from the
+   * host (`docker top`): nothing runs inside the container, so it answers when the container
+   * has no process to spare.
+   */
+  async top(id: string): Promise<string[]> {
+    const listed = await this.#json<{ Titles: string[]; Processes: string[][] | null }>(
+      "GET",
+      `/containers/${id}/top?ps_args=${encodeURIComponent("-o pid,args")}`,
+    );
+    const args = listed.Titles.indexOf("COMMAND");
+    return (listed.Processes ?? []).map((row) => row.slice(args).join(" ").trim());
+  }
+
+  /** The container's process count and its limit (`PidsLimit`), from the engine's stats. */
+  async pids(id: string): Promise<{ current: number; limit: number | undefined }> {
+    const stats = await this.#json<{ pids_stats?: { current?: number; limit?: number } }>(
+      "GET",
+      `/containers/${id}/stats?stream=false&one-shot=true`,
+    );
+    return { current: stats.pids_stats?.current ?? 0, limit: stats.pids_stats?.limit };
+  }
+
   /** Stops a container as an operator would (`docker stop -t 0`), behind the gateway's back. */
   async stop(id: string): Promise<void> {
     const answer = await this.#call("POST", `/containers/${id}/stop?t=0`);

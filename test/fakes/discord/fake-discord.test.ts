@@ -623,6 +623,28 @@ describe("fake Discord application commands and interactions", () => {
     expect(() => fake.sendSlashCommand({ name: "nope" })).toThrow(/not a registered command/);
   });
 
+  it("sends options as the command was registered: a string for a boolean, a subcommand", async () => {
+    const { fake, client } = await connect();
+    await client.application!.commands.set(commands);
+    const received = nextInteraction(client);
+    fake.sendSlashCommand({
+      name: "reset",
+      options: [
+        { name: "confirm", type: 3, value: "yes" },
+        { name: "now", type: 1, options: [{ name: "count", type: 10, value: 2 }] },
+      ],
+    });
+    const interaction = await received;
+    expect(interaction.options.data.map((o) => [o.name, o.type, o.value])).toEqual([
+      ["confirm", 3, "yes"],
+      ["now", 1, undefined],
+    ]);
+    expect(interaction.options.data[1]!.options?.map((o) => [o.name, o.type, o.value])).toEqual([
+      ["count", 10, 2],
+    ]);
+    expect(() => interaction.options.getBoolean("confirm")).toThrow(/of type: 3; expected 5/);
+  });
+
   it("answers 404 Unknown interaction for a wrong token", async () => {
     const { fake } = await connect();
     const sent = fake.sendSlashCommand({ name: "help", unregistered: true });

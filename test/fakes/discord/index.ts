@@ -21,6 +21,7 @@ export type {
   FakeDiscordOptions,
   MessageInput,
   SlashCommandInput,
+  SlashCommandOption,
 } from "./server.js";
 export { FakeDiscord } from "./server.js";
 export type { StoredMessage } from "./world.js";

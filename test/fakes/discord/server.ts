@@ -74,11 +74,29 @@ export interface DispatchedMessage {
   readonly attachments: readonly AttachmentObject[];
 }
 
+/**
+ * One option of an interaction as Discord sends it: its name, its type as the command was
+ * registered (3 string, 4 integer, 5 boolean, 10 number; 1 a subcommand and 2 a subcommand
+ * group, which carry `options` instead of a `value`).
+ */
+export interface SlashCommandOption {
+  readonly name: string;
+  readonly type: number;
+  readonly value?: unknown;
+  readonly options?: readonly SlashCommandOption[];
+}
+
 /** A user runs one of the bot's slash commands ({@link FakeDiscord.sendSlashCommand}). */
 export interface SlashCommandInput {
   readonly name: string;
-  /** Option values by name (booleans, strings, numbers), as the user filled them in. */
-  readonly options?: Readonly<Record<string, boolean | string | number>>;
+  /**
+   * Option values by name (booleans, strings, numbers), as the user filled them in; each is
+   * sent with the type of its value. A list is sent as given: what a command registered
+   * with other options (another program's, an older registration) makes Discord send.
+   */
+  readonly options?:
+    | Readonly<Record<string, boolean | string | number>>
+    | readonly SlashCommandOption[];
   /** Default: a fixed human user. */
   readonly authorId?: string;
   readonly authorName?: string;
@@ -93,6 +111,12 @@ export interface SlashCommandInput {
 
 const DefaultAuthorId = "300000000000000001";
 const OptionTypes = { boolean: 5, string: 3, number: 10 } as const;
+
+function isOptionList(
+  options: NonNullable<SlashCommandInput["options"]>,
+): options is readonly SlashCommandOption[] {
+  return Array.isArray(options);
+}
 
 /**
  * A local Discord (REST under `/api/v10`, gateway at `/gateway`) for the real discord.js client:
@@ -321,11 +345,14 @@ export class FakeDiscord {
       userId: authorId,
       channelId,
     });
-    const options = Object.entries(input.options ?? {}).map(([name, value]) => ({
-      name,
-      type: OptionTypes[typeof value as keyof typeof OptionTypes],
-      value,
-    }));
+    const given = input.options ?? {};
+    const options = isOptionList(given)
+      ? given
+      : Object.entries(given).map(([name, value]) => ({
+          name,
+          type: OptionTypes[typeof value as keyof typeof OptionTypes],
+          value,
+        }));
     const payload = {
       id: interaction.id,
       application_id: this.botUser.id,

@@ -10,6 +10,7 @@ import { type Logger, silentLogger } from "../log.js";
 import { ConsoleUser } from "../runtime/access.js";
 import { attachmentFor, consoleFetcher, parseAttach } from "./console-attach.js";
 import type { SharedTerminal } from "./console-terminal.js";
+import { guardedListener } from "./listener-boundary.js";
 import type {
   AttachmentFetcher,
   ChannelAdapter,
@@ -141,22 +142,25 @@ export class ConsoleChannel implements ChannelAdapter {
     // Line editing puts the terminal in raw mode, where Ctrl-C reaches readline, not the
     // process: pass it on, so the gateway stops as it does on any SIGINT.
     if (this.#interactive) rl.on("SIGINT", () => process.kill(process.pid, "SIGINT"));
-    rl.on("line", (line) => {
-      this.#lineEnded();
-      const text = line.trim();
-      // On a terminal the prompt is back at once (replies print above it, like a chat);
-      // otherwise it comes after the reply.
-      if (text === "" || this.#interactive) this.#showPrompt();
-      if (text === "") return;
-      this.#received = this.#received
-        .then(async () => {
-          const message = await this.#messageOf(text);
-          if (message !== undefined) await onMessage(message);
-        })
-        .catch((error: unknown) => {
-          this.#log.warn({ err: error }, "could not record a console message");
-        });
-    });
+    rl.on(
+      "line",
+      guardedListener(this.#log, "consoleLine", (line: string) => {
+        this.#lineEnded();
+        const text = line.trim();
+        // On a terminal the prompt is back at once (replies print above it, like a chat);
+        // otherwise it comes after the reply.
+        if (text === "" || this.#interactive) this.#showPrompt();
+        if (text === "") return;
+        this.#received = this.#received
+          .then(async () => {
+            const message = await this.#messageOf(text);
+            if (message !== undefined) await onMessage(message);
+          })
+          .catch((error: unknown) => {
+            this.#log.warn({ err: error }, "could not record a console message");
+          });
+      }),
+    );
     rl.once("close", () => {
       if (this.#rl === rl) this.#rl = undefined;
       this.#options.onClose?.();

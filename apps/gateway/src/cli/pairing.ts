@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import type { ProfileConfig } from "../config/types.js";
+import { printable } from "../printable.js";
 import type { Redactor } from "../redact.js";
 import { formatPairingCode, normalizePairingCode } from "../state/pairing.js";
 import { StateStore, stateDbPath } from "../state/store.js";
@@ -72,14 +73,17 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 /**
  * `mediagate pairing list`: each profile's pending codes (not expired) and approved users, a
- * header row then one tab-separated line each ({@link PairingListHeader}), and a note for a
- * profile whose `/approve` is locked or that does not pair (`access: allowlist`).
+ * header row then one tab-separated line each ({@link PairingListHeader}, every cell through
+ * {@link printable}), and a note for a profile whose `/approve` is locked or that does not
+ * pair (`access: allowlist`).
  */
 export async function pairingList(options: PairingCommandOptions, print: Print): Promise<number> {
   let rows = 0;
+  // Every cell is escaped: names (and ids) are what the platform accounts sent, and a tab,
+  // a newline or a terminal escape in one would forge or hide rows.
   const row = (cells: readonly string[]) => {
     if (rows++ === 0) print(PairingListHeader);
-    print(cells.join("\t"));
+    print(cells.map(printable).join("\t"));
   };
   const notes: string[] = [];
   for (const profile of await profilesOf(options)) {
@@ -147,7 +151,9 @@ export async function pairingApprove(
   for (const profile of profiles) {
     const result = await withStore(profile, options, (store) => store.approvePairing(code, "cli"));
     if (result?.status !== "approved") continue;
-    const who = result.userName === undefined ? result.user : `${result.user} (${result.userName})`;
+    const who = printable(
+      result.userName === undefined ? result.user : `${result.user} (${result.userName})`,
+    );
     print(`approved ${who} in profile ${profile.name}: they may use the bot now (not as an admin)`);
     return 0;
   }

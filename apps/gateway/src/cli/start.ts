@@ -15,6 +15,7 @@ import { Redactor } from "../redact.js";
 import { LogRing } from "../web/log-ring.js";
 import { checkHomes, createHomes } from "./homes.js";
 import { onStopSignals } from "./stop-signals.js";
+import { onUncaughtErrors } from "./uncaught-errors.js";
 
 /** A start-up check failed; `message` is the one line to print. */
 export class StartupError extends Error {
@@ -32,7 +33,9 @@ export class StartupError extends Error {
  * host user can enter, check Docker and the images (pulling a missing one, progress logged at
  * info; fail fast, one line each with what to do), start every
  * configured channel (the console when no token is set), and stop gracefully on SIGINT/SIGTERM
- * (or when the console input ends). Resolves once stopped. Every line it writes, logs
+ * (or when the console input ends). An unhandled rejection is logged and the gateway goes on;
+ * an uncaught exception stops it like a fatal channel error ({@link onUncaughtErrors}).
+ * Resolves once stopped. Every line it writes, logs
  * included, goes through `redactor` (which loading the config teaches the config's secrets);
  * the caller scrubs a thrown error's message with it too.
  */
@@ -89,7 +92,12 @@ export async function runStart(options: {
   const stopRequested = new Promise<void>((resolve) => {
     requestStop = resolve;
   });
-  let fatal: Error | undefined;
+  let fatal: { readonly check: string; readonly error: Error } | undefined;
+  const stopFor = (check: string, error: Error) => {
+    fatal ??= { check, error };
+    requestStop();
+  };
+  onUncaughtErrors({ logger, onFatal: (error) => stopFor("uncaught", error) });
   const gateway = await Gateway.create(config, {
     env: options.env,
     logger,
@@ -97,10 +105,7 @@ export async function runStart(options: {
     logRing,
     onConsoleClose: () => requestStop(),
     consoleTerminal: terminal,
-    onFatal: (error) => {
-      fatal ??= error;
-      requestStop();
-    },
+    onFatal: (error) => stopFor("channel", error),
   });
   for (const warning of gateway.warnings) say(warning);
   onStopSignals({
@@ -125,8 +130,9 @@ export async function runStart(options: {
   await stopRequested;
   await gateway.stop();
   if (fatal !== undefined) {
-    // A channel gave up for good (e.g. its token was revoked): a non-zero exit lets a service
-    // manager restart the gateway or alert.
-    throw new StartupError("channel", `stopped: ${fatal.message}`);
+    // A channel gave up for good (e.g. its token was revoked), or an exception nothing caught
+    // left the process's state in doubt: a non-zero exit lets a service manager restart the
+    // gateway or alert.
+    throw new StartupError(fatal.check, `stopped: ${fatal.error.message}`);
   }
 }

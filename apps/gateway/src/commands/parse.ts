@@ -54,6 +54,26 @@ export function parseCommand(text: string): Command | undefined {
 }
 
 /**
+ * What a log line may say of a command: its name and its arguments, except those that are
+ * secrets (the pairing code of `/approve`, docs/security.md "Pairing": codes are never
+ * logged), which show only whether one was given.
+ */
+export function commandLogFields(command: Command): Record<string, unknown> {
+  switch (command.name) {
+    case "approve":
+      return { name: command.name, codeGiven: command.code !== undefined };
+    case "stop":
+      return { name: command.name, all: command.all };
+    case "reset":
+      return { name: command.name, confirm: command.confirm };
+    case "help":
+      return { name: command.name, start: command.start };
+    case "status":
+      return { name: command.name };
+  }
+}
+
+/**
  * A gateway command sent bare (no mention, no `@bot`) in a group or guild channel counts as
  * addressed to the bot (docs/sessions.md, "Groups"); `/approve` does not (it was an ordinary
  * message before pairing, and still is in an allowlist profile): `/approve@bot CODE`.

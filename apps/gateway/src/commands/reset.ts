@@ -1,7 +1,7 @@
 import type { PipelineRuntime, PipelineServices } from "../pipeline/types.js";
 import { sandboxProblemOf } from "../runtime/sandbox-errors.js";
 import { SlotRegistry } from "../runtime/slot-registry.js";
-import { describeStop, stopSession } from "./stop.js";
+import { describeStop, type StopSummary } from "./stop.js";
 
 /** What /reset answered. */
 export type ResetResult =
@@ -9,8 +9,11 @@ export type ResetResult =
   | { readonly status: "done"; readonly text: string };
 
 /**
- * `/reset`: everything /stop does, then a new session id (conversation cleared) and a forced
- * teardown of the slot's container with its dirs, so the next message gets a fresh one.
+ * `/reset`: drops the session's queued messages and aborts its running turn, then a new
+ * session id (conversation cleared) and a forced teardown of the slot's container with its
+ * dirs, so the next message gets a fresh one. Removing the container ends every process in
+ * it, so nothing is killed inside first: that would need room in the container, which fork
+ * loops at its pids limit leave none of (docs/security.md, "Stopping").
  * When the slot is shared (a persistent profile slot or a `shared:` slot), nothing happens
  * until `/reset confirm`; the question names how many sessions this process has seen use it.
  */
@@ -25,7 +28,8 @@ export async function resetSession(
   if (runtime.isSharedSlot(slot) && !confirm) {
     return { status: "needs_confirm", slot, sharedBy: services.slots.count(slotId, sessionKey) };
   }
-  const stopped = await stopSession(runtime, services, sessionKey);
+  const droppedMessages = services.queue.dropQueued(sessionKey);
+  const abortedTurn = services.queue.abortRunning(sessionKey, new Error("stopped by /reset"));
   await runtime.store.rotateSessionId(sessionKey);
   let teardown = "removed the container and its files";
   try {
@@ -33,6 +37,10 @@ export async function resetSession(
     services.slots.forget(slotId);
   } catch (error) {
     const name = error instanceof Error ? error.name : "error";
+    runtime.log.error(
+      { err: error, sessionKey, slot },
+      "/reset: removing the container and its files failed",
+    );
     teardown =
       sandboxProblemOf(error)?.kind === "docker_unavailable"
         ? "could not remove the container (Docker cannot be reached)"
@@ -42,8 +50,14 @@ export async function resetSession(
             })`
           : `could not remove the container (${name})`;
   }
-  const stopLine =
-    stopped.abortedTurn || stopped.droppedMessages > 0 ? ` ${describeStop(stopped)}` : "";
+  const stopped: StopSummary = {
+    abortedTurn,
+    droppedMessages,
+    killedProcesses: undefined,
+    removedContainer: false,
+    problems: [],
+  };
+  const stopLine = abortedTurn || droppedMessages > 0 ? ` ${describeStop(stopped)}` : "";
   return {
     status: "done",
     text: `♻️ Reset: new conversation started, ${teardown}.${stopLine}`,

@@ -17,7 +17,21 @@ export interface StopSummary {
 function problemText(error: unknown): string {
   return sandboxProblemOf(error)?.kind === "docker_unavailable"
     ? "the sandbox is unavailable (Docker cannot be reached)"
-    : `sandbox error (${error instanceof Error ? error.name : "unknown"})`;
+    : `sandbox error (${error instanceof Error ? error.name : "unknown"}; the gateway's log has the cause)`;
+}
+
+/**
+ * A sandbox step of a command failed: logged with its cause (the error, its `cause` chain
+ * and the fields) at error level, and the short line the chat is told returned.
+ */
+export function commandProblem(
+  runtime: Pick<PipelineRuntime, "log">,
+  what: string,
+  error: unknown,
+  fields: Readonly<Record<string, unknown>>,
+): string {
+  runtime.log.error({ err: error, ...fields }, `${what} failed`);
+  return problemText(error);
 }
 
 /** What {@link interruptSession} did. */
@@ -41,7 +55,12 @@ export async function interruptSession(
   try {
     killedProcesses = await runtime.sandbox.killSession(sessionKey);
   } catch (error) {
-    problems.push(problemText(error));
+    problems.push(
+      commandProblem(runtime, "killing the session's processes", error, {
+        sessionKey,
+        reason: reason.message,
+      }),
+    );
   }
   return { abortedTurn, killedProcesses, problems };
 }
@@ -73,7 +92,12 @@ export async function stopSession(
       await runtime.sandbox.cleanup(slot, { force: true, deleteDirs: true });
       removedContainer = true;
     } catch (error) {
-      problems.push(problemText(error));
+      problems.push(
+        commandProblem(runtime, "/stop: removing the session's container", error, {
+          sessionKey,
+          slot,
+        }),
+      );
     }
   }
   return { abortedTurn, droppedMessages, killedProcesses, removedContainer, problems };
@@ -134,7 +158,12 @@ export async function stopSlot(
   try {
     killedProcesses = await runtime.sandbox.killSlot(slot);
   } catch (error) {
-    problems.push(problemText(error));
+    problems.push(
+      commandProblem(runtime, "/stop all: killing the slot's processes", error, {
+        sessionKey,
+        slot,
+      }),
+    );
   }
   return { slot, abortedTurns, droppedMessages, killedProcesses, problems };
 }

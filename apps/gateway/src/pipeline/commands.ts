@@ -1,6 +1,11 @@
 import { ApprovedNotice, approveInChat } from "../commands/approve.js";
 import { describeHelp } from "../commands/help.js";
-import { type AdminCommand, type HelpCommand, parseCommand } from "../commands/parse.js";
+import {
+  type AdminCommand,
+  commandLogFields,
+  type HelpCommand,
+  parseCommand,
+} from "../commands/parse.js";
 import { describeResetConfirm, resetSession } from "../commands/reset.js";
 import { describeStatus } from "../commands/status.js";
 import { describeSlotStop, describeStop, stopSession, stopSlot } from "../commands/stop.js";
@@ -55,7 +60,7 @@ async function runCommand(ctx: MessageContext, command: AdminCommand): Promise<v
   }
   const session = sessionOf(ctx);
   const { runtime, services } = ctx;
-  ctx.log.info({ command }, "admin command");
+  ctx.log.info({ command: commandLogFields(command) }, "admin command");
   switch (command.name) {
     case "stop":
       await say(

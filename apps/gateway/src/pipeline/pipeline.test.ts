@@ -131,11 +131,17 @@ function testProfile(overrides: Record<string, unknown> = {}): ProfileConfig {
 }
 
 /** A runtime over {@link recordingSandbox} and a counting in-memory store. */
-function testRuntime(agent: Agent, calls: string[], profile = testProfile()): PipelineRuntime {
+function testRuntime(
+  agent: Agent,
+  calls: string[],
+  profile = testProfile(),
+  log: Logger = silentLogger(),
+): PipelineRuntime {
   const ids = new Map<string, number>();
   let rotations = 0;
   return {
     profile,
+    log,
     agent,
     store: {
       currentSessionId: async (key) => {
@@ -524,6 +530,44 @@ describe("message pipeline", () => {
     expect(calls).toContain("rotateSessionId agent:t:telegram:dm:1");
     expect(calls).toContain('cleanup profile:t {"force":true,"deleteDirs":true}');
     expect(channel.texts[1]).toMatch(/^♻️ Reset: new conversation started, removed the container/);
+    // Removing the container ends its processes: nothing is run inside it first.
+    expect(calls.some((c) => c.startsWith("killSession") || c.startsWith("killSlot"))).toBe(false);
+  });
+
+  it("/stop all whose kill fails says so and logs the failure with its cause", async () => {
+    const calls: string[] = [];
+    const { log, entries } = capturedLog();
+    const cause = new Error("the kill container for 0123456789ab ended without a count");
+    // The sandbox package's error, by name (the pipeline never imports its classes).
+    class SandboxError extends Error {
+      override readonly name = "SandboxError";
+    }
+    const failure = new SandboxError("killSlot failed for slot profile:t", { cause });
+    const runtime: PipelineRuntime = {
+      ...testRuntime(echoAgent([]), calls, testProfile(), log),
+      sandbox: {
+        ...recordingSandbox(calls),
+        killSlot: async () => {
+          throw failure;
+        },
+      },
+    };
+    const channel = new RecordingChannel();
+    await handleMessage(testContext(runtime, testServices(), channel, "/stop all", "1"));
+    expect(channel.texts).toEqual([
+      "Nothing was stopped in slot profile:t. ⚠️ sandbox error (SandboxError; the gateway's log has the cause).",
+    ]);
+    const logged = entries().find(
+      (e) => e.msg === "/stop all: killing the slot's processes failed",
+    );
+    expect(logged).toMatchObject({
+      level: 50,
+      profile: "t",
+      slot: "profile:t",
+      sessionKey: "agent:t:telegram:dm:1",
+      err: { type: "SandboxError" },
+    });
+    expect(JSON.stringify(logged)).toContain("ended without a count");
   });
 
   it("a reply the channel cannot deliver is retried from the outbox, then given up with one clear line", async () => {

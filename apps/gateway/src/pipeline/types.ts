@@ -38,6 +38,8 @@ export type SandboxOps = Pick<
 /** What the pipeline needs of a profile's runtime (`ProfileRuntime` implements it). */
 export interface PipelineRuntime {
   readonly profile: ProfileConfig;
+  /** The profile's logger: commands that act on the sandbox log their failures here. */
+  readonly log: Logger;
   readonly agent: Agent;
   readonly store: Pick<
     StateStore,

@@ -36,6 +36,8 @@ export interface ProfileRuntimeOptions {
  */
 export class ProfileRuntime {
   readonly profile: ProfileConfig;
+  /** The process's logger with the profile's name. */
+  readonly log: Logger;
   readonly sandbox: Sandbox;
   readonly store: StateStore;
   readonly agent: Agent;
@@ -63,6 +65,7 @@ export class ProfileRuntime {
     this.#rootHome = options.rootHome;
     this.#protectedHomes = options.protectedHomes;
     const logger = options.logger.child({ profile: options.profile.name });
+    this.log = logger;
     this.sandbox = new Sandbox({
       engine: options.engine,
       profile: options.profile.name,

@@ -11,6 +11,7 @@ import { commandText, MenuCommands } from "../../commands/menu.js";
 import { splitText } from "../../delivery/split-text.js";
 import type { InboundMessage } from "../types.js";
 import { describeError, toRequestError } from "./errors.js";
+import { readSlashOptions, unreadableOptionsText } from "./slash-options.js";
 
 /** `commands` of {@link DiscordChannelOptions}: the slash commands (docs/sessions.md). */
 export interface DiscordCommandOptions {
@@ -85,21 +86,37 @@ export async function registerDiscordCommands(client: Client, log: Logger): Prom
   }
 }
 
+/** What a slash command is to the gateway (see {@link interactionToInbound}). */
+export type SlashCommandRead =
+  | { readonly kind: "inbound"; readonly inbound: InboundMessage }
+  /** A command this gateway does not register (a stale registration, another program's). */
+  | { readonly kind: "unknown" }
+  /** One of its commands with options it cannot read: `text` answers the user. */
+  | { readonly kind: "unreadable"; readonly problem: string; readonly text: string };
+
 /**
  * A slash command as the core sees a message: the text command it stands for (`/reset` with
  * `confirm` chosen is `/reset confirm`) in the chat it was used in, so the same session and the
  * same gating apply. Its id is `interaction:<id>` (see {@link isInteractionMessageId}).
- * `undefined` for a command this gateway does not know (a stale registration).
+ * The options are read defensively ({@link readSlashOptions}): options a registration other
+ * than this gateway's makes Discord send are `unreadable`, never an exception.
  */
 export function interactionToInbound(
   interaction: ChatInputCommandInteraction,
   profile: string,
-): InboundMessage | undefined {
-  const text = commandText(
-    interaction.commandName,
-    (option) => interaction.options.getBoolean(option) === true,
-  );
-  if (text === undefined || interaction.channelId === null) return undefined;
+): SlashCommandRead {
+  const command = MenuCommands.find((candidate) => candidate.name === interaction.commandName);
+  if (command === undefined || interaction.channelId === null) return { kind: "unknown" };
+  const options = readSlashOptions(command, interaction.options.data);
+  if (!options.ok) {
+    return {
+      kind: "unreadable",
+      problem: options.problem,
+      text: unreadableOptionsText(command, options.problem),
+    };
+  }
+  const text = commandText(command.name, (option) => options.chosen.has(option));
+  if (text === undefined) return { kind: "unknown" };
   const id = `${InteractionPrefix}${interaction.id}`;
   const user = interaction.user;
   const base = {
@@ -112,20 +129,33 @@ export function interactionToInbound(
     text,
   };
   if (!interaction.inGuild()) {
-    return { ...base, chatType: "dm", chatId: interaction.channelId, chatName: base.userName };
+    const inbound: InboundMessage = {
+      ...base,
+      chatType: "dm",
+      chatId: interaction.channelId,
+      chatName: base.userName,
+    };
+    return { kind: "inbound", inbound };
   }
   const channel = interaction.channel;
   if (channel?.isThread() === true) {
-    return {
+    const inbound: InboundMessage = {
       ...base,
       chatType: "group",
       chatId: channel.parentId ?? channel.id,
       threadId: channel.id,
       chatName: channel.name,
     };
+    return { kind: "inbound", inbound };
   }
   const chatName = channel !== null && "name" in channel ? `#${channel.name}` : undefined;
-  return { ...base, chatType: "group", chatId: interaction.channelId, chatName };
+  const inbound: InboundMessage = {
+    ...base,
+    chatType: "group",
+    chatId: interaction.channelId,
+    chatName,
+  };
+  return { kind: "inbound", inbound };
 }
 
 interface Pending {

@@ -12,6 +12,7 @@ import {
 } from "discord.js";
 import type { Logger } from "pino";
 import { Defaults } from "../../defaults.js";
+import { guardedListener } from "../listener-boundary.js";
 import type {
   ChannelAdapter,
   ChannelHealth,
@@ -263,10 +264,18 @@ export class DiscordChannel implements ChannelAdapter {
     if (this.#started) throw new Error("DiscordChannel already started");
     this.#started = true;
     const client = this.#client;
-    client.on(Events.MessageCreate, (message) => this.#onMessage(message, onMessage));
-    client.on(Events.InteractionCreate, (interaction) => {
-      void this.#onInteraction(interaction, onMessage);
-    });
+    client.on(
+      Events.MessageCreate,
+      guardedListener(this.#log, "messageCreate", (message: Message) =>
+        this.#onMessage(message, onMessage),
+      ),
+    );
+    client.on(
+      Events.InteractionCreate,
+      guardedListener(this.#log, "interactionCreate", (interaction: Interaction) =>
+        this.#onInteraction(interaction, onMessage),
+      ),
+    );
     this.#health.watch();
     client.on(Events.Error, (error) =>
       this.#log.error({ err: describeError(error) }, "discord error"),
@@ -430,40 +439,69 @@ export class DiscordChannel implements ChannelAdapter {
   /**
    * A slash command (docs/sessions.md, "Command menus"): acknowledged at once with an
    * ephemeral deferred reply, then handed to the core as the text command it stands for.
+   * Inside its own error boundary: a failure before the core took it is logged with the step
+   * that failed, and the user is told nothing was done.
    */
   async #onInteraction(interaction: Interaction, onMessage: InboundHandler): Promise<void> {
     if (!interaction.isChatInputCommand()) return;
-    const inbound = interactionToInbound(interaction, this.profile);
-    if (inbound === undefined) {
-      this.#log.info({ command: interaction.commandName }, "unknown discord slash command");
-      await this.#replyOnce(interaction, "This command is not known to this bot (any more).");
-      return;
-    }
-    const rules = { channelIds: this.#channelIds, allowedChannelIds: this.#allowedChannelIds };
-    if (inbound.chatType === "group" && !channelAllowed(rules, inbound.chatId, inbound.threadId)) {
-      // Outside discord.allowedChannels: the bot keeps out, but an interaction must be answered.
-      this.#log.debug(
-        { command: interaction.commandName },
-        "slash command outside allowedChannels",
-      );
-      await this.#replyOnce(interaction, "This bot does not answer in this channel.");
-      return;
-    }
-    this.#log.debug(
-      { command: inbound.text, chatType: inbound.chatType, chatId: inbound.chatId },
-      "slash command in",
-    );
-    if (!(await this.#interactions.defer(inbound.messageId, interaction))) return;
+    let step = "read";
+    let deferred: string | undefined;
     try {
-      await onMessage(inbound);
-    } catch (error) {
-      // Not recorded (the gateway is stopping, or its journal cannot be written; the latter
-      // was answered already): Discord redelivers nothing, so it is answered and forgotten.
-      this.#log.warn({ err: describeError(error) }, "discord slash command not taken");
-      await this.#interactions.abandon(
-        inbound.messageId,
-        "⚠️ Not done: the gateway cannot take commands right now. Try again in a moment.",
+      const read = interactionToInbound(interaction, this.profile);
+      if (read.kind === "unknown") {
+        this.#log.info({ command: interaction.commandName }, "unknown discord slash command");
+        await this.#replyOnce(interaction, "This command is not known to this bot (any more).");
+        return;
+      }
+      if (read.kind === "unreadable") {
+        this.#log.warn(
+          { command: interaction.commandName, problem: read.problem },
+          "discord slash command with options this gateway does not register; not run",
+        );
+        await this.#replyOnce(interaction, read.text);
+        return;
+      }
+      const { inbound } = read;
+      const rules = { channelIds: this.#channelIds, allowedChannelIds: this.#allowedChannelIds };
+      if (
+        inbound.chatType === "group" &&
+        !channelAllowed(rules, inbound.chatId, inbound.threadId)
+      ) {
+        // Outside discord.allowedChannels: the bot keeps out, but an interaction must be answered.
+        this.#log.debug(
+          { command: interaction.commandName },
+          "slash command outside allowedChannels",
+        );
+        await this.#replyOnce(interaction, "This bot does not answer in this channel.");
+        return;
+      }
+      this.#log.debug(
+        { command: inbound.text, chatType: inbound.chatType, chatId: inbound.chatId },
+        "slash command in",
       );
+      step = "defer";
+      if (!(await this.#interactions.defer(inbound.messageId, interaction))) return;
+      deferred = inbound.messageId;
+      step = "hand over";
+      try {
+        await onMessage(inbound);
+      } catch (error) {
+        // Not recorded (the gateway is stopping, or its journal cannot be written; the latter
+        // was answered already): Discord redelivers nothing, so it is answered and forgotten.
+        this.#log.warn({ err: describeError(error) }, "discord slash command not taken");
+        await this.#interactions.abandon(
+          inbound.messageId,
+          "⚠️ Not done: the gateway cannot take commands right now. Try again in a moment.",
+        );
+      }
+    } catch (error) {
+      this.#log.error(
+        { command: interaction.commandName, step, err: describeError(error) },
+        `discord slash command failed at step "${step}"`,
+      );
+      const text = "⚠️ Not done: this command failed in the gateway. Try again, or type it.";
+      if (deferred !== undefined) await this.#interactions.abandon(deferred, text);
+      else await this.#replyOnce(interaction, text);
     }
   }
 

@@ -1,0 +1,26 @@
+import type { Logger } from "../log.js";
+
+/**
+ * A platform client's event listener inside an error boundary (grammY's `errorBoundary` for
+ * an event emitter): what `handle` throws, or the promise it returns rejects with, is logged
+ * at error level with `step` and the error, and goes no further. Thrown into the client
+ * library's emitter it would be an uncaught exception; a rejected promise nobody awaits is
+ * an unhandled rejection; either used to end the process, every channel with it.
+ */
+export function guardedListener<A extends unknown[]>(
+  log: Logger,
+  step: string,
+  handle: (...args: A) => unknown,
+): (...args: A) => void {
+  const failed = (error: unknown) => {
+    log.error({ err: error, step }, `channel listener "${step}" failed`);
+  };
+  return (...args) => {
+    try {
+      const result = handle(...args);
+      if (result instanceof Promise) result.catch(failed);
+    } catch (error) {
+      failed(error);
+    }
+  };
+}

@@ -1,0 +1,41 @@
+/**
+ * The gateway's one escaping of text users chose (display names, chat titles) before it is
+ * printed for an operator: the CLI's tables and any log line that carries such a name. A
+ * name is whatever a platform account set, so it may hold terminal escapes (`\x1b[31m`
+ * recolours or clears the operator's terminal), bidi overrides (U+202E shows `exe.pdf` for
+ * `fdp.exe`) and line or column breaks (a newline or a tab forges a row of a table).
+ */
+
+/**
+ * Characters escaped by {@link printable}: C0 and C1 controls and DEL, the line and
+ * paragraph separators, and the bidirectional formatting characters (marks, embeddings,
+ * overrides, isolates). Other invisible characters (zero-width joiners in emoji sequences)
+ * cannot reorder or break a line and are left alone.
+ */
+const Unprintable =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: escaping them is the point
+  /[\\\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+const Named: Readonly<Record<string, string>> = {
+  "\\": "\\\\",
+  "\n": "\\n",
+  "\r": "\\r",
+  "\t": "\\t",
+};
+
+/**
+ * `text` with every character of {@link Unprintable} written as an escape: `\n`, `\r`, `\t`,
+ * `\xNN` for the other controls below U+0100, `\uNNNN` for the rest, and `\\` for a
+ * backslash, so an escape in the output always stands for that one character and never
+ * for text the user typed. Everything else is kept as it is.
+ */
+export function printable(text: string): string {
+  return text.replace(Unprintable, (char) => {
+    const named = Named[char];
+    if (named !== undefined) return named;
+    const code = char.charCodeAt(0);
+    return code < 0x100
+      ? `\\x${code.toString(16).padStart(2, "0")}`
+      : `\\u${code.toString(16).padStart(4, "0")}`;
+  });
+}
