@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
+import { createServer } from "node:http";
 import {
   createLogger,
   DiscordChannel,
@@ -6,6 +7,7 @@ import {
   type InboundMessage,
 } from "@mediagate/gateway";
 import { afterEach, describe, expect, it } from "vitest";
+import { closedPort } from "../../test-support/net.js";
 import { type AttachmentInput, FakeDiscord } from "../fakes/discord/index.js";
 import { waitUntil } from "./harness/gateway-home.js";
 
@@ -79,6 +81,30 @@ async function fetchAll(
   }
   return Buffer.concat(chunks);
 }
+
+/** A server on another port of 127.0.0.1 that records every request: a host the fetcher must not reach. */
+async function elsewhere(): Promise<{ port: number; asked: string[] }> {
+  const asked: string[] = [];
+  const server = createServer((req, res) => {
+    asked.push(req.url ?? "");
+    res.end("not Discord's");
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  cleanups.push(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  const address = server.address();
+  if (address === null || typeof address === "string") throw new Error("no port");
+  return { port: address.port, asked };
+}
+
+/** Why opening `attachment` failed (its `AttachmentFetchError` reason), or `fetched`. */
+const reasonOf = (channel: DiscordChannel, attachment: InboundAttachment): Promise<string> =>
+  fetchAll(channel, attachment).then(
+    () => "fetched",
+    (error: unknown) => `${(error as Error).name}: ${(error as { reason?: string }).reason}`,
+  );
 
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 
@@ -245,20 +271,33 @@ describe("Discord adapter: the attachment fetcher", () => {
     const expired = await failure({ ...attachment, ref: attachment.ref.replace(/hm=\w+/, "hm=0") });
     const local = await failure({ ...attachment, ref: "file:///etc/passwd" });
     const garbage = await failure({ ...attachment, ref: "not a url" });
-    const unreachable = await failure({ ...attachment, ref: "http://127.0.0.1:1/x" });
+    const offHost = await failure({ ...attachment, ref: "http://127.0.0.1:1/x" });
+    // Unreachable: a configured API root nothing listens on (the channel is never started).
+    const closedRoot = `http://127.0.0.1:${await closedPort()}`;
+    const closed = new DiscordChannel({
+      token: Token,
+      apiRoot: `${closedRoot}/api`,
+      profile: "closed",
+      logger: createLogger({ level: "silent" }),
+    });
+    cleanups.push(() => closed.stop());
+    const unreachable = await fetchAll(closed, { ...attachment, ref: `${closedRoot}/x` }).then(
+      () => undefined,
+      (error: unknown) => error as { name: string; reason: string },
+    );
 
-    const reasons = [unavailable, cut, expired, local, garbage, unreachable].map((e) => e?.reason);
+    const failures = [unavailable, cut, expired, local, garbage, offHost, unreachable];
+    const reasons = failures.map((e) => e?.reason);
     expect(reasons).toEqual([
       "Discord's file server answered 503",
       "the download broke off",
       "Discord no longer has it (the link expired or the message was deleted)",
       "Discord gave no web address for it",
       "Discord gave no usable address for it",
+      "the address is not one of Discord's file hosts",
       "Discord's file server could not be reached",
     ]);
-    expect(
-      new Set([unavailable, cut, expired, local, garbage, unreachable].map((e) => e?.name)),
-    ).toEqual(new Set(["AttachmentFetchError"]));
+    expect(new Set(failures.map((e) => e?.name))).toEqual(new Set(["AttachmentFetchError"]));
     for (const reason of reasons) {
       expect(reason).not.toContain(Token);
       expect(reason).not.toContain("127.0.0.1");
@@ -283,5 +322,113 @@ describe("Discord adapter: the attachment fetcher", () => {
     })();
     await expect(reading).rejects.toThrow();
     expect(read).toBeLessThan(size);
+  });
+});
+
+describe("Discord adapter: attachments come from Discord's file hosts only", () => {
+  it("refuses an attachment URL on another loopback port or name, or a private or link-local address, fetching nothing", async () => {
+    const fake = await startFake();
+    const other = await elsewhere();
+    // A short timeout: without the host check a private address would be waited for.
+    const { channel, inbound } = await startChannel(fake, { requestTimeoutMs: 2000 });
+    const served = fake.sendDirectMessage({ attachments: [file("real.bin")] });
+    await waitUntil(() => inbound.length === 1, "the first message");
+    // The fake's own file, named through `localhost` instead of the configured 127.0.0.1.
+    const renamed = served.attachments[0]!.url.replace("//127.0.0.1:", "//localhost:");
+    const urls = [
+      `http://127.0.0.1:${other.port}/attachments/1/2/a.bin`,
+      renamed,
+      "http://10.0.0.1/attachments/1/2/a.bin",
+      "http://192.168.1.20:8080/a.bin",
+      "http://169.254.169.254/latest/meta-data/",
+      "http://[fd00::1]/a.bin",
+    ];
+    fake.sendDirectMessage({
+      attachments: urls.map((url, i) => ({ filename: `f${i}.bin`, bytes: randomBytes(8), url })),
+    });
+    await waitUntil(() => inbound.length === 2, "the message with the outside URLs");
+    const attachments = inbound[1]!.attachments!;
+    expect(attachments.map((a) => a.ref)).toEqual(urls);
+    const reasons: string[] = [];
+    for (const attachment of attachments) reasons.push(await reasonOf(channel, attachment));
+    expect(reasons).toEqual(
+      urls.map(() => "AttachmentFetchError: the address is not one of Discord's file hosts"),
+    );
+    expect(other.asked).toEqual([]);
+    expect(fake.downloads).toEqual([]);
+  });
+
+  it("follows a redirect within the configured host and refuses one to another loopback port or a private address, fetching nothing there", async () => {
+    const fake = await startFake();
+    const other = await elsewhere();
+    const { channel, inbound } = await startChannel(fake, { requestTimeoutMs: 2000 });
+    const bytes = randomBytes(50_000);
+    const sent = fake.sendDirectMessage({ attachments: [file("moved.bin", undefined, bytes)] });
+    await waitUntil(() => inbound.length === 1, "the message");
+    const attachment = inbound[0]!.attachments![0]!;
+
+    // Within the configured origin (the media proxy route of the same file): followed.
+    fake.failNextDownload({ redirectTo: sent.attachments[0]!.proxy_url });
+    expect((await fetchAll(channel, attachment)).equals(bytes)).toBe(true);
+
+    const targets = [
+      `http://127.0.0.1:${other.port}/stolen`,
+      `//127.0.0.1:${other.port}/scheme-relative`,
+      "http://10.0.0.1/x",
+      "http://192.168.0.1/x",
+      "http://169.254.169.254/latest/meta-data/",
+    ];
+    const reasons: string[] = [];
+    for (const redirectTo of targets) {
+      fake.failNextDownload({ redirectTo });
+      reasons.push(await reasonOf(channel, attachment));
+    }
+    expect(reasons).toEqual(
+      targets.map(() => "AttachmentFetchError: a redirect led away from Discord's file hosts"),
+    );
+    expect(other.asked).toEqual([]);
+    expect(fake.downloads.map((d) => [d.via, d.status])).toEqual([
+      ["cdn", 302],
+      ["media", 200],
+      ...targets.map(() => ["cdn", 302]),
+    ]);
+  });
+
+  it("refuses Discord's CDN names when they resolve to a loopback or private address (DNS rebinding)", async () => {
+    const fake = await startFake();
+    const resolved: string[] = [];
+    const { channel, inbound } = await startChannel(fake, {
+      requestTimeoutMs: 2000,
+      resolveHost: async (hostname) => {
+        resolved.push(hostname);
+        return hostname === "cdn.discordapp.com"
+          ? [{ address: "127.0.0.1", family: 4 }]
+          : [
+              { address: "10.0.0.5", family: 4 },
+              { address: "::ffff:192.168.1.1", family: 6 },
+            ];
+      },
+    });
+    const signed = "attachments/1/2/x.bin?ex=1&is=2&hm=3";
+    fake.sendDirectMessage({
+      attachments: [
+        { filename: "cdn.bin", bytes: randomBytes(8), url: `https://cdn.discordapp.com/${signed}` },
+        {
+          filename: "media.bin",
+          bytes: randomBytes(8),
+          url: `https://media.discordapp.net/${signed}`,
+        },
+      ],
+    });
+    await waitUntil(() => inbound.length === 1, "the message");
+    const reasons: string[] = [];
+    for (const attachment of inbound[0]!.attachments!) {
+      reasons.push(await reasonOf(channel, attachment));
+    }
+    expect(reasons).toEqual([
+      "AttachmentFetchError: Discord's file host is not on a public address",
+      "AttachmentFetchError: Discord's file host is not on a public address",
+    ]);
+    expect(resolved).toEqual(["cdn.discordapp.com", "media.discordapp.net"]);
   });
 });

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
+import { createServer } from "node:http";
 import { Gateway, type GatewayConfig, resolveConfig } from "@mediagate/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { manualClock } from "../../test-support/clock.js";
@@ -227,6 +228,29 @@ describe("gateway over Discord: files users send reach the sandbox", () => {
     const [[hash, path]] = hashLines(posts[0]!.content) as [readonly [string, string]];
     expect(hash).toBe(sha256(bytes));
     expect(path).toMatch(/^\/workspace\/inbox\/while-down.*\.pdf$/);
+  });
+
+  it("tells the user an attachment off Discord's file hosts could not be downloaded, asking that host nothing", async () => {
+    const asked: string[] = [];
+    const other = createServer((req, res) => {
+      asked.push(req.url ?? "");
+      res.end("not Discord's");
+    });
+    await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = other.address() as { port: number };
+      const { posts } = await inDm("echo ran", [
+        { filename: "lure.pdf", bytes: randomBytes(100), url: `http://127.0.0.1:${port}/lure.pdf` },
+      ]);
+      expect(posts.map((post) => post.content)).toEqual([
+        "📎 “lure.pdf” could not be downloaded (the address is not one of Discord's file hosts). Send it again.",
+        "ran",
+      ]);
+      expect(asked).toEqual([]);
+    } finally {
+      other.closeAllConnections();
+      await new Promise((resolve) => other.close(resolve));
+    }
   });
 
   it("sent the bot token to none of the downloads", () => {

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
+import { createServer, type Server } from "node:http";
 import type { InboundMessage } from "@mediagate/gateway";
 import { TelegramChannel } from "@mediagate/gateway";
 import { afterEach, describe, expect, it } from "vitest";
@@ -20,12 +21,32 @@ let fake: FakeTelegram | undefined;
 let channel: TelegramChannel | undefined;
 let logs: ReturnType<typeof captureLogs>;
 
+const servers: Server[] = [];
+
 afterEach(async () => {
   await channel?.stop();
   channel = undefined;
   await fake?.stop();
   fake = undefined;
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
 });
+
+/** A server on another port of 127.0.0.1 that records every request: not the Bot API. */
+async function elsewhere(): Promise<{ port: number; asked: string[] }> {
+  const asked: string[] = [];
+  const server = createServer((req, res) => {
+    asked.push(req.url ?? "");
+    res.end("not Telegram's");
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  if (address === null || typeof address === "string") throw new Error("no port");
+  return { port: address.port, asked };
+}
 
 async function setUp(
   options: {
@@ -351,6 +372,45 @@ describe("Telegram inbound files: fetching", () => {
     await waitFor(() =>
       expect(fake.downloads).toEqual([expect.objectContaining({ bytes: 500, cutOff: true })]),
     );
+  });
+
+  it("follows a redirect within the Bot API's origin and refuses one away from it, fetching nothing there", async () => {
+    // A short stall bound: without the host check a private address would be waited for.
+    const { fake, channel } = await setUp({ requestTimeoutBaseMs: 2000 });
+    const other = await elsewhere();
+    const bytes = randomBytes(20_000);
+    const file = fake.registerFile({ kind: "document", bytes });
+    const attachment = { name: "moved.bin", sentAs: "document", ref: file.fileId } as const;
+    const fileRoute = `/file/bot${fake.token}/${file.filePath}`;
+
+    fake.redirectNextDownload(fileRoute); // within the root: followed
+    expect((await fetched(channel, attachment)).equals(bytes)).toBe(true);
+
+    const root = new URL(fake.apiRoot);
+    const targets = [
+      `http://127.0.0.1:${other.port}/stolen`,
+      `http://localhost:${root.port}${fileRoute}`, // the same server, by another name
+      "http://10.0.0.1/x",
+      "http://169.254.169.254/latest/meta-data/",
+    ];
+    const reasons: unknown[] = [];
+    for (const location of targets) {
+      fake.redirectNextDownload(location);
+      reasons.push(
+        await fetched(channel, attachment).then(
+          () => "fetched",
+          (error: unknown) => error,
+        ),
+      );
+    }
+    for (const reason of reasons) {
+      expect(reason).toMatchObject({
+        name: "AttachmentFetchError",
+        reason: "the download failed: a redirect led away from Telegram's file hosts",
+      });
+    }
+    expect(other.asked).toEqual([]);
+    expect(fake.downloads.map((d) => d.status)).toEqual([302, 200, 302, 302, 302, 302]);
   });
 
   it("refuses a file getFile says is over the limit without downloading it", async () => {

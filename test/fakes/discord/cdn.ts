@@ -16,6 +16,11 @@ export interface AttachmentInput {
   readonly voice?: boolean;
   /** The size the message announces (default the byte count): to make an attachment lie. */
   readonly declaredSize?: number;
+  /**
+   * The `url` (and `proxy_url`) the message carries instead of the fake's CDN route: an
+   * attachment a compromised or misconfigured API points elsewhere. Its bytes stay served.
+   */
+  readonly url?: string;
 }
 
 /** An attachment object as Discord sends it in a message (API v10). */
@@ -52,10 +57,14 @@ export interface RecordedDownload {
   readonly complete: boolean;
 }
 
-/** How the next download(s) fail: an HTTP status, or the connection cut after some bytes. */
+/**
+ * How the next download(s) fail: an HTTP status, the connection cut after some bytes, or a
+ * redirect (`302` to `redirectTo`).
+ */
 export interface DownloadFailure {
   readonly status?: number;
   readonly cutAfterBytes?: number;
+  readonly redirectTo?: string;
   /** How many downloads fail (default 1). */
   readonly times?: number;
 }
@@ -130,8 +139,8 @@ export class FakeCdn extends EventEmitter {
       id,
       filename: input.filename,
       size: input.declaredSize ?? bytes.length,
-      url: `${this.origin()}/cdn/${path}`,
-      proxy_url: `${this.origin()}/media/${path}`,
+      url: input.url ?? `${this.origin()}/cdn/${path}`,
+      proxy_url: input.url ?? `${this.origin()}/media/${path}`,
       ...(input.contentType === undefined ? {} : { content_type: input.contentType }),
       ...(input.voice ? { duration_secs: 2.5, waveform: "AAAAAAAAAAAA" } : {}),
       flags: 0,
@@ -167,6 +176,12 @@ export class FakeCdn extends EventEmitter {
       record.status = 404;
       res.writeHead(404, { "content-type": "text/plain" });
       res.end("This content is no longer available.");
+      return;
+    }
+    if (failure?.redirectTo !== undefined) {
+      record.status = 302;
+      res.writeHead(302, { location: failure.redirectTo });
+      res.end();
       return;
     }
     if (failure?.status !== undefined) {

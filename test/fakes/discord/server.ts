@@ -256,7 +256,10 @@ export class FakeDiscord {
     return this.cdn.downloads;
   }
 
-  /** The next download(s) answer `status` or are cut off after `cutAfterBytes`. */
+  /**
+   * The next download(s) answer `status`, are cut off after `cutAfterBytes`, or are
+   * redirected to `redirectTo`.
+   */
   failNextDownload(failure: DownloadFailure): void {
     this.cdn.failNext(failure);
   }

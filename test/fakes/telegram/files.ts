@@ -69,6 +69,8 @@ export class FileStore {
   readonly downloads: RecordedDownload[] = [];
   /** Downloads send this many bytes, then hold the connection (a stalled transfer). */
   holdAfterBytes: number | undefined;
+  /** The next downloads are answered 302 to these addresses, one each, in order. */
+  readonly redirects: string[] = [];
 
   constructor(
     private readonly token: string,
@@ -120,9 +122,19 @@ export class FileStore {
     });
   }
 
-  /** Serves `GET /file/bot<token>/<file_path>`: the stored bytes, 401 for a wrong token. */
+  /**
+   * Serves `GET /file/bot<token>/<file_path>`: the stored bytes, 401 for a wrong token, or a
+   * 302 to the next of `redirects`.
+   */
   download(token: string, filePath: string, res: ServerResponse): void {
     const tokenOk = token === this.token;
+    const redirect = this.redirects.shift();
+    if (redirect !== undefined) {
+      this.downloads.push({ filePath, tokenOk, status: 302, bytes: 0 });
+      res.writeHead(302, { location: redirect });
+      res.end();
+      return;
+    }
     const file = tokenOk && this.localDir === undefined ? this.byPath.get(filePath) : undefined;
     const status = !tokenOk ? 401 : file?.bytes === undefined ? 404 : 200;
     const bytes = status === 200 ? (file?.bytes ?? Buffer.alloc(0)) : undefined;

@@ -237,6 +237,11 @@ export class FakeTelegram {
     this.files.holdAfterBytes = bytes;
   }
 
+  /** The next download is answered `302 Found` to `location` (once each call). */
+  redirectNextDownload(location: string): void {
+    this.files.redirects.push(location);
+  }
+
   /** Every request on `GET /file/bot<token>/<file_path>`, in order. */
   get downloads(): readonly RecordedDownload[] {
     return this.files.downloads;

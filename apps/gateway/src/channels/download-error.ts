@@ -12,6 +12,11 @@ export type DownloadFailure =
   | "protocol"
   /** More than `maxRedirects` redirects, or one to a non-web address. */
   | "redirects"
+  /**
+   * Not one of the platform's file hosts (the address, or a redirect's), or such a host on an
+   * address that is not public (`DownloadHosts`): nothing was sent to it.
+   */
+  | "refused"
   /** The caller's signal aborted. */
   | "aborted";
 

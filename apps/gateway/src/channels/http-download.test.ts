@@ -6,7 +6,12 @@ import { createServer as createNetServer, type Server as NetServer, type Socket 
 import { afterEach, describe, expect, it } from "vitest";
 import { closedPort } from "../../../../test-support/net.js";
 import { waitUntil } from "../../../../test-support/wait.js";
-import { DownloadError, type DownloadOptions, httpDownload } from "./http-download.js";
+import {
+  DownloadError,
+  DownloadHosts,
+  type DownloadOptions,
+  httpDownload,
+} from "./http-download.js";
 
 /** A self-signed certificate for `localhost` and 127.0.0.1 (100 years), made for this test. */
 const Fixtures = new URL("../../test/fixtures/", import.meta.url);
@@ -59,11 +64,14 @@ async function promisedMegabyte(): Promise<{ root: string; closed: () => boolean
   return { root, closed: () => closed };
 }
 
-const options = (overrides: Partial<DownloadOptions> = {}): DownloadOptions => ({
-  signal: new AbortController().signal,
-  headersTimeoutMs: 10_000,
-  ...overrides,
-});
+/** Downloads `url`, its own origin the one file host (a root: any address). */
+const get = (url: URL, overrides: Partial<DownloadOptions> = {}) =>
+  httpDownload(url, {
+    signal: new AbortController().signal,
+    headersTimeoutMs: 10_000,
+    hosts: new DownloadHosts({ platform: "Test", roots: [url.origin] }),
+    ...overrides,
+  });
 
 /** The body's bytes, copied chunk by chunk (a chunk is valid only until the next). */
 async function readAll(body: AsyncIterable<Uint8Array>): Promise<Buffer> {
@@ -91,7 +99,7 @@ describe("httpDownload", () => {
       res.writeHead(200, { "content-length": String(bytes.length) });
       res.end(bytes);
     });
-    const response = await httpDownload(new URL(`${root}/f`), options());
+    const response = await get(new URL(`${root}/f`));
     expect(response.status).toBe(200);
     expect(response.length).toBe(bytes.length);
     const memory = new Set<ArrayBufferLike>();
@@ -115,7 +123,7 @@ describe("httpDownload", () => {
       res.end(bytes);
     });
     const root = `https://${(await listening(server)).replace("127.0.0.1", "localhost")}`;
-    const response = await httpDownload(new URL(`${root}/f`), options({ ca: Cert }));
+    const response = await get(new URL(`${root}/f`), { ca: Cert });
     const hash = createHash("sha256");
     for await (const chunk of response.body) {
       hash.update(chunk);
@@ -127,7 +135,7 @@ describe("httpDownload", () => {
   it("refuses a certificate Node does not trust", async () => {
     const server = createHttpsServer({ cert: Cert, key: Key }, (_req, res) => res.end("x"));
     const root = `https://${await listening(server)}`;
-    const error = await failure(() => httpDownload(new URL(`${root}/f`), options()));
+    const error = await failure(() => get(new URL(`${root}/f`)));
     expect(error.failure).toBe("unreachable");
   });
 
@@ -140,7 +148,7 @@ describe("httpDownload", () => {
       socket.write("\r\n0\r\nX-Trailer: yes\r\n\r\n");
       socket.write("garbage after the end");
     });
-    const response = await httpDownload(new URL(`${root}/f`), options());
+    const response = await get(new URL(`${root}/f`));
     expect(response.headers.get("x-a")).toBe("1, 2");
     expect(response.length).toBeUndefined();
     expect((await readAll(response.body)).toString()).toBe("hello, world");
@@ -158,7 +166,7 @@ describe("httpDownload", () => {
           await new Promise((resolve) => socket.write(byte, resolve));
         }
       });
-      const response = await httpDownload(new URL(`${root}/f`), options());
+      const response = await get(new URL(`${root}/f`));
       expect((await readAll(response.body)).toString()).toBe("abcde");
     }
   });
@@ -168,7 +176,7 @@ describe("httpDownload", () => {
       socket.write("HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n");
       socket.end("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nall of it");
     });
-    const response = await httpDownload(new URL(`${root}/f`), options());
+    const response = await get(new URL(`${root}/f`));
     expect(response.status).toBe(200);
     expect((await readAll(response.body)).toString()).toBe("all of it");
   });
@@ -187,7 +195,7 @@ describe("httpDownload", () => {
     const url = new URL(`${root}/a%20b/c?x=1&y=%2F`);
     url.username = "user";
     url.password = "secret";
-    await readAll((await httpDownload(url, options())).body);
+    await readAll((await get(url)).body);
     expect(seen).toEqual({
       url: "/a%20b/c?x=1&y=%2F",
       host: url.host,
@@ -203,19 +211,17 @@ describe("httpDownload", () => {
       else if (hops === 0) res.end("arrived");
       else res.writeHead(301, { location: "file:///etc/passwd" }).end();
     });
-    const followed = await httpDownload(new URL(`${root}/hop/3`), options({ maxRedirects: 3 }));
+    const followed = await get(new URL(`${root}/hop/3`), { maxRedirects: 3 });
     expect((await readAll(followed.body)).toString()).toBe("arrived");
-    const tooMany = await failure(() =>
-      httpDownload(new URL(`${root}/hop/4`), options({ maxRedirects: 3 })),
-    );
+    const tooMany = await failure(() => get(new URL(`${root}/hop/4`), { maxRedirects: 3 }));
     expect(tooMany.failure).toBe("redirects");
-    const local = await failure(() => httpDownload(new URL(`${root}/elsewhere`), options()));
+    const local = await failure(() => get(new URL(`${root}/elsewhere`)));
     expect(local.failure).toBe("redirects");
   });
 
   it("answers any status; the body of a 404 is there to read", async () => {
     const root = await http((_req, res) => res.writeHead(404).end("gone"));
-    const response = await httpDownload(new URL(`${root}/f`), options());
+    const response = await get(new URL(`${root}/f`));
     expect(response.status).toBe(404);
     expect((await readAll(response.body)).toString()).toBe("gone");
   });
@@ -224,28 +230,26 @@ describe("httpDownload", () => {
     const cutRoot = await raw((socket) => {
       socket.end("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this");
     });
-    const cut = await httpDownload(new URL(`${cutRoot}/f`), options());
+    const cut = await get(new URL(`${cutRoot}/f`));
     const broken = await failure(() => readAll(cut.body));
     expect(broken.failure).toBe("broken");
 
     const heldRoot = await raw((socket) => {
       socket.write("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nsome");
     });
-    const held = await httpDownload(new URL(`${heldRoot}/f`), options({ stallTimeoutMs: 50 }));
+    const held = await get(new URL(`${heldRoot}/f`), { stallTimeoutMs: 50 });
     const stalled = await failure(() => readAll(held.body));
     expect([stalled.failure, stalled.message]).toEqual(["stalled", "nothing arrived for 50 ms"]);
 
     const silentRoot = await raw(() => undefined);
-    const silent = await failure(() =>
-      httpDownload(new URL(`${silentRoot}/f`), options({ headersTimeoutMs: 50 })),
-    );
+    const silent = await failure(() => get(new URL(`${silentRoot}/f`), { headersTimeoutMs: 50 }));
     expect(silent.failure).toBe("timeout");
   });
 
   it("stops at once when the signal aborts, closing the connection", async () => {
     const { root, closed } = await promisedMegabyte();
     const stop = new AbortController();
-    const response = await httpDownload(new URL(`${root}/f`), options({ signal: stop.signal }));
+    const response = await get(new URL(`${root}/f`), { signal: stop.signal });
     const error = await failure(async () => {
       for await (const _ of response.body) stop.abort();
     });
@@ -255,14 +259,14 @@ describe("httpDownload", () => {
 
   it("closes the connection when the reader gives up early", async () => {
     const { root, closed } = await promisedMegabyte();
-    const response = await httpDownload(new URL(`${root}/f`), options());
+    const response = await get(new URL(`${root}/f`));
     for await (const _ of response.body) break;
     await waitUntil(() => closed(), "the server saw the connection close");
   });
 
   it("names the system error of a refused connection, and no address", async () => {
     const url = new URL(`http://127.0.0.1:${await closedPort()}/secret-path`);
-    const error = await failure(() => httpDownload(url, options()));
+    const error = await failure(() => get(url));
     expect([error.failure, error.code]).toEqual(["unreachable", "ECONNREFUSED"]);
     expect(error.message).not.toContain("127.0.0.1");
     expect(error.message).not.toContain("secret-path");
@@ -279,9 +283,7 @@ describe("httpDownload", () => {
     const reasons: string[] = [];
     for (const answer of answers) {
       const root = await raw((socket) => socket.end(answer));
-      const error = await failure(async () =>
-        readAll((await httpDownload(new URL(`${root}/f`), options())).body),
-      );
+      const error = await failure(async () => readAll((await get(new URL(`${root}/f`))).body));
       expect(error.failure).toBe("protocol");
       reasons.push(error.message);
     }

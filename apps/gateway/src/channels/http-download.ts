@@ -1,10 +1,13 @@
 import { Defaults } from "../defaults.js";
 import { DownloadError } from "./download-error.js";
+import type { DownloadHosts } from "./download-hosts.js";
 import type { Head } from "./http-answer-head.js";
 import { Exchange, type ExchangeBody } from "./http-exchange.js";
 
 export type { DownloadFailure } from "./download-error.js";
 export { DownloadError } from "./download-error.js";
+export type { ResolveHost } from "./download-hosts.js";
+export { DownloadHosts } from "./download-hosts.js";
 
 /** The sizes and bounds of {@link httpDownload}. */
 const DownloadDefaults = Defaults.download;
@@ -13,6 +16,11 @@ const DownloadDefaults = Defaults.download;
 export interface DownloadOptions {
   /** Ends the download at any point: the connection is closed, a wait rejects (`aborted`). */
   readonly signal: AbortSignal;
+  /**
+   * The only hosts the download and its redirects may go to, and the addresses they may be
+   * on; anything else is refused before a connection (`refused`).
+   */
+  readonly hosts: DownloadHosts;
   /** How long the answer's head may take, from the connect on (each redirect anew). */
   readonly headersTimeoutMs: number;
   /**
@@ -21,7 +29,7 @@ export interface DownloadOptions {
    */
   readonly stallTimeoutMs?: number | undefined;
   /**
-   * Redirects (301, 302, 303, 307, 308 to http or https) followed; default
+   * Redirects (301, 302, 303, 307, 308 to http or https, on `hosts`) followed; default
    * `Defaults.download.maxRedirects`.
    */
   readonly maxRedirects?: number | undefined;
@@ -63,6 +71,10 @@ const Redirects = new Set([301, 302, 303, 307, 308]);
  * over data it had already decrypted after the pause (it does not stop mid-record), which
  * the default sizes leave room for.
  *
+ * Only `options.hosts` are asked, the first request and every redirect alike, each connected
+ * through the lookup that admitted it: the address connected to is the one checked
+ * ({@link DownloadHosts}).
+ *
  * Resolves once the head of the final answer arrived (any status: the caller decides what a
  * 404 means); rejects with a {@link DownloadError}. Proxies are not used (the global `fetch`
  * did not use them either).
@@ -75,7 +87,8 @@ export async function httpDownload(url: URL, options: DownloadOptions): Promise<
   const maxRedirects = options.maxRedirects ?? DownloadDefaults.maxRedirects;
   let target = url;
   for (let redirects = 0; ; redirects++) {
-    const exchange = new Exchange(target, options);
+    const lookup = options.hosts.admit(target, redirects > 0);
+    const exchange = new Exchange(target, { ...options, lookup });
     let head: Head;
     try {
       head = await exchange.head();

@@ -1,4 +1,10 @@
-import { isIP, connect as netConnect, type OnReadOpts, type Socket } from "node:net";
+import {
+  isIP,
+  type LookupFunction,
+  connect as netConnect,
+  type OnReadOpts,
+  type Socket,
+} from "node:net";
 import { type ConnectionOptions, connect as tlsConnect } from "node:tls";
 import { ByteRing } from "@mediagate/io";
 import { Defaults } from "../defaults.js";
@@ -15,6 +21,8 @@ export interface ExchangeOptions {
   readonly headersTimeoutMs: number;
   readonly stallTimeoutMs?: number | undefined;
   readonly ca?: string | Buffer | undefined;
+  /** Resolves the host name (not called for an address literal); a refusal it gives is kept. */
+  readonly lookup?: LookupFunction | undefined;
 }
 
 /** The body of an answer as an {@link Exchange} hands it over. */
@@ -71,19 +79,22 @@ export class Exchange {
     const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
     const port = Number(url.port || (secure ? 443 : 80));
     // tls.connect takes `onread` as net.connect does (Node's tls docs); @types/node lacks it.
+    const lookup = options.lookup === undefined ? {} : { lookup: options.lookup };
     const tlsOptions: ConnectionOptions & { onread: OnReadOpts } = {
       host,
       port,
       onread,
+      ...lookup,
       ALPNProtocols: ["http/1.1"],
       ...(isIP(host) === 0 ? { servername: host } : {}),
       ...(options.ca === undefined ? {} : { ca: options.ca }),
     };
-    this.#socket = secure ? tlsConnect(tlsOptions) : netConnect({ host, port, onread });
+    this.#socket = secure ? tlsConnect(tlsOptions) : netConnect({ host, port, onread, ...lookup });
     this.#socket.once(secure ? "secureConnect" : "connect", () => {
       this.#connected = true;
     });
     this.#socket.on("error", (error: NodeJS.ErrnoException) => {
+      if (error instanceof DownloadError) return this.#fail(error);
       const code = typeof error.code === "string" ? error.code : undefined;
       this.#fail(
         this.#connected

@@ -1,6 +1,12 @@
 import { formatBytes } from "@mediagate/media";
 import { type Attachment, type Message, MessageFlags } from "discord.js";
-import { type DownloadResponse, httpDownload } from "../http-download.js";
+import {
+  DownloadError,
+  DownloadHosts,
+  type DownloadResponse,
+  httpDownload,
+  type ResolveHost,
+} from "../http-download.js";
 import {
   AttachmentFetchError,
   type AttachmentFetcher,
@@ -33,8 +39,15 @@ function sentAsOf(attachment: Attachment): AttachmentSentAs {
   return "file";
 }
 
+/** Discord's CDN: where attachment URLs point (`url`, and `proxy_url` on the media proxy). */
+export const DiscordCdnOrigins = ["https://cdn.discordapp.com", "https://media.discordapp.net"];
+
 /** What {@link DiscordAttachmentFetcher} needs. */
 export interface DiscordAttachmentFetcherOptions {
+  /** The configured REST root (`discord.apiRoot`): a file host at any address, as the CDN's. */
+  readonly apiRoot: string;
+  /** How host names are resolved (default `dns.lookup`); tests map a name to their address. */
+  readonly resolve?: ResolveHost | undefined;
   /** Largest attachment saved (`discord.downloadMaxBytes`). */
   readonly maxBytes: number;
   /** How long the CDN may take to answer with headers; the body then streams unbounded. */
@@ -44,17 +57,26 @@ export interface DiscordAttachmentFetcherOptions {
 /**
  * Streams attachments from Discord's CDN (the attachment `url`). The URL is signed by
  * Discord and needs no token, so none is sent: the bot token never leaves for a URL a message
- * carried. Only http(s) URLs are fetched. The body is handed over chunk by chunk as it
+ * carried. Only http(s) URLs on Discord's CDN ({@link DiscordCdnOrigins}, public addresses
+ * only) or on the configured `apiRoot`'s origin are fetched, redirects included
+ * ({@link DownloadHosts}). The body is handed over chunk by chunk as it
  * arrives ({@link httpDownload}: each chunk a view of a buffer the next one reuses), never
  * buffered whole; the inbox counts the bytes and stops at `maxBytes`.
  */
 export class DiscordAttachmentFetcher implements AttachmentFetcher {
   readonly maxBytes: number;
   readonly #headersTimeoutMs: number;
+  readonly #hosts: DownloadHosts;
 
   constructor(options: DiscordAttachmentFetcherOptions) {
     this.maxBytes = options.maxBytes;
     this.#headersTimeoutMs = options.headersTimeoutMs;
+    this.#hosts = new DownloadHosts({
+      platform: "Discord",
+      roots: [options.apiRoot],
+      fileHosts: DiscordCdnOrigins,
+      resolve: options.resolve,
+    });
   }
 
   async open(
@@ -73,14 +95,13 @@ export class DiscordAttachmentFetcher implements AttachmentFetcher {
     let response: DownloadResponse;
     try {
       // The caller's signal ends it at any point, the timer only until the headers arrived.
-      response = await httpDownload(url, { signal, headersTimeoutMs: this.#headersTimeoutMs });
+      response = await httpDownload(url, {
+        signal,
+        hosts: this.#hosts,
+        headersTimeoutMs: this.#headersTimeoutMs,
+      });
     } catch (error) {
-      throw new AttachmentFetchError(
-        (error as { failure?: unknown }).failure === "timeout"
-          ? `Discord's file server did not answer within ${Math.round(this.#headersTimeoutMs / 1000)} s`
-          : "Discord's file server could not be reached",
-        { cause: error },
-      );
+      throw new AttachmentFetchError(this.#reasonOf(error), { cause: error });
     }
     if (response.status < 200 || response.status > 299) {
       response.close();
@@ -98,6 +119,17 @@ export class DiscordAttachmentFetcher implements AttachmentFetcher {
       );
     }
     return chunksOf(response);
+  }
+
+  /** What the user is told of a download that failed before its answer's head. */
+  #reasonOf(error: unknown): string {
+    const failure = error instanceof DownloadError ? error.failure : undefined;
+    if (failure === "timeout") {
+      return `Discord's file server did not answer within ${Math.round(this.#headersTimeoutMs / 1000)} s`;
+    }
+    // Says which rule refused it, never the host or the address.
+    if (failure === "refused" && error instanceof Error) return error.message;
+    return "Discord's file server could not be reached";
   }
 }
 

@@ -12,6 +12,7 @@ import {
 } from "discord.js";
 import type { Logger } from "pino";
 import { Defaults } from "../../defaults.js";
+import type { ResolveHost } from "../http-download.js";
 import { guardedListener } from "../listener-boundary.js";
 import type {
   ChannelAdapter,
@@ -109,6 +110,11 @@ export interface DiscordChannelOptions {
   readonly sleep?: Sleep | undefined;
   /** Clock of {@link DiscordChannel.health} (epoch ms). */
   readonly now?: (() => number) | undefined;
+  /**
+   * How the attachment fetcher resolves host names (default `dns.lookup`); tests map
+   * Discord's CDN names to an address of theirs.
+   */
+  readonly resolveHost?: ResolveHost | undefined;
 }
 
 /** Defaults of {@link DiscordChannelOptions}. */
@@ -205,6 +211,8 @@ export class DiscordChannel implements ChannelAdapter {
       );
     }
     this.attachments = new DiscordAttachmentFetcher({
+      apiRoot: connection.apiRoot,
+      resolve: options.resolveHost,
       maxBytes: downloadMaxBytes,
       headersTimeoutMs: connection.requestTimeoutMs,
     });

@@ -6,7 +6,12 @@ import type { File } from "grammy/types";
 import type { Logger } from "pino";
 import { redactText } from "../../redact.js";
 import { fileChunks } from "../file-chunks.js";
-import { DownloadError, type DownloadResponse, httpDownload } from "../http-download.js";
+import {
+  DownloadError,
+  DownloadHosts,
+  type DownloadResponse,
+  httpDownload,
+} from "../http-download.js";
 import { AttachmentFetchError, type AttachmentFetcher, type InboundAttachment } from "../types.js";
 import { TelegramDeliveryError } from "./errors.js";
 import { grammySignal } from "./send-media.js";
@@ -37,16 +42,19 @@ const TooBig = /file is too big/i;
  * The Telegram channel's inbound files (docs/inbound-media.md): `getFile` through grammY's
  * `Api` (so `apiRoot` is honoured, with the channel's retry policy), then the file streamed
  * from `<apiRoot>/file/bot<token>/<file_path>` ({@link httpDownload}), or read from disk when
- * the server runs with `--local` (`localFiles`, {@link fileChunks}). Never buffered whole; each
+ * the server runs with `--local` (`localFiles`, {@link fileChunks}). The download and its
+ * redirects go to `apiRoot`'s origin only ({@link DownloadHosts}). Never buffered whole; each
  * chunk is a view of a buffer the next one reuses. Every failure is an
  * {@link AttachmentFetchError} whose reason names no token, URL or local path (both embed the
  * token).
  */
 export class TelegramFileFetcher implements AttachmentFetcher {
   readonly maxBytes: number;
+  readonly #hosts: DownloadHosts;
 
   constructor(private readonly options: TelegramFileFetcherOptions) {
     this.maxBytes = options.maxBytes;
+    this.#hosts = new DownloadHosts({ platform: "Telegram", roots: [options.apiRoot] });
   }
 
   async open(
@@ -109,6 +117,7 @@ export class TelegramFileFetcher implements AttachmentFetcher {
       // Only the waits for the network count: a slow inbox write is not a stall.
       response = await httpDownload(url, {
         signal,
+        hosts: this.#hosts,
         headersTimeoutMs: stallTimeoutMs,
         stallTimeoutMs,
       });
