@@ -337,6 +337,48 @@ describe("Discord: the catch-up's cursor moves past recorded messages only", () 
     expect(logged(h.logs, "fetched this chat after retrying")).toHaveLength(1);
   });
 
+  it("hands over nothing of a new session before its cursors are read, not even a message right behind READY", async () => {
+    const fake = await startFake();
+    const target = await journaled();
+    const reads: (() => void)[] = [];
+    const logs: string[] = [];
+    const channel = new DiscordChannel({
+      token: Token,
+      apiRoot: fake.apiRoot,
+      profile: Profile,
+      logger: createLogger({ level: "debug", destination: { write: (line) => logs.push(line) } }),
+      identifyWait: noIdentifyWait,
+      commands: { register: false },
+    });
+    // Each read of the cursors waits until the test lets it go.
+    const cursors = async () => {
+      await new Promise<void>((resolve) => reads.push(resolve));
+      return target.journal.cursors(Profile);
+    };
+    const starting = channel.start({ onMessage: target.onMessage, onFatal: () => {}, cursors });
+    cleanups.push(() => channel.stop());
+    await waitFor(() => expect(reads).toHaveLength(1));
+    reads[0]!();
+    await starting;
+    fake.sendDirectMessage({ content: "seen", authorId: Human });
+    await waitFor(() => expect(target.ran).toEqual(["seen"]));
+
+    fake.invalidateSession({ holdReconnect: true });
+    fake.sendDirectMessage({ content: "in the gap", authorId: Human });
+    // Dispatched with READY and GUILD_CREATE, before discord.js has read any of them.
+    fake.gateway.once("identify", () =>
+      fake.sendDirectMessage({ content: "right behind READY", authorId: Human }),
+    );
+    fake.releaseGateway();
+    await waitFor(() => expect(reads).toHaveLength(2));
+    await waitFor(() => expect(logged(logs, '"msg":"message in"')).toHaveLength(2));
+    expect(target.offered).toEqual(["seen"]);
+    reads[1]!();
+
+    await waitFor(() => expect(target.ran).toEqual(["seen", "in the gap", "right behind READY"]));
+    expect(target.offered).toEqual(["seen", "in the gap", "right behind READY"]);
+  });
+
   it("runs a message once that was recorded live while its chat's fetch was under way", async () => {
     const fake = await startFake();
     const dm = fake.world.dmChannel(Human);

@@ -9,7 +9,7 @@ import { compareSnowflakes, type InboundQueues, type Sleep } from "./inbound-que
 const PageSize = 100;
 
 /** What {@link fetchMissed} needs besides the client. */
-export interface FetchMissedOptions {
+interface FetchMissedOptions {
   /** At most this many messages are fetched (what is left of `catchUpMaxMessages`). */
   readonly maxMessages: number;
   readonly retry: RetryOptions | undefined;
@@ -21,7 +21,7 @@ export interface FetchMissedOptions {
 }
 
 /** What one fetch of a chat gave, and how it ended. */
-export interface Fetched {
+interface Fetched {
   /** Oldest first. */
   readonly messages: Message[];
   /**
@@ -43,7 +43,7 @@ export interface Fetched {
  * long rate limit) are retried per the retry policy, then `failed`, with what was fetched before.
  * Never throws.
  */
-export async function fetchMissed(
+async function fetchMissed(
   client: Client,
   cursor: ChatCursor,
   options: FetchMissedOptions,
@@ -159,21 +159,40 @@ interface ChatRun {
 export class DiscordCatchUp {
   /** The catch-up of the current gateway session, while it runs. */
   #session: AbortController | undefined;
+  /** Lets every chat go: held while there is no session (see {@link disconnected}). */
+  #releaseBetween: (() => void) | undefined;
 
   constructor(private readonly options: CatchUpOptions) {}
 
   /**
+   * There is no session (before the first, or the socket closed): every chat is held until
+   * the next one is resumed or caught up. Holding from the close, not from READY, does not
+   * depend on discord.js emitting READY before the session's first messages (it handles
+   * each frame asynchronously).
+   */
+  disconnected(): void {
+    this.#releaseBetween ??= this.options.queues.holdAll();
+  }
+
+  /** The session was resumed: Discord replays what it missed, and the chats go on. */
+  resumed(): void {
+    this.#releaseBetween?.();
+    this.#releaseBetween = undefined;
+  }
+
+  /**
    * A new gateway session began (READY after an IDENTIFY): Discord replays nothing from before
-   * it, so every chat with a cursor is caught up. Call it from the READY dispatch itself: every
-   * chat is held at once, before a message of the new session is handed over; then the cursors
-   * are read (again after a backoff while that fails), their chats held, the others let go, and
-   * each chat fetched. A catch-up of an earlier session still running is ended. Never rejects.
+   * it, so every chat with a cursor is caught up. Every chat stays held (since the socket
+   * closed, or from now on) while the cursors are read (again after a backoff while that
+   * fails); then their chats are held on their own, the others let go, and each chat fetched.
+   * A catch-up of an earlier session still running is ended. Never rejects.
    */
   async afterReady(
     readCursors: () => Promise<readonly ChatCursor[]>,
     onMessage: InboundHandler,
   ): Promise<void> {
-    const releaseAll = this.options.queues.holdAll();
+    const releaseAll = this.#releaseBetween ?? this.options.queues.holdAll();
+    this.#releaseBetween = undefined;
     this.#session?.abort();
     const session = new AbortController();
     this.#session = session;

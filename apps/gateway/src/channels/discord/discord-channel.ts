@@ -345,7 +345,8 @@ export class DiscordChannel implements ChannelAdapter {
 
   /**
    * Discord replays nothing into a new session (READY after an IDENTIFY, not a RESUME): what
-   * was sent before it and not received is fetched, from the READY dispatch on.
+   * was sent before it and not received is fetched. From the socket's close (or the start) to
+   * RESUMED or the new session's cursors, no message is handed over.
    */
   #catchUpEverySession(
     cursors: () => Promise<readonly ChatCursor[]>,
@@ -355,6 +356,9 @@ export class DiscordChannel implements ChannelAdapter {
       this.#log.info("discord catch-up is off (catchUpMaxMessages: 0)");
       return;
     }
+    this.#catchUp.disconnected();
+    this.#client.on(Events.ShardReconnecting, () => this.#catchUp.disconnected());
+    this.#client.on(Events.ShardResume, () => this.#catchUp.resumed());
     this.#client.ws.on(GatewayDispatchEvents.Ready, () => {
       void this.#catchUp.afterReady(cursors, onMessage);
     });
