@@ -7,7 +7,6 @@ import { createChannels } from "./channels/factory.js";
 import type {
   ChannelAdapter,
   ChannelHealth,
-  ChatCursor,
   ChatTarget,
   InboundMessage,
   Platform,
@@ -267,8 +266,9 @@ export class Gateway {
    * Recovers what a previous process left (docs/durability.md): its messages whose turn never
    * started run, its cut-off turns get a notice in their chat (or run again with
    * `recovery.rerunInterrupted`), its unfinished replies are delivered from the outbox; then
-   * every channel starts, Discord catches up on what was sent while nobody listened, and the
-   * sandboxes' orphans of dead processes are reaped.
+   * every channel starts (Discord catches up on what was sent while nobody listened, at this
+   * and every later new gateway session), and the sandboxes' orphans of dead processes are
+   * reaped.
    */
   async start(): Promise<void> {
     this.#accepting = true;
@@ -284,32 +284,14 @@ export class Gateway {
     );
     this.#pruneTimer.unref();
     const recovered = await this.#recover();
-    // Cursors are read before the channels start: a live message recorded first would move
-    // its chat's cursor past the messages still to fetch.
-    const cursors = new Map<ChannelAdapter, readonly ChatCursor[]>();
-    for (const channel of this.channels) {
-      if (channel.catchUp !== undefined)
-        cursors.set(channel, await this.journal.cursors(channel.profile));
-    }
     for (const channel of this.channels) {
       await channel.start({
         onMessage: (message) => this.#received(channel, message),
         onFatal: (error) => this.#onFatal(channel, error),
         flush: () => this.journal.sync(),
+        cursors: () => this.journal.cursors(channel.profile),
       });
       this.logger.info({ platform: channel.platform, profile: channel.profile }, "channel started");
-    }
-    for (const [channel, chats] of cursors) {
-      if (channel.catchUp === undefined || chats.length === 0) continue;
-      this.logger.info(
-        { platform: channel.platform, profile: channel.profile, chats: chats.length },
-        "catching up on messages sent while the gateway was down",
-      );
-      this.#track(
-        channel
-          .catchUp(chats, (message) => this.#received(channel, message))
-          .catch((error: unknown) => this.logger.error({ err: error }, "catch-up failed")),
-      );
     }
     // Unfinished replies are resumed once the channels are up (Discord knows its guilds'
     // upload limits only after login); the reap waits for their attempt, since they plan

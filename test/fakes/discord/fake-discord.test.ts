@@ -165,6 +165,44 @@ describe("fake Discord gateway", () => {
     expect(fake.gateway.identifyCount).toBe(1);
     expect(fake.gateway.resumeCount).toBe(1);
   });
+
+  it("refuses to resume an expired session (op 9); discord.js identifies anew and nothing is replayed", async () => {
+    fake = await FakeDiscord.start();
+    // discord.js waits up to 6.5 s before a second IDENTIFY within 5 s of the first one; its
+    // documented throttler option lets the test skip that wait.
+    client = new Client({
+      intents: AllIntents,
+      rest: { api: fake.apiRoot },
+      ws: { buildIdentifyThrottler: () => ({ waitForIdentify: async () => {} }) },
+    });
+    const ready = once(client, Events.ClientReady);
+    await client.login(fake.token);
+    await ready;
+    const channelId = fake.guild.channels[0]!.id;
+    const seen = nextMessage(client);
+    const before = fake.sendGuildMessage(channelId, { content: "before the gap" });
+    await seen;
+    const sessionsReady: number[] = [];
+    client.on(Events.ShardReady, (id) => sessionsReady.push(id));
+    const invalid = once(fake.gateway, "invalidSession");
+    const ready2 = once(client, Events.ShardReady);
+    fake.invalidateSession({ holdReconnect: true });
+    const gap = fake.sendGuildMessage(channelId, { content: "sent in the gap" });
+    const live = nextMessage(client);
+    fake.releaseGateway();
+    await invalid;
+    await ready2;
+    fake.sendGuildMessage(channelId, { content: "after the new session" });
+    expect((await live).content).toBe("after the new session");
+    expect(fake.gateway.invalidSessionCount).toBe(1);
+    expect(fake.gateway.identifyCount).toBe(2);
+    expect(fake.gateway.resumeCount).toBe(0);
+    expect(sessionsReady).toEqual([0]);
+    const channel = await client.channels.fetch(channelId);
+    if (!channel?.isTextBased()) throw new Error("no text channel");
+    const history = await channel.messages.fetch({ after: before.id, limit: 10 });
+    expect([...history.values()].map((message) => message.id)).toContain(gap.id);
+  });
 });
 
 describe("fake Discord REST", () => {

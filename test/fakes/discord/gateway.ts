@@ -57,13 +57,16 @@ interface GatewayOptions {
 
 /**
  * The websocket half of the fake (JSON encoding, no compression): HELLO, IDENTIFY → READY +
- * GUILD_CREATE, heartbeats, RESUME → replay + RESUMED, dispatches. Emits `identify`, `resume`
- * and `op` (every payload received, token removed).
+ * GUILD_CREATE, heartbeats, RESUME → replay + RESUMED (or op 9 Invalid Session for a session
+ * it does not know), dispatches. Emits `identify`, `resume`, `invalidSession` and `op` (every
+ * payload received, token removed).
  */
 export class FakeGateway extends EventEmitter {
   readonly sessions: Session[] = [];
   identifyCount = 0;
   resumeCount = 0;
+  /** RESUMEs answered with op 9 Invalid Session (`d: false`). */
+  invalidSessionCount = 0;
   readonly #wss: WebSocketServer;
   /** Sockets waiting for HELLO while the gateway is held; undefined when not held. */
   #held: WebSocket[] | undefined;
@@ -92,6 +95,15 @@ export class FakeGateway extends EventEmitter {
       session.socket?.terminate();
       session.socket = undefined;
     }
+  }
+
+  /**
+   * Discord forgets every session (it expired while the socket was down): their sockets are
+   * dropped (1006), a RESUME of them is answered with op 9 Invalid Session (`d: false`), and
+   * what is dispatched until the next IDENTIFY reaches no one and is never replayed.
+   */
+  invalidateSessions(): void {
+    for (const session of this.sessions.splice(0)) session.socket?.terminate();
   }
 
   /** Close every client socket with a close frame (e.g. 4004), ending their sessions. */
@@ -205,7 +217,9 @@ export class FakeGateway extends EventEmitter {
   #resume(socket: WebSocket, d: Record<string, unknown>): void {
     const session = this.sessions.find((candidate) => candidate.id === d.session_id);
     if (!session || d.token !== this.options.token()) {
+      this.invalidSessionCount += 1;
       socket.send(JSON.stringify({ op: Op.InvalidSession, d: false, s: null, t: null }));
+      this.emit("invalidSession");
       return;
     }
     session.socket = socket;

@@ -16,6 +16,8 @@ export interface RecordedCall {
   readonly path: string;
   /** The path with ids replaced, e.g. `/channels/:id/messages`. */
   readonly route: string;
+  /** The query parameters, e.g. a history page's `after` and `limit`. */
+  readonly query: Readonly<Record<string, string>>;
   /** The HTTP status answered; 0 when the connection was dropped instead. */
   readonly status: number;
   /** The JSON body, or the parsed `payload_json` of a multipart body. */

@@ -86,6 +86,11 @@ export class FakeRest extends EventEmitter {
     this.#failures.push({ ...failure, remaining: failure.times ?? 1 });
   }
 
+  /** Drops the injected failures not used up yet: the next calls are answered normally. */
+  clearFailures(): void {
+    this.#failures.splice(0);
+  }
+
   /** Holds requests matching `method` and `path` until the returned gate is opened. */
   gate(method: string, path: RegExp): RequestGate {
     let reach: () => void = () => {};
@@ -155,6 +160,7 @@ export class FakeRest extends EventEmitter {
       method,
       path,
       route: routeOf(path),
+      query: Object.fromEntries(query),
       status: answer.status,
       payload: parsed.payload,
       files: parsed.files,

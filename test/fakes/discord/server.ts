@@ -278,6 +278,11 @@ export class FakeDiscord {
     this.rest.injectFailure(failure);
   }
 
+  /** The failures injected and not used up yet are dropped (an outage ends). */
+  clearFailures(): void {
+    this.rest.clearFailures();
+  }
+
   /**
    * Drop the websocket abnormally (1006); discord.js should RESUME the session. With
    * `holdReconnect`, new sockets get no HELLO until {@link releaseGateway} (an outage).
@@ -287,7 +292,22 @@ export class FakeDiscord {
     this.gateway.dropSocket();
   }
 
-  /** Ends an outage begun with `dropSocket({ holdReconnect: true })`: waiting sockets get HELLO. */
+  /**
+   * Drop the websocket (1006) and forget the session, as Discord does once a session expired:
+   * discord.js's RESUME gets op 9 Invalid Session (`d: false`) and it IDENTIFYs anew. Messages
+   * sent until then are not replayed; they exist only in the channels' history (`GET
+   * /channels/:id/messages`). With `holdReconnect`, new sockets get no HELLO until
+   * {@link releaseGateway}.
+   */
+  invalidateSession(options: { readonly holdReconnect?: boolean } = {}): void {
+    if (options.holdReconnect) this.gateway.hold();
+    this.gateway.invalidateSessions();
+  }
+
+  /**
+   * Ends an outage begun with `dropSocket` or `invalidateSession` and `holdReconnect: true`:
+   * waiting sockets get HELLO.
+   */
   releaseGateway(): void {
     this.gateway.release();
   }

@@ -124,6 +124,13 @@ export interface ChannelStartOptions {
    * already as durable as it gets.
    */
   readonly flush?: () => Promise<void>;
+  /**
+   * The journal's cursors of the channel's profile: the newest recorded message of each chat.
+   * A channel whose platform redelivers nothing (Discord) reads them at the start of every
+   * gateway session and fetches what each chat received after its cursor; the gateway passes
+   * it. Absent: no catch-up.
+   */
+  readonly cursors?: () => Promise<readonly ChatCursor[]>;
 }
 
 /** One step of a reply, as the outbox records it. */
@@ -235,12 +242,6 @@ export interface ChannelAdapter {
   start(options: ChannelStartOptions): Promise<void>;
   /** The connection's current health. */
   health(): ChannelHealth;
-  /**
-   * Optional (Discord): after a restart, fetch the messages of each chat that came after the
-   * last one the journal recorded, and hand them to `onMessage` in order. Telegram needs none:
-   * unconfirmed updates are redelivered by `getUpdates`.
-   */
-  catchUp?(cursors: readonly ChatCursor[], onMessage: InboundHandler): Promise<void>;
   /**
    * Stop receiving. Sending (`sendText`, `deliver`, `showActivity`) must keep working after
    * it: the core stops receiving first, then drains the turns already in flight.

@@ -28,6 +28,9 @@ export const DiscordIntents = [
   GatewayIntentBits.DirectMessages,
 ] as const;
 
+/** Resolves when the next IDENTIFY may be sent; rejects when `signal` aborts. */
+export type IdentifyWait = (signal: AbortSignal) => Promise<void>;
+
 /**
  * The gateway client: receives messages. Its REST instance keeps discord.js's own handling
  * (it serves login, reconnects and cache fetches); replies go through {@link createDeliveryRest}.
@@ -35,15 +38,34 @@ export const DiscordIntents = [
  * discord.js takes the websocket URL from `GET /gateway/bot`, so `gatewayUrl` is applied by
  * rewriting that one answer in `makeRequest` (discord.js's documented fetch hook). RESUME
  * then uses the `resume_gateway_url` of READY, as Discord asks clients to.
+ *
+ * `identifyWait` replaces discord.js's identify throttler (`ws.buildIdentifyThrottler`), which
+ * lets one IDENTIFY through per 5 s (plus up to 1.5 s of jitter), as Discord requires.
  */
-export function createGatewayClient(connection: DiscordConnection): Client {
+export function createGatewayClient(
+  connection: DiscordConnection,
+  identifyWait?: IdentifyWait,
+): Client {
   const rest: Partial<RESTOptions> = {
     api: connection.apiRoot,
     timeout: connection.requestTimeoutMs,
   };
   const { gatewayUrl } = connection;
   if (gatewayUrl !== undefined) rest.makeRequest = withGatewayUrl(gatewayUrl);
-  return new Client({ intents: [...DiscordIntents], partials: [Partials.Channel], rest });
+  return new Client({
+    intents: [...DiscordIntents],
+    partials: [Partials.Channel],
+    rest,
+    ...(identifyWait === undefined
+      ? {}
+      : {
+          ws: {
+            buildIdentifyThrottler: () => ({
+              waitForIdentify: (_shardId: number, signal: AbortSignal) => identifyWait(signal),
+            }),
+          },
+        }),
+  });
 }
 
 /**

@@ -5,6 +5,7 @@ import {
   type ChatInputCommandInteraction,
   type Client,
   Events,
+  GatewayDispatchEvents,
   type Interaction,
   type Message,
   MessageFlags,
@@ -27,8 +28,8 @@ import type {
   OutboundReply,
 } from "../types.js";
 import { DiscordAttachmentFetcher } from "./attachments.js";
-import { fetchMissed } from "./catch-up.js";
-import { createDeliveryRest, createGatewayClient } from "./client.js";
+import { DiscordCatchUp } from "./catch-up.js";
+import { createDeliveryRest, createGatewayClient, type IdentifyWait } from "./client.js";
 import {
   type DiscordCommandOptions,
   InteractionReplies,
@@ -108,6 +109,11 @@ export interface DiscordChannelOptions {
   readonly commands?: DiscordCommandOptions | undefined;
   /** Waits of that backoff (tests pass a fast one). */
   readonly sleep?: Sleep | undefined;
+  /**
+   * Waits before each IDENTIFY; default discord.js's throttler (one per 5 s, as Discord
+   * requires). Tests of a new session right after the first pass one that does not wait.
+   */
+  readonly identifyWait?: IdentifyWait | undefined;
   /** Clock of {@link DiscordChannel.health} (epoch ms). */
   readonly now?: (() => number) | undefined;
   /**
@@ -160,9 +166,9 @@ export class DiscordChannel implements ChannelAdapter {
   readonly #answeredThreads = new Set<string>();
   readonly #health: HealthMonitor;
   readonly #inbound: InboundQueues;
+  readonly #catchUp: DiscordCatchUp;
   readonly #catchUpMaxMessages: number;
   readonly #maxTextChunks: number;
-  readonly #retry: DiscordRetryOptions | undefined;
   readonly #registerCommands: boolean;
   readonly #interactions: InteractionReplies;
   /** The slash commands' registration, while it runs (resolves false when it failed). */
@@ -217,10 +223,9 @@ export class DiscordChannel implements ChannelAdapter {
       headersTimeoutMs: connection.requestTimeoutMs,
     });
     this.#token = options.token;
-    this.#client = createGatewayClient(connection);
+    this.#client = createGatewayClient(connection, options.identifyWait);
     this.#rest = createDeliveryRest(connection);
     this.status = new DiscordStatusMessages(this.#rest);
-    this.#retry = options.retry;
     this.#registerCommands = options.commands?.register ?? Defaults.commandMenus.register;
     this.#interactions = new InteractionReplies(this.#log);
     this.#health = new HealthMonitor(
@@ -240,7 +245,19 @@ export class DiscordChannel implements ChannelAdapter {
       );
     }
     this.#catchUpMaxMessages = catchUpMax;
-    this.#inbound = new InboundQueues(this.#log, options.sleep ?? sleep, options.inboundRetry);
+    const wait = options.sleep ?? sleep;
+    this.#inbound = new InboundQueues(this.#log, wait, options.inboundRetry);
+    this.#catchUp = new DiscordCatchUp({
+      client: this.#client,
+      queues: this.#inbound,
+      maxMessages: catchUpMax,
+      retry: options.retry,
+      log: this.#log,
+      sleep: wait,
+      signal: this.#stopping.signal,
+      onUnauthorized: () => this.#health.unauthorized(),
+      toInbound: (message) => this.#toInbound(message),
+    });
   }
 
   /** Upload limits of one chat: the guild's boost level decides unless `maxBytes` is set. */
@@ -265,13 +282,16 @@ export class DiscordChannel implements ChannelAdapter {
 
   /**
    * Connects and resolves once the gateway is ready; each message the bot answers is handed to
-   * `onMessage` in order per chat (see `InboundQueues`: a rejection is retried in memory). A
-   * failure during start rejects; after it, a refused token calls `onFatal`.
+   * `onMessage` in order per chat (see `InboundQueues`: a rejection is retried in memory). With
+   * `cursors`, every gateway session (READY, the first one too) begins with a catch-up (see
+   * `DiscordCatchUp.afterReady`). A failure during start rejects; after it, a refused token
+   * calls `onFatal`.
    */
-  async start({ onMessage, onFatal }: ChannelStartOptions): Promise<void> {
+  async start({ onMessage, onFatal, cursors }: ChannelStartOptions): Promise<void> {
     if (this.#started) throw new Error("DiscordChannel already started");
     this.#started = true;
     const client = this.#client;
+    if (cursors !== undefined) this.#catchUpEverySession(cursors, onMessage);
     client.on(
       Events.MessageCreate,
       guardedListener(this.#log, "messageCreate", (message: Message) =>
@@ -319,20 +339,20 @@ export class DiscordChannel implements ChannelAdapter {
   }
 
   /**
-   * Hands `onMessage` the messages each chat received after its cursor (messages sent while the
-   * gateway was down), oldest first, mapped by the same rules as live ones (so the bot's own
-   * messages and other bots' are skipped), at most `catchUpMaxMessages` per chat. Live messages
-   * of a chat wait while it is fetched, then follow in id order; one that is both live and
-   * fetched may reach `onMessage` twice (the journal dedupes on the message id). A chat that is
-   * gone or unreadable is logged and skipped. Resolves when every message was accepted or the
-   * channel stopped; never rejects.
+   * Hands `onMessage` the messages each chat received after its cursor, oldest first, mapped by
+   * the same rules as live ones (so the bot's own messages and other bots' are skipped), at most
+   * `catchUpMaxMessages` per chat. Live messages of a chat wait until it is fetched, then follow
+   * in id order; one that is both live and fetched may reach `onMessage` twice (the journal
+   * dedupes on the message id). A chat that is gone or unreadable is logged and skipped; one
+   * whose fetch keeps failing is fetched again after a backoff. Resolves when every message was
+   * accepted or the channel stopped; never rejects.
    *
-   * Call it after `start`, with cursors read before `start` (a live message recorded first
-   * would move a chat's cursor past the messages still to fetch).
+   * `start` with `cursors` does this at every new gateway session; this is for a caller that
+   * reads the cursors itself, before `start` (a live message recorded first would move a
+   * chat's cursor past the messages still to fetch).
    */
   async catchUp(cursors: readonly ChatCursor[], onMessage: InboundHandler): Promise<void> {
-    const signal = this.#stopping.signal;
-    if (!this.#ready || signal.aborted) {
+    if (!this.#ready || this.#stopping.signal.aborted) {
       this.#log.error("discord catch-up needs a started channel; skipped");
       return;
     }
@@ -340,38 +360,28 @@ export class DiscordChannel implements ChannelAdapter {
       this.#log.info("discord catch-up is off (catchUpMaxMessages: 0)");
       return;
     }
-    const accepted: Promise<boolean>[] = [];
-    let fetched = 0;
-    for (const cursor of cursors) {
-      if (signal.aborted) break;
-      const release = this.#inbound.hold(cursor.channelId);
-      try {
-        const messages = await fetchMissed(this.#client, cursor, {
-          maxMessages: this.#catchUpMaxMessages,
-          retry: this.#retry,
-          log: this.#log,
-          signal,
-          onUnauthorized: () => this.#health.unauthorized(),
-        });
-        fetched += messages.length;
-        for (const message of messages) {
-          const inbound = this.#toInbound(message);
-          if (inbound) accepted.push(this.#inbound.push(cursor.channelId, inbound, onMessage));
-        }
-      } finally {
-        release();
-      }
+    await this.#catchUp.run(cursors, onMessage);
+  }
+
+  /**
+   * Discord replays nothing into a new session (READY after an IDENTIFY, not a RESUME): what
+   * was sent before it and not received is fetched. From the socket's close (or the start) to
+   * RESUMED or the new session's cursors, no message is handed over.
+   */
+  #catchUpEverySession(
+    cursors: () => Promise<readonly ChatCursor[]>,
+    onMessage: InboundHandler,
+  ): void {
+    if (this.#catchUpMaxMessages === 0) {
+      this.#log.info("discord catch-up is off (catchUpMaxMessages: 0)");
+      return;
     }
-    const results = await Promise.all(accepted);
-    this.#log.info(
-      {
-        chats: cursors.length,
-        fetched,
-        handed: results.filter(Boolean).length,
-        notRecorded: results.filter((ok) => !ok).length,
-      },
-      "discord catch-up done",
-    );
+    this.#catchUp.disconnected();
+    this.#client.on(Events.ShardReconnecting, () => this.#catchUp.disconnected());
+    this.#client.on(Events.ShardResume, () => this.#catchUp.resumed());
+    this.#client.ws.on(GatewayDispatchEvents.Ready, () => {
+      void this.#catchUp.afterReady(cursors, onMessage);
+    });
   }
 
   /** Stops receiving and retrying; sending keeps working. */

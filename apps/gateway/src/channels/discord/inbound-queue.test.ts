@@ -78,6 +78,25 @@ describe("InboundQueues", () => {
     expect(seen).toEqual(["10", "20", "30"]);
   });
 
+  it("holds every chat, new ones too, until a chat's own hold is all that is left", async () => {
+    const queues = new InboundQueues(log, instantSleep);
+    const seen: string[] = [];
+    const handler = async (m: InboundMessage) => {
+      seen.push(m.messageId);
+    };
+    const releaseAll = queues.holdAll();
+    void queues.push("a", message("30"), handler);
+    const other = queues.push("b", message("40", "b"), handler);
+    await Promise.resolve();
+    const releaseA = queues.hold("a");
+    releaseAll();
+    await other;
+    expect(seen).toEqual(["40"]);
+    void queues.push("a", message("10"), handler);
+    releaseA();
+    await waitFor(() => expect(seen).toEqual(["40", "10", "30"]));
+  });
+
   it("drops what waits when stopped, and stops retrying", async () => {
     const queues = new InboundQueues(log, (_ms, signal) => {
       return new Promise((_resolve, reject) =>

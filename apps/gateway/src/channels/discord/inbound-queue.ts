@@ -47,6 +47,8 @@ export class InboundQueues {
   readonly #chats = new Map<string, Chat>();
   readonly #stop = new AbortController();
   readonly #retry: ResolvedInboundRetry;
+  /** While above 0 no chat takes anything new (a catch-up is reading its cursors). */
+  #holdsAll = 0;
 
   constructor(
     private readonly log: Logger,
@@ -106,6 +108,26 @@ export class InboundQueues {
   }
 
   /**
+   * Holds every chat, those not seen yet too, until the returned function is called: lets a
+   * catch-up learn which chats it fetches before any message arriving now is handed over.
+   */
+  holdAll(): () => void {
+    this.#holdsAll += 1;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#holdsAll -= 1;
+      for (const [chatKey, chat] of this.#chats) void this.#run(chatKey, chat);
+    };
+  }
+
+  /** The wait before offering a message again after its `failures`-th failure (from 1). */
+  retryDelayMs(failures: number): number {
+    return backoffMs(failures, { baseMs: this.#retry.minDelayMs, maxMs: this.#retry.maxDelayMs });
+  }
+
+  /**
    * Stops retrying; waiting messages are dropped (resolved `false`). Returns how many messages
    * were waiting or in flight (one in flight may still be accepted by its handler).
    */
@@ -133,7 +155,7 @@ export class InboundQueues {
 
   async #run(chatKey: string, chat: Chat): Promise<void> {
     if (chat.current !== undefined) return;
-    while (chat.holds === 0 && !this.#stop.signal.aborted) {
+    while (chat.holds === 0 && this.#holdsAll === 0 && !this.#stop.signal.aborted) {
       const item = chat.waiting.shift();
       if (item === undefined) break;
       chat.current = item;
@@ -150,7 +172,6 @@ export class InboundQueues {
   /** Offers the message until its handler accepts it or the queue stops. */
   async #handOver(item: Item): Promise<boolean> {
     const { message } = item;
-    const backoff = { baseMs: this.#retry.minDelayMs, maxMs: this.#retry.maxDelayMs };
     const accepted = async (attempt: number) => {
       await item.handler(message);
       if (attempt > 1) {
@@ -165,7 +186,7 @@ export class InboundQueues {
         signal: this.#stop.signal,
         sleep: this.sleep,
         onFailure: ({ error, attempt: failures }) => {
-          const delayMs = backoffMs(failures, backoff);
+          const delayMs = this.retryDelayMs(failures);
           const fields = {
             chatId: message.chatId,
             threadId: message.threadId,
