@@ -6,6 +6,14 @@ import { Defaults as SandboxDefaults } from "@mediagate/sandbox/defaults";
 const commandTimeoutMs = SandboxDefaults.execTimeoutMs;
 /** Cap on the bytes one `read_file` tool call reads out of the container. 256 KiB. */
 const readMaxBytes = 256 * 1024;
+/** Cap of the outbox's doubling retry wait. */
+const retryMaxMs = 30 * 60 * 1000;
+/**
+ * The longest `retry_after` a reply is scheduled for (one up to `retry.maxRetryAfterSeconds` is
+ * waited out in place): a longer one is waited this long, and the attempt then learns from the
+ * platform what is left of it.
+ */
+const maxRetryAfterMs = 60 * 60 * 1000;
 
 /**
  * Every default of @mediagate/gateway, each written once (the sandbox's come from
@@ -92,7 +100,15 @@ export const Defaults = {
     maxAgeSeconds: 6 * 60 * 60,
     /** Wait before retrying an attempt that failed outright (doubles per attempt, capped). */
     retryBaseMs: 30_000,
-    retryMaxMs: 30 * 60 * 1000,
+    retryMaxMs,
+    maxRetryAfterMs,
+    /**
+     * The longest wait between a pending reply's attempts: the larger of `retryMaxMs` and
+     * `maxRetryAfterMs`. A reply taken over after a restart whose recorded retry time lies
+     * further ahead was scheduled by a wall clock that has stepped back since: it is due at
+     * once (docs/durability.md, "Clock steps").
+     */
+    longestWaitMs: Math.max(retryMaxMs, maxRetryAfterMs),
     /**
      * Messages a reply's text may take; a longer one is sent as that many messages of its
      * head and the whole reply as reply.txt (docs/media.md, "Long replies").

@@ -1,4 +1,11 @@
-import { isLoopbackHost, parseListenAddress, type Sleep, settledWithin } from "@mediagate/io";
+import {
+  type Clock,
+  isLoopbackHost,
+  parseListenAddress,
+  type Sleep,
+  settledWithin,
+  systemClock,
+} from "@mediagate/io";
 import { connectDocker, type DockerEngine } from "@mediagate/sandbox";
 import { ensureWebToken, startWebConsole, type WebConsole } from "@mediagate/web";
 import type { Agent } from "./agents/types.js";
@@ -101,6 +108,12 @@ export interface GatewayOptions {
    * (docs/security.md, "Pairing"); tests move it past a code's lifetime instead of waiting.
    */
   readonly now?: () => number;
+  /**
+   * Replaces the wall clock of the journal (its recorded times, its pruning by age) and the
+   * outbox, and the monotonic clock of the outbox's ages and the engine check's cache (default
+   * `systemClock`; docs/durability.md, "Clock steps").
+   */
+  readonly clock?: Clock;
   /** Replaces the outbox's timers (tests fire a long `retry_after` at once). */
   readonly outboxSchedule?: OutboxOptions["schedule"];
   /**
@@ -136,6 +149,7 @@ export class Gateway {
   readonly #inFlight = new Set<Promise<void>>();
   readonly #drainTimeoutMs: number;
   readonly #options: GatewayOptions;
+  readonly #clock: Clock;
   /** Receipts whose chat was told the message could not be saved (told once each). */
   readonly #toldNotRecorded = new Set<string>();
   #journalProblem: string | undefined;
@@ -164,6 +178,7 @@ export class Gateway {
     this.channels = channels;
     this.journal = journal;
     this.#options = options;
+    this.#clock = options.clock ?? systemClock;
     this.#drainTimeoutMs = options.drainTimeoutMs ?? config.drainTimeoutSeconds * 1000;
     this.outbox = new Outbox({
       journal,
@@ -177,6 +192,7 @@ export class Gateway {
       },
       maxAttempts: config.delivery.maxAttempts,
       maxAgeMs: config.delivery.maxAgeSeconds * 1000,
+      clock: this.#clock,
       schedule: options.outboxSchedule,
     });
     this.#services = {
@@ -222,10 +238,13 @@ export class Gateway {
     let channels: readonly ChannelAdapter[];
     let journal: Journal | undefined;
     try {
-      const opened = await SqliteJournal.open(
-        journalDbPath(config.home),
-        options.integrityWaitMs === undefined ? {} : { integrityWaitMs: options.integrityWaitMs },
-      );
+      const clock = options.clock ?? systemClock;
+      const opened = await SqliteJournal.open(journalDbPath(config.home), {
+        now: () => clock.wallMs(),
+        ...(options.integrityWaitMs === undefined
+          ? {}
+          : { integrityWaitMs: options.integrityWaitMs }),
+      });
       journal = opened;
       if (opened.lost !== undefined)
         logger.error({ path: opened.lost.path }, lostJournalText(opened.lost));
@@ -425,15 +444,16 @@ export class Gateway {
   /** Whether the engine answers a ping, reused for a few seconds (probes may poll often). */
   async #engineReachable(): Promise<{ reachable: boolean; detail?: string | undefined }> {
     const cached = this.#engineCheck;
-    if (cached !== undefined && Date.now() - cached.atMs < GatewayDefaults.engineCheckTtlMs)
+    const nowMs = this.#clock.monoMs();
+    if (cached !== undefined && nowMs - cached.atMs < GatewayDefaults.engineCheckTtlMs)
       return { reachable: cached.reachable, detail: cached.detail };
     let check: { atMs: number; reachable: boolean; detail?: string | undefined };
     try {
       await this.engine.ping();
-      check = { atMs: Date.now(), reachable: true };
+      check = { atMs: this.#clock.monoMs(), reachable: true };
     } catch (error) {
       check = {
-        atMs: Date.now(),
+        atMs: this.#clock.monoMs(),
         reachable: false,
         detail: error instanceof Error ? error.message : String(error),
       };
@@ -445,7 +465,7 @@ export class Gateway {
   /** Deletes handled messages and closed replies older than the retention. */
   async #prune(): Promise<void> {
     const pruned = await this.journal
-      .prune(Date.now() - GatewayDefaults.journalRetentionMs)
+      .prune(this.#clock.wallMs() - GatewayDefaults.journalRetentionMs)
       .catch((error: unknown) => {
         this.logger.warn({ err: error }, "could not prune the journal");
         return 0;

@@ -2,6 +2,8 @@
 // reused buffers). Each is written once here; the packages call it instead of a copy.
 export type { Backoff, RetryAfter } from "./backoff.js";
 export { BackoffDefaults, backoffMs } from "./backoff.js";
+export type { Clock } from "./clock.js";
+export { systemClock } from "./clock.js";
 export type { DeadlineOptions } from "./deadline.js";
 export { DeadlineError, deadline, settledWithin, untilAborted } from "./deadline.js";
 export {

@@ -81,7 +81,8 @@ async function acquire(
   options: SlotLockOptions,
 ): Promise<() => Promise<void>> {
   const waitMs = options.waitMs ?? Defaults.slotLockWaitMs;
-  const deadline = Date.now() + waitMs;
+  // Waits run on the monotonic clock: a step of the wall clock neither ends one nor stretches it.
+  const deadline = performance.now() + waitMs;
   const unrecorded: UnrecordedWatch = {
     graceMs: options.unrecordedMs ?? Defaults.slotLockUnrecordedMs,
     lock: undefined,
@@ -114,7 +115,7 @@ async function acquire(
         );
       }
       if (taken !== undefined) continue;
-      if (!held || Date.now() >= deadline) {
+      if (!held || performance.now() >= deadline) {
         throw new Error(
           `slot directory ${key} is locked by another process (waited ${waitMs} ms): ${
             error instanceof Error ? error.message : String(error)
@@ -151,7 +152,10 @@ async function readOwner(lockFile: string): Promise<LockOwner | undefined> {
   }
 }
 
-/** The lock directory this process saw without an owner record, and since when. */
+/**
+ * The lock directory this process saw without an owner record, and since when
+ * (`performance.now`).
+ */
 interface UnrecordedWatch {
   readonly graceMs: number;
   lock: string | undefined;
@@ -179,10 +183,10 @@ async function takeOverAbandoned(
   }
   if (watch.lock !== identity) {
     watch.lock = identity;
-    watch.sinceMs = Date.now();
+    watch.sinceMs = performance.now();
     return undefined;
   }
-  if (Date.now() - watch.sinceMs < watch.graceMs) return undefined;
+  if (performance.now() - watch.sinceMs < watch.graceMs) return undefined;
   return (await removeLock(lockFile, identity, undefined)) ? "unrecorded" : undefined;
 }
 

@@ -1,4 +1,11 @@
-import { backoffMs, type Schedule, scheduleWithTimer, settledWithin } from "@mediagate/io";
+import {
+  backoffMs,
+  type Clock,
+  type Schedule,
+  scheduleWithTimer,
+  settledWithin,
+  systemClock,
+} from "@mediagate/io";
 import {
   type MediaPlan,
   noticeFor,
@@ -20,6 +27,7 @@ import { Defaults } from "../defaults.js";
 import type { Logger } from "../log.js";
 import { type DeliveryItem, deliveryItems } from "./delivery-items.js";
 import { deliveryNotice, planNotices } from "./notices.js";
+import { ReplyTimes } from "./reply-times.js";
 import {
   formatStepKey,
   isTextStepKey,
@@ -35,6 +43,8 @@ export const OutboxDefaults = {
   maxAgeMs: Defaults.delivery.maxAgeSeconds * 1000,
   retryBaseMs: Defaults.delivery.retryBaseMs,
   retryMaxMs: Defaults.delivery.retryMaxMs,
+  maxRetryAfterMs: Defaults.delivery.maxRetryAfterMs,
+  longestWaitMs: Defaults.delivery.longestWaitMs,
 } as const;
 
 /**
@@ -60,7 +70,12 @@ export interface OutboxOptions {
   readonly logger: Logger;
   readonly maxAttempts?: number | undefined;
   readonly maxAgeMs?: number | undefined;
-  readonly now?: (() => number) | undefined;
+  /**
+   * The wall clock (the times recorded with a reply: its creation, its next attempt) and the
+   * monotonic one (a reply's age inside this process). Default `systemClock`; tests step the
+   * wall clock alone (docs/durability.md, "Clock steps").
+   */
+  readonly clock?: Clock | undefined;
   /**
    * Runs `run` after `delayMs` and returns the cancel function (default `setTimeout`,
    * unref'd). Tests inject one to fire a long `retry_after` at once.
@@ -159,7 +174,8 @@ export class Outbox {
   readonly #journal: Journal;
   readonly #options: OutboxOptions;
   readonly #log: Logger;
-  readonly #now: () => number;
+  readonly #clock: Clock;
+  readonly #times: ReplyTimes;
   readonly #maxAttempts: number;
   readonly #maxAgeMs: number;
   /** Aborted by {@link stop}: uploads in flight end and stay pending for the next start. */
@@ -172,7 +188,8 @@ export class Outbox {
     this.#options = options;
     this.#journal = options.journal;
     this.#log = options.logger.child({ component: "outbox" });
-    this.#now = options.now ?? Date.now;
+    this.#clock = options.clock ?? systemClock;
+    this.#times = new ReplyTimes(this.#clock, OutboxDefaults.longestWaitMs);
     this.#maxAttempts = options.maxAttempts ?? OutboxDefaults.maxAttempts;
     this.#maxAgeMs = options.maxAgeMs ?? OutboxDefaults.maxAgeMs;
     this.#scheduleRun = options.schedule ?? scheduleWithTimer;
@@ -187,32 +204,47 @@ export class Outbox {
    * Records a finished turn's reply (and closes its journal entry, and those of the messages
    * `merged` into its turn) before anything is sent.
    */
-  record(
+  async record(
     reply: OutboxReply,
     entryId: number | undefined,
     merged: readonly number[] = [],
   ): Promise<OutboxRecord> {
-    return this.#journal.addReply(reply, entryId, merged);
+    const atMs = this.#clock.monoMs();
+    const record = await this.#journal.addReply(reply, entryId, merged);
+    this.#times.recorded(record.id, atMs);
+    return record;
   }
 
   /** One delivery attempt of `record`, tracked so {@link stop} can wait for it. */
   deliver(record: OutboxRecord): Promise<AttemptSummary> {
     const deliveries: DeliveryItem[] = [];
-    const attempt = this.#attempt(record, deliveries).then((result) => ({ result, deliveries }));
+    const attempt = this.#attempt(record, deliveries).then((result) => {
+      if (result === "delivered" || result === "given_up") this.#times.forget(record.id);
+      return { result, deliveries };
+    });
     this.#track(attempt);
     return attempt;
   }
 
   /**
    * Replies a process that is gone left pending: each is delivered at its time (now, or after
-   * its `retry_after`). Resolves once the due ones had their attempt.
+   * its `retry_after`). Times a wall clock stepped back since are read as {@link ReplyTimes}
+   * says, and the step is logged once. Resolves once the due ones had their attempt.
    */
   async resume(records: readonly OutboxRecord[]): Promise<void> {
     const due: Promise<unknown>[] = [];
+    let stepBackMs = 0;
     for (const record of records) {
-      const waitMs = record.notBeforeMs - this.#now();
-      if (waitMs > 0) this.#schedule(record.id, waitMs, () => this.deliver(record));
+      const timing = this.#times.resumed(record);
+      stepBackMs = Math.max(stepBackMs, timing.stepBackMs);
+      if (timing.waitMs > 0) this.#schedule(record.id, timing.waitMs, () => this.deliver(record));
       else due.push(this.deliver(record));
+    }
+    if (stepBackMs > 0) {
+      this.#log.warn(
+        { stepBackMs },
+        "the wall clock stepped back since pending replies were recorded: their ages count from now, and retry times too far ahead are due now",
+      );
     }
     await Promise.allSettled(due);
   }
@@ -252,7 +284,7 @@ export class Outbox {
     const log = this.#log.child({ replyId: record.id, sessionKey: record.sessionKey });
     const channel = this.#options.channelFor(record.profile, record.platform);
     const translateContext = this.#options.translateContextFor(record.profile);
-    const ageMs = this.#now() - record.createdAtMs;
+    const ageMs = this.#times.ageMs(record);
     if (channel === undefined || translateContext === undefined) {
       // The profile or its channel is no longer configured: nothing can send it.
       log.warn(
@@ -467,9 +499,11 @@ export class Outbox {
     log: Logger,
   ): Promise<AttemptResult> {
     const backoff = { baseMs: OutboxDefaults.retryBaseMs, maxMs: OutboxDefaults.retryMaxMs };
-    const delayMs = backoffMs(attempts, backoff, { retryAfterMs: waitMs });
-    const notBeforeMs = this.#now() + delayMs;
-    if (attempts >= this.#maxAttempts || notBeforeMs - record.createdAtMs > this.#maxAgeMs) {
+    const retryAfterMs =
+      waitMs === undefined ? undefined : Math.min(waitMs, OutboxDefaults.maxRetryAfterMs);
+    const delayMs = backoffMs(attempts, backoff, { retryAfterMs });
+    const notBeforeMs = this.#times.notBeforeMs(delayMs);
+    if (attempts >= this.#maxAttempts || this.#times.ageMs(record) + delayMs > this.#maxAgeMs) {
       // Counted in the journal too: a restart during the give-up reports the same count.
       await this.#journal
         .attempt(record.id)
@@ -512,7 +546,7 @@ export class Outbox {
         log.error({ err: error }, "the give-up could not be recorded");
       }
     }
-    const text = givenUpText(record.attempts, this.#now() - record.createdAtMs, reason);
+    const text = givenUpText(record.attempts, this.#times.ageMs(record), reason);
     await this.#notice(channel, record, progress, "given_up", [text], signal).catch(
       (error: unknown) => log.warn({ err: error }, "could not report the reply given up"),
     );

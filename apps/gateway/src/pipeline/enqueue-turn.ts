@@ -109,7 +109,7 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
       : undefined;
 
   let stopping: AbortSignal | undefined;
-  const queuedAtMs = Date.now();
+  const queuedAtMs = performance.now();
   const outcome = queue.enqueue(key, async (signal) => {
     stopping = signal;
     const turn = new TurnReport(queuedAtMs);

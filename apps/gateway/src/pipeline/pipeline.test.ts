@@ -626,7 +626,7 @@ describe("message pipeline", () => {
     const channel = new RecordingChannel();
     const failing = failReply(channel, "you said: hi");
     const scheduled: { run: () => void; delayMs: number }[] = [];
-    let laterMs = 0; // how far the outbox's clock is ahead of the journal's
+    let laterMs = 0; // how far the outbox's monotonic clock has moved on
     const services: PipelineServices = {
       ...testServices(),
       outbox: new Outbox({
@@ -635,7 +635,7 @@ describe("message pipeline", () => {
         channelFor: () => wired.channel,
         translateContextFor: () => wired.runtime?.translateContext,
         maxAgeMs: 60 * 60_000,
-        now: () => Date.now() + laterMs,
+        clock: { wallMs: () => Date.now(), monoMs: () => laterMs },
         schedule: (run, delayMs) => {
           scheduled.push({ run, delayMs });
           return () => {};

@@ -32,8 +32,11 @@ export class TurnReport {
   /** Why it failed (the error's message). */
   reason: string | undefined;
 
-  /** @param queuedAtMs when the message joined its session's queue (clock of `now`). */
-  constructor(queuedAtMs: number, now: () => number = Date.now) {
+  /**
+   * @param queuedAtMs when the message joined its session's queue (clock of `now`).
+   * @param now a monotonic clock: the durations logged do not jump with the wall clock.
+   */
+  constructor(queuedAtMs: number, now: () => number = () => performance.now()) {
     this.#now = now;
     this.#startedAtMs = now();
     this.#queuedMs = Math.max(0, this.#startedAtMs - queuedAtMs);

@@ -1,3 +1,4 @@
+import { type Clock, systemClock } from "@mediagate/io";
 import type { SessionContext } from "../session/context.js";
 
 /** One session as the web console's Sessions page shows it. */
@@ -27,20 +28,25 @@ export type LiveChange = "sessions" | "deliveries";
 export class LiveSessions {
   readonly #sessions = new Map<string, LiveSession>();
   readonly #listeners = new Set<(what: LiveChange) => void>();
+  /** When recent turns ended, on the monotonic clock (a wall-clock step would skew the rate). */
   readonly #turnEnds: number[] = [];
   readonly #max: number;
-  readonly #now: () => number;
+  readonly #clock: Clock;
 
-  constructor(options: { max: number; now?: () => number }) {
+  /**
+   * @param options.clock the wall clock stamps the sessions' activity (shown as times), the
+   * monotonic one counts {@link turnsPerMinute}. Default `systemClock`.
+   */
+  constructor(options: { max: number; clock?: Clock }) {
     this.#max = options.max;
-    this.#now = options.now ?? Date.now;
+    this.#clock = options.clock ?? systemClock;
   }
 
   /** A message of the session arrived (bound to it). */
   seen(session: SessionContext, slot: string): void {
     const key = session.sessionKey;
     const known = this.#sessions.get(key);
-    const now = this.#now();
+    const now = this.#clock.wallMs();
     if (known !== undefined) {
       known.lastActivityMs = now;
       // Most recent last: the oldest is the first to go.
@@ -75,7 +81,7 @@ export class LiveSessions {
   turnStarted(sessionKey: string): void {
     const session = this.#sessions.get(sessionKey);
     if (session === undefined) return;
-    session.turnStartedMs = this.#now();
+    session.turnStartedMs = this.#clock.wallMs();
     session.lastActivityMs = session.turnStartedMs;
     session.doing = undefined;
     this.#emit("sessions");
@@ -91,14 +97,15 @@ export class LiveSessions {
 
   /** The session's turn ended, however (its reply, if any, is in the outbox). */
   turnEnded(sessionKey: string): void {
-    const now = this.#now();
-    this.#turnEnds.push(now);
-    while (this.#turnEnds.length > 0 && now - this.#turnEnds[0]! > 60_000) this.#turnEnds.shift();
+    const monoMs = this.#clock.monoMs();
+    this.#turnEnds.push(monoMs);
+    while (this.#turnEnds.length > 0 && monoMs - this.#turnEnds[0]! > 60_000)
+      this.#turnEnds.shift();
     const session = this.#sessions.get(sessionKey);
     if (session !== undefined) {
       session.turnStartedMs = undefined;
       session.doing = undefined;
-      session.lastActivityMs = now;
+      session.lastActivityMs = this.#clock.wallMs();
     }
     this.#emit("sessions");
     this.#emit("deliveries");
@@ -106,8 +113,8 @@ export class LiveSessions {
 
   /** Turns that ended in the last minute. */
   turnsPerMinute(): number {
-    const now = this.#now();
-    return this.#turnEnds.filter((at) => now - at <= 60_000).length;
+    const monoMs = this.#clock.monoMs();
+    return this.#turnEnds.filter((at) => monoMs - at <= 60_000).length;
   }
 
   get(sessionKey: string): LiveSession | undefined {

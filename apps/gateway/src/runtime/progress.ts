@@ -10,9 +10,12 @@ export interface ProgressClock {
   schedule: Schedule;
 }
 
-/** Real time: `Date.now` and unref'd timers (a status never keeps the process alive). */
+/**
+ * Real time: the monotonic clock (a step of the wall clock neither pauses edits for an hour nor
+ * shows a turn running for eight) and unref'd timers (a status never keeps the process alive).
+ */
 export const RealProgressClock: ProgressClock = {
-  now: () => Date.now(),
+  now: () => performance.now(),
   schedule: scheduleWithTimer,
 };
 

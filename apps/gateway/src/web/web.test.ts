@@ -82,7 +82,7 @@ describe("web: live sessions", () => {
 
   it("tracks a turn and what it runs, counts turns per minute, forgets the least recent past `max`", () => {
     let now = 1_000;
-    const live = new LiveSessions({ max: 2, now: () => now });
+    const live = new LiveSessions({ max: 2, clock: { wallMs: () => now, monoMs: () => now } });
     const heard: string[] = [];
     live.listen((what) => heard.push(what));
     live.seen(session("a"), "profile:p");
@@ -103,5 +103,17 @@ describe("web: live sessions", () => {
     live.seen(session("c"), "s");
     expect(live.list().map((s) => s.sessionKey)).toEqual(["c", "b"]);
     expect(heard).toContain("deliveries");
+  });
+
+  it("counts turns per minute on the monotonic clock: a wall clock stepped back does not keep a turn counted", () => {
+    let wall = 5_000_000;
+    let mono = 0;
+    const live = new LiveSessions({ max: 2, clock: { wallMs: () => wall, monoMs: () => mono } });
+    live.seen(session("a"), "profile:p");
+    live.turnEnded("a");
+    wall -= 60 * 60_000;
+    mono += 61_000;
+    expect(live.turnsPerMinute()).toBe(0);
+    expect(live.get("a")?.lastActivityMs).toBe(5_000_000);
   });
 });

@@ -77,6 +77,7 @@ class ReplyRun {
   private readonly results = new Map<string, StepResult>();
   /** Steps an earlier process began and never recorded the end of; resent (at-least-once). */
   private readonly resend = new Set<string>();
+  /** When a flood wait ends, on the monotonic clock (`performance.now`). */
   private limitedUntilMs: number | undefined;
   private aborted = false;
   private recordFailed = false;
@@ -172,7 +173,7 @@ class ReplyRun {
   }
 
   private secondsLeft(): number {
-    return Math.max(1, Math.ceil(((this.limitedUntilMs ?? 0) - Date.now()) / 1000));
+    return Math.max(1, Math.ceil(((this.limitedUntilMs ?? 0) - performance.now()) / 1000));
   }
 
   private async record(key: string, result: StepResult, final = true): Promise<void> {
@@ -195,7 +196,7 @@ class ReplyRun {
 
   private halt(error: TelegramDeliveryError): boolean {
     if (error.rateLimited) {
-      this.limitedUntilMs = Date.now() + (error.retryAfterSeconds ?? 1) * 1000;
+      this.limitedUntilMs = performance.now() + (error.retryAfterSeconds ?? 1) * 1000;
       return true;
     }
     if (error.aborted) {
@@ -258,7 +259,7 @@ class ReplyRun {
       const stepResult = stepResultOf(outcome);
       if (stepResult !== undefined) await this.record(mediaStepKey(outcome.path), stepResult);
       if (outcome.status === "rate_limited") {
-        const untilMs = Date.now() + outcome.retryAfterSeconds * 1000;
+        const untilMs = performance.now() + outcome.retryAfterSeconds * 1000;
         this.limitedUntilMs = Math.max(this.limitedUntilMs ?? 0, untilMs);
       }
       if (outcome.status === "pending") this.aborted = true;
