@@ -55,10 +55,10 @@ async function startFake(): Promise<FakeDiscord> {
 /** A controllable sleep: each wait stays pending until the test lets it go. */
 function manualSleep() {
   const waits: { ms: number; wake: () => void }[] = [];
-  const sleep = (ms: number, signal: AbortSignal) =>
+  const sleep = (ms: number, signal?: AbortSignal) =>
     new Promise<void>((resolve, reject) => {
       waits.push({ ms, wake: resolve });
-      signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+      signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
     });
   return { sleep, waits };
 }
