@@ -118,6 +118,68 @@ describe("TelegramChannel confirms an update only after it was recorded", () => 
   });
 });
 
+describe("TelegramChannel hands an album on by its items", () => {
+  it("leaves out the items the journal holds; the rest stays unconfirmed until it is recorded", async () => {
+    const { updates } = fake.sendAlbum(
+      [
+        { kind: "photo", bytes: Buffer.from("one"), userId: 5 },
+        { kind: "photo", bytes: Buffer.from("two"), userId: 5 },
+        { kind: "photo", bytes: Buffer.from("three"), userId: 5 },
+      ],
+      "the caption it ran with",
+    );
+    const ids = updates.map((u) => String(u.update_id));
+    // The first two items were recorded (by a process that crashed before confirming them).
+    const journal = new Set(ids.slice(0, 2));
+    const asked: string[][] = [];
+    const received: InboundMessage[] = [];
+    const pendingAtCall: number[] = [];
+    let failures = 1;
+    await newChannel().start({
+      onMessage: async (message) => {
+        received.push(message);
+        pendingAtCall.push(fake.pendingUpdates);
+        if (failures-- > 0) throw new Error("journal: disk full");
+        for (const id of message.receiptIds ?? [message.receiptId]) journal.add(id);
+      },
+      onFatal: () => {},
+      recorded: async (receiptIds) => {
+        asked.push([...receiptIds]);
+        return new Set(receiptIds.filter((id) => journal.has(id)));
+      },
+    });
+    await waitFor(() => expect(received).toHaveLength(2));
+    // Refused once: nothing confirmed; offered again, the same item alone again.
+    expect(received.map((m) => [m.receiptId, m.receiptIds, m.text])).toEqual([
+      [ids[2], undefined, ""],
+      [ids[2], undefined, ""],
+    ]);
+    expect(received[1]?.messageId).toBe(String(updates[2]?.message?.message_id));
+    expect(received[1]?.attachments).toHaveLength(1);
+    expect(asked).toEqual([ids, ids]);
+    expect(pendingAtCall).toEqual([3, 3]);
+    await waitFor(() => expect(fake.pendingUpdates).toBe(0));
+    expect(received).toHaveLength(2);
+  });
+
+  it("confirms an album every item of which the journal holds, handing nothing on", async () => {
+    const { updates } = fake.sendAlbum([
+      { kind: "photo", bytes: Buffer.from("one"), userId: 5 },
+      { kind: "photo", bytes: Buffer.from("two"), userId: 5 },
+    ]);
+    const journal = new Set(updates.map((u) => String(u.update_id)));
+    const received: InboundMessage[] = [];
+    await newChannel().start({
+      onMessage: async (message) => void received.push(message),
+      onFatal: () => {},
+      recorded: async (receiptIds) => new Set(receiptIds.filter((id) => journal.has(id))),
+    });
+    await waitFor(() => expect(fake.pendingUpdates).toBe(0));
+    fake.sendPrivateText({ userId: 5, text: "after the album" });
+    await waitFor(() => expect(received.map((m) => m.text)).toEqual(["after the album"]));
+  });
+});
+
 describe("TelegramChannel flushes what it recorded before it confirms it", () => {
   it("flushes once per answer, before the getUpdates that confirms it", async () => {
     for (const text of ["a", "b", "c"]) fake.sendPrivateText({ text });
