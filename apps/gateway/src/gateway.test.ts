@@ -14,6 +14,7 @@ import type {
 } from "./channels/types.js";
 import { readEnv } from "./config/env.js";
 import { resolveConfig } from "./config/load.js";
+import { PartlyRecordedError } from "./durable/errors.js";
 import { Gateway, type GatewayOptions } from "./gateway.js";
 
 /** A direct message from Telegram user 1 to `profile`. */
@@ -36,11 +37,13 @@ class Inbox implements ChannelAdapter {
   readonly texts: string[] = [];
   started = 0;
   stopped = 0;
-  readonly profile = "main";
+  constructor(readonly profile = "main") {}
   onMessage: ((m: InboundMessage) => Promise<void>) | undefined;
-  async start({ onMessage }: ChannelStartOptions): Promise<void> {
+  recorded: ChannelStartOptions["recorded"];
+  async start({ onMessage, recorded }: ChannelStartOptions): Promise<void> {
     this.started++;
     this.onMessage = onMessage;
+    this.recorded = recorded;
   }
   health(): ChannelHealth {
     return { platform: "telegram", profile: this.profile, state: "up", sinceMs: 0 };
@@ -111,6 +114,34 @@ describe("Gateway", () => {
     inbox.onMessage?.(dmFromUser1("solo", "2", "/status"));
     await gateway.idle();
     expect(inbox.texts).toEqual(["⛔ /status is for admins only; nothing was done."]);
+    await gateway.stop();
+  });
+
+  it("records a merged message by its receipts; one sharing only some of them is refused unrecorded", async () => {
+    const inbox = new Inbox("solo");
+    const gateway = await gatewayFor([{ name: "solo", allowedUsers: ["telegram:1"] }], inbox);
+    await gateway.start();
+    const runs = () => inbox.texts.length;
+    await inbox.onMessage?.({ ...dmFromUser1("solo", "10", "/status"), receiptIds: ["10", "11"] });
+    await gateway.idle();
+    expect(runs()).toBe(1);
+    expect(await inbox.recorded?.(["10", "11", "12"])).toEqual(new Set(["10", "11"]));
+
+    // Its second item alone: recorded before, not run again.
+    await inbox.onMessage?.(dmFromUser1("solo", "11", "/status"));
+    // Its second item with a new one: not recorded (nothing confirmed), not run.
+    const refused = await inbox
+      .onMessage?.({ ...dmFromUser1("solo", "11", "/status"), receiptIds: ["11", "12"] })
+      .catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(PartlyRecordedError);
+    expect(refused).toMatchObject({ unrecorded: ["12"] });
+    await gateway.idle();
+    expect(runs()).toBe(1);
+    expect((await gateway.health()).journal.writable).toBe(true);
+    // The new item handed on alone runs.
+    await inbox.onMessage?.(dmFromUser1("solo", "12", "/status"));
+    await gateway.idle();
+    expect(runs()).toBe(2);
     await gateway.stop();
   });
 

@@ -21,11 +21,11 @@ import type {
 import { emptyEnv, type GatewayEnv } from "./config/env.js";
 import type { GatewayConfig, ProfileConfig } from "./config/types.js";
 import { Defaults } from "./defaults.js";
-import { StorageError } from "./durable/errors.js";
+import { PartlyRecordedError, StorageError } from "./durable/errors.js";
 import { journalDbPath, SqliteJournal } from "./durable/journal.js";
 import { lostJournalText } from "./durable/journal-marker.js";
 import { Outbox, type OutboxOptions } from "./durable/outbox.js";
-import type { Journal, JournalEntry, OutboxRecord } from "./durable/types.js";
+import type { Journal, JournalEntry, OutboxRecord, RecordResult } from "./durable/types.js";
 import { logOpenCheck } from "./health/database-checks.js";
 import {
   type HealthReport,
@@ -309,6 +309,8 @@ export class Gateway {
         onFatal: (error) => this.#onFatal(channel, error),
         flush: () => this.journal.sync(),
         cursors: () => this.journal.cursors(channel.profile),
+        recorded: async (receiptIds) =>
+          new Set(await this.journal.recorded(channel.profile, channel.platform, receiptIds)),
       });
       this.logger.info({ platform: channel.platform, profile: channel.profile }, "channel started");
     }
@@ -496,12 +498,14 @@ export class Gateway {
    * The channels' message handler: the message is recorded in the journal before it returns
    * (so before the platform is told it arrived). A redelivered message already recorded is
    * not run again. When the journal cannot be written the message is not confirmed (the
-   * rejection tells the channel) and its chat is told once.
+   * rejection tells the channel) and its chat is told once. A merged message some of whose
+   * receipts were recorded with another message is not recorded and rejects with
+   * {@link PartlyRecordedError}: its channel hands the rest on alone.
    */
   async #receive(channel: ChannelAdapter, message: InboundMessage): Promise<void> {
     if (!this.#accepting)
       throw new Error("the gateway is stopping; the message is left unconfirmed");
-    let recorded: { id: number; fresh: boolean };
+    let recorded: RecordResult;
     try {
       recorded = await this.journal.record(message);
     } catch (error) {
@@ -511,6 +515,9 @@ export class Gateway {
     if (this.#journalProblem !== undefined) {
       this.logger.info("journal writable again");
       this.#journalProblem = undefined;
+    }
+    if (recorded.unrecorded !== undefined) {
+      throw new PartlyRecordedError(message.receiptId, recorded.unrecorded, recorded.id);
     }
     if (!recorded.fresh) {
       this.logger.info(

@@ -25,6 +25,14 @@ export interface InboundMessage {
    */
   readonly receiptId: string;
   /**
+   * The receipt ids of every platform message merged into this one (a Telegram album's
+   * `update_id`s), in order, `receiptId` first; absent for a message of one receipt. The
+   * journal records the message by each of them: one already recorded is never handed on
+   * again, and the items offered again beside it are a message of their own
+   * (docs/durability.md).
+   */
+  readonly receiptIds?: readonly string[] | undefined;
+  /**
    * Files sent with the message (an album's files, a Discord message's attachments), in the
    * order sent; absent or empty for a text message. References only: nothing is downloaded
    * before the sender is authorized (docs/inbound-media.md).
@@ -75,11 +83,12 @@ export class AttachmentFetchError extends Error {
 }
 
 /**
- * Receives one message and resolves once it is durably recorded (the journal). A channel
- * confirms a message to its platform only after this resolved. When it rejects (the journal
- * cannot be written, e.g. a full disk) the message is not confirmed: Telegram keeps the update
- * and the channel offers the same message again after a backoff, without taking later ones;
- * Discord retries in memory and the next start's catch-up finds it.
+ * Receives one message and resolves once it is durably recorded (the journal) by each of its
+ * receipt ids. A channel confirms a message to its platform only after this resolved. When it
+ * rejects (the journal cannot be written, e.g. a full disk, or some of its receipt ids were
+ * recorded with another message while the others were not) the message is not confirmed:
+ * Telegram keeps the update and the channel offers the same message again after a backoff,
+ * without taking later ones; Discord retries in memory and the next start's catch-up finds it.
  */
 export type InboundHandler = (message: InboundMessage) => Promise<void>;
 
@@ -131,6 +140,14 @@ export interface ChannelStartOptions {
    * it. Absent: no catch-up.
    */
   readonly cursors?: () => Promise<readonly ChatCursor[]>;
+  /**
+   * Which of `receiptIds` the journal already holds, recorded with any message. A channel that
+   * merges several platform messages into one (a Telegram album) asks before it hands a merged
+   * message on, and leaves out the messages recorded before: an album offered again after a
+   * crash with more items than were recorded runs only the new ones (docs/durability.md).
+   * Rejects like `onMessage` when the journal cannot be read. Absent: none are recorded.
+   */
+  readonly recorded?: (receiptIds: readonly string[]) => Promise<ReadonlySet<string>>;
 }
 
 /** One step of a reply, as the outbox records it. */

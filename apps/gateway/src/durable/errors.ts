@@ -5,6 +5,7 @@ import { isDiskFullCode } from "../sqlite/disk-full.js";
 const Consequences: Readonly<Record<string, string>> = {
   open: "the gateway cannot record messages until it can open the journal",
   record: "the message was not confirmed and will be handled once it is saved",
+  recorded: "the message was not confirmed and will be handled once the journal can be read",
   addReply: "the reply was not recorded for delivery",
   step: "the delivered step was not recorded; a resumed delivery may repeat it",
   sync: "the messages recorded since the last sync were not confirmed and are offered again",
@@ -72,4 +73,23 @@ function messageOf(init: StorageErrorInit, full: boolean, damaged: boolean): str
   }
   const consequence = Consequences[operation] ?? "the change was not saved";
   return `journal ${path}: ${operation} failed: ${reason}; ${consequence}`;
+}
+
+/**
+ * A merged message (an album) was not recorded because some of its receipt ids were recorded
+ * with another message (entry `recordedAs`) and `unrecorded` were not. Nothing is confirmed;
+ * its channel asks which receipts are recorded and hands on the rest as a message of its own.
+ */
+export class PartlyRecordedError extends Error {
+  override readonly name = "PartlyRecordedError";
+
+  constructor(
+    readonly receiptId: string,
+    readonly unrecorded: readonly string[],
+    readonly recordedAs: number,
+  ) {
+    super(
+      `message ${receiptId} was not recorded: some of its items were, with entry ${recordedAs}, and ${unrecorded.join(", ")} were not; they are offered again on their own`,
+    );
+  }
 }

@@ -93,7 +93,16 @@ function idList(ids: number | readonly number[]): readonly number[] {
 
 /** The dedupe key of a message: `<profile>:<platform>:<receiptId>`. */
 export function journalKey(message: InboundMessage): string {
-  return `${message.profile}:${message.platform}:${message.receiptId}`;
+  return receiptKey(message.profile, message.platform, message.receiptId);
+}
+
+function receiptKey(profile: string, platform: string, receiptId: string): string {
+  return `${profile}:${platform}:${receiptId}`;
+}
+
+/** Every receipt id a message is recorded by: `receiptId` first, then the rest of `receiptIds`. */
+function receiptIdsOf(message: InboundMessage): string[] {
+  return [...new Set([message.receiptId, ...(message.receiptIds ?? [])])];
 }
 
 /**
@@ -153,26 +162,70 @@ export class JournalDatabase {
     return statement as unknown as Database.Statement<P, R>;
   }
 
+  /**
+   * A message none of whose receipt ids is recorded becomes a new entry, recorded by all of
+   * them. One whose receipt ids are all recorded is a redelivery; one with some recorded and
+   * some not is not recorded either, and the result names the ones missing.
+   */
   record(message: InboundMessage, nowMs: number): RecordResult {
-    const key = journalKey(message);
+    const ids = receiptIdsOf(message);
     return this.#db
       .transaction((): RecordResult => {
+        if (message.platform === "discord") this.#moveCursor(message, nowMs);
+        const receipts = this.#receipts(message.profile, message.platform, ids);
+        const known = receipts.find((receipt) => receipt !== undefined)?.entry_id;
+        if (known !== undefined) {
+          const unrecorded = ids.filter((_, i) => receipts[i] === undefined);
+          return unrecorded.length === 0
+            ? { id: known, fresh: false }
+            : { id: known, fresh: false, unrecorded };
+        }
         const inserted = this.#prepare<
           [string, string, string, string, string, number],
           { id: number }
         >(
           `INSERT INTO entries (key, profile, platform, state, owner, message, received_at)
-             VALUES (?, ?, ?, 'received', ?, ?, ?) ON CONFLICT (key) DO NOTHING RETURNING id`,
-        ).get(key, message.profile, message.platform, this.#owner, JSON.stringify(message), nowMs);
-        if (message.platform === "discord") this.#moveCursor(message, nowMs);
-        if (inserted !== undefined) return { id: inserted.id, fresh: true };
-        const existing = this.#prepare<[string], { id: number }>(
-          "SELECT id FROM entries WHERE key = ?",
-        ).get(key);
-        if (existing === undefined) throw new Error(`entry ${key} vanished while recording`);
-        return { id: existing.id, fresh: false };
+             VALUES (?, ?, ?, 'received', ?, ?, ?) RETURNING id`,
+        ).get(
+          journalKey(message),
+          message.profile,
+          message.platform,
+          this.#owner,
+          JSON.stringify(message),
+          nowMs,
+        );
+        if (inserted === undefined) throw new Error("the entry was not inserted");
+        const receipt = this.#prepare("INSERT INTO receipts (key, entry_id) VALUES (?, ?)");
+        for (const id of ids) {
+          receipt.run(receiptKey(message.profile, message.platform, id), inserted.id);
+        }
+        return { id: inserted.id, fresh: true };
       })
       .immediate();
+  }
+
+  /** Which of `receiptIds` (of `profile` on `platform`) are recorded, with any message. */
+  recorded(profile: string, platform: string, receiptIds: readonly string[]): string[] {
+    const receipts = this.#receipts(profile, platform, receiptIds);
+    return receiptIds.filter((_, i) => receipts[i] !== undefined);
+  }
+
+  /**
+   * The receipt row of each of `receiptIds`, `undefined` for one not recorded. When the first
+   * is an entry's recorded before receipts were (schema version 3), it stands for them all:
+   * that version recorded an album by its first update alone.
+   */
+  #receipts(
+    profile: string,
+    platform: string,
+    receiptIds: readonly string[],
+  ): ({ entry_id: number; whole: number } | undefined)[] {
+    const find = this.#prepare<[string], { entry_id: number; whole: number }>(
+      "SELECT entry_id, whole FROM receipts WHERE key = ?",
+    );
+    const receipts = receiptIds.map((id) => find.get(receiptKey(profile, platform, id)));
+    const first = receipts[0];
+    return first?.whole === 1 ? receiptIds.map(() => first) : receipts;
   }
 
   /** Keeps the numerically largest message id per chat (ids are 64-bit: compared as BigInt). */
@@ -470,6 +523,10 @@ export class JournalDatabase {
   prune(olderThanMs: number): number {
     return this.#db
       .transaction(() => {
+        this.#prepare(
+          `DELETE FROM receipts WHERE entry_id IN
+               (SELECT id FROM entries WHERE state = 'done' AND finished_at < ?)`,
+        ).run(olderThanMs);
         const entries = this.#prepare(
           "DELETE FROM entries WHERE state = 'done' AND finished_at < ?",
         ).run(olderThanMs).changes;

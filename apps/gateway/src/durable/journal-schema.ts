@@ -5,6 +5,8 @@ import type { Migration } from "../state/schema.js";
  * steps; never edit a released one. Run by the same `migrate` as the state database.
  *
  * - `entries`: one row per inbound message (`key` = `<profile>:<platform>:<receiptId>`);
+ * - `receipts`: every receipt id an entry was recorded by (all of a merged message's, the
+ *   first being the entry's key), keyed the same way;
  * - `cursors`: the newest recorded Discord message per chat, for the catch-up after a restart;
  * - `replies` and `reply_steps`: the outbox, one row per finished turn's reply (with its media
  *   plan once planned) and one per delivered step of it.
@@ -74,6 +76,24 @@ export const JOURNAL_MIGRATIONS: readonly Migration[] = [
     version: 2,
     up(db) {
       db.exec("ALTER TABLE replies ADD COLUMN plan TEXT CHECK (plan IS NULL OR json_valid(plan))");
+    },
+  },
+  {
+    // A message is recorded by each of its receipt ids (an album by all its updates), so an
+    // album offered again with more items runs only the new ones (docs/durability.md). An
+    // entry recorded before this step is known by its key alone, which stood for the whole
+    // album then (`whole`): offered again under it, an album is taken as recorded, as before.
+    version: 3,
+    up(db) {
+      db.exec(`
+        CREATE TABLE receipts (
+          key      TEXT PRIMARY KEY NOT NULL,
+          entry_id INTEGER NOT NULL,
+          whole    INTEGER NOT NULL DEFAULT 0 CHECK (whole IN (0, 1))
+        ) STRICT, WITHOUT ROWID;
+        CREATE INDEX receipts_entry ON receipts (entry_id);
+        INSERT INTO receipts (key, entry_id, whole) SELECT key, id, 1 FROM entries;
+      `);
     },
   },
 ];

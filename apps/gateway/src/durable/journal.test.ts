@@ -159,6 +159,49 @@ describe("SqliteJournal", () => {
     ]);
   });
 
+  it("records a merged message by each of its receipts: any of them again is not run again", async () => {
+    const journal = await openJournal();
+    const album = await journal.record({ ...telegram("50"), receiptIds: ["50", "51", "52"] });
+    expect(album.fresh).toBe(true);
+    expect(raw("SELECT key, entry_id FROM receipts ORDER BY key")).toEqual([
+      { key: "work:telegram:50", entry_id: album.id },
+      { key: "work:telegram:51", entry_id: album.id },
+      { key: "work:telegram:52", entry_id: album.id },
+    ]);
+    // The whole album again, its tail alone, one item alone: all known, nothing new.
+    expect(await journal.record({ ...telegram("50"), receiptIds: ["50", "51", "52"] })).toEqual({
+      id: album.id,
+      fresh: false,
+    });
+    expect(await journal.record({ ...telegram("51"), receiptIds: ["51", "52"] })).toEqual({
+      id: album.id,
+      fresh: false,
+    });
+    expect(await journal.record(telegram("52"))).toEqual({ id: album.id, fresh: false });
+    expect(await journal.recorded("work", "telegram", ["49", "50", "52", "53"])).toEqual([
+      "50",
+      "52",
+    ]);
+    expect(await journal.recorded("home", "telegram", ["50"])).toEqual([]);
+    expect(raw("SELECT key FROM entries")).toEqual([{ key: "work:telegram:50" }]);
+  });
+
+  it("does not record a message sharing some receipts with another: it names the others", async () => {
+    const journal = await openJournal();
+    const head = await journal.record({ ...telegram("60"), receiptIds: ["60", "61"] });
+    const offeredAgain = await journal.record({
+      ...telegram("60", "the album with an item more"),
+      receiptIds: ["60", "61", "62"],
+    });
+    expect(offeredAgain).toEqual({ id: head.id, fresh: false, unrecorded: ["62"] });
+    expect(raw("SELECT key FROM entries")).toEqual([{ key: "work:telegram:60" }]);
+    expect(await journal.recorded("work", "telegram", ["60", "61", "62"])).toEqual(["60", "61"]);
+    // Handed on alone, the new item is a message of its own, after the first.
+    const tail = await journal.record(telegram("62"));
+    expect(tail.fresh).toBe(true);
+    expect(tail.id).toBeGreaterThan(head.id);
+  });
+
   it("takes over the unfinished entries of a process that is gone, oldest first, once", async () => {
     const dead = await openJournal(deadOwner, () => 1_000);
     const a = await dead.record(telegram("1"));
@@ -324,16 +367,24 @@ describe("SqliteJournal", () => {
     nowMs = 10_000;
     const recent = await journal.record(telegram("3"));
     await journal.finished(recent.id, "command");
+    nowMs = 1_000;
+    const oldAlbum = await journal.record({ ...telegram("4"), receiptIds: ["4", "5"] });
+    await journal.finished(oldAlbum.id, "silent");
 
-    expect(await journal.prune(5_000)).toBe(2);
+    expect(await journal.prune(5_000)).toBe(3);
     expect(raw<{ id: number }>("SELECT id FROM entries ORDER BY id")).toEqual([
       { id: open.id },
       { id: recent.id },
     ]);
     expect(raw<{ id: string }>("SELECT id FROM replies")).toEqual([{ id: pending.id }]);
     expect(raw("SELECT * FROM reply_steps")).toEqual([]);
-    // A pruned key is a new message again.
+    expect(raw("SELECT key FROM receipts ORDER BY key")).toEqual([
+      { key: "work:telegram:2" },
+      { key: "work:telegram:3" },
+    ]);
+    // A pruned key is a new message again, and so is any receipt of a pruned album.
     expect((await journal.record(telegram("1"))).fresh).toBe(true);
+    expect((await journal.record(telegram("5"))).fresh).toBe(true);
   });
 
   it("keeps everything across a reopen", async () => {
@@ -387,7 +438,33 @@ describe("SqliteJournal", () => {
     await journal.setPlan("old-reply", plan);
     await journal.release();
     expect((await journal.takeOverReplies())[0]?.plan).toEqual(plan);
-    expect(raw("PRAGMA user_version")).toEqual([{ user_version: 2 }]);
+    expect(raw("PRAGMA user_version")).toEqual([{ user_version: 3 }]);
+  });
+
+  it("knows an entry of a journal from before receipts by its key, an album there whole", async () => {
+    mkdirSync(join(home, "root"), { recursive: true });
+    const old = new Database(path);
+    migrate(old, JOURNAL_MIGRATIONS.slice(0, 2));
+    old
+      .prepare(
+        `INSERT INTO entries (key, profile, platform, state, owner, message, received_at)
+         VALUES ('work:telegram:70', 'work', 'telegram', 'received', ?, ?, 1)`,
+      )
+      .run(deadOwner, JSON.stringify(telegram("70")));
+    old.close();
+
+    const journal = await openJournal();
+    expect(raw("PRAGMA user_version")).toEqual([{ user_version: 3 }]);
+    const [entry] = await journal.takeOver();
+    expect(await journal.record(telegram("70"))).toEqual({ id: entry?.id, fresh: false });
+    // That version recorded an album by its first update: offered again under it, the whole
+    // album counts as recorded (as it did then); its other updates alone are unknown.
+    expect(await journal.record({ ...telegram("70"), receiptIds: ["70", "71"] })).toEqual({
+      id: entry?.id,
+      fresh: false,
+    });
+    expect(await journal.recorded("work", "telegram", ["70", "71"])).toEqual(["70", "71"]);
+    expect(await journal.recorded("work", "telegram", ["71", "70"])).toEqual(["70"]);
   });
 
   it("refuses a journal written by a newer schema and leaves it alone", async () => {

@@ -154,6 +154,14 @@ export class SqliteJournal implements Journal {
     return this.#worker.call("record", message, this.#now());
   }
 
+  recorded(
+    profile: string,
+    platform: InboundMessage["platform"],
+    receiptIds: readonly string[],
+  ): Promise<string[]> {
+    return this.#worker.call("recorded", profile, platform, receiptIds);
+  }
+
   /**
    * Makes everything committed so far survive a power cut: one `fdatasync` of the
    * write-ahead log, which holds every commit not yet checkpointed into the database file (a

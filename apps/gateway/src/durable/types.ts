@@ -49,6 +49,12 @@ export interface RecordResult {
   readonly id: number;
   /** `false` when the message was recorded before (a redelivery): do not run it again. */
   readonly fresh: boolean;
+  /**
+   * Set when some of the message's receipt ids were recorded (with another message: `id` is
+   * that entry) and these were not: the message was not recorded, and its channel must hand
+   * these items on as a message of their own.
+   */
+  readonly unrecorded?: readonly string[];
 }
 
 /** A finished turn's reply, as the outbox keeps it until it is delivered. */
@@ -108,11 +114,18 @@ export interface Journal {
    */
   readonly damage: StorageError | undefined;
   /**
-   * Records an inbound message before it is confirmed; dedupes on its key. Discord messages
-   * move their chat's cursor. Once it resolves the entry survives a crash of the process;
-   * {@link sync} makes it survive a power cut too.
+   * Records an inbound message before it is confirmed, by each of its receipt ids
+   * (`receiptId` and `receiptIds`); dedupes on them. Discord messages move their chat's
+   * cursor. Once it resolves the entry survives a crash of the process; {@link sync} makes it
+   * survive a power cut too.
    */
   record(message: InboundMessage): Promise<RecordResult>;
+  /** Which of `receiptIds` of `profile` on `platform` are recorded, with any message. */
+  recorded(
+    profile: string,
+    platform: InboundMessage["platform"],
+    receiptIds: readonly string[],
+  ): Promise<string[]>;
   /**
    * Syncs to disk everything committed so far, with one flush for all of it. A channel calls
    * it (through `ChannelStartOptions.flush`) before it confirms recorded messages to their

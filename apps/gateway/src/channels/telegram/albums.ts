@@ -2,8 +2,8 @@ import type { Update } from "grammy/types";
 
 /**
  * Updates handed on together: one update, or every update of one album (the messages of one
- * sender in one chat sharing a `media_group_id`), in update order. Its receipt id is its first
- * update's.
+ * sender in one chat sharing a `media_group_id`), in update order. Its receipt ids are its
+ * updates' ids, the first one naming it.
  */
 export type UpdateUnit = readonly Update[];
 
@@ -56,10 +56,10 @@ export function endsInAlbum(updates: readonly Update[]): boolean {
 
 /**
  * The `offset` that confirms what is recorded once the first `handled` of `units` (from
- * {@link groupUpdates}) are: every update below the first unhandled unit, but never the start
- * of a handled album that has updates at or above that point. Otherwise a restart would be
- * offered the album's tail without its head and record it as a new message, a second time;
- * offered from the head again, the album maps to the same receipt id, which the journal knows
+ * {@link groupUpdates}) are: every update below the lowest one of a unit not handled yet, or
+ * all of them when every unit is. No update of a unit not handled is ever confirmed. A handled
+ * album may have items above that point; offered again after a crash they are known by their
+ * own update ids (the journal records a message by each) and not run again
  * (docs/durability.md). `current` is kept when nothing can be confirmed beyond it.
  */
 export function confirmableOffset(
@@ -67,22 +67,10 @@ export function confirmableOffset(
   handled: number,
   current: number,
 ): number {
-  const pending = units.slice(handled);
-  if (pending.length === 0) {
-    const last = Math.max(...units.flat().map((u) => u.update_id));
-    return Number.isFinite(last) ? Math.max(current, last + 1) : current;
+  const pending = units.slice(handled).flat();
+  if (pending.length > 0) {
+    return Math.max(current, Math.min(...pending.map((u) => u.update_id)));
   }
-  let offset = Math.min(...pending.flat().map((u) => u.update_id));
-  const done = units.slice(0, handled);
-  for (let lowered = true; lowered; ) {
-    lowered = false;
-    for (const unit of done) {
-      const first = Math.min(...unit.map((u) => u.update_id));
-      if (first < offset && unit.some((u) => u.update_id >= offset)) {
-        offset = first;
-        lowered = true;
-      }
-    }
-  }
-  return Math.max(current, offset);
+  const last = Math.max(...units.flat().map((u) => u.update_id));
+  return Number.isFinite(last) ? Math.max(current, last + 1) : current;
 }

@@ -8,7 +8,7 @@ const context = {
   botUsername: "gate_bot",
   botId: 777,
   groups: { requireMention: false },
-  updateId: 1,
+  updateIds: [1],
 };
 const user = { id: 42, is_bot: false, first_name: "Ada", last_name: "L", username: "ada" };
 
@@ -319,11 +319,12 @@ describe("attachments of media messages", () => {
         }),
         part(12, { video: file("v3", { width: 1, height: 1, duration: 1 }) }),
       ],
-      { ...context, updateId: 500 },
+      { ...context, updateIds: [500, 501, 502] },
     );
     expect(inbound).toMatchObject({
       messageId: "10",
       receiptId: "500",
+      receiptIds: ["500", "501", "502"],
       text: "ls $MEDIAGATE_ATTACHMENTS",
     });
     expect(inbound?.attachments?.map((a) => [a.ref, a.sentAs])).toEqual([
@@ -331,6 +332,71 @@ describe("attachments of media messages", () => {
       ["p2", "photo"],
       ["v3", "video"],
     ]);
+  });
+
+  describe("an album offered again with items recorded before", () => {
+    const photo = (id: string) => ({ photo: [{ ...file(id), width: 10, height: 10 }] });
+    const part = (id: number, fields: Record<string, unknown>, chat: object = dm) =>
+      message({ chat, text: undefined, message_id: id, media_group_id: "g1", ...fields });
+    const album = (chat?: object, caption: Record<string, unknown> = { caption: "ls" }) => [
+      part(10, { ...photo("p1"), ...caption }, chat),
+      part(11, photo("p2"), chat),
+      part(12, photo("p3"), chat),
+      part(13, photo("p4"), chat),
+    ];
+    const updateIds = [500, 501, 502, 503];
+
+    it("maps only the others: their files, id and receipts, without the caption it ran with", () => {
+      const inbound = toInboundMessage(album(), {
+        ...context,
+        updateIds,
+        recorded: new Set([500, 501]),
+      });
+      expect(inbound).toMatchObject({
+        messageId: "12",
+        receiptId: "502",
+        receiptIds: ["502", "503"],
+        text: "",
+      });
+      expect(inbound?.attachments?.map((a) => a.ref)).toEqual(["p3", "p4"]);
+    });
+
+    it("keeps the caption when its item is among the new ones", () => {
+      const captionLast = [part(10, photo("p1")), part(11, { ...photo("p2"), caption: "wc" })];
+      const inbound = toInboundMessage(captionLast, {
+        ...context,
+        updateIds: [500, 501],
+        recorded: new Set([500]),
+      });
+      expect(inbound).toMatchObject({ receiptId: "501", text: "wc" });
+      expect(inbound?.receiptIds).toBeUndefined();
+    });
+
+    it("is for the bot in a group when the recorded items addressed it", () => {
+      const group = { id: -1001, type: "supergroup", title: "Team" };
+      const caption = "@gate_bot ls";
+      const addressed = {
+        caption,
+        caption_entities: [{ type: "mention", offset: 0, length: "@gate_bot".length }],
+      };
+      const quiet = { ...context, groups: { requireMention: true }, updateIds };
+      const inbound = toInboundMessage(album(group, addressed), {
+        ...quiet,
+        recorded: new Set([500]),
+      });
+      expect(inbound).toMatchObject({ receiptId: "501", text: "" });
+      expect(inbound?.attachments?.map((a) => a.ref)).toEqual(["p2", "p3", "p4"]);
+      // Not addressed: not for the bot, whichever items are new.
+      expect(
+        toInboundMessage(album(group), { ...quiet, recorded: new Set([500]) }),
+      ).toBeUndefined();
+    });
+
+    it("gives nothing when every item was recorded", () => {
+      expect(
+        toInboundMessage(album(), { ...context, updateIds, recorded: new Set(updateIds) }),
+      ).toBeUndefined();
+    });
   });
 
   it("drops a message with neither text nor a file it knows (a sticker)", () => {

@@ -207,8 +207,13 @@ export function attachmentOf(message: Message): InboundAttachment | undefined {
  * - Messages from bots, with neither text nor a file, or commands addressed to another bot
  *   give `undefined`; so do group messages that are not for the bot under `groups`
  *   (see {@link GroupRules}), before any file of theirs is fetched or anything is recorded.
- * - `receiptId` is `updateId`: for an album the first update's, so an album offered again
- *   after a crash maps to the same journal entry (docs/durability.md).
+ * - `receiptId` is the (first) message's `update_id`; an album lists every update's in
+ *   `receiptIds`: the journal records it by each, so an album offered again after a crash is
+ *   known by its items (docs/durability.md).
+ * - `recorded` names updates of an album recorded before (offered again beside new ones):
+ *   whether the album is for the bot is still decided on all of its messages, but only the
+ *   others give the message its files, its caption (when theirs), its id and its receipt ids.
+ *   Nothing new: `undefined`.
  */
 export function toInboundMessage(
   messages: Message | readonly Message[],
@@ -219,18 +224,32 @@ export function toInboundMessage(
     readonly botId?: number | undefined;
     /** How group and supergroup messages are answered. */
     readonly groups: GroupRules;
-    /** The `update_id` the (first) message came in: its receipt id. */
-    readonly updateId: number;
+    /** The `update_id` each of `messages` came in, in order: their receipt ids. */
+    readonly updateIds: readonly number[];
+    /** Updates among `updateIds` recorded before: they are left out (see above). */
+    readonly recorded?: ReadonlySet<number> | undefined;
   },
 ): InboundMessage | undefined {
   const all: readonly Message[] = Array.isArray(messages) ? messages : [messages as Message];
+  if (context.updateIds.length !== all.length) {
+    throw new TypeError(`${all.length} messages need as many update ids`);
+  }
   const message = all[0];
   if (message === undefined) return undefined;
   if (message.from?.is_bot === true) return undefined;
-  const attachments = all.flatMap((m) => attachmentOf(m) ?? []);
-  const written =
-    message.text ?? all.find((m) => m.caption !== undefined && m.caption !== "")?.caption;
-  if (written === undefined && attachments.length === 0) return undefined;
+  const isFresh = (id: number) => context.recorded?.has(id) !== true;
+  const freshIds = context.updateIds.filter(isFresh);
+  const fresh = all.filter((_, i) => isFresh(context.updateIds[i] as number));
+  const first = fresh[0];
+  if (first === undefined) return undefined;
+  const attachments = fresh.flatMap((m) => attachmentOf(m) ?? []);
+  const carrier =
+    message.text === undefined
+      ? all.find((m) => m.caption !== undefined && m.caption !== "")
+      : message;
+  const written = carrier?.text ?? carrier?.caption;
+  const newText = carrier !== undefined && fresh.includes(carrier);
+  if (!newText && attachments.length === 0) return undefined;
   const stripped = stripBotMention(written ?? "", context.botUsername);
   if (stripped === undefined) return undefined;
   const chat = message.chat;
@@ -262,9 +281,10 @@ export function toInboundMessage(
     threadId,
     userId: String(userId),
     userName,
-    messageId: String(message.message_id),
-    text,
-    receiptId: String(context.updateId),
+    messageId: String(first.message_id),
+    text: newText ? text : "",
+    receiptId: String(freshIds[0]),
+    ...(freshIds.length > 1 ? { receiptIds: freshIds.map(String) } : {}),
     ...(attachments.length === 0 ? {} : { attachments }),
   };
 }

@@ -54,9 +54,9 @@ export interface PollerDependencies {
   readonly health: HealthTracker;
   readonly allowedUpdates: readonly ("message" | "channel_post")[];
   /**
-   * Hands one update on, or the updates of one album together; resolves once recorded (they
-   * are confirmed after that). A rejection keeps them unconfirmed: they are offered again
-   * after a backoff.
+   * Hands one update on, or the updates of one album together; resolves once every one of
+   * them is recorded, now or before, or found not to be for the core (they are confirmed
+   * after that). A rejection keeps them unconfirmed: they are offered again after a backoff.
    */
   readonly handle: (unit: UpdateUnit) => Promise<void>;
   /**
@@ -96,11 +96,11 @@ class PollHung extends DeadlineError {
  * is recorded and flushed to disk: the updates of one answer are recorded one by one, then
  * one flush covers them all before the next getUpdates confirms them. The updates of one
  * album are handed on together: an answer that ends inside an album is completed by one more
- * poll from the same offset after `albumWaitMs`, and the offset never confirms the head of an
- * album without its tail (`albums.ts`). Failures never end the loop except a refused token:
- * network errors, 5xx, 409 Conflict, hung polls and failed flushes back off (1 s doubling to
- * 60 s) and poll again; an update whose handler rejects is offered again after the same
- * backoff, and the ones after it wait.
+ * poll from the same offset after `albumWaitMs`, and the offset never confirms an update of a
+ * unit not yet handed on and recorded (`albums.ts`). Failures never end the loop except a
+ * refused token: network errors, 5xx, 409 Conflict, hung polls and failed flushes back off
+ * (1 s doubling to 60 s) and poll again; an update whose handler rejects is offered again
+ * after the same backoff, and the ones after it wait.
  */
 export class UpdatePoller {
   private offset = 0;

@@ -136,7 +136,7 @@ export class TelegramChannel implements ChannelAdapter {
    * token-free {@link TelegramStartError}. Later failures show in {@link health}; a refused
    * token calls `onFatal`.
    */
-  async start({ onMessage, onFatal, flush }: ChannelStartOptions): Promise<void> {
+  async start({ onMessage, onFatal, flush, recorded }: ChannelStartOptions): Promise<void> {
     if (this.poller !== undefined) return;
     this.health_.set("starting");
     try {
@@ -172,7 +172,7 @@ export class TelegramChannel implements ChannelAdapter {
         logger: this.logger,
         health: this.health_,
         allowedUpdates: AllowedUpdates,
-        handle: (update) => this.receive(update, onMessage),
+        handle: (unit) => this.receive(unit, onMessage, recorded),
         flush: flush ?? (async () => {}),
         onFatal,
       },
@@ -313,28 +313,56 @@ export class TelegramChannel implements ChannelAdapter {
 
   /**
    * Maps an update, or an album's updates as one message, and hands it on; updates that are
-   * not for the core resolve at once (confirmed).
+   * not for the core resolve at once (confirmed). An album is handed on without its updates
+   * the journal recorded before (`recorded`): offered again after a crash with an item more,
+   * only that item runs, as a message of its own; with none more, nothing runs.
    */
-  private async receive(unit: UpdateUnit, onMessage: InboundHandler): Promise<void> {
-    const messages = unit.flatMap((update): Message[] => {
+  private async receive(
+    unit: UpdateUnit,
+    onMessage: InboundHandler,
+    recorded: ChannelStartOptions["recorded"],
+  ): Promise<void> {
+    const items = unit.flatMap((update): { updateId: number; message: Message }[] => {
       const message = update.message ?? update.channel_post;
-      return message === undefined ? [] : [message];
+      return message === undefined ? [] : [{ updateId: update.update_id, message }];
     });
-    const first = unit[0];
-    if (messages.length === 0 || first === undefined) return;
-    const inbound = toInboundMessage(messages, {
-      profile: this.profile,
-      botUsername: this.botUsername,
-      botId: this.botId,
-      groups: this.groups,
-      updateId: first.update_id,
-    });
+    const first = items[0];
+    if (first === undefined) return;
+    const updateIds = items.map((item) => item.updateId);
+    const known =
+      items.length > 1 && recorded !== undefined
+        ? new Set([...(await recorded(updateIds.map(String)))].map(Number))
+        : undefined;
+    if (known !== undefined && updateIds.every((id) => known.has(id))) {
+      this.logger.info(
+        { updateIds },
+        "telegram album offered again, every item recorded before; not run again",
+      );
+      return;
+    }
+    const inbound = toInboundMessage(
+      items.map((item) => item.message),
+      {
+        profile: this.profile,
+        botUsername: this.botUsername,
+        botId: this.botId,
+        groups: this.groups,
+        updateIds,
+        recorded: known,
+      },
+    );
     if (inbound === undefined) {
       this.logger.debug(
-        { updateId: first.update_id, chatId: messages[0]?.chat.id },
+        { updateId: first.updateId, chatId: first.message.chat.id },
         "telegram message not for the bot (a bot's, empty, or a group message not addressed to it); ignored",
       );
       return;
+    }
+    if (known !== undefined && known.size > 0) {
+      this.logger.info(
+        { updateIds, recorded: [...known], receiptId: inbound.receiptId },
+        "telegram album offered again with items not recorded before; they run as a message of their own",
+      );
     }
     if (inbound.chatType === "dm" && this.menuPending.delete(inbound.chatId)) {
       this.registerMenus(
