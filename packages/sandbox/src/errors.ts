@@ -105,8 +105,8 @@ export class SandboxLostError extends Error {
  * no slot; `guarded` turns it into the public {@link SandboxLostError} with the slot and
  * operation. Internal: not exported from the package.
  */
-export class ContainerLost extends Error {
-  override readonly name = "ContainerLost";
+export class ContainerLostError extends Error {
+  override readonly name = "ContainerLostError";
   readonly containerId: string;
   readonly reason: SandboxLossReason;
 

@@ -17,8 +17,8 @@ export type AmbiguousSends = "at-most-once" | "at-least-once";
  * it was that bound that ended the attempt. Internal: it wraps a grammY error, whose fetch
  * cause embeds the token; it is turned into {@link FailureFacts} before anything is logged.
  */
-export class AttemptFailure extends Error {
-  override readonly name = "AttemptFailure";
+export class AttemptError extends Error {
+  override readonly name = "AttemptError";
 
   constructor(
     readonly error: unknown,
@@ -42,7 +42,7 @@ function errorCode(error: unknown): string | undefined {
   return typeof error.code === "string" ? error.code : undefined;
 }
 
-const unwrap = (error: unknown): unknown => (error instanceof AttemptFailure ? error.error : error);
+const unwrap = (error: unknown): unknown => (error instanceof AttemptError ? error.error : error);
 
 /**
  * Whether a failed call may have been acted on by Telegram: a 5xx answer, or a transport
@@ -55,8 +55,8 @@ export function mayHaveArrived(error: unknown): boolean {
   const original = unwrap(error);
   // An answer without a numeric error code is not Telegram's: treat it like a 5xx.
   if (original instanceof GrammyError) return !(original.error_code < 500);
-  if (!(original instanceof HttpError)) return error instanceof AttemptFailure && error.bodyWritten;
-  if (error instanceof AttemptFailure && error.knownNotSent) return false;
+  if (!(original instanceof HttpError)) return error instanceof AttemptError && error.bodyWritten;
+  if (error instanceof AttemptError && error.knownNotSent) return false;
   const code = errorCode(original.error);
   return !(code !== undefined && NotSentCodes.test(code));
 }
@@ -105,7 +105,7 @@ export interface FailureFacts {
  * message names the request URL — and so the bot token; only a sanitized form of it is kept.
  */
 export function failureFacts(error: unknown, token: string): FailureFacts {
-  if (error instanceof AttemptFailure) {
+  if (error instanceof AttemptError) {
     const facts = failureFacts(error.error, token);
     if (error.timeoutMs === undefined) return facts;
     return {
