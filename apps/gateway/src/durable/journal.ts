@@ -182,7 +182,7 @@ export class SqliteJournal implements Journal {
         operation: "sync",
         path: this.path,
         reason: error instanceof Error ? error.message : String(error),
-        code: (error as NodeJS.ErrnoException).code,
+        systemCode: (error as NodeJS.ErrnoException).code,
         cause: error,
       });
     }
@@ -279,7 +279,7 @@ function revive(path: string, { operation, error }: CallFailure): StorageError {
     operation,
     path,
     reason: error.message,
-    code: wireCode(error),
+    systemCode: wireCode(error),
     cause: fromWire(error),
   });
 }
@@ -290,6 +290,6 @@ function damagedAtOpen(path: string, problems: readonly string[]): StorageError 
     operation: "open",
     path,
     reason: problems.join("; "),
-    code: "SQLITE_CORRUPT",
+    systemCode: "SQLITE_CORRUPT",
   });
 }

@@ -1,10 +1,12 @@
+import { MediagateError } from "@mediagate/io";
 /**
  * The abort reason of turns the gateway's own stop cuts off at the drain deadline, as opposed
  * to `/stop` or `/reset`: such a turn stays in the journal as started, and the next start
  * tells its chat it was interrupted (docs/durability.md).
  */
-export class GatewayStoppingError extends Error {
+export class GatewayStoppingError extends MediagateError {
   override readonly name = "GatewayStoppingError";
+  readonly code = "MG_GATEWAY_STOPPING";
   constructor() {
     super("the gateway is stopping");
   }

@@ -1,3 +1,4 @@
+import { type ErrorCode, errorCodeOf, MediagateError } from "@mediagate/io";
 import { GrammyError, HttpError } from "grammy";
 import { RateLimitedError, type RetryVerdict } from "../../delivery/retry.js";
 import { redactText } from "../../redact.js";
@@ -17,8 +18,9 @@ export type AmbiguousSends = "at-most-once" | "at-least-once";
  * it was that bound that ended the attempt. Internal: it wraps a grammY error, whose fetch
  * cause embeds the token; it is turned into {@link FailureFacts} before anything is logged.
  */
-export class AttemptError extends Error {
+export class AttemptError extends MediagateError {
   override readonly name = "AttemptError";
+  readonly code = "MG_TELEGRAM_ATTEMPT_FAILED";
 
   constructor(
     readonly error: unknown,
@@ -98,6 +100,8 @@ export interface FailureFacts {
   readonly unconfirmed?: boolean | undefined;
   /** The caller's signal ended it; whatever was not sent is still to do. */
   readonly aborted?: boolean | undefined;
+  /** The failure's own code when it was a mediagate error (a rate limit, a journal failure). */
+  readonly code?: ErrorCode | undefined;
 }
 
 /**
@@ -121,6 +125,7 @@ export function failureFacts(error: unknown, token: string): FailureFacts {
       status: 429,
       description: error.message,
       retryAfterSeconds: error.retryAfterSeconds,
+      code: error.code,
     };
   }
   if (error instanceof GrammyError) {
@@ -136,15 +141,18 @@ export function failureFacts(error: unknown, token: string): FailureFacts {
     return { errorType: error.name, description: redactText(`${error.message}${cause}`, [token]) };
   }
   const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return { errorType: "Error", description: redactText(message, [token]) };
+  const code = errorCodeOf(error);
+  const facts = { errorType: "Error", description: redactText(message, [token]) };
+  return code === undefined ? facts : { ...facts, code };
 }
 
 /**
  * A Telegram call that failed for good. Carries only sanitized context (no grammY error as
  * `cause`: its fetch error embeds the token in the URL).
  */
-export class TelegramDeliveryError extends Error {
+export class TelegramDeliveryError extends MediagateError {
   override readonly name = "TelegramDeliveryError";
+  readonly code = "MG_TELEGRAM_CALL_FAILED";
   readonly platform = "telegram";
 
   constructor(

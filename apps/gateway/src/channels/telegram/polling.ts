@@ -2,6 +2,7 @@ import {
   backoffMs,
   DeadlineError,
   deadline,
+  MediagateError,
   retry,
   type Sleep,
   settledWithin,
@@ -69,8 +70,9 @@ export interface PollerDependencies {
 }
 
 /** Polling ended for good: Telegram refused the token (401) or does not know the bot (404). Token-free. */
-export class TelegramPollingError extends Error {
+export class TelegramPollingError extends MediagateError {
   override readonly name = "TelegramPollingError";
+  readonly code = "MG_TELEGRAM_POLLING_STOPPED";
   readonly platform = "telegram";
 
   constructor(
@@ -82,13 +84,15 @@ export class TelegramPollingError extends Error {
 }
 
 /** The recorded updates could not be flushed to disk, so no getUpdates confirmed them. */
-class FlushError extends Error {
+class FlushError extends MediagateError {
   override readonly name = "FlushError";
+  readonly code = "MG_TELEGRAM_FLUSH_FAILED";
 }
 
 /** The poll outlived its timeout and margin. */
 class PollHungError extends DeadlineError {
   override readonly name = "PollHungError";
+  override readonly code = "MG_TELEGRAM_POLL_HUNG";
 }
 
 /**
