@@ -552,7 +552,11 @@ describe("Discord: channel health", () => {
     const h = await startChannel(fake, noMessages);
     fake.revokeToken();
     await waitFor(() => expect(h.fatal).toHaveLength(1));
-    expect(h.fatal[0]).toMatchObject({ name: "DiscordRequestError", code: 4004 });
+    expect(h.fatal[0]).toMatchObject({
+      name: "DiscordRequestError",
+      code: "MG_DISCORD_GATEWAY_CLOSED",
+      discordCode: 4004,
+    });
     expect(h.channel.health()).toMatchObject({
       state: "failed",
       detail: expect.stringMatching(/token/),

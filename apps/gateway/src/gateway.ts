@@ -45,7 +45,7 @@ import { BusySessions } from "./session/busy.js";
 import { SessionScope } from "./session/context.js";
 import { buildSessionKey } from "./session/key.js";
 import { TurnQueue } from "./session/queue.js";
-import { GatewayStopping } from "./session/stopping.js";
+import { GatewayStoppingError } from "./session/stopping.js";
 import type { StateStore } from "./state/store.js";
 import { createConsoleSource } from "./web/console-source.js";
 import type { LogRing } from "./web/log-ring.js";
@@ -422,7 +422,7 @@ export class Gateway {
         { running: queue.active, queued: queue.pending },
         "drain deadline: running turns are cut off (their chats are told after the restart), queued messages and unfinished replies stay in the journal for the next start",
       );
-      queue.shutdown(new GatewayStopping());
+      queue.shutdown(new GatewayStoppingError());
     }
     await this.outbox.stop(GatewayDefaults.abortGraceMs);
     await settledWithin(this.idle(), GatewayDefaults.abortGraceMs, { unref: true });

@@ -111,7 +111,7 @@ export {
 } from "./log.js";
 export {
   collectedText,
-  InterruptedByMessage,
+  InterruptedByMessageError,
   InterruptedTurnText,
   queuedText,
   queueFullText,

@@ -2,6 +2,7 @@ import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { emptyEnv } from "./config/env.js";
 import { resolveConfig } from "./config/load.js";
+import { StorageError } from "./durable/errors.js";
 import { createLogger, resolveLogLevel } from "./log.js";
 import { redactText } from "./redact.js";
 
@@ -92,6 +93,35 @@ describe("log format", () => {
     const { lines, destination } = capture();
     createLogger({ destination }).info("x");
     expect(JSON.parse(lines[0]!)).toMatchObject({ level: 30, msg: "x" });
+  });
+});
+
+describe("error codes in log lines", () => {
+  const journalFull = () =>
+    new StorageError({
+      operation: "record",
+      path: "/var/lib/mediagate/journal.db",
+      reason: "database or disk is full",
+      systemCode: "SQLITE_FULL",
+    });
+
+  it("json: the err object carries the error's MG_ code beside its type and message", () => {
+    const { lines, destination } = capture();
+    createLogger({ format: "json", destination }).error({ err: journalFull() }, "not recorded");
+    const { err } = JSON.parse(lines[0]!) as { err: Record<string, unknown> };
+    expect(err).toMatchObject({
+      type: "StorageError",
+      code: "MG_JOURNAL_DISK_FULL",
+      systemCode: "SQLITE_FULL",
+      full: true,
+    });
+    expect(err.message).toContain("is full");
+  });
+
+  it("pretty: the code is printed with the error", () => {
+    const { lines, destination } = capture();
+    createLogger({ format: "pretty", destination }).error({ err: journalFull() }, "not recorded");
+    expect(stripAnsi(lines.join(""))).toContain(`"code": "MG_JOURNAL_DISK_FULL"`);
   });
 });
 

@@ -1,3 +1,4 @@
+import { MediagateError } from "@mediagate/io";
 import { type DestinationStream, type Logger, pino } from "pino";
 import { prettyFactory } from "pino-pretty";
 import { Defaults } from "./defaults.js";
@@ -22,8 +23,9 @@ export const LogDefaults = Defaults.log satisfies {
 };
 
 /** A log level setting holds something that is not a level. */
-export class LogLevelError extends Error {
+export class LogLevelError extends MediagateError {
   override readonly name = "LogLevelError";
+  readonly code = "MG_CONFIG_LOG_LEVEL";
   constructor(
     /** Where the value came from: `LOG_LEVEL` or the config key `log.level`. */
     readonly setting: string,

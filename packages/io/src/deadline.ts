@@ -1,6 +1,9 @@
+import { type ErrorCode, MediagateError } from "./mediagate-error.js";
+
 /** What {@link deadline} waited for did not settle within its time. */
-export class DeadlineError extends Error {
+export class DeadlineError extends MediagateError {
   override readonly name: string = "DeadlineError";
+  readonly code: ErrorCode = "MG_IO_TIMEOUT";
 
   /**
    * @param what what was waited for ("ping", "acquiring telegram:42"), as the message says it

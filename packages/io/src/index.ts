@@ -1,5 +1,6 @@
 // @mediagate/io: the I/O primitives every package shares (bounded waits, retry backoff,
-// reused buffers). Each is written once here; the packages call it instead of a copy.
+// reused buffers) and the base of every error class (its stable `code`). Each is written once
+// here; the packages call it instead of a copy.
 export type { Backoff, RetryAfter } from "./backoff.js";
 export { BackoffDefaults, backoffMs } from "./backoff.js";
 export type { Clock } from "./clock.js";
@@ -13,6 +14,8 @@ export {
   ListenAddressError,
   parseListenAddress,
 } from "./listen-address.js";
+export type { ErrorCode } from "./mediagate-error.js";
+export { errorCodeOf, isErrorCode, MediagateError } from "./mediagate-error.js";
 export type { RetryFailure, RetryLoopOptions } from "./retry.js";
 export { RetryLoopDefaults, retry } from "./retry.js";
 export type { BufferRingOptions, ChunkSource, ReadChunksOptions } from "./reused-buffers.js";

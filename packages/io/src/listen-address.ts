@@ -1,4 +1,5 @@
 import { BlockList, isIP, isIPv4, isIPv6 } from "node:net";
+import { MediagateError } from "./mediagate-error.js";
 
 /** A `host:port` a server listens on, split. */
 export interface ListenAddress {
@@ -13,8 +14,9 @@ export interface ListenAddress {
  * a configuration error ("a port from 0 to 65535 after the last `:`"); the message adds the
  * value.
  */
-export class ListenAddressError extends Error {
+export class ListenAddressError extends MediagateError {
   override readonly name = "ListenAddressError";
+  readonly code = "MG_CONFIG_LISTEN_ADDRESS";
   constructor(
     readonly value: string,
     readonly expected: string,

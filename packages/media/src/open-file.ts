@@ -1,7 +1,7 @@
 import { constants, type Stats } from "node:fs";
 import { type FileHandle, lstat, open, readlink, realpath } from "node:fs/promises";
 import { Readable } from "node:stream";
-import { BufferRing, readChunks } from "@mediagate/io";
+import { BufferRing, isErrorCode, readChunks } from "@mediagate/io";
 import { mayRead, NotReadable } from "./access.js";
 import { isWithin } from "./paths.js";
 import type { DeliveryPolicy } from "./policy.js";
@@ -204,9 +204,9 @@ async function descriptorPath(fd: number): Promise<string | undefined> {
   }
 }
 
-/** The errno code of a Node fs error, or `"UNKNOWN"`. */
+/** The errno code of a Node fs error, or `"UNKNOWN"` (also for a mediagate error's `MG_` code). */
 export function errnoCode(error: unknown): string {
   if (error instanceof Error && "code" in error && typeof error.code === "string")
-    return error.code;
+    return isErrorCode(error.code) ? "UNKNOWN" : error.code;
   return "UNKNOWN";
 }

@@ -16,6 +16,7 @@ export interface CallBound {
 /** A lifecycle call got no answer within its bound; the request was aborted. */
 export class CallTimeoutError extends DeadlineError {
   override readonly name = "CallTimeoutError";
+  override readonly code = "MG_DOCKER_CALL_TIMEOUT";
   /** The Docker call, e.g. `create container`, `stop`. */
   readonly call: string;
   /** The container (id or name) the call was about, when there is one. */

@@ -2,7 +2,7 @@ import type Docker from "dockerode";
 import { boundedCall, CallTimeoutError } from "./bounded-call.js";
 import { Defaults } from "./defaults.js";
 import { isConnectionError, isNotFound } from "./docker-errors.js";
-import { ContainerLost, type SandboxLossReason } from "./errors.js";
+import { ContainerLostError, type SandboxLossReason } from "./errors.js";
 
 type Loss = { reason: SandboxLossReason; cause?: unknown } | undefined;
 
@@ -73,10 +73,10 @@ async function stillRunning(container: Docker.Container): Promise<Loss> {
   }
 }
 
-/** Throws {@link ContainerLost} when the container of a cut-off command went away. */
+/** Throws {@link ContainerLostError} when the container of a cut-off command went away. */
 export async function throwIfLost(docker: Docker, containerId: string): Promise<void> {
   const loss = await lossOf(docker, containerId);
   if (loss !== undefined) {
-    throw new ContainerLost(containerId, loss.reason, { cause: loss.cause });
+    throw new ContainerLostError(containerId, loss.reason, { cause: loss.cause });
   }
 }

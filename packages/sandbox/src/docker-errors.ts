@@ -1,6 +1,6 @@
 import { CallTimeoutError } from "./bounded-call.js";
 import {
-  ContainerLost,
+  ContainerLostError,
   DockerUnavailableError,
   ImageMissingError,
   SandboxError,
@@ -81,7 +81,7 @@ export async function guarded<T>(
   try {
     return await fn();
   } catch (error) {
-    if (error instanceof ContainerLost) {
+    if (error instanceof ContainerLostError) {
       throw new SandboxLostError(where.operation, where.slot, error.containerId, error.reason, {
         cause: error.cause ?? error,
       });

@@ -1,13 +1,16 @@
+import { MediagateError } from "@mediagate/io";
 import { missingImageAdvice } from "./image-advice.js";
 
 /**
- * Error classes of @mediagate/sandbox. Each one carries its context as fields and its code
- * in `name`, so callers branch on `instanceof` or `name` and log the fields.
+ * Error classes of @mediagate/sandbox. Each one carries its context as fields, its class in
+ * `name` and its stable `code` (docs/errors.md), so callers branch on `instanceof` or `name`
+ * and log the fields.
  */
 
 /** The Docker daemon could not be reached; `endpoint` names the socket or host tried. */
-export class DockerUnavailableError extends Error {
+export class DockerUnavailableError extends MediagateError {
   override readonly name = "DockerUnavailableError";
+  readonly code = "MG_DOCKER_UNAVAILABLE";
   readonly endpoint: string;
 
   constructor(endpoint: string, reason: string, options?: { cause?: unknown }) {
@@ -21,8 +24,9 @@ export class DockerUnavailableError extends Error {
  * engine could not pull it (no registry reachable, no such image, a login needed), when a pull
  * was tried. The message names the image and the two ways out.
  */
-export class ImageMissingError extends Error {
+export class ImageMissingError extends MediagateError {
   override readonly name = "ImageMissingError";
+  readonly code = "MG_DOCKER_IMAGE_MISSING";
   readonly image: string;
   readonly pullFailure: string | undefined;
 
@@ -40,8 +44,9 @@ export class ImageMissingError extends Error {
 }
 
 /** A sandbox operation failed for a reason other than the two above. */
-export class SandboxError extends Error {
+export class SandboxError extends MediagateError {
   override readonly name = "SandboxError";
+  readonly code = "MG_SANDBOX_FAILED";
   readonly operation: string;
   readonly slot: string;
   readonly containerId: string | undefined;
@@ -73,8 +78,9 @@ export type SandboxLossReason = "container-gone" | "engine-unreachable";
  * container and the shells open in that container are dropped, so the next call provisions
  * the slot again (reusing or replacing the container).
  */
-export class SandboxLostError extends Error {
+export class SandboxLostError extends MediagateError {
   override readonly name = "SandboxLostError";
+  readonly code = "MG_SANDBOX_LOST";
   readonly operation: string;
   readonly slot: string;
   readonly containerId: string;
@@ -105,8 +111,9 @@ export class SandboxLostError extends Error {
  * no slot; `guarded` turns it into the public {@link SandboxLostError} with the slot and
  * operation. Internal: not exported from the package.
  */
-export class ContainerLost extends Error {
-  override readonly name = "ContainerLost";
+export class ContainerLostError extends MediagateError {
+  override readonly name = "ContainerLostError";
+  readonly code = "MG_SANDBOX_CONTAINER_LOST";
   readonly containerId: string;
   readonly reason: SandboxLossReason;
 
@@ -123,8 +130,9 @@ export class ContainerLost extends Error {
  * in its place (no host-side walk, no directory without its ceiling): the directory stays as
  * it was, and the message says what to do.
  */
-export class SlotDirectoryError extends Error {
+export class SlotDirectoryError extends MediagateError {
   override readonly name = "SlotDirectoryError";
+  readonly code = "MG_SLOT_DIRECTORY_FAILED";
   /** The slot directory on the host. */
   readonly slotDir: string;
   /** What was being done: `prepare` or `delete`. */

@@ -1,12 +1,14 @@
 import { createHash } from "node:crypto";
 import type { FileHandle } from "node:fs/promises";
+import { MediagateError } from "@mediagate/io";
 import { Defaults } from "./defaults.js";
 import { messageOf } from "./docker-errors.js";
 import type { InboxFailure } from "./types.js";
 
 /** Why one inbox file failed, with the sentence the caller shows (see `InboxRefused`). */
-export class InboxFileError extends Error {
+export class InboxFileError extends MediagateError {
   override readonly name = "InboxFileError";
+  readonly code = "MG_INBOX_FILE_REFUSED";
   readonly reason: InboxFailure;
 
   constructor(reason: InboxFailure, message: string, options?: { cause?: unknown }) {

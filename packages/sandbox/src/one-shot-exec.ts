@@ -5,7 +5,7 @@ import type Docker from "dockerode";
 import { boundedCall } from "./bounded-call.js";
 import { throwIfLost } from "./container-loss.js";
 import { Defaults } from "./defaults.js";
-import type { ContainerLost } from "./errors.js";
+import type { ContainerLostError } from "./errors.js";
 import { type ExecUser, userSpec } from "./exec-user.js";
 import { FrameDecoder, StreamType } from "./frames.js";
 import { exactEntry, KillScript, type KillSelection, killArguments } from "./kill-script.js";
@@ -47,7 +47,7 @@ export function randomHex(bytes: number): string {
  * process has). Errors from `exec`/`start` (404 missing container, 409 not running)
  * propagate. A stream that ends without an exit code, or with a signal's, while the
  * container is no longer running (or the engine no longer answers) throws
- * {@link ContainerLost}: the sandbox went away, the command did not finish.
+ * {@link ContainerLostError}: the sandbox went away, the command did not finish.
  */
 export async function execOnce(
   docker: Docker,

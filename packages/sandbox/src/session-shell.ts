@@ -139,7 +139,7 @@ export class SessionShell {
   }
 
   /**
-   * Runs one command; the shell must be alive and idle. Throws `ContainerLost` when the
+   * Runs one command; the shell must be alive and idle. Throws `ContainerLostError` when the
    * container or the engine went away before the command reported its exit code.
    */
   async run(command: string, options: ExecOptions = {}): Promise<ExecResult> {

@@ -1,7 +1,7 @@
 import type Docker from "dockerode";
 import { Defaults } from "./defaults.js";
 import { isConnectionError, statusOf } from "./docker-errors.js";
-import { ContainerLost } from "./errors.js";
+import { ContainerLostError } from "./errors.js";
 import { type ExecUser, SandboxUids, SessionHome, type UserMode } from "./exec-user.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { exactEntry, type KillSelection } from "./kill-script.js";
@@ -86,7 +86,7 @@ export class SessionShells {
    * cannot be opened or the container has no room for it. A vanished container or
    * unreachable daemon propagates to the caller, and so does a failure to claim the
    * session's uid (a session never runs as root in per-session mode) and a container or
-   * engine that went away mid-command (`ContainerLost`).
+   * engine that went away mid-command (`ContainerLostError`).
    */
   async run(
     slot: string,
@@ -258,7 +258,7 @@ export class SessionShells {
     try {
       return await killProcesses(this.#docker, containerId, await select(), this.#mode.housekeeper);
     } catch (error) {
-      if (isGone(error) || error instanceof ContainerLost) return 0;
+      if (isGone(error) || error instanceof ContainerLostError) return 0;
       throw error;
     }
   }

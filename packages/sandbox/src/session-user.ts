@@ -1,3 +1,4 @@
+import { MediagateError } from "@mediagate/io";
 import type Docker from "dockerode";
 import { Defaults } from "./defaults.js";
 import { type ExecUser, RootUser, SandboxUids } from "./exec-user.js";
@@ -15,8 +16,9 @@ export function firstCandidateUid(sessionHash: string): number {
 }
 
 /** The claim failed for a reason other than Docker itself (e.g. a container without the caps). */
-export class SessionUserError extends Error {
+export class SessionUserError extends MediagateError {
   override readonly name = "SessionUserError";
+  readonly code = "MG_SANDBOX_SESSION_USER";
   readonly containerId: string;
 
   constructor(containerId: string, detail: string) {

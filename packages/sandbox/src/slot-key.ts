@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { MediagateError } from "@mediagate/io";
 import { sanitizeForPath } from "./sanitize-path.js";
 
 /**
@@ -87,8 +88,9 @@ const Prefixes = [
 const LabelPrefixes = ["profile_", "shared_"] as const;
 
 /** Thrown when a slot cannot be written down without meaning another slot. */
-export class SlotKeyError extends TypeError {
+export class SlotKeyError extends MediagateError {
   override readonly name = "SlotKeyError";
+  readonly code = "MG_SLOT_KEY_INVALID";
   constructor(
     message: string,
     readonly key: SlotKey,

@@ -1,3 +1,4 @@
+import { MediagateError } from "@mediagate/io";
 /**
  * Which `Host` names the console answers (DNS rebinding, docs/web-console.md): a page on a
  * name the attacker controls that resolves to the console's address sends that name; the
@@ -8,8 +9,9 @@
 export const LoopbackHostNames = ["127.0.0.1", "localhost", "[::1]"] as const;
 
 /** `web.listen` answers on every address of the host and names none, or `web.allowedHosts` is wrong. */
-export class WebHostsError extends Error {
+export class WebHostsError extends MediagateError {
   override readonly name = "WebHostsError";
+  readonly code = "MG_WEB_HOSTS_INVALID";
   constructor(
     /** The `host:port` the console was to listen on. */
     readonly listen: string,

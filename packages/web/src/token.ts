@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { chmod, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { MediagateError } from "@mediagate/io";
 
 /** The file in the root home that holds the web console's login secret (0600). */
 export const WebTokenFileName = "web-token";
@@ -11,8 +12,9 @@ export function webTokenPath(home: string): string {
 }
 
 /** The token file is readable by other host users, or holds no usable token. */
-export class WebTokenError extends Error {
+export class WebTokenError extends MediagateError {
   override readonly name = "WebTokenError";
+  readonly code = "MG_WEB_TOKEN_UNUSABLE";
 }
 
 /** Smallest token accepted from the file: shorter ones are guessable. */

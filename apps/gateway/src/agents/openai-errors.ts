@@ -1,3 +1,4 @@
+import { MediagateError } from "@mediagate/io";
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
 
 /** How a request to the model endpoint failed. */
@@ -12,8 +13,9 @@ const MaxDetailChars = 300;
  * not a chat completion. Names the endpoint by host only; never carries the API key (any
  * echo of it in the endpoint's own text is redacted) nor the SDK error as `cause`.
  */
-export class OpenAIEndpointError extends Error {
+export class OpenAIEndpointError extends MediagateError {
   override readonly name = "OpenAIEndpointError";
+  readonly code = "MG_AGENT_ENDPOINT_FAILED";
   readonly kind: OpenAIFailureKind;
   /** `host[:port]` of the base URL, without credentials or path. */
   readonly host: string;
@@ -59,8 +61,9 @@ export type AbortPhase = "model" | "tool";
  * The turn was aborted through its signal (`/stop`, `/reset`, shutdown). Nothing of the
  * turn was written to the history. `cause` is the signal's reason.
  */
-export class OpenAITurnAbortedError extends Error {
+export class OpenAITurnAbortedError extends MediagateError {
   override readonly name = "OpenAITurnAbortedError";
+  readonly code = "MG_AGENT_TURN_ABORTED";
   readonly sessionId: string;
   readonly phase: AbortPhase;
   /** Tool rounds completed before the abort. */
@@ -82,8 +85,9 @@ export class OpenAITurnAbortedError extends Error {
 }
 
 /** An `OpenAIAgent` option is missing or malformed; the message says how to fix it. */
-export class OpenAIAgentOptionsError extends Error {
+export class OpenAIAgentOptionsError extends MediagateError {
   override readonly name = "OpenAIAgentOptionsError";
+  readonly code = "MG_AGENT_OPTION_INVALID";
   readonly option: string;
 
   constructor(option: string, message: string) {

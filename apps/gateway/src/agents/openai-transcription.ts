@@ -1,3 +1,4 @@
+import { MediagateError } from "@mediagate/io";
 import OpenAI, { toStreamingFile } from "openai";
 import type { TranscriptionSettings } from "../config/types.js";
 import { endpointHost, type OpenAIEndpointError, toEndpointError } from "./openai-errors.js";
@@ -6,8 +7,9 @@ import { endpointHost, type OpenAIEndpointError, toEndpointError } from "./opena
 const KeylessPlaceholder = "no-api-key";
 
 /** The transcription endpoint failed; `reason` is a sentence for the chat (host, status). */
-export class TranscriptionError extends Error {
+export class TranscriptionError extends MediagateError {
   override readonly name = "TranscriptionError";
+  readonly code = "MG_TRANSCRIPTION_FAILED";
   constructor(
     readonly reason: string,
     options?: { cause?: OpenAIEndpointError },

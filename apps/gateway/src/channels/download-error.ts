@@ -1,3 +1,5 @@
+import { MediagateError } from "@mediagate/io";
+
 /** Why a download failed. */
 export type DownloadFailure =
   /** No connection: DNS, refused, TLS (`code` says which). */
@@ -22,15 +24,16 @@ export type DownloadFailure =
 
 /**
  * A failed download. The message names no URL (a Telegram file URL holds the bot token):
- * what failed, and the system's error code when there is one.
+ * what failed, and the system's error code (`systemCode`, e.g. `ECONNREFUSED`) when there is one.
  */
-export class DownloadError extends Error {
+export class DownloadError extends MediagateError {
   override readonly name = "DownloadError";
+  readonly code = "MG_DOWNLOAD_FAILED";
   constructor(
     readonly failure: DownloadFailure,
     message: string,
-    readonly code?: string | undefined,
+    readonly systemCode?: string | undefined,
   ) {
-    super(code === undefined ? message : `${message} (${code})`);
+    super(systemCode === undefined ? message : `${message} (${systemCode})`);
   }
 }

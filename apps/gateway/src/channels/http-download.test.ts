@@ -267,7 +267,7 @@ describe("httpDownload", () => {
   it("names the system error of a refused connection, and no address", async () => {
     const url = new URL(`http://127.0.0.1:${await closedPort()}/secret-path`);
     const error = await failure(() => get(url));
-    expect([error.failure, error.code]).toEqual(["unreachable", "ECONNREFUSED"]);
+    expect([error.failure, error.systemCode]).toEqual(["unreachable", "ECONNREFUSED"]);
     expect(error.message).not.toContain("127.0.0.1");
     expect(error.message).not.toContain("secret-path");
   });

@@ -1,3 +1,4 @@
+import { MediagateError } from "@mediagate/io";
 import type { MediaOutcome, MediaPlan, UploadLimits } from "@mediagate/media";
 
 /** Chat platforms the gateway serves. */
@@ -72,8 +73,9 @@ export interface InboundAttachment {
  * A file could not be fetched from its platform; `reason` is shown to the user after the
  * file's name ("could not be downloaded: <reason>"), so it names no token or URL.
  */
-export class AttachmentFetchError extends Error {
+export class AttachmentFetchError extends MediagateError {
   override readonly name = "AttachmentFetchError";
+  readonly code = "MG_ATTACHMENT_FETCH_FAILED";
   constructor(
     readonly reason: string,
     options?: { cause?: unknown },
@@ -314,8 +316,9 @@ export interface StatusMessages {
 }
 
 /** A status call the platform refused or that did not get through. Token-free. */
-export class StatusCallError extends Error {
+export class StatusCallError extends MediagateError {
   override readonly name = "StatusCallError";
+  readonly code = "MG_STATUS_CALL_FAILED";
   constructor(
     readonly operation: "post" | "edit" | "remove",
     /** The platform's HTTP status, when it answered. */

@@ -1,5 +1,6 @@
 import { existsSync, renameSync } from "node:fs";
 import { basename, resolve } from "node:path";
+import { MediagateError } from "@mediagate/io";
 import { forgetJournal } from "../durable/journal-marker.js";
 import { type DatabaseKind, LostWithDatabase } from "../sqlite/damage.js";
 import { type FileHolder, processesHolding } from "./file-holders.js";
@@ -27,8 +28,9 @@ export interface MoveAsideOptions {
 }
 
 /** `mediagate db move-aside` could not do what it was asked (exit 1, this message). */
-export class MoveAsideError extends Error {
+export class MoveAsideError extends MediagateError {
   override readonly name = "MoveAsideError";
+  readonly code = "MG_CLI_MOVE_ASIDE_REFUSED";
 }
 
 /** `20250102T030405Z`: a UTC time that sorts, without the colons some tools dislike in names. */

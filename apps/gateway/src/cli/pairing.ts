@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { MediagateError } from "@mediagate/io";
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import type { ProfileConfig } from "../config/types.js";
@@ -21,8 +22,9 @@ export interface PairingCommandOptions {
 }
 
 /** `mediagate pairing` could not do what it was asked (exit 1, this message). */
-export class PairingCommandError extends Error {
+export class PairingCommandError extends MediagateError {
   override readonly name = "PairingCommandError";
+  readonly code = "MG_CLI_PAIRING_FAILED";
 }
 
 /** The columns of `pairing list`, printed as its first line. */

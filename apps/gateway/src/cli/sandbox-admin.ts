@@ -1,3 +1,4 @@
+import { MediagateError } from "@mediagate/io";
 import {
   connectDocker,
   type LegacyContainer,
@@ -13,8 +14,9 @@ import { formatDuration } from "./duration.js";
 type Print = (line: string) => void;
 
 /** `-p` named a profile the config does not have. */
-export class UnknownProfileError extends Error {
+export class UnknownProfileError extends MediagateError {
   override readonly name = "UnknownProfileError";
+  readonly code = "MG_CLI_UNKNOWN_PROFILE";
 
   constructor(
     readonly profile: string,

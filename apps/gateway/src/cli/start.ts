@@ -1,3 +1,4 @@
+import { MediagateError } from "@mediagate/io";
 import type { ImagePullProgress } from "@mediagate/sandbox";
 import { SharedTerminal } from "../channels/console-terminal.js";
 import type { GatewayEnv } from "../config/env.js";
@@ -17,14 +18,19 @@ import { checkHomes, createHomes } from "./homes.js";
 import { onStopSignals } from "./stop-signals.js";
 import { onUncaughtErrors } from "./uncaught-errors.js";
 
-/** A start-up check failed; `message` is the one line to print. */
-export class StartupError extends Error {
+/**
+ * A start-up check failed, or (`check` = `channel`) a channel gave up for good while the
+ * gateway ran; `message` is the one line to print.
+ */
+export class StartupError extends MediagateError {
   override readonly name = "StartupError";
+  readonly code: "MG_START_CHECK_FAILED" | "MG_START_CHANNEL_STOPPED";
   constructor(
     readonly check: string,
     message: string,
   ) {
     super(message);
+    this.code = check === "channel" ? "MG_START_CHANNEL_STOPPED" : "MG_START_CHECK_FAILED";
   }
 }
 

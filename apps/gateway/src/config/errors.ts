@@ -1,3 +1,4 @@
+import { MediagateError } from "@mediagate/io";
 import { closest, distance } from "fastest-levenshtein";
 import type { z } from "zod";
 import type { Locate } from "./locate.js";
@@ -23,8 +24,9 @@ export interface ConfigIssue {
  * The configuration is unusable. `message` lists every issue, one per line, with the file;
  * an issue with a position is named `file:line:column`, the way editors and terminals link it.
  */
-export class ConfigError extends Error {
+export class ConfigError extends MediagateError {
   override readonly name = "ConfigError";
+  readonly code = "MG_CONFIG_INVALID";
   constructor(
     /** Config file path, or `<embedded defaults>` / `<object>` when there was no file. */
     readonly file: string,

@@ -1,4 +1,4 @@
-import { backoffMs, retry, type Sleep, sleep } from "@mediagate/io";
+import { backoffMs, MediagateError, retry, type Sleep, sleep } from "@mediagate/io";
 import { Defaults } from "../defaults.js";
 
 /**
@@ -75,8 +75,9 @@ export interface RetryCall {
  * The platform asked for a wait longer than we hold a delivery for, or kept answering 429
  * until the attempts ran out. Delivery reports it as a typed `rate_limited` outcome.
  */
-export class RateLimitedError extends Error {
+export class RateLimitedError extends MediagateError {
   override readonly name = "RateLimitedError";
+  readonly code = "MG_DELIVERY_RATE_LIMITED";
 
   constructor(
     readonly retryAfterSeconds: number,

@@ -1,3 +1,4 @@
+import { MediagateError } from "@mediagate/io/mediagate-error";
 import { damagedWayOut, isDamagedCode } from "../sqlite/damage.js";
 import { isDiskFullCode } from "../sqlite/disk-full.js";
 
@@ -26,7 +27,7 @@ export interface StorageErrorInit {
   /** What went wrong, as SQLite or the file system said it. */
   readonly reason: string;
   /** The SQLite result code or errno code, if known. */
-  readonly code?: string | undefined;
+  readonly systemCode?: string | undefined;
   readonly cause?: unknown;
 }
 
@@ -35,28 +36,36 @@ export interface StorageErrorInit {
  * holding it is full: nothing of the failed operation was saved (SQLite rolled it back), and
  * the same call works again once space is freed. `damaged` is set when the file itself is
  * damaged: no retry heals it, and the message names the way out (`mediagate db move-aside`).
- * The message says what failed and what to do; it holds no message text or token.
+ * `code` tells the three apart. The message says what failed and what to do; it holds no
+ * message text or token.
  */
-export class StorageError extends Error {
+export class StorageError extends MediagateError {
   override readonly name = "StorageError";
+  readonly code: "MG_JOURNAL_DISK_FULL" | "MG_JOURNAL_DAMAGED" | "MG_JOURNAL_FAILED";
   readonly operation: string;
   readonly path: string;
   /** The disk (or quota) is full (`SQLITE_FULL`, `ENOSPC`, `EDQUOT`). */
   readonly full: boolean;
   /** The file is damaged (`SQLITE_CORRUPT`, `SQLITE_NOTADB`, or the check at open found so). */
   readonly damaged: boolean;
-  readonly code: string | undefined;
+  /** The SQLite result code or errno code, if known. */
+  readonly systemCode: string | undefined;
   readonly reason: string;
 
   constructor(init: StorageErrorInit) {
-    const full = isDiskFullCode(init.code);
-    const damaged = isDamagedCode(init.code);
+    const full = isDiskFullCode(init.systemCode);
+    const damaged = isDamagedCode(init.systemCode);
     super(messageOf(init, full, damaged), { cause: init.cause });
+    this.code = full
+      ? "MG_JOURNAL_DISK_FULL"
+      : damaged
+        ? "MG_JOURNAL_DAMAGED"
+        : "MG_JOURNAL_FAILED";
     this.operation = init.operation;
     this.path = init.path;
     this.full = full;
     this.damaged = damaged;
-    this.code = init.code;
+    this.systemCode = init.systemCode;
     this.reason = init.reason;
   }
 }
@@ -80,8 +89,9 @@ function messageOf(init: StorageErrorInit, full: boolean, damaged: boolean): str
  * with another message (entry `recordedAs`) and `unrecorded` were not. Nothing is confirmed;
  * its channel asks which receipts are recorded and hands on the rest as a message of its own.
  */
-export class PartlyRecordedError extends Error {
+export class PartlyRecordedError extends MediagateError {
   override readonly name = "PartlyRecordedError";
+  readonly code = "MG_JOURNAL_PARTLY_RECORDED";
 
   constructor(
     readonly receiptId: string,

@@ -190,7 +190,7 @@ export class SqliteJournal implements Journal {
         operation: "sync",
         path: this.path,
         reason: error instanceof Error ? error.message : String(error),
-        code: (error as NodeJS.ErrnoException).code,
+        systemCode: (error as NodeJS.ErrnoException).code,
         cause: error,
       });
     }
@@ -287,7 +287,7 @@ function revive(path: string, { operation, error }: CallFailure): StorageError {
     operation,
     path,
     reason: error.message,
-    code: wireCode(error),
+    systemCode: wireCode(error),
     cause: fromWire(error),
   });
 }
@@ -298,6 +298,6 @@ function damagedAtOpen(path: string, problems: readonly string[]): StorageError 
     operation: "open",
     path,
     reason: problems.join("; "),
-    code: "SQLITE_CORRUPT",
+    systemCode: "SQLITE_CORRUPT",
   });
 }

@@ -1,3 +1,4 @@
+import { MediagateError } from "@mediagate/io";
 import type { InboundAttachment } from "../channels/types.js";
 import { interruptSession } from "../commands/stop.js";
 import { SlotRegistry } from "../runtime/slot-registry.js";
@@ -37,8 +38,9 @@ export function queueFullText(max: number, admin: boolean): string {
 }
 
 /** The abort reason of a turn stopped by a newer message (`busyMode: interrupt`). */
-export class InterruptedByMessage extends Error {
-  override readonly name = "InterruptedByMessage";
+export class InterruptedByMessageError extends MediagateError {
+  override readonly name = "InterruptedByMessageError";
+  readonly code = "MG_TURN_INTERRUPTED";
   constructor() {
     super("interrupted by a newer message of the session");
   }
@@ -105,7 +107,7 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
   // The abort happens now, before this message is queued; the kill finishes before it runs.
   const interrupting =
     busyMode === "interrupt" && running
-      ? interruptSession(ctx.runtime, ctx.services, key, new InterruptedByMessage())
+      ? interruptSession(ctx.runtime, ctx.services, key, new InterruptedByMessageError())
       : undefined;
 
   let stopping: AbortSignal | undefined;

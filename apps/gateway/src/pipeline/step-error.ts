@@ -1,3 +1,5 @@
+import { MediagateError } from "@mediagate/io";
+
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -7,8 +9,9 @@ function messageOf(error: unknown): string {
  * and the error it threw as `cause`. `compose` makes it around the step that threw first; the
  * steps it passes through on the way out leave it as it is.
  */
-export class PipelineStepError extends Error {
+export class PipelineStepError extends MediagateError {
   override readonly name = "PipelineStepError";
+  readonly code = "MG_PIPELINE_STEP_FAILED";
   constructor(
     /** The step's function name (`runTurn`, `sendReply`, …). */
     readonly step: string,

@@ -1,3 +1,4 @@
+import { MediagateError } from "@mediagate/io";
 import { type ExecOptions, type ExecResult, shellQuote } from "@mediagate/sandbox";
 import type { ToolRunner } from "../agents/types.js";
 import { Defaults } from "../defaults.js";
@@ -12,8 +13,9 @@ export interface SessionShell {
 export const ToolRunnerDefaults = Defaults.toolRunner;
 
 /** A file operation of a tool failed inside the container. */
-export class ToolFileError extends Error {
+export class ToolFileError extends MediagateError {
   override readonly name = "ToolFileError";
+  readonly code = "MG_TOOL_FILE_FAILED";
   constructor(
     readonly operation: "readFile" | "writeFile",
     readonly path: string,

@@ -1,3 +1,4 @@
+import { MediagateError } from "@mediagate/io";
 import { Defaults } from "../defaults.js";
 
 /** A queued unit of work for one session; it receives the signal `/stop` aborts. */
@@ -7,8 +8,9 @@ export type TurnJob = (signal: AbortSignal) => Promise<void>;
 export type TurnOutcome = "done" | "failed" | "dropped";
 
 /** The queue refuses work after {@link TurnQueue.close}. */
-export class QueueClosedError extends Error {
+export class QueueClosedError extends MediagateError {
   override readonly name = "QueueClosedError";
+  readonly code = "MG_QUEUE_CLOSED";
   constructor(readonly sessionKey: string) {
     super(`turn queue is closed; refused work for ${sessionKey}`);
   }

@@ -3,6 +3,7 @@
  * Values cross by structured clone (plain data, `Map`s); errors cross as {@link WireError}
  * and are rebuilt as their own classes on the main thread.
  */
+import { isErrorCode } from "@mediagate/io/mediagate-error";
 
 /** What the thread is started with (`workerData`). */
 export interface WorkerStart {
@@ -30,7 +31,10 @@ export type WorkerReply =
 export interface WireError {
   readonly name: string;
   readonly message: string;
-  /** SQLite's result code (`SQLITE_FULL`, …) or a Node errno code (`ENOSPC`), if any. */
+  /**
+   * SQLite's result code (`SQLITE_FULL`, …), a Node errno code (`ENOSPC`) or a mediagate
+   * error's `MG_` code, if any.
+   */
   readonly code?: string | undefined;
   /** Own enumerable string/number/boolean fields (`operation`, `path`, `found`, …). */
   readonly fields: Readonly<Record<string, string | number | boolean>>;
@@ -62,9 +66,14 @@ export function fromWire(wire: WireError): Error {
   return error;
 }
 
-/** The first `code` along `wire` and its causes. */
+/**
+ * The first SQLite or errno `code` along `wire` and its causes; a mediagate error's `MG_` code
+ * (a schema too new, thrown in the thread) is not one.
+ */
 export function wireCode(wire: WireError | undefined): string | undefined {
-  for (let at = wire; at !== undefined; at = at.cause) if (at.code !== undefined) return at.code;
+  for (let at = wire; at !== undefined; at = at.cause) {
+    if (at.code !== undefined && !isErrorCode(at.code)) return at.code;
+  }
   return undefined;
 }
 

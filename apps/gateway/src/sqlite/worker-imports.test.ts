@@ -7,7 +7,8 @@ import { compileForWorker } from "./source-bundle.js";
  * Each SQLite database runs in a worker thread of its own, which loads its program module and
  * everything that imports. The sandbox's and the media package's indexes load dockerode and the
  * media planner (about 0.5 s of CPU and 28 MB per thread): the programs import the packages'
- * small subpaths instead (`@mediagate/sandbox/instance`, `/defaults`, `@mediagate/media/plan-record`).
+ * small subpaths instead (`@mediagate/sandbox/instance`, `/defaults`, `@mediagate/media/plan-record`,
+ * `@mediagate/io/mediagate-error`).
  */
 describe("the SQLite worker programs", () => {
   const programs = {
@@ -27,7 +28,7 @@ describe("the SQLite worker programs", () => {
       for (const specifier of packages) {
         expect(
           specifier === "better-sqlite3" ||
-            /^@mediagate\/(sandbox|media)\/[a-z-]+$/.test(specifier ?? ""),
+            /^@mediagate\/(sandbox|media|io)\/[a-z-]+$/.test(specifier ?? ""),
           `${name} imports ${specifier}`,
         ).toBe(true);
       }

@@ -1,9 +1,14 @@
+import { MediagateError } from "@mediagate/io/mediagate-error";
 import { damagedWayOut, isDamaged } from "../sqlite/damage.js";
 import { isDiskFull } from "../sqlite/disk-full.js";
 
-/** The state database could not be opened, read or written. */
-export class StateStoreError extends Error {
+/**
+ * The state database could not be opened, read or written; `code` tells a full disk, a
+ * damaged file and any other failure apart.
+ */
+export class StateStoreError extends MediagateError {
   override readonly name = "StateStoreError";
+  readonly code: "MG_STATE_DISK_FULL" | "MG_STATE_DAMAGED" | "MG_STATE_FAILED";
   /** What the store was doing: `open`, `append`, `load`, `rotate`, … */
   readonly operation: string;
   /** Path of the database file. */
@@ -32,6 +37,7 @@ export class StateStoreError extends Error {
           : `state database ${path}: ${operation} failed: ${reason}`,
       options,
     );
+    this.code = full ? "MG_STATE_DISK_FULL" : damaged ? "MG_STATE_DAMAGED" : "MG_STATE_FAILED";
     this.operation = operation;
     this.path = path;
     this.reason = reason;
@@ -44,8 +50,9 @@ export class StateStoreError extends Error {
  * The database's schema version (`PRAGMA user_version`) is newer than this build knows,
  * typically after a downgrade. The file is left untouched.
  */
-export class StateSchemaError extends Error {
+export class StateSchemaError extends MediagateError {
   override readonly name = "StateSchemaError";
+  readonly code = "MG_STATE_SCHEMA_NEWER";
   readonly found: number;
   readonly supported: number;
 

@@ -1,3 +1,4 @@
+import { errorCodeOf, MediagateError } from "@mediagate/io";
 import {
   DiscordAPIError,
   DiscordjsError,
@@ -8,20 +9,33 @@ import {
 import { RateLimitedError, type RetryVerdict } from "../../delivery/retry.js";
 
 /**
- * A Discord request failed for good (after the retry policy gave up). Carries the HTTP status
- * and Discord's error code when Discord answered, never the request URL or body.
+ * A Discord request failed for good (after the retry policy gave up), or the gateway closed for
+ * good (`operation` = `gateway`). Carries the HTTP status and Discord's own error code
+ * (`discordCode`: a JSON error code, or a gateway close code) when Discord answered, never the
+ * request URL or body. `code` tells a refused token (401), a gateway closed for good and a
+ * failed request apart.
  */
-export class DiscordRequestError extends Error {
+export class DiscordRequestError extends MediagateError {
   override readonly name = "DiscordRequestError";
+  readonly code:
+    | "MG_DISCORD_TOKEN_REFUSED"
+    | "MG_DISCORD_GATEWAY_CLOSED"
+    | "MG_DISCORD_REQUEST_FAILED";
   readonly platform = "discord";
 
   constructor(
     readonly operation: string,
     readonly status: number | undefined,
-    readonly code: number | string | undefined,
+    readonly discordCode: number | string | undefined,
     message: string,
   ) {
     super(`discord ${operation} failed: ${message}`);
+    this.code =
+      status === 401
+        ? "MG_DISCORD_TOKEN_REFUSED"
+        : operation === "gateway"
+          ? "MG_DISCORD_GATEWAY_CLOSED"
+          : "MG_DISCORD_REQUEST_FAILED";
   }
 }
 
@@ -78,14 +92,22 @@ export function classifyFailure(error: unknown): AttemptFailure | undefined {
   return undefined;
 }
 
-/** A log-safe summary of an error: name, status, code, message (no URL, no request body). */
+/**
+ * A log-safe summary of an error: name, status, code (Discord's, or a mediagate error's `MG_`
+ * code), message (no URL, no request body).
+ */
 export function describeError(error: unknown): Record<string, unknown> {
   if (error instanceof DiscordAPIError) {
     return { name: error.name, status: error.status, code: error.code, message: error.message };
   }
   if (error instanceof HTTPError) return { name: error.name, status: error.status };
   if (error instanceof RateLimitError) return { name: error.name, retryAfterMs: error.retryAfter };
-  if (error instanceof Error) return { name: error.name, message: error.message };
+  if (error instanceof Error) {
+    const code = errorCodeOf(error);
+    return code === undefined
+      ? { name: error.name, message: error.message }
+      : { name: error.name, code, message: error.message };
+  }
   return { message: String(error) };
 }
 

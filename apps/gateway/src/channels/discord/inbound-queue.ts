@@ -2,6 +2,7 @@ import { backoffMs, retry, type Sleep } from "@mediagate/io";
 import type { Logger } from "pino";
 import { Defaults } from "../../defaults.js";
 import type { InboundHandler, InboundMessage } from "../types.js";
+import { describeError } from "./errors.js";
 
 /** Backoff of a message whose handler rejected (the journal could not be written). */
 export interface InboundRetryOptions {
@@ -191,7 +192,7 @@ export class InboundQueues {
             chatId: message.chatId,
             threadId: message.threadId,
             messageId: message.messageId,
-            err: error instanceof Error ? { name: error.name, message: error.message } : error,
+            err: describeError(error),
             retryInMs: delayMs,
           };
           if (failures === 1) {

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { RateLimitedError } from "../../delivery/retry.js";
 import { redactText } from "../../redact.js";
 import {
-  AttemptFailure,
+  AttemptError,
   classifyTelegramError,
   failureFacts,
   mayHaveArrived,
@@ -48,13 +48,13 @@ describe("classifyTelegramError", () => {
     ["reset after sending", transport("ECONNRESET"), { retry: false }, { retry: true }],
     [
       "reset before the body was written",
-      new AttemptFailure(transport("ECONNRESET"), true),
+      new AttemptError(transport("ECONNRESET"), true),
       { retry: true },
       { retry: true },
     ],
     [
       "timeout after sending",
-      new AttemptFailure(transport("ABORT_ERR"), false, 15_000),
+      new AttemptError(transport("ABORT_ERR"), false, 15_000),
       { retry: false },
       { retry: true },
     ],
@@ -69,7 +69,7 @@ describe("classifyTelegramError", () => {
     expect(mayHaveArrived(apiError(502, "Bad Gateway"))).toBe(true);
     expect(mayHaveArrived(apiError(429, "Too Many Requests", 3))).toBe(false);
     expect(mayHaveArrived(transport("ECONNRESET"))).toBe(true);
-    expect(mayHaveArrived(new AttemptFailure(transport("ECONNRESET"), true))).toBe(false);
+    expect(mayHaveArrived(new AttemptError(transport("ECONNRESET"), true))).toBe(false);
     expect(mayHaveArrived(transport("ECONNREFUSED"))).toBe(false);
     const garbled = new GrammyError("x", { ok: false } as never, "sendMessage", {});
     expect(mayHaveArrived(garbled)).toBe(true);

@@ -1,3 +1,4 @@
+import { type ErrorCode, errorCodeOf, MediagateError } from "@mediagate/io";
 import { GrammyError, HttpError } from "grammy";
 import { RateLimitedError, type RetryVerdict } from "../../delivery/retry.js";
 import { redactText } from "../../redact.js";
@@ -17,8 +18,9 @@ export type AmbiguousSends = "at-most-once" | "at-least-once";
  * it was that bound that ended the attempt. Internal: it wraps a grammY error, whose fetch
  * cause embeds the token; it is turned into {@link FailureFacts} before anything is logged.
  */
-export class AttemptFailure extends Error {
-  override readonly name = "AttemptFailure";
+export class AttemptError extends MediagateError {
+  override readonly name = "AttemptError";
+  readonly code = "MG_TELEGRAM_ATTEMPT_FAILED";
 
   constructor(
     readonly error: unknown,
@@ -42,7 +44,7 @@ function errorCode(error: unknown): string | undefined {
   return typeof error.code === "string" ? error.code : undefined;
 }
 
-const unwrap = (error: unknown): unknown => (error instanceof AttemptFailure ? error.error : error);
+const unwrap = (error: unknown): unknown => (error instanceof AttemptError ? error.error : error);
 
 /**
  * Whether a failed call may have been acted on by Telegram: a 5xx answer, or a transport
@@ -55,8 +57,8 @@ export function mayHaveArrived(error: unknown): boolean {
   const original = unwrap(error);
   // An answer without a numeric error code is not Telegram's: treat it like a 5xx.
   if (original instanceof GrammyError) return !(original.error_code < 500);
-  if (!(original instanceof HttpError)) return error instanceof AttemptFailure && error.bodyWritten;
-  if (error instanceof AttemptFailure && error.knownNotSent) return false;
+  if (!(original instanceof HttpError)) return error instanceof AttemptError && error.bodyWritten;
+  if (error instanceof AttemptError && error.knownNotSent) return false;
   const code = errorCode(original.error);
   return !(code !== undefined && NotSentCodes.test(code));
 }
@@ -98,6 +100,8 @@ export interface FailureFacts {
   readonly unconfirmed?: boolean | undefined;
   /** The caller's signal ended it; whatever was not sent is still to do. */
   readonly aborted?: boolean | undefined;
+  /** The failure's own code when it was a mediagate error (a rate limit, a journal failure). */
+  readonly code?: ErrorCode | undefined;
 }
 
 /**
@@ -105,7 +109,7 @@ export interface FailureFacts {
  * message names the request URL — and so the bot token; only a sanitized form of it is kept.
  */
 export function failureFacts(error: unknown, token: string): FailureFacts {
-  if (error instanceof AttemptFailure) {
+  if (error instanceof AttemptError) {
     const facts = failureFacts(error.error, token);
     if (error.timeoutMs === undefined) return facts;
     return {
@@ -121,6 +125,7 @@ export function failureFacts(error: unknown, token: string): FailureFacts {
       status: 429,
       description: error.message,
       retryAfterSeconds: error.retryAfterSeconds,
+      code: error.code,
     };
   }
   if (error instanceof GrammyError) {
@@ -136,15 +141,18 @@ export function failureFacts(error: unknown, token: string): FailureFacts {
     return { errorType: error.name, description: redactText(`${error.message}${cause}`, [token]) };
   }
   const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return { errorType: "Error", description: redactText(message, [token]) };
+  const code = errorCodeOf(error);
+  const facts = { errorType: "Error", description: redactText(message, [token]) };
+  return code === undefined ? facts : { ...facts, code };
 }
 
 /**
  * A Telegram call that failed for good. Carries only sanitized context (no grammY error as
  * `cause`: its fetch error embeds the token in the URL).
  */
-export class TelegramDeliveryError extends Error {
+export class TelegramDeliveryError extends MediagateError {
   override readonly name = "TelegramDeliveryError";
+  readonly code = "MG_TELEGRAM_CALL_FAILED";
   readonly platform = "telegram";
 
   constructor(

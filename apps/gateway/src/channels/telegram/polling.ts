@@ -2,6 +2,7 @@ import {
   backoffMs,
   DeadlineError,
   deadline,
+  MediagateError,
   retry,
   type Sleep,
   settledWithin,
@@ -69,8 +70,9 @@ export interface PollerDependencies {
 }
 
 /** Polling ended for good: Telegram refused the token (401) or does not know the bot (404). Token-free. */
-export class TelegramPollingError extends Error {
+export class TelegramPollingError extends MediagateError {
   override readonly name = "TelegramPollingError";
+  readonly code = "MG_TELEGRAM_POLLING_STOPPED";
   readonly platform = "telegram";
 
   constructor(
@@ -82,13 +84,15 @@ export class TelegramPollingError extends Error {
 }
 
 /** The recorded updates could not be flushed to disk, so no getUpdates confirmed them. */
-class FlushFailed extends Error {
-  override readonly name = "FlushFailed";
+class FlushError extends MediagateError {
+  override readonly name = "FlushError";
+  readonly code = "MG_TELEGRAM_FLUSH_FAILED";
 }
 
 /** The poll outlived its timeout and margin. */
-class PollHung extends DeadlineError {
-  override readonly name = "PollHung";
+class PollHungError extends DeadlineError {
+  override readonly name = "PollHungError";
+  override readonly code = "MG_TELEGRAM_POLL_HUNG";
 }
 
 /**
@@ -224,7 +228,7 @@ export class UpdatePoller {
       await this.deps.flush();
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
-      throw new FlushFailed(reason, { cause: error });
+      throw new FlushError(reason, { cause: error });
     }
     this.flushedOffset = offset;
   }
@@ -248,7 +252,7 @@ export class UpdatePoller {
         timeoutMs,
         what: "getUpdates",
         signal: this.stopping.signal,
-        timeoutError: () => new PollHung("getUpdates", timeoutMs),
+        timeoutError: () => new PollHungError("getUpdates", timeoutMs),
       },
     );
     this.confirmedOffset = offset;
@@ -271,13 +275,13 @@ export class UpdatePoller {
         ? error.parameters.retry_after * 1000
         : undefined;
     const delayMs = this.backoffMs(failures, retryAfterMs);
-    if (error instanceof FlushFailed) {
+    if (error instanceof FlushError) {
       health.set("retrying", `recorded updates not synced to disk: ${error.message}`);
       logger.error(
         { err: error.cause, delayMs },
         "the journal could not sync recorded telegram updates to disk; they stay unconfirmed and are synced again before the next poll",
       );
-    } else if (error instanceof PollHung) {
+    } else if (error instanceof PollHungError) {
       health.set("retrying", `getUpdates did not answer within ${error.timeoutMs} ms`);
       logger.warn({ afterMs: error.timeoutMs, delayMs }, "telegram getUpdates hung; polling again");
     } else if (status === 409) {

@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import { type ResolvedRetryOptions, withRetry } from "../../delivery/retry.js";
 import {
   type AmbiguousSends,
-  AttemptFailure,
+  AttemptError,
   classifyTelegramError,
   type FailureFacts,
   failureFacts,
@@ -88,7 +88,7 @@ export class TelegramCaller {
     const policy: AmbiguousSends = options.idempotent
       ? "at-least-once"
       : this.settings.ambiguousSends;
-    let last: AttemptFailure | undefined;
+    let last: AttemptError | undefined;
     const attempt = async (): Promise<T> => {
       const bound = AbortSignal.timeout(timeoutMs);
       const progress = new RequestProgress();
@@ -98,7 +98,7 @@ export class TelegramCaller {
         );
       } catch (error) {
         const timedOut = bound.aborted && signal?.aborted !== true;
-        last = new AttemptFailure(
+        last = new AttemptError(
           error,
           progress.knownNotSent,
           timedOut ? timeoutMs : undefined,

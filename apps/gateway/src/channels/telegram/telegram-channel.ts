@@ -1,3 +1,4 @@
+import { MediagateError } from "@mediagate/io";
 import { telegramLimits, type UploadLimits } from "@mediagate/media";
 import { Api, InputFile } from "grammy";
 import type { Message } from "grammy/types";
@@ -39,8 +40,9 @@ export { TelegramChannelDefaults, type TelegramChannelOptions } from "./options.
 const AllowedUpdates = ["message", "channel_post"] as const;
 
 /** Telegram could not be reached or refused the bot at start-up. Token-free. */
-export class TelegramStartError extends Error {
+export class TelegramStartError extends MediagateError {
   override readonly name = "TelegramStartError";
+  readonly code = "MG_TELEGRAM_START_FAILED";
   readonly platform = "telegram";
 
   readonly status: number | undefined;
