@@ -4,7 +4,8 @@ import type { Migration } from "../state/schema.js";
  * Schema history of the journal database (`<root home>/journal.db`), oldest first. Append new
  * steps; never edit a released one. Run by the same `migrate` as the state database.
  *
- * - `entries`: one row per inbound message (`key` = `<profile>:<platform>:<receiptId>`);
+ * - `entries`: one row per inbound message (`key` = `<profile>:<platform>:<receiptId>`), with
+ *   its turn's status message while it shows;
  * - `cursors`: the newest recorded Discord message per chat, for the catch-up after a restart;
  * - `replies` and `reply_steps`: the outbox, one row per finished turn's reply (with its media
  *   plan once planned) and one per delivered step of it.
@@ -74,6 +75,17 @@ export const JOURNAL_MIGRATIONS: readonly Migration[] = [
     version: 2,
     up(db) {
       db.exec("ALTER TABLE replies ADD COLUMN plan TEXT CHECK (plan IS NULL OR json_valid(plan))");
+    },
+  },
+  {
+    // The turn's live status message (its chat and id) while it shows, so the next start
+    // clears one a crash left behind (docs/durability.md).
+    version: 3,
+    up(db) {
+      db.exec(`
+        ALTER TABLE entries ADD COLUMN status TEXT CHECK (status IS NULL OR json_valid(status));
+        CREATE INDEX entries_status ON entries (owner) WHERE status IS NOT NULL;
+      `);
     },
   },
 ];
