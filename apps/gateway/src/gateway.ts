@@ -23,6 +23,7 @@ import type { GatewayConfig, ProfileConfig } from "./config/types.js";
 import { Defaults } from "./defaults.js";
 import { StorageError } from "./durable/errors.js";
 import { journalDbPath, SqliteJournal } from "./durable/journal.js";
+import { clearLeftoverStatuses } from "./durable/leftover-statuses.js";
 import { Outbox, type OutboxOptions } from "./durable/outbox.js";
 import type { Journal, JournalEntry, OutboxRecord } from "./durable/types.js";
 import {
@@ -244,8 +245,9 @@ export class Gateway {
   }
 
   /**
-   * Recovers what a previous process left (docs/durability.md): its messages whose turn never
-   * started run, its cut-off turns get a notice in their chat (or run again with
+   * Recovers what a previous process left (docs/durability.md): its status messages still
+   * showing are cleared, its messages whose turn never started run, its cut-off turns get a
+   * notice in their chat (or run again with
    * `recovery.rerunInterrupted`), its unfinished replies are delivered from the outbox; then
    * every channel starts, Discord catches up on what was sent while nobody listened, and the
    * sandboxes' orphans of dead processes are reaped.
@@ -535,11 +537,18 @@ export class Gateway {
   }
 
   /**
-   * Takes over what a dead (or stopped) process left: dispatches its messages that ran no
-   * command, puts a notice for each cut-off turn in the outbox; resolves with the replies to
-   * resume (those notices included).
+   * Takes over what a dead (or stopped) process left: first its status messages still
+   * showing are cleared (before anything else goes to their chats), then it dispatches its
+   * messages that ran no command and puts a notice for each cut-off turn in the outbox;
+   * resolves with the replies to resume (those notices included).
    */
   async #recover(): Promise<OutboxRecord[]> {
+    await clearLeftoverStatuses({
+      journal: this.journal,
+      statusFor: (profile, platform) => this.#channelFor(profile, platform)?.status,
+      rerunInterrupted: this.config.rerunInterrupted,
+      logger: this.logger,
+    });
     const entries = await this.journal.takeOver();
     const notices: OutboxRecord[] = [];
     for (const entry of entries) {

@@ -35,3 +35,14 @@ export function planNotices(plan: MediaPlan, except: readonly MediaOutcome[] = [
   }
   return lines;
 }
+
+/**
+ * What a status message a crash left showing reads after the next start, when its turn was
+ * cut off (docs/durability.md): `rerun`, the turn runs again (and shows a status of its own).
+ */
+export function statusCutOffText(rerun: boolean): string {
+  return rerun ? "⏹ cut off by a restart; running it again" : "⏹ cut off by a restart";
+}
+
+/** What a leftover status of a turn that had ended reads when the platform refuses its delete. */
+export const StatusEndedText = "⌛ ended";
