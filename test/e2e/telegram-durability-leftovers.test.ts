@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { FaultProxy } from "../fakes/fault-proxy/index.js";
+import { botMethod, FaultProxy } from "../fakes/fault-proxy/index.js";
 import { FakeTelegram, type RecordedCall } from "../fakes/telegram/index.js";
 import { CliInstall } from "./harness/cli-install.js";
 import { waitUntil } from "./harness/gateway-home.js";
@@ -77,5 +77,22 @@ describe("a status message a SIGKILL left showing", () => {
     });
     expect(texts(after)).toHaveLength(1);
     expect(fake.botMessage(User, statusId)?.text).toBe("⏹ cut off by a restart");
+  });
+});
+
+describe("a reply text whose answer was lost (at-most-once)", () => {
+  it("a reset after the body was written: the text once, and once the line that it may not have arrived", async () => {
+    const gateway = await install("tg-text-reset", { progress: { enabled: false } });
+    proxy.add(botMethod("sendMessage"), { kind: "reset", stage: "after" });
+    await gateway.start();
+    fake.sendPrivateText({ userId: User, text: "echo the-answer" });
+    await waitUntil(() => texts(inChat()).length === 2, "the reply and its notice");
+    fake.sendPrivateText({ userId: User, text: "echo next" });
+    await waitUntil(() => texts(inChat()).includes("next"), "the next reply");
+    expect(texts(inChat())).toEqual([
+      "the-answer",
+      "⚠️ This reply may not have arrived in full: the connection broke (or the gateway restarted) while it was being sent, and it is not sent twice.",
+      "next",
+    ]);
   });
 });

@@ -1,5 +1,6 @@
 import { type MediaOutcome, type MediaPlan, noticeFor } from "@mediagate/media";
-import type { DeliveryOutcome } from "../channels/types.js";
+import type { DeliveryOutcome, Platform, StepResult } from "../channels/types.js";
+import { isTextStepKey } from "./step-keys.js";
 
 function basename(path: string): string {
   const parts = path.split("/");
@@ -19,6 +20,39 @@ export function deliveryNotice(outcome: DeliveryOutcome): string | undefined {
     case "unconfirmed":
       return `⚠️ ${basename(outcome.path)} may not have arrived: the connection broke while it was being sent, and it is not sent twice.`;
   }
+}
+
+/** The notice for reply text whose send may not have arrived (and is not sent twice). */
+export const TextUnconfirmedText =
+  "⚠️ This reply may not have arrived in full: the connection broke (or the gateway restarted) while it was being sent, and it is not sent twice.";
+
+const PlatformNames: Readonly<Record<Platform, string>> = {
+  telegram: "Telegram",
+  discord: "Discord",
+  console: "the console",
+};
+
+/**
+ * The notice for reply text the platform refused, or that could not be sent at all: `whole`,
+ * none of its parts arrived.
+ */
+export function textFailedText(platform: Platform, whole: boolean): string {
+  const what = whole ? "this reply's text" : "part of this reply's text";
+  return `⚠️ Couldn't deliver ${what}: ${PlatformNames[platform]} did not take it.`;
+}
+
+/**
+ * The lines for the reply's own text, by what its recorded steps came to: one when a part may
+ * not have arrived, one when a part was not delivered; none when every part was sent. The
+ * chat hears of every part of a reply that ended without delivery, as of every file.
+ */
+export function textNotices(steps: ReadonlyMap<string, StepResult>, platform: Platform): string[] {
+  const results = [...steps].filter(([key]) => isTextStepKey(key)).map(([, result]) => result);
+  const failed = results.filter((result) => result === "failed").length;
+  return [
+    ...(results.includes("unconfirmed") ? [TextUnconfirmedText] : []),
+    ...(failed > 0 ? [textFailedText(platform, failed === results.length)] : []),
+  ];
 }
 
 /**
