@@ -618,7 +618,12 @@ describe("Discord: a status message a SIGKILL left showing (the real CLI)", () =
     const dm = fake.world.dmChannel(HumanId);
     const isStatus = (content: unknown) => String(content).startsWith("⏳ working");
     await install.start();
-    fake.sendDirectMessage({ content: "sleep 120; echo never", authorId: HumanId });
+    fake.sendDirectMessage({
+      content: "touch /tmp/began; sleep 120; echo never",
+      authorId: HumanId,
+    });
+    // Its command runs: the turn is cut off by the kill, not run again.
+    await waitUntil(() => install.hasFile("/tmp/began"), "the command to run");
     await waitUntil(
       () => fake.messagesIn(dm).some((message) => isStatus(message.content)),
       "the status message",
@@ -652,5 +657,5 @@ describe("Discord: a status message a SIGKILL left showing (the real CLI)", () =
       "⏹ cut off by a restart",
       expect.stringContaining("The gateway restarted"),
     ]);
-  });
+  }, 120_000);
 });
