@@ -247,10 +247,10 @@ export class Gateway {
   /**
    * Recovers what a previous process left (docs/durability.md): its status messages still
    * showing are cleared, its messages whose turn never started run, its cut-off turns get a
-   * notice in their chat (or run again with
-   * `recovery.rerunInterrupted`), its unfinished replies are delivered from the outbox; then
-   * every channel starts, Discord catches up on what was sent while nobody listened, and the
-   * sandboxes' orphans of dead processes are reaped.
+   * notice in their chat (or run again with `recovery.rerunInterrupted`), its unfinished
+   * replies are delivered from the outbox; then every channel starts, Discord catches up on
+   * what was sent while nobody listened, and the sandboxes' orphans of dead processes are
+   * reaped.
    */
   async start(): Promise<void> {
     this.#accepting = true;
