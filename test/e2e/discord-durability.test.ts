@@ -609,3 +609,57 @@ describe("Discord: the outbox's own notices through a crash (the real CLI, SIGKI
     expect(fake.messagesIn(dm).map((message) => message.content)).toEqual([withheld]);
   });
 });
+
+describe("Discord: a status message a SIGKILL left showing (the real CLI)", () => {
+  it("is edited to say its turn was cut off before the restarted gateway posts anything else to the chat", async () => {
+    const fake = await startFake();
+    const install = await CliInstall.create("dc-status", {
+      discord: { token: Token, apiRoot: fake.apiRoot },
+      allowedUsers: [`discord:${HumanId}`],
+      progress: { afterSeconds: 1 },
+    });
+    cleanups.push(() => install.dispose());
+    const dm = fake.world.dmChannel(HumanId);
+    const isStatus = (content: unknown) => String(content).startsWith("⏳ working");
+    await install.start();
+    fake.sendDirectMessage({
+      content: "touch /tmp/began; sleep 120; echo never",
+      authorId: HumanId,
+    });
+    // Its command runs: the turn is cut off by the kill, not run again.
+    await waitUntil(() => install.hasFile("/tmp/began"), "the command to run");
+    await waitUntil(
+      () => fake.messagesIn(dm).some((message) => isStatus(message.content)),
+      "the status message",
+    );
+    const statusId = fake.messagesIn(dm).find((message) => isStatus(message.content))!.id;
+    const statusPath = `/channels/${dm}/messages/${statusId}`;
+    // The first edit comes after the status was recorded with its turn.
+    await waitUntil(
+      () => fake.calls.some((call) => call.method === "PATCH" && call.path === statusPath),
+      "the status to be edited",
+    );
+    await install.kill();
+
+    const restart = fake.calls.length;
+    await install.start();
+    await waitUntil(
+      () =>
+        fake.messagesIn(dm).some((message) => message.content.includes("The gateway restarted")),
+      "the notice for the cut-off turn",
+    );
+    const toChat = fake.calls
+      .slice(restart)
+      .filter((call) => call.path.startsWith(`/channels/${dm}/messages`));
+    expect(toChat[0]).toMatchObject({
+      method: "PATCH",
+      path: statusPath,
+      payload: { content: "⏹ cut off by a restart" },
+    });
+    expect(toChat.filter((call) => call.method === "POST")).toHaveLength(1);
+    expect(fake.messagesIn(dm).map((message) => message.content)).toEqual([
+      "⏹ cut off by a restart",
+      expect.stringContaining("The gateway restarted"),
+    ]);
+  }, 120_000);
+});

@@ -186,6 +186,22 @@ describe("gateway over Discord against the real Docker engine", () => {
     ).toHaveLength(2);
   });
 
+  it("tells the chat when Discord refuses a reply's text, in the same attempt", async () => {
+    const dm = fake.world.dmChannel(Admin);
+    const before = fake.messagesIn(dm).length;
+    fake.injectFailure({ kind: "client_error" });
+    fake.sendDirectMessage({ content: "echo refused-text", authorId: Admin });
+    await waitUntil(() => fake.messagesIn(dm).length > before, "the chat to be told");
+    await gateway!.idle();
+    expect(
+      fake
+        .messagesIn(dm)
+        .slice(before)
+        .map((message) => message.content),
+    ).toEqual(["⚠️ Couldn't deliver this reply's text: Discord did not take it."]);
+    expect(gateway!.outbox.scheduled).toBe(0);
+  });
+
   it("gives a user who is not allowed no agent turn", async () => {
     const dm = fake.world.dmChannel(Stranger);
     fake.sendDirectMessage({ content: "echo should-not-run", authorId: Stranger });

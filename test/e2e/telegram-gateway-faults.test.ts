@@ -125,6 +125,22 @@ describe("gateway over Telegram: delivery under rate limits and noise", () => {
     expect(uploads.map((c) => c.status)).toEqual([502]);
   });
 
+  it("tells the chat at once when Telegram refuses a reply's text, instead of retrying what it does not send again", async () => {
+    const since = bot.mark();
+    scheduled.length = 0;
+    bot.fake.failNext("sendMessage", {
+      kind: "error",
+      status: 400,
+      description: "Bad Request: TOPIC_CLOSED",
+    });
+    await bot.handle((fake) => fake.sendPrivateText({ userId: Admin, text: "echo refused" }));
+    expect(bot.texts(Admin, since)).toEqual([
+      "⚠️ Couldn't deliver this reply's text: Telegram did not take it.",
+    ]);
+    expect(scheduled).toEqual([]);
+    expect(bot.callsIn(Admin, since).filter((c) => c.method === "sendMessage")).toHaveLength(2);
+  });
+
   it("does not sleep through a long flood wait: the reply is scheduled for after it, then delivered", async () => {
     const since = bot.mark();
     scheduled.length = 0;

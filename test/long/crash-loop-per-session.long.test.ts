@@ -6,10 +6,13 @@ import { killSummary, lastRunLosses, lostMessageLogs, startSummary } from "./dur
 import { describeExit } from "./durability/gateway-process.js";
 import { SeededRandom } from "./durability/prng.js";
 import {
+  auditStatuses,
   noticeSamples,
   replyProblems,
   replySummary,
   settleReplies,
+  statusProblems,
+  statusSummary,
 } from "./durability/reply-audit.js";
 import { describe as describeContainers, orphansOf } from "./durability/sandbox-census.js";
 import { planTraffic, sessionKeyOf } from "./durability/traffic.js";
@@ -20,8 +23,9 @@ import { planTraffic, sessionKeyOf } from "./durability/traffic.js";
  * 150 messages. Each user moves on to a new conversation (their private chat, then groups:
  * a session per member) every 6 messages, so most sessions are left behind by a process that
  * is then killed, the way chats go quiet. In the end every message is answered exactly once,
- * the last process has removed every per-session container and slot directory of the dead
- * ones (running or exited), and after its SIGTERM none is left at all.
+ * no status message is left reading "⏳ working", the last process has removed every
+ * per-session container and slot directory of the dead ones (running or exited), and after
+ * its SIGTERM none is left at all.
  */
 const Users = [7101, 7102, 7103, 7104, 7105];
 const Messages = 150;
@@ -89,6 +93,8 @@ describe("SIGKILL loop with per-session containers", () => {
     const orphans = orphansOf(serving, live);
     const exit = await b.terminate();
     const stopped = await b.census();
+    // What every chat shows once the last process stopped.
+    const statuses = auditStatuses(fake, loop.sent);
     const leftContainers = stopped.containers.filter((c) => !c.persistent);
     const leftDirs = stopped.slotDirs.filter((d) => d.startsWith("session"));
 
@@ -96,12 +102,14 @@ describe("SIGKILL loop with per-session containers", () => {
       [
         `[crash-loop-per-session] ${killSummary(loop.kills)}; ${startSummary(b.runs)}`,
         `[crash-loop-per-session] ${replySummary(audit)}; ${lastRunLosses(audit, loop)}`,
+        `[crash-loop-per-session] ${statusSummary(statuses)}`,
         ...noticeSamples(audit).map((n) => `[crash-loop-per-session] notice ${n}`),
         `[crash-loop-per-session] ${sessions.size} sessions, ${live.size} served by the last run; while it serves: ${serving.containers.length} containers, ${orphans.containers.length} orphaned (${orphans.containers.filter((c) => c.state === "running").length} running), ${orphans.slotDirs.length} orphaned slot dirs; after SIGTERM: ${leftContainers.length} per-session containers, ${leftDirs.length} session slot dirs`,
       ].join("\n"),
     );
     const problems = [
       ...replyProblems(audit, { maxNoticed: Kills * Concurrency }),
+      ...statusProblems(statuses),
       ...(orphans.containers.length === 0
         ? []
         : [

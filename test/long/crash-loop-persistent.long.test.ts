@@ -6,10 +6,13 @@ import { killSummary, lastRunLosses, lostMessageLogs, startSummary } from "./dur
 import { describeExit } from "./durability/gateway-process.js";
 import { SeededRandom } from "./durability/prng.js";
 import {
+  auditStatuses,
   noticeSamples,
   replyProblems,
   replySummary,
   settleReplies,
+  statusProblems,
+  statusSummary,
 } from "./durability/reply-audit.js";
 import { persistentSlotProblems } from "./durability/sandbox-census.js";
 import { planTraffic } from "./durability/traffic.js";
@@ -19,8 +22,9 @@ import { planTraffic } from "./durability/traffic.js";
  * SIGKILLed 30 times at seeded random moments while 5 users send 150 messages (quick echoes,
  * 3 s commands, file replies) to one persistent profile. Telegram is the local fake, which
  * keeps every update until a later `getUpdates` offset confirms it. In the end every message
- * has exactly one reply (or, for a turn a kill cut off, a notice replying to it), and the
- * profile has exactly one container and one slot directory.
+ * has exactly one reply (or, for a turn a kill cut off, a notice replying to it), no status
+ * message is left reading "⏳ working", and the profile has exactly one container and one
+ * slot directory.
  */
 const Users = [7001, 7002, 7003, 7004, 7005];
 const Messages = 150;
@@ -73,17 +77,21 @@ describe("SIGKILL loop on a persistent profile", () => {
     const serving = await b.census();
     const exit = await b.terminate();
     const stopped = await b.census();
+    // What every chat shows once the last process stopped.
+    const statuses = auditStatuses(fake, loop.sent);
 
     console.log(
       [
         `[crash-loop-persistent] ${killSummary(loop.kills)}; ${startSummary(b.runs)}`,
         `[crash-loop-persistent] ${replySummary(audit)}; ${lastRunLosses(audit, loop)}`,
+        `[crash-loop-persistent] ${statusSummary(statuses)}`,
         ...noticeSamples(audit).map((n) => `[crash-loop-persistent] notice ${n}`),
         `[crash-loop-persistent] containers while serving: ${serving.containers.length}, after SIGTERM: ${stopped.containers.length}; slot dirs: ${stopped.slotDirs.length}`,
       ].join("\n"),
     );
     const problems = [
       ...replyProblems(audit, { maxNoticed: Kills * Concurrency }),
+      ...statusProblems(statuses),
       ...persistentSlotProblems(serving, b.profile).map((p) => `while serving: ${p}`),
       ...persistentSlotProblems(stopped, b.profile).map((p) => `after SIGTERM: ${p}`),
       ...b.exitProblems(),

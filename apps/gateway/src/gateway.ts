@@ -24,6 +24,7 @@ import { Defaults } from "./defaults.js";
 import { PartlyRecordedError, StorageError } from "./durable/errors.js";
 import { journalDbPath, SqliteJournal } from "./durable/journal.js";
 import { lostJournalText } from "./durable/journal-marker.js";
+import { clearLeftoverStatuses } from "./durable/leftover-statuses.js";
 import { Outbox, type OutboxOptions } from "./durable/outbox.js";
 import type { Journal, JournalEntry, OutboxRecord, RecordResult } from "./durable/types.js";
 import { logOpenCheck } from "./health/database-checks.js";
@@ -282,11 +283,12 @@ export class Gateway {
   }
 
   /**
-   * Recovers what a previous process left (docs/durability.md): its messages whose turn never
-   * started run, its cut-off turns get a notice in their chat (or run again with
-   * `recovery.rerunInterrupted`), its unfinished replies are delivered from the outbox; then
-   * every channel starts (Discord catches up on what was sent while nobody listened, at this
-   * and every later new gateway session), and the sandboxes' orphans of dead processes are
+   * Recovers what a previous process left (docs/durability.md): its status messages still
+   * showing are cleared, its messages whose turn never started run, its cut-off turns get a
+   * notice in their chat (or run again with `recovery.rerunInterrupted`), its unfinished
+   * replies are delivered from the outbox; then every channel starts (Discord catches up on
+   * what was sent while nobody listened, at this and every later new gateway session), and the
+   * sandboxes' orphans of dead processes are
    * reaped.
    */
   async start(): Promise<void> {
@@ -573,11 +575,18 @@ export class Gateway {
   }
 
   /**
-   * Takes over what a dead (or stopped) process left: dispatches its messages that ran no
-   * command, puts a notice for each cut-off turn in the outbox; resolves with the replies to
-   * resume (those notices included).
+   * Takes over what a dead (or stopped) process left: first its status messages still
+   * showing are cleared (before anything else goes to their chats), then it dispatches its
+   * messages that ran no command and puts a notice for each cut-off turn in the outbox;
+   * resolves with the replies to resume (those notices included).
    */
   async #recover(): Promise<OutboxRecord[]> {
+    await clearLeftoverStatuses({
+      journal: this.journal,
+      statusFor: (profile, platform) => this.#channelFor(profile, platform)?.status,
+      rerunInterrupted: this.config.rerunInterrupted,
+      logger: this.logger,
+    });
     const entries = await this.journal.takeOver();
     const notices: OutboxRecord[] = [];
     for (const entry of entries) {

@@ -87,10 +87,12 @@ export type {
   JournalEntry,
   JournalOutcome,
   JournalState,
+  LeftoverStatus,
   OutboxRecord,
   OutboxReply,
   OutboxState,
   RecordResult,
+  StatusRecord,
 } from "./durable/types.js";
 export type { GatewayOptions } from "./gateway.js";
 export {
@@ -120,7 +122,7 @@ export { PipelineStepError } from "./pipeline/step-error.js";
 export type { TurnExit } from "./pipeline/turn-report.js";
 export { Redacted, Redactor, redactText } from "./redact.js";
 export { ProfileRuntime } from "./runtime/profile-runtime.js";
-export type { ProgressClock, ProgressOptions } from "./runtime/progress.js";
+export type { ProgressClock, ProgressOptions, StatusLedger } from "./runtime/progress.js";
 export {
   formatElapsed,
   ProgressDefaults,

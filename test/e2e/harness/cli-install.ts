@@ -64,6 +64,20 @@ export class CliInstall {
     return this.#runs.map((run) => run.stdout() + run.stderr()).join("\n");
   }
 
+  /**
+   * Whether `path` exists in one of the install's running containers: a command that touches
+   * it first is running there (its turn ran its first command).
+   */
+  async hasFile(path: string): Promise<boolean> {
+    const running = (
+      await this.#docker.containers({ "mediagate.install": installOf(this.home) })
+    ).filter((c) => c.state === "running");
+    for (const c of running) {
+      if ((await this.#docker.exec(c.id, ["test", "-f", path])).exitCode === 0) return true;
+    }
+    return false;
+  }
+
   /** SIGKILLs the running process (a crash) and waits until it is gone. */
   async kill(): Promise<CliRun | undefined> {
     const run = this.#runs.at(-1);

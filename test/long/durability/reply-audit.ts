@@ -225,6 +225,59 @@ export function noticeSamples(audit: ReplyAudit): string[] {
     );
 }
 
+/** What became of the status messages the gateway posted in the users' chats. */
+export interface StatusAudit {
+  /** Status posts (`⏳ working …`) that Telegram took. */
+  readonly posted: number;
+  /** Deleted since. */
+  readonly deleted: number;
+  /** Still in the chat, by the last text each shows (edits applied). */
+  readonly shown: readonly { readonly call: RecordedCall; readonly text: string }[];
+}
+
+const isStatusPost = (call: RecordedCall): boolean =>
+  call.ok && call.method === "sendMessage" && String(call.params.text).startsWith("⏳ working");
+
+/**
+ * Every status message posted in the chats of `messages`, as the chat shows it now (the
+ * fake's state, every edit and delete applied): a status a crash left behind must have been
+ * deleted or edited by a later start (docs/durability.md), never left reading `⏳ working`.
+ */
+export function auditStatuses(fake: FakeTelegram, messages: readonly SentMessage[]): StatusAudit {
+  const chats = new Set(messages.map((m) => String(m.chatId)));
+  const posts = fake.calls.filter((c) => isStatusPost(c) && chats.has(String(c.params.chat_id)));
+  const shown: { call: RecordedCall; text: string }[] = [];
+  for (const call of posts) {
+    const id = Number((call.result as { message_id?: unknown } | undefined)?.message_id);
+    const now = fake.botMessage(String(call.params.chat_id), id);
+    if (now !== undefined) shown.push({ call, text: String(now.text) });
+  }
+  return { posted: posts.length, deleted: posts.length - shown.length, shown };
+}
+
+/** One problem line when a status message still reads `⏳ working`. */
+export function statusProblems(audit: StatusAudit): string[] {
+  const working = audit.shown.filter((s) => s.text.startsWith("⏳ working"));
+  if (working.length === 0) return [];
+  return [
+    `${working.length} status messages still read "⏳ working" at the end: ${working
+      .map((s) => `#${s.call.seq} in chat ${String(s.call.params.chat_id)}`)
+      .join(", ")}`,
+  ];
+}
+
+/** One line of figures: status messages posted, deleted, and what the others read. */
+export function statusSummary(audit: StatusAudit): string {
+  const texts = new Map<string, number>();
+  for (const { text } of audit.shown) {
+    const head = text.split("\n")[0] ?? "";
+    const key = head.startsWith("⏳ working") ? "⏳ working" : head;
+    texts.set(key, (texts.get(key) ?? 0) + 1);
+  }
+  const left = [...texts].map(([text, n]) => `${n} "${text}"`).join(", ");
+  return `${audit.posted} status messages: ${audit.deleted} deleted${left === "" ? "" : `, ${left}`}`;
+}
+
 /** Options of {@link settleReplies}. */
 export interface SettleOptions {
   /**

@@ -237,7 +237,11 @@ export interface DeliveryReport {
    * recorded as done are left for the outbox to retry after this many seconds.
    */
   readonly retryAfterSeconds?: number | undefined;
-  /** Text chunks that were not sent (skipped for a rate limit or an abort, or refused). */
+  /**
+   * Text parts still to send (skipped for a rate limit or an abort): the outbox tries them
+   * again. A part the platform refused for good is recorded `failed` instead, and the chat is
+   * told (docs/durability.md).
+   */
   readonly textPending?: boolean | undefined;
 }
 

@@ -14,10 +14,12 @@ import type {
   JournalEntry,
   JournalOutcome,
   JournalState,
+  LeftoverStatus,
   OutboxRecord,
   OutboxReply,
   OutboxState,
   RecordResult,
+  StatusRecord,
 } from "./types.js";
 
 /** What the journal database is opened with (plain data: it crosses to the worker thread). */
@@ -36,6 +38,14 @@ interface EntryRow {
   message: string;
   received_at: number;
   started_at: number | null;
+}
+
+interface StatusRow {
+  id: number;
+  profile: string;
+  platform: InboundMessage["platform"];
+  state: JournalState;
+  status: string;
 }
 
 interface ReplyRow {
@@ -77,6 +87,10 @@ function isInboundMessage(value: unknown): value is InboundMessage {
 
 function isChatTarget(value: unknown): value is ChatTarget {
   return isRecord(value) && typeof value.platform === "string" && typeof value.chatId === "string";
+}
+
+function isStatusRecord(value: unknown): value is StatusRecord {
+  return isRecord(value) && isChatTarget(value.target) && typeof value.messageId === "string";
 }
 
 function parseJson(text: string): unknown {
@@ -298,12 +312,63 @@ export class JournalDatabase {
     ).get(id);
   }
 
-  /** Hands this owner's unfinished entries and pending replies to whoever starts next. */
+  statusShown(entryId: number, status: StatusRecord): void {
+    this.#prepare("UPDATE entries SET status = ? WHERE id = ?").run(
+      JSON.stringify({ target: status.target, messageId: status.messageId }),
+      entryId,
+    );
+  }
+
+  statusGone(entryId: number): void {
+    this.#prepare("UPDATE entries SET status = NULL WHERE id = ? AND status IS NOT NULL").run(
+      entryId,
+    );
+  }
+
+  /**
+   * Status messages recorded with entries of gone owners, oldest first. One that does not read
+   * back (it cannot, short of editing the file) is forgotten.
+   */
+  leftoverStatuses(): LeftoverStatus[] {
+    const owners = this.#prepare<[], { owner: string }>(
+      "SELECT DISTINCT owner FROM entries WHERE status IS NOT NULL",
+    )
+      .all()
+      .map((row) => row.owner);
+    const rows = this.#gone(owners).flatMap((owner) =>
+      this.#prepare<[string], StatusRow>(
+        "SELECT id, profile, platform, state, status FROM entries WHERE owner = ? AND status IS NOT NULL",
+      ).all(owner),
+    );
+    rows.sort((a, b) => a.id - b.id);
+    return rows.flatMap((row) => {
+      const status = parseJson(row.status);
+      if (!isStatusRecord(status)) {
+        this.statusGone(row.id);
+        return [];
+      }
+      return [
+        {
+          entryId: row.id,
+          profile: row.profile,
+          platform: row.platform,
+          state: row.state,
+          target: status.target,
+          messageId: status.messageId,
+        },
+      ];
+    });
+  }
+
+  /**
+   * Hands this owner's unfinished entries, pending replies and status messages still showing to
+   * whoever starts next.
+   */
   release(): number {
     return this.#db
       .transaction(() => {
         const entries = this.#prepare(
-          "UPDATE entries SET owner = ? WHERE owner = ? AND state <> 'done'",
+          "UPDATE entries SET owner = ? WHERE owner = ? AND (state <> 'done' OR status IS NOT NULL)",
         ).run(ReleasedOwner, this.#owner).changes;
         const replies = this.#prepare(
           "UPDATE replies SET owner = ? WHERE owner = ? AND state = 'pending'",

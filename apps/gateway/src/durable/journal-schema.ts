@@ -4,7 +4,8 @@ import type { Migration } from "../state/schema.js";
  * Schema history of the journal database (`<root home>/journal.db`), oldest first. Append new
  * steps; never edit a released one. Run by the same `migrate` as the state database.
  *
- * - `entries`: one row per inbound message (`key` = `<profile>:<platform>:<receiptId>`);
+ * - `entries`: one row per inbound message (`key` = `<profile>:<platform>:<receiptId>`), with
+ *   its turn's status message while it shows;
  * - `receipts`: every receipt id an entry was recorded by (all of a merged message's, the
  *   first being the entry's key), keyed the same way;
  * - `cursors`: the newest recorded Discord message per chat, for the catch-up after a restart;
@@ -93,6 +94,17 @@ export const JOURNAL_MIGRATIONS: readonly Migration[] = [
         ) STRICT, WITHOUT ROWID;
         CREATE INDEX receipts_entry ON receipts (entry_id);
         INSERT INTO receipts (key, entry_id, whole) SELECT key, id, 1 FROM entries;
+      `);
+    },
+  },
+  {
+    // The turn's live status message (its chat and id) while it shows, so the next start
+    // clears one a crash left behind (docs/durability.md).
+    version: 4,
+    up(db) {
+      db.exec(`
+        ALTER TABLE entries ADD COLUMN status TEXT CHECK (status IS NULL OR json_valid(status));
+        CREATE INDEX entries_status ON entries (owner) WHERE status IS NOT NULL;
       `);
     },
   },

@@ -438,7 +438,7 @@ describe("SqliteJournal", () => {
     await journal.setPlan("old-reply", plan);
     await journal.release();
     expect((await journal.takeOverReplies())[0]?.plan).toEqual(plan);
-    expect(raw("PRAGMA user_version")).toEqual([{ user_version: 3 }]);
+    expect(raw("PRAGMA user_version")).toEqual([{ user_version: JOURNAL_MIGRATIONS.length }]);
   });
 
   it("knows an entry of a journal from before receipts by its key, an album there whole", async () => {
@@ -454,7 +454,7 @@ describe("SqliteJournal", () => {
     old.close();
 
     const journal = await openJournal();
-    expect(raw("PRAGMA user_version")).toEqual([{ user_version: 3 }]);
+    expect(raw("PRAGMA user_version")).toEqual([{ user_version: JOURNAL_MIGRATIONS.length }]);
     const [entry] = await journal.takeOver();
     expect(await journal.record(telegram("70"))).toEqual({ id: entry?.id, fresh: false });
     // That version recorded an album by its first update: offered again under it, the whole
@@ -465,6 +465,74 @@ describe("SqliteJournal", () => {
     });
     expect(await journal.recorded("work", "telegram", ["70", "71"])).toEqual(["70", "71"]);
     expect(await journal.recorded("work", "telegram", ["71", "70"])).toEqual(["70"]);
+  });
+
+  it("keeps a turn's status message while it shows and hands those of gone processes to the next start", async () => {
+    const dead = await openJournal(deadOwner);
+    const status = (chatId: string, messageId: string) => ({
+      target: { platform: "telegram" as const, chatId, replyToMessageId: "1" },
+      messageId,
+    });
+    const cutOff = await dead.record(telegram("1"));
+    await dead.started(cutOff.id);
+    await dead.statusShown(cutOff.id, status("100", "41"));
+    const answered = await dead.record(telegram("2"));
+    await dead.statusShown(answered.id, status("100", "42"));
+    await dead.addReply(replyTo(telegram("2")), answered.id);
+    const cleared = await dead.record(telegram("3"));
+    await dead.statusShown(cleared.id, status("100", "43"));
+    await dead.statusGone(cleared.id);
+    await dead.finished(cleared.id, "silent");
+    const alive = await openJournal(liveOwner);
+    const theirs = await alive.record(telegram("4"));
+    await alive.statusShown(theirs.id, status("100", "44"));
+
+    const me = await openJournal();
+    const leftovers = await me.leftoverStatuses();
+    expect(leftovers).toEqual([
+      {
+        entryId: cutOff.id,
+        profile: "work",
+        platform: "telegram",
+        state: "started",
+        ...status("100", "41"),
+      },
+      {
+        entryId: answered.id,
+        profile: "work",
+        platform: "telegram",
+        state: "done",
+        ...status("100", "42"),
+      },
+    ]);
+    // Only reads: the entries are still there to take over, the statuses until forgotten.
+    expect((await me.takeOver()).map((entry) => entry.id)).toEqual([cutOff.id]);
+    expect((await me.leftoverStatuses()).map((left) => left.entryId)).toEqual([answered.id]);
+    await me.statusGone(answered.id);
+    await me.statusGone(cutOff.id);
+    await me.release();
+    expect(await (await openJournal()).leftoverStatuses()).toEqual([]);
+  });
+
+  it("releases a status still showing at a stop, its turn done or not, and forgets one that does not read back", async () => {
+    const first = await openJournal();
+    const done = await first.record(telegram("1"));
+    await first.statusShown(done.id, {
+      target: { platform: "telegram", chatId: "100" },
+      messageId: "7",
+    });
+    await first.finished(done.id, "failed");
+    expect(await first.leftoverStatuses()).toEqual([]);
+    expect(await first.release()).toBe(1);
+    expect(await first.leftoverStatuses()).toMatchObject([{ entryId: done.id, state: "done" }]);
+    await first.close();
+
+    const db = new Database(path);
+    db.prepare("UPDATE entries SET status = '{\"messageId\":7}' WHERE id = ?").run(done.id);
+    db.close();
+    const next = await openJournal();
+    expect(await next.leftoverStatuses()).toEqual([]);
+    expect(raw("SELECT status FROM entries")).toEqual([{ status: null }]);
   });
 
   it("refuses a journal written by a newer schema and leaves it alone", async () => {

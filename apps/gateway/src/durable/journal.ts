@@ -15,9 +15,11 @@ import type {
   JournalEntry,
   JournalOutcome,
   JournalState,
+  LeftoverStatus,
   OutboxRecord,
   OutboxReply,
   RecordResult,
+  StatusRecord,
 } from "./types.js";
 
 /** Options of {@link SqliteJournal.open}. */
@@ -211,6 +213,18 @@ export class SqliteJournal implements Journal {
    */
   takeOver(): Promise<JournalEntry[]> {
     return this.#worker.call("takeOver", this.#now());
+  }
+
+  statusShown(entryId: number, status: StatusRecord): Promise<void> {
+    return this.#worker.call("statusShown", entryId, status);
+  }
+
+  statusGone(entryId: number): Promise<void> {
+    return this.#worker.call("statusGone", entryId);
+  }
+
+  leftoverStatuses(): Promise<LeftoverStatus[]> {
+    return this.#worker.call("leftoverStatuses");
   }
 
   cursors(profile: string): Promise<ChatCursor[]> {

@@ -1,5 +1,6 @@
 import { type MediaOutcome, type MediaPlan, noticeFor } from "@mediagate/media";
-import type { DeliveryOutcome } from "../channels/types.js";
+import type { DeliveryOutcome, Platform, StepResult } from "../channels/types.js";
+import { isTextStepKey } from "./step-keys.js";
 
 function basename(path: string): string {
   const parts = path.split("/");
@@ -21,6 +22,39 @@ export function deliveryNotice(outcome: DeliveryOutcome): string | undefined {
   }
 }
 
+/** The notice for reply text whose send may not have arrived (and is not sent twice). */
+export const TextUnconfirmedText =
+  "⚠️ This reply may not have arrived in full: the connection broke (or the gateway restarted) while it was being sent, and it is not sent twice.";
+
+const PlatformNames: Readonly<Record<Platform, string>> = {
+  telegram: "Telegram",
+  discord: "Discord",
+  console: "the console",
+};
+
+/**
+ * The notice for reply text the platform refused, or that could not be sent at all: `whole`,
+ * none of its parts arrived.
+ */
+export function textFailedText(platform: Platform, whole: boolean): string {
+  const what = whole ? "this reply's text" : "part of this reply's text";
+  return `⚠️ Couldn't deliver ${what}: ${PlatformNames[platform]} did not take it.`;
+}
+
+/**
+ * The lines for the reply's own text, by what its recorded steps came to: one when a part may
+ * not have arrived, one when a part was not delivered; none when every part was sent. The
+ * chat hears of every part of a reply that ended without delivery, as of every file.
+ */
+export function textNotices(steps: ReadonlyMap<string, StepResult>, platform: Platform): string[] {
+  const results = [...steps].filter(([key]) => isTextStepKey(key)).map(([, result]) => result);
+  const failed = results.filter((result) => result === "failed").length;
+  return [
+    ...(results.includes("unconfirmed") ? [TextUnconfirmedText] : []),
+    ...(failed > 0 ? [textFailedText(platform, failed === results.length)] : []),
+  ];
+}
+
 /**
  * One line per file the plan did not mark ready: unreachable, denied (the path is never
  * echoed), too large (size and limit). Outcomes in `except` are left out (a resumed plan's
@@ -35,3 +69,14 @@ export function planNotices(plan: MediaPlan, except: readonly MediaOutcome[] = [
   }
   return lines;
 }
+
+/**
+ * What a status message a crash left showing reads after the next start, when its turn was
+ * cut off (docs/durability.md): `rerun`, the turn runs again (and shows a status of its own).
+ */
+export function statusCutOffText(rerun: boolean): string {
+  return rerun ? "⏹ cut off by a restart; running it again" : "⏹ cut off by a restart";
+}
+
+/** What a leftover status of a turn that had ended reads when the platform refuses its delete. */
+export const StatusEndedText = "⌛ ended";

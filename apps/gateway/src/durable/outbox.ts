@@ -26,7 +26,7 @@ import type {
 import { Defaults } from "../defaults.js";
 import type { Logger } from "../log.js";
 import { type DeliveryItem, deliveryItems } from "./delivery-items.js";
-import { deliveryNotice, planNotices } from "./notices.js";
+import { deliveryNotice, planNotices, textNotices } from "./notices.js";
 import { ReplyTimes } from "./reply-times.js";
 import {
   formatStepKey,
@@ -98,10 +98,6 @@ export interface AttemptSummary {
  * restart in between finishes giving up instead of delivering the reply after all.
  */
 const GivenUpStep = formatStepKey({ kind: "givenUp" });
-
-/** The notice for reply text whose send may not have arrived (and is not sent twice). */
-export const TextUnconfirmedText =
-  "⚠️ This reply may not have arrived in full: the connection broke (or the gateway restarted) while it was being sent, and it is not sent twice.";
 
 /** The text the chat gets for a reply the outbox gave up on. */
 export function givenUpText(attempts: number, ageMs: number, reason: string): string {
@@ -394,8 +390,7 @@ export class Outbox {
         .map((outcome: DeliveryOutcome) => deliveryNotice(outcome))
         .filter((line): line is string => line !== undefined),
     ];
-    if ([...done].some(([key, result]) => isTextStepKey(key) && result === "unconfirmed"))
-      notices.unshift(TextUnconfirmedText);
+    notices.unshift(...textNotices(done, record.platform));
     await this.#notice(channel, record, progress, "delivery", notices, signal);
     try {
       await this.#journal.closeReply(record.id, "delivered");
@@ -469,6 +464,7 @@ export class Outbox {
     if (lines.length === 0 || progress.done.has(key) || signal.aborted) return;
     const text = lines.join("\n");
     let result: StepResult = "sent";
+    const steps = noticeProgress(progress, name);
     try {
       const report = await channel.deliver(
         {
@@ -478,9 +474,10 @@ export class Outbox {
           text,
           plan: textOnlyPlan(text),
         },
-        { signal, progress: noticeProgress(progress, name) },
+        { signal, progress: steps },
       );
-      if (report.textPending === true) result = "failed";
+      if (report.textPending === true || [...steps.done.values()].includes("failed"))
+        result = "failed";
     } catch (error) {
       if (!signal.aborted)
         this.#log.warn({ err: error, replyId: record.id, key }, "could not send a notice");

@@ -44,6 +44,26 @@ export interface JournalEntry {
   readonly startedAtMs?: number | undefined;
 }
 
+/**
+ * A turn's live status message while it shows (docs/sessions.md, "Live progress"): kept with
+ * the turn's journal entry from its post until it is deleted, so a restart can clear one a
+ * crash left behind (docs/durability.md).
+ */
+export interface StatusRecord {
+  readonly target: ChatTarget;
+  /** The platform's id of the status message. */
+  readonly messageId: string;
+}
+
+/** A status message a process that is gone left showing, with the turn it belonged to. */
+export interface LeftoverStatus extends StatusRecord {
+  readonly entryId: number;
+  readonly profile: string;
+  readonly platform: InboundMessage["platform"];
+  /** Where its turn's entry is: `done` means the turn had ended (its reply was recorded). */
+  readonly state: JournalState;
+}
+
 /** What {@link Journal.record} found. */
 export interface RecordResult {
   readonly id: number;
@@ -141,6 +161,17 @@ export interface Journal {
    * (owner set to it in the same transaction, so two starting processes never both take one).
    */
   takeOver(): Promise<JournalEntry[]>;
+  /** The turn of entry `entryId` posted its status message. */
+  statusShown(entryId: number, status: StatusRecord): Promise<void>;
+  /** The status message of entry `entryId` is gone (deleted, or marked ended). */
+  statusGone(entryId: number): Promise<void>;
+  /**
+   * The status messages still recorded with entries whose owner process is gone (or that a
+   * stopped gateway released), oldest first. Takes nothing over: each is forgotten with
+   * {@link statusGone} once it was cleared in its chat (one that does not read back is
+   * forgotten at once).
+   */
+  leftoverStatuses(): Promise<LeftoverStatus[]>;
   /** The newest recorded Discord message per chat of `profile`. */
   cursors(profile: string): Promise<ChatCursor[]>;
   /**
@@ -169,8 +200,9 @@ export interface Journal {
   /** Recent replies, newest first, or the one with `id`; only reads (the web console). */
   replies(query: { limit?: number; id?: string }): Promise<OutboxRecord[]>;
   /**
-   * At a graceful stop: this process's unfinished entries and pending replies are released,
-   * so the next start takes them over even if this process (e.g. a test) keeps running.
+   * At a graceful stop: this process's unfinished entries, pending replies and status messages
+   * still showing are released, so the next start takes them over even if this process (e.g.
+   * a test) keeps running.
    * Resolves with how many were released.
    */
   release(): Promise<number>;

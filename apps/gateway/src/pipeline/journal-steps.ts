@@ -1,4 +1,5 @@
 import type { JournalOutcome } from "../durable/types.js";
+import type { StatusLedger } from "../runtime/progress.js";
 import type { MessageContext } from "./types.js";
 
 /** The message's journal entry and those of the messages merged into its turn. */
@@ -35,4 +36,18 @@ export async function startEntry(ctx: MessageContext): Promise<void> {
   const ids = entryIdsOf(ctx);
   if (ids.length === 0) return;
   await ctx.services.journal.started(ids);
+}
+
+/**
+ * The turn's status message, kept with the message's journal entry while it shows, so the
+ * next start clears one a crash left behind (docs/durability.md). None without an entry.
+ */
+export function statusLedger(ctx: MessageContext): StatusLedger | undefined {
+  const { entryId, target } = ctx;
+  if (entryId === undefined) return undefined;
+  const { journal } = ctx.services;
+  return {
+    shown: (messageId) => journal.statusShown(entryId, { target, messageId }),
+    gone: () => journal.statusGone(entryId),
+  };
 }

@@ -8,7 +8,7 @@ import {
 } from "../runtime/sandbox-errors.js";
 import { createToolRunner } from "../runtime/tool-runner.js";
 import { abortedByStop } from "../session/stopping.js";
-import { finishEntry, startEntry } from "./journal-steps.js";
+import { finishEntry, startEntry, statusLedger } from "./journal-steps.js";
 import type { TurnReport } from "./turn-report.js";
 import { type MessageContext, type Middleware, say, sessionOf } from "./types.js";
 
@@ -18,16 +18,17 @@ export const TurnFailedText = "⚠️ Something went wrong while handling that m
 /**
  * Step 5: the agent's turn, with the typing indicator (once it ran a second) renewed and,
  * after the profile's `progress.afterSeconds`, one status message edited with the running
- * command or tool call and the elapsed time, deleted once the reply's delivery attempt ended
- * (docs/sessions.md, "Live progress"); on a channel that cannot edit (the console) or with
- * `progress.enabled: false`, a one-time "still working…" message after
- * `stillWorkingAfterSeconds` instead. A turn aborted by /stop ends silently (the command
- * replies); one cut off by the gateway's stop stays started in the journal (the next start
- * tells the chat); an unreachable Docker daemon gives one clear line and nothing else is
- * affected. The turn's report gets its commands, the last one's exit code, how it ended and
- * the reply's size. The agent's notices (a voice note it could not transcribe) are said before
- * the reply goes out; the agent reads the user's files out of the container through
- * `readContainerFile` when their slot has no host path (docs/inbound-media.md).
+ * command or tool call and the elapsed time, kept with the message's journal entry while it
+ * shows, deleted once the reply's delivery attempt ended (docs/sessions.md, "Live progress");
+ * on a channel that cannot edit (the console) or with `progress.enabled: false`, a one-time
+ * "still working…" message after `stillWorkingAfterSeconds` instead. A turn aborted by /stop
+ * ends silently (the command replies); one cut off by the gateway's stop stays started in the
+ * journal (the next start tells the chat); an unreachable Docker daemon gives one clear line
+ * and nothing else is affected. The turn's report gets its commands, the last one's exit
+ * code, how it ended and the reply's size. The agent's notices (a voice note it could not
+ * transcribe) are said before the reply goes out; the agent reads the user's files out of the
+ * container through `readContainerFile` when their slot has no host path
+ * (docs/inbound-media.md).
  */
 export const runTurn: Middleware = async (ctx, next) => {
   const progress = startProgress(ctx);
@@ -50,6 +51,7 @@ function startProgress(ctx: MessageContext): TurnProgress | undefined {
     everyMs: settings.everySeconds * 1000,
     clock: ctx.services.progressClock,
     onProblem: (what, error) => ctx.log.warn({ err: error }, what),
+    ledger: statusLedger(ctx),
   });
   progress.start();
   return progress;

@@ -2,7 +2,13 @@ import { setImmediate as settle } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { manualClock } from "../../../../test-support/clock.js";
 import { type ChatTarget, StatusCallError, type StatusMessages } from "../channels/types.js";
-import { describeCommand, formatElapsed, statusText, TurnProgress } from "./progress.js";
+import {
+  describeCommand,
+  formatElapsed,
+  type StatusLedger,
+  statusText,
+  TurnProgress,
+} from "./progress.js";
 
 /** A platform's status calls as this side sees them: recorded, failing when told to. */
 class RecordingStatus implements StatusMessages {
@@ -50,7 +56,16 @@ class RecordingStatus implements StatusMessages {
 const target: ChatTarget = { platform: "telegram", chatId: "7" };
 const serverError = () => new StatusCallError("edit", 502, "Bad Gateway");
 
-function progressOf(status: RecordingStatus, everyMs = 1000) {
+/** A ledger that writes into the status's call list, so the order of both shows. */
+function ledgerOf(status: RecordingStatus, failing = false): StatusLedger {
+  const write = async (call: string) => {
+    status.calls.push(failing ? `${call} ✗` : call);
+    if (failing) throw new Error("disk full");
+  };
+  return { shown: (id) => write(`ledger shown ${id}`), gone: () => write("ledger gone") };
+}
+
+function progressOf(status: RecordingStatus, everyMs = 1000, ledger?: StatusLedger) {
   const clock = manualClock();
   const problems: string[] = [];
   const progress = new TurnProgress(status, target, {
@@ -58,6 +73,7 @@ function progressOf(status: RecordingStatus, everyMs = 1000) {
     everyMs,
     clock,
     onProblem: (what) => problems.push(what),
+    ledger,
   });
   progress.start();
   /** Moves the clock on and lets the calls it fired settle. */
@@ -187,6 +203,73 @@ describe("TurnProgress", () => {
     await finished;
     await second.advance(5000);
     expect(slow.calls).toEqual(["post ⏳ working — 3s", "remove 1"]);
+  });
+});
+
+describe("TurnProgress's ledger", () => {
+  it("records the status once posted, before any edit, and forgets it once deleted", async () => {
+    const status = new RecordingStatus();
+    const { progress, advance } = progressOf(status, 1000, ledgerOf(status));
+    await advance(3000);
+    await advance(1000);
+    await progress.finish();
+    expect(status.calls).toEqual([
+      "post ⏳ working — 3s",
+      "ledger shown 1",
+      "edit 1 ⏳ working — 4s",
+      "remove 1",
+      "ledger gone",
+    ]);
+  });
+
+  it("forgets a status marked ended, keeps one neither deleted nor marked, records none for a turn that showed none", async () => {
+    const marked = new RecordingStatus();
+    const first = progressOf(marked, 1000, ledgerOf(marked));
+    await first.advance(3000);
+    marked.failNext(new StatusCallError("remove", 400, "message can't be deleted"));
+    await first.progress.finish();
+    expect(marked.calls.slice(-3)).toEqual([
+      "remove 1 ✗",
+      "edit 1 ⌛ ended after 3s",
+      "ledger gone",
+    ]);
+
+    const stuck = new RecordingStatus();
+    const second = progressOf(stuck, 1000, ledgerOf(stuck));
+    await second.advance(3000);
+    stuck.failNext(serverError(), serverError());
+    await second.progress.finish();
+    expect(stuck.calls).toEqual([
+      "post ⏳ working — 3s",
+      "ledger shown 1",
+      "remove 1 ✗",
+      "edit 1 ⌛ ended after 3s ✗",
+    ]);
+
+    const quick = new RecordingStatus();
+    const third = progressOf(quick, 1000, ledgerOf(quick));
+    await third.advance(2000);
+    await third.progress.finish();
+    expect(quick.calls).toEqual([]);
+  });
+
+  it("goes on editing and deleting when the ledger cannot be written, and says so", async () => {
+    const status = new RecordingStatus();
+    const { progress, advance, problems } = progressOf(status, 1000, ledgerOf(status, true));
+    await advance(3000);
+    await advance(1000);
+    await expect(progress.finish()).resolves.toBeUndefined();
+    expect(status.calls).toEqual([
+      "post ⏳ working — 3s",
+      "ledger shown 1 ✗",
+      "edit 1 ⏳ working — 4s",
+      "remove 1",
+      "ledger gone ✗",
+    ]);
+    expect(problems).toEqual([
+      "could not record the status message shown",
+      "could not record the status message gone",
+    ]);
   });
 });
 

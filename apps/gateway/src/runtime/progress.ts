@@ -29,6 +29,18 @@ export const ProgressDefaults = {
   minEveryMs: Defaults.progress.minEverySeconds * 1000,
 } as const;
 
+/**
+ * Where a turn keeps its status message while it shows (the turn's journal entry), so a
+ * restart can clear one a crash left behind (docs/durability.md). Failures are reported to
+ * `onProblem`; they never touch the turn.
+ */
+export interface StatusLedger {
+  /** The status was posted as `messageId`. */
+  shown(messageId: string): Promise<void>;
+  /** The status is gone: deleted, or marked ended. */
+  gone(): Promise<void>;
+}
+
 /** Options of {@link TurnProgress}. */
 export interface ProgressOptions {
   /**
@@ -50,6 +62,8 @@ export interface ProgressOptions {
   readonly requestTimeoutMs?: number | undefined;
   /** Told about each failed status call (logging); never throws. */
   readonly onProblem?: ((what: string, error: unknown) => void) | undefined;
+  /** Keeps the status message while it shows. Default: kept nowhere. */
+  readonly ledger?: StatusLedger | undefined;
 }
 
 /** How the elapsed time reads: seconds, then 10-second steps, then whole minutes. */
@@ -83,7 +97,9 @@ export function statusText(elapsedMs: number, doing: string | undefined): string
  * the turn is doing ({@link doing}), at most once per `everyMs` and only when the text changed
  * (the elapsed time reads coarser as time goes, so a long turn is edited less often).
  * {@link finish} stops editing, waits for a call in flight and deletes the message; when the
- * delete fails the message is edited a last time to say the turn ended.
+ * delete fails the message is edited a last time to say the turn ended. The `ledger` is told
+ * when the message is posted (before the first edit) and once it is gone; a status neither
+ * deleted nor marked ended stays in it, for the next start to clear.
  *
  * Nothing here can break the turn or touch its reply: every call is caught, none is retried
  * (the post is never repeated, so there is never a second status), a rate limit pauses the
@@ -98,6 +114,7 @@ export class TurnProgress {
   readonly #maxFailedEdits: number;
   readonly #requestTimeoutMs: number;
   readonly #onProblem: (what: string, error: unknown) => void;
+  readonly #ledger: StatusLedger | undefined;
   #startedAtMs = 0;
   #doing: string | undefined;
   #messageId: string | undefined;
@@ -124,6 +141,7 @@ export class TurnProgress {
     this.#maxFailedEdits = options.maxFailedEdits ?? ProgressDefaults.maxFailedEdits;
     this.#requestTimeoutMs = options.requestTimeoutMs ?? ProgressDefaults.requestTimeoutMs;
     this.#onProblem = options.onProblem ?? (() => {});
+    this.#ledger = options.ledger;
   }
 
   /** The turn starts: the status is posted after `afterMs` unless it finishes first. */
@@ -157,17 +175,33 @@ export class TurnProgress {
     await this.#inFlight;
     const id = this.#messageId;
     if (id === undefined) return;
+    if (await this.#clear(id)) await this.#keep("gone", () => this.#ledger?.gone());
+  }
+
+  /** Deletes the status, or says the turn ended; false when neither got through. */
+  async #clear(id: string): Promise<boolean> {
     try {
       await this.#status.remove(this.#target, id, this.#bound());
-      return;
+      return true;
     } catch (error) {
       this.#onProblem("could not delete the status message; marking it ended", error);
     }
     const text = `⌛ ended after ${formatElapsed(this.#clock.now() - this.#startedAtMs)}`;
     try {
       await this.#status.edit(this.#target, id, text, this.#bound());
+      return true;
     } catch (error) {
       this.#onProblem("could not mark the status message ended", error);
+      return false;
+    }
+  }
+
+  /** Tells the ledger; a failure is reported, never thrown. */
+  async #keep(what: "shown" | "gone", write: () => Promise<void> | undefined): Promise<void> {
+    try {
+      await write();
+    } catch (error) {
+      this.#onProblem(`could not record the status message ${what}`, error);
     }
   }
 
@@ -176,9 +210,10 @@ export class TurnProgress {
     const text = this.#text();
     this.#inFlight = this.#status
       .post(this.#target, text, this.#bound())
-      .then((id) => {
+      .then(async (id) => {
         this.#messageId = id;
         this.#shown = text;
+        await this.#keep("shown", () => this.#ledger?.shown(id));
         this.#next();
       })
       .catch((error: unknown) => {

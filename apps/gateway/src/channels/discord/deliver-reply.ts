@@ -120,7 +120,8 @@ export async function deliverReply(
       part.kind === "text" ? { content: part.text } : { memoryFiles: [part] },
     );
     if (result.status === "sent") continue;
-    textPending = true;
+    // A part refused for good is recorded `failed`: not pending, the outbox says so instead.
+    if (result.status === "halted") textPending = true;
     if (result.status === "failed") {
       log.error(
         { channelId, chunk: index, err: describeError(result.error) },

@@ -283,10 +283,8 @@ class ReplyRun {
         ? { status: "rate_limited", path, retryAfterSeconds: this.secondsLeft() }
         : { status: "pending", path };
     });
-    const textPending = this.chunks.some((_, n) => {
-      const result = this.resultOf(textStepKey(n));
-      return result === undefined || result === "failed";
-    });
+    // A part refused for good is recorded `failed`: not pending, the outbox says so instead.
+    const textPending = this.chunks.some((_, n) => this.resultOf(textStepKey(n)) === undefined);
     return {
       outcomes,
       ...(limited ? { retryAfterSeconds: this.secondsLeft() } : {}),

@@ -1,0 +1,80 @@
+import type { Platform, StatusMessages } from "../channels/types.js";
+import { Defaults } from "../defaults.js";
+import type { Logger } from "../log.js";
+import { StatusEndedText, statusCutOffText } from "./notices.js";
+import type { Journal, LeftoverStatus } from "./types.js";
+
+/** What {@link clearLeftoverStatuses} works with. */
+export interface LeftoverStatusOptions {
+  readonly journal: Journal;
+  /** The status calls of a profile's channel on a platform (none: nothing to clear with). */
+  readonly statusFor: (profile: string, platform: Platform) => StatusMessages | undefined;
+  /** Whether a turn that had started runs again (`recovery.rerunInterrupted`). */
+  readonly rerunInterrupted: boolean;
+  readonly logger: Logger;
+  /** Bound of one status call. Default `Defaults.progress.requestTimeoutMs`. */
+  readonly requestTimeoutMs?: number | undefined;
+}
+
+/** How one leftover status was left. */
+type Cleared = "deleted" | "edited" | "failed";
+
+/**
+ * Clears the status messages that processes that are gone left showing (docs/durability.md):
+ * one whose turn had ended (its entry `done`: the reply was recorded, or the turn finished)
+ * is deleted as at a turn's end (marked ended when the platform refuses the delete); one whose
+ * turn was cut off is edited to say so, and that it runs again when it does. Each is tried
+ * once, all at once, each call bounded, then forgotten by the journal whatever the platform
+ * said: a status is best effort. The gateway awaits this before it sends anything else to
+ * their chats. Resolves with how each one ended; never rejects.
+ */
+export async function clearLeftoverStatuses(options: LeftoverStatusOptions): Promise<Cleared[]> {
+  const log = options.logger.child({ component: "leftover-statuses" });
+  const leftovers = await options.journal.leftoverStatuses().catch((error: unknown) => {
+    log.error({ err: error }, "could not read the status messages a crash left");
+    return [];
+  });
+  const results = await Promise.all(leftovers.map((leftover) => clearOne(leftover, options)));
+  for (const [index, leftover] of leftovers.entries()) {
+    await options.journal.statusGone(leftover.entryId).catch((error: unknown) => {
+      log.warn({ err: error, entryId: leftover.entryId }, "could not forget a leftover status");
+    });
+    log.info(
+      { entryId: leftover.entryId, platform: leftover.platform, result: results[index] },
+      "status message a crash left cleared",
+    );
+  }
+  return results;
+}
+
+async function clearOne(
+  leftover: LeftoverStatus,
+  options: LeftoverStatusOptions,
+): Promise<Cleared> {
+  const status = options.statusFor(leftover.profile, leftover.platform);
+  if (status === undefined) return "failed";
+  const { target, messageId } = leftover;
+  const bound = () =>
+    AbortSignal.timeout(options.requestTimeoutMs ?? Defaults.progress.requestTimeoutMs);
+  const warn = (what: string, error: unknown) =>
+    options.logger.warn({ err: error, entryId: leftover.entryId }, what);
+  let text: string;
+  if (leftover.state === "done") {
+    try {
+      await status.remove(target, messageId, bound());
+      return "deleted";
+    } catch (error) {
+      warn("could not delete a leftover status message; marking it ended", error);
+    }
+    text = StatusEndedText;
+  } else {
+    text = statusCutOffText(leftover.state === "received" || options.rerunInterrupted);
+  }
+  try {
+    await status.edit(target, messageId, text, bound());
+    return "edited";
+  } catch (error) {
+    warn("could not edit a leftover status message", error);
+    return "failed";
+  }
+}
