@@ -1,0 +1,172 @@
+import { type Clock, systemClock } from "@mediagate/io";
+import { connectDocker, type DockerEngine } from "@mediagate/sandbox";
+import { createChannels } from "../channels/factory.js";
+import type { ChannelAdapter } from "../channels/types.js";
+import { emptyEnv, type GatewayEnv } from "../config/env.js";
+import type { GatewayConfig } from "../config/types.js";
+import { Defaults } from "../defaults.js";
+import { journalDbPath, SqliteJournal } from "../durable/journal.js";
+import { lostJournalText } from "../durable/journal-marker.js";
+import { Outbox } from "../durable/outbox.js";
+import type { Journal } from "../durable/types.js";
+import { logOpenCheck } from "../health/database-checks.js";
+import { type Logger, silentLogger } from "../log.js";
+import type { PipelineServices } from "../pipeline/types.js";
+import { LiveSessions } from "../runtime/live-sessions.js";
+import { ProfileRuntime } from "../runtime/profile-runtime.js";
+import { SlotRegistry } from "../runtime/slot-registry.js";
+import { BusySessions } from "../session/busy.js";
+import { SessionScope } from "../session/context.js";
+import { TurnQueue } from "../session/queue.js";
+import { channelFor, type GatewayCore } from "./core.js";
+import { GatewayDefaults, type GatewayOptions } from "./options.js";
+
+/** What `Gateway.create` opens before the gateway is built. */
+export interface OpenedParts {
+  readonly env: GatewayEnv;
+  readonly logger: Logger;
+  readonly engine: DockerEngine;
+  readonly runtimes: Map<string, ProfileRuntime>;
+  readonly channels: readonly ChannelAdapter[];
+  readonly journal: Journal;
+}
+
+/**
+ * Opens the journal, one runtime per profile (sandbox, state db, agent) and builds the
+ * channels; nothing is started. What was opened is closed again when a later part fails.
+ */
+export async function openParts(
+  config: GatewayConfig,
+  options: GatewayOptions,
+): Promise<OpenedParts> {
+  const env = options.env ?? emptyEnv();
+  const logger = options.logger ?? silentLogger();
+  const engine = options.engine ?? connectDocker({ host: config.dockerHost });
+  const homes = [config.home, ...config.profiles.map((p) => p.home)];
+  const runtimes = new Map<string, ProfileRuntime>();
+  let channels: readonly ChannelAdapter[];
+  let journal: Journal | undefined;
+  try {
+    const clock = options.clock ?? systemClock;
+    const opened = await SqliteJournal.open(journalDbPath(config.home), {
+      now: () => clock.wallMs(),
+      ...(options.integrityWaitMs === undefined
+        ? {}
+        : { integrityWaitMs: options.integrityWaitMs }),
+    });
+    journal = opened;
+    if (opened.lost !== undefined)
+      logger.error({ path: opened.lost.path }, lostJournalText(opened.lost));
+    logOpenCheck(logger, opened);
+    for (const profile of config.profiles) {
+      const agent = options.agent;
+      const runtime = await ProfileRuntime.open({
+        profile,
+        engine,
+        rootHome: config.home,
+        protectedHomes: [...new Set(homes)],
+        logger,
+        agent: agent === undefined ? undefined : (store) => agent(profile, store),
+        now: options.now,
+        integrityWaitMs: options.integrityWaitMs,
+      });
+      runtimes.set(profile.name, runtime);
+      logOpenCheck(logger, runtime.store);
+    }
+    channels =
+      options.channels ??
+      createChannels(config, {
+        logger,
+        onConsoleClose: options.onConsoleClose,
+        retrySleep: options.retrySleep,
+        consoleTerminal: options.consoleTerminal,
+      });
+  } catch (error) {
+    for (const runtime of runtimes.values())
+      await runtime.close(GatewayDefaults.failedStartShutdownMs).catch(() => {});
+    await journal?.close().catch(() => {});
+    throw error;
+  }
+  return { env, logger, engine, runtimes, channels, journal };
+}
+
+/** Builds the outbox, the pipeline's services and the shared state around what was opened. */
+export function composeCore(
+  config: GatewayConfig,
+  opened: OpenedParts,
+  options: GatewayOptions,
+): GatewayCore {
+  const { env, logger, engine, runtimes, channels, journal } = opened;
+  const clock: Clock = options.clock ?? systemClock;
+  const outbox = new Outbox({
+    journal,
+    logger,
+    channelFor: (profile, platform) => channelFor(opened, profile, platform),
+    translateContextFor: (profile) => {
+      const runtime = runtimes.get(profile);
+      return runtime === undefined
+        ? undefined
+        : (slot, sessionKey, signal) => runtime.translateContext(slot, sessionKey, signal);
+    },
+    maxAttempts: config.delivery.maxAttempts,
+    maxAgeMs: config.delivery.maxAgeSeconds * 1000,
+    clock,
+    schedule: options.outboxSchedule,
+  });
+  const services: PipelineServices = {
+    queue: new TurnQueue({
+      concurrency: config.concurrency,
+      onError: (sessionKey, error) =>
+        logger.error({ err: error, sessionKey }, "turn failed outside its handlers"),
+    }),
+    busy: new BusySessions(),
+    scope: new SessionScope({ fallbackSessionKey: env.sessionKey }),
+    slots: new SlotRegistry(),
+    journal,
+    outbox,
+    channels: () => channels.map((c) => c.health()),
+    activityIntervalMs: options.activityIntervalMs,
+    typingAfterMs: options.typingAfterMs,
+    progressClock: options.progressClock,
+    live:
+      config.web === undefined ? undefined : new LiveSessions({ max: Defaults.web.maxSessions }),
+  };
+  return {
+    config,
+    engine,
+    logger,
+    runtimes,
+    channels,
+    journal,
+    outbox,
+    services,
+    options,
+    clock,
+    inFlight: new Set(),
+    toldNotRecorded: new Set(),
+    journalProblem: undefined,
+    engineCheck: undefined,
+    web: undefined,
+    accepting: false,
+  };
+}
+
+/** Start-up notes for the operator (e.g. a profile where nobody is allowed). */
+export function startWarnings(
+  config: GatewayConfig,
+  channels: readonly ChannelAdapter[],
+): string[] {
+  return config.profiles
+    .filter((p) => p.allowedUsers.length === 0 && p.admins.length === 0)
+    .filter(
+      (p) =>
+        p.telegram !== undefined ||
+        p.discord !== undefined ||
+        channels.some((c) => c.platform !== "console"),
+    )
+    .map((p) =>
+      p.access === "pairing"
+        ? `profile ${p.name}: no admins and no allowedUsers: only users approved with \`mediagate pairing approve CODE\` may use it`
+        : `profile ${p.name}: nobody is allowed (allowedUsers and admins are empty); every message will be ignored`,
+    );
+}

@@ -1,0 +1,69 @@
+import type { Clock } from "@mediagate/io";
+import type { DockerEngine } from "@mediagate/sandbox";
+import type { WebConsole } from "@mediagate/web";
+import type { ChannelAdapter, ChatTarget, InboundMessage, Platform } from "../channels/types.js";
+import type { GatewayConfig } from "../config/types.js";
+import type { Outbox } from "../durable/outbox.js";
+import type { Journal } from "../durable/types.js";
+import type { Logger } from "../log.js";
+import type { PipelineServices } from "../pipeline/types.js";
+import type { ProfileRuntime } from "../runtime/profile-runtime.js";
+import type { GatewayOptions } from "./options.js";
+
+/**
+ * What the gateway's parts share: the facade (`../gateway.ts`) builds one and hands it to
+ * receiving, recovery, health and the web console's start. Its mutable fields are the
+ * gateway's state; each is written by one part.
+ */
+export interface GatewayCore {
+  readonly config: GatewayConfig;
+  readonly engine: DockerEngine;
+  readonly logger: Logger;
+  readonly runtimes: ReadonlyMap<string, ProfileRuntime>;
+  readonly channels: readonly ChannelAdapter[];
+  readonly journal: Journal;
+  readonly outbox: Outbox;
+  readonly services: PipelineServices;
+  readonly options: GatewayOptions;
+  readonly clock: Clock;
+  /** Work counted by `Gateway.idle`. */
+  readonly inFlight: Set<Promise<void>>;
+  /** Receipts whose chat was told the message could not be saved (told once each). */
+  readonly toldNotRecorded: Set<string>;
+  /** Why the journal could not be written last time, until it can again (inbound). */
+  journalProblem: string | undefined;
+  /** The engine check's cached answer (health). */
+  engineCheck: { atMs: number; reachable: boolean; detail?: string | undefined } | undefined;
+  /** The web console, while it runs (web-start). */
+  web: WebConsole | undefined;
+  /** Whether messages are taken (lifecycle). */
+  accepting: boolean;
+}
+
+/** The channel of a profile on a platform, if it is configured. */
+export function channelFor(
+  gateway: { readonly channels: readonly ChannelAdapter[] },
+  profile: string,
+  platform: Platform,
+): ChannelAdapter | undefined {
+  return gateway.channels.find((c) => c.profile === profile && c.platform === platform);
+}
+
+/** Counts `work` in `gateway.inFlight` until it settles; a rejection is logged. */
+export function track(gateway: GatewayCore, work: Promise<unknown>): void {
+  const done: Promise<void> = work
+    .then(() => undefined)
+    .catch((error: unknown) => gateway.logger.error({ err: error }, "background work failed"))
+    .finally(() => gateway.inFlight.delete(done));
+  gateway.inFlight.add(done);
+}
+
+/** Where a reply to `message` goes. */
+export function targetOf(message: InboundMessage): ChatTarget {
+  return {
+    platform: message.platform,
+    chatId: message.chatId,
+    threadId: message.threadId,
+    replyToMessageId: message.messageId,
+  };
+}

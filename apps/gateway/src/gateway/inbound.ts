@@ -1,0 +1,104 @@
+import type { ChannelAdapter, InboundMessage } from "../channels/types.js";
+import { PartlyRecordedError, StorageError } from "../durable/errors.js";
+import type { RecordResult } from "../durable/types.js";
+import { accessOf } from "../runtime/access.js";
+import { type GatewayCore, targetOf, track } from "./core.js";
+import { dispatch } from "./dispatch.js";
+
+/** The line a chat gets when its message cannot be recorded (the journal's disk). */
+export const NotRecordedText =
+  "⚠️ Your message could not be saved: the gateway's disk is full or failing. It will be answered once it can be saved; no need to send it again.";
+
+/**
+ * The line a chat gets when its message cannot be recorded because the journal is damaged:
+ * nothing heals that by itself, so nothing is promised.
+ */
+export const NotRecordedDamagedText =
+  "⚠️ Your message could not be saved: the gateway's journal is damaged and its operator has to replace it. It may not be answered; if no reply comes, send it again later.";
+
+/** {@link receive}, counted by `Gateway.idle` from the moment the message arrives. */
+export function received(
+  gateway: GatewayCore,
+  channel: ChannelAdapter,
+  message: InboundMessage,
+): Promise<void> {
+  const receiving = receive(gateway, channel, message);
+  track(
+    gateway,
+    receiving.catch(() => {}),
+  );
+  return receiving;
+}
+
+/**
+ * The channels' message handler: the message is recorded in the journal before it returns
+ * (so before the platform is told it arrived). A redelivered message already recorded is
+ * not run again. When the journal cannot be written the message is not confirmed (the
+ * rejection tells the channel) and its chat is told once. A merged message some of whose
+ * receipts were recorded with another message is not recorded and rejects with
+ * {@link PartlyRecordedError}: its channel hands the rest on alone.
+ */
+export async function receive(
+  gateway: GatewayCore,
+  channel: ChannelAdapter,
+  message: InboundMessage,
+): Promise<void> {
+  if (!gateway.accepting)
+    throw new Error("the gateway is stopping; the message is left unconfirmed");
+  let recorded: RecordResult;
+  try {
+    recorded = await gateway.journal.record(message);
+  } catch (error) {
+    await notRecorded(gateway, channel, message, error);
+    throw error;
+  }
+  if (gateway.journalProblem !== undefined) {
+    gateway.logger.info("journal writable again");
+    gateway.journalProblem = undefined;
+  }
+  if (recorded.unrecorded !== undefined) {
+    throw new PartlyRecordedError(message.receiptId, recorded.unrecorded, recorded.id);
+  }
+  if (!recorded.fresh) {
+    gateway.logger.info(
+      { profile: message.profile, platform: message.platform, receiptId: message.receiptId },
+      "message redelivered by the platform was recorded before; not run again",
+    );
+    return;
+  }
+  dispatch(gateway, channel, message, recorded.id);
+}
+
+export async function notRecorded(
+  gateway: GatewayCore,
+  channel: ChannelAdapter,
+  message: InboundMessage,
+  error: unknown,
+): Promise<void> {
+  const detail = error instanceof Error ? error.message : String(error);
+  gateway.journalProblem = detail;
+  const damaged = error instanceof StorageError && error.damaged;
+  gateway.logger.error(
+    {
+      err: error,
+      profile: message.profile,
+      platform: message.platform,
+      receiptId: message.receiptId,
+    },
+    damaged
+      ? "message not recorded: the journal is damaged (see the error for the way out); it stays unconfirmed"
+      : "message not recorded: the journal cannot be written; it stays unconfirmed",
+  );
+  const key = `${message.profile}:${message.platform}:${message.receiptId}`;
+  const runtime = gateway.runtimes.get(message.profile);
+  const allowed =
+    runtime !== undefined && accessOf(runtime.profile, message.platform, message.userId).allowed;
+  if (!allowed || gateway.toldNotRecorded.has(key)) return;
+  if (gateway.toldNotRecorded.size > 10_000) gateway.toldNotRecorded.clear();
+  gateway.toldNotRecorded.add(key);
+  if (!(error instanceof StorageError)) return;
+  const notice = damaged ? NotRecordedDamagedText : NotRecordedText;
+  await channel.sendText(targetOf(message), notice).catch((sendError: unknown) => {
+    gateway.logger.warn({ err: sendError }, "could not tell the chat its message was not saved");
+  });
+}

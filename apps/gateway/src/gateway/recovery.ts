@@ -1,0 +1,80 @@
+import type { InboundMessage } from "../channels/types.js";
+import { clearLeftoverStatuses } from "../durable/leftover-statuses.js";
+import type { JournalEntry, OutboxRecord } from "../durable/types.js";
+import { buildSessionKey } from "../session/key.js";
+import { channelFor, type GatewayCore, targetOf } from "./core.js";
+import { dispatch } from "./dispatch.js";
+
+/** The line a chat gets after a restart for a turn a crash or a stop cut off. */
+export function interruptedText(message: InboundMessage): string {
+  const preview = message.text.length > 60 ? `${message.text.slice(0, 57)}…` : message.text;
+  return `⚠️ The gateway restarted while working on your message “${preview}”. It did not finish, and commands it started may have run in part. Send it again if you still want it.`;
+}
+
+/**
+ * Takes over what a dead (or stopped) process left: first its status messages still
+ * showing are cleared (before anything else goes to their chats), then it dispatches its
+ * messages that ran no command and puts a notice for each cut-off turn in the outbox;
+ * resolves with the replies to resume (those notices included).
+ */
+export async function recover(gateway: GatewayCore): Promise<OutboxRecord[]> {
+  await clearLeftoverStatuses({
+    journal: gateway.journal,
+    statusFor: (profile, platform) => channelFor(gateway, profile, platform)?.status,
+    rerunInterrupted: gateway.config.rerunInterrupted,
+    logger: gateway.logger,
+  });
+  const entries = await gateway.journal.takeOver();
+  const notices: OutboxRecord[] = [];
+  for (const entry of entries) {
+    const notice = await recoverEntry(gateway, entry);
+    if (notice !== undefined) notices.push(notice);
+  }
+  const replies = await gateway.journal.takeOverReplies();
+  if (entries.length > 0 || replies.length > 0) {
+    gateway.logger.info(
+      {
+        messages: entries.filter((e) => e.state === "received").length,
+        interrupted: entries.filter((e) => e.state === "started").length,
+        replies: replies.length,
+      },
+      "recovering what the previous process left",
+    );
+  }
+  return [...notices, ...replies];
+}
+
+export async function recoverEntry(
+  gateway: GatewayCore,
+  entry: JournalEntry,
+): Promise<OutboxRecord | undefined> {
+  const { message } = entry;
+  const channel = channelFor(gateway, message.profile, message.platform);
+  const runtime = gateway.runtimes.get(message.profile);
+  if (channel === undefined || runtime === undefined) {
+    gateway.logger.warn(
+      { profile: message.profile, platform: message.platform },
+      "recorded message for a channel that is no longer configured; dropped",
+    );
+    await gateway.journal.finished(entry.id, "interrupted");
+    return;
+  }
+  if (entry.state === "received" || gateway.config.rerunInterrupted) {
+    dispatch(gateway, channel, message, entry.id, true);
+    return undefined;
+  }
+  // The notice is a reply like any other: recorded with the entry's close in one
+  // transaction, delivered (and retried) by the outbox, never sent twice.
+  const sessionKey = buildSessionKey(message, runtime.profile);
+  return gateway.outbox.record(
+    {
+      profile: message.profile,
+      platform: message.platform,
+      sessionKey,
+      slot: runtime.slotFor(sessionKey),
+      target: targetOf(message),
+      text: interruptedText(message),
+    },
+    entry.id,
+  );
+}

@@ -1,0 +1,36 @@
+import { isLoopbackHost, parseListenAddress } from "@mediagate/io";
+import { ensureWebToken, startWebConsole } from "@mediagate/web";
+import { createConsoleSource } from "../web/console-source.js";
+import { channelFor, type GatewayCore } from "./core.js";
+import { healthReport } from "./health.js";
+
+/** Starts the web console when `web:` is configured; a non-loopback address is warned about. */
+export async function startWeb(gateway: GatewayCore): Promise<void> {
+  const web = gateway.config.web;
+  const live = gateway.services.live;
+  if (web === undefined || live === undefined) return;
+  const { host } = parseListenAddress(web.listen);
+  if (!isLoopbackHost(host)) {
+    gateway.logger.warn(
+      { listen: web.listen },
+      "the web console listens on a non-loopback address: anyone who can reach it can try the console token, and it is plain HTTP (the token and the session cookie cross the network unencrypted); put it behind a TLS proxy or keep it on 127.0.0.1",
+    );
+  }
+  gateway.web = await startWebConsole({
+    listen: web.listen,
+    allowedHosts: web.allowedHosts,
+    token: await ensureWebToken(gateway.config.home),
+    logger: gateway.logger,
+    source: createConsoleSource({
+      runtimes: gateway.runtimes,
+      services: gateway.services,
+      live,
+      ring: gateway.options.logRing,
+      journal: gateway.journal,
+      logger: gateway.logger,
+      health: () => healthReport(gateway),
+      channelFor: (profile, platform) => channelFor(gateway, profile, platform),
+    }),
+  });
+  gateway.logger.info({ url: gateway.web.url }, "web console listening");
+}
