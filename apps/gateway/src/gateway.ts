@@ -1,6 +1,7 @@
 import { isLoopbackHost, parseListenAddress, type Sleep, settledWithin } from "@mediagate/io";
 import { connectDocker, type DockerEngine } from "@mediagate/sandbox";
 import { ensureWebToken, startWebConsole, type WebConsole } from "@mediagate/web";
+import { accessOf } from "./access-control/access.js";
 import type { Agent } from "./agents/types.js";
 import type { SharedTerminal } from "./channels/console-terminal.js";
 import { createChannels } from "./channels/factory.js";
@@ -30,7 +31,6 @@ import {
 import { type Logger, silentLogger } from "./log.js";
 import { handleMessage } from "./pipeline/pipeline.js";
 import type { MessageContext, PipelineServices } from "./pipeline/types.js";
-import { accessOf } from "./runtime/access.js";
 import { LiveSessions } from "./runtime/live-sessions.js";
 import { ProfileRuntime } from "./runtime/profile-runtime.js";
 import type { ProgressClock } from "./runtime/progress.js";
