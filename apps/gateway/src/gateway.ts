@@ -33,7 +33,6 @@ import { handleMessage } from "./pipeline/pipeline.js";
 import type { MessageContext, PipelineServices } from "./pipeline/types.js";
 import { LiveSessions } from "./runtime/live-sessions.js";
 import { ProfileRuntime } from "./runtime/profile-runtime.js";
-import type { ProgressClock } from "./runtime/progress.js";
 import { SlotRegistry } from "./runtime/slot-registry.js";
 import { BusySessions } from "./session/busy.js";
 import { SessionScope } from "./session/context.js";
@@ -41,6 +40,7 @@ import { buildSessionKey } from "./session/key.js";
 import { TurnQueue } from "./session/queue.js";
 import { GatewayStopping } from "./session/stopping.js";
 import type { StateStore } from "./state/store.js";
+import type { ProgressClock } from "./turn-progress/progress.js";
 import { createConsoleSource } from "./web/console-source.js";
 import type { LogRing } from "./web/log-ring.js";
 

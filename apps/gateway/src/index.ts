@@ -120,14 +120,6 @@ export { PipelineStepError } from "./pipeline/step-error.js";
 export type { TurnExit } from "./pipeline/turn-report.js";
 export { Redacted, Redactor, redactText } from "./redact.js";
 export { ProfileRuntime } from "./runtime/profile-runtime.js";
-export type { ProgressClock, ProgressOptions } from "./runtime/progress.js";
-export {
-  formatElapsed,
-  ProgressDefaults,
-  RealProgressClock,
-  statusText,
-  TurnProgress,
-} from "./runtime/progress.js";
 export type { SessionContext } from "./session/context.js";
 export { SessionScope } from "./session/context.js";
 export type { ParsedSessionKey, SessionKeyParts, SessionKeyPolicy } from "./session/key.js";
@@ -138,4 +130,12 @@ export type { StateStoreOptions } from "./state/store.js";
 export { StateStore, stateDbPath } from "./state/store.js";
 export type { ChatMessage, ChatToolCall } from "./state/types.js";
 export { isChatMessage } from "./state/types.js";
+export type { ProgressClock, ProgressOptions } from "./turn-progress/progress.js";
+export {
+  formatElapsed,
+  ProgressDefaults,
+  RealProgressClock,
+  statusText,
+  TurnProgress,
+} from "./turn-progress/progress.js";
 export { LogRing } from "./web/log-ring.js";

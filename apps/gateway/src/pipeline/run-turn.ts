@@ -1,6 +1,4 @@
 import type { ToolRunner } from "../agents/types.js";
-import { startActivity } from "../runtime/activity.js";
-import { describeCommand, TurnProgress } from "../runtime/progress.js";
 import {
   type SandboxProblem,
   sandboxProblemOf,
@@ -8,6 +6,8 @@ import {
 } from "../runtime/sandbox-errors.js";
 import { createToolRunner } from "../runtime/tool-runner.js";
 import { abortedByStop } from "../session/stopping.js";
+import { startActivity } from "../turn-progress/activity.js";
+import { describeCommand, TurnProgress } from "../turn-progress/progress.js";
 import { finishEntry, startEntry } from "./journal-steps.js";
 import type { TurnReport } from "./turn-report.js";
 import { type MessageContext, type Middleware, say, sessionOf } from "./types.js";

@@ -13,12 +13,12 @@ import type { Outbox } from "../durable/outbox.js";
 import type { Journal } from "../durable/types.js";
 import type { Logger } from "../log.js";
 import type { LiveSessions } from "../runtime/live-sessions.js";
-import type { ProgressClock } from "../runtime/progress.js";
 import type { SlotRegistry } from "../runtime/slot-registry.js";
 import type { BusySessions } from "../session/busy.js";
 import type { SessionContext, SessionScope } from "../session/context.js";
 import type { TurnQueue } from "../session/queue.js";
 import type { StateStore } from "../state/store.js";
+import type { ProgressClock } from "../turn-progress/progress.js";
 import { PipelineStepError } from "./step-error.js";
 import type { TurnReport } from "./turn-report.js";
 
