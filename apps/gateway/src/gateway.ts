@@ -31,8 +31,8 @@ import {
 import { type Logger, silentLogger } from "./log.js";
 import { handleMessage } from "./pipeline/pipeline.js";
 import type { MessageContext, PipelineServices } from "./pipeline/types.js";
+import { ProfileRuntime } from "./profiles/profile-runtime.js";
 import { LiveSessions } from "./runtime/live-sessions.js";
-import { ProfileRuntime } from "./runtime/profile-runtime.js";
 import { SlotRegistry } from "./runtime/slot-registry.js";
 import { BusySessions } from "./session/busy.js";
 import { SessionScope } from "./session/context.js";

@@ -118,8 +118,8 @@ export {
 } from "./pipeline/enqueue-turn.js";
 export { PipelineStepError } from "./pipeline/step-error.js";
 export type { TurnExit } from "./pipeline/turn-report.js";
+export { ProfileRuntime } from "./profiles/profile-runtime.js";
 export { Redacted, Redactor, redactText } from "./redact.js";
-export { ProfileRuntime } from "./runtime/profile-runtime.js";
 export type { SessionContext } from "./session/context.js";
 export { SessionScope } from "./session/context.js";
 export type { ParsedSessionKey, SessionKeyParts, SessionKeyPolicy } from "./session/key.js";
