@@ -32,7 +32,7 @@ import { type Logger, silentLogger } from "./log.js";
 import { handleMessage } from "./pipeline/pipeline.js";
 import type { MessageContext, PipelineServices } from "./pipeline/types.js";
 import { ProfileRuntime } from "./profiles/profile-runtime.js";
-import { SlotRegistry } from "./runtime/slot-registry.js";
+import { SlotRegistry } from "./sandbox-access/slot-registry.js";
 import { BusySessions } from "./session/busy.js";
 import { SessionScope } from "./session/context.js";
 import { buildSessionKey } from "./session/key.js";

@@ -3,8 +3,8 @@ import {
   type SandboxProblem,
   sandboxProblemOf,
   sandboxProblemText,
-} from "../runtime/sandbox-errors.js";
-import { createToolRunner } from "../runtime/tool-runner.js";
+} from "../sandbox-access/sandbox-errors.js";
+import { createToolRunner } from "../sandbox-access/tool-runner.js";
 import { abortedByStop } from "../session/stopping.js";
 import { startActivity } from "../turn-progress/activity.js";
 import { describeCommand, TurnProgress } from "../turn-progress/progress.js";

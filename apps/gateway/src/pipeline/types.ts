@@ -12,7 +12,7 @@ import type { ProfileConfig } from "../config/types.js";
 import type { Outbox } from "../durable/outbox.js";
 import type { Journal } from "../durable/types.js";
 import type { Logger } from "../log.js";
-import type { SlotRegistry } from "../runtime/slot-registry.js";
+import type { SlotRegistry } from "../sandbox-access/slot-registry.js";
 import type { BusySessions } from "../session/busy.js";
 import type { SessionContext, SessionScope } from "../session/context.js";
 import type { LiveSessions } from "../session/live-sessions.js";
