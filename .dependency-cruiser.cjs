@@ -1,11 +1,29 @@
 /**
- * The import rules `pnpm check:imports` enforces over apps/ and packages/ (tests included):
- * no import cycle, and the package direction of docs/architecture.md. A workspace package is
+ * The import rules `pnpm check:imports` enforces over apps/ and packages/: no import cycle
+ * (tests included), the package direction, and the direction between the gateway's rooms
+ * (apps/gateway/src/*), all as docs/architecture.md draws them. A workspace package is
  * matched both where it resolves (`packages/<name>/…`, through the workspace link) and by its
  * name (`@mediagate/<name>`, when its dist/ is not built yet).
- *
- * @type {import("dependency-cruiser").IConfiguration}
  */
+
+const Src = "^apps/gateway/src/";
+/** Tests may drive any part of the gateway; the room rules judge the code they test. */
+const Tests = "\\.test\\.ts$";
+/**
+ * Where the gateway is put together: gateway.ts (the Gateway class), index.ts (the package's
+ * exports), cli.ts and cli/ (the command line). The files gateway.ts is split into join here.
+ */
+const Composition = `${Src}(gateway\\.ts|gateway/|index\\.ts|cli\\.ts|cli/)`;
+/** The shared modules at the root: they import no room. */
+const Shared = `${Src}(defaults|log|redact|printable)\\.ts$`;
+/** The contract every channel implements and the core talks to. */
+const ChannelContract = `${Src}channels/types\\.ts$`;
+/** The rooms below the pipeline: they never know who calls them. */
+const Storage = `${Src}(sqlite|state|durable|session|delivery)/`;
+/** Every room but the composition, the channels and config/: the platform-free core. */
+const Core = `${Src}(access-control|agents|commands|delivery|durable|health|pipeline|profiles|sandbox-access|session|sqlite|state|turn-progress|web)/`;
+
+/** @type {import("dependency-cruiser").IConfiguration} */
 module.exports = {
   forbidden: [
     {
@@ -48,6 +66,71 @@ module.exports = {
       severity: "error",
       from: { path: "^packages/io/" },
       to: { path: ["^packages/(?!io/)", "^@mediagate/"] },
+    },
+    {
+      name: "gateway-shared-modules-import-no-room",
+      comment:
+        "defaults.ts, log.ts, redact.ts and printable.ts are imported from every room: one of " +
+        "them importing a room ties the whole gateway to it (docs/architecture.md).",
+      severity: "error",
+      from: { path: Shared },
+      to: { path: `${Src}[^/]+/` },
+    },
+    {
+      name: "gateway-nothing-imports-the-composition",
+      comment:
+        "gateway.ts, index.ts and cli/ put the rooms together; no room imports them back " +
+        "(docs/architecture.md). Pass what a room needs in instead.",
+      severity: "error",
+      from: { path: Src, pathNot: [Composition, Tests] },
+      to: { path: Composition },
+    },
+    {
+      name: "gateway-channels-know-no-core",
+      comment:
+        "A channel translates one platform to the ChannelAdapter contract (channels/types.ts); " +
+        "the pipeline calls it, never the other way (docs/architecture.md). Channels may use " +
+        "the command grammar, delivery helpers, journal step keys, config and the access rule.",
+      severity: "error",
+      from: { path: `${Src}channels/`, pathNot: Tests },
+      to: {
+        path: `${Src}(pipeline|session|agents|profiles|sandbox-access|turn-progress|web|health|state|sqlite|cli)/|${Src}(gateway|index|cli)\\.ts$`,
+      },
+    },
+    {
+      name: "gateway-core-knows-only-the-channel-contract",
+      comment:
+        "The core knows no platform: of channels/ it imports the contract (channels/types.ts) " +
+        "and the console's /attach usage line that /help shows (docs/architecture.md).",
+      severity: "error",
+      from: { path: Core, pathNot: Tests },
+      to: {
+        path: `${Src}channels/`,
+        pathNot: [ChannelContract, `${Src}channels/console-attach\\.ts$`],
+      },
+    },
+    {
+      name: "gateway-pipeline-steps-stay-inside",
+      comment:
+        "The pipeline's steps are composed in pipeline/pipeline.ts and started by the " +
+        "composition; other rooms see only pipeline/types.ts (the message context and services) " +
+        "and pipeline/step-error.ts (docs/architecture.md).",
+      severity: "error",
+      from: { path: Src, pathNot: [`${Src}pipeline/`, Composition, Tests] },
+      to: {
+        path: `${Src}pipeline/`,
+        pathNot: `${Src}pipeline/(types|step-error)\\.ts$`,
+      },
+    },
+    {
+      name: "gateway-storage-knows-no-callers",
+      comment:
+        "sqlite/, state/, durable/, session/ and delivery/ sit below the pipeline, the commands " +
+        "and the channels: they import only one another, the channel contract and the shared " +
+        "modules (docs/architecture.md).",
+      severity: "error",
+      from: { path: Storage, pathNot: Tests },
+      to: { path: Src, pathNot: [Storage, ChannelContract, Shared] },
     },
   ],
   options: {

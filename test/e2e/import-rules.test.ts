@@ -10,7 +10,8 @@ import { afterEach, describe, expect, it } from "vitest";
  * `pnpm check:imports` (dependency-cruiser with the repository's `.dependency-cruiser.cjs`,
  * run by scripts/test.sh): planted trees shaped like the workspace, with that config and
  * checked by that script's command, must fail on a cycle and on each import the package
- * direction of docs/architecture.md forbids, and pass the directions it allows.
+ * direction and the gateway's room directions of docs/architecture.md forbid, and pass the
+ * directions they allow.
  */
 const RepoRoot = fileURLToPath(new URL("../../", import.meta.url));
 const Cli = join(RepoRoot, "node_modules/dependency-cruiser/bin/dependency-cruise.mjs");
@@ -140,6 +141,96 @@ describe("pnpm check:imports", () => {
       "apps/gateway/src/gateway.ts":
         'import { sandbox } from "../../../packages/sandbox/src/index.js";\n' +
         'import { web } from "@mediagate/web";\nexport const gateway = [sandbox, web];\n',
+    });
+    expect(checked.violations).toEqual([]);
+    expect(checked.code).toBe(0);
+  });
+
+  it("fails on a shared root module importing a room, and a room importing gateway.ts", async () => {
+    const checked = await check({
+      "apps/gateway/src/session/key.ts": "export const key = 1;\n",
+      "apps/gateway/src/log.ts":
+        'import { key } from "./session/key.js";\nexport const log = key;\n',
+      "apps/gateway/src/gateway.ts": "export class Gateway {}\n",
+      "apps/gateway/src/commands/stop.ts":
+        'import { Gateway } from "../gateway.js";\nexport const stop = Gateway;\n',
+    });
+    expect(checked.code).not.toBe(0);
+    expect(ruleNames(checked).sort()).toEqual([
+      "gateway-nothing-imports-the-composition",
+      "gateway-shared-modules-import-no-room",
+    ]);
+  });
+
+  it("fails on a channel importing the core, and the core importing a channel's adapter", async () => {
+    const checked = await check({
+      "apps/gateway/src/pipeline/types.ts": "export interface MessageContext { text: string }\n",
+      "apps/gateway/src/channels/telegram/sender.ts": "export const send = 1;\n",
+      "apps/gateway/src/channels/telegram/inbound.ts":
+        'import type { MessageContext } from "../../pipeline/types.js";\n' +
+        "export type Inbound = MessageContext;\n",
+      "apps/gateway/src/pipeline/run-turn.ts":
+        'import { send } from "../channels/telegram/sender.js";\nexport const run = send;\n',
+    });
+    expect(checked.code).not.toBe(0);
+    expect(checked.violations.map((v) => `${v.rule}: ${v.from}`).sort()).toEqual([
+      "gateway-channels-know-no-core: apps/gateway/src/channels/telegram/inbound.ts",
+      "gateway-core-knows-only-the-channel-contract: apps/gateway/src/pipeline/run-turn.ts",
+    ]);
+  });
+
+  it("fails on a room reaching into the pipeline's steps, and storage importing a caller", async () => {
+    const checked = await check({
+      "apps/gateway/src/pipeline/enqueue-turn.ts": "export const enqueue = 1;\n",
+      "apps/gateway/src/pipeline/types.ts": "export interface Services { now: number }\n",
+      "apps/gateway/src/commands/stop.ts":
+        'import { enqueue } from "../pipeline/enqueue-turn.js";\nexport const stop = enqueue;\n',
+      "apps/gateway/src/state/store.ts":
+        'import type { Services } from "../pipeline/types.js";\nexport type Store = Services;\n',
+    });
+    expect(checked.code).not.toBe(0);
+    expect(checked.violations.map((v) => `${v.rule}: ${v.from}`).sort()).toEqual([
+      "gateway-pipeline-steps-stay-inside: apps/gateway/src/commands/stop.ts",
+      "gateway-storage-knows-no-callers: apps/gateway/src/state/store.ts",
+    ]);
+  });
+
+  it("passes the gateway's allowed directions, and tests that drive the whole gateway", async () => {
+    const checked = await check({
+      "apps/gateway/src/defaults.ts": "export const Defaults = { retries: 3 };\n",
+      "apps/gateway/src/log.ts":
+        'import { Defaults } from "./defaults.js";\nexport const log = Defaults.retries;\n',
+      "apps/gateway/src/channels/types.ts": "export interface ChatTarget { chatId: string }\n",
+      "apps/gateway/src/sqlite/worker.ts":
+        'import { Defaults } from "../defaults.js";\nexport const worker = Defaults;\n',
+      "apps/gateway/src/session/key.ts":
+        'import type { ChatTarget } from "../channels/types.js";\nexport type Key = ChatTarget;\n',
+      "apps/gateway/src/state/store.ts":
+        'import { worker } from "../sqlite/worker.js";\n' +
+        'import type { Key } from "../session/key.js";\n' +
+        "export type Store = Key;\nexport const store = worker;\n",
+      "apps/gateway/src/durable/step-keys.ts":
+        'import { store } from "../state/store.js";\nimport { log } from "../log.js";\n' +
+        "export const stepKeys = [store, log];\n",
+      "apps/gateway/src/commands/parse.ts": "export const parse = 1;\n",
+      "apps/gateway/src/pipeline/types.ts": "export interface Services { now: number }\n",
+      "apps/gateway/src/commands/stop.ts":
+        'import type { Services } from "../pipeline/types.js";\nexport type Stop = Services;\n',
+      "apps/gateway/src/channels/telegram/inbound.ts":
+        'import { parse } from "../../commands/parse.js";\n' +
+        'import { stepKeys } from "../../durable/step-keys.js";\n' +
+        'import type { ChatTarget } from "../types.js";\n' +
+        "export type Target = ChatTarget;\nexport const inbound = [parse, stepKeys];\n",
+      "apps/gateway/src/pipeline/pipeline.ts":
+        'import type { ChatTarget } from "../channels/types.js";\n' +
+        'import type { Stop } from "../commands/stop.js";\n' +
+        'import { stepKeys } from "../durable/step-keys.js";\n' +
+        "export type Handled = [ChatTarget, Stop];\nexport const pipeline = stepKeys;\n",
+      "apps/gateway/src/gateway.ts":
+        'import { inbound } from "./channels/telegram/inbound.js";\n' +
+        'import { pipeline } from "./pipeline/pipeline.js";\nexport const gateway = [inbound, pipeline];\n',
+      "apps/gateway/src/state/store.test.ts":
+        'import { gateway } from "../gateway.js";\nexport const driven = gateway;\n',
     });
     expect(checked.violations).toEqual([]);
     expect(checked.code).toBe(0);

@@ -13,7 +13,7 @@ import { recover } from "./gateway/recovery.js";
 import { startWeb } from "./gateway/web-start.js";
 import { type HealthReport, type HealthServer, startHealthServer } from "./health/server.js";
 import type { Logger } from "./log.js";
-import type { ProfileRuntime } from "./runtime/profile-runtime.js";
+import type { ProfileRuntime } from "./profiles/profile-runtime.js";
 import { GatewayStoppingError } from "./session/stopping.js";
 
 export { NotRecordedDamagedText, NotRecordedText } from "./gateway/inbound.js";

@@ -120,16 +120,8 @@ export {
 } from "./pipeline/enqueue-turn.js";
 export { PipelineStepError } from "./pipeline/step-error.js";
 export type { TurnExit } from "./pipeline/turn-report.js";
+export { ProfileRuntime } from "./profiles/profile-runtime.js";
 export { Redacted, Redactor, redactText } from "./redact.js";
-export { ProfileRuntime } from "./runtime/profile-runtime.js";
-export type { ProgressClock, ProgressOptions, StatusLedger } from "./runtime/progress.js";
-export {
-  formatElapsed,
-  ProgressDefaults,
-  RealProgressClock,
-  statusText,
-  TurnProgress,
-} from "./runtime/progress.js";
 export type { SessionContext } from "./session/context.js";
 export { SessionScope } from "./session/context.js";
 export type { ParsedSessionKey, SessionKeyParts, SessionKeyPolicy } from "./session/key.js";
@@ -140,4 +132,12 @@ export type { StateStoreOptions } from "./state/store.js";
 export { StateStore, stateDbPath } from "./state/store.js";
 export type { ChatMessage, ChatToolCall } from "./state/types.js";
 export { isChatMessage } from "./state/types.js";
+export type { ProgressClock, ProgressOptions, StatusLedger } from "./turn-progress/progress.js";
+export {
+  formatElapsed,
+  ProgressDefaults,
+  RealProgressClock,
+  statusText,
+  TurnProgress,
+} from "./turn-progress/progress.js";
 export { LogRing } from "./web/log-ring.js";

@@ -5,9 +5,9 @@ import { clearLine, createInterface, cursorTo, type Interface } from "node:readl
 import type { Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { UploadLimits } from "@mediagate/media";
+import { ConsoleUser } from "../access-control/access.js";
 import { Defaults } from "../defaults.js";
 import { type Logger, silentLogger } from "../log.js";
-import { ConsoleUser } from "../runtime/access.js";
 import { attachmentFor, consoleFetcher, parseAttach } from "./console-attach.js";
 import type { SharedTerminal } from "./console-terminal.js";
 import { guardedListener } from "./listener-boundary.js";

@@ -1,7 +1,7 @@
 import type { ChannelHealth } from "../channels/types.js";
 import type { PipelineRuntime, PipelineServices } from "../pipeline/types.js";
-import { sandboxProblemOf } from "../runtime/sandbox-errors.js";
-import { SlotRegistry } from "../runtime/slot-registry.js";
+import { sandboxProblemOf } from "../sandbox-access/sandbox-errors.js";
+import { SlotRegistry } from "../sandbox-access/slot-registry.js";
 
 /**
  * One channel's line of `/status`, e.g. `Channel telegram (work): up, last answer 3 s ago`: its

@@ -1,6 +1,6 @@
 import type { PipelineRuntime, PipelineServices } from "../pipeline/types.js";
-import { sandboxProblemOf } from "../runtime/sandbox-errors.js";
-import { SlotRegistry } from "../runtime/slot-registry.js";
+import { sandboxProblemOf } from "../sandbox-access/sandbox-errors.js";
+import { SlotRegistry } from "../sandbox-access/slot-registry.js";
 
 /** What /stop did. */
 export interface StopSummary {

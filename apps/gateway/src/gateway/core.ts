@@ -7,7 +7,7 @@ import type { Outbox } from "../durable/outbox.js";
 import type { Journal } from "../durable/types.js";
 import type { Logger } from "../log.js";
 import type { PipelineServices } from "../pipeline/types.js";
-import type { ProfileRuntime } from "../runtime/profile-runtime.js";
+import type { ProfileRuntime } from "../profiles/profile-runtime.js";
 import type { GatewayOptions } from "./options.js";
 
 /**

@@ -1,7 +1,7 @@
+import { accessOf } from "../access-control/access.js";
 import type { ChannelAdapter, InboundMessage } from "../channels/types.js";
 import { PartlyRecordedError, StorageError } from "../durable/errors.js";
 import type { RecordResult } from "../durable/types.js";
-import { accessOf } from "../runtime/access.js";
 import { type GatewayCore, targetOf, track } from "./core.js";
 import { dispatch } from "./dispatch.js";
 

@@ -1,5 +1,5 @@
+import { accessOf } from "../access-control/access.js";
 import { describePairingRequest } from "../commands/approve.js";
-import { accessOf } from "../runtime/access.js";
 import { finishEntry } from "./journal-steps.js";
 import { type MessageContext, type Middleware, say } from "./types.js";
 

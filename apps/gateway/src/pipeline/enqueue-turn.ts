@@ -1,7 +1,7 @@
 import { MediagateError } from "@mediagate/io";
 import type { InboundAttachment } from "../channels/types.js";
 import { interruptSession } from "../commands/stop.js";
-import { SlotRegistry } from "../runtime/slot-registry.js";
+import { SlotRegistry } from "../sandbox-access/slot-registry.js";
 import type { SessionContext } from "../session/context.js";
 import type { TurnOutcome } from "../session/queue.js";
 import { abortedByStop } from "../session/stopping.js";

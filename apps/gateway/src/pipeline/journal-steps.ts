@@ -1,5 +1,5 @@
 import type { JournalOutcome } from "../durable/types.js";
-import type { StatusLedger } from "../runtime/progress.js";
+import type { StatusLedger } from "../turn-progress/progress.js";
 import type { MessageContext } from "./types.js";
 
 /** The message's journal entry and those of the messages merged into its turn. */

@@ -28,7 +28,7 @@ import type { ProfileConfig } from "../config/types.js";
 import { journalDbPath, SqliteJournal } from "../durable/journal.js";
 import { Outbox, OutboxDefaults } from "../durable/outbox.js";
 import { createLogger, type Logger, silentLogger } from "../log.js";
-import { SlotRegistry } from "../runtime/slot-registry.js";
+import { SlotRegistry } from "../sandbox-access/slot-registry.js";
 import { BusySessions } from "../session/busy.js";
 import { SessionScope } from "../session/context.js";
 import { TurnQueue } from "../session/queue.js";

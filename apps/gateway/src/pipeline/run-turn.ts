@@ -1,13 +1,13 @@
 import type { ToolRunner } from "../agents/types.js";
-import { startActivity } from "../runtime/activity.js";
-import { describeCommand, TurnProgress } from "../runtime/progress.js";
 import {
   type SandboxProblem,
   sandboxProblemOf,
   sandboxProblemText,
-} from "../runtime/sandbox-errors.js";
-import { createToolRunner } from "../runtime/tool-runner.js";
+} from "../sandbox-access/sandbox-errors.js";
+import { createToolRunner } from "../sandbox-access/tool-runner.js";
 import { abortedByStop } from "../session/stopping.js";
+import { startActivity } from "../turn-progress/activity.js";
+import { describeCommand, TurnProgress } from "../turn-progress/progress.js";
 import { finishEntry, startEntry, statusLedger } from "./journal-steps.js";
 import type { TurnReport } from "./turn-report.js";
 import { type MessageContext, type Middleware, say, sessionOf } from "./types.js";

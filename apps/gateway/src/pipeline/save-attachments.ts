@@ -2,7 +2,7 @@ import { classify, formatBytes } from "@mediagate/media";
 import type { InboxFile, InboxRefused, InboxResult } from "@mediagate/sandbox";
 import type { TurnAttachment } from "../agents/types.js";
 import type { AttachmentFetcher, InboundAttachment } from "../channels/types.js";
-import { sandboxProblemOf, sandboxProblemText } from "../runtime/sandbox-errors.js";
+import { sandboxProblemOf, sandboxProblemText } from "../sandbox-access/sandbox-errors.js";
 import { abortedByStop } from "../session/stopping.js";
 import { finishEntry } from "./journal-steps.js";
 import { TurnFailedText } from "./run-turn.js";

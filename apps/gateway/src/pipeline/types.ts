@@ -1,5 +1,6 @@
 import type { TranslateContext } from "@mediagate/media";
 import type { Sandbox } from "@mediagate/sandbox";
+import type { Access } from "../access-control/access.js";
 import type { Agent, TurnAttachment } from "../agents/types.js";
 import type {
   ChannelAdapter,
@@ -11,14 +12,13 @@ import type { ProfileConfig } from "../config/types.js";
 import type { Outbox } from "../durable/outbox.js";
 import type { Journal } from "../durable/types.js";
 import type { Logger } from "../log.js";
-import type { Access } from "../runtime/access.js";
-import type { LiveSessions } from "../runtime/live-sessions.js";
-import type { ProgressClock } from "../runtime/progress.js";
-import type { SlotRegistry } from "../runtime/slot-registry.js";
+import type { SlotRegistry } from "../sandbox-access/slot-registry.js";
 import type { BusySessions } from "../session/busy.js";
 import type { SessionContext, SessionScope } from "../session/context.js";
+import type { LiveSessions } from "../session/live-sessions.js";
 import type { TurnQueue } from "../session/queue.js";
 import type { StateStore } from "../state/store.js";
+import type { ProgressClock } from "../turn-progress/progress.js";
 import { PipelineStepError } from "./step-error.js";
 import type { TurnReport } from "./turn-report.js";
 

@@ -19,8 +19,8 @@ import type { Journal, OutboxRecord } from "../durable/types.js";
 import type { HealthReport } from "../health/server.js";
 import type { Logger } from "../log.js";
 import type { PipelineServices } from "../pipeline/types.js";
-import type { LiveSessions } from "../runtime/live-sessions.js";
-import type { ProfileRuntime } from "../runtime/profile-runtime.js";
+import type { ProfileRuntime } from "../profiles/profile-runtime.js";
+import type { LiveSessions } from "../session/live-sessions.js";
 import type { LogRing } from "./log-ring.js";
 
 /** What the console's source reads of the gateway (read-only, but for the actions). */

@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { emptyEnv } from "../config/env.js";
 import { resolveConfig } from "../config/load.js";
 import { createLogger } from "../log.js";
-import { LiveSessions } from "../runtime/live-sessions.js";
 import type { SessionContext } from "../session/context.js";
+import { LiveSessions } from "../session/live-sessions.js";
 import { LogRing } from "./log-ring.js";
 
 const env = emptyEnv();

@@ -20,7 +20,7 @@ export interface ActivityOptions {
   readonly stillWorkingText?: string | undefined;
   /**
    * Whether the one-time "still working" message is sent (default true); off when the turn
-   * has a live status message instead (runtime/progress.ts).
+   * has a live status message instead (turn-progress/progress.ts).
    */
   readonly stillWorking?: boolean | undefined;
   /** Reports a failed "still working" send (best effort). */

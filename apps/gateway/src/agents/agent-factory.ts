@@ -1,9 +1,9 @@
-import { OpenAIAgent } from "../agents/openai.js";
-import { ShellAgent } from "../agents/shell.js";
-import type { Agent } from "../agents/types.js";
 import type { AgentSettings } from "../config/types.js";
 import type { Logger } from "../log.js";
 import type { StateStore } from "../state/store.js";
+import { OpenAIAgent } from "./openai.js";
+import { ShellAgent } from "./shell.js";
+import type { Agent } from "./types.js";
 
 /** Builds the agent a profile's config names (docs/sessions.md). */
 export function createAgent(

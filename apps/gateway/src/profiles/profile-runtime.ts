@@ -7,11 +7,11 @@ import {
   type SlotScope,
   slotTraits,
 } from "@mediagate/sandbox";
+import { createAgent } from "../agents/agent-factory.js";
 import type { Agent } from "../agents/types.js";
 import type { ProfileConfig } from "../config/types.js";
 import type { Logger } from "../log.js";
 import { StateStore, stateDbPath } from "../state/store.js";
-import { createAgent } from "./agent-factory.js";
 
 /** Everything one profile runs with: its sandbox, state database and agent. */
 export interface ProfileRuntimeOptions {
