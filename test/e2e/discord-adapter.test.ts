@@ -455,7 +455,7 @@ describe("Discord adapter: delivery", () => {
     await h.channel.sendText(guild, "hello");
     await expect(
       h.channel.sendText({ platform: "discord", chatId: "999999999999999999" }, "nobody"),
-    ).rejects.toMatchObject({ name: "DiscordRequestError", status: 404, code: 10003 });
+    ).rejects.toMatchObject({ name: "DiscordRequestError", status: 404, discordCode: 10003 });
     h.fake.dropSocket();
     await once(h.fake.gateway, "resume");
     expect(h.logs.length).toBeGreaterThan(3);
