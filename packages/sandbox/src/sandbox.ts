@@ -461,7 +461,7 @@ export class Sandbox {
       let killed = 0;
       try {
         for (const id of ids) {
-          killed += await killFromOutside(outside, id, this.#shells.everySession());
+          killed += await killFromOutside(outside, id, this.#shells.everySession(), this.#users);
         }
       } finally {
         this.#shells.closeSlot(slot);
