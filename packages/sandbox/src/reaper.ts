@@ -9,7 +9,7 @@ import { instanceLiveness } from "./instance.js";
 import { type ContainerOwner, keepsSlotDirs, LabelKeys } from "./labels.js";
 import { isEmptySlotDirectory, SlotOwnerFile } from "./slot-dirs.js";
 import { slotRootOf } from "./slot-key.js";
-import { isThrowaway, type ThrowawayKinds, throwawayFilters } from "./throwaway-container.js";
+import { isThrowaway, throwawayFilters } from "./throwaway-container.js";
 import { parseDockerTime } from "./timestamps.js";
 import type { ReapResult } from "./types.js";
 
@@ -61,7 +61,7 @@ export interface SweepContext {
 /**
  * One sweep (docs/sandbox.md): exited containers labelled `mediagate.agent=1` of this install and
  * this profile only, finished more than `minAgeSeconds` ago, are removed, and so are the
- * profile's throwaway containers of every kind ({@link ThrowawayKinds}: deletes and kills)
+ * profile's throwaway containers of every kind (`ThrowawayKinds`: deletes and kills)
  * that exited (or were made and never started) more than `minAgeSeconds` ago: their gateway is done with them, but a removal that failed (or
  * a create whose answer never came) left them behind. The slot directory (found from the
  * `/workspace` bind) goes with them only for scratch slots (session and task-id slots):
