@@ -20,6 +20,7 @@ export const ThrowawayKinds = {
   processKill: { label: LabelKeys.processKill, namePrefix: "mediagate-kill" },
 } as const;
 
+/** One of {@link ThrowawayKinds}. */
 export type ThrowawayKind = keyof typeof ThrowawayKinds;
 
 /** Whether a container's labels mark it as a throwaway container of any kind. */
