@@ -1,3 +1,4 @@
+import { backoffMs } from "@mediagate/io";
 import { LRUCache } from "lru-cache";
 import { WebDefaults } from "./defaults.js";
 
@@ -94,7 +95,8 @@ export class LoginLimiter {
     const previous = this.#failures.peek(key);
     const count = previous === undefined || this.#expired(previous, now) ? 1 : previous.count + 1;
     const excess = count - this.#failuresBeforeWait;
-    const waitMs = excess < 0 ? 0 : Math.min(this.#maxWaitMs, this.#firstWaitMs * 2 ** excess);
+    const waitMs =
+      excess < 0 ? 0 : backoffMs(excess + 1, { baseMs: this.#firstWaitMs, maxMs: this.#maxWaitMs });
     this.#failures.set(key, { count, lastMs: now, untilMs: now + waitMs });
     return waitMs;
   }
