@@ -178,7 +178,7 @@ export class SessionIo {
       let killed = 0;
       try {
         for (const id of ids) {
-          killed += await killFromOutside(outside, id, ctx.shells.everySession(), ctx.users);
+          killed += await killFromOutside(outside, id, ctx.shells.everySession());
         }
       } finally {
         ctx.shells.closeSlot(slot);
