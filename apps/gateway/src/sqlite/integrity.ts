@@ -1,4 +1,5 @@
 import { stat } from "node:fs/promises";
+import { DeadlineError, deadline } from "@mediagate/io";
 import { Defaults } from "../defaults.js";
 import { isDamagedCode } from "./damage.js";
 import { DatabaseWorker, programUrl } from "./database-worker.js";
@@ -97,13 +98,11 @@ export async function checkIntegrityWithin(
 ): Promise<OpenCheck> {
   const waitMs = options.waitMs ?? IntegrityDefaults.waitMs;
   const report = checkIntegrity(path, options);
-  let timer: NodeJS.Timeout | undefined;
-  const waited = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), waitMs);
-  });
-  try {
-    return { path, waitMs, early: await Promise.race([report, waited]), report };
-  } finally {
-    clearTimeout(timer);
-  }
+  const early = await deadline(report, { timeoutMs: waitMs, what: "integrity check" }).catch(
+    (error: unknown) => {
+      if (error instanceof DeadlineError) return undefined; // still checking: `report` tells later
+      throw error;
+    },
+  );
+  return { path, waitMs, early, report };
 }
