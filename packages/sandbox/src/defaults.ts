@@ -50,6 +50,11 @@ export const Defaults = {
   sessionUidBase: 2_000_001,
   /** Size of the session uid range (a session's first candidate is derived from its hash). */
   sessionUidCount: 16_777_216,
+  /**
+   * Session uids remembered per sandbox (container and session → uid): a claim is never
+   * released while its container lives, so each is asked of the container once.
+   */
+  sessionUserCacheEntries: 10_000,
   /** Per-call exec timeout. */
   execTimeoutMs: 120_000,
   /** Cap on stdout and on stderr kept per call (each). */

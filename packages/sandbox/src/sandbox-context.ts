@@ -12,6 +12,7 @@ import type { ContainerOwner } from "./labels.js";
 import { sandboxRootsOf } from "./reaper.js";
 import type { SandboxOptions } from "./sandbox-options.js";
 import { SessionShells } from "./session-shells.js";
+import { SessionUsers } from "./session-users.js";
 import { deleteSlotDirectory } from "./slot-dirs.js";
 import { slotDirectoryFor } from "./slot-key.js";
 import { withSlotLock } from "./slot-lock.js";
@@ -34,6 +35,8 @@ export class SandboxContext {
   readonly bound: CallBound;
   readonly users: UserMode;
   readonly shells: SessionShells;
+  /** The sessions' uids per container (per-session mode), asked of each container once. */
+  readonly sessionUsers: SessionUsers;
   readonly inboxSaves = new InboxSaves();
   readonly #pending = new Set<Promise<unknown>>();
 
@@ -59,9 +62,11 @@ export class SandboxContext {
         `Sandbox needs settings.maxOpenShells to be a positive integer (got ${maxOpenShells}); leave it out for ${Defaults.settings.maxOpenShells}`,
       );
     }
+    this.sessionUsers = new SessionUsers(this.docker);
     this.shells = new SessionShells(this.docker, {
       mode: this.users,
       maxOpenShells,
+      users: this.sessionUsers,
       onWarning: options.onWarning,
     });
   }

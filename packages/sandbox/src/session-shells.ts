@@ -8,7 +8,7 @@ import { exactEntry, type KillSelection } from "./kill-script.js";
 import { execOnce, killProcesses, randomHex } from "./one-shot-exec.js";
 import { sessionHash } from "./session-hash.js";
 import { SessionShell } from "./session-shell.js";
-import { sessionUser } from "./session-user.js";
+import type { SessionUsers } from "./session-users.js";
 import {
   CommandMarker,
   ExecMarker,
@@ -41,13 +41,16 @@ export interface SessionShellsOptions {
   readonly mode: UserMode;
   /** Most shells open at once in one container (`SandboxSettings.maxOpenShells`). */
   readonly maxOpenShells: number;
+  /** The sessions' uids (per-session mode), shared with the rest of the sandbox. */
+  readonly users: SessionUsers;
   readonly onWarning?: ((message: string, cause?: unknown) => void) | undefined;
 }
 
 /**
  * The session shells of one sandbox, keyed by (slot, session). Calls of one session run
  * one at a time; sessions run in parallel, each in its own shell. In per-session mode each
- * session runs as its own uid in each container (claimed when its shell opens).
+ * session runs as its own uid in each container (claimed when its first shell there opens,
+ * then remembered).
  *
  * Every open shell is a process in its container, counted against the container's pids
  * limit, so at most `maxOpenShells` are open per container: opening one more first closes
@@ -60,6 +63,7 @@ export class SessionShells {
   readonly #docker: Docker;
   readonly #mode: UserMode;
   readonly #maxOpen: number;
+  readonly #users: SessionUsers;
   readonly #onWarning: ((message: string, cause?: unknown) => void) | undefined;
   /** In least recently used order: a call moves its session's entry to the end. */
   readonly #entries = new Map<string, Entry>();
@@ -72,6 +76,7 @@ export class SessionShells {
     this.#docker = docker;
     this.#mode = options.mode;
     this.#maxOpen = options.maxOpenShells;
+    this.#users = options.users;
     this.#onWarning = options.onWarning;
   }
 
@@ -104,7 +109,7 @@ export class SessionShells {
     const hash = sessionHash(sessionKey);
     let user: ExecUser | undefined;
     if (entry === undefined) {
-      if (this.#mode.perSession) user = await sessionUser(this.#docker, containerId, hash, true);
+      if (this.#mode.perSession) user = await this.#users.claim(containerId, hash);
       entry = await this.#open(key, { slot, sessionKey, containerId, hash, user });
     }
     if (entry !== undefined) {
@@ -224,9 +229,7 @@ export class SessionShells {
     try {
       for (const id of targets) {
         killed += await this.#killIn(id, async () => {
-          const user = this.#mode.perSession
-            ? await sessionUser(this.#docker, id, hash, false)
-            : undefined;
+          const user = this.#mode.perSession ? await this.#users.lookUp(id, hash) : undefined;
           return {
             environ: exactEntry(SessionMarker, hash),
             uids: user === undefined ? undefined : { min: user.uid, max: user.uid },

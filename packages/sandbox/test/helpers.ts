@@ -3,9 +3,11 @@ import { randomBytes } from "node:crypto";
 import { access, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Readable } from "node:stream";
 import type { Schedule } from "@mediagate/io";
 import type Docker from "dockerode";
 import { testDockerHost } from "../../../test-support/engine.js";
+import { waitUntil } from "../../../test-support/wait.js";
 import { dockerOf } from "../src/docker-client.js";
 import {
   connectDocker,
@@ -171,6 +173,45 @@ export async function execIn(containerId: string, argv: string[]): Promise<strin
   stream.on("data", (chunk: Buffer) => chunks.push(chunk));
   await new Promise((resolve) => stream.on("end", resolve));
   return demux(Buffer.concat(chunks));
+}
+
+/**
+ * What `action` returned and the command line of every `docker exec` created in the container
+ * while it ran (the engine's `exec_create` events: `sh` for a session shell, `sh -c …` for the
+ * rest). Read live from an event stream opened before the action (a `since` query replays the
+ * engine's last 256 events only), up to a sentinel exec made after it.
+ */
+export async function execsDuring<T>(
+  containerId: string,
+  action: () => Promise<T>,
+): Promise<[T, string[]]> {
+  const stream = (await docker.getEvents({
+    filters: { container: [containerId], event: ["exec_create"] },
+  })) as Readable;
+  const sentinel = `mg-sentinel-${randomBytes(4).toString("hex")}`;
+  const commands: string[] = [];
+  let pending = "";
+  stream.on("data", (chunk: Buffer) => {
+    pending += chunk.toString();
+    const lines = pending.split("\n");
+    pending = lines.pop() ?? "";
+    for (const line of lines) {
+      if (line.trim() === "") continue;
+      const { Action } = JSON.parse(line) as { Action: string };
+      commands.push(Action.replace(/^exec_create: /, "").trimEnd());
+    }
+  });
+  try {
+    const result = await action();
+    await execIn(containerId, ["echo", sentinel]);
+    await waitUntil(
+      () => commands.includes(`echo ${sentinel}`),
+      "the sentinel's exec_create event",
+    );
+    return [result, commands.slice(0, commands.indexOf(`echo ${sentinel}`))];
+  } finally {
+    stream.destroy();
+  }
 }
 
 /** Command lines of the processes running in a container, via `ps` (busybox). */

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../../../test-support/wait.js";
-import { execIn, type Fixture, fixture, processesMatching } from "./helpers.js";
+import { Defaults } from "../src/index.js";
+import { execIn, execsDuring, type Fixture, fixture, processesMatching } from "./helpers.js";
 
 let fx: Fixture;
 beforeAll(async () => {
@@ -36,6 +37,18 @@ describe("open session shells per container", () => {
     expect(await openShells(containerId)).toBe(2);
     expect((await sandbox.run(slot, "b", "pwd")).stdout).toBe("/tmp\n");
     expect(await openShells(containerId)).toBe(2);
+  });
+
+  it("a session's uid, once known, is not asked of the container again (sessionIdentity)", async () => {
+    const sandbox = fx.sandbox();
+    const slot = "cap-identity";
+    const { containerId } = await sandbox.acquire(slot);
+    await sandbox.run(slot, "known", "true");
+    const [identity, execs] = await execsDuring(containerId, () =>
+      sandbox.sessionIdentity(slot, "known"),
+    );
+    expect(identity.uid).toBeGreaterThan(Defaults.sessionUidBase);
+    expect(execs).toEqual([]);
   });
 
   it("runs a session's command as a one-shot exec while every open shell is busy", async () => {
