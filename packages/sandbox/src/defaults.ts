@@ -39,6 +39,19 @@ export const Defaults = {
     maxOpenShells: 64,
   },
   /**
+   * A shell whose last command ended less than this long ago is not closed to make room for
+   * another session's: when every idle shell of a full container is that recent, the newcomer's
+   * command runs as a one-shot exec instead. More sessions than the cap taking turns would
+   * otherwise close, in least recently used order, exactly the shell needed next.
+   */
+  shellKeepMs: 60_000,
+  /**
+   * Shells closed to make room exit in the background (the controller exits on EOF at once; the
+   * engine reports the exec's end once every process holding its output let go). A new shell
+   * waits for them only when this many of its container's are still exiting.
+   */
+  maxExitingShells: 8,
+  /**
    * Group of the sandbox's users: `/workspace` and `/root` belong to `0:sandboxGid` with mode
    * 2770, so every per-session user of a slot can work in them and new files keep the group.
    */

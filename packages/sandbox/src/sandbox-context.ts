@@ -67,6 +67,7 @@ export class SandboxContext {
       mode: this.users,
       maxOpenShells,
       users: this.sessionUsers,
+      now: this.now,
       onWarning: options.onWarning,
     });
   }
