@@ -32,12 +32,23 @@ export const Defaults = {
     sharedKey: "",
     user: "per-session" as "per-session" | "root",
     sessionProcessLimit: 128,
-    /**
-     * Most session shells open at once in one container; the least recently used idle one
-     * is closed to open another (each is a process under `pidsLimit`).
-     */
-    maxOpenShells: 64,
+    // maxOpenShells is left out: it is derived from pidsLimit and memoryBytes
+    // (`maxOpenShellsOf`, `openShellsPidsShare`, `openShellMemoryBytes`).
   },
+  /**
+   * Share of a container's `pidsLimit` its session shells may hold when `maxOpenShells` is not
+   * set: each open shell is one process (an idle busybox `sh`); the rest stays for the commands
+   * and whatever they leave running. Chosen so that the default limits hold 300 sessions' shells
+   * (`pnpm bench:e2e`, bench/README.md).
+   */
+  openShellsPidsShare: 5 / 8,
+  /**
+   * Container memory each open shell is budgeted at when `maxOpenShells` is not set, so a
+   * container with little memory holds fewer shells. An idle busybox `sh` charged its container
+   * about 160 KB (kernel memory included; 300 shells measured), so the shells take at most about
+   * a twelfth of `memoryBytes`.
+   */
+  openShellMemoryBytes: 2 * 1024 * 1024,
   /**
    * A shell whose last command ended less than this long ago is not closed to make room for
    * another session's: when every idle shell of a full container is that recent, the newcomer's

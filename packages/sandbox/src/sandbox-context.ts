@@ -9,6 +9,7 @@ import { type UserMode, userModeOf } from "./exec-user.js";
 import { InboxSaves } from "./inbox.js";
 import { installIdOf } from "./install.js";
 import type { ContainerOwner } from "./labels.js";
+import { maxOpenShellsOf } from "./open-shell-cap.js";
 import { sandboxRootsOf } from "./reaper.js";
 import type { SandboxOptions } from "./sandbox-options.js";
 import { SessionShells } from "./session-shells.js";
@@ -56,10 +57,10 @@ export class SandboxContext {
     this.now = options.now ?? Date.now;
     this.bound = { timeoutMs: options.operationTimeoutMs ?? Defaults.operationTimeoutMs };
     this.users = userModeOf(options.settings);
-    const maxOpenShells = options.settings.maxOpenShells ?? Defaults.settings.maxOpenShells;
+    const maxOpenShells = maxOpenShellsOf(options.settings);
     if (!Number.isSafeInteger(maxOpenShells) || maxOpenShells < 1) {
       throw new TypeError(
-        `Sandbox needs settings.maxOpenShells to be a positive integer (got ${maxOpenShells}); leave it out for ${Defaults.settings.maxOpenShells}`,
+        `Sandbox needs settings.maxOpenShells to be a positive integer (got ${maxOpenShells}); leave it out to derive it from pidsLimit and memoryBytes (${maxOpenShellsOf({ ...options.settings, maxOpenShells: undefined })})`,
       );
     }
     this.sessionUsers = new SessionUsers(this.docker);

@@ -116,7 +116,7 @@ export interface SandboxSettings {
    * session keeps its cwd and exports and gets a new shell on its next command. A shell used
    * within `Defaults.shellKeepMs` is not closed for another session's, and while every open
    * shell is running a command or that recent, a session's command runs as a one-shot exec
-   * with its state. Default: `Defaults.settings.maxOpenShells`.
+   * with its state. Default: derived from `pidsLimit` and `memoryBytes` (`maxOpenShellsOf`).
    */
   readonly maxOpenShells?: number | undefined;
 }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../../../test-support/wait.js";
-import { Defaults } from "../src/index.js";
+import { Defaults, maxOpenShellsOf } from "../src/index.js";
 import { ClaimScript } from "../src/session-user.js";
 import { execIn, execsDuring, type Fixture, fixture, processesMatching } from "./helpers.js";
 
@@ -61,8 +61,9 @@ describe("open session shells per container", () => {
   });
 
   it("sessions beyond the cap taking turns keep their shells and uids: no open or claim per call", async () => {
-    const cap = 15;
-    const settings = { maxOpenShells: cap };
+    // A cap derived from a small pids limit; one session more than it holds.
+    const settings = { pidsLimit: 24, maxOpenShells: undefined };
+    const cap = maxOpenShellsOf({ ...settings, memoryBytes: Defaults.settings.memoryBytes });
     const sessions = Array.from({ length: cap + 1 }, (_, i) => `cyclic-${i}`);
     const rounds = 4;
     // The clock stands still: every shell counts as just used, however slow the engine is.
