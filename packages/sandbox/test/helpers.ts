@@ -178,8 +178,9 @@ export async function execIn(containerId: string, argv: string[]): Promise<strin
 /**
  * What `action` returned and the command line of every `docker exec` created in the container
  * while it ran (the engine's `exec_create` events: `sh` for a session shell, `sh -c …` for the
- * rest). Read live from an event stream opened before the action (a `since` query replays the
- * engine's last 256 events only), up to a sentinel exec made after it.
+ * rest). Read live from an event stream (a `since` query replays the engine's last 256 events
+ * only) between two sentinel execs: the engine answers the stream's request before it has
+ * subscribed it to events, so the action starts only once the first sentinel's event came.
  */
 export async function execsDuring<T>(
   containerId: string,
@@ -188,7 +189,8 @@ export async function execsDuring<T>(
   const stream = (await docker.getEvents({
     filters: { container: [containerId], event: ["exec_create"] },
   })) as Readable;
-  const sentinel = `mg-sentinel-${randomBytes(4).toString("hex")}`;
+  const tag = randomBytes(4).toString("hex");
+  const [start, end] = [`echo mg-start-${tag}`, `echo mg-end-${tag}`];
   const commands: string[] = [];
   let pending = "";
   stream.on("data", (chunk: Buffer) => {
@@ -202,13 +204,15 @@ export async function execsDuring<T>(
     }
   });
   try {
+    // The subscription may start after the first sentinel's exec: make it again until seen.
+    await waitUntil(async () => {
+      await execIn(containerId, start.split(" "));
+      return commands.includes(start);
+    }, "the event stream to start");
     const result = await action();
-    await execIn(containerId, ["echo", sentinel]);
-    await waitUntil(
-      () => commands.includes(`echo ${sentinel}`),
-      "the sentinel's exec_create event",
-    );
-    return [result, commands.slice(0, commands.indexOf(`echo ${sentinel}`))];
+    await execIn(containerId, end.split(" "));
+    await waitUntil(() => commands.includes(end), "the closing sentinel's event");
+    return [result, commands.slice(commands.lastIndexOf(start) + 1, commands.indexOf(end))];
   } finally {
     stream.destroy();
   }
