@@ -8,12 +8,13 @@
  * `pnpm build && pnpm bench:e2e [flags]`, flags (defaults fit a ≤ 3 minute run on 2 cores):
  *   --rounds N            latency rounds, interleaved with their floors (3)
  *   --messages N          messages per round and figure (80: 240 per latency figure)
- *   --users LIST          concurrent users of the throughput phase (10,50,100)
+ *   --users LIST          concurrent users of the throughput phase (10,50,100,300)
  *   --windows N           throughput windows per setting, the median is the figure (3)
  *   --window-ms N         length of one window (1500)
  *   --concurrency LIST    the gateway's `concurrency` settings to measure throughput with
  *                         (default: the gateway's own default; `4,16,64` sweeps)
- *   --max-open-shells N   the sandbox's `maxOpenShells` (default max(64, users + 1))
+ *   --max-open-shells N   the sandbox's `maxOpenShells` (default: not set, so the sandbox
+ *                         derives it from the container's limits, as a gateway does)
  *   --upload-mib N        size of the outbound upload (45), --uploads N runs of it (3)
  *   --exec-cli N          `docker exec <ctr> true` runs (15)
  *   --rtt N               fake round trips per round (200)
@@ -37,6 +38,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { readEnv, resolveConfig } from "@mediagate/gateway";
+import { maxOpenShellsOf } from "@mediagate/sandbox";
 import { FakeTelegram, type RecordedCall } from "../test/fakes/telegram/index.js";
 import { dockerHostVariable } from "../test-support/engine.js";
 import { containerCpuMs, cpuMsOf, machineBusyMs, memoryOf, processesCpuMs } from "./proc.js";
@@ -52,6 +54,8 @@ const ThroughputUserBase = 910_000;
 const SmallPath = "/workspace/bench-100k.bin";
 const BigPath = "/workspace/bench-big.bin";
 const ReplyTimeoutMs = 60_000;
+/** Users warmed up at once before a throughput figure (each batch within `ReplyTimeoutMs`). */
+const WarmUpBatch = 100;
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -112,7 +116,7 @@ for (const arg of process.argv.slice(2)) {
 const options = {
   rounds: count("rounds", 3),
   messages: count("messages", 80),
-  users: list("users", [10, 50, 100]),
+  users: list("users", [10, 50, 100, 300]),
   windows: count("windows", 3),
   windowMs: count("window-ms", 1500, 100),
   concurrency: flag("concurrency") === undefined ? [undefined] : list("concurrency", []),
@@ -124,7 +128,8 @@ const options = {
   image: flag("image") ?? process.env.MEDIAGATE_BENCH_IMAGE ?? "mediagate-sandbox:test",
 };
 const maxUsers = Math.max(...options.users);
-const maxOpenShells = count("max-open-shells", Math.max(64, maxUsers + 1));
+const maxOpenShells =
+  flag("max-open-shells") === undefined ? undefined : count("max-open-shells", 1);
 
 // ---------------------------------------------------------------------------------------------
 // Figures
@@ -246,8 +251,13 @@ function nextCall(
  * The gateway's "⏳ queued — 1 ahead" notice: a user who writes again as soon as the answer
  * came may find the session's turn still finishing. Not an answer; counted (`queued_notices`).
  */
+/** A line about the turn, not its answer: "⏳ queued …", or a slow turn's "⏳ working …" status. */
 const isNotice = (call: RecordedCall): boolean =>
   call.method === "sendMessage" && String(call.params.text ?? "").startsWith("⏳");
+
+/** A message told it waits behind its session's turn (`busyMode: queue`). */
+const isQueuedNotice = (call: RecordedCall): boolean =>
+  isNotice(call) && String(call.params.text).startsWith("⏳ queued");
 
 const notices = { count: 0 };
 /** Notices counted since the last call (and resets the count). */
@@ -713,7 +723,7 @@ async function main(): Promise<void> {
   await fake.start();
   onCleanup("stop the fake", () => fake.stop());
   fake.onCall((call) => {
-    if (isNotice(call)) notices.count++;
+    if (isQueuedNotice(call)) notices.count++;
   });
   const floorFake = new FakeTelegram({ token: token(800_002), botId: 800_002 });
   await floorFake.start();
@@ -732,12 +742,18 @@ async function main(): Promise<void> {
         name: profile,
         telegram: { token: fake.token, apiRoot: fake.apiRoot },
         allowedUsers: [LatencyUser, ...throughputUsers].map((id) => `telegram:${id}`),
-        sandbox: { image: options.image, diskLimitBytes: 0, maxOpenShells },
+        sandbox: {
+          image: options.image,
+          diskLimitBytes: 0,
+          ...(maxOpenShells === undefined ? {} : { maxOpenShells }),
+        },
       },
     ],
   });
+  const resolved = (concurrency: number | undefined) =>
+    resolveConfig(config(concurrency), { env: readEnv({ HOME: home }) });
   const effectiveConcurrency = (concurrency: number | undefined): number =>
-    resolveConfig(config(concurrency), { env: readEnv({ HOME: home }) }).concurrency;
+    resolved(concurrency).concurrency;
   const uploadBytes = options.uploadMib * MiB;
 
   emit({
@@ -751,7 +767,7 @@ async function main(): Promise<void> {
     messages_per_round: options.messages,
     users: options.users,
     concurrency: options.concurrency.map(effectiveConcurrency),
-    max_open_shells: maxOpenShells,
+    max_open_shells: maxOpenShellsOf(resolved(undefined).profiles[0]!.sandbox),
     upload_mib: options.uploadMib,
   });
 
@@ -1030,7 +1046,11 @@ async function main(): Promise<void> {
     const windows: { startUs: number; endUs: number }[] = [];
     for (const users of options.users) {
       const ids = throughputUsers.slice(0, users);
-      await closedLoop(fake, ids, "echo hi", "hi", 0, 0); // every session's shell open
+      // Every session's shell open, a batch at a time: a new session's first message claims
+      // its uid and opens its shell (two execs), which on a loaded engine takes a while.
+      for (let at = 0; at < ids.length; at += WarmUpBatch) {
+        await closedLoop(fake, ids.slice(at, at + WarmUpBatch), "echo hi", "hi", 0, 0);
+      }
       const cpuBefore = await cpuShares(gateway.pid, container);
       takeNotices();
       const { rates, answered } = await closedLoop(

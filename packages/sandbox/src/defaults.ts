@@ -32,12 +32,36 @@ export const Defaults = {
     sharedKey: "",
     user: "per-session" as "per-session" | "root",
     sessionProcessLimit: 128,
-    /**
-     * Most session shells open at once in one container; the least recently used idle one
-     * is closed to open another (each is a process under `pidsLimit`).
-     */
-    maxOpenShells: 64,
+    // maxOpenShells is left out: it is derived from pidsLimit and memoryBytes
+    // (`maxOpenShellsOf`, `openShellsPidsShare`, `openShellMemoryBytes`).
   },
+  /**
+   * Share of a container's `pidsLimit` its session shells may hold when `maxOpenShells` is not
+   * set: each open shell is one process (an idle busybox `sh`); the rest stays for the commands
+   * and whatever they leave running. Chosen so that the default limits hold 300 sessions' shells
+   * (`pnpm bench:e2e`, bench/README.md).
+   */
+  openShellsPidsShare: 5 / 8,
+  /**
+   * Container memory each open shell is budgeted at when `maxOpenShells` is not set, so a
+   * container with little memory holds fewer shells. An idle busybox `sh` charged its container
+   * about 160 KB (kernel memory included; 300 shells measured), so the shells take at most about
+   * a twelfth of `memoryBytes`.
+   */
+  openShellMemoryBytes: 2 * 1024 * 1024,
+  /**
+   * A shell whose last command ended less than this long ago is not closed to make room for
+   * another session's: when every idle shell of a full container is that recent, the newcomer's
+   * command runs as a one-shot exec instead. More sessions than the cap taking turns would
+   * otherwise close, in least recently used order, exactly the shell needed next.
+   */
+  shellKeepMs: 60_000,
+  /**
+   * Shells closed to make room exit in the background (the controller exits on EOF at once; the
+   * engine reports the exec's end once every process holding its output let go). A new shell
+   * waits for them only when this many of its container's are still exiting.
+   */
+  maxExitingShells: 8,
   /**
    * Group of the sandbox's users: `/workspace` and `/root` belong to `0:sandboxGid` with mode
    * 2770, so every per-session user of a slot can work in them and new files keep the group.
@@ -50,6 +74,11 @@ export const Defaults = {
   sessionUidBase: 2_000_001,
   /** Size of the session uid range (a session's first candidate is derived from its hash). */
   sessionUidCount: 16_777_216,
+  /**
+   * Session uids remembered per sandbox (container and session → uid): a claim is never
+   * released while its container lives, so each is asked of the container once.
+   */
+  sessionUserCacheEntries: 10_000,
   /** Per-call exec timeout. */
   execTimeoutMs: 120_000,
   /** Cap on stdout and on stderr kept per call (each). */

@@ -16,6 +16,7 @@ export { installIdOf } from "./install.js";
 export type { InstanceId } from "./instance.js";
 export { currentInstanceId, instanceLiveness } from "./instance.js";
 export { LabelKeys, sanitizeLabelValue } from "./labels.js";
+export { maxOpenShellsOf } from "./open-shell-cap.js";
 export { Sandbox } from "./sandbox.js";
 export type { SandboxOptions } from "./sandbox-options.js";
 export { sanitizeForPath } from "./sanitize-path.js";

@@ -9,9 +9,11 @@ import { type UserMode, userModeOf } from "./exec-user.js";
 import { InboxSaves } from "./inbox.js";
 import { installIdOf } from "./install.js";
 import type { ContainerOwner } from "./labels.js";
+import { maxOpenShellsOf } from "./open-shell-cap.js";
 import { sandboxRootsOf } from "./reaper.js";
 import type { SandboxOptions } from "./sandbox-options.js";
 import { SessionShells } from "./session-shells.js";
+import { SessionUsers } from "./session-users.js";
 import { deleteSlotDirectory } from "./slot-dirs.js";
 import { slotDirectoryFor } from "./slot-key.js";
 import { withSlotLock } from "./slot-lock.js";
@@ -34,6 +36,8 @@ export class SandboxContext {
   readonly bound: CallBound;
   readonly users: UserMode;
   readonly shells: SessionShells;
+  /** The sessions' uids per container (per-session mode), asked of each container once. */
+  readonly sessionUsers: SessionUsers;
   readonly inboxSaves = new InboxSaves();
   readonly #pending = new Set<Promise<unknown>>();
 
@@ -53,15 +57,18 @@ export class SandboxContext {
     this.now = options.now ?? Date.now;
     this.bound = { timeoutMs: options.operationTimeoutMs ?? Defaults.operationTimeoutMs };
     this.users = userModeOf(options.settings);
-    const maxOpenShells = options.settings.maxOpenShells ?? Defaults.settings.maxOpenShells;
+    const maxOpenShells = maxOpenShellsOf(options.settings);
     if (!Number.isSafeInteger(maxOpenShells) || maxOpenShells < 1) {
       throw new TypeError(
-        `Sandbox needs settings.maxOpenShells to be a positive integer (got ${maxOpenShells}); leave it out for ${Defaults.settings.maxOpenShells}`,
+        `Sandbox needs settings.maxOpenShells to be a positive integer (got ${maxOpenShells}); leave it out to derive it from pidsLimit and memoryBytes (${maxOpenShellsOf({ ...options.settings, maxOpenShells: undefined })})`,
       );
     }
+    this.sessionUsers = new SessionUsers(this.docker);
     this.shells = new SessionShells(this.docker, {
       mode: this.users,
       maxOpenShells,
+      users: this.sessionUsers,
+      now: this.now,
       onWarning: options.onWarning,
     });
   }

@@ -201,8 +201,9 @@ export class Sandbox {
    * (docs/security.md, "Files in replies"). Per-session mode: the session's uid in that
    * container (looked up, never claimed; `undefined` when it never ran there or no container
    * runs) and the sandbox group. Root mode: the container's user and its groups (`id`), or no
-   * uid and no group when no container runs. One root `docker exec` (per-session) or one as
-   * the container's user (root mode) when a container runs.
+   * uid and no group when no container runs. Per-session mode costs one root `docker exec` the
+   * first time this process asks for the session in that container and none after (a claim is
+   * never released while the container lives); root mode one exec as the container's user.
    */
   sessionIdentity(slot: string, sessionKey: string): Promise<SessionIdentity> {
     return this.#io.sessionIdentity(slot, sessionKey);

@@ -11,7 +11,6 @@ import { killFromOutside } from "./outside-kill.js";
 import type { SandboxContext } from "./sandbox-context.js";
 import { sessionHash } from "./session-hash.js";
 import { sessionIdentity } from "./session-identity.js";
-import { sessionUser } from "./session-user.js";
 import { SessionUmask } from "./shell-scripts.js";
 import type { SlotLifecycle } from "./slot-lifecycle.js";
 import { slotPaths } from "./slot-paths.js";
@@ -206,7 +205,7 @@ export class SessionIo {
           user =
             opts.sessionKey === undefined
               ? OneShotUser
-              : await sessionUser(ctx.docker, containerId, sessionHash(opts.sessionKey), true);
+              : await ctx.sessionUsers.claim(containerId, sessionHash(opts.sessionKey));
         }
         const read = await readInContainer(ctx.docker, containerId, containerPath, maxBytes, {
           bound: ctx.bound,
@@ -231,7 +230,13 @@ export class SessionIo {
     return ctx.guard(
       "sessionIdentity",
       slot,
-      () => sessionIdentity(ctx.docker, containerId, ctx.users, sessionKey, ctx.bound.timeoutMs),
+      () =>
+        sessionIdentity(ctx.docker, containerId, {
+          mode: ctx.users,
+          users: ctx.sessionUsers,
+          sessionKey,
+          timeoutMs: ctx.bound.timeoutMs,
+        }),
       containerId,
     );
   }

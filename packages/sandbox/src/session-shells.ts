@@ -8,7 +8,7 @@ import { exactEntry, type KillSelection } from "./kill-script.js";
 import { execOnce, killProcesses, randomHex } from "./one-shot-exec.js";
 import { sessionHash } from "./session-hash.js";
 import { SessionShell } from "./session-shell.js";
-import { sessionUser } from "./session-user.js";
+import type { SessionUsers } from "./session-users.js";
 import {
   CommandMarker,
   ExecMarker,
@@ -30,7 +30,40 @@ interface Entry {
   readonly shell: SessionShell;
   /** A command is running in the shell: it is never closed to make room. */
   busy: boolean;
+  /** When its last command ended (the sandbox's clock). */
+  usedAtMs: number;
   idle?: NodeJS.Timeout;
+}
+
+/**
+ * The shells of one container, across every sandbox of this process (a shared slot's
+ * container serves several profiles, and its pids limit counts all their shells).
+ */
+interface ContainerShells {
+  readonly open: Set<Entry>;
+  /** Shells being opened: room reserved for them. */
+  opening: number;
+  /** Shells closed to make room whose exec the engine has not reported ended yet. */
+  readonly exiting: Set<Promise<void>>;
+}
+
+const containers = new Map<string, ContainerShells>();
+
+function shellsIn(containerId: string): ContainerShells {
+  let shells = containers.get(containerId);
+  if (shells === undefined) {
+    shells = { open: new Set(), opening: 0, exiting: new Set() };
+    containers.set(containerId, shells);
+  }
+  return shells;
+}
+
+/** Forgets a container's record once it holds no shell. */
+function settle(containerId: string): void {
+  const shells = containers.get(containerId);
+  if (shells !== undefined && shells.open.size + shells.opening + shells.exiting.size === 0) {
+    containers.delete(containerId);
+  }
 }
 
 /** Any process a session or a one-shot exec started (root mode: found by its marker). */
@@ -41,37 +74,46 @@ export interface SessionShellsOptions {
   readonly mode: UserMode;
   /** Most shells open at once in one container (`SandboxSettings.maxOpenShells`). */
   readonly maxOpenShells: number;
+  /** The sessions' uids (per-session mode), shared with the rest of the sandbox. */
+  readonly users: SessionUsers;
+  /** The sandbox's clock: how recently a shell was used. */
+  readonly now: () => number;
   readonly onWarning?: ((message: string, cause?: unknown) => void) | undefined;
 }
 
 /**
  * The session shells of one sandbox, keyed by (slot, session). Calls of one session run
  * one at a time; sessions run in parallel, each in its own shell. In per-session mode each
- * session runs as its own uid in each container (claimed when its shell opens).
+ * session runs as its own uid in each container (claimed when its first shell there opens,
+ * then remembered).
  *
  * Every open shell is a process in its container, counted against the container's pids
- * limit, so at most `maxOpenShells` are open per container: opening one more first closes
- * the least recently used idle shell of that container (and waits until its process has
- * exited). When every open shell of the container is running a command, the call runs as
- * a one-shot exec with the session's state instead. A closed session keeps its cwd and
- * exports (they live in its state file) and gets a new shell on its next call.
+ * limit, so at most `maxOpenShells` are open per container (counting every sandbox of this
+ * process that uses it): opening one more first closes the least recently used idle shell
+ * of that container, without waiting for its exec to end (unless `Defaults.maxExitingShells`
+ * of the container's are still ending). A shell used within `Defaults.shellKeepMs` is not
+ * closed for another session's: when every open shell of the container is busy or that
+ * recent, the call runs as a one-shot exec with the session's state instead, so more
+ * sessions than the cap taking turns do not close each other's shells in turn. A closed
+ * session keeps its cwd and exports (they live in its state file) and gets a new shell on
+ * its next call.
  */
 export class SessionShells {
   readonly #docker: Docker;
   readonly #mode: UserMode;
   readonly #maxOpen: number;
+  readonly #users: SessionUsers;
+  readonly #now: () => number;
   readonly #onWarning: ((message: string, cause?: unknown) => void) | undefined;
-  /** In least recently used order: a call moves its session's entry to the end. */
   readonly #entries = new Map<string, Entry>();
-  /** Per container: shells being opened, and shells closed to make room that are still exiting. */
-  readonly #opening = new Map<string, number>();
-  readonly #closing = new Map<string, number>();
   readonly #locks = new KeyedLock();
 
   constructor(docker: Docker, options: SessionShellsOptions) {
     this.#docker = docker;
     this.#mode = options.mode;
     this.#maxOpen = options.maxOpenShells;
+    this.#users = options.users;
+    this.#now = options.now;
     this.#onWarning = options.onWarning;
   }
 
@@ -104,18 +146,17 @@ export class SessionShells {
     const hash = sessionHash(sessionKey);
     let user: ExecUser | undefined;
     if (entry === undefined) {
-      if (this.#mode.perSession) user = await sessionUser(this.#docker, containerId, hash, true);
+      if (this.#mode.perSession) user = await this.#users.claim(containerId, hash);
       entry = await this.#open(key, { slot, sessionKey, containerId, hash, user });
     }
     if (entry !== undefined) {
-      this.#entries.delete(key);
-      this.#entries.set(key, entry);
       clearTimeout(entry.idle);
       entry.busy = true;
       try {
         return await entry.shell.run(command, opts);
       } finally {
         entry.busy = false;
+        entry.usedAtMs = this.#now();
         if (entry.shell.alive) this.#closeWhenIdle(key, entry);
         else if (this.#entries.get(key) === entry) this.#drop(key, entry);
       }
@@ -139,8 +180,8 @@ export class SessionShells {
 
   /**
    * Opens the session's shell once the container has room for it; `undefined` when it has
-   * none (every open shell busy) or the shell could not be opened (the caller then runs a
-   * one-shot exec). A vanished container or unreachable daemon propagates.
+   * none (every open shell busy or recently used) or the shell could not be opened (the
+   * caller then runs a one-shot exec). A vanished container or unreachable daemon propagates.
    */
   async #open(
     key: string,
@@ -154,6 +195,7 @@ export class SessionShells {
   ): Promise<Entry | undefined> {
     const { containerId } = session;
     if (!(await this.#makeRoom(containerId))) return undefined;
+    const shells = shellsIn(containerId);
     try {
       const shell = await SessionShell.open(this.#docker, containerId, session.hash, session.user);
       const entry: Entry = {
@@ -161,51 +203,74 @@ export class SessionShells {
         sessionKey: session.sessionKey,
         shell,
         busy: true, // the caller runs its command in it next: never closed to make room
+        usedAtMs: this.#now(),
       };
       this.#entries.set(key, entry);
+      shells.open.add(entry);
       return entry;
     } catch (error) {
       if (isGone(error) || isConnectionError(error)) throw error;
       this.#onWarning?.("session shell unavailable, using one-shot exec", error);
       return undefined;
     } finally {
-      adjust(this.#opening, containerId, -1);
+      shells.opening--;
+      settle(containerId);
     }
   }
 
   /**
-   * Reserves room for one more shell in the container (counted in `#opening`), closing
-   * least recently used idle shells of it while it is at `maxOpenShells`. False when every
-   * shell it holds is busy.
+   * Reserves room for one more shell in the container (counted as opening), first closing
+   * the least recently used idle shell of this sandbox there while the container is at
+   * `maxOpenShells`. Waits only while `Defaults.maxExitingShells` closed ones are still
+   * ending. False when no shell may be closed: each is busy or was used within
+   * `Defaults.shellKeepMs`.
    */
   async #makeRoom(containerId: string): Promise<boolean> {
     for (;;) {
-      let occupied = (this.#opening.get(containerId) ?? 0) + (this.#closing.get(containerId) ?? 0);
-      let idlest: [string, Entry] | undefined;
       for (const [key, entry] of [...this.#entries]) {
         if (entry.shell.containerId !== containerId) continue;
-        if (!entry.shell.alive && !entry.busy) {
-          this.#drop(key, entry); // its controller has exited already
-          continue;
+        if (!entry.shell.alive && !entry.busy) this.#drop(key, entry); // its controller exited
+      }
+      const shells = shellsIn(containerId);
+      if (shells.open.size + shells.opening < this.#maxOpen) {
+        if (shells.exiting.size < Defaults.maxExitingShells) {
+          shells.opening++;
+          return true;
         }
-        occupied++;
-        if (idlest === undefined && !entry.busy) idlest = [key, entry];
+        await Promise.race(shells.exiting);
+        continue;
       }
-      if (occupied < this.#maxOpen) {
-        adjust(this.#opening, containerId, 1);
-        return true;
+      const idlest = this.#idlest(containerId);
+      if (idlest === undefined || this.#now() - idlest[1].usedAtMs < Defaults.shellKeepMs) {
+        settle(containerId);
+        return false;
       }
-      if (idlest === undefined) return false;
-      const [key, entry] = idlest;
-      clearTimeout(entry.idle);
-      this.#entries.delete(key);
-      adjust(this.#closing, containerId, 1);
-      try {
-        await entry.shell.closeAndWait(Defaults.killGraceMs);
-      } finally {
-        adjust(this.#closing, containerId, -1);
-      }
+      this.#evict(...idlest);
     }
+  }
+
+  /** This sandbox's idle shell in the container whose last command ended first. */
+  #idlest(containerId: string): [string, Entry] | undefined {
+    let idlest: [string, Entry] | undefined;
+    for (const [key, entry] of this.#entries) {
+      if (entry.shell.containerId !== containerId || entry.busy) continue;
+      if (idlest === undefined || entry.usedAtMs < idlest[1].usedAtMs) idlest = [key, entry];
+    }
+    return idlest;
+  }
+
+  /** Closes a shell to make room; it counts as exiting until the engine reports its end. */
+  #evict(key: string, entry: Entry): void {
+    clearTimeout(entry.idle);
+    this.#entries.delete(key);
+    const { containerId } = entry.shell;
+    const shells = shellsIn(containerId);
+    shells.open.delete(entry);
+    const exited: Promise<void> = entry.shell.closeAndWait(Defaults.killGraceMs).finally(() => {
+      shells.exiting.delete(exited);
+      settle(containerId);
+    });
+    shells.exiting.add(exited);
   }
 
   /**
@@ -224,9 +289,7 @@ export class SessionShells {
     try {
       for (const id of targets) {
         killed += await this.#killIn(id, async () => {
-          const user = this.#mode.perSession
-            ? await sessionUser(this.#docker, id, hash, false)
-            : undefined;
+          const user = this.#mode.perSession ? await this.#users.lookUp(id, hash) : undefined;
           return {
             environ: exactEntry(SessionMarker, hash),
             uids: user === undefined ? undefined : { min: user.uid, max: user.uid },
@@ -279,6 +342,9 @@ export class SessionShells {
     clearTimeout(entry.idle);
     entry.shell.close();
     this.#entries.delete(key);
+    const { containerId } = entry.shell;
+    containers.get(containerId)?.open.delete(entry);
+    settle(containerId);
   }
 
   /** Closes the shells open in one container (it went away). */
@@ -297,17 +363,6 @@ export class SessionShells {
   }
 
   closeAll(): void {
-    for (const entry of this.#entries.values()) {
-      clearTimeout(entry.idle);
-      entry.shell.close();
-    }
-    this.#entries.clear();
+    for (const [key, entry] of [...this.#entries]) this.#drop(key, entry);
   }
-}
-
-/** Adds `delta` to a per-container counter, forgetting it at zero. */
-function adjust(counts: Map<string, number>, containerId: string, delta: number): void {
-  const next = (counts.get(containerId) ?? 0) + delta;
-  if (next > 0) counts.set(containerId, next);
-  else counts.delete(containerId);
 }

@@ -75,11 +75,24 @@ echo "$u"
 `;
 
 /**
- * The session's uid in the container (a root housekeeping exec, ≈ one `docker exec`):
+ * The session's uid in the container (a root housekeeping exec, ≈ one `docker exec`; the
+ * sandbox asks through its `SessionUsers`, which remembers the answer):
  * claimed and its state directory prepared when `claim` is true; looked up only (and
  * `undefined` when the session never ran there) otherwise. Docker errors propagate; any
  * other failure is a {@link SessionUserError}.
  */
+export async function sessionUser(
+  docker: Docker,
+  containerId: string,
+  sessionHash: string,
+  claim: true,
+): Promise<ExecUser>;
+export async function sessionUser(
+  docker: Docker,
+  containerId: string,
+  sessionHash: string,
+  claim: false,
+): Promise<ExecUser | undefined>;
 export async function sessionUser(
   docker: Docker,
   containerId: string,

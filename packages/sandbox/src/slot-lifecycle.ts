@@ -206,6 +206,7 @@ export class SlotLifecycle {
     const id = this.#handles.get(slot);
     this.#handles.delete(slot);
     this.#ctx.shells.closeSlot(slot);
+    if (id !== undefined) this.#ctx.sessionUsers.forget(id);
     return id;
   }
 
@@ -283,5 +284,6 @@ export class SlotLifecycle {
   #forget(slot: string, containerId: string): void {
     if (this.#handles.get(slot) === containerId) this.#handles.delete(slot);
     this.#ctx.shells.closeContainer(containerId);
+    this.#ctx.sessionUsers.forget(containerId);
   }
 }

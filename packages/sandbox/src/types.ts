@@ -113,9 +113,10 @@ export interface SandboxSettings {
   /**
    * Most session shells open at once in one container (each is a process counted against
    * `pidsLimit`). Opening one more closes the least recently used idle one first; its
-   * session keeps its cwd and exports and gets a new shell on its next command. When all
-   * are running commands, a session's command runs as a one-shot exec with its state.
-   * Default: `Defaults.settings.maxOpenShells`.
+   * session keeps its cwd and exports and gets a new shell on its next command. A shell used
+   * within `Defaults.shellKeepMs` is not closed for another session's, and while every open
+   * shell is running a command or that recent, a session's command runs as a one-shot exec
+   * with its state. Default: derived from `pidsLimit` and `memoryBytes` (`maxOpenShellsOf`).
    */
   readonly maxOpenShells?: number | undefined;
 }

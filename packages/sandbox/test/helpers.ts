@@ -3,9 +3,11 @@ import { randomBytes } from "node:crypto";
 import { access, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Readable } from "node:stream";
 import type { Schedule } from "@mediagate/io";
 import type Docker from "dockerode";
 import { testDockerHost } from "../../../test-support/engine.js";
+import { waitUntil } from "../../../test-support/wait.js";
 import { dockerOf } from "../src/docker-client.js";
 import {
   connectDocker,
@@ -171,6 +173,49 @@ export async function execIn(containerId: string, argv: string[]): Promise<strin
   stream.on("data", (chunk: Buffer) => chunks.push(chunk));
   await new Promise((resolve) => stream.on("end", resolve));
   return demux(Buffer.concat(chunks));
+}
+
+/**
+ * What `action` returned and the command line of every `docker exec` created in the container
+ * while it ran (the engine's `exec_create` events: `sh` for a session shell, `sh -c …` for the
+ * rest). Read live from an event stream (a `since` query replays the engine's last 256 events
+ * only) between two sentinel execs: the engine answers the stream's request before it has
+ * subscribed it to events, so the action starts only once the first sentinel's event came.
+ */
+export async function execsDuring<T>(
+  containerId: string,
+  action: () => Promise<T>,
+): Promise<[T, string[]]> {
+  const stream = (await docker.getEvents({
+    filters: { container: [containerId], event: ["exec_create"] },
+  })) as Readable;
+  const tag = randomBytes(4).toString("hex");
+  const [start, end] = [`echo mg-start-${tag}`, `echo mg-end-${tag}`];
+  const commands: string[] = [];
+  let pending = "";
+  stream.on("data", (chunk: Buffer) => {
+    pending += chunk.toString();
+    const lines = pending.split("\n");
+    pending = lines.pop() ?? "";
+    for (const line of lines) {
+      if (line.trim() === "") continue;
+      const { Action } = JSON.parse(line) as { Action: string };
+      commands.push(Action.replace(/^exec_create: /, "").trimEnd());
+    }
+  });
+  try {
+    // The subscription may start after the first sentinel's exec: make it again until seen.
+    await waitUntil(async () => {
+      await execIn(containerId, start.split(" "));
+      return commands.includes(start);
+    }, "the event stream to start");
+    const result = await action();
+    await execIn(containerId, end.split(" "));
+    await waitUntil(() => commands.includes(end), "the closing sentinel's event");
+    return [result, commands.slice(commands.lastIndexOf(start) + 1, commands.indexOf(end))];
+  } finally {
+    stream.destroy();
+  }
 }
 
 /** Command lines of the processes running in a container, via `ps` (busybox). */

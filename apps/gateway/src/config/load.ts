@@ -236,7 +236,7 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
     memoryBytes: s.memoryBytes ?? d.memoryBytes,
     nanoCpus: s.nanoCpus,
     pidsLimit: s.pidsLimit ?? d.pidsLimit,
-    maxOpenShells: s.maxOpenShells ?? d.maxOpenShells,
+    maxOpenShells: s.maxOpenShells,
     tmpfsBytes: s.tmpfsBytes ?? d.tmpfsBytes,
     scratchBytes: s.scratchBytes ?? d.scratchBytes,
     diskLimitBytes: s.diskLimitBytes ?? d.diskLimitBytes,

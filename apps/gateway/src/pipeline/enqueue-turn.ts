@@ -53,8 +53,9 @@ export class InterruptedByMessageError extends MediagateError {
  * message waited), and the context is bound anew: the job runs from whatever turn finished
  * before it, so the identity must not be inherited.
  *
- * A message that arrives while its session is busy (docs/sessions.md, "Busy sessions") gets
- * one line saying so, and the profile's `busyMode` decides: `queue` waits its turn;
+ * A message that arrives while its session is busy (docs/sessions.md, "Busy sessions": a turn
+ * running that has not handed its reply over for delivery, or messages waiting) gets one line
+ * saying so, and the profile's `busyMode` decides: `queue` waits its turn;
  * `interrupt` stops the running turn the way /stop does (abort, kill the session's
  * processes) and runs next; `collect` joins the messages waiting for the next turn, which runs
  * them as one message (texts one per line, every file), its journal entries started, closed
@@ -78,7 +79,8 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
   }
   const key = queued.sessionKey;
   const { busyMode, maxQueuedMessages } = ctx.runtime.profile;
-  const running = queue.isRunning(key);
+  // A turn whose reply is already on its way is not one to wait behind (nor to interrupt).
+  const running = queue.isAnswering(key);
   const waiting = queue.queued(key);
   const tell = ctx.recovered !== true;
   const admin = ctx.access?.admin === true;

@@ -284,6 +284,57 @@ function echoAgent(seen: AgentTurnInput[]): Agent {
   };
 }
 
+/**
+ * Two messages of one session (user 2, no admin): the second sent while the first's turn runs
+ * its agent, or once the first's reply went out (the channel has it) while that delivery is
+ * still to be confirmed and the turn still to finish. What the chat was told, and the order in
+ * which turns ran and replies went out.
+ */
+async function secondMessageArriving(
+  when: "while the turn runs" | "after the reply went out",
+): Promise<{ texts: string[]; order: string[] }> {
+  const order: string[] = [];
+  let releaseAgent!: () => void;
+  const agentHeld = new Promise<void>((resolve) => {
+    releaseAgent = resolve;
+  });
+  let confirmDelivery!: () => void;
+  const deliveryHeld = new Promise<void>((resolve) => {
+    confirmDelivery = resolve;
+  });
+  const agent: Agent = {
+    kind: "shell",
+    async runTurn(input) {
+      order.push(`turn: ${input.text}`);
+      if (input.text === "first") await agentHeld;
+      return { reply: input.text };
+    },
+  };
+  const channel = new RecordingChannel();
+  const { deliver } = channel;
+  channel.deliver = async (reply, options) => {
+    const report = await deliver.call(channel, reply, options);
+    order.push(`sent: ${reply.text}`);
+    if (reply.text === "first") await deliveryHeld;
+    order.push(`confirmed: ${reply.text}`);
+    return report;
+  };
+  const services = testServices();
+  const runtime = testRuntime(agent, []);
+  const first = handleMessage(testContext(runtime, services, channel, "first", "2"));
+  if (when === "while the turn runs") await waitFor(() => expect(order).toEqual(["turn: first"]));
+  else {
+    releaseAgent();
+    await waitFor(() => expect(order).toEqual(["turn: first", "sent: first"]));
+  }
+  const second = handleMessage(testContext(runtime, services, channel, "second", "2"));
+  await waitFor(() => expect(services.queue.queued("agent:t:telegram:dm:2")).toBe(1));
+  releaseAgent();
+  confirmDelivery();
+  await Promise.all([first, second]);
+  return { texts: channel.texts, order };
+}
+
 describe("message pipeline", () => {
   it("an unknown user gets one refusal line in a DM, no turn, no session and no sandbox work", async () => {
     const calls: string[] = [];
@@ -479,6 +530,25 @@ describe("message pipeline", () => {
     expect(calls).toContain(
       'cleanup session:agent:t:telegram:dm:1 {"force":true,"deleteDirs":true}',
     );
+  });
+
+  it("a message sent once its session's reply went out is not told it is queued, and runs after that turn", async () => {
+    const inOrder = [
+      "turn: first",
+      "sent: first",
+      "confirmed: first",
+      "turn: second",
+      "sent: second",
+      "confirmed: second",
+    ];
+    expect(await secondMessageArriving("while the turn runs")).toEqual({
+      texts: ["⏳ queued — 1 ahead"],
+      order: inOrder,
+    });
+    expect(await secondMessageArriving("after the reply went out")).toEqual({
+      texts: [],
+      order: inOrder,
+    });
   });
 
   it("/stop all from an admin aborts every turn on the slot, drops their queues and kills the slot", async () => {

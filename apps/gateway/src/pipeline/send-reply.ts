@@ -5,9 +5,11 @@ import { type Middleware, sessionOf } from "./types.js";
  * Step 6: the finished turn's reply goes to the outbox (recorded, and the message's journal
  * entry closed, in one transaction) and is delivered from there: media planned from the turn's
  * slot (the plan recorded before the first send), the text and files sent with each step
- * recorded, notices for files that did not arrive (docs/durability.md). The session's next turn waits for this attempt; a reply held
- * back by a long `retry_after` is retried later outside the session's turn. A reply with no
- * text and no `MEDIA:` tag sends nothing.
+ * recorded, notices for files that did not arrive (docs/durability.md). The session's next
+ * turn waits for this attempt, but once the reply is recorded a message arriving meanwhile is
+ * not told it is queued (`TurnQueue#replied`); a reply held back by a long `retry_after` is
+ * retried later outside the session's turn. A reply with no text and no `MEDIA:` tag sends
+ * nothing.
  *
  * The attempt's result and each part's outcome go into the turn's report; a debug line tells
  * the text reply's size and outcome (its text only at `trace`).
@@ -34,6 +36,9 @@ export const sendReply: Middleware = async (ctx, next) => {
     ctx.entryId,
     ctx.mergedEntryIds,
   );
+  // The turn's answer is settled: a message of the session arriving from here on is not told
+  // it is queued (it runs once this delivery attempt is over).
+  ctx.services.queue.replied(session.sessionKey);
   const { result, deliveries } = await outbox.deliver(record);
   if (ctx.turn !== undefined) {
     ctx.turn.delivery = result;

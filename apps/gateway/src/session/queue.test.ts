@@ -40,6 +40,28 @@ describe("TurnQueue", () => {
     expect(log).toEqual(["start a1", "end a1", "start a2", "end a2", "start a3", "end a3"]);
   });
 
+  it("a turn that handed its reply over no longer counts as answering; the next still waits for it", async () => {
+    const q = new TurnQueue({ concurrency: 4 });
+    const log: string[] = [];
+    const a1 = gated(log, "a1");
+    const a2 = gated(log, "a2");
+    const first = q.enqueue("a", a1.job);
+    await a1.started;
+    expect([q.isRunning("a"), q.isAnswering("a")]).toEqual([true, true]);
+    q.replied("a");
+    expect([q.isRunning("a"), q.isAnswering("a")]).toEqual([true, false]);
+    const second = q.enqueue("a", a2.job);
+    expect(q.queued("a")).toBe(1);
+    a1.release();
+    await a2.started;
+    expect(q.isAnswering("a")).toBe(true); // the flag was the first turn's
+    a2.release();
+    await Promise.all([first, second]);
+    expect(log).toEqual(["start a1", "end a1", "start a2", "end a2"]);
+    q.replied("a"); // nothing runs: nothing to mark
+    expect(q.isAnswering("a")).toBe(false);
+  });
+
   it("runs different sessions in parallel up to the global cap", async () => {
     const q = new TurnQueue({ concurrency: 2 });
     const log: string[] = [];

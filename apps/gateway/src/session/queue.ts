@@ -24,6 +24,8 @@ interface Entry {
 interface SessionLane {
   readonly pending: Entry[];
   running?: AbortController | undefined;
+  /** The running turn handed its reply over for delivery ({@link TurnQueue.replied}). */
+  replied: boolean;
   waiting: boolean;
 }
 
@@ -82,6 +84,25 @@ export class TurnQueue {
   /** Whether a turn of the session is running now. */
   isRunning(sessionKey: string): boolean {
     return this.#lanes.get(sessionKey)?.running !== undefined;
+  }
+
+  /**
+   * Whether a turn of the session is running and has not handed its reply over for delivery
+   * yet: what a message arriving now waits behind, as its chat is told (docs/sessions.md).
+   */
+  isAnswering(sessionKey: string): boolean {
+    const lane = this.#lanes.get(sessionKey);
+    return lane?.running !== undefined && !lane.replied;
+  }
+
+  /**
+   * The session's running turn handed its reply over for delivery: what is left of it is
+   * that delivery and its bookkeeping, so {@link isAnswering} is false from now on. The
+   * session's next turn still starts only when this one has ended.
+   */
+  replied(sessionKey: string): void {
+    const lane = this.#lanes.get(sessionKey);
+    if (lane?.running !== undefined) lane.replied = true;
   }
 
   /** Whether {@link close} was called. */
@@ -161,7 +182,7 @@ export class TurnQueue {
   #lane(sessionKey: string): SessionLane {
     let lane = this.#lanes.get(sessionKey);
     if (lane === undefined) {
-      lane = { pending: [], waiting: false };
+      lane = { pending: [], replied: false, waiting: false };
       this.#lanes.set(sessionKey, lane);
     }
     return lane;
@@ -192,6 +213,7 @@ export class TurnQueue {
   #start(sessionKey: string, lane: SessionLane, entry: Entry): void {
     const controller = new AbortController();
     lane.running = controller;
+    lane.replied = false;
     this.#active++;
     let outcome: TurnOutcome = "done";
     // Each job starts from a fresh microtask so no job inherits the caller's stack.
@@ -204,6 +226,7 @@ export class TurnQueue {
       .finally(() => {
         this.#active--;
         lane.running = undefined;
+        lane.replied = false;
         if (lane.pending.length === 0) this.#lanes.delete(sessionKey);
         else this.#markReady(sessionKey, lane);
         entry.settle(outcome);
