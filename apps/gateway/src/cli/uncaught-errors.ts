@@ -1,3 +1,4 @@
+import { findInCauses } from "../error-causes.js";
 import type { Logger } from "../log.js";
 
 /** What {@link onUncaughtErrors} listens on: `process`, or an emitter in tests. */
@@ -17,23 +18,17 @@ export interface UncaughtErrorOptions {
   readonly source?: ErrorSource | undefined;
 }
 
-/** How deep the `cause` chain is searched for the step that failed. */
-const MaxCauseDepth = 8;
-
 /**
  * The step an error says it failed in: the first `step` field along its `cause` chain (a
  * pipeline step's `PipelineStepError`, a channel listener's), else `unknown` (the stack,
  * logged with it, still names the function).
  */
 export function stepOf(error: unknown): string {
-  let current = error;
-  for (let depth = 0; depth < MaxCauseDepth; depth++) {
-    if (typeof current !== "object" || current === null) break;
-    const { step, cause } = current as { step?: unknown; cause?: unknown };
-    if (typeof step === "string") return step;
-    current = cause;
-  }
-  return "unknown";
+  const failed = findInCauses(
+    error,
+    (link): link is { step: string } => typeof (link as { step?: unknown }).step === "string",
+  );
+  return failed?.step ?? "unknown";
 }
 
 /**
