@@ -1,4 +1,5 @@
 import { findInCauses } from "../error-causes.js";
+import { errorSummary } from "../error-summary.js";
 import type { Logger } from "../log.js";
 
 /** What {@link onUncaughtErrors} listens on: `process`, or an emitter in tests. */
@@ -36,6 +37,9 @@ export function stepOf(error: unknown): string {
  * nothing caught"). Every channel callback and pipeline step has a boundary of its own; this
  * is the last line.
  *
+ * Each error is logged as {@link errorSummary} summarises it (no field that holds an object: a
+ * platform's error can carry a whole request body).
+ *
  * - An unhandled promise rejection is logged at error level with its step and the gateway
  *   keeps running (Node's default would end the process, and every channel with it). A
  *   rejection is one async operation that failed and that nobody awaited: the operation is
@@ -55,13 +59,13 @@ export function onUncaughtErrors(options: UncaughtErrorOptions): () => void {
   let stopping = false;
   const onRejection = (reason: unknown) => {
     logger.error(
-      { err: reason, step: stepOf(reason) },
+      { err: errorSummary(reason), step: stepOf(reason) },
       "unhandled promise rejection; the gateway keeps running",
     );
   };
   const onException = (error: Error, origin?: string) => {
     logger.fatal(
-      { err: error, step: stepOf(error), origin },
+      { err: errorSummary(error), step: stepOf(error), origin },
       stopping
         ? "uncaught exception while stopping; exiting at once"
         : "uncaught exception; the gateway stops (its state cannot be trusted)",
