@@ -470,6 +470,10 @@ describe("resolveConfig", () => {
         { web: { listen: "8787" } },
         'web.listen: got "8787", expected a "host:port", e.g. "127.0.0.1:8787" or "[::1]:8787"',
       ],
+      ...["a..b", "[1.2.3.4]", "999.1.1.1", "gate.example:8787"].map((name): [object, string] => [
+        { web: { listen: "0.0.0.0:8787", allowedHosts: ["gate.example", "[fd00::20]", name] } },
+        `web.allowedHosts[2]: got ${JSON.stringify(name)}, expected a host name without port`,
+      ]),
     ];
     for (const [raw, message] of refused) expect(errorOf(raw).message).toContain(message);
   });

@@ -1,5 +1,9 @@
-import { isLoopbackHost, ListenAddressError, parseListenAddress } from "@mediagate/io";
-import { HostNamePattern } from "@mediagate/web";
+import {
+  isLoopbackHost,
+  ListenAddressError,
+  parseHostName,
+  parseListenAddress,
+} from "@mediagate/io";
 import { z } from "zod";
 import { LogLevels } from "../log.js";
 import { ConfigDefaults, ProfileNamePattern } from "./defaults.js";
@@ -222,7 +226,7 @@ const webListen = listenAddress();
 
 /** `web.allowedHosts`: the names browsers reach the console by (docs/web-console.md). */
 const webAllowedHosts = z.array(
-  z.string().regex(HostNamePattern, {
+  z.string().refine((name) => parseHostName(name) !== undefined, {
     error: 'a host name without port: "gateway.example.org", "192.168.1.20" or "[fd00::20]"',
   }),
 );
