@@ -1,11 +1,10 @@
-import { MediagateError } from "@mediagate/io";
 /**
  * Which `Host` names the console answers (DNS rebinding, docs/web-console.md): a page on a
  * name the attacker controls that resolves to the console's address sends that name; the
  * console answers only names it was told are its own. What a host name is, and which listen
  * host is the any-address, is @mediagate/io's grammar (the config's checks use it too).
  */
-import { isWildcardHost, normalHostName, parseHostName } from "@mediagate/io";
+import { isWildcardHost, MediagateError, normalHostName, parseHostName } from "@mediagate/io";
 
 /** The loopback names, answered on every listen address (no other site can send them). */
 export const LoopbackHostNames = ["127.0.0.1", "localhost", "[::1]"] as const;

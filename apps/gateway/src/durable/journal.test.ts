@@ -149,7 +149,10 @@ describe("SqliteJournal", () => {
 
   it("records a merged message by each of its receipts: any of them again is not run again", async () => {
     const journal = await openJournal();
-    const album = await journal.record({ ...telegramMessage("50"), receiptIds: ["50", "51", "52"] });
+    const album = await journal.record({
+      ...telegramMessage("50"),
+      receiptIds: ["50", "51", "52"],
+    });
     expect(album.fresh).toBe(true);
     expect(raw("SELECT key, entry_id FROM receipts ORDER BY key")).toEqual([
       { key: "work:telegram:50", entry_id: album.id },
@@ -157,7 +160,9 @@ describe("SqliteJournal", () => {
       { key: "work:telegram:52", entry_id: album.id },
     ]);
     // The whole album again, its tail alone, one item alone: all known, nothing new.
-    expect(await journal.record({ ...telegramMessage("50"), receiptIds: ["50", "51", "52"] })).toEqual({
+    expect(
+      await journal.record({ ...telegramMessage("50"), receiptIds: ["50", "51", "52"] }),
+    ).toEqual({
       id: album.id,
       fresh: false,
     });
