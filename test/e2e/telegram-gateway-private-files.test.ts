@@ -137,11 +137,15 @@ describe("gateway over Telegram: MEDIA: sends a session only what it could read 
       d: "/root/vroot.txt",
       e: "../root/vroot.txt",
       f: "vdir",
+      // Out of /workspace and back into the 0700 directory: a name that is there and one that
+      // is not get the same answer.
+      g: "../workspace/vdir/inner.txt",
+      h: "../workspace/vdir/absent.txt",
     };
     const made = Object.entries(links)
       .map(([name, target]) => `ln -s ${target} /workspace/x${name}`)
       .join(" && ");
-    const tags = [...Object.keys(links).slice(0, 5), "f/inner.txt"].map(
+    const tags = [...Object.keys(links).slice(0, 5), "f/inner.txt", "g", "h"].map(
       (name) => `echo MEDIA:/workspace/x${name}`,
     );
     const got = await deliver(Other, `${made} && ${tags.join("; ")}`);

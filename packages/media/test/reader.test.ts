@@ -152,7 +152,6 @@ describe("planMedia with a reader: a file is sent only if that user could read i
       // A link inside the private directory, to a file the reader may read: it cannot reach it.
       "/workspace/pdir/to-public",
       "/workspace/to-public",
-      "/workspace/host-abs",
     ];
     expect(await outcomesFor(member, l, ...tags)).toEqual([
       `denied ${NotReadable}`,
@@ -160,9 +159,47 @@ describe("planMedia with a reader: a file is sent only if that user could read i
       `denied ${NotReadable}`,
       `denied ${NotReadable}`,
       "ready public",
-      "ready shared",
     ]);
     expect(await outcomesFor(member, l, "/workspace/up-and-in")).toEqual(["ready shared"]);
+    // A host path through the test's private temp directory: only who may search it gets
+    // through; the others are left to the container, where the path leads nowhere.
+    expect(await outcomesFor(owner, l, "/workspace/host-abs")).toEqual(["ready shared"]);
+    expect(await outcomesFor(member, l, "/workspace/host-abs")).toEqual(["unreachable"]);
+  });
+
+  it("answers alike for a name that is there and one that is not, through links that leave the root", async () => {
+    const l = await files();
+    const ws = path.join(l.profile, "workspace");
+    const home = path.join(l.profile, "home");
+    await chmod(await put(path.join(home, "hpdir/h.txt"), "home private"), 0o644);
+    await chmod(path.join(home, "hpdir"), 0o700);
+    await link(path.join(home, "to-inner"), "../workspace/pdir/inner.txt");
+    await link(path.join(home, "to-absent"), "../workspace/pdir/absent.txt");
+    const probes = (name: string) => [
+      // Out of the root and straight back into its unsearchable directory.
+      [`${name}-back`, `../../workspace/pdir/${name}.txt`],
+      // Out, through a link outside that leads back in.
+      [`${name}-via`, `../../home/to-${name}`],
+      // Out, into an unsearchable directory outside the root.
+      [`${name}-out`, `../../home/hpdir/${name === "inner" ? "h" : name}.txt`],
+    ];
+    for (const [name, target] of [...probes("inner"), ...probes("absent")]) {
+      await link(path.join(ws, "mine", name!), target!);
+    }
+    const there = await outcomesFor(
+      member,
+      l,
+      ...probes("inner").map(([name]) => `/workspace/mine/${name}`),
+    );
+    const absent = await outcomesFor(
+      member,
+      l,
+      ...probes("absent").map(([name]) => `/workspace/mine/${name}`),
+    );
+    expect(there).toEqual([`denied ${NotReadable}`, `denied ${NotReadable}`, "unreachable"]);
+    expect(absent).toEqual(there);
+    expect(await outcomesFor(owner, l, "/workspace/mine/inner-back")).toEqual(["ready inner"]);
+    expect(await outcomesFor(owner, l, "/workspace/mine/inner-via")).toEqual(["ready inner"]);
   });
 
   it("still refuses links out of the root and credentials, and finds container-only links missing", async () => {

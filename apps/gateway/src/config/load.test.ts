@@ -129,6 +129,26 @@ describe("resolveConfig", () => {
     );
   });
 
+  it("refuses a volume at the sandbox's own mount points, however the path is written", () => {
+    const volumes = (list: string[]) => ({
+      profiles: [{ name: "default", sandbox: { volumes: list } }],
+    });
+    const ok = resolveConfig(volumes(["/srv/c:/tmp/cache", "/srv/d:/workspace/data:ro"]), {
+      env,
+    });
+    expect(ok.profiles[0]?.sandbox.volumes).toEqual([
+      "/srv/c:/tmp/cache",
+      "/srv/d:/workspace/data:ro",
+    ]);
+    const refused = ["/srv/a:/tmp/", "/srv/b:/var/tmp", "/srv/c:/run/mediagate", "/srv/d:/root"];
+    const error = errorOf(volumes(refused));
+    refused.forEach((volume, i) => {
+      expect(error.message).toContain(
+        `profiles[0].sandbox.volumes[${i}]: got "${volume}", expected a volume at a container path of its own: not /workspace or /root (the slot's directories), nor /tmp, /var/tmp, /run/mediagate or below /run/mediagate (the tmpfs mounts of sandbox.scratchBytes)`,
+      );
+    });
+  });
+
   it("reports every problem, including unknown keys and bad profile names", () => {
     const error = errorOf({
       concurrency: 0,

@@ -4,6 +4,12 @@ import {
   parseHostName,
   parseListenAddress,
 } from "@mediagate/io";
+import {
+  bindsSandboxMount,
+  RegistryMountPoint,
+  ScratchMountPoints,
+  SlotMountPoints,
+} from "@mediagate/sandbox";
 import { z } from "zod";
 import { LogLevels } from "../log.js";
 import { ConfigDefaults, ProfileNamePattern } from "./defaults.js";
@@ -99,9 +105,14 @@ const MinScratchBytes = 1024 * 1024;
 /** Below this a session could not even run its shell, a command and a kill exec. */
 const SessionProcessLimitMin = 8;
 
-const volumeSpec = z.string().regex(/^\/[^:]*:\/[^:]*(:(ro|rw))?$/, {
-  error: 'a volume "/host/path:/container/path[:ro|rw]"',
-});
+const volumeSpec = z
+  .string()
+  .regex(/^\/[^:]*:\/[^:]*(:(ro|rw))?$/, {
+    error: 'a volume "/host/path:/container/path[:ro|rw]"',
+  })
+  .refine((volume) => !bindsSandboxMount(volume), {
+    error: `a volume at a container path of its own: not ${SlotMountPoints.join(" or ")} (the slot's directories), nor ${ScratchMountPoints.join(", ")} or below ${RegistryMountPoint} (the tmpfs mounts of sandbox.scratchBytes)`,
+  });
 
 const sandboxSchema = z.strictObject({
   image: z.string().min(1, { error: "an image reference" }).optional(),
