@@ -1,7 +1,7 @@
 import { constants } from "node:fs";
 import { type FileHandle, lstat, open, readlink, stat } from "node:fs/promises";
 import { dirname } from "node:path";
-import { maySearch, NotReadable } from "./access.js";
+import { maySearch, NotReadable, UnsearchableOutside } from "./access.js";
 import { errnoCode, type OpenHooks, type OpenResult, openChecked } from "./open-file.js";
 import { isWithin, relativeTo } from "./paths.js";
 import type { DeliveryPolicy } from "./policy.js";
@@ -23,9 +23,9 @@ const MaxLinks = 40;
  * whatever lies behind it, so a missing file there is refused like an existing one: the answer
  * tells nothing of what the directory holds. A path that leaves `root` (an absolute link, `..`
  * at the top) is followed on the host one name at a time only until it re-enters `root`, and
- * walked from there as above ({@link outside}). The descriptors are held from the top down, so renaming or
- * swapping a directory meanwhile changes nothing about the file opened; a name swapped for a
- * symlink after it was looked at fails its open (O_NOFOLLOW) and is refused.
+ * walked from there as above ({@link outside}). The descriptors are held from the top down, so
+ * renaming or swapping a directory meanwhile changes nothing about the file opened; a name
+ * swapped for a symlink after it was looked at fails its open (O_NOFOLLOW) and is refused.
  */
 export async function openAsReader(
   root: string,
@@ -118,8 +118,9 @@ type Return =
  * rest is then handed back to the reader's walk, which checks every directory from `root`
  * down. A symlink met outside is read, not resolved through, so a link that leads back inside
  * re-enters at `root` too. A name is looked up only in a directory the reader may search, as
- * inside: a directory it may not search ends the walk as `missing` (the container is then
- * asked, as that user), so what such a directory holds is never told. A path that ends
+ * inside: a directory it may not search ends the walk as `missing` with the detail
+ * {@link UnsearchableOutside} (the container is then asked, as that user, and a path found
+ * nowhere is withheld), so what such a directory holds is never told. A path that ends
  * outside `root` is `escapes_root`; one whose name is not there is `missing`.
  */
 async function outside(
@@ -137,7 +138,7 @@ async function outside(
     if (name === undefined)
       return { kind: "stop", result: { result: "escapes_root", realPath: at } };
     if (!maySearch(await stat(at), reader)) {
-      return { kind: "stop", result: { result: "missing", detail: "EACCES" } };
+      return { kind: "stop", result: { result: "missing", detail: UnsearchableOutside } };
     }
     if (name === "..") {
       at = dirname(at);
