@@ -41,7 +41,16 @@ suite_ensure_compose() {
   apt-get install -y -q docker-compose
 }
 
-suite_containers() { docker ps -aq --no-trunc --filter label=mediagate.agent=1 | sort; }
+# Every container the sandbox makes: slot containers and the throwaway delete and kill
+# containers (packages/sandbox/src/labels.ts), which carry no agent label. One query per label:
+# the engine ANDs label filters.
+SUITE_CONTAINER_LABELS="mediagate.agent=1 mediagate.slot-delete=1 mediagate.process-kill=1"
+suite_containers() {
+  local label
+  for label in $SUITE_CONTAINER_LABELS; do
+    docker ps -aq --no-trunc --filter "label=$label"
+  done | sort -u
+}
 # The /run/mediagate volumes of sandbox containers no container uses any more (a container
 # removed without its volumes).
 suite_volumes() { docker volume ls -q --filter label=mediagate.install --filter dangling=true | sort; }
@@ -65,7 +74,7 @@ suite_run() {
   leaked=$(suite_containers | comm -13 "$before" - || true)
   if [ -n "$leaked" ]; then
     echo "$script: the tests left mediagate containers behind (removing them):" >&2
-    docker ps -a --no-trunc --filter label=mediagate.agent=1 --format '{{.ID}} {{.Labels}} {{.Status}}' | grep -F "$leaked" >&2 || true
+    echo "$leaked" | xargs -r docker inspect --format '{{.Id}} {{.Config.Labels}} {{.State.Status}}' >&2 || true
     echo "$leaked" | xargs -r docker rm -f -v >/dev/null
     status=1
   fi

@@ -55,7 +55,7 @@ describe("gateway over Telegram: MEDIA: sends a session only what it could read 
       },
     );
     bot = harness.bot();
-    const made = await ask(
+    const made = await bot.ask(
       Owner,
       [
         "cd /workspace",
@@ -76,12 +76,6 @@ describe("gateway over Telegram: MEDIA: sends a session only what it could read 
   afterAll(async () => {
     await harness?.close();
   });
-
-  async function ask(user: number, text: string): Promise<string> {
-    const since = bot.mark();
-    await bot.handle((fake) => fake.sendPrivateText({ userId: user, text }));
-    return bot.texts(user, since).join("\n");
-  }
 
   /** Sends `text` as `user`: what arrived in that chat and the chat's notices. */
   async function deliver(user: number, text: string) {
@@ -105,16 +99,16 @@ describe("gateway over Telegram: MEDIA: sends a session only what it could read 
   }
 
   it("the other session cannot read the owner's private files with its own commands", async () => {
-    const read = await ask(
+    const read = await bot.ask(
       Other,
       "cat /workspace/vfile.txt /workspace/vdir/inner.txt /root/vroot.txt 2>&1; echo done",
     );
     expect(read.match(/Permission denied/g)).toHaveLength(3);
     expect(read).not.toContain(secrets.file);
     const owner = (await stat(hostPath("workspace", "vfile.txt"))).uid;
-    const other = Number(await ask(Other, "id -u"));
+    const other = Number(await bot.ask(Other, "id -u"));
     expect(other).not.toBe(owner);
-    expect(await ask(Other, "id -G")).toBe(String(SandboxGid));
+    expect(await bot.ask(Other, "id -G")).toBe(String(SandboxGid));
   });
 
   it("withholds a 0600 file, a file in a 0700 directory and a 0600 file in /root, saying so without naming them", async () => {
@@ -143,11 +137,15 @@ describe("gateway over Telegram: MEDIA: sends a session only what it could read 
       d: "/root/vroot.txt",
       e: "../root/vroot.txt",
       f: "vdir",
+      // Out of /workspace and back into the 0700 directory: a name that is there and one that
+      // is not get the same answer.
+      g: "../workspace/vdir/inner.txt",
+      h: "../workspace/vdir/absent.txt",
     };
     const made = Object.entries(links)
       .map(([name, target]) => `ln -s ${target} /workspace/x${name}`)
       .join(" && ");
-    const tags = [...Object.keys(links).slice(0, 5), "f/inner.txt"].map(
+    const tags = [...Object.keys(links).slice(0, 5), "f/inner.txt", "g", "h"].map(
       (name) => `echo MEDIA:/workspace/x${name}`,
     );
     const got = await deliver(Other, `${made} && ${tags.join("; ")}`);
@@ -159,7 +157,7 @@ describe("gateway over Telegram: MEDIA: sends a session only what it could read 
   it("withholds a hard link to the owner's 0600 file: the link keeps the owner's uid and mode", async () => {
     // This kernel refuses the other session the link (fs.protected_hardlinks); one that does
     // not would make exactly this file, so the test makes it on the host.
-    const tried = await ask(Other, "ln /workspace/vfile.txt /workspace/xhard 2>&1; echo tried");
+    const tried = await bot.ask(Other, "ln /workspace/vfile.txt /workspace/xhard 2>&1; echo tried");
     const hard = hostPath("workspace", "xhard");
     if (!tried.includes("Operation not permitted")) expect(tried).toBe("tried");
     else await link(hostPath("workspace", "vfile.txt"), hard);
@@ -223,7 +221,7 @@ describe("gateway over Telegram: MEDIA: sends a session only what it could read 
     const mine = indexOf("mine.txt");
     expect(await web.preview(shared)).toEqual({ status: 200, body: secrets.shared });
 
-    expect(await ask(Owner, "chmod 600 /workspace/shared.txt && echo private")).toBe("private");
+    expect(await bot.ask(Owner, "chmod 600 /workspace/shared.txt && echo private")).toBe("private");
     expect(await web.preview(shared)).toEqual({ status: 404, body: expect.any(String) });
     expect(await web.preview(mine)).toEqual({ status: 200, body: secrets.mine });
   });
@@ -239,7 +237,7 @@ describe("gateway over Telegram: MEDIA: sends a session only what it could read 
     expect(bot.arrived(Other, since)).toEqual([]);
     expect(scheduled).toHaveLength(1);
 
-    expect(await ask(Owner, "chmod 600 /workspace/song.mp3 && echo private")).toBe("private");
+    expect(await bot.ask(Owner, "chmod 600 /workspace/song.mp3 && echo private")).toBe("private");
     const resumed = bot.mark();
     scheduled[0]!.run();
     await waitUntil(

@@ -31,7 +31,7 @@ describe("gateway over Telegram: sessions of one profile stay apart", () => {
       },
     ]);
     bot = harness.bot();
-    await ask(Admin, `export ADMIN_TOKEN=${secret}; cd /tmp; echo set`);
+    await bot.ask(Admin, `export ADMIN_TOKEN=${secret}; cd /tmp; echo set`);
     container = await bot.runningContainer();
     // What provisioning prepares for per-session users: the slot dirs shared through the
     // sandbox group (root-owned, setgid, group-writable).
@@ -46,38 +46,32 @@ describe("gateway over Telegram: sessions of one profile stay apart", () => {
     await harness?.close();
   });
 
-  async function ask(user: number, text: string): Promise<string> {
-    const since = bot.mark();
-    await bot.handle((fake) => fake.sendPrivateText({ userId: user, text }));
-    return bot.texts(user, since).join("\n");
-  }
-
   const processes = async (needle: string) =>
     (await harness.docker.processes(container)).filter((p) => p.includes(needle));
 
   it("a member can neither read the admin's exported variables nor plant code in the admin's next turn", async () => {
-    const snoop = await ask(
+    const snoop = await bot.ask(
       Member,
       "cat /tmp/.mediagate/*.env /run/mediagate/s/*/env; grep -rs ADMIN_TOKEN /tmp /run /root",
     );
     expect(snoop).not.toContain(secret);
-    await ask(
+    await bot.ask(
       Member,
       "for f in /tmp/.mediagate/*.env /run/mediagate/s/*/env; do echo 'echo HIJACKED' >>\"$f\"; done; echo tried",
     );
-    expect(await ask(Admin, 'echo "$ADMIN_TOKEN"; pwd')).toBe(`${secret}\n/tmp`);
+    expect(await bot.ask(Admin, 'echo "$ADMIN_TOKEN"; pwd')).toBe(`${secret}\n/tmp`);
   });
 
   it("a member cannot read the environment of the admin's processes or kill them", async () => {
-    await ask(Admin, "sleep 3331 & echo started");
+    await bot.ask(Admin, "sleep 3331 & echo started");
     expect(await processes("sleep 3331")).toHaveLength(1);
-    const environ = await ask(
+    const environ = await bot.ask(
       Member,
       "grep -ao 'ADMIN_TOKEN=[a-z0-9-]*' /proc/[0-9]*/environ; echo scanned",
     );
     expect(environ).toContain("scanned");
     expect(environ).not.toContain(secret);
-    await ask(Member, "pkill -9 -f 'sleep 3331'; for p in $(pidof sleep); do kill -9 $p; done");
+    await bot.ask(Member, "pkill -9 -f 'sleep 3331'; for p in $(pidof sleep); do kill -9 $p; done");
     expect(await processes("sleep 3331")).toHaveLength(1);
   });
 
@@ -85,7 +79,7 @@ describe("gateway over Telegram: sessions of one profile stay apart", () => {
     const workspace = join(bot.profileSlotDir(), "workspace");
     await copyFile("/usr/bin/id", join(workspace, "id-source"));
     expect(
-      await ask(
+      await bot.ask(
         Member,
         "cp /workspace/id-source /workspace/id-suid && chmod 4755 /workspace/id-suid && echo made",
       ),
@@ -108,21 +102,23 @@ describe("gateway over Telegram: sessions of one profile stay apart", () => {
 
   it("a fork loop of a member leaves the admin working, and the admin's /stop all ends it", async () => {
     const loop = "while :; do sh -c 'while :; do sleep 3332 & done' 2>/dev/null; done";
-    expect(await ask(Member, `(${loop}) & echo started`)).toContain("started");
+    expect(await bot.ask(Member, `(${loop}) & echo started`)).toContain("started");
     await waitUntil(async () => (await processes("sleep 3332")).length > 10, "the loop forking");
-    expect(await ask(Admin, "echo ok")).toBe("ok");
+    expect(await bot.ask(Admin, "echo ok")).toBe("ok");
 
-    expect(await ask(Member, "/stop all")).toBe("⛔ /stop is for admins only; nothing was done.");
+    expect(await bot.ask(Member, "/stop all")).toBe(
+      "⛔ /stop is for admins only; nothing was done.",
+    );
     expect((await processes("sleep 3332")).length).toBeGreaterThan(10);
 
-    const stopped = await ask(Admin, "/stop all");
+    const stopped = await bot.ask(Admin, "/stop all");
     expect(stopped).toMatch(
       /^🛑 Stopped everything in slot profile:[^:]+: killed \d+ process\(es\)/,
     );
     expect(Number(/killed (\d+)/.exec(stopped)?.[1])).toBeGreaterThan(10);
     expect(await processes("sleep 333")).toEqual([]);
     expect(await bot.runningContainer()).toBe(container);
-    expect(await ask(Member, "echo back")).toBe("back");
-    expect(await ask(Admin, 'echo "$ADMIN_TOKEN"')).toBe(secret);
+    expect(await bot.ask(Member, "echo back")).toBe("back");
+    expect(await bot.ask(Admin, 'echo "$ADMIN_TOKEN"')).toBe(secret);
   });
 });

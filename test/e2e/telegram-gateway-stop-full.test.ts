@@ -38,12 +38,6 @@ describe("gateway over Telegram: stopping a container at its process limit", () 
     await harness?.close();
   });
 
-  async function ask(user: number, text: string): Promise<string> {
-    const since = bot.mark();
-    await bot.handle((fake) => fake.sendPrivateText({ userId: user, text }));
-    return bot.texts(user, since).join("\n");
-  }
-
   /**
    * A fork loop that never gives up: an interactive shell does not exit when a fork fails,
    * it reads the next `sleep … &` from `yes`. It starts once /tmp/go-<tag> exists, so each of the
@@ -61,7 +55,7 @@ describe("gateway over Telegram: stopping a container at its process limit", () 
       );
       expect(bot.texts(chatId, since)).toEqual(["started"]);
     }
-    expect(await ask(Member, `touch /tmp/go-${tag} && echo go`)).toBe("go");
+    expect(await bot.ask(Member, `touch /tmp/go-${tag} && echo go`)).toBe("go");
     const container = await bot.runningContainer();
     await waitUntil(
       async () => (await harness.docker.pids(container)).current >= PidsLimit,
@@ -77,11 +71,11 @@ describe("gateway over Telegram: stopping a container at its process limit", () 
     );
 
   it("ends every fork loop with one /stop all, keeping the container", async () => {
-    expect(await ask(Admin, "echo warm")).toBe("warm");
+    expect(await bot.ask(Admin, "echo warm")).toBe("warm");
     const container = await fill(7771);
     expect((await flood(container, 7771)).length).toBeGreaterThan(SessionProcessLimit);
 
-    const stopped = await ask(Admin, "/stop all");
+    const stopped = await bot.ask(Admin, "/stop all");
     expect(stopped).toMatch(
       /^🛑 Stopped everything in slot profile:[^:]+: killed \d+ process\(es\)/,
     );
@@ -90,16 +84,16 @@ describe("gateway over Telegram: stopping a container at its process limit", () 
     expect(await flood(container, 7771)).toEqual([]);
     expect(harness.logs.filter((line) => line.includes('"level":50'))).toEqual([]);
     expect(await bot.runningContainer()).toBe(container);
-    expect(await ask(Admin, "echo back")).toBe("back");
+    expect(await bot.ask(Admin, "echo back")).toBe("back");
   });
 
   it("resets the shared container with one /reset confirm: removed, and the next message gets a fresh one", async () => {
     const container = await fill(7772);
-    const reset = await ask(Admin, "/reset confirm");
+    const reset = await bot.ask(Admin, "/reset confirm");
     expect(reset).toBe("♻️ Reset: new conversation started, removed the container and its files.");
     expect(await harness.docker.exists(container)).toBe(false);
     expect(harness.logs.filter((line) => line.includes('"level":50'))).toEqual([]);
-    expect(await ask(Member, "echo fresh; ls /tmp")).toBe("fresh");
+    expect(await bot.ask(Member, "echo fresh; ls /tmp")).toBe("fresh");
     expect(await bot.runningContainer()).not.toBe(container);
   });
 });

@@ -206,7 +206,7 @@ export const Defaults = {
     readBytes: 64 * 1024,
     /** Bytes read ahead of the inbox, and the largest chunk handed to it. */
     ringBytes: 256 * 1024,
-    /** Largest answer head (status line and headers), and any line of a chunked body. */
+    /** Largest answer head (status line and headers), any line of a chunked body, its trailers. */
     maxHeadBytes: 64 * 1024,
     maxRedirects: 5,
     /** One read of a file on this host (Telegram `localFiles`, the console's `/attach`). */

@@ -1,12 +1,13 @@
 // @mediagate/io: the I/O primitives every package shares (bounded waits, retry backoff,
-// reused buffers) and the base of every error class (its stable `code`). Each is written once
-// here; the packages call it instead of a copy.
+// reused buffers, the grammar of listen addresses and host names) and the base of every error
+// class (its stable `code`). Each is written once here; the packages call it instead of a copy.
 export type { Backoff, RetryAfter } from "./backoff.js";
 export { BackoffDefaults, backoffMs } from "./backoff.js";
 export type { Clock } from "./clock.js";
 export { systemClock } from "./clock.js";
 export type { DeadlineOptions } from "./deadline.js";
 export { DeadlineError, deadline, settledWithin, untilAborted } from "./deadline.js";
+export { isHostName, isWildcardHost, normalHostName, parseHostName } from "./host-name.js";
 export {
   formatListenAddress,
   isLoopbackHost,

@@ -1,4 +1,5 @@
-import { BlockList, isIP, isIPv4, isIPv6 } from "node:net";
+import { BlockList, isIP, isIPv6 } from "node:net";
+import { isHostName } from "./host-name.js";
 import { MediagateError } from "./mediagate-error.js";
 
 /** A `host:port` a server listens on, split. */
@@ -26,9 +27,6 @@ export class ListenAddressError extends MediagateError {
 }
 
 const Example = '"127.0.0.1:8787" or "[::1]:8787"';
-/** A DNS name: dot-separated labels of letters, digits and inner hyphens. */
-const HostName =
-  /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
 
 /**
  * Splits `host:port`: `127.0.0.1:8787`, `localhost:0`, `[::1]:8787` (an IPv6 address in
@@ -67,8 +65,7 @@ function splitPlain(value: string): { host: string; portPart: string } {
   if (host.includes(":")) {
     throw new ListenAddressError(value, 'an IPv6 address in brackets, e.g. "[::1]:8787"');
   }
-  // Dotted digits that are no IPv4 address ("999.1.1.1") would pass as a name: they are a typo.
-  if (!isIPv4(host) && (!HostName.test(host) || /^[\d.]+$/.test(host))) {
+  if (!isHostName(host)) {
     throw new ListenAddressError(value, 'a host name or an IP address before the ":"');
   }
   return { host, portPart: value.slice(colon + 1) };

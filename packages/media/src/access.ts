@@ -6,6 +6,14 @@ import type { FileReader } from "./types.js";
  */
 export const NotReadable = "not readable by the session";
 
+/**
+ * The detail of a path that left its root on the host and met a directory its session cannot
+ * search before it came back in: nothing behind it was looked up. Such a path is read out of
+ * the container; found nowhere, it is withheld (see `planMedia`), so whether the name exists
+ * on the host is never told.
+ */
+export const UnsearchableOutside = "outside its root, behind a directory the session cannot search";
+
 /** The owner, group and mode of a file or directory, as `stat` gives them. */
 export interface Ownership {
   readonly uid: number;

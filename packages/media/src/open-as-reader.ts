@@ -1,6 +1,7 @@
 import { constants } from "node:fs";
-import { type FileHandle, lstat, open, readlink, realpath } from "node:fs/promises";
-import { maySearch, NotReadable } from "./access.js";
+import { type FileHandle, lstat, open, readlink, stat } from "node:fs/promises";
+import { dirname } from "node:path";
+import { maySearch, NotReadable, UnsearchableOutside } from "./access.js";
 import { errnoCode, type OpenHooks, type OpenResult, openChecked } from "./open-file.js";
 import { isWithin, relativeTo } from "./paths.js";
 import type { DeliveryPolicy } from "./policy.js";
@@ -21,10 +22,10 @@ const MaxLinks = 40;
  * itself must let the reader read it. A directory the reader cannot search stops the walk
  * whatever lies behind it, so a missing file there is refused like an existing one: the answer
  * tells nothing of what the directory holds. A path that leaves `root` (an absolute link, `..`
- * at the top) is resolved on the host as {@link openInsideRoot} does, and walked again from
- * `root` if it leads back inside. The descriptors are held from the top down, so renaming or
- * swapping a directory meanwhile changes nothing about the file opened; a name swapped for a
- * symlink after it was looked at fails its open (O_NOFOLLOW) and is refused.
+ * at the top) is followed on the host one name at a time only until it re-enters `root`, and
+ * walked from there as above ({@link outside}). The descriptors are held from the top down, so
+ * renaming or swapping a directory meanwhile changes nothing about the file opened; a name
+ * swapped for a symlink after it was looked at fails its open (O_NOFOLLOW) and is refused.
  */
 export async function openAsReader(
   root: string,
@@ -65,14 +66,15 @@ async function walk(
     }
     const name = queue.shift();
     if (name === undefined) return { result: "not_regular", realPath: here() };
-    let leaving: string;
+    // Out of the root: from its parent (`..` at the top) or from `/` (an absolute link).
+    let leaving: { from: string; rest: string[] };
     if (name === "..") {
       if (names.length > 0) {
         names.pop();
         await held.pop()!.close();
         continue;
       }
-      leaving = `${root}/..`;
+      leaving = { from: dirname(root), rest: queue };
     } else {
       const at = `/proc/self/fd/${dir.fd}/${name}`;
       const step = await lookUp(at, here(name), queue.length === 0);
@@ -94,22 +96,77 @@ async function walk(
         queue = [...componentsOf(step.target), ...queue];
         continue;
       }
-      leaving = step.target;
+      leaving = { from: "/", rest: [...componentsOf(step.target), ...queue] };
     }
-    // Out of the root: where the host resolves the rest, as `openInsideRoot` would.
-    let real: string;
-    try {
-      real = await realpath([leaving, ...queue].join("/"));
-    } catch (error) {
-      return missingOr(error, undefined);
-    }
-    if (!isWithin(real, root)) return { result: "escapes_root", realPath: real };
-    links += 1;
-    if (links > MaxLinks) return { result: "error", realPath: real, detail: "ELOOP" };
+    const back = await outside(leaving.from, leaving.rest, root, reader, links);
+    if (back.kind === "stop") return back.result;
+    links = back.links;
     while (held.length > 1) await held.pop()!.close();
     names.length = 0;
-    queue = componentsOf(relativeTo(real, root));
+    queue = back.rest;
   }
+}
+
+/** Where a path that left the root went: back inside (the rest to walk from the root), or nowhere. */
+type Return =
+  | { readonly kind: "inside"; readonly rest: string[]; readonly links: number }
+  | { readonly kind: "stop"; readonly result: OpenResult };
+
+/**
+ * Follow a path that left `root` on the host (the names of `rest`, from the real directory
+ * `from`) one name at a time, only until it re-enters `root`: the
+ * rest is then handed back to the reader's walk, which checks every directory from `root`
+ * down. A symlink met outside is read, not resolved through, so a link that leads back inside
+ * re-enters at `root` too. A name is looked up only in a directory the reader may search, as
+ * inside: a directory it may not search ends the walk as `missing` with the detail
+ * {@link UnsearchableOutside} (the container is then asked, as that user, and a path found
+ * nowhere is withheld), so what such a directory holds is never told. A path that ends
+ * outside `root` is `escapes_root`; one whose name is not there is `missing`.
+ */
+async function outside(
+  from: string,
+  rest: readonly string[],
+  root: string,
+  reader: FileReader,
+  linksSoFar: number,
+): Promise<Return> {
+  let links = linksSoFar;
+  let queue = [...rest];
+  let at = from;
+  while (!isWithin(at, root)) {
+    const name = queue.shift();
+    if (name === undefined)
+      return { kind: "stop", result: { result: "escapes_root", realPath: at } };
+    if (!maySearch(await stat(at), reader)) {
+      return { kind: "stop", result: { result: "missing", detail: UnsearchableOutside } };
+    }
+    if (name === "..") {
+      at = dirname(at);
+      continue;
+    }
+    const next = at === "/" ? `/${name}` : `${at}/${name}`;
+    let stats: Awaited<ReturnType<typeof lstat>>;
+    try {
+      stats = await lstat(next);
+    } catch (error) {
+      return { kind: "stop", result: missingOr(error, undefined) };
+    }
+    if (stats.isSymbolicLink()) {
+      links += 1;
+      if (links > MaxLinks) return { kind: "stop", result: { result: "error", detail: "ELOOP" } };
+      const target = await readlink(next);
+      if (target.startsWith("/")) at = "/";
+      queue = [...componentsOf(target), ...queue];
+      continue;
+    }
+    if (stats.isDirectory()) {
+      at = next;
+      continue;
+    }
+    if (queue.length > 0) return { kind: "stop", result: { result: "missing", detail: "ENOTDIR" } };
+    return { kind: "stop", result: { result: "escapes_root", realPath: next } };
+  }
+  return { kind: "inside", rest: [...componentsOf(relativeTo(at, root)), ...queue], links };
 }
 
 /** What one name under a held directory is, for the walk. */

@@ -9,9 +9,10 @@ import type { DescriptorFile, OpenHooks } from "./open-file.js";
 import { normalizeAbsolute, parseVolumes } from "./paths.js";
 import { MediaKinds } from "./plan-record.js";
 import { createRealPolicy, withRealPaths } from "./policy.js";
-import { type ResolveSetup, resolveOnHost } from "./resolve.js";
+import { EscapesRoot, type ResolveSetup, resolveOnHost } from "./resolve.js";
 import type {
   CandidateTrace,
+  ContainerFileSource,
   MediaOutcome,
   MediaPlan,
   OpenedFile,
@@ -21,6 +22,7 @@ import type {
   ResumedPlan,
   ResumeOptions,
   TranslateContext,
+  UnreachableMedia,
   UploadLimits,
 } from "./types.js";
 
@@ -44,6 +46,9 @@ const MaxContainerLinkHops = 2;
  * fits the document limit is sent as a document instead (a 20 MB photo on Telegram).
  * A docker path found on no host layout (every candidate missing, none refused) is read
  * through `ctx.container` (a read inside the container) when given, capped at the largest limit.
+ * A path that left its root on the host into a directory its session cannot search and is
+ * found nowhere else is `denied` (withheld), not `unreachable`: the answer is the same whether
+ * the name is there on the host or not (docs/security.md, "No existence oracle").
  * The caller owns the plan and must call `dispose()` after delivery; if planning throws,
  * every descriptor opened so far is closed first.
  */
@@ -121,9 +126,36 @@ async function planOne(
     return finish(host.path, host.file, host.candidates, limits, extraction);
   }
   if (host.status === "denied") return host;
-  if (ctx.backend !== "docker" || !ctx.container) return host;
+  const { behindUnsearchable, ...unreachable } = host;
+  const outcome =
+    ctx.backend === "docker" && ctx.container
+      ? await fromContainer(unreachable, ctx, ctx.container, setup, limits, extraction, hops)
+      : unreachable;
+  // A path out of its root into a directory its session cannot search, found nowhere else, is
+  // withheld whether or not the name is there on the host: the answer tells nothing of it.
+  if (outcome.status === "unreachable" && behindUnsearchable) {
+    return {
+      status: "denied",
+      path: host.path,
+      reason: EscapesRoot,
+      candidates: outcome.candidates,
+    };
+  }
+  return outcome;
+}
+
+/** The container fallback of {@link planOne}: a docker path found on no host layout. */
+async function fromContainer(
+  host: UnreachableMedia,
+  ctx: TranslateContext,
+  container: ContainerFileSource,
+  setup: ResolveSetup,
+  limits: UploadLimits,
+  extraction: KindDirectives,
+  hops: number,
+): Promise<MediaOutcome> {
   const cap = Math.max(...MediaKinds.map((kind) => limits.maxBytes(kind)));
-  const spooled = await spoolFromContainer(ctx.container, host.path, cap, ctx.tmpDir);
+  const spooled = await spoolFromContainer(container, host.path, cap, ctx.tmpDir);
   const trace = (result: CandidateTrace["result"], detail?: string): CandidateTrace[] => [
     ...host.candidates,
     { source: "container", path: host.path, root: "", result, detail },

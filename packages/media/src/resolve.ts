@@ -1,5 +1,6 @@
 import { realpath } from "node:fs/promises";
 import path from "node:path";
+import { UnsearchableOutside } from "./access.js";
 import { openAsReader } from "./open-as-reader.js";
 import {
   type DescriptorFile,
@@ -17,6 +18,9 @@ import {
 } from "./paths.js";
 import type { DeliveryPolicy } from "./policy.js";
 import type { CandidateSource, CandidateTrace, FileReader } from "./types.js";
+
+/** The reason of a tag whose real path leaves its candidate's root. */
+export const EscapesRoot = "symlink escapes its root";
 
 /** Container paths below this are the gateway's own home, never read through `/root`. */
 export const GATEWAY_HOME_IN_CONTAINER = "/root/.mediagate";
@@ -56,6 +60,11 @@ export type HostResolution =
       readonly path: string;
       readonly reason: "not_found";
       readonly candidates: CandidateTrace[];
+      /**
+       * A candidate left its root on the host and met a directory its session cannot search
+       * ({@link UnsearchableOutside}): found nowhere else, the tag is withheld, not "not found".
+       */
+      readonly behindUnsearchable?: true;
     };
 
 interface Candidate {
@@ -72,7 +81,8 @@ interface Candidate {
  * opens only if that user could open it itself ({@link openAsReader}). A candidate whose real
  * path escapes its root, is denied or is not the reader's to read is skipped; if no candidate
  * opens and one of them was refused that way, the outcome is `denied` (the tag pointed at
- * something it must not), otherwise `unreachable`.
+ * something it must not), otherwise `unreachable` (marked `behindUnsearchable` when a
+ * candidate left its root into a directory its session cannot search).
  */
 export async function resolveOnHost(tagPath: string, setup: ResolveSetup): Promise<HostResolution> {
   const requested = setup.backend === "docker" ? containerPathOf(tagPath) : hostPathOf(tagPath);
@@ -95,6 +105,7 @@ export async function resolveOnHost(tagPath: string, setup: ResolveSetup): Promi
   }
   const traces: CandidateTrace[] = [];
   let refusal: string | undefined;
+  let hidden = false;
   for (const candidate of candidates) {
     const root = await realRoot(candidate.root, setup);
     if (root === undefined) {
@@ -108,11 +119,18 @@ export async function resolveOnHost(tagPath: string, setup: ResolveSetup): Promi
     }
     const detail = [opened.realPath, opened.detail].filter(Boolean).join(" ");
     traces.push({ ...candidate, result: opened.result, detail: detail || undefined });
-    if (opened.result === "escapes_root") refusal ??= "symlink escapes its root";
+    if (opened.result === "escapes_root") refusal ??= EscapesRoot;
     if (opened.result === "denied") refusal ??= opened.detail ?? "denied";
+    if (opened.result === "missing" && opened.detail === UnsearchableOutside) hidden = true;
   }
   if (refusal) return { status: "denied", path: requested, reason: refusal, candidates: traces };
-  return { status: "unreachable", path: requested, reason: "not_found", candidates: traces };
+  return {
+    status: "unreachable",
+    path: requested,
+    reason: "not_found",
+    candidates: traces,
+    ...(hidden ? { behindUnsearchable: true } : {}),
+  };
 }
 
 /**

@@ -1,11 +1,19 @@
 import { chmod, link as hardLink, mkdir, rename } from "node:fs/promises";
 import path from "node:path";
+import { Readable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { mayRead, maySearch, NotReadable } from "../src/access.js";
 import { telegramLimits } from "../src/limits.js";
 import { noticeFor } from "../src/notice.js";
 import { planMediaWithHooks, recordPlan, resumePlan } from "../src/plan.js";
-import type { FileReader, MediaOutcome, MediaPlan, TranslateContext } from "../src/types.js";
+import { EscapesRoot } from "../src/resolve.js";
+import type {
+  ContainerFileSource,
+  FileReader,
+  MediaOutcome,
+  MediaPlan,
+  TranslateContext,
+} from "../src/types.js";
 import { type Layout, layout, link, put } from "./helpers.js";
 
 const limits = telegramLimits();
@@ -152,7 +160,6 @@ describe("planMedia with a reader: a file is sent only if that user could read i
       // A link inside the private directory, to a file the reader may read: it cannot reach it.
       "/workspace/pdir/to-public",
       "/workspace/to-public",
-      "/workspace/host-abs",
     ];
     expect(await outcomesFor(member, l, ...tags)).toEqual([
       `denied ${NotReadable}`,
@@ -160,9 +167,92 @@ describe("planMedia with a reader: a file is sent only if that user could read i
       `denied ${NotReadable}`,
       `denied ${NotReadable}`,
       "ready public",
-      "ready shared",
     ]);
     expect(await outcomesFor(member, l, "/workspace/up-and-in")).toEqual(["ready shared"]);
+    // A host path through the test's private temp directory: only who may search it gets
+    // through; for the others it leads into a directory they cannot search, and, found in no
+    // container, it is withheld.
+    expect(await outcomesFor(owner, l, "/workspace/host-abs")).toEqual(["ready shared"]);
+    expect(await outcomesFor(member, l, "/workspace/host-abs")).toEqual([`denied ${EscapesRoot}`]);
+  });
+
+  it("answers alike for a name that is there and one that is not, through links that leave the root", async () => {
+    const l = await files();
+    const ws = path.join(l.profile, "workspace");
+    const home = path.join(l.profile, "home");
+    await chmod(await put(path.join(home, "hpdir/h.txt"), "home private"), 0o644);
+    await chmod(path.join(home, "hpdir"), 0o700);
+    await link(path.join(home, "to-inner"), "../workspace/pdir/inner.txt");
+    await link(path.join(home, "to-absent"), "../workspace/pdir/absent.txt");
+    const probes = (name: string) => [
+      // Out of the root and straight back into its unsearchable directory.
+      [`${name}-back`, `../../workspace/pdir/${name}.txt`],
+      // Out, through a link outside that leads back in.
+      [`${name}-via`, `../../home/to-${name}`],
+      // Out, into an unsearchable directory outside the root.
+      [`${name}-out`, `../../home/hpdir/${name === "inner" ? "h" : name}.txt`],
+    ];
+    for (const [name, target] of [...probes("inner"), ...probes("absent")]) {
+      await link(path.join(ws, "mine", name!), target!);
+    }
+    const there = await outcomesFor(
+      member,
+      l,
+      ...probes("inner").map(([name]) => `/workspace/mine/${name}`),
+    );
+    const absent = await outcomesFor(
+      member,
+      l,
+      ...probes("absent").map(([name]) => `/workspace/mine/${name}`),
+    );
+    expect(there).toEqual([
+      `denied ${NotReadable}`,
+      `denied ${NotReadable}`,
+      `denied ${EscapesRoot}`,
+    ]);
+    expect(absent).toEqual(there);
+    expect(await outcomesFor(owner, l, "/workspace/mine/inner-back")).toEqual(["ready inner"]);
+    expect(await outcomesFor(owner, l, "/workspace/mine/inner-via")).toEqual(["ready inner"]);
+  });
+
+  it("reads a link out of the root into a directory it cannot search from the container, and withholds it when the container has nothing there", async () => {
+    const l = await files();
+    const ws = path.join(l.profile, "workspace");
+    const home = path.join(l.profile, "home");
+    await chmod(await put(path.join(home, "hpdir/h.txt"), "home private"), 0o644);
+    await chmod(path.join(home, "hpdir"), 0o700);
+    await link(path.join(ws, "there"), "../home/hpdir/h.txt");
+    await link(path.join(ws, "absent"), "../home/hpdir/absent.txt");
+    await link(path.join(ws, "in-container"), "../home/hpdir/made-in-container.txt");
+    // Out of the root into a directory the reader may search, and a name that is not there.
+    await link(path.join(ws, "dangling"), "../home/no-such-dir/x.txt");
+    const read: string[] = [];
+    const container: ContainerFileSource = {
+      async read(containerPath) {
+        read.push(containerPath);
+        if (containerPath !== "/workspace/in-container") return undefined;
+        return { size: 9, stream: Readable.from([Buffer.from("container")]) };
+      },
+    };
+    const planned = await plan(
+      ["there", "absent", "in-container", "dangling"]
+        .map((n) => `MEDIA:/workspace/${n}`)
+        .join("\n"),
+      { ...l.ctx, container, reader: async () => member },
+    );
+    expect(await Promise.all(planned.outcomes.map(described))).toEqual([
+      `denied ${EscapesRoot}`,
+      `denied ${EscapesRoot}`,
+      "ready container",
+      "unreachable",
+    ]);
+    expect(read).toEqual([
+      "/workspace/there",
+      "/workspace/absent",
+      "/workspace/in-container",
+      "/workspace/dangling",
+    ]);
+    expect(planned.text).toBe("MEDIA:/workspace/dangling");
   });
 
   it("still refuses links out of the root and credentials, and finds container-only links missing", async () => {

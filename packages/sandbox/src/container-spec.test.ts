@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createOptions } from "./container-spec.js";
 import { Defaults } from "./defaults.js";
+import { bindsSandboxMount } from "./mount-points.js";
 import type { SandboxSettings } from "./types.js";
 
 const owner = { install: "0123456789ab", profile: "work" };
@@ -9,6 +10,19 @@ function plan(overrides: Partial<SandboxSettings> = {}) {
   const settings: SandboxSettings = { ...Defaults.settings, image: "img", ...overrides };
   return createOptions({ owner, slot: "default", slotDir: "/h/slot", settings, name: "n" });
 }
+
+describe("bindsSandboxMount", () => {
+  it("finds volumes at the slot's and the scratch mount points, however written, and below /run/mediagate", () => {
+    const at = (target: string) => bindsSandboxMount(`/srv/x:${target}:rw`);
+    for (const target of ["/tmp", "/tmp/", "/var//tmp", "/run/mediagate/", "/run/mediagate/s"]) {
+      expect(at(target), target).toBe(true);
+    }
+    for (const target of ["/workspace", "/root/."]) expect(at(target), target).toBe(true);
+    for (const target of ["/tmp/cache", "/workspace/data", "/run", "/run/mediagate-x", "/data"]) {
+      expect(at(target), target).toBe(false);
+    }
+  });
+});
 
 describe("createOptions", () => {
   it("makes the root filesystem read-only with /tmp, /var/tmp and /run/mediagate sized", () => {
@@ -46,6 +60,11 @@ describe("createOptions", () => {
     const { HostConfig } = plan({ volumes: ["/srv/cache:/var/tmp:rw"] });
     expect(Object.keys(HostConfig?.Tmpfs ?? {})).toEqual(["/tmp"]);
     expect(HostConfig?.Binds).toContain("/srv/cache:/var/tmp:rw");
+  });
+
+  it("compares mount points as the engine does: a volume at /tmp/ binds /tmp", () => {
+    const { HostConfig } = plan({ volumes: ["/srv/a:/tmp/", "/srv/b:/var/./tmp:ro"] });
+    expect(HostConfig?.Tmpfs).toEqual({});
   });
 
   it("adds the slot's tmpfs mounts beside them for a tmpfs filesystem", () => {

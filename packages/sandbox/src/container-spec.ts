@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type Docker from "dockerode";
 import { Defaults } from "./defaults.js";
 import { type ContainerOwner, containerLabels, LabelKeys, sanitizeLabelValue } from "./labels.js";
+import { ScratchDirs, volumeTarget } from "./mount-points.js";
 import { sanitizeForPath } from "./sanitize-path.js";
 import { RegistryDir } from "./shell-scripts.js";
 import { slotTraits } from "./slot-key.js";
@@ -57,13 +58,11 @@ function privilegesOf(settings: SandboxSettings): Partial<Docker.HostConfig> {
   };
 }
 
-/** The world-writable scratch directories every image expects, each a sized tmpfs. */
-const ScratchDirs = ["/tmp", "/var/tmp"] as const;
-
 /**
  * The container's writable places besides `/workspace` and `/root`, all sized
  * (`scratchBytes` each), since the root filesystem is read-only: `/tmp` and `/var/tmp`
- * (mode 1777, as images have them; left out where a configured volume binds the same path),
+ * (mode 1777, as images have them; left out where a volume binds the same path, which the
+ * gateway's configuration refuses: `bindsSandboxMount`),
  * and `/run/mediagate`. The latter is a volume of the `local` driver backed by a tmpfs, not a
  * plain tmpfs mount: the engine's archive API (inbox uploads, which are staged there) reaches
  * volumes but writes beneath a tmpfs mount, and refuses a read-only root. The volume is
@@ -74,7 +73,7 @@ function scratchMounts(plan: ContainerPlan): {
   mounts: Docker.MountSettings[];
 } {
   const size = plan.settings.scratchBytes;
-  const taken = new Set(plan.settings.volumes.map((volume) => volume.split(":")[1]));
+  const taken = new Set(plan.settings.volumes.map(volumeTarget));
   const tmpfs: Record<string, string> = {};
   for (const dir of ScratchDirs) {
     if (!taken.has(dir)) tmpfs[dir] = `rw,exec,nosuid,nodev,size=${size},mode=1777`;

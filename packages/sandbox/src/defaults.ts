@@ -105,6 +105,22 @@ export const Defaults = {
    * may take before it is killed and the directory is left in place and reported.
    */
   slotDeleteTimeoutMs: 60_000,
+  /**
+   * Pids ceiling of a throwaway container (`runThrowaway`): its jobs are one `rm`, or the kill
+   * script's shell with one `grep` (and a subshell) at a time, so a job that forks more is not
+   * one of ours.
+   */
+  throwawayPidsLimit: 16,
+  /**
+   * Memory ceiling of the kill container (`killFromOutside`): a shell holding the target's
+   * process table (at most `settings.pidsLimit` rows) and one `grep`. 64 MiB.
+   */
+  outsideKillMemoryBytes: 64 * 1024 * 1024,
+  /**
+   * Memory ceiling of a slot's delete container (`deleteInContainer`): what `rm -rf` holds
+   * grows with the depth and width of the tree it walks, more than the kill needs. 256 MiB.
+   */
+  slotDeleteMemoryBytes: 256 * 1024 * 1024,
   /** Bound on each `mkfs.ext4`, `mount` and `umount` of a slot's disk image. */
   mountTimeoutMs: 30_000,
   /**

@@ -16,6 +16,13 @@ export { installIdOf } from "./install.js";
 export type { InstanceId } from "./instance.js";
 export { currentInstanceId, instanceLiveness } from "./instance.js";
 export { LabelKeys, sanitizeLabelValue } from "./labels.js";
+export {
+  bindsSandboxMount,
+  RegistryMountPoint,
+  ScratchMountPoints,
+  SlotMountPoints,
+  volumeTarget,
+} from "./mount-points.js";
 export { maxOpenShellsOf } from "./open-shell-cap.js";
 export { Sandbox } from "./sandbox.js";
 export type { SandboxOptions } from "./sandbox-options.js";

@@ -72,6 +72,7 @@ snapshot() {
 }
 grow() {
   if [ -n "$m" ]; then
+    IFS=$nl
     for f in $(grep -lzE "$m" /proc/[0-9]*/environ 2>/dev/null); do
       p=\${f#/proc/}; p=\${p%/environ}
       case "$sel" in *" $p "*) continue ;; esac

@@ -26,17 +26,19 @@ export const LabelKeys = {
   install: "mediagate.install",
   /**
    * `"1"` on the throwaway container that deletes a slot directory's contents (it is no slot's
-   * container: it carries no `agent` label, so reuse, `sandbox ls` and the reaper ignore it).
+   * container: it carries no `agent` label, so reuse and `sandbox ls` ignore it; the reaper
+   * sweeps it as a throwaway, `ThrowawayKinds`).
    */
   slotDelete: "mediagate.slot-delete",
   /**
    * `"1"` on the throwaway container that kills a slot's processes from outside its cgroup
-   * (`killFromOutside`): no slot's container either. The engine removes it when it exits.
+   * (`killFromOutside`): no slot's container either. Removed when the kill ends, and by the
+   * reaper like a delete container when that removal failed (`ThrowawayKinds`).
    */
   processKill: "mediagate.process-kill",
   /**
    * The gateway process that made the container (`currentInstanceId()`, not sanitized). A
-   * scratch container (`persistent` = `"0"`) or delete container whose owner is gone (the
+   * scratch container (`persistent` = `"0"`) or throwaway container whose owner is gone (the
    * process crashed: no idle timer or shutdown of its will remove it) is an orphan, removed
    * by the next `reapOrphans` in any state. Containers of persistent slots keep it as
    * history only: any process of the install reuses them.

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Duplex } from "node:stream";
-import { DeadlineError, deadline, settledWithin, sleep } from "@mediagate/io";
+import { deadline, settledWithin, sleep } from "@mediagate/io";
 import type Docker from "dockerode";
 import { boundedCall } from "./bounded-call.js";
 import { throwIfLost } from "./container-loss.js";
@@ -105,8 +105,9 @@ export async function execOnce(
   const timeoutMs = options.timeoutMs ?? Defaults.execTimeoutMs;
   try {
     await deadline(ended, { timeoutMs, what: "exec", signal: options.signal });
-  } catch (error) {
-    stopReason = error instanceof DeadlineError ? "timeout" : "abort";
+  } catch {
+    // The caller's signal decides: its reason may be a DeadlineError of its own (a turn's).
+    stopReason = options.signal?.aborted ? "abort" : "timeout";
     if (killOnStop) await killExec(docker, containerId, markerId, options);
     await settledWithin(ended, Defaults.killGraceMs);
     stream.destroy();

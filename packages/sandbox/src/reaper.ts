@@ -6,9 +6,10 @@ import { profileFilters, removeContainer } from "./containers.js";
 import { Defaults } from "./defaults.js";
 import { messageOf } from "./docker-errors.js";
 import { instanceLiveness } from "./instance.js";
-import { type ContainerOwner, keepsSlotDirs, LabelKeys, sanitizeLabelValue } from "./labels.js";
+import { type ContainerOwner, keepsSlotDirs, LabelKeys } from "./labels.js";
 import { isEmptySlotDirectory, SlotOwnerFile } from "./slot-dirs.js";
 import { slotRootOf } from "./slot-key.js";
+import { isThrowaway, throwawayFilters } from "./throwaway-container.js";
 import { parseDockerTime } from "./timestamps.js";
 import type { ReapResult } from "./types.js";
 
@@ -58,22 +59,10 @@ export interface SweepContext {
 }
 
 /**
- * Label filters of the throwaway delete containers (`mediagate-delete-*`) of one install's
- * profile: they carry no `agent` label, so the slot containers' filters never find them.
- */
-function deleteHelperFilters(owner: ContainerOwner): string[] {
-  return [
-    `${LabelKeys.slotDelete}=1`,
-    `${LabelKeys.install}=${owner.install}`,
-    `${LabelKeys.profile}=${sanitizeLabelValue(owner.profile)}`,
-  ];
-}
-
-/**
  * One sweep (docs/sandbox.md): exited containers labelled `mediagate.agent=1` of this install and
  * this profile only, finished more than `minAgeSeconds` ago, are removed, and so are the
- * profile's throwaway delete containers that exited (or were made and never started) more
- * than `minAgeSeconds` ago: their gateway is done with them, but a removal that failed (or
+ * profile's throwaway containers of every kind (`ThrowawayKinds`: deletes and kills)
+ * that exited (or were made and never started) more than `minAgeSeconds` ago: their gateway is done with them, but a removal that failed (or
  * a create whose answer never came) left them behind. The slot directory (found from the
  * `/workspace` bind) goes with them only for scratch slots (session and task-id slots):
  * the dirs of `default`, `profile:<name>` and `shared:<key>` slots are the persistent
@@ -92,13 +81,14 @@ export async function sweepOrphans(context: SweepContext): Promise<ReapResult> {
   const exited = await boundedCall("list containers", bound, (abortSignal) =>
     docker.listContainers({ all: true, filters, abortSignal }),
   );
-  const helperFilters = {
-    label: deleteHelperFilters(context.owner),
-    status: ["exited", "created"],
-  };
-  const helpers = await boundedCall("list containers", bound, (abortSignal) =>
-    docker.listContainers({ all: true, filters: helperFilters, abortSignal }),
-  );
+  const helpers: Docker.ContainerInfo[] = [];
+  for (const label of throwawayFilters(context.owner)) {
+    const filters = { label, status: ["exited", "created"] };
+    const listed = await boundedCall("list containers", bound, (abortSignal) =>
+      docker.listContainers({ all: true, filters, abortSignal }),
+    );
+    helpers.push(...listed);
+  }
   for (const summary of [...exited, ...helpers]) {
     let info: Docker.ContainerInspectInfo;
     try {
@@ -132,13 +122,13 @@ export async function sweepOrphans(context: SweepContext): Promise<ReapResult> {
 }
 
 /**
- * Whether an inspected container is finished with: exited, or a delete container that was
+ * Whether an inspected container is finished with: exited, or a throwaway container that was
  * made and never started (a slot's container in that state is about to be started).
  */
 function isDone(info: Docker.ContainerInspectInfo): boolean {
   if (info.State.Running) return false;
   if (info.State.Status === "exited") return true;
-  return info.State.Status === "created" && info.Config.Labels?.[LabelKeys.slotDelete] === "1";
+  return info.State.Status === "created" && isThrowaway(info.Config.Labels);
 }
 
 /** What {@link sweepGoneOwners} needs. */
@@ -170,9 +160,9 @@ export function ownerIsGone(labels: Readonly<Record<string, string>> | undefined
  * Removes this install's and this profile's containers whose owning process is gone, in any
  * state (running ones too: their idle timers died with their process): scratch containers
  * (session and task-id slots, `persistent` = `"0"`) with their slot directories, and
- * throwaway delete containers. A slot's container is removed and its directory deleted under
- * the directory's lock, the directory only when no other container of the slot exists by
- * then. Containers of persistent slots are reused by any process and never swept here;
+ * throwaway containers of every kind. A slot's container is removed and its directory
+ * deleted under the directory's lock, the directory only when no other container of the
+ * slot exists by then. Containers of persistent slots are reused by any process and never swept here;
  * a live (or unknown) owner's containers are never touched. A failure is recorded and the
  * sweep goes on.
  */
@@ -182,9 +172,8 @@ export async function sweepGoneOwners(context: OwnerSweepContext): Promise<ReapR
   const result: ReapResult = { removed: [], failed: [] };
   const ours = profileFilters(context.owner);
   const scratch = [...ours, `${LabelKeys.persistent}=0`];
-  const deletes = deleteHelperFilters(context.owner);
   const found: Docker.ContainerInfo[] = [];
-  for (const label of [scratch, deletes]) {
+  for (const label of [scratch, ...throwawayFilters(context.owner)]) {
     const listed = await boundedCall("list containers", bound, (abortSignal) =>
       docker.listContainers({ all: true, filters: { label }, abortSignal }),
     );

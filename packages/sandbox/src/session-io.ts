@@ -177,7 +177,7 @@ export class SessionIo {
       let killed = 0;
       try {
         for (const id of ids) {
-          killed += await killFromOutside(outside, id, ctx.shells.everySession());
+          killed += await killFromOutside(outside, id, ctx.shells.everySession(), ctx.users);
         }
       } finally {
         ctx.shells.closeSlot(slot);

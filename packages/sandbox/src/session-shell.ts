@@ -1,5 +1,5 @@
 import type { Duplex } from "node:stream";
-import { DeadlineError, deadline, settledWithin } from "@mediagate/io";
+import { deadline, settledWithin } from "@mediagate/io";
 import type Docker from "dockerode";
 import { throwIfLost } from "./container-loss.js";
 import { Defaults } from "./defaults.js";
@@ -171,8 +171,9 @@ export class SessionShell {
       if (sent) this.#stream.write(controllerCommand(spec, end));
       try {
         await deadline(finished, { timeoutMs, what: "session command", signal: options.signal });
-      } catch (error) {
-        stopReason = error instanceof DeadlineError ? "timeout" : "abort";
+      } catch {
+        // The caller's signal decides: its reason may be a DeadlineError of its own (a turn's).
+        stopReason = options.signal?.aborted ? "abort" : "timeout";
         if (sent && running !== undefined && !running.out.done) {
           await this.#kill(spec.commandId);
           await settledWithin(finished, Defaults.killGraceMs);

@@ -1,4 +1,4 @@
-import { stat } from "node:fs/promises";
+import { chmod, mkdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../../../test-support/wait.js";
@@ -54,6 +54,20 @@ describe("acquire", () => {
     const written = await sandbox.exec(slot, "echo hello > /workspace/f.txt && echo ok");
     expect(written.stdout).toBe("ok\n");
     expect((await stat(join(dir, "workspace/f.txt"))).size).toBe(6);
+  });
+
+  it("starts a container whose volume binds /tmp written with a trailing slash, the volume in place of the tmpfs", async () => {
+    const host = join(fx.home, "scratch-volume");
+    await mkdir(host);
+    await chmod(host, 0o1777);
+    const sandbox = fx.sandbox({ volumes: [`${host}:/tmp/`] });
+    const { containerId } = await sandbox.acquire("tmp-volume");
+    const info = await docker.getContainer(containerId).inspect();
+    expect(Object.keys(info.HostConfig.Tmpfs ?? {})).toEqual(["/var/tmp"]);
+    expect((await sandbox.exec("tmp-volume", "echo v > /tmp/v.txt && echo ok")).stdout).toBe(
+      "ok\n",
+    );
+    expect(await readFile(join(host, "v.txt"), "utf8")).toBe("v\n");
   });
 
   it("binds the slot dirs of a non-persistent container by default", async () => {

@@ -1,3 +1,4 @@
+import { DeadlineError } from "@mediagate/io";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../../../test-support/wait.js";
 import type { Sandbox } from "../src/index.js";
@@ -75,6 +76,18 @@ describe("one-shot exec", () => {
     expect(result.aborted).toBe(true);
     expect(result.timedOut).toBe(false);
     expect(await running("sleep 322")).toEqual([]);
+  });
+
+  it("reports a caller's abort as an abort even when its reason is a DeadlineError", async () => {
+    const controller = new AbortController();
+    const pending = sandbox.exec("exec", ["sleep", "3331"], {
+      signal: controller.signal,
+      timeoutMs: 600_000,
+    });
+    await waitUntil(async () => (await running("sleep 3331")).length > 0, "the sleep running");
+    controller.abort(new DeadlineError("the turn", 1000));
+    const result = await pending;
+    expect(result).toMatchObject({ aborted: true, timedOut: false });
   });
 
   it("reports a missing binary as a failed exec, not a crash", async () => {

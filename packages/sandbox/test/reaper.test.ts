@@ -5,6 +5,7 @@ import { dockerOf } from "../src/docker-client.js";
 import { currentInstanceId } from "../src/instance.js";
 import { containerLabels, LabelKeys } from "../src/labels.js";
 import { sweepOrphans } from "../src/reaper.js";
+import { type ThrowawayKind, ThrowawayKinds } from "../src/throwaway-container.js";
 import {
   containerExists,
   docker,
@@ -35,17 +36,22 @@ async function exitedContainer(owner: Fixture, slot: string): Promise<string> {
 }
 
 /**
- * A throwaway delete container of the fixture's install and profile, labelled as
- * `deleteInContainer` labels it (owned by this live process), running `cmd`; started and
- * waited for unless `start` is false.
+ * A throwaway container of `kind` of the fixture's install and profile, labelled as
+ * `runThrowaway` labels it (owned by this live process), running `cmd`; started and waited
+ * for unless `start` is false.
  */
-async function deleteHelper(owner: Fixture, cmd: string[], start = true): Promise<string> {
+async function throwaway(
+  owner: Fixture,
+  kind: ThrowawayKind,
+  cmd: string[],
+  start = true,
+): Promise<string> {
   const container = await docker.createContainer({
-    name: `mediagate-delete-test-${Math.random().toString(16).slice(2, 10)}`,
+    name: `${ThrowawayKinds[kind].namePrefix}-test-${Math.random().toString(16).slice(2, 10)}`,
     Image: TestImage,
     Cmd: cmd,
     Labels: {
-      [LabelKeys.slotDelete]: "1",
+      [ThrowawayKinds[kind].label]: "1",
       [LabelKeys.install]: owner.owner.install,
       [LabelKeys.owner]: currentInstanceId(),
       [LabelKeys.profile]: owner.profile,
@@ -140,24 +146,26 @@ describe("orphan reaper", () => {
     ]);
   });
 
-  it("removes the profile's delete containers that exited or never started, once old enough", async () => {
+  it("removes the profile's throwaway containers, deletes and kills, that exited or never started, once old enough", async () => {
     const sandbox = fx.sandbox({ orphanReaper: false });
-    const exited = await deleteHelper(fx, ["true"]);
-    const neverStarted = await deleteHelper(fx, ["true"], false);
-    const running = await deleteHelper(fx, ["sleep", "60"]);
-    const foreign = await deleteHelper(other, ["true"]);
+    const done: string[] = [];
+    const running: string[] = [];
+    const foreign: string[] = [];
+    for (const kind of ["slotDelete", "processKill"] as const) {
+      done.push(await throwaway(fx, kind, ["true"]), await throwaway(fx, kind, ["true"], false));
+      running.push(await throwaway(fx, kind, ["sleep", "60"]));
+      foreign.push(await throwaway(other, kind, ["true"]));
+    }
 
     expect((await sandbox.reapOrphans()).removed).toEqual([]);
-    expect(await alive(exited)).toBe(true);
+    for (const id of done) expect(await alive(id)).toBe(true);
 
     const result = await sandbox.reapOrphans({ now: new Date(later()) });
     expect(result.failed).toEqual([]);
-    expect(result.removed.sort()).toEqual([exited, neverStarted].sort());
-    expect(await alive(exited)).toBe(false);
-    expect(await alive(neverStarted)).toBe(false);
-    expect(await alive(running)).toBe(true);
-    expect(await alive(foreign)).toBe(true);
-    await docker.getContainer(running).remove({ force: true, v: true });
+    expect(result.removed.sort()).toEqual([...done].sort());
+    for (const id of done) expect(await alive(id)).toBe(false);
+    for (const id of [...running, ...foreign]) expect(await alive(id)).toBe(true);
+    for (const id of running) await docker.getContainer(id).remove({ force: true, v: true });
   });
 
   it("keeps sweeping after one removal fails", async () => {

@@ -15,6 +15,7 @@ import {
   hostProcessList,
   pidsOf,
   processesMatching,
+  TestImage,
 } from "./helpers.js";
 
 /*
@@ -376,5 +377,44 @@ describe('user: "root"', () => {
     expect((await sandbox.run("rooted", "b", 'echo "x=$X"')).stdout).toBe("x=\n");
     expect(await sandbox.killSlot("rooted")).toBeGreaterThanOrEqual(1);
     expect(await processesMatching(containerId, "sleep 4461")).toEqual([]);
+  });
+
+  describe("with an image whose USER is not root", () => {
+    const image = `mediagate-sandbox:test-user-${randomBytes(4).toString("hex")}`;
+    let own: Fixture;
+    beforeAll(async () => {
+      own = await fixture();
+      const source = await docker.createContainer({ Image: TestImage, Cmd: ["true"] });
+      try {
+        const [repo, tag] = image.split(":");
+        await source.commit({ repo, tag, changes: "USER 1000" });
+      } finally {
+        await source.remove({ force: true, v: true });
+      }
+    });
+    afterAll(async () => {
+      await own?.dispose();
+      await docker.getImage(image).remove({ force: true });
+    });
+
+    it("/stop all kills the processes of its commands, which run as that user", async () => {
+      const sandbox = own.sandbox({ user: "root", image });
+      const { containerId } = await sandbox.acquire("user-1000");
+      const started = await sandbox.exec(
+        "user-1000",
+        "id -u; for n in 4462 4463; do sleep $n >/dev/null 2>&1 & done; echo bg",
+      );
+      expect(started.stdout).toBe("1000\nbg\n");
+      const sleeps = async () =>
+        [
+          ...(await processesMatching(containerId, "sleep 4462")),
+          ...(await processesMatching(containerId, "sleep 4463")),
+        ].length;
+      expect(await sleeps()).toBe(2);
+      expect(await sandbox.killSlot("user-1000")).toBe(2);
+      expect(await sleeps()).toBe(0);
+      expect(await containerRunning(containerId)).toBe(true);
+      expect((await sandbox.exec("user-1000", "echo back")).stdout).toBe("back\n");
+    });
   });
 });

@@ -1,3 +1,4 @@
+import { DeadlineError } from "@mediagate/io";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../../../test-support/wait.js";
 import { dockerOf } from "../src/docker-client.js";
@@ -140,6 +141,18 @@ describe("session shell", () => {
     expect(result.aborted).toBe(true);
     expect(await running("sleep 4221")).toEqual([]);
     expect((await sandbox.run("shell", "abort", "echo ok")).stdout).toBe("ok\n");
+  });
+
+  it("reports a caller's abort as an abort even when its reason is a DeadlineError", async () => {
+    const controller = new AbortController();
+    const pending = sandbox.run("shell", "turn", "sleep 4331", {
+      signal: controller.signal,
+      timeoutMs: 600_000,
+    });
+    await waitUntil(async () => (await running("sleep 4331")).length > 0, "the sleep running");
+    controller.abort(new DeadlineError("the turn", 1000));
+    const result = await pending;
+    expect(result).toMatchObject({ aborted: true, timedOut: false });
   });
 
   it("runs nothing for an already aborted signal and keeps the same shell", async () => {

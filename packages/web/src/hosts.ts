@@ -1,9 +1,10 @@
-import { MediagateError } from "@mediagate/io";
 /**
  * Which `Host` names the console answers (DNS rebinding, docs/web-console.md): a page on a
  * name the attacker controls that resolves to the console's address sends that name; the
- * console answers only names it was told are its own.
+ * console answers only names it was told are its own. What a host name is, and which listen
+ * host is the any-address, is @mediagate/io's grammar (the config's checks use it too).
  */
+import { isWildcardHost, MediagateError, normalHostName, parseHostName } from "@mediagate/io";
 
 /** The loopback names, answered on every listen address (no other site can send them). */
 export const LoopbackHostNames = ["127.0.0.1", "localhost", "[::1]"] as const;
@@ -19,21 +20,6 @@ export class WebHostsError extends MediagateError {
   ) {
     super(message);
   }
-}
-
-/** Whether `host` (as in `listen`, brackets optional) is the any-address (`0.0.0.0`, `::`). */
-export function isWildcardHost(host: string): boolean {
-  const bare = host.replace(/^\[|\]$/g, "");
-  return /^0+(\.0+){3}$/.test(bare) || /^[0:]+$/.test(bare);
-}
-
-/** An allowed-hosts entry (`web.allowedHosts`): a DNS name, an IPv4 address or `[IPv6]`, no port. */
-export const HostNamePattern = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)$/;
-
-/** `name` as a `Host` header carries it: lower case, IPv6 in brackets, without a port. */
-export function normalHostName(name: string): string {
-  const lower = name.trim().toLowerCase();
-  return lower.includes(":") && !lower.startsWith("[") ? `[${lower}]` : lower;
 }
 
 /** The name of a `Host` header (`name:port`, `[v6]:port`, `name`), lower case, without port. */
@@ -77,13 +63,14 @@ export function answeredHostNames(
   const names = new Set<string>(LoopbackHostNames);
   if (!isWildcardHost(host)) names.add(normalHostName(host));
   for (const name of allowedHosts ?? []) {
-    if (!HostNamePattern.test(name)) {
+    const parsed = parseHostName(name);
+    if (parsed === undefined) {
       throw new WebHostsError(
         listen,
         `web.allowedHosts: ${JSON.stringify(name)} is not a host name; write a name, an IPv4 address or [IPv6] without port, e.g. "gateway.example.org"`,
       );
     }
-    names.add(normalHostName(name));
+    names.add(parsed);
   }
   return names;
 }

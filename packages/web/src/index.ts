@@ -1,5 +1,5 @@
 export { WebDefaults } from "./defaults.js";
-export { HostNamePattern, needsAllowedHosts, WebHostsError } from "./hosts.js";
+export { needsAllowedHosts, WebHostsError } from "./hosts.js";
 export type { LiveHubOptions } from "./live.js";
 export { LiveHub } from "./live.js";
 export type { WebConsole, WebConsoleOptions, WebLogger } from "./server.js";

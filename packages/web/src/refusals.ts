@@ -1,3 +1,4 @@
+import { type Schedule, scheduleWithTimer } from "@mediagate/io";
 import { WebDefaults } from "./defaults.js";
 
 /** What the console refused: a wrong token, a login while its address waits, a cross-site
@@ -13,18 +14,12 @@ export interface RefusalLogger {
 export interface RefusalLogOptions {
   readonly logger: RefusalLogger;
   readonly now?: (() => number) | undefined;
-  /** Runs `run` once after `delayMs`; answers the function that cancels it (default an unref'd timer). */
-  readonly schedule?: ((run: () => void, delayMs: number) => () => void) | undefined;
+  /** The summary's timer (default @mediagate/io's `scheduleWithTimer`, unref'd). */
+  readonly schedule?: Schedule | undefined;
   /** The summary's period (`WebDefaults.refusalSummaryMs`). */
   readonly intervalMs?: number | undefined;
   /** Addresses counted one by one per period (`WebDefaults.refusalMaxAddresses`). */
   readonly maxAddresses?: number | undefined;
-}
-
-function scheduleWithTimer(run: () => void, delayMs: number): () => void {
-  const timer = setTimeout(run, delayMs);
-  timer.unref();
-  return () => clearTimeout(timer);
 }
 
 const noRefusals = (): Record<RefusalKind, number> => ({
@@ -46,7 +41,7 @@ const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? o
 export class RefusalLog {
   readonly #logger: RefusalLogger;
   readonly #now: () => number;
-  readonly #schedule: (run: () => void, delayMs: number) => () => void;
+  readonly #schedule: Schedule;
   readonly #intervalMs: number;
   readonly #maxAddresses: number;
   #counts = noRefusals();

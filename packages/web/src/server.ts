@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import fastifyCookie from "@fastify/cookie";
 import fastifyCsrf from "@fastify/csrf-protection";
 import fastifyStatic from "@fastify/static";
-import { parseListenAddress } from "@mediagate/io";
+import { parseListenAddress, type Schedule } from "@mediagate/io";
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import { WebDefaults } from "./defaults.js";
 import { answeredHostNames, hostNameOf } from "./hosts.js";
@@ -40,8 +40,8 @@ export interface WebConsoleOptions {
   readonly logger: WebLogger;
   /** The clock of login sessions and of the waits after wrong tokens. */
   readonly now?: (() => number) | undefined;
-  /** Runs `run` once after `delayMs`, answering its cancel (the refusal summary's timer). */
-  readonly schedule?: ((run: () => void, delayMs: number) => () => void) | undefined;
+  /** The refusal summary's timer (default @mediagate/io's `scheduleWithTimer`). */
+  readonly schedule?: Schedule | undefined;
   /** Live update period while a browser watches (default `WebDefaults.liveIntervalMs`). */
   readonly liveIntervalMs?: number | undefined;
   /** The built front end (default the package's `dist/public`). */

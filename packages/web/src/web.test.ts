@@ -146,6 +146,11 @@ describe("host names", () => {
     expect([...any]).toEqual(["127.0.0.1", "localhost", "[::1]", "gate.example", "[2001:db8::7]"]);
     expect(() => answeredHostNames(":::8787", "::", undefined)).toThrow(WebHostsError);
     expect(() => answeredHostNames("x:1", "x", ["x:1"])).toThrow(/not a host name/);
+    // The grammar of @mediagate/io's listen addresses: no empty label, no bracketed IPv4, no
+    // dotted digits that are no address.
+    for (const name of ["a..b", "[1.2.3.4]", "999.1.1.1"]) {
+      expect(() => answeredHostNames("x:1", "x", [name]), name).toThrow(/not a host name/);
+    }
   });
 });
 

@@ -129,6 +129,16 @@ export class TelegramBot {
     return update;
   }
 
+  /**
+   * Sends `text` as `user` in a private chat and waits until it is handled: the texts that
+   * chat received meanwhile, one a line.
+   */
+  async ask(user: number, text: string): Promise<string> {
+    const since = this.mark();
+    await this.handle((fake) => fake.sendPrivateText({ userId: user, text }));
+    return this.texts(user, since).join("\n");
+  }
+
   /** Every call to `chatId` recorded after `since`. */
   callsIn(chatId: number | string, since = 0): RecordedCall[] {
     return this.fake.calls.slice(since).filter((call) => chatOf(call) === String(chatId));

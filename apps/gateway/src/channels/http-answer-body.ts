@@ -8,6 +8,8 @@ type Framing =
       readonly kind: "chunked";
       state: "size" | "data" | "data-end" | "trailers" | "done";
       remaining: number;
+      /** Bytes of the trailer section read so far, in whole lines (line ends count two). */
+      trailerBytes: number;
     }
   | { readonly kind: "close" }
   | { readonly kind: "none" };
@@ -39,8 +41,10 @@ export class BodyReader {
   readonly #maxLineBytes: number;
 
   /**
-   * @param maxLineBytes the bound of any line of a chunked body (a size, a trailer):
-   *   `Defaults.download.maxHeadBytes`
+   * @param maxLineBytes the bound of any line of a chunked body (a size, a trailer), and of its
+   *   whole trailer section, as of a head: `Defaults.download.maxHeadBytes`. Framing is not
+   *   body, so no body limit counts it: without the section's bound, trailers could arrive
+   *   without end.
    * @throws DownloadError (`protocol`) for a body this client cannot read: compressed, another
    *   transfer coding, a bad or conflicting `content-length`
    */
@@ -99,7 +103,14 @@ export class BodyReader {
         if (framing.remaining === 0) framing.state = "data-end";
         return { skip, data };
       }
-      const read = this.#lines.read(bytes.subarray(skip), this.#maxLineBytes, "a line too long");
+      const read =
+        framing.state === "trailers"
+          ? this.#lines.read(
+              bytes.subarray(skip),
+              this.#maxLineBytes - framing.trailerBytes,
+              "trailers too large",
+            )
+          : this.#lines.read(bytes.subarray(skip), this.#maxLineBytes, "a line too long");
       skip += read.used;
       const line = read.line;
       if (line === undefined) continue;
@@ -113,6 +124,8 @@ export class BodyReader {
         framing.state = framing.remaining === 0 ? "trailers" : "data";
       } else if (line === "") {
         framing.state = "done"; // the empty line after the last chunk's trailers
+      } else {
+        framing.trailerBytes += line.length + 2;
       }
     }
     return { skip, data: 0 };
@@ -135,7 +148,7 @@ function framingOf(head: Head): Framing {
       );
     }
     // Chunked framing overrides a content-length (RFC 9112 §6.3); the connection is not reused.
-    return { kind: "chunked", state: "size", remaining: 0 };
+    return { kind: "chunked", state: "size", remaining: 0, trailerBytes: 0 };
   }
   const length = head.headers.get("content-length");
   if (length === undefined) return { kind: "close" };

@@ -185,6 +185,32 @@ describe("an answer's lengths and limits", () => {
     );
   });
 
+  it("refuses a trailer section past maxHeadBytes, however short its lines, wherever split", () => {
+    const head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n";
+    const trailers = (lines: number) => `${"X-T: v\r\n".repeat(lines)}\r\n`; // 8 bytes a line
+    // Each line is far within the bound; together they pass it.
+    const endless = fc.integer({ min: 64, max: 1024 }).chain((max) =>
+      fc.tuple(
+        fc.constant(max),
+        fc
+          .integer({ min: Math.floor(max / 8) + 1, max: max })
+          .map((n) => latin1(`${head}${trailers(n)}`)),
+      ),
+    );
+    fc.assert(
+      fc.property(endless, cuts(), ringBytes, ([max, answer], at, ring) => {
+        const error = failureOf(() => readAnswer(piecesOf(answer, at), read(ring, max)));
+        expect([error.failure, error.message]).toEqual(["protocol", "trailers too large"]);
+      }),
+      { numRuns: 200 },
+    );
+    // Within the bound (10 lines, 80 bytes, under 120), they are read past to the body's end.
+    const within = readAnswer([latin1(`${head}${trailers(10)}`)], read(64, 120));
+    expect(within.body.toString()).toBe("hello");
+    const past = failureOf(() => readAnswer([latin1(`${head}${trailers(16)}`)], read(64, 120)));
+    expect(past.message).toBe("trailers too large");
+  });
+
   it("gives each interim answer a head's bound of its own, and a close after one no answer", () => {
     const interim = `HTTP/1.1 103 Early Hints\r\nLink: <${"x".repeat(70)}>\r\n\r\n`;
     const final = `HTTP/1.1 200 OK\r\nX-Pad: ${"y".repeat(80)}\r\n\r\n`;

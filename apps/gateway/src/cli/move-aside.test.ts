@@ -1,10 +1,10 @@
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { damageHeader } from "../../../../test-support/sqlite-damage.js";
-import type { InboundMessage } from "../channels/types.js";
+import { tempDirForTest } from "../../../../test-support/temp-dir.js";
+import { telegramMessage } from "../../test/fixtures/inbound-message.js";
 import { journalDbPath, SqliteJournal } from "../durable/journal.js";
 import { journalMarkerPath } from "../durable/journal-marker.js";
 import { StateStore, stateDbPath } from "../state/store.js";
@@ -13,27 +13,13 @@ import { MoveAsideError, moveAside } from "./move-aside.js";
 let dir: string;
 const closers: (() => Promise<void>)[] = [];
 
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "mg-move-aside-"));
+beforeEach(async () => {
+  dir = await tempDirForTest("mg-move-aside-");
 });
 
 afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close().catch(() => {});
-  rmSync(dir, { recursive: true, force: true });
 });
-
-function message(receiptId: string): InboundMessage {
-  return {
-    profile: "work",
-    platform: "telegram",
-    chatId: "100",
-    chatType: "dm",
-    userId: "7",
-    messageId: receiptId,
-    text: "hello",
-    receiptId,
-  };
-}
 
 /** 2030-01-02T03:04:05Z, the copy's name's time in these tests. */
 const now = () => Date.UTC(2030, 0, 2, 3, 4, 5);
@@ -46,7 +32,7 @@ async function crashedJournal(home: string, messages: number): Promise<string> {
   const live = journalDbPath(join(dir, "live"));
   const journal = await SqliteJournal.open(live);
   try {
-    for (let i = 1; i <= messages; i++) await journal.record(message(String(i)));
+    for (let i = 1; i <= messages; i++) await journal.record(telegramMessage(String(i)));
     mkdirSync(home, { recursive: true });
     const path = journalDbPath(home);
     for (const suffix of ["", "-wal", "-shm"]) copyFileSync(`${live}${suffix}`, `${path}${suffix}`);
@@ -93,7 +79,7 @@ describe("mediagate db move-aside", () => {
   it("lets the next start make a new journal without reporting it lost", async () => {
     const path = journalDbPath(join(dir, "home"));
     const before = await SqliteJournal.open(path);
-    await before.record(message("1"));
+    await before.record(telegramMessage("1"));
     await before.close();
     damageHeader(path);
     await expect(SqliteJournal.open(path)).rejects.toMatchObject({ damaged: true });
@@ -104,7 +90,7 @@ describe("mediagate db move-aside", () => {
     const journal = await SqliteJournal.open(path);
     closers.push(() => journal.close());
     expect(journal.lost).toBeUndefined();
-    expect((await journal.record(message("1"))).fresh).toBe(true);
+    expect((await journal.record(telegramMessage("1"))).fresh).toBe(true);
   });
 
   it("moves a state database aside, saying what that loses", async () => {
@@ -137,7 +123,7 @@ describe("mediagate db move-aside", () => {
     expect((error as Error).message).toContain(`${path} is open in process ${process.pid} (`);
     expect((error as Error).message).toContain("stop the gateway");
     expect(existsSync(path)).toBe(true);
-    expect((await journal.record(message("1"))).fresh).toBe(true);
+    expect((await journal.record(telegramMessage("1"))).fresh).toBe(true);
   });
 
   it("refuses when this host cannot tell who has it open, unless forced", async () => {

@@ -2,6 +2,9 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { damagePage } from "../../../../test-support/sqlite-damage.js";
+import { tempDirForTest } from "../../../../test-support/temp-dir.js";
+import { rootPageOf } from "../../test/fixtures/sqlite-pages.js";
 import { emptyEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import { StateStore, stateDbPath } from "../state/store.js";
@@ -74,5 +77,34 @@ describe("mediagate pairing list and approve with hostile display names", () => 
     expect(lines).toEqual([
       `approved telegram:66 (${Escaped}) in profile main: they may use the bot now (not as an admin)`,
     ]);
+  });
+});
+
+describe("mediagate pairing and the integrity check", () => {
+  it("does not read the whole file first: a damaged page it does not read leaves it working", async () => {
+    const dir = await tempDirForTest("mg-pairing-cli-");
+    const config = join(dir, "mediagate.yaml");
+    await writeFile(config, `home: ${dir}\nprofiles:\n  - name: main\n    access: pairing\n`);
+    const [profile] = (await loadConfig({ path: config, env: emptyEnv(dir) })).profiles;
+    const path = stateDbPath(profile!.home);
+    const store = await StateStore.open(path);
+    try {
+      const sessionId = await store.currentSessionId("agent:main:telegram:dm:66");
+      await store.appendHistory(sessionId, [{ role: "user", content: "hello" }]);
+      await store.requestPairing(
+        { user: "telegram:66", userName: "Ann", chatId: "66" },
+        { codeTtlMs: 3_600_000, maxPending: 10 },
+      );
+    } finally {
+      await store.close();
+    }
+    damagePage(path, rootPageOf(path, "messages"));
+    await expect(StateStore.open(path)).rejects.toMatchObject({ damaged: true });
+
+    const lines: string[] = [];
+    const code = await pairingList({ config, env: emptyEnv(dir) }, (line) => lines.push(line));
+
+    expect(code).toBe(0);
+    expect(lines[1]?.split("\t").slice(0, 4)).toEqual(["main", "pending", "telegram:66", "Ann"]);
   });
 });

@@ -53,8 +53,9 @@ async function profilesOf(options: PairingCommandOptions): Promise<readonly Prof
 
 /**
  * Runs `body` on the profile's state database, opened beside a gateway that may be running
- * (SQLite in WAL mode, its own worker thread, the same busy timeout as the gateway). A profile
- * whose database does not exist yet has had no pairing: `body` is not run, nothing is created.
+ * (SQLite in WAL mode, its own worker thread, the same busy timeout as the gateway), without
+ * the integrity check of a start. A profile whose database does not exist yet has had no
+ * pairing: `body` is not run, nothing is created.
  */
 async function withStore<T>(
   profile: ProfileConfig,
@@ -63,7 +64,11 @@ async function withStore<T>(
 ): Promise<T | undefined> {
   const path = stateDbPath(profile.home);
   if (!existsSync(path)) return undefined;
-  const store = await StateStore.open(path, options.now === undefined ? {} : { now: options.now });
+  // A few rows read or written: not worth a read of the whole file (see `integrityCheck`).
+  const store = await StateStore.open(path, {
+    integrityCheck: false,
+    ...(options.now === undefined ? {} : { now: options.now }),
+  });
   try {
     return await body(store);
   } finally {

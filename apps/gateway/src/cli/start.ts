@@ -103,38 +103,49 @@ export async function runStart(options: {
     fatal ??= { check, error };
     requestStop();
   };
-  onUncaughtErrors({ logger, onFatal: (error) => stopFor("uncaught", error) });
-  const gateway = await Gateway.create(config, {
-    env: options.env,
-    logger,
-    engine,
-    logRing,
-    onConsoleClose: () => requestStop(),
-    consoleTerminal: terminal,
-    onFatal: (error) => stopFor("channel", error),
-  });
-  for (const warning of gateway.warnings) say(warning);
-  onStopSignals({
-    onStop: (signal) => {
-      logger.info({ signal }, "stopping");
-      say(`${signal}: stopping (again to exit at once)`);
-      requestStop();
-    },
-  });
+  const listeners: (() => void)[] = [];
+  listeners.push(onUncaughtErrors({ logger, onFatal: (error) => stopFor("uncaught", error) }));
   try {
-    await gateway.start();
-  } catch (error) {
+    const gateway = await Gateway.create(config, {
+      env: options.env,
+      logger,
+      engine,
+      logRing,
+      onConsoleClose: () => requestStop(),
+      consoleTerminal: terminal,
+      onFatal: (error) => stopFor("channel", error),
+    });
+    for (const warning of gateway.warnings) say(warning);
+    listeners.push(
+      onStopSignals({
+        onStop: (signal) => {
+          logger.info({ signal }, "stopping");
+          say(`${signal}: stopping (again to exit at once)`);
+          requestStop();
+        },
+      }),
+    );
+    try {
+      await gateway.start();
+    } catch (error) {
+      await gateway.stop();
+      throw error;
+    }
+    const platforms = gateway.channels.map((c) => c.platform).join(", ");
+    if (gateway.webUrl !== undefined)
+      say(
+        `web console at ${gateway.webUrl} (log in with the token \`mediagate web token\` prints)`,
+      );
+    say(
+      `serving ${config.profiles.map((p) => p.name).join(", ")} on ${platforms} (home ${config.home})`,
+    );
+    await stopRequested;
     await gateway.stop();
-    throw error;
+  } finally {
+    // Whatever ended the run, `process` keeps no listener of it: one left behind would swallow
+    // the next uncaught exception of whoever goes on in this process.
+    for (const remove of listeners) remove();
   }
-  const platforms = gateway.channels.map((c) => c.platform).join(", ");
-  if (gateway.webUrl !== undefined)
-    say(`web console at ${gateway.webUrl} (log in with the token \`mediagate web token\` prints)`);
-  say(
-    `serving ${config.profiles.map((p) => p.name).join(", ")} on ${platforms} (home ${config.home})`,
-  );
-  await stopRequested;
-  await gateway.stop();
   if (fatal !== undefined) {
     // A channel gave up for good (e.g. its token was revoked), or an exception nothing caught
     // left the process's state in doubt: a non-zero exit lets a service manager restart the

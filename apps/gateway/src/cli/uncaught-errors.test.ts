@@ -1,5 +1,6 @@
 import { EventEmitter } from "node:events";
 import { describe, expect, it } from "vitest";
+import { refusedRequest } from "../../test/fixtures/discord-errors.js";
 import { createLogger } from "../log.js";
 import { PipelineStepError } from "../pipeline/step-error.js";
 import { onUncaughtErrors, stepOf } from "./uncaught-errors.js";
@@ -57,6 +58,21 @@ describe("onUncaughtErrors", () => {
       },
       { level: 60, step: "unknown", msg: "uncaught exception while stopping; exiting at once" },
     ]);
+  });
+
+  it("logs a platform error without its request body or URL, rejected or thrown", () => {
+    const h = harness();
+    const failure = new PipelineStepError("sendReply", refusedRequest("private words"));
+    h.source.emit("unhandledRejection", failure, Promise.resolve());
+    h.source.emit("uncaughtException", refusedRequest("private words"), "uncaughtException");
+    expect(h.entries()).toMatchObject([
+      { level: 50, step: "sendReply", err: { type: "PipelineStepError" } },
+      { level: 60, err: { type: "DiscordAPIError", status: 400, code: 50035 } },
+    ]);
+    const logged = JSON.stringify(h.entries());
+    expect(logged).toContain("Invalid Form Body");
+    expect(logged).not.toContain("private words");
+    expect(logged).not.toContain("interaction-token-xyz");
   });
 
   it("stops listening once disposed", () => {

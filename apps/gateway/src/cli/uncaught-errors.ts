@@ -1,3 +1,5 @@
+import { findInCauses } from "../error-causes.js";
+import { errorSummary } from "../error-summary.js";
 import type { Logger } from "../log.js";
 
 /** What {@link onUncaughtErrors} listens on: `process`, or an emitter in tests. */
@@ -17,29 +19,26 @@ export interface UncaughtErrorOptions {
   readonly source?: ErrorSource | undefined;
 }
 
-/** How deep the `cause` chain is searched for the step that failed. */
-const MaxCauseDepth = 8;
-
 /**
  * The step an error says it failed in: the first `step` field along its `cause` chain (a
  * pipeline step's `PipelineStepError`, a channel listener's), else `unknown` (the stack,
  * logged with it, still names the function).
  */
 export function stepOf(error: unknown): string {
-  let current = error;
-  for (let depth = 0; depth < MaxCauseDepth; depth++) {
-    if (typeof current !== "object" || current === null) break;
-    const { step, cause } = current as { step?: unknown; cause?: unknown };
-    if (typeof step === "string") return step;
-    current = cause;
-  }
-  return "unknown";
+  const failed = findInCauses(
+    error,
+    (link): link is { step: string } => typeof (link as { step?: unknown }).step === "string",
+  );
+  return failed?.step ?? "unknown";
 }
 
 /**
  * What `mediagate start` does with an error no boundary caught (docs/operations.md, "Errors
  * nothing caught"). Every channel callback and pipeline step has a boundary of its own; this
  * is the last line.
+ *
+ * Each error is logged as {@link errorSummary} summarises it (no field that holds an object: a
+ * platform's error can carry a whole request body).
  *
  * - An unhandled promise rejection is logged at error level with its step and the gateway
  *   keeps running (Node's default would end the process, and every channel with it). A
@@ -60,13 +59,13 @@ export function onUncaughtErrors(options: UncaughtErrorOptions): () => void {
   let stopping = false;
   const onRejection = (reason: unknown) => {
     logger.error(
-      { err: reason, step: stepOf(reason) },
+      { err: errorSummary(reason), step: stepOf(reason) },
       "unhandled promise rejection; the gateway keeps running",
     );
   };
   const onException = (error: Error, origin?: string) => {
     logger.fatal(
-      { err: error, step: stepOf(error), origin },
+      { err: errorSummary(error), step: stepOf(error), origin },
       stopping
         ? "uncaught exception while stopping; exiting at once"
         : "uncaught exception; the gateway stops (its state cannot be trusted)",

@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { ApproveMenuCommand, commandText, MenuCommands, menuFor } from "./menu.js";
+import {
+  ApproveMenuCommand,
+  commandText,
+  MenuCommands,
+  menuCommandNamed,
+  menuFor,
+} from "./menu.js";
 import { parseCommand } from "./parse.js";
 
 describe("command menus", () => {
@@ -45,13 +51,15 @@ describe("command menus", () => {
     ["status", [], "/status", { name: "status" }],
     ["help", [], "/help", { name: "help", start: false }],
   ])("turns a pick of /%s %j into the text command %j", (name, options, text, parsed) => {
-    const chosen = commandText(name, (option) => (options as string[]).includes(option));
+    const command = menuCommandNamed(name);
+    expect(command?.name).toBe(name);
+    const chosen = commandText(command!, (option) => (options as string[]).includes(option));
     expect(chosen).toBe(text);
-    expect(parseCommand(chosen!)).toEqual(parsed);
+    expect(parseCommand(chosen)).toEqual(parsed);
   });
 
   it("knows no other command", () => {
-    expect(commandText("start", () => false)).toBeUndefined();
-    expect(commandText("rm", () => true)).toBeUndefined();
+    expect(menuCommandNamed("start")).toBeUndefined();
+    expect(menuCommandNamed("rm")).toBeUndefined();
   });
 });

@@ -61,13 +61,16 @@ export function menuFor(admin: boolean, pairing = false): readonly MenuCommand[]
   return admin && pairing ? [...commands, ApproveMenuCommand] : commands;
 }
 
+/** The command of {@link MenuCommands} named `name` (without the slash); `undefined` for others. */
+export function menuCommandNamed(name: string): MenuCommand | undefined {
+  return MenuCommands.find((candidate) => candidate.name === name);
+}
+
 /**
- * The text command a menu pick stands for, as `parseCommand` reads it: `/stop` with `all`
- * chosen is `/stop all`. Unknown names give `undefined`.
+ * The text command a pick of `command` stands for, as `parseCommand` reads it: `/stop` with
+ * `all` chosen is `/stop all`.
  */
-export function commandText(name: string, chosen: (option: string) => boolean): string | undefined {
-  const command = MenuCommands.find((candidate) => candidate.name === name);
-  if (command === undefined) return undefined;
+export function commandText(command: MenuCommand, chosen: (option: string) => boolean): string {
   const words = (command.options ?? []).filter((option) => chosen(option.name));
   return [`/${command.name}`, ...words.map((option) => option.name)].join(" ");
 }

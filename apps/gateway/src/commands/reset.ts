@@ -1,7 +1,6 @@
 import type { PipelineRuntime, PipelineServices } from "../pipeline/types.js";
-import { sandboxProblemOf } from "../sandbox-access/sandbox-errors.js";
 import { SlotRegistry } from "../sandbox-access/slot-registry.js";
-import { describeStop, type StopSummary } from "./stop.js";
+import { commandProblem, describeStop } from "./stop.js";
 
 /** What /reset answered. */
 export type ResetResult =
@@ -36,28 +35,17 @@ export async function resetSession(
     await runtime.sandbox.cleanup(slot, { force: true, deleteDirs: true });
     services.slots.forget(slotId);
   } catch (error) {
-    const name = error instanceof Error ? error.name : "error";
-    runtime.log.error(
-      { err: error, sessionKey, slot },
-      "/reset: removing the container and its files failed",
-    );
+    const problem = commandProblem(runtime, "/reset: removing the container and its files", error, {
+      sessionKey,
+      slot,
+    });
     teardown =
-      sandboxProblemOf(error)?.kind === "docker_unavailable"
-        ? "could not remove the container (Docker cannot be reached)"
-        : name === "SlotDirectoryError"
-          ? `removed the container but kept its files: they could not be deleted safely (${
-              error instanceof Error ? error.message : name
-            })`
-          : `could not remove the container (${name})`;
+      error instanceof Error && error.name === "SlotDirectoryError"
+        ? `removed the container but kept its files: they could not be deleted safely (${error.message})`
+        : `could not remove the container: ${problem}`;
   }
-  const stopped: StopSummary = {
-    abortedTurn,
-    droppedMessages,
-    killedProcesses: undefined,
-    removedContainer: false,
-    problems: [],
-  };
-  const stopLine = abortedTurn || droppedMessages > 0 ? ` ${describeStop(stopped)}` : "";
+  const stopLine =
+    abortedTurn || droppedMessages > 0 ? ` ${describeStop({ abortedTurn, droppedMessages })}` : "";
   return {
     status: "done",
     text: `♻️ Reset: new conversation started, ${teardown}.${stopLine}`,

@@ -103,8 +103,16 @@ export async function stopSession(
   return { abortedTurn, droppedMessages, killedProcesses, removedContainer, problems };
 }
 
-/** The chat line for a {@link StopSummary}. */
-export function describeStop(summary: StopSummary): string {
+/**
+ * What {@link describeStop} tells: what was stopped; what a command did not do (kill, remove,
+ * meet problems) may be left out.
+ */
+export type StopCounts = Pick<StopSummary, "abortedTurn" | "droppedMessages"> &
+  Partial<Pick<StopSummary, "killedProcesses" | "removedContainer" | "problems">>;
+
+/** The chat line for a {@link StopSummary} (or the counts of what `/reset` stopped). */
+export function describeStop(summary: StopCounts): string {
+  const problems = summary.problems ?? [];
   const done: string[] = [];
   if (summary.abortedTurn) done.push("aborted the running turn");
   if (summary.killedProcesses !== undefined && summary.killedProcesses > 0) {
@@ -115,7 +123,7 @@ export function describeStop(summary: StopSummary): string {
   if (summary.removedContainer) done.push("removed the session's container");
   const head =
     done.length > 0 ? `🛑 Stopped: ${done.join(", ")}.` : "Nothing was running for this session.";
-  return summary.problems.length > 0 ? `${head} ⚠️ ${summary.problems.join("; ")}.` : head;
+  return problems.length > 0 ? `${head} ⚠️ ${problems.join("; ")}.` : head;
 }
 
 /** What /stop all did. */

@@ -129,6 +129,26 @@ describe("resolveConfig", () => {
     );
   });
 
+  it("refuses a volume at the sandbox's own mount points, however the path is written", () => {
+    const volumes = (list: string[]) => ({
+      profiles: [{ name: "default", sandbox: { volumes: list } }],
+    });
+    const ok = resolveConfig(volumes(["/srv/c:/tmp/cache", "/srv/d:/workspace/data:ro"]), {
+      env,
+    });
+    expect(ok.profiles[0]?.sandbox.volumes).toEqual([
+      "/srv/c:/tmp/cache",
+      "/srv/d:/workspace/data:ro",
+    ]);
+    const refused = ["/srv/a:/tmp/", "/srv/b:/var/tmp", "/srv/c:/run/mediagate", "/srv/d:/root"];
+    const error = errorOf(volumes(refused));
+    refused.forEach((volume, i) => {
+      expect(error.message).toContain(
+        `profiles[0].sandbox.volumes[${i}]: got "${volume}", expected a volume at a container path of its own: not /workspace or /root (the slot's directories), nor /tmp, /var/tmp, /run/mediagate or below /run/mediagate (the tmpfs mounts of sandbox.scratchBytes)`,
+      );
+    });
+  });
+
   it("reports every problem, including unknown keys and bad profile names", () => {
     const error = errorOf({
       concurrency: 0,
@@ -470,6 +490,10 @@ describe("resolveConfig", () => {
         { web: { listen: "8787" } },
         'web.listen: got "8787", expected a "host:port", e.g. "127.0.0.1:8787" or "[::1]:8787"',
       ],
+      ...["a..b", "[1.2.3.4]", "999.1.1.1", "gate.example:8787"].map((name): [object, string] => [
+        { web: { listen: "0.0.0.0:8787", allowedHosts: ["gate.example", "[fd00::20]", name] } },
+        `web.allowedHosts[2]: got ${JSON.stringify(name)}, expected a host name without port`,
+      ]),
     ];
     for (const [raw, message] of refused) expect(errorOf(raw).message).toContain(message);
   });

@@ -1,5 +1,15 @@
-import { isLoopbackHost, ListenAddressError, parseListenAddress } from "@mediagate/io";
-import { HostNamePattern } from "@mediagate/web";
+import {
+  isLoopbackHost,
+  ListenAddressError,
+  parseHostName,
+  parseListenAddress,
+} from "@mediagate/io";
+import {
+  bindsSandboxMount,
+  RegistryMountPoint,
+  ScratchMountPoints,
+  SlotMountPoints,
+} from "@mediagate/sandbox";
 import { z } from "zod";
 import { LogLevels } from "../log.js";
 import { ConfigDefaults, ProfileNamePattern } from "./defaults.js";
@@ -95,9 +105,14 @@ const MinScratchBytes = 1024 * 1024;
 /** Below this a session could not even run its shell, a command and a kill exec. */
 const SessionProcessLimitMin = 8;
 
-const volumeSpec = z.string().regex(/^\/[^:]*:\/[^:]*(:(ro|rw))?$/, {
-  error: 'a volume "/host/path:/container/path[:ro|rw]"',
-});
+const volumeSpec = z
+  .string()
+  .regex(/^\/[^:]*:\/[^:]*(:(ro|rw))?$/, {
+    error: 'a volume "/host/path:/container/path[:ro|rw]"',
+  })
+  .refine((volume) => !bindsSandboxMount(volume), {
+    error: `a volume at a container path of its own: not ${SlotMountPoints.join(" or ")} (the slot's directories), nor ${ScratchMountPoints.join(", ")} or below ${RegistryMountPoint} (the tmpfs mounts of sandbox.scratchBytes)`,
+  });
 
 const sandboxSchema = z.strictObject({
   image: z.string().min(1, { error: "an image reference" }).optional(),
@@ -222,7 +237,7 @@ const webListen = listenAddress();
 
 /** `web.allowedHosts`: the names browsers reach the console by (docs/web-console.md). */
 const webAllowedHosts = z.array(
-  z.string().regex(HostNamePattern, {
+  z.string().refine((name) => parseHostName(name) !== undefined, {
     error: 'a host name without port: "gateway.example.org", "192.168.1.20" or "[fd00::20]"',
   }),
 );

@@ -196,7 +196,7 @@ export interface GatewayConfig {
   /**
    * The web console (docs/web-console.md): its `host:port`, and the `Host` names it answers
    * besides the loopback names and the listen host; off when absent. `web: {}` in the file
-   * means the default, `127.0.0.1:8787`.
+   * listens on `ConfigDefaults.webListen`.
    */
   readonly web?:
     | { readonly listen: string; readonly allowedHosts?: readonly string[] | undefined }

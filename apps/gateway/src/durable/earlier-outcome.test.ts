@@ -1,7 +1,7 @@
 import type { ReadyMedia } from "@mediagate/media";
 import { describe, expect, it } from "vitest";
 import { DiscordIdempotence } from "../channels/discord/deliver-reply.js";
-import { telegramIdempotence } from "../channels/telegram/deliver-reply.js";
+import type { AmbiguousSends } from "../channels/telegram/errors.js";
 import type { DeliveryOutcome, StepResult } from "../channels/types.js";
 import { earlierOutcome, type Idempotence, sendsAgain } from "./earlier-outcome.js";
 
@@ -43,8 +43,9 @@ const Answers: Record<Platform, Record<StepResult | "unrecorded", Answer>> = {
 
 const Idempotences: Record<Platform, Idempotence> = {
   discord: DiscordIdempotence,
-  "telegram, at-most-once": telegramIdempotence("at-most-once"),
-  "telegram, at-least-once": telegramIdempotence("at-least-once"),
+  // Telegram's is the operator's delivery.ambiguousSends, as it is.
+  "telegram, at-most-once": "at-most-once" satisfies AmbiguousSends,
+  "telegram, at-least-once": "at-least-once" satisfies AmbiguousSends,
 };
 
 const rows = Object.entries(Answers).flatMap(([platform, answers]) =>

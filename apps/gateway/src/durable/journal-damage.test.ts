@@ -1,16 +1,10 @@
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { existsSync, rmSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { damageHeader, damagePage } from "../../../../test-support/sqlite-damage.js";
+import { tempDirForTest } from "../../../../test-support/temp-dir.js";
+import { HandChannel } from "../../test/fixtures/hand-channel.js";
+import { telegramMessage } from "../../test/fixtures/inbound-message.js";
 import { rootPageOf } from "../../test/fixtures/sqlite-pages.js";
-import type {
-  ChannelAdapter,
-  ChannelStartOptions,
-  ChatTarget,
-  DeliveryReport,
-  InboundMessage,
-} from "../channels/types.js";
 import { emptyEnv } from "../config/env.js";
 import { resolveConfig } from "../config/load.js";
 import { Gateway, NotRecordedDamagedText } from "../gateway.js";
@@ -28,27 +22,13 @@ import { journalMarkerPath } from "./journal-marker.js";
 let home: string;
 const closers: (() => Promise<void>)[] = [];
 
-beforeEach(() => {
-  home = mkdtempSync(join(tmpdir(), "mg-journal-damage-"));
+beforeEach(async () => {
+  home = await tempDirForTest("mg-journal-damage-");
 });
 
 afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close().catch(() => {});
-  rmSync(home, { recursive: true, force: true });
 });
-
-function message(receiptId: string, text = "hello"): InboundMessage {
-  return {
-    profile: "work",
-    platform: "telegram",
-    chatId: "100",
-    chatType: "dm",
-    userId: "7",
-    messageId: receiptId,
-    text,
-    receiptId,
-  };
-}
 
 async function openJournal(
   path: string,
@@ -63,8 +43,8 @@ async function openJournal(
 async function writeJournal(path: string): Promise<void> {
   const journal = await SqliteJournal.open(path);
   try {
-    for (const id of ["1", "2", "3"]) await journal.record(message(id));
-    const { id } = await journal.record(message("4"));
+    for (const id of ["1", "2", "3"]) await journal.record(telegramMessage(id));
+    const { id } = await journal.record(telegramMessage("4"));
     await journal.addReply(
       {
         profile: "work",
@@ -139,7 +119,7 @@ describe("a journal found damaged while running", () => {
     const journal = await openJournal(path, { integrityWaitMs: 0 });
     expect(journal.check.early).toBeUndefined();
 
-    const error = await journal.record(message("5")).catch((e: unknown) => e);
+    const error = await journal.record(telegramMessage("5")).catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(StorageError);
     expect(error).toMatchObject({ operation: "record", damaged: true, full: false });
@@ -154,29 +134,6 @@ describe("a journal found damaged while running", () => {
     expect((await journal.check.report).status).toBe("damaged");
   });
 });
-
-/** A Telegram channel the test hands messages to; it records the texts it was asked to send. */
-class HandChannel implements ChannelAdapter {
-  readonly platform = "telegram" as const;
-  readonly profile = "work";
-  readonly limits = { maxBytes: () => 1 };
-  readonly texts: string[] = [];
-  onMessage: ((message: InboundMessage) => Promise<void>) | undefined;
-  async start({ onMessage }: ChannelStartOptions): Promise<void> {
-    this.onMessage = onMessage;
-  }
-  health() {
-    return { platform: "telegram", profile: this.profile, state: "up", sinceMs: 0 } as const;
-  }
-  async stop(): Promise<void> {}
-  async sendText(_target: ChatTarget, text: string): Promise<void> {
-    this.texts.push(text);
-  }
-  async deliver(): Promise<DeliveryReport> {
-    return { outcomes: [] };
-  }
-  async showActivity(): Promise<void> {}
-}
 
 interface LogLine {
   level: number;
@@ -219,7 +176,9 @@ describe("the gateway on a journal damaged while running", () => {
     damagePage(path, rootPageOf(path, "sqlite_autoindex_entries_1"));
     const { channel, logs, health } = await startGateway(0);
 
-    await expect(channel.onMessage?.(message("5"))).rejects.toMatchObject({ damaged: true });
+    await expect(channel.onMessage?.(telegramMessage("5"))).rejects.toMatchObject({
+      damaged: true,
+    });
 
     expect(channel.texts).toEqual([NotRecordedDamagedText]);
     expect(channel.texts.join("\n")).not.toContain("once it can be saved");

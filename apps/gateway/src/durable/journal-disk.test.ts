@@ -1,17 +1,12 @@
-import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { closeSync, openSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { tempDirForTest } from "../../../../test-support/temp-dir.js";
 import { waitFor } from "../../../../test-support/wait.js";
+import { HandChannel } from "../../test/fixtures/hand-channel.js";
+import { telegramMessage } from "../../test/fixtures/inbound-message.js";
 import { type LoopFs, mountLoopFs } from "../../test/fixtures/loop-fs.js";
-import type {
-  ChannelAdapter,
-  ChannelStartOptions,
-  ChatTarget,
-  DeliveryReport,
-  InboundMessage,
-} from "../channels/types.js";
 import { emptyEnv } from "../config/env.js";
 import { resolveConfig } from "../config/load.js";
 import { Gateway, NotRecordedText } from "../gateway.js";
@@ -31,28 +26,14 @@ const closers: (() => Promise<void>)[] = [];
 
 beforeEach(async () => {
   disk = await mountLoopFs(8);
-  elsewhere = mkdtempSync(join(tmpdir(), "mediagate-journal-elsewhere-"));
+  elsewhere = await tempDirForTest("mg-journal-elsewhere-");
 });
 
 afterEach(async () => {
   await disk.thaw();
   for (const close of closers.splice(0).reverse()) await close().catch(() => {});
   await disk.remove();
-  rmSync(elsewhere, { recursive: true, force: true });
 });
-
-function message(receiptId: string, text = "hello"): InboundMessage {
-  return {
-    profile: "work",
-    platform: "telegram",
-    chatId: "100",
-    chatType: "dm",
-    userId: "7",
-    messageId: receiptId,
-    text,
-    receiptId,
-  };
-}
 
 async function openJournal(path: string): Promise<SqliteJournal> {
   const journal = await SqliteJournal.open(path);
@@ -85,12 +66,12 @@ describe("journal on a full disk", () => {
   it("rejects record() with StorageError.full, saves nothing of it, and works once space is freed", async () => {
     const path = journalDbPath(join(disk.dir, "root"));
     const journal = await openJournal(path);
-    const kept = await journal.record(message("1"));
+    const kept = await journal.record(telegramMessage("1"));
     const filler = join(disk.dir, "filler");
     expect(fill(filler)).toBeGreaterThan(0);
 
     // A message bigger than any free page left in the database or its WAL.
-    const big = message("2", "x".repeat(512 * 1024));
+    const big = telegramMessage("2", "x".repeat(512 * 1024));
     const error = await journal.record(big).catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(StorageError);
@@ -101,7 +82,7 @@ describe("journal on a full disk", () => {
     expect(String(error)).not.toContain("xxxx");
 
     rmSync(filler);
-    expect(await journal.record(message("1"))).toEqual({ id: kept.id, fresh: false });
+    expect(await journal.record(telegramMessage("1"))).toEqual({ id: kept.id, fresh: false });
     expect((await journal.record(big)).fresh).toBe(true);
     await journal.close();
     const db = new Database(path, { readonly: true });
@@ -116,29 +97,6 @@ describe("journal on a full disk", () => {
     }
   });
 });
-
-/** A Telegram channel the test hands messages to; it records the texts it was asked to send. */
-class HandChannel implements ChannelAdapter {
-  readonly platform = "telegram" as const;
-  readonly profile = "work";
-  readonly limits = { maxBytes: () => 1 };
-  readonly texts: string[] = [];
-  onMessage: ((message: InboundMessage) => Promise<void>) | undefined;
-  async start({ onMessage }: ChannelStartOptions): Promise<void> {
-    this.onMessage = onMessage;
-  }
-  health() {
-    return { platform: "telegram", profile: this.profile, state: "up", sinceMs: 0 } as const;
-  }
-  async stop(): Promise<void> {}
-  async sendText(_target: ChatTarget, text: string): Promise<void> {
-    this.texts.push(text);
-  }
-  async deliver(): Promise<DeliveryReport> {
-    return { outcomes: [] };
-  }
-  async showActivity(): Promise<void> {}
-}
 
 describe("the gateway's health endpoint while the journal's disk is full", () => {
   it("reports journal.writable false (status degraded) with the reason, and true once a message is saved again", async () => {
@@ -170,7 +128,7 @@ describe("the gateway's health endpoint while the journal's disk is full", () =>
 
     const filler = join(disk.dir, "filler");
     fill(filler);
-    const big = message("1", "x".repeat(512 * 1024));
+    const big = telegramMessage("1", "x".repeat(512 * 1024));
     await expect(channel.onMessage?.(big)).rejects.toBeInstanceOf(StorageError);
     const full = await health();
     expect(full.status).toBe("degraded");
@@ -179,7 +137,7 @@ describe("the gateway's health endpoint while the journal's disk is full", () =>
     expect(channel.texts).toEqual([NotRecordedText]);
 
     rmSync(filler);
-    await channel.onMessage?.(message("2", "/status"));
+    await channel.onMessage?.(telegramMessage("2", "/status"));
     expect((await health()).journal).toEqual({ writable: true });
   });
 });
@@ -190,13 +148,13 @@ describe("journal and state database on a frozen disk", () => {
     const frozenState = await openState(join(disk.dir, "root"));
     const otherJournal = await openJournal(journalDbPath(join(elsewhere, "root")));
     const otherState = await openState(elsewhere);
-    await frozenJournal.record(message("0"));
+    await frozenJournal.record(telegramMessage("0"));
     const frozenSession = await frozenState.currentSessionId("agent:work:telegram:dm:100");
 
     await disk.freeze();
     const settled: string[] = [];
     const waiting = [
-      frozenJournal.record(message("1")).finally(() => settled.push("journal")),
+      frozenJournal.record(telegramMessage("1")).finally(() => settled.push("journal")),
       frozenState
         .appendHistory(frozenSession, [{ role: "user", content: "waits for the disk" }])
         .finally(() => settled.push("state")),
@@ -205,7 +163,7 @@ describe("journal and state database on a frozen disk", () => {
     const timer = setInterval(() => ticks++, 1);
     try {
       await waitFor(() => expect(ticks).toBeGreaterThanOrEqual(50));
-      expect((await otherJournal.record(message("1"))).fresh).toBe(true);
+      expect((await otherJournal.record(telegramMessage("1"))).fresh).toBe(true);
       const sessionId = await otherState.currentSessionId("agent:work:telegram:dm:100");
       await otherState.appendHistory(sessionId, [{ role: "user", content: "still answering" }]);
       expect(await otherState.loadHistory(sessionId)).toEqual([

@@ -1,11 +1,13 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
-import { hostname, tmpdir } from "node:os";
+import { mkdirSync, readFileSync, statSync } from "node:fs";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import { currentInstanceId, instanceLiveness } from "@mediagate/sandbox";
 import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { tempDirForTest } from "../../../../test-support/temp-dir.js";
+import { telegramMessage } from "../../test/fixtures/inbound-message.js";
 import type { InboundMessage } from "../channels/types.js";
 import { migrate } from "../state/schema.js";
 import { StorageError } from "./errors.js";
@@ -50,14 +52,13 @@ afterAll(() => {
   live.kill("SIGKILL");
 });
 
-beforeEach(() => {
-  home = mkdtempSync(join(tmpdir(), "mediagate-journal-"));
+beforeEach(async () => {
+  home = await tempDirForTest("mg-journal-");
   path = journalDbPath(join(home, "root"));
 });
 
 afterEach(async () => {
   for (const journal of opened.splice(0)) await journal.close();
-  rmSync(home, { recursive: true, force: true });
 });
 
 async function openJournal(owner?: string, now?: () => number): Promise<SqliteJournal> {
@@ -67,19 +68,6 @@ async function openJournal(owner?: string, now?: () => number): Promise<SqliteJo
   });
   opened.push(journal);
   return journal;
-}
-
-function telegram(receiptId: string, text = `message ${receiptId}`): InboundMessage {
-  return {
-    profile: "work",
-    platform: "telegram",
-    chatId: "100",
-    chatType: "dm",
-    userId: "7",
-    messageId: receiptId,
-    text,
-    receiptId,
-  };
 }
 
 function discord(messageId: string, chatId = "555", threadId?: string): InboundMessage {
@@ -119,7 +107,7 @@ function raw<T>(sql: string, ...params: unknown[]): T[] {
 describe("SqliteJournal", () => {
   it("creates journal.db owner-only in a 0700 directory, WAL mode", async () => {
     const journal = await openJournal();
-    await journal.record(telegram("1"));
+    await journal.record(telegramMessage("1"));
     expect(path).toBe(join(home, "root", "journal.db"));
     expect(statSync(path).mode & 0o777).toBe(0o600);
     expect(statSync(`${path}-wal`).mode & 0o777).toBe(0o600);
@@ -130,8 +118,8 @@ describe("SqliteJournal", () => {
   it("syncs what it committed on demand, and refuses to once closed", async () => {
     const journal = await openJournal();
     await expect(journal.sync()).resolves.toBeUndefined();
-    await journal.record(telegram("1"));
-    await journal.record(telegram("2"));
+    await journal.record(telegramMessage("1"));
+    await journal.record(telegramMessage("2"));
     await expect(journal.sync()).resolves.toBeUndefined();
     await journal.close();
     const refused = await journal.sync().catch((error: unknown) => error);
@@ -141,10 +129,10 @@ describe("SqliteJournal", () => {
 
   it("records a message once: a redelivery under the same key is not fresh", async () => {
     const journal = await openJournal();
-    const first = await journal.record(telegram("41"));
-    const again = await journal.record(telegram("41", "the same update, delivered again"));
-    const next = await journal.record(telegram("42"));
-    const otherProfile = await journal.record({ ...telegram("41"), profile: "home" });
+    const first = await journal.record(telegramMessage("41"));
+    const again = await journal.record(telegramMessage("41", "the same update, delivered again"));
+    const next = await journal.record(telegramMessage("42"));
+    const otherProfile = await journal.record({ ...telegramMessage("41"), profile: "home" });
 
     expect(first.fresh).toBe(true);
     expect(again).toEqual({ id: first.id, fresh: false });
@@ -161,7 +149,10 @@ describe("SqliteJournal", () => {
 
   it("records a merged message by each of its receipts: any of them again is not run again", async () => {
     const journal = await openJournal();
-    const album = await journal.record({ ...telegram("50"), receiptIds: ["50", "51", "52"] });
+    const album = await journal.record({
+      ...telegramMessage("50"),
+      receiptIds: ["50", "51", "52"],
+    });
     expect(album.fresh).toBe(true);
     expect(raw("SELECT key, entry_id FROM receipts ORDER BY key")).toEqual([
       { key: "work:telegram:50", entry_id: album.id },
@@ -169,15 +160,17 @@ describe("SqliteJournal", () => {
       { key: "work:telegram:52", entry_id: album.id },
     ]);
     // The whole album again, its tail alone, one item alone: all known, nothing new.
-    expect(await journal.record({ ...telegram("50"), receiptIds: ["50", "51", "52"] })).toEqual({
+    expect(
+      await journal.record({ ...telegramMessage("50"), receiptIds: ["50", "51", "52"] }),
+    ).toEqual({
       id: album.id,
       fresh: false,
     });
-    expect(await journal.record({ ...telegram("51"), receiptIds: ["51", "52"] })).toEqual({
+    expect(await journal.record({ ...telegramMessage("51"), receiptIds: ["51", "52"] })).toEqual({
       id: album.id,
       fresh: false,
     });
-    expect(await journal.record(telegram("52"))).toEqual({ id: album.id, fresh: false });
+    expect(await journal.record(telegramMessage("52"))).toEqual({ id: album.id, fresh: false });
     expect(await journal.recorded("work", "telegram", ["49", "50", "52", "53"])).toEqual([
       "50",
       "52",
@@ -188,29 +181,29 @@ describe("SqliteJournal", () => {
 
   it("does not record a message sharing some receipts with another: it names the others", async () => {
     const journal = await openJournal();
-    const head = await journal.record({ ...telegram("60"), receiptIds: ["60", "61"] });
+    const head = await journal.record({ ...telegramMessage("60"), receiptIds: ["60", "61"] });
     const offeredAgain = await journal.record({
-      ...telegram("60", "the album with an item more"),
+      ...telegramMessage("60", "the album with an item more"),
       receiptIds: ["60", "61", "62"],
     });
     expect(offeredAgain).toEqual({ id: head.id, fresh: false, unrecorded: ["62"] });
     expect(raw("SELECT key FROM entries")).toEqual([{ key: "work:telegram:60" }]);
     expect(await journal.recorded("work", "telegram", ["60", "61", "62"])).toEqual(["60", "61"]);
     // Handed on alone, the new item is a message of its own, after the first.
-    const tail = await journal.record(telegram("62"));
+    const tail = await journal.record(telegramMessage("62"));
     expect(tail.fresh).toBe(true);
     expect(tail.id).toBeGreaterThan(head.id);
   });
 
   it("takes over the unfinished entries of a process that is gone, oldest first, once", async () => {
     const dead = await openJournal(deadOwner, () => 1_000);
-    const a = await dead.record(telegram("1"));
-    const b = await dead.record(telegram("2"));
+    const a = await dead.record(telegramMessage("1"));
+    const b = await dead.record(telegramMessage("2"));
     await dead.started(b.id);
-    const finished = await dead.record(telegram("3"));
+    const finished = await dead.record(telegramMessage("3"));
     await dead.finished(finished.id, "replied");
-    await (await openJournal(liveOwner)).record(telegram("4"));
-    await (await openJournal(foreignOwner)).record(telegram("5"));
+    await (await openJournal(liveOwner)).record(telegramMessage("4"));
+    await (await openJournal(foreignOwner)).record(telegramMessage("5"));
 
     const me = await openJournal();
     const taken = await me.takeOver();
@@ -219,7 +212,7 @@ describe("SqliteJournal", () => {
       [a.id, "received", currentInstanceId()],
       [b.id, "started", currentInstanceId()],
     ]);
-    expect(taken[0]).toMatchObject({ key: "work:telegram:1", message: telegram("1") });
+    expect(taken[0]).toMatchObject({ key: "work:telegram:1", message: telegramMessage("1") });
     expect(taken[1]).toMatchObject({ receivedAtMs: 1_000, startedAtMs: 1_000 });
     expect(await me.takeOver()).toEqual([]);
     expect(raw<{ owner: string }>("SELECT owner FROM entries ORDER BY id")).toEqual([
@@ -233,7 +226,7 @@ describe("SqliteJournal", () => {
 
   it("never hands one entry to two processes taking over at the same time", async () => {
     const dead = await openJournal(deadOwner);
-    for (let i = 0; i < 50; i++) await dead.record(telegram(String(i)));
+    for (let i = 0; i < 50; i++) await dead.record(telegramMessage(String(i)));
     const [mine, theirs] = await Promise.all([
       openJournal().then((j) => j.takeOver()),
       openJournal(liveOwner).then((j) => j.takeOver()),
@@ -251,7 +244,7 @@ describe("SqliteJournal", () => {
     await journal.record(discord("9007199254740992", "777"));
     await journal.record(discord("5000", "555", "thread-1"));
     await journal.record({ ...discord("7000"), profile: "home" });
-    await journal.record(telegram("123456"));
+    await journal.record(telegramMessage("123456"));
 
     expect(await journal.cursors("work")).toEqual([
       { channelId: "555", lastMessageId: "1000" },
@@ -264,8 +257,8 @@ describe("SqliteJournal", () => {
 
   it("keeps a reply's steps, attempts and schedule for the process that takes it over", async () => {
     const dead = await openJournal(deadOwner, () => 5_000);
-    const entry = await dead.record(telegram("1"));
-    const reply = await dead.addReply(replyTo(telegram("1")), entry.id);
+    const entry = await dead.record(telegramMessage("1"));
+    const reply = await dead.addReply(replyTo(telegramMessage("1")), entry.id);
     expect(reply).toMatchObject({ state: "pending", attempts: 0, entryId: entry.id });
     expect(reply.steps.size).toBe(0);
     await dead.attempt(reply.id);
@@ -274,7 +267,7 @@ describe("SqliteJournal", () => {
     await dead.step(reply.id, "media:/workspace/a.png", "sent");
     await dead.attempt(reply.id);
     await dead.reschedule(reply.id, 65_000, "429: retry after 60 s");
-    const delivered = await dead.addReply(replyTo(telegram("2"), "other"), undefined);
+    const delivered = await dead.addReply(replyTo(telegramMessage("2"), "other"), undefined);
     await dead.closeReply(delivered.id, "delivered");
     await dead.close();
 
@@ -283,7 +276,7 @@ describe("SqliteJournal", () => {
     const [resumed, ...others] = await me.takeOverReplies();
     expect(others).toEqual([]);
     expect(resumed).toEqual({
-      ...replyTo(telegram("1")),
+      ...replyTo(telegramMessage("1")),
       id: reply.id,
       entryId: entry.id,
       state: "pending",
@@ -319,9 +312,9 @@ describe("SqliteJournal", () => {
 
   it("keeps its first outcome: finished after addReply leaves the entry replied", async () => {
     const journal = await openJournal();
-    const entry = await journal.record(telegram("1"));
+    const entry = await journal.record(telegramMessage("1"));
     await journal.started(entry.id);
-    await journal.addReply(replyTo(telegram("1")), entry.id);
+    await journal.addReply(replyTo(telegramMessage("1")), entry.id);
     await journal.finished(entry.id, "failed");
     await journal.started(entry.id);
     expect(raw("SELECT state, outcome FROM entries")).toEqual([
@@ -332,10 +325,10 @@ describe("SqliteJournal", () => {
   it("starts, answers and closes the messages of one collected turn together", async () => {
     const journal = await openJournal();
     const [a, b, c, d] = [
-      await journal.record(telegram("1")),
-      await journal.record(telegram("2")),
-      await journal.record(telegram("3")),
-      await journal.record(telegram("4")),
+      await journal.record(telegramMessage("1")),
+      await journal.record(telegramMessage("2")),
+      await journal.record(telegramMessage("3")),
+      await journal.record(telegramMessage("4")),
     ];
     await journal.started([a!.id, b!.id]);
     expect(raw("SELECT id, state FROM entries ORDER BY id")).toEqual([
@@ -344,7 +337,7 @@ describe("SqliteJournal", () => {
       { id: c!.id, state: "received" },
       { id: d!.id, state: "received" },
     ]);
-    await journal.addReply(replyTo(telegram("1")), a!.id, [b!.id]);
+    await journal.addReply(replyTo(telegramMessage("1")), a!.id, [b!.id]);
     await journal.finished([c!.id, d!.id], "overflow");
     expect(raw("SELECT state, outcome FROM entries ORDER BY id")).toEqual([
       { state: "done", outcome: "replied" },
@@ -357,18 +350,18 @@ describe("SqliteJournal", () => {
   it("prunes finished entries and closed replies older than the cut, nothing open", async () => {
     let nowMs = 1_000;
     const journal = await openJournal(undefined, () => nowMs);
-    const old = await journal.record(telegram("1"));
+    const old = await journal.record(telegramMessage("1"));
     await journal.finished(old.id, "silent");
-    const oldReply = await journal.addReply(replyTo(telegram("1")), undefined);
+    const oldReply = await journal.addReply(replyTo(telegramMessage("1")), undefined);
     await journal.step(oldReply.id, "text:0", "sent");
     await journal.closeReply(oldReply.id, "delivered");
-    const open = await journal.record(telegram("2"));
-    const pending = await journal.addReply(replyTo(telegram("2")), undefined);
+    const open = await journal.record(telegramMessage("2"));
+    const pending = await journal.addReply(replyTo(telegramMessage("2")), undefined);
     nowMs = 10_000;
-    const recent = await journal.record(telegram("3"));
+    const recent = await journal.record(telegramMessage("3"));
     await journal.finished(recent.id, "command");
     nowMs = 1_000;
-    const oldAlbum = await journal.record({ ...telegram("4"), receiptIds: ["4", "5"] });
+    const oldAlbum = await journal.record({ ...telegramMessage("4"), receiptIds: ["4", "5"] });
     await journal.finished(oldAlbum.id, "silent");
 
     expect(await journal.prune(5_000)).toBe(3);
@@ -383,18 +376,18 @@ describe("SqliteJournal", () => {
       { key: "work:telegram:3" },
     ]);
     // A pruned key is a new message again, and so is any receipt of a pruned album.
-    expect((await journal.record(telegram("1"))).fresh).toBe(true);
-    expect((await journal.record(telegram("5"))).fresh).toBe(true);
+    expect((await journal.record(telegramMessage("1"))).fresh).toBe(true);
+    expect((await journal.record(telegramMessage("5"))).fresh).toBe(true);
   });
 
   it("keeps everything across a reopen", async () => {
     const first = await openJournal(deadOwner);
-    await first.record(telegram("1"));
+    await first.record(telegramMessage("1"));
     await first.record(discord("77"));
     await first.close();
 
     const second = await openJournal();
-    expect((await second.record(telegram("1"))).fresh).toBe(false);
+    expect((await second.record(telegramMessage("1"))).fresh).toBe(false);
     expect(await second.cursors("work")).toEqual([{ channelId: "555", lastMessageId: "77" }]);
     expect((await second.takeOver()).map((entry) => entry.key)).toEqual([
       "work:telegram:1",
@@ -450,16 +443,16 @@ describe("SqliteJournal", () => {
         `INSERT INTO entries (key, profile, platform, state, owner, message, received_at)
          VALUES ('work:telegram:70', 'work', 'telegram', 'received', ?, ?, 1)`,
       )
-      .run(deadOwner, JSON.stringify(telegram("70")));
+      .run(deadOwner, JSON.stringify(telegramMessage("70")));
     old.close();
 
     const journal = await openJournal();
     expect(raw("PRAGMA user_version")).toEqual([{ user_version: JOURNAL_MIGRATIONS.length }]);
     const [entry] = await journal.takeOver();
-    expect(await journal.record(telegram("70"))).toEqual({ id: entry?.id, fresh: false });
+    expect(await journal.record(telegramMessage("70"))).toEqual({ id: entry?.id, fresh: false });
     // That version recorded an album by its first update: offered again under it, the whole
     // album counts as recorded (as it did then); its other updates alone are unknown.
-    expect(await journal.record({ ...telegram("70"), receiptIds: ["70", "71"] })).toEqual({
+    expect(await journal.record({ ...telegramMessage("70"), receiptIds: ["70", "71"] })).toEqual({
       id: entry?.id,
       fresh: false,
     });
@@ -473,18 +466,18 @@ describe("SqliteJournal", () => {
       target: { platform: "telegram" as const, chatId, replyToMessageId: "1" },
       messageId,
     });
-    const cutOff = await dead.record(telegram("1"));
+    const cutOff = await dead.record(telegramMessage("1"));
     await dead.started(cutOff.id);
     await dead.statusShown(cutOff.id, status("100", "41"));
-    const answered = await dead.record(telegram("2"));
+    const answered = await dead.record(telegramMessage("2"));
     await dead.statusShown(answered.id, status("100", "42"));
-    await dead.addReply(replyTo(telegram("2")), answered.id);
-    const cleared = await dead.record(telegram("3"));
+    await dead.addReply(replyTo(telegramMessage("2")), answered.id);
+    const cleared = await dead.record(telegramMessage("3"));
     await dead.statusShown(cleared.id, status("100", "43"));
     await dead.statusGone(cleared.id);
     await dead.finished(cleared.id, "silent");
     const alive = await openJournal(liveOwner);
-    const theirs = await alive.record(telegram("4"));
+    const theirs = await alive.record(telegramMessage("4"));
     await alive.statusShown(theirs.id, status("100", "44"));
 
     const me = await openJournal();
@@ -516,7 +509,7 @@ describe("SqliteJournal", () => {
 
   it("releases a status still showing at a stop, its turn done or not, and forgets one that does not read back", async () => {
     const first = await openJournal();
-    const done = await first.record(telegram("1"));
+    const done = await first.record(telegramMessage("1"));
     await first.statusShown(done.id, {
       target: { platform: "telegram", chatId: "100" },
       messageId: "7",

@@ -4,8 +4,9 @@ import type { PlanRecord } from "@mediagate/media";
 import { currentInstanceId, type InstanceId } from "@mediagate/sandbox";
 import type { ChatCursor, InboundMessage, StepResult } from "../channels/types.js";
 import { Defaults } from "../defaults.js";
-import { type CallFailure, DatabaseWorker, programUrl } from "../sqlite/database-worker.js";
-import { checkIntegrityWithin, type OpenCheck } from "../sqlite/integrity.js";
+import { type CheckedDatabase, openChecked } from "../sqlite/checked-open.js";
+import { type CallFailure, type DatabaseWorker, programUrl } from "../sqlite/database-worker.js";
+import type { OpenCheck } from "../sqlite/integrity.js";
 import { fromWire, toWire, wireCode } from "../sqlite/protocol.js";
 import { StorageError } from "./errors.js";
 import type { JournalDatabase } from "./journal-database.js";
@@ -78,24 +79,25 @@ export class SqliteJournal implements Journal {
   readonly lost: LostJournal | undefined;
   /** The integrity check at open (its `early` verdict is `undefined` when it outlasted the wait). */
   readonly check: OpenCheck;
+  readonly #database: CheckedDatabase<JournalDatabase, StorageError>;
   readonly #worker: DatabaseWorker<JournalDatabase>;
   readonly #now: () => number;
   #closed = false;
-  #damage: StorageError | undefined;
 
   private constructor(
     path: string,
     owner: InstanceId,
-    worker: DatabaseWorker<JournalDatabase>,
+    database: CheckedDatabase<JournalDatabase, StorageError>,
     now: () => number,
-    opened: { lost: LostJournal | undefined; check: OpenCheck },
+    lost: LostJournal | undefined,
   ) {
     this.path = path;
     this.owner = owner;
-    this.#worker = worker;
+    this.#database = database;
+    this.#worker = database.worker;
     this.#now = now;
-    this.lost = opened.lost;
-    this.check = opened.check;
+    this.lost = lost;
+    this.check = database.check;
   }
 
   /**
@@ -110,37 +112,25 @@ export class SqliteJournal implements Journal {
     const settings = { ...JournalDefaults, ...options };
     const owner = options.owner ?? currentInstanceId();
     const lost = await findLostJournal(path);
-    const check = await checkIntegrityWithin(path, {
-      busyTimeoutMs: settings.busyTimeoutMs,
-      waitMs: settings.integrityWaitMs,
-    });
-    if (check.early?.status === "damaged") throw damagedAtOpen(path, check.early.problems);
-    let journal: SqliteJournal | undefined;
-    const worker = await DatabaseWorker.start<JournalDatabase>({
+    const database = await openChecked<JournalDatabase, StorageError>({
       program: programUrl("./journal-database.js", import.meta.url),
       path,
       settings: { busyTimeoutMs: settings.busyTimeoutMs, owner },
-      revive: (failure) => {
-        const error = revive(path, failure);
-        if (error.damaged && journal !== undefined) journal.#damage ??= error;
-        return error;
-      },
+      revive: (failure) => revive(path, failure),
       closeTimeoutMs: settings.closeTimeoutMs,
+      busyTimeoutMs: settings.busyTimeoutMs,
+      integrityWaitMs: settings.integrityWaitMs,
+      integrityCheck: true,
+      isDamage: (error): error is StorageError => error instanceof StorageError && error.damaged,
+      damaged: (problems) => damagedAtOpen(path, problems),
     });
     try {
       await markJournal(path, settings.now(), lost !== undefined);
     } catch (error) {
-      await worker.close().catch(() => {});
+      await database.close().catch(() => {});
       throw revive(path, { operation: "open", error: toWire(error) });
     }
-    const opened = new SqliteJournal(path, owner, worker, settings.now, { lost, check });
-    journal = opened;
-    if (check.early === undefined) {
-      void check.report.then((report) => {
-        if (report.status === "damaged") opened.#damage ??= damagedAtOpen(path, report.problems);
-      });
-    }
-    return opened;
+    return new SqliteJournal(path, owner, database, settings.now, lost);
   }
 
   /**
@@ -149,7 +139,7 @@ export class SqliteJournal implements Journal {
    * health reports it until the journal is moved aside (`mediagate db move-aside`).
    */
   get damage(): StorageError | undefined {
-    return this.#damage;
+    return this.#database.damage;
   }
 
   record(message: InboundMessage): Promise<RecordResult> {
@@ -287,12 +277,13 @@ export class SqliteJournal implements Journal {
   }
 
   /**
-   * Lets the calls made before it finish, closes the database (checkpointing its WAL) and
-   * ends the worker thread. Later calls reject. Safe to call twice.
+   * Stops the integrity check of the open if it still runs, lets the calls made before it
+   * finish, closes the database (checkpointing its WAL) and ends the worker thread. Later calls
+   * reject. Safe to call twice.
    */
   close(): Promise<void> {
     this.#closed = true;
-    return this.#worker.close();
+    return this.#database.close();
   }
 }
 

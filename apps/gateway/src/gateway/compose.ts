@@ -58,21 +58,28 @@ export async function openParts(
     if (opened.lost !== undefined)
       logger.error({ path: opened.lost.path }, lostJournalText(opened.lost));
     logOpenCheck(logger, opened);
-    for (const profile of config.profiles) {
-      const agent = options.agent;
-      const runtime = await ProfileRuntime.open({
-        profile,
-        engine,
-        rootHome: config.home,
-        protectedHomes: [...new Set(homes)],
-        logger,
-        agent: agent === undefined ? undefined : (store) => agent(profile, store),
-        now: options.now,
-        integrityWaitMs: options.integrityWaitMs,
-      });
-      runtimes.set(profile.name, runtime);
-      logOpenCheck(logger, runtime.store);
+    // Together: each state database's integrity check may take its whole wait.
+    const opening = await Promise.allSettled(
+      config.profiles.map((profile) => {
+        const agent = options.agent;
+        return ProfileRuntime.open({
+          profile,
+          engine,
+          rootHome: config.home,
+          protectedHomes: [...new Set(homes)],
+          logger,
+          agent: agent === undefined ? undefined : (store) => agent(profile, store),
+          now: options.now,
+          integrityWaitMs: options.integrityWaitMs,
+        });
+      }),
+    );
+    for (const result of opening) {
+      if (result.status === "fulfilled") runtimes.set(result.value.name, result.value);
     }
+    const failed = opening.find((result) => result.status === "rejected");
+    if (failed !== undefined) throw failed.reason;
+    for (const runtime of runtimes.values()) logOpenCheck(logger, runtime.store);
     channels =
       options.channels ??
       createChannels(config, {

@@ -12,7 +12,8 @@ export interface CheckedDatabase {
  * Logs what the integrity check at open did not settle before the start went on (a damaged
  * file found within the wait already failed the open): a check that could not run (warn), and
  * one that outlasted the wait (warn), then its verdict when it comes — a damaged file at error
- * level with the store's line, which names the way out.
+ * level with the store's line, which names the way out. A check stopped because its database
+ * was closed (the gateway stopped first) has no verdict, and nothing more is logged.
  */
 export function logOpenCheck(logger: Logger, database: CheckedDatabase): void {
   const { path, waitMs, early, report } = database.check;
@@ -34,7 +35,7 @@ export function logOpenCheck(logger: Logger, database: CheckedDatabase): void {
       );
     } else if (late.status === "unchecked") {
       logger.warn({ path, reason: late.reason }, `could not check ${path} for damage; going on`);
-    } else {
+    } else if (late.status === "sound") {
       logger.info({ path }, `the check of ${path} found no damage`);
     }
   });

@@ -1,7 +1,9 @@
 /**
  * A damaged database file: what SQLite calls it, and the way out an operator is told. Loaded
- * by the worker programs too (through the error classes), so it imports nothing.
+ * by the worker programs too (through the error classes), so it imports nothing but
+ * error-causes.ts, which imports nothing.
  */
+import { codeOf, findInCauses } from "../error-causes.js";
 
 /** SQLite's result codes (extended ones included) for a file whose contents are not sound. */
 const DamagedCodes = /^SQLITE_(CORRUPT|NOTADB)(_|$)/;
@@ -17,10 +19,7 @@ export function isDamagedCode(code: string | undefined): boolean {
 
 /** Whether `error` or one of its causes carries a code {@link isDamagedCode} accepts. */
 export function isDamaged(error: unknown): boolean {
-  for (let at = error, depth = 0; at instanceof Error && depth < 8; at = at.cause, depth++) {
-    if ("code" in at && typeof at.code === "string" && isDamagedCode(at.code)) return true;
-  }
-  return false;
+  return findInCauses(error, (link) => isDamagedCode(codeOf(link))) !== undefined;
 }
 
 /** The two kinds of database a home holds (docs/durability.md). */

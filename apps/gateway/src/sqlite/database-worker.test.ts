@@ -112,4 +112,18 @@ describe("DatabaseWorker", () => {
     expect(error).toBeInstanceOf(Revived);
     expect((error as Revived).failure.error.name).toBe("DatabaseWorkerCloseTimeout");
   });
+
+  it("abandons a thread stuck in a call: the call and later ones reject at once", async () => {
+    const worker = await start();
+    const stuck = worker.call("block", 60_000).catch((e: unknown) => e);
+    worker.abandon();
+    const error = await stuck;
+    expect(error).toBeInstanceOf(Revived);
+    expect((error as Revived).failure).toMatchObject({
+      operation: "block",
+      error: { name: "DatabaseWorkerAbandoned" },
+    });
+    await expect(worker.call("echo", 1)).rejects.toThrow(/DatabaseWorkerAbandoned/);
+    worker.abandon();
+  });
 });

@@ -16,7 +16,8 @@ export interface CallFailure {
   /**
    * What went wrong. An error thrown in the thread keeps its name, code and fields. A thread
    * that stopped gives `name: "DatabaseWorkerStopped"`; a call after `close()`
-   * `"DatabaseWorkerClosed"`; a close that gave up waiting `"DatabaseWorkerCloseTimeout"`.
+   * `"DatabaseWorkerClosed"`; a close that gave up waiting `"DatabaseWorkerCloseTimeout"`; a
+   * call in flight or made after `abandon()` `"DatabaseWorkerAbandoned"`.
    */
   readonly error: WireError;
 }
@@ -207,6 +208,26 @@ export class DatabaseWorker<P extends object> {
   close(): Promise<void> {
     this.#closing ??= this.#close();
     return this.#closing;
+  }
+
+  /**
+   * Gives the thread up without waiting for it, for work whose result is no longer wanted (an
+   * integrity check of a database being closed): the calls in flight and later ones reject at
+   * once with a `DatabaseWorkerAbandoned` failure, and the thread is terminated and no longer
+   * keeps the process alive. A thread inside a SQLite call ends when that call returns (Node
+   * cannot interrupt native code); until then it runs on, unreferenced. Not for a database
+   * that was written: nothing is checkpointed (use {@link close}). Safe to call twice.
+   */
+  abandon(): void {
+    if (this.#stopped !== undefined) return;
+    const error: WireError = {
+      name: "DatabaseWorkerAbandoned",
+      message: "the database worker was given up before it answered",
+      fields: {},
+    };
+    this.#stop(error);
+    this.#worker.unref();
+    void this.#worker.terminate().catch(() => {});
   }
 
   async #close(): Promise<void> {

@@ -1,3 +1,5 @@
+import { codeOf, findInCauses } from "../error-causes.js";
+
 /** SQLite result codes and errno codes that mean the disk (or the file system's quota) is full. */
 const FullCodes: ReadonlySet<string> = new Set(["SQLITE_FULL", "ENOSPC", "EDQUOT"]);
 
@@ -8,8 +10,5 @@ export function isDiskFullCode(code: string | undefined): boolean {
 
 /** Whether `error` or one of its causes carries a disk-full code. */
 export function isDiskFull(error: unknown): boolean {
-  for (let at = error, depth = 0; at instanceof Error && depth < 8; at = at.cause, depth++) {
-    if ("code" in at && typeof at.code === "string" && isDiskFullCode(at.code)) return true;
-  }
-  return false;
+  return findInCauses(error, (link) => isDiskFullCode(codeOf(link))) !== undefined;
 }

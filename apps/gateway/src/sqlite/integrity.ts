@@ -13,7 +13,11 @@ export type IntegrityReport =
   /** `problems`: what SQLite said, at most `IntegrityDefaults.maxProblems` lines. */
   | { readonly status: "damaged"; readonly problems: readonly string[] }
   /** The check could not run (a lock, an I/O error): `reason` says why. */
-  | { readonly status: "unchecked"; readonly reason: string };
+  | { readonly status: "unchecked"; readonly reason: string }
+  /** Its signal aborted before the verdict (the database was closed): nothing was found. */
+  | { readonly status: "stopped" }
+  /** The opener did not ask for it (a short command: see `integrityCheck`). */
+  | { readonly status: "skipped" };
 
 /** Options of {@link checkIntegrity} and {@link checkIntegrityWithin}. */
 export interface IntegrityOptions {
@@ -29,6 +33,11 @@ export interface IntegrityOptions {
    * `Defaults.database.integrityWaitMs`.
    */
   readonly waitMs?: number;
+  /**
+   * Stops the check (the database is being closed): the report is `stopped` at once, and the
+   * check's thread is given up (it no longer keeps the process alive).
+   */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /** Defaults of {@link IntegrityOptions}. */
@@ -36,7 +45,7 @@ export const IntegrityDefaults = {
   busyTimeoutMs: Defaults.database.busyTimeoutMs,
   maxProblems: Defaults.database.integrityMaxProblems,
   waitMs: Defaults.database.integrityWaitMs,
-} as const satisfies Required<IntegrityOptions>;
+} as const satisfies Required<Omit<IntegrityOptions, "signal">>;
 
 /**
  * Runs SQLite's `quick_check` on the database at `path` in a worker thread of its own, on a
@@ -49,12 +58,17 @@ export async function checkIntegrity(
   options: IntegrityOptions = {},
 ): Promise<IntegrityReport> {
   const settings = { ...IntegrityDefaults, ...options };
+  const { signal } = options;
   const size = await stat(path).then(
     (info) => info.size,
     () => 0,
   );
+  if (signal?.aborted) return Stopped;
   if (size === 0) return { status: "sound" };
   let worker: DatabaseWorker<IntegrityDatabase> | undefined;
+  // The thread may be inside quick_check, where nothing interrupts it: it is given up instead.
+  const giveUp = () => worker?.abandon();
+  signal?.addEventListener("abort", giveUp, { once: true });
   try {
     worker = await DatabaseWorker.start<IntegrityDatabase>({
       program: programUrl("./integrity-database.js", import.meta.url),
@@ -62,9 +76,11 @@ export async function checkIntegrity(
       settings: { busyTimeoutMs: settings.busyTimeoutMs, maxProblems: settings.maxProblems },
       revive: ({ error }) => Object.assign(fromWire(error), { code: wireCode(error) }),
     });
+    if (signal?.aborted) return Stopped;
     const problems = await worker.call("check");
     return problems.length === 0 ? { status: "sound" } : { status: "damaged", problems };
   } catch (error) {
+    if (signal?.aborted) return Stopped;
     const reason = error instanceof Error ? error.message : String(error);
     const code = (error as { code?: unknown }).code;
     if (isDamagedCode(typeof code === "string" ? code : undefined)) {
@@ -72,9 +88,13 @@ export async function checkIntegrity(
     }
     return { status: "unchecked", reason };
   } finally {
-    await worker?.close().catch(() => {});
+    signal?.removeEventListener("abort", giveUp);
+    if (signal?.aborted) worker?.abandon();
+    else await worker?.close().catch(() => {});
   }
 }
+
+const Stopped: IntegrityReport = { status: "stopped" };
 
 /** A check that may outlast the wait of the opener (see {@link checkIntegrityWithin}). */
 export interface OpenCheck {
@@ -90,7 +110,7 @@ export interface OpenCheck {
 /**
  * {@link checkIntegrity}, waited for at most `waitMs`: an opener learns of a damaged file
  * before it uses it, and a file too large to check in that time does not hold up the start
- * (the check goes on; its `report` comes later).
+ * (the check goes on; its `report` comes later, or `stopped` once `signal` aborts).
  */
 export async function checkIntegrityWithin(
   path: string,
@@ -105,4 +125,10 @@ export async function checkIntegrityWithin(
     },
   );
   return { path, waitMs, early, report };
+}
+
+/** The {@link OpenCheck} of an opener that skips the check. */
+export function skippedCheck(path: string): OpenCheck {
+  const skipped: IntegrityReport = { status: "skipped" };
+  return { path, waitMs: 0, early: skipped, report: Promise.resolve(skipped) };
 }

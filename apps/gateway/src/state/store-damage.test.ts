@@ -88,6 +88,21 @@ describe("a damaged state database at open", () => {
   });
 });
 
+describe("a state database opened without the check (a short command)", () => {
+  it("opens, and the damage shows where a call reads it", async () => {
+    const sessionId = await writeStore();
+    damagePage(path, rootPageOf(path, "messages"));
+
+    const store = await StateStore.open(path, { integrityCheck: false });
+    open.push(store);
+
+    expect(store.check.early).toEqual({ status: "skipped" });
+    expect(await store.currentSessionId("agent:work:telegram:dm:100")).toBe(sessionId);
+    await expect(store.loadHistory(sessionId)).rejects.toMatchObject({ damaged: true });
+    expect(store.damage?.message).toContain(wayOut());
+  });
+});
+
 describe("a state database found damaged while running", () => {
   it("fails a read as damaged with the way out, not as a full disk", async () => {
     const sessionId = await writeStore();

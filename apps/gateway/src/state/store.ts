@@ -1,7 +1,8 @@
 import { join } from "node:path";
 import { Defaults } from "../defaults.js";
-import { type CallFailure, DatabaseWorker, programUrl } from "../sqlite/database-worker.js";
-import { checkIntegrityWithin, type OpenCheck } from "../sqlite/integrity.js";
+import { type CheckedDatabase, openChecked } from "../sqlite/checked-open.js";
+import { type CallFailure, type DatabaseWorker, programUrl } from "../sqlite/database-worker.js";
+import type { OpenCheck } from "../sqlite/integrity.js";
 import { fromWire } from "../sqlite/protocol.js";
 import { StateSchemaError, StateStoreError } from "./errors.js";
 import type {
@@ -34,6 +35,13 @@ export interface StateStoreOptions {
    * without the verdict. Default `Defaults.database.integrityWaitMs`.
    */
   readonly integrityWaitMs?: number;
+  /**
+   * Whether an existing database is checked for damage before it is opened (default true). A
+   * short command that reads or writes a few rows (`mediagate pairing`) skips the check, which
+   * reads the whole file: a damaged page the command reads still fails with the damage and the
+   * way out, and the gateway's start checks the whole file.
+   */
+  readonly integrityCheck?: boolean;
 }
 
 /** Defaults of {@link StateStoreOptions}. */
@@ -42,6 +50,7 @@ export const StateStoreDefaults = {
   busyTimeoutMs: Defaults.database.busyTimeoutMs,
   closeTimeoutMs: Defaults.database.closeTimeoutMs,
   integrityWaitMs: Defaults.database.integrityWaitMs,
+  integrityCheck: true,
 } as const satisfies Required<StateStoreOptions>;
 
 /** The state database of a profile home: `<profileHome>/state.db` (docs/sandbox.md). */
@@ -62,58 +71,47 @@ export class StateStore {
   readonly path: string;
   /** The integrity check at open (its `early` verdict is `undefined` when it outlasted the wait). */
   readonly check: OpenCheck;
+  readonly #database: CheckedDatabase<StateDatabase, StateStoreError>;
   readonly #worker: DatabaseWorker<StateDatabase>;
   readonly #now: () => number;
   #rotations = 0;
-  #damage: StateStoreError | undefined;
 
   private constructor(
     path: string,
-    worker: DatabaseWorker<StateDatabase>,
+    database: CheckedDatabase<StateDatabase, StateStoreError>,
     now: () => number,
-    check: OpenCheck,
   ) {
     this.path = path;
-    this.#worker = worker;
+    this.#database = database;
+    this.#worker = database.worker;
     this.#now = now;
-    this.check = check;
+    this.check = database.check;
   }
 
   /**
    * Opens (creating it and its parent directories if needed) and migrates the database at
    * `path`, in a new worker thread. The file is made owner-only (0600): it holds conversations.
-   * An existing database is checked first (`quick_check`, in a thread of its own, waited for up
-   * to `integrityWaitMs`): a damaged one rejects with a {@link StateStoreError} whose `damaged`
-   * is set and whose message names the way out; a verdict that comes later sets {@link damage}.
+   * An existing database is checked first unless `integrityCheck` is false (`quick_check`, in a
+   * thread of its own, waited for up to `integrityWaitMs`): a damaged one rejects with a
+   * {@link StateStoreError} whose `damaged` is set and whose message names the way out; a
+   * verdict that comes later sets {@link damage}.
    */
   static async open(path: string, options: StateStoreOptions = {}): Promise<StateStore> {
     const settings = { ...StateStoreDefaults, ...options };
-    const check = await checkIntegrityWithin(path, {
-      busyTimeoutMs: settings.busyTimeoutMs,
-      waitMs: settings.integrityWaitMs,
-    });
-    if (check.early?.status === "damaged") throw damagedAtOpen(path, check.early.problems);
-    let store: StateStore | undefined;
-    const worker = await DatabaseWorker.start<StateDatabase>({
+    const database = await openChecked<StateDatabase, StateStoreError>({
       program: programUrl("./state-database.js", import.meta.url),
       path,
       settings: { busyTimeoutMs: settings.busyTimeoutMs },
-      revive: (failure) => {
-        const error = revive(path, failure);
-        if (store !== undefined && error instanceof StateStoreError && error.damaged)
-          store.#damage ??= error;
-        return error;
-      },
+      revive: (failure) => revive(path, failure),
       closeTimeoutMs: settings.closeTimeoutMs,
+      busyTimeoutMs: settings.busyTimeoutMs,
+      integrityWaitMs: settings.integrityWaitMs,
+      integrityCheck: settings.integrityCheck,
+      isDamage: (error): error is StateStoreError =>
+        error instanceof StateStoreError && error.damaged,
+      damaged: (problems) => damagedAtOpen(path, problems),
     });
-    const opened = new StateStore(path, worker, settings.now, check);
-    store = opened;
-    if (check.early === undefined) {
-      void check.report.then((report) => {
-        if (report.status === "damaged") opened.#damage ??= damagedAtOpen(path, report.problems);
-      });
-    }
-    return opened;
+    return new StateStore(path, database, settings.now);
   }
 
   /**
@@ -121,7 +119,7 @@ export class StateStore {
    * open said so after the start went on); nothing heals it but moving the file aside.
    */
   get damage(): StateStoreError | undefined {
-    return this.#damage;
+    return this.#database.damage;
   }
 
   /** The session id bound to `sessionKey`; a new random one is created and stored if absent. */
@@ -216,11 +214,12 @@ export class StateStore {
   }
 
   /**
-   * Lets the calls made before it finish, closes the database (checkpointing its WAL) and
-   * ends the worker thread. Later calls reject. Safe to call twice.
+   * Stops the integrity check of the open if it still runs, lets the calls made before it
+   * finish, closes the database (checkpointing its WAL) and ends the worker thread. Later calls
+   * reject. Safe to call twice.
    */
   close(): Promise<void> {
-    return this.#worker.close();
+    return this.#database.close();
   }
 }
 

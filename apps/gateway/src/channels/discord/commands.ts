@@ -7,7 +7,7 @@ import {
   MessageFlags,
 } from "discord.js";
 import type { Logger } from "pino";
-import { commandText, MenuCommands } from "../../commands/menu.js";
+import { commandText, MenuCommands, menuCommandNamed } from "../../commands/menu.js";
 import { splitText } from "../../delivery/split-text.js";
 import type { InboundMessage } from "../types.js";
 import { describeError, toRequestError } from "./errors.js";
@@ -105,7 +105,7 @@ export function interactionToInbound(
   interaction: ChatInputCommandInteraction,
   profile: string,
 ): SlashCommandRead {
-  const command = MenuCommands.find((candidate) => candidate.name === interaction.commandName);
+  const command = menuCommandNamed(interaction.commandName);
   if (command === undefined || interaction.channelId === null) return { kind: "unknown" };
   const options = readSlashOptions(command, interaction.options.data);
   if (!options.ok) {
@@ -115,8 +115,7 @@ export function interactionToInbound(
       text: unreadableOptionsText(command, options.problem),
     };
   }
-  const text = commandText(command.name, (option) => options.chosen.has(option));
-  if (text === undefined) return { kind: "unknown" };
+  const text = commandText(command, (option) => options.chosen.has(option));
   const id = `${InteractionPrefix}${interaction.id}`;
   const user = interaction.user;
   const base = {

@@ -294,14 +294,20 @@ export class DiscordChannel implements ChannelAdapter {
     if (cursors !== undefined) this.#catchUpEverySession(cursors, onMessage);
     client.on(
       Events.MessageCreate,
-      guardedListener(this.#log, "messageCreate", (message: Message) =>
-        this.#onMessage(message, onMessage),
+      guardedListener(
+        this.#log,
+        "messageCreate",
+        (message: Message) => this.#onMessage(message, onMessage),
+        describeError,
       ),
     );
     client.on(
       Events.InteractionCreate,
-      guardedListener(this.#log, "interactionCreate", (interaction: Interaction) =>
-        this.#onInteraction(interaction, onMessage),
+      guardedListener(
+        this.#log,
+        "interactionCreate",
+        (interaction: Interaction) => this.#onInteraction(interaction, onMessage),
+        describeError,
       ),
     );
     this.#health.watch();

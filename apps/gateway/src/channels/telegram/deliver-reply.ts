@@ -4,7 +4,7 @@ import { earlierOutcome, type Idempotence, sendsAgain } from "../../durable/earl
 import { mediaStepKey, textStepKey } from "../../durable/step-keys.js";
 import type { DeliveryOutcome, DeliveryProgress, DeliveryReport, StepResult } from "../types.js";
 import { type MediaStep, planDeliverySteps, TelegramTextLimits } from "./delivery-steps.js";
-import { type AmbiguousSends, failureFacts, TelegramDeliveryError } from "./errors.js";
+import { failureFacts, TelegramDeliveryError } from "./errors.js";
 import {
   haltsDelivery,
   type MediaSendContext,
@@ -25,14 +25,6 @@ export interface TextSenders {
   readonly file: TextFileSender;
   /** `delivery.maxTextChunks`: past it, the head as messages and the whole as `reply.txt`. */
   readonly maxChunks: number;
-}
-
-/**
- * Telegram has no idempotency key: a repeated request posts again. Whether a step cut off
- * mid-send is sent again is the operator's choice, `delivery.ambiguousSends`.
- */
-export function telegramIdempotence(ambiguousSends: AmbiguousSends): Idempotence {
-  return ambiguousSends;
 }
 
 /** The step result an outcome records; none for one still to do (flood wait, abort). */
@@ -91,7 +83,9 @@ class ReplyRun {
     private readonly progress: DeliveryProgress | undefined,
   ) {
     this.outcomes = items.map(() => undefined);
-    this.idempotence = telegramIdempotence(ctx.caller.ambiguousSends);
+    // Telegram has no idempotency key: a repeated request posts again. Whether a step cut off
+    // mid-send is sent again is the operator's choice, `delivery.ambiguousSends`.
+    this.idempotence = ctx.caller.ambiguousSends;
     this.chunks =
       text.trim() === ""
         ? []

@@ -1,0 +1,71 @@
+import { readdirSync, readlinkSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { waitUntil } from "../../../../test-support/wait.js";
+import { lockedDatabase } from "../../test/fixtures/locked-database.js";
+import { checkIntegrity, checkIntegrityWithin } from "./integrity.js";
+
+/** How many of this process's file descriptors (every thread's) are open on `path`. */
+function openedBy(path: string): number {
+  return readdirSync("/proc/self/fd").filter((fd) => {
+    try {
+      return readlinkSync(join("/proc/self/fd", fd)) === path;
+    } catch {
+      return false; // closed since it was listed
+    }
+  }).length;
+}
+
+describe("checkIntegrity", () => {
+  it("answers stopped as soon as its signal aborts, while SQLite still waits for a lock", async () => {
+    const { path, release } = await lockedDatabase();
+    try {
+      const stop = new AbortController();
+      const report = checkIntegrity(path, { busyTimeoutMs: 600_000, signal: stop.signal });
+      // The check's thread has the file open: its read is about to wait, or waits, for the lock.
+      await waitUntil(() => openedBy(path) >= 2, "the check's thread opened the file");
+      stop.abort();
+      expect(await report).toEqual({ status: "stopped" });
+    } finally {
+      release();
+    }
+  });
+
+  it("answers stopped without starting a thread when its signal aborted already", async () => {
+    const { path, release } = await lockedDatabase();
+    try {
+      const report = await checkIntegrity(path, { signal: AbortSignal.abort() });
+      expect(report).toEqual({ status: "stopped" });
+      expect(openedBy(path)).toBe(1);
+    } finally {
+      release();
+    }
+  });
+
+  it("still gives its verdict when nothing stops it", async () => {
+    const { path, release } = await lockedDatabase();
+    release(); // unlocked
+    const { early, report } = await checkIntegrityWithin(path, {
+      signal: new AbortController().signal,
+    });
+    expect(early).toEqual({ status: "sound" });
+    expect(await report).toEqual({ status: "sound" });
+  });
+
+  it("gives a check that outlasted the wait up when its signal aborts: the late report is stopped", async () => {
+    const { path, release } = await lockedDatabase();
+    try {
+      const stop = new AbortController();
+      const check = await checkIntegrityWithin(path, {
+        busyTimeoutMs: 600_000,
+        waitMs: 0,
+        signal: stop.signal,
+      });
+      expect(check.early).toBeUndefined();
+      stop.abort();
+      expect(await check.report).toEqual({ status: "stopped" });
+    } finally {
+      release();
+    }
+  });
+});
