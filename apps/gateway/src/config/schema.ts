@@ -186,6 +186,9 @@ const profileSchema = z.strictObject({
       everySeconds: positiveInt.optional(),
     })
     .optional(),
+  reactions: z
+    .strictObject({ enabled: z.boolean().optional(), groups: z.boolean().optional() })
+    .optional(),
 });
 
 /**
