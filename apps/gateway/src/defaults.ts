@@ -151,10 +151,10 @@ export const Defaults = {
     maxReplyChars: 3_500,
     timeoutMs: commandTimeoutMs,
     /**
-     * A cut output also goes as a file written in the session's workspace (docs/media.md,
-     * "Long command output"); the newest this many are kept there, older ones deleted.
+     * Where a cut output also goes whole, as a file the reply names (docs/media.md, "Long
+     * command output").
      */
-    keptOutputFiles: 20,
+    outputFileDir: "/workspace/.outputs",
   },
   openaiAgent: {
     maxToolRounds: 8,
