@@ -116,6 +116,9 @@ describe("status reactions and long outputs over Telegram", () => {
     const id = limited.message!.message_id;
     // After the wait Telegram asked for, the latest status is set once.
     await waitUntil(() => shown(shell, id).at(-1) === Done, "the done reaction after the wait");
+    const answers = shell.fake.callsTo("setMessageReaction").map((c) => c.status);
+    expect(answers).toContain(400);
+    expect(answers).toContain(429);
     expect(shown(shell, id)[0]).not.toBe(Seen);
   });
 
@@ -226,6 +229,9 @@ describe("status reactions and long outputs over Discord", () => {
       () => fake.reactions.on(dm, limited.id).join("") === Done,
       "the done reaction after the wait",
     );
+    const injected = fake.calls.filter((c) => c.path.includes("/reactions/")).map((c) => c.status);
+    expect(injected).toContain(400);
+    expect(injected).toContain(429);
   });
 
   it("sends a long command output cut in the text and whole as an attachment", async () => {

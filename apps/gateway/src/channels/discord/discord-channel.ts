@@ -44,7 +44,7 @@ import { channelAllowed, toInboundMessage } from "./inbound.js";
 import { InboundQueues, type InboundRetryOptions } from "./inbound-queue.js";
 import { flatLimits, uploadLimitFor } from "./limits.js";
 import { DiscordOutbox, type DiscordRetryOptions } from "./outbox.js";
-import { DiscordStatusReactions } from "./reactions.js";
+import { createReactionRest, DiscordStatusReactions } from "./reactions.js";
 import { DiscordStatusMessages } from "./status.js";
 
 /** Constructor options of {@link DiscordChannel}. */
@@ -229,7 +229,7 @@ export class DiscordChannel implements ChannelAdapter {
     this.#client = createGatewayClient(connection, options.identifyWait);
     this.#rest = createDeliveryRest(connection);
     this.status = new DiscordStatusMessages(this.#rest);
-    this.reactions = new DiscordStatusReactions(this.#rest);
+    this.reactions = new DiscordStatusReactions(createReactionRest(connection));
     this.#registerCommands = options.commands?.register ?? Defaults.commandMenus.register;
     this.#interactions = new InteractionReplies(this.#log);
     this.#health = new HealthMonitor(

@@ -1,4 +1,5 @@
-import { type REST, Routes } from "discord.js";
+import { REST, Routes } from "discord.js";
+import { Defaults } from "../../defaults.js";
 import type { ChatTarget } from "../types.js";
 import {
   type PreviousReaction,
@@ -7,7 +8,23 @@ import {
   type ReactionStatus,
   type StatusReactions,
 } from "../types.js";
+import type { DiscordConnection } from "./client.js";
 import { classifyFailure, describeError } from "./errors.js";
+
+/**
+ * The REST instance of the reactions: no retries, and a rate limit discord.js knows of waits in
+ * its queue when it ends within `Defaults.reactions.maxRetryAfterMs` (Discord lets a bot react
+ * about once per quarter second in a channel, and a status change is two requests), longer
+ * ones are thrown. The delivery's instance throws every one, so it cannot serve here.
+ */
+export function createReactionRest(connection: DiscordConnection): REST {
+  return new REST({
+    api: connection.apiRoot,
+    timeout: connection.requestTimeoutMs,
+    retries: 0,
+    rejectOnRateLimit: (limit) => limit.timeToReset > Defaults.reactions.maxRetryAfterMs,
+  }).setToken(connection.token);
+}
 
 const Snowflake = /^\d+$/;
 const Statuses = Object.keys(ReactionEmoji) as ReactionStatus[];
@@ -16,8 +33,8 @@ const Statuses = Object.keys(ReactionEmoji) as ReactionStatus[];
  * Status reactions on Discord (docs/sessions.md, "Status reactions"): the new status's emoji
  * is added as the bot's own reaction (`PUT …/reactions/{emoji}/@me`), then the previous one is
  * removed (`DELETE`); after a restart, when the previous one is `unknown`, every other status
- * emoji of the bot is removed. Through the delivery REST instance (no retries of its own,
- * rate limits thrown); one try per request; a failure is a {@link ReactionCallError} (a 429
+ * emoji of the bot is removed. Through {@link createReactionRest}'s instance; one try per
+ * request; a failure is a {@link ReactionCallError} (a 429
  * carries Discord's wait). A slash command has no message to react to: nothing is sent.
  */
 export class DiscordStatusReactions implements StatusReactions {
