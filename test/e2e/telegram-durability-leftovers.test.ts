@@ -55,7 +55,11 @@ describe("a status message a SIGKILL left showing", () => {
   it("is edited to say its turn was cut off before the restarted gateway sends anything else to the chat", async () => {
     const gateway = await install("tg-status", { progress: { afterSeconds: 1 } });
     await gateway.start();
-    fake.sendPrivateText({ userId: User, text: "touch /tmp/began; sleep 120; echo never" });
+    const sent = fake.sendPrivateText({
+      userId: User,
+      text: "touch /tmp/began; sleep 120; echo never",
+    });
+    const messageId = sent.message!.message_id;
     // Its command runs: the turn is cut off by the kill, not run again.
     await waitUntil(() => gateway.hasFile("/tmp/began"), "the command to run");
     await waitUntil(() => inChat().some(isStatusPost), "the status message");
@@ -69,6 +73,7 @@ describe("a status message a SIGKILL left showing", () => {
     );
     await gateway.kill();
     expect(String(fake.botMessage(User, statusId)?.text)).toMatch(/^⏳ working/);
+    expect(fake.reactions.on(String(User), messageId)).toEqual(["👨‍💻"]);
 
     const restart = fake.calls.length;
     await gateway.start();
@@ -83,6 +88,11 @@ describe("a status message a SIGKILL left showing", () => {
     });
     expect(texts(after)).toHaveLength(1);
     expect(fake.botMessage(User, statusId)?.text).toBe("⏹ cut off by a restart");
+    // Its stale "working" reaction gives way to "failed", as the notice says.
+    await waitUntil(
+      () => fake.reactions.on(String(User), messageId).join("") === "👎",
+      "the failed reaction",
+    );
   }, 120_000);
 });
 

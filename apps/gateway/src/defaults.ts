@@ -70,6 +70,21 @@ export const Defaults = {
     requestTimeoutMs: 10_000,
   },
   /**
+   * Status reactions on the user's message (docs/sessions.md, "Status reactions"): on in
+   * private chats, off in groups (a reaction on every message of a busy group is noise).
+   */
+  reactions: {
+    enabled: true,
+    groups: false,
+    /** One reaction call is given up after this long. */
+    requestTimeoutMs: 10_000,
+    /**
+     * The longest `retry_after` a rate-limited reaction waits for (then the latest status is
+     * set once); a longer one gives the message's reactions up.
+     */
+    maxRetryAfterMs: 30_000,
+  },
+  /**
    * Who may use a profile (docs/security.md): `allowlist` (only `allowedUsers` and `admins`)
    * or `pairing` (also users an admin approved with a one-time code they got in a DM).
    */
@@ -135,6 +150,11 @@ export const Defaults = {
   shellAgent: {
     maxReplyChars: 3_500,
     timeoutMs: commandTimeoutMs,
+    /**
+     * Where a cut output also goes whole, as a file the reply names (docs/media.md, "Long
+     * command output").
+     */
+    outputFileDir: "/workspace/.outputs",
   },
   openaiAgent: {
     maxToolRounds: 8,

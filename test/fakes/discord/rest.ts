@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { FakeCdn } from "./cdn.js";
 import { snowflake } from "./fixtures.js";
 import { FakeInteractions } from "./interactions.js";
+import { FakeReactions } from "./reactions.js";
 import {
   discordError,
   type FailureInjection,
@@ -77,9 +78,12 @@ export class FakeRest extends EventEmitter {
   readonly #failures: PendingFailure[] = [];
   readonly #nonces = new Map<string, { messageId: string; at: number }>();
   readonly #gates: Gate[] = [];
+  /** The bot's own reactions on messages. */
+  readonly reactions: FakeReactions;
 
   constructor(private readonly options: RestOptions) {
     super();
+    this.reactions = new FakeReactions(options.world);
   }
 
   injectFailure(failure: FailureInjection): void {
@@ -216,6 +220,8 @@ export class FakeRest extends EventEmitter {
     if (method === "GET" && path === "/users/@me") return { status: 200, body: world.botUser };
     const interaction = this.options.interactions.route(method, path, parsed.payload, query);
     if (interaction !== undefined) return interaction;
+    const reaction = this.reactions.route(method, path);
+    if (reaction !== undefined) return reaction;
     const messageMatch = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(path);
     if (messageMatch?.[1] !== undefined && messageMatch[2] !== undefined) {
       return this.#message(method, messageMatch[1], messageMatch[2], payload);

@@ -21,6 +21,7 @@ import {
 } from "./fixtures.js";
 import { FakeGateway, Intent } from "./gateway.js";
 import { type FakeInteraction, FakeInteractions } from "./interactions.js";
+import type { FakeReactions } from "./reactions.js";
 import type { FailureInjection, RecordedCall } from "./requests.js";
 import { FakeRest, type RequestGate } from "./rest.js";
 import { type StoredMessage, World } from "./world.js";
@@ -234,6 +235,11 @@ export class FakeDiscord {
 
   get calls(): readonly RecordedCall[] {
     return this.rest.calls;
+  }
+
+  /** The bot's own reactions on messages, and each accepted change in order. */
+  get reactions(): FakeReactions {
+    return this.rest.reactions;
   }
 
   /** Message creates answered, including failed and deduplicated ones. */

@@ -11,6 +11,7 @@ export { CommandMenus, type MenuEntry, type MenuScope } from "./menus.js";
 export { TelegramLimits } from "./methods.js";
 export { boundaryOf, MultipartError, type MultipartPart, parseMultipart } from "./multipart.js";
 export type { ApiResponse, UploadedFile } from "./protocol.js";
+export { AllowedReactionEmoji, type ReactionChange, ReactionStore } from "./reactions.js";
 export {
   FakeTelegram,
   FakeTelegramDefaults,

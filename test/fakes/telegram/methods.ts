@@ -2,6 +2,7 @@ import type { User } from "grammy/types";
 import type { CommandMenus } from "./menus.js";
 import type { MultipartPart } from "./multipart.js";
 import { type ApiAnswer, fail, ok, type UploadedFile } from "./protocol.js";
+import type { ReactionStore } from "./reactions.js";
 
 /** Telegram's limits, enforced so adapter bugs surface as the same 400s the real API gives. */
 export const TelegramLimits = {
@@ -58,6 +59,8 @@ export interface MethodContext {
   chatFor(chatId: string): Record<string, unknown>;
   /** The bot's command menus (`setMyCommands`, `getMyCommands`, `deleteMyCommands`). */
   readonly menus: CommandMenus;
+  /** The bot's reactions on messages (`setMessageReaction`). */
+  readonly reactions: ReactionStore;
   /** The error description for a photo the fake is told to reject, if any. */
   photoRejection(file: UploadedFile): string | undefined;
 }
@@ -308,6 +311,8 @@ export function callMethod(method: string, ctx: MethodContext, state: StateHooks
       return editMessageText(ctx);
     case "deleteMessage":
       return deleteMessage(ctx);
+    case "setMessageReaction":
+      return plain(ctx.reactions.set(ctx.params));
     default:
       if (method in FileMethods) return sendFile(ctx, method as FileMethod);
       return plain(fail(404, "Not Found"));

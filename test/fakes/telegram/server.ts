@@ -16,6 +16,7 @@ import { type MediaInput, mediaUpdate, type SentMedia } from "./media-updates.js
 import { CommandMenus } from "./menus.js";
 import { callMethod, type MethodContext, type MethodResult } from "./methods.js";
 import { type ApiAnswer, fail, type UploadedFile } from "./protocol.js";
+import { ReactionStore } from "./reactions.js";
 import { decodeBody, RequestError, referencedFiles } from "./request.js";
 import { UpdateQueue } from "./update-queue.js";
 import {
@@ -109,6 +110,8 @@ export class FakeTelegram {
   private readonly botMessages = new Map<string, Record<string, unknown>>();
   private readonly waiters = new Set<Waiter>();
   private readonly listeners = new Set<(call: RecordedCall) => void>();
+  /** The bot's reactions, as `setMessageReaction` left them, and each accepted change. */
+  readonly reactions = new ReactionStore();
   /** The bot's command menus by scope, as `setMyCommands` left them. */
   readonly menus = new CommandMenus((chatId) => this.chats.has(chatId));
   private server: Server | undefined;
@@ -473,6 +476,7 @@ export class FakeTelegram {
       },
       chatFor: (chatId) => this.chatFor(chatId),
       menus: this.menus,
+      reactions: this.reactions,
       photoRejection: (file) => this.photoRules.find((rule) => rule.test(file))?.description,
     };
     return callMethod(method, ctx, {

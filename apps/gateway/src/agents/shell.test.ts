@@ -105,10 +105,40 @@ describe("ShellAgent", () => {
     expect(calls).toEqual([{ command: "pwd", timeoutMs: 5_000, signal }]);
   });
 
-  it("applies its reply cap", async () => {
+  it("applies its reply cap, and saves the whole output as a file the reply names first", async () => {
     const { tools } = scripted({ ...ok, stdout: "z".repeat(10_000) });
+    const written: [string, string][] = [];
+    tools.writeFile = async (path, content) => {
+      written.push([path, content]);
+    };
     const result = await new ShellAgent({ maxReplyChars: 500 }).runTurn(input("yes z", tools));
-    expect(result.reply).toMatch(/^\[… 9500 chars omitted …\]\nz{500}$/);
+    expect(written).toHaveLength(1);
+    const [path, content] = written[0]!;
+    expect(path).toMatch(/^\/workspace\/\.outputs\/output-\d{8}-\d{6}-[0-9a-f]{8}\.txt$/);
+    expect(content).toBe("z".repeat(10_000));
+    const name = path.split("/").at(-1);
+    expect(result.reply).toBe(
+      `MEDIA:${path}\n[the whole output (10 KB) is attached as ${name}]\n[… 9500 chars omitted …]\n${"z".repeat(500)}`,
+    );
+  });
+
+  it("writes no file for an output that fits, and says so when the file cannot be written", async () => {
+    const short = scripted({ ...ok, stdout: "fits" });
+    let writes = 0;
+    short.tools.writeFile = async () => {
+      writes++;
+    };
+    expect((await new ShellAgent().runTurn(input("echo fits", short.tools))).reply).toBe("fits");
+    expect(writes).toBe(0);
+
+    const long = scripted({ ...ok, stdout: "y".repeat(1_000), truncated: true });
+    long.tools.writeFile = async () => {
+      throw new Error("disk full");
+    };
+    const reply = (await new ShellAgent({ maxReplyChars: 100 }).runTurn(input("yes", long.tools)))
+      .reply;
+    expect(reply.split("\n")[0]).toBe("[the whole output could not be saved as a file]");
+    expect(reply).not.toContain("MEDIA:");
   });
 
   it("runs nothing for an empty message or an already aborted turn", async () => {

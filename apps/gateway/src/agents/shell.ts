@@ -1,6 +1,7 @@
 import { formatBytes } from "@mediagate/media";
 import type { ExecResult } from "@mediagate/sandbox";
 import { Defaults } from "../defaults.js";
+import { type OutputFile, outputFileLines, saveOutputFile } from "./shell-output-file.js";
 import { keepTail, omittedMarker } from "./tools-text.js";
 import type { Agent, AgentTurnInput, AgentTurnResult, TurnAttachment } from "./types.js";
 
@@ -53,27 +54,38 @@ function mediaLines(text: string): string[] {
   return found;
 }
 
+/** A command's output as the reply shows it: stdout, then stderr, each without its final newline. */
+function shellOutput(result: ExecResult): string {
+  return [result.stdout, result.stderr]
+    .map((part) => part.replace(/\n$/, ""))
+    .filter((part) => part.length > 0)
+    .join("\n");
+}
+
 /**
  * Builds the shell agent's reply from a command result:
  * - stdout, then stderr (the exec API returns them separately, so their interleaving is
  *   lost), each without its final newline;
  * - longer than `maxReplyChars`: the tail is kept (a terminal shows the end, and that is
  *   where results and errors are), preceded by an omission marker and by any `MEDIA:` lines
- *   of the dropped part;
+ *   of the dropped part; when `file` says where the whole output was saved, its `MEDIA:` tag
+ *   and a line naming it come first (or a line saying it could not be saved);
  * - `(no output)` when both are empty;
  * - then one line of notes: `[exit code N]` when non-zero, `[timed out]`, `[aborted]`,
  *   `[output truncated by the sandbox]`.
  */
-export function formatShellReply(result: ExecResult, maxReplyChars: number): string {
-  const parts = [result.stdout, result.stderr]
-    .map((part) => part.replace(/\n$/, ""))
-    .filter((part) => part.length > 0);
-  const output = parts.join("\n");
+export function formatShellReply(
+  result: ExecResult,
+  maxReplyChars: number,
+  file?: OutputFile,
+): string {
+  const output = shellOutput(result);
   const { text, omitted } = keepTail(output, maxReplyChars);
   let body = text;
   if (omitted > 0) {
     const rescued = mediaLines(output.slice(0, omitted));
-    body = [...rescued, omittedMarker(omitted), text].join("\n");
+    const saved = file === undefined ? [] : outputFileLines(file, result.truncated);
+    body = [...saved, ...rescued, omittedMarker(omitted), text].join("\n");
   }
   if (body.length === 0) body = NoOutput;
 
@@ -89,7 +101,8 @@ export function formatShellReply(result: ExecResult, maxReplyChars: number): str
  * The embedded default agent (docs/sessions.md, needs no API key): the message text is a command
  * line, run in the session's persistent shell in its sandbox (cwd starts at /workspace and
  * persists, like a terminal); the output is the final reply, so `MEDIA:` lines printed by
- * the command are delivered. Files sent with a command are named to it in
+ * the command are delivered; an output cut to `maxReplyChars` is also saved whole in the
+ * workspace and delivered as a file. Files sent with a command are named to it in
  * `$MEDIAGATE_ATTACHMENTS`; files sent without one run nothing and are listed
  * (docs/inbound-media.md). An abort during the command gives a reply noting it (the
  * output so far is still useful), not an error.
@@ -119,6 +132,13 @@ export class ShellAgent implements Agent {
           }
         : {}),
     });
-    return { reply: formatShellReply(result, this.#settings.maxReplyChars) };
+    const { maxReplyChars } = this.#settings;
+    const output = shellOutput(result);
+    // A cut output also goes whole as a file (docs/media.md, "Long command output").
+    const file =
+      output.length > maxReplyChars && !input.signal.aborted
+        ? await saveOutputFile(input.tools, output)
+        : undefined;
+    return { reply: formatShellReply(result, maxReplyChars, file) };
   }
 }

@@ -303,6 +303,11 @@ export interface ChannelAdapter {
    * gets the one-time "still working" message instead.
    */
   readonly status?: StatusMessages | undefined;
+  /**
+   * Optional: the bot's reaction on a user's message telling where it is (docs/sessions.md,
+   * "Status reactions"). A channel without it shows none.
+   */
+  readonly reactions?: StatusReactions | undefined;
 }
 
 /**
@@ -355,3 +360,61 @@ export interface ChatCursor {
 }
 
 export type { MediaOutcome };
+
+/**
+ * Where a user's message is, shown as the bot's reaction on it (docs/sessions.md, "Status
+ * reactions"): accepted and waiting, its turn running, answered, or failed.
+ */
+export type ReactionStatus = "seen" | "working" | "done" | "failed";
+
+/**
+ * The emoji of each status. Every one is in Telegram's fixed list of reactions a bot may set
+ * (`ReactionTypeEmoji` of the Bot API) and is a plain unicode emoji Discord takes as is.
+ */
+export const ReactionEmoji = {
+  seen: "👀",
+  working: "👨‍💻",
+  done: "👍",
+  failed: "👎",
+} as const satisfies Record<ReactionStatus, string>;
+
+/**
+ * What the bot's reaction on a message was before a change: a status this process set, none,
+ * or `unknown` (a message taken over from the journal after a restart: the previous process
+ * may have left any status on it).
+ */
+export type PreviousReaction = ReactionStatus | "none" | "unknown";
+
+/**
+ * Status reactions on the users' messages of one platform. One try per call, bounded by
+ * `signal`, never retried here; a failure rejects with a {@link ReactionCallError}.
+ */
+export interface StatusReactions {
+  /**
+   * Makes the bot's reaction on `messageId` show `status` (`undefined`: no reaction), replacing
+   * its `previous` one. A message that cannot carry a reaction (a Discord slash command)
+   * resolves without a call.
+   */
+  set(
+    target: ChatTarget,
+    messageId: string,
+    status: ReactionStatus | undefined,
+    previous: PreviousReaction,
+    signal: AbortSignal,
+  ): Promise<void>;
+}
+
+/** A reaction call the platform refused or that did not get through. Token-free. */
+export class ReactionCallError extends MediagateError {
+  override readonly name = "ReactionCallError";
+  readonly code = "MG_REACTION_FAILED";
+  constructor(
+    /** The platform's HTTP status, when it answered. */
+    readonly status: number | undefined,
+    description: string,
+    /** Set for a rate limit: how long the platform asked to wait (ms). */
+    readonly retryAfterMs?: number | undefined,
+  ) {
+    super(`reaction failed: ${status === undefined ? "" : `${status} `}${description}`);
+  }
+}

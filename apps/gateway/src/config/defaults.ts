@@ -23,6 +23,10 @@ export const ConfigDefaults = {
     afterSeconds: Defaults.progress.afterSeconds,
     everySeconds: Defaults.progress.everySeconds,
   },
+  reactions: {
+    enabled: Defaults.reactions.enabled,
+    groups: Defaults.reactions.groups,
+  },
   telegramGroups: Defaults.telegram.groups,
   registerCommands: Defaults.commandMenus.register,
   access: Defaults.access satisfies AccessMode,

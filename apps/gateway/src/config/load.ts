@@ -314,6 +314,10 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
       afterSeconds: entry.progress?.afterSeconds ?? ConfigDefaults.progress.afterSeconds,
       everySeconds: entry.progress?.everySeconds ?? ConfigDefaults.progress.everySeconds,
     },
+    reactions: {
+      enabled: entry.reactions?.enabled ?? ConfigDefaults.reactions.enabled,
+      groups: entry.reactions?.groups ?? ConfigDefaults.reactions.groups,
+    },
   };
 }
 

@@ -201,6 +201,9 @@ const profileSchema = z.strictObject({
       everySeconds: positiveInt.optional(),
     })
     .optional(),
+  reactions: z
+    .strictObject({ enabled: z.boolean().optional(), groups: z.boolean().optional() })
+    .optional(),
 });
 
 /**

@@ -116,6 +116,14 @@ export interface ProgressSettings {
   readonly everySeconds: number;
 }
 
+/** Status reactions on the users' messages (docs/sessions.md, "Status reactions"). */
+export interface ReactionSettings {
+  /** Off: no reactions anywhere. */
+  readonly enabled: boolean;
+  /** On: also in groups, supergroups, channels and guild channels (not only private chats). */
+  readonly groups: boolean;
+}
+
 /** Who may use a profile (docs/security.md): the config's lists only, or pairing too. */
 export type AccessMode = "allowlist" | "pairing";
 
@@ -153,6 +161,7 @@ export interface ProfileConfig {
   /** Messages that may wait per session behind its running turn; more are refused. */
   readonly maxQueuedMessages: number;
   readonly progress: ProgressSettings;
+  readonly reactions: ReactionSettings;
 }
 
 /** What happens to replies (docs/durability.md). */

@@ -1,6 +1,7 @@
 import type { InboundMessage } from "../channels/types.js";
 import { clearLeftoverStatuses } from "../durable/leftover-statuses.js";
 import type { JournalEntry, OutboxRecord } from "../durable/types.js";
+import { messageReaction } from "../pipeline/react.js";
 import { buildSessionKey } from "../session/key.js";
 import { channelFor, type GatewayCore, targetOf } from "./core.js";
 import { dispatch } from "./dispatch.js";
@@ -66,7 +67,7 @@ export async function recoverEntry(
   // The notice is a reply like any other: recorded with the entry's close in one
   // transaction, delivered (and retried) by the outbox, never sent twice.
   const sessionKey = buildSessionKey(message, runtime.profile);
-  return gateway.outbox.record(
+  const notice = await gateway.outbox.record(
     {
       profile: message.profile,
       platform: message.platform,
@@ -77,4 +78,14 @@ export async function recoverEntry(
     },
     entry.id,
   );
+  // The cut-off turn's `working` gives way to `failed`, as its notice says.
+  messageReaction({
+    channel,
+    profile: runtime.profile,
+    message,
+    recovered: true,
+    log: gateway.logger,
+    signal: gateway.outbox.signal,
+  })?.set("failed");
+  return notice;
 }

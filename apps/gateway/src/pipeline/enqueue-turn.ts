@@ -196,6 +196,7 @@ function mergeCollected(ctx: MessageContext, members: readonly MessageContext[])
   const attachments: InboundAttachment[] = members.flatMap((m) => m.message.attachments ?? []);
   ctx.message = { ...ctx.message, text: texts.join("\n"), attachments };
   ctx.mergedEntryIds = others.flatMap((m) => (m.entryId === undefined ? [] : [m.entryId]));
+  ctx.mergedReactions = others.flatMap((m) => m.reaction?.handOver() ?? []);
   ctx.log.info(
     { messages: members.length, files: attachments.length },
     "collected messages run as one turn",

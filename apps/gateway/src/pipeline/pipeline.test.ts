@@ -20,6 +20,7 @@ import type {
   DeliveryReport,
   InboundMessage,
   OutboundReply,
+  StatusReactions,
 } from "../channels/types.js";
 import { describeChannel } from "../commands/status.js";
 import { emptyEnv } from "../config/env.js";
@@ -904,5 +905,109 @@ describe("turn log line and error boundary", () => {
     await handleMessage(testContext(runtime, services, channel, "/stop", "1"));
     await turn;
     expect(entries().find((e) => e.msg === "turn finished")).toMatchObject({ exit: "stopped" });
+  });
+});
+
+/** A channel that also records the status reactions it is asked for (our own interface). */
+class ReactingChannel extends RecordingChannel {
+  /** The last status of each message id (`none`: removed). */
+  readonly shown = new Map<string, string>();
+  readonly reactions: StatusReactions = {
+    set: async (_target, messageId, status) => {
+      this.shown.set(messageId, status ?? "none");
+    },
+  };
+}
+
+/** An agent whose first turn waits until `release` is called; every turn echoes. */
+function heldAgent() {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let started!: () => void;
+  const first = new Promise<void>((resolve) => {
+    started = resolve;
+  });
+  let turns = 0;
+  const agent: Agent = {
+    kind: "shell",
+    async runTurn(input) {
+      if (turns++ === 0) {
+        started();
+        await Promise.race([
+          released,
+          new Promise((_resolve, reject) =>
+            input.signal.addEventListener("abort", () => reject(new Error("aborted"))),
+          ),
+        ]);
+      }
+      return { reply: `ran: ${input.text}` };
+    },
+  };
+  return { agent, release, first };
+}
+
+describe("status reactions", () => {
+  it("messages collected into one turn end with it: all done together", async () => {
+    const services = testServices();
+    const { agent, release, first } = heldAgent();
+    const runtime = testRuntime(agent, [], testProfile({ busyMode: "collect" }));
+    const channel = new ReactingChannel();
+    const [a, b, c] = ["one", "two", "three"].map((text) =>
+      testContext(runtime, services, channel, text, "1"),
+    );
+    const running = handleMessage(a!);
+    await first;
+    const collected = [handleMessage(b!), handleMessage(c!)];
+    await waitFor(() => expect(channel.shown.get(c!.message.messageId)).toBe("seen"));
+    release();
+    await Promise.all([running, ...collected]);
+    await waitFor(() =>
+      expect([a, b, c].map((ctx) => channel.shown.get(ctx!.message.messageId))).toEqual([
+        "done",
+        "done",
+        "done",
+      ]),
+    );
+    expect(channel.replies.map((r) => r.text)).toEqual(["ran: one", "ran: two\nthree"]);
+  });
+
+  it("/stop takes the reactions off the stopped turn and the message it dropped", async () => {
+    const services = testServices();
+    const { agent, first } = heldAgent();
+    const runtime = testRuntime(agent, [], testProfile({ sandbox: { persistent: false } }));
+    const channel = new ReactingChannel();
+    const turn = testContext(runtime, services, channel, "sleep 1000", "1");
+    const queued = testContext(runtime, services, channel, "echo later", "1");
+    const done = [handleMessage(turn), handleMessage(queued)];
+    await first;
+    await waitFor(() => expect(channel.shown.get(turn.message.messageId)).toBe("working"));
+    await handleMessage(testContext(runtime, services, channel, "/stop", "1"));
+    await Promise.all(done);
+    await waitFor(() =>
+      expect([turn, queued].map((ctx) => channel.shown.get(ctx.message.messageId))).toEqual([
+        "none",
+        "none",
+      ]),
+    );
+  });
+
+  it("shows none in a group unless reactions.groups, and none when turned off", async () => {
+    const cases: [Record<string, unknown>, InboundMessage["chatType"], boolean][] = [
+      [{}, "group", false],
+      [{ reactions: { groups: true } }, "group", true],
+      [{ reactions: { enabled: false } }, "dm", false],
+      [{}, "dm", true],
+    ];
+    for (const [settings, chatType, reacts] of cases) {
+      const runtime = testRuntime(echoAgent([]), [], testProfile(settings));
+      const channel = new ReactingChannel();
+      const ctx = testContext(runtime, testServices(), channel, "hi", "2", chatType);
+      await handleMessage(ctx);
+      if (reacts) {
+        await waitFor(() => expect(channel.shown.get(ctx.message.messageId)).toBe("done"));
+      } else expect(channel.shown.size).toBe(0);
+    }
   });
 });

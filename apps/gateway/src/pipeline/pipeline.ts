@@ -3,20 +3,24 @@ import { bindSession } from "./bind-session.js";
 import { withErrorBoundary } from "./boundary.js";
 import { handleCommands } from "./commands.js";
 import { enqueueTurn } from "./enqueue-turn.js";
+import { reactToMessage, showWorking } from "./react.js";
 import { runTurn } from "./run-turn.js";
 import { saveAttachments } from "./save-attachments.js";
 import { sendReply } from "./send-reply.js";
 import { compose, type Middleware } from "./types.js";
 
 /**
- * The message pipeline, in order: authorize → bind session → admin command | enqueue turn →
- * save the message's files in the inbox → agent turn → send reply (outbox: record, plan media, deliver, notices).
+ * The message pipeline, in order: authorize → bind session → admin command | status reaction
+ * (`seen`, then the turn's outcome) → enqueue turn → `working` → save the message's files in
+ * the inbox → agent turn → send reply (outbox: record, plan media, deliver, notices).
  */
 export const PipelineSteps: readonly Middleware[] = [
   authorize,
   bindSession,
   handleCommands,
+  reactToMessage,
   enqueueTurn,
+  showWorking,
   saveAttachments,
   runTurn,
   sendReply,

@@ -19,6 +19,7 @@ import type { LiveSessions } from "../session/live-sessions.js";
 import type { TurnQueue } from "../session/queue.js";
 import type { StateStore } from "../state/store.js";
 import type { ProgressClock } from "../turn-progress/progress.js";
+import type { MessageReaction } from "../turn-progress/reactions.js";
 import { PipelineStepError } from "./step-error.js";
 import type { TurnReport } from "./turn-report.js";
 
@@ -128,6 +129,10 @@ export interface MessageContext {
   reply?: string;
   /** The running turn's report, logged when it ends (set by `enqueueTurn`). */
   turn?: TurnReport;
+  /** The message's status reaction, when it shows one (`reactToMessage`). */
+  reaction?: MessageReaction;
+  /** The status reactions of the messages merged into this turn (`collect` mode). */
+  mergedReactions?: readonly MessageReaction[];
 }
 
 /** One pipeline step: do something, then call `next` to continue (or don't, to stop here). */

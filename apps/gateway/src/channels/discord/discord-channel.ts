@@ -44,6 +44,7 @@ import { channelAllowed, toInboundMessage } from "./inbound.js";
 import { InboundQueues, type InboundRetryOptions } from "./inbound-queue.js";
 import { flatLimits, uploadLimitFor } from "./limits.js";
 import { DiscordOutbox, type DiscordRetryOptions } from "./outbox.js";
+import { createReactionRest, DiscordStatusReactions } from "./reactions.js";
 import { DiscordStatusMessages } from "./status.js";
 
 /** Constructor options of {@link DiscordChannel}. */
@@ -154,6 +155,8 @@ export class DiscordChannel implements ChannelAdapter {
   readonly attachments: DiscordAttachmentFetcher;
   /** A long turn's status message: create, edit, delete. */
   readonly status: DiscordStatusMessages;
+  /** Status reactions on the users' messages: the bot's own reaction, added and removed. */
+  readonly reactions: DiscordStatusReactions;
   readonly #token: string;
   readonly #client: Client;
   readonly #rest: REST;
@@ -226,6 +229,7 @@ export class DiscordChannel implements ChannelAdapter {
     this.#client = createGatewayClient(connection, options.identifyWait);
     this.#rest = createDeliveryRest(connection);
     this.status = new DiscordStatusMessages(this.#rest);
+    this.reactions = new DiscordStatusReactions(createReactionRest(connection));
     this.#registerCommands = options.commands?.register ?? Defaults.commandMenus.register;
     this.#interactions = new InteractionReplies(this.#log);
     this.#health = new HealthMonitor(

@@ -29,6 +29,7 @@ import {
   type TelegramChannelOptions,
 } from "./options.js";
 import { type PollingSettings, UpdatePoller } from "./polling.js";
+import { TelegramStatusReactions } from "./reactions.js";
 import { trackingAgent } from "./request-tracking.js";
 import { grammySignal, type MediaSendContext } from "./send-media.js";
 import { TelegramCaller } from "./sender.js";
@@ -75,6 +76,8 @@ export class TelegramChannel implements ChannelAdapter {
   readonly attachments: TelegramFileFetcher;
   /** A long turn's status message: sendMessage, editMessageText, deleteMessage. */
   readonly status: TelegramStatusMessages;
+  /** Status reactions on the users' messages: setMessageReaction. */
+  readonly reactions: TelegramStatusReactions;
   private readonly api: Api;
   private readonly token: string;
   private readonly logger: Logger;
@@ -120,6 +123,7 @@ export class TelegramChannel implements ChannelAdapter {
       baseFetchConfig: { agent: trackingAgent(settings.apiRoot) },
     });
     this.status = new TelegramStatusMessages(this.api, this.token);
+    this.reactions = new TelegramStatusReactions(this.api, this.token);
     this.attachments = new TelegramFileFetcher({
       api: this.api,
       caller: this.caller,
