@@ -5,8 +5,9 @@ import { AdminCommandHelp, ApproveCommandHelp, describeHelp, type HelpContext } 
 const shell: AgentSettings = { kind: "shell" };
 const openai: AgentSettings = {
   kind: "openai",
-  baseUrl: "http://127.0.0.1:1/v1",
-  model: "gpt-test",
+  models: [{ name: "gpt-test", baseUrl: "http://127.0.0.1:1/v1", model: "gpt-test" }],
+  defaultModel: "gpt-test",
+  fallback: [],
   maxToolRounds: 8,
 };
 

@@ -42,7 +42,7 @@ function agentLines(agent: AgentSettings): string[] {
     ];
   }
   return [
-    `Each message goes to the model (${agent.model}), which can run commands and read and write files in this chat's sandbox (a Linux container, /workspace) before it answers. It remembers the conversation until /reset.`,
+    `Each message goes to the model (${agent.defaultModel}), which can run commands and read and write files in this chat's sandbox (a Linux container, /workspace) before it answers. It remembers the conversation until /reset.`,
   ];
 }
 
