@@ -134,7 +134,9 @@ export function resolveOpenAIOptions(
     if (options.models.length === 0) {
       throw new OpenAIAgentOptionsError("models", "list at least one model entry");
     }
-    options.models.forEach((entry, index) => checkEndpoint(entry, `models[${index}].`));
+    for (const [index, entry] of options.models.entries()) {
+      checkEndpoint(entry, `models[${index}].`);
+    }
     const names = options.models.map((entry) => entry.name);
     for (const name of [options.defaultModel ?? names[0]!, ...(options.fallback ?? [])]) {
       if (!names.includes(name)) {
