@@ -48,6 +48,8 @@ describe("describeHelp", () => {
   it("says that the openai agent's model runs the commands", () => {
     const text = describeHelp({ ...base, agent: openai });
     expect(text).toContain('profile "work" (openai agent)');
+    expect(text).toContain("/model — this session's model");
+    expect(describeHelp(base)).not.toContain("/model");
     expect(text).toContain("goes to the model (gpt-test), which can run commands");
     expect(text).not.toContain("$MEDIAGATE_ATTACHMENTS");
   });

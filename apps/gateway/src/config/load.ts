@@ -404,7 +404,14 @@ function openaiAgentSettings(file: OpenAIAgentFile): AgentSettings {
   const { baseUrl, apiKey, model, models, default: chosen, fallback, memberModels, ...rest } = file;
   const entries: ModelSettings[] =
     models === undefined
-      ? [{ name: model ?? "", baseUrl: baseUrl ?? "", model: model ?? "", apiKey }]
+      ? [
+          {
+            name: model ?? "",
+            baseUrl: baseUrl ?? "",
+            model: model ?? "",
+            ...(apiKey === undefined ? {} : { apiKey }),
+          },
+        ]
       : models.map(({ timeoutSeconds, ...entry }) => ({
           ...entry,
           ...(timeoutSeconds === undefined ? {} : { timeoutMs: timeoutSeconds * 1000 }),

@@ -50,6 +50,9 @@ export interface PipelineRuntime {
     | "isPaired"
     | "requestPairing"
     | "approvePairing"
+    | "sessionModel"
+    | "setSessionModel"
+    | "usagePeriods"
   >;
   readonly sandbox: SandboxOps;
   slotFor(sessionKey: string | undefined): string;
