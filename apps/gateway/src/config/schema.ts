@@ -83,7 +83,6 @@ const modelEntrySchema = z.strictObject({
   contextTokens: positiveInt.optional(),
   prices: z.strictObject({ input: price, output: price, cachedInput: price.optional() }).optional(),
   timeoutSeconds: positiveInt.optional(),
-  streamOptions: z.boolean().optional(),
 });
 
 const openaiAgentSchema = z

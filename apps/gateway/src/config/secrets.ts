@@ -77,7 +77,6 @@ const ShownKeys: ReadonlySet<string> = new Set([
   "output",
   "cachedInput",
   "timeoutSeconds",
-  "streamOptions",
   "dailyTokens",
   "dailyCost",
 ]);

@@ -117,11 +117,6 @@ export interface ModelSettings {
   readonly prices?: ModelPrices | undefined;
   /** Time limit of one request (default `Defaults.openaiAgent.timeoutMs`). */
   readonly timeoutMs?: number | undefined;
-  /**
-   * Send `stream_options` with streamed requests (default true). Off for endpoints that refuse
-   * it (docs/models-and-usage.md, "Providers").
-   */
-  readonly streamOptions?: boolean | undefined;
 }
 
 /** Prices per million tokens. `cachedInput` defaults to `input`. */
