@@ -135,6 +135,8 @@ export { TurnQueue } from "./session/queue.js";
 export { StateSchemaError, StateStoreError } from "./state/errors.js";
 export type { StateStoreOptions } from "./state/store.js";
 export { StateStore, stateDbPath } from "./state/store.js";
+export type { ChatMessage, ChatToolCall } from "./state/types.js";
+export { isChatMessage } from "./state/types.js";
 export type {
   DailyUsage,
   UsagePeriods,
@@ -144,8 +146,6 @@ export type {
   UserUsage,
 } from "./state/usage.js";
 export { usageDays } from "./state/usage.js";
-export type { ChatMessage, ChatToolCall } from "./state/types.js";
-export { isChatMessage } from "./state/types.js";
 export type { ProgressClock, ProgressOptions, StatusLedger } from "./turn-progress/progress.js";
 export {
   formatElapsed,
