@@ -166,10 +166,8 @@ export const Defaults = {
     /** The first retry of a failing last model of the chain waits this long, then doubles. */
     retryBaseMs: 500,
     retryMaxMs: 8_000,
-    /** Days `/usage`, `mediagate usage` and the console's chart look back for "7 days". */
+    /** Days `/usage` and `mediagate usage` look back for "7 days", today included. */
     weekDays: 7,
-    /** Days of the web console's usage chart. */
-    chartDays: 30,
   },
   toolRunner: {
     timeoutMs: commandTimeoutMs,
