@@ -166,6 +166,10 @@ describe("models and usage over Telegram", () => {
   it("the web console's Usage page charts tokens and cost per day", async () => {
     const url = harness.gateway.webUrl ?? "";
     const token = (await readFile(join(harness.home, "web-token"), "utf8")).trim();
+    // Without a login session: nothing of it.
+    expect((await fetch(`${url}/api/usage`)).status).toBe(401);
+    const page302 = await fetch(`${url}/usage`, { redirect: "manual" });
+    expect([page302.status, page302.headers.get("location")]).toEqual([302, "/login"]);
     browser = await chromium.launch({ executablePath: Chromium, args: ["--no-sandbox"] });
     const page: Page = await browser.newPage();
     await page.goto(`${url}/login`);
