@@ -117,6 +117,30 @@ describe("model fallback", () => {
     expect(sleeps).toEqual([]);
   });
 
+  it("says it once per turn even when a second fallback answers later in the turn", async () => {
+    const third = await FakeOpenAIServer.start();
+    try {
+      main.enqueue(reply.error(500));
+      backup.enqueue(reply.toolCall("terminal", { command: "echo hi" }), reply.error(503));
+      third.enqueue(reply.text("third answered"));
+      const agent = makeAgent({
+        models: [...models(), { name: "third", baseUrl: third.baseUrl, model: "third-model" }],
+        fallback: ["backup", "third"],
+        maxRetries: 0,
+      });
+
+      const result = await turn(agent, "work");
+
+      expect(result.reply).toBe("third answered");
+      expect(result.notices).toEqual(["↪️ Answered by backup: main answered HTTP 500."]);
+      expect([main.requests.length, backup.requests.length, third.requests.length]).toEqual([
+        1, 2, 1,
+      ]);
+    } finally {
+      await third.close();
+    }
+  });
+
   it("moves on at a 429 whose retry-after is past the bound, without waiting for it", async () => {
     main.enqueue(reply.rateLimited(60_000));
     backup.enqueue(reply.text("from backup"));

@@ -117,6 +117,7 @@ export class OpenAIAgent implements Agent {
     const turn: ChatMessage[] = [{ role: "user", content: user.text }];
     const notices = [...user.notices];
     let chain = modelChain(this.#models, await this.#chosenModel(input.sessionKey, log));
+    let toldFallback = false;
     let reply: string;
     for (;;) {
       const stop = turn.length === 1 ? undefined : await this.#budgetStop(log);
@@ -133,7 +134,8 @@ export class OpenAIAgent implements Agent {
       const answer = await this.#complete(chain, conversation, input, () => aborted("model"), log);
       if (answer.entry !== chain[0]) {
         // The rest of the turn stays on the model that answered; the chat hears of it once.
-        notices.push(fallbackNotice(answer, chain[0]!));
+        if (!toldFallback) notices.push(fallbackNotice(answer, chain[0]!));
+        toldFallback = true;
         chain = chain.slice(chain.indexOf(answer.entry));
       }
       const message = answer.message;

@@ -2,6 +2,9 @@ import { contextTokensOf, type ModelAgentSettings, modelNamed } from "../agents/
 import type { ModelSettings } from "../config/types.js";
 import type { StateStore } from "../state/store.js";
 
+/** Longest typed name echoed back (config names are at most 64 characters). */
+const MaxEchoedName = 64;
+
 /** What the model commands need of the state store. */
 export type ModelStore = Pick<StateStore, "sessionModel" | "setSessionModel">;
 
@@ -71,7 +74,7 @@ export function describeChoice(choice: ModelChoice): string {
         ? `This session already uses ${choice.model.name} (${choice.model.model}).`
         : `✅ This session now uses ${choice.model.name} (${choice.model.model}). The conversation goes on.`;
     case "unknown":
-      return `No model is named "${choice.name}". Pick one of: ${choice.choices.join(", ")} (/model <name>).`;
+      return `No model is named "${choice.name.slice(0, MaxEchoedName)}". Pick one of: ${choice.choices.join(", ")} (/model <name>).`;
     case "not_allowed":
       return `⛔ ${choice.model.name} is for admins only; nothing was changed. /model lists the ones you may pick.`;
   }
