@@ -212,6 +212,25 @@ pairingOpts(
     process.exitCode = await pairingRevoke(target, { ...opts, env, redactor }, print).catch(fail);
   });
 
+program
+  .command("usage")
+  .description(
+    "model calls, tokens and cost per profile and user: today (UTC), 7 days, all time (docs/models-and-usage.md)",
+  )
+  .option("-c, --config <file>", "config file")
+  .option("-p, --profile <name>", "only this profile (an unknown name is an error)")
+  .addHelpText(
+    "after",
+    examples([
+      ["mediagate usage", "every profile's, a header row then one line per user and period"],
+      ["mediagate usage -p work", "only profile work's"],
+    ]),
+  )
+  .action(async (opts: { config?: string; profile?: string }) => {
+    const { usageReport } = await import("./cli/usage.js");
+    process.exitCode = await usageReport({ ...opts, env, redactor }, print).catch(fail);
+  });
+
 const db = program
   .command("db")
   .description("the install's SQLite databases: the journal and each profile's state")

@@ -171,6 +171,24 @@ export const Defaults = {
     /** Largest audio file sent for transcription: OpenAI's `/audio/transcriptions` limit (25 MB). */
     transcriptionMaxBytes: 25 * 1000 * 1000,
   },
+  /** `agent.models`, the fallback chain and usage (docs/models-and-usage.md). */
+  models: {
+    /**
+     * A context size for an entry without `contextTokens`: small enough for most models
+     * served today (the compaction budget errs on the short side).
+     */
+    contextTokens: 32_000,
+    /**
+     * A 429 whose `retry-after` asks for at most this long is retried on the same model; a
+     * longer one (or none, past `openaiAgent.maxRetries`) moves to the next model of the chain.
+     */
+    rateLimitWaitMs: 10_000,
+    /** The first retry of a failing last model of the chain waits this long, then doubles. */
+    retryBaseMs: 500,
+    retryMaxMs: 8_000,
+    /** Days `/usage` and `mediagate usage` look back for "7 days", today included. */
+    weekDays: 7,
+  },
   toolRunner: {
     timeoutMs: commandTimeoutMs,
     readMaxBytes,

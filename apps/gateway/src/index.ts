@@ -1,3 +1,5 @@
+export type { TokenUsage } from "./agents/models.js";
+export { contextTokensOf, costOf, usageOf } from "./agents/models.js";
 export { OpenAIAgent } from "./agents/openai.js";
 export type { AbortPhase, OpenAIFailureKind } from "./agents/openai-errors.js";
 export {
@@ -61,9 +63,12 @@ export { ConfigError } from "./config/errors.js";
 export { loadConfig, resolveConfig } from "./config/load.js";
 export type {
   AgentSettings,
+  BudgetSettings,
   BusyMode,
   DiscordSettings,
   GatewayConfig,
+  ModelPrices,
+  ModelSettings,
   ProfileConfig,
   ProgressSettings,
   TelegramSettings,
@@ -132,6 +137,15 @@ export type { StateStoreOptions } from "./state/store.js";
 export { StateStore, stateDbPath } from "./state/store.js";
 export type { ChatMessage, ChatToolCall } from "./state/types.js";
 export { isChatMessage } from "./state/types.js";
+export type {
+  DailyUsage,
+  UsagePeriods,
+  UsageRecord,
+  UsageScope,
+  UsageTotals,
+  UserUsage,
+} from "./state/usage.js";
+export { usageDays } from "./state/usage.js";
 export type { ProgressClock, ProgressOptions, StatusLedger } from "./turn-progress/progress.js";
 export {
   formatElapsed,

@@ -13,6 +13,7 @@ import { Deliveries } from "./pages/deliveries.js";
 import { Logs } from "./pages/logs.js";
 import { Overview } from "./pages/overview.js";
 import { Sessions } from "./pages/sessions.js";
+import { Usage } from "./pages/usage.js";
 
 const Nav = [
   ["/", "Overview"],
@@ -20,6 +21,7 @@ const Nav = [
   ["/containers", "Containers"],
   ["/deliveries", "Deliveries"],
   ["/logs", "Logs"],
+  ["/usage", "Usage"],
 ] as const;
 
 const NotFound = () => html`<p>Not found.</p>`;
@@ -42,6 +44,7 @@ function Shell() {
         <${Route} path="/containers" component=${Containers} />
         <${Route} path="/deliveries" component=${Deliveries} />
         <${Route} path="/logs" component=${Logs} />
+        <${Route} path="/usage" component=${Usage} />
         <${Route} default component=${NotFound} />
       <//>
       <//>

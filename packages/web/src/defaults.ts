@@ -16,6 +16,8 @@ export const WebDefaults = {
   textHeadBytes: 4 * 1024,
   /** Replies the deliveries page lists. */
   deliveries: 50,
+  /** UTC days the Usage page charts, today included. */
+  usageDays: 30,
   /** Log lines one request answers at most. */
   logLimit: 500,
   /** Wrong tokens in a row from one address after which its logins wait (docs/web-console.md). */

@@ -57,7 +57,7 @@ export interface WebConsole {
 }
 
 /** The pages of the console (each serves the app; the app shows the page of its path). */
-export const Pages = ["/", "/sessions", "/containers", "/deliveries", "/logs"] as const;
+export const Pages = ["/", "/sessions", "/containers", "/deliveries", "/logs", "/usage"] as const;
 
 /** What is served without a login: the login page and what it loads, nothing else. */
 const Public = new Set(["/login", "/api/csrf", "/assets/login.js", "/assets/style.css"]);
@@ -226,6 +226,10 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
   app.get("/api/sessions", () => source.sessions());
   app.get("/api/containers", () => source.containers());
   app.get("/api/deliveries", () => source.deliveries(WebDefaults.deliveries));
+  app.get(
+    "/api/usage",
+    async () => (await source.usage?.(WebDefaults.usageDays)) ?? { profiles: [] },
+  );
   app.get("/api/logs", (request) => {
     const q = request.query as Record<string, string | undefined>;
     const after = Number(q.after);

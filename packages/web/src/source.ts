@@ -7,6 +7,7 @@ import type {
   OverviewView,
   ResetAnswer,
   SessionView,
+  UsageView,
   WebActor,
 } from "./types.js";
 
@@ -32,6 +33,11 @@ export interface ConsoleSource {
    * passes. `maxBytes`: at most this many bytes are streamed.
    */
   preview(replyId: string, index: number, maxBytes: number): Promise<PreviewFile | undefined>;
+  /**
+   * Each profile's model usage per UTC day, the last `days` days (docs/web-console.md, "Usage").
+   * Absent in a source without models: the page then says so.
+   */
+  usage?(days: number): Promise<UsageView>;
   /** `/stop` for the session. Answers the chat line it would have given. */
   stopTurn(sessionKey: string, by: WebActor): Promise<string>;
   /** `/reset` (`confirm`: `/reset confirm`) for the session. */

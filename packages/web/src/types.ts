@@ -150,3 +150,27 @@ export type ResetAnswer =
 
 /** What changed. */
 export type ChangeKind = "sessions" | "deliveries" | "logs" | "containers";
+
+/** One UTC day's model usage of a profile (the Usage page's bars). */
+export interface UsageDayView {
+  /** `YYYY-MM-DD`, UTC. */
+  readonly day: string;
+  readonly calls: number;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly cachedTokens: number;
+  readonly cost: number;
+}
+
+/** The Usage page: each profile's model calls per UTC day, the oldest day first, none missing. */
+export interface UsageView {
+  readonly profiles: readonly {
+    readonly profile: string;
+    readonly days: readonly UsageDayView[];
+    /** The profile's daily budget, when it has one (a line on the charts). */
+    readonly budget?: {
+      readonly dailyTokens?: number | undefined;
+      readonly dailyCost?: number | undefined;
+    };
+  }[];
+}

@@ -21,3 +21,5 @@ export type {
   TranscriptionReply,
 } from "./server.js";
 export { contentText, derivedTranscript, FakeOpenAIServer } from "./server.js";
+export type { FakeProvider, FakeUsage } from "./usage.js";
+export { derivedUsage, sumUsage } from "./usage.js";

@@ -6,12 +6,16 @@ export interface FakeToolCall {
   readonly id?: string;
 }
 
+import type { FakeUsage } from "./usage.js";
+
 /** Answer with a final assistant message. */
 export interface TextReply {
   readonly type: "text";
   readonly content: string;
   readonly finishReason?: "stop" | "length";
   readonly delayMs?: number;
+  /** The token counts reported; default derived from the request (usage.ts). */
+  readonly usage?: FakeUsage;
 }
 
 /** Answer with tool calls (and optional text alongside them). */
@@ -20,6 +24,8 @@ export interface ToolCallsReply {
   readonly calls: readonly FakeToolCall[];
   readonly content?: string | null;
   readonly delayMs?: number;
+  /** The token counts reported; default derived from the request (usage.ts). */
+  readonly usage?: FakeUsage;
 }
 
 /** Answer an OpenAI-style error body with this status (and headers, e.g. retry-after-ms). */

@@ -3,6 +3,15 @@ import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { FakeReply } from "./replies.js";
+import {
+  derivedUsage,
+  type FakeProvider,
+  type FakeUsage,
+  providerBaseUrl,
+  providerPrefix,
+  sumUsage,
+  usageBody,
+} from "./usage.js";
 
 /** One part of a message's content array (`text`, `image_url`, …), loosely typed. */
 export interface RequestContentPart {
@@ -43,6 +52,8 @@ export interface RecordedRequest {
   readonly body: ChatRequestBody;
   /** True once the client closed the connection before the fake answered. */
   clientAborted: boolean;
+  /** The token counts the fake's answer reported (absent for an error or no answer). */
+  usage?: FakeUsage;
 }
 
 /** The text of a message's content: the string, or its text parts joined by newlines. */
@@ -117,6 +128,8 @@ export interface FakeOpenAIOptions {
   readonly models?: readonly string[];
   /** When set, every request without `Authorization: Bearer <apiKey>` gets a 401. */
   readonly apiKey?: string;
+  /** Whose compatible API it plays: paths and `usage` shape (see usage.ts). Default `openai`. */
+  readonly provider?: FakeProvider;
 }
 
 /** A `GET /v1/models` the fake answered. */
@@ -147,6 +160,7 @@ export class FakeOpenAIServer {
   readonly #server: Server;
   readonly #models: readonly string[];
   readonly #apiKey: string | undefined;
+  readonly #provider: FakeProvider;
   readonly #queue: FakeReply[] = [];
   readonly #waiters: { count: number; resolve: () => void }[] = [];
   #handler: ReplyHandler | undefined;
@@ -156,6 +170,7 @@ export class FakeOpenAIServer {
   private constructor(options: FakeOpenAIOptions) {
     this.#models = options.models ?? ["fake-model"];
     this.#apiKey = options.apiKey;
+    this.#provider = options.provider ?? "openai";
     this.#server = createServer((req, res) => {
       this.#handle(req, res).catch((error: unknown) => {
         if (!res.headersSent) sendJson(res, 500, errorBody(`fake crashed: ${String(error)}`));
@@ -172,9 +187,17 @@ export class FakeOpenAIServer {
     return fake;
   }
 
-  /** Base URL for the SDK: `http://127.0.0.1:<port>/v1`. */
+  /**
+   * Base URL for the SDK: `http://127.0.0.1:<port>/v1`, or the form the `provider`'s
+   * documentation gives (`…/v1/`, `…/v1beta/openai/`).
+   */
   get baseUrl(): string {
-    return `http://127.0.0.1:${this.#port}/v1`;
+    return providerBaseUrl(`http://127.0.0.1:${this.#port}`, this.#provider);
+  }
+
+  /** The sum of the token counts the fake reported, over every answered request. */
+  reportedUsage(): FakeUsage {
+    return sumUsage(this.requests.map((request) => request.usage));
   }
 
   /** Queues replies, answered to the next requests in order. */
@@ -236,7 +259,8 @@ export class FakeOpenAIServer {
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = new URL(req.url ?? "/", "http://fake").pathname;
+    const rawPath = new URL(req.url ?? "/", "http://fake").pathname;
+    const path = this.#route(rawPath);
     const raw = await readBody(req);
     const text = raw.toString("utf8");
     if (this.#apiKey !== undefined && req.headers.authorization !== `Bearer ${this.#apiKey}`) {
@@ -266,7 +290,7 @@ export class FakeOpenAIServer {
       return;
     }
     if (req.method !== "POST" || path !== "/v1/chat/completions") {
-      sendJson(res, 404, errorBody(`fake: no route ${req.method} ${path}`));
+      sendJson(res, 404, errorBody(`fake: no route ${req.method} ${rawPath}`));
       return;
     }
     let parsed: unknown;
@@ -283,7 +307,7 @@ export class FakeOpenAIServer {
     const record: RecordedRequest = {
       index: this.requests.length,
       method: req.method,
-      path,
+      path: rawPath,
       authorization: req.headers.authorization,
       body: parsed,
       clientAborted: false,
@@ -370,6 +394,12 @@ export class FakeOpenAIServer {
     sendJson(res, 200, { text: answer.text });
   }
 
+  /** The provider's paths, read as the OpenAI ones (`/v1beta/openai/x` is `/v1/x`). */
+  #route(path: string): string {
+    const prefix = providerPrefix(this.#provider);
+    return path.startsWith(`${prefix}/`) ? `/v1${path.slice(prefix.length)}` : `/unrouted${path}`;
+  }
+
   #notify(): void {
     for (const waiter of [...this.#waiters]) {
       if (this.requests.length >= waiter.count) {
@@ -411,7 +441,13 @@ export class FakeOpenAIServer {
         sendJson(
           res,
           200,
-          this.#completion(record, scripted.content, undefined, scripted.finishReason),
+          this.#completion(
+            record,
+            scripted.content,
+            undefined,
+            scripted.finishReason,
+            scripted.usage,
+          ),
           headers,
         );
         return;
@@ -428,7 +464,7 @@ export class FakeOpenAIServer {
         sendJson(
           res,
           200,
-          this.#completion(record, scripted.content ?? null, calls, "tool_calls"),
+          this.#completion(record, scripted.content ?? null, calls, "tool_calls", scripted.usage),
           headers,
         );
         return;
@@ -441,7 +477,11 @@ export class FakeOpenAIServer {
     content: string | null,
     toolCalls: unknown[] | undefined,
     finishReason: string | undefined,
+    scripted: FakeUsage | undefined,
   ) {
+    const usage =
+      scripted ?? derivedUsage(record.body, (content ?? "") + JSON.stringify(toolCalls ?? []));
+    record.usage = usage;
     return {
       id: `chatcmpl-fake-${record.index}`,
       object: "chat.completion",
@@ -460,7 +500,7 @@ export class FakeOpenAIServer {
           finish_reason: finishReason ?? "stop",
         },
       ],
-      usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+      usage: usageBody(usage, this.#provider),
     };
   }
 }

@@ -16,9 +16,10 @@ export function createAgent(
     );
   }
   return new OpenAIAgent({
-    baseUrl: settings.baseUrl,
-    apiKey: settings.apiKey,
-    model: settings.model,
+    models: settings.models,
+    defaultModel: settings.defaultModel,
+    fallback: settings.fallback,
+    budget: settings.budget,
     maxToolRounds: settings.maxToolRounds,
     systemPrompt: settings.systemPrompt,
     vision: settings.vision,

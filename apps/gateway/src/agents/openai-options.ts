@@ -1,19 +1,33 @@
+import type { Sleep } from "@mediagate/io";
 import type { Logger } from "pino";
-import type { TranscriptionSettings } from "../config/types.js";
+import type { BudgetSettings, ModelSettings, TranscriptionSettings } from "../config/types.js";
 import { Defaults } from "../defaults.js";
 import type { StateStore } from "../state/store.js";
 import { endpointHost, OpenAIAgentOptionsError } from "./openai-errors.js";
 
-/** Options of `OpenAIAgent`. */
+/**
+ * Options of `OpenAIAgent`. The models are either `models` (with `defaultModel`, `fallback`)
+ * or the single-model `baseUrl`, `model` and `apiKey`, which make a one-entry list.
+ */
 export interface OpenAIAgentOptions {
   /** Base URL of the OpenAI-compatible API, e.g. `https://api.openai.com/v1`. */
-  readonly baseUrl: string;
+  readonly baseUrl?: string | undefined;
   /**
    * Sent as `Authorization: Bearer …`; never logged nor put into errors. Absent: no
    * `Authorization` header at all (a local server such as Ollama or vLLM that needs none).
    */
   readonly apiKey?: string | undefined;
-  readonly model: string;
+  readonly model?: string | undefined;
+  /** The named endpoints (docs/models-and-usage.md); replaces `baseUrl`/`model`/`apiKey`. */
+  readonly models?: readonly ModelSettings[] | undefined;
+  /** The entry a session without a `/model` pick uses. Default: the first. */
+  readonly defaultModel?: string | undefined;
+  /** Tried in order after the session's model fails (docs/models-and-usage.md, "Fallback"). */
+  readonly fallback?: readonly string[] | undefined;
+  /** The profile's daily limit; absent: none. */
+  readonly budget?: BudgetSettings | undefined;
+  /** The wait between retries of a model call. Default: a timer. */
+  readonly sleep?: Sleep | undefined;
   /** The profile's state database; history is kept per session id. */
   readonly store: StateStore;
   readonly logger: Logger;
@@ -111,29 +125,27 @@ function checkTranscription(settings: TranscriptionSettings): void {
 export function resolveOpenAIOptions(
   options: Omit<OpenAIAgentOptions, "store" | "logger">,
 ): OpenAIAgentLimits {
-  let protocol = "";
-  try {
-    protocol = new URL(options.baseUrl).protocol;
-  } catch {
-    // reported below, without echoing the value (it may embed a secret)
-  }
-  if (
-    (protocol !== "http:" && protocol !== "https:") ||
-    endpointHost(options.baseUrl) === "invalid-url"
-  ) {
-    throw new OpenAIAgentOptionsError(
-      "baseUrl",
-      "expected an http(s) URL such as https://api.openai.com/v1",
+  if (options.models === undefined) {
+    checkEndpoint(
+      { baseUrl: options.baseUrl ?? "", model: options.model ?? "", apiKey: options.apiKey },
+      "",
     );
-  }
-  if (options.model.trim() === "") {
-    throw new OpenAIAgentOptionsError("model", "set the model name the endpoint serves");
-  }
-  if (options.apiKey === "") {
-    throw new OpenAIAgentOptionsError(
-      "apiKey",
-      "set a non-empty API key, or leave it out for an endpoint that needs none",
-    );
+  } else {
+    if (options.models.length === 0) {
+      throw new OpenAIAgentOptionsError("models", "list at least one model entry");
+    }
+    for (const [index, entry] of options.models.entries()) {
+      checkEndpoint(entry, `models[${index}].`);
+    }
+    const names = options.models.map((entry) => entry.name);
+    for (const name of [options.defaultModel ?? names[0]!, ...(options.fallback ?? [])]) {
+      if (!names.includes(name)) {
+        throw new OpenAIAgentOptionsError(
+          "models",
+          `no entry is named ${JSON.stringify(name)} (entries: ${names.join(", ")})`,
+        );
+      }
+    }
   }
   const limits: OpenAIAgentLimits = {
     maxToolRounds: options.maxToolRounds ?? OpenAIAgentDefaults.maxToolRounds,
@@ -160,4 +172,67 @@ export function resolveOpenAIOptions(
   checkCount("transcriptionMaxBytes", limits.transcriptionMaxBytes, 1);
   if (options.transcription !== undefined) checkTranscription(options.transcription);
   return limits;
+}
+
+/** Checks one endpoint's URL, model and key; `prefix` names its place (`models[1].`). */
+function checkEndpoint(
+  entry: { baseUrl: string; model: string; apiKey?: string | undefined },
+  prefix: string,
+): void {
+  let protocol = "";
+  try {
+    protocol = new URL(entry.baseUrl).protocol;
+  } catch {
+    // reported below, without echoing the value (it may embed a secret)
+  }
+  if (
+    (protocol !== "http:" && protocol !== "https:") ||
+    endpointHost(entry.baseUrl) === "invalid-url"
+  ) {
+    throw new OpenAIAgentOptionsError(
+      `${prefix}baseUrl`,
+      "expected an http(s) URL such as https://api.openai.com/v1",
+    );
+  }
+  if (entry.model.trim() === "") {
+    throw new OpenAIAgentOptionsError(`${prefix}model`, "set the model name the endpoint serves");
+  }
+  if (entry.apiKey === "") {
+    throw new OpenAIAgentOptionsError(
+      `${prefix}apiKey`,
+      "set a non-empty API key, or leave it out for an endpoint that needs none",
+    );
+  }
+}
+
+/** The models of an agent: the entries, the default and the fallback names. */
+export interface AgentModels {
+  readonly models: readonly ModelSettings[];
+  readonly defaultModel: string;
+  readonly fallback: readonly string[];
+}
+
+/**
+ * The models `options` name: `models` as given, or the single-model form as one entry named
+ * after its model. Call after {@link resolveOpenAIOptions} checked them.
+ */
+export function agentModelsOf(
+  options: Pick<
+    OpenAIAgentOptions,
+    "models" | "defaultModel" | "fallback" | "baseUrl" | "model" | "apiKey"
+  > & { readonly timeoutMs?: number | undefined },
+): AgentModels {
+  const models: readonly ModelSettings[] = options.models ?? [
+    {
+      name: options.model ?? "",
+      baseUrl: options.baseUrl ?? "",
+      model: options.model ?? "",
+      apiKey: options.apiKey,
+    },
+  ];
+  return {
+    models,
+    defaultModel: options.defaultModel ?? models[0]!.name,
+    fallback: options.fallback ?? [],
+  };
 }

@@ -1,17 +1,21 @@
-import OpenAI, { type ClientOptions } from "openai";
 import type { ChatCompletion, ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import type { Logger } from "pino";
+import type { BudgetSettings, ModelSettings } from "../config/types.js";
 import type { StateStore } from "../state/store.js";
 import type { ChatMessage, ChatToolCall } from "../state/types.js";
+import { budgetStop } from "./budget.js";
+import { type ChainAnswer, ModelChain } from "./model-chain.js";
+import { costOf, modelChain, usageOf } from "./models.js";
 import {
   type AbortPhase,
   endpointHost,
   OpenAIEndpointError,
   OpenAITurnAbortedError,
-  toEndpointError,
 } from "./openai-errors.js";
 import { functionToolCalls, toAssistantMessage, trimToTurnBoundary } from "./openai-history.js";
 import {
+  type AgentModels,
+  agentModelsOf,
   type OpenAIAgentLimits,
   type OpenAIAgentOptions,
   resolveOpenAIOptions,
@@ -28,8 +32,6 @@ const MaxCallsPerRound = 16;
 const NotExecutedLimit = "not executed: the tool-round limit of this turn was reached";
 const NotExecutedTooMany = `not executed: at most ${MaxCallsPerRound} tool calls per answer`;
 const EmptyReply = "(the model sent an empty reply)";
-/** Handed to the SDK when no API key is configured; never sent (see `#clientOptions`). */
-const KeylessPlaceholder = "no-api-key";
 
 /**
  * The `openai` agent (docs/sessions.md): any OpenAI-compatible chat-completions endpoint, with the
@@ -53,12 +55,11 @@ const KeylessPlaceholder = "no-api-key";
  */
 export class OpenAIAgent implements Agent {
   readonly kind = "openai" as const;
-  readonly #client: OpenAI;
+  readonly #chain: ModelChain;
+  readonly #models: AgentModels;
+  readonly #budget: BudgetSettings | undefined;
   readonly #store: StateStore;
   readonly #log: Logger;
-  readonly #model: string;
-  readonly #host: string;
-  readonly #apiKey: string | undefined;
   readonly #system: string;
   readonly #settings: OpenAIAgentLimits;
   readonly #vision: boolean;
@@ -68,46 +69,21 @@ export class OpenAIAgent implements Agent {
     const settings = resolveOpenAIOptions(options);
     this.#settings = settings;
     this.#store = options.store;
-    this.#model = options.model;
-    this.#apiKey = options.apiKey;
-    this.#host = endpointHost(options.baseUrl);
+    this.#models = agentModelsOf(options);
+    this.#budget = options.budget;
     this.#system = buildSystemPrompt(options.systemPrompt);
-    this.#log = options.logger.child({
-      agent: "openai",
-      endpoint: this.#host,
-      model: options.model,
+    this.#log = options.logger.child({ agent: "openai", defaultModel: this.#models.defaultModel });
+    this.#chain = new ModelChain({
+      logger: this.#log,
+      timeoutMs: settings.timeoutMs,
+      maxRetries: settings.maxRetries,
+      sleep: options.sleep,
     });
-    this.#client = new OpenAI(this.#clientOptions(options));
     this.#vision = options.vision === true;
     this.#transcriber =
       options.transcription === undefined
         ? undefined
         : new Transcriber(options.transcription, { timeoutMs: settings.timeoutMs });
-  }
-
-  #clientOptions(options: OpenAIAgentOptions): ClientOptions {
-    const sdkLog = this.#log.child({ component: "openai-sdk" });
-    return {
-      baseURL: options.baseUrl,
-      // The SDK insists on a key; without one, a placeholder satisfies it and the null
-      // header below keeps it off the wire, so a keyless server sees no Authorization at all.
-      apiKey: options.apiKey ?? KeylessPlaceholder,
-      ...(options.apiKey === undefined ? { defaultHeaders: { Authorization: null } } : {}),
-      // Explicit nulls keep the SDK from reading OPENAI_* variables (config reads env, once).
-      organization: null,
-      project: null,
-      webhookSecret: null,
-      adminAPIKey: null,
-      timeout: this.#settings.timeoutMs,
-      maxRetries: this.#settings.maxRetries,
-      logLevel: "warn",
-      logger: {
-        error: (message: string) => sdkLog.error(message),
-        warn: (message: string) => sdkLog.warn(message),
-        info: (message: string) => sdkLog.info(message),
-        debug: (message: string) => sdkLog.debug(message),
-      },
-    };
   }
 
   /** Runs one turn; see the class documentation for history and abort semantics. */
@@ -118,6 +94,8 @@ export class OpenAIAgent implements Agent {
     const aborted = (phase: AbortPhase) =>
       new OpenAITurnAbortedError({ sessionId, phase, toolRounds: rounds, reason: signal.reason });
     if (signal.aborted) throw aborted("model");
+    const stopped = await this.#budgetStop(log);
+    if (stopped !== undefined) return { reply: stopped };
 
     const history = trimToTurnBoundary(
       await this.#store.loadHistory(sessionId, this.#settings.historyLimit),
@@ -137,14 +115,29 @@ export class OpenAIAgent implements Agent {
     if (signal.aborted) throw aborted("model");
     // History keeps the user turn's text; the request carries its image inputs too.
     const turn: ChatMessage[] = [{ role: "user", content: user.text }];
+    const notices = [...user.notices];
+    let chain = modelChain(this.#models, await this.#chosenModel(input.sessionKey, log));
+    let toldFallback = false;
     let reply: string;
     for (;;) {
+      const stop = turn.length === 1 ? undefined : await this.#budgetStop(log);
+      if (stop !== undefined) {
+        reply = stop;
+        turn.push({ role: "assistant", content: reply });
+        break;
+      }
       const conversation: ChatCompletionMessageParam[] = [
         ...history,
         { role: "user", content: user.content },
         ...turn.slice(1),
       ];
-      const answer = await this.#complete(conversation, signal, () => aborted("model"));
+      const answer = await this.#complete(chain, conversation, input, () => aborted("model"), log);
+      if (answer.entry !== chain[0]) {
+        // The rest of the turn stays on the model that answered; the chat hears of it once.
+        if (!toldFallback) notices.push(fallbackNotice(answer, chain[0]!));
+        toldFallback = true;
+        chain = chain.slice(chain.indexOf(answer.entry));
+      }
       const message = answer.message;
       const calls = functionToolCalls(message);
       if (calls.length === 0) {
@@ -170,7 +163,32 @@ export class OpenAIAgent implements Agent {
       turn.push(...(await this.#executeRound(calls, input, () => aborted("tool"), log, rounds)));
     }
     await this.#save(sessionId, turn, log);
-    return user.notices.length === 0 ? { reply } : { reply, notices: user.notices };
+    return notices.length === 0 ? { reply } : { reply, notices };
+  }
+
+  /** The session's `/model` pick; a store failure is logged and the default used. */
+  async #chosenModel(sessionKey: string, log: Logger): Promise<string | undefined> {
+    try {
+      return await this.#store.sessionModel(sessionKey);
+    } catch (error) {
+      log.error({ err: error }, "could not read the session's model; using the default");
+      return undefined;
+    }
+  }
+
+  /**
+   * The budget's stop message when today's is used up. A store failure is logged and lets the
+   * call go ahead: a broken usage table must not silence the bot.
+   */
+  async #budgetStop(log: Logger): Promise<string | undefined> {
+    try {
+      const stop = await budgetStop(this.#store, this.#budget);
+      if (stop !== undefined) log.warn("daily budget reached; model call refused");
+      return stop;
+    } catch (error) {
+      log.error({ err: error }, "could not read today's usage for the budget");
+      return undefined;
+    }
   }
 
   /**
@@ -213,40 +231,76 @@ export class OpenAIAgent implements Agent {
   }
 
   async #complete(
+    chain: readonly ModelSettings[],
     conversation: readonly ChatCompletionMessageParam[],
-    signal: AbortSignal,
+    input: AgentTurnInput,
     aborted: () => OpenAITurnAbortedError,
-  ): Promise<{ message: ChatCompletion["choices"][number]["message"]; cutOff: boolean }> {
+    log: Logger,
+  ): Promise<{
+    message: ChatCompletion["choices"][number]["message"];
+    cutOff: boolean;
+    entry: ModelSettings;
+    failures: ChainAnswer["failures"];
+  }> {
+    const { signal } = input;
     const messages: ChatCompletionMessageParam[] = [
       { role: "system", content: this.#system },
       ...conversation,
     ];
-    let completion: ChatCompletion;
+    let answer: ChainAnswer;
     try {
-      completion = await this.#client.chat.completions.create(
-        { model: this.#model, messages, tools: [...TOOL_DEFINITIONS] },
-        { signal },
+      answer = await this.#chain.complete(
+        chain,
+        { messages, tools: [...TOOL_DEFINITIONS] },
+        signal,
       );
     } catch (error) {
       if (signal.aborted) throw aborted();
-      const translated = toEndpointError(error, {
-        host: this.#host,
-        model: this.#model,
-        apiKey: this.#apiKey,
-      });
-      if (translated) this.#log.warn({ err: translated }, "model request failed");
-      throw translated ?? error;
+      if (error instanceof OpenAIEndpointError) log.warn({ err: error }, "model request failed");
+      throw error;
     }
+    const { completion, entry } = answer;
+    await this.#recordUsage(completion, entry, input, log);
     const choice = completion.choices?.[0];
     if (!choice?.message) {
       throw new OpenAIEndpointError({
         kind: "bad_response",
-        host: this.#host,
-        model: this.#model,
+        host: endpointHost(entry.baseUrl),
+        model: entry.model,
         detail: "the completion has no choices",
       });
     }
-    return { message: choice.message, cutOff: choice.finish_reason === "length" };
+    return {
+      message: choice.message,
+      cutOff: choice.finish_reason === "length",
+      entry,
+      failures: answer.failures,
+    };
+  }
+
+  /**
+   * Records the call's tokens and cost (docs/models-and-usage.md, "Usage"). A failing write is
+   * logged, not thrown: the answer is there and the person should get it.
+   */
+  async #recordUsage(
+    completion: unknown,
+    entry: ModelSettings,
+    input: AgentTurnInput,
+    log: Logger,
+  ): Promise<void> {
+    const usage = usageOf(completion) ?? { inputTokens: 0, outputTokens: 0, cachedTokens: 0 };
+    try {
+      await this.#store.recordUsage({
+        sessionKey: input.sessionKey,
+        sessionId: input.sessionId,
+        user: input.user,
+        model: entry.name,
+        ...usage,
+        cost: costOf(usage, entry.prices),
+      });
+    } catch (error) {
+      log.error({ err: error, model: entry.name, ...usage }, "could not record the call's usage");
+    }
   }
 
   /**
@@ -270,4 +324,21 @@ function withNote(content: string | null | undefined, note: string | undefined):
   const text = content?.trim() ?? "";
   if (note === undefined) return text === "" ? EmptyReply : text;
   return text === "" ? note : `${text}\n\n${note}`;
+}
+
+/** The one line a turn answered by a fallback model tells the chat. */
+function fallbackNotice(
+  answer: { readonly entry: ModelSettings; readonly failures: readonly OpenAIEndpointError[] },
+  first: ModelSettings,
+): string {
+  const failure = answer.failures[0];
+  const why =
+    failure === undefined
+      ? "failed"
+      : failure.kind === "http"
+        ? `answered HTTP ${failure.status ?? "?"}`
+        : failure.kind === "timeout"
+          ? "did not answer in time"
+          : "could not be reached";
+  return `↪️ Answered by ${answer.entry.name}: ${first.name} ${why}.`;
 }

@@ -31,6 +31,8 @@ export interface AgentTurnInput {
   readonly text: string;
   readonly profile: string;
   readonly sessionKey: string;
+  /** `<platform>:<id>` of the message's sender: usage is recorded per user. */
+  readonly user?: string | undefined;
   /** Changes on /reset; conversation history is keyed by it. */
   readonly sessionId: string;
   readonly tools: ToolRunner;

@@ -53,7 +53,7 @@ async function probeProfiles(config: GatewayConfig, timeoutMs: number): Promise<
   const probes = config.profiles.flatMap((p) => [
     p.telegram === undefined ? undefined : probeTelegram(p.name, p.telegram, { timeoutMs }),
     p.discord === undefined ? undefined : probeDiscord(p.name, p.discord, { timeoutMs }),
-    probeAgent(p.name, p.agent, { timeoutMs }),
+    ...probeAgent(p.name, p.agent, { timeoutMs }),
   ]);
   const results = await Promise.all(probes);
   return results.filter((r): r is CheckResult => r !== undefined);

@@ -1,5 +1,10 @@
 import { TelegramChannelDefaults } from "../channels/telegram/options.js";
-import type { AgentSettings, DiscordSettings, TelegramSettings } from "../config/types.js";
+import type {
+  AgentSettings,
+  DiscordSettings,
+  ModelSettings,
+  TelegramSettings,
+} from "../config/types.js";
 import { Defaults } from "../defaults.js";
 import type { CheckResult } from "./preflight.js";
 
@@ -202,17 +207,31 @@ function serves(ids: readonly string[], model: string): boolean {
 }
 
 /**
- * The agent's endpoint: for an OpenAI-compatible agent, `GET <baseUrl>/models` (with the API
- * key when one is set), which also says whether the configured model is served. `undefined`
- * for agents without an endpoint (the shell agent).
+ * The agent's endpoints: for an OpenAI-compatible agent, `GET <baseUrl>/models` of each
+ * `agent.models` entry (with its API key when one is set), which also says whether the entry's
+ * model is served. Empty for agents without an endpoint (the shell agent).
  */
-export async function probeAgent(
+export function probeAgent(
   profile: string,
   agent: AgentSettings,
   options: ProbeOptions,
-): Promise<CheckResult | undefined> {
-  if (agent.kind !== "openai") return undefined;
-  const name = `agent (${profile})`;
+): Promise<CheckResult>[] {
+  if (agent.kind !== "openai") return [];
+  const several = agent.models.length > 1;
+  return agent.models.map((entry) =>
+    probeModel(
+      several ? `agent (${profile}, ${entry.name})` : `agent (${profile})`,
+      entry,
+      options,
+    ),
+  );
+}
+
+async function probeModel(
+  name: string,
+  agent: ModelSettings,
+  options: ProbeOptions,
+): Promise<CheckResult> {
   const baseUrl = agent.baseUrl.replace(/\/+$/, "");
   const where = displayUrl(baseUrl);
   const apiKey: string | undefined = agent.apiKey;

@@ -5,8 +5,9 @@ import { AdminCommandHelp, ApproveCommandHelp, describeHelp, type HelpContext } 
 const shell: AgentSettings = { kind: "shell" };
 const openai: AgentSettings = {
   kind: "openai",
-  baseUrl: "http://127.0.0.1:1/v1",
-  model: "gpt-test",
+  models: [{ name: "gpt-test", baseUrl: "http://127.0.0.1:1/v1", model: "gpt-test" }],
+  defaultModel: "gpt-test",
+  fallback: [],
   maxToolRounds: 8,
 };
 
@@ -47,6 +48,8 @@ describe("describeHelp", () => {
   it("says that the openai agent's model runs the commands", () => {
     const text = describeHelp({ ...base, agent: openai });
     expect(text).toContain('profile "work" (openai agent)');
+    expect(text).toContain("/model — this session's model");
+    expect(describeHelp(base)).not.toContain("/model");
     expect(text).toContain("goes to the model (gpt-test), which can run commands");
     expect(text).not.toContain("$MEDIAGATE_ATTACHMENTS");
   });

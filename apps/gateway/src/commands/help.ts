@@ -34,6 +34,12 @@ export const AdminCommandHelp = [
 /** The one command everyone allowed may use. */
 export const HelpCommandHelp = "/help — this text";
 
+/** The model commands of an `openai` profile, for everyone allowed (docs/models-and-usage.md). */
+export const ModelCommandHelp = [
+  "/model — this session's model and the ones you may pick; /model <name> switches",
+  "/usage — tokens and cost of this session (admins: of the whole profile too)",
+] as const;
+
 function agentLines(agent: AgentSettings): string[] {
   if (agent.kind === "shell") {
     return [
@@ -42,7 +48,7 @@ function agentLines(agent: AgentSettings): string[] {
     ];
   }
   return [
-    `Each message goes to the model (${agent.model}), which can run commands and read and write files in this chat's sandbox (a Linux container, /workspace) before it answers. It remembers the conversation until /reset.`,
+    `Each message goes to the model (${agent.defaultModel}), which can run commands and read and write files in this chat's sandbox (a Linux container, /workspace) before it answers. It remembers the conversation until /reset.`,
   ];
 }
 
@@ -95,7 +101,9 @@ export function describeHelp(context: HelpContext): string {
   const adminCommands = context.pairing
     ? [...AdminCommandHelp, ApproveCommandHelp]
     : AdminCommandHelp;
-  const commands = context.admin ? [HelpCommandHelp, ...adminCommands] : [HelpCommandHelp];
+  const everyone =
+    context.agent.kind === "openai" ? [HelpCommandHelp, ...ModelCommandHelp] : [HelpCommandHelp];
+  const commands = context.admin ? [...everyone, ...adminCommands] : everyone;
   return [
     `🤖 mediagate, profile "${context.profile}" (${agentName}).`,
     ...agentLines(context.agent),

@@ -21,6 +21,11 @@ describe("parseCommand", () => {
     ["/approve", { name: "approve" }],
     ["/approve ABCD-EFGH", { name: "approve", code: "ABCD-EFGH" }],
     ["/APPROVE@mediagate_bot  abcd efgh ", { name: "approve", code: "abcd efgh" }],
+    ["/model", { name: "model" }],
+    ["/model@mediagate_bot claude-sonnet", { name: "model", choice: "claude-sonnet" }],
+    ["/MODEL  Main ", { name: "model", choice: "Main" }],
+    ["/usage", { name: "usage" }],
+    ["/usage@mediagate_bot", { name: "usage" }],
   ])("recognizes %j", (text, expected) => {
     expect(parseCommand(text)).toEqual(expected);
   });
@@ -39,6 +44,9 @@ describe("parseCommand", () => {
     "/status x",
     "/approver",
     "echo /approve X",
+    "/model a b",
+    "/models",
+    "/usage today",
   ])("leaves %j to the agent", (text) => {
     expect(parseCommand(text)).toBeUndefined();
   });

@@ -19,12 +19,20 @@ export interface HelpCommand {
   readonly start: boolean;
 }
 
+/**
+ * `/model [name]` and `/usage` (docs/models-and-usage.md): for every allowed user of an
+ * `openai` profile; what they show and allow depends on the user's role.
+ */
+export type ModelCommand =
+  | { readonly name: "model"; readonly choice?: string | undefined }
+  | { readonly name: "usage" };
+
 /** Every command the gateway answers itself. */
-export type Command = AdminCommand | HelpCommand;
+export type Command = AdminCommand | HelpCommand | ModelCommand;
 
 /**
  * Recognizes `/stop`, `/stop all`, `/reset`, `/reset confirm`, `/status`, `/approve [code]`,
- * `/help` and `/start`
+ * `/model [name]`, `/usage`, `/help` and `/start`
  * (case-insensitive, with an optional Telegram `@botname` suffix). `/start` and `/help` take
  * any words after them (Telegram's deep links send `/start <payload>`); they are ignored.
  * Anything else — other slash commands included — is a message for the agent.
@@ -33,6 +41,12 @@ export function parseCommand(text: string): Command | undefined {
   const trimmed = text.trim();
   const help = /^\/(help|start)(?:@[A-Za-z0-9_]+)?(?:\s|$)/i.exec(trimmed);
   if (help !== null) return { name: "help", start: help[1]!.toLowerCase() === "start" };
+  const model = /^\/(model|usage)(?:@[A-Za-z0-9_]+)?(?:\s+(\S+))?\s*$/i.exec(trimmed);
+  if (model !== null) {
+    if (model[1]!.toLowerCase() === "usage")
+      return model[2] === undefined ? { name: "usage" } : undefined;
+    return model[2] === undefined ? { name: "model" } : { name: "model", choice: model[2] };
+  }
   const approve = /^\/approve(?:@[A-Za-z0-9_]+)?(?:\s+(.*\S))?\s*$/i.exec(trimmed);
   if (approve !== null) {
     return approve[1] === undefined ? { name: "approve" } : { name: "approve", code: approve[1] };
@@ -69,7 +83,10 @@ export function commandLogFields(command: Command): Record<string, unknown> {
     case "help":
       return { name: command.name, start: command.start };
     case "status":
+    case "usage":
       return { name: command.name };
+    case "model":
+      return { name: command.name, choice: command.choice };
   }
 }
 

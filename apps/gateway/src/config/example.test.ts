@@ -39,8 +39,9 @@ describe("mediagate.example.yaml", () => {
     });
     expect(local?.agent).toEqual({
       kind: "openai",
-      baseUrl: "http://127.0.0.1:11434/v1",
-      model: "llama3.1",
+      models: [{ name: "llama3.1", baseUrl: "http://127.0.0.1:11434/v1", model: "llama3.1" }],
+      defaultModel: "llama3.1",
+      fallback: [],
       systemPrompt: "Answer briefly. Put what you make under /workspace.",
       maxToolRounds: 8,
     });

@@ -428,8 +428,9 @@ describe("resolveConfig", () => {
     );
     expect(config.profiles[0]?.agent).toEqual({
       kind: "openai",
-      baseUrl: "http://127.0.0.1:11434/v1",
-      model: "llama3.1",
+      models: [{ name: "llama3.1", baseUrl: "http://127.0.0.1:11434/v1", model: "llama3.1" }],
+      defaultModel: "llama3.1",
+      fallback: [],
       systemPrompt: "Answer briefly.",
       maxToolRounds: 8,
     });
@@ -536,7 +537,7 @@ describe("${VAR} references", () => {
       commands: { register: true },
     });
     expect(p?.agent).toMatchObject({
-      apiKey: "sk-from-the-env",
+      models: [expect.objectContaining({ apiKey: "sk-from-the-env" })],
       systemPrompt: "Costs ${PRICE}, never the key.",
     });
     expect(redactor.text("token 777:AAH-from-the-env key sk-from-the-env")).toBe(

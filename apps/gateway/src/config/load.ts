@@ -23,6 +23,7 @@ import type {
   AgentSettings,
   DiscordSettings,
   GatewayConfig,
+  ModelSettings,
   ProfileConfig,
   TelegramSettings,
 } from "./types.js";
@@ -247,10 +248,7 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
   };
   const agent: AgentSettings =
     entry.agent?.kind === "openai"
-      ? {
-          ...entry.agent,
-          maxToolRounds: entry.agent.maxToolRounds ?? ConfigDefaults.openaiMaxToolRounds,
-        }
+      ? openaiAgentSettings(entry.agent)
       : {
           kind: "shell",
           ...(entry.agent?.maxReplyChars === undefined
@@ -398,4 +396,36 @@ function crossChecks(profiles: readonly ProfileConfig[], env: GatewayEnv): Confi
     }
   });
   return issues;
+}
+
+type OpenAIAgentFile = Extract<NonNullable<ProfileFile["agent"]>, { kind: "openai" }>;
+
+/**
+ * `agent` of kind openai, defaults applied: the single-model form becomes a one-entry
+ * `models` list named after its model (docs/models-and-usage.md).
+ */
+function openaiAgentSettings(file: OpenAIAgentFile): AgentSettings {
+  const { baseUrl, apiKey, model, models, default: chosen, fallback, memberModels, ...rest } = file;
+  const entries: ModelSettings[] =
+    models === undefined
+      ? [
+          {
+            name: model ?? "",
+            baseUrl: baseUrl ?? "",
+            model: model ?? "",
+            ...(apiKey === undefined ? {} : { apiKey }),
+          },
+        ]
+      : models.map(({ timeoutSeconds, ...entry }) => ({
+          ...entry,
+          ...(timeoutSeconds === undefined ? {} : { timeoutMs: timeoutSeconds * 1000 }),
+        }));
+  return {
+    ...rest,
+    models: entries,
+    defaultModel: chosen ?? entries[0]!.name,
+    fallback: fallback ?? [],
+    ...(memberModels === undefined ? {} : { memberModels }),
+    maxToolRounds: file.maxToolRounds ?? ConfigDefaults.openaiMaxToolRounds,
+  };
 }

@@ -73,16 +73,44 @@ const discordSchema = z.strictObject({
   commands: commandsSchema.optional(),
 });
 
-const agentSchema = z.discriminatedUnion("kind", [
-  z.strictObject({ kind: z.literal("shell"), maxReplyChars: positiveInt.optional() }),
-  z.strictObject({
+const apiKey = z
+  .string()
+  .min(1, { error: "a non-empty API key (leave apiKey out for a server that needs none)" });
+
+/** A name `/model <name>` can be typed with. */
+const ModelNamePattern = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,63}$/;
+const modelName = z.string().regex(ModelNamePattern, {
+  error: 'a model entry name: letters, digits and . _ : / - (e.g. "main", "claude-sonnet")',
+});
+const price = z.number().min(0, { error: "a price per million tokens, 0 or more" });
+
+/** One entry of `agent.models` (docs/models-and-usage.md). */
+const modelEntrySchema = z.strictObject({
+  name: modelName,
+  baseUrl: url,
+  apiKey: apiKey.optional(),
+  model: z.string().min(1, { error: "a model name" }),
+  contextTokens: positiveInt.optional(),
+  prices: z.strictObject({ input: price, output: price, cachedInput: price.optional() }).optional(),
+  timeoutSeconds: positiveInt.optional(),
+});
+
+const openaiAgentSchema = z
+  .strictObject({
     kind: z.literal("openai"),
-    baseUrl: url,
-    apiKey: z
-      .string()
-      .min(1, { error: "a non-empty API key (leave apiKey out for a server that needs none)" })
+    baseUrl: url.optional(),
+    apiKey: apiKey.optional(),
+    model: z.string().min(1, { error: "a model name" }).optional(),
+    models: z.array(modelEntrySchema).min(1, { error: "at least one model entry" }).optional(),
+    default: modelName.optional(),
+    fallback: z.array(modelName).optional(),
+    memberModels: z.array(modelName).optional(),
+    budget: z
+      .strictObject({
+        dailyTokens: positiveInt.optional(),
+        dailyCost: z.number().positive({ error: "a cost per day, more than 0" }).optional(),
+      })
       .optional(),
-    model: z.string().min(1, { error: "a model name" }),
     maxToolRounds: positiveInt.optional(),
     systemPrompt: z.string().min(1, { error: "instructions for the model" }).optional(),
     vision: z.boolean().optional(),
@@ -90,13 +118,75 @@ const agentSchema = z.discriminatedUnion("kind", [
       .strictObject({
         baseUrl: url,
         model: z.string().min(1, { error: "a transcription model name" }),
-        apiKey: z
-          .string()
-          .min(1, { error: "a non-empty API key (leave apiKey out for a server that needs none)" })
-          .optional(),
+        apiKey: apiKey.optional(),
       })
       .optional(),
-  }),
+  })
+  .superRefine((agent, ctx) => checkModelList(agent, ctx));
+
+/** Either the single-model form or `models`, and every name given refers to an entry. */
+function checkModelList(
+  agent: {
+    baseUrl?: string | undefined;
+    model?: string | undefined;
+    apiKey?: string | undefined;
+    models?: readonly { name: string }[] | undefined;
+    default?: string | undefined;
+    fallback?: readonly string[] | undefined;
+    memberModels?: readonly string[] | undefined;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const single = agent.baseUrl !== undefined || agent.model !== undefined;
+  if (agent.models === undefined) {
+    if (agent.baseUrl === undefined)
+      ctx.addIssue({
+        code: "custom",
+        path: ["baseUrl"],
+        message: "an http(s) URL, or a models list",
+      });
+    if (agent.model === undefined)
+      ctx.addIssue({ code: "custom", path: ["model"], message: "a model name, or a models list" });
+    for (const key of ["default", "fallback", "memberModels"] as const) {
+      if (agent[key] !== undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: [key],
+          message: "names of models entries: add a models list",
+        });
+    }
+    return;
+  }
+  if (single || agent.apiKey !== undefined) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["models"],
+      message: "either models or baseUrl/model/apiKey, not both: move them into a models entry",
+    });
+  }
+  const names = agent.models.map((entry) => entry.name);
+  names.forEach((name, index) => {
+    if (names.indexOf(name) !== index)
+      ctx.addIssue({
+        code: "custom",
+        path: ["models", index, "name"],
+        message: `a unique name ("${name}" is used twice)`,
+      });
+  });
+  const known = `one of the models entries (${names.join(", ")})`;
+  if (agent.default !== undefined && !names.includes(agent.default))
+    ctx.addIssue({ code: "custom", path: ["default"], message: known });
+  for (const key of ["fallback", "memberModels"] as const) {
+    agent[key]?.forEach((name, index) => {
+      if (!names.includes(name))
+        ctx.addIssue({ code: "custom", path: [key, index], message: known });
+    });
+  }
+}
+
+const agentSchema = z.discriminatedUnion("kind", [
+  z.strictObject({ kind: z.literal("shell"), maxReplyChars: positiveInt.optional() }),
+  openaiAgentSchema,
 ]);
 
 /** Below this `/run/mediagate` could not hold the sessions' shell state and uid registry. */

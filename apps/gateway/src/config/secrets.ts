@@ -68,6 +68,17 @@ const ShownKeys: ReadonlySet<string> = new Set([
   "downloadMaxBytes",
   "localFiles",
   "vision",
+  // agent.models, agent.budget (docs/models-and-usage.md)
+  "default",
+  "fallback",
+  "memberModels",
+  "contextTokens",
+  "input",
+  "output",
+  "cachedInput",
+  "timeoutSeconds",
+  "dailyTokens",
+  "dailyCost",
 ]);
 
 /** Settings holding a URL: the URL is not secret, its user, password and query values may be. */
@@ -201,8 +212,10 @@ export function secretsOfConfig(config: GatewayConfig): string[] {
       out.push(...urlSecrets(p.discord.gatewayUrl));
     }
     if (p.agent.kind === "openai") {
-      if (p.agent.apiKey !== undefined) out.push(p.agent.apiKey);
-      out.push(...urlSecrets(p.agent.baseUrl));
+      for (const model of p.agent.models) {
+        if (model.apiKey !== undefined) out.push(model.apiKey);
+        out.push(...urlSecrets(model.baseUrl));
+      }
     }
   }
   return out;

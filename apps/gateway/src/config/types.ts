@@ -80,10 +80,19 @@ export type AgentSettings =
     }
   | {
       readonly kind: "openai";
-      readonly baseUrl: string;
-      /** Sent as a bearer token; absent for a local server that needs none (no header sent). */
-      readonly apiKey?: string | undefined;
-      readonly model: string;
+      /**
+       * The named model endpoints (docs/models-and-usage.md); the old single-model form
+       * (`baseUrl`, `model`, `apiKey`) is read as a one-entry list named after its model.
+       */
+      readonly models: readonly ModelSettings[];
+      /** The entry a session uses until `/model` picks another (default: the first). */
+      readonly defaultModel: string;
+      /** Tried in order after the session's model fails (5xx, timeout, 429 past its bound). */
+      readonly fallback: readonly string[];
+      /** The models a member (not an admin) may pick with `/model`; absent: every one. */
+      readonly memberModels?: readonly string[] | undefined;
+      /** The profile's daily spending limit (UTC days); absent: none. */
+      readonly budget?: BudgetSettings | undefined;
       readonly maxToolRounds: number;
       /** Extra instructions, appended to the gateway's own system prompt. */
       readonly systemPrompt?: string | undefined;
@@ -92,6 +101,38 @@ export type AgentSettings =
       /** Voice notes and audio are transcribed here and the transcript added to the turn. */
       readonly transcription?: TranscriptionSettings | undefined;
     };
+
+/** One entry of `agent.models`: an OpenAI-compatible chat-completions endpoint and model. */
+export interface ModelSettings {
+  /** What `/model` and usage reports call it. */
+  readonly name: string;
+  readonly baseUrl: string;
+  /** Sent as a bearer token; absent for a local server that needs none (no header sent). */
+  readonly apiKey?: string | undefined;
+  /** The model id the endpoint serves. */
+  readonly model: string;
+  /** The model's context window in tokens; see `contextTokensOf` (agents/models.ts). */
+  readonly contextTokens?: number | undefined;
+  /** Prices per million tokens (any currency; reports call it cost); absent: cost 0. */
+  readonly prices?: ModelPrices | undefined;
+  /** Time limit of one request (default `Defaults.openaiAgent.timeoutMs`). */
+  readonly timeoutMs?: number | undefined;
+}
+
+/** Prices per million tokens. `cachedInput` defaults to `input`. */
+export interface ModelPrices {
+  readonly input: number;
+  readonly output: number;
+  readonly cachedInput?: number | undefined;
+}
+
+/** `agent.budget`: new model calls stop for the day once either limit is reached. */
+export interface BudgetSettings {
+  /** Input plus output tokens per UTC day, all sessions of the profile together. */
+  readonly dailyTokens?: number | undefined;
+  /** Cost per UTC day (from the configured prices), all sessions of the profile together. */
+  readonly dailyCost?: number | undefined;
+}
 
 /** An OpenAI-compatible `/audio/transcriptions` endpoint (docs/inbound-media.md). */
 export interface TranscriptionSettings {

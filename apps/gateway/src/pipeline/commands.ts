@@ -1,14 +1,17 @@
 import { ApprovedNotice, approveInChat } from "../commands/approve.js";
 import { describeHelp } from "../commands/help.js";
+import { chooseModel, describeChoice, describeModels } from "../commands/model.js";
 import {
   type AdminCommand,
   commandLogFields,
   type HelpCommand,
+  type ModelCommand,
   parseCommand,
 } from "../commands/parse.js";
 import { describeResetConfirm, resetSession } from "../commands/reset.js";
 import { describeStatus } from "../commands/status.js";
 import { describeSlotStop, describeStop, stopSession, stopSlot } from "../commands/stop.js";
+import { describeUsage } from "../commands/usage.js";
 import { finishEntry } from "./journal-steps.js";
 import { type MessageContext, type Middleware, say, sessionOf } from "./types.js";
 
@@ -24,8 +27,12 @@ export const handleCommands: Middleware = async (ctx, next) => {
   if (command === undefined) return next();
   // Without pairing, `/approve …` is an ordinary message, as it was before pairing existed.
   if (command.name === "approve" && ctx.runtime.profile.access !== "pairing") return next();
+  // A shell profile has no models: there `/model` and `/usage` are commands for its shell.
+  const modelCommand = command.name === "model" || command.name === "usage";
+  if (modelCommand && ctx.runtime.profile.agent.kind !== "openai") return next();
   try {
     if (command.name === "help") await answerHelp(ctx, command);
+    else if (command.name === "model" || command.name === "usage") await answerModel(ctx, command);
     else await runCommand(ctx, command);
   } finally {
     await finishEntry(ctx, "command");
@@ -50,6 +57,32 @@ async function answerHelp(ctx: MessageContext, command: HelpCommand): Promise<vo
       pairing: runtime.profile.access === "pairing",
     }),
   );
+}
+
+/** `/model [name]` and `/usage` (docs/models-and-usage.md), for every allowed user. */
+async function answerModel(ctx: MessageContext, command: ModelCommand): Promise<void> {
+  const { runtime } = ctx;
+  const agent = runtime.profile.agent;
+  if (agent.kind !== "openai") return;
+  const admin = ctx.access?.admin === true;
+  const session = sessionOf(ctx);
+  ctx.log.info({ command: commandLogFields(command), admin }, "model command");
+  if (command.name === "usage") {
+    await say(
+      ctx,
+      await describeUsage(runtime.store, agent, runtime.profile.name, session.sessionKey, admin),
+    );
+    return;
+  }
+  if (command.choice === undefined) {
+    await say(ctx, await describeModels(runtime.store, agent, session.sessionKey, admin));
+    return;
+  }
+  const choice = await chooseModel(runtime.store, agent, session.sessionKey, command.choice, admin);
+  if (choice.status === "switched" && !choice.unchanged) {
+    ctx.log.info({ model: choice.model.name }, "session model switched");
+  }
+  await say(ctx, describeChoice(choice));
 }
 
 async function runCommand(ctx: MessageContext, command: AdminCommand): Promise<void> {

@@ -163,6 +163,12 @@ function testRuntime(
       isPaired: async () => false,
       requestPairing: async () => ({ status: "full" }),
       approvePairing: async () => ({ status: "unknown" }),
+      // The shell agent of these profiles has no models: /model and /usage never ask.
+      sessionModel: async () => undefined,
+      setSessionModel: async () => {},
+      usagePeriods: async () => {
+        throw new Error("no usage in a shell profile");
+      },
     },
     sandbox: recordingSandbox(calls),
     slotFor: (key) =>

@@ -87,6 +87,7 @@ async function agentTurn(
       text: ctx.message.text,
       profile: session.profile,
       sessionKey: session.sessionKey,
+      user: `${ctx.message.platform}:${ctx.message.userId}`,
       sessionId: session.sessionId,
       tools: tracked(tools, turn, (activity) => {
         progress?.doing(activity);

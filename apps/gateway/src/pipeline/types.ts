@@ -51,6 +51,9 @@ export interface PipelineRuntime {
     | "isPaired"
     | "requestPairing"
     | "approvePairing"
+    | "sessionModel"
+    | "setSessionModel"
+    | "usagePeriods"
   >;
   readonly sandbox: SandboxOps;
   slotFor(sessionKey: string | undefined): string;

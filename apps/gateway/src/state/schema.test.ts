@@ -30,7 +30,9 @@ describe("migrate", () => {
       "paired_users",
       "pairing_codes",
       "pairing_guard",
+      "session_models",
       "sessions",
+      "usage",
     ]);
   });
 
@@ -42,7 +44,7 @@ describe("migrate", () => {
     db.prepare(
       "INSERT INTO messages (session_id, role, body, created_at) VALUES ('sid', 'user', '{}', 0)",
     ).run();
-    expect(migrate(db)).toEqual({ from: 2, to: 3 });
+    expect(migrate(db, MIGRATIONS.slice(0, 3))).toEqual({ from: 2, to: 3 });
     expect(db.prepare("SELECT session_id FROM sessions").all()).toEqual([{ session_id: "sid" }]);
     expect(db.prepare("SELECT count(*) AS n FROM messages").get()).toEqual({ n: 1 });
     const code = db.prepare(
@@ -51,6 +53,25 @@ describe("migrate", () => {
     code.run("AAAAAAAA", "telegram:1");
     expect(() => code.run("BBBBBBBB", "telegram:1")).toThrow(/UNIQUE/);
     expect(() => db.prepare("INSERT INTO pairing_guard VALUES (2, 0, 0)").run()).toThrow(/CHECK/);
+  });
+
+  it("adds the usage and session-model tables to a version 3 database, keeping its sessions", () => {
+    migrate(db, MIGRATIONS.slice(0, 3));
+    db.prepare(
+      "INSERT INTO sessions (session_key, session_id, created_at, updated_at) VALUES ('k', 'sid', 0, 0)",
+    ).run();
+    expect(migrate(db)).toEqual({ from: 3, to: 6 });
+    expect(db.prepare("SELECT session_id FROM sessions").all()).toEqual([{ session_id: "sid" }]);
+    const usage = db.prepare(
+      `INSERT INTO usage (at, day, session_key, session_id, user, model, input_tokens, output_tokens,
+         cached_tokens, cost) VALUES (0, '1970-01-01', 'k', 'sid', NULL, 'main', ?, 1, 0, 0)`,
+    );
+    usage.run(5);
+    expect(() => usage.run(-1)).toThrow(/CHECK/);
+    db.prepare("INSERT INTO session_models VALUES ('k', 'main', 0)").run();
+    expect(() => db.prepare("INSERT INTO session_models VALUES ('k', 'other', 0)").run()).toThrow(
+      /UNIQUE|PRIMARY/,
+    );
   });
 
   it("does nothing on a database that is already current", () => {

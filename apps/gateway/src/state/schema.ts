@@ -82,6 +82,37 @@ export const MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    // Models and usage (docs/models-and-usage.md): one row per model call, with its UTC day
+    // for the daily totals and the budget, and the model `/model` picked per session key.
+    // Numbered 6: versions 4 and 5 belong to other branches (the lead renumbers at merge).
+    version: 6,
+    up(db) {
+      db.exec(`
+        CREATE TABLE usage (
+          id            INTEGER PRIMARY KEY AUTOINCREMENT,
+          at            INTEGER NOT NULL,
+          day           TEXT NOT NULL,
+          session_key   TEXT NOT NULL,
+          session_id    TEXT NOT NULL,
+          user          TEXT,
+          model         TEXT NOT NULL,
+          input_tokens  INTEGER NOT NULL CHECK (input_tokens >= 0),
+          output_tokens INTEGER NOT NULL CHECK (output_tokens >= 0),
+          cached_tokens INTEGER NOT NULL CHECK (cached_tokens >= 0),
+          cost          REAL NOT NULL CHECK (cost >= 0)
+        ) STRICT;
+        CREATE INDEX usage_by_day ON usage (day);
+        CREATE INDEX usage_by_session ON usage (session_key, day);
+        CREATE INDEX usage_by_user ON usage (user, day);
+        CREATE TABLE session_models (
+          session_key TEXT PRIMARY KEY NOT NULL,
+          model       TEXT NOT NULL,
+          updated_at  INTEGER NOT NULL
+        ) STRICT;
+      `);
+    },
+  },
 ];
 
 /** Result of {@link migrate}: the version found and the version the database has now. */

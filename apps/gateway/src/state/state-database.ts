@@ -17,6 +17,24 @@ import {
 } from "./pairing.js";
 import { migrate } from "./schema.js";
 import { type ChatMessage, isChatMessage } from "./types.js";
+import type {
+  DailyUsage,
+  UsageDays,
+  UsagePeriods,
+  UsageRecord,
+  UsageScope,
+  UsageTotals,
+  UserUsage,
+} from "./usage.js";
+import {
+  insertUsage,
+  selectDaily,
+  selectDay,
+  selectPeriods,
+  selectSessionModel,
+  selectUsers,
+  upsertSessionModel,
+} from "./usage-database.js";
 
 /** What the state database is opened with (plain data: it crosses to the worker thread). */
 export interface StateDatabaseSettings {
@@ -409,6 +427,41 @@ export class StateDatabase {
                                         locked_until = excluded.locked_until`,
       )
       .run(failed, lockedUntilMs);
+  }
+
+  /** Stores one model call's usage (usage-database.ts). */
+  recordUsage(usage: UsageRecord, nowMs: number): void {
+    this.#run("usage record", () => insertUsage(this.#db, usage, nowMs));
+  }
+
+  /** The totals of `scope` for today, the week and all time. */
+  usagePeriods(scope: UsageScope, days: UsageDays): UsagePeriods {
+    return this.#run("usage totals", () => selectPeriods(this.#db, scope, days));
+  }
+
+  /** The profile's totals of one UTC day. */
+  usageOfDay(day: string): UsageTotals {
+    return this.#run("usage totals", () => selectDay(this.#db, day));
+  }
+
+  /** The profile's totals per day from `fromDay` on. */
+  usageDaily(fromDay: string): DailyUsage[] {
+    return this.#run("usage daily", () => selectDaily(this.#db, fromDay));
+  }
+
+  /** Each user's totals. */
+  usageByUser(days: UsageDays): UserUsage[] {
+    return this.#run("usage users", () => selectUsers(this.#db, days));
+  }
+
+  /** The model `/model` picked for `sessionKey`, if any. */
+  sessionModel(sessionKey: string): string | undefined {
+    return this.#run("session model", () => selectSessionModel(this.#db, sessionKey));
+  }
+
+  /** Stores `/model`'s pick; `undefined` goes back to the default. */
+  setSessionModel(sessionKey: string, model: string | undefined, nowMs: number): void {
+    this.#run("session model", () => upsertSessionModel(this.#db, sessionKey, model, nowMs));
   }
 
   /** Closes the database. Safe to call twice. */

@@ -16,6 +16,15 @@ import type {
 } from "./pairing.js";
 import type { Approver, StateDatabase } from "./state-database.js";
 import type { ChatMessage } from "./types.js";
+import type {
+  DailyUsage,
+  UsageDays,
+  UsagePeriods,
+  UsageRecord,
+  UsageScope,
+  UsageTotals,
+  UserUsage,
+} from "./usage.js";
 
 /** Options of {@link StateStore.open}. */
 export interface StateStoreOptions {
@@ -211,6 +220,44 @@ export class StateStore {
   /** The pending codes (not expired), the approved users and the chat approvals' lock. */
   listPairing(): Promise<PairingList> {
     return this.#worker.call("listPairing", this.#now());
+  }
+
+  /**
+   * Stores one model call's usage, stamped now (docs/models-and-usage.md). Written on its own
+   * right after the call: a crash before it loses at most that call's record.
+   */
+  recordUsage(usage: UsageRecord): Promise<void> {
+    return this.#worker.call("recordUsage", usage, this.#now());
+  }
+
+  /** The totals of `scope` for today, the week and all time, by `days`. */
+  usagePeriods(scope: UsageScope, days: UsageDays): Promise<UsagePeriods> {
+    return this.#worker.call("usagePeriods", scope, days);
+  }
+
+  /** The profile's totals of one UTC day (`YYYY-MM-DD`). */
+  usageOfDay(day: string): Promise<UsageTotals> {
+    return this.#worker.call("usageOfDay", day);
+  }
+
+  /** The profile's totals per UTC day from `fromDay` on, oldest first; days without calls absent. */
+  usageDaily(fromDay: string): Promise<DailyUsage[]> {
+    return this.#worker.call("usageDaily", fromDay);
+  }
+
+  /** Each user's totals, the biggest spender first. */
+  usageByUser(days: UsageDays): Promise<UserUsage[]> {
+    return this.#worker.call("usageByUser", days);
+  }
+
+  /** The model `/model` picked for `sessionKey`; `undefined`: the default. */
+  sessionModel(sessionKey: string): Promise<string | undefined> {
+    return this.#worker.call("sessionModel", sessionKey);
+  }
+
+  /** Stores `/model`'s pick for `sessionKey` (kept across /reset); `undefined`: the default. */
+  setSessionModel(sessionKey: string, model: string | undefined): Promise<void> {
+    return this.#worker.call("setSessionModel", sessionKey, model, this.#now());
   }
 
   /**

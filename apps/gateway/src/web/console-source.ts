@@ -22,6 +22,7 @@ import type { PipelineServices } from "../pipeline/types.js";
 import type { ProfileRuntime } from "../profiles/profile-runtime.js";
 import type { LiveSessions } from "../session/live-sessions.js";
 import type { LogRing } from "./log-ring.js";
+import { usageView } from "./usage-source.js";
 
 /** What the console's source reads of the gateway (read-only, but for the actions). */
 export interface ConsoleSourceDeps {
@@ -280,6 +281,8 @@ export function createConsoleSource(deps: ConsoleSourceDeps): ConsoleSource {
         ? { status: "needs_confirm", text: describeResetConfirm(result.slot, result.sharedBy) }
         : result;
     },
+
+    usage: (days: number) => usageView(runtimes, days),
 
     async reapOrphans(by: WebActor): Promise<string> {
       const lines: string[] = [];

@@ -1,0 +1,182 @@
+import { backoffMs, sleep as realSleep, type Sleep } from "@mediagate/io";
+import OpenAI, { APIError, type ClientOptions } from "openai";
+import type {
+  ChatCompletion,
+  ChatCompletionCreateParamsNonStreaming,
+} from "openai/resources/chat/completions";
+import type { Logger } from "pino";
+import type { ModelSettings } from "../config/types.js";
+import { Defaults } from "../defaults.js";
+import { endpointHost, type OpenAIEndpointError, toEndpointError } from "./openai-errors.js";
+
+/** Handed to the SDK when an entry has no API key; never sent (see `clientOptions`). */
+const KeylessPlaceholder = "no-api-key";
+
+/** What {@link ModelChain.complete} answers: the completion and the entry that gave it. */
+export interface ChainAnswer {
+  readonly completion: ChatCompletion;
+  readonly entry: ModelSettings;
+  /** The failures of the entries tried before it (empty when the first one answered). */
+  readonly failures: readonly OpenAIEndpointError[];
+}
+
+/** Options of {@link ModelChain}. */
+export interface ModelChainOptions {
+  readonly logger: Logger;
+  /** Time limit of one request of an entry without `timeoutMs`. */
+  readonly timeoutMs: number;
+  /** Retries of one entry: of a 429 within `rateLimitWaitMs`, and of any failure of the last entry. */
+  readonly maxRetries: number;
+  /** Default: `Defaults.models.rateLimitWaitMs`. */
+  readonly rateLimitWaitMs?: number | undefined;
+  /** The wait between attempts (tests record it and go on). Default: a timer. */
+  readonly sleep?: Sleep | undefined;
+}
+
+/**
+ * The retry and fallback policy of model calls (docs/models-and-usage.md, "Fallback"). The
+ * SDK's own retries are off (`maxRetries: 0`) so that the bound is this class's: a request of
+ * an entry that fails with a 5xx, a timeout or a connection error moves on to the next entry
+ * of the chain at once; a 429 is retried on the same entry while its `retry-after` asks for at
+ * most `rateLimitWaitMs` (and `maxRetries` allow), then moves on. The last entry of the chain
+ * retries like a single model did (`maxRetries`, doubling waits, honouring `retry-after`).
+ * Any other error (400, 401, 404: a request or a configuration the next model would not fix
+ * either) fails at once.
+ */
+export class ModelChain {
+  readonly #clients = new Map<string, OpenAI>();
+  readonly #log: Logger;
+  readonly #timeoutMs: number;
+  readonly #maxRetries: number;
+  readonly #rateLimitWaitMs: number;
+  readonly #sleep: Sleep;
+
+  constructor(options: ModelChainOptions) {
+    this.#log = options.logger;
+    this.#timeoutMs = options.timeoutMs;
+    this.#maxRetries = options.maxRetries;
+    this.#rateLimitWaitMs = options.rateLimitWaitMs ?? Defaults.models.rateLimitWaitMs;
+    this.#sleep = options.sleep ?? realSleep;
+  }
+
+  /**
+   * Asks the entries of `chain` in order until one answers. `signal` aborts the request in
+   * flight (its SDK error comes out as thrown, for the caller to see `signal.aborted`).
+   */
+  async complete(
+    chain: readonly ModelSettings[],
+    params: Omit<ChatCompletionCreateParamsNonStreaming, "model">,
+    signal: AbortSignal,
+  ): Promise<ChainAnswer> {
+    const failures: OpenAIEndpointError[] = [];
+    for (const [index, entry] of chain.entries()) {
+      const last = index === chain.length - 1;
+      const outcome = await this.#attempt(entry, params, signal, last);
+      if ("completion" in outcome) return { completion: outcome.completion, entry, failures };
+      failures.push(outcome.failure);
+      if (last) throw outcome.failure;
+      this.#log.warn(
+        { err: outcome.failure, model: entry.name, next: chain[index + 1]?.name },
+        "model failed; trying the next one",
+      );
+    }
+    throw new RangeError("ModelChain.complete needs at least one model");
+  }
+
+  async #attempt(
+    entry: ModelSettings,
+    params: Omit<ChatCompletionCreateParamsNonStreaming, "model">,
+    signal: AbortSignal,
+    last: boolean,
+  ): Promise<{ completion: ChatCompletion } | { failure: OpenAIEndpointError }> {
+    const client = this.#client(entry);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const completion = await client.chat.completions.create(
+          { ...params, model: entry.model },
+          { signal },
+        );
+        return { completion };
+      } catch (error) {
+        if (signal.aborted) throw error;
+        const failure = toEndpointError(error, {
+          host: endpointHost(entry.baseUrl),
+          model: entry.model,
+          apiKey: entry.apiKey,
+        });
+        if (failure === undefined) throw error;
+        if (!canFallBack(failure)) throw failure;
+        const retryAfter = retryAfterMs(error);
+        const retries = attempt <= this.#maxRetries;
+        const rateLimited = failure.status === 429;
+        const waitable = retryAfter === undefined || retryAfter <= this.#rateLimitWaitMs;
+        if (retries && (last || (rateLimited && waitable))) {
+          const waitMs = backoffMs(
+            attempt,
+            { baseMs: Defaults.models.retryBaseMs, maxMs: Defaults.models.retryMaxMs },
+            { retryAfterMs: waitable ? retryAfter : undefined },
+          );
+          this.#log.info({ model: entry.name, status: failure.status, waitMs }, "model retry");
+          await this.#sleep(waitMs, signal);
+          if (signal.aborted) throw error;
+          continue;
+        }
+        return { failure };
+      }
+    }
+  }
+
+  #client(entry: ModelSettings): OpenAI {
+    let client = this.#clients.get(entry.name);
+    if (client === undefined) {
+      client = new OpenAI(this.#clientOptions(entry));
+      this.#clients.set(entry.name, client);
+    }
+    return client;
+  }
+
+  #clientOptions(entry: ModelSettings): ClientOptions {
+    const sdkLog = this.#log.child({ component: "openai-sdk", model: entry.name });
+    return {
+      baseURL: entry.baseUrl,
+      // The SDK insists on a key; without one, a placeholder satisfies it and the null
+      // header below keeps it off the wire, so a keyless server sees no Authorization at all.
+      apiKey: entry.apiKey ?? KeylessPlaceholder,
+      ...(entry.apiKey === undefined ? { defaultHeaders: { Authorization: null } } : {}),
+      // Explicit nulls keep the SDK from reading OPENAI_* variables (config reads env, once).
+      organization: null,
+      project: null,
+      webhookSecret: null,
+      adminAPIKey: null,
+      timeout: entry.timeoutMs ?? this.#timeoutMs,
+      maxRetries: 0,
+      logLevel: "warn",
+      logger: {
+        error: (message: string) => sdkLog.error(message),
+        warn: (message: string) => sdkLog.warn(message),
+        info: (message: string) => sdkLog.info(message),
+        debug: (message: string) => sdkLog.debug(message),
+      },
+    };
+  }
+}
+
+/** A failure another model may not have: 5xx, 408, 409, 429, a timeout, no connection. */
+export function canFallBack(failure: OpenAIEndpointError): boolean {
+  if (failure.kind !== "http") return true;
+  const status = failure.status ?? 0;
+  return status >= 500 || status === 408 || status === 409 || status === 429;
+}
+
+/** The wait an error response asked for (`retry-after-ms`, `retry-after` seconds or date). */
+function retryAfterMs(error: unknown): number | undefined {
+  if (!(error instanceof APIError) || error.headers === undefined) return undefined;
+  const ms = Number(error.headers.get("retry-after-ms") ?? Number.NaN);
+  if (Number.isFinite(ms) && ms >= 0) return ms;
+  const after = error.headers.get("retry-after");
+  if (after === null) return undefined;
+  const seconds = Number(after);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(after);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}

@@ -1,0 +1,72 @@
+import { rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { emptyEnv, loadConfig, StateStore, stateDbPath } from "@mediagate/gateway";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "./harness/cli.js";
+import { createTempHome, TestImage, uniqueProfileName } from "./harness/gateway-home.js";
+
+/** `mediagate usage` as an operator runs the built CLI (docs/operations.md, "Model usage"). */
+describe("mediagate usage", () => {
+  let dir = "";
+  let config = "";
+  const profile = uniqueProfileName("cli-usage");
+
+  beforeAll(async () => {
+    dir = await createTempHome("cli-usage");
+    config = join(dir, "mediagate.yaml");
+    const home = join(dir, "home");
+    await writeFile(
+      config,
+      [
+        `home: ${home}`,
+        "profiles:",
+        `  - name: ${profile}`,
+        `    sandbox: { image: ${TestImage}, diskLimitBytes: 0 }`,
+        "    agent: { kind: openai, baseUrl: http://127.0.0.1:1/v1, model: m, budget: { dailyCost: 1 } }",
+        "",
+      ].join("\n"),
+    );
+    const [entry] = (await loadConfig({ path: config, env: emptyEnv(dir) })).profiles;
+    const store = await StateStore.open(stateDbPath(entry!.home));
+    try {
+      await store.recordUsage({
+        sessionKey: "agent:x:telegram:dm:1",
+        sessionId: "s",
+        user: "telegram:1",
+        model: "m",
+        inputTokens: 1200,
+        outputTokens: 300,
+        cachedTokens: 200,
+        cost: 0.0123,
+      });
+    } finally {
+      await store.close();
+    }
+  });
+
+  afterAll(async () => {
+    if (dir !== "") await rm(dir, { recursive: true, force: true });
+  });
+
+  it("prints the header, the profile's and the user's rows, and the budget note", async () => {
+    const run = await runCli(["usage", "--config", config], { home: dir });
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout.trimEnd().split("\n")).toEqual([
+      "PROFILE\tUSER\tPERIOD\tCALLS\tINPUT\tCACHED\tOUTPUT\tCOST",
+      `${profile}\t*\ttoday\t1\t1200\t200\t300\t0.0123`,
+      `${profile}\t*\t7d\t1\t1200\t200\t300\t0.0123`,
+      `${profile}\t*\tall\t1\t1200\t200\t300\t0.0123`,
+      `${profile}\ttelegram:1\ttoday\t1\t1200\t200\t300\t0.0123`,
+      `${profile}\ttelegram:1\t7d\t1\t1200\t200\t300\t0.0123`,
+      `${profile}\ttelegram:1\tall\t1\t1200\t200\t300\t0.0123`,
+      `profile ${profile}: daily budget not reached; days are UTC`,
+    ]);
+  });
+
+  it("exits 1 naming the profiles for an unknown -p", async () => {
+    const run = await runCli(["usage", "-p", "nosuch", "--config", config], { home: dir });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`unknown profile "nosuch": the config has "${profile}"`);
+  });
+});

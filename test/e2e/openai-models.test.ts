@@ -1,0 +1,328 @@
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  type ModelSettings,
+  OpenAIAgent,
+  type OpenAIAgentOptions,
+  OpenAIEndpointError,
+  StateStore,
+  stateDbPath,
+  usageDays,
+} from "@mediagate/gateway";
+import { pino } from "pino";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  FakeOpenAIServer,
+  type FakeProvider,
+  type FakeUsage,
+  LocalToolRunner,
+  reply,
+} from "../fakes/openai/index.js";
+
+const SessionKey = "agent:default:telegram:dm:42";
+const User = "telegram:42";
+/** 20:00 UTC: the daily budget resets 4 hours later. */
+const Evening = Date.parse("2026-12-03T20:00:00Z");
+
+let dir: string;
+let main: FakeOpenAIServer;
+let backup: FakeOpenAIServer;
+let store: StateStore;
+let runner: LocalToolRunner;
+let nowMs: number;
+let sleeps: number[];
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), "mediagate-models-e2e-"));
+  mkdirSync(join(dir, "workspace"));
+  main = await FakeOpenAIServer.start({ models: ["main-model"] });
+  backup = await FakeOpenAIServer.start({ models: ["backup-model"] });
+  nowMs = Evening;
+  store = await StateStore.open(stateDbPath(dir), { now: () => nowMs });
+  runner = new LocalToolRunner(join(dir, "workspace"));
+  sleeps = [];
+});
+
+afterEach(async () => {
+  await main.close();
+  await backup.close();
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function models(overrides: Partial<ModelSettings> = {}): ModelSettings[] {
+  return [
+    {
+      name: "main",
+      baseUrl: main.baseUrl,
+      model: "main-model",
+      prices: { input: 2, output: 8, cachedInput: 0.5 },
+      ...overrides,
+    },
+    {
+      name: "backup",
+      baseUrl: backup.baseUrl,
+      model: "backup-model",
+      prices: { input: 1, output: 4 },
+    },
+  ];
+}
+
+function makeAgent(options: Partial<OpenAIAgentOptions> = {}): OpenAIAgent {
+  return new OpenAIAgent({
+    models: models(),
+    fallback: ["backup"],
+    store,
+    logger: pino({ level: "silent" }),
+    maxRetries: 2,
+    sleep: async (ms) => {
+      sleeps.push(ms);
+    },
+    ...options,
+  });
+}
+
+async function turn(agent: OpenAIAgent, text: string, sessionKey = SessionKey) {
+  return agent.runTurn({
+    text,
+    profile: "default",
+    sessionKey,
+    user: User,
+    sessionId: await store.currentSessionId(sessionKey),
+    tools: runner,
+    signal: new AbortController().signal,
+    attachments: [],
+  });
+}
+
+function profileTotals() {
+  return store.usagePeriods({ kind: "profile" }, usageDays(nowMs, 7));
+}
+
+describe("model fallback", () => {
+  it("moves to the next model on a 5xx, stays on it for the turn, and says so once", async () => {
+    main.enqueue(reply.error(503, "overloaded"));
+    backup.enqueue(reply.toolCall("terminal", { command: "echo hi" }), reply.text("done"));
+
+    const result = await turn(makeAgent(), "do it");
+
+    expect(result.reply).toBe("done");
+    expect(result.notices).toEqual(["↪️ Answered by backup: main answered HTTP 503."]);
+    expect(main.requests).toHaveLength(1);
+    expect(backup.requests.map((request) => request.body.model)).toEqual([
+      "backup-model",
+      "backup-model",
+    ]);
+    expect(sleeps).toEqual([]);
+  });
+
+  it("says it once per turn even when a second fallback answers later in the turn", async () => {
+    const third = await FakeOpenAIServer.start();
+    try {
+      main.enqueue(reply.error(500));
+      backup.enqueue(reply.toolCall("terminal", { command: "echo hi" }), reply.error(503));
+      third.enqueue(reply.text("third answered"));
+      const agent = makeAgent({
+        models: [...models(), { name: "third", baseUrl: third.baseUrl, model: "third-model" }],
+        fallback: ["backup", "third"],
+        maxRetries: 0,
+      });
+
+      const result = await turn(agent, "work");
+
+      expect(result.reply).toBe("third answered");
+      expect(result.notices).toEqual(["↪️ Answered by backup: main answered HTTP 500."]);
+      expect([main.requests.length, backup.requests.length, third.requests.length]).toEqual([
+        1, 2, 1,
+      ]);
+    } finally {
+      await third.close();
+    }
+  });
+
+  it("moves on at a 429 whose retry-after is past the bound, without waiting for it", async () => {
+    main.enqueue(reply.rateLimited(60_000));
+    backup.enqueue(reply.text("from backup"));
+
+    const result = await turn(makeAgent(), "hello");
+
+    expect(result.reply).toBe("from backup");
+    expect(result.notices).toEqual(["↪️ Answered by backup: main answered HTTP 429."]);
+    expect(sleeps).toEqual([]);
+  });
+
+  it("waits out a short 429 on the same model: no fallback, no notice", async () => {
+    main.enqueue(reply.rateLimited(5), reply.text("after the wait"));
+
+    const result = await turn(makeAgent(), "hello");
+
+    expect(result).toEqual({ reply: "after the wait" });
+    expect(main.requests).toHaveLength(2);
+    expect(backup.requests).toHaveLength(0);
+    expect(sleeps).toEqual([5]);
+  });
+
+  it("moves on when the model does not answer in time", async () => {
+    main.enqueue(reply.hang());
+    backup.enqueue(reply.text("in time"));
+
+    const result = await turn(makeAgent({ models: models({ timeoutMs: 300 }) }), "hello");
+
+    expect(result.reply).toBe("in time");
+    expect(result.notices).toEqual(["↪️ Answered by backup: main did not answer in time."]);
+    expect(main.requests[0]?.clientAborted).toBe(true);
+  });
+
+  it("retries the last model of the chain, then fails the turn with its error", async () => {
+    main.enqueue(reply.error(500));
+    backup.enqueue(reply.error(502), reply.error(502), reply.error(502));
+
+    await expect(turn(makeAgent(), "hello")).rejects.toMatchObject({
+      name: "OpenAIEndpointError",
+      status: 502,
+      model: "backup-model",
+    });
+    expect(main.requests).toHaveLength(1);
+    expect(backup.requests).toHaveLength(3);
+    expect(sleeps).toHaveLength(2);
+  });
+
+  it("does not fall back on a 400: the next model would refuse the request too", async () => {
+    main.enqueue(reply.error(400, "bad request"));
+
+    await expect(turn(makeAgent(), "hello")).rejects.toBeInstanceOf(OpenAIEndpointError);
+    expect(backup.requests).toHaveLength(0);
+  });
+
+  it("starts from the session's /model pick, the fallback after it", async () => {
+    await store.setSessionModel(SessionKey, "backup");
+    backup.enqueue(reply.text("picked"));
+
+    expect(await turn(makeAgent(), "hello")).toEqual({ reply: "picked" });
+    expect(main.requests).toHaveLength(0);
+    // another session still starts on the default
+    main.enqueue(reply.text("default"));
+    expect(await turn(makeAgent(), "hello", "agent:default:telegram:dm:43")).toEqual({
+      reply: "default",
+    });
+  });
+});
+
+describe("usage", () => {
+  it("records every call: the totals equal the sum of what the endpoints reported", async () => {
+    const agent = makeAgent();
+    main.enqueue(
+      reply.toolCall("write_file", { path: "/workspace/a.txt", content: "a" }),
+      reply.text("first"),
+      reply.text("second"),
+      reply.error(503),
+    );
+    backup.enqueue(reply.toolCall("read_file", { path: "/workspace/a.txt" }), reply.text("third"));
+    await turn(agent, "one");
+    await turn(agent, "two");
+    await turn(agent, "three");
+
+    const fromMain = main.reportedUsage();
+    const fromBackup = backup.reportedUsage();
+    expect(fromMain.cachedTokens).toBeGreaterThan(0);
+    const { all, today } = await profileTotals();
+    expect(all).toEqual(today);
+    expect(all).toMatchObject({
+      calls: 5,
+      inputTokens: fromMain.promptTokens + fromBackup.promptTokens,
+      outputTokens: fromMain.completionTokens + fromBackup.completionTokens,
+      cachedTokens: fromMain.cachedTokens + fromBackup.cachedTokens,
+    });
+    const cost = (usage: FakeUsage, input: number, cached: number, output: number) =>
+      ((usage.promptTokens - usage.cachedTokens) * input +
+        usage.cachedTokens * cached +
+        usage.completionTokens * output) /
+      1e6;
+    expect(all.cost).toBeCloseTo(cost(fromMain, 2, 0.5, 8) + cost(fromBackup, 1, 1, 4), 12);
+    const session = await store.usagePeriods(
+      { kind: "session", sessionKey: SessionKey },
+      usageDays(nowMs, 7),
+    );
+    expect(session.all).toEqual(all);
+    expect(await store.usageByUser(usageDays(nowMs, 7))).toEqual([
+      expect.objectContaining({ user: User, all }),
+    ]);
+  });
+
+  it("keeps the records across a restart of the store", async () => {
+    main.enqueue(reply.text("x"));
+    await turn(makeAgent(), "one");
+    await store.close();
+    store = await StateStore.open(stateDbPath(dir), { now: () => nowMs });
+    expect((await profileTotals()).all.calls).toBe(1);
+  });
+});
+
+describe("daily budget", () => {
+  const usage: FakeUsage = { promptTokens: 60, completionTokens: 40, cachedTokens: 0 };
+
+  it("stops the 11th call of a 10-call budget with its message, until 00:00 UTC", async () => {
+    main.respondWith(() => reply.text("ok", { usage }));
+    const agent = makeAgent({ budget: { dailyTokens: 1000 } });
+    for (let call = 1; call <= 10; call++)
+      expect((await turn(agent, `call ${call}`)).reply).toBe("ok");
+
+    const stopped = await turn(agent, "call 11");
+
+    expect(stopped.reply).toBe(
+      "⛔ This bot's daily model budget is used up (1000 of 1000 tokens today). It resets at 00:00 UTC, in 4 h 0 min; until then messages get no model answer.",
+    );
+    expect(main.requests).toHaveLength(10);
+    expect((await profileTotals()).today.calls).toBe(10);
+    // past midnight (UTC) the budget is fresh
+    nowMs = Date.parse("2026-12-04T00:00:01Z");
+    expect((await turn(agent, "next day")).reply).toBe("ok");
+    expect(main.requests).toHaveLength(11);
+  });
+
+  it("ends a turn between tool rounds when the cost budget runs out in it", async () => {
+    main.enqueue(
+      reply.toolCall("terminal", { command: "echo one" }, { usage }),
+      reply.text("never asked", { usage }),
+    );
+    // 60 input at 2 + 40 output at 8 per million: 0.00044 per call
+    const agent = makeAgent({ budget: { dailyCost: 0.0004 } });
+
+    const result = await turn(agent, "work");
+
+    expect(result.reply).toMatch(
+      /^⛔ This bot's daily model budget is used up \(cost 0\.0004 of 0\.0004 today\)/,
+    );
+    expect(main.requests).toHaveLength(1);
+    expect(main.pending).toBe(1);
+  });
+});
+
+describe.each<[FakeProvider, string, number]>([
+  ["anthropic", "/v1/chat/completions", 0],
+  ["gemini", "/v1beta/openai/chat/completions", 1],
+])("the %s compatible endpoint as configured", (provider, path, cachedCalls) => {
+  it("is asked at its path, and its usage (cached tokens as it reports them) is recorded", async () => {
+    const fake = await FakeOpenAIServer.start({ provider });
+    try {
+      fake.enqueue(reply.text("hi"), reply.text("again"));
+      const agent = makeAgent({
+        models: [{ name: provider, baseUrl: fake.baseUrl, model: `${provider}-model` }],
+        fallback: [],
+      });
+      await turn(agent, "one");
+      await turn(agent, "two");
+      expect(fake.requests.map((request) => request.path)).toEqual([path, path]);
+      const { all } = await profileTotals();
+      const reported = fake.reportedUsage();
+      expect(all.inputTokens).toBe(reported.promptTokens);
+      expect(all.outputTokens).toBe(reported.completionTokens);
+      // Anthropic's layer reports no cached tokens; Gemini's only once there are some.
+      expect(all.cachedTokens).toBe(cachedCalls === 0 ? 0 : reported.cachedTokens);
+      expect(all.cachedTokens > 0).toBe(cachedCalls > 0);
+    } finally {
+      await fake.close();
+    }
+  });
+});
