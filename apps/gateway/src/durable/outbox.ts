@@ -28,13 +28,7 @@ import type { Logger } from "../log.js";
 import { type DeliveryItem, deliveryItems } from "./delivery-items.js";
 import { deliveryNotice, planNotices, textNotices } from "./notices.js";
 import { ReplyTimes } from "./reply-times.js";
-import {
-  formatStepKey,
-  isTextStepKey,
-  mediaStepKey,
-  type OutboxNoticeName,
-  parseStepKey,
-} from "./step-keys.js";
+import { formatStepKey, mediaStepKey, type OutboxNoticeName, parseStepKey } from "./step-keys.js";
 import type { Journal, OutboxRecord, OutboxReply } from "./types.js";
 
 /** Defaults of {@link Outbox} (docs/durability.md). */
