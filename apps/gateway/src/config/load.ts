@@ -5,6 +5,7 @@ import type { SandboxSettings } from "@mediagate/sandbox";
 import { needsAllowedHosts } from "@mediagate/web";
 import { LineCounter, parseDocument } from "yaml";
 import type { Redactor } from "../redact.js";
+import { resolveApprovals } from "./approvals-schema.js";
 import { ConfigDefaults } from "./defaults.js";
 import type { GatewayEnv } from "./env.js";
 import {
@@ -250,9 +251,11 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
       ? {
           ...entry.agent,
           maxToolRounds: entry.agent.maxToolRounds ?? ConfigDefaults.openaiMaxToolRounds,
+          approvals: resolveApprovals(entry.agent.approvals),
         }
       : {
           kind: "shell",
+          approvals: resolveApprovals(entry.agent?.approvals),
           ...(entry.agent?.maxReplyChars === undefined
             ? {}
             : { maxReplyChars: entry.agent.maxReplyChars }),

@@ -2,6 +2,7 @@ import { isLoopbackHost, ListenAddressError, parseListenAddress } from "@mediaga
 import { HostNamePattern } from "@mediagate/web";
 import { z } from "zod";
 import { LogLevels } from "../log.js";
+import { approvalsSchema } from "./approvals-schema.js";
 import { ConfigDefaults, ProfileNamePattern } from "./defaults.js";
 
 const positiveInt = z.number().int().positive();
@@ -64,9 +65,14 @@ const discordSchema = z.strictObject({
 });
 
 const agentSchema = z.discriminatedUnion("kind", [
-  z.strictObject({ kind: z.literal("shell"), maxReplyChars: positiveInt.optional() }),
+  z.strictObject({
+    kind: z.literal("shell"),
+    maxReplyChars: positiveInt.optional(),
+    approvals: approvalsSchema.optional(),
+  }),
   z.strictObject({
     kind: z.literal("openai"),
+    approvals: approvalsSchema.optional(),
     baseUrl: url,
     apiKey: z
       .string()

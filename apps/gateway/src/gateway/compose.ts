@@ -1,6 +1,8 @@
 import { type Clock, systemClock } from "@mediagate/io";
 import { connectDocker, type DockerEngine } from "@mediagate/sandbox";
+import { ApprovalBroker, ApprovalChoiceKind } from "../approvals/broker.js";
 import { createChannels } from "../channels/factory.js";
+import { ChoiceRouter } from "../choices/router.js";
 import type { ChannelAdapter } from "../channels/types.js";
 import { emptyEnv, type GatewayEnv } from "../config/env.js";
 import type { GatewayConfig } from "../config/types.js";
@@ -113,7 +115,16 @@ export function composeCore(
     clock,
     schedule: options.outboxSchedule,
   });
+  const approvals = new ApprovalBroker({
+    profileOf: (name) => runtimes.get(name),
+    logger,
+    schedule: options.approvalSchedule,
+  });
+  const choices = new ChoiceRouter((error, press) =>
+    logger.error({ err: error, profile: press.profile, chatId: press.chatId }, "button press failed"),
+  ).on(ApprovalChoiceKind, approvals.onPress);
   const services: PipelineServices = {
+    approvals,
     queue: new TurnQueue({
       concurrency: config.concurrency,
       onError: (sessionKey, error) =>
@@ -148,6 +159,7 @@ export function composeCore(
     engineCheck: undefined,
     web: undefined,
     accepting: false,
+    choices,
   };
 }
 
