@@ -14,6 +14,7 @@ import type { ChoiceHandler } from "../choices/router.js";
 import type { ApprovalSettings, ProfileConfig } from "../config/types.js";
 import { Defaults } from "../defaults.js";
 import type { Logger } from "../log.js";
+import { abortedByStop } from "../session/stopping.js";
 import type { ApprovalRecord, ApprovalStatus } from "../state/approvals.js";
 import type { StateStore } from "../state/store.js";
 import { type AgentAction, describeAction } from "./rules.js";
@@ -153,8 +154,10 @@ export class ApprovalBroker {
     const cancelTimer = this.#schedule(() => {
       void this.#decideQuietly(profile, record.id, "expired", "timer", undefined);
     }, record.expiresMs - now);
+    // The gateway's stop leaves the message to run again after the restart (it asks anew).
     const onAbort = () => {
-      void this.#decideQuietly(profile, record.id, "cancelled", "gateway", undefined);
+      const status = abortedByStop(request.signal) ? "interrupted" : "cancelled";
+      void this.#decideQuietly(profile, record.id, status, "gateway", undefined);
     };
     request.signal.addEventListener("abort", onAbort, { once: true });
     try {
@@ -171,6 +174,7 @@ export class ApprovalBroker {
         case "allowed_session":
           return "session";
         case "cancelled":
+        case "interrupted":
           if (request.signal.aborted) throw request.signal.reason;
           throw new ToolRefusedError("the question could not be shown in the chat", "denied");
         case "expired":
@@ -199,18 +203,29 @@ export class ApprovalBroker {
   /** Posts the question: with buttons where the channel has them, else as text with typed answers. */
   async #post(profile: ApprovalProfile, record: ApprovalRecord, request: ApprovalRequest) {
     const text = questionText(record, request.settings);
-    const signal = AbortSignal.any([request.signal, AbortSignal.timeout(Defaults.progress.requestTimeoutMs)]);
+    const signal = AbortSignal.any([
+      request.signal,
+      AbortSignal.timeout(Defaults.progress.requestTimeoutMs),
+    ]);
     try {
       const choices = request.channel.choices;
       if (choices === undefined) {
         await request.channel.sendText(request.target, `${text}\n${TypedHint}`, signal);
         return;
       }
-      const messageId = await choices.post(request.target, text, approvalButtons(record.id), signal);
+      const messageId = await choices.post(
+        request.target,
+        text,
+        approvalButtons(record.id),
+        signal,
+      );
       await profile.store.setApprovalMessage(record.id, messageId);
     } catch (error) {
       if (request.signal.aborted) return;
-      request.log.error({ err: error, approval: record.id }, "could not show the approval question");
+      request.log.error(
+        { err: error, approval: record.id },
+        "could not show the approval question",
+      );
       await this.#decideQuietly(profile, record.id, "cancelled", "gateway", undefined);
     }
   }
@@ -236,9 +251,17 @@ export class ApprovalBroker {
       waiting.resolve(record);
       if (!options.viaPress && record.messageId !== undefined && waiting.channel.choices) {
         await waiting.channel.choices
-          .close(waiting.target, record.messageId, decidedText(record), AbortSignal.timeout(Defaults.progress.requestTimeoutMs))
+          .close(
+            waiting.target,
+            record.messageId,
+            decidedText(record),
+            AbortSignal.timeout(Defaults.progress.requestTimeoutMs),
+          )
           .catch((error: unknown) =>
-            this.#options.logger.warn({ err: error, approval: id }, "could not close the approval's buttons"),
+            this.#options.logger.warn(
+              { err: error, approval: id },
+              "could not close the approval's buttons",
+            ),
           );
       }
     }
@@ -255,7 +278,10 @@ export class ApprovalBroker {
     try {
       await this.decide(profile, id, status, by, byName);
     } catch (error) {
-      this.#options.logger.error({ err: error, approval: id, status }, "could not record an approval's end");
+      this.#options.logger.error(
+        { err: error, approval: id, status },
+        "could not record an approval's end",
+      );
       // The turn must not wait forever on a store that failed: it ends as if denied.
       this.#waiting.get(id)?.resolve({ status: "cancelled", decidedBy: "gateway" });
     }
@@ -265,15 +291,31 @@ export class ApprovalBroker {
   readonly onPress: ChoiceHandler = async (press, data) => {
     const profile = this.#options.profileOf(press.profile);
     const option = data.option in Options ? (data.option as OptionName) : undefined;
-    const record = profile === undefined || option === undefined ? undefined : await profile.store.getApproval(data.id);
-    if (profile === undefined || option === undefined || record === undefined || !samePlace(record, press)) {
+    const record =
+      profile === undefined || option === undefined
+        ? undefined
+        : await profile.store.getApproval(data.id);
+    if (
+      profile === undefined ||
+      option === undefined ||
+      record === undefined ||
+      !samePlace(record, press)
+    ) {
       this.#options.logger.info(
         { profile: press.profile, chatId: press.chatId, user: `${press.platform}:${press.userId}` },
         "approval press refused: unknown approval or another chat",
       );
       return { kind: "refused", notice: "This button does nothing any more." };
     }
-    return this.#answer(profile, record, press.platform, press.userId, press.userName, Options[option], true);
+    return this.#answer(
+      profile,
+      record,
+      press.platform,
+      press.userId,
+      press.userName,
+      Options[option],
+      true,
+    );
   };
 
   /**
@@ -292,8 +334,17 @@ export class ApprovalBroker {
       profile === undefined
         ? undefined
         : await profile.store.latestPendingApproval(where.platform, where.chatId, where.threadId);
-    if (profile === undefined || record === undefined) return "Nothing is waiting for approval here.";
-    const answer = await this.#answer(profile, record, where.platform, userId, userName, status, false);
+    if (profile === undefined || record === undefined)
+      return "Nothing is waiting for approval here.";
+    const answer = await this.#answer(
+      profile,
+      record,
+      where.platform,
+      userId,
+      userName,
+      status,
+      false,
+    );
     return answer.kind === "decided" ? (answer.notice ?? answer.text) : answer.notice;
   }
 
@@ -312,16 +363,30 @@ export class ApprovalBroker {
     }
     const admin = accessOf(profile.profile, platform, userId).admin;
     if (!admin && (record.approvers === "admins" || record.requester !== user)) {
-      this.#options.logger.info({ approval: record.id, user }, "approval press refused: not an approver");
+      this.#options.logger.info(
+        { approval: record.id, user },
+        "approval press refused: not an approver",
+      );
       return { kind: "refused", notice: refusalOf(record) };
     }
     const late = profile.store.now() >= record.expiresMs;
     const stale = !this.#waiting.has(record.id);
-    const final: Exclude<ApprovalStatus, "pending"> = late ? "expired" : stale ? "interrupted" : status;
+    const final: Exclude<ApprovalStatus, "pending"> = late
+      ? "expired"
+      : stale
+        ? "interrupted"
+        : status;
     const by = late ? "timer" : user;
-    const result = await this.decide(profile, record.id, final, by, late ? undefined : (userName ?? user), {
-      viaPress,
-    });
+    const result = await this.decide(
+      profile,
+      record.id,
+      final,
+      by,
+      late ? undefined : (userName ?? user),
+      {
+        viaPress,
+      },
+    );
     if (!result.decided || result.record === undefined) {
       const now = result.record ?? record;
       return { kind: "refused", notice: `Already decided: ${decidedText(now).split("\n")[0]}` };

@@ -19,16 +19,63 @@ const Harmless = /^\/dev\/(null|stdout|stderr|fd\/\d+)$/;
  * (docs/approvals.md, "What the rules see").
  */
 const NetworkPrograms = new Set([
-  "curl", "wget", "nc", "ncat", "netcat", "socat", "ssh", "scp", "sftp", "rsync", "ftp", "telnet",
-  "ping", "dig", "nslookup", "host", "apt", "apt-get", "apk", "pip", "pip3", "npm", "npx", "pnpm",
-  "yarn", "gem", "cargo", "go", "git", "docker", "http", "aria2c",
+  "curl",
+  "wget",
+  "nc",
+  "ncat",
+  "netcat",
+  "socat",
+  "ssh",
+  "scp",
+  "sftp",
+  "rsync",
+  "ftp",
+  "telnet",
+  "ping",
+  "dig",
+  "nslookup",
+  "host",
+  "apt",
+  "apt-get",
+  "apk",
+  "pip",
+  "pip3",
+  "npm",
+  "npx",
+  "pnpm",
+  "yarn",
+  "gem",
+  "cargo",
+  "go",
+  "git",
+  "docker",
+  "http",
+  "aria2c",
 ]);
 const NetworkText = /[a-z][a-z0-9+.-]*:\/\/|\/dev\/(tcp|udp)\//i;
 
 /** Programs whose path arguments are written to (created, replaced, removed, changed). */
 const WritingPrograms = new Set([
-  "rm", "mv", "cp", "tee", "touch", "mkdir", "rmdir", "ln", "chmod", "chown", "chgrp", "dd",
-  "install", "truncate", "sed", "unzip", "tar", "rsync", "shred", "patch",
+  "rm",
+  "mv",
+  "cp",
+  "tee",
+  "touch",
+  "mkdir",
+  "rmdir",
+  "ln",
+  "chmod",
+  "chown",
+  "chgrp",
+  "dd",
+  "install",
+  "truncate",
+  "sed",
+  "unzip",
+  "tar",
+  "rsync",
+  "shred",
+  "patch",
 ]);
 
 /** The simple commands of a command line, split at `;`, `&&`, `||`, `|`, `&` and newlines. */
@@ -48,7 +95,12 @@ function simpleCommands(line: string): string[][] {
 /** The program a simple command runs: its first word past `sudo`/`env`/assignments, basename. */
 function programOf(words: readonly string[]): string | undefined {
   for (const word of words) {
-    if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(word) || word === "sudo" || word === "env" || word === "exec")
+    if (
+      /^[A-Za-z_][A-Za-z0-9_]*=/.test(word) ||
+      word === "sudo" ||
+      word === "env" ||
+      word === "exec"
+    )
       continue;
     return word.slice(word.lastIndexOf("/") + 1);
   }
@@ -82,7 +134,10 @@ export function commandWritesOutside(line: string): boolean {
     for (const word of words.slice(1)) {
       const value = word.startsWith("of=") ? word.slice(3) : word;
       if (value.startsWith("-")) continue;
-      if ((value.startsWith("/") || value.startsWith("~") || value.includes("..")) && outsideWorkspace(value))
+      if (
+        (value.startsWith("/") || value.startsWith("~") || value.includes("..")) &&
+        outsideWorkspace(value)
+      )
         return true;
     }
   }
@@ -115,7 +170,10 @@ function patternsOf(rules: ApprovalRules): RegExp[] {
  * what it was asked to ask about, not someone who wants to slip past them (a command pattern
  * is not a security boundary; the sandbox is).
  */
-export function approvalReason(action: AgentAction, settings: ApprovalSettings): string | undefined {
+export function approvalReason(
+  action: AgentAction,
+  settings: ApprovalSettings,
+): string | undefined {
   const { ask } = settings;
   if (ask === "never") return undefined;
   if (ask === "always") return "every action needs approval";
@@ -138,6 +196,8 @@ export function approvalReason(action: AgentAction, settings: ApprovalSettings):
 /** How an action is shown in the chat, cut to `maxChars`. */
 export function describeAction(action: AgentAction, maxChars: number): string {
   const text =
-    action.kind === "command" ? `$ ${action.command}` : `write ${action.path} (${action.bytes} bytes)`;
+    action.kind === "command"
+      ? `$ ${action.command}`
+      : `write ${action.path} (${action.bytes} bytes)`;
   return text.length <= maxChars ? text : `${text.slice(0, maxChars - 1)}…`;
 }

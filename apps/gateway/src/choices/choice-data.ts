@@ -23,7 +23,8 @@ export function formatChoiceData(data: ChoiceData): string {
     throw new TypeError(`choice data out of grammar: ${JSON.stringify(data)}`);
   }
   const text = `${data.kind}:${data.id}:${data.option}`;
-  if (text.length > ChoiceDataMaxBytes) throw new TypeError(`choice data over ${ChoiceDataMaxBytes} bytes`);
+  if (text.length > ChoiceDataMaxBytes)
+    throw new TypeError(`choice data over ${ChoiceDataMaxBytes} bytes`);
   return text;
 }
 

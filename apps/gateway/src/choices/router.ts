@@ -29,7 +29,8 @@ export class ChoiceRouter {
   async press(press: ChoicePress): Promise<ChoiceAnswer> {
     const data = parseChoiceData(press.data);
     const handler = data === undefined ? undefined : this.#handlers.get(data.kind);
-    if (data === undefined || handler === undefined) return { kind: "refused", notice: UnknownChoiceText };
+    if (data === undefined || handler === undefined)
+      return { kind: "refused", notice: UnknownChoiceText };
     try {
       return await handler(press, data);
     } catch (error) {

@@ -17,7 +17,11 @@ const rulesSchema = z.strictObject({
   commands: z.array(pattern).optional(),
   writesOutsideWorkspace: z.boolean().optional(),
   network: z.boolean().optional(),
-  filesOverBytes: z.number().int().positive({ error: "a positive whole number of bytes" }).optional(),
+  filesOverBytes: z
+    .number()
+    .int()
+    .positive({ error: "a positive whole number of bytes" })
+    .optional(),
 });
 
 const askSchema = z.union([z.enum(["never", "always"]), rulesSchema], {
@@ -46,7 +50,9 @@ export const approvalsSchema = z.union([
 ]);
 
 /** The settings of `agent.approvals` as written, with the `Defaults.approvals` filled in. */
-export function resolveApprovals(raw: z.infer<typeof approvalsSchema> | undefined): ApprovalSettings {
+export function resolveApprovals(
+  raw: z.infer<typeof approvalsSchema> | undefined,
+): ApprovalSettings {
   const entry = typeof raw === "string" ? { ask: raw } : (raw ?? {});
   const ask: "never" | "always" | ApprovalRules = entry.ask ?? Defaults.approvals.ask;
   return {

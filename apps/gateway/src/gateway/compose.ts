@@ -2,8 +2,8 @@ import { type Clock, systemClock } from "@mediagate/io";
 import { connectDocker, type DockerEngine } from "@mediagate/sandbox";
 import { ApprovalBroker, ApprovalChoiceKind } from "../approvals/broker.js";
 import { createChannels } from "../channels/factory.js";
-import { ChoiceRouter } from "../choices/router.js";
 import type { ChannelAdapter } from "../channels/types.js";
+import { ChoiceRouter } from "../choices/router.js";
 import { emptyEnv, type GatewayEnv } from "../config/env.js";
 import type { GatewayConfig } from "../config/types.js";
 import { Defaults } from "../defaults.js";
@@ -121,7 +121,10 @@ export function composeCore(
     schedule: options.approvalSchedule,
   });
   const choices = new ChoiceRouter((error, press) =>
-    logger.error({ err: error, profile: press.profile, chatId: press.chatId }, "button press failed"),
+    logger.error(
+      { err: error, profile: press.profile, chatId: press.chatId },
+      "button press failed",
+    ),
   ).on(ApprovalChoiceKind, approvals.onPress);
   const services: PipelineServices = {
     approvals,

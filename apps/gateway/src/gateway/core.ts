@@ -1,8 +1,8 @@
 import type { Clock } from "@mediagate/io";
 import type { DockerEngine } from "@mediagate/sandbox";
 import type { WebConsole } from "@mediagate/web";
-import type { ChoiceRouter } from "../choices/router.js";
 import type { ChannelAdapter, ChatTarget, InboundMessage, Platform } from "../channels/types.js";
+import type { ChoiceRouter } from "../choices/router.js";
 import type { GatewayConfig } from "../config/types.js";
 import type { Outbox } from "../durable/outbox.js";
 import type { Journal } from "../durable/types.js";

@@ -2,6 +2,7 @@ import { ApprovedNotice, approveInChat } from "../commands/approve.js";
 import { describeHelp } from "../commands/help.js";
 import {
   type AdminCommand,
+  type ApprovalCommand,
   commandLogFields,
   type HelpCommand,
   parseCommand,
@@ -26,11 +27,37 @@ export const handleCommands: Middleware = async (ctx, next) => {
   if (command.name === "approve" && ctx.runtime.profile.access !== "pairing") return next();
   try {
     if (command.name === "help") await answerHelp(ctx, command);
+    else if (command.name === "allow" || command.name === "deny")
+      await answerApproval(ctx, command);
     else await runCommand(ctx, command);
   } finally {
     await finishEntry(ctx, "command");
   }
 };
+
+/**
+ * `/allow [session]` and `/deny` (docs/approvals.md): decide the chat's newest pending
+ * approval, for whoever may; the broker says who may and answers everyone else politely.
+ */
+async function answerApproval(ctx: MessageContext, command: ApprovalCommand): Promise<void> {
+  const { message } = ctx;
+  const broker = ctx.services.approvals;
+  if (broker === undefined) {
+    await say(ctx, "Nothing is waiting for approval here.");
+    return;
+  }
+  ctx.log.info({ command: commandLogFields(command) }, "approval command");
+  await say(
+    ctx,
+    await broker.typed(
+      message.profile,
+      { platform: message.platform, chatId: message.chatId, threadId: message.threadId },
+      message.userId,
+      message.userName,
+      command.name === "deny" ? "denied" : command.session ? "allowed_session" : "allowed",
+    ),
+  );
+}
 
 /** `/help` and `/start` (docs/sessions.md, "First contact and help"). */
 async function answerHelp(ctx: MessageContext, command: HelpCommand): Promise<void> {

@@ -49,7 +49,9 @@ export interface ApprovalRecord {
 }
 
 /** What {@link addApproval} did. */
-export type AddApprovalResult = { readonly added: true } | { readonly added: false; readonly pending: number };
+export type AddApprovalResult =
+  | { readonly added: true }
+  | { readonly added: false; readonly pending: number };
 
 /** The result of a decision: whether this call decided it, and the record as it is now. */
 export interface DecideResult {
@@ -151,7 +153,9 @@ export function decideApproval(
 export function sessionAllowed(db: Database.Database, sessionId: string): boolean {
   return (
     db
-      .prepare("SELECT 1 FROM approvals WHERE session_id = ? AND status = 'allowed_session' LIMIT 1")
+      .prepare(
+        "SELECT 1 FROM approvals WHERE session_id = ? AND status = 'allowed_session' LIMIT 1",
+      )
       .get(sessionId) !== undefined
   );
 }

@@ -2,19 +2,6 @@ import { randomUUID } from "node:crypto";
 import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
-import { StateSchemaError, StateStoreError } from "./errors.js";
-import {
-  type ApprovalGuard,
-  generatePairingCode,
-  type PairedUser,
-  type PairingApproveResult,
-  type PairingLimits,
-  type PairingList,
-  type PairingRequester,
-  type PairingRequestResult,
-  type PairingRevokeResult,
-  type PendingPairing,
-} from "./pairing.js";
 import {
   type AddApprovalResult,
   type ApprovalRecord,
@@ -28,6 +15,19 @@ import {
   sessionAllowed,
   setApprovalMessage,
 } from "./approvals.js";
+import { StateSchemaError, StateStoreError } from "./errors.js";
+import {
+  type ApprovalGuard,
+  generatePairingCode,
+  type PairedUser,
+  type PairingApproveResult,
+  type PairingLimits,
+  type PairingList,
+  type PairingRequester,
+  type PairingRequestResult,
+  type PairingRevokeResult,
+  type PendingPairing,
+} from "./pairing.js";
 import { migrate } from "./schema.js";
 import { type ChatMessage, isChatMessage } from "./types.js";
 

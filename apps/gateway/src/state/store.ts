@@ -3,6 +3,12 @@ import { Defaults } from "../defaults.js";
 import { type CallFailure, DatabaseWorker, programUrl } from "../sqlite/database-worker.js";
 import { checkIntegrityWithin, type OpenCheck } from "../sqlite/integrity.js";
 import { fromWire } from "../sqlite/protocol.js";
+import type {
+  AddApprovalResult,
+  ApprovalRecord,
+  ApprovalStatus,
+  DecideResult,
+} from "./approvals.js";
 import { StateSchemaError, StateStoreError } from "./errors.js";
 import type {
   ApprovalGuard,
@@ -13,12 +19,6 @@ import type {
   PairingRequestResult,
   PairingRevokeResult,
 } from "./pairing.js";
-import type {
-  AddApprovalResult,
-  ApprovalRecord,
-  ApprovalStatus,
-  DecideResult,
-} from "./approvals.js";
 import type { Approver, StateDatabase } from "./state-database.js";
 import type { ChatMessage } from "./types.js";
 
@@ -158,7 +158,11 @@ export class StateStore {
    * Stores a pending approval (docs/approvals.md) unless `maxPending` of the profile are
    * pending already; decided ones older than `keepMs` are dropped first.
    */
-  addApproval(record: ApprovalRecord, maxPending: number, keepMs: number): Promise<AddApprovalResult> {
+  addApproval(
+    record: ApprovalRecord,
+    maxPending: number,
+    keepMs: number,
+  ): Promise<AddApprovalResult> {
     return this.#worker.call("addApproval", record, maxPending, keepMs);
   }
 
