@@ -251,11 +251,15 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
       ? {
           ...entry.agent,
           maxToolRounds: entry.agent.maxToolRounds ?? ConfigDefaults.openaiMaxToolRounds,
-          approvals: resolveApprovals(entry.agent.approvals),
+          ...(entry.agent.approvals === undefined
+            ? {}
+            : { approvals: resolveApprovals(entry.agent.approvals) }),
         }
       : {
           kind: "shell",
-          approvals: resolveApprovals(entry.agent?.approvals),
+          ...(entry.agent?.approvals === undefined
+            ? {}
+            : { approvals: resolveApprovals(entry.agent.approvals) }),
           ...(entry.agent?.maxReplyChars === undefined
             ? {}
             : { maxReplyChars: entry.agent.maxReplyChars }),
