@@ -251,9 +251,10 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
       ? {
           ...entry.agent,
           maxToolRounds: entry.agent.maxToolRounds ?? ConfigDefaults.openaiMaxToolRounds,
-          ...(entry.agent.approvals === undefined
-            ? {}
-            : { approvals: resolveApprovals(entry.agent.approvals) }),
+          approvals:
+            entry.agent.approvals === undefined
+              ? undefined
+              : resolveApprovals(entry.agent.approvals),
         }
       : {
           kind: "shell",
