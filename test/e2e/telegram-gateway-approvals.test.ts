@@ -244,4 +244,35 @@ describe("gateway over Telegram: approvals with buttons", () => {
     expect(made("session-2")).toBe(true);
     expect(bot.callsIn(Admin, next).some((c) => c.params.reply_markup !== undefined)).toBe(false);
   });
+
+  it("/reset on the shared slot asks with Confirm / Cancel; only an admin's press counts", async () => {
+    expect(made("allowed-once")).toBe(true);
+    let since = bot.mark();
+    await bot.handle((fake) => fake.sendPrivateText({ userId: Admin, text: "/reset" }));
+    let q = await question(Admin, since);
+    expect(q.text).toContain("is shared");
+    const member = bot.fake.pressButton({
+      chatId: Admin,
+      messageId: q.messageId,
+      button: "Confirm",
+      userId: Asker,
+    });
+    await waitUntil(() => member.answer !== undefined, "the member's press answered");
+    expect(member.answer?.text).toBe("⛔ /reset is for admins only; nothing was done.");
+    const cancel = await press(Admin, q, "Cancel", Admin);
+    expect(cancel.answer).toBeDefined();
+    expect(shown(Admin, q)?.text).toMatch(/^Reset cancelled by/);
+    expect(made("allowed-once")).toBe(true);
+
+    since = bot.mark();
+    await bot.handle((fake) => fake.sendPrivateText({ userId: Admin, text: "/reset" }));
+    q = await question(Admin, since);
+    await press(Admin, q, "Confirm", Admin);
+    await waitFor(() =>
+      expect(bot.texts(Admin, since).join("\n")).toMatch(/♻️ Reset: new conversation started/),
+    );
+    expect(shown(Admin, q)?.text).toMatch(/^♻️ Reset confirmed by/);
+    expect(shown(Admin, q)?.reply_markup).toBeUndefined();
+    expect(made("allowed-once")).toBe(false);
+  });
 });

@@ -4,6 +4,7 @@ import { ApprovalBroker, ApprovalChoiceKind } from "../approvals/broker.js";
 import { createChannels } from "../channels/factory.js";
 import type { ChannelAdapter } from "../channels/types.js";
 import { ChoiceRouter } from "../choices/router.js";
+import { ResetChoiceKind, ResetConfirmations } from "../commands/reset-buttons.js";
 import { emptyEnv, type GatewayEnv } from "../config/env.js";
 import type { GatewayConfig } from "../config/types.js";
 import { Defaults } from "../defaults.js";
@@ -126,8 +127,16 @@ export function composeCore(
       "button press failed",
     ),
   ).on(ApprovalChoiceKind, approvals.onPress);
+  const resets = new ResetConfirmations({
+    runtimeOf: (name) => runtimes.get(name),
+    services: () => services,
+    now: () => clock.wallMs(),
+    logger,
+  });
+  choices.on(ResetChoiceKind, resets.onPress);
   const services: PipelineServices = {
     approvals,
+    resetButtons: resets,
     queue: new TurnQueue({
       concurrency: config.concurrency,
       onError: (sessionKey, error) =>

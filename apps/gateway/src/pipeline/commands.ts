@@ -99,12 +99,19 @@ async function runCommand(ctx: MessageContext, command: AdminCommand): Promise<v
       return;
     case "reset": {
       const result = await resetSession(runtime, services, session.sessionKey, command.confirm);
-      await say(
-        ctx,
-        result.status === "needs_confirm"
-          ? describeResetConfirm(result.slot, result.sharedBy)
-          : result.text,
+      if (result.status === "done") {
+        await say(ctx, result.text);
+        return;
+      }
+      const question = describeResetConfirm(result.slot, result.sharedBy);
+      const asked = await services.resetButtons?.ask(
+        ctx.channel,
+        ctx.target,
+        ctx.message,
+        session.sessionKey,
+        question,
       );
+      if (asked !== true) await say(ctx, question);
       return;
     }
     case "approve": {

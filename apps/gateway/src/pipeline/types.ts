@@ -84,6 +84,21 @@ export interface PipelineServices {
   readonly live?: LiveSessions | undefined;
   /** Asks before the agent acts (docs/approvals.md); absent: no profile's actions ask. */
   readonly approvals?: ApprovalBroker | undefined;
+  /**
+   * Posts a shared slot's /reset question with Confirm / Cancel buttons (docs/approvals.md);
+   * false when the channel has no buttons (the typed `/reset confirm` is asked for then).
+   */
+  readonly resetButtons?:
+    | {
+        ask(
+          channel: ChannelAdapter,
+          target: ChatTarget,
+          message: InboundMessage,
+          sessionKey: string,
+          question: string,
+        ): Promise<boolean>;
+      }
+    | undefined;
 }
 
 /**

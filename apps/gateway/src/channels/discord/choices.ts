@@ -13,6 +13,7 @@ import type {
   ChoiceButtons,
   ChoicePress,
 } from "../types.js";
+import { isInteractionMessageId } from "./commands.js";
 import { describeError } from "./errors.js";
 
 /** What a press is told when nobody handles presses. */
@@ -38,6 +39,11 @@ export class DiscordChoiceButtons implements ChoiceButtons {
     rows: readonly (readonly ChoiceButton[])[],
     signal: AbortSignal,
   ): Promise<string> {
+    // A slash command is answered in its own (ephemeral) reply, which carries no buttons here:
+    // the caller asks in text instead.
+    if (isInteractionMessageId(target.replyToMessageId)) {
+      throw new Error("a slash command's answer gets no buttons; ask in text");
+    }
     const created = (await this.rest.post(Routes.channelMessages(channelOf(target)), {
       body: {
         content: escapeMarkdown(text),
