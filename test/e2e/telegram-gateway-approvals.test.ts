@@ -95,8 +95,11 @@ describe("gateway over Telegram: approvals with buttons", () => {
     expect(query.answer?.text).toMatch(/^✅ Allowed once by/);
     expect(made("allowed-once")).toBe(true);
     expect(bot.texts(Asker, since)).toContain("made-it");
-    const message = shown(Asker, q);
-    expect(message?.text).toMatch(/^✅ Allowed once by @?\w+:\n\$ touch/);
+    const message = await waitFor(() => {
+      const now = shown(Asker, q);
+      expect(now?.text).toMatch(/^✅ Allowed once by @?\w+:\n\$ touch/);
+      return now;
+    });
     expect(message?.reply_markup).toBeUndefined();
   });
 
@@ -108,7 +111,7 @@ describe("gateway over Telegram: approvals with buttons", () => {
     await harness.gateway.idle();
     expect(made("denied")).toBe(false);
     expect(bot.texts(Asker, since).join("\n")).toMatch(/🚫 Not run: .* denied it/);
-    expect(shown(Asker, q)?.text).toMatch(/^🚫 Denied by/);
+    await waitFor(() => expect(shown(Asker, q)?.text).toMatch(/^🚫 Denied by/));
   });
 
   it("refuses a press by someone who may not decide; a second press is told it is decided", async () => {
@@ -170,7 +173,7 @@ describe("gateway over Telegram: approvals with buttons", () => {
     await send(Asker, "/deny");
     await harness.gateway.idle();
     expect(made("forged")).toBe(false);
-    expect(shown(Asker, q)?.text).toMatch(/^🚫 Denied by/);
+    await waitFor(() => expect(shown(Asker, q)?.text).toMatch(/^🚫 Denied by/));
     expect(shown(Asker, q)?.reply_markup).toBeUndefined();
   });
 
@@ -184,7 +187,7 @@ describe("gateway over Telegram: approvals with buttons", () => {
     expect(bot.texts(Asker, since).join("\n")).toMatch(
       /🚫 Not run: nobody approved it within 10 min/,
     );
-    expect(shown(Asker, q)?.text).toMatch(/^⌛ Expired/);
+    await waitFor(() => expect(shown(Asker, q)?.text).toMatch(/^⌛ Expired/));
     const late = bot.fake.sendCallbackQuery({
       chatId: Asker,
       messageId: q.messageId,
@@ -202,7 +205,7 @@ describe("gateway over Telegram: approvals with buttons", () => {
     await send(Asker, "/allow");
     await harness.gateway.idle();
     expect(made("typed-allow")).toBe(true);
-    expect(shown(Asker, q)?.text).toMatch(/^✅ Allowed once by/);
+    await waitFor(() => expect(shown(Asker, q)?.text).toMatch(/^✅ Allowed once by/));
     expect(shown(Asker, q)?.reply_markup).toBeUndefined();
   });
 
@@ -212,7 +215,9 @@ describe("gateway over Telegram: approvals with buttons", () => {
     const old = await question(Asker, since);
     const restarted = bot.mark();
     await harness.restart();
-    expect(shown(Asker, old)?.text).toMatch(/^⚠️ Not run: the gateway restarted/);
+    await waitFor(() =>
+      expect(shown(Asker, old)?.text).toMatch(/^⚠️ Not run: the gateway restarted/),
+    );
     const stale = bot.fake.sendCallbackQuery({
       chatId: Asker,
       messageId: old.messageId,
@@ -261,7 +266,7 @@ describe("gateway over Telegram: approvals with buttons", () => {
     expect(member.answer?.text).toBe("⛔ /reset is for admins only; nothing was done.");
     const cancel = await press(Admin, q, "Cancel", Admin);
     expect(cancel.answer).toBeDefined();
-    expect(shown(Admin, q)?.text).toMatch(/^Reset cancelled by/);
+    await waitFor(() => expect(shown(Admin, q)?.text).toMatch(/^Reset cancelled by/));
     expect(made("allowed-once")).toBe(true);
 
     since = bot.mark();
@@ -271,7 +276,7 @@ describe("gateway over Telegram: approvals with buttons", () => {
     await waitFor(() =>
       expect(bot.texts(Admin, since).join("\n")).toMatch(/♻️ Reset: new conversation started/),
     );
-    expect(shown(Admin, q)?.text).toMatch(/^♻️ Reset confirmed by/);
+    await waitFor(() => expect(shown(Admin, q)?.text).toMatch(/^♻️ Reset confirmed by/));
     expect(shown(Admin, q)?.reply_markup).toBeUndefined();
     expect(made("allowed-once")).toBe(false);
   });

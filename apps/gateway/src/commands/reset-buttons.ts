@@ -60,10 +60,7 @@ export class ResetConfirmations {
     try {
       const messageId = await choices.post(
         target,
-        question.replace(
-          "Send /reset confirm to go ahead.",
-          "Confirm to go ahead (or send /reset confirm).",
-        ),
+        question,
         [
           [
             { label: "Confirm", data: data("ok"), style: "danger" },
