@@ -168,7 +168,7 @@ async function dispatch(
         await tools.writeFile(path, content);
         return { ok: true, content: `wrote ${content.length} chars to ${path}` };
       } catch (error) {
-        if (isInfrastructureError(error)) throw error;
+        if (isInfrastructureError(error) || isToolRefused(error)) throw error;
         return { ok: false, content: `error: cannot write ${path}: ${describe(error)}` };
       }
     }
