@@ -100,6 +100,23 @@ export const Defaults = {
     /** How long `/approve` stays locked after that. */
     lockSeconds: 15 * 60,
   },
+  /** docs/approvals.md: asking before the agent acts. */
+  approvals: {
+    /** Which actions ask: `never` (none), `always`, or rules (config `agent.approvals.ask`). */
+    ask: "never",
+    /** Who may decide: the person whose message started the turn (or an admin), or admins only. */
+    approvers: "sender",
+    /** An approval nobody decides is answered "expired" after this long (the agent is told). */
+    expiresSeconds: 10 * 60,
+    /** Approvals pending at once per profile; more are refused at once ("too many waiting"). */
+    maxPending: 20,
+    /** Decided approvals are kept this long (the web console lists them), then dropped. */
+    keepSeconds: 7 * 24 * 60 * 60,
+    /** The action shown with the buttons is cut to this many characters. */
+    actionMaxChars: 600,
+    /** Newest approvals the web console lists per profile. */
+    listed: 20,
+  },
   /** Re-run a turn a crash cut off (off: its chat gets a notice; commands are not idempotent). */
   rerunInterrupted: false,
   sessions: {

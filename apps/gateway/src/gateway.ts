@@ -90,6 +90,7 @@ export class Gateway {
     for (const channel of this.channels) {
       await channel.start({
         onMessage: (message) => received(this.#core, channel, message),
+        onChoice: (press) => this.#core.choices.press(press),
         onFatal: (error) => this.#onFatal(channel, error),
         flush: () => this.journal.sync(),
         cursors: () => this.journal.cursors(channel.profile),

@@ -325,6 +325,8 @@ export class TelegramGatewayHarness {
         typingAfterMs: 0,
         progressClock: manualClock(),
         now: stateClock.now,
+        // Approvals expire by the state clock: a test advances it past the expiry.
+        approvalSchedule: stateClock.schedule,
         logRing,
         ...(options.drainTimeoutMs === undefined ? {} : { drainTimeoutMs: options.drainTimeoutMs }),
         ...(options.outboxSchedule === undefined ? {} : { outboxSchedule: options.outboxSchedule }),

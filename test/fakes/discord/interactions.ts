@@ -33,7 +33,10 @@ export interface InteractionMessage {
 export interface FakeInteraction {
   readonly id: string;
   readonly token: string;
+  /** The slash command's name; `""` for a button press. */
   readonly commandName: string;
+  /** A button press (type 3, MESSAGE_COMPONENT): the button's `custom_id` and its message. */
+  readonly component?: { readonly customId: string; readonly messageId: string } | undefined;
   readonly userId: string;
   readonly channelId: string;
   /**
@@ -57,7 +60,8 @@ const CommandName = /^[-_\p{Ll}\p{Lo}\p{N}]{1,32}$/u;
  *   keeps its name keeps its id), `GET` lists them. The same under
  *   `/applications/:app/guilds/:guild/commands` for one guild's commands.
  * - `POST /interactions/:id/:token/callback` acknowledges an interaction once (type 4 reply or
- *   5 deferred; 400 40060 "Interaction has already been acknowledged." the second time, 404
+ *   5 deferred; for a button press also 6, deferred update, or 7, UPDATE_MESSAGE: the pressed
+ *   message takes the callback's `content` and `components`; 400 40060 "Interaction has already been acknowledged." the second time, 404
  *   10062 "Unknown interaction" for a wrong id or token); 204, or the callback response with
  *   `with_response=true`.
  * - `PATCH` / `GET /webhooks/:app/:token/messages/@original` edit or read the original reply
@@ -70,7 +74,17 @@ export class FakeInteractions {
   readonly #commands = new Map<string, ApplicationCommand[]>();
   readonly interactions: FakeInteraction[] = [];
 
-  constructor(private readonly applicationId: () => string) {}
+  /**
+   * @param updateMessage applies a component interaction's type 7 (UPDATE_MESSAGE) callback to
+   *   the pressed message (`content`, `components`); false when the message is gone.
+   */
+  constructor(
+    private readonly applicationId: () => string,
+    private readonly updateMessage: (
+      interaction: FakeInteraction,
+      data: Record<string, unknown>,
+    ) => boolean = () => false,
+  ) {}
 
   /** The registered commands: global, or one guild's. */
   commands(guildId?: string): readonly ApplicationCommand[] {
@@ -78,7 +92,9 @@ export class FakeInteractions {
   }
 
   /** A user runs a command: recorded, waiting for the bot's callback. */
-  create(input: Pick<FakeInteraction, "commandName" | "userId" | "channelId">): FakeInteraction {
+  create(
+    input: Pick<FakeInteraction, "commandName" | "userId" | "channelId" | "component">,
+  ): FakeInteraction {
     const interaction: FakeInteraction = {
       ...input,
       id: snowflake(),
@@ -183,9 +199,14 @@ export class FakeInteractions {
     const body = isRecord(payload) ? payload : {};
     const data = isRecord(body.data) ? body.data : {};
     const type = body.type;
-    if (type !== 4 && type !== 5)
+    // A button press may also be answered by editing its message: 6 deferred, 7 at once.
+    const allowed = interaction.component === undefined ? [4, 5] : [4, 5, 6, 7];
+    if (typeof type !== "number" || !allowed.includes(type))
       return { status: 400, body: invalid("type", "BASE_TYPE_CHOICES") };
     const flags = typeof data.flags === "number" ? data.flags : 0;
+    if (type === 7 && !this.updateMessage(interaction, data)) {
+      return { status: 404, body: discordError(10008, "Unknown Message") };
+    }
     interaction.callback = { type, flags };
     if (type === 4) {
       interaction.original = {

@@ -1,6 +1,7 @@
 import { EventEmitter } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { FakeCdn } from "./cdn.js";
+import { componentsOf } from "./components.js";
 import { snowflake } from "./fixtures.js";
 import { FakeInteractions } from "./interactions.js";
 import { FakeReactions } from "./reactions.js";
@@ -308,7 +309,11 @@ export class FakeRest extends EventEmitter {
     if (content.length > MaxContentLength) {
       return { status: 400, body: invalidForm("content", "BASE_TYPE_MAX_LENGTH") };
     }
-    const edited = world.editMessage(channelId, messageId, content);
+    const components = componentsOf(payload.components);
+    if ("error" in components) {
+      return { status: 400, body: invalidForm(components.error, "COMPONENT_INVALID") };
+    }
+    const edited = world.editMessage(channelId, messageId, content, components.rows);
     if (edited === undefined) return { status: 404, body: discordError(10008, "Unknown Message") };
     this.options.onEdited(edited);
     return { status: 200, body: edited.json, messageId };
@@ -325,6 +330,10 @@ export class FakeRest extends EventEmitter {
     }
     if (content === "" && parsed.files.length === 0) {
       return { status: 400, body: discordError(50006, "Cannot send an empty message") };
+    }
+    const components = componentsOf(payload.components);
+    if ("error" in components) {
+      return { status: 400, body: invalidForm(components.error, "COMPONENT_INVALID") };
     }
     const total = parsed.files.reduce((sum, file) => sum + file.bytes.length, 0);
     if (total > world.uploadLimit(channelId)) {
@@ -388,6 +397,7 @@ export class FakeRest extends EventEmitter {
       pinned: false,
       type: replyTo === undefined ? 0 : 19,
       flags: 0,
+      components: rowsOf(payload.components),
       ...(nonce === undefined ? {} : { nonce }),
       ...(replyTo === undefined
         ? {}
@@ -452,4 +462,10 @@ function invalidForm(field: string, code: string) {
     message: "Invalid Form Body",
     errors: { [field]: { _errors: [{ code, message: `${field} is invalid.` }] } },
   };
+}
+
+/** The action rows of a payload already checked by `componentsOf`. */
+function rowsOf(value: unknown): unknown[] {
+  const read = componentsOf(value);
+  return "rows" in read ? (read.rows ?? []) : [];
 }

@@ -140,7 +140,22 @@ export class FakeDiscord {
     const botUser = options.botUser ?? userObject(snowflake(), "mediagate", true);
     this.world = new World(botUser, options.guilds ?? [defaultGuild()]);
     this.cdn = new FakeCdn(() => `http://127.0.0.1:${this.port}`);
-    this.interactions = new FakeInteractions(() => this.world.botUser.id);
+    this.interactions = new FakeInteractions(
+      () => this.world.botUser.id,
+      (interaction, data) => {
+        const pressed = interaction.component;
+        if (pressed === undefined) return false;
+        const message = this.world.messages.find(
+          (m) => m.id === pressed.messageId && m.channelId === interaction.channelId,
+        );
+        if (message === undefined) return false;
+        const content = typeof data.content === "string" ? data.content : message.content;
+        const components = Array.isArray(data.components) ? data.components : undefined;
+        const edited = this.world.editMessage(message.channelId, message.id, content, components);
+        if (edited !== undefined) this.#echo(edited, "MESSAGE_UPDATE");
+        return edited !== undefined;
+      },
+    );
     this.rest = new FakeRest({
       interactions: this.interactions,
       cdn: this.cdn,
@@ -391,6 +406,85 @@ export class FakeDiscord {
       data: { id: registered?.id ?? snowflake(), name: input.name, type: 1, options },
       channel: this.world.channelJson(channelId),
       channel_id: channelId,
+      ...(guildId === undefined
+        ? { user, context: 1 }
+        : {
+            guild_id: guildId,
+            guild_locale: "en-US",
+            member: { ...memberObject(user), permissions: "2248473465835073" },
+            context: 0,
+          }),
+      locale: "en-US",
+      app_permissions: "2248473465835073",
+      entitlements: [],
+      authorizing_integration_owners: { "0": guildId ?? "0" },
+      attachment_size_limit: 10 * 1024 * 1024,
+    };
+    this.gateway.dispatch("INTERACTION_CREATE", () => payload);
+    return interaction;
+  }
+
+  /**
+   * A user presses the button labelled `button` (or whose `custom_id` it is) of a message the
+   * bot posted: INTERACTION_CREATE type 3 (MESSAGE_COMPONENT) with the button's `custom_id`,
+   * the message as it is now, and `member` in a guild or `user` in a DM. Throws when the
+   * message has no such button (a real client cannot press it); {@link sendComponentPress}
+   * sends any `custom_id`, as a modified client can.
+   */
+  pressButton(input: {
+    channelId: string;
+    messageId: string;
+    button: string;
+    authorId?: string;
+    authorName?: string;
+  }): FakeInteraction {
+    const message = this.world.messages.find(
+      (m) => m.id === input.messageId && m.channelId === input.channelId,
+    );
+    const rows = (message?.json.components ?? []) as {
+      components: { label: string; custom_id: string }[];
+    }[];
+    const button = rows
+      .flatMap((row) => row.components)
+      .find((b) => b.label === input.button || b.custom_id === input.button);
+    if (button === undefined) {
+      throw new Error(`fake discord: message ${input.messageId} has no button ${input.button}`);
+    }
+    return this.sendComponentPress({ ...input, customId: button.custom_id });
+  }
+
+  /** A button press with any `custom_id` on a message of the bot (a forged press). */
+  sendComponentPress(input: {
+    channelId: string;
+    messageId: string;
+    customId: string;
+    authorId?: string;
+    authorName?: string;
+  }): FakeInteraction {
+    const message = this.world.messages.find(
+      (m) => m.id === input.messageId && m.channelId === input.channelId,
+    );
+    if (message === undefined) throw new Error(`fake discord: no message ${input.messageId}`);
+    const authorId = input.authorId ?? DefaultAuthorId;
+    const user = this.world.user(authorId, input.authorName);
+    const found = this.world.channel(input.channelId);
+    const guildId = found === undefined || found.kind === "dm" ? undefined : found.guild.id;
+    const interaction = this.interactions.create({
+      commandName: "",
+      userId: authorId,
+      channelId: input.channelId,
+      component: { customId: input.customId, messageId: input.messageId },
+    });
+    const payload = {
+      id: interaction.id,
+      application_id: this.botUser.id,
+      type: 3,
+      token: interaction.token,
+      version: 1,
+      data: { custom_id: input.customId, component_type: 2 },
+      message: message.json,
+      channel: this.world.channelJson(input.channelId),
+      channel_id: input.channelId,
       ...(guildId === undefined
         ? { user, context: 1 }
         : {

@@ -144,11 +144,21 @@ export class World {
    * The bot's message `messageId` of the channel with new content (`edited_timestamp` set),
    * in `messages` and the history alike; `undefined` when the bot has no such message.
    */
-  editMessage(channelId: string, messageId: string, content: string): StoredMessage | undefined {
+  editMessage(
+    channelId: string,
+    messageId: string,
+    content: string,
+    components?: readonly unknown[],
+  ): StoredMessage | undefined {
     const index = this.messages.findIndex((m) => m.id === messageId && m.channelId === channelId);
     const found = this.messages[index];
     if (found === undefined) return undefined;
-    const json = { ...found.json, content, edited_timestamp: new Date().toISOString() };
+    const json = {
+      ...found.json,
+      content,
+      ...(components === undefined ? {} : { components }),
+      edited_timestamp: new Date().toISOString(),
+    };
     const edited: StoredMessage = { ...found, content, json };
     this.messages[index] = edited;
     const history = this.#history.get(channelId) ?? [];

@@ -1,3 +1,4 @@
+export type { CallbackAnswer, FakeCallbackQuery, InlineButton } from "./callbacks.js";
 export type { Fault } from "./faults.js";
 export {
   type FileInput,

@@ -1,4 +1,5 @@
 import type { User } from "grammy/types";
+import { type CallbackQueries, inlineKeyboardOf, markupField } from "./callbacks.js";
 import type { CommandMenus } from "./menus.js";
 import type { MultipartPart } from "./multipart.js";
 import { type ApiAnswer, fail, ok, type UploadedFile } from "./protocol.js";
@@ -61,6 +62,8 @@ export interface MethodContext {
   readonly menus: CommandMenus;
   /** The bot's reactions on messages (`setMessageReaction`). */
   readonly reactions: ReactionStore;
+  /** Users' button presses and the bot's `answerCallbackQuery`. */
+  readonly callbacks: CallbackQueries;
   /** The error description for a photo the fake is told to reject, if any. */
   photoRejection(file: UploadedFile): string | undefined;
 }
@@ -134,7 +137,9 @@ export function sendMessage(ctx: MethodContext): MethodResult {
   if (text.length > TelegramLimits.messageLength) {
     return { answer: fail(400, "Bad Request: message is too long"), files: [] };
   }
-  const message = { ...baseMessage(ctx, chatId), text };
+  const markup = inlineKeyboardOf(ctx.params.reply_markup);
+  if ("error" in markup) return { answer: markup.error, files: [] };
+  const message = { ...baseMessage(ctx, chatId), text, ...markupField(markup.keyboard) };
   ctx.sent.save(chatId, message);
   return { answer: ok(message), files: [] };
 }
@@ -166,7 +171,13 @@ export function editMessageText(ctx: MethodContext): MethodResult {
   if (typeof message.text !== "string") {
     return plain(fail(400, "Bad Request: there is no text in the message to edit"));
   }
-  if (message.text === text) {
+  const markup = inlineKeyboardOf(ctx.params.reply_markup);
+  if ("error" in markup) return plain(markup.error);
+  const newMarkup = markupField(markup.keyboard);
+  if (
+    message.text === text &&
+    JSON.stringify(message.reply_markup) === JSON.stringify(newMarkup.reply_markup)
+  ) {
     return plain(
       fail(
         400,
@@ -174,7 +185,39 @@ export function editMessageText(ctx: MethodContext): MethodResult {
       ),
     );
   }
-  const edited = { ...message, text, edit_date: Math.floor(Date.now() / 1000) };
+  // Without reply_markup the edit removes the inline keyboard, as Telegram does.
+  const { reply_markup: _old, ...rest } = message;
+  const edited = { ...rest, text, ...newMarkup, edit_date: Math.floor(Date.now() / 1000) };
+  ctx.sent.save(chatId, edited);
+  return plain(ok(edited));
+}
+
+/**
+ * `editMessageReplyMarkup` of a message the bot sent: replaces its inline keyboard (absent or
+ * empty: removes it); 400 "message to edit not found", or "message is not modified" when the
+ * keyboard is the same.
+ */
+export function editMessageReplyMarkup(ctx: MethodContext): MethodResult {
+  const plain = (answer: ApiAnswer): MethodResult => ({ answer, files: [] });
+  const chatId = chatIdOf(ctx);
+  if (typeof chatId !== "string") return plain(chatId);
+  const messageId = messageIdOf(ctx);
+  if (messageId === undefined) return plain(fail(400, "Bad Request: message_id is empty"));
+  const message = ctx.sent.get(chatId, messageId);
+  if (message === undefined) return plain(fail(400, "Bad Request: message to edit not found"));
+  const markup = inlineKeyboardOf(ctx.params.reply_markup);
+  if ("error" in markup) return plain(markup.error);
+  const newMarkup = markupField(markup.keyboard);
+  if (JSON.stringify(message.reply_markup) === JSON.stringify(newMarkup.reply_markup)) {
+    return plain(
+      fail(
+        400,
+        "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message",
+      ),
+    );
+  }
+  const { reply_markup: _old, ...rest } = message;
+  const edited = { ...rest, ...newMarkup, edit_date: Math.floor(Date.now() / 1000) };
   ctx.sent.save(chatId, edited);
   return plain(ok(edited));
 }
@@ -313,6 +356,10 @@ export function callMethod(method: string, ctx: MethodContext, state: StateHooks
       return deleteMessage(ctx);
     case "setMessageReaction":
       return plain(ctx.reactions.set(ctx.params));
+    case "editMessageReplyMarkup":
+      return editMessageReplyMarkup(ctx);
+    case "answerCallbackQuery":
+      return plain(ctx.callbacks.answer(ctx.params));
     default:
       if (method in FileMethods) return sendFile(ctx, method as FileMethod);
       return plain(fail(404, "Not Found"));

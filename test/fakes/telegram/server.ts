@@ -5,6 +5,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Update, User } from "grammy/types";
+import { CallbackQueries, type FakeCallbackQuery } from "./callbacks.js";
 import { type Fault, FaultQueue, faultAnswer } from "./faults.js";
 import {
   FileStore,
@@ -26,9 +27,11 @@ import {
   groupTextUpdate,
   type PrivateTextInput,
   privateTextUpdate,
+  type SenderInput,
   type TopicTextInput,
   topicTextUpdate,
   type UpdateInput,
+  userOf,
 } from "./updates.js";
 
 /** One API call as the fake saw and answered it. */
@@ -112,6 +115,8 @@ export class FakeTelegram {
   private readonly listeners = new Set<(call: RecordedCall) => void>();
   /** The bot's reactions, as `setMessageReaction` left them, and each accepted change. */
   readonly reactions = new ReactionStore();
+  /** Users' button presses (callback queries) and the bot's answers to them. */
+  readonly callbacks = new CallbackQueries();
   /** The bot's command menus by scope, as `setMyCommands` left them. */
   readonly menus = new CommandMenus((chatId) => this.chats.has(chatId));
   private server: Server | undefined;
@@ -279,6 +284,61 @@ export class FakeTelegram {
   /** A post in a channel the bot administers (no `from`, `sender_chat` set). */
   sendChannelPost(input: ChannelPostInput): Update {
     return this.pushUpdate(channelPostUpdate(this.inboundMessageId++, input));
+  }
+
+  /**
+   * A user presses the button labelled `button` (or whose `callback_data` it is) of a message
+   * the bot sent: a `callback_query` update carrying the button's data and the message as it
+   * is now. Throws when the message is gone or has no such button (a real client cannot press
+   * it); {@link sendCallbackQuery} sends any data, as a modified client can.
+   */
+  pressButton(
+    input: { chatId: number | string; messageId: number; button: string } & SenderInput,
+  ): FakeCallbackQuery {
+    const message = this.botMessage(input.chatId, input.messageId);
+    const rows = (
+      message?.reply_markup as
+        | { inline_keyboard?: { text: string; callback_data: string }[][] }
+        | undefined
+    )?.inline_keyboard;
+    const button = rows
+      ?.flat()
+      .find((b) => b.text === input.button || b.callback_data === input.button);
+    if (message === undefined || button === undefined) {
+      throw new Error(
+        `FakeTelegram.pressButton: message ${input.messageId} has no button ${JSON.stringify(input.button)}`,
+      );
+    }
+    return this.sendCallbackQuery({ ...input, data: button.callback_data });
+  }
+
+  /**
+   * A `callback_query` with any `data` on a message of the bot in `chatId` (a forged press);
+   * the message must exist there.
+   */
+  sendCallbackQuery(
+    input: { chatId: number | string; messageId: number; data: string } & SenderInput,
+  ): FakeCallbackQuery {
+    const message = this.botMessage(input.chatId, input.messageId);
+    if (message === undefined)
+      throw new Error(`FakeTelegram: no message ${input.messageId} in ${input.chatId}`);
+    const from = userOf(input);
+    const query = this.callbacks.create({
+      from,
+      data: input.data,
+      chatId: String(input.chatId),
+      messageId: input.messageId,
+    });
+    this.updates.push({
+      callback_query: {
+        id: query.id,
+        from,
+        message: message as never,
+        chat_instance: `ci-${input.chatId}`,
+        data: input.data,
+      },
+    });
+    return query;
   }
 
   /** Updates queued and not yet confirmed by an offset. */
@@ -469,6 +529,7 @@ export class FakeTelegram {
         get: (chatId, messageId) => this.botMessages.get(`${chatId}:${messageId}`),
         delete: (chatId, messageId) => this.botMessages.delete(`${chatId}:${messageId}`),
       },
+      callbacks: this.callbacks,
       nextMessageId: (chatId) => {
         const next = (this.messageIds.get(chatId) ?? 0) + 1;
         this.messageIds.set(chatId, next);

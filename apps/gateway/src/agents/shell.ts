@@ -2,6 +2,7 @@ import { formatBytes } from "@mediagate/media";
 import type { ExecResult } from "@mediagate/sandbox";
 import { Defaults } from "../defaults.js";
 import { type OutputFile, outputFileLines, saveOutputFile } from "./shell-output-file.js";
+import { isToolRefused } from "./tool-refused.js";
 import { keepTail, omittedMarker } from "./tools-text.js";
 import type { Agent, AgentTurnInput, AgentTurnResult, TurnAttachment } from "./types.js";
 
@@ -121,17 +122,23 @@ export class ShellAgent implements Agent {
       return { reply: input.attachments.length > 0 ? listFiles(input.attachments) : NothingToRun };
     }
     if (input.signal.aborted) return { reply: "[aborted]" };
-    const result = await input.tools.run(command, {
-      timeoutMs: this.#settings.timeoutMs,
-      signal: input.signal,
-      ...(input.attachments.length > 0
-        ? {
-            env: {
-              [AttachmentsVariable]: input.attachments.map((f) => f.containerPath).join("\n"),
-            },
-          }
-        : {}),
-    });
+    let result: ExecResult;
+    try {
+      result = await input.tools.run(command, {
+        timeoutMs: this.#settings.timeoutMs,
+        signal: input.signal,
+        ...(input.attachments.length > 0
+          ? {
+              env: {
+                [AttachmentsVariable]: input.attachments.map((f) => f.containerPath).join("\n"),
+              },
+            }
+          : {}),
+      });
+    } catch (error) {
+      if (isToolRefused(error)) return { reply: `🚫 Not run: ${error.message}` };
+      throw error;
+    }
     const { maxReplyChars } = this.#settings;
     const output = shellOutput(result);
     // A cut output also goes whole as a file (docs/media.md, "Long command output").

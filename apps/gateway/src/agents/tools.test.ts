@@ -1,6 +1,7 @@
 import type { ExecResult } from "@mediagate/sandbox";
 import { describe, expect, it } from "vitest";
 import type { ChatToolCall } from "../state/types.js";
+import { ToolRefusedError } from "./tool-refused.js";
 import { executeToolCall, formatExecResult, TOOL_DEFINITIONS, TOOL_NAMES } from "./tools.js";
 import type { ToolRunner } from "./types.js";
 
@@ -173,5 +174,22 @@ describe("formatExecResult", () => {
     expect(formatExecResult({ ...ok, exitCode: 1, aborted: true })).toBe(
       "exit_code: 1\nnote: the command was cancelled\n(no output)",
     );
+  });
+});
+
+describe("a refused tool call (approvals)", () => {
+  it("answers the model `not run: …` and runs nothing, for a command and a write", async () => {
+    const runner = new RecordingRunner();
+    runner.failWith = new ToolRefusedError("@ada denied it; it was not run", "denied");
+    const run = await executeToolCall(call("terminal", { command: "rm -rf /" }), runner, options);
+    expect(run).toEqual({ ok: false, content: "not run: @ada denied it; it was not run" });
+    const write = await executeToolCall(
+      call("write_file", { path: "/etc/x", content: "y" }),
+      runner,
+      options,
+    );
+    expect(write.content).toBe("not run: @ada denied it; it was not run");
+    expect(runner.runs).toEqual([]);
+    expect(runner.files.size).toBe(0);
   });
 });

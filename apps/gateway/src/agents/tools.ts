@@ -2,6 +2,7 @@ import type { ExecResult } from "@mediagate/sandbox";
 import type { ChatCompletionFunctionTool } from "openai/resources/chat/completions";
 import { z } from "zod";
 import type { ChatToolCall } from "../state/types.js";
+import { isToolRefused } from "./tool-refused.js";
 import { truncateMiddle } from "./tools-text.js";
 import type { ToolRunner } from "./types.js";
 
@@ -167,7 +168,7 @@ async function dispatch(
         await tools.writeFile(path, content);
         return { ok: true, content: `wrote ${content.length} chars to ${path}` };
       } catch (error) {
-        if (isInfrastructureError(error)) throw error;
+        if (isInfrastructureError(error) || isToolRefused(error)) throw error;
         return { ok: false, content: `error: cannot write ${path}: ${describe(error)}` };
       }
     }
@@ -177,7 +178,8 @@ async function dispatch(
 /**
  * Executes one tool call through the turn's {@link ToolRunner}. Problems the model can act
  * on (unknown tool, arguments that are not the documented JSON, a file that cannot be
- * read or written) come back as an `error: …` tool message; a failing `terminal` run, a
+ * read or written) come back as an `error: …` tool message, an action the runner refused
+ * (approvals) as `not run: …`; a failing `terminal` run, a
  * missing Docker daemon or image, and anything else that means the sandbox itself failed
  * are thrown and end the turn.
  */
@@ -195,10 +197,16 @@ export async function executeToolCall(
     };
   } else {
     const args = parseArguments(raw);
-    outcome =
-      args === undefined
-        ? { ok: false, content: `error: the arguments of ${name} are not valid JSON` }
-        : await dispatch(name, args, tools, options);
+    try {
+      outcome =
+        args === undefined
+          ? { ok: false, content: `error: the arguments of ${name} are not valid JSON` }
+          : await dispatch(name, args, tools, options);
+    } catch (error) {
+      // Not allowed (docs/approvals.md): nothing ran; the model reads why and may try another way.
+      if (!isToolRefused(error)) throw error;
+      outcome = { ok: false, content: `not run: ${error.message}` };
+    }
   }
   return { ok: outcome.ok, content: truncateMiddle(outcome.content, options.maxOutputChars) };
 }

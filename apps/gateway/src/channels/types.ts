@@ -150,6 +150,68 @@ export interface ChannelStartOptions {
    * Rejects like `onMessage` when the journal cannot be read. Absent: none are recorded.
    */
   readonly recorded?: (receiptIds: readonly string[]) => Promise<ReadonlySet<string>>;
+  /**
+   * Someone pressed a button of a message posted with {@link ChoiceButtons.post}. Resolves
+   * with what the presser is told and what the message becomes; a channel answers the
+   * platform with it (Telegram: `answerCallbackQuery`, then `editMessageText` without the
+   * keyboard; Discord: the interaction's `update` or an ephemeral reply, within its 3 s).
+   * Absent: presses are answered "this button does nothing now".
+   */
+  readonly onChoice?: (press: ChoicePress) => Promise<ChoiceAnswer>;
+}
+
+/**
+ * One button of a choice message. `data` travels through the platform and comes back with
+ * a press: at most {@link ChoiceDataMaxBytes} bytes (Telegram's `callback_data` limit; Discord
+ * allows 100), built and read with choices/choice-data.ts. Anyone who can see the message can
+ * press it, and a modified client can send any data: the receiver checks both.
+ */
+export interface ChoiceButton {
+  readonly label: string;
+  readonly data: string;
+  /** How the platform draws it, where it can (Discord): the safe choice, a risky one, or neither. */
+  readonly style?: "primary" | "danger" | "secondary" | undefined;
+}
+
+/** Telegram's `callback_data` limit, in bytes (UTF-8); Discord's `custom_id` allows 100. */
+export const ChoiceDataMaxBytes = 64;
+
+/** A press of a choice button, as the channel received it. Untrusted: `data` may be forged. */
+export interface ChoicePress {
+  readonly profile: string;
+  readonly platform: Platform;
+  /** The chat the pressed message is in (where the platform says it is, not what `data` says). */
+  readonly chatId: string;
+  readonly threadId?: string | undefined;
+  /** The message whose button was pressed. */
+  readonly messageId: string;
+  readonly userId: string;
+  readonly userName?: string | undefined;
+  readonly data: string;
+}
+
+/** What a press is answered with. */
+export type ChoiceAnswer =
+  /** The choice is made: the presser sees `notice` (if any), the message becomes `text` without buttons. */
+  | { readonly kind: "decided"; readonly text: string; readonly notice?: string | undefined }
+  /** Nothing changes: only the presser sees `notice` (a callback answer, an ephemeral reply). */
+  | { readonly kind: "refused"; readonly notice: string };
+
+/**
+ * Messages with buttons (docs/approvals.md, "Buttons"): a question the chat answers by
+ * pressing one. A channel without them (the console) gets typed answers instead. Each call is
+ * one try bounded by `signal` and rejects with the platform's error.
+ */
+export interface ChoiceButtons {
+  /** Posts `text` with `rows` of buttons; resolves with the message's id. */
+  post(
+    target: ChatTarget,
+    text: string,
+    rows: readonly (readonly ChoiceButton[])[],
+    signal: AbortSignal,
+  ): Promise<string>;
+  /** Replaces the message's text and removes its buttons (a choice made elsewhere, an expiry). */
+  close(target: ChatTarget, messageId: string, text: string, signal: AbortSignal): Promise<void>;
 }
 
 /** One step of a reply, as the outbox records it. */
@@ -308,6 +370,12 @@ export interface ChannelAdapter {
    * "Status reactions"). A channel without it shows none.
    */
   readonly reactions?: StatusReactions | undefined;
+
+  /**
+   * Optional: messages with buttons; presses come to {@link ChannelStartOptions.onChoice}.
+   * A channel without them (the console) gets the question as text with typed answers.
+   */
+  readonly choices?: ChoiceButtons | undefined;
 }
 
 /**

@@ -27,12 +27,20 @@ export type ModelCommand =
   | { readonly name: "model"; readonly choice?: string | undefined }
   | { readonly name: "usage" };
 
+/**
+ * `/allow`, `/allow session`, `/deny` (docs/approvals.md): the typed answers to the chat's
+ * newest pending approval, for whoever may decide it.
+ */
+export type ApprovalCommand =
+  | { readonly name: "allow"; readonly session: boolean }
+  | { readonly name: "deny" };
+
 /** Every command the gateway answers itself. */
-export type Command = AdminCommand | HelpCommand | ModelCommand;
+export type Command = AdminCommand | HelpCommand | ModelCommand | ApprovalCommand;
 
 /**
  * Recognizes `/stop`, `/stop all`, `/reset`, `/reset confirm`, `/status`, `/approve [code]`,
- * `/model [name]`, `/usage`, `/help` and `/start`
+ * `/model [name]`, `/usage`, `/allow [session]`, `/deny`, `/help` and `/start`
  * (case-insensitive, with an optional Telegram `@botname` suffix). `/start` and `/help` take
  * any words after them (Telegram's deep links send `/start <payload>`); they are ignored.
  * Anything else — other slash commands included — is a message for the agent.
@@ -50,6 +58,12 @@ export function parseCommand(text: string): Command | undefined {
   const approve = /^\/approve(?:@[A-Za-z0-9_]+)?(?:\s+(.*\S))?\s*$/i.exec(trimmed);
   if (approve !== null) {
     return approve[1] === undefined ? { name: "approve" } : { name: "approve", code: approve[1] };
+  }
+  const decision = /^\/(allow|deny)(?:@[A-Za-z0-9_]+)?(?:\s+(session))?\s*$/i.exec(trimmed);
+  if (decision !== null) {
+    if (decision[1]!.toLowerCase() === "deny")
+      return decision[2] === undefined ? { name: "deny" } : undefined;
+    return { name: "allow", session: decision[2] !== undefined };
   }
   const match = /^\/(stop|reset|status)(?:@[A-Za-z0-9_]+)?(?:\s+(\S+))?\s*$/i.exec(trimmed);
   if (match === null) return undefined;
@@ -87,6 +101,10 @@ export function commandLogFields(command: Command): Record<string, unknown> {
       return { name: command.name };
     case "model":
       return { name: command.name, choice: command.choice };
+    case "deny":
+      return { name: command.name };
+    case "allow":
+      return { name: command.name, session: command.session };
   }
 }
 

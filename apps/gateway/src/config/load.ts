@@ -5,6 +5,7 @@ import type { SandboxSettings } from "@mediagate/sandbox";
 import { needsAllowedHosts } from "@mediagate/web";
 import { LineCounter, parseDocument } from "yaml";
 import type { Redactor } from "../redact.js";
+import { resolveApprovals } from "./approvals-schema.js";
 import { ConfigDefaults } from "./defaults.js";
 import type { GatewayEnv } from "./env.js";
 import {
@@ -251,6 +252,9 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
       ? openaiAgentSettings(entry.agent)
       : {
           kind: "shell",
+          ...(entry.agent?.approvals === undefined
+            ? {}
+            : { approvals: resolveApprovals(entry.agent.approvals) }),
           ...(entry.agent?.maxReplyChars === undefined
             ? {}
             : { maxReplyChars: entry.agent.maxReplyChars }),
@@ -405,7 +409,17 @@ type OpenAIAgentFile = Extract<NonNullable<ProfileFile["agent"]>, { kind: "opena
  * `models` list named after its model (docs/models-and-usage.md).
  */
 function openaiAgentSettings(file: OpenAIAgentFile): AgentSettings {
-  const { baseUrl, apiKey, model, models, default: chosen, fallback, memberModels, ...rest } = file;
+  const {
+    baseUrl,
+    apiKey,
+    model,
+    models,
+    default: chosen,
+    fallback,
+    memberModels,
+    approvals,
+    ...rest
+  } = file;
   const entries: ModelSettings[] =
     models === undefined
       ? [
@@ -427,5 +441,6 @@ function openaiAgentSettings(file: OpenAIAgentFile): AgentSettings {
     fallback: fallback ?? [],
     ...(memberModels === undefined ? {} : { memberModels }),
     maxToolRounds: file.maxToolRounds ?? ConfigDefaults.openaiMaxToolRounds,
+    approvals: approvals === undefined ? undefined : resolveApprovals(approvals),
   };
 }

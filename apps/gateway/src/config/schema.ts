@@ -12,6 +12,7 @@ import {
 } from "@mediagate/sandbox";
 import { z } from "zod";
 import { LogLevels } from "../log.js";
+import { approvalsSchema } from "./approvals-schema.js";
 import { ConfigDefaults, ProfileNamePattern } from "./defaults.js";
 
 const positiveInt = z.number().int().positive();
@@ -98,6 +99,7 @@ const modelEntrySchema = z.strictObject({
 const openaiAgentSchema = z
   .strictObject({
     kind: z.literal("openai"),
+    approvals: approvalsSchema.optional(),
     baseUrl: url.optional(),
     apiKey: apiKey.optional(),
     model: z.string().min(1, { error: "a model name" }).optional(),
@@ -185,7 +187,11 @@ function checkModelList(
 }
 
 const agentSchema = z.discriminatedUnion("kind", [
-  z.strictObject({ kind: z.literal("shell"), maxReplyChars: positiveInt.optional() }),
+  z.strictObject({
+    kind: z.literal("shell"),
+    maxReplyChars: positiveInt.optional(),
+    approvals: approvalsSchema.optional(),
+  }),
   openaiAgentSchema,
 ]);
 

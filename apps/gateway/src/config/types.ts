@@ -67,10 +67,34 @@ export interface DiscordSettings {
   readonly commands: CommandMenuSettings;
 }
 
+/**
+ * What makes an action ask first (docs/approvals.md, "Rules"): any rule that matches asks.
+ * Heuristics over a command's words, not a security boundary.
+ */
+export interface ApprovalRules {
+  /** Regular expressions (case-insensitive) tested against each command line. */
+  readonly commands?: readonly string[] | undefined;
+  /** A write_file outside /workspace, or a command whose words write or `cd` outside it. */
+  readonly writesOutsideWorkspace?: boolean | undefined;
+  /** A command naming a network program (curl, git, pip, …) or a URL. */
+  readonly network?: boolean | undefined;
+  /** A write_file of more than this many bytes (commands' writes are not measured). */
+  readonly filesOverBytes?: number | undefined;
+}
+
+/** `agent.approvals` (docs/approvals.md): which actions wait for a yes, who gives it, how long. */
+export interface ApprovalSettings {
+  readonly ask: "never" | "always" | ApprovalRules;
+  readonly approvers: "sender" | "admins";
+  readonly expiresSeconds: number;
+}
+
 /** Which agent answers a profile's messages (docs/sessions.md). */
 export type AgentSettings =
   | {
       readonly kind: "shell";
+      /** Actions that ask an approver first (docs/approvals.md); absent: `never`. */
+      readonly approvals?: ApprovalSettings | undefined;
       /**
        * The command output a reply keeps, in chars (the tail; default
        * `Defaults.shellAgent.maxReplyChars`). Raise it to get long outputs whole: past
@@ -80,6 +104,8 @@ export type AgentSettings =
     }
   | {
       readonly kind: "openai";
+      /** Tool calls that ask an approver first (docs/approvals.md); absent: `never`. */
+      readonly approvals?: ApprovalSettings | undefined;
       /**
        * The named model endpoints (docs/models-and-usage.md); the old single-model form
        * (`baseUrl`, `model`, `apiKey`) is read as a one-entry list named after its model.

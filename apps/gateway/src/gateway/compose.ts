@@ -1,7 +1,10 @@
 import { type Clock, systemClock } from "@mediagate/io";
 import { connectDocker, type DockerEngine } from "@mediagate/sandbox";
+import { ApprovalBroker, ApprovalChoiceKind } from "../approvals/broker.js";
 import { createChannels } from "../channels/factory.js";
 import type { ChannelAdapter } from "../channels/types.js";
+import { ChoiceRouter } from "../choices/router.js";
+import { ResetChoiceKind, ResetConfirmations } from "../commands/reset-buttons.js";
 import { emptyEnv, type GatewayEnv } from "../config/env.js";
 import type { GatewayConfig } from "../config/types.js";
 import { Defaults } from "../defaults.js";
@@ -120,7 +123,27 @@ export function composeCore(
     clock,
     schedule: options.outboxSchedule,
   });
+  const approvals = new ApprovalBroker({
+    profileOf: (name) => runtimes.get(name),
+    logger,
+    schedule: options.approvalSchedule,
+  });
+  const choices = new ChoiceRouter((error, press) =>
+    logger.error(
+      { err: error, profile: press.profile, chatId: press.chatId },
+      "button press failed",
+    ),
+  ).on(ApprovalChoiceKind, approvals.onPress);
+  const resets = new ResetConfirmations({
+    runtimeOf: (name) => runtimes.get(name),
+    services: () => services,
+    now: () => clock.wallMs(),
+    logger,
+  });
+  choices.on(ResetChoiceKind, resets.onPress);
   const services: PipelineServices = {
+    approvals,
+    resetButtons: resets,
     queue: new TurnQueue({
       concurrency: config.concurrency,
       onError: (sessionKey, error) =>
@@ -155,6 +178,7 @@ export function composeCore(
     engineCheck: undefined,
     web: undefined,
     accepting: false,
+    choices,
   };
 }
 

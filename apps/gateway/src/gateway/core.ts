@@ -2,6 +2,7 @@ import type { Clock } from "@mediagate/io";
 import type { DockerEngine } from "@mediagate/sandbox";
 import type { WebConsole } from "@mediagate/web";
 import type { ChannelAdapter, ChatTarget, InboundMessage, Platform } from "../channels/types.js";
+import type { ChoiceRouter } from "../choices/router.js";
 import type { GatewayConfig } from "../config/types.js";
 import type { Outbox } from "../durable/outbox.js";
 import type { Journal } from "../durable/types.js";
@@ -38,6 +39,8 @@ export interface GatewayCore {
   web: WebConsole | undefined;
   /** Whether messages are taken (lifecycle). */
   accepting: boolean;
+  /** Routes the channels' button presses to their handlers (approvals, /reset). */
+  readonly choices: ChoiceRouter;
 }
 
 /** The channel of a profile on a platform, if it is configured. */

@@ -1,4 +1,4 @@
-import type { Clock, Sleep } from "@mediagate/io";
+import type { Clock, Schedule, Sleep } from "@mediagate/io";
 import type { DockerEngine } from "@mediagate/sandbox";
 import type { Agent } from "../agents/types.js";
 import type { SharedTerminal } from "../channels/console-terminal.js";
@@ -60,6 +60,8 @@ export interface GatewayOptions {
    */
   readonly clock?: Clock;
   /** Replaces the outbox's timers (tests fire a long `retry_after` at once). */
+  /** Approvals' expiry timers (docs/approvals.md); default real timers. Tests fire them by hand. */
+  readonly approvalSchedule?: Schedule | undefined;
   readonly outboxSchedule?: OutboxOptions["schedule"];
   /**
    * Replaces the wait between attempts of a send of the channels built from the config (a

@@ -3,6 +3,7 @@ import { describeHelp } from "../commands/help.js";
 import { chooseModel, describeChoice, describeModels } from "../commands/model.js";
 import {
   type AdminCommand,
+  type ApprovalCommand,
   commandLogFields,
   type HelpCommand,
   type ModelCommand,
@@ -33,11 +34,37 @@ export const handleCommands: Middleware = async (ctx, next) => {
   try {
     if (command.name === "help") await answerHelp(ctx, command);
     else if (command.name === "model" || command.name === "usage") await answerModel(ctx, command);
+    else if (command.name === "allow" || command.name === "deny")
+      await answerApproval(ctx, command);
     else await runCommand(ctx, command);
   } finally {
     await finishEntry(ctx, "command");
   }
 };
+
+/**
+ * `/allow [session]` and `/deny` (docs/approvals.md): decide the chat's newest pending
+ * approval, for whoever may; the broker says who may and answers everyone else politely.
+ */
+async function answerApproval(ctx: MessageContext, command: ApprovalCommand): Promise<void> {
+  const { message } = ctx;
+  const broker = ctx.services.approvals;
+  if (broker === undefined) {
+    await say(ctx, "Nothing is waiting for approval here.");
+    return;
+  }
+  ctx.log.info({ command: commandLogFields(command) }, "approval command");
+  await say(
+    ctx,
+    await broker.typed(
+      message.profile,
+      { platform: message.platform, chatId: message.chatId, threadId: message.threadId },
+      message.userId,
+      message.userName,
+      command.name === "deny" ? "denied" : command.session ? "allowed_session" : "allowed",
+    ),
+  );
+}
 
 /** `/help` and `/start` (docs/sessions.md, "First contact and help"). */
 async function answerHelp(ctx: MessageContext, command: HelpCommand): Promise<void> {
@@ -105,12 +132,19 @@ async function runCommand(ctx: MessageContext, command: AdminCommand): Promise<v
       return;
     case "reset": {
       const result = await resetSession(runtime, services, session.sessionKey, command.confirm);
-      await say(
-        ctx,
-        result.status === "needs_confirm"
-          ? describeResetConfirm(result.slot, result.sharedBy)
-          : result.text,
+      if (result.status === "done") {
+        await say(ctx, result.text);
+        return;
+      }
+      const question = describeResetConfirm(result.slot, result.sharedBy);
+      const asked = await services.resetButtons?.ask(
+        ctx.channel,
+        ctx.target,
+        ctx.message,
+        session.sessionKey,
+        question,
       );
+      if (asked !== true) await say(ctx, question);
       return;
     }
     case "approve": {

@@ -1,4 +1,5 @@
 import type { ToolRunner } from "../agents/types.js";
+import { approvalGate } from "../approvals/gate.js";
 import {
   type SandboxProblem,
   sandboxProblemOf,
@@ -81,6 +82,10 @@ async function agentTurn(
     beforeFirstCommand: () => startEntry(ctx),
   });
   const turn = ctx.turn;
+  const doing = (activity: string | undefined) => {
+    progress?.doing(activity);
+    ctx.services.live?.doing(session.sessionKey, activity);
+  };
   let notices: readonly string[] = [];
   try {
     const result = await ctx.runtime.agent.runTurn({
@@ -89,10 +94,7 @@ async function agentTurn(
       sessionKey: session.sessionKey,
       user: `${ctx.message.platform}:${ctx.message.userId}`,
       sessionId: session.sessionId,
-      tools: tracked(tools, turn, (activity) => {
-        progress?.doing(activity);
-        ctx.services.live?.doing(session.sessionKey, activity);
-      }),
+      tools: gated(ctx, signal, tracked(tools, turn, doing), doing),
       signal,
       attachments: ctx.attachments ?? [],
       readContainerFile: async (path, maxBytes) => {
@@ -191,6 +193,35 @@ function tracked(
     writeFile: (path, content) =>
       during(`writing ${describeCommand(path)}`, () => tools.writeFile(path, content)),
   };
+}
+
+/** `tools` behind the profile's approvals (docs/approvals.md), when it has any. */
+function gated(
+  ctx: MessageContext,
+  signal: AbortSignal,
+  tools: ToolRunner,
+  doing: (activity: string | undefined) => void,
+): ToolRunner {
+  const settings = ctx.runtime.profile.agent.approvals;
+  const broker = ctx.services.approvals;
+  const session = sessionOf(ctx);
+  if (settings === undefined || settings.ask === "never" || broker === undefined) return tools;
+  return approvalGate(tools, {
+    broker,
+    settings,
+    doing,
+    request: {
+      profile: session.profile,
+      channel: ctx.channel,
+      target: ctx.target,
+      sessionKey: session.sessionKey,
+      sessionId: session.sessionId,
+      platform: ctx.message.platform,
+      userId: ctx.message.userId,
+      signal,
+      log: ctx.log,
+    },
+  });
 }
 
 function describeProblem(problem: SandboxProblem): string {

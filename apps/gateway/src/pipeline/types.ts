@@ -2,6 +2,7 @@ import type { TranslateContext } from "@mediagate/media";
 import type { Sandbox } from "@mediagate/sandbox";
 import type { Access } from "../access-control/access.js";
 import type { Agent, TurnAttachment } from "../agents/types.js";
+import type { ApprovalBroker } from "../approvals/broker.js";
 import type {
   ChannelAdapter,
   ChannelHealth,
@@ -85,6 +86,23 @@ export interface PipelineServices {
   readonly progressClock?: ProgressClock | undefined;
   /** What each session's turn does now, for the web console (absent: nobody asks). */
   readonly live?: LiveSessions | undefined;
+  /** Asks before the agent acts (docs/approvals.md); absent: no profile's actions ask. */
+  readonly approvals?: ApprovalBroker | undefined;
+  /**
+   * Posts a shared slot's /reset question with Confirm / Cancel buttons (docs/approvals.md);
+   * false when the channel has no buttons (the typed `/reset confirm` is asked for then).
+   */
+  readonly resetButtons?:
+    | {
+        ask(
+          channel: ChannelAdapter,
+          target: ChatTarget,
+          message: InboundMessage,
+          sessionKey: string,
+          question: string,
+        ): Promise<boolean>;
+      }
+    | undefined;
 }
 
 /**

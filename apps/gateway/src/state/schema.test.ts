@@ -26,6 +26,7 @@ describe("migrate", () => {
   it("brings an empty database to the latest version", () => {
     expect(migrate(db)).toEqual({ from: 0, to: MIGRATIONS.at(-1)!.version });
     expect(tables()).toEqual([
+      "approvals",
       "messages",
       "paired_users",
       "pairing_codes",

@@ -83,6 +83,30 @@ export const MIGRATIONS: readonly Migration[] = [
     },
   },
   {
+    // Approvals (docs/approvals.md): what the agent asked to do, who decided and how. The
+    // record's fixed facts are one JSON body; what changes (status, decision) has columns.
+    version: 4,
+    up(db) {
+      db.exec(`
+        CREATE TABLE approvals (
+          id              TEXT PRIMARY KEY NOT NULL,
+          session_id      TEXT NOT NULL,
+          chat            TEXT NOT NULL,
+          status          TEXT NOT NULL,
+          body            TEXT NOT NULL CHECK (json_valid(body)),
+          message_id      TEXT,
+          created_at      INTEGER NOT NULL,
+          expires_at      INTEGER NOT NULL,
+          decided_by      TEXT,
+          decided_by_name TEXT,
+          decided_at      INTEGER
+        ) STRICT;
+        CREATE INDEX approvals_by_status ON approvals (status, chat, created_at);
+        CREATE INDEX approvals_by_session ON approvals (session_id, status);
+      `);
+    },
+  },
+  {
     // Models and usage (docs/models-and-usage.md): one row per model call, with its UTC day
     // for the daily totals and the budget, and the model `/model` picked per session key.
     // Numbered 6: versions 4 and 5 belong to other branches (the lead renumbers at merge).

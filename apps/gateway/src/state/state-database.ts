@@ -2,6 +2,19 @@ import { randomUUID } from "node:crypto";
 import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
+import {
+  type AddApprovalResult,
+  type ApprovalRecord,
+  type ApprovalStatus,
+  addApproval,
+  type DecideResult,
+  decideApproval,
+  getApproval,
+  latestPending,
+  recentApprovals,
+  sessionAllowed,
+  setApprovalMessage,
+} from "./approvals.js";
 import { StateSchemaError, StateStoreError } from "./errors.js";
 import {
   type ApprovalGuard,
@@ -462,6 +475,49 @@ export class StateDatabase {
   /** Stores `/model`'s pick; `undefined` goes back to the default. */
   setSessionModel(sessionKey: string, model: string | undefined, nowMs: number): void {
     this.#run("session model", () => upsertSessionModel(this.#db, sessionKey, model, nowMs));
+  }
+
+  /** docs/approvals.md: see approvals.ts for each. */
+  addApproval(record: ApprovalRecord, maxPending: number, keepMs: number): AddApprovalResult {
+    return this.#run("approval add", () =>
+      this.#db.transaction(() => addApproval(this.#db, record, maxPending, keepMs))(),
+    );
+  }
+
+  setApprovalMessage(id: string, messageId: string): void {
+    this.#run("approval message", () => setApprovalMessage(this.#db, id, messageId));
+  }
+
+  getApproval(id: string): ApprovalRecord | undefined {
+    return this.#run("approval get", () => getApproval(this.#db, id));
+  }
+
+  decideApproval(
+    id: string,
+    status: Exclude<ApprovalStatus, "pending">,
+    decidedBy: string,
+    decidedByName: string | undefined,
+    nowMs: number,
+  ): DecideResult {
+    return this.#run("approval decide", () =>
+      decideApproval(this.#db, id, status, decidedBy, decidedByName, nowMs),
+    );
+  }
+
+  sessionAllowed(sessionId: string): boolean {
+    return this.#run("approval session", () => sessionAllowed(this.#db, sessionId));
+  }
+
+  latestPendingApproval(
+    platform: string,
+    chatId: string,
+    threadId: string | undefined,
+  ): ApprovalRecord | undefined {
+    return this.#run("approval latest", () => latestPending(this.#db, platform, chatId, threadId));
+  }
+
+  recentApprovals(limit: number): ApprovalRecord[] {
+    return this.#run("approval list", () => recentApprovals(this.#db, limit));
   }
 
   /** Closes the database. Safe to call twice. */

@@ -4,6 +4,12 @@ import { type CheckedDatabase, openChecked } from "../sqlite/checked-open.js";
 import { type CallFailure, type DatabaseWorker, programUrl } from "../sqlite/database-worker.js";
 import type { OpenCheck } from "../sqlite/integrity.js";
 import { fromWire } from "../sqlite/protocol.js";
+import type {
+  AddApprovalResult,
+  ApprovalRecord,
+  ApprovalStatus,
+  DecideResult,
+} from "./approvals.js";
 import { StateSchemaError, StateStoreError } from "./errors.js";
 import type {
   ApprovalGuard,
@@ -153,6 +159,56 @@ export class StateStore {
    */
   get rotations(): number {
     return this.#rotations;
+  }
+
+  /**
+   * Stores a pending approval (docs/approvals.md) unless `maxPending` of the profile are
+   * pending already; decided ones older than `keepMs` are dropped first.
+   */
+  addApproval(
+    record: ApprovalRecord,
+    maxPending: number,
+    keepMs: number,
+  ): Promise<AddApprovalResult> {
+    return this.#worker.call("addApproval", record, maxPending, keepMs);
+  }
+
+  /** Notes the message that shows an approval's buttons. */
+  setApprovalMessage(id: string, messageId: string): Promise<void> {
+    return this.#worker.call("setApprovalMessage", id, messageId);
+  }
+
+  getApproval(id: string): Promise<ApprovalRecord | undefined> {
+    return this.#worker.call("getApproval", id);
+  }
+
+  /** Decides a pending approval; only the first decision counts (`decided` says if it was this one). */
+  decideApproval(
+    id: string,
+    status: Exclude<ApprovalStatus, "pending">,
+    decidedBy: string,
+    decidedByName: string | undefined,
+  ): Promise<DecideResult> {
+    return this.#worker.call("decideApproval", id, status, decidedBy, decidedByName, this.#now());
+  }
+
+  /** Whether an approver allowed `sessionId` to act without asking ("Allow for this session"). */
+  sessionAllowed(sessionId: string): Promise<boolean> {
+    return this.#worker.call("sessionAllowed", sessionId);
+  }
+
+  /** The newest pending approval of a chat (and thread): what a typed `/allow` decides. */
+  latestPendingApproval(
+    platform: string,
+    chatId: string,
+    threadId: string | undefined,
+  ): Promise<ApprovalRecord | undefined> {
+    return this.#worker.call("latestPendingApproval", platform, chatId, threadId);
+  }
+
+  /** The profile's newest approvals, newest first (the web console). */
+  recentApprovals(limit: number): Promise<ApprovalRecord[]> {
+    return this.#worker.call("recentApprovals", limit);
   }
 
   /**

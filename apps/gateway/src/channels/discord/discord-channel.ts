@@ -29,6 +29,7 @@ import type {
 } from "../types.js";
 import { DiscordAttachmentFetcher } from "./attachments.js";
 import { DiscordCatchUp } from "./catch-up.js";
+import { DiscordChoiceButtons } from "./choices.js";
 import { createDeliveryRest, createGatewayClient, type IdentifyWait } from "./client.js";
 import {
   type DiscordCommandOptions,
@@ -174,6 +175,8 @@ export class DiscordChannel implements ChannelAdapter {
   readonly #maxTextChunks: number;
   readonly #registerCommands: boolean;
   readonly #interactions: InteractionReplies;
+  /** Messages with buttons; presses arrive as component interactions. */
+  readonly choices: DiscordChoiceButtons;
   /** The slash commands' registration, while it runs (resolves false when it failed). */
   registering: Promise<boolean> | undefined;
   /** Aborted by `stop`: ends in-memory retries and catch-up. */
@@ -230,6 +233,7 @@ export class DiscordChannel implements ChannelAdapter {
     this.#rest = createDeliveryRest(connection);
     this.status = new DiscordStatusMessages(this.#rest);
     this.reactions = new DiscordStatusReactions(createReactionRest(connection));
+    this.choices = new DiscordChoiceButtons(this.#rest, this.#log);
     this.#registerCommands = options.commands?.register ?? Defaults.commandMenus.register;
     this.#interactions = new InteractionReplies(this.#log);
     this.#health = new HealthMonitor(
@@ -291,7 +295,7 @@ export class DiscordChannel implements ChannelAdapter {
    * `DiscordCatchUp.afterReady`). A failure during start rejects; after it, a refused token
    * calls `onFatal`.
    */
-  async start({ onMessage, onFatal, cursors }: ChannelStartOptions): Promise<void> {
+  async start({ onMessage, onFatal, cursors, onChoice }: ChannelStartOptions): Promise<void> {
     if (this.#started) throw new Error("DiscordChannel already started");
     this.#started = true;
     const client = this.#client;
@@ -310,7 +314,10 @@ export class DiscordChannel implements ChannelAdapter {
       guardedListener(
         this.#log,
         "interactionCreate",
-        (interaction: Interaction) => this.#onInteraction(interaction, onMessage),
+        (interaction: Interaction) =>
+          interaction.isButton()
+            ? this.choices.answer(interaction, this.profile, onChoice)
+            : this.#onInteraction(interaction, onMessage),
         describeError,
       ),
     );

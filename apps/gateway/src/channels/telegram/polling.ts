@@ -53,7 +53,7 @@ export interface PollerDependencies {
   readonly token: string;
   readonly logger: Logger;
   readonly health: HealthTracker;
-  readonly allowedUpdates: readonly ("message" | "channel_post")[];
+  readonly allowedUpdates: readonly ("message" | "channel_post" | "callback_query")[];
   /**
    * Hands one update on, or the updates of one album together; resolves once every one of
    * them is recorded, now or before, or found not to be for the core (they are confirmed

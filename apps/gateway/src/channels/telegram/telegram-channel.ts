@@ -17,6 +17,7 @@ import type {
 } from "../types.js";
 import type { UpdateUnit } from "./albums.js";
 import { TelegramFileFetcher } from "./attachments.js";
+import { TelegramChoiceButtons } from "./choices.js";
 import { registerTelegramMenus, telegramMenus } from "./commands.js";
 import { deliverReply } from "./deliver-reply.js";
 import { TelegramTextLimits } from "./delivery-steps.js";
@@ -38,7 +39,7 @@ import { OutgoingTarget } from "./target.js";
 
 export { TelegramChannelDefaults, type TelegramChannelOptions } from "./options.js";
 
-const AllowedUpdates = ["message", "channel_post"] as const;
+const AllowedUpdates = ["message", "channel_post", "callback_query"] as const;
 
 /** Telegram could not be reached or refused the bot at start-up. Token-free. */
 export class TelegramStartError extends MediagateError {
@@ -78,6 +79,8 @@ export class TelegramChannel implements ChannelAdapter {
   readonly status: TelegramStatusMessages;
   /** Status reactions on the users' messages: setMessageReaction. */
   readonly reactions: TelegramStatusReactions;
+  /** Messages with an inline keyboard; presses arrive as `callback_query` updates. */
+  readonly choices: TelegramChoiceButtons;
   private readonly api: Api;
   private readonly token: string;
   private readonly logger: Logger;
@@ -124,6 +127,7 @@ export class TelegramChannel implements ChannelAdapter {
     });
     this.status = new TelegramStatusMessages(this.api, this.token);
     this.reactions = new TelegramStatusReactions(this.api, this.token);
+    this.choices = new TelegramChoiceButtons(this.api, this.token, this.logger);
     this.attachments = new TelegramFileFetcher({
       api: this.api,
       caller: this.caller,
@@ -138,11 +142,18 @@ export class TelegramChannel implements ChannelAdapter {
 
   /**
    * Authorizes the bot (getMe, through the retry policy) and starts polling; resolves once
-   * polling begins. Only messages and channel posts are requested. A rejection is a
+   * polling begins. Only messages, channel posts and button presses (`callback_query`,
+   * answered at once, not journaled: a press is a choice, not a message) are requested. A rejection is a
    * token-free {@link TelegramStartError}. Later failures show in {@link health}; a refused
    * token calls `onFatal`.
    */
-  async start({ onMessage, onFatal, flush, recorded }: ChannelStartOptions): Promise<void> {
+  async start({
+    onMessage,
+    onFatal,
+    flush,
+    recorded,
+    onChoice,
+  }: ChannelStartOptions): Promise<void> {
     if (this.poller !== undefined) return;
     this.health_.set("starting");
     try {
@@ -178,7 +189,13 @@ export class TelegramChannel implements ChannelAdapter {
         logger: this.logger,
         health: this.health_,
         allowedUpdates: AllowedUpdates,
-        handle: (unit) => this.receive(unit, onMessage, recorded),
+        handle: async (unit) => {
+          for (const update of unit) {
+            if (update.callback_query !== undefined)
+              await this.choices.answer(update.callback_query, this.profile, onChoice);
+          }
+          await this.receive(unit, onMessage, recorded);
+        },
         flush: flush ?? (async () => {}),
         onFatal,
       },

@@ -1,0 +1,119 @@
+import {
+  type ButtonInteraction,
+  escapeMarkdown,
+  MessageFlags,
+  type REST,
+  Routes,
+} from "discord.js";
+import type { Logger } from "pino";
+import type {
+  ChatTarget,
+  ChoiceAnswer,
+  ChoiceButton,
+  ChoiceButtons,
+  ChoicePress,
+} from "../types.js";
+import { isInteractionMessageId } from "./commands.js";
+import { describeError } from "./errors.js";
+
+/** What a press is told when nobody handles presses. */
+const NothingText = "This button does nothing any more.";
+
+/** Discord's button styles: Primary 1, Secondary 2, Danger 4. */
+const Styles = { primary: 1, secondary: 2, danger: 4 } as const;
+
+/**
+ * Choice buttons on Discord (docs/approvals.md, "Buttons"): a message with action rows of
+ * buttons (message components), closed by editing it with no components. Posted and edited
+ * through the delivery REST instance, one try each; mentions off, text escaped.
+ */
+export class DiscordChoiceButtons implements ChoiceButtons {
+  constructor(
+    private readonly rest: REST,
+    private readonly log: Logger,
+  ) {}
+
+  async post(
+    target: ChatTarget,
+    text: string,
+    rows: readonly (readonly ChoiceButton[])[],
+    signal: AbortSignal,
+  ): Promise<string> {
+    // A slash command is answered in its own (ephemeral) reply, which carries no buttons here:
+    // the caller asks in text instead.
+    if (isInteractionMessageId(target.replyToMessageId)) {
+      throw new Error("a slash command's answer gets no buttons; ask in text");
+    }
+    const created = (await this.rest.post(Routes.channelMessages(channelOf(target)), {
+      body: {
+        content: escapeMarkdown(text),
+        allowed_mentions: { parse: [] },
+        components: rows.map((row) => ({
+          type: 1,
+          components: row.map((button) => ({
+            type: 2,
+            style: Styles[button.style ?? "secondary"],
+            label: button.label,
+            custom_id: button.data,
+          })),
+        })),
+      },
+      signal,
+    })) as { id: string };
+    return created.id;
+  }
+
+  async close(
+    target: ChatTarget,
+    messageId: string,
+    text: string,
+    signal: AbortSignal,
+  ): Promise<void> {
+    await this.rest.patch(Routes.channelMessage(channelOf(target), messageId), {
+      body: { content: escapeMarkdown(text), components: [], allowed_mentions: { parse: [] } },
+      signal,
+    });
+  }
+
+  /**
+   * Answers a button interaction: a decision updates the pressed message (its new text, no
+   * buttons: the interaction's `update` callback), a refusal is an ephemeral reply only the
+   * presser sees. The handler decides with one state-store write, well inside the 3 s Discord
+   * gives an interaction. Never throws.
+   */
+  async answer(
+    interaction: ButtonInteraction,
+    profile: string,
+    handler: ((press: ChoicePress) => Promise<ChoiceAnswer>) | undefined,
+  ): Promise<void> {
+    let answer: ChoiceAnswer = { kind: "refused", notice: NothingText };
+    try {
+      if (handler !== undefined) {
+        const channel = interaction.channel;
+        const thread = channel?.isThread() === true ? channel : undefined;
+        answer = await handler({
+          profile,
+          platform: "discord",
+          chatId: thread?.parentId ?? interaction.channelId,
+          threadId: thread?.id,
+          messageId: interaction.message.id,
+          userId: interaction.user.id,
+          userName: interaction.user.globalName ?? interaction.user.username,
+          data: interaction.customId,
+        });
+      }
+      if (answer.kind === "decided") {
+        await interaction.update({ content: escapeMarkdown(answer.text), components: [] });
+      } else {
+        await interaction.reply({ content: answer.notice, flags: MessageFlags.Ephemeral });
+      }
+    } catch (error) {
+      this.log.warn({ err: describeError(error) }, "could not answer a discord button press");
+    }
+  }
+}
+
+/** Messages in a thread go to the thread's channel id; otherwise to the chat. */
+function channelOf(target: ChatTarget): string {
+  return target.threadId ?? target.chatId;
+}

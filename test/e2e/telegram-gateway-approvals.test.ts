@@ -1,0 +1,283 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitFor, waitUntil } from "../../test-support/wait.js";
+import type { FakeCallbackQuery, RecordedCall } from "../fakes/telegram/index.js";
+import { type TelegramBot, TelegramGatewayHarness } from "./harness/telegram-gateway.js";
+
+const Admin = 3001;
+const Asker = 3002;
+const Other = 3003;
+const TenMinutesMs = 10 * 60 * 1000;
+
+interface Question {
+  readonly messageId: number;
+  readonly text: string;
+  readonly data: readonly string[];
+}
+
+/**
+ * Approvals over Telegram, end to end (docs/approvals.md): the real gateway with the shell agent
+ * and `agent.approvals: always`, grammY against FakeTelegram (inline keyboards, callback
+ * queries), the real Docker engine. What ran is read from the sandbox's files.
+ */
+describe("gateway over Telegram: approvals with buttons", () => {
+  let harness: TelegramGatewayHarness;
+  let bot: TelegramBot;
+
+  beforeAll(async () => {
+    harness = await TelegramGatewayHarness.start(
+      "t-appr",
+      [{ admins: [Admin], allowed: [Asker, Other], agent: { kind: "shell", approvals: "always" } }],
+      { drainTimeoutMs: 300 },
+    );
+    bot = harness.bot();
+  });
+
+  afterAll(async () => {
+    await harness?.close();
+  });
+
+  const made = (name: string) => existsSync(join(bot.profileSlotDir(), "workspace", name));
+  const send = (user: number, text: string) =>
+    bot.post((fake) => fake.sendPrivateText({ userId: user, text }));
+
+  /** The next question with buttons the bot posts in `chat` after `since`. */
+  async function question(chat: number, since: number): Promise<Question> {
+    const call = await waitFor(() => {
+      const found = bot
+        .callsIn(chat, since)
+        .find((c) => c.method === "sendMessage" && c.ok && c.params.reply_markup !== undefined);
+      expect(found).toBeDefined();
+      return found as RecordedCall;
+    });
+    const message = call.result as {
+      message_id: number;
+      text: string;
+      reply_markup: { inline_keyboard: { text: string; callback_data: string }[][] };
+    };
+    return {
+      messageId: message.message_id,
+      text: message.text,
+      data: message.reply_markup.inline_keyboard.flat().map((b) => b.callback_data),
+    };
+  }
+
+  async function press(
+    chat: number,
+    q: Question,
+    button: string,
+    user: number,
+  ): Promise<FakeCallbackQuery> {
+    const query = bot.fake.pressButton({
+      chatId: chat,
+      messageId: q.messageId,
+      button,
+      userId: user,
+    });
+    await waitUntil(() => query.answer !== undefined, "the press answered");
+    return query;
+  }
+
+  const shown = (chat: number, q: Question) => bot.fake.botMessage(chat, q.messageId);
+
+  it("runs the command only after Allow once, and shows who allowed it", async () => {
+    const since = bot.mark();
+    await send(Asker, "touch /workspace/allowed-once && echo made-it");
+    const q = await question(Asker, since);
+    expect(q.text).toContain("$ touch /workspace/allowed-once && echo made-it");
+    expect(q.data).toHaveLength(3);
+    for (const data of q.data) expect(Buffer.byteLength(data)).toBeLessThanOrEqual(64);
+    expect(made("allowed-once")).toBe(false);
+
+    const query = await press(Asker, q, "Allow once", Asker);
+    await harness.gateway.idle();
+    expect(query.answer?.text).toMatch(/^✅ Allowed once by/);
+    expect(made("allowed-once")).toBe(true);
+    expect(bot.texts(Asker, since)).toContain("made-it");
+    const message = await waitFor(() => {
+      const now = shown(Asker, q);
+      expect(now?.text).toMatch(/^✅ Allowed once by @?\w+:\n\$ touch/);
+      return now;
+    });
+    expect(message?.reply_markup).toBeUndefined();
+  });
+
+  it("runs nothing on Deny, and the reply says it was denied", async () => {
+    const since = bot.mark();
+    await send(Asker, "touch /workspace/denied");
+    const q = await question(Asker, since);
+    await press(Asker, q, "Deny", Asker);
+    await harness.gateway.idle();
+    expect(made("denied")).toBe(false);
+    expect(bot.texts(Asker, since).join("\n")).toMatch(/🚫 Not run: .* denied it/);
+    await waitFor(() => expect(shown(Asker, q)?.text).toMatch(/^🚫 Denied by/));
+  });
+
+  it("refuses a press by someone who may not decide; a second press is told it is decided", async () => {
+    const since = bot.mark();
+    await send(Asker, "touch /workspace/not-yours");
+    const q = await question(Asker, since);
+    const stranger = await press(Asker, q, "Allow once", Other);
+    expect(stranger.answer?.text).toMatch(/^Only the person who asked \(or an admin\)/);
+    expect(shown(Asker, q)?.reply_markup).toBeDefined();
+    expect(made("not-yours")).toBe(false);
+
+    const admin = await press(Asker, q, "Deny", Admin);
+    expect(admin.answer?.text).toMatch(/^🚫 Denied by/);
+    // A stale keyboard (another device of the user) can still send the press.
+    const again = bot.fake.sendCallbackQuery({
+      chatId: Asker,
+      messageId: q.messageId,
+      data: q.data[0]!,
+      userId: Asker,
+    });
+    await waitUntil(() => again.answer !== undefined, "the second press answered");
+    expect(again.answer?.text).toMatch(/^Already decided: 🚫 Denied by/);
+    await harness.gateway.idle();
+    expect(made("not-yours")).toBe(false);
+  });
+
+  it("refuses forged data and a press carried to another chat; the typed /deny still decides", async () => {
+    const since = bot.mark();
+    await send(Asker, "touch /workspace/forged");
+    const q = await question(Asker, since);
+    const forged = bot.fake.sendCallbackQuery({
+      chatId: Asker,
+      messageId: q.messageId,
+      data: "ap:AAAAAAAAAAAAAAAAAAAAAA:once",
+      userId: Asker,
+    });
+    // The real approval's data, sent on a message of the bot in another chat.
+    await send(Other, "/help");
+    const elsewhere = await waitFor(() => {
+      const found = bot.callsIn(Other, since).find((c) => c.method === "sendMessage" && c.ok);
+      expect(found).toBeDefined();
+      return found as RecordedCall;
+    });
+    const moved = bot.fake.sendCallbackQuery({
+      chatId: Other,
+      messageId: (elsewhere.result as { message_id: number }).message_id,
+      data: q.data[0]!,
+      userId: Other,
+    });
+    await waitUntil(
+      () => forged.answer !== undefined && moved.answer !== undefined,
+      "both presses answered",
+    );
+    expect(forged.answer?.text).toBe("This button does nothing any more.");
+    expect(moved.answer?.text).toBe("This button does nothing any more.");
+    expect(shown(Asker, q)?.reply_markup).toBeDefined();
+    expect(made("forged")).toBe(false);
+
+    await send(Asker, "/deny");
+    await harness.gateway.idle();
+    expect(made("forged")).toBe(false);
+    await waitFor(() => expect(shown(Asker, q)?.text).toMatch(/^🚫 Denied by/));
+    expect(shown(Asker, q)?.reply_markup).toBeUndefined();
+  });
+
+  it("expires after 10 minutes: the agent is told, the buttons say so, a late press is answered", async () => {
+    const since = bot.mark();
+    await send(Asker, "touch /workspace/expired");
+    const q = await question(Asker, since);
+    harness.stateClock.advance(TenMinutesMs);
+    await harness.gateway.idle();
+    expect(made("expired")).toBe(false);
+    expect(bot.texts(Asker, since).join("\n")).toMatch(
+      /🚫 Not run: nobody approved it within 10 min/,
+    );
+    await waitFor(() => expect(shown(Asker, q)?.text).toMatch(/^⌛ Expired/));
+    const late = bot.fake.sendCallbackQuery({
+      chatId: Asker,
+      messageId: q.messageId,
+      data: q.data[0]!,
+      userId: Asker,
+    });
+    await waitUntil(() => late.answer !== undefined, "the late press answered");
+    expect(late.answer?.text).toMatch(/^Already decided: ⌛ Expired/);
+  });
+
+  it("the typed /allow runs it and closes the buttons", async () => {
+    const since = bot.mark();
+    await send(Asker, "touch /workspace/typed-allow");
+    const q = await question(Asker, since);
+    await send(Asker, "/allow");
+    await harness.gateway.idle();
+    expect(made("typed-allow")).toBe(true);
+    await waitFor(() => expect(shown(Asker, q)?.text).toMatch(/^✅ Allowed once by/));
+    expect(shown(Asker, q)?.reply_markup).toBeUndefined();
+  });
+
+  it("a press after a restart is answered clearly, and the message asks anew", async () => {
+    const since = bot.mark();
+    await send(Asker, "touch /workspace/after-restart");
+    const old = await question(Asker, since);
+    const restarted = bot.mark();
+    await harness.restart();
+    await waitFor(() =>
+      expect(shown(Asker, old)?.text).toMatch(/^⚠️ Not run: the gateway restarted/),
+    );
+    const stale = bot.fake.sendCallbackQuery({
+      chatId: Asker,
+      messageId: old.messageId,
+      data: old.data[0]!,
+      userId: Asker,
+    });
+    await waitUntil(() => stale.answer !== undefined, "the stale press answered");
+    expect(stale.answer?.text).toMatch(/^Already decided: ⚠️ Not run: the gateway restarted/);
+    expect(made("after-restart")).toBe(false);
+
+    const fresh = await question(Asker, restarted);
+    expect(fresh.messageId).not.toBe(old.messageId);
+    await press(Asker, fresh, "Allow once", Asker);
+    await harness.gateway.idle();
+    expect(made("after-restart")).toBe(true);
+  });
+
+  it("Allow for this session: later commands of the session run without asking", async () => {
+    const since = bot.mark();
+    await send(Admin, "touch /workspace/session-1");
+    const q = await question(Admin, since);
+    await press(Admin, q, "Allow for this session", Admin);
+    await harness.gateway.idle();
+    expect(made("session-1")).toBe(true);
+    const next = bot.mark();
+    await bot.handle((fake) =>
+      fake.sendPrivateText({ userId: Admin, text: "touch /workspace/session-2" }),
+    );
+    expect(made("session-2")).toBe(true);
+    expect(bot.callsIn(Admin, next).some((c) => c.params.reply_markup !== undefined)).toBe(false);
+  });
+
+  it("/reset on the shared slot asks with Confirm / Cancel; only an admin's press counts", async () => {
+    expect(made("allowed-once")).toBe(true);
+    let since = bot.mark();
+    await bot.handle((fake) => fake.sendPrivateText({ userId: Admin, text: "/reset" }));
+    let q = await question(Admin, since);
+    expect(q.text).toContain("is shared");
+    const member = bot.fake.pressButton({
+      chatId: Admin,
+      messageId: q.messageId,
+      button: "Confirm",
+      userId: Asker,
+    });
+    await waitUntil(() => member.answer !== undefined, "the member's press answered");
+    expect(member.answer?.text).toBe("⛔ /reset is for admins only; nothing was done.");
+    const cancel = await press(Admin, q, "Cancel", Admin);
+    expect(cancel.answer).toBeDefined();
+    await waitFor(() => expect(shown(Admin, q)?.text).toMatch(/^Reset cancelled by/));
+    expect(made("allowed-once")).toBe(true);
+
+    since = bot.mark();
+    await bot.handle((fake) => fake.sendPrivateText({ userId: Admin, text: "/reset" }));
+    q = await question(Admin, since);
+    await press(Admin, q, "Confirm", Admin);
+    await waitFor(() =>
+      expect(bot.texts(Admin, since).join("\n")).toMatch(/♻️ Reset: new conversation started/),
+    );
+    await waitFor(() => expect(shown(Admin, q)?.text).toMatch(/^♻️ Reset confirmed by/));
+    expect(shown(Admin, q)?.reply_markup).toBeUndefined();
+    expect(made("allowed-once")).toBe(false);
+  });
+});
