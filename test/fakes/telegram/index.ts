@@ -26,3 +26,8 @@ export type {
   TopicTextInput,
   UpdateInput,
 } from "./updates.js";
+export {
+  type WebhookAttempt,
+  WebhookDelivery,
+  type WebhookDeliveryOptions,
+} from "./webhook-delivery.js";

@@ -1,0 +1,219 @@
+import {
+  type InboundMessage,
+  TelegramChannel,
+  type TelegramChannelOptions,
+} from "@mediagate/gateway";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { closedPort } from "../../test-support/net.js";
+import { waitFor } from "../../test-support/wait.js";
+import { FakeTelegram } from "../fakes/telegram/index.js";
+import { captureLogs } from "../fakes/telegram/media-fixtures.js";
+
+/**
+ * Webhook mode (docs/telegram-webhooks.md): the real TelegramChannel and grammY against
+ * FakeTelegram, which POSTs updates to the channel's webhook and retries failed deliveries
+ * when the test says so (`retryNow`; its own backoff is set far out of the way).
+ */
+
+const Secret = "s3cret_token-for-tests";
+let fake: FakeTelegram;
+let logs: ReturnType<typeof captureLogs>;
+let url: string;
+let port: number;
+const channels: TelegramChannel[] = [];
+
+beforeEach(async () => {
+  fake = new FakeTelegram({ webhook: { retryDelayMs: () => 3_600_000 } });
+  await fake.start();
+  logs = captureLogs();
+  port = await closedPort();
+  url = `http://127.0.0.1:${port}/telegram`;
+});
+
+afterEach(async () => {
+  await Promise.all(channels.splice(0).map((channel) => channel.stop()));
+  await fake.stop();
+});
+
+function newChannel(extra: Partial<TelegramChannelOptions> = {}): TelegramChannel {
+  const channel = new TelegramChannel({
+    token: fake.token,
+    apiRoot: fake.apiRoot,
+    profile: "work",
+    logger: logs.logger,
+    retry: { minDelayMs: 5, maxDelayMs: 20 },
+    webhook: { url, listen: `127.0.0.1:${port}`, secretToken: Secret, maxConnections: 7 },
+    ...extra,
+  });
+  channels.push(channel);
+  return channel;
+}
+
+/** POSTs `body` to the channel's webhook as anyone could. */
+function post(body: string, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body,
+  });
+}
+
+const update = (id: number, text: string) =>
+  JSON.stringify({
+    update_id: id,
+    message: {
+      message_id: id,
+      date: 1,
+      chat: { id: 5, type: "private", first_name: "U" },
+      from: { id: 5, is_bot: false, first_name: "U" },
+      text,
+    },
+  });
+
+describe("TelegramChannel in webhook mode", () => {
+  it("sets the webhook with its secret, the polled update kinds and max_connections, and receives by it", async () => {
+    const received: InboundMessage[] = [];
+    await newChannel().start({
+      onMessage: async (message) => void received.push(message),
+      onFatal: () => {},
+    });
+    const set = fake.callsTo("setWebhook")[0];
+    expect(set?.params).toMatchObject({
+      url,
+      secret_token: Secret,
+      allowed_updates: ["message", "channel_post"],
+      max_connections: 7,
+    });
+    expect(fake.callsTo("deleteWebhook")).toHaveLength(0);
+    expect(channels[0]?.health()).toMatchObject({ state: "up", mode: "webhook" });
+
+    fake.sendPrivateText({ userId: 5, text: "by webhook" });
+    await waitFor(() => expect(received.map((m) => m.text)).toEqual(["by webhook"]));
+    await fake.webhook.idle();
+    expect(fake.webhook.attempts.map((a) => a.status)).toEqual([200]);
+    expect(fake.pendingUpdates).toBe(0);
+    expect(fake.callsTo("getUpdates")).toHaveLength(0);
+  });
+
+  it("answers 401 to a request without the right secret and records nothing", async () => {
+    const received: InboundMessage[] = [];
+    await newChannel().start({
+      onMessage: async (message) => void received.push(message),
+      onFatal: () => {},
+    });
+    const none = await post(update(900, "forged"));
+    const wrong = await post(update(901, "forged"), {
+      "x-telegram-bot-api-secret-token": `${Secret}x`,
+    });
+    const right = await post(update(902, "real"), { "x-telegram-bot-api-secret-token": Secret });
+    expect([none.status, wrong.status, right.status]).toEqual([401, 401, 200]);
+    expect(received.map((m) => m.text)).toEqual(["real"]);
+    expect(logs.lines.join("\n")).not.toContain(Secret);
+  });
+
+  it("answers 413 to a body past the bound, 400 to one that is not an Update, and records neither", async () => {
+    const received: InboundMessage[] = [];
+    await newChannel({
+      webhook: { url, listen: `127.0.0.1:${port}`, secretToken: Secret, bodyMaxBytes: 4096 },
+    }).start({ onMessage: async (message) => void received.push(message), onFatal: () => {} });
+    const auth = { "x-telegram-bot-api-secret-token": Secret };
+    const big = await post(update(903, "x".repeat(5000)), auth);
+    const notJson = await post("{not json", auth);
+    const notUpdate = await post(JSON.stringify({ message: {} }), auth);
+    expect([big.status, notJson.status, notUpdate.status]).toEqual([413, 400, 400]);
+    expect(received).toEqual([]);
+  });
+
+  it("answers 500 while the update cannot be recorded, and Telegram's retry is run once", async () => {
+    const received: string[] = [];
+    let failures = 1;
+    await newChannel().start({
+      onMessage: async (message) => {
+        if (failures-- > 0) throw new Error("journal: disk full");
+        received.push(message.text);
+      },
+      onFatal: () => {},
+    });
+    fake.sendPrivateText({ userId: 5, text: "keep me" });
+    await waitFor(() => expect(fake.webhook.attempts.map((a) => a.status)).toEqual([500]));
+    expect(channels[0]?.health()).toMatchObject({ state: "retrying" });
+    expect(fake.pendingUpdates).toBe(1);
+    const info = fake.webhook.getWebhookInfo().body as { result: Record<string, unknown> };
+    expect(info.result.last_error_message).toBe("Wrong response from the webhook: 500");
+
+    fake.webhook.retryNow();
+    await waitFor(() => expect(fake.webhook.attempts.map((a) => a.status)).toEqual([500, 200]));
+    expect(received).toEqual(["keep me"]);
+    expect(fake.pendingUpdates).toBe(0);
+    expect(channels[0]?.health()).toMatchObject({ state: "up" });
+  });
+
+  it("finishes recording an update in flight when stopped, then refuses new ones", async () => {
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const received: string[] = [];
+    let entered = false;
+    const channel = newChannel();
+    await channel.start({
+      onMessage: async (message) => {
+        entered = true;
+        await held;
+        received.push(message.text);
+      },
+      onFatal: () => {},
+    });
+    const answer = post(update(910, "in flight"), { "x-telegram-bot-api-secret-token": Secret });
+    await waitFor(() => expect(entered).toBe(true));
+    const stopped = channel.stop();
+    release();
+    await stopped;
+    expect((await answer).status).toBe(200);
+    expect(received).toEqual(["in flight"]);
+    await expect(post(update(911, "late"))).rejects.toThrow();
+  });
+
+  it("switching back to polling deletes the webhook, and getUpdates works again", async () => {
+    await newChannel().start({ onMessage: async () => {}, onFatal: () => {} });
+    await channels[0]?.stop();
+    expect(fake.webhook.active).toBe(true);
+    const received: string[] = [];
+    const polling = newChannel({ webhook: undefined });
+    await polling.start({
+      onMessage: async (message) => void received.push(message.text),
+      onFatal: () => {},
+    });
+    expect(fake.callsTo("deleteWebhook")).toHaveLength(1);
+    expect(fake.webhook.active).toBe(false);
+    expect(polling.health()).toMatchObject({ mode: "polling" });
+    fake.sendPrivateText({ userId: 5, text: "by polling" });
+    await waitFor(() => expect(received).toEqual(["by polling"]));
+  });
+
+  it("refuses a webhook URL that is not https and a secret Telegram would refuse", () => {
+    expect(() =>
+      newChannel({ webhook: { url: "http://bot.example.org/tg", secretToken: Secret } }),
+    ).toThrow(/webhook.url must be an https URL/);
+    expect(() =>
+      newChannel({ webhook: { url: "https://bot.example.org/tg", secretToken: "has space" } }),
+    ).toThrow(/secretToken must be 1-256 characters/);
+    channels.length = 0;
+  });
+});
+
+describe("FakeTelegram's webhook", () => {
+  it("answers getUpdates with 409 while a webhook is set, as Telegram does", async () => {
+    const bot = `${fake.apiRoot}/bot${fake.token}`;
+    await fetch(`${bot}/setWebhook`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ url: `http://127.0.0.1:${port}/x` }),
+    });
+    const answer = await fetch(`${bot}/getUpdates`, { method: "POST" });
+    expect(answer.status).toBe(409);
+    expect(((await answer.json()) as { description: string }).description).toBe(
+      "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
+    );
+  });
+});
