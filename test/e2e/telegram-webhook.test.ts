@@ -8,6 +8,8 @@ import { closedPort } from "../../test-support/net.js";
 import { waitFor } from "../../test-support/wait.js";
 import { FakeTelegram } from "../fakes/telegram/index.js";
 import { captureLogs } from "../fakes/telegram/media-fixtures.js";
+import { CliInstall } from "./harness/cli-install.js";
+import { waitUntil } from "./harness/gateway-home.js";
 
 /**
  * Webhook mode (docs/telegram-webhooks.md): the real TelegramChannel and grammY against
@@ -215,5 +217,72 @@ describe("FakeTelegram's webhook", () => {
     expect(((await answer.json()) as { description: string }).description).toBe(
       "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
     );
+  });
+});
+
+describe("webhook mode through the real CLI and engine", () => {
+  const User = 78;
+  const installs: CliInstall[] = [];
+  afterEach(async () => {
+    await Promise.all(installs.splice(0).map((install) => install.dispose()));
+  });
+  /** The texts the bot posted to the user, in order. */
+  const replies = () =>
+    fake
+      .callsTo("sendMessage")
+      .filter((call) => call.ok && String(call.params.chat_id) === String(User))
+      .map((call) => String(call.params.text));
+
+  async function install(): Promise<CliInstall> {
+    const created = await CliInstall.create(
+      "tg-webhook",
+      {
+        telegram: {
+          token: fake.token,
+          apiRoot: fake.apiRoot,
+          webhook: { url, listen: `127.0.0.1:${port}`, secretToken: Secret },
+        },
+        allowedUsers: [`telegram:${User}`],
+        progress: { enabled: false },
+      },
+      { recovery: { rerunInterrupted: true } },
+    );
+    installs.push(created);
+    return created;
+  }
+
+  it("answers by webhook; killed after the 200, the update runs after the restart, once", async () => {
+    const cli = await install();
+    await cli.start();
+    fake.sendPrivateText({ userId: User, text: "echo by-webhook" });
+    await waitUntil(() => replies().includes("by-webhook"), "the webhook message to be answered");
+
+    fake.sendPrivateText({ userId: User, text: "sleep 3; echo after-crash" });
+    await waitUntil(
+      () => fake.webhook.attempts.filter((a) => a.status === 200).length === 2,
+      "the second update to be answered 200",
+    );
+    await cli.kill();
+    expect(replies()).not.toContain("after-crash");
+    expect(fake.pendingUpdates).toBe(0);
+
+    await cli.start();
+    await waitUntil(() => replies().includes("after-crash"), "the recorded update to run");
+    await waitUntil(() => cli.output().includes('"msg":"turn finished"'), "the turn to finish");
+    expect(replies().filter((text) => text === "after-crash")).toHaveLength(1);
+    expect(fake.webhook.attempts.map((a) => a.status)).toEqual([200, 200]);
+  });
+
+  it("answers a redelivered update 200 and runs it once", async () => {
+    const cli = await install();
+    await cli.start();
+    const sent = fake.sendPrivateText({ userId: User, text: "echo just-once" });
+    await waitUntil(() => replies().includes("just-once"), "the message to be answered");
+    expect(await fake.webhook.deliverAgain(sent)).toBe(200);
+    expect(await fake.webhook.deliverAgain(sent)).toBe(200);
+    fake.sendPrivateText({ userId: User, text: "echo next" });
+    await waitUntil(() => replies().includes("next"), "the next message to be answered");
+    expect(replies()).toEqual(["just-once", "next"]);
+    expect(cli.output()).toContain("message redelivered by the platform was recorded before");
   });
 });
