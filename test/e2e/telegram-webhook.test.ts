@@ -1,3 +1,5 @@
+import { rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import {
   type InboundMessage,
   TelegramChannel,
@@ -8,8 +10,9 @@ import { closedPort } from "../../test-support/net.js";
 import { waitFor } from "../../test-support/wait.js";
 import { FakeTelegram } from "../fakes/telegram/index.js";
 import { captureLogs } from "../fakes/telegram/media-fixtures.js";
+import { runCli } from "./harness/cli.js";
 import { CliInstall } from "./harness/cli-install.js";
-import { waitUntil } from "./harness/gateway-home.js";
+import { createTempHome, waitUntil } from "./harness/gateway-home.js";
 
 /**
  * Webhook mode (docs/telegram-webhooks.md): the real TelegramChannel and grammY against
@@ -284,5 +287,67 @@ describe("webhook mode through the real CLI and engine", () => {
     await waitUntil(() => replies().includes("next"), "the next message to be answered");
     expect(replies()).toEqual(["just-once", "next"]);
     expect(cli.output()).toContain("message redelivered by the platform was recorded before");
+  });
+});
+
+describe("mediagate doctor checks the webhook", () => {
+  let dir = "";
+  afterEach(async () => {
+    if (dir !== "") await rm(dir, { recursive: true, force: true });
+    dir = "";
+  });
+
+  async function doctor(webhook: boolean): Promise<string[]> {
+    dir = await createTempHome("tg-webhook-doctor");
+    const file = join(dir, "mediagate.yaml");
+    const telegram = {
+      token: fake.token,
+      apiRoot: fake.apiRoot,
+      ...(webhook ? { webhook: { url, secretToken: Secret } } : {}),
+    };
+    const config = {
+      home: join(dir, "home"),
+      profiles: [{ name: "default", telegram, allowedUsers: ["telegram:1"] }],
+    };
+    await writeFile(file, `${JSON.stringify(config)}\n`);
+    const run = await runCli(["doctor", "--config", file], { home: dir });
+    const lines = run.stdout.split("\n");
+    const at = lines.findIndex((line) => /^[✔✖] telegram webhook/.test(line));
+    return lines.slice(at, at + 2);
+  }
+
+  const setWebhook = (target: string) =>
+    fake.webhook.setWebhook({ url: target, secret_token: Secret });
+
+  it("says when no webhook is set, and how to set it", async () => {
+    const lines = await doctor(true);
+    expect(lines[0]).toBe("✖ telegram webhook (default): no webhook is set (0 update(s) waiting)");
+    expect(lines[1]).toContain("fix: start the gateway: it calls setWebhook");
+  });
+
+  it("reports Telegram's last delivery error while updates wait, with the fix", async () => {
+    setWebhook(url); // nothing listens there: the delivery fails
+    fake.sendPrivateText({ userId: 1, text: "waiting" });
+    await waitFor(() => expect(fake.webhook.attempts).toHaveLength(1));
+    const lines = await doctor(true);
+    expect(lines[0]).toMatch(
+      /^✖ telegram webhook \(default\): http:\/\/127\.0\.0\.1:\d+\/telegram, 1 update\(s\) waiting; last delivery error \d+ s ago: Connection refused/,
+    );
+    expect(lines[1]).toContain("reach telegram.webhook.listen");
+    expect(lines.join("\n")).not.toContain(Secret);
+  });
+
+  it("fails on another URL, and on a webhook set while the profile polls", async () => {
+    setWebhook("https://elsewhere.example.org/hook");
+    const [other] = await doctor(true);
+    expect(other).toBe(
+      `✖ telegram webhook (default): the webhook is https://elsewhere.example.org/hook, not telegram.webhook.url ${url}`,
+    );
+    await rm(dir, { recursive: true, force: true });
+    const [polling, fix] = await doctor(false);
+    expect(polling).toContain(
+      "a webhook is set to https://elsewhere.example.org/hook while this profile polls",
+    );
+    expect(fix).toContain("`mediagate start` deletes it");
   });
 });

@@ -41,6 +41,7 @@ export class WebhookDelivery {
   private lastError: { date: number; message: string } | undefined;
   private running: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
+  private kicked = false;
   /** Every POST made to the webhook, in order. */
   readonly attempts: WebhookAttempt[] = [];
   private readonly retryDelayMs: (attempt: number) => number;
@@ -154,9 +155,12 @@ export class WebhookDelivery {
 
   private kick(): void {
     this.wakeUp?.();
+    // A push while the loop winds down is seen by the loop that starts after it.
+    this.kicked = this.running !== undefined;
     if (this.running !== undefined || !this.active) return;
     this.running = this.loop().finally(() => {
       this.running = undefined;
+      if (this.kicked) this.kick();
     });
   }
 
