@@ -26,6 +26,8 @@ let logs: ReturnType<typeof captureLogs>;
 let url: string;
 let port: number;
 const channels: TelegramChannel[] = [];
+/** A temp dir a test made, removed after it. */
+let dir = "";
 
 beforeEach(async () => {
   fake = new FakeTelegram({ webhook: { retryDelayMs: () => 3_600_000 } });
@@ -38,6 +40,8 @@ beforeEach(async () => {
 afterEach(async () => {
   await Promise.all(channels.splice(0).map((channel) => channel.stop()));
   await fake.stop();
+  if (dir !== "") await rm(dir, { recursive: true, force: true });
+  dir = "";
 });
 
 function newChannel(extra: Partial<TelegramChannelOptions> = {}): TelegramChannel {
@@ -196,6 +200,22 @@ describe("TelegramChannel in webhook mode", () => {
     await waitFor(() => expect(received).toEqual(["by polling"]));
   });
 
+  it("uploads the self-signed certificate with setWebhook when one is configured", async () => {
+    dir = await createTempHome("tg-webhook-cert");
+    const pem = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n";
+    const certificate = join(dir, "public.pem");
+    await writeFile(certificate, pem);
+    await newChannel({
+      webhook: { url, listen: `127.0.0.1:${port}`, secretToken: Secret, certificate },
+    }).start({ onMessage: async () => {}, onFatal: () => {} });
+    const set = fake.callsTo("setWebhook")[0];
+    expect(set?.multipart).toBe(true);
+    expect(set?.files.map((f) => [f.field, f.bytes.toString()])).toEqual([["certificate", pem]]);
+    expect(set?.params).toMatchObject({ url, secret_token: Secret });
+    const info = fake.webhook.getWebhookInfo().body as { result: Record<string, unknown> };
+    expect(info.result.has_custom_certificate).toBe(true);
+  });
+
   it("refuses a webhook URL that is not https and a secret Telegram would refuse", () => {
     expect(() =>
       newChannel({ webhook: { url: "http://bot.example.org/tg", secretToken: Secret } }),
@@ -291,12 +311,6 @@ describe("webhook mode through the real CLI and engine", () => {
 });
 
 describe("mediagate doctor checks the webhook", () => {
-  let dir = "";
-  afterEach(async () => {
-    if (dir !== "") await rm(dir, { recursive: true, force: true });
-    dir = "";
-  });
-
   async function doctor(webhook: boolean): Promise<string[]> {
     dir = await createTempHome("tg-webhook-doctor");
     const file = join(dir, "mediagate.yaml");

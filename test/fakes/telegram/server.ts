@@ -455,13 +455,14 @@ export class FakeTelegram {
       return this.answer(res, base, [], await this.files.getFile(decoded.params));
     }
     if (method === "setWebhook" || method === "deleteWebhook" || method === "getWebhookInfo") {
+      const files = referencedFiles(decoded.params, decoded.parts);
       const answer =
         method === "setWebhook"
-          ? this.webhook.setWebhook(decoded.params)
+          ? this.webhook.setWebhook(decoded.params, files.length > 0)
           : method === "deleteWebhook"
             ? this.webhook.deleteWebhook(decoded.params)
             : this.webhook.getWebhookInfo();
-      return this.answer(res, base, [], answer);
+      return this.answer(res, base, files, answer);
     }
     if (method === "getUpdates" && this.webhook.active) {
       return this.answer(

@@ -42,6 +42,7 @@ export class WebhookDelivery {
   private running: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
   private kicked = false;
+  private customCertificate = false;
   /** Every POST made to the webhook, in order. */
   readonly attempts: WebhookAttempt[] = [];
   private readonly retryDelayMs: (attempt: number) => number;
@@ -67,7 +68,8 @@ export class WebhookDelivery {
     return { url: this.url, secretToken: this.secretToken, maxConnections: this.maxConnections };
   }
 
-  setWebhook(params: Record<string, unknown>): ApiAnswer {
+  /** `certificate`: a public certificate was uploaded with the call (a self-signed setup). */
+  setWebhook(params: Record<string, unknown>, certificate = false): ApiAnswer {
     const url = typeof params.url === "string" ? params.url : "";
     if (url === "") return this.deleteWebhook(params);
     let parsed: URL;
@@ -98,6 +100,7 @@ export class WebhookDelivery {
     this.secretToken = secret;
     this.maxConnections = max;
     this.allowedUpdates = params.allowed_updates;
+    this.customCertificate = certificate;
     this.lastError = undefined;
     this.kick();
     return ok(true);
@@ -117,7 +120,7 @@ export class WebhookDelivery {
   getWebhookInfo(): ApiAnswer {
     return ok({
       url: this.url,
-      has_custom_certificate: false,
+      has_custom_certificate: this.active && this.customCertificate,
       pending_update_count: this.queue.size,
       ...(this.active ? { max_connections: this.maxConnections } : {}),
       ...(this.active && this.allowedUpdates !== undefined

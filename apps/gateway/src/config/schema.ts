@@ -35,6 +35,7 @@ const telegramWebhookSchema = z.strictObject({
     .min(1)
     .max(100, { error: "a whole number from 1 to 100" })
     .optional(),
+  certificate: z.string().min(1, { error: "the path of the public certificate (PEM)" }).optional(),
 });
 
 const TelegramChatIdError = "a chat id: digits, negative for a group (e.g. -1001234567890)";

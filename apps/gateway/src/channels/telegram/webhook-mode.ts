@@ -1,5 +1,5 @@
 import type { Sleep } from "@mediagate/io";
-import type { Api } from "grammy";
+import { type Api, InputFile } from "grammy";
 import type { Logger } from "pino";
 import { Defaults } from "../../defaults.js";
 import type { UpdateUnit } from "./albums.js";
@@ -35,7 +35,8 @@ export interface WebhookMode {
 
 /**
  * Opens the receiver, then calls setWebhook (url, `secret_token`, the same `allowed_updates`
- * as polling, `max_connections`), so Telegram's first delivery finds the port open. A failed
+ * as polling, `max_connections`, the self-signed `certificate` when configured), so Telegram's
+ * first delivery finds the port open. A failed
  * setWebhook closes the receiver and rejects (the caller's start fails). Then asks
  * getWebhookInfo every `Defaults.telegram.webhookInfoEveryMs` for Telegram's last delivery
  * error, shown by the health endpoint and `/status`.
@@ -58,6 +59,9 @@ export async function startWebhookMode(
             allowed_updates: [...deps.allowedUpdates],
             max_connections: settings.maxConnections,
             drop_pending_updates: deps.dropPendingUpdates,
+            ...(settings.certificate === undefined
+              ? {}
+              : { certificate: new InputFile(settings.certificate) }),
           },
           grammySignal(signal),
         ),

@@ -20,6 +20,11 @@ export interface TelegramWebhookOptions {
   readonly maxConnections?: number | undefined;
   /** Largest body read (default `Defaults.telegram.webhookBodyMaxBytes`); larger ones get 413. */
   readonly bodyMaxBytes?: number | undefined;
+  /**
+   * Path of the public certificate (PEM) of a self-signed TLS setup, uploaded with every
+   * setWebhook (`certificate`). Absent: the URL's certificate must be publicly trusted.
+   */
+  readonly certificate?: string | undefined;
 }
 
 /** {@link TelegramWebhookOptions} with defaults applied and checked. */
@@ -32,6 +37,7 @@ export interface WebhookSettings {
   readonly secretToken: string;
   readonly maxConnections: number;
   readonly bodyMaxBytes: number;
+  readonly certificate: string | undefined;
 }
 
 /** Whether Telegram may be given `url`: https, or http to a loopback host. */
@@ -79,5 +85,6 @@ export function resolveWebhookSettings(options: TelegramWebhookOptions): Webhook
     secretToken: options.secretToken,
     maxConnections,
     bodyMaxBytes,
+    certificate: options.certificate,
   };
 }
