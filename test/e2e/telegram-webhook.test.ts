@@ -157,6 +157,39 @@ describe("TelegramChannel in webhook mode", () => {
     expect(channels[0]?.health()).toMatchObject({ state: "up" });
   });
 
+  it("shows Telegram's last delivery error in its health, from getWebhookInfo", async () => {
+    let wakes = 0;
+    /** Each wait of the getWebhookInfo watch ends when the test says so (or at stop). */
+    let wake: () => void = () => {};
+    const sleep = (_ms: number, signal?: AbortSignal) =>
+      new Promise<void>((resolve, reject) => {
+        wake = () => {
+          wakes++;
+          resolve();
+        };
+        signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
+      });
+    let failures = 1;
+    const channel = newChannel({ sleep });
+    await channel.start({
+      onMessage: async () => {
+        if (failures-- > 0) throw new Error("journal: disk full");
+      },
+      onFatal: () => {},
+    });
+    fake.sendPrivateText({ userId: 5, text: "fails once" });
+    await waitFor(() => expect(fake.webhook.attempts).toHaveLength(1));
+    wake();
+    await waitFor(() => expect(fake.callsTo("getWebhookInfo")).toHaveLength(1));
+    await waitFor(() =>
+      expect(channel.health().webhookError).toEqual({
+        message: "Wrong response from the webhook: 500",
+        atMs: expect.any(Number),
+      }),
+    );
+    expect(wakes).toBe(1);
+  });
+
   it("finishes recording an update in flight when stopped, then refuses new ones", async () => {
     let release: () => void = () => {};
     const held = new Promise<void>((resolve) => {

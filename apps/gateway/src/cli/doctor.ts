@@ -36,7 +36,9 @@ export async function checkRunningGateway(listen: string): Promise<CheckResult[]
   const checks: CheckResult[] = report.channels.map((channel) => ({
     name: `channel ${channel.platform} (${channel.profile})`,
     ok: channel.state === "up",
-    detail: describeChannel(channel).replace(/^Channel \S+ \([^)]*\): /, ""),
+    detail: describeChannel(channel).replace(/^Channel \S+ \([^)]*\)(?: by (\S+))?: /, (_, mode) =>
+      mode === undefined ? "" : `${mode}: `,
+    ),
   }));
   checks.push({
     name: "journal",
