@@ -21,6 +21,8 @@
  *   --cpu-prof DIR        profile the gateway process (`node --cpu-prof`) during the throughput
  *                         phase; prints its top self-time functions within the windows
  *   --image NAME          sandbox image (MEDIAGATE_BENCH_IMAGE, else mediagate-sandbox:test)
+ *   --webhook             then the latency figures and throughput again with Telegram updates
+ *                         arriving by webhook (`*_webhook` lines)
  * Each flag also reads MEDIAGATE_BENCH_E2E_<FLAG> (e.g. MEDIAGATE_BENCH_E2E_ROUNDS).
  * Linux only (it reads /proc); run as the user the gateway runs as (root here).
  * Everything it makes (container, home, child processes) is removed at the end, on a failure
@@ -107,8 +109,10 @@ const known = new Set([
   "cpu-prof",
   "image",
 ]);
+/** Flags without a value. */
+const switches = new Set(["webhook"]);
 for (const arg of process.argv.slice(2)) {
-  if (arg.startsWith("--") && !known.has(arg.slice(2))) {
+  if (arg.startsWith("--") && !known.has(arg.slice(2)) && !switches.has(arg.slice(2))) {
     throw new Error(`unknown flag ${arg}; the flags are --${[...known].join(", --")}`);
   }
 }
@@ -126,6 +130,8 @@ const options = {
   rtt: count("rtt", 200),
   cpuProf: flag("cpu-prof"),
   image: flag("image") ?? process.env.MEDIAGATE_BENCH_IMAGE ?? "mediagate-sandbox:test",
+  webhook:
+    process.argv.slice(2).includes("--webhook") || process.env.MEDIAGATE_BENCH_E2E_WEBHOOK === "1",
 };
 const maxUsers = Math.max(...options.users);
 const maxOpenShells =
@@ -733,14 +739,24 @@ async function main(): Promise<void> {
   const configFile = join(home, "mediagate.yaml");
   const healthPort = await freePort();
   const idle = () => gatewayIdle(`http://127.0.0.1:${healthPort}/health`);
-  const config = (concurrency: number | undefined) => ({
+  const webhookPort = options.webhook ? await freePort() : 0;
+  const webhook = {
+    url: `http://127.0.0.1:${webhookPort}/telegram`,
+    listen: `127.0.0.1:${webhookPort}`,
+    secretToken: randomBytes(16).toString("hex"),
+  };
+  const config = (concurrency: number | undefined, byWebhook = false) => ({
     home,
     ...(concurrency === undefined ? {} : { concurrency }),
     health: { listen: `127.0.0.1:${healthPort}` },
     profiles: [
       {
         name: profile,
-        telegram: { token: fake.token, apiRoot: fake.apiRoot },
+        telegram: {
+          token: fake.token,
+          apiRoot: fake.apiRoot,
+          ...(byWebhook ? { webhook } : {}),
+        },
         allowedUsers: [LatencyUser, ...throughputUsers].map((id) => `telegram:${id}`),
         sandbox: {
           image: options.image,
@@ -1090,12 +1106,119 @@ async function main(): Promise<void> {
     }
   }
 
+  if (options.webhook) {
+    await endProcess(gateway.child);
+    await writeFile(configFile, JSON.stringify(config(options.concurrency[0], true)), {
+      mode: 0o600,
+    });
+    note("webhook mode: latency rounds and throughput");
+    gateway = await startGateway(home, configFile, []);
+    await webhookFigures({
+      fake,
+      idle,
+      rounds: options.rounds,
+      messages: options.messages,
+      floorP50: {
+        text: p50(all.botText) + p50(all.shell),
+        file: p50(all.botFile) + p50(all.shell),
+      },
+      polling: { text: p50(all.text), file: p50(all.file) },
+      throughput: async (users) => {
+        const ids = throughputUsers.slice(0, users);
+        for (let at = 0; at < ids.length; at += WarmUpBatch) {
+          await closedLoop(fake, ids.slice(at, at + WarmUpBatch), "echo hi", "hi", 0, 0);
+        }
+        const { rates } = await closedLoop(
+          fake,
+          ids,
+          "echo hi",
+          "hi",
+          options.windows,
+          options.windowMs,
+        );
+        return rates;
+      },
+      users: options.users,
+      floorRates,
+    });
+  }
+
   await endProcess(gateway.child);
   emit({
     figure: "done",
     wall_s: Number(((performance.now() - begun) / 1000).toFixed(1)),
     loadavg: loadavg().map((l) => Number(l.toFixed(2))),
   });
+}
+
+/**
+ * `--webhook`: the gateway restarted with `telegram.webhook` (the fake POSTs each update to it,
+ * one at a time); the same latency figures and throughput, as `*_webhook` lines whose `ratio`
+ * uses the polling run's floors and `vs_polling` divides by the polling figure's p50.
+ */
+async function webhookFigures(run: {
+  fake: FakeTelegram;
+  idle: () => Promise<void>;
+  rounds: number;
+  messages: number;
+  floorP50: { text: number; file: number };
+  polling: { text: number; file: number };
+  throughput: (users: number) => Promise<number[]>;
+  users: readonly number[];
+  floorRates: ReadonlyMap<number, number>;
+}): Promise<void> {
+  const { fake, idle } = run;
+  const text: number[] = [];
+  const file: number[] = [];
+  const warmUps = Math.min(20, run.messages);
+  await latencies(fake, LatencyUser, "echo hi", ["sendMessage"], warmUps, isText("hi"), idle);
+  for (let r = 0; r < run.rounds; r++) {
+    text.push(
+      ...(await latencies(
+        fake,
+        LatencyUser,
+        "echo hi",
+        ["sendMessage"],
+        run.messages,
+        isText("hi"),
+        idle,
+      )),
+    );
+    file.push(
+      ...(await latencies(
+        fake,
+        LatencyUser,
+        `echo MEDIA:${SmallPath}`,
+        ["sendDocument"],
+        run.messages,
+        isDocument(SmallFileBytes),
+        idle,
+      )),
+    );
+  }
+  emit({
+    figure: "text_reply_webhook",
+    ...stats(text),
+    ratio: round3(p50(text) / run.floorP50.text),
+    vs_polling: round3(p50(text) / run.polling.text),
+  });
+  emit({
+    figure: "file_100k_webhook",
+    ...stats(file),
+    ratio: round3(p50(file) / run.floorP50.file),
+    vs_polling: round3(p50(file) / run.polling.file),
+  });
+  for (const users of run.users) {
+    const rates = await run.throughput(users);
+    const rate = median(rates);
+    emit({
+      figure: "throughput_webhook",
+      users,
+      msg_per_s: Math.round(rate),
+      windows: rates.map(Math.round),
+      ratio: round3(rate / (run.floorRates.get(users) ?? Number.NaN)),
+    });
+  }
 }
 
 try {

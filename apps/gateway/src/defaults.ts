@@ -242,6 +242,19 @@ export const Defaults = {
     grammyTimeoutSeconds: 24 * 60 * 60,
     /** docs/sessions.md, "Groups": in groups, answer only messages addressed to the bot. */
     groups: { requireMention: true },
+    /** docs/telegram-webhooks.md: where the webhook listens, behind a TLS reverse proxy. */
+    webhookListen: "127.0.0.1:8443",
+    /** Telegram's own default of `max_connections`. */
+    webhookMaxConnections: 40,
+    /**
+     * Largest webhook body read: an Update is a few KiB (a 4096-character text, its entities
+     * and the message it replies to); a bigger body is answered 413 unread.
+     */
+    webhookBodyMaxBytes: 1024 * 1024,
+    /** Bound of reading one webhook request (Node's `requestTimeout`). */
+    webhookCallTimeoutMs: 15_000,
+    /** How often getWebhookInfo is asked for Telegram's last delivery error (health, `/status`). */
+    webhookInfoEveryMs: 60_000,
   },
   discord: {
     apiRoot: "https://discord.com/api",

@@ -28,3 +28,8 @@ export type {
   TopicTextInput,
   UpdateInput,
 } from "./updates.js";
+export {
+  type WebhookAttempt,
+  WebhookDelivery,
+  type WebhookDeliveryOptions,
+} from "./webhook-delivery.js";

@@ -316,25 +316,12 @@ export interface StateHooks {
   pendingUpdates(): number;
 }
 
-/** Routes a call (other than getUpdates) to its handler; unknown methods get 404. */
-export function callMethod(method: string, ctx: MethodContext, state: StateHooks): MethodResult {
+/** Routes a call (other than getUpdates and the webhook methods) to its handler; unknown methods get 404. */
+export function callMethod(method: string, ctx: MethodContext, _state: StateHooks): MethodResult {
   const plain = (answer: ApiAnswer): MethodResult => ({ answer, files: [] });
   switch (method) {
     case "getMe":
       return plain(ok(ctx.bot));
-    case "deleteWebhook": {
-      const drop = ctx.params.drop_pending_updates;
-      if (drop === true || drop === "true") state.dropPendingUpdates();
-      return plain(ok(true));
-    }
-    case "getWebhookInfo":
-      return plain(
-        ok({
-          url: "",
-          has_custom_certificate: false,
-          pending_update_count: state.pendingUpdates(),
-        }),
-      );
     case "setMyCommands":
     case "getMyCommands":
     case "deleteMyCommands":

@@ -33,6 +33,7 @@ import {
   type UpdateInput,
   userOf,
 } from "./updates.js";
+import { WebhookDelivery, type WebhookDeliveryOptions } from "./webhook-delivery.js";
 
 /** One API call as the fake saw and answered it. */
 export interface RecordedCall {
@@ -73,6 +74,8 @@ export interface FakeTelegramOptions {
    * API's limit). A bench raises it to send a large file through the HTTP download path.
    */
   readonly downloadMaxBytes?: number;
+  /** How a set webhook's failed deliveries are retried (test/fakes/telegram/webhook-delivery.ts). */
+  readonly webhook?: WebhookDeliveryOptions;
 }
 
 export const FakeTelegramDefaults = {
@@ -81,6 +84,7 @@ export const FakeTelegramDefaults = {
   botId: 123456,
   localFiles: false,
   downloadMaxBytes: PublicDownloadMaxBytes,
+  webhook: {},
   /** How long an idle client connection is kept open (the server's `keepAliveTimeout`). */
   keepAliveTimeoutMs: 60_000,
 } as const satisfies Required<FakeTelegramOptions> & { keepAliveTimeoutMs: number };
@@ -104,6 +108,11 @@ export class FakeTelegram {
   /** Every answered call, in order. */
   readonly calls: RecordedCall[] = [];
   private readonly updates = new UpdateQueue();
+  /**
+   * setWebhook/deleteWebhook/getWebhookInfo, and the POSTs of queued updates to a set webhook
+   * (its `attempts`, `retryNow`, `deliverAgain`).
+   */
+  readonly webhook: WebhookDelivery;
   private readonly faults = new FaultQueue();
   private readonly photoRules: { test: (file: UploadedFile) => boolean; description: string }[] =
     [];
@@ -137,6 +146,7 @@ export class FakeTelegram {
     this.token = settings.token;
     this.localFiles = settings.localFiles;
     this.downloadMaxBytes = settings.downloadMaxBytes;
+    this.webhook = new WebhookDelivery(this.updates, settings.webhook);
     this.bot = {
       id: settings.botId,
       is_bot: true,
@@ -185,6 +195,7 @@ export class FakeTelegram {
     if (server === undefined) return;
     this.server = undefined;
     this.updates.close();
+    this.webhook.close();
     const closed = once(server, "close");
     server.close();
     server.closeAllConnections();
@@ -505,6 +516,27 @@ export class FakeTelegram {
     }
     if (method === "getFile") {
       return this.answer(res, base, [], await this.files.getFile(decoded.params));
+    }
+    if (method === "setWebhook" || method === "deleteWebhook" || method === "getWebhookInfo") {
+      const files = referencedFiles(decoded.params, decoded.parts);
+      const answer =
+        method === "setWebhook"
+          ? this.webhook.setWebhook(decoded.params, files.length > 0)
+          : method === "deleteWebhook"
+            ? this.webhook.deleteWebhook(decoded.params)
+            : this.webhook.getWebhookInfo();
+      return this.answer(res, base, files, answer);
+    }
+    if (method === "getUpdates" && this.webhook.active) {
+      return this.answer(
+        res,
+        base,
+        [],
+        fail(
+          409,
+          "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
+        ),
+      );
     }
     if (method === "getUpdates") {
       const answer = await this.updates.poll(decoded.params, res);

@@ -25,6 +25,7 @@ export class UpdateQueue {
   private readonly queue: Update[] = [];
   private nextId = 1;
   private held: HeldPoll | undefined;
+  private readonly pushListeners = new Set<() => void>();
 
   get size(): number {
     return this.queue.length;
@@ -43,7 +44,24 @@ export class UpdateQueue {
       return update;
     });
     this.wake();
+    for (const listener of this.pushListeners) listener();
     return updates;
+  }
+
+  /** Calls `listener` after every push (the webhook delivery wakes on it). */
+  onPush(listener: () => void): void {
+    this.pushListeners.add(listener);
+  }
+
+  /** The oldest update not yet confirmed. */
+  first(): Update | undefined {
+    return this.queue[0];
+  }
+
+  /** Confirms one update (a webhook answered 2xx for it). */
+  remove(updateId: number): void {
+    const index = this.queue.findIndex((update) => update.update_id === updateId);
+    if (index >= 0) this.queue.splice(index, 1);
   }
 
   /** Whether a long poll is being held open right now. */

@@ -52,6 +52,7 @@ export function createChannels(
           },
           maxTextChunks: config.delivery.maxTextChunks,
           retry: { sleep: options.retrySleep },
+          webhook: profile.telegram.webhook,
         }),
       );
     }

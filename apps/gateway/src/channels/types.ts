@@ -118,6 +118,13 @@ export interface ChannelHealth {
   readonly lastOkMs?: number | undefined;
   /** Why it is not `up` (the last error, token-free), if it is not. */
   readonly detail?: string | undefined;
+  /** How updates arrive, for a channel that has a choice (Telegram: long polling or a webhook). */
+  readonly mode?: "polling" | "webhook" | undefined;
+  /**
+   * The platform's last error delivering to the webhook (Telegram's getWebhookInfo
+   * `last_error_message`, with its time), while it is the latest news about the webhook.
+   */
+  readonly webhookError?: { readonly message: string; readonly atMs: number } | undefined;
 }
 
 /** What {@link ChannelAdapter.start} is given. */

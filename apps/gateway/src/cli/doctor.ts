@@ -7,6 +7,7 @@ import { Redactor } from "../redact.js";
 import { checkHomes } from "./homes.js";
 import type { CheckResult } from "./preflight.js";
 import { ProbeDefaults, probeAgent, probeDiscord, probeTelegram } from "./probes.js";
+import { probeTelegramWebhook } from "./webhook-probe.js";
 
 /** How long doctor waits for a running gateway's health endpoint. */
 const HealthTimeoutMs = ProbeDefaults.timeoutMs;
@@ -35,7 +36,9 @@ export async function checkRunningGateway(listen: string): Promise<CheckResult[]
   const checks: CheckResult[] = report.channels.map((channel) => ({
     name: `channel ${channel.platform} (${channel.profile})`,
     ok: channel.state === "up",
-    detail: describeChannel(channel).replace(/^Channel \S+ \([^)]*\): /, ""),
+    detail: describeChannel(channel).replace(/^Channel \S+ \([^)]*\)(?: by (\S+))?: /, (_, mode) =>
+      mode === undefined ? "" : `${mode}: `,
+    ),
   }));
   checks.push({
     name: "journal",
@@ -52,6 +55,7 @@ export async function checkRunningGateway(listen: string): Promise<CheckResult[]
 async function probeProfiles(config: GatewayConfig, timeoutMs: number): Promise<CheckResult[]> {
   const probes = config.profiles.flatMap((p) => [
     p.telegram === undefined ? undefined : probeTelegram(p.name, p.telegram, { timeoutMs }),
+    p.telegram === undefined ? undefined : probeTelegramWebhook(p.name, p.telegram, { timeoutMs }),
     p.discord === undefined ? undefined : probeDiscord(p.name, p.discord, { timeoutMs }),
     ...probeAgent(p.name, p.agent, { timeoutMs }),
   ]);
@@ -63,7 +67,8 @@ async function probeProfiles(config: GatewayConfig, timeoutMs: number): Promise<
  * `mediagate doctor`: prints each check as a `✔`/`✖` line, a failed one followed by an
  * indented `fix:` line saying what to do: the config, each home private, Docker reachable with
  * its endpoint, each image present (or whether the engine could pull it; nothing is pulled),
- * each bot token (`getMe`, Discord `/users/@me`), each agent endpoint (`/models`), and a
+ * each bot token (`getMe`, Discord `/users/@me`), each Telegram webhook (`getWebhookInfo`
+ * against the profile's delivery mode), each agent endpoint (`/models`), and a
  * running gateway's channels when `health.listen` is set. Network probes run at once, each
  * bounded by `probeTimeoutMs` (default `ProbeDefaults.timeoutMs`). Returns the exit code: 0
  * when all pass, 1 otherwise. Every line goes through `redactor` (default one of its own),

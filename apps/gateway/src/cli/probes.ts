@@ -61,7 +61,7 @@ function transportFailure(error: unknown, timeoutMs: number, secrets: readonly s
  * the JSON body (`undefined` when it is not JSON); rejects with a short reason when nothing
  * usable came back. The URL never appears in the reason.
  */
-async function getJson(
+export async function getJson(
   url: string,
   headers: Readonly<Record<string, string>>,
   timeoutMs: number,
@@ -81,13 +81,15 @@ async function getJson(
   }
 }
 
-function field(value: unknown, name: string): unknown {
+/** `value[name]` when `value` is an object. */
+export function field(value: unknown, name: string): unknown {
   return typeof value === "object" && value !== null
     ? (value as Record<string, unknown>)[name]
     : undefined;
 }
 
-function text(value: unknown): string | undefined {
+/** A non-empty string value, cut at 200 characters. */
+export function text(value: unknown): string | undefined {
   return typeof value === "string" && value !== "" ? value.slice(0, 200) : undefined;
 }
 

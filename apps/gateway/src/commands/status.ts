@@ -13,7 +13,12 @@ export function describeChannel(health: ChannelHealth, nowMs = Date.now()): stri
       ? ""
       : `, last answer ${Math.max(0, Math.round((nowMs - health.lastOkMs) / 1000))} s ago`;
   const detail = health.detail === undefined ? "" : ` (${health.detail})`;
-  return `Channel ${health.platform} (${health.profile}): ${health.state}${detail}${last}`;
+  const mode = health.mode === undefined ? "" : ` by ${health.mode}`;
+  const webhookError =
+    health.webhookError === undefined
+      ? ""
+      : `; webhook last error ${Math.max(0, Math.round((nowMs - health.webhookError.atMs) / 1000))} s ago: ${health.webhookError.message}`;
+  return `Channel ${health.platform} (${health.profile})${mode}: ${health.state}${detail}${last}${webhookError}`;
 }
 
 /** `/status`: session key and id, slot, container id and state, turn running, queued count. */

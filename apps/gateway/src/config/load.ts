@@ -274,6 +274,14 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
           commands: {
             register: entry.telegram.commands?.register ?? ConfigDefaults.registerCommands,
           },
+          ...(entry.telegram.webhook?.certificate === undefined
+            ? {}
+            : {
+                webhook: {
+                  ...entry.telegram.webhook,
+                  certificate: resolve(baseDir, entry.telegram.webhook.certificate),
+                },
+              }),
         }
       : undefined;
   const discord: DiscordSettings | undefined =

@@ -11,6 +11,7 @@ import {
   SlotMountPoints,
 } from "@mediagate/sandbox";
 import { z } from "zod";
+import { WebhookSecretPattern, webhookUrlAllowed } from "../channels/telegram/webhook-settings.js";
 import { LogLevels } from "../log.js";
 import { approvalsSchema } from "./approvals-schema.js";
 import { ConfigDefaults, ProfileNamePattern } from "./defaults.js";
@@ -26,6 +27,28 @@ const url = z.url({ error: "an http(s) or ws(s) URL" });
 /** `telegram.commands` / `discord.commands` (docs/sessions.md, "Command menus"). */
 const commandsSchema = z.strictObject({ register: z.boolean().optional() });
 
+/** `telegram.webhook` (docs/telegram-webhooks.md); checked again by the channel. */
+const telegramWebhookSchema = z.strictObject({
+  url: z
+    .url({ error: "the public https URL Telegram posts updates to" })
+    .refine(webhookUrlAllowed, {
+      error:
+        'an https URL (http only for a loopback host: a local Bot API server or tests), e.g. "https://bot.example.org/telegram"',
+    }),
+  listen: listenAddress().optional(),
+  secretToken: z.string().regex(WebhookSecretPattern, {
+    error:
+      "1-256 characters of A-Z, a-z, 0-9, _ and - (Telegram's rule), e.g. ${TELEGRAM_WEBHOOK_SECRET}",
+  }),
+  maxConnections: z
+    .number()
+    .int()
+    .min(1)
+    .max(100, { error: "a whole number from 1 to 100" })
+    .optional(),
+  certificate: z.string().min(1, { error: "the path of the public certificate (PEM)" }).optional(),
+});
+
 const TelegramChatIdError = "a chat id: digits, negative for a group (e.g. -1001234567890)";
 const telegramSchema = z.strictObject({
   token: z.string().min(1, { error: "a non-empty bot token" }).optional(),
@@ -36,6 +59,7 @@ const telegramSchema = z.strictObject({
   downloadMaxBytes: positiveInt.optional(),
   localFiles: z.boolean().optional(),
   commands: commandsSchema.optional(),
+  webhook: telegramWebhookSchema.optional(),
   groups: z
     .strictObject({
       requireMention: z.boolean().optional(),

@@ -79,10 +79,11 @@ const ShownKeys: ReadonlySet<string> = new Set([
   "timeoutSeconds",
   "dailyTokens",
   "dailyCost",
+  "maxConnections",
 ]);
 
 /** Settings holding a URL: the URL is not secret, its user, password and query values may be. */
-const UrlKeys: ReadonlySet<string> = new Set(["apiRoot", "gatewayUrl", "baseUrl"]);
+const UrlKeys: ReadonlySet<string> = new Set(["apiRoot", "gatewayUrl", "baseUrl", "url"]);
 
 type Schema = z.core.$ZodType;
 

@@ -1,4 +1,5 @@
 import type { SandboxSettings } from "@mediagate/sandbox";
+import type { TelegramWebhookOptions } from "../channels/telegram/webhook-settings.js";
 import type { LogLevel } from "../log.js";
 
 /** Telegram settings of a profile, tokens resolved (config, then env override). */
@@ -23,6 +24,8 @@ export interface TelegramSettings {
   readonly groups: TelegramGroupSettings;
   /** The command menus (docs/sessions.md, "Command menus"). */
   readonly commands: CommandMenuSettings;
+  /** Webhook mode instead of long polling (docs/telegram-webhooks.md); absent: polling. */
+  readonly webhook?: TelegramWebhookOptions | undefined;
 }
 
 /** `telegram.commands` / `discord.commands`, defaults applied. */

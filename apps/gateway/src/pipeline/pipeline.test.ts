@@ -697,6 +697,22 @@ describe("message pipeline", () => {
         13_400,
       ),
     ).toBe("Channel telegram (w): up, last answer 3 s ago");
+    expect(
+      describeChannel(
+        {
+          platform: "telegram",
+          profile: "w",
+          state: "up",
+          sinceMs: 0,
+          lastOkMs: 10_000,
+          mode: "webhook",
+          webhookError: { message: "Connection refused", atMs: 3_400 },
+        },
+        13_400,
+      ),
+    ).toBe(
+      "Channel telegram (w) by webhook: up, last answer 3 s ago; webhook last error 10 s ago: Connection refused",
+    );
   });
 
   it("a reply older than delivery.maxAgeSeconds is given up at its next attempt and reported in its chat", async () => {

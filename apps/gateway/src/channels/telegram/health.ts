@@ -6,6 +6,10 @@ export class HealthTracker {
   private sinceMs: number;
   private lastOkMs: number | undefined;
   private detail: string | undefined;
+  /** How updates arrive (Telegram's two modes); shown by the health endpoint and `/status`. */
+  mode: ChannelHealth["mode"];
+  /** The platform's last webhook delivery error; `undefined` once it delivers again. */
+  webhookError: ChannelHealth["webhookError"];
 
   constructor(
     private readonly platform: Platform,
@@ -40,6 +44,8 @@ export class HealthTracker {
       sinceMs: this.sinceMs,
       ...(this.lastOkMs === undefined ? {} : { lastOkMs: this.lastOkMs }),
       ...(this.detail === undefined ? {} : { detail: this.detail }),
+      ...(this.mode === undefined ? {} : { mode: this.mode }),
+      ...(this.webhookError === undefined ? {} : { webhookError: this.webhookError }),
     };
   }
 }

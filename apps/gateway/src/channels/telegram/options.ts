@@ -7,6 +7,11 @@ import type { AmbiguousSends } from "./errors.js";
 import type { GroupRules } from "./inbound.js";
 import { PollingDefaults, type PollingSettings } from "./polling.js";
 import type { CallerSettings } from "./sender.js";
+import {
+  resolveWebhookSettings,
+  type TelegramWebhookOptions,
+  type WebhookSettings,
+} from "./webhook-settings.js";
 
 /** Options of {@link TelegramChannel}. */
 export interface TelegramChannelOptions {
@@ -103,6 +108,11 @@ export interface TelegramChannelOptions {
   readonly commands?: TelegramCommandOptions | undefined;
   /** The wait between polls after a failure, and before completing an album (tests pass a quick one). */
   readonly sleep?: Sleep | undefined;
+  /**
+   * Receive updates by webhook instead of long polling (docs/telegram-webhooks.md). Absent:
+   * long polling, and a webhook left set is deleted at start.
+   */
+  readonly webhook?: TelegramWebhookOptions | undefined;
 }
 
 /** Defaults of {@link TelegramChannelOptions}. */
@@ -137,6 +147,7 @@ export interface ResolvedTelegramOptions {
   };
   readonly caller: CallerSettings;
   readonly polling: PollingSettings;
+  readonly webhook: WebhookSettings | undefined;
 }
 
 /** Applies the defaults once and checks the values; a bad one throws a RangeError naming it. */
@@ -205,6 +216,7 @@ export function resolveTelegramOptions(options: TelegramChannelOptions): Resolve
       albumWaitMs: settings.albumWaitMs,
       sleep: options.sleep ?? PollingDefaults.sleep,
     },
+    webhook: options.webhook === undefined ? undefined : resolveWebhookSettings(options.webhook),
   };
 }
 

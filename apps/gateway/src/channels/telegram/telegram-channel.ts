@@ -36,6 +36,8 @@ import { grammySignal, type MediaSendContext } from "./send-media.js";
 import { TelegramCaller } from "./sender.js";
 import { TelegramStatusMessages } from "./status.js";
 import { OutgoingTarget } from "./target.js";
+import { startWebhookMode, type WebhookMode } from "./webhook-mode.js";
+import type { WebhookSettings } from "./webhook-settings.js";
 
 export { TelegramChannelDefaults, type TelegramChannelOptions } from "./options.js";
 
@@ -63,8 +65,8 @@ export class TelegramStartError extends MediagateError {
 
 /**
  * The Telegram {@link ChannelAdapter}. Receives text and media messages (an album as one
- * message) of private chats, groups, forum topics and channels by long polling, confirming
- * each update only once the core recorded it, and fetches their files on demand;
+ * message) of private chats, groups, forum topics and channels by long polling or a webhook
+ * (docs/telegram-webhooks.md), confirming each update only once the core recorded it, and fetches their files on demand;
  * delivers text split at 4096 UTF-16 units and media by kind with retries, photo albums and
  * photo→document fallback (docs/media.md), each request bounded by its size and ambiguous
  * failures handled by policy (docs/durability.md).
@@ -93,6 +95,8 @@ export class TelegramChannel implements ChannelAdapter {
   private readonly groups: GroupRules;
   private readonly maxTextChunks: number;
   private poller: UpdatePoller | undefined;
+  private readonly webhookSettings: WebhookSettings | undefined;
+  private webhook: WebhookMode | undefined;
   private readonly commands: ResolvedTelegramOptions["commands"];
   /** Aborted by `stop`: ends the menus' registration. */
   private readonly stopping = new AbortController();
@@ -116,6 +120,7 @@ export class TelegramChannel implements ChannelAdapter {
     this.caller = new TelegramCaller(this.token, this.logger, settings.caller);
     this.dropPendingUpdates = settings.dropPendingUpdates;
     this.polling = settings.polling;
+    this.webhookSettings = settings.webhook;
     this.groups = settings.groups;
     this.maxTextChunks = settings.maxTextChunks;
     this.commands = settings.commands;
@@ -154,8 +159,15 @@ export class TelegramChannel implements ChannelAdapter {
     recorded,
     onChoice,
   }: ChannelStartOptions): Promise<void> {
-    if (this.poller !== undefined) return;
+    if (this.poller !== undefined || this.webhook !== undefined) return;
     this.health_.set("starting");
+    const handle = async (unit: UpdateUnit) => {
+      for (const update of unit) {
+        if (update.callback_query !== undefined)
+          await this.choices.answer(update.callback_query, this.profile, onChoice);
+      }
+      await this.receive(unit, onMessage, recorded);
+    };
     try {
       const me = await this.caller.call(
         "getMe",
@@ -165,47 +177,73 @@ export class TelegramChannel implements ChannelAdapter {
       );
       this.botUsername = me.username;
       this.botId = me.id;
-      // A webhook left set would make every getUpdates fail with 409.
-      await this.caller.call(
-        "deleteWebhook",
-        "-",
-        (signal) =>
-          this.api.deleteWebhook(
-            { drop_pending_updates: this.dropPendingUpdates },
-            grammySignal(signal),
-          ),
-        { idempotent: true },
-      );
+      if (this.webhookSettings !== undefined) {
+        this.webhook = await startWebhookMode(
+          {
+            api: this.api,
+            caller: this.caller,
+            token: this.token,
+            logger: this.logger,
+            health: this.health_,
+            allowedUpdates: AllowedUpdates,
+            dropPendingUpdates: this.dropPendingUpdates,
+            handle,
+            flush: flush ?? (async () => {}),
+            sleep: this.polling.sleep,
+          },
+          this.webhookSettings,
+        );
+      } else {
+        // A webhook left set (webhook mode before, or another program) would make every
+        // getUpdates fail with 409: switching back to polling deletes it.
+        await this.caller.call(
+          "deleteWebhook",
+          "-",
+          (signal) =>
+            this.api.deleteWebhook(
+              { drop_pending_updates: this.dropPendingUpdates },
+              grammySignal(signal),
+            ),
+          { idempotent: true },
+        );
+      }
     } catch (error) {
       const facts =
-        error instanceof TelegramDeliveryError ? error.facts : failureFacts(error, this.token);
+        error instanceof TelegramDeliveryError
+          ? error.facts
+          : error instanceof MediagateError
+            ? { description: error.message, status: undefined }
+            : failureFacts(error, this.token);
       this.health_.set("failed", facts.description);
       throw new TelegramStartError(facts.description, facts.status);
     }
-    this.poller = new UpdatePoller(
-      {
-        api: this.api,
-        token: this.token,
-        logger: this.logger,
-        health: this.health_,
-        allowedUpdates: AllowedUpdates,
-        handle: async (unit) => {
-          for (const update of unit) {
-            if (update.callback_query !== undefined)
-              await this.choices.answer(update.callback_query, this.profile, onChoice);
-          }
-          await this.receive(unit, onMessage, recorded);
+    if (this.webhook !== undefined) {
+      this.health_.ok();
+      this.logger.info(
+        { bot: this.botUsername, listen: this.webhook.address },
+        "telegram webhook set; updates arrive by webhook",
+      );
+    } else {
+      this.health_.mode = "polling";
+      this.poller = new UpdatePoller(
+        {
+          api: this.api,
+          token: this.token,
+          logger: this.logger,
+          health: this.health_,
+          allowedUpdates: AllowedUpdates,
+          handle,
+          flush: flush ?? (async () => {}),
+          onFatal,
         },
-        flush: flush ?? (async () => {}),
-        onFatal,
-      },
-      this.polling,
-    );
-    // Telegram answered getMe: up. A long poll answers only when a message comes or its
-    // timeout passes, so waiting for the first one would show "starting" for up to 30 s.
-    this.health_.ok();
-    this.poller.start();
-    this.logger.info({ bot: this.botUsername }, "telegram long polling started");
+        this.polling,
+      );
+      // Telegram answered getMe: up. A long poll answers only when a message comes or its
+      // timeout passes, so waiting for the first one would show "starting" for up to 30 s.
+      this.health_.ok();
+      this.poller.start();
+      this.logger.info({ bot: this.botUsername }, "telegram long polling started");
+    }
     if (this.commands.register)
       this.registerMenus(telegramMenus(this.commands.adminChatIds, this.commands.pairing));
     else this.logger.info("telegram command menus not registered (commands.register: false)");
@@ -234,12 +272,20 @@ export class TelegramChannel implements ChannelAdapter {
   }
 
   /**
-   * Stops polling: the poll in flight is abandoned at once and the updates already recorded
-   * are confirmed to Telegram. Sending keeps working.
+   * Stops receiving. Polling: the poll in flight is abandoned at once and the updates already
+   * recorded are confirmed to Telegram. Webhook: the port closes and the updates being recorded
+   * finish first (the webhook stays set: Telegram keeps what comes meanwhile). Sending keeps
+   * working.
    */
   async stop(): Promise<void> {
     this.stopping.abort();
     await this.registering;
+    const webhook = this.webhook;
+    this.webhook = undefined;
+    if (webhook !== undefined) {
+      await webhook.stop();
+      this.health_.set("stopped");
+    }
     const poller = this.poller;
     if (poller === undefined) return;
     this.poller = undefined;
