@@ -1,4 +1,5 @@
 import { escapeMarkdown } from "discord.js";
+import type { TextFormat } from "../../channels/types.js";
 import { Defaults } from "../../defaults.js";
 import { splitText, utf16Length } from "../split-text.js";
 import { markdownForDiscord } from "./discord-markdown.js";
@@ -8,11 +9,7 @@ import { protectMediaLines } from "./media-lines.js";
 import { headWithNotice, splitFormatted } from "./split-formatted.js";
 import { toTelegramHtml } from "./telegram-html.js";
 
-/**
- * How a profile's reply text is shown (docs/formatting.md): `markdown` renders the model's
- * Markdown natively; `plain` shows the text exactly as written.
- */
-export type TextFormat = "markdown" | "plain";
+export type { TextFormat };
 
 /** The platforms a reply is rendered for; the console shows text as it is. */
 export type RenderPlatform = "telegram" | "discord" | "console";
