@@ -106,6 +106,26 @@ describe("formatted replies over Telegram", () => {
     expect(bot.fake.botMessagesIn(Admin).at(-1)).not.toHaveProperty("entities");
   });
 
+  it("formats a caption, and sends it plain once when Telegram refuses its markup", async () => {
+    bot.fake.failNext("sendDocument", {
+      kind: "error",
+      status: 400,
+      description: `Bad Request: can't parse entities: Can't find end tag corresponding to start tag "b"`,
+    });
+    model.enqueue(
+      reply.toolCall("write_file", { path: "/workspace/r.txt", content: "r" }),
+      reply.text("**Report** <ready>\nMEDIA:/workspace/r.txt"),
+    );
+    const since = bot.mark();
+    await bot.handle((fake) => fake.sendPrivateText({ userId: Admin, text: "report" }));
+    const sends = bot.callsIn(Admin, since).filter((c) => c.method === "sendDocument");
+    expect(sends.map((c) => [c.status, c.params.parse_mode, c.params.caption])).toEqual([
+      [400, "HTML", "<b>Report</b> &lt;ready&gt;"],
+      [200, undefined, "Report <ready>"],
+    ]);
+    expect(bot.arrived(Admin, since).map((f) => f.filename)).toEqual(["r.txt"]);
+  });
+
   it("splits a long code block into messages that each show a code block with its language", async () => {
     const lines = Array.from({ length: 500 }, (_, i) => `echo "line ${i}" && x=<${i}>`);
     model.enqueue(reply.text(`Script:\n\n\`\`\`bash\n${lines.join("\n")}\n\`\`\``));

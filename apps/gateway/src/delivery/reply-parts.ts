@@ -33,6 +33,18 @@ export interface ReplyPartsOptions extends SplitTextOptions {
   readonly format?: TextFormat | undefined;
 }
 
+/**
+ * Markup makes a reply's source longer than what it shows; a source this many times longer
+ * than its messages can hold is surely cut.
+ */
+const SourceCharsPerShownChar = 4;
+
+/** `text` up to the last line break within `length` (or `length` itself when there is none). */
+function headOf(text: string, length: number): string {
+  const cut = text.lastIndexOf("\n", length);
+  return text.slice(0, cut > 0 ? cut : length);
+}
+
 /** The last line of a cut reply's head (it says where the rest is). */
 export function cutNotice(bytes: number): string {
   return `✂️ Cut here: the whole reply (${formatBytes(bytes)}) is attached as ${ReplyFileName}.`;
@@ -52,13 +64,21 @@ export function replyParts(text: string, options: ReplyPartsOptions): ReplyPart[
   if (!Number.isInteger(maxChunks) || maxChunks < 1) {
     throw new RangeError(`maxChunks must be a whole number of at least 1, got ${maxChunks}`);
   }
-  const all = render(platform, text, format, split);
-  if (all.length <= maxChunks) return all.map((part) => ({ kind: "text", ...part }));
+  // Far more than the messages can show is cut for sure: only its head is rendered (parsing
+  // a 1 MB reply's Markdown took seconds, measured in docs/formatting.md).
+  const sourceBudget = split.maxLength * (maxChunks + 1) * SourceCharsPerShownChar;
+  const truncated = text.length > sourceBudget;
+  const source = truncated ? headOf(text, sourceBudget) : text;
+  if (!truncated) {
+    const all = render(platform, text, format, split);
+    if (all.length <= maxChunks) return all.map((part) => ({ kind: "text", ...part }));
+  }
   const bytes = Buffer.from(text, "utf8");
-  const head = render(platform, text, format, {
+  const head = render(platform, source, format, {
     ...split,
     maxParts: maxChunks,
     notice: `\n\n${cutNotice(bytes.length)}`,
+    truncated,
   });
   return [
     ...head.map((part): ReplyPart => ({ kind: "text", ...part })),

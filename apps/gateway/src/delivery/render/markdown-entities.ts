@@ -39,6 +39,8 @@ class EntityBuilder {
   private readonly entities: TextEntity[] = [];
   private readonly styles: InlineStyle[] = [];
   private quoteDepth = 0;
+  /** How many newlines `out` ends with. */
+  private trailingNewlines = 0;
 
   constructor(private readonly options: EntityRenderOptions) {}
 
@@ -53,8 +55,13 @@ class EntityBuilder {
   /** Starts a block: after a blank line at top level, after a line break inside a list. */
   private startBlock(tight: boolean): void {
     if (this.out === "") return;
-    const want = tight ? "\n" : "\n\n";
-    this.out = this.out.replace(/\n*$/, "") + want;
+    // Reading the end of `out` would flatten the string on every block (quadratic on a long
+    // reply): the builder counts its trailing newlines instead.
+    if (this.trailingNewlines > 0) {
+      this.out = this.out.slice(0, this.out.length - this.trailingNewlines);
+      this.trailingNewlines = 0;
+    }
+    this.append(tight ? "\n" : "\n\n");
   }
 
   private add(type: EntityType, start: number, extra: Partial<TextEntity> = {}): void {
@@ -90,7 +97,7 @@ class EntityBuilder {
         this.startBlock(tight);
         const code = token as Tokens.Code;
         const start = this.out.length;
-        this.out += code.text;
+        this.append(code.text);
         if (this.quoteDepth > 0) return;
         const language = code.lang?.trim().split(/\s+/)[0];
         this.add(
@@ -118,7 +125,7 @@ class EntityBuilder {
         return;
       case "hr":
         this.startBlock(tight);
-        this.out += HorizontalRule;
+        this.append(HorizontalRule);
         return;
       case "html":
         this.startBlock(tight);
@@ -138,7 +145,7 @@ class EntityBuilder {
       this.startBlock(index === 0 ? tight : !list.loose);
       const marker = list.ordered ? `${first + index}. ` : "• ";
       const box = item.task ? (item.checked === true ? "☑ " : "☐ ") : "";
-      this.out += `${indent}${marker}${box}`;
+      this.append(`${indent}${marker}${box}`);
       const inner = `${indent}   `;
       let opened = false;
       for (const child of item.tokens) {
@@ -162,21 +169,31 @@ class EntityBuilder {
     const flat = flattenTable(table, this.options.maxGridWidth);
     if (flat.kind === "grid") {
       const start = this.out.length;
-      this.out += flat.text;
+      this.append(flat.text);
       if (this.quoteDepth === 0) this.add("pre", start);
       return;
     }
     flat.records.forEach((record, index) => {
-      if (index > 0) this.out += "\n\n";
+      if (index > 0) this.append("\n\n");
       const start = this.out.length;
-      this.out += record.title;
+      this.append(record.title);
       this.add("bold", start);
-      for (const field of record.fields) this.out += `\n${field.name}: ${field.value}`;
+      for (const field of record.fields) this.append(`\n${field.name}: ${field.value}`);
     });
   }
 
   private text(text: string): void {
+    this.append(text);
+  }
+
+  private append(text: string): void {
+    if (text === "") return;
     this.out += text;
+    let newlines = 0;
+    while (newlines < text.length && text.charCodeAt(text.length - 1 - newlines) === 0x0a) {
+      newlines++;
+    }
+    this.trailingNewlines = newlines === text.length ? this.trailingNewlines + newlines : newlines;
   }
 
   inlines(tokens: readonly Token[]): void {
@@ -206,7 +223,7 @@ class EntityBuilder {
         this.code((token as Tokens.Codespan).text);
         return;
       case "br":
-        this.out += "\n";
+        this.append("\n");
         return;
       case "link":
         this.link(token as Tokens.Link);
@@ -234,7 +251,7 @@ class EntityBuilder {
       this.add(style.type, style.start, style.url === undefined ? {} : { url: style.url });
     }
     const start = this.out.length;
-    this.out += text;
+    this.append(text);
     this.add("code", start);
     for (const style of this.styles) style.start = this.out.length;
   }

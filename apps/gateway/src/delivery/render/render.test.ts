@@ -1,4 +1,5 @@
 import { parse_html } from "@telegraf/entity";
+import fc from "fast-check";
 import { describe, expect, test } from "vitest";
 import { type RenderedText, render } from "./render.js";
 
@@ -246,5 +247,57 @@ describe("plain, Discord and the console", () => {
 
   test("empty text gives no parts", () => {
     expect(render("telegram", "  \n", "markdown", { maxLength: 4096 })).toEqual([]);
+  });
+});
+
+describe("Telegram, any input", () => {
+  const pieces = [
+    "**",
+    "*",
+    "_",
+    "__",
+    "`",
+    "```",
+    "```py\n",
+    "\n",
+    "\n\n",
+    " ",
+    "- ",
+    "  - ",
+    "1. ",
+    "> ",
+    "# ",
+    "| a | b |\n|---|---|\n| 1 | 2 |\n",
+    '[l](https://e.org/?a=1&b="2")',
+    "<b>",
+    "</i>",
+    "&amp;",
+    "&",
+    "😀",
+    "word",
+    "MEDIA:/x/*y*.png",
+    "~~",
+    "\\",
+  ];
+  const markdown = fc
+    .array(fc.oneof(fc.constantFrom(...pieces), fc.string({ maxLength: 8 })), { maxLength: 120 })
+    .map((parts) => parts.join(""));
+
+  test("every part parses as Telegram parses it, within the limit, and nothing is lost", () => {
+    fc.assert(
+      fc.property(markdown, fc.integer({ min: 16, max: 300 }), (text, maxLength) => {
+        const whole = render("telegram", text, "markdown", { maxLength: 1_000_000 });
+        const parts = render("telegram", text, "markdown", { maxLength });
+        for (const part of parts) {
+          const seen = telegramSees(part);
+          expect(seen.text.length).toBeLessThanOrEqual(maxLength);
+        }
+        const squash = (s: string) => s.replace(/\s+/g, "");
+        expect(squash(parts.map((p) => p.plain).join(""))).toBe(
+          squash(whole.map((p) => p.plain).join("")),
+        );
+      }),
+      { numRuns: 300 },
+    );
   });
 });

@@ -3,7 +3,7 @@ import type { TextFormat } from "../../channels/types.js";
 import { Defaults } from "../../defaults.js";
 import { splitText, utf16Length } from "../split-text.js";
 import { markdownForDiscord } from "./discord-markdown.js";
-import { appendPlain, type FormattedText } from "./formatted-text.js";
+import { appendPlain } from "./formatted-text.js";
 import { markdownToEntities } from "./markdown-entities.js";
 import { protectMediaLines } from "./media-lines.js";
 import { headWithNotice, splitFormatted } from "./split-formatted.js";
@@ -39,6 +39,8 @@ export interface RenderOptions {
    */
   readonly maxParts?: number | undefined;
   readonly notice?: string | undefined;
+  /** `text` is the head of a longer reply: `notice` ends the last part whatever the count. */
+  readonly truncated?: boolean | undefined;
 }
 
 /**
@@ -78,13 +80,16 @@ function splitPlain(text: string, options: RenderOptions): string[] {
   const split = { maxLength: options.maxLength, measure: options.measure };
   const chunks = splitText(text, split);
   const { maxParts, notice = "" } = options;
-  if (maxParts === undefined || chunks.length <= maxParts) return chunks;
+  if (maxParts === undefined || (chunks.length <= maxParts && options.truncated !== true)) {
+    return chunks;
+  }
   const measure = options.measure ?? utf16Length;
-  const last = chunks[maxParts - 1] ?? "";
+  const keep = Math.min(maxParts, chunks.length);
+  const last = chunks[keep - 1] ?? "";
   const room = options.maxLength - measure(notice);
   const lastPiece =
     measure(last) <= room ? last : (splitText(last, { ...split, maxLength: room })[0] ?? "");
-  return [...chunks.slice(0, maxParts - 1), `${lastPiece}${notice}`];
+  return [...chunks.slice(0, keep - 1), `${lastPiece}${notice}`];
 }
 
 function renderTelegram(text: string, options: RenderOptions): RenderedText[] {
@@ -93,13 +98,14 @@ function renderTelegram(text: string, options: RenderOptions): RenderedText[] {
   });
   let parts = splitFormatted(formatted, options.maxLength);
   const { maxParts, notice = "" } = options;
-  if (maxParts !== undefined && parts.length > maxParts) {
-    const last = parts[maxParts - 1] as FormattedText;
+  if (maxParts !== undefined && (parts.length > maxParts || options.truncated === true)) {
+    const keep = Math.min(maxParts, parts.length);
+    const last = parts[keep - 1] ?? { text: "", entities: [] };
     const head =
       last.text.length + notice.length <= options.maxLength
         ? appendPlain(last, notice)
         : headWithNotice(last, options.maxLength, notice);
-    parts = [...parts.slice(0, maxParts - 1), head];
+    parts = [...parts.slice(0, Math.max(0, keep - 1)), head];
   }
   return parts.map((part) => ({ text: toTelegramHtml(part), parseMode: "HTML", plain: part.text }));
 }
