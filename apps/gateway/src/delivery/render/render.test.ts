@@ -1,7 +1,7 @@
 import { parse_html } from "@telegraf/entity";
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
-import { type RenderedText, render } from "./render.js";
+import { escapeDiscordMarkdown, type RenderedText, render } from "./render.js";
 
 /** What Telegram makes of a part: its own HTML parser (tdlib's, ported), text and entities. */
 function telegramSees(part: RenderedText) {
@@ -299,5 +299,15 @@ describe("Telegram, any input", () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe("Discord plain escaping", () => {
+  test("escapes markers anywhere and line-start syntax at line starts, in linear time", () => {
+    expect(escapeDiscordMarkdown("# h\n> q\n- a\n1. b\na-b #c [x](y) \\ ~~s~~ ||p||")).toBe(
+      "\\# h\n\\> q\n\\- a\n1\\. b\na-b #c \\[x\\](y) \\\\ \\~\\~s\\~\\~ \\|\\|p\\|\\|",
+    );
+    const long = "d".repeat(1_000_000);
+    expect(escapeDiscordMarkdown(long)).toBe(long);
   });
 });
