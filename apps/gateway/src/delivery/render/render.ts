@@ -116,5 +116,8 @@ function renderTelegram(text: string, options: RenderOptions): RenderedText[] {
  * quadratic on long lines; measured with node on this machine).
  */
 export function escapeDiscordMarkdown(text: string): string {
-  return text.replace(/[\\*_~`|[\]]/g, "\\$&").replace(/^([ \t]*)(#|>|-|\d+\.)/gm, "$1\\$2");
+  return text
+    .replace(/[\\*_~`|[\]]/g, "\\$&")
+    .replace(/^([ \t]*)([#>-])/gm, "$1\\$2")
+    .replace(/^([ \t]*\d+)\./gm, "$1\\.");
 }
