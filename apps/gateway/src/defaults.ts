@@ -147,6 +147,19 @@ export const Defaults = {
      */
     maxTextChunks: 4,
   },
+  /** How reply text is rendered (docs/formatting.md). */
+  render: {
+    /**
+     * A profile's `format` by its agent: models answer in Markdown, rendered natively; a
+     * command's output is not Markdown, shown as printed.
+     */
+    format: { openai: "markdown", shell: "plain" },
+    /**
+     * A table whose aligned columns fit in this many characters is shown as a monospace grid
+     * (about what a phone shows without wrapping); a wider one as one record per row.
+     */
+    tableGridMaxWidth: 40,
+  },
   /** Retries of one platform call (docs/media.md). */
   retry: {
     maxAttempts: 4,

@@ -2,6 +2,7 @@ import type { User } from "grammy/types";
 import { type CallbackQueries, inlineKeyboardOf, markupField } from "./callbacks.js";
 import type { CommandMenus } from "./menus.js";
 import type { MultipartPart } from "./multipart.js";
+import { isRefusal, type ParsedText, parseText } from "./parse-mode.js";
 import { type ApiAnswer, fail, ok, type UploadedFile } from "./protocol.js";
 import type { ReactionStore } from "./reactions.js";
 
@@ -114,12 +115,21 @@ function baseMessage(ctx: MethodContext, chatId: string): Record<string, unknown
   return message;
 }
 
-function captionError(caption: unknown): ApiAnswer | undefined {
+/** The caption as Telegram keeps it (its markup parsed), or the 400 it answers. */
+function parseCaption(caption: unknown, parseMode: unknown): ParsedText | ApiAnswer | undefined {
   if (caption === undefined) return undefined;
-  if (String(caption).length > TelegramLimits.captionLength) {
+  const parsed = parseText(String(caption), parseMode);
+  if (isRefusal(parsed)) return parsed;
+  if (parsed.text.length > TelegramLimits.captionLength) {
     return fail(400, "Bad Request: message caption is too long");
   }
-  return undefined;
+  return parsed;
+}
+
+function withCaption(message: Record<string, unknown>, caption: ParsedText | undefined): void {
+  if (caption === undefined) return;
+  message.caption = caption.text;
+  if (caption.entities !== undefined) message.caption_entities = caption.entities;
 }
 
 function chatIdOf(ctx: MethodContext): string | ApiAnswer {
@@ -131,7 +141,12 @@ function chatIdOf(ctx: MethodContext): string | ApiAnswer {
 export function sendMessage(ctx: MethodContext): MethodResult {
   const chatId = chatIdOf(ctx);
   if (typeof chatId !== "string") return { answer: chatId, files: [] };
-  const text = ctx.params.text === undefined ? "" : String(ctx.params.text);
+  const parsed = parseText(
+    ctx.params.text === undefined ? "" : String(ctx.params.text),
+    ctx.params.parse_mode,
+  );
+  if (isRefusal(parsed)) return { answer: parsed, files: [] };
+  const { text } = parsed;
   if (text.trim() === "")
     return { answer: fail(400, "Bad Request: message text is empty"), files: [] };
   if (text.length > TelegramLimits.messageLength) {
@@ -139,7 +154,12 @@ export function sendMessage(ctx: MethodContext): MethodResult {
   }
   const markup = inlineKeyboardOf(ctx.params.reply_markup);
   if ("error" in markup) return { answer: markup.error, files: [] };
-  const message = { ...baseMessage(ctx, chatId), text, ...markupField(markup.keyboard) };
+  const message = {
+    ...baseMessage(ctx, chatId),
+    text,
+    ...(parsed.entities === undefined ? {} : { entities: parsed.entities }),
+    ...markupField(markup.keyboard),
+  };
   ctx.sent.save(chatId, message);
   return { answer: ok(message), files: [] };
 }
@@ -161,7 +181,12 @@ export function editMessageText(ctx: MethodContext): MethodResult {
   if (typeof chatId !== "string") return plain(chatId);
   const messageId = messageIdOf(ctx);
   if (messageId === undefined) return plain(fail(400, "Bad Request: message_id is empty"));
-  const text = ctx.params.text === undefined ? "" : String(ctx.params.text);
+  const parsed = parseText(
+    ctx.params.text === undefined ? "" : String(ctx.params.text),
+    ctx.params.parse_mode,
+  );
+  if (isRefusal(parsed)) return plain(parsed);
+  const { text } = parsed;
   if (text.trim() === "") return plain(fail(400, "Bad Request: message text is empty"));
   if (text.length > TelegramLimits.messageLength) {
     return plain(fail(400, "Bad Request: MESSAGE_TOO_LONG"));
@@ -186,8 +211,14 @@ export function editMessageText(ctx: MethodContext): MethodResult {
     );
   }
   // Without reply_markup the edit removes the inline keyboard, as Telegram does.
-  const { reply_markup: _old, ...rest } = message;
-  const edited = { ...rest, text, ...newMarkup, edit_date: Math.floor(Date.now() / 1000) };
+  const { reply_markup: _old, entities: _previous, ...rest } = message;
+  const edited = {
+    ...rest,
+    text,
+    ...(parsed.entities === undefined ? {} : { entities: parsed.entities }),
+    ...newMarkup,
+    edit_date: Math.floor(Date.now() / 1000),
+  };
   ctx.sent.save(chatId, edited);
   return plain(ok(edited));
 }
@@ -242,15 +273,15 @@ export function sendFile(ctx: MethodContext, method: FileMethod): MethodResult {
   const resolved = resolveFile(ctx, field, ctx.params[field]);
   if ("error" in resolved) return { answer: resolved.error, files: [] };
   const files = resolved.file === undefined ? [] : [resolved.file];
-  const tooLong = captionError(ctx.params.caption);
-  if (tooLong !== undefined) return { answer: tooLong, files };
+  const caption = parseCaption(ctx.params.caption, ctx.params.parse_mode);
+  if (caption !== undefined && isRefusal(caption)) return { answer: caption, files };
   if (field === "photo" && resolved.file !== undefined) {
     const rejection = ctx.photoRejection(resolved.file);
     if (rejection !== undefined) return { answer: fail(400, rejection), files };
   }
   const message = baseMessage(ctx, chatId);
   message[field] = fileObject(field, resolved.file, Number(message.message_id));
-  if (ctx.params.caption !== undefined) message.caption = String(ctx.params.caption);
+  withCaption(message, caption);
   ctx.sent.save(chatId, message);
   return { answer: ok(message), files };
 }
@@ -268,20 +299,24 @@ export function sendMediaGroup(ctx: MethodContext): MethodResult {
     return { answer: fail(400, "Bad Request: too many messages to send as an album"), files: [] };
   }
   const files: UploadedFile[] = [];
-  const resolvedItems: { type: string; file: UploadedFile | undefined; caption: unknown }[] = [];
+  const resolvedItems: {
+    type: string;
+    file: UploadedFile | undefined;
+    caption: ParsedText | undefined;
+  }[] = [];
   for (const [index, item] of media.entries()) {
     if (typeof item !== "object" || item === null) {
       return { answer: fail(400, "Bad Request: can't parse InputMedia"), files };
     }
-    const { type, media: ref, caption } = item as Record<string, unknown>;
+    const { type, media: ref, caption: rawCaption, parse_mode } = item as Record<string, unknown>;
     if (type !== "photo" && type !== "video" && type !== "audio" && type !== "document") {
       return { answer: fail(400, "Bad Request: unsupported media type in album"), files };
     }
     const resolved = resolveFile(ctx, `media[${index}]`, ref);
     if ("error" in resolved) return { answer: resolved.error, files };
     if (resolved.file !== undefined) files.push(resolved.file);
-    const tooLong = captionError(caption);
-    if (tooLong !== undefined) return { answer: tooLong, files };
+    const caption = parseCaption(rawCaption, parse_mode);
+    if (caption !== undefined && isRefusal(caption)) return { answer: caption, files };
     resolvedItems.push({ type, file: resolved.file, caption });
   }
   for (const item of resolvedItems) {
@@ -294,7 +329,7 @@ export function sendMediaGroup(ctx: MethodContext): MethodResult {
     const message = baseMessage(ctx, chatId);
     message.media_group_id = groupId;
     message[item.type] = fileObject(item.type, item.file, Number(message.message_id));
-    if (item.caption !== undefined) message.caption = String(item.caption);
+    withCaption(message, item.caption);
     ctx.sent.save(chatId, message);
     return message;
   });

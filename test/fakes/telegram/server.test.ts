@@ -219,6 +219,71 @@ describe("FakeTelegram uploads with the real grammY", () => {
   });
 });
 
+describe("FakeTelegram parses parse_mode HTML like Telegram", () => {
+  it("keeps a message's text and entities as parsed, what the user sees", async () => {
+    const bot = newBot();
+    const sent = await bot.api.sendMessage(
+      5,
+      '<b>bold</b> &lt;b&gt; <pre><code class="language-py">x = 1</code></pre> <a href="https://e.org/?a=1&amp;b">l</a>',
+      { parse_mode: "HTML" },
+    );
+    const expected = {
+      text: "bold <b> x = 1 l",
+      entities: [
+        { type: "bold", offset: 0, length: 4 },
+        { type: "pre", offset: 9, length: 5, language: "py" },
+        { type: "text_link", offset: 15, length: 1, url: "https://e.org/?a=1&b" },
+      ],
+    };
+    expect(sent).toMatchObject(expected);
+    expect(fake.botMessagesIn(5)).toMatchObject([expected]);
+  });
+
+  it("refuses unclosed and unsupported tags with Telegram's 400, and sends nothing", async () => {
+    const bot = newBot();
+    const refused = async (call: Promise<unknown>) =>
+      ((await call.catch((e: unknown) => e)) as GrammyError).description;
+    expect(await refused(bot.api.sendMessage(5, "<b>open", { parse_mode: "HTML" }))).toBe(
+      `Bad Request: can't parse entities: Can't find end tag corresponding to start tag "b"`,
+    );
+    expect(await refused(bot.api.sendMessage(5, "<h1>x</h1>", { parse_mode: "HTML" }))).toMatch(
+      /^Bad Request: can't parse entities: Unsupported start tag "h1"/,
+    );
+    expect(
+      await refused(
+        bot.api.sendPhoto(5, new InputFile(Buffer.from([1]), "a.jpg"), {
+          caption: "<i>x",
+          parse_mode: "HTML",
+        }),
+      ),
+    ).toMatch(/^Bad Request: can't parse entities/);
+    expect(fake.botMessagesIn(5)).toEqual([]);
+    const plain = await bot.api.sendMessage(5, "<b>open");
+    expect(plain.text).toBe("<b>open");
+  });
+
+  it("edits with parse_mode HTML replace the text and its entities", async () => {
+    const bot = newBot();
+    const sent = await bot.api.sendMessage(5, "<b>one</b>", { parse_mode: "HTML" });
+    await bot.api.editMessageText(5, sent.message_id, "<i>two</i>", { parse_mode: "HTML" });
+    expect(fake.botMessage(5, sent.message_id)).toMatchObject({
+      text: "two",
+      entities: [{ type: "italic", offset: 0, length: 3 }],
+    });
+    await expect(
+      bot.api.editMessageText(5, sent.message_id, "<u>three", { parse_mode: "HTML" }),
+    ).rejects.toMatchObject({ error_code: 400 });
+  });
+
+  it("counts a message's length after its markup is parsed", async () => {
+    const bot = newBot();
+    const sent = await bot.api.sendMessage(5, `<b>${"&amp;".repeat(4096)}</b>`, {
+      parse_mode: "HTML",
+    });
+    expect(sent.text).toHaveLength(4096);
+  });
+});
+
 describe("FakeTelegram edits and deletes the bot's messages with the real grammY", () => {
   it("edits a sent text, refuses the same text, a media message and unknown ids, like the Bot API", async () => {
     const bot = newBot();

@@ -414,6 +414,19 @@ export class FakeTelegram {
     return this.botMessages.get(`${chatId}:${messageId}`);
   }
 
+  /**
+   * The bot's messages in a chat still there (not deleted), in the order sent, as Telegram
+   * keeps them: markup parsed into `text` and `entities` (or `caption`, `caption_entities`).
+   * What the user sees.
+   */
+  botMessagesIn(chatId: number | string): Record<string, unknown>[] {
+    const prefix = `${chatId}:`;
+    return [...this.botMessages.entries()]
+      .filter(([key]) => key.startsWith(prefix))
+      .map(([, message]) => message)
+      .sort((a, b) => Number(a.message_id) - Number(b.message_id));
+  }
+
   callsTo(method: string): RecordedCall[] {
     return this.calls.filter((call) => call.method === method);
   }

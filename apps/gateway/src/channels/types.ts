@@ -272,6 +272,12 @@ export interface ChatTarget {
 }
 
 /**
+ * How a reply's text is shown (docs/formatting.md): `markdown` renders the agent's Markdown
+ * natively (Telegram HTML, Discord's own Markdown); `plain` shows it exactly as written.
+ */
+export type TextFormat = "markdown" | "plain";
+
+/**
  * A finished turn, ready to deliver. It carries session key and profile explicitly:
  * delivery must never depend on the AsyncLocalStorage context still being bound (docs/sessions.md).
  */
@@ -282,6 +288,8 @@ export interface OutboundReply {
   /** Reply text with delivered tags removed (MediaPlan.text). */
   readonly text: string;
   readonly plan: MediaPlan;
+  /** How the text is shown; absent: `plain` (the gateway's own notices). */
+  readonly format?: TextFormat | undefined;
 }
 
 /** What happened to one file the plan marked ready, after the upload was attempted. */

@@ -1,7 +1,8 @@
 import { Defaults as SandboxDefaults } from "@mediagate/sandbox";
 import type { AmbiguousSends } from "../channels/telegram/errors.js";
+import type { TextFormat } from "../channels/types.js";
 import { Defaults } from "../defaults.js";
-import type { AccessMode, BusyMode } from "./types.js";
+import type { AccessMode, AgentSettings, BusyMode } from "./types.js";
 
 /**
  * Embedded defaults of the configuration (README.md): with no config file at all the gateway
@@ -17,6 +18,7 @@ export const ConfigDefaults = {
   threadSessionsPerUser: Defaults.sessions.threadSessionsPerUser,
   stillWorkingAfterSeconds: Defaults.stillWorkingAfterSeconds,
   busyMode: Defaults.busy.mode satisfies BusyMode,
+  format: Defaults.render.format satisfies Record<AgentSettings["kind"], TextFormat>,
   maxQueuedMessages: Defaults.busy.maxQueuedMessages,
   progress: {
     enabled: Defaults.progress.enabled,

@@ -311,6 +311,7 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
       lockSeconds: entry.pairing?.lockSeconds ?? ConfigDefaults.pairing.lockSeconds,
     },
     agent,
+    format: entry.format ?? ConfigDefaults.format[agent.kind],
     sandbox,
     media: { allowDirs: (entry.media?.allowDirs ?? []).map((p) => resolve(baseDir, p)) },
     groupSessionsPerUser: entry.groupSessionsPerUser ?? ConfigDefaults.groupSessionsPerUser,

@@ -302,6 +302,12 @@ const profileSchema = z.strictObject({
     })
     .optional(),
   agent: agentSchema.optional(),
+  format: z
+    .enum(["markdown", "plain"], {
+      error:
+        'a format: "markdown" (render the agent\'s Markdown) or "plain" (show the text as written)',
+    })
+    .optional(),
   sandbox: sandboxSchema.optional(),
   media: z.strictObject({ allowDirs: z.array(z.string()).optional() }).optional(),
   groupSessionsPerUser: z.boolean().optional(),

@@ -1,5 +1,6 @@
 import type { SandboxSettings } from "@mediagate/sandbox";
 import type { TelegramWebhookOptions } from "../channels/telegram/webhook-settings.js";
+import type { TextFormat } from "../channels/types.js";
 import type { LogLevel } from "../log.js";
 
 /** Telegram settings of a profile, tokens resolved (config, then env override). */
@@ -222,6 +223,11 @@ export interface ProfileConfig {
   readonly access: AccessMode;
   readonly pairing: PairingSettings;
   readonly agent: AgentSettings;
+  /**
+   * How replies are shown (docs/formatting.md); default by agent: `markdown` for `openai`,
+   * `plain` for `shell` (`Defaults.render.format`).
+   */
+  readonly format: TextFormat;
   readonly sandbox: SandboxSettings;
   readonly media: { readonly allowDirs: readonly string[] };
   readonly groupSessionsPerUser: boolean;

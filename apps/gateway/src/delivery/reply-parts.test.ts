@@ -66,3 +66,38 @@ describe("replyParts", () => {
     );
   });
 });
+
+describe("replyParts, rendered", () => {
+  it("renders a huge Markdown reply from its head: maxChunks messages, the notice, the whole file", () => {
+    const text = Array.from({ length: 20_000 }, (_, i) => `- **item ${i}** \`code\``).join("\n");
+    const parts = replyParts(text, {
+      maxLength: 4096,
+      maxChunks: 3,
+      platform: "telegram",
+      format: "markdown",
+    });
+    expect(parts.map((p) => p.kind)).toEqual(["text", "text", "text", "file"]);
+    const head = parts.flatMap((p) => (p.kind === "text" ? [p] : []));
+    for (const part of head) {
+      expect(part.parseMode).toBe("HTML");
+      expect(part.plain.length).toBeLessThanOrEqual(4096);
+    }
+    expect(head[0]?.plain.startsWith("• item 0 code\n• item 1 code")).toBe(true);
+    expect(head[2]?.plain.endsWith(cutNotice(Buffer.byteLength(text)))).toBe(true);
+    expect(files(parts)[0]?.bytes.toString("utf8")).toBe(text);
+  });
+
+  it("ends a cut reply's head with the notice even when its head renders short", () => {
+    const link = "[x](https://example.org/a-very-long-address-that-shows-as-one-character)";
+    const text = `${link} `.repeat(40_000);
+    const parts = replyParts(text, {
+      maxLength: 4096,
+      maxChunks: 2,
+      platform: "telegram",
+      format: "markdown",
+    });
+    const head = parts.flatMap((p) => (p.kind === "text" ? [p] : []));
+    expect(head.at(-1)?.plain.endsWith(cutNotice(Buffer.byteLength(text)))).toBe(true);
+    expect(files(parts)).toHaveLength(1);
+  });
+});

@@ -22,6 +22,7 @@ import type {
   DeliveryReport,
   Platform,
   StepResult,
+  TextFormat,
 } from "../channels/types.js";
 import { Defaults } from "../defaults.js";
 import type { Logger } from "../log.js";
@@ -61,6 +62,8 @@ export interface OutboxOptions {
    * slot); undefined for a profile that is not configured.
    */
   readonly translateContextFor: (profile: string) => ReplyTranslateContext | undefined;
+  /** How a profile's replies are shown (docs/formatting.md); default `plain`. */
+  readonly formatFor?: ((profile: string) => TextFormat) | undefined;
   readonly logger: Logger;
   readonly maxAttempts?: number | undefined;
   readonly maxAgeMs?: number | undefined;
@@ -324,6 +327,7 @@ export class Outbox {
               target: record.target,
               text: plan.text,
               plan,
+              format: this.#options.formatFor?.(record.profile) ?? "plain",
             },
             { signal, progress },
           );

@@ -118,6 +118,7 @@ export function composeCore(
         ? undefined
         : (slot, sessionKey, signal) => runtime.translateContext(slot, sessionKey, signal);
     },
+    formatFor: (profile) => config.profiles.find((p) => p.name === profile)?.format ?? "plain",
     maxAttempts: config.delivery.maxAttempts,
     maxAgeMs: config.delivery.maxAgeSeconds * 1000,
     clock,

@@ -111,6 +111,8 @@ export async function deliverReply(
       : replyParts(reply.text, {
           maxLength: DiscordTextLimit,
           maxChunks: delivery.maxTextChunks,
+          platform: "discord",
+          format: reply.format,
         });
   for (const [index, part] of parts.entries()) {
     const key = textStepKey(index);

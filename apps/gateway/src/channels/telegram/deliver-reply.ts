@@ -1,8 +1,15 @@
 import type { ReadyMedia } from "@mediagate/media";
+import type { RenderedText } from "../../delivery/render/render.js";
 import { type ReplyPart, replyParts } from "../../delivery/reply-parts.js";
 import { earlierOutcome, type Idempotence, sendsAgain } from "../../durable/earlier-outcome.js";
 import { mediaStepKey, textStepKey } from "../../durable/step-keys.js";
-import type { DeliveryOutcome, DeliveryProgress, DeliveryReport, StepResult } from "../types.js";
+import type {
+  DeliveryOutcome,
+  DeliveryProgress,
+  DeliveryReport,
+  StepResult,
+  TextFormat,
+} from "../types.js";
 import { type MediaStep, planDeliverySteps, TelegramTextLimits } from "./delivery-steps.js";
 import { failureFacts, TelegramDeliveryError } from "./errors.js";
 import {
@@ -13,8 +20,8 @@ import {
   sendSingle,
 } from "./send-media.js";
 
-/** Sends one text chunk as a message; rejects with a {@link TelegramDeliveryError}. */
-export type ChunkSender = (chunk: string) => Promise<void>;
+/** Sends one text part as a message; rejects with a {@link TelegramDeliveryError}. */
+export type ChunkSender = (part: RenderedText) => Promise<void>;
 
 /** Sends a long reply's whole text as a document; rejects with a {@link TelegramDeliveryError}. */
 export type TextFileSender = (file: Extract<ReplyPart, { kind: "file" }>) => Promise<void>;
@@ -25,6 +32,8 @@ export interface TextSenders {
   readonly file: TextFileSender;
   /** `delivery.maxTextChunks`: past it, the head as messages and the whole as `reply.txt`. */
   readonly maxChunks: number;
+  /** How the text is shown (docs/formatting.md); default `plain`. */
+  readonly format?: TextFormat | undefined;
 }
 
 /** The step result an outcome records; none for one still to do (flood wait, abort). */
@@ -92,6 +101,8 @@ class ReplyRun {
         : replyParts(text, {
             maxLength: TelegramTextLimits.messageLength,
             maxChunks: send.maxChunks,
+            platform: "telegram",
+            format: send.format,
           });
   }
 
@@ -105,8 +116,11 @@ class ReplyRun {
       else this.outcomes[index] = earlier;
     });
     const textDone = this.chunks.every((_, n) => this.resultOf(textStepKey(n)) !== undefined);
+    // A reply of one message may ride as a caption: its visible length decides (1024).
+    const [only, ...more] = this.chunks;
+    const captionText = only?.kind === "text" && more.length === 0 ? only.plain : this.text;
     const steps = planDeliverySteps(
-      textDone ? "" : this.text,
+      textDone ? "" : captionText,
       todo.map((index) => (this.items[index] as ReadyMedia).kind),
     );
     for (const step of steps) {
@@ -208,7 +222,7 @@ class ReplyRun {
       if (this.halted()) return;
       try {
         await this.begin([key]);
-        if (part.kind === "text") await this.send.chunk(part.text);
+        if (part.kind === "text") await this.send.chunk(part);
         else await this.send.file(part);
         await this.record(key, "sent");
       } catch (error) {
@@ -243,10 +257,12 @@ class ReplyRun {
       ...stepItems.map((item) => mediaStepKey(item.path)),
       ...(step.caption === undefined ? [] : [textStepKey(0)]),
     ]);
+    const first = this.chunks[0];
+    const caption = step.caption !== undefined && first?.kind === "text" ? first : undefined;
     const result: SendResult =
       step.type === "album"
-        ? await sendAlbum(this.ctx, stepItems, step.caption)
-        : await sendSingle(this.ctx, stepItems[0] as ReadyMedia, step.caption);
+        ? await sendAlbum(this.ctx, stepItems, caption)
+        : await sendSingle(this.ctx, stepItems[0] as ReadyMedia, caption);
     for (const [n, outcome] of result.outcomes.entries()) {
       const index = indices[n] as number;
       this.outcomes[index] = outcome;

@@ -187,6 +187,14 @@ export class TelegramDeliveryError extends MediagateError {
   }
 
   /**
+   * Telegram refused the message's markup (400 "can't parse entities"): the same message as
+   * plain text goes through (docs/formatting.md, "When Telegram refuses the markup").
+   */
+  get markupRefused(): boolean {
+    return this.facts.status === 400 && /can't parse entities/i.test(this.facts.description);
+  }
+
+  /**
    * Telegram refused the image as a photo (dimensions, size, format): worth resending the
    * same bytes as a document.
    */

@@ -1,9 +1,11 @@
 import type { MediaKind, ReadyMedia } from "@mediagate/media";
 import { type Api, InputFile } from "grammy";
 import type { Logger } from "pino";
+import type { RenderedText } from "../../delivery/render/render.js";
 import { redactText } from "../../redact.js";
 import type { DeliveryOutcome } from "../types.js";
 import { TelegramDeliveryError } from "./errors.js";
+import { sendWithPlainFallback } from "./markup-fallback.js";
 import type { TelegramCaller } from "./sender.js";
 import type { OutgoingTarget } from "./target.js";
 
@@ -56,9 +58,33 @@ function upload(item: ReadyMedia): InputFile {
   return new InputFile(() => item.file.chunks(), item.filename);
 }
 
-function sendAs(ctx: MediaSendContext, item: ReadyMedia, kind: MediaKind, caption?: string) {
+function sendAs(
+  ctx: MediaSendContext,
+  item: ReadyMedia,
+  kind: MediaKind,
+  caption?: RenderedText,
+): Promise<unknown> {
+  if (caption === undefined) return sendAsWith(ctx, item, kind, undefined, undefined);
+  return sendWithPlainFallback(
+    caption,
+    (text, parseMode) => sendAsWith(ctx, item, kind, text, parseMode),
+    ctx.logger,
+  );
+}
+
+function sendAsWith(
+  ctx: MediaSendContext,
+  item: ReadyMedia,
+  kind: MediaKind,
+  caption: string | undefined,
+  parseMode: "HTML" | undefined,
+) {
   const { api, target } = ctx;
-  const other = { ...target.options(), ...(caption === undefined ? {} : { caption }) };
+  const other = {
+    ...target.options(),
+    ...(caption === undefined ? {} : { caption }),
+    ...(parseMode === undefined ? {} : { parse_mode: parseMode }),
+  };
   const chat = target.chat;
   const request = (attemptSignal: AbortSignal): Promise<unknown> => {
     const signal = grammySignal(attemptSignal);
@@ -116,7 +142,7 @@ export function failedOutcome(item: ReadyMedia, error: unknown, token: string): 
 export async function sendSingle(
   ctx: MediaSendContext,
   item: ReadyMedia,
-  caption?: string,
+  caption?: RenderedText,
 ): Promise<SendResult> {
   const carried = caption === undefined ? undefined : ("sent" as const);
   try {
@@ -146,7 +172,7 @@ function failed(
   ctx: MediaSendContext,
   items: readonly ReadyMedia[],
   error: unknown,
-  caption: string | undefined,
+  caption: RenderedText | undefined,
 ): SendResult {
   const unconfirmed = error instanceof TelegramDeliveryError && error.unconfirmed;
   return {
@@ -162,23 +188,28 @@ function failed(
 export async function sendAlbum(
   ctx: MediaSendContext,
   items: readonly ReadyMedia[],
-  caption?: string,
+  caption?: RenderedText,
 ): Promise<SendResult> {
   const { api, target, signal } = ctx;
-  const request = (attemptSignal: AbortSignal) =>
-    api.sendMediaGroup(
-      target.chat,
-      items.map((item, i) => ({
-        type: "photo" as const,
-        media: upload(item),
-        ...(i === 0 && caption !== undefined ? { caption } : {}),
-      })),
-      target.options(),
-      grammySignal(attemptSignal),
-    );
-  try {
+  const send = (text: string | undefined, parseMode: "HTML" | undefined) => {
+    const request = (attemptSignal: AbortSignal) =>
+      api.sendMediaGroup(
+        target.chat,
+        items.map((item, i) => ({
+          type: "photo" as const,
+          media: upload(item),
+          ...(i === 0 && text !== undefined ? { caption: text } : {}),
+          ...(i === 0 && parseMode !== undefined ? { parse_mode: parseMode } : {}),
+        })),
+        target.options(),
+        grammySignal(attemptSignal),
+      );
     const bytes = items.reduce((sum, item) => sum + item.size, 0);
-    await ctx.caller.call("sendMediaGroup", target.chatId, request, { signal, bytes });
+    return ctx.caller.call("sendMediaGroup", target.chatId, request, { signal, bytes });
+  };
+  try {
+    if (caption === undefined) await send(undefined, undefined);
+    else await sendWithPlainFallback(caption, send, ctx.logger);
     target.sent();
     return {
       outcomes: items.map((item) => delivered(item, "photo")),

@@ -24,6 +24,7 @@ import { TelegramTextLimits } from "./delivery-steps.js";
 import { failureFacts, TelegramDeliveryError } from "./errors.js";
 import { HealthTracker } from "./health.js";
 import { type GroupRules, toInboundMessage } from "./inbound.js";
+import { sendWithPlainFallback } from "./markup-fallback.js";
 import {
   type ResolvedTelegramOptions,
   resolveTelegramOptions,
@@ -340,9 +341,15 @@ export class TelegramChannel implements ChannelAdapter {
       reply.text,
       reply.plan.ready(),
       {
-        chunk: (chunk) => this.sendChunk(target, chunk, signal),
+        chunk: (part) =>
+          sendWithPlainFallback(
+            part,
+            (text, parseMode) => this.sendChunk(target, text, signal, parseMode),
+            ctx.logger,
+          ),
         file: (file) => this.sendTextFile(target, file.filename, file.bytes, signal),
         maxChunks: this.maxTextChunks,
+        format: reply.format,
       },
       progress,
     );
@@ -469,12 +476,15 @@ export class TelegramChannel implements ChannelAdapter {
     target: OutgoingTarget,
     chunk: string,
     signal: AbortSignal | undefined,
+    parseMode?: "HTML",
   ): Promise<void> {
+    const options =
+      parseMode === undefined ? target.options() : { ...target.options(), parse_mode: parseMode };
     await this.caller.call(
       "sendMessage",
       target.chatId,
       (attemptSignal) =>
-        this.api.sendMessage(target.chat, chunk, target.options(), grammySignal(attemptSignal)),
+        this.api.sendMessage(target.chat, chunk, options, grammySignal(attemptSignal)),
       { signal, bytes: Buffer.byteLength(chunk) },
     );
     target.sent();
