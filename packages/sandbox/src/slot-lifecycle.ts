@@ -130,7 +130,7 @@ export class SlotLifecycle {
    */
   async #claimWarm(slot: string): Promise<string | undefined> {
     const ctx = this.#ctx;
-    if (!this.pool.enabled) return undefined;
+    if (!this.pool.active) return undefined;
     if (ctx.settings.filesystem !== "bind" && ctx.settings.persistAcrossProcesses) {
       const found = await findSlotContainers(ctx.docker, ctx.owner, slot, ctx.bound);
       if (found.length > 0) return undefined;

@@ -55,6 +55,11 @@ export class WarmPool {
     return this.#size > 0;
   }
 
+  /** Whether {@link claim} may give containers now: enabled, armed and not shut down. */
+  get active(): boolean {
+    return this.#armed && !this.#closed;
+  }
+
   /** The containers ready to be claimed, oldest first (no Docker call). */
   readyContainers(): string[] {
     return this.#ready.map((member) => member.containerId);

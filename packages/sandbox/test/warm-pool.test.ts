@@ -92,6 +92,26 @@ describe("the warm pool", () => {
     expect(await containersOf(fx.profile)).toEqual([]);
   });
 
+  it("hands a tmpfs session a warm container whose /workspace only it has used", async () => {
+    const sandbox = fx.sandbox(
+      { ...Pooled, filesystem: "tmpfs" },
+      { schedule: manualTimers().schedule },
+    );
+    await sandbox.warmUp();
+    const [warm] = sandbox.warmContainers();
+    const { containerId } = await sandbox.acquire("session:tmpfs-a");
+    expect(containerId).toBe(warm);
+    const listed = await sandbox.run(
+      "session:tmpfs-a",
+      "a",
+      "ls -A /workspace; stat -c %a /workspace",
+    );
+    // Nothing in it (no file of anyone before), and the mode sessions share (busybox drops the 2).
+    expect(listed.stdout.trim()).toMatch(/^2?770$/);
+    await sandbox.shutdown();
+    expect(await containersOf(fx.profile)).toEqual([]);
+  });
+
   it("is not used when warmPool is 0", async () => {
     const sandbox = fx.sandbox({ ...Pooled, warmPool: 0 });
     await sandbox.warmUp();
