@@ -29,7 +29,7 @@ describe("gateway over Telegram: per-session containers", () => {
     return since;
   };
   // Asked of the gateway's sandbox, not found by slot label: a session that took a container
-  // from the warm pool (on by default) runs in one labelled with the pool's own slot.
+  // from the warm pool (`sandbox.warmPool`) runs in one labelled with the pool's own slot.
   const containerOf = async (user: number) => {
     const slot = `session:agent:${bot.profile}:telegram:dm:${user}`;
     const status = await bot.runtime.sandbox.status(slot);

@@ -35,8 +35,10 @@ export const Defaults = {
     /**
      * Ready containers kept per profile for new per-session slots (`persistent: false`): a new
      * session claims one instead of creating its own (`warm-pool.ts`). 0 turns the pool off.
+     * Off by default until the per-session SIGKILL loop (`test/long/crash-loop-per-session`)
+     * passes with it on (bench/README.md, issue 31 target 1).
      */
-    warmPool: 2,
+    warmPool: 0,
     // maxOpenShells is left out: it is derived from pidsLimit and memoryBytes
     // (`maxOpenShellsOf`, `openShellsPidsShare`, `openShellMemoryBytes`).
   },

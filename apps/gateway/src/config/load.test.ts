@@ -88,14 +88,14 @@ describe("resolveConfig", () => {
     );
   });
 
-  it("keeps a small warm pool by default, takes 0 to turn it off and names a bad size", () => {
+  it("keeps no warm pool by default, takes a size and names a bad one", () => {
     const [defaults] = resolveConfig({}, { env }).profiles;
-    expect(defaults?.sandbox.warmPool).toBe(2);
-    const off = resolveConfig(
-      { profiles: [{ name: "default", sandbox: { persistent: false, warmPool: 0 } }] },
+    expect(defaults?.sandbox.warmPool).toBe(0);
+    const on = resolveConfig(
+      { profiles: [{ name: "default", sandbox: { persistent: false, warmPool: 2 } }] },
       { env },
     );
-    expect(off.profiles[0]?.sandbox.warmPool).toBe(0);
+    expect(on.profiles[0]?.sandbox.warmPool).toBe(2);
     const negative = errorOf({ profiles: [{ name: "default", sandbox: { warmPool: -1 } }] });
     expect(negative.message).toContain(
       "profiles[0].sandbox.warmPool: got -1, expected a whole number of containers, 0 to turn the warm pool off",
