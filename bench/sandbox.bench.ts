@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { connectDocker, Defaults, Sandbox } from "@mediagate/sandbox";
+import { connectDocker, Defaults, Sandbox, type SandboxSettings } from "@mediagate/sandbox";
 import { testDockerHost } from "../test-support/engine.js";
 
 const run = promisify(execFile);
@@ -36,6 +36,55 @@ async function time(n: number, fn: (i: number) => Promise<unknown>, warmup = 3):
     samples.push(performance.now() - started);
   }
   return samples;
+}
+
+/**
+ * A new session's first command in per-session mode (`persistent: false`): `acquire` of a new
+ * `session:` slot (create and start, or the claim of a warm container) and the session's first
+ * `run` (its uid claimed, its shell opened, `echo hi`). With a pool, each session comes after the
+ * pool refilled (not timed): one new user at a time.
+ */
+async function firstReplies(
+  home: string,
+  engine: ReturnType<typeof connectDocker>,
+  settings: SandboxSettings & { warmPool: number },
+): Promise<void> {
+  const name = `${profile}-ps${settings.warmPool}`;
+  const sandbox = new Sandbox({
+    engine,
+    profile: name,
+    profileHome: join(home, "profiles", name),
+    rootHome: home,
+    settings: { ...settings, persistent: false, orphanReaper: false },
+  });
+  const acquire: number[] = [];
+  const firstRun: number[] = [];
+  const total: number[] = [];
+  try {
+    for (let i = -1; i < 10; i++) {
+      await sandbox.warmUp();
+      const slot = `session:bench-${i + 1}`;
+      const started = performance.now();
+      await sandbox.acquire(slot);
+      const acquired = performance.now();
+      await sandbox.run(slot, `s${i}`, "echo hi");
+      const ended = performance.now();
+      if (i >= 0) {
+        acquire.push(acquired - started);
+        firstRun.push(ended - acquired);
+        total.push(ended - started);
+      }
+      await sandbox.cleanup(slot, { force: true, deleteDirs: true });
+    }
+    const tag = `pool${settings.warmPool}_disk${settings.diskLimitBytes > 0 ? "on" : "off"}`;
+    report(`first_reply_acquire_${tag}`, acquire);
+    report(`first_reply_first_run_${tag}`, firstRun);
+    report(`first_reply_${tag}`, total);
+  } finally {
+    await sandbox.shutdown();
+    const leftovers = await sandbox.list().catch(() => []);
+    for (const c of leftovers) await sandbox.remove(c.id).catch(() => undefined);
+  }
 }
 
 async function main(): Promise<void> {
@@ -80,6 +129,15 @@ async function main(): Promise<void> {
       1,
     );
     report("acquire_cold", cold);
+
+    for (const [pool, disk] of [
+      [0, 0],
+      [2, 0],
+      [0, Defaults.settings.diskLimitBytes],
+      [2, Defaults.settings.diskLimitBytes],
+    ] as const) {
+      await firstReplies(home, engine, { ...settings, warmPool: pool, diskLimitBytes: disk });
+    }
   } finally {
     await sandbox.shutdown();
     // Deleting the slots also unmounts their disks (diskLimitBytes), freeing the loop devices.

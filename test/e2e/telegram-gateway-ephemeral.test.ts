@@ -28,13 +28,12 @@ describe("gateway over Telegram: per-session containers", () => {
     await bot.handle((fake) => fake.sendPrivateText({ userId: user, text }));
     return since;
   };
+  // Asked of the gateway's sandbox, not found by slot label: a session that took a container
+  // from the warm pool (`sandbox.warmPool`) runs in one labelled with the pool's own slot.
   const containerOf = async (user: number) => {
     const slot = `session:agent:${bot.profile}:telegram:dm:${user}`;
-    const found = await harness.docker.containers({
-      "mediagate.profile": bot.profile,
-      "mediagate.slot": slot.replace(/[^A-Za-z0-9_.-]/g, "_"),
-    });
-    return found.map((c) => c.id);
+    const status = await bot.runtime.sandbox.status(slot);
+    return status === undefined ? [] : [status.containerId];
   };
 
   it("gives each session its own container", async () => {

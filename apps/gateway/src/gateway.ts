@@ -110,6 +110,9 @@ export class Gateway {
           const result = await runtime.sandbox.reapOrphansOnce();
           if (result !== undefined && (result.removed.length > 0 || result.failed.length > 0))
             this.logger.info({ profile: runtime.name, ...result }, "orphaned sandboxes reaped");
+          // Per-session profiles with `sandbox.warmPool`: filled in the background, never
+          // awaited (a failed fill goes to the sandbox's warnings).
+          void runtime.sandbox.warmUp();
         }
       }),
     );

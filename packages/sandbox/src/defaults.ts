@@ -32,6 +32,13 @@ export const Defaults = {
     sharedKey: "",
     user: "per-session" as "per-session" | "root",
     sessionProcessLimit: 128,
+    /**
+     * Ready containers kept per profile for new per-session slots (`persistent: false`): a new
+     * session claims one instead of creating its own (`warm-pool.ts`). 0 turns the pool off.
+     * Off by default until the per-session SIGKILL loop (`test/long/crash-loop-per-session`)
+     * passes with it on (bench/README.md, issue 31 target 1).
+     */
+    warmPool: 0,
     // maxOpenShells is left out: it is derived from pidsLimit and memoryBytes
     // (`maxOpenShellsOf`, `openShellsPidsShare`, `openShellMemoryBytes`).
   },
@@ -93,6 +100,11 @@ export const Defaults = {
   operationTimeoutMs: 30_000,
   /** Bound on finding or making a slot's container (probe, create, start). */
   provisionTimeoutMs: 60_000,
+  /**
+   * The warm pool (`settings.warmPool`) is emptied after this long without a new session
+   * claiming from it, and filled again by the next new session. 10 minutes.
+   */
+  warmPoolIdleMs: 600_000,
   /**
    * A session shell unused this long is closed (it is reopened, with its state, on demand);
    * `settings.maxOpenShells` bounds how many are open before that.

@@ -209,6 +209,23 @@ export class Sandbox {
     return this.#io.sessionIdentity(slot, sessionKey);
   }
 
+  /**
+   * Starts keeping the warm pool full (docs/sandbox.md, "Warm pool"): with per-session
+   * settings and `settings.warmPool` above 0, that many started containers wait for new
+   * sessions, which claim one instead of creating theirs. Resolves once the pool is full (or
+   * a fill failed: the failure goes to `onWarning`); a no-op otherwise. The gateway calls it
+   * at start, after the orphan reap.
+   */
+  async warmUp(): Promise<void> {
+    this.#slots.pool.arm();
+    await this.#slots.pool.filled();
+  }
+
+  /** The containers the warm pool holds ready now (no Docker call). */
+  warmContainers(): string[] {
+    return this.#slots.pool.readyContainers();
+  }
+
   /** This profile's containers of this install (all states), newest first. */
   list(): Promise<ContainerSummary[]> {
     return this.#housekeeping.list();

@@ -101,3 +101,19 @@ export async function unmountAll(dir: string): Promise<void> {
   }
   if (await isMountPoint(dir)) throw new Error(`${dir} is still a mount point`);
 }
+
+/**
+ * Moves the disk mounted at `from` to `to` (an empty directory): a bind mount of `from` at
+ * `to` (same filesystem, same `nosuid,nodev`), then `from` unmounted. A mount point cannot be
+ * renamed (`EBUSY`), and `mount --move` is refused under a shared parent mount. Containers that
+ * bind directories inside the disk keep them: their mounts are their own.
+ */
+export async function moveDiskMount(from: string, to: string): Promise<void> {
+  await runTool("mount", ["--bind", from, to]);
+  try {
+    await runTool("umount", [from]);
+  } catch (error) {
+    await runTool("umount", [to]).catch(() => undefined);
+    throw error;
+  }
+}

@@ -12,6 +12,7 @@ import { provisionContainer } from "./provision.js";
 import type { SandboxContext } from "./sandbox-context.js";
 import { isGone } from "./session-shells.js";
 import type { ContainerState } from "./types.js";
+import { WarmPool } from "./warm-pool.js";
 
 /**
  * The life of a sandbox's slots: which container each slot holds in this process, finding or
@@ -27,10 +28,13 @@ export class SlotLifecycle {
   readonly #handles = new Map<string, string>();
   /** Idle cleanup of non-persistent slots; `undefined` for persistent settings. */
   readonly #idle: IdleSlots | undefined;
+  /** Ready containers for new session slots (`settings.warmPool`). */
+  readonly pool: WarmPool;
 
   constructor(ctx: SandboxContext, housekeeping: Housekeeping) {
     this.#ctx = ctx;
     this.#housekeeping = housekeeping;
+    this.pool = new WarmPool(ctx);
     const options = ctx.options;
     if (!options.settings.persistent) {
       const idleMs = options.idleCleanupMs ?? options.settings.lifetimeSeconds * 1000;
@@ -87,6 +91,11 @@ export class SlotLifecycle {
       const held = this.#handles.get(slot);
       if (held !== undefined) return { containerId: held };
       signal?.throwIfAborted();
+      const claimed = await this.#claimWarm(slot);
+      if (claimed !== undefined) {
+        this.#handles.set(slot, claimed);
+        return { containerId: claimed };
+      }
       const provisioning = provisionContainer({
         docker: ctx.docker,
         owner: ctx.owner,
@@ -112,6 +121,21 @@ export class SlotLifecycle {
       return { containerId };
     });
     return untilAborted(locked, signal);
+  }
+
+  /**
+   * A warm container for a new session slot, under the slot's lock; `undefined` when the pool
+   * has none to give or the slot may have a container already (another process's, found by
+   * label: with a bind filesystem its directory would exist, which the pool checks).
+   */
+  async #claimWarm(slot: string): Promise<string | undefined> {
+    const ctx = this.#ctx;
+    if (!this.pool.active) return undefined;
+    if (ctx.settings.filesystem !== "bind" && ctx.settings.persistAcrossProcesses) {
+      const found = await findSlotContainers(ctx.docker, ctx.owner, slot, ctx.bound);
+      if (found.length > 0) return undefined;
+    }
+    return this.pool.claim(slot, ctx.slotDirectory(slot));
   }
 
   async status(slot: string): Promise<{ containerId: string; state: ContainerState } | undefined> {
@@ -194,6 +218,7 @@ export class SlotLifecycle {
   async shutdown(timeoutMs: number): Promise<void> {
     const ctx = this.#ctx;
     this.#idle?.cancelAll();
+    this.pool.shutdown();
     ctx.shells.closeAll();
     if (!ctx.settings.persistent) {
       for (const slot of [...this.#handles.keys()]) this.cleanup(slot).catch(() => undefined);

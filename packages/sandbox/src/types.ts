@@ -111,6 +111,13 @@ export interface SandboxSettings {
    */
   readonly sessionProcessLimit: number;
   /**
+   * Per-session settings (`persistent: false`): how many started containers are kept ready for
+   * sessions that have none yet, so a new session's first command skips creating and starting
+   * one (docs/sandbox.md, "Warm pool"). 0 (or left out) turns the pool off; it fills only once
+   * `Sandbox#warmUp` is called. Default in the gateway: `Defaults.settings.warmPool`.
+   */
+  readonly warmPool?: number;
+  /**
    * Most session shells open at once in one container (each is a process counted against
    * `pidsLimit`). Opening one more closes the least recently used idle one first; its
    * session keeps its cwd and exports and gets a new shell on its next command. A shell used

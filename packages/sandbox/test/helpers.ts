@@ -6,7 +6,7 @@ import { join } from "node:path";
 import type { Readable } from "node:stream";
 import type { Schedule } from "@mediagate/io";
 import type Docker from "dockerode";
-import { testDockerHost } from "../../../test-support/engine.js";
+import { testDockerHost, testWarmPool } from "../../../test-support/engine.js";
 import { waitUntil } from "../../../test-support/wait.js";
 import { dockerOf } from "../src/docker-client.js";
 import {
@@ -85,12 +85,14 @@ export async function fixture(options: { home?: string; profile?: string } = {})
     install,
     owner: { install, profile },
     sandbox(overrides = {}, extra = {}) {
+      const warmPool = testWarmPool();
+      const pooled = warmPool > 0 ? { persistent: false, warmPool, ...overrides } : overrides;
       const sandbox = new Sandbox({
         engine: testEngine(),
         profile,
         profileHome: join(home, "profiles", profile),
         rootHome: home,
-        settings: testSettings(overrides),
+        settings: testSettings(pooled),
         ...(extra.now === undefined ? {} : { now: extra.now }),
         ...(extra.idleCleanupMs === undefined ? {} : { idleCleanupMs: extra.idleCleanupMs }),
         ...(extra.schedule === undefined ? {} : { schedule: extra.schedule }),
@@ -99,6 +101,7 @@ export async function fixture(options: { home?: string; profile?: string } = {})
           : { provisionTimeoutMs: extra.provisionTimeoutMs }),
       });
       made.push(sandbox);
+      if (warmPool > 0) void sandbox.warmUp();
       return sandbox;
     },
     async dispose() {

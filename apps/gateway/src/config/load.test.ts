@@ -88,6 +88,22 @@ describe("resolveConfig", () => {
     );
   });
 
+  it("keeps no warm pool by default, takes a size and names a bad one", () => {
+    const [defaults] = resolveConfig({}, { env }).profiles;
+    expect(defaults?.sandbox.warmPool).toBe(0);
+    const on = resolveConfig(
+      { profiles: [{ name: "default", sandbox: { persistent: false, warmPool: 2 } }] },
+      { env },
+    );
+    expect(on.profiles[0]?.sandbox.warmPool).toBe(2);
+    const negative = errorOf({ profiles: [{ name: "default", sandbox: { warmPool: -1 } }] });
+    expect(negative.message).toContain(
+      "profiles[0].sandbox.warmPool: got -1, expected a whole number of containers, 0 to turn the warm pool off",
+    );
+    const huge = errorOf({ profiles: [{ name: "default", sandbox: { warmPool: 1000 } }] });
+    expect(huge.message).toContain("profiles[0].sandbox.warmPool: got 1000, expected at most 32");
+  });
+
   it("takes a tmpfs filesystem and names a bad one", () => {
     const ok = resolveConfig(
       { profiles: [{ name: "default", sandbox: { filesystem: "tmpfs" } }] },

@@ -239,6 +239,7 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
     nanoCpus: s.nanoCpus,
     pidsLimit: s.pidsLimit ?? d.pidsLimit,
     maxOpenShells: s.maxOpenShells,
+    warmPool: s.warmPool ?? d.warmPool,
     tmpfsBytes: s.tmpfsBytes ?? d.tmpfsBytes,
     scratchBytes: s.scratchBytes ?? d.scratchBytes,
     diskLimitBytes: s.diskLimitBytes ?? d.diskLimitBytes,

@@ -224,6 +224,8 @@ const MinScratchBytes = 1024 * 1024;
 
 /** Below this a session could not even run its shell, a command and a kill exec. */
 const SessionProcessLimitMin = 8;
+/** Most warm containers a profile may keep waiting: each holds memory and a slot directory. */
+const WarmPoolMax = 32;
 
 const volumeSpec = z
   .string()
@@ -246,6 +248,14 @@ const sandboxSchema = z.strictObject({
   nanoCpus: positiveInt.optional(),
   pidsLimit: positiveInt.optional(),
   maxOpenShells: positiveInt.optional(),
+  warmPool: z
+    .number()
+    .int({ error: "a whole number of containers" })
+    .min(0, { error: "a whole number of containers, 0 to turn the warm pool off" })
+    .max(WarmPoolMax, {
+      error: `at most ${WarmPoolMax} containers (each holds memory and a slot directory while it waits)`,
+    })
+    .optional(),
   tmpfsBytes: positiveInt.optional(),
   scratchBytes: z
     .number()

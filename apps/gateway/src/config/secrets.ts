@@ -55,6 +55,7 @@ const ShownKeys: ReadonlySet<string> = new Set([
   "afterSeconds",
   "everySeconds",
   "maxOpenShells",
+  "warmPool",
   "drainTimeoutSeconds",
   "ambiguousSends",
   "maxAttempts",

@@ -1,0 +1,195 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { readFile, stat } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { testDockerHost } from "../../../test-support/engine.js";
+import { waitUntil } from "../../../test-support/wait.js";
+import { LabelKeys } from "../src/labels.js";
+import {
+  containerExists,
+  containersOf,
+  type Fixture,
+  fixture,
+  loopDevicesUnder,
+  manualTimers,
+  mountsUnder,
+  pathExists,
+  testSettings,
+} from "./helpers.js";
+
+/** Per-session settings with a pool of one; the reaper off so only the tests reap. */
+const Pooled = { persistent: false, orphanReaper: false, warmPool: 1 };
+
+let fx: Fixture;
+beforeAll(async () => {
+  fx = await fixture();
+});
+afterAll(async () => {
+  await fx.dispose();
+});
+
+describe("the warm pool", () => {
+  it("hands a new session the container it made beforehand, with the session's directory", async () => {
+    const sandbox = fx.sandbox(Pooled, { schedule: manualTimers().schedule });
+    await sandbox.warmUp();
+    const [warm] = sandbox.warmContainers();
+    expect(warm).toBeDefined();
+    const before = await containersOf(fx.profile);
+
+    const { containerId } = await sandbox.acquire("session:claim-a");
+    expect(containerId).toBe(warm);
+    // No container was made for the claim: the one the session got existed before it came.
+    expect(before.map((c) => c.Id)).toContain(containerId);
+    const wrote = await sandbox.run("session:claim-a", "a", "echo hello > /workspace/note");
+    expect(wrote.exitCode).toBe(0);
+    const note = join(sandbox.slotDirectory("session:claim-a"), "workspace", "note");
+    expect(await readFile(note, "utf8")).toBe("hello\n");
+    await sandbox.cleanup("session:claim-a");
+    expect(await containerExists(containerId)).toBe(false);
+    expect(await pathExists(sandbox.slotDirectory("session:claim-a"))).toBe(false);
+    await sandbox.shutdown();
+  });
+
+  it("refills after a claim and never hands a used container to another session", async () => {
+    const sandbox = fx.sandbox(Pooled, { schedule: manualTimers().schedule });
+    await sandbox.warmUp();
+    const first = (await sandbox.acquire("session:user-1")).containerId;
+    await sandbox.run("session:user-1", "u1", "echo mine > /workspace/private");
+    await sandbox.warmUp();
+    const [refilled] = sandbox.warmContainers();
+    expect(refilled).toBeDefined();
+    expect(refilled).not.toBe(first);
+    await sandbox.cleanup("session:user-1");
+
+    const second = (await sandbox.acquire("session:user-2")).containerId;
+    expect(second).toBe(refilled);
+    const seen = await sandbox.run("session:user-2", "u2", "ls -A /workspace");
+    expect(seen.stdout).not.toContain("private");
+    await sandbox.warmUp();
+    expect(sandbox.warmContainers()).not.toContain(first);
+    expect(sandbox.warmContainers()).not.toContain(second);
+    await sandbox.shutdown();
+    expect(await containersOf(fx.profile)).toEqual([]);
+  });
+
+  it("empties itself after the idle period and refills for the next new session", async () => {
+    const timers = manualTimers();
+    const sandbox = fx.sandbox(Pooled, { schedule: timers.schedule });
+    await sandbox.warmUp();
+    const [warm] = sandbox.warmContainers();
+    if (warm === undefined) throw new Error("the pool did not fill");
+    timers.fireAll();
+    expect(sandbox.warmContainers()).toEqual([]);
+    await waitUntil(async () => !(await containerExists(warm)), "the idle warm container removed");
+
+    const cold = (await sandbox.acquire("session:after-idle")).containerId;
+    expect(cold).not.toBe(warm);
+    await sandbox.warmUp();
+    expect(sandbox.warmContainers()).toHaveLength(1);
+    await sandbox.shutdown();
+    expect(await containersOf(fx.profile)).toEqual([]);
+  });
+
+  it("hands a tmpfs session a warm container whose /workspace only it has used", async () => {
+    const sandbox = fx.sandbox(
+      { ...Pooled, filesystem: "tmpfs" },
+      { schedule: manualTimers().schedule },
+    );
+    await sandbox.warmUp();
+    const [warm] = sandbox.warmContainers();
+    const { containerId } = await sandbox.acquire("session:tmpfs-a");
+    expect(containerId).toBe(warm);
+    const listed = await sandbox.run(
+      "session:tmpfs-a",
+      "a",
+      "ls -A /workspace; stat -c %a /workspace",
+    );
+    // Nothing in it (no file of anyone before), and the mode sessions share (busybox drops the 2).
+    expect(listed.stdout.trim()).toMatch(/^2?770$/);
+    await sandbox.shutdown();
+    expect(await containersOf(fx.profile)).toEqual([]);
+  });
+
+  it("is not used when warmPool is 0", async () => {
+    const sandbox = fx.sandbox({ ...Pooled, warmPool: 0 });
+    await sandbox.warmUp();
+    expect(sandbox.warmContainers()).toEqual([]);
+    expect(await containersOf(fx.profile)).toEqual([]);
+    await sandbox.shutdown();
+  });
+
+  it("moves a slot's disk to the session that claims its container", async () => {
+    const sandbox = fx.sandbox(
+      { ...Pooled, diskLimitBytes: 64 * 1024 * 1024 },
+      { schedule: manualTimers().schedule },
+    );
+    await sandbox.warmUp();
+    const slot = "session:disk-claim";
+    const slotDir = sandbox.slotDirectory(slot);
+    await sandbox.acquire(slot);
+    expect(await mountsUnder(slotDir)).toEqual([slotDir]);
+    const written = await sandbox.run(slot, "d", "echo on-disk > /workspace/f && df -k /workspace");
+    expect(written.exitCode).toBe(0);
+    // The workspace is the 64 MiB disk, not the host's filesystem.
+    const sizeKb = Number(written.stdout.trim().split("\n").at(-1)?.split(/\s+/)[1]);
+    expect(sizeKb).toBeLessThan(70 * 1024);
+    expect(await readFile(join(slotDir, "workspace", "f"), "utf8")).toBe("on-disk\n");
+    expect((await stat(join(dirname(dirname(slotDir)), "disks", "docker"))).isDirectory()).toBe(
+      true,
+    );
+    await sandbox.cleanup(slot);
+    await sandbox.shutdown();
+    expect(await mountsUnder(join(fx.home, "profiles", fx.profile))).toEqual([]);
+    expect(loopDevicesUnder(fx.home)).toEqual([]);
+  });
+
+  it("leaves nothing of a killed process's pool after the next reap", async () => {
+    const script = join(dirname(fileURLToPath(import.meta.url)), "fixtures/hold-warm.mjs");
+    const settings = JSON.stringify(testSettings(Pooled));
+    const child = spawn(process.execPath, [
+      script,
+      fx.profile,
+      fx.home,
+      settings,
+      "session:crashed",
+      testDockerHost() ?? "",
+    ]);
+    let out = "";
+    let err = "";
+    child.stderr.on("data", (chunk: Buffer) => {
+      err += chunk.toString();
+    });
+    const exited = once(child, "exit");
+    const printed = new Promise<string>((resolve, reject) => {
+      child.stdout.on("data", (chunk: Buffer) => {
+        out += chunk.toString();
+        if (out.includes("\n")) resolve(out);
+      });
+      child.on("exit", (code) => reject(new Error(`child exited (${code}): ${err}`)));
+    });
+    let held: { claimed: string; ready: string[] };
+    try {
+      held = JSON.parse(await printed) as typeof held;
+    } finally {
+      child.kill("SIGKILL");
+      await exited;
+    }
+    expect(held.ready).toHaveLength(1);
+    const sandbox = fx.sandbox(Pooled);
+    const sessionDir = sandbox.slotDirectory("session:crashed");
+    expect(await pathExists(join(sessionDir, "workspace", "marker"))).toBe(true);
+    const left = await containersOf(fx.profile);
+    expect(left.map((c) => c.Id).sort()).toEqual([held.claimed, ...held.ready].sort());
+    expect(left.every((c) => c.Labels[LabelKeys.persistent] === "0")).toBe(true);
+
+    await sandbox.reapOrphans();
+    expect(await containersOf(fx.profile)).toEqual([]);
+    expect(await pathExists(sessionDir)).toBe(false);
+    const slotRoot = dirname(sessionDir);
+    const { readdir } = await import("node:fs/promises");
+    expect(await readdir(slotRoot)).toEqual([]);
+    await sandbox.shutdown();
+  });
+});
