@@ -143,13 +143,33 @@ export const Defaults = {
     toolTimeoutMs: commandTimeoutMs,
     maxToolOutputChars: 16_000,
     readMaxBytes,
-    historyLimit: 200,
     /** Largest image a user sent that is passed to the model as an image input (vision). */
     imageMaxBytes: 5 * 1024 * 1024,
     /** All image inputs of one message together: every request of its turn carries them. */
     imagesMaxBytes: 20 * 1024 * 1024,
     /** Largest audio file sent for transcription: OpenAI's `/audio/transcriptions` limit (25 MB). */
     transcriptionMaxBytes: 25 * 1000 * 1000,
+  },
+  /** The openai agent's context budget and compaction (docs/sessions.md). */
+  compaction: {
+    /** Context size of a model neither `agent.contextTokens` nor the known list names. */
+    fallbackContextTokens: 8_192,
+    /** The share of the context a request may fill; the rest is room for the answer. */
+    budgetShare: 0.75,
+    /**
+     * A compaction summarizes until the conversation fills this share of the budget, so the
+     * next one is many turns away rather than one.
+     */
+    targetShare: 0.5,
+    /** The newest turns are never summarized, nor their tool outputs trimmed. */
+    keepRecentTurns: 2,
+    /** An older tool output is trimmed to this many chars (its start and end) first. */
+    trimmedToolOutputChars: 600,
+    /** The longest summary kept, in tokens; at most `summaryMaxShare` of the context. */
+    summaryMaxTokens: 2_000,
+    summaryMaxShare: 0.1,
+    /** Counted for each image input: its tokens depend on the provider and the size. */
+    imageTokens: 1_500,
   },
   toolRunner: {
     timeoutMs: commandTimeoutMs,

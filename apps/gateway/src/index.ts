@@ -1,3 +1,4 @@
+export { contextTokensFor } from "./agents/model-context.js";
 export { OpenAIAgent } from "./agents/openai.js";
 export type { AbortPhase, OpenAIFailureKind } from "./agents/openai-errors.js";
 export {
@@ -13,6 +14,8 @@ export type {
   Agent,
   AgentTurnInput,
   AgentTurnResult,
+  CompactRequest,
+  CompactResult,
   ContainerFileReader,
   ToolRunner,
   TurnAttachment,
@@ -127,6 +130,12 @@ export { SessionScope } from "./session/context.js";
 export type { ParsedSessionKey, SessionKeyParts, SessionKeyPolicy } from "./session/key.js";
 export { buildSessionKey, parseSessionKey } from "./session/key.js";
 export { TurnQueue } from "./session/queue.js";
+export type {
+  Conversation,
+  ConversationSummary,
+  StoredMessage,
+  SummaryWrite,
+} from "./state/conversation.js";
 export { StateSchemaError, StateStoreError } from "./state/errors.js";
 export type { StateStoreOptions } from "./state/store.js";
 export { StateStore, stateDbPath } from "./state/store.js";

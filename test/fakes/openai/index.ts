@@ -1,3 +1,4 @@
+export { factsIn, factsModel, isSummaryRequest } from "./facts-model.js";
 export { LocalToolRunner, OutsideWorkspaceError } from "./local-tool-runner.js";
 export type {
   ErrorReply,
@@ -21,3 +22,4 @@ export type {
   TranscriptionReply,
 } from "./server.js";
 export { contentText, derivedTranscript, FakeOpenAIServer } from "./server.js";
+export { completionTokens, contextLengthErrorBody, promptTokens } from "./tokens.js";

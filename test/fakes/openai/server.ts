@@ -3,6 +3,7 @@ import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { FakeReply } from "./replies.js";
+import { completionTokens, contextLengthErrorBody, promptTokens } from "./tokens.js";
 
 /** One part of a message's content array (`text`, `image_url`, …), loosely typed. */
 export interface RequestContentPart {
@@ -41,6 +42,8 @@ export interface RecordedRequest {
   readonly path: string;
   readonly authorization: string | undefined;
   readonly body: ChatRequestBody;
+  /** The request's prompt tokens as the fake counts them (`promptTokens`). */
+  readonly promptTokens: number;
   /** True once the client closed the connection before the fake answered. */
   clientAborted: boolean;
 }
@@ -117,6 +120,13 @@ export interface FakeOpenAIOptions {
   readonly models?: readonly string[];
   /** When set, every request without `Authorization: Bearer <apiKey>` gets a 401. */
   readonly apiKey?: string;
+  /**
+   * The model's context size: a chat request counted (`promptTokens`) above it gets OpenAI's
+   * 400 `context_length_exceeded`, unscripted. Default: no limit.
+   */
+  readonly contextTokens?: number;
+  /** Scales the fake's token counts (a server tokenizer that counts more). Default 1. */
+  readonly tokenScale?: number;
 }
 
 /** A `GET /v1/models` the fake answered. */
@@ -147,6 +157,8 @@ export class FakeOpenAIServer {
   readonly #server: Server;
   readonly #models: readonly string[];
   readonly #apiKey: string | undefined;
+  readonly #contextTokens: number | undefined;
+  readonly #tokenScale: number;
   readonly #queue: FakeReply[] = [];
   readonly #waiters: { count: number; resolve: () => void }[] = [];
   #handler: ReplyHandler | undefined;
@@ -156,6 +168,8 @@ export class FakeOpenAIServer {
   private constructor(options: FakeOpenAIOptions) {
     this.#models = options.models ?? ["fake-model"];
     this.#apiKey = options.apiKey;
+    this.#contextTokens = options.contextTokens;
+    this.#tokenScale = options.tokenScale ?? 1;
     this.#server = createServer((req, res) => {
       this.#handle(req, res).catch((error: unknown) => {
         if (!res.headersSent) sendJson(res, 500, errorBody(`fake crashed: ${String(error)}`));
@@ -286,6 +300,7 @@ export class FakeOpenAIServer {
       path,
       authorization: req.headers.authorization,
       body: parsed,
+      promptTokens: promptTokens(parsed, this.#tokenScale),
       clientAborted: false,
     };
     this.requests.push(record);
@@ -298,6 +313,7 @@ export class FakeOpenAIServer {
       sendJson(res, 400, errorBody("fake: streaming is not supported"));
       return;
     }
+    if (this.#overflows(record, res)) return;
     const scripted = this.#queue.shift() ?? (await this.#handler?.(record));
     if (scripted === undefined) {
       sendJson(
@@ -370,6 +386,17 @@ export class FakeOpenAIServer {
     sendJson(res, 200, { text: answer.text });
   }
 
+  /** Answers the 400 of a request longer than `contextTokens`, as OpenAI does. */
+  #overflows(record: RecordedRequest, res: ServerResponse): boolean {
+    if (this.#contextTokens === undefined || record.promptTokens <= this.#contextTokens) {
+      return false;
+    }
+    sendJson(res, 400, contextLengthErrorBody(this.#contextTokens, record.promptTokens), {
+      "x-request-id": `req_fake_${record.index}`,
+    });
+    return true;
+  }
+
   #notify(): void {
     for (const waiter of [...this.#waiters]) {
       if (this.requests.length >= waiter.count) {
@@ -436,6 +463,16 @@ export class FakeOpenAIServer {
     }
   }
 
+  /** The answer's `usage`: the fake's count of the prompt and of the answer's text. */
+  #usage(record: RecordedRequest, content: string | null) {
+    const completion = Math.ceil(completionTokens(content) * this.#tokenScale);
+    return {
+      prompt_tokens: record.promptTokens,
+      completion_tokens: completion,
+      total_tokens: record.promptTokens + completion,
+    };
+  }
+
   #completion(
     record: RecordedRequest,
     content: string | null,
@@ -460,7 +497,7 @@ export class FakeOpenAIServer {
           finish_reason: finishReason ?? "stop",
         },
       ],
-      usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+      usage: this.#usage(record, content),
     };
   }
 }

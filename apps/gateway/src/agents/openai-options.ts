@@ -41,9 +41,11 @@ export interface OpenAIAgentOptions {
   /** Cap on the bytes `read_file` reads. Default: `Defaults.openaiAgent.readMaxBytes`. */
   readonly readMaxBytes?: number;
   /**
-   * Newest stored messages sent with each request. Default: `Defaults.openaiAgent.historyLimit`.
+   * The model's context size in tokens; the conversation is kept under a share of it
+   * (`Defaults.compaction.budgetShare`) by compaction. Default: the model's known size
+   * (`contextTokensFor`), else `Defaults.compaction.fallbackContextTokens`.
    */
-  readonly historyLimit?: number;
+  readonly contextTokens?: number | undefined;
   /**
    * Images the user sends are also passed as image inputs (`image_url` parts), each up to
    * `imageMaxBytes`. Default false: the model gets the file's line only.
@@ -142,7 +144,6 @@ export function resolveOpenAIOptions(
     toolTimeoutMs: options.toolTimeoutMs ?? OpenAIAgentDefaults.toolTimeoutMs,
     maxToolOutputChars: options.maxToolOutputChars ?? OpenAIAgentDefaults.maxToolOutputChars,
     readMaxBytes: options.readMaxBytes ?? OpenAIAgentDefaults.readMaxBytes,
-    historyLimit: options.historyLimit ?? OpenAIAgentDefaults.historyLimit,
     imageMaxBytes: options.imageMaxBytes ?? OpenAIAgentDefaults.imageMaxBytes,
     imagesMaxBytes: options.imagesMaxBytes ?? OpenAIAgentDefaults.imagesMaxBytes,
     transcriptionMaxBytes:
@@ -154,7 +155,7 @@ export function resolveOpenAIOptions(
   checkCount("toolTimeoutMs", limits.toolTimeoutMs, 1);
   checkCount("maxToolOutputChars", limits.maxToolOutputChars, 1);
   checkCount("readMaxBytes", limits.readMaxBytes, 1);
-  checkCount("historyLimit", limits.historyLimit, 0);
+  if (options.contextTokens !== undefined) checkCount("contextTokens", options.contextTokens, 1);
   checkCount("imageMaxBytes", limits.imageMaxBytes, 1);
   checkCount("imagesMaxBytes", limits.imagesMaxBytes, 1);
   checkCount("transcriptionMaxBytes", limits.transcriptionMaxBytes, 1);

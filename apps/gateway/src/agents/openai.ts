@@ -1,8 +1,11 @@
 import OpenAI, { type ClientOptions } from "openai";
 import type { ChatCompletion, ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import type { Logger } from "pino";
+import type { Conversation } from "../state/conversation.js";
 import type { StateStore } from "../state/store.js";
 import type { ChatMessage, ChatToolCall } from "../state/types.js";
+import { type CompactionReport, ContextKeeper, isContextLengthError } from "./context-keeper.js";
+import { contextTokensFor } from "./model-context.js";
 import {
   type AbortPhase,
   endpointHost,
@@ -10,17 +13,30 @@ import {
   OpenAITurnAbortedError,
   toEndpointError,
 } from "./openai-errors.js";
-import { functionToolCalls, toAssistantMessage, trimToTurnBoundary } from "./openai-history.js";
+import { functionToolCalls, toAssistantMessage } from "./openai-history.js";
 import {
   type OpenAIAgentLimits,
   type OpenAIAgentOptions,
   resolveOpenAIOptions,
 } from "./openai-options.js";
 import { buildSystemPrompt } from "./openai-prompt.js";
+import {
+  clampSummary,
+  type SummaryRequest,
+  summaryInput,
+  summaryInstructions,
+} from "./openai-summary.js";
 import { Transcriber } from "./openai-transcription.js";
 import { buildUserTurn } from "./openai-user-turn.js";
+import { textTokens } from "./token-estimate.js";
 import { executeToolCall, TOOL_DEFINITIONS, type ToolCallOutcome } from "./tools.js";
-import type { Agent, AgentTurnInput, AgentTurnResult } from "./types.js";
+import type {
+  Agent,
+  AgentTurnInput,
+  AgentTurnResult,
+  CompactRequest,
+  CompactResult,
+} from "./types.js";
 
 /** Tool calls beyond this many in one model answer are answered "not executed". */
 const MaxCallsPerRound = 16;
@@ -63,6 +79,7 @@ export class OpenAIAgent implements Agent {
   readonly #settings: OpenAIAgentLimits;
   readonly #vision: boolean;
   readonly #transcriber: Transcriber | undefined;
+  readonly #context: ContextKeeper;
 
   constructor(options: OpenAIAgentOptions) {
     const settings = resolveOpenAIOptions(options);
@@ -83,6 +100,13 @@ export class OpenAIAgent implements Agent {
       options.transcription === undefined
         ? undefined
         : new Transcriber(options.transcription, { timeoutMs: settings.timeoutMs });
+    this.#context = new ContextKeeper({
+      store: options.store,
+      summarize: (request) => this.#summarize(request),
+      contextTokens: contextTokensFor(options.model, options.contextTokens),
+      fixedTokens: textTokens(JSON.stringify(TOOL_DEFINITIONS)),
+      log: this.#log,
+    });
   }
 
   #clientOptions(options: OpenAIAgentOptions): ClientOptions {
@@ -119,9 +143,7 @@ export class OpenAIAgent implements Agent {
       new OpenAITurnAbortedError({ sessionId, phase, toolRounds: rounds, reason: signal.reason });
     if (signal.aborted) throw aborted("model");
 
-    const history = trimToTurnBoundary(
-      await this.#store.loadHistory(sessionId, this.#settings.historyLimit),
-    );
+    let conversation: Conversation = await this.#store.loadConversation(sessionId);
     const user = await buildUserTurn(input.text, input.attachments, {
       vision: this.#vision,
       imageMaxBytes: this.#settings.imageMaxBytes,
@@ -137,14 +159,30 @@ export class OpenAIAgent implements Agent {
     if (signal.aborted) throw aborted("model");
     // History keeps the user turn's text; the request carries its image inputs too.
     const turn: ChatMessage[] = [{ role: "user", content: user.text }];
+    const notices = [...user.notices];
+    let summaryFailed = false;
     let reply: string;
     for (;;) {
-      const conversation: ChatCompletionMessageParam[] = [
-        ...history,
-        { role: "user", content: user.content },
-        ...turn.slice(1),
-      ];
-      const answer = await this.#complete(conversation, signal, () => aborted("model"));
+      const fit = async (force: boolean) => {
+        const fitted = await this.#context
+          .fit({
+            sessionId,
+            system: this.#system,
+            conversation,
+            turn: [{ role: "user", content: user.content }, ...turn.slice(1)],
+            signal,
+            force,
+            summaryFailed,
+          })
+          .catch((error: unknown) => {
+            throw signal.aborted ? aborted("model") : error;
+          });
+        conversation = fitted.conversation;
+        summaryFailed = fitted.summaryFailed;
+        if (fitted.notice !== undefined) notices.push(fitted.notice);
+        return fitted.messages;
+      };
+      const answer = await this.#completeWithin(fit, signal, () => aborted("model"));
       const message = answer.message;
       const calls = functionToolCalls(message);
       if (calls.length === 0) {
@@ -170,7 +208,86 @@ export class OpenAIAgent implements Agent {
       turn.push(...(await this.#executeRound(calls, input, () => aborted("tool"), log, rounds)));
     }
     await this.#save(sessionId, turn, log);
-    return user.notices.length === 0 ? { reply } : { reply, notices: user.notices };
+    return notices.length === 0 ? { reply } : { reply, notices };
+  }
+
+  /**
+   * `/compact [focus]`: summarizes the session's older turns now (all but the newest
+   * `Defaults.compaction.keepRecentTurns`), guided by `focus`.
+   */
+  async compact(request: CompactRequest): Promise<CompactResult> {
+    const report: CompactionReport = await this.#context.compact(request.sessionId, {
+      signal: request.signal,
+      force: true,
+      focus: request.focus,
+      system: this.#system,
+    });
+    return {
+      summarizedMessages: report.summarizedMessages,
+      beforeTokens: report.beforeTokens,
+      afterTokens: report.afterTokens,
+    };
+  }
+
+  /**
+   * A model call with the request `fit` makes under the budget; when the server still says it
+   * is longer than the context (400 `context_length_exceeded`), once more after a forced
+   * compaction.
+   */
+  async #completeWithin(
+    fit: (force: boolean) => Promise<ChatCompletionMessageParam[]>,
+    signal: AbortSignal,
+    aborted: () => OpenAITurnAbortedError,
+  ): Promise<{ message: ChatCompletion["choices"][number]["message"]; cutOff: boolean }> {
+    const messages = await fit(false);
+    try {
+      return await this.#complete(messages, signal, aborted);
+    } catch (error) {
+      if (!(error instanceof ContextOverflow)) throw error;
+      this.#log.warn(
+        { budget: this.#context.budgetTokens },
+        "the server said the context overflowed",
+      );
+      this.#context.overflowed(messages);
+      const retry = await fit(true);
+      try {
+        return await this.#complete(retry, signal, aborted);
+      } catch (again) {
+        throw again instanceof ContextOverflow ? again.endpointError : again;
+      }
+    }
+  }
+
+  /** One summary request: no tools, the summary instructions, the transcript. */
+  async #summarize(request: SummaryRequest): Promise<string> {
+    let completion: ChatCompletion;
+    try {
+      completion = await this.#client.chat.completions.create(
+        {
+          model: this.#model,
+          messages: [
+            { role: "system", content: summaryInstructions(request) },
+            { role: "user", content: summaryInput(request) },
+          ],
+        },
+        { signal: request.signal },
+      );
+    } catch (error) {
+      throw (
+        toEndpointError(error, { host: this.#host, model: this.#model, apiKey: this.#apiKey }) ??
+        error
+      );
+    }
+    const text = completion.choices?.[0]?.message?.content?.trim() ?? "";
+    if (text === "") {
+      throw new OpenAIEndpointError({
+        kind: "bad_response",
+        host: this.#host,
+        model: this.#model,
+        detail: "the summary came back empty",
+      });
+    }
+    return clampSummary(text, request.maxTokens);
   }
 
   /**
@@ -213,14 +330,10 @@ export class OpenAIAgent implements Agent {
   }
 
   async #complete(
-    conversation: readonly ChatCompletionMessageParam[],
+    messages: ChatCompletionMessageParam[],
     signal: AbortSignal,
     aborted: () => OpenAITurnAbortedError,
   ): Promise<{ message: ChatCompletion["choices"][number]["message"]; cutOff: boolean }> {
-    const messages: ChatCompletionMessageParam[] = [
-      { role: "system", content: this.#system },
-      ...conversation,
-    ];
     let completion: ChatCompletion;
     try {
       completion = await this.#client.chat.completions.create(
@@ -234,9 +347,13 @@ export class OpenAIAgent implements Agent {
         model: this.#model,
         apiKey: this.#apiKey,
       });
+      if (translated !== undefined && isContextLengthError(error)) {
+        throw new ContextOverflow(translated);
+      }
       if (translated) this.#log.warn({ err: translated }, "model request failed");
       throw translated ?? error;
     }
+    this.#context.observe(messages, completion.usage?.prompt_tokens ?? 0);
     const choice = completion.choices?.[0];
     if (!choice?.message) {
       throw new OpenAIEndpointError({
@@ -259,6 +376,13 @@ export class OpenAIAgent implements Agent {
     } catch (error) {
       log.error({ err: error }, "could not save the turn's history");
     }
+  }
+}
+
+/** The server refused the request as too long; `endpointError` is what the turn fails with. */
+class ContextOverflow extends Error {
+  constructor(readonly endpointError: OpenAIEndpointError) {
+    super(endpointError.message);
   }
 }
 

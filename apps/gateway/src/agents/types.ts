@@ -81,7 +81,29 @@ export interface AgentTurnResult {
   readonly notices?: readonly string[] | undefined;
 }
 
+/** `/compact [focus]` for one session. */
+export interface CompactRequest {
+  readonly sessionId: string;
+  /** What the summary should keep, as the person typed it. */
+  readonly focus?: string | undefined;
+  readonly signal: AbortSignal;
+}
+
+/** What `/compact` did. */
+export interface CompactResult {
+  /** Messages folded into the summary; 0 when there was nothing old enough. */
+  readonly summarizedMessages: number;
+  /** The conversation's estimated tokens before and after. */
+  readonly beforeTokens: number;
+  readonly afterTokens: number;
+}
+
 export interface Agent {
   readonly kind: "shell" | "openai";
   runTurn(input: AgentTurnInput): Promise<AgentTurnResult>;
+  /**
+   * Summarizes the session's older turns now (docs/sessions.md, "/compact"); absent for an
+   * agent that keeps no conversation.
+   */
+  compact?(request: CompactRequest): Promise<CompactResult>;
 }

@@ -31,6 +31,7 @@ describe("migrate", () => {
       "pairing_codes",
       "pairing_guard",
       "sessions",
+      "summaries",
     ]);
   });
 
@@ -42,7 +43,7 @@ describe("migrate", () => {
     db.prepare(
       "INSERT INTO messages (session_id, role, body, created_at) VALUES ('sid', 'user', '{}', 0)",
     ).run();
-    expect(migrate(db)).toEqual({ from: 2, to: 3 });
+    expect(migrate(db, MIGRATIONS.slice(0, 3))).toEqual({ from: 2, to: 3 });
     expect(db.prepare("SELECT session_id FROM sessions").all()).toEqual([{ session_id: "sid" }]);
     expect(db.prepare("SELECT count(*) AS n FROM messages").get()).toEqual({ n: 1 });
     const code = db.prepare(
@@ -51,6 +52,21 @@ describe("migrate", () => {
     code.run("AAAAAAAA", "telegram:1");
     expect(() => code.run("BBBBBBBB", "telegram:1")).toThrow(/UNIQUE/);
     expect(() => db.prepare("INSERT INTO pairing_guard VALUES (2, 0, 0)").run()).toThrow(/CHECK/);
+  });
+
+  it("adds the summaries table to a version 3 database, keeping its history", () => {
+    migrate(db, MIGRATIONS.slice(0, 3));
+    db.prepare(
+      "INSERT INTO messages (session_id, role, body, created_at) VALUES ('sid', 'user', '{}', 0)",
+    ).run();
+    expect(migrate(db).from).toBe(3);
+    expect(db.prepare("SELECT count(*) AS n FROM messages").get()).toEqual({ n: 1 });
+    const insert = db.prepare(
+      "INSERT INTO summaries (session_id, content, through_id, created_at) VALUES (?, 'notes', ?, 0)",
+    );
+    insert.run("sid", 1);
+    expect(() => insert.run("sid", 1)).toThrow(/UNIQUE/);
+    expect(() => insert.run("other", 0)).toThrow(/CHECK/);
   });
 
   it("does nothing on a database that is already current", () => {

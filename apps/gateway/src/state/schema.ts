@@ -82,6 +82,23 @@ export const MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    // Compaction (docs/sessions.md, "Context budget and compaction"): one summary per session
+    // of its messages up to `through_id`, which the model sees instead of them. The messages
+    // themselves stay; a compaction is this one row's write, so a crash keeps the old summary
+    // or the new one.
+    version: 5,
+    up(db) {
+      db.exec(`
+        CREATE TABLE summaries (
+          session_id TEXT PRIMARY KEY NOT NULL,
+          content    TEXT NOT NULL,
+          through_id INTEGER NOT NULL CHECK (through_id > 0),
+          created_at INTEGER NOT NULL
+        ) STRICT;
+      `);
+    },
+  },
 ];
 
 /** Result of {@link migrate}: the version found and the version the database has now. */
