@@ -72,23 +72,27 @@ export interface FitResult {
  * (`token-estimate.ts`) and scaled by what the server reports.
  */
 export class ContextKeeper {
-  readonly contextTokens: number;
-  readonly budgetTokens: number;
-  readonly targetTokens: number;
-  readonly summaryMaxTokens: number;
+  contextTokens = 0;
+  budgetTokens = 0;
+  targetTokens = 0;
+  summaryMaxTokens = 0;
   readonly #options: ContextKeeperOptions;
   /** Server-reported prompt tokens per estimated token, from the last answer. */
   #ratio = 1;
 
   constructor(options: ContextKeeperOptions) {
-    const d = Defaults.compaction;
     this.#options = options;
-    this.contextTokens = options.contextTokens;
-    this.budgetTokens = Math.floor(options.contextTokens * d.budgetShare);
+    this.#size(options.contextTokens);
+  }
+
+  #size(contextTokens: number): void {
+    const d = Defaults.compaction;
+    this.contextTokens = contextTokens;
+    this.budgetTokens = Math.floor(contextTokens * d.budgetShare);
     this.targetTokens = Math.floor(this.budgetTokens * d.targetShare);
     this.summaryMaxTokens = Math.max(
       1,
-      Math.min(d.summaryMaxTokens, Math.floor(options.contextTokens * d.summaryMaxShare)),
+      Math.min(d.summaryMaxTokens, Math.floor(contextTokens * d.summaryMaxShare)),
     );
   }
 
@@ -103,10 +107,20 @@ export class ContextKeeper {
     this.#ratio = promptTokens / requestTokens(messages, this.#options.fixedTokens);
   }
 
-  /** The server refused `messages` as longer than the context: count more from now on. */
-  overflowed(messages: readonly ChatCompletionMessageParam[]): void {
-    const estimate = requestTokens(messages, this.#options.fixedTokens);
-    this.#ratio = Math.max(this.#ratio, (this.contextTokens + 1) / estimate);
+  /**
+   * The server refused a request as longer than the context. When its error names a smaller
+   * context than the configured one (OpenAI's "maximum context length is N tokens"), the budget
+   * follows it from now on (this process only: the config is what to fix).
+   */
+  overflowed(detail: string): void {
+    const match = /maximum context length is (\d+)/i.exec(detail);
+    const reported = match === null ? Number.NaN : Number(match[1]);
+    if (!(reported > 0 && reported < this.contextTokens)) return;
+    this.#options.log.warn(
+      { configured: this.contextTokens, reported },
+      "the model's context is smaller than configured: set agent.contextTokens",
+    );
+    this.#size(reported);
   }
 
   /** The messages of a request: system prompt with the summary, history, the turn. */

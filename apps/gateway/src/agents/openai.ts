@@ -248,7 +248,7 @@ export class OpenAIAgent implements Agent {
         { budget: this.#context.budgetTokens },
         "the server said the context overflowed",
       );
-      this.#context.overflowed(messages);
+      this.#context.overflowed(error.endpointError.message);
       const retry = await fit(true);
       try {
         return await this.#complete(retry, signal, aborted);
