@@ -170,6 +170,8 @@ export const Defaults = {
     summaryMaxShare: 0.1,
     /** Counted for each image input: its tokens depend on the provider and the size. */
     imageTokens: 1_500,
+    /** The focus text of `/compact` passed to the summary request, at most. */
+    focusMaxChars: 500,
   },
   toolRunner: {
     timeoutMs: commandTimeoutMs,

@@ -20,6 +20,7 @@ export function createAgent(
     apiKey: settings.apiKey,
     model: settings.model,
     maxToolRounds: settings.maxToolRounds,
+    contextTokens: settings.contextTokens,
     systemPrompt: settings.systemPrompt,
     vision: settings.vision,
     transcription: settings.transcription,

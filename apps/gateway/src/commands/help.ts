@@ -34,6 +34,12 @@ export const AdminCommandHelp = [
 /** The one command everyone allowed may use. */
 export const HelpCommandHelp = "/help — this text";
 
+/** The conversation commands of the openai agent, for everyone allowed (docs/sessions.md). */
+export const ConversationCommandHelp = [
+  "/new — start a new conversation (the sandbox and its files stay)",
+  "/compact [focus] — summarize the older messages now, keeping what the focus names",
+] as const;
+
 function agentLines(agent: AgentSettings): string[] {
   if (agent.kind === "shell") {
     return [
@@ -42,7 +48,7 @@ function agentLines(agent: AgentSettings): string[] {
     ];
   }
   return [
-    `Each message goes to the model (${agent.model}), which can run commands and read and write files in this chat's sandbox (a Linux container, /workspace) before it answers. It remembers the conversation until /reset.`,
+    `Each message goes to the model (${agent.model}), which can run commands and read and write files in this chat's sandbox (a Linux container, /workspace) before it answers. It remembers the conversation until /new or /reset; when it grows past what the model can read, the older messages are summarized (you are told when).`,
   ];
 }
 
@@ -95,7 +101,11 @@ export function describeHelp(context: HelpContext): string {
   const adminCommands = context.pairing
     ? [...AdminCommandHelp, ApproveCommandHelp]
     : AdminCommandHelp;
-  const commands = context.admin ? [HelpCommandHelp, ...adminCommands] : [HelpCommandHelp];
+  const everyone =
+    context.agent.kind === "openai"
+      ? [HelpCommandHelp, ...ConversationCommandHelp]
+      : [HelpCommandHelp];
+  const commands = context.admin ? [...everyone, ...adminCommands] : everyone;
   return [
     `🤖 mediagate, profile "${context.profile}" (${agentName}).`,
     ...agentLines(context.agent),

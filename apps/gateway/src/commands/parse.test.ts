@@ -21,6 +21,11 @@ describe("parseCommand", () => {
     ["/approve", { name: "approve" }],
     ["/approve ABCD-EFGH", { name: "approve", code: "ABCD-EFGH" }],
     ["/APPROVE@mediagate_bot  abcd efgh ", { name: "approve", code: "abcd efgh" }],
+    ["/new", { name: "new" }],
+    ["/NEW@mediagate_bot", { name: "new" }],
+    ["/compact", { name: "compact" }],
+    ["/compact@bot  the build steps ", { name: "compact", focus: "the build steps" }],
+    ["/compact keep\nboth lines", { name: "compact", focus: "keep\nboth lines" }],
   ])("recognizes %j", (text, expected) => {
     expect(parseCommand(text)).toEqual(expected);
   });
@@ -39,6 +44,9 @@ describe("parseCommand", () => {
     "/status x",
     "/approver",
     "echo /approve X",
+    "/new chat please",
+    "/newer",
+    "/compacted",
   ])("leaves %j to the agent", (text) => {
     expect(parseCommand(text)).toBeUndefined();
   });

@@ -19,12 +19,20 @@ export interface HelpCommand {
   readonly start: boolean;
 }
 
+/**
+ * `/new` and `/compact [focus]`: for every allowed user, on their own session's conversation
+ * (docs/sessions.md, "New conversation and compaction"). The focus is the rest of the line.
+ */
+export type ConversationCommand =
+  | { readonly name: "new" }
+  | { readonly name: "compact"; readonly focus?: string | undefined };
+
 /** Every command the gateway answers itself. */
-export type Command = AdminCommand | HelpCommand;
+export type Command = AdminCommand | HelpCommand | ConversationCommand;
 
 /**
  * Recognizes `/stop`, `/stop all`, `/reset`, `/reset confirm`, `/status`, `/approve [code]`,
- * `/help` and `/start`
+ * `/new`, `/compact [focus]`, `/help` and `/start`
  * (case-insensitive, with an optional Telegram `@botname` suffix). `/start` and `/help` take
  * any words after them (Telegram's deep links send `/start <payload>`); they are ignored.
  * Anything else — other slash commands included — is a message for the agent.
@@ -37,6 +45,11 @@ export function parseCommand(text: string): Command | undefined {
   if (approve !== null) {
     return approve[1] === undefined ? { name: "approve" } : { name: "approve", code: approve[1] };
   }
+  const compact = /^\/compact(?:@[A-Za-z0-9_]+)?(?:\s+([\s\S]*\S))?\s*$/i.exec(trimmed);
+  if (compact !== null) {
+    return compact[1] === undefined ? { name: "compact" } : { name: "compact", focus: compact[1] };
+  }
+  if (/^\/new(?:@[A-Za-z0-9_]+)?$/i.test(trimmed)) return { name: "new" };
   const match = /^\/(stop|reset|status)(?:@[A-Za-z0-9_]+)?(?:\s+(\S+))?\s*$/i.exec(trimmed);
   if (match === null) return undefined;
   const name = match[1]!.toLowerCase();
@@ -69,7 +82,10 @@ export function commandLogFields(command: Command): Record<string, unknown> {
     case "help":
       return { name: command.name, start: command.start };
     case "status":
+    case "new":
       return { name: command.name };
+    case "compact":
+      return { name: command.name, focusGiven: command.focus !== undefined };
   }
 }
 

@@ -74,6 +74,7 @@ const agentSchema = z.discriminatedUnion("kind", [
       .optional(),
     model: z.string().min(1, { error: "a model name" }),
     maxToolRounds: positiveInt.optional(),
+    contextTokens: positiveInt.optional(),
     systemPrompt: z.string().min(1, { error: "instructions for the model" }).optional(),
     vision: z.boolean().optional(),
     transcription: z

@@ -85,6 +85,11 @@ export type AgentSettings =
       readonly apiKey?: string | undefined;
       readonly model: string;
       readonly maxToolRounds: number;
+      /**
+       * The model's context size in tokens (docs/configuration.md); absent: the model's known
+       * size (`contextTokensFor`).
+       */
+      readonly contextTokens?: number | undefined;
       /** Extra instructions, appended to the gateway's own system prompt. */
       readonly systemPrompt?: string | undefined;
       /** Images a user sends are also given to the model as image inputs. */

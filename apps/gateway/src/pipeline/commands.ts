@@ -1,7 +1,9 @@
 import { ApprovedNotice, approveInChat } from "../commands/approve.js";
+import { compactConversation, newConversation } from "../commands/conversation.js";
 import { describeHelp } from "../commands/help.js";
 import {
   type AdminCommand,
+  type ConversationCommand,
   commandLogFields,
   type HelpCommand,
   parseCommand,
@@ -13,10 +15,11 @@ import { finishEntry } from "./journal-steps.js";
 import { type MessageContext, type Middleware, say, sessionOf } from "./types.js";
 
 /**
- * Step 3: `/stop [all]`, `/reset [confirm]`, `/status`, `/help` and `/start` are handled here,
- * at once, bypassing the session queue (so /stop reaches a session whose turn is running).
- * `/help` and `/start` answer every allowed user with what the bot is and the commands they may
- * use; the others are for admins: anyone else gets a clear refusal and nothing happens. Other
+ * Step 3: `/stop [all]`, `/reset [confirm]`, `/status`, `/new`, `/compact [focus]`, `/help` and
+ * `/start` are handled here, at once, bypassing the session queue (so /stop reaches a session
+ * whose turn is running). `/help` and `/start` answer every allowed user with what the bot is
+ * and the commands they may use, `/new` and `/compact` act on their own session; the others
+ * are for admins: anyone else gets a clear refusal and nothing happens. Other
  * messages continue to the agent turn.
  */
 export const handleCommands: Middleware = async (ctx, next) => {
@@ -26,7 +29,9 @@ export const handleCommands: Middleware = async (ctx, next) => {
   if (command.name === "approve" && ctx.runtime.profile.access !== "pairing") return next();
   try {
     if (command.name === "help") await answerHelp(ctx, command);
-    else await runCommand(ctx, command);
+    else if (command.name === "new" || command.name === "compact") {
+      await runConversationCommand(ctx, command);
+    } else await runCommand(ctx, command);
   } finally {
     await finishEntry(ctx, "command");
   }
@@ -49,6 +54,28 @@ async function answerHelp(ctx: MessageContext, command: HelpCommand): Promise<vo
       botName: channel.addressedAs?.(),
       pairing: runtime.profile.access === "pairing",
     }),
+  );
+}
+
+/** `/new` and `/compact [focus]`: every allowed user, on their own session. */
+async function runConversationCommand(
+  ctx: MessageContext,
+  command: ConversationCommand,
+): Promise<void> {
+  const session = sessionOf(ctx);
+  ctx.log.info({ command: commandLogFields(command) }, "conversation command");
+  if (command.name === "new") {
+    await say(ctx, await newConversation(ctx.runtime, ctx.services, session.sessionKey));
+    return;
+  }
+  await say(
+    ctx,
+    await compactConversation(
+      ctx.runtime,
+      session.sessionId,
+      command.focus,
+      ctx.services.outbox.signal,
+    ),
   );
 }
 
