@@ -190,6 +190,24 @@ describe("openai agent compaction", () => {
     ).toEqual([]);
   }, 60_000);
 
+  it("trims the running turn's older tool outputs when one turn alone outgrows the budget", async () => {
+    const fake = await startServer({ contextTokens: 6_000 });
+    for (let n = 0; n < 6; n++) fake.enqueue(reply.toolCall("read_file", { path: "big.txt" }));
+    fake.enqueue(reply.text("read them all"));
+    const agent = makeAgent(fake, { contextTokens: 6_000 });
+    const result = await turn(agent, "read big.txt six times");
+    expect(result.reply).toBe("read them all");
+    expect(fake.requests).toHaveLength(7);
+    expect(Math.max(...fake.requests.map((r) => r.promptTokens))).toBeLessThanOrEqual(4_500);
+    // The last read reaches the model whole; the earlier ones were cut.
+    const last = fake.requests.at(-1)!.body.messages.filter((m) => m.role === "tool");
+    expect(contentText(last.at(-1)?.content)).not.toContain("chars trimmed");
+    expect(contentText(last[0]?.content)).toContain("chars trimmed to fit the context");
+    // Stored whole: trimming changes the request only.
+    const stored = await store.loadHistory(await store.currentSessionId(SessionKey));
+    expect(stored.filter((m) => m.role === "tool" && m.content.includes("trimmed"))).toEqual([]);
+  });
+
   it("compacts on demand with a focus, keeping the newest turns", async () => {
     const fake = (await startServer()).respondWith(factsModel());
     const agent = makeAgent(fake, { contextTokens: 100_000 });

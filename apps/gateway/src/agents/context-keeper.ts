@@ -173,6 +173,9 @@ export class ContextKeeper {
       messages = this.#dropOldest(input.system, conversation, input.turn);
     }
     if (this.tokens(messages) > this.budgetTokens) {
+      messages = trimTurnOutputs(messages, input.turn.length);
+    }
+    if (this.tokens(messages) > this.budgetTokens) {
       this.#options.log.warn(
         { tokens: this.tokens(messages), budget: this.budgetTokens },
         "the request is over the context budget after compaction",
@@ -371,6 +374,28 @@ export class ContextKeeper {
     }
     return [head!, ...history.slice(start), ...turn];
   }
+}
+
+/**
+ * The request with the running turn's tool outputs trimmed, but those of its last round (the
+ * model has not answered them yet): a turn of many large outputs, the last resort.
+ */
+function trimTurnOutputs(
+  messages: readonly ChatCompletionMessageParam[],
+  turnLength: number,
+): ChatCompletionMessageParam[] {
+  const start = messages.length - turnLength;
+  let lastCall = messages.length - 1;
+  while (lastCall > start && messages[lastCall]!.role !== "assistant") lastCall--;
+  const chars = Defaults.compaction.trimmedToolOutputChars;
+  return messages.map((message, index) =>
+    index > start &&
+    index < lastCall &&
+    message.role === "tool" &&
+    typeof message.content === "string"
+      ? { ...message, content: cutMiddle(message.content, chars) }
+      : message,
+  );
 }
 
 /** The system prompt, with the session's summary when it has one. */

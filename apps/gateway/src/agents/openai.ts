@@ -63,6 +63,10 @@ const KeylessPlaceholder = "no-api-key";
  * a half exchange (tool calls without results) would make every later request of the
  * session invalid, and the person sees the turn failed anyway and can ask again.
  *
+ * Requests are kept under the model's context budget by a {@link ContextKeeper} (older tool
+ * outputs trimmed, then older turns summarized into a stored summary; docs/sessions.md,
+ * "Context budget and compaction"); the chat is told through the result's `notices`.
+ *
  * Requests are never streamed. The abort signal of the turn is passed to every request and
  * tool call; an abort rejects with {@link OpenAITurnAbortedError}, an endpoint failure with
  * {@link OpenAIEndpointError} (host, status; never the API key).

@@ -31,7 +31,7 @@ export interface AgentTurnInput {
   readonly text: string;
   readonly profile: string;
   readonly sessionKey: string;
-  /** Changes on /reset; conversation history is keyed by it. */
+  /** Changes on /reset and /new; conversation history is keyed by it. */
   readonly sessionId: string;
   readonly tools: ToolRunner;
   readonly signal: AbortSignal;
