@@ -247,18 +247,14 @@ export class OpenAIAgent implements Agent {
     try {
       return await this.#complete(messages, signal, aborted);
     } catch (error) {
-      if (!(error instanceof ContextOverflow)) throw error;
+      if (!(error instanceof OpenAIEndpointError && overflows.has(error))) throw error;
       this.#log.warn(
         { budget: this.#context.budgetTokens },
         "the server said the context overflowed",
       );
-      this.#context.overflowed(error.endpointError.message);
+      this.#context.overflowed(error.message);
       const retry = await fit(true);
-      try {
-        return await this.#complete(retry, signal, aborted);
-      } catch (again) {
-        throw again instanceof ContextOverflow ? again.endpointError : again;
-      }
+      return await this.#complete(retry, signal, aborted);
     }
   }
 
@@ -351,9 +347,7 @@ export class OpenAIAgent implements Agent {
         model: this.#model,
         apiKey: this.#apiKey,
       });
-      if (translated !== undefined && isContextLengthError(error)) {
-        throw new ContextOverflow(translated);
-      }
+      if (translated !== undefined && isContextLengthError(error)) overflows.add(translated);
       if (translated) this.#log.warn({ err: translated }, "model request failed");
       throw translated ?? error;
     }
@@ -383,12 +377,8 @@ export class OpenAIAgent implements Agent {
   }
 }
 
-/** The server refused the request as too long; `endpointError` is what the turn fails with. */
-class ContextOverflow extends Error {
-  constructor(readonly endpointError: OpenAIEndpointError) {
-    super(endpointError.message);
-  }
-}
+/** The endpoint errors that say the request was longer than the model's context. */
+const overflows = new WeakSet<OpenAIEndpointError>();
 
 function toolMessage(call: ChatToolCall, content: string): ChatMessage {
   return { role: "tool", tool_call_id: call.id, content };
