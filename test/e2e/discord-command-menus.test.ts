@@ -46,7 +46,7 @@ describe("gateway over Discord: slash commands", () => {
   const containers = async () =>
     (await docker.profileContainers(harness.profile)).filter((c) => c.state === "running");
 
-  it("registers /help, /status, /stop and /reset as global commands at start-up", async () => {
+  it("registers /help, /new, /compact, /status, /stop and /reset as global commands at start-up", async () => {
     const { fake } = harness;
     await waitUntil(() => fake.interactions.commands().length > 0, "the commands registered");
     expect(
@@ -55,11 +55,13 @@ describe("gateway over Discord: slash commands", () => {
         .map((c) => [c.name, c.description, c.options.map((o) => o.name)]),
     ).toEqual([
       ["help", "What this bot is, how to send files, your commands", []],
+      ["new", "Start a new conversation; the sandbox and its files stay", []],
+      ["compact", "Summarize the older messages of this conversation now", []],
       ["status", "This session, its sandbox container and queue", []],
       ["stop", "Abort the running command, kill what this session started", ["all"]],
       ["reset", "Stop, then a new conversation and a fresh sandbox", ["confirm"]],
     ]);
-    expect(fake.interactions.commands()[2]!.options[0]).toMatchObject({ type: 5, required: false });
+    expect(fake.interactions.commands()[4]!.options[0]).toMatchObject({ type: 5, required: false });
     const puts = fake.calls.filter((call) => call.method === "PUT");
     expect(puts.map((call) => [call.route, call.status])).toEqual([
       ["/applications/:id/commands", 200],

@@ -8,6 +8,8 @@ const Member = 1002;
 
 const UserMenu = [
   { command: "help", description: "What this bot is, how to send files, your commands" },
+  { command: "new", description: "Start a new conversation; the sandbox and its files stay" },
+  { command: "compact", description: "Summarize the older messages of this conversation now" },
 ];
 const AdminMenu = [
   ...UserMenu,

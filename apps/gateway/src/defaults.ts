@@ -193,7 +193,6 @@ export const Defaults = {
     toolTimeoutMs: commandTimeoutMs,
     maxToolOutputChars: 16_000,
     readMaxBytes,
-    historyLimit: 200,
     /** Largest image a user sent that is passed to the model as an image input (vision). */
     imageMaxBytes: 5 * 1024 * 1024,
     /** All image inputs of one message together: every request of its turn carries them. */
@@ -204,10 +203,11 @@ export const Defaults = {
   /** `agent.models`, the fallback chain and usage (docs/models-and-usage.md). */
   models: {
     /**
-     * A context size for an entry without `contextTokens`: small enough for most models
-     * served today (the compaction budget errs on the short side).
+     * The context size of an entry whose `contextTokens` is unset and whose model the known
+     * list (`agents/model-context.ts`) does not name: small on purpose, compacting early costs
+     * a summary call, overflowing costs a failed turn.
      */
-    contextTokens: 32_000,
+    contextTokens: 8_192,
     /**
      * A 429 whose `retry-after` asks for at most this long is retried on the same model; a
      * longer one (or none, past `openaiAgent.maxRetries`) moves to the next model of the chain.
@@ -218,6 +218,27 @@ export const Defaults = {
     retryMaxMs: 8_000,
     /** Days `/usage` and `mediagate usage` look back for "7 days", today included. */
     weekDays: 7,
+  },
+  /** The openai agent's context budget and compaction (docs/sessions.md). */
+  compaction: {
+    /** The share of the context a request may fill; the rest is room for the answer. */
+    budgetShare: 0.75,
+    /**
+     * A compaction summarizes until the conversation fills this share of the budget, so the
+     * next one is many turns away rather than one.
+     */
+    targetShare: 0.5,
+    /** The newest turns are never summarized, nor their tool outputs trimmed. */
+    keepRecentTurns: 2,
+    /** An older tool output is trimmed to this many chars (its start and end) first. */
+    trimmedToolOutputChars: 600,
+    /** The longest summary kept, in tokens; at most `summaryMaxShare` of the context. */
+    summaryMaxTokens: 2_000,
+    summaryMaxShare: 0.1,
+    /** Counted for each image input: its tokens depend on the provider and the size. */
+    imageTokens: 1_500,
+    /** The focus text of `/compact` passed to the summary request, at most. */
+    focusMaxChars: 500,
   },
   toolRunner: {
     timeoutMs: commandTimeoutMs,

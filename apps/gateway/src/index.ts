@@ -1,3 +1,4 @@
+export { knownContextTokens } from "./agents/model-context.js";
 export type { TokenUsage } from "./agents/models.js";
 export { contextTokensOf, costOf, usageOf } from "./agents/models.js";
 export { OpenAIAgent } from "./agents/openai.js";
@@ -15,6 +16,8 @@ export type {
   Agent,
   AgentTurnInput,
   AgentTurnResult,
+  CompactRequest,
+  CompactResult,
   ContainerFileReader,
   ToolRunner,
   TurnAttachment,
@@ -132,6 +135,12 @@ export { SessionScope } from "./session/context.js";
 export type { ParsedSessionKey, SessionKeyParts, SessionKeyPolicy } from "./session/key.js";
 export { buildSessionKey, parseSessionKey } from "./session/key.js";
 export { TurnQueue } from "./session/queue.js";
+export type {
+  Conversation,
+  ConversationSummary,
+  StoredMessage,
+  SummaryWrite,
+} from "./state/conversation.js";
 export { StateSchemaError, StateStoreError } from "./state/errors.js";
 export type { StateStoreOptions } from "./state/store.js";
 export { StateStore, stateDbPath } from "./state/store.js";

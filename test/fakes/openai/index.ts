@@ -1,3 +1,4 @@
+export { factsIn, factsModel, isSummaryRequest } from "./facts-model.js";
 export { LocalToolRunner, OutsideWorkspaceError } from "./local-tool-runner.js";
 export type {
   ErrorReply,
@@ -21,5 +22,6 @@ export type {
   TranscriptionReply,
 } from "./server.js";
 export { contentText, derivedTranscript, FakeOpenAIServer } from "./server.js";
+export { completionTokens, contextLengthErrorBody, promptTokens } from "./tokens.js";
 export type { FakeProvider, FakeUsage } from "./usage.js";
 export { derivedUsage, sumUsage } from "./usage.js";

@@ -3,6 +3,7 @@ import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { FakeReply } from "./replies.js";
+import { completionTokens, contextLengthErrorBody, promptTokens } from "./tokens.js";
 import {
   derivedUsage,
   type FakeProvider,
@@ -50,6 +51,8 @@ export interface RecordedRequest {
   readonly path: string;
   readonly authorization: string | undefined;
   readonly body: ChatRequestBody;
+  /** The request's prompt tokens as the fake counts them (`promptTokens`). */
+  readonly promptTokens: number;
   /** True once the client closed the connection before the fake answered. */
   clientAborted: boolean;
   /** The token counts the fake's answer reported (absent for an error or no answer). */
@@ -130,6 +133,13 @@ export interface FakeOpenAIOptions {
   readonly apiKey?: string;
   /** Whose compatible API it plays: paths and `usage` shape (see usage.ts). Default `openai`. */
   readonly provider?: FakeProvider;
+  /**
+   * The model's context size: a chat request counted (`promptTokens`) above it gets OpenAI's
+   * 400 `context_length_exceeded`, unscripted. Default: no limit.
+   */
+  readonly contextTokens?: number;
+  /** Scales the fake's token counts (a server tokenizer that counts more). Default 1. */
+  readonly tokenScale?: number;
 }
 
 /** A `GET /v1/models` the fake answered. */
@@ -161,6 +171,8 @@ export class FakeOpenAIServer {
   readonly #models: readonly string[];
   readonly #apiKey: string | undefined;
   readonly #provider: FakeProvider;
+  readonly #contextTokens: number | undefined;
+  readonly #tokenScale: number;
   readonly #queue: FakeReply[] = [];
   readonly #waiters: { count: number; resolve: () => void }[] = [];
   #handler: ReplyHandler | undefined;
@@ -171,6 +183,8 @@ export class FakeOpenAIServer {
     this.#models = options.models ?? ["fake-model"];
     this.#apiKey = options.apiKey;
     this.#provider = options.provider ?? "openai";
+    this.#contextTokens = options.contextTokens;
+    this.#tokenScale = options.tokenScale ?? 1;
     this.#server = createServer((req, res) => {
       this.#handle(req, res).catch((error: unknown) => {
         if (!res.headersSent) sendJson(res, 500, errorBody(`fake crashed: ${String(error)}`));
@@ -310,6 +324,7 @@ export class FakeOpenAIServer {
       path: rawPath,
       authorization: req.headers.authorization,
       body: parsed,
+      promptTokens: promptTokens(parsed, this.#tokenScale),
       clientAborted: false,
     };
     this.requests.push(record);
@@ -322,6 +337,7 @@ export class FakeOpenAIServer {
       sendJson(res, 400, errorBody("fake: streaming is not supported"));
       return;
     }
+    if (this.#overflows(record, res)) return;
     const scripted = this.#queue.shift() ?? (await this.#handler?.(record));
     if (scripted === undefined) {
       sendJson(
@@ -400,6 +416,17 @@ export class FakeOpenAIServer {
     return path.startsWith(`${prefix}/`) ? `/v1${path.slice(prefix.length)}` : `/unrouted${path}`;
   }
 
+  /** Answers the 400 of a request longer than `contextTokens`, as OpenAI does. */
+  #overflows(record: RecordedRequest, res: ServerResponse): boolean {
+    if (this.#contextTokens === undefined || record.promptTokens <= this.#contextTokens) {
+      return false;
+    }
+    sendJson(res, 400, contextLengthErrorBody(this.#contextTokens, record.promptTokens), {
+      "x-request-id": `req_fake_${record.index}`,
+    });
+    return true;
+  }
+
   #notify(): void {
     for (const waiter of [...this.#waiters]) {
       if (this.requests.length >= waiter.count) {
@@ -472,6 +499,20 @@ export class FakeOpenAIServer {
     }
   }
 
+  /**
+   * The answer's tokens as the fake counts them: its text and its tool calls' names and
+   * arguments, times `tokenScale`.
+   */
+  #answerTokens(content: string | null, toolCalls: unknown[] | undefined): number {
+    const calls = (toolCalls ?? []) as { function: { name: string; arguments: string } }[];
+    const tokens = calls.reduce(
+      (sum, call) =>
+        sum + completionTokens(call.function.name) + completionTokens(call.function.arguments),
+      completionTokens(content),
+    );
+    return Math.ceil(tokens * this.#tokenScale);
+  }
+
   #completion(
     record: RecordedRequest,
     content: string | null,
@@ -480,7 +521,8 @@ export class FakeOpenAIServer {
     scripted: FakeUsage | undefined,
   ) {
     const usage =
-      scripted ?? derivedUsage(record.body, (content ?? "") + JSON.stringify(toolCalls ?? []));
+      scripted ??
+      derivedUsage(record.body, record.promptTokens, this.#answerTokens(content, toolCalls));
     record.usage = usage;
     return {
       id: `chatcmpl-fake-${record.index}`,

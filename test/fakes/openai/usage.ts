@@ -37,17 +37,20 @@ export function providerBaseUrl(origin: string, provider: FakeProvider): string 
 }
 
 /**
- * Token counts derived from a request when no reply scripted them: a token per 4 characters of
- * the messages (at least 1), a token per 4 characters of the answer (at least 1), and, once a
- * request carries an earlier answer (a conversation going on), half of the prompt "cached".
- * Deterministic, so tests can compute what a run should have cost.
+ * Token counts derived from a request when no reply scripted them: the prompt as the fake
+ * counts it (`promptTokens` of tokens.ts, the real tokenizer), the answer's tokens (at least 1),
+ * and, once a request carries an earlier answer (a conversation going on), half of the prompt
+ * "cached". Deterministic, so tests can compute what a run should have cost.
  */
-export function derivedUsage(body: ChatRequestBody, answer: string): FakeUsage {
-  const promptTokens = Math.max(1, Math.ceil(JSON.stringify(body.messages).length / 4));
+export function derivedUsage(
+  body: ChatRequestBody,
+  promptTokens: number,
+  answerTokens: number,
+): FakeUsage {
   const continued = body.messages.some((message) => message.role === "assistant");
   return {
     promptTokens,
-    completionTokens: Math.max(1, Math.ceil(answer.length / 4)),
+    completionTokens: Math.max(1, answerTokens),
     cachedTokens: continued ? Math.floor(promptTokens / 2) : 0,
   };
 }

@@ -75,8 +75,9 @@ describe("costOf", () => {
 });
 
 describe("contextTokensOf", () => {
-  it("is the entry's, else the default", () => {
-    expect(contextTokensOf({ contextTokens: 200_000 })).toBe(200_000);
-    expect(contextTokensOf({})).toBe(Defaults.models.contextTokens);
+  it("is the entry's, else the known size of its model, else the default", () => {
+    expect(contextTokensOf({ model: "x", contextTokens: 200_000 })).toBe(200_000);
+    expect(contextTokensOf({ model: "claude-sonnet-4-5" })).toBe(200_000);
+    expect(contextTokensOf({ model: "x" })).toBe(Defaults.models.contextTokens);
   });
 });

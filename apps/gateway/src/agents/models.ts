@@ -1,15 +1,18 @@
 import type { AgentSettings, ModelPrices, ModelSettings } from "../config/types.js";
 import { Defaults } from "../defaults.js";
+import { knownContextTokens } from "./model-context.js";
 
 /** The `openai` variant of the agent settings: the one that has models. */
 export type ModelAgentSettings = Extract<AgentSettings, { kind: "openai" }>;
 
 /**
- * The context window of a model entry, in tokens: its `contextTokens`, else
- * `Defaults.models.contextTokens`. The one place a context size is decided (compaction asks it).
+ * The context window of a model entry, in tokens: its `contextTokens` (the single-model form's
+ * `agent.contextTokens`), else the model's known size (`knownContextTokens`), else
+ * `Defaults.models.contextTokens`. The one place a context size is decided: `/model` shows it
+ * and the context budget of compaction is a share of it.
  */
-export function contextTokensOf(entry: Pick<ModelSettings, "contextTokens">): number {
-  return entry.contextTokens ?? Defaults.models.contextTokens;
+export function contextTokensOf(entry: Pick<ModelSettings, "contextTokens" | "model">): number {
+  return entry.contextTokens ?? knownContextTokens(entry.model) ?? Defaults.models.contextTokens;
 }
 
 /** The entry named `name`, if the settings have one. */

@@ -24,6 +24,8 @@ export class OpenAIEndpointError extends MediagateError {
   readonly status: number | undefined;
   /** The endpoint's request id (`x-request-id`), when it sent one. */
   readonly requestId: string | undefined;
+  /** The endpoint refused the request as longer than the model's context (`isContextLengthError`). */
+  readonly contextOverflow: boolean;
 
   constructor(fields: {
     kind: OpenAIFailureKind;
@@ -32,6 +34,7 @@ export class OpenAIEndpointError extends MediagateError {
     detail: string;
     status?: number | undefined;
     requestId?: string | undefined;
+    contextOverflow?: boolean | undefined;
   }) {
     const what =
       fields.kind === "http"
@@ -51,6 +54,7 @@ export class OpenAIEndpointError extends MediagateError {
     this.model = fields.model;
     this.status = fields.status;
     this.requestId = fields.requestId;
+    this.contextOverflow = fields.contextOverflow === true;
   }
 }
 
@@ -161,5 +165,16 @@ export function toEndpointError(
     status: error.status,
     requestId: error.requestID ?? undefined,
     detail: clean(errorDetail(error)),
+    contextOverflow: isContextLengthError(error),
   });
+}
+
+/**
+ * The server refused a request as longer than the model's context: OpenAI's 400 with code
+ * `context_length_exceeded`, or a compatible server's 400 saying so in words.
+ */
+export function isContextLengthError(error: unknown): boolean {
+  if (!(error instanceof APIError) || error.status !== 400) return false;
+  if (error.code === "context_length_exceeded") return true;
+  return /context length|context window|maximum context|too many tokens/i.test(error.message);
 }

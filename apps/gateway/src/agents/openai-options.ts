@@ -18,6 +18,13 @@ export interface OpenAIAgentOptions {
    */
   readonly apiKey?: string | undefined;
   readonly model?: string | undefined;
+  /**
+   * The single-model form's context size in tokens (with `models`, each entry has its own);
+   * the conversation is kept under a share of it (`Defaults.compaction.budgetShare`) by
+   * compaction. Default: as `contextTokensOf` decides (the model's known size, else
+   * `Defaults.models.contextTokens`).
+   */
+  readonly contextTokens?: number | undefined;
   /** The named endpoints (docs/models-and-usage.md); replaces `baseUrl`/`model`/`apiKey`. */
   readonly models?: readonly ModelSettings[] | undefined;
   /** The entry a session without a `/model` pick uses. Default: the first. */
@@ -54,10 +61,6 @@ export interface OpenAIAgentOptions {
   readonly maxToolOutputChars?: number;
   /** Cap on the bytes `read_file` reads. Default: `Defaults.openaiAgent.readMaxBytes`. */
   readonly readMaxBytes?: number;
-  /**
-   * Newest stored messages sent with each request. Default: `Defaults.openaiAgent.historyLimit`.
-   */
-  readonly historyLimit?: number;
   /**
    * Images the user sends are also passed as image inputs (`image_url` parts), each up to
    * `imageMaxBytes`. Default false: the model gets the file's line only.
@@ -130,12 +133,22 @@ export function resolveOpenAIOptions(
       { baseUrl: options.baseUrl ?? "", model: options.model ?? "", apiKey: options.apiKey },
       "",
     );
+    if (options.contextTokens !== undefined) checkCount("contextTokens", options.contextTokens, 1);
   } else {
+    if (options.contextTokens !== undefined) {
+      throw new OpenAIAgentOptionsError(
+        "contextTokens",
+        "set contextTokens on each models entry: with models, every entry has its own size",
+      );
+    }
     if (options.models.length === 0) {
       throw new OpenAIAgentOptionsError("models", "list at least one model entry");
     }
     for (const [index, entry] of options.models.entries()) {
       checkEndpoint(entry, `models[${index}].`);
+      if (entry.contextTokens !== undefined) {
+        checkCount(`models[${index}].contextTokens`, entry.contextTokens, 1);
+      }
     }
     const names = options.models.map((entry) => entry.name);
     for (const name of [options.defaultModel ?? names[0]!, ...(options.fallback ?? [])]) {
@@ -154,7 +167,6 @@ export function resolveOpenAIOptions(
     toolTimeoutMs: options.toolTimeoutMs ?? OpenAIAgentDefaults.toolTimeoutMs,
     maxToolOutputChars: options.maxToolOutputChars ?? OpenAIAgentDefaults.maxToolOutputChars,
     readMaxBytes: options.readMaxBytes ?? OpenAIAgentDefaults.readMaxBytes,
-    historyLimit: options.historyLimit ?? OpenAIAgentDefaults.historyLimit,
     imageMaxBytes: options.imageMaxBytes ?? OpenAIAgentDefaults.imageMaxBytes,
     imagesMaxBytes: options.imagesMaxBytes ?? OpenAIAgentDefaults.imagesMaxBytes,
     transcriptionMaxBytes:
@@ -166,7 +178,6 @@ export function resolveOpenAIOptions(
   checkCount("toolTimeoutMs", limits.toolTimeoutMs, 1);
   checkCount("maxToolOutputChars", limits.maxToolOutputChars, 1);
   checkCount("readMaxBytes", limits.readMaxBytes, 1);
-  checkCount("historyLimit", limits.historyLimit, 0);
   checkCount("imageMaxBytes", limits.imageMaxBytes, 1);
   checkCount("imagesMaxBytes", limits.imagesMaxBytes, 1);
   checkCount("transcriptionMaxBytes", limits.transcriptionMaxBytes, 1);
@@ -214,12 +225,12 @@ export interface AgentModels {
 
 /**
  * The models `options` name: `models` as given, or the single-model form as one entry named
- * after its model. Call after {@link resolveOpenAIOptions} checked them.
+ * after its model, with its `contextTokens`. Call after {@link resolveOpenAIOptions} checked them.
  */
 export function agentModelsOf(
   options: Pick<
     OpenAIAgentOptions,
-    "models" | "defaultModel" | "fallback" | "baseUrl" | "model" | "apiKey"
+    "models" | "defaultModel" | "fallback" | "baseUrl" | "model" | "apiKey" | "contextTokens"
   > & { readonly timeoutMs?: number | undefined },
 ): AgentModels {
   const models: readonly ModelSettings[] = options.models ?? [
@@ -228,6 +239,7 @@ export function agentModelsOf(
       baseUrl: options.baseUrl ?? "",
       model: options.model ?? "",
       apiKey: options.apiKey,
+      contextTokens: options.contextTokens,
     },
   ];
   return {

@@ -1,18 +1,20 @@
 import type { ChatCompletion, ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import type { Logger } from "pino";
 import type { BudgetSettings, ModelSettings } from "../config/types.js";
+import type { Conversation } from "../state/conversation.js";
 import type { StateStore } from "../state/store.js";
 import type { ChatMessage, ChatToolCall } from "../state/types.js";
 import { budgetStop } from "./budget.js";
+import { type CompactionReport, ContextKeeper } from "./context-keeper.js";
 import { type ChainAnswer, ModelChain } from "./model-chain.js";
-import { costOf, modelChain, usageOf } from "./models.js";
+import { contextTokensOf, costOf, modelChain, usageOf } from "./models.js";
 import {
   type AbortPhase,
   endpointHost,
   OpenAIEndpointError,
   OpenAITurnAbortedError,
 } from "./openai-errors.js";
-import { functionToolCalls, toAssistantMessage, trimToTurnBoundary } from "./openai-history.js";
+import { functionToolCalls, toAssistantMessage } from "./openai-history.js";
 import {
   type AgentModels,
   agentModelsOf,
@@ -21,10 +23,34 @@ import {
   resolveOpenAIOptions,
 } from "./openai-options.js";
 import { buildSystemPrompt } from "./openai-prompt.js";
+import {
+  clampSummary,
+  type SummaryRequest,
+  summaryInput,
+  summaryInstructions,
+} from "./openai-summary.js";
 import { Transcriber } from "./openai-transcription.js";
 import { buildUserTurn } from "./openai-user-turn.js";
+import { textTokens } from "./token-estimate.js";
 import { executeToolCall, TOOL_DEFINITIONS, type ToolCallOutcome } from "./tools.js";
-import type { Agent, AgentTurnInput, AgentTurnResult } from "./types.js";
+import type {
+  Agent,
+  AgentTurnInput,
+  AgentTurnResult,
+  CompactRequest,
+  CompactResult,
+} from "./types.js";
+
+/** Whom a model call is recorded for (docs/models-and-usage.md, "Usage"). */
+type UsageOwner = Pick<AgentTurnInput, "sessionKey" | "sessionId" | "user">;
+
+/** What `#complete` gives back: the answer's message and the entry that gave it. */
+interface CompleteAnswer {
+  readonly message: ChatCompletion["choices"][number]["message"];
+  readonly cutOff: boolean;
+  readonly entry: ModelSettings;
+  readonly failures: ChainAnswer["failures"];
+}
 
 /** Tool calls beyond this many in one model answer are answered "not executed". */
 const MaxCallsPerRound = 16;
@@ -49,6 +75,12 @@ const EmptyReply = "(the model sent an empty reply)";
  * a half exchange (tool calls without results) would make every later request of the
  * session invalid, and the person sees the turn failed anyway and can ask again.
  *
+ * Requests are kept under the context budget of the model the session uses (a share of its
+ * entry's `contextTokensOf`) by a {@link ContextKeeper} per model entry (older tool outputs
+ * trimmed, then older turns summarized into a stored summary; docs/sessions.md, "Context budget
+ * and compaction"); the chat is told through the result's `notices`. Summaries are asked of the
+ * turn's model chain like any call, and recorded as usage.
+ *
  * Requests are never streamed. The abort signal of the turn is passed to every request and
  * tool call; an abort rejects with {@link OpenAITurnAbortedError}, an endpoint failure with
  * {@link OpenAIEndpointError} (host, status; never the API key).
@@ -64,6 +96,9 @@ export class OpenAIAgent implements Agent {
   readonly #settings: OpenAIAgentLimits;
   readonly #vision: boolean;
   readonly #transcriber: Transcriber | undefined;
+  /** One per model entry: each has its own context size and learns its own token ratio. */
+  readonly #keepers = new Map<string, ContextKeeper>();
+  readonly #fixedTokens = textTokens(JSON.stringify(TOOL_DEFINITIONS));
 
   constructor(options: OpenAIAgentOptions) {
     const settings = resolveOpenAIOptions(options);
@@ -97,9 +132,7 @@ export class OpenAIAgent implements Agent {
     const stopped = await this.#budgetStop(log);
     if (stopped !== undefined) return { reply: stopped };
 
-    const history = trimToTurnBoundary(
-      await this.#store.loadHistory(sessionId, this.#settings.historyLimit),
-    );
+    let conversation: Conversation = await this.#store.loadConversation(sessionId);
     const user = await buildUserTurn(input.text, input.attachments, {
       vision: this.#vision,
       imageMaxBytes: this.#settings.imageMaxBytes,
@@ -118,6 +151,28 @@ export class OpenAIAgent implements Agent {
     const notices = [...user.notices];
     let chain = modelChain(this.#models, await this.#chosenModel(input.sessionKey, log));
     let toldFallback = false;
+    let summaryFailed = false;
+    const summarize = (request: SummaryRequest) => this.#summarize(chain, request, input, log);
+    const fit = async (force: boolean, entry: ModelSettings) => {
+      const fitted = await this.#keeper(entry)
+        .fit({
+          sessionId,
+          system: this.#system,
+          conversation,
+          turn: [{ role: "user", content: user.content }, ...turn.slice(1)],
+          signal,
+          summarize,
+          force,
+          summaryFailed,
+        })
+        .catch((error: unknown) => {
+          throw signal.aborted ? aborted("model") : error;
+        });
+      conversation = fitted.conversation;
+      summaryFailed = fitted.summaryFailed;
+      if (fitted.notice !== undefined) notices.push(fitted.notice);
+      return fitted.messages;
+    };
     let reply: string;
     for (;;) {
       const stop = turn.length === 1 ? undefined : await this.#budgetStop(log);
@@ -126,12 +181,7 @@ export class OpenAIAgent implements Agent {
         turn.push({ role: "assistant", content: reply });
         break;
       }
-      const conversation: ChatCompletionMessageParam[] = [
-        ...history,
-        { role: "user", content: user.content },
-        ...turn.slice(1),
-      ];
-      const answer = await this.#complete(chain, conversation, input, () => aborted("model"), log);
+      const answer = await this.#completeWithin(chain, fit, input, () => aborted("model"), log);
       if (answer.entry !== chain[0]) {
         // The rest of the turn stays on the model that answered; the chat hears of it once.
         if (!toldFallback) notices.push(fallbackNotice(answer, chain[0]!));
@@ -164,6 +214,115 @@ export class OpenAIAgent implements Agent {
     }
     await this.#save(sessionId, turn, log);
     return notices.length === 0 ? { reply } : { reply, notices };
+  }
+
+  /**
+   * `/compact [focus]`: summarizes the session's older turns now (all but the newest
+   * `Defaults.compaction.keepRecentTurns`), guided by `focus`, with the session's model (and
+   * its fallbacks). Asks nothing when the daily budget is used up.
+   */
+  async compact(request: CompactRequest): Promise<CompactResult> {
+    const log = this.#log.child({ sessionId: request.sessionId });
+    const stopped = await this.#budgetStop(log);
+    if (stopped !== undefined) {
+      return { summarizedMessages: 0, beforeTokens: 0, afterTokens: 0, stopped };
+    }
+    const chain = modelChain(this.#models, await this.#chosenModel(request.sessionKey, log));
+    const report: CompactionReport = await this.#keeper(chain[0]!).compact(request.sessionId, {
+      signal: request.signal,
+      summarize: (summary) => this.#summarize(chain, summary, request, log),
+      force: true,
+      focus: request.focus,
+      system: this.#system,
+    });
+    return {
+      summarizedMessages: report.summarizedMessages,
+      beforeTokens: report.beforeTokens,
+      afterTokens: report.afterTokens,
+    };
+  }
+
+  /** The context keeper of `entry`'s model, sized by `contextTokensOf(entry)`. */
+  #keeper(entry: ModelSettings): ContextKeeper {
+    let keeper = this.#keepers.get(entry.name);
+    if (keeper === undefined) {
+      keeper = new ContextKeeper({
+        store: this.#store,
+        contextTokens: contextTokensOf(entry),
+        fixedTokens: this.#fixedTokens,
+        log: this.#log.child({ model: entry.name }),
+      });
+      this.#keepers.set(entry.name, keeper);
+    }
+    return keeper;
+  }
+
+  /**
+   * A model call with the request `fit` makes under the budget of the chain's first model; when
+   * a model still says it is longer than its context (400 `context_length_exceeded`), once more
+   * after a forced compaction, from that model on.
+   */
+  async #completeWithin(
+    chain: readonly ModelSettings[],
+    fit: (force: boolean, entry: ModelSettings) => Promise<ChatCompletionMessageParam[]>,
+    input: AgentTurnInput,
+    aborted: () => OpenAITurnAbortedError,
+    log: Logger,
+  ): Promise<CompleteAnswer> {
+    const messages = await fit(false, chain[0]!);
+    try {
+      return await this.#complete(chain, messages, input, aborted, log);
+    } catch (error) {
+      if (!(error instanceof OpenAIEndpointError && error.contextOverflow)) throw error;
+      const at = Math.max(
+        0,
+        chain.findIndex(
+          (entry) => entry.model === error.model && endpointHost(entry.baseUrl) === error.host,
+        ),
+      );
+      const rest = chain.slice(at);
+      const keeper = this.#keeper(rest[0]!);
+      log.warn(
+        { model: rest[0]!.name, budget: keeper.budgetTokens },
+        "the server said the context overflowed",
+      );
+      keeper.overflowed(error.message);
+      const retry = await fit(true, rest[0]!);
+      return await this.#complete(rest, retry, input, aborted, log);
+    }
+  }
+
+  /**
+   * One summary request through `chain`: no tools, the summary instructions, the transcript.
+   * Recorded as usage like any call (docs/models-and-usage.md, "Usage").
+   */
+  async #summarize(
+    chain: readonly ModelSettings[],
+    request: SummaryRequest,
+    owner: UsageOwner,
+    log: Logger,
+  ): Promise<string> {
+    const answer = await this.#chain.complete(
+      chain,
+      {
+        messages: [
+          { role: "system", content: summaryInstructions(request) },
+          { role: "user", content: summaryInput(request) },
+        ],
+      },
+      request.signal,
+    );
+    await this.#recordUsage(answer.completion, answer.entry, owner, log);
+    const text = answer.completion.choices?.[0]?.message?.content?.trim() ?? "";
+    if (text === "") {
+      throw new OpenAIEndpointError({
+        kind: "bad_response",
+        host: endpointHost(answer.entry.baseUrl),
+        model: answer.entry.model,
+        detail: "the summary came back empty",
+      });
+    }
+    return clampSummary(text, request.maxTokens);
   }
 
   /** The session's `/model` pick; a store failure is logged and the default used. */
@@ -232,21 +391,12 @@ export class OpenAIAgent implements Agent {
 
   async #complete(
     chain: readonly ModelSettings[],
-    conversation: readonly ChatCompletionMessageParam[],
+    messages: ChatCompletionMessageParam[],
     input: AgentTurnInput,
     aborted: () => OpenAITurnAbortedError,
     log: Logger,
-  ): Promise<{
-    message: ChatCompletion["choices"][number]["message"];
-    cutOff: boolean;
-    entry: ModelSettings;
-    failures: ChainAnswer["failures"];
-  }> {
+  ): Promise<CompleteAnswer> {
     const { signal } = input;
-    const messages: ChatCompletionMessageParam[] = [
-      { role: "system", content: this.#system },
-      ...conversation,
-    ];
     let answer: ChainAnswer;
     try {
       answer = await this.#chain.complete(
@@ -261,6 +411,7 @@ export class OpenAIAgent implements Agent {
     }
     const { completion, entry } = answer;
     await this.#recordUsage(completion, entry, input, log);
+    this.#keeper(entry).observe(messages, usageOf(completion)?.inputTokens ?? 0);
     const choice = completion.choices?.[0];
     if (!choice?.message) {
       throw new OpenAIEndpointError({
@@ -285,7 +436,7 @@ export class OpenAIAgent implements Agent {
   async #recordUsage(
     completion: unknown,
     entry: ModelSettings,
-    input: AgentTurnInput,
+    input: UsageOwner,
     log: Logger,
   ): Promise<void> {
     const usage = usageOf(completion) ?? { inputTokens: 0, outputTokens: 0, cachedTokens: 0 };

@@ -33,7 +33,7 @@ export interface AgentTurnInput {
   readonly sessionKey: string;
   /** `<platform>:<id>` of the message's sender: usage is recorded per user. */
   readonly user?: string | undefined;
-  /** Changes on /reset; conversation history is keyed by it. */
+  /** Changes on /reset and /new; conversation history is keyed by it. */
   readonly sessionId: string;
   readonly tools: ToolRunner;
   readonly signal: AbortSignal;
@@ -83,7 +83,35 @@ export interface AgentTurnResult {
   readonly notices?: readonly string[] | undefined;
 }
 
+/** `/compact [focus]` for one session. */
+export interface CompactRequest {
+  readonly sessionId: string;
+  /** The session's key: its `/model` pick is the model that summarizes. */
+  readonly sessionKey: string;
+  /** `<platform>:<id>` of who asked: the summary's usage is recorded for them. */
+  readonly user?: string | undefined;
+  /** What the summary should keep, as the person typed it. */
+  readonly focus?: string | undefined;
+  readonly signal: AbortSignal;
+}
+
+/** What `/compact` did. */
+export interface CompactResult {
+  /** Messages folded into the summary; 0 when there was nothing old enough. */
+  readonly summarizedMessages: number;
+  /** The conversation's estimated tokens before and after. */
+  readonly beforeTokens: number;
+  readonly afterTokens: number;
+  /** The daily budget's stop message when it is used up and no summary was asked for. */
+  readonly stopped?: string | undefined;
+}
+
 export interface Agent {
   readonly kind: "shell" | "openai";
   runTurn(input: AgentTurnInput): Promise<AgentTurnResult>;
+  /**
+   * Summarizes the session's older turns now (docs/sessions.md, "/compact"); absent for an
+   * agent that keeps no conversation.
+   */
+  compact?(request: CompactRequest): Promise<CompactResult>;
 }

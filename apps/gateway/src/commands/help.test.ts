@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import type { AgentSettings } from "../config/types.js";
-import { AdminCommandHelp, ApproveCommandHelp, describeHelp, type HelpContext } from "./help.js";
+import {
+  AdminCommandHelp,
+  ApproveCommandHelp,
+  ConversationCommandHelp,
+  describeHelp,
+  type HelpContext,
+} from "./help.js";
 
 const shell: AgentSettings = { kind: "shell" };
 const openai: AgentSettings = {
@@ -31,6 +37,12 @@ describe("describeHelp", () => {
     expect(text).toMatch(/up to 20(\.0)? MB/);
     expect(text).toContain("/help — this text");
     for (const command of ["/status", "/stop", "/reset"]) expect(text).not.toContain(command);
+  });
+
+  it("lists /new and /compact for everyone when the openai agent answers", () => {
+    const text = describeHelp({ ...base, agent: openai });
+    for (const line of ConversationCommandHelp) expect(text).toContain(line);
+    expect(describeHelp(base)).not.toContain("/compact");
   });
 
   it("lists the admin commands for an admin", () => {

@@ -40,6 +40,12 @@ export const ModelCommandHelp = [
   "/usage — tokens and cost of this session (admins: of the whole profile too)",
 ] as const;
 
+/** The conversation commands of the openai agent, for everyone allowed (docs/sessions.md). */
+export const ConversationCommandHelp = [
+  "/new — start a new conversation (the sandbox and its files stay)",
+  "/compact [focus] — summarize the older messages now, keeping what the focus names",
+] as const;
+
 function agentLines(agent: AgentSettings): string[] {
   if (agent.kind === "shell") {
     return [
@@ -48,7 +54,7 @@ function agentLines(agent: AgentSettings): string[] {
     ];
   }
   return [
-    `Each message goes to the model (${agent.defaultModel}), which can run commands and read and write files in this chat's sandbox (a Linux container, /workspace) before it answers. It remembers the conversation until /reset.`,
+    `Each message goes to the model (${agent.defaultModel}), which can run commands and read and write files in this chat's sandbox (a Linux container, /workspace) before it answers. It remembers the conversation until /new or /reset; when it grows past what the model can read, the older messages are summarized (you are told when).`,
   ];
 }
 
@@ -102,7 +108,9 @@ export function describeHelp(context: HelpContext): string {
     ? [...AdminCommandHelp, ApproveCommandHelp]
     : AdminCommandHelp;
   const everyone =
-    context.agent.kind === "openai" ? [HelpCommandHelp, ...ModelCommandHelp] : [HelpCommandHelp];
+    context.agent.kind === "openai"
+      ? [HelpCommandHelp, ...ModelCommandHelp, ...ConversationCommandHelp]
+      : [HelpCommandHelp];
   const commands = context.admin ? [...everyone, ...adminCommands] : everyone;
   return [
     `🤖 mediagate, profile "${context.profile}" (${agentName}).`,

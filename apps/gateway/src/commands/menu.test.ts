@@ -9,10 +9,12 @@ import {
 import { parseCommand } from "./parse.js";
 
 describe("command menus", () => {
-  it("offers /help to everyone and the admin commands to admins only", () => {
-    expect(menuFor(false).map((command) => command.name)).toEqual(["help"]);
+  it("offers /help, /new and /compact to everyone and the admin commands to admins only", () => {
+    expect(menuFor(false).map((command) => command.name)).toEqual(["help", "new", "compact"]);
     expect(menuFor(true).map((command) => command.name)).toEqual([
       "help",
+      "new",
+      "compact",
       "status",
       "stop",
       "reset",
@@ -20,9 +22,11 @@ describe("command menus", () => {
   });
 
   it("lists /approve for the admins of a pairing profile only, after the others", () => {
-    expect(menuFor(false, true).map((command) => command.name)).toEqual(["help"]);
+    expect(menuFor(false, true).map((command) => command.name)).toEqual(["help", "new", "compact"]);
     expect(menuFor(true, true).map((command) => command.name)).toEqual([
       "help",
+      "new",
+      "compact",
       "status",
       "stop",
       "reset",
@@ -50,6 +54,8 @@ describe("command menus", () => {
     ["reset", ["confirm"], "/reset confirm", { name: "reset", confirm: true }],
     ["status", [], "/status", { name: "status" }],
     ["help", [], "/help", { name: "help", start: false }],
+    ["new", [], "/new", { name: "new" }],
+    ["compact", [], "/compact", { name: "compact" }],
   ])("turns a pick of /%s %j into the text command %j", (name, options, text, parsed) => {
     const command = menuCommandNamed(name);
     expect(command?.name).toBe(name);

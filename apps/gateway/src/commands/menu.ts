@@ -23,12 +23,22 @@ export interface MenuCommand {
 }
 
 /**
- * The commands, in menu order: `/help` for everyone allowed, `/status`, `/stop` and `/reset` for
- * admins. `/start` is not listed: Telegram's own Start button sends it, and it answers what
+ * The commands, in menu order: `/help`, `/new` and `/compact` for everyone allowed, `/status`,
+ * `/stop` and `/reset` for admins (`/compact`'s focus is typed: `/compact <focus>`). `/start` is not listed: Telegram's own Start button sends it, and it answers what
  * `/help` answers.
  */
 export const MenuCommands: readonly MenuCommand[] = [
   { name: "help", description: "What this bot is, how to send files, your commands", admin: false },
+  {
+    name: "new",
+    description: "Start a new conversation; the sandbox and its files stay",
+    admin: false,
+  },
+  {
+    name: "compact",
+    description: "Summarize the older messages of this conversation now",
+    admin: false,
+  },
   { name: "status", description: "This session, its sandbox container and queue", admin: true },
   {
     name: "stop",

@@ -64,7 +64,7 @@ describe("describeModels", () => {
       [
         "Model of this session: main (gpt-x), the default.",
         "You may pick:",
-        "  • main — gpt-x, 32k context, 2.5 in / 10 out per M tokens",
+        "  • main — gpt-x, 8k context, 2.5 in / 10 out per M tokens",
         "  ◦ Claude — claude-x, 200k context",
         "Switch with /model <name>; the conversation goes on.",
         "When it fails: Claude.",

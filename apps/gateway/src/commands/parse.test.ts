@@ -26,6 +26,11 @@ describe("parseCommand", () => {
     ["/MODEL  Main ", { name: "model", choice: "Main" }],
     ["/usage", { name: "usage" }],
     ["/usage@mediagate_bot", { name: "usage" }],
+    ["/new", { name: "new" }],
+    ["/NEW@mediagate_bot", { name: "new" }],
+    ["/compact", { name: "compact" }],
+    ["/compact@bot  the build steps ", { name: "compact", focus: "the build steps" }],
+    ["/compact keep\nboth lines", { name: "compact", focus: "keep\nboth lines" }],
   ])("recognizes %j", (text, expected) => {
     expect(parseCommand(text)).toEqual(expected);
   });
@@ -47,6 +52,9 @@ describe("parseCommand", () => {
     "/model a b",
     "/models",
     "/usage today",
+    "/new chat please",
+    "/newer",
+    "/compacted",
   ])("leaves %j to the agent", (text) => {
     expect(parseCommand(text)).toBeUndefined();
   });

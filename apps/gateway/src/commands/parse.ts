@@ -35,12 +35,26 @@ export type ApprovalCommand =
   | { readonly name: "allow"; readonly session: boolean }
   | { readonly name: "deny" };
 
+/**
+ * `/new` and `/compact [focus]`: for every allowed user, on their own session's conversation
+ * (docs/sessions.md, "New conversation and compaction"). The focus is the rest of the line.
+ */
+export type ConversationCommand =
+  | { readonly name: "new" }
+  | { readonly name: "compact"; readonly focus?: string | undefined };
+
 /** Every command the gateway answers itself. */
-export type Command = AdminCommand | HelpCommand | ModelCommand | ApprovalCommand;
+export type Command =
+  | AdminCommand
+  | HelpCommand
+  | ModelCommand
+  | ApprovalCommand
+  | ConversationCommand;
 
 /**
  * Recognizes `/stop`, `/stop all`, `/reset`, `/reset confirm`, `/status`, `/approve [code]`,
- * `/model [name]`, `/usage`, `/allow [session]`, `/deny`, `/help` and `/start`
+ * `/model [name]`, `/usage`, `/allow [session]`, `/deny`, `/new`, `/compact [focus]`, `/help`
+ * and `/start`
  * (case-insensitive, with an optional Telegram `@botname` suffix). `/start` and `/help` take
  * any words after them (Telegram's deep links send `/start <payload>`); they are ignored.
  * Anything else — other slash commands included — is a message for the agent.
@@ -65,6 +79,11 @@ export function parseCommand(text: string): Command | undefined {
       return decision[2] === undefined ? { name: "deny" } : undefined;
     return { name: "allow", session: decision[2] !== undefined };
   }
+  const compact = /^\/compact(?:@[A-Za-z0-9_]+)?(?:\s+([\s\S]*\S))?\s*$/i.exec(trimmed);
+  if (compact !== null) {
+    return compact[1] === undefined ? { name: "compact" } : { name: "compact", focus: compact[1] };
+  }
+  if (/^\/new(?:@[A-Za-z0-9_]+)?$/i.test(trimmed)) return { name: "new" };
   const match = /^\/(stop|reset|status)(?:@[A-Za-z0-9_]+)?(?:\s+(\S+))?\s*$/i.exec(trimmed);
   if (match === null) return undefined;
   const name = match[1]!.toLowerCase();
@@ -105,6 +124,10 @@ export function commandLogFields(command: Command): Record<string, unknown> {
       return { name: command.name };
     case "allow":
       return { name: command.name, session: command.session };
+    case "new":
+      return { name: command.name };
+    case "compact":
+      return { name: command.name, focusGiven: command.focus !== undefined };
   }
 }
 

@@ -416,7 +416,8 @@ type OpenAIAgentFile = Extract<NonNullable<ProfileFile["agent"]>, { kind: "opena
 
 /**
  * `agent` of kind openai, defaults applied: the single-model form becomes a one-entry
- * `models` list named after its model (docs/models-and-usage.md).
+ * `models` list named after its model, its `contextTokens` the entry's
+ * (docs/models-and-usage.md).
  */
 function openaiAgentSettings(file: OpenAIAgentFile): AgentSettings {
   const {
@@ -428,6 +429,7 @@ function openaiAgentSettings(file: OpenAIAgentFile): AgentSettings {
     fallback,
     memberModels,
     approvals,
+    contextTokens,
     ...rest
   } = file;
   const entries: ModelSettings[] =
@@ -438,6 +440,7 @@ function openaiAgentSettings(file: OpenAIAgentFile): AgentSettings {
             baseUrl: baseUrl ?? "",
             model: model ?? "",
             ...(apiKey === undefined ? {} : { apiKey }),
+            ...(contextTokens === undefined ? {} : { contextTokens }),
           },
         ]
       : models.map(({ timeoutSeconds, ...entry }) => ({

@@ -56,6 +56,12 @@ describe("agent.models", () => {
     });
   });
 
+  it("makes the one-model form's contextTokens its entry's", () => {
+    expect(
+      agentOf({ kind: "openai", baseUrl: "http://h/v1", model: "m", contextTokens: 6000 }),
+    ).toMatchObject({ models: [{ name: "m", model: "m", contextTokens: 6000 }] });
+  });
+
   it.each([
     [
       "both forms",
@@ -86,6 +92,11 @@ describe("agent.models", () => {
       "a negative price",
       { kind: "openai", models: [{ ...main, prices: { input: -1, output: 1 } }] },
       "profiles[0].agent.models[0].prices.input: got -1, expected a price per million tokens, 0 or more",
+    ],
+    [
+      "agent.contextTokens beside a models list",
+      { kind: "openai", models: [main], contextTokens: 6000 },
+      "profiles[0].agent.contextTokens: got 6000, expected a models entry's contextTokens",
     ],
     [
       "neither form",

@@ -138,6 +138,7 @@ const openaiAgentSchema = z
       })
       .optional(),
     maxToolRounds: positiveInt.optional(),
+    contextTokens: positiveInt.optional(),
     systemPrompt: z.string().min(1, { error: "instructions for the model" }).optional(),
     vision: z.boolean().optional(),
     transcription: z
@@ -156,6 +157,7 @@ function checkModelList(
     baseUrl?: string | undefined;
     model?: string | undefined;
     apiKey?: string | undefined;
+    contextTokens?: number | undefined;
     models?: readonly { name: string }[] | undefined;
     default?: string | undefined;
     fallback?: readonly string[] | undefined;
@@ -188,6 +190,13 @@ function checkModelList(
       code: "custom",
       path: ["models"],
       message: "either models or baseUrl/model/apiKey, not both: move them into a models entry",
+    });
+  }
+  if (agent.contextTokens !== undefined) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["contextTokens"],
+      message: "a models entry's contextTokens: with a models list, each entry has its own size",
     });
   }
   const names = agent.models.map((entry) => entry.name);

@@ -23,6 +23,7 @@ const ShownKeys: ReadonlySet<string> = new Set([
   "kind",
   "model",
   "maxToolRounds",
+  "contextTokens",
   "image",
   "persistent",
   "filesystem",

@@ -1,9 +1,11 @@
 import { ApprovedNotice, approveInChat } from "../commands/approve.js";
+import { compactConversation, newConversation } from "../commands/conversation.js";
 import { describeHelp } from "../commands/help.js";
 import { chooseModel, describeChoice, describeModels } from "../commands/model.js";
 import {
   type AdminCommand,
   type ApprovalCommand,
+  type ConversationCommand,
   commandLogFields,
   type HelpCommand,
   type ModelCommand,
@@ -17,10 +19,11 @@ import { finishEntry } from "./journal-steps.js";
 import { type MessageContext, type Middleware, say, sessionOf } from "./types.js";
 
 /**
- * Step 3: `/stop [all]`, `/reset [confirm]`, `/status`, `/help` and `/start` are handled here,
- * at once, bypassing the session queue (so /stop reaches a session whose turn is running).
- * `/help` and `/start` answer every allowed user with what the bot is and the commands they may
- * use; the others are for admins: anyone else gets a clear refusal and nothing happens. Other
+ * Step 3: `/stop [all]`, `/reset [confirm]`, `/status`, `/new`, `/compact [focus]`, `/help` and
+ * `/start` are handled here, at once, bypassing the session queue (so /stop reaches a session
+ * whose turn is running). `/help` and `/start` answer every allowed user with what the bot is
+ * and the commands they may use, `/new` and `/compact` act on their own session; the others
+ * are for admins: anyone else gets a clear refusal and nothing happens. Other
  * messages continue to the agent turn.
  */
 export const handleCommands: Middleware = async (ctx, next) => {
@@ -36,7 +39,9 @@ export const handleCommands: Middleware = async (ctx, next) => {
     else if (command.name === "model" || command.name === "usage") await answerModel(ctx, command);
     else if (command.name === "allow" || command.name === "deny")
       await answerApproval(ctx, command);
-    else await runCommand(ctx, command);
+    else if (command.name === "new" || command.name === "compact") {
+      await runConversationCommand(ctx, command);
+    } else await runCommand(ctx, command);
   } finally {
     await finishEntry(ctx, "command");
   }
@@ -110,6 +115,32 @@ async function answerModel(ctx: MessageContext, command: ModelCommand): Promise<
     ctx.log.info({ model: choice.model.name }, "session model switched");
   }
   await say(ctx, describeChoice(choice));
+}
+
+/** `/new` and `/compact [focus]`: every allowed user, on their own session. */
+async function runConversationCommand(
+  ctx: MessageContext,
+  command: ConversationCommand,
+): Promise<void> {
+  const session = sessionOf(ctx);
+  ctx.log.info({ command: commandLogFields(command) }, "conversation command");
+  if (command.name === "new") {
+    await say(ctx, await newConversation(ctx.runtime, ctx.services, session.sessionKey));
+    return;
+  }
+  await say(
+    ctx,
+    await compactConversation(
+      ctx.runtime,
+      {
+        sessionKey: session.sessionKey,
+        sessionId: session.sessionId,
+        user: `${ctx.message.platform}:${ctx.message.userId}`,
+      },
+      command.focus,
+      ctx.services.outbox.signal,
+    ),
+  );
 }
 
 async function runCommand(ctx: MessageContext, command: AdminCommand): Promise<void> {

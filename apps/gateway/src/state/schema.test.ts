@@ -33,6 +33,7 @@ describe("migrate", () => {
       "pairing_guard",
       "session_models",
       "sessions",
+      "summaries",
       "usage",
     ]);
   });
@@ -56,12 +57,27 @@ describe("migrate", () => {
     expect(() => db.prepare("INSERT INTO pairing_guard VALUES (2, 0, 0)").run()).toThrow(/CHECK/);
   });
 
-  it("adds the usage and session-model tables to a version 3 database, keeping its sessions", () => {
+  it("adds the summaries table to a version 3 database, keeping its history", () => {
     migrate(db, MIGRATIONS.slice(0, 3));
+    db.prepare(
+      "INSERT INTO messages (session_id, role, body, created_at) VALUES ('sid', 'user', '{}', 0)",
+    ).run();
+    expect(migrate(db)).toEqual({ from: 3, to: 6 });
+    expect(db.prepare("SELECT count(*) AS n FROM messages").get()).toEqual({ n: 1 });
+    const insert = db.prepare(
+      "INSERT INTO summaries (session_id, content, through_id, created_at) VALUES (?, 'notes', ?, 0)",
+    );
+    insert.run("sid", 1);
+    expect(() => insert.run("sid", 1)).toThrow(/UNIQUE/);
+    expect(() => insert.run("other", 0)).toThrow(/CHECK/);
+  });
+
+  it("adds the usage and session-model tables to a version 5 database, keeping its sessions", () => {
+    migrate(db, MIGRATIONS.slice(0, 5));
     db.prepare(
       "INSERT INTO sessions (session_key, session_id, created_at, updated_at) VALUES ('k', 'sid', 0, 0)",
     ).run();
-    expect(migrate(db)).toEqual({ from: 3, to: 6 });
+    expect(migrate(db)).toEqual({ from: 5, to: 6 });
     expect(db.prepare("SELECT session_id FROM sessions").all()).toEqual([{ session_id: "sid" }]);
     const usage = db.prepare(
       `INSERT INTO usage (at, day, session_key, session_id, user, model, input_tokens, output_tokens,

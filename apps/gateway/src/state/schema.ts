@@ -107,9 +107,26 @@ export const MIGRATIONS: readonly Migration[] = [
     },
   },
   {
+    // Compaction (docs/sessions.md, "Context budget and compaction"): one summary per session
+    // of its messages up to `through_id`, which the model sees instead of them. The messages
+    // themselves stay; a compaction is this one row's write, so a crash keeps the old summary
+    // or the new one.
+    version: 5,
+    up(db) {
+      db.exec(`
+        CREATE TABLE summaries (
+          session_id TEXT PRIMARY KEY NOT NULL,
+          content    TEXT NOT NULL,
+          through_id INTEGER NOT NULL CHECK (through_id > 0),
+          created_at INTEGER NOT NULL
+        ) STRICT;
+      `);
+    },
+  },
+  {
     // Models and usage (docs/models-and-usage.md): one row per model call, with its UTC day
     // for the daily totals and the budget, and the model `/model` picked per session key.
-    // Numbered 6: versions 4 and 5 belong to other branches (the lead renumbers at merge).
+    // After approvals (4) and compaction's summaries (5).
     version: 6,
     up(db) {
       db.exec(`

@@ -15,6 +15,7 @@ import {
   sessionAllowed,
   setApprovalMessage,
 } from "./approvals.js";
+import type { Conversation, ConversationSummary, SummaryWrite } from "./conversation.js";
 import { StateSchemaError, StateStoreError } from "./errors.js";
 import {
   type ApprovalGuard,
@@ -62,6 +63,11 @@ interface SessionRow {
 interface MessageRow {
   id: number;
   body: string;
+}
+
+interface SummaryRow {
+  content: string;
+  through_id: number;
 }
 
 interface CodeRow {
@@ -159,16 +165,15 @@ export class StateDatabase {
   }
 
   /**
-   * `/reset`: binds a new random session id to `sessionKey` and deletes the history of the
-   * old one, in one transaction. Returns the new id.
+   * `/reset` and `/new`: binds a new random session id to `sessionKey` and deletes the history
+   * and summary of the old one, in one transaction. Returns the new id.
    */
   rotateSessionId(sessionKey: string, nowMs: number): string {
     return this.#run("rotate", () =>
       this.#db
         .transaction(() => {
           const old = this.#sessionOf.get(sessionKey);
-          if (old)
-            this.#db.prepare("DELETE FROM messages WHERE session_id = ?").run(old.session_id);
+          if (old) this.#deleteConversation(old.session_id);
           const id = randomUUID();
           this.#db
             .prepare(
@@ -203,17 +208,7 @@ export class StateDatabase {
                  ORDER BY id DESC LIMIT ?) ORDER BY id`,
               )
               .all(sessionId, Math.max(0, Math.trunc(limit)));
-      return rows.map((row) => {
-        const message: unknown = JSON.parse(row.body);
-        if (!isChatMessage(message)) {
-          throw new StateStoreError(
-            "load",
-            this.path,
-            `message row ${row.id} is not a chat message`,
-          );
-        }
-        return message;
-      });
+      return rows.map((row) => this.#parse(row));
     });
   }
 
@@ -243,11 +238,81 @@ export class StateDatabase {
     });
   }
 
-  /** Deletes the history of `sessionId` (the session key keeps its id). */
+  /** Deletes the history and summary of `sessionId` (the session key keeps its id). */
   clearHistory(sessionId: string): void {
     this.#run("clear", () => {
-      this.#db.prepare("DELETE FROM messages WHERE session_id = ?").run(sessionId);
+      this.#db.transaction(() => this.#deleteConversation(sessionId)).immediate();
     });
+  }
+
+  #deleteConversation(sessionId: string): void {
+    this.#db.prepare("DELETE FROM messages WHERE session_id = ?").run(sessionId);
+    this.#db.prepare("DELETE FROM summaries WHERE session_id = ?").run(sessionId);
+  }
+
+  /**
+   * What the model sees of `sessionId`: its summary and the messages after it, read in one
+   * transaction (a compaction in between cannot pair a summary with the wrong messages).
+   */
+  loadConversation(sessionId: string): Conversation {
+    return this.#run("load", () =>
+      this.#db.transaction((): Conversation => {
+        const summary = this.#summaryOf(sessionId);
+        const rows = this.#db
+          .prepare<[string, number], MessageRow>(
+            "SELECT id, body FROM messages WHERE session_id = ? AND id > ? ORDER BY id",
+          )
+          .all(sessionId, summary?.throughId ?? 0);
+        const messages = rows.map((row) => ({ id: row.id, message: this.#parse(row) }));
+        return summary === undefined ? { messages } : { summary, messages };
+      })(),
+    );
+  }
+
+  /**
+   * Stores a new summary of `sessionId` (one row written: a crash keeps the old one or this
+   * one). Refused (`false`) when the session's summary is no longer the one it was made from,
+   * or `throughId` is not one of the session's messages past it.
+   */
+  saveSummary(sessionId: string, write: SummaryWrite, nowMs: number): boolean {
+    return this.#run("summary", () =>
+      this.#db
+        .transaction((): boolean => {
+          const current = this.#summaryOf(sessionId);
+          if (current?.throughId !== write.baseThroughId) return false;
+          if (write.throughId <= (current?.throughId ?? 0)) return false;
+          const known = this.#db
+            .prepare("SELECT 1 FROM messages WHERE id = ? AND session_id = ?")
+            .get(write.throughId, sessionId);
+          if (known === undefined) return false;
+          this.#db
+            .prepare(
+              `INSERT INTO summaries (session_id, content, through_id, created_at) VALUES (?, ?, ?, ?)
+               ON CONFLICT (session_id) DO UPDATE SET content = excluded.content,
+                 through_id = excluded.through_id, created_at = excluded.created_at`,
+            )
+            .run(sessionId, write.content, write.throughId, nowMs);
+          return true;
+        })
+        .immediate(),
+    );
+  }
+
+  #summaryOf(sessionId: string): ConversationSummary | undefined {
+    const row = this.#db
+      .prepare<[string], SummaryRow>(
+        "SELECT content, through_id FROM summaries WHERE session_id = ?",
+      )
+      .get(sessionId);
+    return row === undefined ? undefined : { content: row.content, throughId: row.through_id };
+  }
+
+  #parse(row: MessageRow): ChatMessage {
+    const message: unknown = JSON.parse(row.body);
+    if (!isChatMessage(message)) {
+      throw new StateStoreError("load", this.path, `message row ${row.id} is not a chat message`);
+    }
+    return message;
   }
 
   /** Whether `user` (`<platform>:<id>`) was approved by pairing and not revoked since. */

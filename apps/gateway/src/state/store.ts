@@ -10,6 +10,7 @@ import type {
   ApprovalStatus,
   DecideResult,
 } from "./approvals.js";
+import type { Conversation, SummaryWrite } from "./conversation.js";
 import { StateSchemaError, StateStoreError } from "./errors.js";
 import type {
   ApprovalGuard,
@@ -143,8 +144,8 @@ export class StateStore {
   }
 
   /**
-   * `/reset`: binds a new random session id to `sessionKey` and deletes the history of the
-   * old one, in one transaction. Resolves to the new id.
+   * `/reset` and `/new`: binds a new random session id to `sessionKey` and deletes the history
+   * and summary of the old one, in one transaction. Resolves to the new id.
    */
   rotateSessionId(sessionKey: string): Promise<string> {
     this.#rotations++;
@@ -228,7 +229,25 @@ export class StateStore {
     return this.#worker.call("appendHistory", sessionId, messages, this.#now());
   }
 
-  /** Deletes the history of `sessionId` (the session key keeps its id). */
+  /**
+   * What the model sees of `sessionId`: its summary and the messages after it, oldest first,
+   * read together. Rejects with {@link StateStoreError} on a corrupt row.
+   */
+  loadConversation(sessionId: string): Promise<Conversation> {
+    return this.#worker.call("loadConversation", sessionId);
+  }
+
+  /**
+   * Stores a compaction's summary of `sessionId` (docs/sessions.md, "Context budget and
+   * compaction"); the summarized messages stay stored. Resolves `false`, writing nothing, when
+   * another compaction changed the summary since `write.baseThroughId` or `write.throughId` is
+   * not one of the session's messages past it.
+   */
+  saveSummary(sessionId: string, write: SummaryWrite): Promise<boolean> {
+    return this.#worker.call("saveSummary", sessionId, write, this.#now());
+  }
+
+  /** Deletes the history and summary of `sessionId` (the session key keeps its id). */
   clearHistory(sessionId: string): Promise<void> {
     return this.#worker.call("clearHistory", sessionId);
   }

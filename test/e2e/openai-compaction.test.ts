@@ -1,0 +1,247 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  type AgentTurnResult,
+  OpenAIAgent,
+  type OpenAIAgentOptions,
+  StateStore,
+  stateDbPath,
+  usageDays,
+} from "@mediagate/gateway";
+import { pino } from "pino";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  contentText,
+  FakeOpenAIServer,
+  factsModel,
+  isSummaryRequest,
+  LocalToolRunner,
+  type RecordedRequest,
+  reply,
+} from "../fakes/openai/index.js";
+
+const SessionKey = "agent:default:telegram:dm:7";
+const FirstFact = "FACT{the user's cat is called Brioche}";
+const Compacted = /^🗜️ Compacted the conversation: \d+ older messages? summarized/;
+
+let dir: string;
+let server: FakeOpenAIServer | undefined;
+let store: StateStore;
+let runner: LocalToolRunner;
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), "mg-compaction-e2e-"));
+  mkdirSync(join(dir, "workspace"));
+  // A tool output of about 1,000 tokens: older ones are trimmed before anything is summarized.
+  writeFileSync(
+    join(dir, "workspace", "big.txt"),
+    "log line with some numbers 12345\n".repeat(130),
+  );
+  store = await StateStore.open(stateDbPath(dir));
+  runner = new LocalToolRunner(join(dir, "workspace"));
+});
+
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function startServer(options: { contextTokens?: number; tokenScale?: number } = {}) {
+  server = await FakeOpenAIServer.start(options);
+  return server;
+}
+
+function makeAgent(fake: FakeOpenAIServer, options: Partial<OpenAIAgentOptions> = {}) {
+  return new OpenAIAgent({
+    baseUrl: fake.baseUrl,
+    model: "fake-model",
+    store,
+    logger: pino({ level: "silent" }),
+    maxRetries: 0,
+    ...options,
+  });
+}
+
+async function turn(agent: OpenAIAgent, text: string): Promise<AgentTurnResult> {
+  return agent.runTurn({
+    text,
+    profile: "default",
+    sessionKey: SessionKey,
+    sessionId: await store.currentSessionId(SessionKey),
+    tools: runner,
+    signal: new AbortController().signal,
+    attachments: [],
+  });
+}
+
+/** The n-th user message of the long conversation: filler, a fact now and then, a tool read. */
+function userText(n: number): string {
+  if (n === 0) return `Hello! Please remember ${FirstFact}. Also some words to fill the turn.`;
+  if (n % 10 === 5) return `turn ${n}: read big.txt`;
+  const fact = n % 50 === 0 ? ` Remember FACT{number ${n}}.` : "";
+  return `turn ${n}: ${"a sentence that only takes room in the conversation. ".repeat(6)}${fact}`;
+}
+
+function summaryRequestsIn(requests: readonly RecordedRequest[]): RecordedRequest[] {
+  return requests.filter(isSummaryRequest);
+}
+
+describe("openai agent compaction", () => {
+  it("keeps 300 turns under the budget, carries the first fact through summaries, tells each compaction once", async () => {
+    const contextTokens = 6_000;
+    const budget = Math.floor(contextTokens * 0.75);
+    // The server's tokenizer counts a tenth more than the client's estimate: usage corrects it.
+    const fake = (await startServer({ contextTokens, tokenScale: 1.1 })).respondWith(factsModel());
+    const agent = makeAgent(fake, { contextTokens });
+    const noticesPerTurn: number[] = [];
+    const turnsWithSummaries: number[] = [];
+    for (let n = 0; n < 300; n++) {
+      const before = fake.requests.length;
+      const result = await turn(agent, userText(n));
+      expect(result.reply).not.toContain("(reply cut off");
+      const notices = (result.notices ?? []).filter((line) => Compacted.test(line));
+      noticesPerTurn.push(notices.length);
+      if (summaryRequestsIn(fake.requests.slice(before)).length > 0) turnsWithSummaries.push(n);
+    }
+    const recall = await turn(agent, "Now recall everything I asked you to remember.");
+
+    const chat = fake.requests.filter((request) => !isSummaryRequest(request));
+    expect(Math.max(...chat.map((request) => request.promptTokens))).toBeLessThanOrEqual(budget);
+    expect(
+      Math.max(...summaryRequestsIn(fake.requests).map((r) => r.promptTokens)),
+    ).toBeLessThanOrEqual(budget);
+    expect(fake.requests.every((request) => request.promptTokens <= contextTokens)).toBe(true);
+    expect(turnsWithSummaries.length).toBeGreaterThan(3);
+    // One line per turn that compacted, none in the others.
+    expect(noticesPerTurn.flatMap((count, n) => (count > 0 ? [n] : []))).toEqual(
+      turnsWithSummaries,
+    );
+    expect(Math.max(...noticesPerTurn)).toBe(1);
+    expect(recall.reply).toContain(FirstFact);
+    expect(recall.reply).toContain("FACT{number 250}");
+    const last = fake.requests.at(-1)!;
+    const firstUser = last.body.messages.find((message) => message.role === "user");
+    expect(contentText(firstUser?.content)).not.toContain(FirstFact);
+    expect(contentText(last.body.messages[0]?.content)).toContain(FirstFact);
+    // Nothing was deleted: every turn's messages are still stored.
+    const stored = await store.loadHistory(await store.currentSessionId(SessionKey));
+    expect(stored.filter((message) => message.role === "user")).toHaveLength(301);
+  }, 120_000);
+
+  it("keeps the conversation when the summary fails, says so, and compacts on a later turn", async () => {
+    let summariesFail = true;
+    const facts = factsModel();
+    const fake = (await startServer({ contextTokens: 6_000 })).respondWith((request) =>
+      isSummaryRequest(request) && summariesFail
+        ? reply.error(500, "summary broke")
+        : facts(request),
+    );
+    const agent = makeAgent(fake, { contextTokens: 6_000 });
+    let failedAt: number | undefined;
+    let notice: string | undefined;
+    for (let n = 0; n < 80 && failedAt === undefined; n++) {
+      const result = await turn(agent, userText(n));
+      notice = result.notices?.find((line) => line.startsWith("⚠️ Could not summarize"));
+      if (notice !== undefined) failedAt = n;
+    }
+    expect(failedAt).toBeDefined();
+    expect(notice).toMatch(/nothing is lost/);
+    const sessionId = await store.currentSessionId(SessionKey);
+    expect((await store.loadConversation(sessionId)).summary).toBeUndefined();
+    expect((await store.loadHistory(sessionId)).filter((m) => m.role === "user")).toHaveLength(
+      failedAt! + 1,
+    );
+
+    summariesFail = false;
+    const next = await turn(agent, "turn after the failure");
+    expect(next.notices?.some((line) => Compacted.test(line))).toBe(true);
+    expect((await store.loadConversation(sessionId)).summary?.content).toContain(FirstFact);
+  }, 60_000);
+
+  it("compacts and retries once when the server says the context overflowed", async () => {
+    // The agent believes in a large context; the server's is small and says so with a 400.
+    const fake = (await startServer({ contextTokens: 5_000 })).respondWith(factsModel());
+    const agent = makeAgent(fake, { contextTokens: 100_000 });
+    let overflowAt = -1;
+    for (let n = 0; n < 60 && overflowAt === -1; n++) {
+      const before = fake.requests.length;
+      const result = await turn(agent, userText(n));
+      expect(result.reply).toBeTruthy();
+      const answered = fake.requests.slice(before);
+      if (answered.some((request) => request.promptTokens > 5_000)) {
+        overflowAt = n;
+        const overflow = answered.findIndex((request) => request.promptTokens > 5_000);
+        expect(isSummaryRequest(answered[overflow + 1]!)).toBe(true);
+        expect(answered.at(-1)!.promptTokens).toBeLessThanOrEqual(5_000);
+        expect(result.notices?.filter((line) => Compacted.test(line))).toHaveLength(1);
+      }
+    }
+    expect(overflowAt).toBeGreaterThan(0);
+    // The budget now follows the context the server named: no second overflow.
+    const before = fake.requests.length;
+    for (let n = overflowAt + 1; n < overflowAt + 40; n++) await turn(agent, userText(n));
+    expect(
+      fake.requests
+        .slice(before)
+        .filter((r) => r.promptTokens > 5_000 * 0.75)
+        .map((r) => [r.index, r.promptTokens, isSummaryRequest(r)]),
+    ).toEqual([]);
+  }, 60_000);
+
+  it("trims the running turn's older tool outputs when one turn alone outgrows the budget", async () => {
+    const fake = await startServer({ contextTokens: 6_000 });
+    for (let n = 0; n < 6; n++) fake.enqueue(reply.toolCall("read_file", { path: "big.txt" }));
+    fake.enqueue(reply.text("read them all"));
+    const agent = makeAgent(fake, { contextTokens: 6_000 });
+    const result = await turn(agent, "read big.txt six times");
+    expect(result.reply).toBe("read them all");
+    expect(fake.requests).toHaveLength(7);
+    expect(Math.max(...fake.requests.map((r) => r.promptTokens))).toBeLessThanOrEqual(4_500);
+    // The last read reaches the model whole; the earlier ones were cut.
+    const last = fake.requests.at(-1)!.body.messages.filter((m) => m.role === "tool");
+    expect(contentText(last.at(-1)?.content)).not.toContain("chars trimmed");
+    expect(contentText(last[0]?.content)).toContain("chars trimmed to fit the context");
+    // Stored whole: trimming changes the request only.
+    const stored = await store.loadHistory(await store.currentSessionId(SessionKey));
+    expect(stored.filter((m) => m.role === "tool" && m.content.includes("trimmed"))).toEqual([]);
+  });
+
+  it("compacts on demand with a focus, keeping the newest turns", async () => {
+    const fake = (await startServer()).respondWith(factsModel());
+    const agent = makeAgent(fake, { contextTokens: 100_000 });
+    const sessionId = await store.currentSessionId(SessionKey);
+    expect(
+      await agent.compact({
+        sessionId,
+        sessionKey: SessionKey,
+        signal: new AbortController().signal,
+      }),
+    ).toMatchObject({
+      summarizedMessages: 0,
+    });
+    for (let n = 0; n < 5; n++) await turn(agent, userText(n));
+    const result = await agent.compact({
+      sessionId,
+      sessionKey: SessionKey,
+      focus: "the cat's name",
+      signal: new AbortController().signal,
+    });
+    expect(result.summarizedMessages).toBeGreaterThan(0);
+    expect(result.afterTokens).toBeLessThan(result.beforeTokens);
+    const summaryRequest = fake.requests.at(-1)!;
+    expect(isSummaryRequest(summaryRequest)).toBe(true);
+    // Every call, the summary's too, is recorded as usage with what the server reported.
+    const { all } = await store.usagePeriods({ kind: "profile" }, usageDays(Date.now(), 7));
+    expect(all.inputTokens).toBe(fake.reportedUsage().promptTokens);
+    expect(all.calls).toBe(fake.requests.length);
+    expect(contentText(summaryRequest.body.messages[0]?.content)).toContain("the cat's name");
+    const conversation = await store.loadConversation(sessionId);
+    expect(conversation.summary?.content).toContain(FirstFact);
+    expect(conversation.messages.filter((stored) => stored.message.role === "user")).toHaveLength(
+      2,
+    );
+  });
+});

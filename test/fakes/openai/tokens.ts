@@ -1,0 +1,52 @@
+import { countTokens } from "gpt-tokenizer";
+import type { ChatRequestBody, RequestMessage } from "./server.js";
+
+/** Tokens a message costs beyond its text, and a request beyond its messages (OpenAI's way). */
+const MessageOverhead = 4;
+const RequestOverhead = 3;
+/** What the fake counts per image input. */
+const ImageTokens = 1_500;
+
+function messageTokens(message: RequestMessage): number {
+  let tokens = MessageOverhead;
+  const content = message.content;
+  if (typeof content === "string") tokens += countTokens(content);
+  else if (Array.isArray(content)) {
+    for (const part of content) {
+      tokens += part.type === "text" ? countTokens(part.text ?? "") : ImageTokens;
+    }
+  }
+  for (const call of message.tool_calls ?? []) {
+    tokens += countTokens(call.function.name) + countTokens(call.function.arguments);
+  }
+  return tokens;
+}
+
+/**
+ * The prompt tokens of a request as the fake counts them: every message's text (o200k_base),
+ * tool calls, the tool definitions' JSON and OpenAI's per-message overhead, times `scale` (a
+ * server whose tokenizer counts differently from the client's estimate).
+ */
+export function promptTokens(body: ChatRequestBody, scale = 1): number {
+  let tokens = RequestOverhead;
+  for (const message of body.messages) tokens += messageTokens(message);
+  if (body.tools !== undefined) tokens += countTokens(JSON.stringify(body.tools));
+  return Math.ceil(tokens * scale);
+}
+
+/** The tokens of an answer's text. */
+export function completionTokens(content: string | null): number {
+  return content === null ? 0 : countTokens(content);
+}
+
+/** The body OpenAI answers a request longer than the model's context with (HTTP 400). */
+export function contextLengthErrorBody(contextTokens: number, tokens: number) {
+  return {
+    error: {
+      message: `This model's maximum context length is ${contextTokens} tokens. However, your messages resulted in ${tokens} tokens. Please reduce the length of the messages.`,
+      type: "invalid_request_error",
+      param: "messages",
+      code: "context_length_exceeded",
+    },
+  };
+}
