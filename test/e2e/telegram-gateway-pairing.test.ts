@@ -173,6 +173,8 @@ describe("gateway over Telegram: access: pairing", () => {
     await waitUntil(() => bot.fake.menus.get(adminScope) !== undefined, "the admin's menu");
     expect(bot.fake.menus.get(adminScope)?.map((entry) => entry.command)).toEqual([
       "help",
+      "new",
+      "compact",
       "status",
       "stop",
       "reset",
