@@ -90,7 +90,7 @@ describe("TelegramChannel in webhook mode", () => {
     expect(set?.params).toMatchObject({
       url,
       secret_token: Secret,
-      allowed_updates: ["message", "channel_post"],
+      allowed_updates: ["message", "channel_post", "callback_query"],
       max_connections: 7,
     });
     expect(fake.callsTo("deleteWebhook")).toHaveLength(0);
