@@ -33,6 +33,8 @@ interface Offer {
   readonly sessionKey: string;
   readonly chatType: ChatType;
   readonly threadId: string | undefined;
+  /** Who sent the `/model`: in a DM, the only one who can type in it. */
+  readonly askerId: string;
   readonly target: ChatTarget;
   readonly messageId: string;
   /** The names offered, in button order: a press carries an index into it, never the name. */
@@ -137,6 +139,7 @@ export class ModelPickers {
         sessionKey,
         chatType: message.chatType,
         threadId: message.threadId,
+        askerId: message.userId,
         target,
         messageId,
         names,
@@ -182,7 +185,9 @@ export class ModelPickers {
       },
       runtime.profile,
     );
-    if (pressersKey !== offer.sessionKey) {
+    // A DM's key has no user part: the chat is its user, so nobody else could type there.
+    const dmOfAnother = offer.chatType === "dm" && press.userId !== offer.askerId;
+    if (pressersKey !== offer.sessionKey || dmOfAnother) {
       return {
         kind: "refused",
         notice: "These buttons choose the model of someone else's session; send /model for yours.",
