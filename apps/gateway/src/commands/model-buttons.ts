@@ -36,7 +36,8 @@ interface Offer {
   /** Who sent the `/model`: in a DM, the only one who can type in it. */
   readonly askerId: string;
   readonly target: ChatTarget;
-  readonly messageId: string;
+  /** The picker's message id once posted (`undefined` when the post failed). */
+  readonly messageId: Promise<string | undefined>;
   /** The names offered, in button order: a press carries an index into it, never the name. */
   readonly names: readonly string[];
   chosen?: { readonly name: string; readonly by: string } | undefined;
@@ -123,29 +124,32 @@ export class ModelPickers {
     const id = choiceId();
     const rows = modelButtonRows(names, current.name, (index) => modelChoiceData(id, index));
     if (rows === undefined) return false;
+    const posted = choices.post(
+      target,
+      text,
+      rows,
+      AbortSignal.timeout(Defaults.progress.requestTimeoutMs),
+    );
+    // Known before the post resolves: a press can arrive before the platform's answer does.
+    if (this.#offers.size >= MaxOffers) {
+      const oldest = this.#offers.keys().next().value;
+      if (oldest !== undefined) this.#offers.delete(oldest);
+    }
+    this.#offers.set(id, {
+      profile: message.profile,
+      sessionKey,
+      chatType: message.chatType,
+      threadId: message.threadId,
+      askerId: message.userId,
+      target,
+      messageId: posted.catch(() => undefined),
+      names,
+    });
     try {
-      const messageId = await choices.post(
-        target,
-        text,
-        rows,
-        AbortSignal.timeout(Defaults.progress.requestTimeoutMs),
-      );
-      if (this.#offers.size >= MaxOffers) {
-        const oldest = this.#offers.keys().next().value;
-        if (oldest !== undefined) this.#offers.delete(oldest);
-      }
-      this.#offers.set(id, {
-        profile: message.profile,
-        sessionKey,
-        chatType: message.chatType,
-        threadId: message.threadId,
-        askerId: message.userId,
-        target,
-        messageId,
-        names,
-      });
+      await posted;
       return true;
     } catch (error) {
+      this.#offers.delete(id);
       this.options.logger.warn({ err: error }, "could not post the /model buttons");
       return false;
     }
@@ -158,6 +162,7 @@ export class ModelPickers {
     const agent = runtime?.profile.agent;
     const index = modelChoiceIndex(data);
     const name = index === undefined ? undefined : offer?.names[index];
+    const messageId = await offer?.messageId;
     if (
       offer === undefined ||
       runtime === undefined ||
@@ -166,7 +171,7 @@ export class ModelPickers {
       offer.profile !== press.profile ||
       offer.target.platform !== press.platform ||
       offer.target.chatId !== press.chatId ||
-      offer.messageId !== press.messageId
+      messageId !== press.messageId
     ) {
       return { kind: "refused", notice: Gone };
     }
