@@ -4,6 +4,7 @@ import { ApprovalBroker, ApprovalChoiceKind } from "../approvals/broker.js";
 import { createChannels } from "../channels/factory.js";
 import type { ChannelAdapter } from "../channels/types.js";
 import { ChoiceRouter } from "../choices/router.js";
+import { ModelChoiceKind, ModelPickers } from "../commands/model-buttons.js";
 import { ResetChoiceKind, ResetConfirmations } from "../commands/reset-buttons.js";
 import { emptyEnv, type GatewayEnv } from "../config/env.js";
 import type { GatewayConfig } from "../config/types.js";
@@ -142,9 +143,12 @@ export function composeCore(
     logger,
   });
   choices.on(ResetChoiceKind, resets.onPress);
+  const models = new ModelPickers({ runtimeOf: (name) => runtimes.get(name), logger });
+  choices.on(ModelChoiceKind, models.onPress);
   const services: PipelineServices = {
     approvals,
     resetButtons: resets,
+    modelButtons: models,
     queue: new TurnQueue({
       concurrency: config.concurrency,
       onError: (sessionKey, error) =>

@@ -107,7 +107,17 @@ async function answerModel(ctx: MessageContext, command: ModelCommand): Promise<
     return;
   }
   if (command.choice === undefined) {
-    await say(ctx, await describeModels(runtime.store, agent, session.sessionKey, admin));
+    const text = await describeModels(runtime.store, agent, session.sessionKey, admin);
+    const offered = await ctx.services.modelButtons?.offer(
+      ctx.channel,
+      ctx.target,
+      ctx.message,
+      runtime,
+      session.sessionKey,
+      admin,
+      text,
+    );
+    if (offered !== true) await say(ctx, text);
     return;
   }
   const choice = await chooseModel(runtime.store, agent, session.sessionKey, command.choice, admin);

@@ -103,6 +103,23 @@ export interface PipelineServices {
         ): Promise<boolean>;
       }
     | undefined;
+  /**
+   * Posts a bare `/model`'s list with the sender's choices as buttons (docs/models-and-usage.md);
+   * false when it did not (no buttons on the channel, nothing to choose): the text goes alone.
+   */
+  readonly modelButtons?:
+    | {
+        offer(
+          channel: ChannelAdapter,
+          target: ChatTarget,
+          message: InboundMessage,
+          runtime: PipelineRuntime,
+          sessionKey: string,
+          admin: boolean,
+          text: string,
+        ): Promise<boolean>;
+      }
+    | undefined;
 }
 
 /**
