@@ -23,6 +23,15 @@ import {
  * fails on a sandbox that runs every session as root with its state in /tmp.
  */
 
+/**
+ * Makes a session key unique to this run. A session's uid follows from its key's hash in every
+ * container, and RLIMIT_NPROC counts a uid across the whole host: with fixed keys, a fork
+ * loop left running by a killed run (or running in a concurrent one) holds the same uid at
+ * its process limit, and this run's session cannot fork at all.
+ */
+const runTag = randomBytes(4).toString("hex");
+const runKey = (key: string) => `${key}-${runTag}`;
+
 let fx: Fixture;
 beforeAll(async () => {
   fx = await fixture();
@@ -223,8 +232,8 @@ describe("sessionIdentity: who a session's commands run as", () => {
 describe("a fork loop in one session", () => {
   let sandbox: Sandbox;
   const slot = "forks";
-  const attacker = "agent:forks:telegram:dm:2001";
-  const admin = "agent:forks:telegram:dm:2002";
+  const attacker = runKey("agent:forks:telegram:dm:2001");
+  const admin = runKey("agent:forks:telegram:dm:2002");
   let containerId: string;
 
   beforeAll(async () => {
@@ -331,10 +340,14 @@ describe("a container at its pids limit", () => {
     const { containerId } = await sandbox.acquire(slot);
     await shareSlotDirs(sandbox, slot);
     for (const n of [1, 2, 3, 4]) {
-      const started = await sandbox.run(slot, `agent:full:telegram:dm:${3000 + n}`, loop(4471));
+      const started = await sandbox.run(
+        slot,
+        runKey(`agent:full:telegram:dm:${3000 + n}`),
+        loop(4471),
+      );
       expect(started.stdout).toBe("started\n");
     }
-    await sandbox.run(slot, "agent:full:telegram:dm:3005", "touch /tmp/go");
+    await sandbox.run(slot, runKey("agent:full:telegram:dm:3005"), "touch /tmp/go");
     await waitUntil(async () => (await pidsOf(containerId)) >= PidsLimit, "the container full");
     const flood = async () =>
       (await hostProcessList(containerId)).filter((p) => /sleep 4471|sh -i|^yes/.test(p));
@@ -348,9 +361,9 @@ describe("a container at its pids limit", () => {
     const execsAfter = (await docker.getContainer(containerId).inspect()).ExecIDs ?? [];
     expect(execsAfter.filter((id) => !execs.includes(id))).toEqual([]);
     expect(await containerRunning(containerId)).toBe(true);
-    expect((await sandbox.run(slot, "agent:full:telegram:dm:3001", "echo back")).stdout).toBe(
-      "back\n",
-    );
+    expect(
+      (await sandbox.run(slot, runKey("agent:full:telegram:dm:3001"), "echo back")).stdout,
+    ).toBe("back\n");
   });
 });
 
