@@ -289,7 +289,9 @@ export class SlotLifecycle {
     } catch (error) {
       if (error instanceof SandboxLostError) this.#forget(slot, error.containerId);
       if (!(error instanceof SandboxError) || !isGone(error.cause)) throw error;
-      if (this.#handles.get(slot) === containerId) this.#handles.delete(slot);
+      // A stopped container starts again under the same id with /run/mediagate (a tmpfs
+      // volume) empty: its sessions' state directories are gone, their uids claimed anew.
+      this.#forget(slot, containerId);
       const again = await this.acquire(slot, signal);
       try {
         return await ctx.guard(operation, slot, () => fn(again.containerId), again.containerId);
