@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { FakeDiscord } from "../fakes/discord/index.js";
+import { asShown, type FakeDiscord } from "../fakes/discord/index.js";
 import { FakeOpenAIServer, type FakeReply, reply } from "../fakes/openai/index.js";
 import { DiscordGatewayHarness } from "./harness/discord-gateway.js";
 import { waitUntil } from "./harness/gateway-home.js";
@@ -250,10 +250,7 @@ describe("status reactions and long outputs over Discord", () => {
     await gateway.idle();
     const posted = fake.messagesIn(dm).slice(before);
     // As Discord shows it: `format: plain` escapes Markdown so it shows as written.
-    const text = posted
-      .map((m) => m.content)
-      .join("\n")
-      .replace(/\\([[\]])/g, "$1");
+    const text = posted.map((m) => asShown(m.content)).join("\n");
     expect(text).toMatch(/\[… \d+ chars omitted …\]/);
     expect(text).not.toContain("MEDIA:");
     const name = SavedLine.exec(text)?.[2];

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { Gateway, resolveConfig } from "@mediagate/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { manualClock } from "../../test-support/clock.js";
-import { FakeDiscord, type StoredMessage } from "../fakes/discord/index.js";
+import { asShown, FakeDiscord, type StoredMessage } from "../fakes/discord/index.js";
 import { DockerObserver } from "./harness/docker-observer.js";
 import {
   createTempHome,
@@ -182,7 +182,7 @@ describe("gateway over Discord against the real Docker engine", () => {
     await waitUntil(() => calls("DELETE").length === 1, "the status deleted");
     await gateway!.idle();
     const posts = fake.messagesIn(dm).filter((m) => BigInt(m.id) > BigInt(status.id));
-    expect(posts.map((m) => m.content)).toEqual(["*slow* done"]);
+    expect(posts.map((m) => asShown(m.content))).toEqual(["*slow* done"]);
     expect(fake.messagesIn(dm).some((m) => m.id === status.id)).toBe(false);
     expect(calls("DELETE")[0]).toMatchObject({ status: 204, messageId: status.id });
     expect(

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { manualClock } from "../../test-support/clock.js";
 import {
   type AttachmentInput,
+  asShown,
   type DispatchedMessage,
   FakeDiscord,
   type StoredMessage,
@@ -129,7 +130,7 @@ describe("gateway over Discord: files users send reach the sandbox", () => {
         doc(`contract ${where}.pdf`, bytes),
       ]);
       expect(posts).toHaveLength(1);
-      const [[hash, path]] = hashLines(posts[0]!.content) as [readonly [string, string]];
+      const [[hash, path]] = hashLines(asShown(posts[0]!.content)) as [readonly [string, string]];
       expect(hash).toBe(sha256(bytes));
       expect(path).toMatch(new RegExp(`^/workspace/inbox/contract.${where}.*\\.pdf$`));
     }
@@ -139,7 +140,7 @@ describe("gateway over Discord: files users send reach the sandbox", () => {
     const files = ["a.txt", "b.csv", "c.bin"].map((name) => doc(name, randomBytes(3000)));
     const { posts } = await inDm(HashAttachments, files);
     expect(posts).toHaveLength(1);
-    const lines = hashLines(posts[0]!.content);
+    const lines = hashLines(asShown(posts[0]!.content));
     expect(lines.map(([hash]) => hash)).toEqual(files.map((file) => sha256(file.bytes)));
     expect(lines.map(([, path]) => path)).toEqual([
       expect.stringMatching(/^\/workspace\/inbox\/a.*\.txt$/),
@@ -225,7 +226,7 @@ describe("gateway over Discord: files users send reach the sandbox", () => {
     await gateway.idle();
     const posts = fake.messagesIn(dm).slice(before);
     expect(posts).toHaveLength(1);
-    const [[hash, path]] = hashLines(posts[0]!.content) as [readonly [string, string]];
+    const [[hash, path]] = hashLines(asShown(posts[0]!.content)) as [readonly [string, string]];
     expect(hash).toBe(sha256(bytes));
     expect(path).toMatch(/^\/workspace\/inbox\/while-down.*\.pdf$/);
   });

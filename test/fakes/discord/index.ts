@@ -14,6 +14,7 @@ export type {
   InteractionMessage,
 } from "./interactions.js";
 export { FakeInteractions } from "./interactions.js";
+export { asShown } from "./markdown.js";
 export type { ReactionChange } from "./reactions.js";
 export { FakeReactions } from "./reactions.js";
 export type { FailureInjection, FailureKind, RecordedCall, RecordedFile } from "./requests.js";
