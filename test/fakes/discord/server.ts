@@ -404,21 +404,7 @@ export class FakeDiscord {
       token: interaction.token,
       version: 1,
       data: { id: registered?.id ?? snowflake(), name: input.name, type: 1, options },
-      channel: this.world.channelJson(channelId),
-      channel_id: channelId,
-      ...(guildId === undefined
-        ? { user, context: 1 }
-        : {
-            guild_id: guildId,
-            guild_locale: "en-US",
-            member: { ...memberObject(user), permissions: "2248473465835073" },
-            context: 0,
-          }),
-      locale: "en-US",
-      app_permissions: "2248473465835073",
-      entitlements: [],
-      authorizing_integration_owners: { "0": guildId ?? "0" },
-      attachment_size_limit: 10 * 1024 * 1024,
+      ...this.#interactionContext(channelId, guildId, user),
     };
     this.gateway.dispatch("INTERACTION_CREATE", () => payload);
     return interaction;
@@ -483,8 +469,24 @@ export class FakeDiscord {
       version: 1,
       data: { custom_id: input.customId, component_type: 2 },
       message: message.json,
-      channel: this.world.channelJson(input.channelId),
-      channel_id: input.channelId,
+      ...this.#interactionContext(input.channelId, guildId, user),
+    };
+    this.gateway.dispatch("INTERACTION_CREATE", () => payload);
+    return interaction;
+  }
+
+  /**
+   * The fields every INTERACTION_CREATE carries about where and by whom: the channel, and
+   * `member` in a guild or `user` in a DM, as Discord sends them.
+   */
+  #interactionContext(
+    channelId: string,
+    guildId: string | undefined,
+    user: ReturnType<FakeDiscord["world"]["user"]>,
+  ) {
+    return {
+      channel: this.world.channelJson(channelId),
+      channel_id: channelId,
       ...(guildId === undefined
         ? { user, context: 1 }
         : {
@@ -499,8 +501,6 @@ export class FakeDiscord {
       authorizing_integration_owners: { "0": guildId ?? "0" },
       attachment_size_limit: 10 * 1024 * 1024,
     };
-    this.gateway.dispatch("INTERACTION_CREATE", () => payload);
-    return interaction;
   }
 
   /** Create a thread under a text channel and dispatch THREAD_CREATE. */
