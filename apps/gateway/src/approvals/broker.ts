@@ -10,7 +10,7 @@ import type {
   Platform,
 } from "../channels/types.js";
 import { choiceId, formatChoiceData } from "../choices/choice-data.js";
-import type { ChoiceHandler } from "../choices/router.js";
+import { type ChoiceHandler, UnknownChoiceText } from "../choices/router.js";
 import type { ApprovalSettings, ProfileConfig } from "../config/types.js";
 import { Defaults } from "../defaults.js";
 import type { Logger } from "../log.js";
@@ -305,7 +305,7 @@ export class ApprovalBroker {
         { profile: press.profile, chatId: press.chatId, user: `${press.platform}:${press.userId}` },
         "approval press refused: unknown approval or another chat",
       );
-      return { kind: "refused", notice: "This button does nothing any more." };
+      return { kind: "refused", notice: UnknownChoiceText };
     }
     return this.#answer(
       profile,

@@ -1,7 +1,7 @@
 import { accessOf } from "../access-control/access.js";
 import type { ChannelAdapter, ChatTarget, InboundMessage } from "../channels/types.js";
 import { choiceId, formatChoiceData } from "../choices/choice-data.js";
-import type { ChoiceHandler } from "../choices/router.js";
+import { type ChoiceHandler, UnknownChoiceText } from "../choices/router.js";
 import { Defaults } from "../defaults.js";
 import type { Logger } from "../log.js";
 import type { PipelineRuntime, PipelineServices } from "../pipeline/types.js";
@@ -12,8 +12,6 @@ export const ResetChoiceKind = "rs";
 
 /** The most /reset questions kept waiting; the oldest is forgotten first. */
 const MaxWaiting = 100;
-
-const Gone = "This button does nothing any more.";
 
 interface Waiting {
   readonly profile: string;
@@ -101,7 +99,7 @@ export class ResetConfirmations {
       waiting.messageId !== press.messageId ||
       (data.option !== "ok" && data.option !== "no")
     ) {
-      return { kind: "refused", notice: Gone };
+      return { kind: "refused", notice: UnknownChoiceText };
     }
     if (!accessOf(runtime.profile, press.platform, press.userId).admin) {
       return { kind: "refused", notice: "⛔ /reset is for admins only; nothing was done." };

@@ -6,6 +6,7 @@ import {
   Routes,
 } from "discord.js";
 import type { Logger } from "pino";
+import { UnknownChoiceText } from "../../choices/router.js";
 import type {
   ChatTarget,
   ChoiceAnswer,
@@ -17,7 +18,6 @@ import { isInteractionMessageId } from "./commands.js";
 import { describeError } from "./errors.js";
 
 /** What a press is told when nobody handles presses. */
-const NothingText = "This button does nothing any more.";
 
 /** Discord's button styles: Primary 1, Secondary 2, Danger 4. */
 const Styles = { primary: 1, secondary: 2, danger: 4 } as const;
@@ -86,7 +86,7 @@ export class DiscordChoiceButtons implements ChoiceButtons {
     profile: string,
     handler: ((press: ChoicePress) => Promise<ChoiceAnswer>) | undefined,
   ): Promise<void> {
-    let answer: ChoiceAnswer = { kind: "refused", notice: NothingText };
+    let answer: ChoiceAnswer = { kind: "refused", notice: UnknownChoiceText };
     try {
       if (handler !== undefined) {
         const channel = interaction.channel;

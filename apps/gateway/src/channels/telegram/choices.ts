@@ -1,6 +1,7 @@
 import type { Api } from "grammy";
 import type { CallbackQuery, InlineKeyboardMarkup } from "grammy/types";
 import type { Logger } from "pino";
+import { UnknownChoiceText } from "../../choices/router.js";
 import { Defaults } from "../../defaults.js";
 import type {
   ChatTarget,
@@ -14,7 +15,6 @@ import { grammySignal } from "./send-media.js";
 import { OutgoingTarget } from "./target.js";
 
 /** What a press is told when nobody handles presses (or the button's message is gone). */
-const NothingText = "This button does nothing any more.";
 
 /**
  * Choice buttons on Telegram (docs/approvals.md, "Buttons"): `sendMessage` with an inline
@@ -87,7 +87,7 @@ export class TelegramChoiceButtons implements ChoiceButtons {
     handler: ((press: ChoicePress) => Promise<ChoiceAnswer>) | undefined,
   ): Promise<void> {
     const message = query.message;
-    let answer: ChoiceAnswer = { kind: "refused", notice: NothingText };
+    let answer: ChoiceAnswer = { kind: "refused", notice: UnknownChoiceText };
     let target: ChatTarget | undefined;
     if (
       message !== undefined &&
