@@ -75,11 +75,31 @@ describe("FakeOpenAIServer", () => {
     expect(await down.json()).toMatchObject({ error: { message: "overloaded" } });
   });
 
-  it("refuses streaming requests", async () => {
-    server.enqueue(reply.text("never sent"));
-    const res = await post({ ...request, stream: true });
-    expect(res.status).toBe(400);
-    expect(server.pending).toBe(1);
+  it("streams text and tool calls split across chunks, with the usage in a last chunk", async () => {
+    server.enqueue(
+      reply.toolCall(
+        "terminal",
+        { command: "ls -la /workspace" },
+        { content: "Looking", stream: { chunkChars: 3 } },
+      ),
+    );
+    const res = await post({ ...request, stream: true, stream_options: { include_usage: true } });
+    expect(res.headers.get("content-type")).toBe("text/event-stream");
+    const events = (await res.text()).split("\n\n").filter((line) => line.startsWith("data: "));
+    expect(events.at(-1)).toBe("data: [DONE]");
+    const chunks = events.slice(0, -1).map((line) => JSON.parse(line.slice(6)));
+    const deltas = chunks.flatMap((chunk) =>
+      chunk.choices.map((choice: { delta: unknown }) => choice.delta),
+    );
+    expect(deltas.map((d) => d.content ?? "").join("")).toBe("Looking");
+    const argParts = deltas
+      .flatMap((d) => d.tool_calls ?? [])
+      .map((call) => call.function.arguments);
+    expect(argParts.length).toBe(3);
+    expect(JSON.parse(argParts.join(""))).toEqual({ command: "ls -la /workspace" });
+    const last = chunks.at(-1);
+    expect(last.choices).toEqual([]);
+    expect(last.usage.completion_tokens).toBe("Looking".length + argParts.join("").length);
   });
 
   it("rejects other routes and bodies without messages", async () => {

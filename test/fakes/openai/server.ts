@@ -2,7 +2,8 @@ import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { FakeReply } from "./replies.js";
+import type { FakeReply, StreamShape } from "./replies.js";
+import { type FakeUsage, writeStream } from "./sse.js";
 
 /** One part of a message's content array (`text`, `image_url`, …), loosely typed. */
 export interface RequestContentPart {
@@ -126,8 +127,9 @@ export interface ModelListing {
 }
 
 /**
- * A local OpenAI-compatible server: `POST /v1/chat/completions`, non-streaming only (a
- * request with `stream: true` gets a 400, so a client that streams fails its test),
+ * A local OpenAI-compatible server: `POST /v1/chat/completions`, streamed as server-sent
+ * events when the request asks for `stream: true` (cut as each reply's `stream` shape says,
+ * see `writeStream`), one JSON answer otherwise; usage counts characters as tokens;
  * `POST /v1/audio/transcriptions` (multipart `file` + `model`; answers scripted with
  * `enqueueTranscription`/`transcribeWith`, else derived from the bytes; recorded in
  * `transcriptions`), and `GET /v1/models` listing the configured models. Answers come from a queue of scripted
@@ -294,10 +296,6 @@ export class FakeOpenAIServer {
     });
     this.#notify();
 
-    if (parsed.stream === true) {
-      sendJson(res, 400, errorBody("fake: streaming is not supported"));
-      return;
-    }
     const scripted = this.#queue.shift() ?? (await this.#handler?.(record));
     if (scripted === undefined) {
       sendJson(
@@ -408,6 +406,17 @@ export class FakeOpenAIServer {
         res.end(scripted.body);
         return;
       case "text":
+        if (record.body.stream === true) {
+          await this.#stream(
+            record,
+            res,
+            scripted.content,
+            [],
+            scripted.finishReason ?? "stop",
+            scripted.stream,
+          );
+          return;
+        }
         sendJson(
           res,
           200,
@@ -425,6 +434,18 @@ export class FakeOpenAIServer {
               typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments),
           },
         }));
+        if (record.body.stream === true) {
+          const plain = calls.map((call) => ({ id: call.id, ...call.function }));
+          await this.#stream(
+            record,
+            res,
+            scripted.content ?? null,
+            plain,
+            "tool_calls",
+            scripted.stream,
+          );
+          return;
+        }
         sendJson(
           res,
           200,
@@ -434,6 +455,28 @@ export class FakeOpenAIServer {
         return;
       }
     }
+  }
+
+  async #stream(
+    record: RecordedRequest,
+    res: ServerResponse,
+    content: string | null,
+    toolCalls: readonly { id: string; name: string; arguments: string }[],
+    finishReason: string,
+    shape: StreamShape | undefined,
+  ): Promise<void> {
+    const options = record.body.stream_options as { include_usage?: boolean } | undefined;
+    const completionChars =
+      (content ?? "").length + toolCalls.reduce((sum, call) => sum + call.arguments.length, 0);
+    await writeStream(res, {
+      id: `chatcmpl-fake-${record.index}`,
+      model: record.body.model ?? "fake-model",
+      content,
+      toolCalls,
+      finishReason,
+      usage: options?.include_usage === true ? usageOf(record, completionChars) : undefined,
+      shape: shape ?? {},
+    });
   }
 
   #completion(
@@ -463,4 +506,17 @@ export class FakeOpenAIServer {
       usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
     };
   }
+}
+
+/** Characters stand in for tokens: the request's message contents, the answer's text. */
+function usageOf(record: RecordedRequest, completionChars: number): FakeUsage {
+  const prompt = record.body.messages.reduce(
+    (sum, message) => sum + (contentText(message.content) ?? "").length,
+    0,
+  );
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completionChars,
+    total_tokens: prompt + completionChars,
+  };
 }
