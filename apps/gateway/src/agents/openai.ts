@@ -1,5 +1,6 @@
 import OpenAI, { type ClientOptions } from "openai";
 import type { ChatCompletion, ChatCompletionMessageParam } from "openai/resources/chat/completions";
+import type { CompletionUsage } from "openai/resources/completions";
 import type { Logger } from "pino";
 import type { StateStore } from "../state/store.js";
 import type { ChatMessage, ChatToolCall } from "../state/types.js";
@@ -20,7 +21,7 @@ import { buildSystemPrompt } from "./openai-prompt.js";
 import { Transcriber } from "./openai-transcription.js";
 import { buildUserTurn } from "./openai-user-turn.js";
 import { executeToolCall, TOOL_DEFINITIONS, type ToolCallOutcome } from "./tools.js";
-import type { Agent, AgentTurnInput, AgentTurnResult } from "./types.js";
+import type { Agent, AgentTurnInput, AgentTurnResult, TokenUsage } from "./types.js";
 
 /** Tool calls beyond this many in one model answer are answered "not executed". */
 const MaxCallsPerRound = 16;
@@ -47,7 +48,10 @@ const KeylessPlaceholder = "no-api-key";
  * a half exchange (tool calls without results) would make every later request of the
  * session invalid, and the person sees the turn failed anyway and can ask again.
  *
- * Requests are never streamed. The abort signal of the turn is passed to every request and
+ * Every request is streamed (`stream_options.include_usage`): each piece of text goes to the
+ * turn's `onText` as it arrives (docs/streaming.md), tool calls are assembled from their
+ * pieces by the SDK's stream helper, and the usage the endpoint reports is summed into the
+ * turn's result. The abort signal of the turn is passed to every request and
  * tool call; an abort rejects with {@link OpenAITurnAbortedError}, an endpoint failure with
  * {@link OpenAIEndpointError} (host, status; never the API key).
  */
@@ -137,6 +141,8 @@ export class OpenAIAgent implements Agent {
     if (signal.aborted) throw aborted("model");
     // History keeps the user turn's text; the request carries its image inputs too.
     const turn: ChatMessage[] = [{ role: "user", content: user.text }];
+    const text = new TextPieces(input.onText);
+    let usage: TokenUsage | undefined;
     let reply: string;
     for (;;) {
       const conversation: ChatCompletionMessageParam[] = [
@@ -144,7 +150,8 @@ export class OpenAIAgent implements Agent {
         { role: "user", content: user.content },
         ...turn.slice(1),
       ];
-      const answer = await this.#complete(conversation, signal, () => aborted("model"));
+      const answer = await this.#complete(conversation, signal, () => aborted("model"), text);
+      usage = addUsage(usage, answer.usage);
       const message = answer.message;
       const calls = functionToolCalls(message);
       if (calls.length === 0) {
@@ -170,7 +177,11 @@ export class OpenAIAgent implements Agent {
       turn.push(...(await this.#executeRound(calls, input, () => aborted("tool"), log, rounds)));
     }
     await this.#save(sessionId, turn, log);
-    return user.notices.length === 0 ? { reply } : { reply, notices: user.notices };
+    return {
+      reply,
+      ...(user.notices.length === 0 ? {} : { notices: user.notices }),
+      ...(usage === undefined ? {} : { usage }),
+    };
   }
 
   /**
@@ -216,17 +227,30 @@ export class OpenAIAgent implements Agent {
     conversation: readonly ChatCompletionMessageParam[],
     signal: AbortSignal,
     aborted: () => OpenAITurnAbortedError,
-  ): Promise<{ message: ChatCompletion["choices"][number]["message"]; cutOff: boolean }> {
+    text: TextPieces,
+  ): Promise<{
+    message: ChatCompletion["choices"][number]["message"];
+    cutOff: boolean;
+    usage: CompletionUsage | undefined;
+  }> {
     const messages: ChatCompletionMessageParam[] = [
       { role: "system", content: this.#system },
       ...conversation,
     ];
     let completion: ChatCompletion;
     try {
-      completion = await this.#client.chat.completions.create(
-        { model: this.#model, messages, tools: [...TOOL_DEFINITIONS] },
+      const stream = this.#client.chat.completions.stream(
+        {
+          model: this.#model,
+          messages,
+          tools: [...TOOL_DEFINITIONS],
+          stream_options: { include_usage: true },
+        },
         { signal },
       );
+      stream.on("content", (delta) => text.push(delta));
+      completion = await stream.finalChatCompletion();
+      text.answerEnded();
     } catch (error) {
       if (signal.aborted) throw aborted();
       const translated = toEndpointError(error, {
@@ -246,7 +270,11 @@ export class OpenAIAgent implements Agent {
         detail: "the completion has no choices",
       });
     }
-    return { message: choice.message, cutOff: choice.finish_reason === "length" };
+    return {
+      message: choice.message,
+      cutOff: choice.finish_reason === "length",
+      usage: completion.usage,
+    };
   }
 
   /**
@@ -270,4 +298,39 @@ function withNote(content: string | null | undefined, note: string | undefined):
   const text = content?.trim() ?? "";
   if (note === undefined) return text === "" ? EmptyReply : text;
   return text === "" ? note : `${text}\n\n${note}`;
+}
+
+/**
+ * The turn's text as it streams, handed to `onText` piece by piece: a later answer's text
+ * comes after a blank line, so the preview only ever grows.
+ */
+class TextPieces {
+  #any = false;
+  #gap = false;
+  constructor(private readonly onText: ((piece: string) => void) | undefined) {}
+
+  push(piece: string): void {
+    if (piece === "" || this.onText === undefined) return;
+    if (this.#gap) this.onText("\n\n");
+    this.#gap = false;
+    this.#any = true;
+    this.onText(piece);
+  }
+
+  /** One model answer is complete; the next one's text starts a paragraph. */
+  answerEnded(): void {
+    this.#gap = this.#any;
+  }
+}
+
+function addUsage(
+  sum: TokenUsage | undefined,
+  usage: CompletionUsage | undefined,
+): TokenUsage | undefined {
+  if (usage === undefined || usage === null) return sum;
+  return {
+    promptTokens: (sum?.promptTokens ?? 0) + usage.prompt_tokens,
+    completionTokens: (sum?.completionTokens ?? 0) + usage.completion_tokens,
+    totalTokens: (sum?.totalTokens ?? 0) + usage.total_tokens,
+  };
 }

@@ -43,6 +43,20 @@ export interface AgentTurnInput {
    * no `hostPath`. Absent where there is no sandbox (tests).
    */
   readonly readContainerFile?: ContainerFileReader | undefined;
+  /**
+   * Told each piece of the reply's text as the agent produces it, in order, for the chat's
+   * preview (docs/streaming.md). Pieces only append: the text of a later model answer of the
+   * same turn comes after a blank line. A preview only: the turn's result is the reply. Absent:
+   * nothing is streamed.
+   */
+  readonly onText?: ((piece: string) => void) | undefined;
+}
+
+/** Tokens a turn's model requests used, summed over them (the endpoint's own counts). */
+export interface TokenUsage {
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+  readonly totalTokens: number;
 }
 
 /**
@@ -79,6 +93,8 @@ export interface AgentTurnResult {
    * user should know (a voice note that could not be transcribed).
    */
   readonly notices?: readonly string[] | undefined;
+  /** What the turn's model requests used, when the agent calls a model that said. */
+  readonly usage?: TokenUsage | undefined;
 }
 
 export interface Agent {
