@@ -15,6 +15,7 @@ import { clearLeftoverStatuses } from "./leftover-statuses.js";
 /** A platform's status calls, recorded; the ones named in `refuse` fail with a 400. */
 class RecordingStatus implements StatusMessages {
   readonly calls: string[] = [];
+  readonly textLimit = { maxLength: 4096 };
   constructor(private readonly refuse: readonly string[] = []) {}
   editIntervalMs(): number {
     return 1000;
