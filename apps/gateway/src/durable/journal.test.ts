@@ -496,6 +496,7 @@ describe("SqliteJournal", () => {
         platform: "telegram",
         state: "started",
         ...status("100", "41"),
+        previews: [],
       },
       {
         entryId: answered.id,
@@ -503,6 +504,7 @@ describe("SqliteJournal", () => {
         platform: "telegram",
         state: "done",
         ...status("100", "42"),
+        previews: [],
       },
     ]);
     // Only reads: the entries are still there to take over, the statuses until forgotten.

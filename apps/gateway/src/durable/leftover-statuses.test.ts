@@ -67,7 +67,7 @@ async function leftover(
   receiptId: string,
   state: "received" | "started" | "done",
   platform: "telegram" | "discord" = "telegram",
-): Promise<void> {
+): Promise<number> {
   const { id } = await journal.record(message(receiptId, platform));
   if (state !== "received") await journal.started(id);
   if (state === "done") await journal.finished(id, "failed");
@@ -75,6 +75,7 @@ async function leftover(
     target: { platform, chatId: `chat-${receiptId}` },
     messageId: `s${receiptId}`,
   });
+  return id;
 }
 
 describe("clearLeftoverStatuses", () => {
@@ -107,6 +108,27 @@ describe("clearLeftoverStatuses", () => {
       status.calls.indexOf("edit chat-4/s4 ⌛ ended ✗"),
     );
     expect(results).toEqual(["edited", "edited", "deleted", "failed", "failed", "failed"]);
+    expect(await journal.leftoverStatuses()).toEqual([]);
+  });
+
+  it("deletes a streamed preview's rollover messages whether its turn ended or was cut off", async () => {
+    await journal.previewsShown(await leftover("1", "started"), ["p1a", "p1b"]);
+    await journal.previewsShown(await leftover("2", "done"), ["p2a"]);
+    await journal.release();
+    const status = new RecordingStatus();
+    await clearLeftoverStatuses({
+      journal,
+      statusFor: () => status,
+      rerunInterrupted: false,
+      logger: silentLogger(),
+    });
+    expect([...status.calls].sort()).toEqual([
+      "edit chat-1/s1 ⏹ cut off by a restart",
+      "remove chat-1/p1a",
+      "remove chat-1/p1b",
+      "remove chat-2/p2a",
+      "remove chat-2/s2",
+    ]);
     expect(await journal.leftoverStatuses()).toEqual([]);
   });
 
