@@ -70,6 +70,11 @@ export const Defaults = {
     requestTimeoutMs: 10_000,
   },
   /**
+   * How a reply shows while the agent writes it (docs/streaming.md): drafts in Telegram
+   * private chats, one edited message elsewhere.
+   */
+  stream: "auto",
+  /**
    * Who may use a profile (docs/security.md): `allowlist` (only `allowedUsers` and `admins`)
    * or `pairing` (also users an admin approved with a one-time code they got in a DM).
    */

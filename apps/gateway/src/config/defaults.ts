@@ -1,7 +1,7 @@
 import { Defaults as SandboxDefaults } from "@mediagate/sandbox";
 import type { AmbiguousSends } from "../channels/telegram/errors.js";
 import { Defaults } from "../defaults.js";
-import type { AccessMode, BusyMode } from "./types.js";
+import type { AccessMode, BusyMode, StreamSetting } from "./types.js";
 
 /**
  * Embedded defaults of the configuration (README.md): with no config file at all the gateway
@@ -23,6 +23,7 @@ export const ConfigDefaults = {
     afterSeconds: Defaults.progress.afterSeconds,
     everySeconds: Defaults.progress.everySeconds,
   },
+  stream: Defaults.stream satisfies StreamSetting,
   telegramGroups: Defaults.telegram.groups,
   registerCommands: Defaults.commandMenus.register,
   access: Defaults.access satisfies AccessMode,

@@ -314,6 +314,7 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
       afterSeconds: entry.progress?.afterSeconds ?? ConfigDefaults.progress.afterSeconds,
       everySeconds: entry.progress?.everySeconds ?? ConfigDefaults.progress.everySeconds,
     },
+    stream: entry.stream ?? ConfigDefaults.stream,
   };
 }
 

@@ -186,6 +186,12 @@ const profileSchema = z.strictObject({
       everySeconds: positiveInt.optional(),
     })
     .optional(),
+  stream: z
+    .enum(["off", "draft", "edit", "auto"], {
+      error:
+        'a stream mode: "auto" (drafts in Telegram private chats, an edited message elsewhere), "draft", "edit" or "off"',
+    })
+    .optional(),
 });
 
 /**

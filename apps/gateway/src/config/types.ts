@@ -116,6 +116,12 @@ export interface ProgressSettings {
   readonly everySeconds: number;
 }
 
+/**
+ * How a reply shows while the agent writes it (docs/streaming.md): `auto` picks `draft` in
+ * Telegram private chats and `edit` elsewhere; `off` shows the reply once it is complete.
+ */
+export type StreamSetting = "off" | "draft" | "edit" | "auto";
+
 /** Who may use a profile (docs/security.md): the config's lists only, or pairing too. */
 export type AccessMode = "allowlist" | "pairing";
 
@@ -153,6 +159,7 @@ export interface ProfileConfig {
   /** Messages that may wait per session behind its running turn; more are refused. */
   readonly maxQueuedMessages: number;
   readonly progress: ProgressSettings;
+  readonly stream: StreamSetting;
 }
 
 /** What happens to replies (docs/durability.md). */
