@@ -1,6 +1,7 @@
 import { EventEmitter } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { FakeCdn } from "./cdn.js";
+import type { DiscordEditLimits } from "./edit-limits.js";
 import { snowflake } from "./fixtures.js";
 import { FakeInteractions } from "./interactions.js";
 import {
@@ -77,6 +78,8 @@ export class FakeRest extends EventEmitter {
   readonly #failures: PendingFailure[] = [];
   readonly #nonces = new Map<string, { messageId: string; at: number }>();
   readonly #gates: Gate[] = [];
+  /** Edit pace enforced (see `FakeDiscord.limitEdits`); undefined: edits are unlimited. */
+  editLimits: DiscordEditLimits | undefined;
 
   constructor(private readonly options: RestOptions) {
     super();
@@ -142,8 +145,11 @@ export class FakeRest extends EventEmitter {
     const payload = isRecord(parsed.payload) ? parsed.payload : {};
     const nonce = typeof payload.nonce === "string" || typeof payload.nonce === "number";
     const failure = this.#takeFailure(method, path);
+    const edited = method === "PATCH" ? /^\/channels\/(\d+)\/messages\/\d+$/.exec(path) : null;
+    const limited = edited?.[1] === undefined ? undefined : this.editLimits?.check(edited[1]);
     let answer: Answer;
-    if (failure?.kind === "rate_limit") answer = rateLimited(failure);
+    if (limited !== undefined) answer = limited;
+    else if (failure?.kind === "rate_limit") answer = rateLimited(failure);
     else if (failure?.kind === "server_error") answer = serverError(failure);
     else if (failure?.kind === "client_error") {
       answer = { status: failure.status ?? 400, body: invalidForm("attachments", "BASE_TYPE_BAD") };

@@ -1,3 +1,4 @@
+export { type EditLimitOptions, EditLimits } from "./edit-limits.js";
 export type { Fault } from "./faults.js";
 export {
   type FileInput,
