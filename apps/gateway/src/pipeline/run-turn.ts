@@ -154,6 +154,7 @@ async function agentTurn(
     return;
   } finally {
     stopActivity();
+    await preview?.stop();
   }
   if (signal.aborted) {
     await endAborted();

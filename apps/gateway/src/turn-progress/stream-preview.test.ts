@@ -47,6 +47,7 @@ function previewOf(status: RecordingStatus, mode: PreviewMode, adopt?: string) {
     mode,
     clock,
     draftId: 100,
+    marginMs: 0,
     ledger: recording,
     takeOver: async () => adopt,
   });

@@ -1,4 +1,5 @@
 import { type ChatTarget, StatusCallError, type StatusMessages } from "../channels/types.js";
+import { Defaults } from "../defaults.js";
 import { splitText } from "../delivery/split-text.js";
 import { type ProgressClock, ProgressDefaults, RealProgressClock } from "./progress.js";
 
@@ -38,6 +39,8 @@ export interface StreamPreviewOptions {
   readonly clock?: ProgressClock | undefined;
   /** Bound of one call. Default: `Defaults.progress.requestTimeoutMs`. */
   readonly requestTimeoutMs?: number | undefined;
+  /** Added to the platform's edit interval. Default: `Defaults.progress.previewMarginMs`. */
+  readonly marginMs?: number | undefined;
   /** Calls failing in a row (not counting rate limits) before the preview stops. */
   readonly maxFailures?: number | undefined;
   readonly onProblem?: ((what: string, error: unknown) => void) | undefined;
@@ -101,7 +104,9 @@ export class StreamPreview {
     this.#target = target;
     this.#mode = options.mode === "draft" && status.draft === undefined ? "edit" : options.mode;
     this.#clock = options.clock ?? RealProgressClock;
-    this.#intervalMs = Math.max(ProgressDefaults.minEveryMs, status.editIntervalMs(target));
+    this.#intervalMs =
+      Math.max(ProgressDefaults.minEveryMs, status.editIntervalMs(target)) +
+      (options.marginMs ?? Defaults.progress.previewMarginMs);
     this.#requestTimeoutMs = options.requestTimeoutMs ?? ProgressDefaults.requestTimeoutMs;
     this.#maxFailures = options.maxFailures ?? ProgressDefaults.maxFailedEdits;
     this.#onProblem = options.onProblem ?? (() => {});
@@ -135,6 +140,17 @@ export class StreamPreview {
       return;
     }
     this.#schedule();
+  }
+
+  /**
+   * Stops showing and waits for a call in flight: the agent is done, and nothing of the
+   * preview may land after the final reply. Never rejects; safe to call again.
+   */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#cancel?.();
+    this.#cancel = undefined;
+    await this.#inFlight;
   }
 
   /**
@@ -291,10 +307,7 @@ export class StreamPreview {
   }
 
   async #finish(): Promise<void> {
-    this.#stopped = true;
-    this.#cancel?.();
-    this.#cancel = undefined;
-    await this.#inFlight;
+    await this.stop();
     if (this.#shown.length === 0) return;
     const results = await Promise.all(
       this.#shown.map((shown) =>
