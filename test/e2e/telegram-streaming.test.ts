@@ -168,9 +168,10 @@ describe("streamed replies on Telegram", () => {
 
     const restart = fake.calls.length;
     await gateway.start();
+    const expected = ["⏹ cut off by a restart; running it again", "the answer, in full"];
     await waitUntil(
-      () => shown(User, restart).includes("the answer, in full"),
-      "the final",
+      () => JSON.stringify(shown(User)) === JSON.stringify(expected),
+      "the notice and the final alone",
       60_000,
     );
     await waitUntil(

@@ -44,6 +44,8 @@ export interface RecordedRequest {
   readonly body: ChatRequestBody;
   /** True once the client closed the connection before the fake answered. */
   clientAborted: boolean;
+  /** When a streamed answer's first content went out (`performance.now()`). */
+  firstTokenAtMs?: number;
 }
 
 /** The text of a message's content: the string, or its text parts joined by newlines. */
@@ -476,6 +478,9 @@ export class FakeOpenAIServer {
       finishReason,
       usage: options?.include_usage === true ? usageOf(record, completionChars) : undefined,
       shape: shape ?? {},
+      onFirstContent: () => {
+        record.firstTokenAtMs = performance.now();
+      },
     });
   }
 

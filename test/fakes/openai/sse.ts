@@ -17,6 +17,8 @@ export interface StreamedAnswer {
   readonly finishReason: string;
   readonly usage: FakeUsage | undefined;
   readonly shape: StreamShape;
+  /** Called as the first piece of content is written (the model's first token). */
+  readonly onFirstContent?: () => void;
 }
 
 /** Default characters of content per chunk. */
@@ -66,6 +68,7 @@ export async function writeStream(res: ServerResponse, answer: StreamedAnswer): 
     if (sent > 0) await wait(shape.everyMs);
     const piece = content.slice(at, at + size);
     send(delta({ content: piece }));
+    if (sent === 0) answer.onFirstContent?.();
     sent += piece.length;
     if (at === 0) await wait(shape.afterFirstMs);
     if (shape.hangAfterChars !== undefined && sent >= shape.hangAfterChars) {
