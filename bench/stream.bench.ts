@@ -10,6 +10,7 @@
  * (defaults 8 turns per mode, 2000 ms). Everything it makes is removed at the end.
  */
 
+import { type RunningCli, spawnCli } from "../test/e2e/harness/cli.js";
 import { CliInstall } from "../test/e2e/harness/cli-install.js";
 import { FakeOpenAIServer, reply } from "../test/fakes/openai/index.js";
 import { FakeTelegram, type RecordedCall } from "../test/fakes/telegram/index.js";
@@ -38,6 +39,15 @@ const visible = (call: RecordedCall): boolean =>
   ["sendMessageDraft", "sendMessage", "editMessageText"].includes(call.method) &&
   String(call.params.text ?? "").startsWith("The first words");
 
+/** Polls `check` every 5 ms (the figure's resolution); throws naming `what` after a minute. */
+async function until(check: () => boolean, what: string): Promise<void> {
+  const deadline = performance.now() + 60_000;
+  while (!check()) {
+    if (performance.now() > deadline) throw new Error(`bench:stream: ${what} did not happen`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 function percentile(sorted: readonly number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 }
@@ -54,8 +64,13 @@ async function measure(mode: "off" | "auto" | "edit"): Promise<void> {
     stream: mode,
   });
   const samples: number[] = [];
+  let gateway: RunningCli | undefined;
   try {
-    await install.start();
+    gateway = spawnCli(["start", "-c", install.configFile], {
+      home: install.workDir,
+      timeoutMs: 600_000,
+    });
+    await until(() => gateway?.stderr().includes('"msg":"channel started"') === true, "start");
     for (let turn = 0; turn < turns; turn++) {
       const before = model.requests.length;
       let shownAt: number | undefined;
@@ -64,13 +79,14 @@ async function measure(mode: "off" | "auto" | "edit"): Promise<void> {
       });
       model.enqueue(reply.text(Answer, { stream: { chunkChars: 24, afterFirstMs: thinkMs } }));
       telegram.sendPrivateText({ userId: User, text: `question ${turn}` });
-      const deadline = performance.now() + 60_000;
-      while (shownAt === undefined || model.requests[before]?.firstTokenAtMs === undefined) {
-        if (performance.now() > deadline) throw new Error(`turn ${turn} (${mode}) showed nothing`);
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
+      await until(
+        () => shownAt !== undefined && model.requests[before]?.firstTokenAtMs !== undefined,
+        `turn ${turn} (${mode}) to show text`,
+      );
       stop();
-      samples.push(shownAt - (model.requests[before]?.firstTokenAtMs ?? shownAt));
+      const shown = shownAt as number | undefined;
+      const first = model.requests[before]?.firstTokenAtMs;
+      if (shown !== undefined && first !== undefined) samples.push(shown - first);
       // The next turn once this one's reply is complete in the chat.
       await telegram.waitFor(
         (call) =>
@@ -78,8 +94,13 @@ async function measure(mode: "off" | "auto" | "edit"): Promise<void> {
         60_000,
       );
       telegram.forgetCalls();
+      // A person reads before asking again: the next turn's first draft is not refused by
+      // Telegram's per-chat pace because this turn's last call was a moment ago.
+      await new Promise((resolve) => setTimeout(resolve, 1500));
     }
   } finally {
+    gateway?.signal("SIGTERM");
+    await gateway?.ended;
     await install.dispose();
     await model.close();
     await telegram.stop();
