@@ -271,7 +271,9 @@ export class FakeRest extends EventEmitter {
    * `PATCH /channels/:id/messages/:id` (edit the content of the bot's own message) and
    * `DELETE` of it (204), as Discord answers: 404 Unknown Message (10008) for an id it does not
    * know, 403 (50005) for editing another user's message (deleting one needs Manage Messages,
-   * which the bot is not given: 403 50013), 400 for content over 2000 characters.
+   * which the bot is not given: 403 50013), 400 for content over 2000 characters, and 400
+   * (50006) for an edit that would leave a message without content or attachments (Discord
+   * refuses `{"content": ""}`, discord/discord-api-docs#7785).
    */
   #message(
     method: string,
@@ -307,6 +309,9 @@ export class FakeRest extends EventEmitter {
     const content = typeof payload.content === "string" ? payload.content : mine.content;
     if (content.length > MaxContentLength) {
       return { status: 400, body: invalidForm("content", "BASE_TYPE_MAX_LENGTH") };
+    }
+    if (content === "" && mine.files.length === 0) {
+      return { status: 400, body: discordError(50006, "Cannot send an empty message") };
     }
     const edited = world.editMessage(channelId, messageId, content);
     if (edited === undefined) return { status: 404, body: discordError(10008, "Unknown Message") };

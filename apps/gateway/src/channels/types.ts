@@ -313,10 +313,15 @@ export interface ChannelAdapter {
 export interface StatusMessages {
   /** The shortest wait between two edits the platform tolerates in this chat (ms). */
   editIntervalMs(target: ChatTarget): number;
-  /** The longest text one message may hold, and how the platform measures it. */
+  /**
+   * The longest text one message may hold, how the platform measures it, and how many
+   * messages a reply's text may take before it comes as `reply.txt` (`delivery.maxTextChunks`):
+   * a streamed preview is split as the final reply will be.
+   */
   readonly textLimit: {
     readonly maxLength: number;
     readonly measure?: ((text: string) => number) | undefined;
+    readonly maxChunks?: number | undefined;
   };
   /**
    * Posts `text` (plain, no markup) in the chat; resolves with the message's id. `verbatim`:

@@ -2,14 +2,15 @@ import { setImmediate as settle } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { manualClock } from "../../../../test-support/clock.js";
 import { type ChatTarget, StatusCallError, type StatusMessages } from "../channels/types.js";
+import { replyParts } from "../delivery/reply-parts.js";
 import { type PreviewLedger, type PreviewMode, StreamPreview } from "./stream-preview.js";
 
 /** A platform's status calls as the preview makes them: recorded, failing when told to. */
 class RecordingStatus implements StatusMessages {
   readonly calls: string[] = [];
   readonly failures: (StatusCallError | undefined)[] = [];
-  readonly textLimit = { maxLength: 20 };
   #ids = 0;
+  constructor(readonly textLimit: StatusMessages["textLimit"] = { maxLength: 20 }) {}
   editIntervalMs(_target: ChatTarget): number {
     return 1000;
   }
@@ -120,6 +121,33 @@ describe("StreamPreview", () => {
     await advance(1000);
     expect(preview.mode).toBe("edit");
     expect(status.calls.slice(2)).toEqual(["draft 101 twenty! ✗", "post a draft of text past"]);
+  });
+
+  it("never takes more messages than the final reply: past maxChunks, its head and the cut notice", async () => {
+    const status = new RecordingStatus({ maxLength: 100, maxChunks: 2 });
+    const { preview, advance } = previewOf(status, "edit");
+    const words = Array.from({ length: 60 }, (_, i) => `word${i}`);
+    for (const word of words) {
+      preview.push(`${word} `);
+      await advance(1000);
+    }
+    await advance(1000);
+    await advance(1000);
+    // What each message shows last: posts get ids 1, 2, … in order; edits name theirs.
+    const shown = new Map<string, string>();
+    for (const call of status.calls) {
+      const edit = /^edit (\d+) ([\s\S]*)$/.exec(call);
+      if (edit?.[1] !== undefined) shown.set(edit[1], edit[2] ?? "");
+      else if (call.startsWith("post ")) shown.set(String(shown.size + 1), call.slice(5));
+    }
+    expect(status.calls.filter((call) => call.startsWith("post "))).toHaveLength(2);
+    expect([...shown.keys()]).toEqual(["1", "2"]);
+    const finalTexts = replyParts(`${words.join(" ")} `, { maxLength: 100, maxChunks: 2 }).flatMap(
+      (part) => (part.kind === "text" ? [part.text] : []),
+    );
+    expect(finalTexts).toHaveLength(2);
+    expect(finalTexts[1]).toContain("reply.txt");
+    expect([...shown.values()]).toEqual(finalTexts);
   });
 
   it("never posts again after a post failed", async () => {

@@ -1,5 +1,6 @@
 import { type ChatTarget, StatusCallError, type StatusMessages } from "../channels/types.js";
 import { Defaults } from "../defaults.js";
+import { replyParts } from "../delivery/reply-parts.js";
 import { splitText } from "../delivery/split-text.js";
 import { type ProgressClock, ProgressDefaults, RealProgressClock } from "./progress.js";
 
@@ -205,12 +206,18 @@ export class StreamPreview {
     if (this.#behind()) this.#schedule();
   }
 
+  /**
+   * The messages the text takes, as the final reply's text messages will be: past the
+   * channel's `maxChunks`, its head (the last one ending with the cut notice), never more
+   * messages than the final will have.
+   */
   #chunks(): string[] {
-    const limit = this.#status.textLimit;
-    return splitText(previewText(this.#text), {
-      maxLength: limit.maxLength,
-      measure: limit.measure,
-    });
+    const { maxLength, measure, maxChunks } = this.#status.textLimit;
+    const text = previewText(this.#text);
+    if (maxChunks === undefined) return splitText(text, { maxLength, measure });
+    return replyParts(text, { maxLength, measure, maxChunks }).flatMap((part) =>
+      part.kind === "text" ? [part.text] : [],
+    );
   }
 
   #behind(): boolean {

@@ -225,7 +225,7 @@ export class DiscordChannel implements ChannelAdapter {
     this.#token = options.token;
     this.#client = createGatewayClient(connection, options.identifyWait);
     this.#rest = createDeliveryRest(connection);
-    this.status = new DiscordStatusMessages(this.#rest);
+    this.status = new DiscordStatusMessages(this.#rest, maxTextChunks);
     this.#registerCommands = options.commands?.register ?? Defaults.commandMenus.register;
     this.#interactions = new InteractionReplies(this.#log);
     this.#health = new HealthMonitor(

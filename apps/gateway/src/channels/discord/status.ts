@@ -21,10 +21,16 @@ const EditIntervalMs = 1000;
  * {@link StatusCallError} (a 429 carries Discord's wait).
  */
 export class DiscordStatusMessages implements StatusMessages {
-  constructor(private readonly rest: REST) {}
+  /** Split as the final reply is (channels/discord/deliver-reply.ts), so previews match it. */
+  readonly textLimit: StatusMessages["textLimit"];
 
-  /** Split as the final reply is (channels/discord/outbox.ts), so previews match it. */
-  readonly textLimit = { maxLength: DiscordTextLimit };
+  /** @param maxChunks the channel's `delivery.maxTextChunks`. */
+  constructor(
+    private readonly rest: REST,
+    maxChunks: number,
+  ) {
+    this.textLimit = { maxLength: DiscordTextLimit, maxChunks };
+  }
 
   editIntervalMs(_target: ChatTarget): number {
     return EditIntervalMs;

@@ -18,12 +18,17 @@ const GroupEditIntervalMs = Defaults.progress.telegramGroupEverySeconds * 1000;
  * token-free {@link StatusCallError} (a 429 carries its `retry_after`).
  */
 export class TelegramStatusMessages implements StatusMessages {
+  /** Split as the final reply is (telegram/deliver-reply.ts), so previews match it. */
+  readonly textLimit: StatusMessages["textLimit"];
+
+  /** @param maxChunks the channel's `delivery.maxTextChunks`. */
   constructor(
     private readonly api: Api,
     private readonly token: string,
-  ) {}
-
-  readonly textLimit = { maxLength: 4096, measure: utf16Length };
+    maxChunks: number,
+  ) {
+    this.textLimit = { maxLength: 4096, measure: utf16Length, maxChunks };
+  }
 
   /** Groups, supergroups and channels (negative ids) get one edit per 3 s, chats one per second. */
   editIntervalMs(target: ChatTarget): number {

@@ -119,7 +119,7 @@ export class TelegramChannel implements ChannelAdapter {
       timeoutSeconds: Defaults.telegram.grammyTimeoutSeconds,
       baseFetchConfig: { agent: trackingAgent(settings.apiRoot) },
     });
-    this.status = new TelegramStatusMessages(this.api, this.token);
+    this.status = new TelegramStatusMessages(this.api, this.token, settings.maxTextChunks);
     this.attachments = new TelegramFileFetcher({
       api: this.api,
       caller: this.caller,
