@@ -5,6 +5,7 @@ export type {
   FakeToolCall,
   HangReply,
   RawReply,
+  StreamShape,
   TextReply,
   ToolCallsReply,
 } from "./replies.js";

@@ -5,7 +5,7 @@ import type { StateStore } from "../state/store.js";
 import type { ChatMessage, ChatToolCall } from "../state/types.js";
 import { budgetStop } from "./budget.js";
 import { type ChainAnswer, ModelChain } from "./model-chain.js";
-import { costOf, modelChain, usageOf } from "./models.js";
+import { costOf, modelChain, type TokenUsage, usageOf } from "./models.js";
 import {
   type AbortPhase,
   endpointHost,
@@ -49,7 +49,10 @@ const EmptyReply = "(the model sent an empty reply)";
  * a half exchange (tool calls without results) would make every later request of the
  * session invalid, and the person sees the turn failed anyway and can ask again.
  *
- * Requests are never streamed. The abort signal of the turn is passed to every request and
+ * Every request is streamed (`stream_options.include_usage`): each piece of text goes to the
+ * turn's `onText` as it arrives (docs/streaming.md), tool calls are assembled from their
+ * pieces by the SDK's stream helper, and the usage the endpoint reports is summed into the
+ * turn's result. The abort signal of the turn is passed to every request and
  * tool call; an abort rejects with {@link OpenAITurnAbortedError}, an endpoint failure with
  * {@link OpenAIEndpointError} (host, status; never the API key).
  */
@@ -118,6 +121,8 @@ export class OpenAIAgent implements Agent {
     const notices = [...user.notices];
     let chain = modelChain(this.#models, await this.#chosenModel(input.sessionKey, log));
     let toldFallback = false;
+    const text = new TextPieces(input.onText);
+    let usage: TokenUsage | undefined;
     let reply: string;
     for (;;) {
       const stop = turn.length === 1 ? undefined : await this.#budgetStop(log);
@@ -131,7 +136,15 @@ export class OpenAIAgent implements Agent {
         { role: "user", content: user.content },
         ...turn.slice(1),
       ];
-      const answer = await this.#complete(chain, conversation, input, () => aborted("model"), log);
+      const answer = await this.#complete(
+        chain,
+        conversation,
+        input,
+        () => aborted("model"),
+        log,
+        text,
+      );
+      usage = addUsage(usage, answer.usage);
       if (answer.entry !== chain[0]) {
         // The rest of the turn stays on the model that answered; the chat hears of it once.
         if (!toldFallback) notices.push(fallbackNotice(answer, chain[0]!));
@@ -163,7 +176,11 @@ export class OpenAIAgent implements Agent {
       turn.push(...(await this.#executeRound(calls, input, () => aborted("tool"), log, rounds)));
     }
     await this.#save(sessionId, turn, log);
-    return notices.length === 0 ? { reply } : { reply, notices };
+    return {
+      reply,
+      ...(notices.length === 0 ? {} : { notices }),
+      ...(usage === undefined ? {} : { usage }),
+    };
   }
 
   /** The session's `/model` pick; a store failure is logged and the default used. */
@@ -236,11 +253,13 @@ export class OpenAIAgent implements Agent {
     input: AgentTurnInput,
     aborted: () => OpenAITurnAbortedError,
     log: Logger,
+    text: TextPieces,
   ): Promise<{
     message: ChatCompletion["choices"][number]["message"];
     cutOff: boolean;
     entry: ModelSettings;
     failures: ChainAnswer["failures"];
+    usage: TokenUsage | undefined;
   }> {
     const { signal } = input;
     const messages: ChatCompletionMessageParam[] = [
@@ -253,14 +272,16 @@ export class OpenAIAgent implements Agent {
         chain,
         { messages, tools: [...TOOL_DEFINITIONS] },
         signal,
+        (piece) => text.push(piece),
       );
+      text.answerEnded();
     } catch (error) {
       if (signal.aborted) throw aborted();
       if (error instanceof OpenAIEndpointError) log.warn({ err: error }, "model request failed");
       throw error;
     }
     const { completion, entry } = answer;
-    await this.#recordUsage(completion, entry, input, log);
+    const usage = await this.#recordUsage(completion, entry, input, log);
     const choice = completion.choices?.[0];
     if (!choice?.message) {
       throw new OpenAIEndpointError({
@@ -275,20 +296,23 @@ export class OpenAIAgent implements Agent {
       cutOff: choice.finish_reason === "length",
       entry,
       failures: answer.failures,
+      usage,
     };
   }
 
   /**
    * Records the call's tokens and cost (docs/models-and-usage.md, "Usage"). A failing write is
-   * logged, not thrown: the answer is there and the person should get it.
+   * logged, not thrown: the answer is there and the person should get it. Answers the
+   * call's usage as the endpoint reported it (undefined when it did not).
    */
   async #recordUsage(
     completion: unknown,
     entry: ModelSettings,
     input: AgentTurnInput,
     log: Logger,
-  ): Promise<void> {
-    const usage = usageOf(completion) ?? { inputTokens: 0, outputTokens: 0, cachedTokens: 0 };
+  ): Promise<TokenUsage | undefined> {
+    const reported = usageOf(completion);
+    const usage = reported ?? { inputTokens: 0, outputTokens: 0, cachedTokens: 0 };
     try {
       await this.#store.recordUsage({
         sessionKey: input.sessionKey,
@@ -301,6 +325,7 @@ export class OpenAIAgent implements Agent {
     } catch (error) {
       log.error({ err: error, model: entry.name, ...usage }, "could not record the call's usage");
     }
+    return reported;
   }
 
   /**
@@ -341,4 +366,39 @@ function fallbackNotice(
           ? "did not answer in time"
           : "could not be reached";
   return `↪️ Answered by ${answer.entry.name}: ${first.name} ${why}.`;
+}
+
+/**
+ * The turn's text as it streams, handed to `onText` piece by piece: a later answer's text
+ * comes after a blank line, so the preview only ever grows.
+ */
+class TextPieces {
+  #any = false;
+  #gap = false;
+  constructor(private readonly onText: ((piece: string) => void) | undefined) {}
+
+  push(piece: string): void {
+    if (piece === "" || this.onText === undefined) return;
+    if (this.#gap) this.onText("\n\n");
+    this.#gap = false;
+    this.#any = true;
+    this.onText(piece);
+  }
+
+  /** One model answer is complete; the next one's text starts a paragraph. */
+  answerEnded(): void {
+    this.#gap = this.#any;
+  }
+}
+
+function addUsage(
+  sum: TokenUsage | undefined,
+  usage: TokenUsage | undefined,
+): TokenUsage | undefined {
+  if (usage === undefined) return sum;
+  return {
+    inputTokens: (sum?.inputTokens ?? 0) + usage.inputTokens,
+    outputTokens: (sum?.outputTokens ?? 0) + usage.outputTokens,
+    cachedTokens: (sum?.cachedTokens ?? 0) + usage.cachedTokens,
+  };
 }

@@ -17,7 +17,7 @@ export interface WebhookModeDependencies {
   readonly token: string;
   readonly logger: Logger;
   readonly health: HealthTracker;
-  readonly allowedUpdates: readonly ("message" | "channel_post")[];
+  readonly allowedUpdates: readonly ("message" | "channel_post" | "callback_query")[];
   readonly dropPendingUpdates: boolean;
   readonly handle: (unit: UpdateUnit) => Promise<void>;
   readonly flush: () => Promise<void>;
