@@ -83,8 +83,14 @@ function makeAgent(options: Partial<OpenAIAgentOptions> = {}): OpenAIAgent {
   });
 }
 
-async function turn(agent: OpenAIAgent, text: string, sessionKey = SessionKey) {
+async function turn(
+  agent: OpenAIAgent,
+  text: string,
+  sessionKey = SessionKey,
+  onText?: (piece: string) => void,
+) {
   return agent.runTurn({
+    ...(onText === undefined ? {} : { onText }),
     text,
     profile: "default",
     sessionKey,
@@ -194,6 +200,47 @@ describe("model fallback", () => {
 
     await expect(turn(makeAgent(), "hello")).rejects.toBeInstanceOf(OpenAIEndpointError);
     expect(backup.requests).toHaveLength(0);
+  });
+
+  it("streams only the answer that counts when the first model fails before any text", async () => {
+    main.enqueue(reply.error(503, "overloaded"));
+    backup.enqueue(reply.text("from the backup", { stream: { chunkChars: 4 } }));
+    const pieces: string[] = [];
+
+    const result = await turn(makeAgent(), "hello", SessionKey, (piece) => pieces.push(piece));
+
+    expect(pieces.join("")).toBe("from the backup");
+    expect(result.notices).toEqual(["↪️ Answered by backup: main answered HTTP 503."]);
+    expect((await profileTotals()).all).toMatchObject({
+      calls: 1,
+      inputTokens: backup.reportedUsage().promptTokens,
+    });
+  });
+
+  it("fails the turn, without retry or fallback, when the stream breaks after its first text", async () => {
+    // A stream that ends without a finish reason: the SDK refuses the answer after "Half an".
+    const chunk = {
+      id: "chatcmpl-cut",
+      object: "chat.completion.chunk",
+      created: 0,
+      model: "main-model",
+      choices: [
+        { index: 0, delta: { role: "assistant", content: "Half an" }, finish_reason: null },
+      ],
+    };
+    main.enqueue(
+      reply.raw(200, `data: ${JSON.stringify(chunk)}\n\ndata: [DONE]\n\n`, "text/event-stream"),
+    );
+    backup.enqueue(reply.text("a second answer"));
+    const pieces: string[] = [];
+
+    await expect(
+      turn(makeAgent(), "hello", SessionKey, (piece) => pieces.push(piece)),
+    ).rejects.toMatchObject({ name: "OpenAIEndpointError", kind: "bad_response" });
+    expect(pieces.join("")).toBe("Half an");
+    expect(main.requests).toHaveLength(1);
+    expect(backup.requests).toHaveLength(0);
+    expect(sleeps).toEqual([]);
   });
 
   it("starts from the session's /model pick, the fallback after it", async () => {
