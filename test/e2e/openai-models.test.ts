@@ -19,6 +19,7 @@ import {
   LocalToolRunner,
   reply,
 } from "../fakes/openai/index.js";
+import { waitUntil } from "./harness/gateway-home.js";
 
 const SessionKey = "agent:default:telegram:dm:42";
 const User = "telegram:42";
@@ -241,6 +242,21 @@ describe("model fallback", () => {
     expect(main.requests).toHaveLength(1);
     expect(backup.requests).toHaveLength(0);
     expect(sleeps).toEqual([]);
+  });
+
+  it("fails the turn when a stream stalls after its first text for the model's timeout", async () => {
+    main.enqueue(reply.text("Half an answer", { stream: { chunkChars: 4, hangAfterChars: 4 } }));
+    backup.enqueue(reply.text("a second answer"));
+    const pieces: string[] = [];
+
+    await expect(
+      turn(makeAgent({ models: models({ timeoutMs: 300 }) }), "hello", SessionKey, (piece) =>
+        pieces.push(piece),
+      ),
+    ).rejects.toMatchObject({ name: "OpenAIEndpointError", kind: "timeout" });
+    expect(pieces.join("")).toBe("Half");
+    await waitUntil(() => main.requests[0]?.clientAborted === true, "the stalled stream dropped");
+    expect(backup.requests).toHaveLength(0);
   });
 
   it("starts from the session's /model pick, the fallback after it", async () => {

@@ -7,7 +7,7 @@ import type {
 import type { Logger } from "pino";
 import type { ModelSettings } from "../config/types.js";
 import { Defaults } from "../defaults.js";
-import { endpointHost, type OpenAIEndpointError, toEndpointError } from "./openai-errors.js";
+import { endpointHost, OpenAIEndpointError, toEndpointError } from "./openai-errors.js";
 
 /** Handed to the SDK when an entry has no API key; never sent (see `clientOptions`). */
 const KeylessPlaceholder = "no-api-key";
@@ -113,11 +113,20 @@ export class ModelChain {
     const client = this.#client(entry);
     for (let attempt = 1; ; attempt++) {
       let streamed = false;
+      // The SDK's timeout ends at the response's headers; a stream that then stalls for as
+      // long is abandoned here, as a timeout.
+      const stalled = new AbortController();
+      const stallMs = entry.timeoutMs ?? this.#timeoutMs;
+      let timer = setTimeout(() => stalled.abort(), stallMs);
       try {
         const stream = client.chat.completions.stream(
           { ...params, model: entry.model, stream_options: { include_usage: true } },
-          { signal },
+          { signal: AbortSignal.any([signal, stalled.signal]) },
         );
+        stream.on("chunk", () => {
+          clearTimeout(timer);
+          timer = setTimeout(() => stalled.abort(), stallMs);
+        });
         stream.on("content", (piece) => {
           if (piece === "") return;
           streamed = true;
@@ -127,11 +136,18 @@ export class ModelChain {
         return { completion };
       } catch (error) {
         if (signal.aborted) throw error;
-        const failure = toEndpointError(error, {
-          host: endpointHost(entry.baseUrl),
-          model: entry.model,
-          apiKey: entry.apiKey,
-        });
+        const failure = stalled.signal.aborted
+          ? new OpenAIEndpointError({
+              kind: "timeout",
+              host: endpointHost(entry.baseUrl),
+              model: entry.model,
+              detail: "",
+            })
+          : toEndpointError(error, {
+              host: endpointHost(entry.baseUrl),
+              model: entry.model,
+              apiKey: entry.apiKey,
+            });
         if (failure === undefined) throw error;
         if (streamed || !canFallBack(failure)) throw failure;
         const retryAfter = retryAfterMs(error);
@@ -150,6 +166,8 @@ export class ModelChain {
           continue;
         }
         return { failure };
+      } finally {
+        clearTimeout(timer);
       }
     }
   }
