@@ -76,6 +76,8 @@ export type {
   RetryVerdict,
 } from "./delivery/retry.js";
 export { RateLimitedError, RetryDefaults, withRetry } from "./delivery/retry.js";
+export type { ReplyPart, ReplyPartsOptions } from "./delivery/reply-parts.js";
+export { ReplyFileName, replyParts } from "./delivery/reply-parts.js";
 export type { SplitTextOptions } from "./delivery/split-text.js";
 export { codePointLength, splitText, utf16Length } from "./delivery/split-text.js";
 export type { StorageErrorInit } from "./durable/errors.js";
