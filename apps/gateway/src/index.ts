@@ -68,6 +68,8 @@ export type {
   ProgressSettings,
   TelegramSettings,
 } from "./config/types.js";
+export type { ReplyPart, ReplyPartsOptions } from "./delivery/reply-parts.js";
+export { ReplyFileName, replyParts } from "./delivery/reply-parts.js";
 export type {
   ResolvedRetryOptions,
   RetryClassifier,
@@ -76,8 +78,6 @@ export type {
   RetryVerdict,
 } from "./delivery/retry.js";
 export { RateLimitedError, RetryDefaults, withRetry } from "./delivery/retry.js";
-export type { ReplyPart, ReplyPartsOptions } from "./delivery/reply-parts.js";
-export { ReplyFileName, replyParts } from "./delivery/reply-parts.js";
 export type { SplitTextOptions } from "./delivery/split-text.js";
 export { codePointLength, splitText, utf16Length } from "./delivery/split-text.js";
 export type { StorageErrorInit } from "./durable/errors.js";
