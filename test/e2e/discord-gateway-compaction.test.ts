@@ -51,17 +51,19 @@ describe("gateway over Discord: /compact and /new", () => {
   const finishedTurns = () =>
     harness.logs.filter((line) => line.includes('"msg":"turn finished"')).length;
 
-  /** Sends a DM and waits for the bot's answer there and for its turn to end. */
+  /**
+   * Sends a DM and waits for the bot's answer there; for a turn, for the turn to end first (its
+   * reply streams as an edited preview, deleted once the final is delivered: docs/streaming.md).
+   */
   async function dm(content: string): Promise<string> {
     const { fake } = harness;
     const channel = fake.world.dmChannel(Member);
     const before = fake.messagesIn(channel).length;
     const turns = finishedTurns();
     fake.sendDirectMessage({ content, authorId: Member });
-    await fake.waitForCall(() => fake.messagesIn(channel).length > before);
-    const answer = fake.messagesIn(channel)[before]!.content;
     if (!content.startsWith("/")) await waitUntil(() => finishedTurns() > turns, "the turn ended");
-    return answer;
+    await fake.waitForCall(() => fake.messagesIn(channel).length > before);
+    return fake.messagesIn(channel)[before]!.content;
   }
 
   it("compacts from the slash menu and, typed, with a focus", async () => {

@@ -98,6 +98,47 @@ function messagesOf(index: number): readonly RequestMessage[] {
 }
 
 describe("openai agent against an OpenAI-compatible endpoint", () => {
+  it("streams the reply's text as it arrives, assembles split tool calls and sums the usage", async () => {
+    server.enqueue(
+      reply.toolCall(
+        "terminal",
+        { command: "echo streamed-tool-call-ran" },
+        { content: "Let me look.", stream: { chunkChars: 4 } },
+      ),
+      reply.text("The answer is forty-two, as printed.", { stream: { chunkChars: 5 } }),
+    );
+    const pieces: string[] = [];
+    const result = await makeAgent().runTurn({
+      text: "what is it?",
+      profile: "default",
+      sessionKey: SessionKey,
+      sessionId: await store.currentSessionId(SessionKey),
+      tools: runner,
+      signal: new AbortController().signal,
+      attachments: [],
+      onText: (piece) => pieces.push(piece),
+    });
+
+    expect(result.reply).toBe("The answer is forty-two, as printed.");
+    expect(pieces.length).toBeGreaterThan(5);
+    expect(pieces.join("")).toBe("Let me look.\n\nThe answer is forty-two, as printed.");
+    const toolMessage = messagesOf(1).find((m) => m.role === "tool");
+    expect(contentText(toolMessage?.content)).toContain("streamed-tool-call-ran");
+    const call = messagesOf(1).find((m) => m.tool_calls !== undefined)?.tool_calls?.[0];
+    expect(JSON.parse(call?.function.arguments ?? "")).toEqual({
+      command: "echo streamed-tool-call-ran",
+    });
+    // Each streamed answer's last chunk carried its usage; the turn sums them.
+    expect(server.requests.map((request) => request.usage)).not.toContain(undefined);
+    const reported = server.reportedUsage();
+    expect(reported.completionTokens).toBeGreaterThan(0);
+    expect(result.usage).toEqual({
+      inputTokens: reported.promptTokens,
+      outputTokens: reported.completionTokens,
+      cachedTokens: reported.cachedTokens,
+    });
+  });
+
   it("executes a terminal tool call in the sandbox and sends its output back as a tool message", async () => {
     server.enqueue(
       reply.toolCall("terminal", { command: "echo hi > /workspace/a.txt && cat /workspace/a.txt" }),
@@ -112,7 +153,8 @@ describe("openai agent against an OpenAI-compatible endpoint", () => {
     const [first, second] = server.requests;
     expect(first?.authorization).toBe(`Bearer ${ApiKey}`);
     expect(first?.body.model).toBe("fake-model");
-    expect(first?.body.stream).not.toBe(true);
+    expect(first?.body.stream).toBe(true);
+    expect(first?.body.stream_options).toEqual({ include_usage: true });
     expect(first?.body.tools?.map((t) => t.function.name)).toEqual([
       "terminal",
       "read_file",
@@ -133,7 +175,7 @@ describe("openai agent against an OpenAI-compatible endpoint", () => {
       tool_call_id: callId,
       content: "exit_code: 0\nstdout:\nhi",
     });
-    expect(second?.body.stream).not.toBe(true);
+    expect(second?.body.stream).toBe(true);
   });
 
   it("writes and reads files with the file tools, in the order the model asked", async () => {
@@ -282,7 +324,8 @@ describe("openai agent against an OpenAI-compatible endpoint", () => {
       undefined,
       [audio],
     );
-    expect(result).toEqual({ reply: "ok" });
+    expect(result.reply).toBe("ok");
+    expect(result.notices).toBeUndefined();
     expect(server.transcriptions.map((t) => [t.authorization, t.filename, t.mime])).toEqual([
       [`Bearer ${transcriptionKey}`, "a.mp3", "audio/mpeg"],
     ]);

@@ -19,6 +19,7 @@ import {
   LocalToolRunner,
   reply,
 } from "../fakes/openai/index.js";
+import { waitUntil } from "./harness/gateway-home.js";
 
 const SessionKey = "agent:default:telegram:dm:42";
 const User = "telegram:42";
@@ -83,8 +84,14 @@ function makeAgent(options: Partial<OpenAIAgentOptions> = {}): OpenAIAgent {
   });
 }
 
-async function turn(agent: OpenAIAgent, text: string, sessionKey = SessionKey) {
+async function turn(
+  agent: OpenAIAgent,
+  text: string,
+  sessionKey = SessionKey,
+  onText?: (piece: string) => void,
+) {
   return agent.runTurn({
+    ...(onText === undefined ? {} : { onText }),
     text,
     profile: "default",
     sessionKey,
@@ -157,7 +164,8 @@ describe("model fallback", () => {
 
     const result = await turn(makeAgent(), "hello");
 
-    expect(result).toEqual({ reply: "after the wait" });
+    expect(result.reply).toBe("after the wait");
+    expect(result.notices).toBeUndefined();
     expect(main.requests).toHaveLength(2);
     expect(backup.requests).toHaveLength(0);
     expect(sleeps).toEqual([5]);
@@ -195,17 +203,75 @@ describe("model fallback", () => {
     expect(backup.requests).toHaveLength(0);
   });
 
+  it("streams only the answer that counts when the first model fails before any text", async () => {
+    main.enqueue(reply.error(503, "overloaded"));
+    backup.enqueue(reply.text("from the backup", { stream: { chunkChars: 4 } }));
+    const pieces: string[] = [];
+
+    const result = await turn(makeAgent(), "hello", SessionKey, (piece) => pieces.push(piece));
+
+    expect(pieces.join("")).toBe("from the backup");
+    expect(result.notices).toEqual(["↪️ Answered by backup: main answered HTTP 503."]);
+    expect((await profileTotals()).all).toMatchObject({
+      calls: 1,
+      inputTokens: backup.reportedUsage().promptTokens,
+    });
+  });
+
+  it("fails the turn, without retry or fallback, when the stream breaks after its first text", async () => {
+    // A stream that ends without a finish reason: the SDK refuses the answer after "Half an".
+    const chunk = {
+      id: "chatcmpl-cut",
+      object: "chat.completion.chunk",
+      created: 0,
+      model: "main-model",
+      choices: [
+        { index: 0, delta: { role: "assistant", content: "Half an" }, finish_reason: null },
+      ],
+    };
+    main.enqueue(
+      reply.raw(200, `data: ${JSON.stringify(chunk)}\n\ndata: [DONE]\n\n`, "text/event-stream"),
+    );
+    backup.enqueue(reply.text("a second answer"));
+    const pieces: string[] = [];
+
+    await expect(
+      turn(makeAgent(), "hello", SessionKey, (piece) => pieces.push(piece)),
+    ).rejects.toMatchObject({ name: "OpenAIEndpointError", kind: "bad_response" });
+    expect(pieces.join("")).toBe("Half an");
+    expect(main.requests).toHaveLength(1);
+    expect(backup.requests).toHaveLength(0);
+    expect(sleeps).toEqual([]);
+  });
+
+  it("fails the turn when a stream stalls after its first text for the model's timeout", async () => {
+    main.enqueue(reply.text("Half an answer", { stream: { chunkChars: 4, hangAfterChars: 4 } }));
+    backup.enqueue(reply.text("a second answer"));
+    const pieces: string[] = [];
+
+    await expect(
+      turn(makeAgent({ models: models({ timeoutMs: 300 }) }), "hello", SessionKey, (piece) =>
+        pieces.push(piece),
+      ),
+    ).rejects.toMatchObject({ name: "OpenAIEndpointError", kind: "timeout" });
+    expect(pieces.join("")).toBe("Half");
+    await waitUntil(() => main.requests[0]?.clientAborted === true, "the stalled stream dropped");
+    expect(backup.requests).toHaveLength(0);
+  });
+
   it("starts from the session's /model pick, the fallback after it", async () => {
     await store.setSessionModel(SessionKey, "backup");
     backup.enqueue(reply.text("picked"));
 
-    expect(await turn(makeAgent(), "hello")).toEqual({ reply: "picked" });
+    const picked = await turn(makeAgent(), "hello");
+    expect(picked.reply).toBe("picked");
+    expect(picked.notices).toBeUndefined();
     expect(main.requests).toHaveLength(0);
     // another session still starts on the default
     main.enqueue(reply.text("default"));
-    expect(await turn(makeAgent(), "hello", "agent:default:telegram:dm:43")).toEqual({
-      reply: "default",
-    });
+    const other = await turn(makeAgent(), "hello", "agent:default:telegram:dm:43");
+    expect(other.reply).toBe("default");
+    expect(other.notices).toBeUndefined();
   });
 });
 

@@ -66,6 +66,12 @@ export const Defaults = {
     telegramGroupEverySeconds: 3,
     /** Edits that fail in a row (a rate limit aside) before the status is left as it is. */
     maxFailedEdits: 3,
+    /**
+     * A streamed preview waits this much longer than the platform's edit interval between
+     * calls: paced at the interval exactly, network jitter lands two calls within one second
+     * of each other at the platform (Telegram answered 429s in the e2e runs).
+     */
+    previewMarginMs: 150,
     /** One status call (post, edit, delete) is given up after this long. */
     requestTimeoutMs: 10_000,
   },
@@ -84,6 +90,11 @@ export const Defaults = {
      */
     maxRetryAfterMs: 30_000,
   },
+  /**
+   * How a reply shows while the agent writes it (docs/streaming.md): drafts in Telegram
+   * private chats, one edited message elsewhere.
+   */
+  stream: "auto",
   /**
    * Who may use a profile (docs/security.md): `allowlist` (only `allowedUsers` and `admins`)
    * or `pairing` (also users an admin approved with a one-time code they got in a DM).

@@ -76,6 +76,8 @@ export type {
   ProgressSettings,
   TelegramSettings,
 } from "./config/types.js";
+export type { ReplyPart, ReplyPartsOptions } from "./delivery/reply-parts.js";
+export { ReplyFileName, replyParts } from "./delivery/reply-parts.js";
 export type {
   ResolvedRetryOptions,
   RetryClassifier,

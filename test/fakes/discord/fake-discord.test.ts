@@ -313,6 +313,8 @@ describe("fake Discord REST", () => {
       status: 404,
       code: 10008,
     });
+    await expect(sent.edit({ content: "" })).rejects.toMatchObject({ status: 400, code: 50006 });
+    expect(fake.messagesIn(channelId).map((m) => m.content)).toEqual(["working 2s"]);
 
     const deleted = once(client, Events.MessageDelete);
     await channel.messages.delete(sent.id);
@@ -328,6 +330,7 @@ describe("fake Discord REST", () => {
       ["PATCH", 200],
       ["PATCH", 403],
       ["PATCH", 404],
+      ["PATCH", 400],
       ["DELETE", 204],
       ["DELETE", 404],
     ]);

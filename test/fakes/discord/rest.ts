@@ -2,6 +2,7 @@ import { EventEmitter } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { FakeCdn } from "./cdn.js";
 import { componentsOf } from "./components.js";
+import type { DiscordEditLimits } from "./edit-limits.js";
 import { snowflake } from "./fixtures.js";
 import { FakeInteractions } from "./interactions.js";
 import { FakeReactions } from "./reactions.js";
@@ -81,6 +82,8 @@ export class FakeRest extends EventEmitter {
   readonly #gates: Gate[] = [];
   /** The bot's own reactions on messages. */
   readonly reactions: FakeReactions;
+  /** Edit pace enforced (see `FakeDiscord.limitEdits`); undefined: edits are unlimited. */
+  editLimits: DiscordEditLimits | undefined;
 
   constructor(private readonly options: RestOptions) {
     super();
@@ -147,8 +150,11 @@ export class FakeRest extends EventEmitter {
     const payload = isRecord(parsed.payload) ? parsed.payload : {};
     const nonce = typeof payload.nonce === "string" || typeof payload.nonce === "number";
     const failure = this.#takeFailure(method, path);
+    const edited = method === "PATCH" ? /^\/channels\/(\d+)\/messages\/\d+$/.exec(path) : null;
+    const limited = edited?.[1] === undefined ? undefined : this.editLimits?.check(edited[1]);
     let answer: Answer;
-    if (failure?.kind === "rate_limit") answer = rateLimited(failure);
+    if (limited !== undefined) answer = limited;
+    else if (failure?.kind === "rate_limit") answer = rateLimited(failure);
     else if (failure?.kind === "server_error") answer = serverError(failure);
     else if (failure?.kind === "client_error") {
       answer = { status: failure.status ?? 400, body: invalidForm("attachments", "BASE_TYPE_BAD") };
@@ -272,7 +278,9 @@ export class FakeRest extends EventEmitter {
    * `PATCH /channels/:id/messages/:id` (edit the content of the bot's own message) and
    * `DELETE` of it (204), as Discord answers: 404 Unknown Message (10008) for an id it does not
    * know, 403 (50005) for editing another user's message (deleting one needs Manage Messages,
-   * which the bot is not given: 403 50013), 400 for content over 2000 characters.
+   * which the bot is not given: 403 50013), 400 for content over 2000 characters, and 400
+   * (50006) for an edit that would leave a message without content or attachments (Discord
+   * refuses `{"content": ""}`, discord/discord-api-docs#7785).
    */
   #message(
     method: string,
@@ -312,6 +320,11 @@ export class FakeRest extends EventEmitter {
     const components = componentsOf(payload.components);
     if ("error" in components) {
       return { status: 400, body: invalidForm(components.error, "COMPONENT_INVALID") };
+    }
+    const rows =
+      components.rows ?? (Array.isArray(mine.json.components) ? mine.json.components : []);
+    if (content === "" && mine.files.length === 0 && rows.length === 0) {
+      return { status: 400, body: discordError(50006, "Cannot send an empty message") };
     }
     const edited = world.editMessage(channelId, messageId, content, components.rows);
     if (edited === undefined) return { status: 404, body: discordError(10008, "Unknown Message") };

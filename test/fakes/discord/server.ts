@@ -9,6 +9,7 @@ import {
   IsVoiceMessage,
   type RecordedDownload,
 } from "./cdn.js";
+import { type DiscordEditLimitOptions, DiscordEditLimits } from "./edit-limits.js";
 import {
   defaultGuild,
   type GuildFixture,
@@ -293,6 +294,15 @@ export class FakeDiscord {
   /** The bot lost access to a channel: REST answers 403 Missing Access for it. */
   denyAccess(channelId: string): void {
     this.world.denyAccess(channelId);
+  }
+
+  /**
+   * From now on, message edits (`PATCH /channels/:id/messages/:id`) keep Discord's pace per
+   * channel (five per five seconds) or get a 429 with `retry_after`; the answer counts them.
+   */
+  limitEdits(options: DiscordEditLimitOptions = {}): DiscordEditLimits {
+    this.rest.editLimits = new DiscordEditLimits(options);
+    return this.rest.editLimits;
   }
 
   injectFailure(failure: FailureInjection): void {

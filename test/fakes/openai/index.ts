@@ -6,6 +6,7 @@ export type {
   FakeToolCall,
   HangReply,
   RawReply,
+  StreamShape,
   TextReply,
   ToolCallsReply,
 } from "./replies.js";

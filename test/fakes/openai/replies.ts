@@ -1,3 +1,5 @@
+import type { FakeUsage } from "./usage.js";
+
 /** One tool call the fake model makes. `arguments` objects are sent as JSON text. */
 export interface FakeToolCall {
   readonly name: string;
@@ -6,7 +8,22 @@ export interface FakeToolCall {
   readonly id?: string;
 }
 
-import type { FakeUsage } from "./usage.js";
+/**
+ * How an answer is cut into server-sent events when the request asks for `stream: true`. The
+ * content goes in chunks of `chunkChars`; each tool call's arguments in three chunks (the id
+ * and name with the first), as real endpoints split them; with `stream_options.include_usage`
+ * a last chunk with no choices carries the usage.
+ */
+export interface StreamShape {
+  /** Characters of content per chunk (default 16). */
+  readonly chunkChars?: number;
+  /** Wait after the first content chunk (ms): the model's first token, then a pause. */
+  readonly afterFirstMs?: number;
+  /** Wait before each later chunk (ms; default none). */
+  readonly everyMs?: number;
+  /** Stop after this many characters of content and never finish (a stream cut mid-way). */
+  readonly hangAfterChars?: number;
+}
 
 /** Answer with a final assistant message. */
 export interface TextReply {
@@ -16,6 +33,7 @@ export interface TextReply {
   readonly delayMs?: number;
   /** The token counts reported; default derived from the request (usage.ts). */
   readonly usage?: FakeUsage;
+  readonly stream?: StreamShape;
 }
 
 /** Answer with tool calls (and optional text alongside them). */
@@ -26,6 +44,7 @@ export interface ToolCallsReply {
   readonly delayMs?: number;
   /** The token counts reported; default derived from the request (usage.ts). */
   readonly usage?: FakeUsage;
+  readonly stream?: StreamShape;
 }
 
 /** Answer an OpenAI-style error body with this status (and headers, e.g. retry-after-ms). */

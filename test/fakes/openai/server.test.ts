@@ -75,11 +75,66 @@ describe("FakeOpenAIServer", () => {
     expect(await down.json()).toMatchObject({ error: { message: "overloaded" } });
   });
 
-  it("refuses streaming requests", async () => {
-    server.enqueue(reply.text("never sent"));
+  it("streams text and tool calls split across chunks, with the usage in a last chunk", async () => {
+    server.enqueue(
+      reply.toolCall(
+        "terminal",
+        { command: "ls -la /workspace" },
+        {
+          content: "Looking",
+          stream: { chunkChars: 3 },
+          usage: { promptTokens: 7, completionTokens: 3, cachedTokens: 2 },
+        },
+      ),
+    );
+    const res = await post({ ...request, stream: true, stream_options: { include_usage: true } });
+    expect(res.headers.get("content-type")).toBe("text/event-stream");
+    const events = (await res.text()).split("\n\n").filter((line) => line.startsWith("data: "));
+    expect(events.at(-1)).toBe("data: [DONE]");
+    const chunks = events.slice(0, -1).map((line) => JSON.parse(line.slice(6)));
+    const deltas = chunks.flatMap((chunk) =>
+      chunk.choices.map((choice: { delta: unknown }) => choice.delta),
+    );
+    expect(deltas.map((d) => d.content ?? "").join("")).toBe("Looking");
+    const argParts = deltas
+      .flatMap((d) => d.tool_calls ?? [])
+      .map((call) => call.function.arguments);
+    expect(argParts.length).toBe(3);
+    expect(JSON.parse(argParts.join(""))).toEqual({ command: "ls -la /workspace" });
+    const last = chunks.at(-1);
+    expect(last.choices).toEqual([]);
+    expect(last.usage).toEqual({
+      prompt_tokens: 7,
+      completion_tokens: 3,
+      total_tokens: 10,
+      prompt_tokens_details: { cached_tokens: 2 },
+    });
+    expect(server.reportedUsage()).toEqual({
+      promptTokens: 7,
+      completionTokens: 3,
+      cachedTokens: 2,
+    });
+  });
+
+  it("streams without a usage chunk unless asked, and reports none then", async () => {
+    server.enqueue(reply.text("Hello there", { stream: { chunkChars: 4 } }));
     const res = await post({ ...request, stream: true });
-    expect(res.status).toBe(400);
-    expect(server.pending).toBe(1);
+    const events = (await res.text()).split("\n\n").filter((line) => line.startsWith("data: "));
+    const chunks = events.slice(0, -1).map((line) => JSON.parse(line.slice(6)));
+    expect(chunks.some((chunk) => "usage" in chunk)).toBe(false);
+    expect(server.requests[0]?.usage).toBeUndefined();
+  });
+
+  it("answers a scripted error to a streamed request as JSON, before any event", async () => {
+    server.enqueue(reply.error(503, "overloaded"));
+    const res = await post({ ...request, stream: true, stream_options: { include_usage: true } });
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ error: { message: "overloaded" } });
+    expect(server.reportedUsage()).toEqual({
+      promptTokens: 0,
+      completionTokens: 0,
+      cachedTokens: 0,
+    });
   });
 
   it("rejects other routes and bodies without messages", async () => {

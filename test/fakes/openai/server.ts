@@ -2,7 +2,8 @@ import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { FakeReply } from "./replies.js";
+import type { FakeReply, StreamShape } from "./replies.js";
+import { writeStream } from "./sse.js";
 import { completionTokens, contextLengthErrorBody, promptTokens } from "./tokens.js";
 import {
   derivedUsage,
@@ -55,8 +56,13 @@ export interface RecordedRequest {
   readonly promptTokens: number;
   /** True once the client closed the connection before the fake answered. */
   clientAborted: boolean;
-  /** The token counts the fake's answer reported (absent for an error or no answer). */
+  /**
+   * The token counts the fake's answer reported (absent for an error, no answer, or a stream
+   * that did not ask for `stream_options.include_usage`).
+   */
   usage?: FakeUsage;
+  /** When a streamed answer's first content went out (`performance.now()`). */
+  firstTokenAtMs?: number;
 }
 
 /** The text of a message's content: the string, or its text parts joined by newlines. */
@@ -149,8 +155,11 @@ export interface ModelListing {
 }
 
 /**
- * A local OpenAI-compatible server: `POST /v1/chat/completions`, non-streaming only (a
- * request with `stream: true` gets a 400, so a client that streams fails its test),
+ * A local OpenAI-compatible server: `POST /v1/chat/completions`, streamed as server-sent
+ * events when the request asks for `stream: true` (cut as each reply's `stream` shape says,
+ * see `writeStream`), one JSON answer otherwise; usage from the fake's token counts
+ * (tokens.ts), and a request longer than `contextTokens` gets OpenAI's context-length 400,
+ * streamed or not;
  * `POST /v1/audio/transcriptions` (multipart `file` + `model`; answers scripted with
  * `enqueueTranscription`/`transcribeWith`, else derived from the bytes; recorded in
  * `transcriptions`), and `GET /v1/models` listing the configured models. Answers come from a queue of scripted
@@ -333,10 +342,6 @@ export class FakeOpenAIServer {
     });
     this.#notify();
 
-    if (parsed.stream === true) {
-      sendJson(res, 400, errorBody("fake: streaming is not supported"));
-      return;
-    }
     if (this.#overflows(record, res)) return;
     const scripted = this.#queue.shift() ?? (await this.#handler?.(record));
     if (scripted === undefined) {
@@ -465,6 +470,18 @@ export class FakeOpenAIServer {
         res.end(scripted.body);
         return;
       case "text":
+        if (record.body.stream === true) {
+          await this.#stream(
+            record,
+            res,
+            scripted.content,
+            [],
+            scripted.finishReason ?? "stop",
+            scripted.stream,
+            scripted.usage,
+          );
+          return;
+        }
         sendJson(
           res,
           200,
@@ -488,6 +505,18 @@ export class FakeOpenAIServer {
               typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments),
           },
         }));
+        if (record.body.stream === true) {
+          await this.#stream(
+            record,
+            res,
+            scripted.content ?? null,
+            calls,
+            "tool_calls",
+            scripted.stream,
+            scripted.usage,
+          );
+          return;
+        }
         sendJson(
           res,
           200,
@@ -511,6 +540,35 @@ export class FakeOpenAIServer {
       completionTokens(content),
     );
     return Math.ceil(tokens * this.#tokenScale);
+  }
+
+  async #stream(
+    record: RecordedRequest,
+    res: ServerResponse,
+    content: string | null,
+    toolCalls: readonly { id: string; function: { name: string; arguments: string } }[],
+    finishReason: string,
+    shape: StreamShape | undefined,
+    scripted: FakeUsage | undefined,
+  ): Promise<void> {
+    const options = record.body.stream_options as { include_usage?: boolean } | undefined;
+    if (options?.include_usage === true) {
+      record.usage =
+        scripted ??
+        derivedUsage(record.body, record.promptTokens, this.#answerTokens(content, [...toolCalls]));
+    }
+    await writeStream(res, {
+      id: `chatcmpl-fake-${record.index}`,
+      model: record.body.model ?? "fake-model",
+      content,
+      toolCalls: toolCalls.map((call) => ({ id: call.id, ...call.function })),
+      finishReason,
+      usage: record.usage === undefined ? undefined : usageBody(record.usage, this.#provider),
+      shape: shape ?? {},
+      onFirstContent: () => {
+        record.firstTokenAtMs = performance.now();
+      },
+    });
   }
 
   #completion(

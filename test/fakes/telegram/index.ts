@@ -1,4 +1,5 @@
 export type { CallbackAnswer, FakeCallbackQuery, InlineButton } from "./callbacks.js";
+export { type EditLimitOptions, EditLimits } from "./edit-limits.js";
 export type { Fault } from "./faults.js";
 export {
   type FileInput,

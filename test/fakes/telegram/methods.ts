@@ -253,6 +253,28 @@ export function editMessageReplyMarkup(ctx: MethodContext): MethodResult {
   return plain(ok(edited));
 }
 
+/**
+ * `sendMessageDraft` (Bot API 9.3): a private chat's draft of the bot's next message, shown
+ * until a message is sent (ephemeral: nothing is kept but the call). 400 for a group chat
+ * (a negative id), a zero or missing `draft_id`, an empty or too long text.
+ */
+export function sendMessageDraft(ctx: MethodContext): MethodResult {
+  const plain = (answer: ApiAnswer): MethodResult => ({ answer, files: [] });
+  const chatId = chatIdOf(ctx);
+  if (typeof chatId !== "string") return plain(chatId);
+  if (chatId.startsWith("-")) return plain(fail(400, "Bad Request: TEXTDRAFT_PEER_INVALID"));
+  const draftId = Number(ctx.params.draft_id);
+  if (!Number.isSafeInteger(draftId) || draftId === 0) {
+    return plain(fail(400, "Bad Request: draft_id must be non-zero"));
+  }
+  const text = ctx.params.text === undefined ? "" : String(ctx.params.text);
+  if (text.trim() === "") return plain(fail(400, "Bad Request: message text is empty"));
+  if (text.length > TelegramLimits.messageLength) {
+    return plain(fail(400, "Bad Request: message is too long"));
+  }
+  return plain(ok(true));
+}
+
 /** `deleteMessage` of a message the bot sent: `true`, or 400 "message to delete not found". */
 export function deleteMessage(ctx: MethodContext): MethodResult {
   const plain = (answer: ApiAnswer): MethodResult => ({ answer, files: [] });
@@ -382,6 +404,8 @@ export function callMethod(method: string, ctx: MethodContext, _state: StateHook
       return editMessageReplyMarkup(ctx);
     case "answerCallbackQuery":
       return plain(ctx.callbacks.answer(ctx.params));
+    case "sendMessageDraft":
+      return sendMessageDraft(ctx);
     default:
       if (method in FileMethods) return sendFile(ctx, method as FileMethod);
       return plain(fail(404, "Not Found"));

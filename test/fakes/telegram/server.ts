@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Update, User } from "grammy/types";
 import { CallbackQueries, type FakeCallbackQuery } from "./callbacks.js";
+import { type EditLimitOptions, EditLimits } from "./edit-limits.js";
 import { type Fault, FaultQueue, faultAnswer } from "./faults.js";
 import {
   FileStore,
@@ -385,6 +386,18 @@ export class FakeTelegram {
     this.faults.add(method, fault, times);
   }
 
+  /** Edit pace enforced since {@link limitEdits}; undefined: edits are unlimited. */
+  editLimits: EditLimits | undefined;
+
+  /**
+   * From now on, `editMessageText` and `sendMessageDraft` keep Telegram's pace per chat (one a
+   * second, 20 a minute in a group) or get a 429 with `retry_after`; `editLimits` counts.
+   */
+  limitEdits(options: EditLimitOptions = {}): EditLimits {
+    this.editLimits = new EditLimits(options);
+    return this.editLimits;
+  }
+
   /** Shorthand: the next `times` calls of `method` get 429 with `retry_after`. */
   rateLimitNext(method: string, retryAfterSeconds: number, times = 1): void {
     this.failNext(method, { kind: "rate_limit", retryAfterSeconds }, times);
@@ -527,6 +540,8 @@ export class FakeTelegram {
       }
       return this.answer(res, base, files, faultAnswer(fault), fault.kind);
     }
+    const limited = this.editLimits?.check(method, String(decoded.params.chat_id ?? ""));
+    if (limited !== undefined) return this.answer(res, base, [], limited, "rate_limit");
     if (method === "getFile") {
       return this.answer(res, base, [], await this.files.getFile(decoded.params));
     }

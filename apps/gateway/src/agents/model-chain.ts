@@ -2,15 +2,21 @@ import { backoffMs, sleep as realSleep, type Sleep } from "@mediagate/io";
 import OpenAI, { APIError, type ClientOptions } from "openai";
 import type {
   ChatCompletion,
-  ChatCompletionCreateParamsNonStreaming,
+  ChatCompletionCreateParamsStreaming,
 } from "openai/resources/chat/completions";
 import type { Logger } from "pino";
 import type { ModelSettings } from "../config/types.js";
 import { Defaults } from "../defaults.js";
-import { endpointHost, type OpenAIEndpointError, toEndpointError } from "./openai-errors.js";
+import { endpointHost, OpenAIEndpointError, toEndpointError } from "./openai-errors.js";
 
 /** Handed to the SDK when an entry has no API key; never sent (see `clientOptions`). */
 const KeylessPlaceholder = "no-api-key";
+
+/** A request of the chain: everything but the model and the streaming options it sets. */
+export type ChainParams = Omit<
+  ChatCompletionCreateParamsStreaming,
+  "model" | "stream" | "stream_options"
+>;
 
 /** What {@link ModelChain.complete} answers: the completion and the entry that gave it. */
 export interface ChainAnswer {
@@ -19,6 +25,13 @@ export interface ChainAnswer {
   /** The failures of the entries tried before it (empty when the first one answered). */
   readonly failures: readonly OpenAIEndpointError[];
 }
+
+/**
+ * Told each piece of an answer's text as it streams in. A call that already told a piece is
+ * neither retried nor handed to the next model when it fails (docs/streaming.md, "When the
+ * model fails mid-answer"): the text is in the chat, and a second answer would not continue it.
+ */
+export type OnContent = (piece: string) => void;
 
 /** Options of {@link ModelChain}. */
 export interface ModelChainOptions {
@@ -42,6 +55,11 @@ export interface ModelChainOptions {
  * retries like a single model did (`maxRetries`, doubling waits, honouring `retry-after`).
  * Any other error (400, 401, 404: a request or a configuration the next model would not fix
  * either) fails at once.
+ *
+ * Every request is streamed (`stream_options.include_usage`, so the last chunk carries the
+ * usage and the assembled completion has it as a non-streamed one would): the policy above
+ * applies to failures before the answer's first piece of text; a failure after it fails the
+ * call at once (see {@link OnContent}).
  */
 export class ModelChain {
   readonly #clients = new Map<string, OpenAI>();
@@ -60,18 +78,20 @@ export class ModelChain {
   }
 
   /**
-   * Asks the entries of `chain` in order until one answers. `signal` aborts the request in
-   * flight (its SDK error comes out as thrown, for the caller to see `signal.aborted`).
+   * Asks the entries of `chain` in order until one answers, streaming each answer's text to
+   * `onContent`. `signal` aborts the request in flight (its SDK error comes out as thrown, for
+   * the caller to see `signal.aborted`).
    */
   async complete(
     chain: readonly ModelSettings[],
-    params: Omit<ChatCompletionCreateParamsNonStreaming, "model">,
+    params: ChainParams,
     signal: AbortSignal,
+    onContent?: OnContent,
   ): Promise<ChainAnswer> {
     const failures: OpenAIEndpointError[] = [];
     for (const [index, entry] of chain.entries()) {
       const last = index === chain.length - 1;
-      const outcome = await this.#attempt(entry, params, signal, last);
+      const outcome = await this.#attempt(entry, params, signal, last, onContent);
       if ("completion" in outcome) return { completion: outcome.completion, entry, failures };
       failures.push(outcome.failure);
       if (last) throw outcome.failure;
@@ -85,27 +105,51 @@ export class ModelChain {
 
   async #attempt(
     entry: ModelSettings,
-    params: Omit<ChatCompletionCreateParamsNonStreaming, "model">,
+    params: ChainParams,
     signal: AbortSignal,
     last: boolean,
+    onContent: OnContent | undefined,
   ): Promise<{ completion: ChatCompletion } | { failure: OpenAIEndpointError }> {
     const client = this.#client(entry);
     for (let attempt = 1; ; attempt++) {
+      let streamed = false;
+      // The SDK's timeout ends at the response's headers; a stream that then stalls for as
+      // long is abandoned here, as a timeout.
+      const stalled = new AbortController();
+      const stallMs = entry.timeoutMs ?? this.#timeoutMs;
+      let timer = setTimeout(() => stalled.abort(), stallMs);
       try {
-        const completion = await client.chat.completions.create(
-          { ...params, model: entry.model },
-          { signal },
+        const stream = client.chat.completions.stream(
+          { ...params, model: entry.model, stream_options: { include_usage: true } },
+          { signal: AbortSignal.any([signal, stalled.signal]) },
         );
+        stream.on("chunk", () => {
+          clearTimeout(timer);
+          timer = setTimeout(() => stalled.abort(), stallMs);
+        });
+        stream.on("content", (piece) => {
+          if (piece === "") return;
+          streamed = true;
+          onContent?.(piece);
+        });
+        const completion = await stream.finalChatCompletion();
         return { completion };
       } catch (error) {
         if (signal.aborted) throw error;
-        const failure = toEndpointError(error, {
-          host: endpointHost(entry.baseUrl),
-          model: entry.model,
-          apiKey: entry.apiKey,
-        });
+        const failure = stalled.signal.aborted
+          ? new OpenAIEndpointError({
+              kind: "timeout",
+              host: endpointHost(entry.baseUrl),
+              model: entry.model,
+              detail: "",
+            })
+          : toEndpointError(error, {
+              host: endpointHost(entry.baseUrl),
+              model: entry.model,
+              apiKey: entry.apiKey,
+            });
         if (failure === undefined) throw error;
-        if (!canFallBack(failure)) throw failure;
+        if (streamed || !canFallBack(failure)) throw failure;
         const retryAfter = retryAfterMs(error);
         const retries = attempt <= this.#maxRetries;
         const rateLimited = failure.status === 429;
@@ -122,6 +166,8 @@ export class ModelChain {
           continue;
         }
         return { failure };
+      } finally {
+        clearTimeout(timer);
       }
     }
   }

@@ -1,5 +1,11 @@
 import { MediagateError } from "@mediagate/io";
-import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
+import {
+  APIConnectionError,
+  APIConnectionTimeoutError,
+  APIError,
+  APIUserAbortError,
+  OpenAIError,
+} from "openai";
 
 /** How a request to the model endpoint failed. */
 export type OpenAIFailureKind = "http" | "connection" | "timeout" | "bad_response";
@@ -143,6 +149,15 @@ export function toEndpointError(
   error: unknown,
   context: { host: string; model: string; apiKey: string | undefined },
 ): OpenAIEndpointError | undefined {
+  if (error instanceof OpenAIError && !(error instanceof APIError)) {
+    // The SDK's stream reader: the endpoint answered something that is not a stream of chunks.
+    return new OpenAIEndpointError({
+      kind: "bad_response",
+      host: context.host,
+      model: context.model,
+      detail: redactSecret(error.message, context.apiKey ?? "").slice(0, MaxDetailChars),
+    });
+  }
   if (!(error instanceof APIError) || error instanceof APIUserAbortError) return undefined;
   const clean = (text: string) =>
     redactSecret(text, context.apiKey ?? "")

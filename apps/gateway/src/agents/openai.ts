@@ -7,7 +7,7 @@ import type { ChatMessage, ChatToolCall } from "../state/types.js";
 import { budgetStop } from "./budget.js";
 import { type CompactionReport, ContextKeeper } from "./context-keeper.js";
 import { type ChainAnswer, ModelChain } from "./model-chain.js";
-import { contextTokensOf, costOf, modelChain, usageOf } from "./models.js";
+import { contextTokensOf, costOf, modelChain, type TokenUsage, usageOf } from "./models.js";
 import {
   type AbortPhase,
   endpointHost,
@@ -50,6 +50,8 @@ interface CompleteAnswer {
   readonly cutOff: boolean;
   readonly entry: ModelSettings;
   readonly failures: ChainAnswer["failures"];
+  /** The call's usage as the endpoint reported it (undefined when it did not). */
+  readonly usage: TokenUsage | undefined;
 }
 
 /** Tool calls beyond this many in one model answer are answered "not executed". */
@@ -81,7 +83,12 @@ const EmptyReply = "(the model sent an empty reply)";
  * and compaction"); the chat is told through the result's `notices`. Summaries are asked of the
  * turn's model chain like any call, and recorded as usage.
  *
- * Requests are never streamed. The abort signal of the turn is passed to every request and
+ * Every request is streamed (`stream_options.include_usage`): each piece of text goes to the
+ * turn's `onText` as it arrives (docs/streaming.md), tool calls are assembled from their
+ * pieces by the SDK's stream helper, and the usage the endpoint reports is summed into the
+ * turn's result; a summary's text is never shown. A context overflow (400) comes before any
+ * text, so its forced compaction and retry stay unseen too. The abort signal of the turn is
+ * passed to every request and
  * tool call; an abort rejects with {@link OpenAITurnAbortedError}, an endpoint failure with
  * {@link OpenAIEndpointError} (host, status; never the API key).
  */
@@ -173,6 +180,8 @@ export class OpenAIAgent implements Agent {
       if (fitted.notice !== undefined) notices.push(fitted.notice);
       return fitted.messages;
     };
+    const text = new TextPieces(input.onText);
+    let usage: TokenUsage | undefined;
     let reply: string;
     for (;;) {
       const stop = turn.length === 1 ? undefined : await this.#budgetStop(log);
@@ -181,7 +190,15 @@ export class OpenAIAgent implements Agent {
         turn.push({ role: "assistant", content: reply });
         break;
       }
-      const answer = await this.#completeWithin(chain, fit, input, () => aborted("model"), log);
+      const answer = await this.#completeWithin(
+        chain,
+        fit,
+        input,
+        () => aborted("model"),
+        log,
+        text,
+      );
+      usage = addUsage(usage, answer.usage);
       if (answer.entry !== chain[0]) {
         // The rest of the turn stays on the model that answered; the chat hears of it once.
         if (!toldFallback) notices.push(fallbackNotice(answer, chain[0]!));
@@ -213,7 +230,11 @@ export class OpenAIAgent implements Agent {
       turn.push(...(await this.#executeRound(calls, input, () => aborted("tool"), log, rounds)));
     }
     await this.#save(sessionId, turn, log);
-    return notices.length === 0 ? { reply } : { reply, notices };
+    return {
+      reply,
+      ...(notices.length === 0 ? {} : { notices }),
+      ...(usage === undefined ? {} : { usage }),
+    };
   }
 
   /**
@@ -268,10 +289,11 @@ export class OpenAIAgent implements Agent {
     input: AgentTurnInput,
     aborted: () => OpenAITurnAbortedError,
     log: Logger,
+    text: TextPieces,
   ): Promise<CompleteAnswer> {
     const messages = await fit(false, chain[0]!);
     try {
-      return await this.#complete(chain, messages, input, aborted, log);
+      return await this.#complete(chain, messages, input, aborted, log, text);
     } catch (error) {
       if (!(error instanceof OpenAIEndpointError && error.contextOverflow)) throw error;
       const at = Math.max(
@@ -288,7 +310,7 @@ export class OpenAIAgent implements Agent {
       );
       keeper.overflowed(error.message);
       const retry = await fit(true, rest[0]!);
-      return await this.#complete(rest, retry, input, aborted, log);
+      return await this.#complete(rest, retry, input, aborted, log, text);
     }
   }
 
@@ -395,6 +417,7 @@ export class OpenAIAgent implements Agent {
     input: AgentTurnInput,
     aborted: () => OpenAITurnAbortedError,
     log: Logger,
+    text: TextPieces,
   ): Promise<CompleteAnswer> {
     const { signal } = input;
     let answer: ChainAnswer;
@@ -403,15 +426,17 @@ export class OpenAIAgent implements Agent {
         chain,
         { messages, tools: [...TOOL_DEFINITIONS] },
         signal,
+        (piece) => text.push(piece),
       );
+      text.answerEnded();
     } catch (error) {
       if (signal.aborted) throw aborted();
       if (error instanceof OpenAIEndpointError) log.warn({ err: error }, "model request failed");
       throw error;
     }
     const { completion, entry } = answer;
-    await this.#recordUsage(completion, entry, input, log);
-    this.#keeper(entry).observe(messages, usageOf(completion)?.inputTokens ?? 0);
+    const usage = await this.#recordUsage(completion, entry, input, log);
+    this.#keeper(entry).observe(messages, usage?.inputTokens ?? 0);
     const choice = completion.choices?.[0];
     if (!choice?.message) {
       throw new OpenAIEndpointError({
@@ -426,20 +451,23 @@ export class OpenAIAgent implements Agent {
       cutOff: choice.finish_reason === "length",
       entry,
       failures: answer.failures,
+      usage,
     };
   }
 
   /**
    * Records the call's tokens and cost (docs/models-and-usage.md, "Usage"). A failing write is
-   * logged, not thrown: the answer is there and the person should get it.
+   * logged, not thrown: the answer is there and the person should get it. Answers the
+   * call's usage as the endpoint reported it (undefined when it did not).
    */
   async #recordUsage(
     completion: unknown,
     entry: ModelSettings,
     input: UsageOwner,
     log: Logger,
-  ): Promise<void> {
-    const usage = usageOf(completion) ?? { inputTokens: 0, outputTokens: 0, cachedTokens: 0 };
+  ): Promise<TokenUsage | undefined> {
+    const reported = usageOf(completion);
+    const usage = reported ?? { inputTokens: 0, outputTokens: 0, cachedTokens: 0 };
     try {
       await this.#store.recordUsage({
         sessionKey: input.sessionKey,
@@ -452,6 +480,7 @@ export class OpenAIAgent implements Agent {
     } catch (error) {
       log.error({ err: error, model: entry.name, ...usage }, "could not record the call's usage");
     }
+    return reported;
   }
 
   /**
@@ -492,4 +521,39 @@ function fallbackNotice(
           ? "did not answer in time"
           : "could not be reached";
   return `↪️ Answered by ${answer.entry.name}: ${first.name} ${why}.`;
+}
+
+/**
+ * The turn's text as it streams, handed to `onText` piece by piece: a later answer's text
+ * comes after a blank line, so the preview only ever grows.
+ */
+class TextPieces {
+  #any = false;
+  #gap = false;
+  constructor(private readonly onText: ((piece: string) => void) | undefined) {}
+
+  push(piece: string): void {
+    if (piece === "" || this.onText === undefined) return;
+    if (this.#gap) this.onText("\n\n");
+    this.#gap = false;
+    this.#any = true;
+    this.onText(piece);
+  }
+
+  /** One model answer is complete; the next one's text starts a paragraph. */
+  answerEnded(): void {
+    this.#gap = this.#any;
+  }
+}
+
+function addUsage(
+  sum: TokenUsage | undefined,
+  usage: TokenUsage | undefined,
+): TokenUsage | undefined {
+  if (usage === undefined) return sum;
+  return {
+    inputTokens: (sum?.inputTokens ?? 0) + usage.inputTokens,
+    outputTokens: (sum?.outputTokens ?? 0) + usage.outputTokens,
+    cachedTokens: (sum?.cachedTokens ?? 0) + usage.cachedTokens,
+  };
 }

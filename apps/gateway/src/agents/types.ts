@@ -1,5 +1,6 @@
 import type { ExecResult } from "@mediagate/sandbox";
 import type { AttachmentSentAs } from "../channels/types.js";
+import type { TokenUsage } from "./models.js";
 
 /**
  * Tool access for one turn, already bound to the turn's slot and session shell.
@@ -45,6 +46,13 @@ export interface AgentTurnInput {
    * no `hostPath`. Absent where there is no sandbox (tests).
    */
   readonly readContainerFile?: ContainerFileReader | undefined;
+  /**
+   * Told each piece of the reply's text as the agent produces it, in order, for the chat's
+   * preview (docs/streaming.md). Pieces only append: the text of a later model answer of the
+   * same turn comes after a blank line. A preview only: the turn's result is the reply. Absent:
+   * nothing is streamed.
+   */
+  readonly onText?: ((piece: string) => void) | undefined;
 }
 
 /**
@@ -81,6 +89,11 @@ export interface AgentTurnResult {
    * user should know (a voice note that could not be transcribed).
    */
   readonly notices?: readonly string[] | undefined;
+  /**
+   * What the turn's model calls used, summed over them (the endpoint's own counts, as recorded
+   * per call: docs/models-and-usage.md), when the agent calls a model that said.
+   */
+  readonly usage?: TokenUsage | undefined;
 }
 
 /** `/compact [focus]` for one session. */

@@ -401,10 +401,45 @@ export interface ChannelAdapter {
 export interface StatusMessages {
   /** The shortest wait between two edits the platform tolerates in this chat (ms). */
   editIntervalMs(target: ChatTarget): number;
-  /** Posts `text` (plain, no markup) in the chat; resolves with the message's id. */
-  post(target: ChatTarget, text: string, signal: AbortSignal): Promise<string>;
-  edit(target: ChatTarget, messageId: string, text: string, signal: AbortSignal): Promise<void>;
+  /**
+   * The longest text one message may hold, how the platform measures it, and how many
+   * messages a reply's text may take before it comes as `reply.txt` (`delivery.maxTextChunks`):
+   * a streamed preview is split as the final reply will be.
+   */
+  readonly textLimit: {
+    readonly maxLength: number;
+    readonly measure?: ((text: string) => number) | undefined;
+    readonly maxChunks?: number | undefined;
+  };
+  /**
+   * Posts `text` (plain, no markup) in the chat; resolves with the message's id. `verbatim`:
+   * the text is the reply's own (a streamed preview), not a status line to escape.
+   */
+  post(
+    target: ChatTarget,
+    text: string,
+    signal: AbortSignal,
+    options?: StatusTextOptions,
+  ): Promise<string>;
+  edit(
+    target: ChatTarget,
+    messageId: string,
+    text: string,
+    signal: AbortSignal,
+    options?: StatusTextOptions,
+  ): Promise<void>;
   remove(target: ChatTarget, messageId: string, signal: AbortSignal): Promise<void>;
+  /**
+   * Optional: shows `text` as a draft of the bot's next message (Telegram's
+   * `sendMessageDraft`, private chats only; docs/streaming.md). Ephemeral: nothing to delete.
+   */
+  draft?(target: ChatTarget, draftId: number, text: string, signal: AbortSignal): Promise<void>;
+}
+
+/** How a status call treats its text. */
+export interface StatusTextOptions {
+  /** The reply's own text (a preview): sent as it is, where a status line is escaped. */
+  readonly verbatim?: boolean | undefined;
 }
 
 /** A status call the platform refused or that did not get through. Token-free. */
@@ -412,7 +447,7 @@ export class StatusCallError extends MediagateError {
   override readonly name = "StatusCallError";
   readonly code = "MG_STATUS_CALL_FAILED";
   constructor(
-    readonly operation: "post" | "edit" | "remove",
+    readonly operation: "post" | "edit" | "remove" | "draft",
     /** The platform's HTTP status, when it answered. */
     readonly status: number | undefined,
     description: string,

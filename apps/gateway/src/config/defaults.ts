@@ -2,7 +2,7 @@ import { Defaults as SandboxDefaults } from "@mediagate/sandbox";
 import type { AmbiguousSends } from "../channels/telegram/errors.js";
 import type { TextFormat } from "../channels/types.js";
 import { Defaults } from "../defaults.js";
-import type { AccessMode, AgentSettings, BusyMode } from "./types.js";
+import type { AccessMode, AgentSettings, BusyMode, StreamSetting } from "./types.js";
 
 /**
  * Embedded defaults of the configuration (README.md): with no config file at all the gateway
@@ -29,6 +29,7 @@ export const ConfigDefaults = {
     enabled: Defaults.reactions.enabled,
     groups: Defaults.reactions.groups,
   },
+  stream: Defaults.stream satisfies StreamSetting,
   telegramGroups: Defaults.telegram.groups,
   registerCommands: Defaults.commandMenus.register,
   access: Defaults.access satisfies AccessMode,

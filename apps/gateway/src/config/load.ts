@@ -330,6 +330,7 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
       enabled: entry.reactions?.enabled ?? ConfigDefaults.reactions.enabled,
       groups: entry.reactions?.groups ?? ConfigDefaults.reactions.groups,
     },
+    stream: entry.stream ?? ConfigDefaults.stream,
   };
 }
 

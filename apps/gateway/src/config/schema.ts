@@ -349,6 +349,12 @@ const profileSchema = z.strictObject({
   reactions: z
     .strictObject({ enabled: z.boolean().optional(), groups: z.boolean().optional() })
     .optional(),
+  stream: z
+    .enum(["off", "draft", "edit", "auto"], {
+      error:
+        'a stream mode: "auto" (drafts in Telegram private chats, an edited message elsewhere), "draft", "edit" or "off"',
+    })
+    .optional(),
 });
 
 /**

@@ -194,6 +194,11 @@ export interface ReactionSettings {
   /** On: also in groups, supergroups, channels and guild channels (not only private chats). */
   readonly groups: boolean;
 }
+/**
+ * How a reply shows while the agent writes it (docs/streaming.md): `auto` picks `draft` in
+ * Telegram private chats and `edit` elsewhere; `off` shows the reply once it is complete.
+ */
+export type StreamSetting = "off" | "draft" | "edit" | "auto";
 
 /** Who may use a profile (docs/security.md): the config's lists only, or pairing too. */
 export type AccessMode = "allowlist" | "pairing";
@@ -238,6 +243,7 @@ export interface ProfileConfig {
   readonly maxQueuedMessages: number;
   readonly progress: ProgressSettings;
   readonly reactions: ReactionSettings;
+  readonly stream: StreamSetting;
 }
 
 /** What happens to replies (docs/durability.md). */

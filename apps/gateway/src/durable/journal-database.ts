@@ -46,6 +46,7 @@ interface StatusRow {
   platform: InboundMessage["platform"];
   state: JournalState;
   status: string;
+  previews: string | null;
 }
 
 interface ReplyRow {
@@ -319,10 +320,17 @@ export class JournalDatabase {
     );
   }
 
-  statusGone(entryId: number): void {
-    this.#prepare("UPDATE entries SET status = NULL WHERE id = ? AND status IS NOT NULL").run(
+  previewsShown(entryId: number, messageIds: readonly string[]): void {
+    this.#prepare("UPDATE entries SET previews = ? WHERE id = ?").run(
+      JSON.stringify(messageIds),
       entryId,
     );
+  }
+
+  statusGone(entryId: number): void {
+    this.#prepare(
+      "UPDATE entries SET status = NULL, previews = NULL WHERE id = ? AND (status IS NOT NULL OR previews IS NOT NULL)",
+    ).run(entryId);
   }
 
   /**
@@ -337,7 +345,7 @@ export class JournalDatabase {
       .map((row) => row.owner);
     const rows = this.#gone(owners).flatMap((owner) =>
       this.#prepare<[string], StatusRow>(
-        "SELECT id, profile, platform, state, status FROM entries WHERE owner = ? AND status IS NOT NULL",
+        "SELECT id, profile, platform, state, status, previews FROM entries WHERE owner = ? AND status IS NOT NULL",
       ).all(owner),
     );
     rows.sort((a, b) => a.id - b.id);
@@ -355,6 +363,7 @@ export class JournalDatabase {
           state: row.state,
           target: status.target,
           messageId: status.messageId,
+          previews: previewIds(row.previews),
         },
       ];
     });
@@ -616,4 +625,10 @@ export class JournalDatabase {
 /** The worker thread's entry point (see sqlite/database-worker.ts). */
 export function openInWorker(path: string, settings: JournalDatabaseSettings): JournalDatabase {
   return JournalDatabase.open(path, settings);
+}
+
+/** The rollover ids recorded with an entry; what does not read back is none. */
+function previewIds(text: string | null): string[] {
+  const value = text === null ? [] : parseJson(text);
+  return Array.isArray(value) ? value.filter((id): id is string => typeof id === "string") : [];
 }

@@ -5,7 +5,8 @@ import type { Migration } from "../state/schema.js";
  * steps; never edit a released one. Run by the same `migrate` as the state database.
  *
  * - `entries`: one row per inbound message (`key` = `<profile>:<platform>:<receiptId>`), with
- *   its turn's status message while it shows;
+ *   its turn's status message while it shows and the rollover messages of its streamed reply's
+ *   preview (v5);
  * - `receipts`: every receipt id an entry was recorded by (all of a merged message's, the
  *   first being the entry's key), keyed the same way;
  * - `cursors`: the newest recorded Discord message per chat, for the catch-up after a restart;
@@ -106,6 +107,17 @@ export const JOURNAL_MIGRATIONS: readonly Migration[] = [
         ALTER TABLE entries ADD COLUMN status TEXT CHECK (status IS NULL OR json_valid(status));
         CREATE INDEX entries_status ON entries (owner) WHERE status IS NOT NULL;
       `);
+    },
+  },
+  {
+    // The rollover messages of a turn's streamed preview past the platform's length (the
+    // first preview message is the status above), so the next start deletes those a crash
+    // left behind (docs/durability.md).
+    version: 5,
+    up(db) {
+      db.exec(
+        "ALTER TABLE entries ADD COLUMN previews TEXT CHECK (previews IS NULL OR json_valid(previews))",
+      );
     },
   },
 ];

@@ -489,6 +489,7 @@ describe("SqliteJournal", () => {
         platform: "telegram",
         state: "started",
         ...status("100", "41"),
+        previews: [],
       },
       {
         entryId: answered.id,
@@ -496,6 +497,7 @@ describe("SqliteJournal", () => {
         platform: "telegram",
         state: "done",
         ...status("100", "42"),
+        previews: [],
       },
     ]);
     // Only reads: the entries are still there to take over, the statuses until forgotten.

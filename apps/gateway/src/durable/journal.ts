@@ -209,6 +209,10 @@ export class SqliteJournal implements Journal {
     return this.#worker.call("statusShown", entryId, status);
   }
 
+  previewsShown(entryId: number, messageIds: readonly string[]): Promise<void> {
+    return this.#worker.call("previewsShown", entryId, [...messageIds]);
+  }
+
   statusGone(entryId: number): Promise<void> {
     return this.#worker.call("statusGone", entryId);
   }

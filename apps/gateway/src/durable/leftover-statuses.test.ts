@@ -15,6 +15,7 @@ import { clearLeftoverStatuses } from "./leftover-statuses.js";
 /** A platform's status calls, recorded; the ones named in `refuse` fail with a 400. */
 class RecordingStatus implements StatusMessages {
   readonly calls: string[] = [];
+  readonly textLimit = { maxLength: 4096 };
   constructor(private readonly refuse: readonly string[] = []) {}
   editIntervalMs(): number {
     return 1000;
@@ -66,7 +67,7 @@ async function leftover(
   receiptId: string,
   state: "received" | "started" | "done",
   platform: "telegram" | "discord" = "telegram",
-): Promise<void> {
+): Promise<number> {
   const { id } = await journal.record(message(receiptId, platform));
   if (state !== "received") await journal.started(id);
   if (state === "done") await journal.finished(id, "failed");
@@ -74,6 +75,7 @@ async function leftover(
     target: { platform, chatId: `chat-${receiptId}` },
     messageId: `s${receiptId}`,
   });
+  return id;
 }
 
 describe("clearLeftoverStatuses", () => {
@@ -106,6 +108,27 @@ describe("clearLeftoverStatuses", () => {
       status.calls.indexOf("edit chat-4/s4 ⌛ ended ✗"),
     );
     expect(results).toEqual(["edited", "edited", "deleted", "failed", "failed", "failed"]);
+    expect(await journal.leftoverStatuses()).toEqual([]);
+  });
+
+  it("deletes a streamed preview's rollover messages whether its turn ended or was cut off", async () => {
+    await journal.previewsShown(await leftover("1", "started"), ["p1a", "p1b"]);
+    await journal.previewsShown(await leftover("2", "done"), ["p2a"]);
+    await journal.release();
+    const status = new RecordingStatus();
+    await clearLeftoverStatuses({
+      journal,
+      statusFor: () => status,
+      rerunInterrupted: false,
+      logger: silentLogger(),
+    });
+    expect([...status.calls].sort()).toEqual([
+      "edit chat-1/s1 ⏹ cut off by a restart",
+      "remove chat-1/p1a",
+      "remove chat-1/p1b",
+      "remove chat-2/p2a",
+      "remove chat-2/s2",
+    ]);
     expect(await journal.leftoverStatuses()).toEqual([]);
   });
 

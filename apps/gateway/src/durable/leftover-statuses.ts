@@ -23,7 +23,9 @@ type Cleared = "deleted" | "edited" | "failed";
  * Clears the status messages that processes that are gone left showing (docs/durability.md):
  * one whose turn had ended (its entry `done`: the reply was recorded, or the turn finished)
  * is deleted as at a turn's end (marked ended when the platform refuses the delete); one whose
- * turn was cut off is edited to say so, and that it runs again when it does. Each is tried
+ * turn was cut off is edited to say so, and that it runs again when it does (a streamed
+ * preview's first message is this status: the partial text gives way to the notice); the
+ * preview's rollover messages are deleted either way (docs/streaming.md). Each is tried
  * once, all at once, each call bounded, then forgotten by the journal whatever the platform
  * said: a status is best effort. The gateway awaits this before it sends anything else to
  * their chats. Resolves with how each one ended; never rejects.
@@ -34,7 +36,15 @@ export async function clearLeftoverStatuses(options: LeftoverStatusOptions): Pro
     log.error({ err: error }, "could not read the status messages a crash left");
     return [];
   });
-  const results = await Promise.all(leftovers.map((leftover) => clearOne(leftover, options)));
+  const results = await Promise.all(
+    leftovers.map(async (leftover) => {
+      const [result] = await Promise.all([
+        clearOne(leftover, options),
+        removePreviews(leftover, options),
+      ]);
+      return result;
+    }),
+  );
   for (const [index, leftover] of leftovers.entries()) {
     await options.journal.statusGone(leftover.entryId).catch((error: unknown) => {
       log.warn({ err: error, entryId: leftover.entryId }, "could not forget a leftover status");
@@ -77,4 +87,29 @@ async function clearOne(
     warn("could not edit a leftover status message", error);
     return "failed";
   }
+}
+
+/** Deletes the rollover messages of a streamed preview; a failure is logged and left. */
+async function removePreviews(
+  leftover: LeftoverStatus,
+  options: LeftoverStatusOptions,
+): Promise<void> {
+  const status = options.statusFor(leftover.profile, leftover.platform);
+  if (status === undefined) return;
+  await Promise.all(
+    leftover.previews.map((messageId) =>
+      status
+        .remove(
+          leftover.target,
+          messageId,
+          AbortSignal.timeout(options.requestTimeoutMs ?? Defaults.progress.requestTimeoutMs),
+        )
+        .catch((error: unknown) =>
+          options.logger.warn(
+            { err: error, entryId: leftover.entryId },
+            "could not delete a leftover preview message",
+          ),
+        ),
+    ),
+  );
 }

@@ -62,6 +62,8 @@ export interface LeftoverStatus extends StatusRecord {
   readonly platform: InboundMessage["platform"];
   /** Where its turn's entry is: `done` means the turn had ended (its reply was recorded). */
   readonly state: JournalState;
+  /** The rollover messages of the turn's streamed preview, in the same chat (often none). */
+  readonly previews: readonly string[];
 }
 
 /** What {@link Journal.record} found. */
@@ -163,7 +165,12 @@ export interface Journal {
   takeOver(): Promise<JournalEntry[]>;
   /** The turn of entry `entryId` posted its status message. */
   statusShown(entryId: number, status: StatusRecord): Promise<void>;
-  /** The status message of entry `entryId` is gone (deleted, or marked ended). */
+  /**
+   * The turn of entry `entryId` posted these rollover messages of its streamed preview, in
+   * order (all of them so far; docs/streaming.md).
+   */
+  previewsShown(entryId: number, messageIds: readonly string[]): Promise<void>;
+  /** The status message of entry `entryId`, and its preview's rollovers, are gone. */
   statusGone(entryId: number): Promise<void>;
   /**
    * The status messages still recorded with entries whose owner process is gone (or that a

@@ -1,5 +1,6 @@
 import type { JournalOutcome } from "../durable/types.js";
 import type { StatusLedger } from "../turn-progress/progress.js";
+import type { PreviewLedger } from "../turn-progress/stream-preview.js";
 import type { MessageContext } from "./types.js";
 
 /** The message's journal entry and those of the messages merged into its turn. */
@@ -48,6 +49,22 @@ export function statusLedger(ctx: MessageContext): StatusLedger | undefined {
   const { journal } = ctx.services;
   return {
     shown: (messageId) => journal.statusShown(entryId, { target, messageId }),
+    gone: () => journal.statusGone(entryId),
+  };
+}
+
+/**
+ * The turn's streamed preview messages, kept with the message's journal entry while they
+ * show (its first message as the entry's status), so the next start deletes those a crash
+ * left behind (docs/durability.md). None without an entry.
+ */
+export function previewLedger(ctx: MessageContext): PreviewLedger | undefined {
+  const { entryId, target } = ctx;
+  if (entryId === undefined) return undefined;
+  const { journal } = ctx.services;
+  return {
+    first: (messageId) => journal.statusShown(entryId, { target, messageId }),
+    rollovers: (messageIds) => journal.previewsShown(entryId, messageIds),
     gone: () => journal.statusGone(entryId),
   };
 }

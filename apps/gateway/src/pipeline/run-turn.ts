@@ -9,7 +9,8 @@ import { createToolRunner } from "../sandbox-access/tool-runner.js";
 import { abortedByStop } from "../session/stopping.js";
 import { startActivity } from "../turn-progress/activity.js";
 import { describeCommand, TurnProgress } from "../turn-progress/progress.js";
-import { finishEntry, startEntry, statusLedger } from "./journal-steps.js";
+import { type PreviewMode, StreamPreview } from "../turn-progress/stream-preview.js";
+import { finishEntry, previewLedger, startEntry, statusLedger } from "./journal-steps.js";
 import type { TurnReport } from "./turn-report.js";
 import { type MessageContext, type Middleware, say, sessionOf } from "./types.js";
 
@@ -33,10 +34,13 @@ export const TurnFailedText = "⚠️ Something went wrong while handling that m
  */
 export const runTurn: Middleware = async (ctx, next) => {
   const progress = startProgress(ctx);
+  const preview = startPreview(ctx, progress);
   try {
-    await agentTurn(ctx, next, progress);
+    await agentTurn(ctx, next, progress, preview);
   } finally {
+    await preview?.finish();
     await progress?.finish();
+    if (preview?.started === true && ctx.turn !== undefined) ctx.turn.previewCalls = preview.calls;
     if (progress?.messageId !== undefined && ctx.turn !== undefined)
       ctx.turn.statusEdits = progress.edits;
   }
@@ -58,10 +62,37 @@ function startProgress(ctx: MessageContext): TurnProgress | undefined {
   return progress;
 }
 
+/**
+ * The streamed preview of the turn's reply (docs/streaming.md), when the profile's `stream`
+ * wants one and the channel can edit: `auto` shows drafts in Telegram private chats and one
+ * edited message elsewhere. The status message hands over to it once text starts.
+ */
+function startPreview(
+  ctx: MessageContext,
+  progress: TurnProgress | undefined,
+): StreamPreview | undefined {
+  const setting = ctx.runtime.profile.stream;
+  const status = ctx.channel.status;
+  if (setting === "off" || status === undefined) return undefined;
+  const draftable =
+    ctx.message.platform === "telegram" &&
+    ctx.message.chatType === "dm" &&
+    status.draft !== undefined;
+  const mode: PreviewMode = setting !== "edit" && draftable ? "draft" : "edit";
+  return new StreamPreview(status, ctx.target, {
+    mode,
+    clock: ctx.services.progressClock,
+    onProblem: (what, error) => ctx.log.warn({ err: error }, what),
+    ledger: previewLedger(ctx),
+    takeOver: async (shown) => progress?.handOver(shown === "edit"),
+  });
+}
+
 async function agentTurn(
   ctx: MessageContext,
   next: () => Promise<void>,
   progress: TurnProgress | undefined,
+  preview: StreamPreview | undefined,
 ): Promise<void> {
   const session = sessionOf(ctx);
   const signal = ctx.signal ?? new AbortController().signal;
@@ -97,6 +128,7 @@ async function agentTurn(
       tools: gated(ctx, signal, tracked(tools, turn, doing), doing),
       signal,
       attachments: ctx.attachments ?? [],
+      ...(preview === undefined ? {} : { onText: (piece: string) => preview.push(piece) }),
       readContainerFile: async (path, maxBytes) => {
         const file = await ctx.runtime.sandbox.readFile(slot, path, maxBytes, {
           sessionKey: session.sessionKey,
@@ -125,6 +157,7 @@ async function agentTurn(
     return;
   } finally {
     stopActivity();
+    await preview?.stop();
   }
   if (signal.aborted) {
     await endAborted();

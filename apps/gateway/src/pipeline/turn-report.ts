@@ -29,6 +29,8 @@ export class TurnReport {
   failedStep: string | undefined;
   /** Edits of the turn's status message that got through (none posted: undefined). */
   statusEdits: number | undefined;
+  /** Calls of the turn's streamed preview that got through (nothing streamed: undefined). */
+  previewCalls: number | undefined;
   /** Why it failed (the error's message). */
   reason: string | undefined;
 
@@ -61,6 +63,7 @@ export class TurnReport {
       delivery: this.delivery,
       deliveries: this.deliveries,
       statusEdits: this.statusEdits,
+      previewCalls: this.previewCalls,
       step: this.failedStep,
       reason: this.reason,
     };

@@ -15,6 +15,7 @@ class RecordingStatus implements StatusMessages {
   readonly calls: string[] = [];
   readonly failures: (StatusCallError | undefined)[] = [];
   intervalMs = 1000;
+  readonly textLimit = { maxLength: 4096 };
   #ids = 0;
   #gate: Promise<void> | undefined;
 

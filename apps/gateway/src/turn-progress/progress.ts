@@ -169,10 +169,30 @@ export class TurnProgress {
     return this.#finished;
   }
 
-  async #finish(): Promise<void> {
+  /**
+   * The turn's streamed reply takes over (docs/streaming.md): the status is neither posted
+   * nor edited any more. `keep`: the message stays for the preview to edit and later delete
+   * (its id is answered; the ledger still holds it); otherwise it goes as at {@link finish}.
+   * Never rejects.
+   */
+  async handOver(keep: boolean): Promise<string | undefined> {
+    if (!keep) {
+      await this.finish();
+      return undefined;
+    }
+    this.#finished ??= this.#stop();
+    await this.#finished;
+    return this.#messageId;
+  }
+
+  async #stop(): Promise<void> {
     this.#cancel?.();
     this.#cancel = undefined;
     await this.#inFlight;
+  }
+
+  async #finish(): Promise<void> {
+    await this.#stop();
     const id = this.#messageId;
     if (id === undefined) return;
     if (await this.#clear(id)) await this.#keep("gone", () => this.#ledger?.gone());

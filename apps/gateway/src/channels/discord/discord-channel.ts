@@ -231,7 +231,7 @@ export class DiscordChannel implements ChannelAdapter {
     this.#token = options.token;
     this.#client = createGatewayClient(connection, options.identifyWait);
     this.#rest = createDeliveryRest(connection);
-    this.status = new DiscordStatusMessages(this.#rest);
+    this.status = new DiscordStatusMessages(this.#rest, maxTextChunks);
     this.reactions = new DiscordStatusReactions(createReactionRest(connection));
     this.choices = new DiscordChoiceButtons(this.#rest, this.#log);
     this.#registerCommands = options.commands?.register ?? Defaults.commandMenus.register;

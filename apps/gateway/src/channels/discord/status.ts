@@ -1,7 +1,13 @@
 import { escapeMarkdown, type REST, Routes } from "discord.js";
-import { type ChatTarget, StatusCallError, type StatusMessages } from "../types.js";
+import {
+  type ChatTarget,
+  StatusCallError,
+  type StatusMessages,
+  type StatusTextOptions,
+} from "../types.js";
 import { classifyFailure, describeError } from "./errors.js";
 import { createMessageAttempt, newNonce } from "./message-create.js";
+import { DiscordTextLimit } from "./outbox.js";
 
 /** Discord lets a bot edit about five messages per five seconds in a channel. */
 const EditIntervalMs = 1000;
@@ -10,22 +16,37 @@ const EditIntervalMs = 1000;
  * A turn's status message on Discord (docs/sessions.md, "Live progress"): a message create
  * (with a nonce, replying to the user's message, mentions off), then `PATCH` and `DELETE` of
  * it, through the delivery REST instance (no retries of its own, rate limits thrown). The text
- * is escaped so a command's `*` or `_` shows as typed. One try per call; a failure is a
+ * is escaped so a command's `*` or `_` shows as typed; a streamed reply's preview (`verbatim`)
+ * is not, it is Markdown already (docs/streaming.md). One try per call; a failure is a
  * {@link StatusCallError} (a 429 carries Discord's wait).
  */
 export class DiscordStatusMessages implements StatusMessages {
-  constructor(private readonly rest: REST) {}
+  /** Split as the final reply is (channels/discord/deliver-reply.ts), so previews match it. */
+  readonly textLimit: StatusMessages["textLimit"];
+
+  /** @param maxChunks the channel's `delivery.maxTextChunks`. */
+  constructor(
+    private readonly rest: REST,
+    maxChunks: number,
+  ) {
+    this.textLimit = { maxLength: DiscordTextLimit, maxChunks };
+  }
 
   editIntervalMs(_target: ChatTarget): number {
     return EditIntervalMs;
   }
 
-  async post(target: ChatTarget, text: string, signal: AbortSignal): Promise<string> {
+  async post(
+    target: ChatTarget,
+    text: string,
+    signal: AbortSignal,
+    options?: StatusTextOptions,
+  ): Promise<string> {
     const created = await this.#call("post", () =>
       createMessageAttempt(
         this.rest,
         channelOf(target),
-        { content: escapeMarkdown(text), replyTo: target.replyToMessageId },
+        { content: shown(text, options), replyTo: target.replyToMessageId },
         newNonce(),
         signal,
       ),
@@ -38,10 +59,11 @@ export class DiscordStatusMessages implements StatusMessages {
     messageId: string,
     text: string,
     signal: AbortSignal,
+    options?: StatusTextOptions,
   ): Promise<void> {
     await this.#call("edit", () =>
       this.rest.patch(Routes.channelMessage(channelOf(target), messageId), {
-        body: { content: escapeMarkdown(text), allowed_mentions: { parse: [] } },
+        body: { content: shown(text, options), allowed_mentions: { parse: [] } },
         signal,
       }),
     );
@@ -76,4 +98,8 @@ export class DiscordStatusMessages implements StatusMessages {
 /** Messages in a thread go to the thread's channel id; otherwise to the chat. */
 function channelOf(target: ChatTarget): string {
   return target.threadId ?? target.chatId;
+}
+
+function shown(text: string, options: StatusTextOptions | undefined): string {
+  return options?.verbatim === true ? text : escapeMarkdown(text);
 }

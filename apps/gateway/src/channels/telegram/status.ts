@@ -1,5 +1,6 @@
 import type { Api } from "grammy";
 import { Defaults } from "../../defaults.js";
+import { utf16Length } from "../../delivery/split-text.js";
 import { type ChatTarget, StatusCallError, type StatusMessages } from "../types.js";
 import { failureFacts } from "./errors.js";
 import { grammySignal } from "./send-media.js";
@@ -12,14 +13,22 @@ const GroupEditIntervalMs = Defaults.progress.telegramGroupEverySeconds * 1000;
 /**
  * A turn's status message on Telegram (docs/sessions.md, "Live progress"): `sendMessage` in
  * the chat and topic, replying to the user's message, then `editMessageText` and
- * `deleteMessage`. Plain text. One try per call with the caller's signal; a failure is a
+ * `deleteMessage`; a streamed reply's drafts with `sendMessageDraft` (docs/streaming.md). Plain
+ * text. One try per call with the caller's signal; a failure is a
  * token-free {@link StatusCallError} (a 429 carries its `retry_after`).
  */
 export class TelegramStatusMessages implements StatusMessages {
+  /** Split as the final reply is (telegram/deliver-reply.ts), so previews match it. */
+  readonly textLimit: StatusMessages["textLimit"];
+
+  /** @param maxChunks the channel's `delivery.maxTextChunks`. */
   constructor(
     private readonly api: Api,
     private readonly token: string,
-  ) {}
+    maxChunks: number,
+  ) {
+    this.textLimit = { maxLength: 4096, measure: utf16Length, maxChunks };
+  }
 
   /** Groups, supergroups and channels (negative ids) get one edit per 3 s, chats one per second. */
   editIntervalMs(target: ChatTarget): number {
@@ -43,6 +52,25 @@ export class TelegramStatusMessages implements StatusMessages {
     const out = new OutgoingTarget(target);
     await this.#call("edit", () =>
       this.api.editMessageText(out.chat, Number(messageId), text, {}, grammySignal(signal)),
+    );
+  }
+
+  async draft(
+    target: ChatTarget,
+    draftId: number,
+    text: string,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const out = new OutgoingTarget(target);
+    const thread = out.options().message_thread_id;
+    await this.#call("draft", () =>
+      this.api.sendMessageDraft(
+        Number(out.chat),
+        draftId,
+        text,
+        thread === undefined ? {} : { message_thread_id: thread },
+        grammySignal(signal),
+      ),
     );
   }
 

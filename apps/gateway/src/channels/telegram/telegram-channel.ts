@@ -131,7 +131,7 @@ export class TelegramChannel implements ChannelAdapter {
       timeoutSeconds: Defaults.telegram.grammyTimeoutSeconds,
       baseFetchConfig: { agent: trackingAgent(settings.apiRoot) },
     });
-    this.status = new TelegramStatusMessages(this.api, this.token);
+    this.status = new TelegramStatusMessages(this.api, this.token, settings.maxTextChunks);
     this.reactions = new TelegramStatusReactions(this.api, this.token);
     this.choices = new TelegramChoiceButtons(this.api, this.token, this.logger);
     this.attachments = new TelegramFileFetcher({

@@ -1,0 +1,164 @@
+import { setImmediate as settle } from "node:timers/promises";
+import { describe, expect, it } from "vitest";
+import { manualClock } from "../../../../test-support/clock.js";
+import { type ChatTarget, StatusCallError, type StatusMessages } from "../channels/types.js";
+import { replyParts } from "../delivery/reply-parts.js";
+import { type PreviewLedger, type PreviewMode, StreamPreview } from "./stream-preview.js";
+
+/** A platform's status calls as the preview makes them: recorded, failing when told to. */
+class RecordingStatus implements StatusMessages {
+  readonly calls: string[] = [];
+  readonly failures: (StatusCallError | undefined)[] = [];
+  #ids = 0;
+  constructor(readonly textLimit: StatusMessages["textLimit"] = { maxLength: 20 }) {}
+  editIntervalMs(_target: ChatTarget): number {
+    return 1000;
+  }
+  async post(_target: ChatTarget, text: string): Promise<string> {
+    this.#fail(`post ${text}`);
+    return String(++this.#ids);
+  }
+  async edit(_target: ChatTarget, id: string, text: string): Promise<void> {
+    this.#fail(`edit ${id} ${text}`);
+  }
+  async remove(_target: ChatTarget, id: string): Promise<void> {
+    this.#fail(`remove ${id}`);
+  }
+  async draft(_target: ChatTarget, draftId: number, text: string): Promise<void> {
+    this.#fail(`draft ${draftId} ${text}`);
+  }
+  #fail(call: string): void {
+    const failure = this.failures.shift();
+    this.calls.push(failure === undefined ? call : `${call} ✗`);
+    if (failure !== undefined) throw failure;
+  }
+}
+
+const target: ChatTarget = { platform: "telegram", chatId: "7" };
+
+function previewOf(status: RecordingStatus, mode: PreviewMode, adopt?: string) {
+  const clock = manualClock();
+  const ledger: string[] = [];
+  const recording: PreviewLedger = {
+    first: async (id) => void ledger.push(`first ${id}`),
+    rollovers: async (ids) => void ledger.push(`rollovers ${ids.join(",")}`),
+    gone: async () => void ledger.push("gone"),
+  };
+  const preview = new StreamPreview(status, target, {
+    mode,
+    clock,
+    draftId: 100,
+    marginMs: 0,
+    ledger: recording,
+    takeOver: async () => adopt,
+  });
+  const advance = async (ms: number) => {
+    clock.advance(ms);
+    for (let i = 0; i < 5; i++) await settle();
+  };
+  return { preview, advance, ledger };
+}
+
+describe("StreamPreview", () => {
+  it("edits one message at most once a second and rolls over past the length", async () => {
+    const status = new RecordingStatus();
+    const { preview, advance, ledger } = previewOf(status, "edit");
+    preview.push("Hello");
+    await advance(0);
+    preview.push(" world");
+    preview.push(" again");
+    await advance(500);
+    expect(status.calls).toEqual(["post Hello"]);
+    await advance(500);
+    expect(status.calls).toEqual(["post Hello", "edit 1 Hello world again"]);
+    preview.push(" and more text");
+    await advance(1000);
+    await advance(1000);
+    expect(status.calls.slice(2)).toEqual(["post and more text"]);
+    expect(ledger).toEqual(["first 1", "rollovers 2"]);
+    await preview.finish();
+    expect(status.calls.slice(3)).toEqual(["remove 1", "remove 2"]);
+    expect(ledger.at(-1)).toBe("gone");
+  });
+
+  it("adopts the status message instead of posting a second one", async () => {
+    const status = new RecordingStatus();
+    const { preview, advance, ledger } = previewOf(status, "edit", "9");
+    preview.push("Hi");
+    await advance(0);
+    expect(status.calls).toEqual(["edit 9 Hi"]);
+    expect(ledger).toEqual([]);
+    await preview.finish();
+    expect(status.calls).toEqual(["edit 9 Hi", "remove 9"]);
+  });
+
+  it("pauses for as long as a rate limit asks and then shows the latest text", async () => {
+    const status = new RecordingStatus();
+    const { preview, advance } = previewOf(status, "edit");
+    preview.push("one");
+    await advance(0);
+    status.failures.push(new StatusCallError("edit", 429, "Too Many Requests", 5000));
+    preview.push(" two");
+    await advance(1000);
+    preview.push(" three");
+    await advance(4000);
+    expect(status.calls).toEqual(["post one", "edit 1 one two ✗"]);
+    await advance(1000);
+    expect(status.calls.at(-1)).toBe("edit 1 one two three");
+  });
+
+  it("shows drafts with a new id per chunk and falls back to editing when refused", async () => {
+    const status = new RecordingStatus();
+    const { preview, advance } = previewOf(status, "draft");
+    preview.push("a draft of text");
+    await advance(0);
+    preview.push(" past twenty");
+    await advance(1000);
+    expect(status.calls).toEqual(["draft 100 a draft of text", "draft 101 twenty"]);
+    status.failures.push(new StatusCallError("draft", 400, "Bad Request"));
+    preview.push("!");
+    await advance(1000);
+    await advance(1000);
+    expect(preview.mode).toBe("edit");
+    expect(status.calls.slice(2)).toEqual(["draft 101 twenty! ✗", "post a draft of text past"]);
+  });
+
+  it("never takes more messages than the final reply: past maxChunks, its head and the cut notice", async () => {
+    const status = new RecordingStatus({ maxLength: 100, maxChunks: 2 });
+    const { preview, advance } = previewOf(status, "edit");
+    const words = Array.from({ length: 60 }, (_, i) => `word${i}`);
+    for (const word of words) {
+      preview.push(`${word} `);
+      await advance(1000);
+    }
+    await advance(1000);
+    await advance(1000);
+    // What each message shows last: posts get ids 1, 2, … in order; edits name theirs.
+    const shown = new Map<string, string>();
+    for (const call of status.calls) {
+      const edit = /^edit (\d+) ([\s\S]*)$/.exec(call);
+      if (edit?.[1] !== undefined) shown.set(edit[1], edit[2] ?? "");
+      else if (call.startsWith("post ")) shown.set(String(shown.size + 1), call.slice(5));
+    }
+    expect(status.calls.filter((call) => call.startsWith("post "))).toHaveLength(2);
+    expect([...shown.keys()]).toEqual(["1", "2"]);
+    const finalTexts = replyParts(`${words.join(" ")} `, { maxLength: 100, maxChunks: 2 }).flatMap(
+      (part) => (part.kind === "text" ? [part.text] : []),
+    );
+    expect(finalTexts).toHaveLength(2);
+    expect(finalTexts[1]).toContain("reply.txt");
+    expect([...shown.values()]).toEqual(finalTexts);
+  });
+
+  it("never posts again after a post failed", async () => {
+    const status = new RecordingStatus();
+    status.failures.push(new StatusCallError("post", 502, "Bad Gateway"));
+    const { preview, advance } = previewOf(status, "edit");
+    preview.push("lost?");
+    await advance(0);
+    preview.push(" more");
+    await advance(5000);
+    await preview.finish();
+    expect(status.calls).toEqual(["post lost? ✗"]);
+  });
+});
