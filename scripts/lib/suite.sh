@@ -2,11 +2,15 @@
 # Shared by scripts/test.sh and scripts/test-long.sh: set-up of what the tests need, and one
 # run of a pnpm test script with a leak check and a closing "N passed, N failed" line.
 
+# shellcheck source=postgres.sh
+. "$(dirname "${BASH_SOURCE[0]}")/postgres.sh"
+
 # The Docker engine, the sandbox images (test, and the default one) and the locked dependencies, built.
 suite_setup() {
   local chromium_log chromium_pid
   bash scripts/ensure-docker.sh
   suite_ensure_compose
+  bash scripts/ensure-postgres.sh
   # Chromium (the web console's browser tests) installs from Debian packages while the images
   # and the workspace build: on a fresh machine that download takes most of a minute, and
   # nothing below needs apt or the browser. The apt steps above stay in front (one dpkg lock).
@@ -27,6 +31,9 @@ suite_setup() {
   fi
   cat "$chromium_log"
   rm -f "$chromium_log"
+  # The store's tests run against a private PostgreSQL cluster, removed when the script exits.
+  pg_cluster_start
+  trap pg_cluster_stop EXIT
 }
 
 # A compose tool (`docker compose` or Debian's docker-compose): a test validates

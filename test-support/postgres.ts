@@ -1,0 +1,97 @@
+import { spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+
+/**
+ * The private PostgreSQL cluster of the test run (scripts/lib/postgres.sh starts it for
+ * scripts/test.sh and scripts/test-long.sh): its URL, with the database `postgres`. A test that
+ * needs PostgreSQL fails with this line when the cluster is not there, never skips.
+ */
+export function testPostgresUrl(): string {
+  const url = process.env.MEDIAGATE_TEST_POSTGRES_URL?.trim();
+  if (url === undefined || url === "") {
+    throw new Error(
+      "MEDIAGATE_TEST_POSTGRES_URL is not set: these tests need the private PostgreSQL cluster " +
+        "that scripts/test.sh starts (run the suite with it, or start one with " +
+        "`. scripts/lib/postgres.sh && pg_cluster_start` and export the URL it prints)",
+    );
+  }
+  return url;
+}
+
+/** A database of its own for one test (file): created empty, dropped by `drop`. */
+export interface TestDatabase {
+  /** Its connection URL. */
+  readonly url: string;
+  readonly name: string;
+  /** Drops it, closing whatever connections are still open to it. */
+  drop(): Promise<void>;
+}
+
+/** Creates an empty database on the test cluster, named after `label` and a random suffix. */
+export async function freshPostgresDatabase(label = "t"): Promise<TestDatabase> {
+  const admin = testPostgresUrl();
+  const name = `mg_${label
+    .replace(/[^a-z0-9_]/gi, "_")
+    .toLowerCase()
+    .slice(0, 30)}_${randomBytes(5).toString("hex")}`;
+  await withAdmin(admin, (client) => client.query(`CREATE DATABASE "${name}"`));
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    name,
+    drop: () =>
+      withAdmin(admin, (client) =>
+        client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`),
+      ).then(() => undefined),
+  };
+}
+
+async function withAdmin<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Runs `pg_ctl <action>` on the test cluster, as its owner (PostgreSQL refuses root), and waits
+ * for it: `restart -m fast` and `stop -m fast` for outage tests, `start` to bring it back.
+ * Every test file that stops the server must start it again before it ends; the cluster is
+ * shared by the files running in parallel, so such tests belong to files that run alone
+ * (the long suite) or tolerate the others' outages.
+ */
+export function controlPostgres(
+  action: "start" | "stop" | "restart",
+  mode: "fast" | "immediate" = "fast",
+): void {
+  const bin = requiredEnv("MEDIAGATE_TEST_POSTGRES_BIN");
+  const data = requiredEnv("MEDIAGATE_TEST_POSTGRES_DATA");
+  const owner = requiredEnv("MEDIAGATE_TEST_POSTGRES_OWNER");
+  const args = [`${bin}/pg_ctl`, "-D", data, "-w"];
+  if (action !== "start") args.push("-m", mode);
+  if (action !== "stop") args.push("-l", `${data}/../server.log`);
+  args.push(action);
+  const asOwner = process.getuid?.() === 0 ? ["runuser", "-u", owner, "--", ...args] : args;
+  const [command, ...rest] = asOwner as [string, ...string[]];
+  const result = spawnSync(command, rest, { encoding: "utf8" });
+  if (result.status !== 0) {
+    throw new Error(
+      `pg_ctl ${action} failed (${result.status}): ${result.stderr || result.stdout}`,
+    );
+  }
+}
+
+function requiredEnv(name: string): string {
+  const value = process.env[name]?.trim();
+  if (value === undefined || value === "") {
+    throw new Error(
+      `${name} is not set: start the test cluster with scripts/lib/postgres.sh (see testPostgresUrl)`,
+    );
+  }
+  return value;
+}
