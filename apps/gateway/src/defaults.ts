@@ -366,6 +366,25 @@ export const Defaults = {
     /** How many problems a damaged database's line names at most (the first ones found). */
     integrityMaxProblems: 3,
   },
+  /** The PostgreSQL store (`store: { kind: postgres }`, docs/store.md). */
+  postgres: {
+    /**
+     * Connections of the pool: every query waits for one, so a slow server never holds more
+     * than this many of the gateway's calls at once, and never the event loop.
+     */
+    maxConnections: 10,
+    /** How long a query may run on the server (`statement_timeout`) before it is cancelled. */
+    statementTimeoutMs: 10_000,
+    /**
+     * How long a call waits for its answer in all (a connection, the query, the network) before
+     * it fails: the call fails, the gateway does not wait on a server that stopped answering.
+     */
+    queryTimeoutMs: 15_000,
+    /** How long making a new connection may take. */
+    connectTimeoutMs: 5_000,
+    /** An idle connection of the pool is closed after this long. */
+    idleTimeoutMs: 30_000,
+  },
   /** Logging (docs/operations.md). */
   log: {
     level: "info",

@@ -1,0 +1,142 @@
+import { MediagateError } from "@mediagate/io/mediagate-error";
+import pg from "pg";
+import { Defaults } from "../defaults.js";
+import { PostgresStoreError, postgresWhere } from "./errors.js";
+
+/** How the pool of the PostgreSQL store is made (from `store:` in the config, docs/store.md). */
+export interface PostgresSettings {
+  /** `postgres://user:password@host:port/database`; never logged (see {@link postgresWhere}). */
+  readonly url: string;
+  /** Connections of the pool. Default `Defaults.postgres.maxConnections`. */
+  readonly maxConnections?: number;
+  /** Server-side limit of one statement. Default `Defaults.postgres.statementTimeoutMs`. */
+  readonly statementTimeoutMs?: number;
+  /** Client-side limit of one call in all. Default `Defaults.postgres.queryTimeoutMs`. */
+  readonly queryTimeoutMs?: number;
+  /** Limit of making a connection. Default `Defaults.postgres.connectTimeoutMs`. */
+  readonly connectTimeoutMs?: number;
+  /** An idle connection is closed after this long. Default `Defaults.postgres.idleTimeoutMs`. */
+  readonly idleTimeoutMs?: number;
+  /** `application_name` the server shows for the connections (`pg_stat_activity`). */
+  readonly applicationName?: string;
+}
+
+/** What a query or a transaction's step runs on: the pool, or the one connection of a transaction. */
+export interface Queryable {
+  query<Row extends pg.QueryResultRow = pg.QueryResultRow>(
+    sql: string,
+    params?: readonly unknown[],
+  ): Promise<pg.QueryResult<Row>>;
+}
+
+/** SQLSTATEs after which a transaction is run again: serialization failure, deadlock. */
+const RetryableCodes = new Set(["40001", "40P01"]);
+/** How many times a transaction that lost a serialization race or a deadlock is run. */
+const TransactionAttempts = 3;
+
+/**
+ * The PostgreSQL server of the store: a bounded pool of node-postgres connections. Every call
+ * is asynchronous network I/O (the event loop never waits on the server, unlike a synchronous
+ * SQLite call, which is why the SQLite store runs in worker threads and this one does not);
+ * every query has a server-side and a client-side timeout; a connection the server dropped is
+ * discarded and the next call makes a new one, so the store reconnects by itself once the
+ * server is back. Every failure rejects with {@link PostgresStoreError}.
+ */
+export class PostgresDatabase {
+  /** `host:port/database`, for messages and logs. */
+  readonly where: string;
+  readonly #pool: pg.Pool;
+  #closed: Promise<void> | undefined;
+
+  constructor(settings: PostgresSettings) {
+    const limits = Defaults.postgres;
+    this.where = postgresWhere(settings.url);
+    this.#pool = new pg.Pool({
+      connectionString: settings.url,
+      max: settings.maxConnections ?? limits.maxConnections,
+      statement_timeout: settings.statementTimeoutMs ?? limits.statementTimeoutMs,
+      query_timeout: settings.queryTimeoutMs ?? limits.queryTimeoutMs,
+      connectionTimeoutMillis: settings.connectTimeoutMs ?? limits.connectTimeoutMs,
+      idleTimeoutMillis: settings.idleTimeoutMs ?? limits.idleTimeoutMs,
+      application_name: settings.applicationName ?? "mediagate",
+    });
+    // An idle connection the server closed (a restart) emits here; without a listener the
+    // process would die. The pool has already discarded it; the next call makes a new one.
+    this.#pool.on("error", () => {});
+  }
+
+  /** Runs one statement on any connection of the pool. */
+  async query<Row extends pg.QueryResultRow = pg.QueryResultRow>(
+    operation: string,
+    sql: string,
+    params: readonly unknown[] = [],
+  ): Promise<pg.QueryResult<Row>> {
+    try {
+      return await this.#pool.query<Row>(sql, params as unknown[]);
+    } catch (error) {
+      throw new PostgresStoreError(operation, this.where, error);
+    }
+  }
+
+  /**
+   * Runs `work` in one transaction on one connection: committed when it resolves, rolled back
+   * when it throws. Run again from the start (up to three times in all) when the server
+   * reports a serialization failure or a deadlock, so `work` must not have effects outside the
+   * database. A connection that failed mid-transaction is discarded, not reused.
+   */
+  async transaction<T>(operation: string, work: (tx: Queryable) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      let client: pg.PoolClient;
+      try {
+        client = await this.#pool.connect();
+      } catch (error) {
+        throw new PostgresStoreError(operation, this.where, error);
+      }
+      let broken: Error | undefined;
+      // A connection that dies mid-transaction also emits "error"; the failed query reports
+      // it, and an unheard event would end the process.
+      const heard = (error: Error) => {
+        broken = error;
+      };
+      client.on("error", heard);
+      try {
+        await client.query("BEGIN");
+        const result = await work(client);
+        await client.query("COMMIT");
+        return result;
+      } catch (error) {
+        await client.query("ROLLBACK").catch((rollback: unknown) => {
+          broken = rollback instanceof Error ? rollback : new Error(String(rollback));
+        });
+        const code = (error as { code?: unknown }).code;
+        if (
+          broken === undefined &&
+          typeof code === "string" &&
+          RetryableCodes.has(code) &&
+          attempt < TransactionAttempts
+        ) {
+          continue;
+        }
+        // The store's own refusals (a newer schema, a store error of a nested call) pass as they are.
+        if (error instanceof MediagateError) throw error;
+        throw new PostgresStoreError(operation, this.where, error);
+      } finally {
+        client.removeListener("error", heard);
+        client.release(broken);
+      }
+    }
+  }
+
+  /** One round trip (`SELECT 1`), in milliseconds: for `doctor` and the health endpoint. */
+  async ping(now: () => number = performance.now.bind(performance)): Promise<number> {
+    const start = now();
+    await this.query("ping", "SELECT 1");
+    return now() - start;
+  }
+
+  /** Closes every connection; calls made afterwards fail. Safe to call twice. */
+  close(): Promise<void> {
+    this.#closed ??= this.#pool.end().catch(() => undefined);
+    return this.#closed;
+  }
+}
