@@ -65,7 +65,11 @@ function makeAgent(fake: FakeOpenAIServer, options: Partial<OpenAIAgentOptions> 
   });
 }
 
-async function turn(agent: OpenAIAgent, text: string): Promise<AgentTurnResult> {
+async function turn(
+  agent: OpenAIAgent,
+  text: string,
+  onText?: (piece: string) => void,
+): Promise<AgentTurnResult> {
   return agent.runTurn({
     text,
     profile: "default",
@@ -74,6 +78,7 @@ async function turn(agent: OpenAIAgent, text: string): Promise<AgentTurnResult> 
     tools: runner,
     signal: new AbortController().signal,
     attachments: [],
+    ...(onText === undefined ? {} : { onText }),
   });
 }
 
@@ -129,6 +134,29 @@ describe("openai agent compaction", () => {
     // Nothing was deleted: every turn's messages are still stored.
     const stored = await store.loadHistory(await store.currentSessionId(SessionKey));
     expect(stored.filter((message) => message.role === "user")).toHaveLength(301);
+  }, 120_000);
+
+  it("streams only the turn's answer into the chat, never the text of a summary it made", async () => {
+    const contextTokens = 6_000;
+    const fake = (await startServer({ contextTokens })).respondWith(factsModel());
+    const agent = makeAgent(fake, { contextTokens });
+    let compactedTurns = 0;
+    const shown: string[] = [];
+    for (let n = 0; n < 120; n++) {
+      const before = fake.requests.length;
+      const pieces: string[] = [];
+      const result = await turn(agent, userText(n), (piece) => pieces.push(piece));
+      const summaries = summaryRequestsIn(fake.requests.slice(before));
+      if (summaries.length > 0) compactedTurns++;
+      // What the chat's preview showed is the answer, whole, and nothing else.
+      expect(pieces.join("")).toBe(result.reply);
+      shown.push(pieces.join(""));
+    }
+    expect(compactedTurns).toBeGreaterThan(0);
+    const conversation = await store.loadConversation(await store.currentSessionId(SessionKey));
+    const summary = conversation.summary?.content ?? "";
+    expect(summary).not.toBe("");
+    expect(shown.some((text) => text.includes(summary))).toBe(false);
   }, 120_000);
 
   it("keeps the conversation when the summary fails, says so, and compacts on a later turn", async () => {
