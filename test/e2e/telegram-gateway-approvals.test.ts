@@ -1,5 +1,7 @@
 import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor, waitUntil } from "../../test-support/wait.js";
 import type { FakeCallbackQuery, RecordedCall } from "../fakes/telegram/index.js";
@@ -9,6 +11,8 @@ const Admin = 3001;
 const Asker = 3002;
 const Other = 3003;
 const TenMinutesMs = 10 * 60 * 1000;
+/** Debian's chromium (scripts/ensure-chromium.sh): no browser is downloaded. */
+const Chromium = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
 interface Question {
   readonly messageId: number;
@@ -19,22 +23,25 @@ interface Question {
 /**
  * Approvals over Telegram, end to end (docs/approvals.md): the real gateway with the shell agent
  * and `agent.approvals: always`, grammY against FakeTelegram (inline keyboards, callback
- * queries), the real Docker engine. What ran is read from the sandbox's files.
+ * queries), the real Docker engine. What ran is read from the sandbox's files; the web console's
+ * Approvals page is read in chromium.
  */
 describe("gateway over Telegram: approvals with buttons", () => {
   let harness: TelegramGatewayHarness;
   let bot: TelegramBot;
+  let browser: Browser | undefined;
 
   beforeAll(async () => {
     harness = await TelegramGatewayHarness.start(
       "t-appr",
       [{ admins: [Admin], allowed: [Asker, Other], agent: { kind: "shell", approvals: "always" } }],
-      { drainTimeoutMs: 300 },
+      { drainTimeoutMs: 300, web: true },
     );
     bot = harness.bot();
   });
 
   afterAll(async () => {
+    await browser?.close();
     await harness?.close();
   });
 
@@ -279,5 +286,53 @@ describe("gateway over Telegram: approvals with buttons", () => {
     await waitFor(() => expect(shown(Admin, q)?.text).toMatch(/^♻️ Reset confirmed by/));
     expect(shown(Admin, q)?.reply_markup).toBeUndefined();
     expect(made("allowed-once")).toBe(false);
+  });
+
+  it("the web console lists each question: who asked, what, who decided, when, and how it ended", async () => {
+    const url = harness.gateway.webUrl ?? "";
+    expect((await fetch(`${url}/api/approvals`)).status).toBe(401);
+    const token = (await readFile(join(harness.home, "web-token"), "utf8")).trim();
+    browser = await chromium.launch({ executablePath: Chromium, args: ["--no-sandbox"] });
+    const page = await browser.newPage();
+    page.setDefaultTimeout(15_000);
+    await page.goto(`${url}/login`);
+    await page.fill("#token", token);
+    await page.click("button[type=submit]");
+    await page.waitForURL(`${url}/`);
+    await page.goto(`${url}/approvals`);
+    const row = (action: string) =>
+      page.locator("[data-testid=approval]").filter({ hasText: `/workspace/${action}` });
+    const cell = (action: string, name: string) =>
+      row(action).first().locator(`[data-testid=${name}]`).innerText();
+    await row("allowed-once").first().waitFor();
+
+    expect(await row("allowed-once").getAttribute("data-status")).toBe("allowed");
+    expect(await cell("allowed-once", "requester")).toContain(`telegram:${Asker}`);
+    expect(await cell("allowed-once", "decider")).toContain(`telegram:${Asker}`);
+    expect(await row("denied").getAttribute("data-status")).toBe("denied");
+    expect(await row("not-yours").getAttribute("data-status")).toBe("denied");
+    expect(await cell("not-yours", "decider")).toContain(`telegram:${Admin}`);
+    expect(await row("expired").getAttribute("data-status")).toBe("expired");
+    expect(await cell("expired", "decider")).toBe("nobody (expired)");
+    expect(await row("session-1").getAttribute("data-status")).toBe("allowed_session");
+    const restarted = row("after-restart");
+    expect(await restarted.count()).toBe(2);
+    expect(await restarted.nth(0).getAttribute("data-status")).toBe("allowed");
+    expect(await restarted.nth(1).getAttribute("data-status")).toBe("interrupted");
+
+    // A new question shows as waiting while the page is open, and its decision follows live.
+    const since = bot.mark();
+    await send(Asker, "touch /workspace/watched");
+    const q = await question(Asker, since);
+    await waitFor(async () =>
+      expect(await row("watched").getAttribute("data-status")).toBe("pending"),
+    );
+    expect(await cell("watched", "outcome")).toMatch(/waiting.*expires/);
+    await press(Asker, q, "Deny", Asker);
+    await waitFor(async () =>
+      expect(await row("watched").getAttribute("data-status")).toBe("denied"),
+    );
+    await harness.gateway.idle();
+    expect(made("watched")).toBe(false);
   });
 });
