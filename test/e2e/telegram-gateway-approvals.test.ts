@@ -257,6 +257,31 @@ describe("gateway over Telegram: approvals with buttons", () => {
     expect(bot.callsIn(Admin, next).some((c) => c.params.reply_markup !== undefined)).toBe(false);
   });
 
+  it("a /reset question waiting at a restart says to ask again; a press on it resets nothing", async () => {
+    const since = bot.mark();
+    await bot.handle((fake) => fake.sendPrivateText({ userId: Admin, text: "/reset" }));
+    const q = await question(Admin, since);
+    await harness.restart();
+    const closed = shown(Admin, q);
+    expect(closed?.text).toBe(
+      "⚠️ Not reset: the gateway restarted before anyone answered, so this question no longer counts. Send /reset again if you still want it.",
+    );
+    expect(closed?.reply_markup).toBeUndefined();
+    // A keyboard another device still shows sends the press to the new process.
+    const stale = bot.fake.sendCallbackQuery({
+      chatId: Admin,
+      messageId: q.messageId,
+      data: q.data[0]!,
+      userId: Admin,
+    });
+    await waitUntil(() => stale.answer !== undefined, "the stale press answered");
+    expect(stale.answer?.text).toMatch(
+      /^This \/reset question is no longer open .* nothing was reset/,
+    );
+    await harness.gateway.idle();
+    expect(made("allowed-once")).toBe(true);
+  });
+
   it("/reset on the shared slot asks with Confirm / Cancel; only an admin's press counts", async () => {
     expect(made("allowed-once")).toBe(true);
     let since = bot.mark();
