@@ -130,12 +130,14 @@ export class ResetConfirmations {
   };
 
   /**
-   * The gateway stops: every question still waiting is closed with {@link ResetRestartedText}
+   * The gateway stops: every question still waiting (not expired) is closed with {@link ResetRestartedText}
    * (its buttons removed), each edit bounded by `Defaults.progress.requestTimeoutMs`; one that
    * fails is logged (a later press is told the question is no longer open). Never rejects.
    */
   async closeAll(): Promise<void> {
-    const waiting = [...this.#waiting.values()];
+    const now = this.options.now();
+    // An expired question is left as it is: a press on it is told it is no longer open.
+    const waiting = [...this.#waiting.values()].filter((question) => now <= question.expiresMs);
     this.#waiting.clear();
     await Promise.all(
       waiting.map(async (question) => {
