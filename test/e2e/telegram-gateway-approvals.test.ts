@@ -88,6 +88,25 @@ describe("gateway over Telegram: approvals with buttons", () => {
 
   const shown = (chat: number, q: Question) => bot.fake.botMessage(chat, q.messageId);
 
+  it("lists /allow and /deny in the menus: everyone's, and the admin's with the admin commands", async () => {
+    await waitUntil(() => bot.fake.menus.get() !== undefined, "the default menu");
+    const names = (entries: readonly { command: string }[] | undefined) =>
+      entries?.map((entry) => entry.command);
+    expect(names(bot.fake.menus.get())).toEqual(["help", "allow", "deny"]);
+    // The admin's own menu is set once Telegram knows their chat: after their first message.
+    await bot.handle((fake) => fake.sendPrivateText({ userId: Admin, text: "/help" }));
+    const adminScope = { type: "chat", chat_id: Admin } as const;
+    await waitUntil(() => bot.fake.menus.get(adminScope) !== undefined, "the admin's menu");
+    expect(names(bot.fake.menus.get(adminScope))).toEqual([
+      "help",
+      "allow",
+      "deny",
+      "status",
+      "stop",
+      "reset",
+    ]);
+  });
+
   it("runs the command only after Allow once, and shows who allowed it", async () => {
     const since = bot.mark();
     await send(Asker, "touch /workspace/allowed-once && echo made-it");
@@ -327,8 +346,8 @@ describe("gateway over Telegram: approvals with buttons", () => {
     await page.goto(`${url}/approvals`);
     const row = (action: string) =>
       page.locator("[data-testid=approval]").filter({ hasText: `/workspace/${action}` });
-    const cell = (action: string, name: string) =>
-      row(action).first().locator(`[data-testid=${name}]`).innerText();
+    const cell = async (action: string, name: string) =>
+      ((await row(action).first().locator(`[data-testid=${name}]`).textContent()) ?? "").trim();
     await row("allowed-once").first().waitFor();
 
     expect(await row("allowed-once").getAttribute("data-status")).toBe("allowed");
