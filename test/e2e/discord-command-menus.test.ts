@@ -46,7 +46,7 @@ describe("gateway over Discord: slash commands", () => {
   const containers = async () =>
     (await docker.profileContainers(harness.profile)).filter((c) => c.state === "running");
 
-  it("registers /help, /new, /compact, /status, /stop and /reset as global commands at start-up", async () => {
+  it("registers the shell profile's /help, /status, /stop and /reset as global commands at start-up", async () => {
     const { fake } = harness;
     await waitUntil(() => fake.interactions.commands().length > 0, "the commands registered");
     expect(
@@ -55,13 +55,11 @@ describe("gateway over Discord: slash commands", () => {
         .map((c) => [c.name, c.description, c.options.map((o) => o.name)]),
     ).toEqual([
       ["help", "What this bot is, how to send files, your commands", []],
-      ["new", "Start a new conversation; the sandbox and its files stay", []],
-      ["compact", "Summarize the older messages of this conversation now", []],
       ["status", "This session, its sandbox container and queue", []],
       ["stop", "Abort the running command, kill what this session started", ["all"]],
       ["reset", "Stop, then a new conversation and a fresh sandbox", ["confirm"]],
     ]);
-    expect(fake.interactions.commands()[4]!.options[0]).toMatchObject({ type: 5, required: false });
+    expect(fake.interactions.commands()[2]!.options[0]).toMatchObject({ type: 5, required: false });
     const puts = fake.calls.filter((call) => call.method === "PUT");
     expect(puts.map((call) => [call.route, call.status])).toEqual([
       ["/applications/:id/commands", 200],
@@ -145,12 +143,16 @@ describe("gateway over Discord: slash commands", () => {
     expect(fake.messagesIn(channel)).toEqual([]);
   });
 
-  it("slash /reset from an admin asks to confirm on the shared container, then with confirm removes it", async () => {
+  it("slash /reset from an admin asks in the chat with buttons on the shared container, then with confirm removes it", async () => {
     const { fake } = harness;
     const [container] = await containers();
     expect(container).toBeDefined();
     const ask = fake.sendSlashCommand({ name: "reset", authorId: Admin });
-    expect(await answerOf(ask)).toContain("Send /reset confirm to go ahead.");
+    // The question is posted in the chat with Confirm / Cancel, as the typed /reset's is.
+    expect(await answerOf(ask)).toBe("The question is in the chat, with buttons to answer it.");
+    const question = fake.messagesIn(fake.world.dmChannel(Admin)).at(-1);
+    expect(question?.content).toContain("Send /reset confirm to go ahead.");
+    expect(JSON.stringify(question?.json.components)).toContain('"label":"Confirm"');
     await harness.gateway.idle();
     expect(await docker.exists(container!.id)).toBe(true);
     const reset = fake.sendSlashCommand({

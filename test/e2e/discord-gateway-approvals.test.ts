@@ -203,4 +203,65 @@ describe("gateway over Discord: approvals with buttons", () => {
     await gateway.idle();
     expect(made("d-restart")).toBe(true);
   });
+
+  it("registers /allow and /deny where approvals ask, next to the shell profile's commands", async () => {
+    await waitUntil(() => fake.interactions.commands().length > 0, "the commands registered");
+    expect(fake.interactions.commands().map((c) => [c.name, c.options.map((o) => o.name)])).toEqual(
+      [
+        ["help", []],
+        ["allow", ["session"]],
+        ["deny", []],
+        ["status", []],
+        ["stop", ["all"]],
+        ["reset", ["confirm"]],
+      ],
+    );
+  });
+
+  it("a slash /reset asks with Confirm / Cancel in the chat, closed at a restart; Confirm resets", async () => {
+    expect(made("d-allowed")).toBe(true);
+    const slashAnswer = async (interaction: FakeInteraction) => {
+      await waitUntil(() => (interaction.original?.content ?? "") !== "", "the slash answer");
+      return interaction.original!.content;
+    };
+    let before = fake.messagesIn(dm(Admin)).length;
+    const first = fake.sendSlashCommand({ name: "reset", authorId: Admin });
+    const q = await question(Admin, before);
+    expect(q.content).toContain("is shared");
+    expect(buttonsOf(q).map((b) => b.label)).toEqual(["Confirm", "Cancel"]);
+    expect(await slashAnswer(first)).toBe(
+      "The question is in the chat, with buttons to answer it.",
+    );
+
+    await gateway!.stop();
+    gateway = await Gateway.create(config, options());
+    await gateway.start();
+    expect(current(Admin, q.id)?.content).toMatch(/^⚠️ Not reset: the gateway restarted/);
+    expect(buttonsOf(current(Admin, q.id))).toEqual([]);
+    const stale = fake.sendComponentPress({
+      channelId: dm(Admin),
+      messageId: q.id,
+      customId: buttonsOf(q)[0]!.custom_id,
+      authorId: Admin,
+    });
+    await waitUntil(() => stale.callback !== undefined, "the stale press answered");
+    expect(refusalOf(stale)).toMatch(/^This \/reset question is no longer open/);
+    await gateway.idle();
+    expect(made("d-allowed")).toBe(true);
+
+    before = fake.messagesIn(dm(Admin)).length;
+    const second = fake.sendSlashCommand({ name: "reset", authorId: Admin });
+    const again = await question(Admin, before);
+    await slashAnswer(second);
+    const member = await press(Admin, again, "Confirm", Asker);
+    expect(refusalOf(member)).toBe("⛔ /reset is for admins only; nothing was done.");
+    await press(Admin, again, "Confirm", Admin);
+    await waitFor(() =>
+      expect(
+        fake.messagesIn(dm(Admin)).some((m) => m.content.startsWith("♻️ Reset: new conversation")),
+      ).toBe(true),
+    );
+    expect(current(Admin, again.id)?.content).toMatch(/^♻️ Reset confirmed by/);
+    expect(made("d-allowed")).toBe(false);
+  });
 });

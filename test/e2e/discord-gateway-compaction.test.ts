@@ -66,7 +66,24 @@ describe("gateway over Discord: /compact and /new", () => {
     return fake.messagesIn(channel)[before]!.content;
   }
 
-  it("compacts from the slash menu and, typed, with a focus", async () => {
+  it("registers the openai agent's commands, /compact with its optional focus", () => {
+    const commands = harness.fake.interactions.commands();
+    expect(commands.map((c) => c.name)).toEqual([
+      "help",
+      "new",
+      "compact",
+      "model",
+      "usage",
+      "status",
+      "stop",
+      "reset",
+    ]);
+    expect(commands.find((c) => c.name === "compact")?.options).toEqual([
+      expect.objectContaining({ name: "focus", type: 3, required: false, max_length: 1000 }),
+    ]);
+  });
+
+  it("compacts, typed and from the slash menu, each with a focus", async () => {
     expect(await dm("remember FACT{the server is called Orion}")).toBe("noted");
     for (let n = 0; n < 3; n++) expect(await dm(`turn ${n}: ${Filler}`)).toBe("noted");
 
@@ -77,8 +94,15 @@ describe("gateway over Discord: /compact and /new", () => {
 
     expect(await dm(`turn 3: ${Filler}`)).toBe("noted");
     expect(await dm(`turn 4: ${Filler}`)).toBe("noted");
-    const slash = harness.fake.sendSlashCommand({ name: "compact", authorId: Member });
+    const slashBefore = model.requests.length;
+    const slash = harness.fake.sendSlashCommand({
+      name: "compact",
+      options: { focus: "the machine\nnames" },
+      authorId: Member,
+    });
     expect(await answerOf(slash)).toMatch(/^🗜️ Compacted: \d+ older messages/);
+    const slashSummary = model.requests.slice(slashBefore).find(isSummaryRequest);
+    expect(contentText(slashSummary?.body.messages[0]?.content)).toContain("the machine names");
 
     expect(await dm("recall")).toBe("I remember: FACT{the server is called Orion}");
   });

@@ -14,6 +14,7 @@ import {
 const Token = "discord-pairing-e2e-token-Qx7c";
 const Admin = "300000000000000101";
 const Stranger = "300000000000000766";
+const Newcomer = "300000000000000767";
 const CodePattern = /code(?: waiting for an admin)?: ([A-Z2-9]{4}-[A-Z2-9]{4})/;
 
 /**
@@ -118,5 +119,32 @@ describe("gateway over Discord: access: pairing", () => {
       () => texts(strangerDm, since).some((t) => t.includes("dpaired-5")),
       "the turn's reply",
     );
+  });
+
+  it("the slash /approve takes the code as its option, answered ephemerally", async () => {
+    await waitUntil(() => fake.interactions.commands().length > 0, "the commands registered");
+    const approve = fake.interactions.commands().find((c) => c.name === "approve");
+    expect(approve?.options).toEqual([
+      expect.objectContaining({ name: "code", type: 3, required: true }),
+    ]);
+    const newcomerDm = fake.world.dmChannel(Newcomer);
+    let since = fake.messagesIn(newcomerDm).length;
+    dm(Newcomer, "echo hi");
+    await waitUntil(() => fake.messagesIn(newcomerDm).length > since, "the code");
+    const code = CodePattern.exec(texts(newcomerDm, since)[0] ?? "")?.[1];
+    expect(code).toBeDefined();
+
+    since = fake.messagesIn(newcomerDm).length;
+    const slash = fake.sendSlashCommand({
+      name: "approve",
+      options: { code: code! },
+      authorId: Admin,
+    });
+    await waitUntil(() => (slash.original?.content ?? "") !== "", "the slash answer");
+    expect(slash.original?.content).toContain(`✅ Approved discord:${Newcomer}`);
+    await waitUntil(() => fake.messagesIn(newcomerDm).length > since, "the approval notice");
+    expect(texts(newcomerDm, since)).toEqual([
+      "✅ An admin approved you: you may use this bot now. Send your message again.",
+    ]);
   });
 });

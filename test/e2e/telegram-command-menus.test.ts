@@ -6,10 +6,9 @@ const Admin = 1001;
 const OtherAdmin = 1003;
 const Member = 1002;
 
+/** A shell profile without approvals: /new, /compact, /model, /usage, /allow, /deny are not offered. */
 const UserMenu = [
   { command: "help", description: "What this bot is, how to send files, your commands" },
-  { command: "new", description: "Start a new conversation; the sandbox and its files stay" },
-  { command: "compact", description: "Summarize the older messages of this conversation now" },
 ];
 const AdminMenu = [
   ...UserMenu,

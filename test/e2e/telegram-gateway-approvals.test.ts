@@ -1,5 +1,7 @@
 import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor, waitUntil } from "../../test-support/wait.js";
 import type { FakeCallbackQuery, RecordedCall } from "../fakes/telegram/index.js";
@@ -9,6 +11,8 @@ const Admin = 3001;
 const Asker = 3002;
 const Other = 3003;
 const TenMinutesMs = 10 * 60 * 1000;
+/** Debian's chromium (scripts/ensure-chromium.sh): no browser is downloaded. */
+const Chromium = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
 interface Question {
   readonly messageId: number;
@@ -19,22 +23,25 @@ interface Question {
 /**
  * Approvals over Telegram, end to end (docs/approvals.md): the real gateway with the shell agent
  * and `agent.approvals: always`, grammY against FakeTelegram (inline keyboards, callback
- * queries), the real Docker engine. What ran is read from the sandbox's files.
+ * queries), the real Docker engine. What ran is read from the sandbox's files; the web console's
+ * Approvals page is read in chromium.
  */
 describe("gateway over Telegram: approvals with buttons", () => {
   let harness: TelegramGatewayHarness;
   let bot: TelegramBot;
+  let browser: Browser | undefined;
 
   beforeAll(async () => {
     harness = await TelegramGatewayHarness.start(
       "t-appr",
       [{ admins: [Admin], allowed: [Asker, Other], agent: { kind: "shell", approvals: "always" } }],
-      { drainTimeoutMs: 300 },
+      { drainTimeoutMs: 300, web: true },
     );
     bot = harness.bot();
   });
 
   afterAll(async () => {
+    await browser?.close();
     await harness?.close();
   });
 
@@ -80,6 +87,25 @@ describe("gateway over Telegram: approvals with buttons", () => {
   }
 
   const shown = (chat: number, q: Question) => bot.fake.botMessage(chat, q.messageId);
+
+  it("lists /allow and /deny in the menus: everyone's, and the admin's with the admin commands", async () => {
+    await waitUntil(() => bot.fake.menus.get() !== undefined, "the default menu");
+    const names = (entries: readonly { command: string }[] | undefined) =>
+      entries?.map((entry) => entry.command);
+    expect(names(bot.fake.menus.get())).toEqual(["help", "allow", "deny"]);
+    // The admin's own menu is set once Telegram knows their chat: after their first message.
+    await bot.handle((fake) => fake.sendPrivateText({ userId: Admin, text: "/help" }));
+    const adminScope = { type: "chat", chat_id: Admin } as const;
+    await waitUntil(() => bot.fake.menus.get(adminScope) !== undefined, "the admin's menu");
+    expect(names(bot.fake.menus.get(adminScope))).toEqual([
+      "help",
+      "allow",
+      "deny",
+      "status",
+      "stop",
+      "reset",
+    ]);
+  });
 
   it("runs the command only after Allow once, and shows who allowed it", async () => {
     const since = bot.mark();
@@ -250,6 +276,31 @@ describe("gateway over Telegram: approvals with buttons", () => {
     expect(bot.callsIn(Admin, next).some((c) => c.params.reply_markup !== undefined)).toBe(false);
   });
 
+  it("a /reset question waiting at a restart says to ask again; a press on it resets nothing", async () => {
+    const since = bot.mark();
+    await bot.handle((fake) => fake.sendPrivateText({ userId: Admin, text: "/reset" }));
+    const q = await question(Admin, since);
+    await harness.restart();
+    const closed = shown(Admin, q);
+    expect(closed?.text).toBe(
+      "⚠️ Not reset: the gateway restarted before anyone answered, so this question no longer counts. Send /reset again if you still want it.",
+    );
+    expect(closed?.reply_markup).toBeUndefined();
+    // A keyboard another device still shows sends the press to the new process.
+    const stale = bot.fake.sendCallbackQuery({
+      chatId: Admin,
+      messageId: q.messageId,
+      data: q.data[0]!,
+      userId: Admin,
+    });
+    await waitUntil(() => stale.answer !== undefined, "the stale press answered");
+    expect(stale.answer?.text).toMatch(
+      /^This \/reset question is no longer open .* nothing was reset/,
+    );
+    await harness.gateway.idle();
+    expect(made("allowed-once")).toBe(true);
+  });
+
   it("/reset on the shared slot asks with Confirm / Cancel; only an admin's press counts", async () => {
     expect(made("allowed-once")).toBe(true);
     let since = bot.mark();
@@ -279,5 +330,53 @@ describe("gateway over Telegram: approvals with buttons", () => {
     await waitFor(() => expect(shown(Admin, q)?.text).toMatch(/^♻️ Reset confirmed by/));
     expect(shown(Admin, q)?.reply_markup).toBeUndefined();
     expect(made("allowed-once")).toBe(false);
+  });
+
+  it("the web console lists each question: who asked, what, who decided, when, and how it ended", async () => {
+    const url = harness.gateway.webUrl ?? "";
+    expect((await fetch(`${url}/api/approvals`)).status).toBe(401);
+    const token = (await readFile(join(harness.home, "web-token"), "utf8")).trim();
+    browser = await chromium.launch({ executablePath: Chromium, args: ["--no-sandbox"] });
+    const page = await browser.newPage();
+    page.setDefaultTimeout(15_000);
+    await page.goto(`${url}/login`);
+    await page.fill("#token", token);
+    await page.click("button[type=submit]");
+    await page.waitForURL(`${url}/`);
+    await page.goto(`${url}/approvals`);
+    const row = (action: string) =>
+      page.locator("[data-testid=approval]").filter({ hasText: `/workspace/${action}` });
+    const cell = async (action: string, name: string) =>
+      ((await row(action).first().locator(`[data-testid=${name}]`).textContent()) ?? "").trim();
+    await row("allowed-once").first().waitFor();
+
+    expect(await row("allowed-once").getAttribute("data-status")).toBe("allowed");
+    expect(await cell("allowed-once", "requester")).toContain(`telegram:${Asker}`);
+    expect(await cell("allowed-once", "decider")).toContain(`telegram:${Asker}`);
+    expect(await row("denied").getAttribute("data-status")).toBe("denied");
+    expect(await row("not-yours").getAttribute("data-status")).toBe("denied");
+    expect(await cell("not-yours", "decider")).toContain(`telegram:${Admin}`);
+    expect(await row("expired").getAttribute("data-status")).toBe("expired");
+    expect(await cell("expired", "decider")).toBe("nobody (expired)");
+    expect(await row("session-1").getAttribute("data-status")).toBe("allowed_session");
+    const restarted = row("after-restart");
+    expect(await restarted.count()).toBe(2);
+    expect(await restarted.nth(0).getAttribute("data-status")).toBe("allowed");
+    expect(await restarted.nth(1).getAttribute("data-status")).toBe("interrupted");
+
+    // A new question shows as waiting while the page is open, and its decision follows live.
+    const since = bot.mark();
+    await send(Asker, "touch /workspace/watched");
+    const q = await question(Asker, since);
+    await waitFor(async () =>
+      expect(await row("watched").getAttribute("data-status")).toBe("pending"),
+    );
+    expect(await cell("watched", "outcome")).toMatch(/waiting.*expires/);
+    await press(Asker, q, "Deny", Asker);
+    await waitFor(async () =>
+      expect(await row("watched").getAttribute("data-status")).toBe("denied"),
+    );
+    await harness.gateway.idle();
+    expect(made("watched")).toBe(false);
   });
 });

@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../../test-support/wait.js";
 import { FakeOpenAIServer, type FakeUsage, reply } from "../fakes/openai/index.js";
 import { type TelegramBot, TelegramGatewayHarness } from "./harness/telegram-gateway.js";
 
@@ -80,6 +81,17 @@ describe("models and usage over Telegram", () => {
     await target.handle((fake) => fake.sendPrivateText({ userId: user, text }));
     return target.texts(user, since);
   };
+
+  it("lists the openai agent's /new, /compact, /model and /usage in everyone's menu", async () => {
+    await waitUntil(() => bot.fake.menus.get() !== undefined, "the default menu");
+    expect(bot.fake.menus.get()?.map((entry) => entry.command)).toEqual([
+      "help",
+      "new",
+      "compact",
+      "model",
+      "usage",
+    ]);
+  });
 
   it("/model lists the member's choices, refuses an admin-only model and switches for an admin", async () => {
     const [list] = await say(bot, Member, "/model");

@@ -12,7 +12,8 @@ const Admin = 1501;
  * TelegramChannel and grammY against FakeTelegram's sendMessage, editMessageText and
  * deleteMessage, the shell agent in the real engine. The status clock is the harness's manual
  * one: the test moves it second by second instead of waiting; the turn itself waits in its
- * container for a file the test creates.
+ * container for a file the test creates. Streaming is off: with it, the command's output
+ * would take the status message over once it prints (telegram-shell-streaming.test.ts).
  */
 describe("gateway over Telegram: live progress of a long turn", () => {
   let harness: TelegramGatewayHarness;
@@ -21,7 +22,9 @@ describe("gateway over Telegram: live progress of a long turn", () => {
   let gates = 0;
 
   beforeAll(async () => {
-    harness = await TelegramGatewayHarness.start("t-progress", [{ admins: [Admin] }]);
+    harness = await TelegramGatewayHarness.start("t-progress", [
+      { admins: [Admin], settings: { stream: "off" } },
+    ]);
     bot = harness.bot();
   });
 

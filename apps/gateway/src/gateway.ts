@@ -167,6 +167,8 @@ export class Gateway {
       );
       queue.shutdown(new GatewayStoppingError());
     }
+    // No press can reach this process any more: its /reset questions say to ask again.
+    await this.#core.services.resetButtons?.closeAll();
     await this.outbox.stop(GatewayDefaults.abortGraceMs);
     await settledWithin(this.idle(), GatewayDefaults.abortGraceMs, { unref: true });
     for (const runtime of this.runtimes.values()) {

@@ -60,6 +60,7 @@ export type {
   InboxResult,
   InboxSaved,
   LegacyContainer,
+  OutputListener,
   ReapOptions,
   ReapReport,
   ReapResult,

@@ -11,7 +11,7 @@ import { FrameDecoder, StreamType } from "./frames.js";
 import { exactEntry, KillScript, type KillSelection, killArguments } from "./kill-script.js";
 import { OutputBuffer } from "./output.js";
 import { ExecMarker } from "./shell-scripts.js";
-import type { ExecResult } from "./types.js";
+import type { ExecResult, OutputListener } from "./types.js";
 
 /** Options of one `docker exec` round trip. */
 export interface OneShotOptions {
@@ -20,6 +20,8 @@ export interface OneShotOptions {
   readonly signal?: AbortSignal | undefined;
   readonly cwd?: string | undefined;
   readonly env?: Readonly<Record<string, string>> | undefined;
+  /** See `ExecOptions.onOutput`. */
+  readonly onOutput?: OutputListener | undefined;
   /**
    * Mark the exec's processes and kill them on timeout/abort (default). Off for the
    * gateway's own housekeeping (the killer itself, the uid claim): those are bounded
@@ -57,8 +59,9 @@ export async function execOnce(
 ): Promise<ExecResult> {
   const started = performance.now();
   const cap = options.maxOutputBytes ?? Defaults.maxOutputBytes;
-  const stdout = new OutputBuffer(cap);
-  const stderr = new OutputBuffer(cap);
+  const listener = options.onOutput;
+  const stdout = new OutputBuffer(cap, listener && ((chunk) => listener(chunk, "stdout")));
+  const stderr = new OutputBuffer(cap, listener && ((chunk) => listener(chunk, "stderr")));
   const result = (exitCode: number, timedOut: boolean, aborted: boolean): ExecResult => ({
     exitCode,
     stdout: stdout.text(),

@@ -90,6 +90,17 @@ describe("MarkerScanner", () => {
     );
   });
 
+  it("passes bytes that cannot start a marker at once, holding back only a possible start", () => {
+    const seen: string[] = [];
+    const scanner = new MarkerScanner("@@END@@", (chunk) => seen.push(chunk.toString()));
+    scanner.push(Buffer.from("first\n"));
+    expect(seen.join("")).toBe("first\n");
+    scanner.push(Buffer.from("second @@E"));
+    expect(seen.join("")).toBe("first\nsecond ");
+    scanner.push(Buffer.from("x"));
+    expect(seen.join("")).toBe("first\nsecond @@Ex");
+  });
+
   it("flushes held bytes when the stream ends without a marker", () => {
     let seen = "";
     const scanner = new MarkerScanner("@@END@@", (chunk) => {
@@ -99,5 +110,27 @@ describe("MarkerScanner", () => {
     expect(scanner.done).toBe(false);
     scanner.flush();
     expect(seen).toBe("partial @@EN");
+  });
+});
+
+describe("OutputBuffer's listener", () => {
+  it("is told exactly the bytes kept, in order, and none past the cap", () => {
+    const told: string[] = [];
+    const buffer = new OutputBuffer(8, (chunk) => told.push(chunk.toString()));
+    for (const piece of ["abc", "", "defgh", "ijk"]) buffer.push(Buffer.from(piece));
+    expect(told).toEqual(["abc", "defgh"]);
+    expect(buffer.text()).toBe("abcdefgh");
+    expect(buffer.truncated).toBe(true);
+  });
+
+  it("cuts the piece that crosses the cap, and a listener that throws changes nothing", () => {
+    const told: string[] = [];
+    const buffer = new OutputBuffer(4, (chunk) => {
+      told.push(chunk.toString());
+      throw new Error("the view failed");
+    });
+    buffer.push(Buffer.from("abcdef"));
+    expect(told).toEqual(["abcd"]);
+    expect(buffer.text()).toBe("abcd");
   });
 });

@@ -1,12 +1,17 @@
-/** Keeps at most `cap` bytes of one output stream and remembers whether more came. */
+/**
+ * Keeps at most `cap` bytes of one output stream and remembers whether more came; `onKept`
+ * is told each piece kept, as it comes (a throw is ignored: a live view never fails a command).
+ */
 export class OutputBuffer {
   readonly #cap: number;
+  readonly #onKept: ((chunk: Buffer) => void) | undefined;
   readonly #chunks: Buffer[] = [];
   #size = 0;
   truncated = false;
 
-  constructor(cap: number) {
+  constructor(cap: number, onKept?: (chunk: Buffer) => void) {
     this.#cap = cap;
+    this.#onKept = onKept;
   }
 
   push(chunk: Buffer): void {
@@ -20,6 +25,11 @@ export class OutputBuffer {
     if (kept.length < chunk.length) this.truncated = true;
     this.#chunks.push(Buffer.from(kept));
     this.#size += kept.length;
+    try {
+      this.#onKept?.(kept);
+    } catch {
+      // A listener's failure is its own.
+    }
   }
 
   text(): string {
@@ -30,7 +40,9 @@ export class OutputBuffer {
 /**
  * Watches one stream of a session shell for a command's end marker. Bytes before the
  * marker go to `sink`; the marker itself, the rest of its line and anything after it are
- * consumed. Holds back only the last `marker.length - 1` bytes in case a marker is split.
+ * consumed. Holds back only an end of the bytes that could be the start of a split marker
+ * (at most `marker.length - 1` bytes), so output that cannot be part of one passes at once:
+ * a live view of a command's output sees `first\n` while the command still runs.
  */
 export class MarkerScanner {
   readonly #marker: Buffer;
@@ -63,7 +75,7 @@ export class MarkerScanner {
       this.#readTrailer(buffer.subarray(at + this.#marker.length));
       return;
     }
-    const keep = Math.min(buffer.length, this.#marker.length - 1);
+    const keep = markerStart(buffer, this.#marker);
     this.#sink(buffer.subarray(0, buffer.length - keep));
     this.#held = Buffer.from(buffer.subarray(buffer.length - keep));
   }
@@ -83,4 +95,13 @@ export class MarkerScanner {
     this.trailer = rest.subarray(0, newline).toString("utf8");
     this.#afterMarker = undefined;
   }
+}
+
+/** How many of `buffer`'s last bytes are the first bytes of `marker` (at most its length - 1). */
+function markerStart(buffer: Buffer, marker: Buffer): number {
+  for (let n = Math.min(buffer.length, marker.length - 1); n > 0; n--) {
+    const from = buffer.length - n;
+    if (buffer[from] === marker[0] && buffer.subarray(from).equals(marker.subarray(0, n))) return n;
+  }
+  return 0;
 }

@@ -145,8 +145,9 @@ export class SessionShell {
   async run(command: string, options: ExecOptions = {}): Promise<ExecResult> {
     const started = performance.now();
     const cap = options.maxOutputBytes ?? Defaults.maxOutputBytes;
-    const stdout = new OutputBuffer(cap);
-    const stderr = new OutputBuffer(cap);
+    const listener = options.onOutput;
+    const stdout = new OutputBuffer(cap, listener && ((chunk) => listener(chunk, "stdout")));
+    const stderr = new OutputBuffer(cap, listener && ((chunk) => listener(chunk, "stderr")));
     const end = `__mediagate_end_${randomHex(12)}__`;
     const spec: CommandSpec = {
       command,

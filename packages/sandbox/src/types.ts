@@ -149,7 +149,17 @@ export interface ExecOptions {
    * again). A rejection stops the command.
    */
   readonly beforeCommand?: (() => Promise<void>) | undefined;
+  /**
+   * Told each piece of the command's output as it arrives, for a live view (the gateway's
+   * streamed preview of a shell command: docs/streaming.md): the bytes the result keeps (at
+   * most `maxOutputBytes` of each stream), in arrival order, stdout and stderr interleaved.
+   * Called synchronously; a throw is ignored.
+   */
+  readonly onOutput?: OutputListener | undefined;
 }
+
+/** See `ExecOptions.onOutput`. The chunk is only valid during the call. */
+export type OutputListener = (chunk: Buffer, stream: "stdout" | "stderr") => void;
 
 export interface ExecResult {
   readonly exitCode: number;

@@ -8,6 +8,7 @@ import { render } from "preact";
 import { LocationProvider, Route, Router, useLocation } from "preact-iso";
 import { logOut } from "./api.js";
 import { LiveContext, useLive } from "./hooks.js";
+import { Approvals } from "./pages/approvals.js";
 import { Containers } from "./pages/containers.js";
 import { Deliveries } from "./pages/deliveries.js";
 import { Logs } from "./pages/logs.js";
@@ -22,6 +23,7 @@ const Nav = [
   ["/deliveries", "Deliveries"],
   ["/logs", "Logs"],
   ["/usage", "Usage"],
+  ["/approvals", "Approvals"],
 ] as const;
 
 const NotFound = () => html`<p>Not found.</p>`;
@@ -45,6 +47,7 @@ function Shell() {
         <${Route} path="/deliveries" component=${Deliveries} />
         <${Route} path="/logs" component=${Logs} />
         <${Route} path="/usage" component=${Usage} />
+        <${Route} path="/approvals" component=${Approvals} />
         <${Route} default component=${NotFound} />
       <//>
       <//>

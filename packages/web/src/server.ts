@@ -57,7 +57,15 @@ export interface WebConsole {
 }
 
 /** The pages of the console (each serves the app; the app shows the page of its path). */
-export const Pages = ["/", "/sessions", "/containers", "/deliveries", "/logs", "/usage"] as const;
+export const Pages = [
+  "/",
+  "/sessions",
+  "/containers",
+  "/deliveries",
+  "/logs",
+  "/usage",
+  "/approvals",
+] as const;
 
 /** What is served without a login: the login page and what it loads, nothing else. */
 const Public = new Set(["/login", "/api/csrf", "/assets/login.js", "/assets/style.css"]);
@@ -230,6 +238,7 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
     "/api/usage",
     async () => (await source.usage?.(WebDefaults.usageDays)) ?? { profiles: [] },
   );
+  app.get("/api/approvals", async () => (await source.approvals?.()) ?? { approvals: [] });
   app.get("/api/logs", (request) => {
     const q = request.query as Record<string, string | undefined>;
     const after = Number(q.after);

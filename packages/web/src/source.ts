@@ -1,4 +1,5 @@
 import type {
+  ApprovalsView,
   ChangeKind,
   ContainerView,
   DeliveryView,
@@ -38,6 +39,11 @@ export interface ConsoleSource {
    * Absent in a source without models: the page then says so.
    */
   usage?(days: number): Promise<UsageView>;
+  /**
+   * Each profile's newest approvals and their decisions, newest first (docs/web-console.md,
+   * "Approvals"). Absent in a source without approvals: the page then lists none.
+   */
+  approvals?(): Promise<ApprovalsView>;
   /** `/stop` for the session. Answers the chat line it would have given. */
   stopTurn(sessionKey: string, by: WebActor): Promise<string>;
   /** `/reset` (`confirm`: `/reset confirm`) for the session. */

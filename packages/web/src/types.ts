@@ -174,3 +174,45 @@ export interface UsageView {
     };
   }[];
 }
+
+/**
+ * Where an approval stands (docs/approvals.md): `pending` until allowed (once or for the
+ * session), denied, expired, cancelled (the turn ended first) or interrupted (the gateway
+ * restarted while it waited).
+ */
+export type ApprovalState =
+  | "pending"
+  | "allowed"
+  | "allowed_session"
+  | "denied"
+  | "expired"
+  | "cancelled"
+  | "interrupted";
+
+/** One question the agent asked before acting, and its decision (the Approvals page). */
+export interface ApprovalView {
+  readonly id: string;
+  readonly profile: string;
+  readonly sessionKey: string;
+  readonly platform: string;
+  readonly chatId: string;
+  /** `<platform>:<id>` of the person whose message started the turn. */
+  readonly requester: string;
+  /** What the agent wanted to do (`$ rm -rf build`, `write /etc/x (12 B)`). */
+  readonly action: string;
+  /** The rule that asked. */
+  readonly reason: string;
+  readonly status: ApprovalState;
+  readonly createdMs: number;
+  readonly expiresMs: number;
+  /** `<platform>:<id>` of whoever decided; `timer` for an expiry, `gateway` for an end. */
+  readonly decidedBy?: string | undefined;
+  /** The decider's name as the platform gave it. */
+  readonly decidedByName?: string | undefined;
+  readonly decidedMs?: number | undefined;
+}
+
+/** The Approvals page: each profile's newest questions, newest first. */
+export interface ApprovalsView {
+  readonly approvals: readonly ApprovalView[];
+}

@@ -105,6 +105,28 @@ describe("ShellAgent", () => {
     expect(calls).toEqual([{ command: "pwd", timeoutMs: 5_000, signal }]);
   });
 
+  it("streams the command's output to the preview as it comes; the reply is the formatted result", async () => {
+    const shown: string[] = [];
+    const tools: ToolRunner = {
+      run: async (_command, options) => {
+        options?.onOutput?.("step 1\n");
+        options?.onOutput?.("step 2\n");
+        return { ...ok, stdout: "step 1\nstep 2\n", exitCode: 3 };
+      },
+      readFile: async () => "",
+      writeFile: async () => {},
+    };
+    const result = await new ShellAgent().runTurn({
+      ...input("./build", tools),
+      onText: (piece) => shown.push(piece),
+    });
+    expect(shown).toEqual(["step 1\n", "step 2\n"]);
+    expect(result.reply).toBe("step 1\nstep 2\n[exit code 3]");
+    const quiet = scripted(ok);
+    await new ShellAgent().runTurn(input("true", quiet.tools));
+    expect(quiet.calls[0]).not.toHaveProperty("onOutput");
+  });
+
   it("applies its reply cap, and saves the whole output as a file the reply names first", async () => {
     const { tools } = scripted({ ...ok, stdout: "z".repeat(10_000) });
     const written: [string, string][] = [];

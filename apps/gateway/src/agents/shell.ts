@@ -127,6 +127,8 @@ export class ShellAgent implements Agent {
       result = await input.tools.run(command, {
         timeoutMs: this.#settings.timeoutMs,
         signal: input.signal,
+        // The output shows as it comes (docs/streaming.md); the reply is the formatted result.
+        ...(input.onText === undefined ? {} : { onOutput: input.onText }),
         ...(input.attachments.length > 0
           ? {
               env: {

@@ -9,7 +9,9 @@ import type { TokenUsage } from "./models.js";
 export interface ToolRunner {
   /**
    * Run a shell command in the session's persistent shell (cwd and env persist). `env` is set
-   * for this command only (not kept in the session's state).
+   * for this command only (not kept in the session's state). `onOutput` is told the output's
+   * text as it arrives (stdout and stderr interleaved, each decoded on its own; what the
+   * result keeps), for the chat's preview (docs/streaming.md).
    */
   run(
     command: string,
@@ -17,6 +19,7 @@ export interface ToolRunner {
       timeoutMs?: number;
       signal?: AbortSignal;
       env?: Readonly<Record<string, string>>;
+      onOutput?: (text: string) => void;
     },
   ): Promise<ExecResult>;
   /**

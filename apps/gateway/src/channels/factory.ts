@@ -1,4 +1,5 @@
 import type { Sleep } from "@mediagate/io";
+import { menuOfferOf } from "../commands/menu.js";
 import type { GatewayConfig } from "../config/types.js";
 import type { Logger } from "../log.js";
 import { ConsoleChannel } from "./console.js";
@@ -48,7 +49,7 @@ export function createChannels(
           commands: {
             register: profile.telegram.commands.register,
             adminChatIds: adminIds(profile.admins, "telegram"),
-            pairing: profile.access === "pairing",
+            offer: menuOfferOf(profile),
           },
           maxTextChunks: config.delivery.maxTextChunks,
           retry: { sleep: options.retrySleep },
@@ -70,7 +71,7 @@ export function createChannels(
           },
           limits: { maxBytes: profile.discord.uploadMaxBytes },
           catchUpMaxMessages: profile.discord.catchUpMaxMessages,
-          commands: { register: profile.discord.commands.register },
+          commands: { register: profile.discord.commands.register, offer: menuOfferOf(profile) },
           downloadMaxBytes: profile.discord.downloadMaxBytes,
           maxTextChunks: config.delivery.maxTextChunks,
           retry: { sleep: options.retrySleep },

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { AgentSettings } from "../config/types.js";
 import {
   AdminCommandHelp,
+  ApprovalCommandHelp,
   ApproveCommandHelp,
   ConversationCommandHelp,
   describeHelp,
@@ -57,11 +58,31 @@ describe("describeHelp", () => {
     expect(describeHelp({ ...base, admin: false, pairing: true })).not.toContain("/approve");
   });
 
+  it("lists /allow and /deny where approvals ask: for everyone with approvers sender, admins only with admins", () => {
+    const asking = (approvers: "sender" | "admins"): AgentSettings => ({
+      kind: "shell",
+      approvals: { ask: "always", approvers, expiresSeconds: 600 },
+    });
+    const user = describeHelp({ ...base, agent: asking("sender") });
+    for (const line of ApprovalCommandHelp) expect(user).toContain(line);
+    expect(describeHelp({ ...base, agent: asking("admins") })).not.toContain("/allow");
+    const admin = describeHelp({ ...base, agent: asking("admins"), admin: true });
+    for (const line of ApprovalCommandHelp) expect(admin).toContain(line);
+    const never: AgentSettings = {
+      kind: "shell",
+      approvals: { ask: "never", approvers: "sender", expiresSeconds: 600 },
+    };
+    expect(describeHelp({ ...base, agent: never, admin: true })).not.toContain("/allow");
+    expect(describeHelp({ ...base, admin: true })).not.toContain("/deny");
+  });
+
   it("says that the openai agent's model runs the commands", () => {
     const text = describeHelp({ ...base, agent: openai });
     expect(text).toContain('profile "work" (openai agent)');
     expect(text).toContain("/model — this session's model");
+    expect(text).toContain("/usage — tokens and cost");
     expect(describeHelp(base)).not.toContain("/model");
+    expect(describeHelp(base)).not.toContain("/usage");
     expect(text).toContain("goes to the model (gpt-test), which can run commands");
     expect(text).not.toContain("$MEDIAGATE_ATTACHMENTS");
   });

@@ -40,6 +40,16 @@ export const ModelCommandHelp = [
   "/usage — tokens and cost of this session (admins: of the whole profile too)",
 ] as const;
 
+/**
+ * The typed answers to an approval question (docs/approvals.md), where the profile's
+ * `agent.approvals` asks: for everyone allowed with `approvers: sender` (the person who asked
+ * decides), for admins only with `approvers: admins`.
+ */
+export const ApprovalCommandHelp = [
+  "/allow — allow the action waiting for approval here, once; /allow session: for the rest of this session",
+  "/deny — refuse the action waiting for approval here",
+] as const;
+
 /** The conversation commands of the openai agent, for everyone allowed (docs/sessions.md). */
 export const ConversationCommandHelp = [
   "/new — start a new conversation (the sandbox and its files stay)",
@@ -99,18 +109,25 @@ function groupLine(context: HelpContext): string[] {
 /**
  * The answer to `/start` and `/help` (docs/sessions.md, "First contact and help"): what this
  * bot is (profile and agent), what a message does, how to send files, and the commands this
- * user may use — admins see the admin commands, everyone else only `/help`. Also what is
- * special about groups, in a group.
+ * user may use — the ones the profile offers (the `openai` agent's, `/allow` and `/deny` where
+ * approvals ask), and admins the admin commands too. Also what is special about groups, in a
+ * group.
  */
 export function describeHelp(context: HelpContext): string {
   const agentName = context.agent.kind === "shell" ? "shell agent" : "openai agent";
-  const adminCommands = context.pairing
-    ? [...AdminCommandHelp, ApproveCommandHelp]
-    : AdminCommandHelp;
-  const everyone =
-    context.agent.kind === "openai"
-      ? [HelpCommandHelp, ...ModelCommandHelp, ...ConversationCommandHelp]
-      : [HelpCommandHelp];
+  const approvals = context.agent.approvals;
+  const approvers =
+    approvals === undefined || approvals.ask === "never" ? undefined : approvals.approvers;
+  const adminCommands = [
+    ...(approvers === "admins" ? ApprovalCommandHelp : []),
+    ...AdminCommandHelp,
+    ...(context.pairing ? [ApproveCommandHelp] : []),
+  ];
+  const everyone = [
+    HelpCommandHelp,
+    ...(context.agent.kind === "openai" ? [...ModelCommandHelp, ...ConversationCommandHelp] : []),
+    ...(approvers === "sender" ? ApprovalCommandHelp : []),
+  ];
   const commands = context.admin ? [...everyone, ...adminCommands] : everyone;
   return [
     `🤖 mediagate, profile "${context.profile}" (${agentName}).`,

@@ -1,20 +1,38 @@
 import { describe, expect, it } from "vitest";
-import {
-  ApproveMenuCommand,
-  commandText,
-  MenuCommands,
-  menuCommandNamed,
-  menuFor,
-} from "./menu.js";
+import { commandText, MenuCommands, type MenuOffer, menuCommandNamed, menuFor } from "./menu.js";
 import { parseCommand } from "./parse.js";
 
+const shell: MenuOffer = { agent: "shell", approvers: undefined, pairing: false };
+const openai: MenuOffer = { ...shell, agent: "openai" };
+const names = (admin: boolean, offer: MenuOffer) => menuFor(admin, offer).map((c) => c.name);
+
 describe("command menus", () => {
-  it("offers /help, /new and /compact to everyone and the admin commands to admins only", () => {
-    expect(menuFor(false).map((command) => command.name)).toEqual(["help", "new", "compact"]);
-    expect(menuFor(true).map((command) => command.name)).toEqual([
+  it("offers a shell profile's users /help, and its admins /status, /stop and /reset too", () => {
+    expect(names(false, shell)).toEqual(["help"]);
+    expect(names(true, shell)).toEqual(["help", "status", "stop", "reset"]);
+  });
+
+  it("offers the openai agent's /new, /compact, /model and /usage to everyone", () => {
+    expect(names(false, openai)).toEqual(["help", "new", "compact", "model", "usage"]);
+    expect(names(true, openai)).toEqual([
       "help",
       "new",
       "compact",
+      "model",
+      "usage",
+      "status",
+      "stop",
+      "reset",
+    ]);
+  });
+
+  it("offers /allow and /deny where approvals ask: to everyone, or to admins only", () => {
+    expect(names(false, { ...shell, approvers: "sender" })).toEqual(["help", "allow", "deny"]);
+    expect(names(false, { ...shell, approvers: "admins" })).toEqual(["help"]);
+    expect(names(true, { ...shell, approvers: "admins" })).toEqual([
+      "help",
+      "allow",
+      "deny",
       "status",
       "stop",
       "reset",
@@ -22,21 +40,32 @@ describe("command menus", () => {
   });
 
   it("lists /approve for the admins of a pairing profile only, after the others", () => {
-    expect(menuFor(false, true).map((command) => command.name)).toEqual(["help", "new", "compact"]);
-    expect(menuFor(true, true).map((command) => command.name)).toEqual([
-      "help",
-      "new",
-      "compact",
-      "status",
-      "stop",
-      "reset",
-      "approve",
-    ]);
+    expect(names(false, { ...shell, pairing: true })).toEqual(["help"]);
+    expect(names(true, { ...shell, pairing: true }).at(-1)).toBe("approve");
     expect(parseCommand("/approve ABCD-EFGH")).toMatchObject({ name: "approve" });
   });
 
+  it("lists every command the gateway parses, but /start (Telegram's own button)", () => {
+    for (const command of MenuCommands) {
+      expect(parseCommand(`/${command.name}`)?.name).toBe(command.name);
+    }
+    expect(MenuCommands.map((command) => command.name).sort()).toEqual([
+      "allow",
+      "approve",
+      "compact",
+      "deny",
+      "help",
+      "model",
+      "new",
+      "reset",
+      "status",
+      "stop",
+      "usage",
+    ]);
+  });
+
   it("fits both platforms' rules: lowercase names, descriptions of 1 to 100 characters", () => {
-    for (const command of [...MenuCommands, ApproveMenuCommand]) {
+    for (const command of MenuCommands) {
       expect(command.name).toMatch(/^[a-z0-9_]{1,32}$/);
       expect(command.description.length).toBeGreaterThan(0);
       expect(command.description.length).toBeLessThanOrEqual(100);
@@ -56,12 +85,27 @@ describe("command menus", () => {
     ["help", [], "/help", { name: "help", start: false }],
     ["new", [], "/new", { name: "new" }],
     ["compact", [], "/compact", { name: "compact" }],
+    ["allow", [], "/allow", { name: "allow", session: false }],
+    ["allow", ["session"], "/allow session", { name: "allow", session: true }],
+    ["deny", [], "/deny", { name: "deny" }],
+    ["model", [], "/model", { name: "model" }],
+    ["usage", [], "/usage", { name: "usage" }],
   ])("turns a pick of /%s %j into the text command %j", (name, options, text, parsed) => {
     const command = menuCommandNamed(name);
     expect(command?.name).toBe(name);
     const chosen = commandText(command!, (option) => (options as string[]).includes(option));
     expect(chosen).toBe(text);
     expect(parseCommand(chosen)).toEqual(parsed);
+  });
+
+  it("appends a text option's words on one line: /compact's focus, /approve's code", () => {
+    const compact = menuCommandNamed("compact")!;
+    const focused = commandText(compact, () => "  the API\nand its   tests ");
+    expect(focused).toBe("/compact the API and its tests");
+    expect(parseCommand(focused)).toEqual({ name: "compact", focus: "the API and its tests" });
+    expect(commandText(compact, () => "   ")).toBe("/compact");
+    const approve = commandText(menuCommandNamed("approve")!, () => "ABCD-EFGH");
+    expect(parseCommand(approve)).toEqual({ name: "approve", code: "ABCD-EFGH" });
   });
 
   it("knows no other command", () => {

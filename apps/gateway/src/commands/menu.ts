@@ -1,14 +1,54 @@
+import type { ProfileConfig } from "../config/types.js";
+
 /**
  * The command menus registered with the platforms at start-up (docs/sessions.md, "Command
  * menus"). They only advertise: whoever sends a command, typed or picked from a menu, goes
  * through the same gating as a text command (`pipeline/commands.ts`).
  */
 
-/** A boolean option of a Discord slash command; `true` appends its name to the text command. */
+/**
+ * An option of a Discord slash command. A `flag` (the default) is an optional True/False whose
+ * name is appended to the text command when True (`/stop` + all = `/stop all`); a `text` option's
+ * value is appended (`/compact` + focus = `/compact <focus>`).
+ */
 export interface MenuOption {
   readonly name: string;
   readonly description: string;
+  readonly kind?: "flag" | "text" | undefined;
+  /** A `text` option Discord makes the user fill in. */
+  readonly required?: boolean | undefined;
 }
+
+/** What a profile offers its users: it decides which commands its menus and `/help` list. */
+export interface MenuOffer {
+  /** The profile's agent: `/new`, `/compact`, `/model` and `/usage` are the `openai` agent's. */
+  readonly agent: "shell" | "openai";
+  /**
+   * Who may answer the agent's approval questions with `/allow` and `/deny`
+   * (docs/approvals.md): `sender` (whoever asked, so everyone allowed), `admins`, or
+   * `undefined` when the profile's `agent.approvals` is `never` (nothing ever asks).
+   */
+  readonly approvers: "sender" | "admins" | undefined;
+  /** `access: pairing`: admins get `/approve CODE`. */
+  readonly pairing: boolean;
+}
+
+/** The offer of a profile nothing is known of: the shell agent, no approvals, no pairing. */
+export const PlainOffer: MenuOffer = { agent: "shell", approvers: undefined, pairing: false };
+
+/** What `profile` offers: its agent's kind, whether its approvals ask and who answers, pairing. */
+export function menuOfferOf(profile: ProfileConfig): MenuOffer {
+  const approvals = profile.agent.approvals;
+  return {
+    agent: profile.agent.kind,
+    approvers:
+      approvals === undefined || approvals.ask === "never" ? undefined : approvals.approvers,
+    pairing: profile.access === "pairing",
+  };
+}
+
+/** Who a command is for in a profile: everyone allowed, its admins only, or nobody (not offered). */
+export type Audience = "everyone" | "admins" | "none";
 
 /** One command of the menus. */
 export interface MenuCommand {
@@ -16,59 +56,99 @@ export interface MenuCommand {
   readonly name: string;
   /** At most 100 characters (Discord's limit; Telegram allows 256). */
   readonly description: string;
-  /** Only admins may use it (everyone allowed may use the others). */
-  readonly admin: boolean;
-  /** Discord's slash command options (Telegram's menu has none: the user types the word). */
+  /** Who the profile offers it to. */
+  readonly audience: (offer: MenuOffer) => Audience;
+  /** Discord's slash command options (Telegram's menu has none: the user types the words). */
   readonly options?: readonly MenuOption[];
 }
 
+const everyone = (): Audience => "everyone";
+const admins = (): Audience => "admins";
+const modelAgent = (offer: MenuOffer): Audience => (offer.agent === "openai" ? "everyone" : "none");
+const approvers = (offer: MenuOffer): Audience =>
+  offer.approvers === undefined ? "none" : offer.approvers === "admins" ? "admins" : "everyone";
+
 /**
- * The commands, in menu order: `/help`, `/new` and `/compact` for everyone allowed, `/status`,
- * `/stop` and `/reset` for admins (`/compact`'s focus is typed: `/compact <focus>`). `/start` is not listed: Telegram's own Start button sends it, and it answers what
- * `/help` answers.
+ * The commands, in menu order: `/help`; the `openai` agent's `/new`, `/compact [focus]`,
+ * `/model`, `/usage`; `/allow [session]` and `/deny` where approvals ask; the admins'
+ * `/status`, `/stop [all]`, `/reset [confirm]`, and `/approve CODE` in a pairing profile.
+ * `/start` is not listed: Telegram's own Start button sends it, and it answers what `/help`
+ * answers. `/model <name>` is typed; a bare `/model` offers the models as buttons.
  */
 export const MenuCommands: readonly MenuCommand[] = [
-  { name: "help", description: "What this bot is, how to send files, your commands", admin: false },
+  {
+    name: "help",
+    description: "What this bot is, how to send files, your commands",
+    audience: everyone,
+  },
   {
     name: "new",
     description: "Start a new conversation; the sandbox and its files stay",
-    admin: false,
+    audience: modelAgent,
   },
   {
     name: "compact",
     description: "Summarize the older messages of this conversation now",
-    admin: false,
+    audience: modelAgent,
+    options: [
+      { name: "focus", description: "What the summary should keep (optional)", kind: "text" },
+    ],
   },
-  { name: "status", description: "This session, its sandbox container and queue", admin: true },
+  {
+    name: "model",
+    description: "This session's model; pick another from the buttons",
+    audience: modelAgent,
+  },
+  {
+    name: "usage",
+    description: "Tokens and cost of this session (admins: of the profile too)",
+    audience: modelAgent,
+  },
+  {
+    name: "allow",
+    description: "Allow the action waiting for approval here, once",
+    audience: approvers,
+    options: [{ name: "session", description: "Allow for the rest of this session" }],
+  },
+  { name: "deny", description: "Refuse the action waiting for approval here", audience: approvers },
+  {
+    name: "status",
+    description: "This session, its sandbox container and queue",
+    audience: admins,
+  },
   {
     name: "stop",
     description: "Abort the running command, kill what this session started",
-    admin: true,
+    audience: admins,
     options: [{ name: "all", description: "Stop every session on this sandbox container" }],
   },
   {
     name: "reset",
     description: "Stop, then a new conversation and a fresh sandbox",
-    admin: true,
+    audience: admins,
     options: [{ name: "confirm", description: "Go ahead when the container is shared" }],
+  },
+  {
+    name: "approve",
+    description: "Let the user who got this pairing code use the bot",
+    audience: (offer) => (offer.pairing ? "admins" : "none"),
+    options: [
+      {
+        name: "code",
+        description: "The code the user got in a direct message",
+        kind: "text",
+        required: true,
+      },
+    ],
   },
 ];
 
-/**
- * `/approve CODE` (docs/security.md, "Pairing"): in the Telegram admin menu of a profile that
- * pairs. It takes a typed code, so it is not one of Discord's slash commands: there an admin
- * types `/approve CODE` as a message.
- */
-export const ApproveMenuCommand: MenuCommand = {
-  name: "approve",
-  description: "Let the user who got this pairing code use the bot",
-  admin: true,
-};
-
-/** The commands a user of that role sees in the menu; `pairing` adds `/approve` for admins. */
-export function menuFor(admin: boolean, pairing = false): readonly MenuCommand[] {
-  const commands = MenuCommands.filter((command) => admin || !command.admin);
-  return admin && pairing ? [...commands, ApproveMenuCommand] : commands;
+/** The commands a user of that role sees in the menu of a profile that offers `offer`. */
+export function menuFor(admin: boolean, offer: MenuOffer): readonly MenuCommand[] {
+  return MenuCommands.filter((command) => {
+    const audience = command.audience(offer);
+    return audience === "everyone" || (audience === "admins" && admin);
+  });
 }
 
 /** The command of {@link MenuCommands} named `name` (without the slash); `undefined` for others. */
@@ -78,9 +158,23 @@ export function menuCommandNamed(name: string): MenuCommand | undefined {
 
 /**
  * The text command a pick of `command` stands for, as `parseCommand` reads it: `/stop` with
- * `all` chosen is `/stop all`.
+ * `all` chosen is `/stop all`, `/compact` with the focus "the API" is `/compact the API`.
+ * `value(option)` answers a flag's `true`/`false` and a text option's words; whitespace in
+ * those (line breaks included) becomes single spaces, so the text stays one command line.
  */
-export function commandText(command: MenuCommand, chosen: (option: string) => boolean): string {
-  const words = (command.options ?? []).filter((option) => chosen(option.name));
-  return [`/${command.name}`, ...words.map((option) => option.name)].join(" ");
+export function commandText(
+  command: MenuCommand,
+  value: (option: string) => boolean | string | undefined,
+): string {
+  const words: string[] = [];
+  for (const option of command.options ?? []) {
+    const given = value(option.name);
+    if ((option.kind ?? "flag") === "flag") {
+      if (given === true) words.push(option.name);
+      continue;
+    }
+    const text = typeof given === "string" ? given.replace(/\s+/g, " ").trim() : "";
+    if (text !== "") words.push(text);
+  }
+  return [`/${command.name}`, ...words].join(" ");
 }

@@ -13,6 +13,17 @@ export const ResetChoiceKind = "rs";
 /** The most /reset questions kept waiting; the oldest is forgotten first. */
 const MaxWaiting = 100;
 
+/** What a question still waiting when the gateway stops is edited to (its buttons removed). */
+export const ResetRestartedText =
+  "⚠️ Not reset: the gateway restarted before anyone answered, so this question no longer counts. Send /reset again if you still want it.";
+
+/**
+ * What a press on a question this process does not know is told: one answered, expired or
+ * forgotten (the oldest of more than `MaxWaiting`), or asked before a crash.
+ */
+export const ResetGoneText =
+  "This /reset question is no longer open (it was answered, it expired, or the gateway restarted since); nothing was reset. Send /reset again if you still want it.";
+
 interface Waiting {
   readonly profile: string;
   readonly sessionKey: string;
@@ -33,9 +44,10 @@ export interface ResetConfirmationsOptions {
 /**
  * `/reset` on a shared slot asks with Confirm / Cancel buttons (docs/approvals.md, "Buttons
  * elsewhere"); `/reset confirm` typed keeps working. Only an admin's press counts (anyone
- * else is told privately). The questions live in this process: after a restart, or past
- * `Defaults.approvals.expiresSeconds`, a press is answered that the button does nothing.
- * Confirm answers at once (Discord gives an interaction 3 s) and the reset's outcome follows
+ * else is told privately). The questions live in this process: a graceful stop closes those
+ * still waiting ({@link closeAll}: the message says to send /reset again); after a crash, or
+ * past `Defaults.approvals.expiresSeconds`, a press is told the question is no longer open.
+ * Nothing is ever reset without an admin's press in this process. Confirm answers at once (Discord gives an interaction 3 s) and the reset's outcome follows
  * as a message.
  */
 export class ResetConfirmations {
@@ -99,7 +111,7 @@ export class ResetConfirmations {
       waiting.messageId !== press.messageId ||
       (data.option !== "ok" && data.option !== "no")
     ) {
-      return { kind: "refused", notice: UnknownChoiceText };
+      return { kind: "refused", notice: waiting === undefined ? ResetGoneText : UnknownChoiceText };
     }
     if (!accessOf(runtime.profile, press.platform, press.userId).admin) {
       return { kind: "refused", notice: "⛔ /reset is for admins only; nothing was done." };
@@ -116,6 +128,37 @@ export class ResetConfirmations {
     void this.#reset(runtime, waiting);
     return { kind: "decided", text: `♻️ Reset confirmed by ${by}; resetting…` };
   };
+
+  /**
+   * The gateway stops: every question still waiting (not expired) is closed with {@link ResetRestartedText}
+   * (its buttons removed), each edit bounded by `Defaults.progress.requestTimeoutMs`; one that
+   * fails is logged (a later press is told the question is no longer open). Never rejects.
+   */
+  async closeAll(): Promise<void> {
+    const now = this.options.now();
+    // An expired question is left as it is: a press on it is told it is no longer open.
+    const waiting = [...this.#waiting.values()].filter((question) => now <= question.expiresMs);
+    this.#waiting.clear();
+    await Promise.all(
+      waiting.map(async (question) => {
+        try {
+          await question.channel.choices?.close(
+            question.target,
+            question.messageId,
+            ResetRestartedText,
+            AbortSignal.timeout(Defaults.progress.requestTimeoutMs),
+          );
+        } catch (error) {
+          this.options.logger.warn(
+            { err: error, sessionKey: question.sessionKey },
+            "could not close a /reset question at the stop",
+          );
+        }
+      }),
+    );
+    if (waiting.length > 0)
+      this.options.logger.info({ closed: waiting.length }, "/reset questions closed at the stop");
+  }
 
   async #reset(runtime: PipelineRuntime, waiting: Waiting): Promise<void> {
     const services = this.options.services();

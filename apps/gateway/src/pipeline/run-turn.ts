@@ -79,8 +79,12 @@ function startPreview(
     ctx.message.chatType === "dm" &&
     status.draft !== undefined;
   const mode: PreviewMode = setting !== "edit" && draftable ? "draft" : "edit";
+  // A shell command's output streams only once the turn ran as long as its status waits.
+  const holdMs =
+    ctx.runtime.agent.kind === "shell" ? ctx.runtime.profile.progress.afterSeconds * 1000 : 0;
   return new StreamPreview(status, ctx.target, {
     mode,
+    holdMs,
     clock: ctx.services.progressClock,
     onProblem: (what, error) => ctx.log.warn({ err: error }, what),
     ledger: previewLedger(ctx),

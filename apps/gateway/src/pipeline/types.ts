@@ -101,6 +101,8 @@ export interface PipelineServices {
           sessionKey: string,
           question: string,
         ): Promise<boolean>;
+        /** The gateway stops: closes the questions still waiting. Never rejects. */
+        closeAll(): Promise<void>;
       }
     | undefined;
   /**

@@ -61,6 +61,26 @@ describe("createToolRunner (real Docker)", () => {
     );
   });
 
+  it("tells onOutput the output's text as it comes, a character split across chunks whole", async () => {
+    const tools = createToolRunner({
+      sandbox,
+      slot,
+      sessionKey,
+      signal: new AbortController().signal,
+    });
+    const pieces: string[] = [];
+    // The first half of "é" ends one chunk; a line of stderr comes before its second half.
+    const result = await tools.run(
+      "printf 'h\\303'; sleep 0.2; echo err >&2; sleep 0.2; printf '\\251llo\\n'",
+      { onOutput: (text) => pieces.push(text) },
+    );
+    expect(result.stdout).toBe("héllo\n");
+    expect(pieces.length).toBeGreaterThan(1);
+    expect(pieces.join("")).not.toContain("\uFFFD");
+    expect(pieces.join("").replace("err\n", "")).toBe("héllo\n");
+    expect(pieces.join("")).toContain("err\n");
+  });
+
   it("writes content larger than one command chunk", async () => {
     const tools = createToolRunner({
       sandbox,

@@ -1,5 +1,11 @@
+import { StringDecoder } from "node:string_decoder";
 import { MediagateError } from "@mediagate/io";
-import { type ExecOptions, type ExecResult, shellQuote } from "@mediagate/sandbox";
+import {
+  type ExecOptions,
+  type ExecResult,
+  type OutputListener,
+  shellQuote,
+} from "@mediagate/sandbox";
 import type { ToolRunner } from "../agents/types.js";
 import { Defaults } from "../defaults.js";
 import { type SandboxProblem, sandboxProblemOf } from "./sandbox-errors.js";
@@ -68,6 +74,7 @@ export function createToolRunner(options: ToolRunnerOptions): TurnToolRunner {
     timeoutMs = defaultTimeout,
     callSignal?: AbortSignal,
     env?: Readonly<Record<string, string>>,
+    onOutput?: (text: string) => void,
   ) => {
     try {
       return await sandbox.run(slot, sessionKey, command, {
@@ -75,6 +82,7 @@ export function createToolRunner(options: ToolRunnerOptions): TurnToolRunner {
         signal: combine(signal, callSignal),
         beforeCommand,
         ...(env === undefined ? {} : { env }),
+        ...(onOutput === undefined ? {} : { onOutput: outputText(onOutput) }),
       });
     } catch (error) {
       problem ??= sandboxProblemOf(error);
@@ -88,7 +96,7 @@ export function createToolRunner(options: ToolRunnerOptions): TurnToolRunner {
     },
 
     run(command, opts) {
-      return exec(command, opts?.timeoutMs, opts?.signal, opts?.env);
+      return exec(command, opts?.timeoutMs, opts?.signal, opts?.env, opts?.onOutput);
     },
 
     async readFile(path, maxBytes = ToolRunnerDefaults.readMaxBytes) {
@@ -119,5 +127,17 @@ export function createToolRunner(options: ToolRunnerOptions): TurnToolRunner {
         first = false;
       }
     },
+  };
+}
+
+/**
+ * The sandbox's output bytes as text for `onOutput`: one decoder per stream, so a character
+ * split across chunks (or by a chunk of the other stream between its halves) arrives whole.
+ */
+function outputText(onOutput: (text: string) => void): OutputListener {
+  const decoders = { stdout: new StringDecoder("utf8"), stderr: new StringDecoder("utf8") };
+  return (chunk, stream) => {
+    const text = decoders[stream].write(chunk);
+    if (text !== "") onOutput(text);
   };
 }

@@ -36,7 +36,7 @@ class RecordingStatus implements StatusMessages {
 
 const target: ChatTarget = { platform: "telegram", chatId: "7" };
 
-function previewOf(status: RecordingStatus, mode: PreviewMode, adopt?: string) {
+function previewOf(status: RecordingStatus, mode: PreviewMode, adopt?: string, holdMs?: number) {
   const clock = manualClock();
   const ledger: string[] = [];
   const recording: PreviewLedger = {
@@ -51,6 +51,7 @@ function previewOf(status: RecordingStatus, mode: PreviewMode, adopt?: string) {
     marginMs: 0,
     ledger: recording,
     takeOver: async () => adopt,
+    holdMs,
   });
   const advance = async (ms: number) => {
     clock.advance(ms);
@@ -60,6 +61,27 @@ function previewOf(status: RecordingStatus, mode: PreviewMode, adopt?: string) {
 }
 
 describe("StreamPreview", () => {
+  it("holds: shows nothing before holdMs, then what came so far at once; a turn done first shows none", async () => {
+    const status = new RecordingStatus();
+    const { preview, advance } = previewOf(status, "edit", undefined, 3000);
+    preview.push("first\n");
+    preview.push("second\n");
+    await advance(2999);
+    expect(status.calls).toEqual([]);
+    await advance(1);
+    expect(status.calls).toEqual(["post first\nsecond\n"]);
+    await preview.finish();
+
+    const quick = new RecordingStatus();
+    const done = previewOf(quick, "edit", undefined, 3000);
+    done.preview.push("all of it\n");
+    await done.advance(1000);
+    await done.preview.finish();
+    await done.advance(5000);
+    expect(quick.calls).toEqual([]);
+    expect(done.preview.started).toBe(false);
+  });
+
   it("edits one message at most once a second and rolls over past the length", async () => {
     const status = new RecordingStatus();
     const { preview, advance, ledger } = previewOf(status, "edit");

@@ -54,6 +54,13 @@ export interface StreamPreviewOptions {
   readonly takeOver?: ((mode: PreviewMode) => Promise<string | undefined>) | undefined;
   /** A draft id for the turn (non-zero); the rollovers count up from it. Default: from the clock. */
   readonly draftId?: number | undefined;
+  /**
+   * Nothing shows before this much time since the preview was made: the text pushed until then
+   * shows together when it passes, and a turn that ends first shows none (its reply is the
+   * only message). The `shell` agent's output waits as long as the status message does
+   * (`progress.afterSeconds`), so a quick command's output never flashes by. Default 0.
+   */
+  readonly holdMs?: number | undefined;
 }
 
 interface Shown {
@@ -97,6 +104,8 @@ export class StreamPreview {
   #lastCallMs = Number.NEGATIVE_INFINITY;
   #failures = 0;
   #finished: Promise<void> | undefined;
+  #holding = false;
+  #cancelHold: (() => void) | undefined;
   /** Calls that got through (posts, edits, drafts), for the turn's report. */
   calls = 0;
 
@@ -114,6 +123,15 @@ export class StreamPreview {
     this.#ledger = options.ledger;
     this.#takeOver = options.takeOver;
     this.#draftId = options.draftId ?? (Math.floor(this.#clock.now()) % 1_000_000_000) + 1;
+    const holdMs = options.holdMs ?? 0;
+    if (holdMs > 0) {
+      this.#holding = true;
+      this.#cancelHold = this.#clock.schedule(() => {
+        this.#holding = false;
+        this.#cancelHold = undefined;
+        if (this.#text !== "") this.#start();
+      }, holdMs);
+    }
   }
 
   /** The mode in use (a refused draft turns it to `edit`). */
@@ -135,12 +153,18 @@ export class StreamPreview {
   push(piece: string): void {
     if (this.#stopped || piece === "") return;
     this.#text += piece;
+    if (this.#holding) return;
     if (!this.#started) {
-      this.#started = true;
-      this.#inFlight = this.#begin();
+      this.#start();
       return;
     }
     this.#schedule();
+  }
+
+  #start(): void {
+    if (this.#stopped || this.#started) return;
+    this.#started = true;
+    this.#inFlight = this.#begin();
   }
 
   /**
@@ -149,6 +173,8 @@ export class StreamPreview {
    */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#cancelHold?.();
+    this.#cancelHold = undefined;
     this.#cancel?.();
     this.#cancel = undefined;
     await this.#inFlight;

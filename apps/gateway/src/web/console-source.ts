@@ -21,6 +21,7 @@ import type { Logger } from "../log.js";
 import type { PipelineServices } from "../pipeline/types.js";
 import type { ProfileRuntime } from "../profiles/profile-runtime.js";
 import type { LiveSessions } from "../session/live-sessions.js";
+import { approvalsView } from "./approvals-source.js";
 import type { LogRing } from "./log-ring.js";
 import { usageView } from "./usage-source.js";
 
@@ -283,6 +284,8 @@ export function createConsoleSource(deps: ConsoleSourceDeps): ConsoleSource {
     },
 
     usage: (days: number) => usageView(runtimes, days),
+
+    approvals: () => approvalsView(runtimes),
 
     async reapOrphans(by: WebActor): Promise<string> {
       const lines: string[] = [];

@@ -17,7 +17,8 @@ import type {
 import { isInteractionMessageId } from "./commands.js";
 import { describeError } from "./errors.js";
 
-/** What a press is told when nobody handles presses. */
+/** A slash command's own answer when its question was posted in the chat with buttons. */
+export const AskedInChatText = "The question is in the chat, with buttons to answer it.";
 
 /** Discord's button styles: Primary 1, Secondary 2, Danger 4. */
 const Styles = { primary: 1, secondary: 2, danger: 4 } as const;
@@ -25,12 +26,16 @@ const Styles = { primary: 1, secondary: 2, danger: 4 } as const;
 /**
  * Choice buttons on Discord (docs/approvals.md, "Buttons"): a message with action rows of
  * buttons (message components), closed by editing it with no components. Posted and edited
- * through the delivery REST instance, one try each; mentions off, text escaped.
+ * through the delivery REST instance, one try each; mentions off, text escaped. A question
+ * asked for a slash command (`/reset`, `/model`) is posted in the chat like a typed command's
+ * (an ephemeral answer could not be closed after a restart), and `askedFor` gives the slash
+ * command its own answer, {@link AskedInChatText}.
  */
 export class DiscordChoiceButtons implements ChoiceButtons {
   constructor(
     private readonly rest: REST,
     private readonly log: Logger,
+    private readonly askedFor: (slashCommand: string, text: string) => Promise<void>,
   ) {}
 
   async post(
@@ -39,11 +44,6 @@ export class DiscordChoiceButtons implements ChoiceButtons {
     rows: readonly (readonly ChoiceButton[])[],
     signal: AbortSignal,
   ): Promise<string> {
-    // A slash command is answered in its own (ephemeral) reply, which carries no buttons here:
-    // the caller asks in text instead.
-    if (isInteractionMessageId(target.replyToMessageId)) {
-      throw new Error("a slash command's answer gets no buttons; ask in text");
-    }
     const created = (await this.rest.post(Routes.channelMessages(channelOf(target)), {
       body: {
         content: escapeMarkdown(text),
@@ -60,6 +60,15 @@ export class DiscordChoiceButtons implements ChoiceButtons {
       },
       signal,
     })) as { id: string };
+    const slash = target.replyToMessageId;
+    if (isInteractionMessageId(slash)) {
+      await this.askedFor(slash, AskedInChatText).catch((error: unknown) =>
+        this.log.warn(
+          { err: describeError(error) },
+          "slash command not told where its question is",
+        ),
+      );
+    }
     return created.id;
   }
 

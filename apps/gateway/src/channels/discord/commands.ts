@@ -7,7 +7,13 @@ import {
   MessageFlags,
 } from "discord.js";
 import type { Logger } from "pino";
-import { commandText, MenuCommands, menuCommandNamed } from "../../commands/menu.js";
+import {
+  commandText,
+  MenuCommands,
+  type MenuOffer,
+  menuCommandNamed,
+  PlainOffer,
+} from "../../commands/menu.js";
 import { splitText } from "../../delivery/split-text.js";
 import type { InboundMessage } from "../types.js";
 import { describeError, toRequestError } from "./errors.js";
@@ -17,7 +23,12 @@ import { readSlashOptions, unreadableOptionsText } from "./slash-options.js";
 export interface DiscordCommandOptions {
   /** Register them at start-up (one bulk overwrite of the global commands); default true. */
   readonly register?: boolean | undefined;
+  /** What the profile offers (its agent, approvals, pairing): the commands registered. */
+  readonly offer?: MenuOffer | undefined;
 }
+
+/** Discord's longest text option value; the text commands need far less. */
+const MaxTextOption = 1000;
 
 /** Discord's limit of one message, and of an interaction's reply. */
 const ReplyLimit = 2000;
@@ -40,21 +51,36 @@ export function isInteractionMessageId(id: string | undefined): id is string {
 }
 
 /**
- * The global application commands: `/help`, `/status`, `/stop` (option `all`), `/reset`
- * (option `confirm`), from the shared menu. Everyone sees every command (Discord shows a bot's
- * commands by permission, not by user id); the gateway gates them when they are used.
+ * The global application commands: those of the shared menu the profile offers (`/help`,
+ * `/status`, `/stop` with `all`, `/reset` with `confirm`, the `openai` agent's `/new`,
+ * `/compact` with `focus`, `/model`, `/usage`, `/allow` with `session` and `/deny` where
+ * approvals ask, `/approve` with `code` in a pairing profile). Everyone sees every command
+ * (Discord shows a bot's commands by permission, not by user id); the gateway gates them when
+ * they are used.
  */
-export function discordCommandData(): ApplicationCommandDataResolvable[] {
-  return MenuCommands.map((command) => ({
+export function discordCommandData(
+  offer: MenuOffer = PlainOffer,
+): ApplicationCommandDataResolvable[] {
+  return MenuCommands.filter((command) => command.audience(offer) !== "none").map((command) => ({
     type: ApplicationCommandType.ChatInput,
     name: command.name,
     description: command.description,
-    options: (command.options ?? []).map((option) => ({
-      type: ApplicationCommandOptionType.Boolean as const,
-      name: option.name,
-      description: option.description,
-      required: false,
-    })),
+    options: (command.options ?? []).map((option) =>
+      (option.kind ?? "flag") === "flag"
+        ? {
+            type: ApplicationCommandOptionType.Boolean as const,
+            name: option.name,
+            description: option.description,
+            required: false,
+          }
+        : {
+            type: ApplicationCommandOptionType.String as const,
+            name: option.name,
+            description: option.description,
+            required: option.required === true,
+            maxLength: MaxTextOption,
+          },
+    ),
   }));
 }
 
@@ -64,14 +90,18 @@ export function discordCommandData(): ApplicationCommandDataResolvable[] {
  * discord.js bounds the attempts (3 retries of a 5xx or timeout, rate limits waited out). A
  * failure is a warning: the typed commands still work. Never rejects.
  */
-export async function registerDiscordCommands(client: Client, log: Logger): Promise<boolean> {
+export async function registerDiscordCommands(
+  client: Client,
+  log: Logger,
+  offer: MenuOffer = PlainOffer,
+): Promise<boolean> {
   const application = client.application;
   if (application === null) {
     log.warn("discord slash commands not registered: no application id after login");
     return false;
   }
   try {
-    const set = await application.commands.set(discordCommandData());
+    const set = await application.commands.set(discordCommandData(offer));
     log.info(
       { applicationId: application.id, commands: [...set.values()].map((c) => c.name) },
       "discord slash commands registered (global)",
@@ -96,7 +126,7 @@ export type SlashCommandRead =
 
 /**
  * A slash command as the core sees a message: the text command it stands for (`/reset` with
- * `confirm` chosen is `/reset confirm`) in the chat it was used in, so the same session and the
+ * `confirm` chosen is `/reset confirm`, `/compact` with a focus `/compact <focus>`) in the chat it was used in, so the same session and the
  * same gating apply. Its id is `interaction:<id>` (see {@link isInteractionMessageId}).
  * The options are read defensively ({@link readSlashOptions}): options a registration other
  * than this gateway's makes Discord send are `unreadable`, never an exception.
@@ -115,7 +145,7 @@ export function interactionToInbound(
       text: unreadableOptionsText(command, options.problem),
     };
   }
-  const text = commandText(command, (option) => options.chosen.has(option));
+  const text = commandText(command, (option) => options.chosen.get(option));
   const id = `${InteractionPrefix}${interaction.id}`;
   const user = interaction.user;
   const base = {

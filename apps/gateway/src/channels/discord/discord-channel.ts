@@ -12,6 +12,7 @@ import {
   type REST,
 } from "discord.js";
 import type { Logger } from "pino";
+import { type MenuOffer, PlainOffer } from "../../commands/menu.js";
 import { Defaults } from "../../defaults.js";
 import type { ResolveHost } from "../http-download.js";
 import { guardedListener } from "../listener-boundary.js";
@@ -174,6 +175,7 @@ export class DiscordChannel implements ChannelAdapter {
   readonly #catchUpMaxMessages: number;
   readonly #maxTextChunks: number;
   readonly #registerCommands: boolean;
+  readonly #commandOffer: MenuOffer;
   readonly #interactions: InteractionReplies;
   /** Messages with buttons; presses arrive as component interactions. */
   readonly choices: DiscordChoiceButtons;
@@ -233,8 +235,11 @@ export class DiscordChannel implements ChannelAdapter {
     this.#rest = createDeliveryRest(connection);
     this.status = new DiscordStatusMessages(this.#rest, maxTextChunks);
     this.reactions = new DiscordStatusReactions(createReactionRest(connection));
-    this.choices = new DiscordChoiceButtons(this.#rest, this.#log);
+    this.choices = new DiscordChoiceButtons(this.#rest, this.#log, async (slash, text) => {
+      if (this.#interactions.has(slash)) await this.#interactions.answer(slash, text);
+    });
     this.#registerCommands = options.commands?.register ?? Defaults.commandMenus.register;
+    this.#commandOffer = options.commands?.offer ?? PlainOffer;
     this.#interactions = new InteractionReplies(this.#log);
     this.#health = new HealthMonitor(
       this.#client,
@@ -345,7 +350,7 @@ export class DiscordChannel implements ChannelAdapter {
       "discord connected",
     );
     if (this.#registerCommands) {
-      const registering = registerDiscordCommands(client, this.#log);
+      const registering = registerDiscordCommands(client, this.#log, this.#commandOffer);
       this.registering = registering;
       void registering.finally(() => {
         if (this.registering === registering) this.registering = undefined;

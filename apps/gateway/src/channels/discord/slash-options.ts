@@ -1,14 +1,18 @@
 import { ApplicationCommandOptionType, type CommandInteractionOption } from "discord.js";
 import type { MenuCommand } from "../../commands/menu.js";
 
-/** A slash command's options as read: the boolean options chosen, or why they cannot be read. */
+/**
+ * A slash command's options as read: each given option's value (a flag's true or false, a
+ * text option's words), or why they cannot be read.
+ */
 export type SlashOptions =
-  | { readonly ok: true; readonly chosen: ReadonlySet<string> }
+  | { readonly ok: true; readonly chosen: ReadonlyMap<string, boolean | string> }
   | { readonly ok: false; readonly problem: string };
 
-/** What Discord sent instead of True or False, for the user (never the value itself). */
+/** What Discord sent instead of the option's kind, for the user (never the value itself). */
 const SentInstead: Readonly<Partial<Record<ApplicationCommandOptionType, string>>> = {
   [ApplicationCommandOptionType.String]: "text",
+  [ApplicationCommandOptionType.Boolean]: "True or False",
   [ApplicationCommandOptionType.Integer]: "a whole number",
   [ApplicationCommandOptionType.Number]: "a number",
   [ApplicationCommandOptionType.User]: "a user",
@@ -24,17 +28,17 @@ const MaxOptionName = 32;
 /**
  * Reads a slash command's options without trusting them to be the ones this gateway
  * registers: Discord sends what the bot's *registered* commands declare, which may be
- * another program's (`discord.commands.register: false`) or an older registration. Every
- * option of a {@link MenuCommand} is an optional boolean, so a missing one is false; anything
- * else is a problem, said in words for the user: a subcommand, an option the command does
- * not have, an option that is not True or False. Values are never quoted (another program's
- * option may carry a secret).
+ * another program's (`discord.commands.register: false`) or an older registration. A
+ * {@link MenuCommand}'s flags are optional True/False (a missing one is false) and its text
+ * options strings; anything else is a problem, said in words for the user: a subcommand, an
+ * option the command does not have, a value of the wrong kind. Values are never quoted
+ * (another program's option may carry a secret).
  */
 export function readSlashOptions(
   command: MenuCommand,
   data: readonly CommandInteractionOption[],
 ): SlashOptions {
-  const chosen = new Set<string>();
+  const chosen = new Map<string, boolean | string>();
   for (const option of data) {
     const name = `"${String(option.name).slice(0, MaxOptionName)}"`;
     if (
@@ -43,20 +47,25 @@ export function readSlashOptions(
     ) {
       return { ok: false, problem: `/${command.name} has no subcommand ${name}` };
     }
-    if (!(command.options ?? []).some((known) => known.name === option.name)) {
+    const known = (command.options ?? []).find((candidate) => candidate.name === option.name);
+    if (known === undefined) {
       return { ok: false, problem: `/${command.name} has no option ${name}` };
     }
-    if (option.type !== ApplicationCommandOptionType.Boolean || typeof option.value !== "boolean") {
+    const text = (known.kind ?? "flag") === "text";
+    const fits = text
+      ? option.type === ApplicationCommandOptionType.String && typeof option.value === "string"
+      : option.type === ApplicationCommandOptionType.Boolean && typeof option.value === "boolean";
+    if (!fits) {
       const sent =
         option.value === undefined || option.value === null
           ? "no value"
           : (SentInstead[option.type] ?? "something else");
       return {
         ok: false,
-        problem: `the option ${name} of /${command.name} must be True or False, and Discord sent ${sent}`,
+        problem: `the option ${name} of /${command.name} must be ${text ? "text" : "True or False"}, and Discord sent ${sent}`,
       };
     }
-    if (option.value) chosen.add(option.name);
+    chosen.set(option.name, option.value as boolean | string);
   }
   return { ok: true, chosen };
 }
@@ -68,7 +77,11 @@ export function readSlashOptions(
 export function unreadableOptionsText(command: MenuCommand, problem: string): string {
   const typed = [
     `/${command.name}`,
-    ...(command.options ?? []).map((option) => `/${command.name} ${option.name}`),
+    ...(command.options ?? []).map((option) =>
+      (option.kind ?? "flag") === "flag"
+        ? `/${command.name} ${option.name}`
+        : `/${command.name} <${option.name}>`,
+    ),
   ];
   return [
     `⚠️ Not run: ${problem}.`,

@@ -1,7 +1,7 @@
 import type { Api } from "grammy";
 import type { BotCommand, BotCommandScope } from "grammy/types";
 import type { Logger } from "pino";
-import { menuFor } from "../../commands/menu.js";
+import { type MenuOffer, menuFor } from "../../commands/menu.js";
 import { TelegramDeliveryError } from "./errors.js";
 import { grammySignal } from "./send-media.js";
 import type { TelegramCaller } from "./sender.js";
@@ -12,8 +12,11 @@ export interface TelegramCommandOptions {
   readonly register?: boolean | undefined;
   /** The admins' user ids (a private chat's id is its user's id): they get the admin menu. */
   readonly adminChatIds?: readonly string[] | undefined;
-  /** The profile pairs unknown users (`access: pairing`): the admin menu lists `/approve`. */
-  readonly pairing?: boolean | undefined;
+  /**
+   * What the profile offers (its agent, approvals, pairing): the commands listed. Default: the
+   * shell agent without approvals or pairing.
+   */
+  readonly offer?: MenuOffer | undefined;
 }
 
 /** One `setMyCommands` call: where the menu shows and what it holds. */
@@ -26,11 +29,11 @@ export interface MenuScope {
  * The menus, one `setMyCommands` each (docs/sessions.md, "Command menus"): the `default`
  * scope (every private chat and group) lists what everyone allowed may use; each admin's
  * private chat (`chat` scope, which Telegram prefers over `default` there) lists the admin
- * commands too.
+ * commands too. What both list depends on what the profile offers (`menuFor`).
  */
-export function telegramMenus(adminChatIds: readonly string[], pairing = false): MenuScope[] {
+export function telegramMenus(adminChatIds: readonly string[], offer: MenuOffer): MenuScope[] {
   const list = (admin: boolean): BotCommand[] =>
-    menuFor(admin, pairing).map((command) => ({
+    menuFor(admin, offer).map((command) => ({
       command: command.name,
       description: command.description,
     }));

@@ -1,5 +1,6 @@
 import type { Sleep } from "@mediagate/io";
 import type { Logger } from "pino";
+import { type MenuOffer, PlainOffer } from "../../commands/menu.js";
 import { Defaults } from "../../defaults.js";
 import { type RetryOptions, resolveRetryOptions } from "../../delivery/retry.js";
 import type { TelegramCommandOptions } from "./commands.js";
@@ -143,7 +144,7 @@ export interface ResolvedTelegramOptions {
   readonly commands: {
     readonly register: boolean;
     readonly adminChatIds: readonly string[];
-    readonly pairing: boolean;
+    readonly offer: MenuOffer;
   };
   readonly caller: CallerSettings;
   readonly polling: PollingSettings;
@@ -200,7 +201,7 @@ export function resolveTelegramOptions(options: TelegramChannelOptions): Resolve
     commands: {
       register: options.commands?.register ?? Defaults.commandMenus.register,
       adminChatIds: options.commands?.adminChatIds ?? [],
-      pairing: options.commands?.pairing ?? false,
+      offer: options.commands?.offer ?? PlainOffer,
     },
     caller: {
       retry: resolveRetryOptions(options.retry),

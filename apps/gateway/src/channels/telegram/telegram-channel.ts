@@ -246,7 +246,7 @@ export class TelegramChannel implements ChannelAdapter {
       this.logger.info({ bot: this.botUsername }, "telegram long polling started");
     }
     if (this.commands.register)
-      this.registerMenus(telegramMenus(this.commands.adminChatIds, this.commands.pairing));
+      this.registerMenus(telegramMenus(this.commands.adminChatIds, this.commands.offer));
     else this.logger.info("telegram command menus not registered (commands.register: false)");
   }
 
@@ -442,7 +442,7 @@ export class TelegramChannel implements ChannelAdapter {
     }
     if (inbound.chatType === "dm" && this.menuPending.delete(inbound.chatId)) {
       this.registerMenus(
-        telegramMenus([inbound.chatId], this.commands.pairing).filter(
+        telegramMenus([inbound.chatId], this.commands.offer).filter(
           (menu) => menu.scope.type === "chat",
         ),
       );

@@ -1,0 +1,132 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { waitFor, waitUntil } from "../../test-support/wait.js";
+import {
+  type FakeCallbackQuery,
+  FakeTelegram,
+  type RecordedCall,
+} from "../fakes/telegram/index.js";
+import { CliInstall } from "./harness/cli-install.js";
+
+const Admin = 88;
+
+interface Question {
+  readonly messageId: number;
+  readonly text: string;
+  readonly data: readonly string[];
+}
+
+let fake: FakeTelegram;
+const disposers: (() => Promise<void>)[] = [];
+
+beforeEach(async () => {
+  fake = new FakeTelegram();
+  await fake.start();
+});
+
+afterEach(async () => {
+  await Promise.all(disposers.splice(0).map((dispose) => dispose()));
+  await fake.stop();
+});
+
+/** The questions with buttons the bot posted in the admin's chat from call `since` on. */
+function questions(since: number): Question[] {
+  return fake.calls
+    .slice(since)
+    .filter(
+      (c: RecordedCall) =>
+        c.method === "sendMessage" &&
+        c.ok &&
+        String(c.params.chat_id) === String(Admin) &&
+        c.params.reply_markup !== undefined,
+    )
+    .map((call) => {
+      const message = call.result as {
+        message_id: number;
+        text: string;
+        reply_markup: { inline_keyboard: { callback_data: string }[][] };
+      };
+      return {
+        messageId: message.message_id,
+        text: message.text,
+        data: message.reply_markup.inline_keyboard.flat().map((b) => b.callback_data),
+      };
+    });
+}
+
+async function press(q: Question, index: number): Promise<FakeCallbackQuery> {
+  const query = fake.sendCallbackQuery({
+    chatId: Admin,
+    messageId: q.messageId,
+    data: q.data[index]!,
+    userId: Admin,
+  });
+  await waitUntil(() => query.answer !== undefined, "the press answered");
+  return query;
+}
+
+/**
+ * Questions with buttons across a crash (docs/approvals.md, "Restarts"): the real CLI with the
+ * shell agent and `agent.approvals: always` against FakeTelegram, SIGKILLed while an approval
+ * and a /reset question wait. Nothing runs without a decision of the new process.
+ */
+describe("questions waiting on buttons when the gateway is SIGKILLed", () => {
+  it("an old press is answered clearly and runs nothing; the message asks anew and runs after Allow", async () => {
+    const gateway = await CliInstall.create("tg-crash-q", {
+      telegram: { token: fake.token, apiRoot: fake.apiRoot, pollTimeoutSeconds: 1 },
+      admins: [`telegram:${Admin}`],
+      agent: { kind: "shell", approvals: "always" },
+    });
+    disposers.push(() => gateway.dispose());
+    await gateway.start();
+    fake.sendPrivateText({ userId: Admin, text: "touch /workspace/crashed && echo ran" });
+    const [approval] = await waitFor(() => {
+      const found = questions(0);
+      expect(found).toHaveLength(1);
+      return found;
+    });
+    expect(approval!.text).toContain("$ touch /workspace/crashed");
+    fake.sendPrivateText({ userId: Admin, text: "/reset" });
+    const reset = await waitFor(() => {
+      const found = questions(0);
+      expect(found).toHaveLength(2);
+      return found[1]!;
+    });
+    expect(reset.text).toContain("is shared");
+
+    await gateway.kill();
+    const restart = fake.calls.length;
+    await gateway.start();
+    // The message ran no command: the new process runs it again, and it asks anew.
+    const [fresh] = await waitFor(() => {
+      const found = questions(restart);
+      expect(found).toHaveLength(1);
+      return found;
+    });
+    expect(fresh!.messageId).not.toBe(approval!.messageId);
+
+    const stale = await press(approval!, 0);
+    expect(stale.answer?.text).toMatch(/^⚠️ Not run: the gateway restarted/);
+    await waitFor(() =>
+      expect(fake.botMessage(Admin, approval!.messageId)?.text).toMatch(
+        /^⚠️ Not run: the gateway restarted/,
+      ),
+    );
+    expect(fake.botMessage(Admin, approval!.messageId)?.reply_markup).toBeUndefined();
+    const staleReset = await press(reset, 0);
+    expect(staleReset.answer?.text).toMatch(
+      /^This \/reset question is no longer open .* nothing was reset/,
+    );
+    expect(await gateway.hasFile("/workspace/crashed")).toBe(false);
+
+    const allowed = await press(fresh!, 0);
+    expect(allowed.answer?.text).toMatch(/^✅ Allowed once by/);
+    await waitUntil(
+      () =>
+        fake.calls
+          .slice(restart)
+          .some((c) => c.method === "sendMessage" && c.ok && c.params.text === "ran"),
+      "the command's reply",
+    );
+    expect(await gateway.hasFile("/workspace/crashed")).toBe(true);
+  }, 120_000);
+});
