@@ -99,6 +99,9 @@ export class Gateway {
       });
       this.logger.info({ platform: channel.platform, profile: channel.profile }, "channel started");
     }
+    // Albums taken over from the journal wait from now on, while the channels take in the
+    // items their platform still holds.
+    this.#core.albums.start();
     // Unfinished replies are resumed once the channels are up (Discord knows its guilds'
     // upload limits only after login); the reap waits for their attempt, since they plan
     // their media from the slot directories a dead process's containers used.
@@ -157,6 +160,8 @@ export class Gateway {
       });
     }
     this.#core.accepting = false;
+    // An album still open stays recorded: the next start gathers it with the items to come.
+    this.#core.albums.stop();
     const queue = this.#core.services.queue;
     queue.close();
     const drained = await settledWithin(this.idle(), this.#drainTimeoutMs, { unref: true });
