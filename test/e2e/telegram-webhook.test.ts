@@ -1,10 +1,13 @@
+import { once } from "node:events";
 import { rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
 import { join } from "node:path";
 import {
   type InboundMessage,
   TelegramChannel,
   type TelegramChannelOptions,
 } from "@mediagate/gateway";
+import type { Update } from "grammy/types";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { closedPort } from "../../test-support/net.js";
 import { waitFor } from "../../test-support/wait.js";
@@ -261,6 +264,43 @@ describe("TelegramChannel in webhook mode", () => {
 });
 
 describe("FakeTelegram's webhook", () => {
+  it("with `parallel`, posts two chats' updates at once and one chat's one after another", async () => {
+    const parallel = new FakeTelegram({ webhook: { parallel: true } });
+    await parallel.start();
+    const seen: string[] = [];
+    const held: (() => void)[] = [];
+    const server = createServer((request, response) => {
+      let body = "";
+      request.on("data", (chunk: Buffer) => {
+        body += chunk.toString();
+      });
+      request.on("end", () => {
+        const text = (JSON.parse(body) as Update).message?.text ?? "";
+        seen.push(text);
+        held.push(() => response.end());
+      });
+    });
+    server.listen(port, "127.0.0.1");
+    await once(server, "listening");
+    try {
+      parallel.webhook.setWebhook({ url, secret_token: Secret });
+      parallel.sendPrivateText({ userId: 1, text: "a1" });
+      parallel.sendPrivateText({ userId: 1, text: "a2" });
+      parallel.sendPrivateText({ userId: 2, text: "b1" });
+      await waitFor(() => expect([...seen].sort()).toEqual(["a1", "b1"]));
+      for (const release of held.splice(0)) release();
+      await waitFor(() => expect(seen).toHaveLength(3));
+      expect(seen[2]).toBe("a2");
+      for (const release of held.splice(0)) release();
+      await parallel.webhook.idle();
+      expect(parallel.pendingUpdates).toBe(0);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+      await parallel.stop();
+    }
+  });
+
   it("answers getUpdates with 409 while a webhook is set, as Telegram does", async () => {
     const bot = `${fake.apiRoot}/bot${fake.token}`;
     await fetch(`${bot}/setWebhook`, {
