@@ -19,7 +19,8 @@
  *   --exec-cli N          `docker exec <ctr> true` runs (15)
  *   --rtt N               fake round trips per round (200)
  *   --cpu-prof DIR        profile the gateway process (`node --cpu-prof`) during the throughput
- *                         phase; prints its top self-time functions within the windows
+ *                         phase (and the webhook one's); prints its top self-time functions
+ *                         within the windows
  *   --image NAME          sandbox image (MEDIAGATE_BENCH_IMAGE, else mediagate-sandbox:test)
  *   --webhook             then the latency figures and throughput again with Telegram updates
  *                         arriving by webhook (`*_webhook` lines)
@@ -1117,7 +1118,15 @@ async function main(): Promise<void> {
       mode: 0o600,
     });
     note("webhook mode: latency rounds and throughput");
-    gateway = await startGateway(home, configFile, []);
+    const profileName = "gateway-webhook.cpuprofile";
+    gateway = await startGateway(
+      home,
+      configFile,
+      options.cpuProf === undefined
+        ? []
+        : ["--cpu-prof", "--cpu-prof-dir", options.cpuProf, "--cpu-prof-name", profileName],
+    );
+    const windows: { startUs: number; endUs: number }[] = [];
     await webhookFigures({
       fake,
       idle,
@@ -1140,12 +1149,19 @@ async function main(): Promise<void> {
           "hi",
           options.windows,
           options.windowMs,
+          (w) => windows.push(w),
         );
         return rates;
       },
       users: options.users,
       floorRates,
     });
+    if (options.cpuProf !== undefined) {
+      await endProcess(gateway.child);
+      const file = join(options.cpuProf, profileName);
+      const profile = JSON.parse(await readFile(file, "utf8")) as CpuProfile;
+      emit({ figure: "cpu_profile_webhook", file, ...summariseProfile(profile, windows) });
+    }
   }
 
   await endProcess(gateway.child);
