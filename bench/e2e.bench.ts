@@ -1142,7 +1142,8 @@ async function main(): Promise<void> {
         for (let at = 0; at < ids.length; at += WarmUpBatch) {
           await closedLoop(fake, ids.slice(at, at + WarmUpBatch), "echo hi", "hi", 0, 0);
         }
-        const { rates } = await closedLoop(
+        const cpuBefore = await cpuShares(gateway.pid, container);
+        const { rates, answered } = await closedLoop(
           fake,
           ids,
           "echo hi",
@@ -1151,7 +1152,10 @@ async function main(): Promise<void> {
           options.windowMs,
           (w) => windows.push(w),
         );
-        return rates;
+        return {
+          rates,
+          cpu: perMessage(cpuBefore, await cpuShares(gateway.pid, container), answered),
+        };
       },
       users: options.users,
       floorRates,
@@ -1185,7 +1189,7 @@ async function webhookFigures(run: {
   messages: number;
   floorP50: { text: number; file: number };
   polling: { text: number; file: number };
-  throughput: (users: number) => Promise<number[]>;
+  throughput: (users: number) => Promise<{ rates: number[]; cpu: ReturnType<typeof perMessage> }>;
   users: readonly number[];
   floorRates: ReadonlyMap<number, number>;
 }): Promise<void> {
@@ -1231,7 +1235,7 @@ async function webhookFigures(run: {
     vs_polling: round3(p50(file) / run.polling.file),
   });
   for (const users of run.users) {
-    const rates = await run.throughput(users);
+    const { rates, cpu } = await run.throughput(users);
     const rate = median(rates);
     emit({
       figure: "throughput_webhook",
@@ -1239,6 +1243,8 @@ async function webhookFigures(run: {
       msg_per_s: Math.round(rate),
       windows: rates.map(Math.round),
       ratio: round3(rate / (run.floorRates.get(users) ?? Number.NaN)),
+      gateway_cpu_ms_per_msg: cpu.gateway,
+      cpu_ms_per_msg: cpu,
     });
   }
 }
