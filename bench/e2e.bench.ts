@@ -19,7 +19,8 @@
  *   --exec-cli N          `docker exec <ctr> true` runs (15)
  *   --rtt N               fake round trips per round (200)
  *   --cpu-prof DIR        profile the gateway process (`node --cpu-prof`) during the throughput
- *                         phase; prints its top self-time functions within the windows
+ *                         phase (and the webhook one's); prints its top self-time functions
+ *                         within the windows
  *   --image NAME          sandbox image (MEDIAGATE_BENCH_IMAGE, else mediagate-sandbox:test)
  *   --webhook             then the latency figures and throughput again with Telegram updates
  *                         arriving by webhook (`*_webhook` lines)
@@ -725,7 +726,12 @@ async function main(): Promise<void> {
   });
 
   const token = (id: number) => `${id}:AA${randomBytes(12).toString("hex")}`;
-  const fake = new FakeTelegram({ token: token(800_001), botId: 800_001 });
+  // Webhook mode: posted as Telegram does (one chat's updates in order, chats at once).
+  const fake = new FakeTelegram({
+    token: token(800_001),
+    botId: 800_001,
+    webhook: { parallel: true },
+  });
   await fake.start();
   onCleanup("stop the fake", () => fake.stop());
   fake.onCall((call) => {
@@ -1112,7 +1118,15 @@ async function main(): Promise<void> {
       mode: 0o600,
     });
     note("webhook mode: latency rounds and throughput");
-    gateway = await startGateway(home, configFile, []);
+    const profileName = "gateway-webhook.cpuprofile";
+    gateway = await startGateway(
+      home,
+      configFile,
+      options.cpuProf === undefined
+        ? []
+        : ["--cpu-prof", "--cpu-prof-dir", options.cpuProf, "--cpu-prof-name", profileName],
+    );
+    const windows: { startUs: number; endUs: number }[] = [];
     await webhookFigures({
       fake,
       idle,
@@ -1128,19 +1142,30 @@ async function main(): Promise<void> {
         for (let at = 0; at < ids.length; at += WarmUpBatch) {
           await closedLoop(fake, ids.slice(at, at + WarmUpBatch), "echo hi", "hi", 0, 0);
         }
-        const { rates } = await closedLoop(
+        const cpuBefore = await cpuShares(gateway.pid, container);
+        const { rates, answered } = await closedLoop(
           fake,
           ids,
           "echo hi",
           "hi",
           options.windows,
           options.windowMs,
+          (w) => windows.push(w),
         );
-        return rates;
+        return {
+          rates,
+          cpu: perMessage(cpuBefore, await cpuShares(gateway.pid, container), answered),
+        };
       },
       users: options.users,
       floorRates,
     });
+    if (options.cpuProf !== undefined) {
+      await endProcess(gateway.child);
+      const file = join(options.cpuProf, profileName);
+      const profile = JSON.parse(await readFile(file, "utf8")) as CpuProfile;
+      emit({ figure: "cpu_profile_webhook", file, ...summariseProfile(profile, windows) });
+    }
   }
 
   await endProcess(gateway.child);
@@ -1152,8 +1177,9 @@ async function main(): Promise<void> {
 }
 
 /**
- * `--webhook`: the gateway restarted with `telegram.webhook` (the fake POSTs each update to it,
- * one at a time); the same latency figures and throughput, as `*_webhook` lines whose `ratio`
+ * `--webhook`: the gateway restarted with `telegram.webhook` (the fake POSTs each update to it
+ * as Telegram does: one chat's in order, up to `max_connections` chats at once); the same
+ * latency figures and throughput, as `*_webhook` lines whose `ratio`
  * uses the polling run's floors and `vs_polling` divides by the polling figure's p50.
  */
 async function webhookFigures(run: {
@@ -1163,7 +1189,7 @@ async function webhookFigures(run: {
   messages: number;
   floorP50: { text: number; file: number };
   polling: { text: number; file: number };
-  throughput: (users: number) => Promise<number[]>;
+  throughput: (users: number) => Promise<{ rates: number[]; cpu: ReturnType<typeof perMessage> }>;
   users: readonly number[];
   floorRates: ReadonlyMap<number, number>;
 }): Promise<void> {
@@ -1209,7 +1235,7 @@ async function webhookFigures(run: {
     vs_polling: round3(p50(file) / run.polling.file),
   });
   for (const users of run.users) {
-    const rates = await run.throughput(users);
+    const { rates, cpu } = await run.throughput(users);
     const rate = median(rates);
     emit({
       figure: "throughput_webhook",
@@ -1217,6 +1243,8 @@ async function webhookFigures(run: {
       msg_per_s: Math.round(rate),
       windows: rates.map(Math.round),
       ratio: round3(rate / (run.floorRates.get(users) ?? Number.NaN)),
+      gateway_cpu_ms_per_msg: cpu.gateway,
+      cpu_ms_per_msg: cpu,
     });
   }
 }

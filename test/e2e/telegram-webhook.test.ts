@@ -1,10 +1,13 @@
+import { once } from "node:events";
 import { rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
 import { join } from "node:path";
 import {
   type InboundMessage,
   TelegramChannel,
   type TelegramChannelOptions,
 } from "@mediagate/gateway";
+import type { Update } from "grammy/types";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { closedPort } from "../../test-support/net.js";
 import { waitFor } from "../../test-support/wait.js";
@@ -261,6 +264,43 @@ describe("TelegramChannel in webhook mode", () => {
 });
 
 describe("FakeTelegram's webhook", () => {
+  it("with `parallel`, posts two chats' updates at once and one chat's one after another", async () => {
+    const parallel = new FakeTelegram({ webhook: { parallel: true } });
+    await parallel.start();
+    const seen: string[] = [];
+    const held: (() => void)[] = [];
+    const server = createServer((request, response) => {
+      let body = "";
+      request.on("data", (chunk: Buffer) => {
+        body += chunk.toString();
+      });
+      request.on("end", () => {
+        const text = (JSON.parse(body) as Update).message?.text ?? "";
+        seen.push(text);
+        held.push(() => response.end());
+      });
+    });
+    server.listen(port, "127.0.0.1");
+    await once(server, "listening");
+    try {
+      parallel.webhook.setWebhook({ url, secret_token: Secret });
+      parallel.sendPrivateText({ userId: 1, text: "a1" });
+      parallel.sendPrivateText({ userId: 1, text: "a2" });
+      parallel.sendPrivateText({ userId: 2, text: "b1" });
+      await waitFor(() => expect([...seen].sort()).toEqual(["a1", "b1"]));
+      for (const release of held.splice(0)) release();
+      await waitFor(() => expect(seen).toHaveLength(3));
+      expect(seen[2]).toBe("a2");
+      for (const release of held.splice(0)) release();
+      await parallel.webhook.idle();
+      expect(parallel.pendingUpdates).toBe(0);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+      await parallel.stop();
+    }
+  });
+
   it("answers getUpdates with 409 while a webhook is set, as Telegram does", async () => {
     const bot = `${fake.apiRoot}/bot${fake.token}`;
     await fetch(`${bot}/setWebhook`, {
@@ -327,6 +367,61 @@ describe("webhook mode through the real CLI and engine", () => {
     await waitUntil(() => cli.output().includes('"msg":"turn finished"'), "the turn to finish");
     expect(replies().filter((text) => text === "after-crash")).toHaveLength(1);
     expect(fake.webhook.attempts.map((a) => a.status)).toEqual([200, 200]);
+  });
+
+  /** Paths a `PrintPaths` reply listed. */
+  const PrintPaths = 'for f in $MEDIAGATE_ATTACHMENTS; do echo "P:$f"; done';
+  const albumItem = (group: string, name: string, caption?: string) => ({
+    kind: "document" as const,
+    bytes: Buffer.from(`bytes of ${name}`),
+    fileName: name,
+    userId: User,
+    mediaGroupId: group,
+    ...(caption === undefined ? {} : { caption }),
+  });
+  const answered = () => fake.webhook.attempts.filter((a) => a.status === 200).length;
+
+  it("killed after two of an album's four items were recorded, runs the album once with all four after the restart", async () => {
+    const cli = await install();
+    await cli.start();
+    const group = "2800000000000001";
+    fake.sendMedia(albumItem(group, "k1.txt", PrintPaths));
+    fake.sendMedia(albumItem(group, "k2.txt"));
+    await waitUntil(() => answered() === 2, "the first two items to be answered 200");
+    await cli.kill();
+    expect(replies()).toEqual([]);
+    // Sent while the gateway is down: Telegram holds them and posts them after the restart.
+    fake.sendMedia(albumItem(group, "k3.txt"));
+    fake.sendMedia(albumItem(group, "k4.txt"));
+
+    await cli.start();
+    await waitUntil(() => replies().length > 0, "the album to be answered");
+    await waitUntil(() => cli.output().includes('"msg":"turn finished"'), "the turn to finish");
+    expect(replies()).toEqual([
+      ["k1", "k2", "k3", "k4"].map((name) => `P:/workspace/inbox/${name}.txt`).join("\n"),
+    ]);
+    expect(fake.pendingUpdates).toBe(0);
+  });
+
+  it("killed while the album's turn runs, runs it again once, as one turn (rerunInterrupted)", async () => {
+    const cli = await install();
+    await cli.start();
+    const group = "2800000000000002";
+    fake.sendMedia(albumItem(group, "x1.txt", `touch /workspace/x-ran; sleep 3; ${PrintPaths}`));
+    fake.sendMedia(albumItem(group, "x2.txt"));
+    fake.sendMedia(albumItem(group, "x3.txt"));
+    await waitUntil(() => cli.hasFile("/workspace/x-ran"), "the album's command to start");
+    expect(cli.output()).toContain("album items run as one message");
+    await cli.kill();
+    expect(replies()).toEqual([]);
+
+    await cli.start();
+    await waitUntil(() => replies().length > 0, "the album to be answered");
+    await waitUntil(() => cli.output().includes('"msg":"turn finished"'), "the turn to finish");
+    // Saved again by the second run, under `-2` names (docs/inbound-media.md).
+    expect(replies()).toEqual([
+      ["x1", "x2", "x3"].map((name) => `P:/workspace/inbox/${name}-2.txt`).join("\n"),
+    ]);
   });
 
   it("answers a redelivered update 200 and runs it once", async () => {

@@ -276,6 +276,18 @@ export const Defaults = {
     downloadMaxBytes: 20 * 1000 * 1000,
     /** A poll that ends inside an album waits this long, then asks for the rest of it. */
     albumWaitMs: 1_000,
+    /**
+     * Items of one album gathered into one message at most (docs/inbound-media.md): Telegram's
+     * own bound on an album (`sendMediaGroup` takes 2-10). An item past it starts a message of
+     * its own, so a client that reuses one `media_group_id` cannot grow a turn without end.
+     */
+    albumMaxItems: 10,
+    /**
+     * Webhook mode: an album's turn starts once no item of it came for this long (each item is
+     * recorded and answered on its own; docs/telegram-webhooks.md). Telegram posts the items of
+     * one chat back to back, each as soon as the previous one was answered.
+     */
+    webhookAlbumQuietMs: 1_000,
     /** Files come through a local Bot API server's paths instead of downloads (`localFiles`). */
     localFiles: false,
     /** A typing indicator that takes longer than this is not worth waiting for. */

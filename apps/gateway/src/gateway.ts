@@ -2,6 +2,7 @@ import { settledWithin } from "@mediagate/io";
 import type { DockerEngine } from "@mediagate/sandbox";
 import type { ChannelAdapter } from "./channels/types.js";
 import type { GatewayConfig } from "./config/types.js";
+import { coalescedSync } from "./durable/coalesced-sync.js";
 import type { Outbox } from "./durable/outbox.js";
 import type { Journal } from "./durable/types.js";
 import { composeCore, type OpenedParts, openParts, startWarnings } from "./gateway/compose.js";
@@ -45,6 +46,8 @@ export class Gateway {
   #pruneTimer: NodeJS.Timeout | undefined;
   #stopping: Promise<void> | undefined;
   #fatal = false;
+  /** The channels' flush: one journal sync for all of them that ask at once. */
+  readonly #flush = coalescedSync(() => this.journal.sync());
 
   private constructor(config: GatewayConfig, opened: OpenedParts, options: GatewayOptions) {
     this.#core = composeCore(config, opened, options);
@@ -92,13 +95,16 @@ export class Gateway {
         onMessage: (message) => received(this.#core, channel, message),
         onChoice: (press) => this.#core.choices.press(press),
         onFatal: (error) => this.#onFatal(channel, error),
-        flush: () => this.journal.sync(),
+        flush: this.#flush,
         cursors: () => this.journal.cursors(channel.profile),
         recorded: async (receiptIds) =>
           new Set(await this.journal.recorded(channel.profile, channel.platform, receiptIds)),
       });
       this.logger.info({ platform: channel.platform, profile: channel.profile }, "channel started");
     }
+    // Albums taken over from the journal wait from now on, while the channels take in the
+    // items their platform still holds.
+    this.#core.albums.start();
     // Unfinished replies are resumed once the channels are up (Discord knows its guilds'
     // upload limits only after login); the reap waits for their attempt, since they plan
     // their media from the slot directories a dead process's containers used.
@@ -157,6 +163,8 @@ export class Gateway {
       });
     }
     this.#core.accepting = false;
+    // An album still open stays recorded: the next start gathers it with the items to come.
+    this.#core.albums.stop();
     const queue = this.#core.services.queue;
     queue.close();
     const drained = await settledWithin(this.idle(), this.#drainTimeoutMs, { unref: true });

@@ -254,6 +254,7 @@ export class TelegramGatewayHarness {
    *   them (the gateway's default otherwise).
    * @param options.outboxSchedule replaces the outbox's timers (a long `retry_after`).
    * @param options.retrySleep replaces the wait between send attempts (a short `retry_after`).
+   * @param options.albumSchedule replaces the quiet windows of albums received by webhook.
    * @param options.settings top-level config keys (e.g. `recovery`).
    * @param options.web serve the web console on a free loopback port (`gateway.webUrl`), its
    *   Logs page fed by the test logger.
@@ -265,6 +266,7 @@ export class TelegramGatewayHarness {
       readonly drainTimeoutMs?: number;
       readonly outboxSchedule?: GatewayOptions["outboxSchedule"];
       readonly retrySleep?: GatewayOptions["retrySleep"];
+      readonly albumSchedule?: GatewayOptions["albumSchedule"];
       readonly settings?: Readonly<Record<string, unknown>>;
       readonly web?: boolean;
     } = {},
@@ -331,6 +333,7 @@ export class TelegramGatewayHarness {
         ...(options.drainTimeoutMs === undefined ? {} : { drainTimeoutMs: options.drainTimeoutMs }),
         ...(options.outboxSchedule === undefined ? {} : { outboxSchedule: options.outboxSchedule }),
         ...(options.retrySleep === undefined ? {} : { retrySleep: options.retrySleep }),
+        ...(options.albumSchedule === undefined ? {} : { albumSchedule: options.albumSchedule }),
       };
       gateway = await TelegramGatewayHarness.#create(config, gatewayOptions);
       return new TelegramGatewayHarness(

@@ -222,6 +222,15 @@ export class FakeTelegram {
   }
 
   /**
+   * The update {@link sendMedia} would queue, with `updateId`, not queued: a test delivers it
+   * itself (to a webhook, out of order). Its file is served like any other.
+   */
+  mediaUpdate(input: MediaInput, updateId: number): Update {
+    const { update } = mediaUpdate(this.inboundMessageId++, input, this.files);
+    return { ...update, update_id: updateId } as Update;
+  }
+
+  /**
    * A user sends an album: one message per item, all with one `media_group_id`, the caption
    * on the first, queued together (consecutive updates, woken once: one answer may carry all).
    */

@@ -58,6 +58,11 @@ export class UpdateQueue {
     return this.queue[0];
   }
 
+  /** Every update not yet confirmed, oldest first. */
+  pending(): readonly Update[] {
+    return [...this.queue];
+  }
+
   /** Confirms one update (a webhook answered 2xx for it). */
   remove(updateId: number): void {
     const index = this.queue.findIndex((update) => update.update_id === updateId);

@@ -11,6 +11,12 @@ export interface WebhookDeliveryOptions {
   readonly retryDelayMs?: (attempt: number) => number;
   /** An attempt unanswered this long counts as failed (default 10 s). */
   readonly timeoutMs?: number;
+  /**
+   * Deliver as Telegram does: the updates of one chat one after another, those of different
+   * chats at once, up to the webhook's `max_connections` requests open. Default `false`: one
+   * update at a time, whatever its chat, which keeps tests deterministic.
+   */
+  readonly parallel?: boolean;
 }
 
 /** One POST the fake made to the webhook. */
@@ -30,8 +36,9 @@ const SecretPattern = /^[A-Za-z0-9_-]{1,256}$/;
  * at a time) to its URL with `X-Telegram-Bot-Api-Secret-Token`. A 2xx confirms the update;
  * anything else (or no answer within `timeoutMs`) is recorded as the webhook's last error
  * and the same update is posted again after `retryDelayMs(attempt)` (or at once on
- * {@link retryNow}). Real Telegram may send up to `max_connections` updates at once; the
- * fake sends one at a time, which keeps tests deterministic.
+ * {@link retryNow}). Real Telegram may send up to `max_connections` updates at once (those of
+ * one chat in order); the fake sends one at a time, which keeps tests deterministic, unless
+ * `parallel` asks for Telegram's way.
  */
 export class WebhookDelivery {
   private url = "";
@@ -47,6 +54,13 @@ export class WebhookDelivery {
   readonly attempts: WebhookAttempt[] = [];
   private readonly retryDelayMs: (attempt: number) => number;
   private readonly timeoutMs: number;
+  private readonly parallel: boolean;
+  /** `parallel`: the chats with an update being delivered (or waiting to be retried). */
+  private readonly busyChats = new Set<string>();
+  /** `parallel`: the deliveries under way. */
+  private readonly deliveries = new Set<Promise<void>>();
+  /** `parallel`: ends the retry waits now. */
+  private readonly wakeUps = new Set<() => void>();
 
   constructor(
     private readonly queue: UpdateQueue,
@@ -55,6 +69,7 @@ export class WebhookDelivery {
     this.retryDelayMs =
       options.retryDelayMs ?? ((attempt) => Math.min(60_000, 1000 * 2 ** (attempt - 1)));
     this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.parallel = options.parallel ?? false;
     queue.onPush(() => this.kick());
   }
 
@@ -135,6 +150,7 @@ export class WebhookDelivery {
   /** Ends a retry wait now: the failed update is posted again at once. */
   retryNow(): void {
     this.wakeUp?.();
+    for (const wake of [...this.wakeUps]) wake();
   }
 
   /**
@@ -147,16 +163,25 @@ export class WebhookDelivery {
 
   /** Resolves once the delivery loop is idle (nothing queued, or no webhook). */
   async idle(): Promise<void> {
-    while (this.running !== undefined) await this.running;
+    while (this.running !== undefined || this.deliveries.size > 0) {
+      await this.running;
+      await Promise.all([...this.deliveries]);
+    }
   }
 
   /** Stops delivering (server shutdown). */
   close(): void {
     this.url = "";
     this.wakeUp?.();
+    for (const wake of [...this.wakeUps]) wake();
   }
 
   private kick(): void {
+    if (this.parallel) {
+      for (const wake of [...this.wakeUps]) wake();
+      this.startDeliveries();
+      return;
+    }
     this.wakeUp?.();
     // A push while the loop winds down is seen by the loop that starts after it.
     this.kicked = this.running !== undefined;
@@ -195,6 +220,47 @@ export class WebhookDelivery {
     }
   }
 
+  /** `parallel`: starts delivering the first queued update of every idle chat, within `max_connections`. */
+  private startDeliveries(): void {
+    if (!this.active) return;
+    for (const update of this.queue.pending()) {
+      if (this.deliveries.size >= this.maxConnections) return;
+      const chat = chatOf(update);
+      if (this.busyChats.has(chat)) continue;
+      this.busyChats.add(chat);
+      const delivery = this.deliverInOrder(update).finally(() => {
+        this.busyChats.delete(chat);
+        this.deliveries.delete(delivery);
+        this.startDeliveries();
+      });
+      this.deliveries.add(delivery);
+    }
+  }
+
+  /** `parallel`: posts `update` until it is answered 2xx (or the webhook goes). */
+  private async deliverInOrder(update: Update): Promise<void> {
+    for (let failures = 1; this.active; failures++) {
+      const attempt = await this.post(update);
+      if (attempt.status >= 200 && attempt.status < 300) {
+        this.queue.remove(update.update_id);
+        return;
+      }
+      this.lastError = {
+        date: Math.floor(Date.now() / 1000),
+        message: attempt.error ?? `Wrong response from the webhook: ${attempt.status}`,
+      };
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          clearTimeout(timer);
+          this.wakeUps.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(done, this.retryDelayMs(failures));
+        this.wakeUps.add(done);
+      });
+    }
+  }
+
   private async post(update: Update): Promise<WebhookAttempt> {
     let attempt: WebhookAttempt;
     try {
@@ -224,4 +290,14 @@ export class WebhookDelivery {
     this.attempts.push(attempt);
     return attempt;
   }
+}
+
+/** The chat an update belongs to: Telegram delivers one chat's updates one after another. */
+function chatOf(update: Update): string {
+  const chat =
+    update.message?.chat.id ??
+    update.channel_post?.chat.id ??
+    update.callback_query?.message?.chat.id ??
+    update.callback_query?.from.id;
+  return chat === undefined ? `update:${update.update_id}` : String(chat);
 }

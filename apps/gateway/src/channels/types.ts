@@ -39,6 +39,23 @@ export interface InboundMessage {
    * before the sender is authorized (docs/inbound-media.md).
    */
   readonly attachments?: readonly InboundAttachment[] | undefined;
+  /**
+   * Set on an item of an album that arrived alone (a Telegram webhook posts each item as a
+   * request of its own): the gateway records it at once, then runs the items of one album as
+   * one message, once none came for a while (docs/telegram-webhooks.md, "Albums").
+   */
+  readonly album?: InboundAlbum | undefined;
+}
+
+/** The album an {@link InboundMessage} is one item of. */
+export interface InboundAlbum {
+  /** Names the album within the profile and platform; one sender's in one chat. */
+  readonly key: string;
+  /**
+   * Whether this item alone is for the bot (a group's `requireMention`: only the item with
+   * the caption mentions it); the album runs when one of its items is.
+   */
+  readonly addressed: boolean;
 }
 
 /** How the platform labelled a file a user sent. */

@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from "@mediagate/io";
+import { type Clock, scheduleWithTimer, systemClock } from "@mediagate/io";
 import { connectDocker, type DockerEngine } from "@mediagate/sandbox";
 import { ApprovalBroker, ApprovalChoiceKind } from "../approvals/broker.js";
 import { createChannels } from "../channels/factory.js";
@@ -22,7 +22,9 @@ import { BusySessions } from "../session/busy.js";
 import { SessionScope } from "../session/context.js";
 import { LiveSessions } from "../session/live-sessions.js";
 import { TurnQueue } from "../session/queue.js";
+import { AlbumGatherer } from "./albums.js";
 import { channelFor, type GatewayCore } from "./core.js";
+import { runAlbum } from "./inbound.js";
 import { GatewayDefaults, type GatewayOptions } from "./options.js";
 
 /** What `Gateway.create` opens before the gateway is built. */
@@ -166,7 +168,7 @@ export function composeCore(
     live:
       config.web === undefined ? undefined : new LiveSessions({ max: Defaults.web.maxSessions }),
   };
-  return {
+  const core: GatewayCore = {
     config,
     engine,
     logger,
@@ -184,7 +186,14 @@ export function composeCore(
     web: undefined,
     accepting: false,
     choices,
+    albums: new AlbumGatherer({
+      quietMs: Defaults.telegram.webhookAlbumQuietMs,
+      maxItems: Defaults.telegram.albumMaxItems,
+      schedule: options.albumSchedule ?? scheduleWithTimer,
+      run: (album) => runAlbum(core, album),
+    }),
   };
+  return core;
 }
 
 /** Start-up notes for the operator (e.g. a profile where nobody is allowed). */

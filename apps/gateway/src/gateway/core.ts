@@ -9,6 +9,7 @@ import type { Journal } from "../durable/types.js";
 import type { Logger } from "../log.js";
 import type { PipelineServices } from "../pipeline/types.js";
 import type { ProfileRuntime } from "../profiles/profile-runtime.js";
+import type { AlbumGatherer } from "./albums.js";
 import type { GatewayOptions } from "./options.js";
 
 /**
@@ -41,6 +42,8 @@ export interface GatewayCore {
   accepting: boolean;
   /** Routes the channels' button presses to their handlers (approvals, /reset). */
   readonly choices: ChoiceRouter;
+  /** Albums whose items were recorded one by one, until each runs as one message. */
+  readonly albums: AlbumGatherer;
 }
 
 /** The channel of a profile on a platform, if it is configured. */

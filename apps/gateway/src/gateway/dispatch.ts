@@ -3,18 +3,23 @@ import { handleMessage } from "../pipeline/pipeline.js";
 import type { MessageContext } from "../pipeline/types.js";
 import { type GatewayCore, targetOf, track } from "./core.js";
 
-/** Runs the message through the pipeline; `recovered`: taken over from the journal. */
+/**
+ * Runs the message through the pipeline; `recovered`: taken over from the journal; `merged`:
+ * the entries of the other messages it stands for (an album's items recorded one by one),
+ * started, closed and answered with `entryId`.
+ */
 export function dispatch(
   gateway: GatewayCore,
   channel: ChannelAdapter,
   message: InboundMessage,
   entryId: number,
   recovered = false,
+  merged: readonly number[] = [],
 ): void {
   const runtime = gateway.runtimes.get(message.profile);
   if (runtime === undefined) {
     gateway.logger.warn({ profile: message.profile }, "message for an unknown profile; ignored");
-    void gateway.journal.finished(entryId, "refused").catch(() => {});
+    void gateway.journal.finished([entryId, ...merged], "refused").catch(() => {});
     return;
   }
   const ctx: MessageContext = {
@@ -24,6 +29,7 @@ export function dispatch(
     services: gateway.services,
     target: targetOf(message),
     entryId,
+    ...(merged.length > 0 ? { mergedEntryIds: merged } : {}),
     recovered,
     log: gateway.logger.child({ profile: message.profile, platform: message.platform }),
   };

@@ -2,6 +2,7 @@ import { accessOf } from "../access-control/access.js";
 import type { ChannelAdapter, InboundMessage } from "../channels/types.js";
 import { PartlyRecordedError, StorageError } from "../durable/errors.js";
 import type { RecordResult } from "../durable/types.js";
+import type { GatheredAlbum } from "./albums.js";
 import { type GatewayCore, targetOf, track } from "./core.js";
 import { dispatch } from "./dispatch.js";
 
@@ -36,7 +37,9 @@ export function received(
  * not run again. When the journal cannot be written the message is not confirmed (the
  * rejection tells the channel) and its chat is told once. A merged message some of whose
  * receipts were recorded with another message is not recorded and rejects with
- * {@link PartlyRecordedError}: its channel hands the rest on alone.
+ * {@link PartlyRecordedError}: its channel hands the rest on alone. An album's item
+ * (`message.album`) waits for the rest of its album; any other message first runs the open
+ * albums of its sender in that chat, so it comes after them.
  */
 export async function receive(
   gateway: GatewayCore,
@@ -66,7 +69,35 @@ export async function receive(
     );
     return;
   }
+  if (message.album !== undefined) {
+    gateway.albums.add({ channel, message, entryId: recorded.id, recovered: false });
+    return;
+  }
+  gateway.albums.closeSenderOf(message);
   dispatch(gateway, channel, message, recorded.id);
+}
+
+/**
+ * Runs an album whose items were recorded one by one (`AlbumGatherer`) as one message,
+ * or, when none of its items is for the bot (a group album without a mention), closes their
+ * entries without running anything.
+ */
+export function runAlbum(gateway: GatewayCore, album: GatheredAlbum): void {
+  const { message, entryId, merged } = album;
+  const fields = {
+    profile: message.profile,
+    platform: message.platform,
+    receiptIds: message.receiptIds ?? [message.receiptId],
+  };
+  if (!album.addressed) {
+    gateway.logger.debug(fields, "album not for the bot (no item addresses it); ignored");
+    void gateway.journal.finished([entryId, ...merged], "refused").catch((error: unknown) => {
+      gateway.logger.error({ err: error, ...fields }, "could not close the album's entries");
+    });
+    return;
+  }
+  if (merged.length > 0) gateway.logger.info(fields, "album items run as one message");
+  dispatch(gateway, album.channel, message, entryId, album.recovered, merged);
 }
 
 export async function notRecorded(

@@ -59,10 +59,15 @@ export interface GatewayOptions {
    * `systemClock`; docs/durability.md, "Clock steps").
    */
   readonly clock?: Clock;
-  /** Replaces the outbox's timers (tests fire a long `retry_after` at once). */
   /** Approvals' expiry timers (docs/approvals.md); default real timers. Tests fire them by hand. */
   readonly approvalSchedule?: Schedule | undefined;
+  /** Replaces the outbox's timers (tests fire a long `retry_after` at once). */
   readonly outboxSchedule?: OutboxOptions["schedule"];
+  /**
+   * Replaces the timers of albums received item by item (`Defaults.telegram.webhookAlbumQuietMs`,
+   * docs/telegram-webhooks.md); tests close an album's window by hand.
+   */
+  readonly albumSchedule?: Schedule | undefined;
   /**
    * Replaces the wait between attempts of a send of the channels built from the config (a
    * short `retry_after`, a backoff); tests record it and go on at once.

@@ -27,8 +27,27 @@ export async function recover(gateway: GatewayCore): Promise<OutboxRecord[]> {
   });
   const entries = await gateway.journal.takeOver();
   const notices: OutboxRecord[] = [];
+  // The items of an album whose turn was cut off share one notice.
+  const cutAlbums = new Map<string, JournalEntry[]>();
   for (const entry of entries) {
+    const album = entry.message.album;
+    if (album !== undefined && entry.state === "started" && !gateway.config.rerunInterrupted) {
+      const key = JSON.stringify([entry.message.profile, entry.message.platform, album.key]);
+      const group = cutAlbums.get(key);
+      if (group === undefined) cutAlbums.set(key, [entry]);
+      else group.push(entry);
+      continue;
+    }
     const notice = await recoverEntry(gateway, entry);
+    if (notice !== undefined) notices.push(notice);
+  }
+  for (const [first, ...others] of cutAlbums.values()) {
+    if (first === undefined) continue;
+    const notice = await recoverEntry(
+      gateway,
+      first,
+      others.map((entry) => entry.id),
+    );
     if (notice !== undefined) notices.push(notice);
   }
   const replies = await gateway.journal.takeOverReplies();
@@ -45,9 +64,15 @@ export async function recover(gateway: GatewayCore): Promise<OutboxRecord[]> {
   return [...notices, ...replies];
 }
 
+/**
+ * Dispatches a recorded message whose turn never started (an album's item: to its album, which
+ * gathers the items that come after the restart too), or records the notice of a cut-off
+ * turn; `merged`: the other entries of that turn (an album's items), closed with it.
+ */
 export async function recoverEntry(
   gateway: GatewayCore,
   entry: JournalEntry,
+  merged: readonly number[] = [],
 ): Promise<OutboxRecord | undefined> {
   const { message } = entry;
   const channel = channelFor(gateway, message.profile, message.platform);
@@ -57,10 +82,15 @@ export async function recoverEntry(
       { profile: message.profile, platform: message.platform },
       "recorded message for a channel that is no longer configured; dropped",
     );
-    await gateway.journal.finished(entry.id, "interrupted");
+    await gateway.journal.finished([entry.id, ...merged], "interrupted");
     return;
   }
   if (entry.state === "received" || gateway.config.rerunInterrupted) {
+    if (message.album !== undefined) {
+      gateway.albums.add({ channel, message, entryId: entry.id, recovered: true });
+      return undefined;
+    }
+    gateway.albums.closeSenderOf(message);
     dispatch(gateway, channel, message, entry.id, true);
     return undefined;
   }
@@ -77,6 +107,7 @@ export async function recoverEntry(
       text: interruptedText(message),
     },
     entry.id,
+    merged,
   );
   // The cut-off turn's `working` gives way to `failed`, as its notice says.
   messageReaction({

@@ -32,6 +32,13 @@ describe("groupUpdates", () => {
     expect(ids(units)).toEqual([[1], [2, 3, 4], [5]]);
   });
 
+  it("starts another unit for an album's items past the album bound", () => {
+    const items = [1, 2, 3, 4, 5].map((id) => update(id, "a"));
+    expect(ids(groupUpdates(items, 2))).toEqual([[1, 2], [3, 4], [5]]);
+    const twelve = Array.from({ length: 12 }, (_, i) => update(i + 1, "a"));
+    expect(groupUpdates(twelve).map((unit) => unit.length)).toEqual([10, 2]);
+  });
+
   it("joins an album's parts around another update into the unit of its first part", () => {
     const units = groupUpdates([update(1, "a"), update(2), update(3, "a")]);
     expect(ids(units)).toEqual([[1, 3], [2]]);

@@ -1,4 +1,5 @@
 import type { Update } from "grammy/types";
+import { Defaults } from "../../defaults.js";
 
 /**
  * Updates handed on together: one update, or every update of one album (the messages of one
@@ -24,16 +25,20 @@ export function albumOf(update: Update): string | undefined {
 
 /**
  * Splits one getUpdates answer into units: an album's updates join the unit of its first
- * update wherever they stand; every other update is a unit of its own. Units come in the
+ * update wherever they stand, up to `maxItems` (`Defaults.telegram.albumMaxItems`; the next
+ * item starts a unit of its own); every other update is a unit of its own. Units come in the
  * order of their first update.
  */
-export function groupUpdates(updates: readonly Update[]): UpdateUnit[] {
+export function groupUpdates(
+  updates: readonly Update[],
+  maxItems: number = Defaults.telegram.albumMaxItems,
+): UpdateUnit[] {
   const units: Update[][] = [];
   const byAlbum = new Map<string, Update[]>();
   for (const update of updates) {
     const album = albumOf(update);
     const unit = album === undefined ? undefined : byAlbum.get(album);
-    if (unit !== undefined) {
+    if (unit !== undefined && unit.length < maxItems) {
       unit.push(update);
       continue;
     }

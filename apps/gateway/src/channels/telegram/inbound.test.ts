@@ -399,6 +399,65 @@ describe("attachments of media messages", () => {
     });
   });
 
+  describe("an album's item that arrived alone (webhook mode)", () => {
+    const group = { id: -1001, type: "supergroup", title: "Team" };
+    const photo = (id: string) => ({ photo: [{ ...file(id), width: 10, height: 10 }] });
+    const item = (id: number, fields: Record<string, unknown> = {}) =>
+      message({ chat: group, text: undefined, message_id: id, media_group_id: "g1", ...fields });
+    const quiet = { ...context, groups: { requireMention: true }, album: "-1001:42::g1" };
+    const mention = {
+      caption: "@gate_bot ls",
+      caption_entities: [{ type: "mention", offset: 0, length: "@gate_bot".length }],
+    };
+
+    it("gives an item without the mention, marked not addressed, and the captioned one addressed", () => {
+      const plain = toInboundMessage(item(11, photo("p2")), { ...quiet, updateIds: [501] });
+      expect(plain).toMatchObject({
+        receiptId: "501",
+        text: "",
+        album: { key: "-1001:42::g1", addressed: false },
+      });
+      expect(plain?.attachments?.map((a) => a.ref)).toEqual(["p2"]);
+      const captioned = toInboundMessage(item(10, { ...photo("p1"), ...mention }), {
+        ...quiet,
+        updateIds: [500],
+      });
+      expect(captioned).toMatchObject({ text: "ls", album: { addressed: true } });
+    });
+
+    it("still drops an item of a chat outside allowedChats, and a bot's", () => {
+      const rules = { requireMention: true, allowedChats: new Set(["-77"]) };
+      expect(
+        toInboundMessage(item(10, { ...photo("p1"), ...mention }), {
+          ...quiet,
+          groups: rules,
+          updateIds: [500],
+        }),
+      ).toBeUndefined();
+      const bot = { ...user, is_bot: true };
+      expect(
+        toInboundMessage(item(10, { ...photo("p1"), from: bot }), { ...quiet, updateIds: [500] }),
+      ).toBeUndefined();
+    });
+
+    it("is addressed in a private chat, and gives no album when it came with its album", () => {
+      const inDm = toInboundMessage(
+        message({ chat: dm, text: undefined, media_group_id: "g1", ...photo("p1") }),
+        { ...context, updateIds: [500], album: "42:42::g1" },
+      );
+      expect(inDm?.album).toEqual({ key: "42:42::g1", addressed: true });
+      const polled = toInboundMessage(
+        message({ chat: dm, text: undefined, media_group_id: "g1", ...photo("p1") }),
+        { ...context, updateIds: [500] },
+      );
+      expect(polled).not.toHaveProperty("album");
+      // Without `album` a group item not for the bot is nothing, as before.
+      expect(
+        toInboundMessage(item(11, photo("p2")), { ...quiet, album: undefined, updateIds: [501] }),
+      ).toBeUndefined();
+    });
+  });
+
   it("drops a message with neither text nor a file it knows (a sticker)", () => {
     expect(
       toInboundMessage(message({ chat: dm, text: undefined, sticker: file("s") }), context),

@@ -87,13 +87,13 @@ function repliesToBot(message: Message, bot: BotIdentity): boolean {
 }
 
 /**
- * The text a group message gives the core, or `undefined` when it is not for the bot
- * (docs/sessions.md, "Groups"): a chat outside `allowedChats`; with `requireMention`, a
- * message that neither mentions the bot (`@name` or a text mention, in the text or caption),
- * nor replies to one of its messages, nor is a command for it — `/cmd@bot`, or one of the
- * gateway's own commands (`/help`, `/start`, `/status`, `/stop`, `/reset`) sent bare, since
- * Telegram sends bare commands to every bot of a group. The bot's mentions are removed from
- * the text. `written` already had a command's `@bot` suffix removed.
+ * The text a group message gives the core and whether it is for the bot (docs/sessions.md,
+ * "Groups"), or `undefined` for a chat outside `allowedChats`. With `requireMention`, a
+ * message is not for the bot when it neither mentions the bot (`@name` or a text mention, in
+ * the text or caption), nor replies to one of its messages, nor is a command for it —
+ * `/cmd@bot`, or one of the gateway's own commands (`/help`, `/start`, `/status`, `/stop`,
+ * `/reset`) sent bare, since Telegram sends bare commands to every bot of a group. The bot's
+ * mentions are removed from the text. `written` already had a command's `@bot` suffix removed.
  */
 function groupText(
   messages: readonly Message[],
@@ -101,7 +101,7 @@ function groupText(
   addressedCommand: boolean,
   bot: BotIdentity,
   rules: GroupRules,
-): string | undefined {
+): { text: string; addressed: boolean } | undefined {
   const first = messages[0] as Message;
   if (rules.allowedChats !== undefined && !rules.allowedChats.has(String(first.chat.id))) {
     return undefined;
@@ -114,13 +114,13 @@ function groupText(
   // A command's own `@bot` was already cut from `written`; a mention elsewhere is cut here
   // (offsets refer to the raw text, so only when nothing was cut before).
   const text = mentions.length > 0 && !addressedCommand ? withoutEntities(raw, mentions) : written;
-  if (!rules.requireMention) return text;
+  if (!rules.requireMention) return { text, addressed: true };
   const addressed =
     addressedCommand ||
     mentions.length > 0 ||
     messages.some((m) => repliesToBot(m, bot)) ||
     isBareGroupCommand(text);
-  return addressed ? text : undefined;
+  return { text, addressed };
 }
 
 function displayName(user: { first_name: string; last_name?: string | undefined }): string {
@@ -228,6 +228,12 @@ export function toInboundMessage(
     readonly updateIds: readonly number[];
     /** Updates among `updateIds` recorded before: they are left out (see above). */
     readonly recorded?: ReadonlySet<number> | undefined;
+    /**
+     * The album (`albumOf`) `messages`, one item, belongs to, when it arrived alone (webhook
+     * mode): the message carries it, and a group item not for the bot by itself is still
+     * given, marked not addressed (the album's caption may be on another item).
+     */
+    readonly album?: string | undefined;
   },
 ): InboundMessage | undefined {
   const all: readonly Message[] = Array.isArray(messages) ? messages : [messages as Message];
@@ -254,13 +260,16 @@ export function toInboundMessage(
   if (stripped === undefined) return undefined;
   const chat = message.chat;
   let text = stripped;
+  let addressed = true;
   if (chat.type === "group" || chat.type === "supergroup") {
     const bot = { id: context.botId, username: context.botUsername };
     const addressedCommand = stripped !== (written ?? "");
     const forBot = groupText(all, stripped, addressedCommand, bot, context.groups);
     if (forBot === undefined) return undefined;
+    if (!forBot.addressed && context.album === undefined) return undefined;
+    addressed = forBot.addressed;
     // A bare mention asks what the bot is.
-    text = forBot === "" && attachments.length === 0 ? "/help" : forBot;
+    text = forBot.text === "" && attachments.length === 0 ? "/help" : forBot.text;
   }
   const sender = message.from;
   const userId = sender?.id ?? message.sender_chat?.id;
@@ -286,5 +295,6 @@ export function toInboundMessage(
     receiptId: String(freshIds[0]),
     ...(freshIds.length > 1 ? { receiptIds: freshIds.map(String) } : {}),
     ...(attachments.length === 0 ? {} : { attachments }),
+    ...(context.album === undefined ? {} : { album: { key: context.album, addressed } }),
   };
 }

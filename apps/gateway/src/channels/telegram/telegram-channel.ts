@@ -15,7 +15,7 @@ import type {
   InboundHandler,
   OutboundReply,
 } from "../types.js";
-import type { UpdateUnit } from "./albums.js";
+import { albumOf, type UpdateUnit } from "./albums.js";
 import { TelegramFileFetcher } from "./attachments.js";
 import { TelegramChoiceButtons } from "./choices.js";
 import { registerTelegramMenus, telegramMenus } from "./commands.js";
@@ -389,7 +389,8 @@ export class TelegramChannel implements ChannelAdapter {
 
   /**
    * Maps an update, or an album's updates as one message, and hands it on; updates that are
-   * not for the core resolve at once (confirmed). An album is handed on without its updates
+   * not for the core resolve at once (confirmed). In webhook mode an album's item comes alone
+   * and is handed on as an item of its album (`InboundMessage.album`). An album is handed on without its updates
    * the journal recorded before (`recorded`): offered again after a crash with an item more,
    * only that item runs, as a message of its own; with none more, nothing runs.
    */
@@ -416,6 +417,12 @@ export class TelegramChannel implements ChannelAdapter {
       );
       return;
     }
+    // A webhook posts each item of an album alone: it is recorded alone and the gateway runs
+    // the album's items as one message (docs/telegram-webhooks.md, "Albums").
+    const album =
+      this.webhookSettings !== undefined && unit.length === 1 && unit[0] !== undefined
+        ? albumOf(unit[0])
+        : undefined;
     const inbound = toInboundMessage(
       items.map((item) => item.message),
       {
@@ -425,6 +432,7 @@ export class TelegramChannel implements ChannelAdapter {
         groups: this.groups,
         updateIds,
         recorded: known,
+        album,
       },
     );
     if (inbound === undefined) {
