@@ -384,6 +384,13 @@ export const Defaults = {
     connectTimeoutMs: 5_000,
     /** An idle connection of the pool is closed after this long. */
     idleTimeoutMs: 30_000,
+    /**
+     * The journal's owner lock (docs/durability.md, "PostgreSQL"): after its connection was
+     * lost, the first wait before taking it again, doubling up to `ownerRelockMaxMs`. Short:
+     * until it is taken again, other processes see this one as gone.
+     */
+    ownerRelockBaseMs: 100,
+    ownerRelockMaxMs: 2_000,
   },
   /** Logging (docs/operations.md). */
   log: {
