@@ -449,6 +449,78 @@ describe.each(journalBackends())("the journal on $name", (backend) => {
     expect(await (await backend.open()).leftoverStatuses()).toEqual([]);
   });
 
+  it("records a message offered by two processes at once once, and an album's overlap not at all", async () => {
+    const [a, b] = [await backend.open(), await backend.open({ owner: liveOwner })];
+    const results = await Promise.all([
+      a.record(telegramMessage("80")),
+      b.record(telegramMessage("80")),
+    ]);
+    expect(results.map((result) => result.fresh).sort()).toEqual([false, true]);
+    expect(results[0]?.id).toBe(results[1]?.id);
+    const albums = await Promise.all([
+      a.record({ ...telegramMessage("90"), receiptIds: ["90", "91"] }),
+      b.record({ ...telegramMessage("91"), receiptIds: ["91", "92"] }),
+    ]);
+    const fresh = albums.filter((result) => result.fresh);
+    expect(fresh).toHaveLength(1);
+    const refused = albums.find((result) => !result.fresh);
+    expect(refused).toMatchObject({ id: fresh[0]?.id, fresh: false });
+    expect(refused?.unrecorded).toHaveLength(1);
+    expect(await backend.raw("SELECT count(*) AS n FROM receipts")).toEqual([{ n: 3 }]);
+  });
+
+  it("reads back texts, targets, plans and step keys exactly as they were written", async () => {
+    const text = "nul \u0000 here, ünïcödé 🐱, 'quotes' and \\ slashes";
+    const journal = await backend.open();
+    // JSON keeps a lone surrogate (a message cut mid-character); a reply's text has none.
+    const message = { ...telegramMessage("1"), text: `${text}, a lone \ud800 half` };
+    await journal.record(message);
+    const reply = await journal.addReply(
+      { ...replyTo(message), text: `MEDIA:/workspace/a.txt ${text}` },
+      undefined,
+    );
+    const keys = [
+      "text:0",
+      "media:/workspace/out/chart 2: final.png",
+      "media:/workspace/фото/猫 🐱.jpg",
+      "notices:plan/text:0",
+    ];
+    for (const key of keys) await journal.step(reply.id, key, "sent");
+    await journal.step(reply.id, keys[0]!, "unconfirmed");
+    const plan = {
+      version: 1,
+      text,
+      asVoice: false,
+      asDocument: false,
+      items: [
+        {
+          status: "ready",
+          path: "/workspace/фото/猫 🐱.jpg",
+          kind: "photo",
+          filename: "猫 🐱.jpg",
+          mime: "image/jpeg",
+          size: 3,
+        },
+      ],
+    } as const;
+    await journal.setPlan(reply.id, plan);
+    await journal.reschedule(reply.id, 1_000, "error with \u0000 inside");
+    await journal.release();
+
+    const next = await backend.open({ owner: liveOwner });
+    const [taken] = await next.takeOver();
+    expect(taken?.message).toEqual(message);
+    const [resumed] = await next.takeOverReplies();
+    expect(resumed?.text).toBe(`MEDIA:/workspace/a.txt ${text}`);
+    expect(resumed?.target).toEqual(replyTo(message).target);
+    expect(resumed?.plan).toEqual(plan);
+    expect([...(resumed?.steps ?? new Map())]).toEqual([
+      ["text:0", "unconfirmed"],
+      ...keys.slice(1).map((key) => [key, "sent"]),
+    ]);
+    expect(resumed?.lastError).toMatch(/^error with .* inside$/);
+  });
+
   it("releases a status still showing at a stop, its turn done or not, and forgets one that does not read back", async () => {
     const first = await backend.open();
     const done = await first.record(telegramMessage("1"));

@@ -650,7 +650,8 @@ export class PostgresJournal implements Journal {
     const failure = error instanceof PostgresStoreError ? error : undefined;
     const message = error instanceof Error ? error.message : String(error);
     // The store error's message starts with where and what failed, which StorageError says.
-    const reason = message.replace(/^PostgreSQL [^:]*: [^:]* failed: /, "");
+    const said = failure === undefined ? "" : `${this.where}: ${failure.operation} failed: `;
+    const reason = said !== "" && message.startsWith(said) ? message.slice(said.length) : message;
     return new StorageError({
       operation,
       path: this.where,
