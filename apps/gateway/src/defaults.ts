@@ -391,6 +391,12 @@ export const Defaults = {
      */
     ownerRelockBaseMs: 100,
     ownerRelockMaxMs: 2_000,
+    /**
+     * How long after the server started a takeover waits before it judges owners by their
+     * locks: a restart drops every live process's lock, and each takes it again within
+     * `ownerRelockMaxMs` of the server answering, plus the time to connect.
+     */
+    ownerGraceMs: 10_000,
   },
   /** Logging (docs/operations.md). */
   log: {

@@ -12,10 +12,11 @@ import {
 } from "../../../../test-support/postgres.js";
 import { waitFor, waitUntil } from "../../../../test-support/wait.js";
 import { telegramMessage } from "../../test/fixtures/inbound-message.js";
+import { Defaults } from "../defaults.js";
 import { PostgresDatabase, type PostgresSettings } from "../postgres/database.js";
 import { PostgresSchemaError, PostgresStoreError } from "../postgres/errors.js";
 import { StorageError } from "./errors.js";
-import { PostgresJournal } from "./postgres-journal.js";
+import { PostgresJournal, type PostgresJournalOptions } from "./postgres-journal.js";
 import { OwnerTakenError, ownerLockKey } from "./postgres-owner.js";
 import type { JournalEntry } from "./types.js";
 
@@ -44,8 +45,12 @@ function database(settings: Partial<PostgresSettings> = {}, url = testDatabase.u
   return made;
 }
 
-async function open(owner: string, on = database()): Promise<PostgresJournal> {
-  const journal = await PostgresJournal.open(on, { owner });
+async function open(
+  owner: string,
+  on = database(),
+  options: Partial<PostgresJournalOptions> = { ownerGraceMs: 0 },
+): Promise<PostgresJournal> {
+  const journal = await PostgresJournal.open(on, { owner, ...options });
   journals.push(journal);
   return journal;
 }
@@ -183,7 +188,14 @@ describe("PostgresJournal across a server restart and an outage (a cluster of it
     expect(second.fresh).toBe(true);
     expect(await journal.record(telegramMessage("1"))).toEqual({ id: first.id, fresh: false });
 
-    const other = await open("host-f/boot/1/1", database({}, cluster.url));
+    // A takeover right after the restart first waits out the grace in which live processes
+    // take their locks again.
+    const waits: number[] = [];
+    const other = await open("host-f/boot/1/1", database({}, cluster.url), {
+      sleep: async (ms) => {
+        waits.push(ms);
+      },
+    });
     const locks = database({}, cluster.url);
     await waitUntil(async () => {
       const probe = await locks.transaction("probe", (tx) =>
@@ -195,6 +207,9 @@ describe("PostgresJournal across a server restart and an outage (a cluster of it
     }, "the owner lock taken again after the restart");
     expect(journal.ownerHeld).toBe(true);
     expect(await other.takeOver()).toEqual([]);
+    expect(waits).toHaveLength(1);
+    expect(waits[0]).toBeGreaterThan(0);
+    expect(waits[0]).toBeLessThanOrEqual(Defaults.postgres.ownerGraceMs);
 
     controlPostgres("stop", "fast", cluster);
     const refused = await journal.record(telegramMessage("3")).catch((e: unknown) => e);

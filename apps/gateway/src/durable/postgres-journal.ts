@@ -1,9 +1,11 @@
 import { randomUUID } from "node:crypto";
+import { type Sleep, sleep } from "@mediagate/io";
 import type { PlanRecord } from "@mediagate/media";
 import { isPlanRecord } from "@mediagate/media/plan-record";
 import { currentInstanceId, type InstanceId } from "@mediagate/sandbox";
 import type pg from "pg";
 import type { ChatCursor, InboundMessage, StepResult } from "../channels/types.js";
+import { Defaults } from "../defaults.js";
 import type { PostgresDatabase, Queryable } from "../postgres/database.js";
 import { PostgresStoreError } from "../postgres/errors.js";
 import { migratePostgres } from "../postgres/migrate.js";
@@ -23,7 +25,7 @@ import {
   Snowflake,
 } from "./journal-records.js";
 import { JournalComponent, POSTGRES_JOURNAL_MIGRATIONS } from "./postgres-journal-schema.js";
-import { goneOwners, OwnerLock } from "./postgres-owner.js";
+import { afterOwnerGrace, goneOwners, OwnerLock } from "./postgres-owner.js";
 import type {
   Journal,
   JournalEntry,
@@ -46,6 +48,13 @@ export interface PostgresJournalOptions {
    * `currentInstanceId()`.
    */
   readonly owner?: InstanceId;
+  /**
+   * How long after the server started a takeover waits before it judges owners gone.
+   * Default `Defaults.postgres.ownerGraceMs`.
+   */
+  readonly ownerGraceMs?: number;
+  /** How that wait is waited. Default: a timer. */
+  readonly sleep?: Sleep;
 }
 
 /** A bigint column as node-postgres reads it (text), or a number. */
@@ -108,6 +117,8 @@ export class PostgresJournal implements Journal {
   readonly #order = new CallOrder();
   /** The server's `synchronous_commit` at open: `off` is the one setting a commit is not durable under. */
   readonly #asyncCommit: boolean;
+  readonly #ownerGraceMs: number;
+  readonly #sleep: Sleep;
   #closed: Promise<void> | undefined;
 
   private constructor(
@@ -116,7 +127,10 @@ export class PostgresJournal implements Journal {
     lock: OwnerLock,
     now: () => number,
     asyncCommit: boolean,
+    options: PostgresJournalOptions,
   ) {
+    this.#ownerGraceMs = options.ownerGraceMs ?? Defaults.postgres.ownerGraceMs;
+    this.#sleep = options.sleep ?? sleep;
     this.#database = database;
     this.owner = owner;
     this.where = `PostgreSQL ${database.where}`;
@@ -149,6 +163,7 @@ export class PostgresJournal implements Journal {
       lock,
       options.now ?? Date.now,
       mode.rows[0]?.mode === "off",
+      options,
     );
   }
 
@@ -267,8 +282,9 @@ export class PostgresJournal implements Journal {
    */
   takeOver(): Promise<JournalEntry[]> {
     const nowMs = this.#now();
-    return this.#call("takeOver", "all", () =>
-      this.#database.transaction("takeOver", async (tx) => {
+    return this.#call("takeOver", "all", async () => {
+      await afterOwnerGrace(this.#database, "takeOver", this.#ownerGraceMs, this.#sleep);
+      return this.#database.transaction("takeOver", async (tx) => {
         const owners = await tx.query<{ owner: string }>(
           "SELECT DISTINCT owner FROM journal.entries WHERE state <> 'done' AND owner <> $1",
           [this.owner],
@@ -301,8 +317,8 @@ export class PostgresJournal implements Journal {
           }
         }
         return entries;
-      }),
-    );
+      });
+    });
   }
 
   statusShown(entryId: number, status: StatusRecord): Promise<void> {
@@ -334,8 +350,9 @@ export class PostgresJournal implements Journal {
    * back (it cannot, short of editing the table) is forgotten.
    */
   leftoverStatuses(): Promise<LeftoverStatus[]> {
-    return this.#call("leftoverStatuses", "all", () =>
-      this.#database.transaction("leftoverStatuses", async (tx) => {
+    return this.#call("leftoverStatuses", "all", async () => {
+      await afterOwnerGrace(this.#database, "leftoverStatuses", this.#ownerGraceMs, this.#sleep);
+      return this.#database.transaction("leftoverStatuses", async (tx) => {
         const owners = await tx.query<{ owner: string }>(
           "SELECT DISTINCT owner FROM journal.entries WHERE status IS NOT NULL",
         );
@@ -375,8 +392,8 @@ export class PostgresJournal implements Journal {
           });
         }
         return leftovers;
-      }),
-    );
+      });
+    });
   }
 
   cursors(profile: string): Promise<ChatCursor[]> {
@@ -540,8 +557,9 @@ export class PostgresJournal implements Journal {
 
   /** Pending replies whose owner is gone, taken over by this process, oldest first. */
   takeOverReplies(): Promise<OutboxRecord[]> {
-    return this.#call("takeOverReplies", "all", () =>
-      this.#database.transaction("takeOverReplies", async (tx) => {
+    return this.#call("takeOverReplies", "all", async () => {
+      await afterOwnerGrace(this.#database, "takeOverReplies", this.#ownerGraceMs, this.#sleep);
+      return this.#database.transaction("takeOverReplies", async (tx) => {
         const owners = await tx.query<{ owner: string }>(
           "SELECT DISTINCT owner FROM journal.replies WHERE state = 'pending' AND owner <> $1",
           [this.owner],
@@ -564,8 +582,8 @@ export class PostgresJournal implements Journal {
           (a, b) => Number(a.created_at) - Number(b.created_at) || Number(a.seq) - Number(b.seq),
         );
         return repliesOf(tx, rows);
-      }),
-    );
+      });
+    });
   }
 
   /**

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { backoffMs } from "@mediagate/io";
+import { backoffMs, type Sleep } from "@mediagate/io";
 import { MediagateError } from "@mediagate/io/mediagate-error";
 import type pg from "pg";
 import { Defaults } from "../defaults.js";
@@ -45,6 +45,26 @@ export async function goneOwners(
     if (free.rows[0]?.free === true) gone.push(owner);
   }
   return gone;
+}
+
+/**
+ * Waits out what is left of `graceMs` since the server started (`pg_postmaster_start_time`):
+ * a restart released every owner lock, and live processes take theirs again within that time
+ * ({@link OwnerLock}); judged before, they would look gone.
+ */
+export async function afterOwnerGrace(
+  database: PostgresDatabase,
+  operation: string,
+  graceMs: number,
+  sleep: Sleep,
+): Promise<void> {
+  if (graceMs <= 0) return;
+  const up = await database.query<{ up_ms: number }>(
+    operation,
+    "SELECT (extract(epoch FROM now() - pg_postmaster_start_time()) * 1000)::float8 AS up_ms",
+  );
+  const leftMs = graceMs - (up.rows[0]?.up_ms ?? graceMs);
+  if (leftMs > 0) await sleep(leftMs);
 }
 
 /** Another live connection holds the owner lock this process asked for. */
