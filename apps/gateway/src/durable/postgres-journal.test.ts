@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
+import { createConnection, createServer, type Socket } from "node:net";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -76,6 +77,56 @@ async function processHolding(owner: string): Promise<ChildProcess> {
   return child;
 }
 
+/**
+ * A TCP proxy to the test server that, once `armed`, passes the next `COMMIT` on and then cuts
+ * the connection instead of passing the answer back: the transaction is committed, and the
+ * client only knows the connection was lost.
+ */
+async function commitCuttingProxy(url: string) {
+  const target = new URL(url);
+  const sockets = new Set<Socket>();
+  const state = { armed: false };
+  const server = createServer((client) => {
+    const upstream = createConnection(Number(target.port), target.hostname);
+    let cutting = false;
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on("error", () => {});
+      socket.on("close", () => {
+        sockets.delete(socket);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.on("data", (chunk: Buffer) => {
+      if (state.armed && chunk.includes("COMMIT\0")) {
+        state.armed = false;
+        cutting = true;
+      }
+      upstream.write(chunk);
+    });
+    upstream.on("data", (chunk: Buffer) => {
+      if (cutting) client.destroy();
+      else client.write(chunk);
+    });
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const address = server.address();
+  if (address === null || typeof address === "string") throw new Error("no proxy port");
+  const proxied = new URL(url);
+  proxied.port = String(address.port);
+  return {
+    url: proxied.toString(),
+    state,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+      await once(server, "close");
+    },
+  };
+}
+
 describe("PostgresJournal, beyond what both backends share", () => {
   it("takes over the entries of a process that was killed holding its lock, never while it lived", async () => {
     const before = await open("host-a/boot/100/1");
@@ -143,6 +194,29 @@ describe("PostgresJournal, beyond what both backends share", () => {
       await blocker.end();
     }
     expect((await journal.record(telegramMessage("timeout"))).fresh).toBe(true);
+  });
+
+  it("runs a message whose record committed although the connection was lost before the answer", async () => {
+    const proxy = await commitCuttingProxy(testDatabase.url);
+    try {
+      const journal = await open("host-g/boot/1/1", database({}, proxy.url));
+      proxy.state.armed = true;
+      const failed = await journal.record(telegramMessage("cut")).catch((e: unknown) => e);
+      expect(failed).toBeInstanceOf(StorageError);
+      expect(((failed as StorageError).cause as PostgresStoreError).unreachable).toBe(true);
+      const committed = await database().query<{ id: string }>(
+        "read",
+        "SELECT id FROM journal.entries WHERE key = 'work:telegram:cut'",
+      );
+      const id = Number(committed.rows[0]?.id);
+      expect(committed.rowCount).toBe(1);
+      // Told it failed, the gateway did not run it: offered again, it is fresh, once.
+      expect(await journal.record(telegramMessage("cut"))).toEqual({ id, fresh: true });
+      expect(await journal.record(telegramMessage("cut"))).toEqual({ id, fresh: false });
+      await journal.close();
+    } finally {
+      await proxy.close();
+    }
   });
 
   it("refuses a journal schema newer than this build, changing nothing", async () => {

@@ -90,6 +90,8 @@ interface ReplyRow {
 
 /** How often a `record` that lost a race on a receipt to another process is run again. */
 const RecordAttempts = 3;
+/** Keys kept in `#uncertain` at most; past it, the set starts again (outages are rare and short). */
+const UncertainLimit = 10_000;
 /** SQLSTATE `unique_violation`: another process recorded one of the receipts meanwhile. */
 const UniqueViolation = "23505";
 
@@ -115,6 +117,11 @@ export class PostgresJournal implements Journal {
   readonly #lock: OwnerLock;
   readonly #now: () => number;
   readonly #order = new CallOrder();
+  /**
+   * Keys of messages whose `record` failed with the server unreachable: its COMMIT may have
+   * gone through unheard (see {@link #committedUnseen}).
+   */
+  readonly #uncertain = new Set<string>();
   /** The server's `synchronous_commit` at open: `off` is the one setting a commit is not durable under. */
   readonly #asyncCommit: boolean;
   readonly #ownerGraceMs: number;
@@ -180,13 +187,20 @@ export class PostgresJournal implements Journal {
   record(message: InboundMessage): Promise<RecordResult> {
     const nowMs = this.#now();
     const chat = `chat:${message.profile}:${message.platform}:${message.chatId}`;
+    const key = journalKey(message);
     return this.#call("record", [chat], async () => {
       for (let attempt = 1; ; attempt++) {
         try {
-          return await this.#database.transaction("record", (tx) =>
+          const result = await this.#database.transaction("record", (tx) =>
             this.#record(tx, message, nowMs),
           );
+          this.#uncertain.delete(key);
+          return result;
         } catch (error) {
+          if (error instanceof PostgresStoreError && error.unreachable) {
+            if (this.#uncertain.size >= UncertainLimit) this.#uncertain.clear();
+            this.#uncertain.add(key);
+          }
           if (attempt >= RecordAttempts || sqlState(error) !== UniqueViolation) throw error;
         }
       }
@@ -200,9 +214,8 @@ export class PostgresJournal implements Journal {
     const known = receipts.find((receipt) => receipt !== undefined);
     if (known !== undefined) {
       const unrecorded = ids.filter((_, i) => receipts[i] === undefined);
-      return unrecorded.length === 0
-        ? { id: known, fresh: false }
-        : { id: known, fresh: false, unrecorded };
+      if (unrecorded.length > 0) return { id: known, fresh: false, unrecorded };
+      return { id: known, fresh: await this.#committedUnseen(tx, message, known) };
     }
     const inserted = await tx.query<{ id: Int8 }>(
       `INSERT INTO journal.entries (key, profile, platform, state, owner, message, received_at)
@@ -222,6 +235,21 @@ export class PostgresJournal implements Journal {
       [ids.map((receipt) => receiptKey(message.profile, message.platform, receipt)), id],
     );
     return { id, fresh: true };
+  }
+
+  /**
+   * Whether entry `id`, found for `message`, is one an earlier `record` of this process
+   * committed without hearing so (the connection was lost after its COMMIT went out): the
+   * caller was told it failed and did not run it, so it is fresh now. Only while it is still
+   * this process's and `received`.
+   */
+  async #committedUnseen(tx: Queryable, message: InboundMessage, id: number): Promise<boolean> {
+    if (!this.#uncertain.has(journalKey(message))) return false;
+    const entry = await tx.query<{ owner: string; state: JournalState }>(
+      "SELECT owner, state FROM journal.entries WHERE id = $1",
+      [id],
+    );
+    return entry.rows[0]?.owner === this.owner && entry.rows[0]?.state === "received";
   }
 
   recorded(
