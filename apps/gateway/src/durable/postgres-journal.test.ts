@@ -219,6 +219,31 @@ describe("PostgresJournal, beyond what both backends share", () => {
     }
   });
 
+  it("flushes the server's log on sync when commits are not synchronous", async () => {
+    const own = await freshPostgresDatabase("pg_journal_async");
+    try {
+      const admin = database({}, own.url);
+      await admin.query("test", `ALTER DATABASE "${own.name}" SET synchronous_commit = off`);
+      const journal = await open("host-h/boot/1/1", database({}, own.url));
+      for (let i = 0; i < 20; i++) await journal.record(telegramMessage(`async-${i}`));
+      const written = await admin.query<{ lsn: string }>(
+        "test",
+        "SELECT pg_current_wal_insert_lsn()::text AS lsn",
+      );
+      await journal.sync();
+      const flushed = await admin.query<{ behind: boolean }>(
+        "test",
+        "SELECT pg_current_wal_flush_lsn() < $1::pg_lsn AS behind",
+        [written.rows[0]?.lsn],
+      );
+      expect(flushed.rows[0]?.behind).toBe(false);
+      await journal.close();
+    } finally {
+      for (const made of databases.splice(0)) await made.close();
+      await own.drop();
+    }
+  });
+
   it("refuses a journal schema newer than this build, changing nothing", async () => {
     await (await open("host-d/boot/1/1")).close();
     const admin = database();
