@@ -93,6 +93,26 @@ async function cycle(journal: Journal, receiptId: string): Promise<void> {
   await journal.closeReply(reply.id, "delivered");
 }
 
+/**
+ * Records per second with `chats` chats recording at once (each chat's messages one after
+ * another, as a channel hands them on): `{"bench": name, "chats": …, "per_s": …, "n": …}`.
+ */
+async function concurrent(bench: string, journal: Journal, chats: number): Promise<void> {
+  const n = 1_000;
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: chats }, async (_, chat) => {
+      while (next < n) {
+        const i = next++;
+        await journal.record({ ...message(`${bench}-${chats}-${i}`), chatId: String(chat) });
+      }
+    }),
+  );
+  const perSecond = Math.round(n / ((performance.now() - started) / 1_000));
+  process.stdout.write(`${JSON.stringify({ bench, chats, per_s: perSecond, n })}\n`);
+}
+
 /** The `*_postgres` figures, on a database of their own on `adminUrl`'s server. */
 async function postgresFigures(adminUrl: string): Promise<void> {
   const name = `mg_bench_${randomBytes(5).toString("hex")}`;
@@ -106,6 +126,7 @@ async function postgresFigures(adminUrl: string): Promise<void> {
       const journal = await PostgresJournal.open(database);
       report("journal_record_postgres", await time((i) => journal.record(message(`p${i}`))));
       report("journal_cycle_postgres", await time((i) => cycle(journal, `pc${i}`)));
+      for (const chats of [10, 50]) await concurrent("journal_records_postgres", journal, chats);
       await journal.close();
     } finally {
       await database.close();
@@ -122,6 +143,7 @@ async function main(): Promise<void> {
     const journal = await SqliteJournal.open(journalDbPath(join(home, "worker")));
     report("journal_record_worker", await time((i) => journal.record(message(`w${i}`))));
     report("journal_cycle_worker", await time((i) => cycle(journal, `wc${i}`)));
+    for (const chats of [10, 50]) await concurrent("journal_records_worker", journal, chats);
     await journal.close();
     const postgresUrl = process.env.MEDIAGATE_BENCH_POSTGRES_URL;
     if (postgresUrl !== undefined && postgresUrl !== "") await postgresFigures(postgresUrl);

@@ -78,11 +78,11 @@ async function processHolding(owner: string): Promise<ChildProcess> {
 }
 
 /**
- * A TCP proxy to the test server that, once `armed`, passes the next `COMMIT` on and then cuts
- * the connection instead of passing the answer back: the transaction is committed, and the
- * client only knows the connection was lost.
+ * A TCP proxy to the test server that, once `armed`, passes the next request holding `marker`
+ * on and then cuts the connection instead of passing the answer back: the statement is
+ * committed, and the client only knows the connection was lost.
  */
-async function commitCuttingProxy(url: string) {
+async function commitCuttingProxy(url: string, marker: string) {
   const target = new URL(url);
   const sockets = new Set<Socket>();
   const state = { armed: false };
@@ -99,7 +99,7 @@ async function commitCuttingProxy(url: string) {
       });
     }
     client.on("data", (chunk: Buffer) => {
-      if (state.armed && chunk.includes("COMMIT\0")) {
+      if (state.armed && chunk.includes(marker)) {
         state.armed = false;
         cutting = true;
       }
@@ -197,7 +197,7 @@ describe("PostgresJournal, beyond what both backends share", () => {
   });
 
   it("runs a message whose record committed although the connection was lost before the answer", async () => {
-    const proxy = await commitCuttingProxy(testDatabase.url);
+    const proxy = await commitCuttingProxy(testDatabase.url, "INSERT INTO journal.entries");
     try {
       const journal = await open("host-g/boot/1/1", database({}, proxy.url));
       proxy.state.armed = true;

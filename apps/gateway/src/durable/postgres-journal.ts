@@ -191,9 +191,7 @@ export class PostgresJournal implements Journal {
     return this.#call("record", [chat], async () => {
       for (let attempt = 1; ; attempt++) {
         try {
-          const result = await this.#database.transaction("record", (tx) =>
-            this.#record(tx, message, nowMs),
-          );
+          const result = await this.#record(this.#query("record"), message, nowMs);
           this.#uncertain.delete(key);
           return result;
         } catch (error) {
@@ -207,34 +205,57 @@ export class PostgresJournal implements Journal {
     });
   }
 
+  /**
+   * One statement (one round trip, one commit): moves a Discord chat's cursor, looks the
+   * receipts up and, when none is recorded, inserts the entry and all its receipts.
+   */
   async #record(tx: Queryable, message: InboundMessage, nowMs: number): Promise<RecordResult> {
     const ids = receiptIdsOf(message);
-    if (message.platform === "discord") await moveCursor(tx, message, nowMs);
-    const receipts = await findReceipts(tx, message.profile, message.platform, ids);
-    const known = receipts.find((receipt) => receipt !== undefined);
-    if (known !== undefined) {
-      const unrecorded = ids.filter((_, i) => receipts[i] === undefined);
-      if (unrecorded.length > 0) return { id: known, fresh: false, unrecorded };
-      return { id: known, fresh: await this.#committedUnseen(tx, message, known) };
-    }
-    const inserted = await tx.query<{ id: Int8 }>(
-      `INSERT INTO journal.entries (key, profile, platform, state, owner, message, received_at)
-         VALUES ($1, $2, $3, 'received', $4, $5, $6) RETURNING id`,
+    const keys = ids.map((id) => receiptKey(message.profile, message.platform, id));
+    const cursor = message.platform === "discord" && Snowflake.test(message.messageId);
+    const result = await tx.query<{ inserted: Int8 | null; found: ReceiptRow[] }>(
+      `WITH cursor_moved AS (
+         INSERT INTO journal.cursors AS c (profile, channel_id, last_message_id, updated_at)
+           SELECT $3, $8::text, $9, $7 WHERE $8::text IS NOT NULL
+           ON CONFLICT (profile, channel_id) DO UPDATE
+             SET last_message_id = excluded.last_message_id, updated_at = excluded.updated_at
+             WHERE CASE WHEN c.last_message_id ~ '^[0-9]{1,20}$'
+                        THEN c.last_message_id::numeric < excluded.last_message_id::numeric
+                        ELSE true END
+       ), found AS (
+         SELECT key, entry_id, whole FROM journal.receipts WHERE key = ANY($1::text[])
+       ), inserted AS (
+         INSERT INTO journal.entries (key, profile, platform, state, owner, message, received_at)
+           SELECT $2, $3, $4, 'received', $5, $6, $7 WHERE NOT EXISTS (SELECT 1 FROM found)
+           RETURNING id
+       ), receipts AS (
+         INSERT INTO journal.receipts (key, entry_id)
+           SELECT receipt, inserted.id FROM inserted, unnest($1::text[]) AS receipt
+       )
+       SELECT (SELECT id FROM inserted) AS inserted,
+              coalesce((SELECT json_agg(found) FROM found), '[]'::json) AS found`,
       [
+        keys,
         journalKey(message),
         message.profile,
         message.platform,
         this.owner,
         JSON.stringify(message),
         nowMs,
+        cursor ? (message.threadId ?? message.chatId) : null,
+        cursor ? message.messageId : null,
       ],
     );
-    const id = Number(inserted.rows[0]?.id);
-    await tx.query(
-      "INSERT INTO journal.receipts (key, entry_id) SELECT unnest($1::text[]), $2::bigint",
-      [ids.map((receipt) => receiptKey(message.profile, message.platform, receipt)), id],
-    );
-    return { id, fresh: true };
+    const row = result.rows[0];
+    if (row?.inserted !== null && row?.inserted !== undefined) {
+      return { id: Number(row.inserted), fresh: true };
+    }
+    const receipts = receiptEntries(keys, row?.found ?? []);
+    const known = receipts.find((receipt) => receipt !== undefined);
+    if (known === undefined) throw new Error("the entry was neither found nor inserted");
+    const unrecorded = ids.filter((_, i) => receipts[i] === undefined);
+    if (unrecorded.length > 0) return { id: known, fresh: false, unrecorded };
+    return { id: known, fresh: await this.#committedUnseen(tx, message, known) };
   }
 
   /**
@@ -728,21 +749,6 @@ function printableText(text: string): string {
   return text.replaceAll("\0", "\uFFFD");
 }
 
-/** Keeps the numerically largest message id per chat (ids are 64-bit: compared as numeric). */
-async function moveCursor(tx: Queryable, message: InboundMessage, nowMs: number): Promise<void> {
-  if (!Snowflake.test(message.messageId)) return;
-  await tx.query(
-    `INSERT INTO journal.cursors AS c (profile, channel_id, last_message_id, updated_at)
-       VALUES ($1, $2, $3, $4)
-       ON CONFLICT (profile, channel_id) DO UPDATE
-         SET last_message_id = excluded.last_message_id, updated_at = excluded.updated_at
-         WHERE CASE WHEN c.last_message_id ~ '^[0-9]{1,20}$'
-                    THEN c.last_message_id::numeric < excluded.last_message_id::numeric
-                    ELSE true END`,
-    [message.profile, message.threadId ?? message.chatId, message.messageId, nowMs],
-  );
-}
-
 /**
  * The entry each of `receiptIds` was recorded with, `undefined` for one not recorded. When the
  * first is an entry's recorded before receipts were (a journal moved over from SQLite's
@@ -755,11 +761,26 @@ async function findReceipts(
   receiptIds: readonly string[],
 ): Promise<(number | undefined)[]> {
   const keys = receiptIds.map((id) => receiptKey(profile, platform, id));
-  const rows = await tx.query<{ key: string; entry_id: Int8; whole: boolean }>(
+  const rows = await tx.query<ReceiptRow>(
     "SELECT key, entry_id, whole FROM journal.receipts WHERE key = ANY($1::text[])",
     [keys],
   );
-  const byKey = new Map(rows.rows.map((row) => [row.key, row]));
+  return receiptEntries(keys, rows.rows);
+}
+
+/** A receipt as read back (`entry_id` a number in JSON, text as a column). */
+interface ReceiptRow {
+  key: string;
+  entry_id: Int8;
+  whole: boolean;
+}
+
+/** The entry of each of `keys` among `rows`, with the rule of a `whole` first receipt. */
+function receiptEntries(
+  keys: readonly string[],
+  rows: readonly ReceiptRow[],
+): (number | undefined)[] {
+  const byKey = new Map(rows.map((row) => [row.key, row]));
   const first = byKey.get(keys[0] ?? "");
   if (first?.whole === true) return keys.map(() => Number(first.entry_id));
   return keys.map((key) => {
