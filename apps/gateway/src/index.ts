@@ -93,7 +93,7 @@ export { StorageError } from "./durable/errors.js";
 export type { JournalOptions } from "./durable/journal.js";
 export { journalDbPath, SqliteJournal } from "./durable/journal.js";
 export type { PostgresJournalOptions } from "./durable/postgres-journal.js";
-export { PostgresJournal } from "./durable/postgres-journal.js";
+export { PostgresJournal, PostgresJournalDefaults } from "./durable/postgres-journal.js";
 export { OwnerTakenError } from "./durable/postgres-owner.js";
 export type {
   Journal,

@@ -57,6 +57,13 @@ export interface PostgresJournalOptions {
   readonly sleep?: Sleep;
 }
 
+/** Defaults of {@link PostgresJournalOptions}. */
+export const PostgresJournalDefaults = {
+  now: Date.now,
+  ownerGraceMs: Defaults.postgres.ownerGraceMs,
+  sleep,
+} as const satisfies Required<Omit<PostgresJournalOptions, "owner">>;
+
 /** A bigint column as node-postgres reads it (text), or a number. */
 type Int8 = string | number;
 
@@ -98,7 +105,7 @@ const UniqueViolation = "23505";
 /**
  * The {@link Journal} on PostgreSQL: the same records and the same rules as `SqliteJournal`,
  * statement by statement, in the schema `journal` of a database the gateway's
- * {@link PostgresDatabase} points at (docs/durability.md, "PostgreSQL"). Every call is
+ * {@link PostgresDatabase} points at (docs/durability.md, "The journal on PostgreSQL"). Every call is
  * asynchronous network I/O on the database's bounded pool, bounded by its timeouts. Calls that
  * concern one entry, one reply or one chat run in the order they were made; others run beside
  * them. Every failure rejects with {@link StorageError} (its `cause` the
@@ -132,18 +139,17 @@ export class PostgresJournal implements Journal {
     database: PostgresDatabase,
     owner: InstanceId,
     lock: OwnerLock,
-    now: () => number,
     asyncCommit: boolean,
-    options: PostgresJournalOptions,
+    settings: Required<Omit<PostgresJournalOptions, "owner">>,
   ) {
-    this.#ownerGraceMs = options.ownerGraceMs ?? Defaults.postgres.ownerGraceMs;
-    this.#sleep = options.sleep ?? sleep;
     this.#database = database;
     this.owner = owner;
     this.where = `PostgreSQL ${database.where}`;
     this.#lock = lock;
-    this.#now = now;
     this.#asyncCommit = asyncCommit;
+    this.#now = settings.now;
+    this.#ownerGraceMs = settings.ownerGraceMs;
+    this.#sleep = settings.sleep;
   }
 
   /**
@@ -157,6 +163,7 @@ export class PostgresJournal implements Journal {
     database: PostgresDatabase,
     options: PostgresJournalOptions = {},
   ): Promise<PostgresJournal> {
+    const settings = { ...PostgresJournalDefaults, ...options };
     const owner = options.owner ?? currentInstanceId();
     await migratePostgres(database, JournalComponent, POSTGRES_JOURNAL_MIGRATIONS);
     const mode = await database.query<{ mode: string }>(
@@ -164,14 +171,7 @@ export class PostgresJournal implements Journal {
       "SELECT current_setting('synchronous_commit') AS mode",
     );
     const lock = await OwnerLock.acquire(database, owner);
-    return new PostgresJournal(
-      database,
-      owner,
-      lock,
-      options.now ?? Date.now,
-      mode.rows[0]?.mode === "off",
-      options,
-    );
+    return new PostgresJournal(database, owner, lock, mode.rows[0]?.mode === "off", settings);
   }
 
   /** A server has no damaged file of ours to report: its own failures are errors of the calls. */
