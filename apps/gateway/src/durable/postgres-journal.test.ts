@@ -3,7 +3,7 @@ import { once } from "node:events";
 import { createConnection, createServer, type Socket } from "node:net";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
   controlPostgres,
   freshPostgresDatabase,
@@ -28,6 +28,22 @@ const children: ChildProcess[] = [];
 
 beforeAll(async () => {
   testDatabase = await freshPostgresDatabase("pg_journal");
+});
+
+beforeEach(async () => {
+  // Each test starts from an empty journal: what one test's closed journals left would be
+  // the next one's to take over.
+  const admin = database();
+  const schema = await admin.query<{ present: boolean }>(
+    "test",
+    "SELECT to_regnamespace('journal') IS NOT NULL AS present",
+  );
+  if (schema.rows[0]?.present === true) {
+    await admin.query(
+      "test",
+      "TRUNCATE journal.entries, journal.receipts, journal.cursors, journal.replies, journal.reply_steps",
+    );
+  }
 });
 
 afterEach(async () => {
@@ -151,6 +167,16 @@ describe("PostgresJournal, beyond what both backends share", () => {
       expect(taken.map((entry) => entry.id)).toEqual(recorded);
     });
     expect(taken.every((entry) => entry.owner === "host-b/boot/200/1")).toBe(true);
+  });
+
+  it("shares one owner's lock among the journals of one process until the last one closes", async () => {
+    const [first, second] = await Promise.all([open("host-s/boot/1/1"), open("host-s/boot/1/1")]);
+    const entry = await first.record(telegramMessage("shared-1"));
+    const other = await open("host-t/boot/1/1");
+    await first.close();
+    expect(await other.takeOver()).toEqual([]);
+    await second.close();
+    expect((await other.takeOver()).map((taken) => taken.id)).toEqual([entry.id]);
   });
 
   it("hands each entry of many gone owners to exactly one of four processes taking over at once", async () => {

@@ -100,6 +100,8 @@ export class OwnerLock {
   #failures = 0;
   #timer: NodeJS.Timeout | undefined;
   #released = false;
+  /** The first taking of the lock, which every user waits for. */
+  #taken: Promise<void> = Promise.resolve();
 
   private constructor(database: PostgresDatabase, owner: string, name: string) {
     this.#database = database;
@@ -116,15 +118,17 @@ export class OwnerLock {
     const name = `${database.where}\0${owner}`;
     let lock = OwnerLock.#held.get(name);
     if (lock === undefined) {
-      lock = new OwnerLock(database, owner, name);
-      OwnerLock.#held.set(name, lock);
-      try {
-        await lock.#take();
-      } catch (error) {
+      const made = new OwnerLock(database, owner, name);
+      OwnerLock.#held.set(name, made);
+      made.#taken = made.#take().catch((error: unknown) => {
         OwnerLock.#held.delete(name);
         throw error;
-      }
+      });
+      lock = made;
     }
+    // A journal opened while the first one's lock is still being taken waits for it, and
+    // fails with it.
+    await lock.#taken;
     lock.#users++;
     return lock;
   }
@@ -134,7 +138,7 @@ export class OwnerLock {
     return this.#client !== undefined;
   }
 
-  /** One user less; the last one unlocks and ends the connection. Safe to call twice per user. */
+  /** One user less (each calls it once); the last one unlocks and ends the connection. */
   async release(): Promise<void> {
     if (this.#users === 0) return;
     this.#users--;
