@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { type Sleep, sleep } from "@mediagate/io";
 import type { PlanRecord } from "@mediagate/media";
-import { isPlanRecord } from "@mediagate/media/plan-record";
 import { currentInstanceId, type InstanceId } from "@mediagate/sandbox";
 import type pg from "pg";
 import type { ChatCursor, InboundMessage, StepResult } from "../channels/types.js";
@@ -13,8 +12,6 @@ import { CallOrder } from "./call-order.js";
 import { StorageError } from "./errors.js";
 import {
   idList,
-  isChatTarget,
-  isInboundMessage,
   isStatusRecord,
   journalKey,
   parseJson,
@@ -24,6 +21,17 @@ import {
   receiptKey,
   Snowflake,
 } from "./journal-records.js";
+import {
+  type EntryRow,
+  entryOf,
+  findReceipts,
+  type Int8,
+  type ReceiptRow,
+  type ReplyRow,
+  receiptEntries,
+  repliesOf,
+  statusGone,
+} from "./postgres-journal-rows.js";
 import { JournalComponent, POSTGRES_JOURNAL_MIGRATIONS } from "./postgres-journal-schema.js";
 import { afterOwnerGrace, goneOwners, OwnerLock } from "./postgres-owner.js";
 import type {
@@ -34,7 +42,6 @@ import type {
   LeftoverStatus,
   OutboxRecord,
   OutboxReply,
-  OutboxState,
   RecordResult,
   StatusRecord,
 } from "./types.js";
@@ -63,37 +70,6 @@ export const PostgresJournalDefaults = {
   ownerGraceMs: Defaults.postgres.ownerGraceMs,
   sleep,
 } as const satisfies Required<Omit<PostgresJournalOptions, "owner">>;
-
-/** A bigint column as node-postgres reads it (text), or a number. */
-type Int8 = string | number;
-
-interface EntryRow {
-  id: Int8;
-  key: string;
-  state: JournalState;
-  owner: string;
-  message: string;
-  received_at: Int8;
-  started_at: Int8 | null;
-}
-
-interface ReplyRow {
-  id: string;
-  entry_id: Int8 | null;
-  profile: string;
-  platform: InboundMessage["platform"];
-  session_key: string;
-  slot: string;
-  target: string;
-  text: string;
-  state: OutboxState;
-  owner: string;
-  attempts: number;
-  created_at: Int8;
-  not_before: Int8;
-  last_error: string | null;
-  plan: string | null;
-}
 
 /** How often a `record` that lost a race on a receipt to another process is run again. */
 const RecordAttempts = 3;
@@ -747,110 +723,4 @@ function sqlState(error: unknown): string | undefined {
 /** PostgreSQL's `text` refuses NUL; a diagnostic line keeps the rest. */
 function printableText(text: string): string {
   return text.replaceAll("\0", "\uFFFD");
-}
-
-/**
- * The entry each of `receiptIds` was recorded with, `undefined` for one not recorded. When the
- * first is an entry's recorded before receipts were (a journal moved over from SQLite's
- * version 2), it stands for them all: that version recorded an album by its first update alone.
- */
-async function findReceipts(
-  tx: Queryable,
-  profile: string,
-  platform: string,
-  receiptIds: readonly string[],
-): Promise<(number | undefined)[]> {
-  const keys = receiptIds.map((id) => receiptKey(profile, platform, id));
-  const rows = await tx.query<ReceiptRow>(
-    "SELECT key, entry_id, whole FROM journal.receipts WHERE key = ANY($1::text[])",
-    [keys],
-  );
-  return receiptEntries(keys, rows.rows);
-}
-
-/** A receipt as read back (`entry_id` a number in JSON, text as a column). */
-interface ReceiptRow {
-  key: string;
-  entry_id: Int8;
-  whole: boolean;
-}
-
-/** The entry of each of `keys` among `rows`, with the rule of a `whole` first receipt. */
-function receiptEntries(
-  keys: readonly string[],
-  rows: readonly ReceiptRow[],
-): (number | undefined)[] {
-  const byKey = new Map(rows.map((row) => [row.key, row]));
-  const first = byKey.get(keys[0] ?? "");
-  if (first?.whole === true) return keys.map(() => Number(first.entry_id));
-  return keys.map((key) => {
-    const row = byKey.get(key);
-    return row === undefined ? undefined : Number(row.entry_id);
-  });
-}
-
-async function statusGone(tx: Queryable, entryId: number): Promise<void> {
-  await tx.query(
-    `UPDATE journal.entries SET status = NULL, previews = NULL
-       WHERE id = $1 AND (status IS NOT NULL OR previews IS NOT NULL)`,
-    [entryId],
-  );
-}
-
-function entryOf(row: EntryRow): JournalEntry | undefined {
-  const message = parseJson(row.message);
-  if (!isInboundMessage(message)) return undefined;
-  return {
-    id: Number(row.id),
-    key: row.key,
-    state: row.state,
-    owner: row.owner,
-    message,
-    receivedAtMs: Number(row.received_at),
-    startedAtMs: row.started_at === null ? undefined : Number(row.started_at),
-  };
-}
-
-/** The records of `rows`, with their steps in the order they were first recorded. */
-async function repliesOf(tx: Queryable, rows: readonly ReplyRow[]): Promise<OutboxRecord[]> {
-  if (rows.length === 0) return [];
-  const steps = await tx.query<{ reply_id: string; key: string; result: StepResult }>(
-    `SELECT reply_id, key, result FROM journal.reply_steps
-       WHERE reply_id = ANY($1::text[]) ORDER BY seq`,
-    [rows.map((row) => row.id)],
-  );
-  const stepsOf = new Map<string, Map<string, StepResult>>();
-  for (const step of steps.rows) {
-    const of = stepsOf.get(step.reply_id) ?? new Map<string, StepResult>();
-    of.set(step.key, step.result);
-    stepsOf.set(step.reply_id, of);
-  }
-  return rows.map((row) => replyOf(row, stepsOf.get(row.id) ?? new Map()));
-}
-
-function replyOf(row: ReplyRow, steps: ReadonlyMap<string, StepResult>): OutboxRecord {
-  const target = parseJson(row.target);
-  if (!isChatTarget(target)) throw new Error(`outbox reply ${row.id} has no valid target`);
-  const text = parseJson(row.text);
-  if (typeof text !== "string") throw new Error(`outbox reply ${row.id} has no valid text`);
-  // A plan that does not read back (it cannot, short of editing the table) is planned anew.
-  const plan = row.plan === null ? undefined : parseJson(row.plan);
-  return {
-    id: row.id,
-    entryId: row.entry_id === null ? undefined : Number(row.entry_id),
-    profile: row.profile,
-    platform: row.platform,
-    sessionKey: row.session_key,
-    slot: row.slot,
-    target,
-    text,
-    state: row.state,
-    owner: row.owner,
-    steps,
-    attempts: row.attempts,
-    createdAtMs: Number(row.created_at),
-    notBeforeMs: Number(row.not_before),
-    lastError: row.last_error ?? undefined,
-    plan: isPlanRecord(plan) ? plan : undefined,
-  };
 }
