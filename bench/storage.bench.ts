@@ -2,24 +2,30 @@
  * Storage benchmark (not a test): prints one JSON line per figure,
  * `{"bench": name, "p50_ms": …, "p90_ms": …, "p99_ms": …, "n": …}`. Run from the root with
  * `pnpm bench:storage` after `pnpm --filter @mediagate/gateway build`.
- * Env: MEDIAGATE_BENCH_DIR (default the OS temp dir): where the databases are made.
+ * Env: MEDIAGATE_BENCH_DIR (default the OS temp dir): where the databases are made;
+ * MEDIAGATE_BENCH_POSTGRES_URL (optional): a PostgreSQL server (its `postgres` database) on
+ * which the `*_postgres` figures make a database of their own and drop it afterwards.
  *
  * `*_worker` figures go through the worker thread (what the gateway does); `*_main_thread`
  * run the same synchronous code on the calling thread, as the state database did before it
  * moved off the event loop.
  */
+import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   type InboundMessage,
+  type Journal,
   journalDbPath,
+  PostgresJournal,
   SqliteJournal,
   StateStore,
   stateDbPath,
 } from "@mediagate/gateway";
 // The synchronous engines are internal to the gateway; the bench reaches into its build.
 import { JournalDatabase } from "../apps/gateway/dist/durable/journal-database.js";
+import { PostgresDatabase } from "../apps/gateway/dist/postgres/database.js";
 import { StateDatabase } from "../apps/gateway/dist/state/state-database.js";
 
 const N = 1_000;
@@ -63,12 +69,84 @@ function message(receiptId: string): InboundMessage {
   };
 }
 
+/**
+ * One message's whole life in the journal, as the gateway lives it: recorded and synced (before
+ * it is confirmed), started, answered into the outbox, one delivery attempt of one step, closed.
+ */
+async function cycle(journal: Journal, receiptId: string): Promise<void> {
+  const { id } = await journal.record(message(receiptId));
+  await journal.sync();
+  await journal.started(id);
+  const reply = await journal.addReply(
+    {
+      profile: "bench",
+      platform: "telegram",
+      sessionKey: "agent:bench:telegram:dm:100",
+      slot: "profile:bench",
+      target: { platform: "telegram", chatId: "100" },
+      text: "a reply of ordinary length",
+    },
+    id,
+  );
+  await journal.attempt(reply.id);
+  await journal.step(reply.id, "text:0", "sent");
+  await journal.closeReply(reply.id, "delivered");
+}
+
+/**
+ * Records per second with `chats` chats recording at once (each chat's messages one after
+ * another, as a channel hands them on): `{"bench": name, "chats": …, "per_s": …, "n": …}`.
+ */
+async function concurrent(bench: string, journal: Journal, chats: number): Promise<void> {
+  const n = 1_000;
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: chats }, async (_, chat) => {
+      while (next < n) {
+        const i = next++;
+        await journal.record({ ...message(`${bench}-${chats}-${i}`), chatId: String(chat) });
+      }
+    }),
+  );
+  const perSecond = Math.round(n / ((performance.now() - started) / 1_000));
+  process.stdout.write(`${JSON.stringify({ bench, chats, per_s: perSecond, n })}\n`);
+}
+
+/** The `*_postgres` figures, on a database of their own on `adminUrl`'s server. */
+async function postgresFigures(adminUrl: string): Promise<void> {
+  const name = `mg_bench_${randomBytes(5).toString("hex")}`;
+  const admin = new PostgresDatabase({ url: adminUrl, maxConnections: 1 });
+  await admin.query("bench", `CREATE DATABASE "${name}"`);
+  try {
+    const url = new URL(adminUrl);
+    url.pathname = `/${name}`;
+    const database = new PostgresDatabase({ url: url.toString() });
+    try {
+      const journal = await PostgresJournal.open(database);
+      report("journal_record_postgres", await time((i) => journal.record(message(`p${i}`))));
+      report("journal_cycle_postgres", await time((i) => cycle(journal, `pc${i}`)));
+      for (const chats of [10, 50]) await concurrent("journal_records_postgres", journal, chats);
+      await journal.close();
+    } finally {
+      await database.close();
+    }
+  } finally {
+    await admin.query("bench", `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    await admin.close();
+  }
+}
+
 async function main(): Promise<void> {
   const home = await mkdtemp(join(process.env.MEDIAGATE_BENCH_DIR ?? tmpdir(), "mg-bench-db-"));
   try {
     const journal = await SqliteJournal.open(journalDbPath(join(home, "worker")));
     report("journal_record_worker", await time((i) => journal.record(message(`w${i}`))));
+    report("journal_cycle_worker", await time((i) => cycle(journal, `wc${i}`)));
+    for (const chats of [10, 50]) await concurrent("journal_records_worker", journal, chats);
     await journal.close();
+    const postgresUrl = process.env.MEDIAGATE_BENCH_POSTGRES_URL;
+    if (postgresUrl !== undefined && postgresUrl !== "") await postgresFigures(postgresUrl);
 
     const direct = JournalDatabase.open(journalDbPath(join(home, "main")), {
       busyTimeoutMs: 5_000,

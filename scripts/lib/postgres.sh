@@ -54,9 +54,17 @@ pg_cluster_start() {
     cat "$PG_CLUSTER_DIR/initdb.log" >&2
     return 1
   }
-  # max_connections: the suites run test files in parallel, each with its own pool.
+  # In the cluster's own configuration, not on pg_ctl's command line: a `pg_ctl start` after
+  # a stop (an outage test) must come back on the same port. max_connections: the suites run
+  # test files in parallel, each with its own pool.
+  cat >>"$PG_CLUSTER_DIR/data/postgresql.conf" <<EOF
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = '$PG_CLUSTER_DIR'
+max_connections = 300
+fsync = on
+EOF
   pg_as_owner "$bin/pg_ctl" -D "$PG_CLUSTER_DIR/data" -l "$PG_CLUSTER_DIR/server.log" -w \
-    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$PG_CLUSTER_DIR -c max_connections=300 -c fsync=on" \
     start >/dev/null || {
     cat "$PG_CLUSTER_DIR/server.log" >&2
     return 1

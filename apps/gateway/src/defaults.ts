@@ -396,6 +396,19 @@ export const Defaults = {
     connectTimeoutMs: 5_000,
     /** An idle connection of the pool is closed after this long. */
     idleTimeoutMs: 30_000,
+    /**
+     * The journal's owner lock (docs/durability.md, "PostgreSQL"): after its connection was
+     * lost, the first wait before taking it again, doubling up to `ownerRelockMaxMs`. Short:
+     * until it is taken again, other processes see this one as gone.
+     */
+    ownerRelockBaseMs: 100,
+    ownerRelockMaxMs: 2_000,
+    /**
+     * How long after the server started a takeover waits before it judges owners by their
+     * locks: a restart drops every live process's lock, and each takes it again within
+     * `ownerRelockMaxMs` of the server answering, plus the time to connect.
+     */
+    ownerGraceMs: 10_000,
   },
   /** Logging (docs/operations.md). */
   log: {

@@ -92,6 +92,9 @@ export type { StorageErrorInit } from "./durable/errors.js";
 export { StorageError } from "./durable/errors.js";
 export type { JournalOptions } from "./durable/journal.js";
 export { journalDbPath, SqliteJournal } from "./durable/journal.js";
+export type { PostgresJournalOptions } from "./durable/postgres-journal.js";
+export { PostgresJournal, PostgresJournalDefaults } from "./durable/postgres-journal.js";
+export { OwnerTakenError } from "./durable/postgres-owner.js";
 export type {
   Journal,
   JournalEntry,

@@ -5,10 +5,23 @@ import type { PlanRecord } from "@mediagate/media";
 import { isPlanRecord } from "@mediagate/media/plan-record";
 import { type InstanceId, instanceLiveness } from "@mediagate/sandbox/instance";
 import Database from "better-sqlite3";
-import type { ChatCursor, ChatTarget, InboundMessage, StepResult } from "../channels/types.js";
+import type { ChatCursor, InboundMessage, StepResult } from "../channels/types.js";
 import { moveAsideCommand } from "../sqlite/damage.js";
 import { StateSchemaError } from "../state/errors.js";
 import { migrate } from "../state/schema.js";
+import {
+  idList,
+  isChatTarget,
+  isInboundMessage,
+  isStatusRecord,
+  journalKey,
+  parseJson,
+  previewIds,
+  ReleasedOwner,
+  receiptIdsOf,
+  receiptKey,
+  Snowflake,
+} from "./journal-records.js";
 import { JOURNAL_MIGRATIONS } from "./journal-schema.js";
 import type {
   JournalEntry,
@@ -21,6 +34,8 @@ import type {
   RecordResult,
   StatusRecord,
 } from "./types.js";
+
+export { journalKey, ReleasedOwner } from "./journal-records.js";
 
 /** What the journal database is opened with (plain data: it crosses to the worker thread). */
 export interface JournalDatabaseSettings {
@@ -65,59 +80,6 @@ interface ReplyRow {
   not_before: number;
   last_error: string | null;
   plan: string | null;
-}
-
-/** The owner of what a gateway left unfinished when it stopped: the next start takes it. */
-export const ReleasedOwner = "released";
-
-/** A Discord snowflake: a decimal id that fits in 64 bits. */
-const Snowflake = /^[0-9]{1,20}$/;
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function isInboundMessage(value: unknown): value is InboundMessage {
-  return (
-    isRecord(value) &&
-    ["profile", "platform", "chatId", "chatType", "userId", "messageId", "text", "receiptId"].every(
-      (field) => typeof value[field] === "string",
-    )
-  );
-}
-
-function isChatTarget(value: unknown): value is ChatTarget {
-  return isRecord(value) && typeof value.platform === "string" && typeof value.chatId === "string";
-}
-
-function isStatusRecord(value: unknown): value is StatusRecord {
-  return isRecord(value) && isChatTarget(value.target) && typeof value.messageId === "string";
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
-function idList(ids: number | readonly number[]): readonly number[] {
-  return typeof ids === "number" ? [ids] : ids;
-}
-
-/** The dedupe key of a message: `<profile>:<platform>:<receiptId>`. */
-export function journalKey(message: InboundMessage): string {
-  return receiptKey(message.profile, message.platform, message.receiptId);
-}
-
-function receiptKey(profile: string, platform: string, receiptId: string): string {
-  return `${profile}:${platform}:${receiptId}`;
-}
-
-/** Every receipt id a message is recorded by: `receiptId` first, then the rest of `receiptIds`. */
-function receiptIdsOf(message: InboundMessage): string[] {
-  return [...new Set([message.receiptId, ...(message.receiptIds ?? [])])];
 }
 
 /**
@@ -625,10 +587,4 @@ export class JournalDatabase {
 /** The worker thread's entry point (see sqlite/database-worker.ts). */
 export function openInWorker(path: string, settings: JournalDatabaseSettings): JournalDatabase {
   return JournalDatabase.open(path, settings);
-}
-
-/** The rollover ids recorded with an entry; what does not read back is none. */
-function previewIds(text: string | null): string[] {
-  const value = text === null ? [] : parseJson(text);
-  return Array.isArray(value) ? value.filter((id): id is string => typeof id === "string") : [];
 }

@@ -8,6 +8,7 @@ import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { tempDirForTest } from "../../../../test-support/temp-dir.js";
 import { telegramMessage } from "../../test/fixtures/inbound-message.js";
+import { journalBackends } from "../../test/fixtures/journal-backends.js";
 import type { InboundMessage } from "../channels/types.js";
 import { migrate } from "../state/schema.js";
 import { StorageError } from "./errors.js";
@@ -104,19 +105,14 @@ function raw<T>(sql: string, ...params: unknown[]): T[] {
   }
 }
 
-describe("SqliteJournal", () => {
-  it("creates journal.db owner-only in a 0700 directory, WAL mode", async () => {
-    const journal = await openJournal();
-    await journal.record(telegramMessage("1"));
-    expect(path).toBe(join(home, "root", "journal.db"));
-    expect(statSync(path).mode & 0o777).toBe(0o600);
-    expect(statSync(`${path}-wal`).mode & 0o777).toBe(0o600);
-    expect(statSync(join(home, "root")).mode & 0o777).toBe(0o700);
-    expect(raw<{ journal_mode: string }>("PRAGMA journal_mode")).toEqual([{ journal_mode: "wal" }]);
-  });
+describe.each(journalBackends())("the journal on $name", (backend) => {
+  beforeAll(() => backend.beforeAll());
+  afterAll(() => backend.afterAll());
+  beforeEach(() => backend.beforeEach());
+  afterEach(() => backend.afterEach());
 
   it("syncs what it committed on demand, and refuses to once closed", async () => {
-    const journal = await openJournal();
+    const journal = await backend.open();
     await expect(journal.sync()).resolves.toBeUndefined();
     await journal.record(telegramMessage("1"));
     await journal.record(telegramMessage("2"));
@@ -128,7 +124,7 @@ describe("SqliteJournal", () => {
   });
 
   it("records a message once: a redelivery under the same key is not fresh", async () => {
-    const journal = await openJournal();
+    const journal = await backend.open();
     const first = await journal.record(telegramMessage("41"));
     const again = await journal.record(telegramMessage("41", "the same update, delivered again"));
     const next = await journal.record(telegramMessage("42"));
@@ -139,7 +135,9 @@ describe("SqliteJournal", () => {
     expect(next.fresh).toBe(true);
     expect(otherProfile.fresh).toBe(true);
     expect(
-      raw<{ key: string; owner: string }>("SELECT key, owner FROM entries ORDER BY id"),
+      await backend.raw<{ key: string; owner: string }>(
+        "SELECT key, owner FROM entries ORDER BY id",
+      ),
     ).toEqual([
       { key: "work:telegram:41", owner: currentInstanceId() },
       { key: "work:telegram:42", owner: currentInstanceId() },
@@ -148,13 +146,13 @@ describe("SqliteJournal", () => {
   });
 
   it("records a merged message by each of its receipts: any of them again is not run again", async () => {
-    const journal = await openJournal();
+    const journal = await backend.open();
     const album = await journal.record({
       ...telegramMessage("50"),
       receiptIds: ["50", "51", "52"],
     });
     expect(album.fresh).toBe(true);
-    expect(raw("SELECT key, entry_id FROM receipts ORDER BY key")).toEqual([
+    expect(await backend.raw("SELECT key, entry_id FROM receipts ORDER BY key")).toEqual([
       { key: "work:telegram:50", entry_id: album.id },
       { key: "work:telegram:51", entry_id: album.id },
       { key: "work:telegram:52", entry_id: album.id },
@@ -176,18 +174,18 @@ describe("SqliteJournal", () => {
       "52",
     ]);
     expect(await journal.recorded("home", "telegram", ["50"])).toEqual([]);
-    expect(raw("SELECT key FROM entries")).toEqual([{ key: "work:telegram:50" }]);
+    expect(await backend.raw("SELECT key FROM entries")).toEqual([{ key: "work:telegram:50" }]);
   });
 
   it("does not record a message sharing some receipts with another: it names the others", async () => {
-    const journal = await openJournal();
+    const journal = await backend.open();
     const head = await journal.record({ ...telegramMessage("60"), receiptIds: ["60", "61"] });
     const offeredAgain = await journal.record({
       ...telegramMessage("60", "the album with an item more"),
       receiptIds: ["60", "61", "62"],
     });
     expect(offeredAgain).toEqual({ id: head.id, fresh: false, unrecorded: ["62"] });
-    expect(raw("SELECT key FROM entries")).toEqual([{ key: "work:telegram:60" }]);
+    expect(await backend.raw("SELECT key FROM entries")).toEqual([{ key: "work:telegram:60" }]);
     expect(await journal.recorded("work", "telegram", ["60", "61", "62"])).toEqual(["60", "61"]);
     // Handed on alone, the new item is a message of its own, after the first.
     const tail = await journal.record(telegramMessage("62"));
@@ -196,16 +194,17 @@ describe("SqliteJournal", () => {
   });
 
   it("takes over the unfinished entries of a process that is gone, oldest first, once", async () => {
-    const dead = await openJournal(deadOwner, () => 1_000);
+    const dead = await backend.open({ owner: deadOwner, now: () => 1_000 });
     const a = await dead.record(telegramMessage("1"));
     const b = await dead.record(telegramMessage("2"));
     await dead.started(b.id);
     const finished = await dead.record(telegramMessage("3"));
     await dead.finished(finished.id, "replied");
-    await (await openJournal(liveOwner)).record(telegramMessage("4"));
-    await (await openJournal(foreignOwner)).record(telegramMessage("5"));
+    await (await backend.open({ owner: liveOwner })).record(telegramMessage("4"));
+    await (await backend.open({ owner: foreignOwner })).record(telegramMessage("5"));
+    await dead.close();
 
-    const me = await openJournal();
+    const me = await backend.open();
     const taken = await me.takeOver();
 
     expect(taken.map((entry) => [entry.id, entry.state, entry.owner])).toEqual([
@@ -215,7 +214,7 @@ describe("SqliteJournal", () => {
     expect(taken[0]).toMatchObject({ key: "work:telegram:1", message: telegramMessage("1") });
     expect(taken[1]).toMatchObject({ receivedAtMs: 1_000, startedAtMs: 1_000 });
     expect(await me.takeOver()).toEqual([]);
-    expect(raw<{ owner: string }>("SELECT owner FROM entries ORDER BY id")).toEqual([
+    expect(await backend.raw<{ owner: string }>("SELECT owner FROM entries ORDER BY id")).toEqual([
       { owner: currentInstanceId() },
       { owner: currentInstanceId() },
       { owner: deadOwner },
@@ -225,11 +224,12 @@ describe("SqliteJournal", () => {
   });
 
   it("never hands one entry to two processes taking over at the same time", async () => {
-    const dead = await openJournal(deadOwner);
+    const dead = await backend.open({ owner: deadOwner });
     for (let i = 0; i < 50; i++) await dead.record(telegramMessage(String(i)));
+    await dead.close();
     const [mine, theirs] = await Promise.all([
-      openJournal().then((j) => j.takeOver()),
-      openJournal(liveOwner).then((j) => j.takeOver()),
+      backend.open().then((j) => j.takeOver()),
+      backend.open({ owner: liveOwner }).then((j) => j.takeOver()),
     ]);
     const ids = [...mine, ...theirs].map((entry) => entry.id).sort((x, y) => x - y);
     expect(ids).toHaveLength(50);
@@ -237,7 +237,7 @@ describe("SqliteJournal", () => {
   });
 
   it("keeps the numerically newest Discord message per chat as its cursor", async () => {
-    const journal = await openJournal();
+    const journal = await backend.open();
     await journal.record(discord("1000"));
     await journal.record(discord("999")); // older, and larger as text
     await journal.record(discord("9007199254740993", "777")); // beyond a double's precision
@@ -256,7 +256,7 @@ describe("SqliteJournal", () => {
   });
 
   it("keeps a reply's steps, attempts and schedule for the process that takes it over", async () => {
-    const dead = await openJournal(deadOwner, () => 5_000);
+    const dead = await backend.open({ owner: deadOwner, now: () => 5_000 });
     const entry = await dead.record(telegramMessage("1"));
     const reply = await dead.addReply(replyTo(telegramMessage("1")), entry.id);
     expect(reply).toMatchObject({ state: "pending", attempts: 0, entryId: entry.id });
@@ -271,7 +271,7 @@ describe("SqliteJournal", () => {
     await dead.closeReply(delivered.id, "delivered");
     await dead.close();
 
-    const me = await openJournal();
+    const me = await backend.open();
     expect(await me.takeOver()).toEqual([]); // the entry was marked done with its reply
     const [resumed, ...others] = await me.takeOverReplies();
     expect(others).toEqual([]);
@@ -290,40 +290,42 @@ describe("SqliteJournal", () => {
       notBeforeMs: 65_000,
       lastError: "429: retry after 60 s",
     });
-    expect(raw("SELECT state, outcome FROM entries")).toEqual([
+    expect(await backend.raw("SELECT state, outcome FROM entries")).toEqual([
       { state: "done", outcome: "replied" },
     ]);
 
     await me.closeReply(reply.id, "given_up", "gave up after 8 attempts");
     expect(await me.takeOverReplies()).toEqual([]);
-    expect(raw("SELECT state, last_error FROM replies ORDER BY created_at, rowid")).toEqual([
+    expect(
+      await backend.raw("SELECT state, last_error FROM replies ORDER BY created_at, rowid"),
+    ).toEqual([
       { state: "given_up", last_error: "gave up after 8 attempts" },
       { state: "delivered", last_error: null },
     ]);
   });
 
   it("refuses steps of a reply it does not have, as a StorageError", async () => {
-    const journal = await openJournal();
+    const journal = await backend.open();
     const error = await journal.step("no-such-reply", "text:0", "sent").catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StorageError);
-    expect(error).toMatchObject({ operation: "step", path, full: false });
+    expect(error).toMatchObject({ operation: "step", path: backend.where(), full: false });
     await expect(journal.attempt("no-such-reply")).rejects.toThrow(/no outbox reply/);
   });
 
   it("keeps its first outcome: finished after addReply leaves the entry replied", async () => {
-    const journal = await openJournal();
+    const journal = await backend.open();
     const entry = await journal.record(telegramMessage("1"));
     await journal.started(entry.id);
     await journal.addReply(replyTo(telegramMessage("1")), entry.id);
     await journal.finished(entry.id, "failed");
     await journal.started(entry.id);
-    expect(raw("SELECT state, outcome FROM entries")).toEqual([
+    expect(await backend.raw("SELECT state, outcome FROM entries")).toEqual([
       { state: "done", outcome: "replied" },
     ]);
   });
 
   it("starts, answers and closes the messages of one collected turn together", async () => {
-    const journal = await openJournal();
+    const journal = await backend.open();
     const [a, b, c, d] = [
       await journal.record(telegramMessage("1")),
       await journal.record(telegramMessage("2")),
@@ -331,7 +333,7 @@ describe("SqliteJournal", () => {
       await journal.record(telegramMessage("4")),
     ];
     await journal.started([a!.id, b!.id]);
-    expect(raw("SELECT id, state FROM entries ORDER BY id")).toEqual([
+    expect(await backend.raw("SELECT id, state FROM entries ORDER BY id")).toEqual([
       { id: a!.id, state: "started" },
       { id: b!.id, state: "started" },
       { id: c!.id, state: "received" },
@@ -339,7 +341,7 @@ describe("SqliteJournal", () => {
     ]);
     await journal.addReply(replyTo(telegramMessage("1")), a!.id, [b!.id]);
     await journal.finished([c!.id, d!.id], "overflow");
-    expect(raw("SELECT state, outcome FROM entries ORDER BY id")).toEqual([
+    expect(await backend.raw("SELECT state, outcome FROM entries ORDER BY id")).toEqual([
       { state: "done", outcome: "replied" },
       { state: "done", outcome: "replied" },
       { state: "done", outcome: "overflow" },
@@ -349,7 +351,7 @@ describe("SqliteJournal", () => {
 
   it("prunes finished entries and closed replies older than the cut, nothing open", async () => {
     let nowMs = 1_000;
-    const journal = await openJournal(undefined, () => nowMs);
+    const journal = await backend.open({ now: () => nowMs });
     const old = await journal.record(telegramMessage("1"));
     await journal.finished(old.id, "silent");
     const oldReply = await journal.addReply(replyTo(telegramMessage("1")), undefined);
@@ -365,13 +367,15 @@ describe("SqliteJournal", () => {
     await journal.finished(oldAlbum.id, "silent");
 
     expect(await journal.prune(5_000)).toBe(3);
-    expect(raw<{ id: number }>("SELECT id FROM entries ORDER BY id")).toEqual([
+    expect(await backend.raw<{ id: number }>("SELECT id FROM entries ORDER BY id")).toEqual([
       { id: open.id },
       { id: recent.id },
     ]);
-    expect(raw<{ id: string }>("SELECT id FROM replies")).toEqual([{ id: pending.id }]);
-    expect(raw("SELECT * FROM reply_steps")).toEqual([]);
-    expect(raw("SELECT key FROM receipts ORDER BY key")).toEqual([
+    expect(await backend.raw<{ id: string }>("SELECT id FROM replies")).toEqual([
+      { id: pending.id },
+    ]);
+    expect(await backend.raw("SELECT * FROM reply_steps")).toEqual([]);
+    expect(await backend.raw("SELECT key FROM receipts ORDER BY key")).toEqual([
       { key: "work:telegram:2" },
       { key: "work:telegram:3" },
     ]);
@@ -381,18 +385,171 @@ describe("SqliteJournal", () => {
   });
 
   it("keeps everything across a reopen", async () => {
-    const first = await openJournal(deadOwner);
+    const first = await backend.open({ owner: deadOwner });
     await first.record(telegramMessage("1"));
     await first.record(discord("77"));
     await first.close();
 
-    const second = await openJournal();
+    const second = await backend.open();
     expect((await second.record(telegramMessage("1"))).fresh).toBe(false);
     expect(await second.cursors("work")).toEqual([{ channelId: "555", lastMessageId: "77" }]);
     expect((await second.takeOver()).map((entry) => entry.key)).toEqual([
       "work:telegram:1",
       "work:discord:77",
     ]);
+  });
+
+  it("keeps a turn's status message while it shows and hands those of gone processes to the next start", async () => {
+    const dead = await backend.open({ owner: deadOwner });
+    const status = (chatId: string, messageId: string) => ({
+      target: { platform: "telegram" as const, chatId, replyToMessageId: "1" },
+      messageId,
+    });
+    const cutOff = await dead.record(telegramMessage("1"));
+    await dead.started(cutOff.id);
+    await dead.statusShown(cutOff.id, status("100", "41"));
+    const answered = await dead.record(telegramMessage("2"));
+    await dead.statusShown(answered.id, status("100", "42"));
+    await dead.addReply(replyTo(telegramMessage("2")), answered.id);
+    const cleared = await dead.record(telegramMessage("3"));
+    await dead.statusShown(cleared.id, status("100", "43"));
+    await dead.statusGone(cleared.id);
+    await dead.finished(cleared.id, "silent");
+    const alive = await backend.open({ owner: liveOwner });
+    const theirs = await alive.record(telegramMessage("4"));
+    await alive.statusShown(theirs.id, status("100", "44"));
+    await dead.close();
+
+    const me = await backend.open();
+    const leftovers = await me.leftoverStatuses();
+    expect(leftovers).toEqual([
+      {
+        entryId: cutOff.id,
+        profile: "work",
+        platform: "telegram",
+        state: "started",
+        ...status("100", "41"),
+        previews: [],
+      },
+      {
+        entryId: answered.id,
+        profile: "work",
+        platform: "telegram",
+        state: "done",
+        ...status("100", "42"),
+        previews: [],
+      },
+    ]);
+    // Only reads: the entries are still there to take over, the statuses until forgotten.
+    expect((await me.takeOver()).map((entry) => entry.id)).toEqual([cutOff.id]);
+    expect((await me.leftoverStatuses()).map((left) => left.entryId)).toEqual([answered.id]);
+    await me.statusGone(answered.id);
+    await me.statusGone(cutOff.id);
+    await me.release();
+    expect(await (await backend.open()).leftoverStatuses()).toEqual([]);
+  });
+
+  it("records a message offered by two processes at once once, and an album's overlap not at all", async () => {
+    const [a, b] = [await backend.open(), await backend.open({ owner: liveOwner })];
+    const results = await Promise.all([
+      a.record(telegramMessage("80")),
+      b.record(telegramMessage("80")),
+    ]);
+    expect(results.map((result) => result.fresh).sort()).toEqual([false, true]);
+    expect(results[0]?.id).toBe(results[1]?.id);
+    const albums = await Promise.all([
+      a.record({ ...telegramMessage("90"), receiptIds: ["90", "91"] }),
+      b.record({ ...telegramMessage("91"), receiptIds: ["91", "92"] }),
+    ]);
+    const fresh = albums.filter((result) => result.fresh);
+    expect(fresh).toHaveLength(1);
+    const refused = albums.find((result) => !result.fresh);
+    expect(refused).toMatchObject({ id: fresh[0]?.id, fresh: false });
+    expect(refused?.unrecorded).toHaveLength(1);
+    expect(await backend.raw("SELECT count(*) AS n FROM receipts")).toEqual([{ n: 3 }]);
+  });
+
+  it("reads back texts, targets, plans and step keys exactly as they were written", async () => {
+    const text = "nul \u0000 here, ünïcödé 🐱, 'quotes' and \\ slashes";
+    const journal = await backend.open();
+    // JSON keeps a lone surrogate (a message cut mid-character); a reply's text has none.
+    const message = { ...telegramMessage("1"), text: `${text}, a lone \ud800 half` };
+    await journal.record(message);
+    const reply = await journal.addReply(
+      { ...replyTo(message), text: `MEDIA:/workspace/a.txt ${text}` },
+      undefined,
+    );
+    const keys = [
+      "text:0",
+      "media:/workspace/out/chart 2: final.png",
+      "media:/workspace/фото/猫 🐱.jpg",
+      "notices:plan/text:0",
+    ];
+    for (const key of keys) await journal.step(reply.id, key, "sent");
+    await journal.step(reply.id, keys[0]!, "unconfirmed");
+    const plan = {
+      version: 1,
+      text,
+      asVoice: false,
+      asDocument: false,
+      items: [
+        {
+          status: "ready",
+          path: "/workspace/фото/猫 🐱.jpg",
+          kind: "photo",
+          filename: "猫 🐱.jpg",
+          mime: "image/jpeg",
+          size: 3,
+        },
+      ],
+    } as const;
+    await journal.setPlan(reply.id, plan);
+    await journal.reschedule(reply.id, 1_000, "error with \u0000 inside");
+    await journal.release();
+
+    const next = await backend.open({ owner: liveOwner });
+    const [taken] = await next.takeOver();
+    expect(taken?.message).toEqual(message);
+    const [resumed] = await next.takeOverReplies();
+    expect(resumed?.text).toBe(`MEDIA:/workspace/a.txt ${text}`);
+    expect(resumed?.target).toEqual(replyTo(message).target);
+    expect(resumed?.plan).toEqual(plan);
+    expect([...(resumed?.steps ?? new Map())]).toEqual([
+      ["text:0", "unconfirmed"],
+      ...keys.slice(1).map((key) => [key, "sent"]),
+    ]);
+    expect(resumed?.lastError).toMatch(/^error with .* inside$/);
+  });
+
+  it("releases a status still showing at a stop, its turn done or not, and forgets one that does not read back", async () => {
+    const first = await backend.open();
+    const done = await first.record(telegramMessage("1"));
+    await first.statusShown(done.id, {
+      target: { platform: "telegram", chatId: "100" },
+      messageId: "7",
+    });
+    await first.finished(done.id, "failed");
+    expect(await first.leftoverStatuses()).toEqual([]);
+    expect(await first.release()).toBe(1);
+    expect(await first.leftoverStatuses()).toMatchObject([{ entryId: done.id, state: "done" }]);
+    await first.close();
+
+    await backend.exec("UPDATE entries SET status = '{\"messageId\":7}' WHERE id = ?", done.id);
+    const next = await backend.open();
+    expect(await next.leftoverStatuses()).toEqual([]);
+    expect(await backend.raw("SELECT status FROM entries")).toEqual([{ status: null }]);
+  });
+});
+
+describe("SqliteJournal", () => {
+  it("creates journal.db owner-only in a 0700 directory, WAL mode", async () => {
+    const journal = await openJournal();
+    await journal.record(telegramMessage("1"));
+    expect(path).toBe(join(home, "root", "journal.db"));
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(statSync(`${path}-wal`).mode & 0o777).toBe(0o600);
+    expect(statSync(join(home, "root")).mode & 0o777).toBe(0o700);
+    expect(raw<{ journal_mode: string }>("PRAGMA journal_mode")).toEqual([{ journal_mode: "wal" }]);
   });
 
   it("keeps a reply's plan; a reply of a journal from before plans reads back without one", async () => {
@@ -458,76 +615,6 @@ describe("SqliteJournal", () => {
     });
     expect(await journal.recorded("work", "telegram", ["70", "71"])).toEqual(["70", "71"]);
     expect(await journal.recorded("work", "telegram", ["71", "70"])).toEqual(["70"]);
-  });
-
-  it("keeps a turn's status message while it shows and hands those of gone processes to the next start", async () => {
-    const dead = await openJournal(deadOwner);
-    const status = (chatId: string, messageId: string) => ({
-      target: { platform: "telegram" as const, chatId, replyToMessageId: "1" },
-      messageId,
-    });
-    const cutOff = await dead.record(telegramMessage("1"));
-    await dead.started(cutOff.id);
-    await dead.statusShown(cutOff.id, status("100", "41"));
-    const answered = await dead.record(telegramMessage("2"));
-    await dead.statusShown(answered.id, status("100", "42"));
-    await dead.addReply(replyTo(telegramMessage("2")), answered.id);
-    const cleared = await dead.record(telegramMessage("3"));
-    await dead.statusShown(cleared.id, status("100", "43"));
-    await dead.statusGone(cleared.id);
-    await dead.finished(cleared.id, "silent");
-    const alive = await openJournal(liveOwner);
-    const theirs = await alive.record(telegramMessage("4"));
-    await alive.statusShown(theirs.id, status("100", "44"));
-
-    const me = await openJournal();
-    const leftovers = await me.leftoverStatuses();
-    expect(leftovers).toEqual([
-      {
-        entryId: cutOff.id,
-        profile: "work",
-        platform: "telegram",
-        state: "started",
-        ...status("100", "41"),
-        previews: [],
-      },
-      {
-        entryId: answered.id,
-        profile: "work",
-        platform: "telegram",
-        state: "done",
-        ...status("100", "42"),
-        previews: [],
-      },
-    ]);
-    // Only reads: the entries are still there to take over, the statuses until forgotten.
-    expect((await me.takeOver()).map((entry) => entry.id)).toEqual([cutOff.id]);
-    expect((await me.leftoverStatuses()).map((left) => left.entryId)).toEqual([answered.id]);
-    await me.statusGone(answered.id);
-    await me.statusGone(cutOff.id);
-    await me.release();
-    expect(await (await openJournal()).leftoverStatuses()).toEqual([]);
-  });
-
-  it("releases a status still showing at a stop, its turn done or not, and forgets one that does not read back", async () => {
-    const first = await openJournal();
-    const done = await first.record(telegramMessage("1"));
-    await first.statusShown(done.id, {
-      target: { platform: "telegram", chatId: "100" },
-      messageId: "7",
-    });
-    await first.finished(done.id, "failed");
-    expect(await first.leftoverStatuses()).toEqual([]);
-    expect(await first.release()).toBe(1);
-    expect(await first.leftoverStatuses()).toMatchObject([{ entryId: done.id, state: "done" }]);
-    await first.close();
-
-    const db = new Database(path);
-    db.prepare("UPDATE entries SET status = '{\"messageId\":7}' WHERE id = ?").run(done.id);
-    db.close();
-    const next = await openJournal();
-    expect(await next.leftoverStatuses()).toEqual([]);
-    expect(raw("SELECT status FROM entries")).toEqual([{ status: null }]);
   });
 
   it("refuses a journal written by a newer schema and leaves it alone", async () => {

@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { journalBackends } from "../../test/fixtures/journal-backends.js";
 import {
   type ChatTarget,
   type InboundMessage,
@@ -9,8 +10,8 @@ import {
   type StatusMessages,
 } from "../channels/types.js";
 import { silentLogger } from "../log.js";
-import { journalDbPath, SqliteJournal } from "./journal.js";
 import { clearLeftoverStatuses } from "./leftover-statuses.js";
+import type { Journal } from "./types.js";
 
 /** A platform's status calls, recorded; the ones named in `refuse` fail with a 400. */
 class RecordingStatus implements StatusMessages {
@@ -37,17 +38,7 @@ class RecordingStatus implements StatusMessages {
 }
 
 let home: string;
-let journal: SqliteJournal;
-
-beforeEach(async () => {
-  home = mkdtempSync(join(tmpdir(), "mediagate-statuses-"));
-  journal = await SqliteJournal.open(journalDbPath(home));
-});
-
-afterEach(async () => {
-  await journal.close();
-  rmSync(home, { recursive: true, force: true });
-});
+let journal: Journal;
 
 function message(receiptId: string, platform: "telegram" | "discord" = "telegram"): InboundMessage {
   return {
@@ -78,7 +69,19 @@ async function leftover(
   return id;
 }
 
-describe("clearLeftoverStatuses", () => {
+describe.each(journalBackends())("clearLeftoverStatuses, journal on $name", (backend) => {
+  beforeAll(() => backend.beforeAll());
+  afterAll(() => backend.afterAll());
+  beforeEach(async () => {
+    await backend.beforeEach();
+    home = mkdtempSync(join(tmpdir(), "mediagate-statuses-"));
+    journal = await backend.open();
+  });
+  afterEach(async () => {
+    await backend.afterEach();
+    rmSync(home, { recursive: true, force: true });
+  });
+
   it("says a cut-off turn's status was cut off, deletes an ended turn's, and forgets every one it tried", async () => {
     await leftover("1", "started");
     await leftover("2", "received");

@@ -3,8 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Clock } from "@mediagate/io";
 import type { UploadLimits } from "@mediagate/media";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { waitUntil } from "../../../../test-support/wait.js";
+import { journalBackends } from "../../test/fixtures/journal-backends.js";
 import type {
   ChannelAdapter,
   ChannelHealth,
@@ -13,9 +14,8 @@ import type {
 } from "../channels/types.js";
 import { Defaults } from "../defaults.js";
 import { createLogger } from "../log.js";
-import { journalDbPath, SqliteJournal } from "./journal.js";
 import { Outbox, OutboxDefaults } from "./outbox.js";
-import type { OutboxReply } from "./types.js";
+import type { Journal, OutboxReply } from "./types.js";
 
 /*
  * The outbox's ages and waits through steps of the wall clock (docs/durability.md, "Clock
@@ -83,7 +83,7 @@ const reply: OutboxReply = {
 };
 
 let home: string;
-let journal: SqliteJournal;
+let journal: Journal;
 let clock: SteppedClock;
 let channel: RecordingChannel;
 let lines: string[];
@@ -139,136 +139,141 @@ async function pendingAfterFailedAttempt(): Promise<string> {
   return record.id;
 }
 
-beforeEach(async () => {
-  home = await mkdtemp(join(tmpdir(), "mg-outbox-clock-"));
-  // A wall clock far from the real one: nothing here may read the real clock.
-  clock = new SteppedClock(Date.UTC(2021, 4, 6, 12));
-  journal = await SqliteJournal.open(journalDbPath(home), { now: () => clock.wallMs() });
-  channel = new RecordingChannel();
-  lines = [];
-  timers = [];
-});
+describe.each(journalBackends())(
+  "the outbox through wall-clock steps, journal on $name",
+  (backend) => {
+    beforeAll(() => backend.beforeAll());
+    afterAll(() => backend.afterAll());
+    beforeEach(async () => {
+      await backend.beforeEach();
+      home = await mkdtemp(join(tmpdir(), "mg-outbox-clock-"));
+      // A wall clock far from the real one: nothing here may read the real clock.
+      clock = new SteppedClock(Date.UTC(2021, 4, 6, 12));
+      journal = await backend.open({ now: () => clock.wallMs() });
+      channel = new RecordingChannel();
+      lines = [];
+      timers = [];
+    });
+    afterEach(async () => {
+      await backend.afterEach();
+      await rm(home, { recursive: true, force: true });
+    });
 
-afterEach(async () => {
-  await journal.close();
-  await rm(home, { recursive: true, force: true });
-});
+    it("a reply one minute old survives an 8 h forward step: its age counts on the monotonic clock", async () => {
+      const outbox = outboxProcess();
+      channel.failing = 1;
+      const record = await outbox.record(reply, undefined);
+      expect((await outbox.deliver(record)).result).toBe("rescheduled");
+      expect(timers.map((t) => t.delayMs)).toEqual([OutboxDefaults.retryBaseMs]);
 
-describe("the outbox through wall-clock steps", () => {
-  it("a reply one minute old survives an 8 h forward step: its age counts on the monotonic clock", async () => {
-    const outbox = outboxProcess();
-    channel.failing = 1;
-    const record = await outbox.record(reply, undefined);
-    expect((await outbox.deliver(record)).result).toBe("rescheduled");
-    expect(timers.map((t) => t.delayMs)).toEqual([OutboxDefaults.retryBaseMs]);
+      clock.pass(Minute);
+      clock.wall += 8 * Hour;
+      await fire(0, record.id);
+      expect(channel.texts).toEqual(["the answer"]);
+      expect((await journal.replies({ id: record.id }))[0]?.state).toBe("delivered");
+    });
 
-    clock.pass(Minute);
-    clock.wall += 8 * Hour;
-    await fire(0, record.id);
-    expect(channel.texts).toEqual(["the answer"]);
-    expect((await journal.replies({ id: record.id }))[0]?.state).toBe("delivered");
-  });
+    it("a reply is still given up once the monotonic clock says it is older than maxAgeSeconds", async () => {
+      const outbox = outboxProcess();
+      channel.failing = 1;
+      const record = await outbox.record(reply, undefined);
+      await outbox.deliver(record);
 
-  it("a reply is still given up once the monotonic clock says it is older than maxAgeSeconds", async () => {
-    const outbox = outboxProcess();
-    channel.failing = 1;
-    const record = await outbox.record(reply, undefined);
-    await outbox.deliver(record);
+      clock.mono += OutboxDefaults.maxAgeMs + Minute;
+      clock.wall -= 2 * Hour; // a backward step does not make it younger
+      await fire(0, record.id);
+      expect(channel.texts).toEqual([
+        "⚠️ A reply could not be delivered (1 attempt(s) over 361 min): platform down",
+      ]);
+    });
 
-    clock.mono += OutboxDefaults.maxAgeMs + Minute;
-    clock.wall -= 2 * Hour; // a backward step does not make it younger
-    await fire(0, record.id);
-    expect(channel.texts).toEqual([
-      "⚠️ A reply could not be delivered (1 attempt(s) over 361 min): platform down",
-    ]);
-  });
+    it("a retry is not scheduled past maxAgeSeconds by the monotonic clock, whatever the wall clock says", async () => {
+      const outbox = outboxProcess();
+      const record = await outbox.record(reply, undefined);
+      clock.mono += OutboxDefaults.maxAgeMs - OutboxDefaults.retryBaseMs / 2;
+      clock.wall -= 3 * Hour;
+      channel.failing = 1;
+      expect((await outbox.deliver(record)).result).toBe("given_up");
+      expect(timers).toEqual([]);
+    });
 
-  it("a retry is not scheduled past maxAgeSeconds by the monotonic clock, whatever the wall clock says", async () => {
-    const outbox = outboxProcess();
-    const record = await outbox.record(reply, undefined);
-    clock.mono += OutboxDefaults.maxAgeMs - OutboxDefaults.retryBaseMs / 2;
-    clock.wall -= 3 * Hour;
-    channel.failing = 1;
-    expect((await outbox.deliver(record)).result).toBe("given_up");
-    expect(timers).toEqual([]);
-  });
+    it("after a restart the wall clock stepped back 1 h before, pending replies wait their own retry time, not an hour more; the step is logged once", async () => {
+      const id = await pendingAfterFailedAttempt();
+      const second = await pendingAfterFailedAttempt();
+      clock.pass(10_000);
+      clock.wall -= Hour;
 
-  it("after a restart the wall clock stepped back 1 h before, pending replies wait their own retry time, not an hour more; the step is logged once", async () => {
-    const id = await pendingAfterFailedAttempt();
-    const second = await pendingAfterFailedAttempt();
-    clock.pass(10_000);
-    clock.wall -= Hour;
+      const restarted = outboxProcess();
+      const taken = await journal.takeOverReplies();
+      expect(taken.map((r) => r.id)).toEqual([id, second]);
+      await restarted.resume(taken);
+      // Counted from the replies' creation, not from a clock an hour behind it.
+      expect(timers.slice(2).map((t) => t.delayMs)).toEqual([
+        OutboxDefaults.retryBaseMs,
+        OutboxDefaults.retryBaseMs,
+      ]);
+      expect(clockWarnings()).toEqual([
+        expect.objectContaining({
+          component: "outbox",
+          stepBackMs: Hour - 10_000,
+          msg: expect.stringContaining("the wall clock stepped back"),
+        }),
+      ]);
+      clock.pass(OutboxDefaults.retryBaseMs);
+      await fire(2, id);
+      expect(channel.texts).toEqual(["the answer"]);
+    });
 
-    const restarted = outboxProcess();
-    const taken = await journal.takeOverReplies();
-    expect(taken.map((r) => r.id)).toEqual([id, second]);
-    await restarted.resume(taken);
-    // Counted from the replies' creation, not from a clock an hour behind it.
-    expect(timers.slice(2).map((t) => t.delayMs)).toEqual([
-      OutboxDefaults.retryBaseMs,
-      OutboxDefaults.retryBaseMs,
-    ]);
-    expect(clockWarnings()).toEqual([
-      expect.objectContaining({
-        component: "outbox",
-        stepBackMs: Hour - 10_000,
-        msg: expect.stringContaining("the wall clock stepped back"),
-      }),
-    ]);
-    clock.pass(OutboxDefaults.retryBaseMs);
-    await fire(2, id);
-    expect(channel.texts).toEqual(["the answer"]);
-  });
+    it("after a restart, a negative age counts as 0: the reply lives maxAgeSeconds from then, not an hour longer", async () => {
+      const id = await pendingAfterFailedAttempt();
+      clock.wall -= Hour;
+      const restarted = outboxProcess();
+      await restarted.resume(await journal.takeOverReplies());
 
-  it("after a restart, a negative age counts as 0: the reply lives maxAgeSeconds from then, not an hour longer", async () => {
-    const id = await pendingAfterFailedAttempt();
-    clock.wall -= Hour;
-    const restarted = outboxProcess();
-    await restarted.resume(await journal.takeOverReplies());
+      clock.mono += OutboxDefaults.maxAgeMs + Minute;
+      await fire(timers.length - 1, id);
+      expect(channel.texts).toEqual([
+        "⚠️ A reply could not be delivered (1 attempt(s) over 361 min): platform down",
+      ]);
+    });
 
-    clock.mono += OutboxDefaults.maxAgeMs + Minute;
-    await fire(timers.length - 1, id);
-    expect(channel.texts).toEqual([
-      "⚠️ A reply could not be delivered (1 attempt(s) over 361 min): platform down",
-    ]);
-  });
+    it("after a restart, a retry time further ahead than Defaults.delivery.longestWaitMs is due at once", async () => {
+      const id = await pendingAfterFailedAttempt();
+      // Recorded by a wall clock running ahead, which then stepped back 1 h before the restart.
+      const farAheadMs = Defaults.delivery.longestWaitMs + 5 * Minute;
+      await journal.reschedule(id, clock.wall + Hour + farAheadMs, "platform down");
+      clock.wall -= Hour;
 
-  it("after a restart, a retry time further ahead than Defaults.delivery.longestWaitMs is due at once", async () => {
-    const id = await pendingAfterFailedAttempt();
-    // Recorded by a wall clock running ahead, which then stepped back 1 h before the restart.
-    const farAheadMs = Defaults.delivery.longestWaitMs + 5 * Minute;
-    await journal.reschedule(id, clock.wall + Hour + farAheadMs, "platform down");
-    clock.wall -= Hour;
+      const restarted = outboxProcess();
+      const scheduledBefore = timers.length;
+      await restarted.resume(await journal.takeOverReplies());
+      expect(timers.length).toBe(scheduledBefore);
+      expect(channel.texts).toEqual(["the answer"]);
+      expect(clockWarnings().map((w) => w.stepBackMs)).toEqual([Hour + 5 * Minute]);
+    });
 
-    const restarted = outboxProcess();
-    const scheduledBefore = timers.length;
-    await restarted.resume(await journal.takeOverReplies());
-    expect(timers.length).toBe(scheduledBefore);
-    expect(channel.texts).toEqual(["the answer"]);
-    expect(clockWarnings().map((w) => w.stepBackMs)).toEqual([Hour + 5 * Minute]);
-  });
+    it("after a restart, a retry time within the longest wait is kept, and nothing is logged", async () => {
+      const id = await pendingAfterFailedAttempt();
+      await journal.reschedule(id, clock.wall + Defaults.delivery.longestWaitMs, "rate limited");
+      clock.pass(Minute);
 
-  it("after a restart, a retry time within the longest wait is kept, and nothing is logged", async () => {
-    const id = await pendingAfterFailedAttempt();
-    await journal.reschedule(id, clock.wall + Defaults.delivery.longestWaitMs, "rate limited");
-    clock.pass(Minute);
+      const restarted = outboxProcess();
+      await restarted.resume(await journal.takeOverReplies());
+      expect(timers.at(-1)?.delayMs).toBe(Defaults.delivery.longestWaitMs - Minute);
+      expect(channel.texts).toEqual([]);
+      expect(clockWarnings()).toEqual([]);
+    });
 
-    const restarted = outboxProcess();
-    await restarted.resume(await journal.takeOverReplies());
-    expect(timers.at(-1)?.delayMs).toBe(Defaults.delivery.longestWaitMs - Minute);
-    expect(channel.texts).toEqual([]);
-    expect(clockWarnings()).toEqual([]);
-  });
-
-  it("a retry_after longer than Defaults.delivery.maxRetryAfterMs is waited that long", async () => {
-    const outbox = outboxProcess();
-    const record = await outbox.record(reply, undefined);
-    channel.failing = 1;
-    channel.report = { outcomes: [], retryAfterSeconds: 3 * 60 * 60 };
-    expect((await outbox.deliver(record)).result).toBe("rescheduled");
-    expect(timers.map((t) => t.delayMs)).toEqual([Defaults.delivery.maxRetryAfterMs]);
-    const [pending] = await journal.replies({ id: record.id });
-    expect(pending?.notBeforeMs).toBe(clock.wall + Defaults.delivery.maxRetryAfterMs);
-    await outbox.stop(1_000);
-  });
-});
+    it("a retry_after longer than Defaults.delivery.maxRetryAfterMs is waited that long", async () => {
+      const outbox = outboxProcess();
+      const record = await outbox.record(reply, undefined);
+      channel.failing = 1;
+      channel.report = { outcomes: [], retryAfterSeconds: 3 * 60 * 60 };
+      expect((await outbox.deliver(record)).result).toBe("rescheduled");
+      expect(timers.map((t) => t.delayMs)).toEqual([Defaults.delivery.maxRetryAfterMs]);
+      const [pending] = await journal.replies({ id: record.id });
+      expect(pending?.notBeforeMs).toBe(clock.wall + Defaults.delivery.maxRetryAfterMs);
+      await outbox.stop(1_000);
+    });
+  },
+);

@@ -124,7 +124,8 @@ export interface OutboxRecord extends OutboxReply {
 /**
  * The per-install durable record of inbound messages and outbound replies:
  * `<root home>/journal.db`, SQLite in WAL mode, worked on off the event loop (a worker
- * thread), so a slow disk delays only the calls that write. Every method rejects with
+ * thread), so a slow disk delays only the calls that write (`SqliteJournal`); or the schema
+ * `journal` of the PostgreSQL store (`PostgresJournal`). Every method rejects with
  * `StorageError` (its `full` flag set for a full disk, `damaged` for a damaged file) when the
  * database cannot be written.
  */

@@ -46,19 +46,23 @@ export class PostgresDatabase {
   /** `host:port/database`, for messages and logs. */
   readonly where: string;
   readonly #pool: pg.Pool;
+  readonly #sessionConfig: pg.ClientConfig;
   #closed: Promise<void> | undefined;
 
   constructor(settings: PostgresSettings) {
     const limits = Defaults.postgres;
     this.where = postgresWhere(settings.url);
-    this.#pool = new pg.Pool({
+    this.#sessionConfig = {
       connectionString: settings.url,
-      max: settings.maxConnections ?? limits.maxConnections,
       statement_timeout: settings.statementTimeoutMs ?? limits.statementTimeoutMs,
       query_timeout: settings.queryTimeoutMs ?? limits.queryTimeoutMs,
       connectionTimeoutMillis: settings.connectTimeoutMs ?? limits.connectTimeoutMs,
-      idleTimeoutMillis: settings.idleTimeoutMs ?? limits.idleTimeoutMs,
       application_name: settings.applicationName ?? "mediagate",
+    };
+    this.#pool = new pg.Pool({
+      ...this.#sessionConfig,
+      max: settings.maxConnections ?? limits.maxConnections,
+      idleTimeoutMillis: settings.idleTimeoutMs ?? limits.idleTimeoutMs,
     });
     // An idle connection the server closed (a restart) emits here; without a listener the
     // process would die. The pool has already discarded it; the next call makes a new one.
@@ -124,6 +128,24 @@ export class PostgresDatabase {
         client.removeListener("error", heard);
         client.release(broken);
       }
+    }
+  }
+
+  /**
+   * A connection of its own, outside the pool, with the pool's timeouts and TCP keepalive on:
+   * for session state that must outlive one call (the journal's owner lock, held for the
+   * process's life). The caller ends it; it has an `error` listener already, and whatever
+   * the server did to it shows as its `end` event. Rejects with {@link PostgresStoreError}.
+   */
+  async session(operation: string): Promise<pg.Client> {
+    const client = new pg.Client({ ...this.#sessionConfig, keepAlive: true });
+    client.on("error", () => {});
+    try {
+      await client.connect();
+      return client;
+    } catch (error) {
+      await client.end().catch(() => {});
+      throw new PostgresStoreError(operation, this.where, error);
     }
   }
 

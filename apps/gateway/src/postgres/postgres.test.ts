@@ -124,6 +124,36 @@ describe("PostgresDatabase", () => {
     }
   });
 
+  it("opens a session of its own that keeps its state until it is ended", async () => {
+    const database = new PostgresDatabase({ url: testDatabase.url });
+    const session = await database.session("hold");
+    try {
+      await session.query("SELECT pg_advisory_lock(4242)");
+      const probe = () =>
+        database.transaction("probe", (tx) =>
+          tx.query<{ free: boolean }>("SELECT pg_try_advisory_xact_lock(4242) AS free"),
+        );
+      expect((await probe()).rows[0]?.free).toBe(false);
+      await session.end();
+      expect((await probe()).rows[0]?.free).toBe(true);
+    } finally {
+      await session.end().catch(() => {});
+      await database.close();
+    }
+  });
+
+  it("says a session to a server that is not there is unreachable", async () => {
+    const database = new PostgresDatabase({
+      url: "postgres://someone@127.0.0.1:1/nothing",
+      connectTimeoutMs: 1_000,
+    });
+    const failure = await database.session("owner lock").catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(PostgresStoreError);
+    expect((failure as PostgresStoreError).unreachable).toBe(true);
+    expect((failure as Error).message).toMatch(/owner lock failed: the server is not reachable/);
+    await database.close();
+  });
+
   it("names where a URL points without its credentials", () => {
     expect(postgresWhere("postgres://u:p@db.example:6543/mg?sslmode=require")).toBe(
       "db.example:6543/mg",

@@ -1,0 +1,726 @@
+import { randomUUID } from "node:crypto";
+import { type Sleep, sleep } from "@mediagate/io";
+import type { PlanRecord } from "@mediagate/media";
+import { currentInstanceId, type InstanceId } from "@mediagate/sandbox";
+import type pg from "pg";
+import type { ChatCursor, InboundMessage, StepResult } from "../channels/types.js";
+import { Defaults } from "../defaults.js";
+import type { PostgresDatabase, Queryable } from "../postgres/database.js";
+import { PostgresStoreError } from "../postgres/errors.js";
+import { migratePostgres } from "../postgres/migrate.js";
+import { CallOrder } from "./call-order.js";
+import { StorageError } from "./errors.js";
+import {
+  idList,
+  isStatusRecord,
+  journalKey,
+  parseJson,
+  previewIds,
+  ReleasedOwner,
+  receiptIdsOf,
+  receiptKey,
+  Snowflake,
+} from "./journal-records.js";
+import {
+  type EntryRow,
+  entryOf,
+  findReceipts,
+  type Int8,
+  type ReceiptRow,
+  type ReplyRow,
+  receiptEntries,
+  repliesOf,
+  statusGone,
+} from "./postgres-journal-rows.js";
+import { JournalComponent, POSTGRES_JOURNAL_MIGRATIONS } from "./postgres-journal-schema.js";
+import { afterOwnerGrace, goneOwners, OwnerLock } from "./postgres-owner.js";
+import type {
+  Journal,
+  JournalEntry,
+  JournalOutcome,
+  JournalState,
+  LeftoverStatus,
+  OutboxRecord,
+  OutboxReply,
+  RecordResult,
+  StatusRecord,
+} from "./types.js";
+
+/** Options of {@link PostgresJournal.open}. */
+export interface PostgresJournalOptions {
+  /** Clock for the recorded times. Default `Date.now`. */
+  readonly now?: () => number;
+  /**
+   * Who owns what this journal records (tests hand in another process's id). Default
+   * `currentInstanceId()`.
+   */
+  readonly owner?: InstanceId;
+  /**
+   * How long after the server started a takeover waits before it judges owners gone.
+   * Default `Defaults.postgres.ownerGraceMs`.
+   */
+  readonly ownerGraceMs?: number;
+  /** How that wait is waited. Default: a timer. */
+  readonly sleep?: Sleep;
+}
+
+/** Defaults of {@link PostgresJournalOptions}. */
+export const PostgresJournalDefaults = {
+  now: Date.now,
+  ownerGraceMs: Defaults.postgres.ownerGraceMs,
+  sleep,
+} as const satisfies Required<Omit<PostgresJournalOptions, "owner">>;
+
+/** How often a `record` that lost a race on a receipt to another process is run again. */
+const RecordAttempts = 3;
+/** Keys kept in `#uncertain` at most; past it, the set starts again (outages are rare and short). */
+const UncertainLimit = 10_000;
+/** SQLSTATE `unique_violation`: another process recorded one of the receipts meanwhile. */
+const UniqueViolation = "23505";
+
+/**
+ * The {@link Journal} on PostgreSQL: the same records and the same rules as `SqliteJournal`,
+ * statement by statement, in the schema `journal` of a database the gateway's
+ * {@link PostgresDatabase} points at (docs/durability.md, "The journal on PostgreSQL"). Every call is
+ * asynchronous network I/O on the database's bounded pool, bounded by its timeouts. Calls that
+ * concern one entry, one reply or one chat run in the order they were made; others run beside
+ * them. Every failure rejects with {@link StorageError} (its `cause` the
+ * `PostgresStoreError`, whose `unreachable` tells an outage from other failures).
+ *
+ * Who is gone: each owner (a process's instance id) holds a session-level advisory lock for as
+ * long as it has a journal open ({@link OwnerLock}); an owner whose lock is free is gone, on any
+ * host.
+ */
+export class PostgresJournal implements Journal {
+  /** The owner this process records and takes over with. */
+  readonly owner: InstanceId;
+  /** `PostgreSQL host:port/database`, in errors. */
+  readonly where: string;
+  readonly #database: PostgresDatabase;
+  readonly #lock: OwnerLock;
+  readonly #now: () => number;
+  readonly #order = new CallOrder();
+  /**
+   * Keys of messages whose `record` failed with the server unreachable: its COMMIT may have
+   * gone through unheard (see {@link #committedUnseen}).
+   */
+  readonly #uncertain = new Set<string>();
+  /** The server's `synchronous_commit` at open: `off` is the one setting a commit is not durable under. */
+  readonly #asyncCommit: boolean;
+  readonly #ownerGraceMs: number;
+  readonly #sleep: Sleep;
+  #closed: Promise<void> | undefined;
+
+  private constructor(
+    database: PostgresDatabase,
+    owner: InstanceId,
+    lock: OwnerLock,
+    asyncCommit: boolean,
+    settings: Required<Omit<PostgresJournalOptions, "owner">>,
+  ) {
+    this.#database = database;
+    this.owner = owner;
+    this.where = `PostgreSQL ${database.where}`;
+    this.#lock = lock;
+    this.#asyncCommit = asyncCommit;
+    this.#now = settings.now;
+    this.#ownerGraceMs = settings.ownerGraceMs;
+    this.#sleep = settings.sleep;
+  }
+
+  /**
+   * Migrates the journal's schema on `database` (under the migrations' lock) and takes this
+   * owner's lock. Rejects with the database's errors as they are: `PostgresSchemaError` for a
+   * schema newer than this build, `PostgresStoreError` for a server that cannot be reached,
+   * `OwnerTakenError` for an owner another connection holds. The database stays the caller's:
+   * {@link close} does not close it.
+   */
+  static async open(
+    database: PostgresDatabase,
+    options: PostgresJournalOptions = {},
+  ): Promise<PostgresJournal> {
+    const settings = { ...PostgresJournalDefaults, ...options };
+    const owner = options.owner ?? currentInstanceId();
+    await migratePostgres(database, JournalComponent, POSTGRES_JOURNAL_MIGRATIONS);
+    const mode = await database.query<{ mode: string }>(
+      "open",
+      "SELECT current_setting('synchronous_commit') AS mode",
+    );
+    const lock = await OwnerLock.acquire(database, owner);
+    return new PostgresJournal(database, owner, lock, mode.rows[0]?.mode === "off", settings);
+  }
+
+  /** A server has no damaged file of ours to report: its own failures are errors of the calls. */
+  get damage(): StorageError | undefined {
+    return undefined;
+  }
+
+  /** Whether this process holds its owner lock right now (not while reconnecting after a loss). */
+  get ownerHeld(): boolean {
+    return this.#lock.held;
+  }
+
+  record(message: InboundMessage): Promise<RecordResult> {
+    const nowMs = this.#now();
+    const chat = `chat:${message.profile}:${message.platform}:${message.chatId}`;
+    const key = journalKey(message);
+    return this.#call("record", [chat], async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const result = await this.#record(this.#query("record"), message, nowMs);
+          this.#uncertain.delete(key);
+          return result;
+        } catch (error) {
+          if (error instanceof PostgresStoreError && error.unreachable) {
+            if (this.#uncertain.size >= UncertainLimit) this.#uncertain.clear();
+            this.#uncertain.add(key);
+          }
+          if (attempt >= RecordAttempts || sqlState(error) !== UniqueViolation) throw error;
+        }
+      }
+    });
+  }
+
+  /**
+   * One statement (one round trip, one commit): moves a Discord chat's cursor, looks the
+   * receipts up and, when none is recorded, inserts the entry and all its receipts.
+   */
+  async #record(tx: Queryable, message: InboundMessage, nowMs: number): Promise<RecordResult> {
+    const ids = receiptIdsOf(message);
+    const keys = ids.map((id) => receiptKey(message.profile, message.platform, id));
+    const cursor = message.platform === "discord" && Snowflake.test(message.messageId);
+    const result = await tx.query<{ inserted: Int8 | null; found: ReceiptRow[] }>(
+      `WITH cursor_moved AS (
+         INSERT INTO journal.cursors AS c (profile, channel_id, last_message_id, updated_at)
+           SELECT $3, $8::text, $9, $7 WHERE $8::text IS NOT NULL
+           ON CONFLICT (profile, channel_id) DO UPDATE
+             SET last_message_id = excluded.last_message_id, updated_at = excluded.updated_at
+             WHERE CASE WHEN c.last_message_id ~ '^[0-9]{1,20}$'
+                        THEN c.last_message_id::numeric < excluded.last_message_id::numeric
+                        ELSE true END
+       ), found AS (
+         SELECT key, entry_id, whole FROM journal.receipts WHERE key = ANY($1::text[])
+       ), inserted AS (
+         INSERT INTO journal.entries (key, profile, platform, state, owner, message, received_at)
+           SELECT $2, $3, $4, 'received', $5, $6, $7 WHERE NOT EXISTS (SELECT 1 FROM found)
+           RETURNING id
+       ), receipts AS (
+         INSERT INTO journal.receipts (key, entry_id)
+           SELECT receipt, inserted.id FROM inserted, unnest($1::text[]) AS receipt
+       )
+       SELECT (SELECT id FROM inserted) AS inserted,
+              coalesce((SELECT json_agg(found) FROM found), '[]'::json) AS found`,
+      [
+        keys,
+        journalKey(message),
+        message.profile,
+        message.platform,
+        this.owner,
+        JSON.stringify(message),
+        nowMs,
+        cursor ? (message.threadId ?? message.chatId) : null,
+        cursor ? message.messageId : null,
+      ],
+    );
+    const row = result.rows[0];
+    if (row?.inserted !== null && row?.inserted !== undefined) {
+      return { id: Number(row.inserted), fresh: true };
+    }
+    const receipts = receiptEntries(keys, row?.found ?? []);
+    const known = receipts.find((receipt) => receipt !== undefined);
+    if (known === undefined) throw new Error("the entry was neither found nor inserted");
+    const unrecorded = ids.filter((_, i) => receipts[i] === undefined);
+    if (unrecorded.length > 0) return { id: known, fresh: false, unrecorded };
+    return { id: known, fresh: await this.#committedUnseen(tx, message, known) };
+  }
+
+  /**
+   * Whether entry `id`, found for `message`, is one an earlier `record` of this process
+   * committed without hearing so (the connection was lost after its COMMIT went out): the
+   * caller was told it failed and did not run it, so it is fresh now. Only while it is still
+   * this process's and `received`.
+   */
+  async #committedUnseen(tx: Queryable, message: InboundMessage, id: number): Promise<boolean> {
+    if (!this.#uncertain.has(journalKey(message))) return false;
+    const entry = await tx.query<{ owner: string; state: JournalState }>(
+      "SELECT owner, state FROM journal.entries WHERE id = $1",
+      [id],
+    );
+    return entry.rows[0]?.owner === this.owner && entry.rows[0]?.state === "received";
+  }
+
+  recorded(
+    profile: string,
+    platform: InboundMessage["platform"],
+    receiptIds: readonly string[],
+  ): Promise<string[]> {
+    return this.#call("recorded", [], async () => {
+      const receipts = await findReceipts(this.#query("recorded"), profile, platform, receiptIds);
+      return receiptIds.filter((_, i) => receipts[i] !== undefined);
+    });
+  }
+
+  /**
+   * With `synchronous_commit` on (the server's default, or `local`, `remote_write`,
+   * `remote_apply`), a commit was flushed to the server's disk before it was answered: there is
+   * nothing left to sync. Under `off`, one transaction that writes and commits with it on
+   * flushes the server's write-ahead log up to there, and so everything committed before it.
+   */
+  sync(): Promise<void> {
+    return this.#call("sync", [], async () => {
+      if (!this.#asyncCommit) return;
+      await this.#database.transaction("sync", async (tx) => {
+        await tx.query("SET LOCAL synchronous_commit = on");
+        // A commit flushes the log only when its transaction wrote some: one row's no-op update.
+        await tx.query("UPDATE mediagate_schema SET updated_at = updated_at WHERE component = $1", [
+          JournalComponent,
+        ]);
+      });
+    });
+  }
+
+  started(ids: number | readonly number[]): Promise<void> {
+    const nowMs = this.#now();
+    return this.#call("started", entryKeys(idList(ids)), async () => {
+      await this.#query("started").query(
+        `UPDATE journal.entries SET state = 'started', started_at = $1
+           WHERE id = ANY($2::bigint[]) AND state = 'received'`,
+        [nowMs, idList(ids)],
+      );
+    });
+  }
+
+  /** The first outcome stays: an entry already `done` (by `addReply`) is left as it is. */
+  finished(ids: number | readonly number[], outcome: JournalOutcome): Promise<void> {
+    const nowMs = this.#now();
+    return this.#call("finished", entryKeys(idList(ids)), async () => {
+      await this.#query("finished").query(
+        `UPDATE journal.entries SET state = 'done', outcome = $1, finished_at = $2
+           WHERE id = ANY($3::bigint[]) AND state <> 'done'`,
+        [outcome, nowMs, idList(ids)],
+      );
+    });
+  }
+
+  /**
+   * Entries not `done` whose owner is gone (its lock is free, on any host), re-owned by this
+   * process in one transaction, oldest first. Rows another process is taking over at the same
+   * moment are skipped (`FOR UPDATE SKIP LOCKED`), and so is an owner whose lock that process
+   * holds while it judges it: no entry goes to two processes.
+   */
+  takeOver(): Promise<JournalEntry[]> {
+    const nowMs = this.#now();
+    return this.#call("takeOver", "all", async () => {
+      await afterOwnerGrace(this.#database, "takeOver", this.#ownerGraceMs, this.#sleep);
+      return this.#database.transaction("takeOver", async (tx) => {
+        const owners = await tx.query<{ owner: string }>(
+          "SELECT DISTINCT owner FROM journal.entries WHERE state <> 'done' AND owner <> $1",
+          [this.owner],
+        );
+        const gone = await goneOwners(
+          tx,
+          owners.rows.map((row) => row.owner),
+          this.owner,
+        );
+        if (gone.length === 0) return [];
+        const taken = await tx.query<EntryRow>(
+          `UPDATE journal.entries SET owner = $1
+             WHERE id IN (SELECT id FROM journal.entries
+                            WHERE owner = ANY($2::text[]) AND state <> 'done'
+                            FOR UPDATE SKIP LOCKED)
+             RETURNING id, key, state, owner, message, received_at, started_at`,
+          [this.owner, gone],
+        );
+        const rows = [...taken.rows].sort((a, b) => Number(a.id) - Number(b.id));
+        const entries: JournalEntry[] = [];
+        for (const row of rows) {
+          const entry = entryOf(row);
+          if (entry !== undefined) entries.push(entry);
+          else {
+            // A row whose message cannot be read is closed as `failed` instead of blocking every start.
+            await tx.query(
+              "UPDATE journal.entries SET state = 'done', outcome = 'failed', finished_at = $1 WHERE id = $2",
+              [nowMs, row.id],
+            );
+          }
+        }
+        return entries;
+      });
+    });
+  }
+
+  statusShown(entryId: number, status: StatusRecord): Promise<void> {
+    return this.#call("statusShown", entryKeys([entryId]), async () => {
+      await this.#query("statusShown").query(
+        "UPDATE journal.entries SET status = $1 WHERE id = $2",
+        [JSON.stringify({ target: status.target, messageId: status.messageId }), entryId],
+      );
+    });
+  }
+
+  previewsShown(entryId: number, messageIds: readonly string[]): Promise<void> {
+    return this.#call("previewsShown", entryKeys([entryId]), async () => {
+      await this.#query("previewsShown").query(
+        "UPDATE journal.entries SET previews = $1 WHERE id = $2",
+        [JSON.stringify(messageIds), entryId],
+      );
+    });
+  }
+
+  statusGone(entryId: number): Promise<void> {
+    return this.#call("statusGone", entryKeys([entryId]), () =>
+      statusGone(this.#query("statusGone"), entryId),
+    );
+  }
+
+  /**
+   * Status messages recorded with entries of gone owners, oldest first. One that does not read
+   * back (it cannot, short of editing the table) is forgotten.
+   */
+  leftoverStatuses(): Promise<LeftoverStatus[]> {
+    return this.#call("leftoverStatuses", "all", async () => {
+      await afterOwnerGrace(this.#database, "leftoverStatuses", this.#ownerGraceMs, this.#sleep);
+      return this.#database.transaction("leftoverStatuses", async (tx) => {
+        const owners = await tx.query<{ owner: string }>(
+          "SELECT DISTINCT owner FROM journal.entries WHERE status IS NOT NULL",
+        );
+        const gone = await goneOwners(
+          tx,
+          owners.rows.map((row) => row.owner),
+          this.owner,
+        );
+        if (gone.length === 0) return [];
+        const rows = await tx.query<{
+          id: Int8;
+          profile: string;
+          platform: InboundMessage["platform"];
+          state: JournalState;
+          status: string;
+          previews: string | null;
+        }>(
+          `SELECT id, profile, platform, state, status, previews FROM journal.entries
+             WHERE owner = ANY($1::text[]) AND status IS NOT NULL ORDER BY id`,
+          [gone],
+        );
+        const leftovers: LeftoverStatus[] = [];
+        for (const row of rows.rows) {
+          const status = parseJson(row.status);
+          if (!isStatusRecord(status)) {
+            await statusGone(tx, Number(row.id));
+            continue;
+          }
+          leftovers.push({
+            entryId: Number(row.id),
+            profile: row.profile,
+            platform: row.platform,
+            state: row.state,
+            target: status.target,
+            messageId: status.messageId,
+            previews: previewIds(row.previews),
+          });
+        }
+        return leftovers;
+      });
+    });
+  }
+
+  cursors(profile: string): Promise<ChatCursor[]> {
+    return this.#call("cursors", [], async () => {
+      // Ordered as SQLite orders text (by code point), whatever the database's collation.
+      const rows = await this.#query("cursors").query<{
+        channel_id: string;
+        last_message_id: string;
+      }>(
+        `SELECT channel_id, last_message_id FROM journal.cursors
+           WHERE profile = $1 ORDER BY channel_id COLLATE "C"`,
+        [profile],
+      );
+      return rows.rows.map((row) => ({
+        channelId: row.channel_id,
+        lastMessageId: row.last_message_id,
+      }));
+    });
+  }
+
+  addReply(
+    reply: OutboxReply,
+    entryId: number | undefined,
+    merged: readonly number[] = [],
+  ): Promise<OutboxRecord> {
+    const nowMs = this.#now();
+    const id = randomUUID();
+    const closed = entryId === undefined ? merged : [entryId, ...merged];
+    return this.#call("addReply", [...entryKeys(closed), `reply:${id}`], async () => {
+      await this.#database.transaction("addReply", async (tx) => {
+        await tx.query(
+          `INSERT INTO journal.replies (id, entry_id, profile, platform, session_key, slot, target,
+                                        text, state, owner, attempts, created_at, not_before)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, 0, $10, 0)`,
+          [
+            id,
+            entryId ?? null,
+            reply.profile,
+            reply.platform,
+            reply.sessionKey,
+            reply.slot,
+            JSON.stringify(reply.target),
+            JSON.stringify(reply.text),
+            this.owner,
+            nowMs,
+          ],
+        );
+        if (closed.length > 0) {
+          await tx.query(
+            `UPDATE journal.entries SET state = 'done', outcome = 'replied', finished_at = $1
+               WHERE id = ANY($2::bigint[])`,
+            [nowMs, closed],
+          );
+        }
+      });
+      return {
+        ...reply,
+        id,
+        entryId,
+        state: "pending",
+        owner: this.owner,
+        steps: new Map(),
+        attempts: 0,
+        createdAtMs: nowMs,
+        notBeforeMs: 0,
+        lastError: undefined,
+      };
+    });
+  }
+
+  /** Records a step's result (a later result for the same key replaces it). */
+  step(replyId: string, key: string, result: StepResult): Promise<void> {
+    const nowMs = this.#now();
+    return this.#call("step", [`reply:${replyId}`], async () => {
+      const written = await this.#query("step").query(
+        `INSERT INTO journal.reply_steps (reply_id, key, result, recorded_at)
+           SELECT $1::text, $2, $3, $4
+             WHERE EXISTS (SELECT 1 FROM journal.replies WHERE id = $1::text)
+           ON CONFLICT (reply_id, key) DO UPDATE
+             SET result = excluded.result, recorded_at = excluded.recorded_at`,
+        [replyId, key, result, nowMs],
+      );
+      if (written.rowCount === 0) throw new Error(`no outbox reply ${replyId}`);
+    });
+  }
+
+  clearStep(replyId: string, key: string): Promise<void> {
+    return this.#call("clearStep", [`reply:${replyId}`], async () => {
+      await this.#query("clearStep").query(
+        "DELETE FROM journal.reply_steps WHERE reply_id = $1 AND key = $2",
+        [replyId, key],
+      );
+    });
+  }
+
+  /** Records the reply's media plan (before its first send). */
+  setPlan(replyId: string, plan: PlanRecord): Promise<void> {
+    return this.#updateReply("setPlan", replyId, "plan = $1", [JSON.stringify(plan)]);
+  }
+
+  attempt(replyId: string): Promise<void> {
+    return this.#updateReply("attempt", replyId, "attempts = attempts + 1", []);
+  }
+
+  reschedule(replyId: string, notBeforeMs: number, error: string): Promise<void> {
+    return this.#updateReply("reschedule", replyId, "not_before = $1, last_error = $2", [
+      Math.trunc(notBeforeMs),
+      printableText(error),
+    ]);
+  }
+
+  closeReply(replyId: string, state: "delivered" | "given_up", error?: string): Promise<void> {
+    return this.#updateReply(
+      "closeReply",
+      replyId,
+      "state = $1, last_error = coalesce($2, last_error), closed_at = $3",
+      [state, error === undefined ? null : printableText(error), this.#now()],
+    );
+  }
+
+  #updateReply(
+    operation: string,
+    replyId: string,
+    set: string,
+    params: readonly (string | number | null)[],
+  ): Promise<void> {
+    return this.#call(operation, [`reply:${replyId}`], async () => {
+      const { rowCount } = await this.#query(operation).query(
+        `UPDATE journal.replies SET ${set} WHERE id = $${params.length + 1}`,
+        [...params, replyId],
+      );
+      if (rowCount === 0) throw new Error(`no outbox reply ${replyId}`);
+    });
+  }
+
+  /** Where entry `id` is and how it ended (for `doctor`, tests and support). */
+  entryState(id: number): Promise<{ state: JournalState; outcome: string | null } | undefined> {
+    return this.#call("entryState", [], async () => {
+      const rows = await this.#query("entryState").query<{
+        state: JournalState;
+        outcome: string | null;
+      }>("SELECT state, outcome FROM journal.entries WHERE id = $1", [id]);
+      return rows.rows[0];
+    });
+  }
+
+  /** Recent replies, newest first (or the one with `id`); only reads (the web console). */
+  replies(query: { limit?: number; id?: string }): Promise<OutboxRecord[]> {
+    return this.#call("replies", [], async () => {
+      const tx = this.#query("replies");
+      const rows =
+        query.id === undefined
+          ? await tx.query<ReplyRow>(
+              "SELECT * FROM journal.replies ORDER BY created_at DESC, seq DESC LIMIT $1",
+              [query.limit ?? 50],
+            )
+          : await tx.query<ReplyRow>("SELECT * FROM journal.replies WHERE id = $1", [query.id]);
+      return repliesOf(tx, rows.rows);
+    });
+  }
+
+  /** Pending replies whose owner is gone, taken over by this process, oldest first. */
+  takeOverReplies(): Promise<OutboxRecord[]> {
+    return this.#call("takeOverReplies", "all", async () => {
+      await afterOwnerGrace(this.#database, "takeOverReplies", this.#ownerGraceMs, this.#sleep);
+      return this.#database.transaction("takeOverReplies", async (tx) => {
+        const owners = await tx.query<{ owner: string }>(
+          "SELECT DISTINCT owner FROM journal.replies WHERE state = 'pending' AND owner <> $1",
+          [this.owner],
+        );
+        const gone = await goneOwners(
+          tx,
+          owners.rows.map((row) => row.owner),
+          this.owner,
+        );
+        if (gone.length === 0) return [];
+        const taken = await tx.query<ReplyRow & { seq: Int8 }>(
+          `UPDATE journal.replies SET owner = $1
+             WHERE id IN (SELECT id FROM journal.replies
+                            WHERE owner = ANY($2::text[]) AND state = 'pending'
+                            FOR UPDATE SKIP LOCKED)
+             RETURNING *`,
+          [this.owner, gone],
+        );
+        const rows = [...taken.rows].sort(
+          (a, b) => Number(a.created_at) - Number(b.created_at) || Number(a.seq) - Number(b.seq),
+        );
+        return repliesOf(tx, rows);
+      });
+    });
+  }
+
+  /**
+   * Hands this owner's unfinished entries, pending replies and status messages still showing to
+   * whoever starts next.
+   */
+  release(): Promise<number> {
+    return this.#call("release", "all", () =>
+      this.#database.transaction("release", async (tx) => {
+        const entries = await tx.query(
+          `UPDATE journal.entries SET owner = $1
+             WHERE owner = $2 AND (state <> 'done' OR status IS NOT NULL)`,
+          [ReleasedOwner, this.owner],
+        );
+        const replies = await tx.query(
+          "UPDATE journal.replies SET owner = $1 WHERE owner = $2 AND state = 'pending'",
+          [ReleasedOwner, this.owner],
+        );
+        return (entries.rowCount ?? 0) + (replies.rowCount ?? 0);
+      }),
+    );
+  }
+
+  /** Deletes `done` entries and closed replies older than `olderThanMs` (epoch ms). */
+  prune(olderThanMs: number): Promise<number> {
+    return this.#call("prune", "all", () =>
+      this.#database.transaction("prune", async (tx) => {
+        await tx.query(
+          `DELETE FROM journal.receipts WHERE entry_id IN
+             (SELECT id FROM journal.entries WHERE state = 'done' AND finished_at < $1)`,
+          [olderThanMs],
+        );
+        const entries = await tx.query(
+          "DELETE FROM journal.entries WHERE state = 'done' AND finished_at < $1",
+          [olderThanMs],
+        );
+        await tx.query(
+          `DELETE FROM journal.reply_steps WHERE reply_id IN
+             (SELECT id FROM journal.replies WHERE state <> 'pending' AND closed_at < $1)`,
+          [olderThanMs],
+        );
+        const replies = await tx.query(
+          "DELETE FROM journal.replies WHERE state <> 'pending' AND closed_at < $1",
+          [olderThanMs],
+        );
+        return (entries.rowCount ?? 0) + (replies.rowCount ?? 0);
+      }),
+    );
+  }
+
+  /**
+   * Lets the calls made before it finish, then gives up this journal's share of the owner
+   * lock (the last journal of the owner in this process unlocks it, and the owner is gone).
+   * Later calls reject. Leaves the database open. Safe to call twice.
+   */
+  close(): Promise<void> {
+    this.#closed ??= this.#order
+      .run("all", () => Promise.resolve())
+      .then(() => this.#lock.release());
+    return this.#closed;
+  }
+
+  /** One statement on the pool, its failure named after `operation`. */
+  #query(operation: string): Queryable {
+    return {
+      query: <Row extends pg.QueryResultRow>(sql: string, params?: readonly unknown[]) =>
+        this.#database.query<Row>(operation, sql, params),
+    };
+  }
+
+  /** Runs `work` in its place in the call order; every failure becomes a {@link StorageError}. */
+  #call<T>(operation: string, keys: readonly string[] | "all", work: () => Promise<T>): Promise<T> {
+    if (this.#closed !== undefined) {
+      return Promise.reject(this.#error(operation, new Error("the journal is closed")));
+    }
+    return this.#order.run(keys, work).catch((error: unknown) => {
+      throw this.#error(operation, error);
+    });
+  }
+
+  #error(operation: string, error: unknown): StorageError {
+    const failure = error instanceof PostgresStoreError ? error : undefined;
+    const message = error instanceof Error ? error.message : String(error);
+    // The store error's message starts with where and what failed, which StorageError says.
+    const said = failure === undefined ? "" : `${this.where}: ${failure.operation} failed: `;
+    const reason = said !== "" && message.startsWith(said) ? message.slice(said.length) : message;
+    return new StorageError({
+      operation,
+      path: this.where,
+      reason,
+      systemCode: sqlState(failure?.cause ?? error),
+      cause: error,
+    });
+  }
+}
+
+function entryKeys(ids: readonly number[]): string[] {
+  return ids.map((id) => `entry:${id}`);
+}
+
+/** The SQLSTATE (or the socket's errno code) of a failure, looking through a store error. */
+function sqlState(error: unknown): string | undefined {
+  const cause = error instanceof PostgresStoreError ? error.cause : error;
+  if (typeof cause !== "object" || cause === null) return undefined;
+  const code = (cause as { code?: unknown }).code;
+  return typeof code === "string" ? code : undefined;
+}
+
+/** PostgreSQL's `text` refuses NUL; a diagnostic line keeps the rest. */
+function printableText(text: string): string {
+  return text.replaceAll("\0", "\uFFFD");
+}
