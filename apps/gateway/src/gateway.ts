@@ -10,6 +10,7 @@ import { healthReport } from "./gateway/health.js";
 import { received } from "./gateway/inbound.js";
 import { GatewayDefaults, type GatewayOptions } from "./gateway/options.js";
 import { recover } from "./gateway/recovery.js";
+import { startSchedules, stopSchedules } from "./gateway/schedules-start.js";
 import { startWeb } from "./gateway/web-start.js";
 import { type HealthReport, type HealthServer, startHealthServer } from "./health/server.js";
 import type { Logger } from "./log.js";
@@ -99,6 +100,7 @@ export class Gateway {
       });
       this.logger.info({ platform: channel.platform, profile: channel.profile }, "channel started");
     }
+    await startSchedules(this.#core);
     // Unfinished replies are resumed once the channels are up (Discord knows its guilds'
     // upload limits only after login); the reap waits for their attempt, since they plan
     // their media from the slot directories a dead process's containers used.
@@ -148,6 +150,7 @@ export class Gateway {
 
   async #stop(): Promise<void> {
     clearInterval(this.#pruneTimer);
+    stopSchedules(this.#core);
     await this.#core.web?.close().catch((error: unknown) => {
       this.logger.warn({ err: error }, "web console close failed");
     });

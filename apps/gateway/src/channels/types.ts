@@ -39,6 +39,19 @@ export interface InboundMessage {
    * before the sender is authorized (docs/inbound-media.md).
    */
   readonly attachments?: readonly InboundAttachment[] | undefined;
+  /**
+   * Set on a run of a scheduled task (docs/schedules.md): no platform message is behind it, so
+   * its reply quotes nothing and nothing reacts on `messageId`. `operator`: a task of the
+   * config's `schedules.tasks`, which runs whoever the config's lists allow.
+   */
+  readonly scheduled?: ScheduledRunInfo | undefined;
+}
+
+/** Which task and due time a scheduled run is (its receipt id is `task:<taskId>:<dueMs>`). */
+export interface ScheduledRunInfo {
+  readonly taskId: string;
+  readonly dueMs: number;
+  readonly operator?: boolean | undefined;
 }
 
 /** How the platform labelled a file a user sent. */

@@ -66,7 +66,7 @@ export async function receive(
     );
     return;
   }
-  dispatch(gateway, channel, message, recorded.id);
+  void dispatch(gateway, channel, message, recorded.id);
 }
 
 export async function notRecorded(

@@ -8,6 +8,8 @@ import { dispatch } from "./dispatch.js";
 
 /** The line a chat gets after a restart for a turn a crash or a stop cut off. */
 export function interruptedText(message: InboundMessage): string {
+  if (message.scheduled !== undefined)
+    return `⚠️ The gateway restarted while running task ${message.scheduled.taskId}. It did not finish, and commands it started may have run in part; it runs again at its next time (/tasks has "Run now").`;
   const preview = message.text.length > 60 ? `${message.text.slice(0, 57)}…` : message.text;
   return `⚠️ The gateway restarted while working on your message “${preview}”. It did not finish, and commands it started may have run in part. Send it again if you still want it.`;
 }
@@ -61,7 +63,7 @@ export async function recoverEntry(
     return;
   }
   if (entry.state === "received" || gateway.config.rerunInterrupted) {
-    dispatch(gateway, channel, message, entry.id, true);
+    void dispatch(gateway, channel, message, entry.id, true);
     return undefined;
   }
   // The notice is a reply like any other: recorded with the entry's close in one

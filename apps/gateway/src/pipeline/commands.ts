@@ -15,6 +15,8 @@ import { describeResetConfirm, resetSession } from "../commands/reset.js";
 import { describeStatus } from "../commands/status.js";
 import { describeSlotStop, describeStop, stopSession, stopSlot } from "../commands/stop.js";
 import { describeUsage } from "../commands/usage.js";
+import { answerTaskCommand } from "../schedules/chat.js";
+import { parseTaskCommand } from "../schedules/parse.js";
 import { finishEntry } from "./journal-steps.js";
 import { type MessageContext, type Middleware, say, sessionOf } from "./types.js";
 
@@ -27,6 +29,16 @@ import { type MessageContext, type Middleware, say, sessionOf } from "./types.js
  * messages continue to the agent turn.
  */
 export const handleCommands: Middleware = async (ctx, next) => {
+  const taskCommand = parseTaskCommand(ctx.message.text);
+  const schedules = ctx.services.schedules;
+  if (taskCommand !== undefined && schedules !== undefined) {
+    try {
+      await answerTaskCommand(ctx, schedules, taskCommand);
+    } finally {
+      await finishEntry(ctx, "command");
+    }
+    return;
+  }
   const command = parseCommand(ctx.message.text);
   if (command === undefined) return next();
   // Without pairing, `/approve …` is an ordinary message, as it was before pairing existed.

@@ -2,6 +2,7 @@ import type { Clock, Schedule } from "@mediagate/io";
 import { Defaults } from "../defaults.js";
 import type { Logger } from "../log.js";
 import type { TaskRecord, TaskRun, TaskRunOutcome, TaskStore } from "../state/tasks.js";
+import { TaskRunTimeoutError } from "./errors.js";
 import { nextDueAfter } from "./timing.js";
 
 /** One due time of a task, handed to {@link SubmitRun}. */
@@ -17,8 +18,8 @@ export interface SubmittedRun {
   readonly fresh: boolean;
   /** How the run ended, once it has (never rejects). Absent when not `fresh`. */
   readonly finished?: Promise<TaskRunOutcome> | undefined;
-  /** Stops the run (its timeout). */
-  stop(): void;
+  /** Stops the run (its timeout), with `reason` as the turn's abort reason. */
+  stop(reason: Error): void;
 }
 
 /**
@@ -218,7 +219,7 @@ export class TaskScheduler {
     const cancelTimeout = schedule(() => {
       timedOut = true;
       log.warn({ taskId: task.id, dueMs }, "scheduled run timed out; stopping it");
-      submitted.stop();
+      submitted.stop(new TaskRunTimeoutError(task.id, this.#runTimeoutMs));
     }, this.#runTimeoutMs);
     const following = (submitted.finished ?? Promise.resolve<TaskRunOutcome>("done"))
       .then(async (ended) => {
