@@ -127,6 +127,11 @@ describe("scheduled tasks over Telegram", () => {
     const adminSince = bot.mark();
     await bot.handle((fake) => fake.sendPrivateText({ userId: Admin, text: "/tasks" }));
     expect(listed(Admin, adminSince)?.text).toContain(`• ${id}: every 1h`);
+    const status = await bot.ask(Admin, "/status");
+    expect(status).toContain("Next task runs (1 active):");
+    expect(status).toMatch(
+      new RegExp(`• \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC: ${id} “echo mine”`),
+    );
     expect(await bot.ask(Admin, `/tasks delete ${id}`)).toMatch(
       new RegExp(`^🗑 Task ${id} deleted`),
     );

@@ -17,6 +17,8 @@ import { describeSlotStop, describeStop, stopSession, stopSlot } from "../comman
 import { describeUsage } from "../commands/usage.js";
 import { answerTaskCommand } from "../schedules/chat.js";
 import { parseTaskCommand } from "../schedules/parse.js";
+import { describeNextRuns } from "../schedules/task-commands.js";
+import type { StateStore } from "../state/store.js";
 import { finishEntry } from "./journal-steps.js";
 import { type MessageContext, type Middleware, say, sessionOf } from "./types.js";
 
@@ -217,12 +219,13 @@ async function runCommand(ctx: MessageContext, command: AdminCommand): Promise<v
       }
       return;
     }
-    case "status":
-      await say(
-        ctx,
-        await describeStatus(runtime, services, session.sessionKey, session.sessionId),
-      );
+    case "status": {
+      const status = await describeStatus(runtime, services, session.sessionKey, session.sessionId);
+      const tasks = (runtime.store as Partial<Pick<StateStore, "tasks">>).tasks;
+      const runs = tasks === undefined ? [] : await describeNextRuns(tasks);
+      await say(ctx, [status, ...runs].join("\n"));
       return;
+    }
   }
 }
 

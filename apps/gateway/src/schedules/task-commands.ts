@@ -145,6 +145,26 @@ export function describeTask(task: TaskRecord, viewer: string): string {
   return `• ${task.id}: ${describeTiming(task.timing, task.timezone)} — ${next}${last}${owner}\n  “${preview(task.text)}”`;
 }
 
+/** The runs `/status` shows (docs/schedules.md). */
+const StatusRuns = 5;
+
+/** `/status`'s lines of the profile's next runs, earliest first. */
+export async function describeNextRuns(tasks: TaskStore): Promise<string[]> {
+  const due = (await tasks.listTasks())
+    .filter((task) => task.active && !task.paused)
+    .sort((a, b) => a.nextDueMs - b.nextDueMs);
+  if (due.length === 0) return ["Next task runs: none"];
+  return [
+    `Next task runs (${due.length} active):`,
+    ...due
+      .slice(0, StatusRuns)
+      .map(
+        (task) =>
+          `• ${formatLocal(task.nextDueMs, task.timezone)}: ${task.id} “${preview(task.text)}”`,
+      ),
+  ];
+}
+
 /** A task's buttons: pause or resume, run now, delete. */
 export function taskButtons(task: TaskRecord): ChoiceButton[] {
   const data = (option: TaskAction) =>
