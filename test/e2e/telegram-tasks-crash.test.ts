@@ -66,5 +66,12 @@ describe("a scheduled run SIGKILLed in the middle", () => {
       "run",
     ]);
     expect(texts(inChat()).some((t) => t.includes("never"))).toBe(false);
+    // The task's record of runs says so too.
+    fake.sendPrivateText({ userId: User, text: "/tasks" });
+    await waitUntil(
+      () => texts(inChat(restart)).some((t) => t.includes(`${id}: every 1h`)),
+      "the task list",
+    );
+    expect(texts(inChat(restart)).at(-1)).toMatch(/; last: interrupted \(/);
   }, 180_000);
 });

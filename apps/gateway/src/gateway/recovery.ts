@@ -5,6 +5,7 @@ import { messageReaction } from "../pipeline/react.js";
 import { buildSessionKey } from "../session/key.js";
 import { channelFor, type GatewayCore, targetOf } from "./core.js";
 import { dispatch } from "./dispatch.js";
+import { dispatchRecoveredRun, recordRecoveredRun } from "./scheduled-runs.js";
 
 /** The line a chat gets after a restart for a turn a crash or a stop cut off. */
 export function interruptedText(message: InboundMessage): string {
@@ -63,9 +64,11 @@ export async function recoverEntry(
     return;
   }
   if (entry.state === "received" || gateway.config.rerunInterrupted) {
-    void dispatch(gateway, channel, message, entry.id, true);
+    if (message.scheduled !== undefined) dispatchRecoveredRun(gateway, channel, message, entry.id);
+    else void dispatch(gateway, channel, message, entry.id, true);
     return undefined;
   }
+  await recordRecoveredRun(gateway, message, "interrupted");
   // The notice is a reply like any other: recorded with the entry's close in one
   // transaction, delivered (and retried) by the outbox, never sent twice.
   const sessionKey = buildSessionKey(message, runtime.profile);

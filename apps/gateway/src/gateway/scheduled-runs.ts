@@ -1,4 +1,4 @@
-import type { InboundMessage } from "../channels/types.js";
+import type { ChannelAdapter, InboundMessage } from "../channels/types.js";
 import { interruptSession } from "../commands/stop.js";
 import type { Journal, JournalOutcome } from "../durable/types.js";
 import type { PipelineServices } from "../pipeline/types.js";
@@ -66,6 +66,62 @@ function watching(journal: Journal, entryId: number, seen: (outcome: JournalOutc
   });
 }
 
+/** Dispatches a run, watching how its journal entry ends. */
+function dispatchRun(
+  gateway: GatewayCore,
+  channel: ChannelAdapter,
+  message: InboundMessage,
+  entryId: number,
+  recovered: boolean,
+): { services: PipelineServices; finished: Promise<TaskRunOutcome> } {
+  let closed: JournalOutcome | undefined;
+  const services: PipelineServices = {
+    ...gateway.services,
+    journal: watching(gateway.journal, entryId, (outcome) => {
+      closed = outcome;
+    }),
+  };
+  const handled = dispatch(gateway, channel, message, entryId, recovered, services);
+  return { services, finished: handled.then(() => outcomeOf(closed)) };
+}
+
+/**
+ * A scheduled run the previous process left in the journal (recovery): run as any recorded
+ * message is, and its outcome written to the task's record of runs when it ends.
+ */
+export function dispatchRecoveredRun(
+  gateway: GatewayCore,
+  channel: ChannelAdapter,
+  message: InboundMessage,
+  entryId: number,
+): void {
+  const { finished } = dispatchRun(gateway, channel, message, entryId, true);
+  void finished.then((outcome) => recordRecoveredRun(gateway, message, outcome));
+}
+
+/** Writes how a run the previous process left ended (cut off: `interrupted`). */
+export async function recordRecoveredRun(
+  gateway: GatewayCore,
+  message: InboundMessage,
+  outcome: TaskRunOutcome,
+): Promise<void> {
+  const run = message.scheduled;
+  const runtime = gateway.runtimes.get(message.profile);
+  if (run === undefined || runtime === undefined) return;
+  const clock = gateway.options.taskClock ?? gateway.clock;
+  await runtime.store.tasks
+    .recordRun({
+      taskId: run.taskId,
+      dueMs: run.dueMs,
+      outcome,
+      atMs: clock.wallMs(),
+      detail: "taken over after a restart",
+    })
+    .catch((error: unknown) =>
+      gateway.logger.warn({ err: error, taskId: run.taskId }, "run not recorded"),
+    );
+}
+
 /**
  * The scheduler's {@link SubmitRun} for `profile`: the run is recorded in the journal (as a
  * typed message is, so a crash finds it there and recovery runs it or tells the chat) and goes
@@ -86,18 +142,11 @@ export function scheduledRuns(gateway: GatewayCore, profile: string): SubmitRun 
     }
     const recorded = await gateway.journal.record(message);
     if (!recorded.fresh) return { fresh: false, stop: () => {} };
-    let closed: JournalOutcome | undefined;
-    const services: PipelineServices = {
-      ...gateway.services,
-      journal: watching(gateway.journal, recorded.id, (outcome) => {
-        closed = outcome;
-      }),
-    };
-    const handled = dispatch(gateway, channel, message, recorded.id, false, services);
+    const { services, finished } = dispatchRun(gateway, channel, message, recorded.id, false);
     const sessionKey = buildSessionKey(message, runtime.profile);
     return {
       fresh: true,
-      finished: handled.then(() => outcomeOf(closed)),
+      finished,
       stop: (reason) => {
         void interruptSession(runtime, services, sessionKey, reason).catch(() => {});
       },
