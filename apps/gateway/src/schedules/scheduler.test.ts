@@ -222,3 +222,36 @@ describe("the scheduler on an injected clock", () => {
     tasks.stop();
   });
 });
+
+describe("a due run the journal cannot record", () => {
+  it("is not run, keeps its due time, and is tried again a maxWaitMs later, not at once", async () => {
+    const clock = manualClock(Date.UTC(2026, 0, 5, 10, 0));
+    const store = await openTasks(clock);
+    const created = clock.now();
+    await store.addTask(task("t", { kind: "every", everyMs: Hour }, created), {
+      maxPerUser: 10,
+      maxPerProfile: 10,
+    });
+    let attempts = 0;
+    let full = true;
+    const fake = submitter();
+    const tasks = scheduler(clock, store, async (run) => {
+      attempts++;
+      if (full) throw new Error("disk full");
+      return fake.submit(run);
+    });
+    tasks.start();
+    await tasks.looked();
+    clock.advance(Hour);
+    await tasks.looked();
+    expect(attempts).toBe(1);
+    expect(clock.pending()).toEqual([60_000]);
+    expect((await store.getTask("t"))?.nextDueMs).toBe(created + Hour);
+    full = false;
+    clock.advance(Minute);
+    await tasks.idle();
+    expect(attempts).toBe(2);
+    expect(fake.runs.map((r) => r.dueMs)).toEqual([created + Hour]);
+    tasks.stop();
+  });
+});

@@ -145,6 +145,7 @@ export class TaskScheduler {
 
   async #tick(): Promise<void> {
     const { store, clock, log } = this.#options;
+    let failed = false;
     try {
       const nowMs = clock.wallMs();
       for (const task of await store.dueTasks(nowMs)) {
@@ -152,23 +153,27 @@ export class TaskScheduler {
         try {
           await this.#fire(task, nowMs);
         } catch (error) {
-          // The due time stays: the next look tries it again, under the same key.
+          // The due time stays: the next look, a `maxWaitMs` later, tries it again.
+          failed = true;
           log.error({ err: error, taskId: task.id }, "scheduled run could not be started");
         }
       }
     } catch (error) {
+      failed = true;
       log.error({ err: error }, "could not read the scheduled tasks");
     }
-    await this.#arm();
+    await this.#arm(failed);
   }
 
-  async #arm(): Promise<void> {
+  /** Arms the timer for the next due time; after a failure, not before `maxWaitMs`. */
+  async #arm(failed: boolean): Promise<void> {
     if (this.#stopped) return;
     const { store, clock, schedule, log } = this.#options;
     let waitMs = this.#maxWaitMs;
     try {
       const next = await store.nextDueMs();
-      if (next !== undefined) waitMs = Math.min(waitMs, Math.max(0, next - clock.wallMs()));
+      if (next !== undefined && !failed)
+        waitMs = Math.min(waitMs, Math.max(0, next - clock.wallMs()));
     } catch (error) {
       log.error({ err: error }, "could not read the next due time");
     }
