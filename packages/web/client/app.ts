@@ -13,6 +13,7 @@ import { Deliveries } from "./pages/deliveries.js";
 import { Logs } from "./pages/logs.js";
 import { Overview } from "./pages/overview.js";
 import { Sessions } from "./pages/sessions.js";
+import { Tasks } from "./pages/tasks.js";
 import { Usage } from "./pages/usage.js";
 
 const Nav = [
@@ -22,6 +23,7 @@ const Nav = [
   ["/deliveries", "Deliveries"],
   ["/logs", "Logs"],
   ["/usage", "Usage"],
+  ["/tasks", "Tasks"],
 ] as const;
 
 const NotFound = () => html`<p>Not found.</p>`;
@@ -45,6 +47,7 @@ function Shell() {
         <${Route} path="/deliveries" component=${Deliveries} />
         <${Route} path="/logs" component=${Logs} />
         <${Route} path="/usage" component=${Usage} />
+        <${Route} path="/tasks" component=${Tasks} />
         <${Route} default component=${NotFound} />
       <//>
       <//>

@@ -57,7 +57,15 @@ export interface WebConsole {
 }
 
 /** The pages of the console (each serves the app; the app shows the page of its path). */
-export const Pages = ["/", "/sessions", "/containers", "/deliveries", "/logs", "/usage"] as const;
+export const Pages = [
+  "/",
+  "/sessions",
+  "/containers",
+  "/deliveries",
+  "/logs",
+  "/usage",
+  "/tasks",
+] as const;
 
 /** What is served without a login: the login page and what it loads, nothing else. */
 const Public = new Set(["/login", "/api/csrf", "/assets/login.js", "/assets/style.css"]);
@@ -230,6 +238,7 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
     "/api/usage",
     async () => (await source.usage?.(WebDefaults.usageDays)) ?? { profiles: [] },
   );
+  app.get("/api/tasks", async () => (await source.tasks?.()) ?? []);
   app.get("/api/logs", (request) => {
     const q = request.query as Record<string, string | undefined>;
     const after = Number(q.after);
@@ -315,6 +324,21 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
     const confirm = (request.body as { confirm?: unknown }).confirm === true;
     return action(request, reply, "reset", (by) => source.resetSlot(key, confirm, by));
   });
+  app.post("/api/tasks/action", { onRequest: csrf }, (request, reply) => {
+    const body = (request.body ?? {}) as Record<string, unknown>;
+    const { profile, id, action: name } = body;
+    if (
+      typeof profile !== "string" ||
+      typeof id !== "string" ||
+      (name !== "run" && name !== "pause" && name !== "resume") ||
+      source.taskAction === undefined
+    ) {
+      return reply.code(400).send({ error: "name a profile, a task id and run, pause or resume" });
+    }
+    return action(request, reply, `task ${name}`, async (by) => ({
+      text: await source.taskAction?.(profile, id, name, by),
+    }));
+  });
   app.post("/api/orphans/reap", { onRequest: csrf }, (request, reply) =>
     action(request, reply, "reap", async (by) => ({ text: await source.reapOrphans(by) })),
   );
@@ -345,5 +369,7 @@ function fieldsOf(body: Record<string, unknown>): Record<string, unknown> {
   const fields: Record<string, unknown> = {};
   if (typeof body.sessionKey === "string") fields.sessionKey = body.sessionKey;
   if (typeof body.confirm === "boolean") fields.confirm = body.confirm;
+  if (typeof body.profile === "string") fields.profile = body.profile;
+  if (typeof body.id === "string") fields.taskId = body.id;
   return fields;
 }

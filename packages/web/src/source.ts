@@ -7,6 +7,8 @@ import type {
   OverviewView,
   ResetAnswer,
   SessionView,
+  TaskActionName,
+  TaskView,
   UsageView,
   WebActor,
 } from "./types.js";
@@ -38,6 +40,10 @@ export interface ConsoleSource {
    * Absent in a source without models: the page then says so.
    */
   usage?(days: number): Promise<UsageView>;
+  /** Every task of every profile (docs/schedules.md); absent: the page says there are none. */
+  tasks?(): Promise<TaskView[]>;
+  /** Run now, pause or resume a task, as an admin would in the chat. Answers what was done. */
+  taskAction?(profile: string, id: string, action: TaskActionName, by: WebActor): Promise<string>;
   /** `/stop` for the session. Answers the chat line it would have given. */
   stopTurn(sessionKey: string, by: WebActor): Promise<string>;
   /** `/reset` (`confirm`: `/reset confirm`) for the session. */

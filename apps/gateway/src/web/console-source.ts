@@ -22,6 +22,7 @@ import type { PipelineServices } from "../pipeline/types.js";
 import type { ProfileRuntime } from "../profiles/profile-runtime.js";
 import type { LiveSessions } from "../session/live-sessions.js";
 import type { LogRing } from "./log-ring.js";
+import { taskAction, tasksView } from "./tasks-source.js";
 import { usageView } from "./usage-source.js";
 
 /** What the console's source reads of the gateway (read-only, but for the actions). */
@@ -283,6 +284,11 @@ export function createConsoleSource(deps: ConsoleSourceDeps): ConsoleSource {
     },
 
     usage: (days: number) => usageView(runtimes, days),
+
+    tasks: () => tasksView(runtimes),
+
+    taskAction: (profile, id, action, by) =>
+      taskAction(runtimes, services.schedules, logger, { profile, id, action, by }),
 
     async reapOrphans(by: WebActor): Promise<string> {
       const lines: string[] = [];
