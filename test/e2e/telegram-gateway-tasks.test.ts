@@ -19,6 +19,8 @@ const Report = "date +%s > /workspace/report.txt; echo MEDIA:/workspace/report.t
 describe("scheduled tasks over Telegram", () => {
   let harness: TelegramGatewayHarness;
   let bot: TelegramBot;
+  /** A second profile, whose config holds one operator task answering in Member's DM. */
+  let operatorBot: TelegramBot;
 
   beforeAll(async () => {
     harness = await TelegramGatewayHarness.start("t-tasks", [
@@ -27,8 +29,26 @@ describe("scheduled tasks over Telegram", () => {
         allowed: [Member, Other],
         settings: { schedules: { maxPerUser: 2, minIntervalSeconds: 300 } },
       },
+      {
+        admins: [Admin],
+        allowed: [Member],
+        settings: {
+          schedules: {
+            timezone: "Europe/Berlin",
+            tasks: [
+              {
+                name: "op-report",
+                every: "1h",
+                text: "echo operator-report",
+                chat: { platform: "telegram", chatId: Member, type: "dm" },
+              },
+            ],
+          },
+        },
+      },
     ]);
     bot = harness.bot();
+    operatorBot = harness.bot(1);
   });
 
   afterAll(async () => {
@@ -39,6 +59,9 @@ describe("scheduled tasks over Telegram", () => {
   afterEach(async () => {
     const { tasks } = bot.runtime.store;
     for (const task of await tasks.listTasks()) await tasks.deleteTask(task.id);
+    const operator = operatorBot.runtime.store.tasks;
+    for (const task of await operator.listTasks())
+      if (task.owner !== "operator") await operator.deleteTask(task.id);
   });
 
   const idOf = (answer: string): string => {
@@ -193,5 +216,24 @@ describe("scheduled tasks over Telegram", () => {
     );
     await bot.ask(Member, `/tasks delete ${a}`);
     await bot.ask(Member, `/tasks delete ${b}`);
+  }, 120_000);
+
+  it("runs the config's operator task in its target chat; admins see it, members do not", async () => {
+    const since = operatorBot.mark();
+    harness.stateClock.advance(60 * Minute);
+    await ticksUntil(
+      () => operatorBot.texts(Member, since).includes("operator-report"),
+      "the operator task's reply",
+    );
+    expect(await operatorBot.ask(Member, "/tasks")).toMatch(/^No tasks yet/);
+    expect(await operatorBot.ask(Member, "/tasks delete op-op-report")).toBe(
+      "No task op-op-report of yours here; /tasks lists yours.",
+    );
+    const adminSince = operatorBot.mark();
+    await operatorBot.handle((fake) => fake.sendPrivateText({ userId: Admin, text: "/tasks" }));
+    const shown = operatorBot.texts(Admin, adminSince).join("\n");
+    expect(shown).toContain("• op-op-report: every 1h");
+    expect(shown).toContain("config task op-report");
+    expect(shown).toMatch(/last: done \(\d{4}-\d\d-\d\d \d\d:\d\d Europe\/Berlin\)/);
   }, 120_000);
 });
