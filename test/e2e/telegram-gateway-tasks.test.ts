@@ -153,7 +153,7 @@ describe("scheduled tasks over Telegram", () => {
     const status = await bot.ask(Admin, "/status");
     expect(status).toContain("Next task runs (1 active):");
     expect(status).toMatch(
-      new RegExp(`• \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC: ${id} “echo mine”`),
+      new RegExp(`• \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC: task ${id}$`, "m"),
     );
     expect(await bot.ask(Admin, `/tasks delete ${id}`)).toMatch(
       new RegExp(`^🗑 Task ${id} deleted`),
@@ -235,5 +235,25 @@ describe("scheduled tasks over Telegram", () => {
     expect(shown).toContain("• op-op-report: every 1h");
     expect(shown).toContain("config task op-report");
     expect(shown).toMatch(/last: done \(\d{4}-\d\d-\d\d \d\d:\d\d Europe\/Berlin\)/);
+  }, 120_000);
+
+  it("in a group, /tasks shows only the tasks of that group, even to an admin", async () => {
+    const Team = -1006100;
+    const inGroup = async (user: number, text: string) => {
+      const since = bot.mark();
+      await bot.handle((fake) => fake.sendGroupText({ chatId: Team, userId: user, text }));
+      return bot.texts(Team, since).join("\n");
+    };
+    const dmTask = idOf(await bot.ask(Member, "/every 1h echo private-dm-task"));
+    const groupTask = idOf(await inGroup(Member, "/every 2h echo team-task"));
+    const shown = await inGroup(Admin, "/tasks");
+    expect(shown).toContain("Tasks of this chat:");
+    expect(shown).toContain(`• ${groupTask}: every 2h`);
+    expect(shown).not.toContain(dmTask);
+    expect(shown).not.toContain("private-dm-task");
+    // In their DM the admin sees both.
+    const all = await bot.ask(Admin, "/tasks");
+    expect(all).toContain(dmTask);
+    expect(all).toContain(groupTask);
   }, 120_000);
 });

@@ -148,7 +148,10 @@ export function describeTask(task: TaskRecord, viewer: string): string {
 /** The runs `/status` shows (docs/schedules.md). */
 const StatusRuns = 5;
 
-/** `/status`'s lines of the profile's next runs, earliest first. */
+/**
+ * `/status`'s lines of the profile's next runs, earliest first: times and ids only (an admin may
+ * ask in a group; the tasks' texts are for `/tasks`).
+ */
 export async function describeNextRuns(tasks: TaskStore): Promise<string[]> {
   const due = (await tasks.listTasks())
     .filter((task) => task.active && !task.paused)
@@ -158,10 +161,7 @@ export async function describeNextRuns(tasks: TaskStore): Promise<string[]> {
     `Next task runs (${due.length} active):`,
     ...due
       .slice(0, StatusRuns)
-      .map(
-        (task) =>
-          `• ${formatLocal(task.nextDueMs, task.timezone)}: ${task.id} “${preview(task.text)}”`,
-      ),
+      .map((task) => `• ${formatLocal(task.nextDueMs, task.timezone)}: task ${task.id}`),
   ];
 }
 
@@ -179,18 +179,39 @@ export function taskButtons(task: TaskRecord): ChoiceButton[] {
   ];
 }
 
-/** What `/tasks` shows: the sender's tasks (an admin's: everyone's), with buttons for the first five. */
+/** Whether `task` answers in `chat`. */
+function answersIn(task: TaskRecord, chat: TaskChat): boolean {
+  return (
+    task.chat.platform === chat.platform &&
+    task.chat.chatId === chat.chatId &&
+    task.chat.threadId === chat.threadId
+  );
+}
+
+/**
+ * What `/tasks` shows, with buttons for the first five. In a DM: the sender's tasks (an
+ * admin's: every task of the bot). In a group or channel, where others read along, only the
+ * tasks that answer in this chat: the sender's (an admin's: everyone's).
+ */
 export async function listTasks(
   scope: TaskScope,
 ): Promise<{ readonly text: string; readonly rows: ChoiceButton[][] }> {
-  const tasks = await scope.tasks.listTasks(scope.admin ? undefined : scope.user);
+  const mine = await scope.tasks.listTasks(scope.admin ? undefined : scope.user);
+  const tasks =
+    scope.chat.chatType === "dm" ? mine : mine.filter((task) => answersIn(task, scope.chat));
   if (tasks.length === 0) {
+    const here = scope.chat.chatType === "dm" ? "" : " in this chat";
     return {
-      text: 'No tasks yet. Make one with /every 1h <prompt>, /at 09:00 <prompt> or /cron "0 9 * * 1-5" <prompt>.',
+      text: `No tasks${here} yet. Make one with /every 1h <prompt>, /at 09:00 <prompt> or /cron "0 9 * * 1-5" <prompt>.`,
       rows: [],
     };
   }
-  const heading = scope.admin ? "Tasks of this bot:" : "Your tasks:";
+  const heading =
+    scope.chat.chatType !== "dm"
+      ? "Tasks of this chat:"
+      : scope.admin
+        ? "Tasks of this bot:"
+        : "Your tasks:";
   const lines = tasks.map((task) => describeTask(task, scope.user));
   const more =
     tasks.length > MaxButtonRows
