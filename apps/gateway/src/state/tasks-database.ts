@@ -269,9 +269,10 @@ export function syncOperatorTasks(db: Database, tasks: readonly NewTask[], nowMs
     }
     const sameTiming =
       JSON.stringify(old.timing) === JSON.stringify(task.timing) && old.timezone === task.timezone;
+    // A new timing counts from now (its `every` anchor too), as a new task would.
     db.prepare(
       `UPDATE tasks SET timing = ?, timezone = ?, text = ?, chat = ?, catch_up = ?,
-         next_due_at = ?, active = ? WHERE id = ?`,
+         next_due_at = ?, active = ?, created_at = ? WHERE id = ?`,
     ).run(
       JSON.stringify(task.timing),
       task.timezone,
@@ -280,6 +281,7 @@ export function syncOperatorTasks(db: Database, tasks: readonly NewTask[], nowMs
       task.catchUp,
       sameTiming ? old.nextDueMs : task.nextDueMs,
       sameTiming && !old.active ? 0 : 1,
+      sameTiming ? old.createdAtMs : nowMs,
       old.id,
     );
   }

@@ -11,9 +11,12 @@ afterEach(async () => {
   await Promise.all(stores.splice(0).map((store) => store.close()));
 });
 
+let clockMs = 1_000;
+
 async function open(): Promise<StateStore> {
+  clockMs = 1_000;
   const store = await StateStore.open(join(await tempDirForTest("mg-tasks-"), "state.db"), {
-    now: () => 1_000,
+    now: () => clockMs,
   });
   stores.push(store);
   return store;
@@ -93,6 +96,20 @@ describe("the task tables (schema v7)", () => {
       ["op1", "report", "new text", 7_000],
       ["op3", "other", "echo hi", 5_000],
     ]);
+    // A new timing starts over: its next due time and its anchor are the new ones.
+    clockMs = 50_000;
+    await tasks.syncOperatorTasks([
+      task("op4", "operator", {
+        name: "report",
+        timing: { kind: "every", everyMs: 60_000 },
+        nextDueMs: 61_000,
+      }),
+    ]);
+    expect(await tasks.getTask("op1")).toMatchObject({
+      timing: { kind: "every", everyMs: 60_000 },
+      nextDueMs: 61_000,
+      createdAtMs: 50_000,
+    });
     await tasks.syncOperatorTasks([]);
     expect(await tasks.listTasks("operator")).toEqual([]);
   });
