@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { waitFor } from "../../test-support/wait.js";
+import { waitFor, waitUntil } from "../../test-support/wait.js";
 import { tinyPng } from "../fakes/telegram/media-fixtures.js";
 import { writeCommand } from "./harness/sandbox-files.js";
 import { type TelegramBot, TelegramGatewayHarness } from "./harness/telegram-gateway.js";
@@ -240,6 +240,25 @@ describe("web console in a real browser", () => {
     await page.getByTestId("session-filter").fill(`${Admin}`);
     await page.getByText("turn finished").first().waitFor();
     await shot("logs");
+  });
+
+  it("tasks: a task made in the chat is listed with its next run; Pause, then Run now delivers", async () => {
+    const made = await bot.ask(Admin, "/every 1h echo from-the-console");
+    const id = /Task ([A-Za-z0-9_-]+):/.exec(made)?.[1] ?? "";
+    await page.goto(`${url}/tasks`);
+    const task = page.locator(`[data-testid=task][data-task="${id}"]`);
+    await task.waitFor();
+    expect(await task.textContent()).toContain("every 1h");
+    expect(await task.textContent()).toContain("echo from-the-console");
+    await task.getByTestId("pause").click();
+    await page.getByText(`Task ${id} paused`).waitFor();
+    await task.getByTestId("resume").waitFor();
+    const since = bot.mark();
+    await task.getByTestId("run").click();
+    await page.getByText(`Task ${id} runs now`).waitFor();
+    await waitUntil(() => bot.texts(Admin, since).includes("from-the-console"), "the run's reply");
+    await shot("tasks");
+    await bot.ask(Admin, `/tasks delete ${id}`);
   });
 
   it("logs: a flood of wrong logins is refused without a line each, and the Logs page keeps its earlier lines", async () => {

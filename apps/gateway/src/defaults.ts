@@ -347,6 +347,31 @@ export const Defaults = {
   },
   /** docs/sessions.md, "Command menus": registered with Telegram and Discord at start-up. */
   commandMenus: { register: true },
+  /** docs/schedules.md: scheduled tasks (`schedules:` of a profile). */
+  schedules: {
+    /** The zone cron patterns and `/at` times are read in, unless the user's own is set. */
+    timezone: "UTC",
+    /** Active chat tasks one user may have in a profile. */
+    maxPerUser: 10,
+    /** Active chat tasks of all users of a profile together (config tasks do not count). */
+    maxPerProfile: 100,
+    /** The shortest gap between two due times a chat task may have (config tasks too). */
+    minIntervalSeconds: 5 * 60,
+    /** A run still going this long after it was handed on is stopped, as by /stop. */
+    runTimeoutSeconds: 30 * 60,
+    /** A due time missed while the gateway was down: run once after the start. */
+    catchUp: "once",
+    /** Runs skipped in a row because the one before was still going, before the chat is told. */
+    overlapNoticeAfter: 3,
+    /**
+     * The longest the scheduler waits before it looks at the due times again, whatever the
+     * next one is: a wall clock stepped by NTP or an operator, or a task another process of the
+     * profile added, is noticed within this.
+     */
+    maxWaitMs: 60_000,
+    /** Runs kept (and shown) per task; older ones are dropped. */
+    keptRuns: 50,
+  },
   gateway: {
     /** After cutting running turns off, how long stop() waits for them to settle. */
     abortGraceMs: 5_000,

@@ -11,6 +11,7 @@ import { healthReport } from "./gateway/health.js";
 import { received } from "./gateway/inbound.js";
 import { GatewayDefaults, type GatewayOptions } from "./gateway/options.js";
 import { recover } from "./gateway/recovery.js";
+import { startSchedules, stopSchedules } from "./gateway/schedules-start.js";
 import { startWeb } from "./gateway/web-start.js";
 import { type HealthReport, type HealthServer, startHealthServer } from "./health/server.js";
 import type { Logger } from "./log.js";
@@ -105,6 +106,7 @@ export class Gateway {
     // Albums taken over from the journal wait from now on, while the channels take in the
     // items their platform still holds.
     this.#core.albums.start();
+    await startSchedules(this.#core);
     // Unfinished replies are resumed once the channels are up (Discord knows its guilds'
     // upload limits only after login); the reap waits for their attempt, since they plan
     // their media from the slot directories a dead process's containers used.
@@ -154,6 +156,7 @@ export class Gateway {
 
   async #stop(): Promise<void> {
     clearInterval(this.#pruneTimer);
+    stopSchedules(this.#core);
     await this.#core.web?.close().catch((error: unknown) => {
       this.logger.warn({ err: error }, "web console close failed");
     });

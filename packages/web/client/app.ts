@@ -14,6 +14,7 @@ import { Deliveries } from "./pages/deliveries.js";
 import { Logs } from "./pages/logs.js";
 import { Overview } from "./pages/overview.js";
 import { Sessions } from "./pages/sessions.js";
+import { Tasks } from "./pages/tasks.js";
 import { Usage } from "./pages/usage.js";
 
 const Nav = [
@@ -24,6 +25,7 @@ const Nav = [
   ["/logs", "Logs"],
   ["/usage", "Usage"],
   ["/approvals", "Approvals"],
+  ["/tasks", "Tasks"],
 ] as const;
 
 const NotFound = () => html`<p>Not found.</p>`;
@@ -48,6 +50,7 @@ function Shell() {
         <${Route} path="/logs" component=${Logs} />
         <${Route} path="/usage" component=${Usage} />
         <${Route} path="/approvals" component=${Approvals} />
+        <${Route} path="/tasks" component=${Tasks} />
         <${Route} default component=${NotFound} />
       <//>
       <//>

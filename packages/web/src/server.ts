@@ -65,6 +65,7 @@ export const Pages = [
   "/logs",
   "/usage",
   "/approvals",
+  "/tasks",
 ] as const;
 
 /** What is served without a login: the login page and what it loads, nothing else. */
@@ -239,6 +240,7 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
     async () => (await source.usage?.(WebDefaults.usageDays)) ?? { profiles: [] },
   );
   app.get("/api/approvals", async () => (await source.approvals?.()) ?? { approvals: [] });
+  app.get("/api/tasks", async () => (await source.tasks?.()) ?? []);
   app.get("/api/logs", (request) => {
     const q = request.query as Record<string, string | undefined>;
     const after = Number(q.after);
@@ -324,6 +326,21 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
     const confirm = (request.body as { confirm?: unknown }).confirm === true;
     return action(request, reply, "reset", (by) => source.resetSlot(key, confirm, by));
   });
+  app.post("/api/tasks/action", { onRequest: csrf }, (request, reply) => {
+    const body = (request.body ?? {}) as Record<string, unknown>;
+    const { profile, id, action: name } = body;
+    if (
+      typeof profile !== "string" ||
+      typeof id !== "string" ||
+      (name !== "run" && name !== "pause" && name !== "resume") ||
+      source.taskAction === undefined
+    ) {
+      return reply.code(400).send({ error: "name a profile, a task id and run, pause or resume" });
+    }
+    return action(request, reply, `task ${name}`, async (by) => ({
+      text: await source.taskAction?.(profile, id, name, by),
+    }));
+  });
   app.post("/api/orphans/reap", { onRequest: csrf }, (request, reply) =>
     action(request, reply, "reap", async (by) => ({ text: await source.reapOrphans(by) })),
   );
@@ -354,5 +371,7 @@ function fieldsOf(body: Record<string, unknown>): Record<string, unknown> {
   const fields: Record<string, unknown> = {};
   if (typeof body.sessionKey === "string") fields.sessionKey = body.sessionKey;
   if (typeof body.confirm === "boolean") fields.confirm = body.confirm;
+  if (typeof body.profile === "string") fields.profile = body.profile;
+  if (typeof body.id === "string") fields.taskId = body.id;
   return fields;
 }

@@ -8,6 +8,8 @@ import type {
   OverviewView,
   ResetAnswer,
   SessionView,
+  TaskActionName,
+  TaskView,
   UsageView,
   WebActor,
 } from "./types.js";
@@ -44,6 +46,10 @@ export interface ConsoleSource {
    * "Approvals"). Absent in a source without approvals: the page then lists none.
    */
   approvals?(): Promise<ApprovalsView>;
+  /** Every task of every profile (docs/schedules.md); absent: the page says there are none. */
+  tasks?(): Promise<TaskView[]>;
+  /** Run now, pause or resume a task, as an admin would in the chat. Answers what was done. */
+  taskAction?(profile: string, id: string, action: TaskActionName, by: WebActor): Promise<string>;
   /** `/stop` for the session. Answers the chat line it would have given. */
   stopTurn(sessionKey: string, by: WebActor): Promise<string>;
   /** `/reset` (`confirm`: `/reset confirm`) for the session. */

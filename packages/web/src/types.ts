@@ -151,6 +151,29 @@ export type ResetAnswer =
 /** What changed. */
 export type ChangeKind = "sessions" | "deliveries" | "logs" | "containers";
 
+/** One scheduled task (the Tasks page, docs/schedules.md). */
+export interface TaskView {
+  readonly profile: string;
+  readonly id: string;
+  /** `<platform>:<id>` of its maker, or `operator` for a config task. */
+  readonly owner: string;
+  readonly ownerName?: string | undefined;
+  /** How it is timed, as the chat shows it (`every 1h`, `cron "0 9 * * *" (Europe/Berlin)`). */
+  readonly timing: string;
+  readonly text: string;
+  /** Where its runs answer, `<platform>:<chat id>`. */
+  readonly chat: string;
+  readonly state: "active" | "paused" | "done";
+  /** The next due time (epoch ms), while active. */
+  readonly nextMs?: number | undefined;
+  readonly lastRun?:
+    | { readonly outcome: string; readonly dueMs: number; readonly atMs: number }
+    | undefined;
+}
+
+/** What the Tasks page's buttons do. */
+export type TaskActionName = "run" | "pause" | "resume";
+
 /** One UTC day's model usage of a profile (the Usage page's bars). */
 export interface UsageDayView {
   /** `YYYY-MM-DD`, UTC. */

@@ -329,6 +329,9 @@ export class TelegramGatewayHarness {
         now: stateClock.now,
         // Approvals expire by the state clock: a test advances it past the expiry.
         approvalSchedule: stateClock.schedule,
+        // Tasks come due by it too (docs/schedules.md): a test advances it to a due time.
+        taskClock: { wallMs: stateClock.now, monoMs: stateClock.now },
+        taskSchedule: stateClock.schedule,
         logRing,
         ...(options.drainTimeoutMs === undefined ? {} : { drainTimeoutMs: options.drainTimeoutMs }),
         ...(options.outboxSchedule === undefined ? {} : { outboxSchedule: options.outboxSchedule }),

@@ -45,6 +45,12 @@ export interface InboundMessage {
    * one message, once none came for a while (docs/telegram-webhooks.md, "Albums").
    */
   readonly album?: InboundAlbum | undefined;
+  /**
+   * Set on a run of a scheduled task (docs/schedules.md): no platform message is behind it, so
+   * its reply quotes nothing and nothing reacts on `messageId`. `operator`: a task of the
+   * config's `schedules.tasks`, which runs whoever the config's lists allow.
+   */
+  readonly scheduled?: ScheduledRunInfo | undefined;
 }
 
 /** The album an {@link InboundMessage} is one item of. */
@@ -56,6 +62,13 @@ export interface InboundAlbum {
    * the caption mentions it); the album runs when one of its items is.
    */
   readonly addressed: boolean;
+}
+
+/** Which task and due time a scheduled run is (its receipt id is `task:<taskId>:<dueMs>`). */
+export interface ScheduledRunInfo {
+  readonly taskId: string;
+  readonly dueMs: number;
+  readonly operator?: boolean | undefined;
 }
 
 /** How the platform labelled a file a user sent. */

@@ -232,7 +232,7 @@ export class ModelPickers {
 }
 
 /** The presser's rights in the profile, as `authorize` gives them to a typed message. */
-async function accessOfPresser(
+export async function accessOfPresser(
   runtime: PipelineRuntime,
   platform: InboundMessage["platform"],
   userId: string,

@@ -1,3 +1,5 @@
+import { isTaskCommand } from "../schedules/parse.js";
+
 /** The admin commands the gateway handles itself, ahead of the session queue. */
 export type AdminCommand =
   | { readonly name: "stop"; readonly all: boolean }
@@ -132,11 +134,12 @@ export function commandLogFields(command: Command): Record<string, unknown> {
 }
 
 /**
- * A gateway command sent bare (no mention, no `@bot`) in a group or guild channel counts as
- * addressed to the bot (docs/sessions.md, "Groups"); `/approve` does not (it was an ordinary
+ * A gateway command (the task commands too, docs/schedules.md) sent bare (no mention, no `@bot`)
+ * in a group or guild channel counts as addressed to the bot (docs/sessions.md, "Groups"); `/approve` does not (it was an ordinary
  * message before pairing, and still is in an allowlist profile): `/approve@bot CODE`.
  */
 export function isBareGroupCommand(text: string): boolean {
+  if (isTaskCommand(text)) return true;
   const command = parseCommand(text);
   return command !== undefined && command.name !== "approve";
 }

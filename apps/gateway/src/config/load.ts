@@ -18,6 +18,7 @@ import {
 } from "./errors.js";
 import { interpolate } from "./interpolate.js";
 import { type Locate, locatorOf } from "./locate.js";
+import { resolveSchedules } from "./schedules-schema.js";
 import { type ConfigFile, configFileSchema, type ProfileFile } from "./schema.js";
 import { secretsOfConfig, secretsOfEnv, secretsOfRawConfig } from "./secrets.js";
 import type {
@@ -331,6 +332,7 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
       groups: entry.reactions?.groups ?? ConfigDefaults.reactions.groups,
     },
     stream: entry.stream ?? ConfigDefaults.stream,
+    schedules: resolveSchedules(entry.schedules),
   };
 }
 

@@ -15,6 +15,7 @@ import { WebhookSecretPattern, webhookUrlAllowed } from "../channels/telegram/we
 import { LogLevels } from "../log.js";
 import { approvalsSchema } from "./approvals-schema.js";
 import { ConfigDefaults, ProfileNamePattern } from "./defaults.js";
+import { schedulesSchema } from "./schedules-schema.js";
 
 const positiveInt = z.number().int().positive();
 /** Smallest per-slot disk ceiling: an ext4 image needs room for its own metadata. */
@@ -349,6 +350,7 @@ const profileSchema = z.strictObject({
   reactions: z
     .strictObject({ enabled: z.boolean().optional(), groups: z.boolean().optional() })
     .optional(),
+  schedules: schedulesSchema.optional(),
   stream: z
     .enum(["off", "draft", "edit", "auto"], {
       error:

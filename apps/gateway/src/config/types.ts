@@ -244,6 +244,41 @@ export interface ProfileConfig {
   readonly progress: ProgressSettings;
   readonly reactions: ReactionSettings;
   readonly stream: StreamSetting;
+  /** Scheduled tasks: the zone, the limits and the operator's tasks (docs/schedules.md). */
+  readonly schedules: ScheduleSettings;
+}
+
+/** `schedules` of a profile (docs/schedules.md), with the `Defaults.schedules` filled in. */
+export interface ScheduleSettings {
+  /** IANA zone of cron patterns and `/at` times. */
+  readonly timezone: string;
+  /** Zones of single users (`<platform>:<id>` → IANA zone), over `timezone`. */
+  readonly userTimezones: Readonly<Record<string, string>>;
+  readonly maxPerUser: number;
+  readonly maxPerProfile: number;
+  readonly minIntervalSeconds: number;
+  readonly runTimeoutSeconds: number;
+  readonly catchUp: "once" | "skip";
+  readonly tasks: readonly OperatorTaskSettings[];
+}
+
+/** One task of `schedules.tasks`: the operator's, run in its `chat`. */
+export interface OperatorTaskSettings {
+  readonly name: string;
+  /** `every` in ms, a five-field `cron` pattern, or a one-time `at` (`YYYY-MM-DD HH:MM`). */
+  readonly timing:
+    | { readonly kind: "every"; readonly everyMs: number }
+    | { readonly kind: "cron"; readonly pattern: string }
+    | { readonly kind: "at"; readonly at: string };
+  readonly text: string;
+  readonly chat: {
+    readonly platform: "telegram" | "discord";
+    readonly chatId: string;
+    readonly chatType: "dm" | "group" | "channel";
+    readonly threadId?: string | undefined;
+  };
+  readonly catchUp: "once" | "skip";
+  readonly timezone: string;
 }
 
 /** What happens to replies (docs/durability.md). */

@@ -18,6 +18,10 @@ import { type Logger, silentLogger } from "../log.js";
 import type { PipelineServices } from "../pipeline/types.js";
 import { ProfileRuntime } from "../profiles/profile-runtime.js";
 import { SlotRegistry } from "../sandbox-access/slot-registry.js";
+import { taskPresses } from "../schedules/chat.js";
+import type { TaskScheduler } from "../schedules/scheduler.js";
+import type { TaskServices } from "../schedules/services.js";
+import { TaskChoiceKind } from "../schedules/task-commands.js";
 import { BusySessions } from "../session/busy.js";
 import { SessionScope } from "../session/context.js";
 import { LiveSessions } from "../session/live-sessions.js";
@@ -147,10 +151,20 @@ export function composeCore(
   choices.on(ResetChoiceKind, resets.onPress);
   const models = new ModelPickers({ runtimeOf: (name) => runtimes.get(name), logger });
   choices.on(ModelChoiceKind, models.onPress);
+  const schedulers = new Map<string, TaskScheduler>();
+  const schedules: TaskServices = {
+    schedulerOf: (profile) => schedulers.get(profile),
+    now: () => (options.taskClock ?? clock).wallMs(),
+  };
+  choices.on(
+    TaskChoiceKind,
+    taskPresses({ ...schedules, runtimeOf: (name) => runtimes.get(name), logger }),
+  );
   const services: PipelineServices = {
     approvals,
     resetButtons: resets,
     modelButtons: models,
+    schedules,
     queue: new TurnQueue({
       concurrency: config.concurrency,
       onError: (sessionKey, error) =>
@@ -192,6 +206,7 @@ export function composeCore(
       schedule: options.albumSchedule ?? scheduleWithTimer,
       run: (album) => runAlbum(core, album),
     }),
+    schedulers,
   };
   return core;
 }

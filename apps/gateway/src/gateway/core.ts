@@ -9,6 +9,7 @@ import type { Journal } from "../durable/types.js";
 import type { Logger } from "../log.js";
 import type { PipelineServices } from "../pipeline/types.js";
 import type { ProfileRuntime } from "../profiles/profile-runtime.js";
+import type { TaskScheduler } from "../schedules/scheduler.js";
 import type { AlbumGatherer } from "./albums.js";
 import type { GatewayOptions } from "./options.js";
 
@@ -44,6 +45,8 @@ export interface GatewayCore {
   readonly choices: ChoiceRouter;
   /** Albums whose items were recorded one by one, until each runs as one message. */
   readonly albums: AlbumGatherer;
+  /** Each profile's task scheduler, once started (schedules-start). */
+  readonly schedulers: Map<string, TaskScheduler>;
 }
 
 /** The channel of a profile on a platform, if it is configured. */
@@ -64,12 +67,12 @@ export function track(gateway: GatewayCore, work: Promise<unknown>): void {
   gateway.inFlight.add(done);
 }
 
-/** Where a reply to `message` goes. */
+/** Where a reply to `message` goes (a scheduled run's quotes nothing: no message is behind it). */
 export function targetOf(message: InboundMessage): ChatTarget {
   return {
     platform: message.platform,
     chatId: message.chatId,
     threadId: message.threadId,
-    replyToMessageId: message.messageId,
+    ...(message.scheduled === undefined ? { replyToMessageId: message.messageId } : {}),
   };
 }

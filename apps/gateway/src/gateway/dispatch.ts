@@ -1,12 +1,14 @@
 import type { ChannelAdapter, InboundMessage } from "../channels/types.js";
 import { handleMessage } from "../pipeline/pipeline.js";
-import type { MessageContext } from "../pipeline/types.js";
+import type { MessageContext, PipelineServices } from "../pipeline/types.js";
 import { type GatewayCore, targetOf, track } from "./core.js";
 
 /**
  * Runs the message through the pipeline; `recovered`: taken over from the journal; `merged`:
  * the entries of the other messages it stands for (an album's items recorded one by one),
- * started, closed and answered with `entryId`.
+ * started, closed and answered with `entryId`. Resolves when the pipeline is done with it
+ * (never rejects); `services` replaces the gateway's for this message (a scheduled run
+ * watches how its journal entry ends).
  */
 export function dispatch(
   gateway: GatewayCore,
@@ -15,18 +17,19 @@ export function dispatch(
   entryId: number,
   recovered = false,
   merged: readonly number[] = [],
-): void {
+  services: PipelineServices = gateway.services,
+): Promise<void> {
   const runtime = gateway.runtimes.get(message.profile);
   if (runtime === undefined) {
     gateway.logger.warn({ profile: message.profile }, "message for an unknown profile; ignored");
     void gateway.journal.finished([entryId, ...merged], "refused").catch(() => {});
-    return;
+    return Promise.resolve();
   }
   const ctx: MessageContext = {
     message,
     channel,
     runtime,
-    services: gateway.services,
+    services,
     target: targetOf(message),
     entryId,
     ...(merged.length > 0 ? { mergedEntryIds: merged } : {}),
@@ -34,8 +37,10 @@ export function dispatch(
     log: gateway.logger.child({ profile: message.profile, platform: message.platform }),
   };
   // The pipeline's error boundary reports what its steps did not handle (by step name).
-  track(
-    gateway,
-    handleMessage(ctx).then(() => channel.settled?.(message)),
+  const handled = handleMessage(ctx).then(() => channel.settled?.(message));
+  track(gateway, handled);
+  return handled.then(
+    () => undefined,
+    () => undefined,
   );
 }

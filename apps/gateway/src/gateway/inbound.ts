@@ -74,7 +74,7 @@ export async function receive(
     return;
   }
   gateway.albums.closeSenderOf(message);
-  dispatch(gateway, channel, message, recorded.id);
+  void dispatch(gateway, channel, message, recorded.id);
 }
 
 /**
@@ -97,7 +97,7 @@ export function runAlbum(gateway: GatewayCore, album: GatheredAlbum): void {
     return;
   }
   if (merged.length > 0) gateway.logger.info(fields, "album items run as one message");
-  dispatch(gateway, album.channel, message, entryId, album.recovered, merged);
+  void dispatch(gateway, album.channel, message, entryId, album.recovered, merged);
 }
 
 export async function notRecorded(

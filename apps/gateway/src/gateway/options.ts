@@ -59,6 +59,10 @@ export interface GatewayOptions {
    * `systemClock`; docs/durability.md, "Clock steps").
    */
   readonly clock?: Clock;
+  /** Replaces the schedulers' timers (docs/schedules.md); tests fire them by hand. */
+  readonly taskSchedule?: Schedule | undefined;
+  /** Replaces the clock tasks are timed by (default `clock`); tests move it by hand. */
+  readonly taskClock?: Clock | undefined;
   /** Approvals' expiry timers (docs/approvals.md); default real timers. Tests fire them by hand. */
   readonly approvalSchedule?: Schedule | undefined;
   /** Replaces the outbox's timers (tests fire a long `retry_after` at once). */

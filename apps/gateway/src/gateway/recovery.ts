@@ -5,9 +5,12 @@ import { messageReaction } from "../pipeline/react.js";
 import { buildSessionKey } from "../session/key.js";
 import { channelFor, type GatewayCore, targetOf } from "./core.js";
 import { dispatch } from "./dispatch.js";
+import { dispatchRecoveredRun, recordRecoveredRun } from "./scheduled-runs.js";
 
 /** The line a chat gets after a restart for a turn a crash or a stop cut off. */
 export function interruptedText(message: InboundMessage): string {
+  if (message.scheduled !== undefined)
+    return `⚠️ The gateway restarted while running task ${message.scheduled.taskId}. It did not finish, and commands it started may have run in part; it runs again at its next time (/tasks has "Run now").`;
   const preview = message.text.length > 60 ? `${message.text.slice(0, 57)}…` : message.text;
   return `⚠️ The gateway restarted while working on your message “${preview}”. It did not finish, and commands it started may have run in part. Send it again if you still want it.`;
 }
@@ -91,9 +94,11 @@ export async function recoverEntry(
       return undefined;
     }
     gateway.albums.closeSenderOf(message);
-    dispatch(gateway, channel, message, entry.id, true);
+    if (message.scheduled !== undefined) dispatchRecoveredRun(gateway, channel, message, entry.id);
+    else void dispatch(gateway, channel, message, entry.id, true);
     return undefined;
   }
+  await recordRecoveredRun(gateway, message, "interrupted");
   // The notice is a reply like any other: recorded with the entry's close in one
   // transaction, delivered (and retried) by the outbox, never sent twice.
   const sessionKey = buildSessionKey(message, runtime.profile);

@@ -16,7 +16,11 @@ export const RefusalText =
  */
 export const authorize: Middleware = async (ctx, next) => {
   const { message, runtime } = ctx;
-  const access = accessOf(runtime.profile, message.platform, message.userId);
+  // A config task's run is the operator's (docs/schedules.md): allowed, not an admin.
+  const access =
+    message.scheduled?.operator === true
+      ? { allowed: true, admin: false }
+      : accessOf(runtime.profile, message.platform, message.userId);
   const user = `${message.platform}:${message.userId}`;
   if (access.allowed) {
     ctx.access = access;

@@ -15,6 +15,10 @@ import { describeResetConfirm, resetSession } from "../commands/reset.js";
 import { describeStatus } from "../commands/status.js";
 import { describeSlotStop, describeStop, stopSession, stopSlot } from "../commands/stop.js";
 import { describeUsage } from "../commands/usage.js";
+import { answerTaskCommand } from "../schedules/chat.js";
+import { parseTaskCommand } from "../schedules/parse.js";
+import { describeNextRuns } from "../schedules/task-commands.js";
+import type { StateStore } from "../state/store.js";
 import { finishEntry } from "./journal-steps.js";
 import { type MessageContext, type Middleware, say, sessionOf } from "./types.js";
 
@@ -27,6 +31,16 @@ import { type MessageContext, type Middleware, say, sessionOf } from "./types.js
  * messages continue to the agent turn.
  */
 export const handleCommands: Middleware = async (ctx, next) => {
+  const taskCommand = parseTaskCommand(ctx.message.text);
+  const schedules = ctx.services.schedules;
+  if (taskCommand !== undefined && schedules !== undefined) {
+    try {
+      await answerTaskCommand(ctx, schedules, taskCommand);
+    } finally {
+      await finishEntry(ctx, "command");
+    }
+    return;
+  }
   const command = parseCommand(ctx.message.text);
   if (command === undefined) return next();
   // Without pairing, `/approve …` is an ordinary message, as it was before pairing existed.
@@ -205,12 +219,13 @@ async function runCommand(ctx: MessageContext, command: AdminCommand): Promise<v
       }
       return;
     }
-    case "status":
-      await say(
-        ctx,
-        await describeStatus(runtime, services, session.sessionKey, session.sessionId),
-      );
+    case "status": {
+      const status = await describeStatus(runtime, services, session.sessionKey, session.sessionId);
+      const tasks = (runtime.store as Partial<Pick<StateStore, "tasks">>).tasks;
+      const runs = tasks === undefined ? [] : await describeNextRuns(tasks);
+      await say(ctx, [status, ...runs].join("\n"));
       return;
+    }
   }
 }
 

@@ -19,14 +19,15 @@ export interface ReactionScope {
 
 /**
  * The message's status reaction, or `undefined` when it gets none: the profile turned them
- * off (`reactions.enabled`), the chat is not private and `reactions.groups` is off, or the
- * channel has no reactions (the console).
+ * off (`reactions.enabled`), the chat is not private and `reactions.groups` is off, the
+ * channel has no reactions (the console), or it is a scheduled run (no message to react on).
  */
 export function messageReaction(scope: ReactionScope): MessageReaction | undefined {
   const { channel, profile, message } = scope;
   const settings = profile.reactions;
   const reactions = channel.reactions;
   if (reactions === undefined || !settings.enabled) return undefined;
+  if (message.scheduled !== undefined) return undefined;
   if (message.chatType !== "dm" && !settings.groups) return undefined;
   return new MessageReaction(
     reactions,

@@ -14,6 +14,7 @@ import type { Outbox } from "../durable/outbox.js";
 import type { Journal } from "../durable/types.js";
 import type { Logger } from "../log.js";
 import type { SlotRegistry } from "../sandbox-access/slot-registry.js";
+import type { TaskServices } from "../schedules/services.js";
 import type { BusySessions } from "../session/busy.js";
 import type { SessionContext, SessionScope } from "../session/context.js";
 import type { LiveSessions } from "../session/live-sessions.js";
@@ -122,6 +123,8 @@ export interface PipelineServices {
         ): Promise<boolean>;
       }
     | undefined;
+  /** Scheduled tasks (docs/schedules.md): the task commands' scheduler and clock; absent: none. */
+  readonly schedules?: TaskServices | undefined;
 }
 
 /**

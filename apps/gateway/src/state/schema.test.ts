@@ -34,6 +34,8 @@ describe("migrate", () => {
       "session_models",
       "sessions",
       "summaries",
+      "task_runs",
+      "tasks",
       "usage",
     ]);
   });
@@ -62,7 +64,7 @@ describe("migrate", () => {
     db.prepare(
       "INSERT INTO messages (session_id, role, body, created_at) VALUES ('sid', 'user', '{}', 0)",
     ).run();
-    expect(migrate(db)).toEqual({ from: 3, to: 6 });
+    expect(migrate(db)).toEqual({ from: 3, to: MIGRATIONS.at(-1)!.version });
     expect(db.prepare("SELECT count(*) AS n FROM messages").get()).toEqual({ n: 1 });
     const insert = db.prepare(
       "INSERT INTO summaries (session_id, content, through_id, created_at) VALUES (?, 'notes', ?, 0)",
@@ -77,7 +79,7 @@ describe("migrate", () => {
     db.prepare(
       "INSERT INTO sessions (session_key, session_id, created_at, updated_at) VALUES ('k', 'sid', 0, 0)",
     ).run();
-    expect(migrate(db)).toEqual({ from: 5, to: 6 });
+    expect(migrate(db)).toEqual({ from: 5, to: MIGRATIONS.at(-1)!.version });
     expect(db.prepare("SELECT session_id FROM sessions").all()).toEqual([{ session_id: "sid" }]);
     const usage = db.prepare(
       `INSERT INTO usage (at, day, session_key, session_id, user, model, input_tokens, output_tokens,

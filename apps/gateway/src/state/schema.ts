@@ -1,6 +1,7 @@
 import type { Database } from "better-sqlite3";
 import { upgradeLegacySessionKey } from "../session/key.js";
 import { StateSchemaError } from "./errors.js";
+import { createTaskTables } from "./tasks-database.js";
 
 /** One schema step; `version` is the `user_version` the database has after it ran. */
 export interface Migration {
@@ -153,6 +154,11 @@ export const MIGRATIONS: readonly Migration[] = [
         ) STRICT;
       `);
     },
+  },
+  {
+    // Scheduled tasks (docs/schedules.md): the tasks and one row per due time of each.
+    version: 7,
+    up: createTaskTables,
   },
 ];
 

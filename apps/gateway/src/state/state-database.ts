@@ -30,6 +30,15 @@ import {
   type PendingPairing,
 } from "./pairing.js";
 import { migrate } from "./schema.js";
+import type {
+  AddTaskResult,
+  NewTask,
+  TaskAdvance,
+  TaskCaps,
+  TaskRecord,
+  TaskRun,
+} from "./tasks.js";
+import * as tasks from "./tasks-database.js";
 import { type ChatMessage, isChatMessage } from "./types.js";
 import type {
   DailyUsage,
@@ -583,6 +592,59 @@ export class StateDatabase {
 
   recentApprovals(limit: number): ApprovalRecord[] {
     return this.#run("approval list", () => recentApprovals(this.#db, limit));
+  }
+
+  /** docs/schedules.md: see tasks-database.ts for each. */
+  addTask(task: NewTask, caps: TaskCaps, nowMs: number): AddTaskResult {
+    return this.#run("task add", () =>
+      this.#db.transaction(() => tasks.addTask(this.#db, task, caps, nowMs)).immediate(),
+    );
+  }
+
+  getTask(id: string): TaskRecord | undefined {
+    return this.#run("task get", () => tasks.getTask(this.#db, id));
+  }
+
+  listTasks(owner: string | undefined): TaskRecord[] {
+    return this.#run("task list", () => tasks.listTasks(this.#db, owner));
+  }
+
+  dueTasks(nowMs: number): TaskRecord[] {
+    return this.#run("task due", () => tasks.dueTasks(this.#db, nowMs));
+  }
+
+  nextTaskDue(): number | undefined {
+    return this.#run("task next", () => tasks.nextDue(this.#db));
+  }
+
+  advanceTask(advance: TaskAdvance, overlapsInARow: number): boolean {
+    return this.#run("task advance", () =>
+      this.#db.transaction(() => tasks.advanceTask(this.#db, advance, overlapsInARow)).immediate(),
+    );
+  }
+
+  recordTaskRun(run: TaskRun): void {
+    this.#run("task run", () => this.#db.transaction(() => tasks.recordRun(this.#db, run))());
+  }
+
+  recentTaskRuns(taskId: string, limit: number): TaskRun[] {
+    return this.#run("task runs", () => tasks.recentRuns(this.#db, taskId, limit));
+  }
+
+  setTaskPaused(id: string, paused: boolean, nextDueMs: number): boolean {
+    return this.#run("task pause", () => tasks.setPaused(this.#db, id, paused, nextDueMs));
+  }
+
+  deleteTask(id: string): boolean {
+    return this.#run("task delete", () =>
+      this.#db.transaction(() => tasks.deleteTask(this.#db, id))(),
+    );
+  }
+
+  syncOperatorTasks(list: readonly NewTask[], nowMs: number): void {
+    this.#run("task sync", () =>
+      this.#db.transaction(() => tasks.syncOperatorTasks(this.#db, list, nowMs)).immediate(),
+    );
   }
 
   /** Closes the database. Safe to call twice. */

@@ -159,11 +159,12 @@ describe("StateStore", () => {
   it("refuses a database written by a newer schema and leaves it alone", async () => {
     await (await openStore()).close();
     const newer = new Database(dbPath);
-    newer.pragma("user_version = 7");
+    const newerVersion = MIGRATIONS.at(-1)!.version + 1;
+    newer.pragma(`user_version = ${newerVersion}`);
     newer.close();
     await expect(StateStore.open(dbPath)).rejects.toThrow(StateSchemaError);
     const check = new Database(dbPath, { readonly: true });
-    expect(check.pragma("user_version", { simple: true })).toBe(7);
+    expect(check.pragma("user_version", { simple: true })).toBe(newerVersion);
     check.close();
   });
 

@@ -22,6 +22,8 @@ import type {
   PairingRevokeResult,
 } from "./pairing.js";
 import type { Approver, StateDatabase } from "./state-database.js";
+import { sqliteTaskStore } from "./task-store.js";
+import type { TaskStore } from "./tasks.js";
 import type { ChatMessage } from "./types.js";
 import type {
   DailyUsage,
@@ -91,6 +93,7 @@ export class StateStore {
   readonly #worker: DatabaseWorker<StateDatabase>;
   readonly #now: () => number;
   #rotations = 0;
+  #tasks: TaskStore | undefined;
 
   private constructor(
     path: string,
@@ -333,6 +336,12 @@ export class StateStore {
   /** Stores `/model`'s pick for `sessionKey` (kept across /reset); `undefined`: the default. */
   setSessionModel(sessionKey: string, model: string | undefined): Promise<void> {
     return this.#worker.call("setSessionModel", sessionKey, model, this.#now());
+  }
+
+  /** The profile's scheduled tasks (docs/schedules.md). */
+  get tasks(): TaskStore {
+    this.#tasks ??= sqliteTaskStore(this.#worker, this.#now);
+    return this.#tasks;
   }
 
   /**

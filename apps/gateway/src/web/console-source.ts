@@ -23,6 +23,7 @@ import type { ProfileRuntime } from "../profiles/profile-runtime.js";
 import type { LiveSessions } from "../session/live-sessions.js";
 import { approvalsView } from "./approvals-source.js";
 import type { LogRing } from "./log-ring.js";
+import { taskAction, tasksView } from "./tasks-source.js";
 import { usageView } from "./usage-source.js";
 
 /** What the console's source reads of the gateway (read-only, but for the actions). */
@@ -286,6 +287,10 @@ export function createConsoleSource(deps: ConsoleSourceDeps): ConsoleSource {
     usage: (days: number) => usageView(runtimes, days),
 
     approvals: () => approvalsView(runtimes),
+    tasks: () => tasksView(runtimes),
+
+    taskAction: (profile, id, action, by) =>
+      taskAction(runtimes, services.schedules, logger, { profile, id, action, by }),
 
     async reapOrphans(by: WebActor): Promise<string> {
       const lines: string[] = [];

@@ -1,0 +1,155 @@
+import type { ChannelAdapter, InboundMessage } from "../channels/types.js";
+import { interruptSession } from "../commands/stop.js";
+import type { Journal, JournalOutcome } from "../durable/types.js";
+import type { PipelineServices } from "../pipeline/types.js";
+import type { SubmitRun } from "../schedules/scheduler.js";
+import { buildSessionKey } from "../session/key.js";
+import type { TaskRecord, TaskRunOutcome } from "../state/tasks.js";
+import { channelFor, type GatewayCore } from "./core.js";
+import { dispatch } from "./dispatch.js";
+
+/** The user id a config task's runs carry (its session is the target chat's). */
+export const OperatorUserId = "operator";
+
+/**
+ * A due run as the message its owner would have typed (docs/schedules.md): in the task's chat,
+ * from its owner, with the receipt id `task:<id>:<dueMs>` the journal dedupes on.
+ */
+export function scheduledMessage(profile: string, task: TaskRecord, dueMs: number): InboundMessage {
+  const operator = task.owner === OperatorUserId;
+  const receiptId = `task:${task.id}:${dueMs}`;
+  return {
+    profile,
+    platform: task.chat.platform,
+    chatId: task.chat.chatId,
+    chatType: task.chat.chatType,
+    chatName: task.chat.chatName,
+    threadId: task.chat.threadId,
+    userId: operator ? OperatorUserId : task.owner.slice(task.owner.indexOf(":") + 1),
+    userName: task.ownerName,
+    messageId: receiptId,
+    text: task.text,
+    receiptId,
+    scheduled: { taskId: task.id, dueMs, ...(operator ? { operator: true } : {}) },
+  };
+}
+
+/** How a run ended, read from how its journal entry was closed (`undefined`: its reply went out). */
+function outcomeOf(closed: JournalOutcome | undefined): TaskRunOutcome {
+  switch (closed) {
+    case "refused":
+      return "refused";
+    case "failed":
+    case "stopped":
+    case "overflow":
+      return "failed";
+    case "interrupted":
+      return "interrupted";
+    default:
+      return "done";
+  }
+}
+
+/** The journal, telling `seen` how entry `entryId` was closed. */
+function watching(journal: Journal, entryId: number, seen: (outcome: JournalOutcome) => void) {
+  return new Proxy(journal, {
+    get(target, property) {
+      if (property === "finished") {
+        return (ids: number | readonly number[], outcome: JournalOutcome) => {
+          if ((typeof ids === "number" ? [ids] : ids).includes(entryId)) seen(outcome);
+          return target.finished(ids, outcome);
+        };
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/** Dispatches a run, watching how its journal entry ends. */
+function dispatchRun(
+  gateway: GatewayCore,
+  channel: ChannelAdapter,
+  message: InboundMessage,
+  entryId: number,
+  recovered: boolean,
+): { services: PipelineServices; finished: Promise<TaskRunOutcome> } {
+  let closed: JournalOutcome | undefined;
+  const services: PipelineServices = {
+    ...gateway.services,
+    journal: watching(gateway.journal, entryId, (outcome) => {
+      closed = outcome;
+    }),
+  };
+  const handled = dispatch(gateway, channel, message, entryId, recovered, [], services);
+  return { services, finished: handled.then(() => outcomeOf(closed)) };
+}
+
+/**
+ * A scheduled run the previous process left in the journal (recovery): run as any recorded
+ * message is, and its outcome written to the task's record of runs when it ends.
+ */
+export function dispatchRecoveredRun(
+  gateway: GatewayCore,
+  channel: ChannelAdapter,
+  message: InboundMessage,
+  entryId: number,
+): void {
+  const { finished } = dispatchRun(gateway, channel, message, entryId, true);
+  void finished.then((outcome) => recordRecoveredRun(gateway, message, outcome));
+}
+
+/** Writes how a run the previous process left ended (cut off: `interrupted`). */
+export async function recordRecoveredRun(
+  gateway: GatewayCore,
+  message: InboundMessage,
+  outcome: TaskRunOutcome,
+): Promise<void> {
+  const run = message.scheduled;
+  const runtime = gateway.runtimes.get(message.profile);
+  if (run === undefined || runtime === undefined) return;
+  const clock = gateway.options.taskClock ?? gateway.clock;
+  await runtime.store.tasks
+    .recordRun({
+      taskId: run.taskId,
+      dueMs: run.dueMs,
+      outcome,
+      atMs: clock.wallMs(),
+      detail: "taken over after a restart",
+    })
+    .catch((error: unknown) =>
+      gateway.logger.warn({ err: error, taskId: run.taskId }, "run not recorded"),
+    );
+}
+
+/**
+ * The scheduler's {@link SubmitRun} for `profile`: the run is recorded in the journal (as a
+ * typed message is, so a crash finds it there and recovery runs it or tells the chat) and goes
+ * through the pipeline: its owner's rights, session, sandbox slot, approvals and limits, its
+ * reply and `MEDIA:` files through the outbox.
+ */
+export function scheduledRuns(gateway: GatewayCore, profile: string): SubmitRun {
+  return async ({ task, dueMs }) => {
+    const message = scheduledMessage(profile, task, dueMs);
+    const channel = channelFor(gateway, profile, message.platform);
+    const runtime = gateway.runtimes.get(profile);
+    if (channel === undefined || runtime === undefined) {
+      gateway.logger.warn(
+        { profile, taskId: task.id, platform: message.platform },
+        "scheduled run for a channel that is not configured; refused",
+      );
+      return { fresh: true, finished: Promise.resolve("refused"), stop: () => {} };
+    }
+    const recorded = await gateway.journal.record(message);
+    if (!recorded.fresh) return { fresh: false, stop: () => {} };
+    const { services, finished } = dispatchRun(gateway, channel, message, recorded.id, false);
+    const sessionKey = buildSessionKey(message, runtime.profile);
+    return {
+      fresh: true,
+      finished,
+      stop: (reason) => {
+        void interruptSession(runtime, services, sessionKey, reason).catch(() => {});
+      },
+    };
+  };
+}

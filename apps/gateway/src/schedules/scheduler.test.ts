@@ -1,0 +1,257 @@
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { type ManualClock, manualClock } from "../../../../test-support/clock.js";
+import { tempDirForTest } from "../../../../test-support/temp-dir.js";
+import { silentLogger } from "../log.js";
+import { StateStore } from "../state/store.js";
+import type { NewTask, TaskRunOutcome, TaskStore, TaskTiming } from "../state/tasks.js";
+import { type DueRun, type SubmittedRun, TaskScheduler } from "./scheduler.js";
+import { nextDueAfter } from "./timing.js";
+
+const Minute = 60_000;
+const Hour = 60 * Minute;
+const stores: StateStore[] = [];
+
+afterEach(async () => {
+  await Promise.all(stores.splice(0).map((store) => store.close()));
+});
+
+async function openTasks(clock: ManualClock, dir?: string): Promise<TaskStore> {
+  const home = dir ?? (await tempDirForTest("mg-tasks-"));
+  const store = await StateStore.open(join(home, "state.db"), { now: clock.now });
+  stores.push(store);
+  return store.tasks;
+}
+
+function task(
+  id: string,
+  timing: TaskTiming,
+  nowMs: number,
+  extra: Partial<NewTask> = {},
+): NewTask {
+  const timezone = extra.timezone ?? "UTC";
+  return {
+    id,
+    owner: "telegram:77",
+    timing,
+    timezone,
+    text: "echo hi",
+    chat: { platform: "telegram", chatId: "77", chatType: "dm" },
+    catchUp: "once",
+    nextDueMs: nextDueAfter(timing, timezone, nowMs, nowMs) ?? nowMs,
+    ...extra,
+  };
+}
+
+/** A submit that records each run and lets the test end it (or ends it at once). */
+function submitter(endAtOnce = true) {
+  const runs: DueRun[] = [];
+  const enders: ((outcome: TaskRunOutcome) => void)[] = [];
+  const stops: DueRun[] = [];
+  const recorded = new Set<string>();
+  const submit = async (run: DueRun): Promise<SubmittedRun> => {
+    const key = `${run.task.id}:${run.dueMs}`;
+    if (recorded.has(key)) return { fresh: false, stop: () => {} };
+    recorded.add(key);
+    runs.push(run);
+    const finished = endAtOnce
+      ? Promise.resolve<TaskRunOutcome>("done")
+      : new Promise<TaskRunOutcome>((resolve) => enders.push(resolve));
+    return {
+      fresh: true,
+      finished,
+      stop: () => {
+        stops.push(run);
+        enders.at(-1)?.("failed");
+      },
+    };
+  };
+  return { runs, enders, stops, recorded, submit };
+}
+
+function scheduler(
+  clock: ManualClock,
+  store: TaskStore,
+  submit: (run: DueRun) => Promise<SubmittedRun>,
+  notices: string[] = [],
+) {
+  return new TaskScheduler({
+    store,
+    clock: { wallMs: clock.now, monoMs: clock.now },
+    schedule: clock.schedule,
+    submit,
+    notify: async (_task, text) => {
+      notices.push(text);
+    },
+    log: silentLogger(),
+    runTimeoutMs: 10 * Minute,
+  });
+}
+
+/** Moves the clock in `stepMs` steps up to `totalMs`, letting each tick finish. */
+async function run(clock: ManualClock, tasks: TaskScheduler, totalMs: number, stepMs: number) {
+  for (let moved = 0; moved < totalMs; moved += stepMs) {
+    clock.advance(stepMs);
+    await tasks.idle();
+  }
+}
+
+describe("the scheduler on an injected clock", () => {
+  it("runs a task every minute 60 times in a simulated hour, on its anchor, never overlapping", async () => {
+    const clock = manualClock(Date.UTC(2026, 0, 5, 10, 0, 0, 123));
+    const store = await openTasks(clock);
+    const created = clock.now();
+    await store.addTask(task("every1m", { kind: "every", everyMs: Minute }, created), {
+      maxPerUser: 10,
+      maxPerProfile: 10,
+    });
+    const fake = submitter();
+    const tasks = scheduler(clock, store, fake.submit);
+    tasks.start();
+    await tasks.idle();
+    // Uneven steps: the scheduler's own timer decides when runs happen, not the test's stride.
+    await run(clock, tasks, Hour, 7_000);
+    await run(clock, tasks, 6_000, 1_000);
+    expect(fake.runs).toHaveLength(60);
+    expect(fake.runs.map((r) => r.dueMs)).toEqual(
+      Array.from({ length: 60 }, (_, i) => created + (i + 1) * Minute),
+    );
+    const runs = await store.recentRuns("every1m", 100);
+    expect(runs).toHaveLength(50);
+    expect(new Set(runs.map((r) => r.outcome))).toEqual(new Set(["done"]));
+    expect((await store.getTask("every1m"))?.nextDueMs).toBe(created + 61 * Minute);
+    tasks.stop();
+  });
+
+  it("runs a 09:00 task once a day across the spring and autumn clock changes", async () => {
+    for (const [start, days] of [
+      [Date.UTC(2026, 2, 27, 0, 0), 4],
+      [Date.UTC(2026, 9, 23, 0, 0), 4],
+    ] as const) {
+      const clock = manualClock(start);
+      const store = await openTasks(clock);
+      const timing: TaskTiming = { kind: "cron", pattern: "0 9 * * *" };
+      await store.addTask(task("nine", timing, start, { timezone: "Europe/Berlin" }), {
+        maxPerUser: 10,
+        maxPerProfile: 10,
+      });
+      const fake = submitter();
+      const tasks = scheduler(clock, store, fake.submit);
+      tasks.start();
+      await run(clock, tasks, days * 24 * Hour, 10 * Minute);
+      const local = fake.runs.map((r) =>
+        new Date(r.dueMs).toLocaleString("en-GB", { timeZone: "Europe/Berlin" }),
+      );
+      expect(local).toHaveLength(days);
+      for (const shown of local) expect(shown).toMatch(/, 09:00:00$/);
+      expect(new Set(local.map((shown) => shown.slice(0, 10))).size).toBe(days);
+      tasks.stop();
+    }
+  });
+
+  it("runs due times missed while down once with catchUp: once, and records them missed with skip", async () => {
+    const clock = manualClock(Date.UTC(2026, 0, 5, 10, 0));
+    const dir = await tempDirForTest("mg-tasks-");
+    const store = await openTasks(clock, dir);
+    const caps = { maxPerUser: 10, maxPerProfile: 10 };
+    const hourly: TaskTiming = { kind: "every", everyMs: Hour };
+    const created = clock.now();
+    await store.addTask(task("once", hourly, created), caps);
+    await store.addTask(task("skip", hourly, created, { catchUp: "skip" }), caps);
+    // The gateway is down for five hours and a half.
+    clock.advance(5.5 * Hour);
+    const fake = submitter();
+    const tasks = scheduler(clock, store, fake.submit);
+    tasks.start();
+    await tasks.idle();
+    expect(fake.runs.map((r) => [r.task.id, r.dueMs])).toEqual([["once", created + Hour]]);
+    expect((await store.recentRuns("skip", 10)).map((r) => r.outcome)).toEqual(["missed"]);
+    for (const id of ["once", "skip"])
+      expect((await store.getTask(id))?.nextDueMs).toBe(created + 6 * Hour);
+    // After the start, the next due time runs as usual for both.
+    await run(clock, tasks, Hour, 5 * Minute);
+    expect(fake.runs.map((r) => r.task.id).sort()).toEqual(["once", "once", "skip"]);
+    tasks.stop();
+  });
+
+  it("does not run again a due time the journal recorded before a crash; only moves on", async () => {
+    const clock = manualClock(Date.UTC(2026, 0, 5, 10, 0));
+    const store = await openTasks(clock);
+    const created = clock.now();
+    await store.addTask(task("t", { kind: "every", everyMs: Hour }, created), {
+      maxPerUser: 10,
+      maxPerProfile: 10,
+    });
+    const fake = submitter();
+    // The previous process recorded the run and died before moving the task on.
+    fake.recorded.add(`t:${created + Hour}`);
+    clock.advance(Hour + Minute);
+    const tasks = scheduler(clock, store, fake.submit);
+    tasks.start();
+    await tasks.idle();
+    expect(fake.runs).toEqual([]);
+    expect((await store.getTask("t"))?.nextDueMs).toBe(created + 2 * Hour);
+    tasks.stop();
+  });
+
+  it("skips due times while a run is going, tells the chat once, and stops a run at its timeout", async () => {
+    const clock = manualClock(Date.UTC(2026, 0, 5, 10, 0));
+    const store = await openTasks(clock);
+    const created = clock.now();
+    await store.addTask(task("slow", { kind: "every", everyMs: 3 * Minute }, created), {
+      maxPerUser: 10,
+      maxPerProfile: 10,
+    });
+    const fake = submitter(false);
+    const notices: string[] = [];
+    const tasks = scheduler(clock, store, fake.submit, notices);
+    tasks.start();
+    await tasks.looked();
+    // Three more due times pass while the first run is going (it times out at 10 minutes).
+    for (let i = 0; i < 14; i++) {
+      clock.advance(Minute);
+      await tasks.looked();
+    }
+    await tasks.idle();
+    expect(fake.runs).toHaveLength(1);
+    expect(fake.stops).toHaveLength(1);
+    const outcomes = (await store.recentRuns("slow", 10)).map((r) => r.outcome);
+    expect(outcomes).toEqual(["overlap", "overlap", "overlap", "timeout"]);
+    expect(notices).toHaveLength(1);
+    expect(notices[0]).toMatch(/last 3 runs were skipped/);
+    tasks.stop();
+  });
+});
+
+describe("a due run the journal cannot record", () => {
+  it("is not run, keeps its due time, and is tried again a maxWaitMs later, not at once", async () => {
+    const clock = manualClock(Date.UTC(2026, 0, 5, 10, 0));
+    const store = await openTasks(clock);
+    const created = clock.now();
+    await store.addTask(task("t", { kind: "every", everyMs: Hour }, created), {
+      maxPerUser: 10,
+      maxPerProfile: 10,
+    });
+    let attempts = 0;
+    let full = true;
+    const fake = submitter();
+    const tasks = scheduler(clock, store, async (run) => {
+      attempts++;
+      if (full) throw new Error("disk full");
+      return fake.submit(run);
+    });
+    tasks.start();
+    await tasks.looked();
+    clock.advance(Hour);
+    await tasks.looked();
+    expect(attempts).toBe(1);
+    expect(clock.pending()).toEqual([60_000]);
+    expect((await store.getTask("t"))?.nextDueMs).toBe(created + Hour);
+    full = false;
+    clock.advance(Minute);
+    await tasks.idle();
+    expect(attempts).toBe(2);
+    expect(fake.runs.map((r) => r.dueMs)).toEqual([created + Hour]);
+    tasks.stop();
+  });
+});

@@ -1,0 +1,253 @@
+import type { Clock, Schedule } from "@mediagate/io";
+import { Defaults } from "../defaults.js";
+import type { Logger } from "../log.js";
+import type { TaskRecord, TaskRun, TaskRunOutcome, TaskStore } from "../state/tasks.js";
+import { TaskRunTimeoutError } from "./errors.js";
+import { nextDueAfter } from "./timing.js";
+
+/** One due time of a task, handed to {@link SubmitRun}. */
+export interface DueRun {
+  readonly task: TaskRecord;
+  /** The due time: with the task's id, the run's idempotency key (`task:<id>:<dueMs>`). */
+  readonly dueMs: number;
+}
+
+/** A run handed on: recorded in the journal before {@link SubmitRun} resolved. */
+export interface SubmittedRun {
+  /** False when the journal held this due time already (a restart found it there): not run again. */
+  readonly fresh: boolean;
+  /** How the run ended, once it has (never rejects). Absent when not `fresh`. */
+  readonly finished?: Promise<TaskRunOutcome> | undefined;
+  /** Stops the run (its timeout), with `reason` as the turn's abort reason. */
+  stop(reason: Error): void;
+}
+
+/**
+ * Records a due run in the journal, as a typed message is, and hands it to the pipeline; the
+ * gateway implements it (gateway/scheduled-runs.ts). Rejects when the journal cannot be written:
+ * the due time stays, and is tried again.
+ */
+export type SubmitRun = (run: DueRun) => Promise<SubmittedRun>;
+
+/** Options of {@link TaskScheduler}. */
+export interface TaskSchedulerOptions {
+  readonly store: TaskStore;
+  readonly clock: Clock;
+  /** Timers (tests fire them by hand). Default: unref'd `setTimeout`. */
+  readonly schedule: Schedule;
+  readonly submit: SubmitRun;
+  /** Tells a task's chat something (its runs keep overlapping). Never rejects. */
+  readonly notify: (task: TaskRecord, text: string) => Promise<void>;
+  readonly log: Logger;
+  /** Default `Defaults.schedules.runTimeoutSeconds`. */
+  readonly runTimeoutMs?: number;
+  /** Default `Defaults.schedules.overlapNoticeAfter`. */
+  readonly overlapNoticeAfter?: number;
+  /** Default `Defaults.schedules.maxWaitMs`. */
+  readonly maxWaitMs?: number;
+}
+
+/** What {@link TaskScheduler.runNow} did. */
+export type RunNowResult = "started" | "running" | "recorded_before";
+
+/**
+ * Runs one profile's tasks when they are due (docs/schedules.md). The due times live in the
+ * {@link TaskStore}; the scheduler keeps one timer, for the earliest, and looks again at least
+ * every `maxWaitMs`. A due run is recorded in the journal under `task:<id>:<due ms>` before the
+ * task moves on to its next due time: a crash between the two finds the run in the journal (it
+ * was recovered from there, not run again) and only moves the task on. Due times that passed
+ * while the gateway was down run once (`catchUp: once`, however many were missed) or are
+ * recorded as missed (`skip`). A task's runs never overlap: a due time that finds the run
+ * before still going is recorded as skipped, and the chat is told when that keeps happening.
+ */
+export class TaskScheduler {
+  readonly #options: TaskSchedulerOptions;
+  readonly #runTimeoutMs: number;
+  readonly #overlapNoticeAfter: number;
+  readonly #maxWaitMs: number;
+  /** Runs going now, by task id. */
+  readonly #running = new Map<string, Promise<void>>();
+  #startedAtMs = 0;
+  #cancelTimer: (() => void) | undefined;
+  #ticking: Promise<void> | undefined;
+  #again = false;
+  #stopped = true;
+
+  constructor(options: TaskSchedulerOptions) {
+    this.#options = options;
+    this.#runTimeoutMs = options.runTimeoutMs ?? Defaults.schedules.runTimeoutSeconds * 1000;
+    this.#overlapNoticeAfter = options.overlapNoticeAfter ?? Defaults.schedules.overlapNoticeAfter;
+    this.#maxWaitMs = options.maxWaitMs ?? Defaults.schedules.maxWaitMs;
+  }
+
+  /** Starts: due times before now were missed while the gateway was down. */
+  start(): void {
+    this.#stopped = false;
+    this.#startedAtMs = this.#options.clock.wallMs();
+    this.poke();
+  }
+
+  /** Stops arming timers; runs going on finish on their own (the gateway's drain). */
+  stop(): void {
+    this.#stopped = true;
+    this.#cancelTimer?.();
+    this.#cancelTimer = undefined;
+  }
+
+  /** Looks at the due times now (a task was added, resumed or changed). */
+  poke(): void {
+    if (this.#stopped) return;
+    if (this.#ticking !== undefined) {
+      this.#again = true;
+      return;
+    }
+    this.#cancelTimer?.();
+    this.#cancelTimer = undefined;
+    this.#ticking = this.#tick().finally(() => {
+      this.#ticking = undefined;
+      if (this.#again) {
+        this.#again = false;
+        this.poke();
+      }
+    });
+  }
+
+  /** Whether a run of `taskId` is going. */
+  isRunning(taskId: string): boolean {
+    return this.#running.has(taskId);
+  }
+
+  /** Resolves once no look at the due times is going (runs handed on may still be). */
+  async looked(): Promise<void> {
+    while (this.#ticking !== undefined) await this.#ticking;
+  }
+
+  /** Resolves once no tick is going and every run handed on so far has ended (tests). */
+  async idle(): Promise<void> {
+    while (this.#ticking !== undefined || this.#running.size > 0) {
+      await Promise.allSettled([this.#ticking, ...this.#running.values()]);
+    }
+  }
+
+  /**
+   * "Run now": a run due now, outside the timetable (the next due time stays). Refused while
+   * a run of the task is going.
+   */
+  async runNow(task: TaskRecord): Promise<RunNowResult> {
+    if (this.#running.has(task.id)) return "running";
+    const dueMs = this.#options.clock.wallMs();
+    const submitted = await this.#options.submit({ task, dueMs });
+    if (!submitted.fresh) return "recorded_before";
+    await this.#options.store.recordRun(this.#run(task, dueMs, "running", "run now"));
+    this.#follow(task, dueMs, submitted);
+    return "started";
+  }
+
+  async #tick(): Promise<void> {
+    const { store, clock, log } = this.#options;
+    let failed = false;
+    try {
+      const nowMs = clock.wallMs();
+      for (const task of await store.dueTasks(nowMs)) {
+        if (this.#stopped) return;
+        try {
+          await this.#fire(task, nowMs);
+        } catch (error) {
+          // The due time stays: the next look, a `maxWaitMs` later, tries it again.
+          failed = true;
+          log.error({ err: error, taskId: task.id }, "scheduled run could not be started");
+        }
+      }
+    } catch (error) {
+      failed = true;
+      log.error({ err: error }, "could not read the scheduled tasks");
+    }
+    await this.#arm(failed);
+  }
+
+  /** Arms the timer for the next due time; after a failure, not before `maxWaitMs`. */
+  async #arm(failed: boolean): Promise<void> {
+    if (this.#stopped) return;
+    const { store, clock, schedule, log } = this.#options;
+    let waitMs = this.#maxWaitMs;
+    try {
+      const next = await store.nextDueMs();
+      if (next !== undefined && !failed)
+        waitMs = Math.min(waitMs, Math.max(0, next - clock.wallMs()));
+    } catch (error) {
+      log.error({ err: error }, "could not read the next due time");
+    }
+    if (this.#stopped) return;
+    this.#cancelTimer = schedule(() => this.poke(), waitMs);
+  }
+
+  async #fire(task: TaskRecord, nowMs: number): Promise<void> {
+    const { store, log } = this.#options;
+    const dueMs = task.nextDueMs;
+    const next = nextDueAfter(task.timing, task.timezone, task.createdAtMs, nowMs);
+    const move = (run: TaskRun, overlaps: number) =>
+      store.advanceTask({ id: task.id, fromDueMs: dueMs, nextDueMs: next, run }, overlaps);
+    const fields = { taskId: task.id, owner: task.owner, dueMs };
+    if (dueMs < this.#startedAtMs && task.catchUp === "skip") {
+      await move(this.#run(task, dueMs, "missed", "due while the gateway was down"), 0);
+      log.info(fields, "scheduled run missed while the gateway was down; skipped (catchUp: skip)");
+      return;
+    }
+    if (this.#running.has(task.id)) {
+      const overlaps = task.overlapsInARow + 1;
+      await move(this.#run(task, dueMs, "overlap", "the run before was still going"), overlaps);
+      log.warn({ ...fields, overlaps }, "scheduled run skipped: the run before is still going");
+      if (overlaps === this.#overlapNoticeAfter) {
+        await this.#options.notify(
+          task,
+          `⚠️ Task ${task.id}: its last ${overlaps} runs were skipped because the run before was still going. Give it a longer interval, or make it quicker; /tasks lists it.`,
+        );
+      }
+      return;
+    }
+    // Journal first, then the move: a crash between them finds the run recorded.
+    const submitted = await this.#options.submit({ task, dueMs });
+    if (!submitted.fresh) {
+      log.info(fields, "scheduled run was recorded before the restart; not run again");
+      await move(this.#run(task, dueMs, "running", "taken over from the journal"), 0);
+      return;
+    }
+    await move(this.#run(task, dueMs, "running"), 0);
+    log.info({ ...fields, catchUp: dueMs < this.#startedAtMs }, "scheduled run started");
+    this.#follow(task, dueMs, submitted);
+  }
+
+  /** Keeps the run counted until it ends, stops it at its timeout, records how it ended. */
+  #follow(task: TaskRecord, dueMs: number, submitted: SubmittedRun): void {
+    const { store, clock, schedule, log } = this.#options;
+    let timedOut = false;
+    const cancelTimeout = schedule(() => {
+      timedOut = true;
+      log.warn({ taskId: task.id, dueMs }, "scheduled run timed out; stopping it");
+      submitted.stop(new TaskRunTimeoutError(task.id, this.#runTimeoutMs));
+    }, this.#runTimeoutMs);
+    const following = (submitted.finished ?? Promise.resolve<TaskRunOutcome>("done"))
+      .then(async (ended) => {
+        const outcome: TaskRunOutcome = timedOut ? "timeout" : ended;
+        const run = { ...this.#run(task, dueMs, outcome), atMs: clock.wallMs() };
+        log.info({ taskId: task.id, dueMs, outcome }, "scheduled run ended");
+        await store.recordRun(run);
+      })
+      .catch((error: unknown) => log.error({ err: error, taskId: task.id }, "run not recorded"))
+      .finally(() => {
+        cancelTimeout();
+        this.#running.delete(task.id);
+      });
+    this.#running.set(task.id, following);
+  }
+
+  #run(task: TaskRecord, dueMs: number, outcome: TaskRunOutcome, detail?: string): TaskRun {
+    return {
+      taskId: task.id,
+      dueMs,
+      outcome,
+      atMs: this.#options.clock.wallMs(),
+      ...(detail === undefined ? {} : { detail }),
+    };
+  }
+}

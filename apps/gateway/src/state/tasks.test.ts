@@ -1,0 +1,116 @@
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterEach, describe, expect, it } from "vitest";
+import { tempDirForTest } from "../../../../test-support/temp-dir.js";
+import { MIGRATIONS, migrate } from "./schema.js";
+import { StateStore } from "./store.js";
+import type { NewTask } from "./tasks.js";
+
+const stores: StateStore[] = [];
+afterEach(async () => {
+  await Promise.all(stores.splice(0).map((store) => store.close()));
+});
+
+let clockMs = 1_000;
+
+async function open(): Promise<StateStore> {
+  clockMs = 1_000;
+  const store = await StateStore.open(join(await tempDirForTest("mg-tasks-"), "state.db"), {
+    now: () => clockMs,
+  });
+  stores.push(store);
+  return store;
+}
+
+const task = (id: string, owner: string, extra: Partial<NewTask> = {}): NewTask => ({
+  id,
+  owner,
+  timing: { kind: "every", everyMs: 3_600_000 },
+  timezone: "UTC",
+  text: "echo hi",
+  chat: { platform: "telegram", chatId: "1", chatType: "dm" },
+  catchUp: "once",
+  nextDueMs: 5_000,
+  ...extra,
+});
+
+describe("the task tables (schema v7)", () => {
+  it("are added to a version 6 database, keeping its sessions", async () => {
+    const db = new Database(join(await tempDirForTest("mg-tasks-"), "state.db"));
+    migrate(db, MIGRATIONS.slice(0, 6));
+    db.prepare("INSERT INTO sessions VALUES ('k', 'sid', 0, 0)").run();
+    expect(migrate(db)).toEqual({ from: 6, to: 7 });
+    expect(db.prepare("SELECT session_id FROM sessions").all()).toEqual([{ session_id: "sid" }]);
+    expect(() =>
+      db
+        .prepare(
+          `INSERT INTO tasks (id, owner, timing, timezone, text, chat, catch_up, next_due_at, created_at)
+           VALUES ('a', 'u', '{}', 'UTC', 't', '{}', 'sometimes', 0, 0)`,
+        )
+        .run(),
+    ).toThrow(/CHECK/);
+    db.close();
+  });
+
+  it("refuses a task over the user's or the profile's cap, and counts only active chat tasks", async () => {
+    const { tasks } = await open();
+    const caps = { maxPerUser: 2, maxPerProfile: 3 };
+    expect((await tasks.addTask(task("a", "telegram:1"), caps)).status).toBe("added");
+    expect((await tasks.addTask(task("b", "telegram:1"), caps)).status).toBe("added");
+    expect(await tasks.addTask(task("c", "telegram:1"), caps)).toEqual({
+      status: "user_full",
+      count: 2,
+    });
+    expect((await tasks.addTask(task("d", "telegram:2"), caps)).status).toBe("added");
+    expect(await tasks.addTask(task("e", "telegram:3"), caps)).toEqual({
+      status: "profile_full",
+      count: 3,
+    });
+    await tasks.syncOperatorTasks([task("op", "operator", { name: "report" })]);
+    expect((await tasks.listTasks("telegram:1")).map((t) => t.id)).toEqual(["a", "b"]);
+    expect((await tasks.listTasks()).map((t) => t.id).sort()).toEqual(["a", "b", "d", "op"]);
+    expect(await tasks.deleteTask("a")).toBe(true);
+    expect(await tasks.deleteTask("a")).toBe(false);
+    expect((await tasks.addTask(task("c", "telegram:1"), caps)).status).toBe("added");
+  });
+
+  it("moves a task past a due time once, with its run, and keeps the operator's tasks by name", async () => {
+    const { tasks } = await open();
+    await tasks.addTask(task("a", "telegram:1"), { maxPerUser: 5, maxPerProfile: 5 });
+    const run = { taskId: "a", dueMs: 5_000, outcome: "running", atMs: 5_001 } as const;
+    const advance = { id: "a", fromDueMs: 5_000, nextDueMs: 9_000, run };
+    expect(await tasks.advanceTask(advance, 0)).toBe(true);
+    expect(await tasks.advanceTask(advance, 0)).toBe(false);
+    expect(await tasks.getTask("a")).toMatchObject({ nextDueMs: 9_000, lastRun: run });
+    expect(await tasks.nextDueMs()).toBe(9_000);
+    expect(await tasks.setPaused("a", true, 0)).toBe(true);
+    expect(await tasks.nextDueMs()).toBeUndefined();
+
+    await tasks.syncOperatorTasks([task("op1", "operator", { name: "report", nextDueMs: 7_000 })]);
+    await tasks.syncOperatorTasks([
+      task("op2", "operator", { name: "report", text: "new text", nextDueMs: 8_000 }),
+      task("op3", "operator", { name: "other" }),
+    ]);
+    const operator = await tasks.listTasks("operator");
+    expect(operator.map((t) => [t.id, t.name, t.text, t.nextDueMs])).toEqual([
+      ["op1", "report", "new text", 7_000],
+      ["op3", "other", "echo hi", 5_000],
+    ]);
+    // A new timing starts over: its next due time and its anchor are the new ones.
+    clockMs = 50_000;
+    await tasks.syncOperatorTasks([
+      task("op4", "operator", {
+        name: "report",
+        timing: { kind: "every", everyMs: 60_000 },
+        nextDueMs: 61_000,
+      }),
+    ]);
+    expect(await tasks.getTask("op1")).toMatchObject({
+      timing: { kind: "every", everyMs: 60_000 },
+      nextDueMs: 61_000,
+      createdAtMs: 50_000,
+    });
+    await tasks.syncOperatorTasks([]);
+    expect(await tasks.listTasks("operator")).toEqual([]);
+  });
+});
