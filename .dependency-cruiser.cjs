@@ -19,9 +19,9 @@ const Shared = `${Src}(defaults|log|redact|printable|error-causes|error-summary)
 /** The contract every channel implements and the core talks to. */
 const ChannelContract = `${Src}channels/types\\.ts$`;
 /** The rooms below the pipeline: they never know who calls them. */
-const Storage = `${Src}(sqlite|state|durable|session|delivery)/`;
+const Storage = `${Src}(sqlite|postgres|state|durable|session|delivery)/`;
 /** Every room but the composition, the channels and config/: the platform-free core. */
-const Core = `${Src}(access-control|agents|commands|delivery|durable|health|pipeline|profiles|sandbox-access|session|sqlite|state|turn-progress|web)/`;
+const Core = `${Src}(access-control|agents|commands|delivery|durable|health|pipeline|postgres|profiles|sandbox-access|session|sqlite|state|turn-progress|web)/`;
 
 /** @type {import("dependency-cruiser").IConfiguration} */
 module.exports = {

@@ -6,7 +6,8 @@ import type { ProfileConfig } from "../config/types.js";
 import { printable } from "../printable.js";
 import type { Redactor } from "../redact.js";
 import { formatPairingCode, normalizePairingCode } from "../state/pairing.js";
-import { StateStore, stateDbPath } from "../state/store.js";
+import type { StateStore } from "../state/state-store.js";
+import { SqliteStateStore, stateDbPath } from "../state/store.js";
 
 type Print = (line: string) => void;
 
@@ -65,7 +66,7 @@ async function withStore<T>(
   const path = stateDbPath(profile.home);
   if (!existsSync(path)) return undefined;
   // A few rows read or written: not worth a read of the whole file (see `integrityCheck`).
-  const store = await StateStore.open(path, {
+  const store = await SqliteStateStore.open(path, {
     integrityCheck: false,
     ...(options.now === undefined ? {} : { now: options.now }),
   });

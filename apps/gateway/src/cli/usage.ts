@@ -8,7 +8,7 @@ import type { ProfileConfig } from "../config/types.js";
 import { Defaults } from "../defaults.js";
 import { printable } from "../printable.js";
 import type { Redactor } from "../redact.js";
-import { StateStore, stateDbPath } from "../state/store.js";
+import { SqliteStateStore, stateDbPath } from "../state/store.js";
 import { type UsagePeriods, type UsageTotals, usageDays } from "../state/usage.js";
 
 type Print = (line: string) => void;
@@ -94,7 +94,7 @@ export async function usageReport(options: UsageCommandOptions, print: Print): P
   for (const profile of await profilesOf(options)) {
     const path = stateDbPath(profile.home);
     if (!existsSync(path)) continue;
-    const store = await StateStore.open(path);
+    const store = await SqliteStateStore.open(path);
     try {
       const all = await store.usagePeriods({ kind: "profile" }, days);
       if (all.all.calls === 0) continue;

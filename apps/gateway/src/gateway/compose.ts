@@ -22,6 +22,7 @@ import { BusySessions } from "../session/busy.js";
 import { SessionScope } from "../session/context.js";
 import { LiveSessions } from "../session/live-sessions.js";
 import { TurnQueue } from "../session/queue.js";
+import { SqliteStateStore } from "../state/store.js";
 import { channelFor, type GatewayCore } from "./core.js";
 import { GatewayDefaults, type GatewayOptions } from "./options.js";
 
@@ -83,7 +84,9 @@ export async function openParts(
     }
     const failed = opening.find((result) => result.status === "rejected");
     if (failed !== undefined) throw failed.reason;
-    for (const runtime of runtimes.values()) logOpenCheck(logger, runtime.store);
+    for (const runtime of runtimes.values()) {
+      if (runtime.store instanceof SqliteStateStore) logOpenCheck(logger, runtime.store);
+    }
     channels =
       options.channels ??
       createChannels(config, {

@@ -18,7 +18,7 @@ import type { BusySessions } from "../session/busy.js";
 import type { SessionContext, SessionScope } from "../session/context.js";
 import type { LiveSessions } from "../session/live-sessions.js";
 import type { TurnQueue } from "../session/queue.js";
-import type { StateStore } from "../state/store.js";
+import type { StateStore } from "../state/state-store.js";
 import type { ProgressClock } from "../turn-progress/progress.js";
 import type { MessageReaction } from "../turn-progress/reactions.js";
 import { PipelineStepError } from "./step-error.js";

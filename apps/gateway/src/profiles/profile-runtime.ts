@@ -11,7 +11,8 @@ import { createAgent } from "../agents/agent-factory.js";
 import type { Agent } from "../agents/types.js";
 import type { ProfileConfig } from "../config/types.js";
 import type { Logger } from "../log.js";
-import { StateStore, stateDbPath } from "../state/store.js";
+import type { StateStore } from "../state/state-store.js";
+import { SqliteStateStore, stateDbPath } from "../state/store.js";
 
 /** Everything one profile runs with: its sandbox, state database and agent. */
 export interface ProfileRuntimeOptions {
@@ -46,7 +47,7 @@ export class ProfileRuntime {
 
   /** Opens the profile's state database (in its worker thread) and builds the runtime. */
   static async open(options: ProfileRuntimeOptions): Promise<ProfileRuntime> {
-    const store = await StateStore.open(stateDbPath(options.profile.home), {
+    const store = await SqliteStateStore.open(stateDbPath(options.profile.home), {
       ...(options.now === undefined ? {} : { now: options.now }),
       ...(options.integrityWaitMs === undefined
         ? {}
