@@ -20,6 +20,7 @@ import { interpolate } from "./interpolate.js";
 import { type Locate, locatorOf } from "./locate.js";
 import { type ConfigFile, configFileSchema, type ProfileFile } from "./schema.js";
 import { secretsOfConfig, secretsOfEnv, secretsOfRawConfig } from "./secrets.js";
+import { resolveStore } from "./store-schema.js";
 import type {
   AgentSettings,
   DiscordSettings,
@@ -175,6 +176,7 @@ export function resolveConfig(
     healthListen: file.health?.listen,
     web,
     logLevel: file.log?.level,
+    store: resolveStore(file.store),
   };
   options.redactor?.add(secretsOfConfig(config));
   return config;

@@ -1,4 +1,3 @@
-import type { StateStore } from "../state/state-store.js";
 import { closeSync, openSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -12,6 +11,7 @@ import { emptyEnv } from "../config/env.js";
 import { resolveConfig } from "../config/load.js";
 import { Gateway, NotRecordedText } from "../gateway.js";
 import { createLogger } from "../log.js";
+import type { StateStore } from "../state/state-store.js";
 import { SqliteStateStore, stateDbPath } from "../state/store.js";
 import { StorageError } from "./errors.js";
 import { journalDbPath, SqliteJournal } from "./journal.js";
