@@ -65,7 +65,7 @@ export async function migrateStore(
   const to = options.to ?? (config.store.kind === "postgres" ? config.store.url : undefined);
   if (to === undefined || !/^postgres(ql)?:\/\//i.test(to)) {
     throw new StoreMigrateError(
-      "--to needs a PostgreSQL URL (postgres://user:password@host:5432/database), or a config with store: { kind: postgres, url: ${DATABASE_URL} }",
+      "--to needs a PostgreSQL URL (postgres://user:password@host:5432/database), or a config whose store is { kind: postgres, url: … } (docs/store.md)",
     );
   }
   options.redactor.add([to]);

@@ -156,7 +156,9 @@ export async function writePostgresState(
         [rows.messages.length],
       );
       const fresh = taken.rows.map((r) => Number(r.id)).sort((a, b) => a - b);
-      rows.messages.forEach((r, index) => ids.set(Number(r.id), fresh[index]!));
+      rows.messages.forEach((r, index) => {
+        ids.set(Number(r.id), fresh[index]!);
+      });
       await insertRows(
         tx,
         "state_messages",
