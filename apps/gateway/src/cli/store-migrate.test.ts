@@ -5,6 +5,7 @@ import { freshPostgresDatabase, type TestDatabase } from "../../../../test-suppo
 import { tempDirForTest } from "../../../../test-support/temp-dir.js";
 import { emptyEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
+import { journalDbPath, SqliteJournal } from "../durable/journal.js";
 import { PostgresDatabase } from "../postgres/database.js";
 import { Redactor } from "../redact.js";
 import { PostgresStateStore } from "../state/postgres-store.js";
@@ -146,6 +147,26 @@ describe("mediagate store migrate", () => {
       } finally {
         await database.close();
       }
+    }
+  });
+
+  it("says the journal was not moved, exiting 1, while this build has no PostgreSQL journal", async () => {
+    const file = await install();
+    const config = await loadConfig({ path: file, env: emptyEnv() });
+    await (await SqliteJournal.open(journalDbPath(config.home))).close();
+    const other = await freshPostgresDatabase("migrate_journal");
+    try {
+      const lines: string[] = [];
+      const code = await migrateStore(
+        { config: file, env: emptyEnv(), redactor: new Redactor(), from: "sqlite", to: other.url },
+        (line) => lines.push(line),
+      );
+      expect(code).toBe(1);
+      expect(lines.at(-1)).toMatch(
+        /^journal: not moved: this build has no PostgreSQL journal yet; .*journal\.db keeps the queued messages/,
+      );
+    } finally {
+      await other.drop();
     }
   });
 
