@@ -35,6 +35,8 @@ export async function probeStore(settings: StoreSettings, timeoutMs: number): Pr
   });
   const where = `PostgreSQL ${database.where}`;
   try {
+    // The first ping makes the connection; the second is the round trip a query pays.
+    await database.ping();
     const roundTripMs = Math.round((await database.ping()) * 10) / 10;
     const version = await postgresSchemaVersion(database, StateComponent);
     const facts = `${where} reachable, round trip ${roundTripMs} ms`;

@@ -176,7 +176,7 @@ export function secretsOfRawConfig(raw: unknown): string[] {
       const text = String(value);
       const setting = settingOf(path);
       if (isStoreUrl(path)) {
-        out.push(text, ...secretsOfUrl(text));
+        out.push(...storeUrlSecrets(text));
       } else if (setting !== undefined && UrlKeys.has(setting) && schemaAt(path) !== undefined) {
         out.push(...secretsOfUrl(text));
       } else if (!isShownPath(path)) out.push(text);
@@ -202,6 +202,30 @@ function isStoreUrl(path: readonly PropertyKey[]): boolean {
   return path.length === 2 && path[0] === "store" && path[1] === "url";
 }
 
+/**
+ * The secrets of `store.url`: the whole URL, its password and its query values. Not its user
+ * name: a role is often called `mediagate`, and cutting that word out of every line would
+ * mangle them while hiding nothing.
+ */
+function storeUrlSecrets(text: string): string[] {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return [text];
+  }
+  const parts = [url.password, ...url.searchParams.values()].filter((part) => part !== "");
+  return [text, ...parts.flatMap((part) => [part, safeDecode(part)])];
+}
+
+function safeDecode(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
+}
+
 function secretsOfUrl(text: string): string[] {
   let url: URL;
   try {
@@ -223,7 +247,7 @@ function secretsOfUrl(text: string): string[] {
 /** The secrets of a validated config (bot tokens and API keys, after env overrides). */
 export function secretsOfConfig(config: GatewayConfig): string[] {
   const out: string[] = [];
-  if (config.store.kind === "postgres") out.push(config.store.url, ...urlSecrets(config.store.url));
+  if (config.store.kind === "postgres") out.push(...storeUrlSecrets(config.store.url));
   for (const p of config.profiles) {
     if (p.telegram) out.push(p.telegram.token, ...urlSecrets(p.telegram.apiRoot));
     if (p.discord) {
