@@ -21,7 +21,7 @@ const ChannelContract = `${Src}channels/types\\.ts$`;
 /** The rooms below the pipeline: they never know who calls them. */
 const Storage = `${Src}(sqlite|postgres|state|durable|session|delivery)/`;
 /** Every room but the composition, the channels and config/: the platform-free core. */
-const Core = `${Src}(access-control|agents|commands|delivery|durable|health|pipeline|profiles|sandbox-access|session|sqlite|postgres|state|turn-progress|web)/`;
+const Core = `${Src}(access-control|agents|commands|delivery|durable|health|pipeline|postgres|profiles|sandbox-access|session|sqlite|state|turn-progress|web)/`;
 
 /** @type {import("dependency-cruiser").IConfiguration} */
 module.exports = {

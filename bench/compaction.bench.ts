@@ -14,7 +14,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createLogger, OpenAIAgent, StateStore, stateDbPath } from "@mediagate/gateway";
+import { createLogger, OpenAIAgent, SqliteStateStore, stateDbPath } from "@mediagate/gateway";
 import {
   FakeOpenAIServer,
   factsModel,
@@ -44,7 +44,7 @@ async function run(contextTokens: number): Promise<void> {
       ? answer
       : reply.text(ReplyText);
   });
-  const store = await StateStore.open(stateDbPath(dir));
+  const store = await SqliteStateStore.open(stateDbPath(dir));
   try {
     await mkdir(join(dir, "workspace"));
     await writeFile(

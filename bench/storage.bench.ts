@@ -20,7 +20,7 @@ import {
   journalDbPath,
   PostgresJournal,
   SqliteJournal,
-  StateStore,
+  SqliteStateStore,
   stateDbPath,
 } from "@mediagate/gateway";
 // The synchronous engines are internal to the gateway; the bench reaches into its build.
@@ -158,7 +158,7 @@ async function main(): Promise<void> {
     );
     direct.close();
 
-    const store = await StateStore.open(stateDbPath(join(home, "worker")));
+    const store = await SqliteStateStore.open(stateDbPath(join(home, "worker")));
     const key = "agent:bench:telegram:dm:100";
     const sessionId = await store.currentSessionId(key);
     report("state_session_id_worker", await time(() => store.currentSessionId(key)));

@@ -1,6 +1,6 @@
 import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { emptyEnv, loadConfig, StateStore, stateDbPath } from "@mediagate/gateway";
+import { emptyEnv, loadConfig, SqliteStateStore, stateDbPath } from "@mediagate/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./harness/cli.js";
 import { createTempHome, TestImage, uniqueProfileName } from "./harness/gateway-home.js";
@@ -27,7 +27,7 @@ describe("mediagate usage", () => {
       ].join("\n"),
     );
     const [entry] = (await loadConfig({ path: config, env: emptyEnv(dir) })).profiles;
-    const store = await StateStore.open(stateDbPath(entry!.home));
+    const store = await SqliteStateStore.open(stateDbPath(entry!.home));
     try {
       await store.recordUsage({
         sessionKey: "agent:x:telegram:dm:1",

@@ -3,7 +3,7 @@ import { once } from "node:events";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ChatMessage, StateStore, stateDbPath } from "@mediagate/gateway";
+import { type ChatMessage, SqliteStateStore, stateDbPath } from "@mediagate/gateway";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { waitUntil } from "../../test-support/wait.js";
 import { FakeOpenAIServer, isSummaryRequest, reply } from "../fakes/openai/index.js";
@@ -17,7 +17,7 @@ let server: FakeOpenAIServer | undefined;
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), "mg-compaction-crash-"));
-  const store = await StateStore.open(stateDbPath(dir));
+  const store = await SqliteStateStore.open(stateDbPath(dir));
   const messages: ChatMessage[] = [];
   for (let n = 0; n < Turns; n++) {
     messages.push({ role: "user", content: `FACT{${n}} ${"words ".repeat(4)}` });
@@ -60,7 +60,7 @@ async function kill(process_: ChildProcess): Promise<void> {
 }
 
 async function conversation() {
-  const store = await StateStore.open(stateDbPath(dir));
+  const store = await SqliteStateStore.open(stateDbPath(dir));
   try {
     return {
       conversation: await store.loadConversation(Session),
@@ -76,7 +76,7 @@ describe("compaction under SIGKILL", () => {
     server = await FakeOpenAIServer.start();
     server.enqueue(reply.hang());
     const { process: running } = runChild(`
-      const store = await g.StateStore.open(process.env.MG_DB);
+      const store = await g.SqliteStateStore.open(process.env.MG_DB);
       const agent = new g.OpenAIAgent({ baseUrl: ${JSON.stringify(server.baseUrl)}, model: "m",
         store, logger: g.createLogger({ level: "silent" }), maxRetries: 0 });
       await agent.compact({ sessionId: process.env.MG_SESSION, sessionKey: "crash-key",
@@ -92,7 +92,7 @@ describe("compaction under SIGKILL", () => {
   it("leaves a whole summary or the one before, never half, when killed while writing them", async () => {
     // Summaries of 64 KiB each, written one after another as fast as the store takes them.
     const { process: running, lines } = runChild(`
-      const store = await g.StateStore.open(process.env.MG_DB);
+      const store = await g.SqliteStateStore.open(process.env.MG_DB);
       const ids = (await store.loadConversation(process.env.MG_SESSION)).messages.map((m) => m.id);
       let base;
       for (let k = 1; k < ids.length; k += 2) {

@@ -8,7 +8,8 @@ import {
   type OpenAIAgentOptions,
   OpenAIEndpointError,
   OpenAITurnAbortedError,
-  StateStore,
+  SqliteStateStore,
+  type StateStore,
   stateDbPath,
   type TurnAttachment,
 } from "@mediagate/gateway";
@@ -36,7 +37,7 @@ beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), "mediagate-openai-e2e-"));
   mkdirSync(join(dir, "workspace"));
   server = await FakeOpenAIServer.start();
-  store = await StateStore.open(stateDbPath(dir));
+  store = await SqliteStateStore.open(stateDbPath(dir));
   runner = new LocalToolRunner(join(dir, "workspace"));
   logLines = [];
 });
@@ -275,7 +276,7 @@ describe("openai agent against an OpenAI-compatible endpoint", () => {
     ]);
 
     await store.close();
-    store = await StateStore.open(stateDbPath(dir));
+    store = await SqliteStateStore.open(stateDbPath(dir));
     await turn(makeAgent(), "third");
     expect(dialogue(2)).toEqual([
       ["user", "first"],

@@ -5,7 +5,8 @@ import {
   type AgentTurnResult,
   OpenAIAgent,
   type OpenAIAgentOptions,
-  StateStore,
+  SqliteStateStore,
+  type StateStore,
   stateDbPath,
   usageDays,
 } from "@mediagate/gateway";
@@ -38,7 +39,7 @@ beforeEach(async () => {
     join(dir, "workspace", "big.txt"),
     "log line with some numbers 12345\n".repeat(130),
   );
-  store = await StateStore.open(stateDbPath(dir));
+  store = await SqliteStateStore.open(stateDbPath(dir));
   runner = new LocalToolRunner(join(dir, "workspace"));
 });
 

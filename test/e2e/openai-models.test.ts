@@ -6,7 +6,8 @@ import {
   OpenAIAgent,
   type OpenAIAgentOptions,
   OpenAIEndpointError,
-  StateStore,
+  SqliteStateStore,
+  type StateStore,
   stateDbPath,
   usageDays,
 } from "@mediagate/gateway";
@@ -40,7 +41,7 @@ beforeEach(async () => {
   main = await FakeOpenAIServer.start({ models: ["main-model"] });
   backup = await FakeOpenAIServer.start({ models: ["backup-model"] });
   nowMs = Evening;
-  store = await StateStore.open(stateDbPath(dir), { now: () => nowMs });
+  store = await SqliteStateStore.open(stateDbPath(dir), { now: () => nowMs });
   runner = new LocalToolRunner(join(dir, "workspace"));
   sleeps = [];
 });
@@ -320,7 +321,7 @@ describe("usage", () => {
     main.enqueue(reply.text("x"));
     await turn(makeAgent(), "one");
     await store.close();
-    store = await StateStore.open(stateDbPath(dir), { now: () => nowMs });
+    store = await SqliteStateStore.open(stateDbPath(dir), { now: () => nowMs });
     expect((await profileTotals()).all.calls).toBe(1);
   });
 });

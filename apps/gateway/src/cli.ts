@@ -268,6 +268,46 @@ db.command("move-aside")
     process.exitCode = await moveAside(file, { force: opts.force }, print).catch(fail);
   });
 
+const store = program
+  .command("store")
+  .description("where the journal and the profiles' state live (docs/store.md)");
+
+store
+  .command("migrate")
+  .description(
+    "move each profile's state (sessions, conversations, approvals, pairing, usage) from its state.db into PostgreSQL while the gateway is stopped; running it twice gives the same result",
+  )
+  .option("-c, --config <file>", "config file")
+  .requiredOption("--from <kind>", "where from: sqlite")
+  .option(
+    "--to <url>",
+    "postgres://user:password@host:5432/database (default: the config's store.url)",
+  )
+  .option("--replace", "overwrite a profile whose PostgreSQL state is newer than its file")
+  .option("--force", "go on when this host cannot tell who has the files open (no /proc)")
+  .addHelpText(
+    "after",
+    examples([
+      [
+        'mediagate store migrate --from sqlite --to "$DATABASE_URL"',
+        "after `systemctl stop mediagate`, before the first start with store: { kind: postgres }",
+      ],
+    ]),
+  )
+  .action(
+    async (opts: {
+      config?: string;
+      from: string;
+      to?: string;
+      replace?: boolean;
+      force?: boolean;
+    }) => {
+      if (opts.to !== undefined) redactor.add([opts.to]);
+      const { migrateStore } = await import("./cli/store-migrate.js");
+      process.exitCode = await migrateStore({ ...opts, env, redactor }, print).catch(fail);
+    },
+  );
+
 const web = program
   .command("web")
   .description("the web console (docs/web-console.md)")

@@ -383,6 +383,8 @@ export const Defaults = {
     journalPruneIntervalMs: 60 * 60 * 1000,
     /** How long an engine reachability answer is reused by the health endpoint. */
     engineCheckTtlMs: 5_000,
+    /** How long a PostgreSQL reachability answer is reused by the health endpoint and `/status`. */
+    storeCheckTtlMs: 5_000,
     /** A start that failed half way: how long each sandbox made so far may take to shut down. */
     failedStartShutdownMs: 1_000,
   },

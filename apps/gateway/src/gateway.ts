@@ -197,6 +197,7 @@ export class Gateway {
     await this.journal.close().catch((error: unknown) => {
       this.logger.warn({ err: error }, "journal close failed");
     });
+    await this.#core.stores.close();
   }
 
   /** Deletes handled messages and closed replies older than the retention. */

@@ -31,6 +31,16 @@ export interface OverviewView {
   readonly channels: readonly ChannelView[];
   readonly engine: { readonly reachable: boolean; readonly detail?: string | undefined };
   readonly journal: { readonly writable: boolean; readonly detail?: string | undefined };
+  /** The PostgreSQL store (absent with SQLite files): whether it answers, and how fast. */
+  readonly store?:
+    | {
+        readonly where: string;
+        readonly reachable: boolean;
+        readonly roundTripMs?: number | undefined;
+        readonly detail?: string | undefined;
+        readonly downSinceMs?: number | undefined;
+      }
+    | undefined;
   readonly queue: { readonly running: number; readonly queued: number };
   readonly outbox: { readonly scheduled: number };
   /** Turns that ended in the last minute. */

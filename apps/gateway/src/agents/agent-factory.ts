@@ -1,6 +1,6 @@
 import type { AgentSettings } from "../config/types.js";
 import type { Logger } from "../log.js";
-import type { StateStore } from "../state/store.js";
+import type { StateStore } from "../state/state-store.js";
 import { OpenAIAgent } from "./openai.js";
 import { ShellAgent } from "./shell.js";
 import type { Agent } from "./types.js";

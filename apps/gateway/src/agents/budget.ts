@@ -1,5 +1,5 @@
 import type { BudgetSettings } from "../config/types.js";
-import type { StateStore } from "../state/store.js";
+import type { StateStore } from "../state/state-store.js";
 import { nextUtcMidnight, type UsageTotals, utcDay } from "../state/usage.js";
 
 /** The line a turn stopped by the daily budget ends with (docs/models-and-usage.md, "Budget"). */

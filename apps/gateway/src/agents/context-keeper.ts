@@ -2,7 +2,7 @@ import type { ChatCompletionMessageParam } from "openai/resources/chat/completio
 import type { Logger } from "pino";
 import { Defaults } from "../defaults.js";
 import type { Conversation, StoredMessage } from "../state/conversation.js";
-import type { StateStore } from "../state/store.js";
+import type { StateStore } from "../state/state-store.js";
 import type { ChatMessage } from "../state/types.js";
 import {
   cutMiddle,

@@ -2,7 +2,7 @@ import type { Sleep } from "@mediagate/io";
 import type { Logger } from "pino";
 import type { BudgetSettings, ModelSettings, TranscriptionSettings } from "../config/types.js";
 import { Defaults } from "../defaults.js";
-import type { StateStore } from "../state/store.js";
+import type { StateStore } from "../state/state-store.js";
 import { endpointHost, OpenAIAgentOptionsError } from "./openai-errors.js";
 
 /**

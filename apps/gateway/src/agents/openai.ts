@@ -2,7 +2,7 @@ import type { ChatCompletion, ChatCompletionMessageParam } from "openai/resource
 import type { Logger } from "pino";
 import type { BudgetSettings, ModelSettings } from "../config/types.js";
 import type { Conversation } from "../state/conversation.js";
-import type { StateStore } from "../state/store.js";
+import type { StateStore } from "../state/state-store.js";
 import type { ChatMessage, ChatToolCall } from "../state/types.js";
 import { budgetStop } from "./budget.js";
 import { type CompactionReport, ContextKeeper } from "./context-keeper.js";

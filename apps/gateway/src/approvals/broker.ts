@@ -16,7 +16,7 @@ import { Defaults } from "../defaults.js";
 import type { Logger } from "../log.js";
 import { abortedByStop } from "../session/stopping.js";
 import type { ApprovalRecord, ApprovalStatus } from "../state/approvals.js";
-import type { StateStore } from "../state/store.js";
+import type { StateStore } from "../state/state-store.js";
 import { type AgentAction, describeAction } from "./rules.js";
 import { decidedText, questionText, refusalOf, TypedHint } from "./texts.js";
 

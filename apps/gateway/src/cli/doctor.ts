@@ -1,4 +1,4 @@
-import { describeChannel } from "../commands/status.js";
+import { describeChannel, describeStore } from "../commands/status.js";
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import type { GatewayConfig } from "../config/types.js";
@@ -7,6 +7,7 @@ import { Redactor } from "../redact.js";
 import { checkHomes } from "./homes.js";
 import type { CheckResult } from "./preflight.js";
 import { ProbeDefaults, probeAgent, probeDiscord, probeTelegram } from "./probes.js";
+import { probeStore } from "./store-probe.js";
 import { probeTelegramWebhook } from "./webhook-probe.js";
 
 /** How long doctor waits for a running gateway's health endpoint. */
@@ -45,6 +46,13 @@ export async function checkRunningGateway(listen: string): Promise<CheckResult[]
     ok: report.journal.writable,
     detail: report.journal.writable ? "writable" : `not writable: ${report.journal.detail ?? "?"}`,
   });
+  if (report.store !== undefined) {
+    checks.push({
+      name: "gateway store",
+      ok: report.store.reachable,
+      detail: describeStore(report.store).replace(/^Store: /, ""),
+    });
+  }
   return checks;
 }
 
@@ -67,6 +75,7 @@ async function probeProfiles(config: GatewayConfig, timeoutMs: number): Promise<
  * `mediagate doctor`: prints each check as a `✔`/`✖` line, a failed one followed by an
  * indented `fix:` line saying what to do: the config, each home private, Docker reachable with
  * its endpoint, each image present (or whether the engine could pull it; nothing is pulled),
+ * the store (PostgreSQL: reachable, round trip, schema version; docs/store.md),
  * each bot token (`getMe`, Discord `/users/@me`), each Telegram webhook (`getWebhookInfo`
  * against the profile's delivery mode), each agent endpoint (`/models`), and a
  * running gateway's channels when `health.listen` is set. Network probes run at once, each
@@ -106,6 +115,7 @@ export async function runDoctor(
       }
     }
     const probing = probeProfiles(config, timeoutMs);
+    const storeProbe = probeStore(config.store, timeoutMs);
     results.push(...(await checkHomes(config)));
     // The engine client loads once the config is valid (a config error is answered without it).
     const [{ connectDocker }, { checkSandbox }] = await Promise.all([
@@ -113,6 +123,7 @@ export async function runDoctor(
       import("./preflight.js"),
     ]);
     results.push(...(await checkSandbox(config, connectDocker({ host: config.dockerHost }))));
+    results.push(await storeProbe);
     results.push(...(await probing));
     if (config.healthListen === undefined) {
       notes.push("- channels: set health.listen to see a running gateway's channel states here");

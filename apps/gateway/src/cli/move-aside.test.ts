@@ -7,7 +7,7 @@ import { tempDirForTest } from "../../../../test-support/temp-dir.js";
 import { telegramMessage } from "../../test/fixtures/inbound-message.js";
 import { journalDbPath, SqliteJournal } from "../durable/journal.js";
 import { journalMarkerPath } from "../durable/journal-marker.js";
-import { StateStore, stateDbPath } from "../state/store.js";
+import { SqliteStateStore, stateDbPath } from "../state/store.js";
 import { MoveAsideError, moveAside } from "./move-aside.js";
 
 let dir: string;
@@ -95,7 +95,7 @@ describe("mediagate db move-aside", () => {
 
   it("moves a state database aside, saying what that loses", async () => {
     const path = stateDbPath(join(dir, "home", "profiles", "work"));
-    const store = await StateStore.open(path);
+    const store = await SqliteStateStore.open(path);
     await store.currentSessionId("agent:work:telegram:dm:100");
     await store.close();
     damageHeader(path);
@@ -107,7 +107,7 @@ describe("mediagate db move-aside", () => {
     expect(lines[1]).toBe(
       "lost with it (the copy keeps them): the profile's conversation history (every chat starts a new session), its pairing approvals and pending codes (approved users pair again)",
     );
-    const fresh = await StateStore.open(path);
+    const fresh = await SqliteStateStore.open(path);
     closers.push(() => fresh.close());
     expect(await fresh.listPairing()).toEqual({ pending: [], approved: [] });
   });

@@ -7,7 +7,7 @@ import { tempDirForTest } from "../../../../test-support/temp-dir.js";
 import { rootPageOf } from "../../test/fixtures/sqlite-pages.js";
 import { emptyEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
-import { StateStore, stateDbPath } from "../state/store.js";
+import { SqliteStateStore, stateDbPath } from "../state/store.js";
 import { PairingListHeader, pairingApprove, pairingList } from "./pairing.js";
 
 /** A display name an attacker picks: a terminal colour, a bidi override, a forged row. */
@@ -24,7 +24,7 @@ describe("mediagate pairing list and approve with hostile display names", () => 
     config = join(dir, "mediagate.yaml");
     await writeFile(config, `home: ${dir}\nprofiles:\n  - name: main\n    access: pairing\n`);
     const [profile] = (await loadConfig({ path: config, env: emptyEnv(dir) })).profiles;
-    const store = await StateStore.open(stateDbPath(profile!.home), { now });
+    const store = await SqliteStateStore.open(stateDbPath(profile!.home), { now });
     try {
       const limits = { codeTtlMs: 3_600_000, maxPending: 10 };
       await store.requestPairing({ user: "telegram:66", userName: Hostile, chatId: "66" }, limits);
@@ -87,7 +87,7 @@ describe("mediagate pairing and the integrity check", () => {
     await writeFile(config, `home: ${dir}\nprofiles:\n  - name: main\n    access: pairing\n`);
     const [profile] = (await loadConfig({ path: config, env: emptyEnv(dir) })).profiles;
     const path = stateDbPath(profile!.home);
-    const store = await StateStore.open(path);
+    const store = await SqliteStateStore.open(path);
     try {
       const sessionId = await store.currentSessionId("agent:main:telegram:dm:66");
       await store.appendHistory(sessionId, [{ role: "user", content: "hello" }]);
@@ -99,7 +99,7 @@ describe("mediagate pairing and the integrity check", () => {
       await store.close();
     }
     damagePage(path, rootPageOf(path, "messages"));
-    await expect(StateStore.open(path)).rejects.toMatchObject({ damaged: true });
+    await expect(SqliteStateStore.open(path)).rejects.toMatchObject({ damaged: true });
 
     const lines: string[] = [];
     const code = await pairingList({ config, env: emptyEnv(dir) }, (line) => lines.push(line));

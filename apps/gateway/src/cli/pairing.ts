@@ -1,12 +1,11 @@
-import { existsSync } from "node:fs";
 import { MediagateError } from "@mediagate/io";
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
-import type { ProfileConfig } from "../config/types.js";
 import { printable } from "../printable.js";
 import type { Redactor } from "../redact.js";
 import { formatPairingCode, normalizePairingCode } from "../state/pairing.js";
-import { StateStore, stateDbPath } from "../state/store.js";
+import type { StateStore } from "../state/state-store.js";
+import { type StoredProfile, withProfileState } from "./profile-state.js";
 
 type Print = (line: string) => void;
 
@@ -35,7 +34,7 @@ export const PairingListHeader = ["PROFILE", "STATE", "USER", "NAME", "CODE", "B
 const UserIdPattern = /^(telegram|discord|console):[^:\s]+$/;
 
 /** The profiles the command acts on; an unknown `-p` is an error naming the known ones. */
-async function profilesOf(options: PairingCommandOptions): Promise<readonly ProfileConfig[]> {
+async function profilesOf(options: PairingCommandOptions): Promise<readonly StoredProfile[]> {
   const config = await loadConfig({
     path: options.config,
     env: options.env,
@@ -48,32 +47,21 @@ async function profilesOf(options: PairingCommandOptions): Promise<readonly Prof
       `unknown profile "${only}": the config has ${known.map((n) => `"${n}"`).join(", ")} (use -p with one of them, or leave it out for all)`,
     );
   }
-  return config.profiles.filter((p) => only === undefined || p.name === only);
+  return config.profiles
+    .filter((p) => only === undefined || p.name === only)
+    .map((p) => ({ ...p, store: config.store }));
 }
 
 /**
- * Runs `body` on the profile's state database, opened beside a gateway that may be running
- * (SQLite in WAL mode, its own worker thread, the same busy timeout as the gateway), without
- * the integrity check of a start. A profile whose database does not exist yet has had no
- * pairing: `body` is not run, nothing is created.
+ * Runs `body` on the profile's state store beside a gateway that may be running: a few rows
+ * read or written, not worth a read of the whole file (see `integrityCheck`).
  */
-async function withStore<T>(
-  profile: ProfileConfig,
+function withStore<T>(
+  profile: StoredProfile,
   options: PairingCommandOptions,
   body: (store: StateStore) => Promise<T>,
 ): Promise<T | undefined> {
-  const path = stateDbPath(profile.home);
-  if (!existsSync(path)) return undefined;
-  // A few rows read or written: not worth a read of the whole file (see `integrityCheck`).
-  const store = await StateStore.open(path, {
-    integrityCheck: false,
-    ...(options.now === undefined ? {} : { now: options.now }),
-  });
-  try {
-    return await body(store);
-  } finally {
-    await store.close();
-  }
+  return withProfileState(profile, { integrityCheck: false, now: options.now }, body);
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { emptyEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
-import { StateStore, stateDbPath } from "../state/store.js";
+import { SqliteStateStore, stateDbPath } from "../state/store.js";
 import { UsageCommandError, UsageHeader, usageReport } from "./usage.js";
 
 const Day = 86_400_000;
@@ -37,7 +37,7 @@ describe("mediagate usage", () => {
     );
     const [main] = (await loadConfig({ path: config, env: emptyEnv(dir) })).profiles;
     let clock = Now - 10 * Day;
-    const store = await StateStore.open(stateDbPath(main!.home), { now: () => clock });
+    const store = await SqliteStateStore.open(stateDbPath(main!.home), { now: () => clock });
     const call = (user: string | undefined, input: number, output: number, cost: number) =>
       store.recordUsage({
         sessionKey: `k-${user}`,

@@ -1,15 +1,13 @@
-import { existsSync } from "node:fs";
 import { MediagateError } from "@mediagate/io";
 import { reachedLimit } from "../agents/budget.js";
 import { formatCost } from "../commands/usage.js";
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
-import type { ProfileConfig } from "../config/types.js";
 import { Defaults } from "../defaults.js";
 import { printable } from "../printable.js";
 import type { Redactor } from "../redact.js";
-import { StateStore, stateDbPath } from "../state/store.js";
 import { type UsagePeriods, type UsageTotals, usageDays } from "../state/usage.js";
+import { type StoredProfile, withProfileState } from "./profile-state.js";
 
 type Print = (line: string) => void;
 
@@ -48,7 +46,7 @@ const Periods = [
   ["all", "all"],
 ] as const satisfies readonly (readonly [string, keyof UsagePeriods])[];
 
-async function profilesOf(options: UsageCommandOptions): Promise<readonly ProfileConfig[]> {
+async function profilesOf(options: UsageCommandOptions): Promise<readonly StoredProfile[]> {
   const config = await loadConfig({
     path: options.config,
     env: options.env,
@@ -61,7 +59,9 @@ async function profilesOf(options: UsageCommandOptions): Promise<readonly Profil
       `unknown profile "${only}": the config has ${known.map((n) => `"${n}"`).join(", ")} (use -p with one of them, or leave it out for all)`,
     );
   }
-  return config.profiles.filter((p) => only === undefined || p.name === only);
+  return config.profiles
+    .filter((p) => only === undefined || p.name === only)
+    .map((p) => ({ ...p, store: config.store }));
 }
 
 function cells(totals: UsageTotals): string[] {
@@ -92,12 +92,9 @@ export async function usageReport(options: UsageCommandOptions, print: Print): P
   };
   const notes: string[] = [];
   for (const profile of await profilesOf(options)) {
-    const path = stateDbPath(profile.home);
-    if (!existsSync(path)) continue;
-    const store = await StateStore.open(path);
-    try {
+    await withProfileState(profile, {}, async (store) => {
       const all = await store.usagePeriods({ kind: "profile" }, days);
-      if (all.all.calls === 0) continue;
+      if (all.all.calls === 0) return;
       for (const [label, key] of Periods) row([profile.name, "*", label, ...cells(all[key])]);
       for (const user of await store.usageByUser(days)) {
         for (const [label, key] of Periods)
@@ -110,9 +107,7 @@ export async function usageReport(options: UsageCommandOptions, print: Print): P
           `profile ${profile.name}: daily budget ${reached === undefined ? "not reached" : `reached (${reached})`}; days are UTC`,
         );
       }
-    } finally {
-      await store.close();
-    }
+    });
   }
   if (rows === 0) print("no model calls recorded");
   for (const note of notes) print(note);

@@ -5,7 +5,7 @@ import {
   type PairingApproveResult,
   type PairingRequestResult,
 } from "../state/pairing.js";
-import type { StateStore } from "../state/store.js";
+import type { StateStore } from "../state/state-store.js";
 
 /**
  * Pairing's chat side (docs/security.md, "Pairing"): what an unknown user is told in a DM and

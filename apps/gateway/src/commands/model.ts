@@ -1,6 +1,6 @@
 import { contextTokensOf, type ModelAgentSettings, modelNamed } from "../agents/models.js";
 import type { ModelSettings } from "../config/types.js";
-import type { StateStore } from "../state/store.js";
+import type { StateStore } from "../state/state-store.js";
 
 /** Longest typed name echoed back (config names are at most 64 characters). */
 const MaxEchoedName = 64;

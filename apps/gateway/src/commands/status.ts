@@ -1,4 +1,5 @@
 import type { ChannelHealth } from "../channels/types.js";
+import type { StoreHealth } from "../health/server.js";
 import type { PipelineRuntime, PipelineServices } from "../pipeline/types.js";
 import { sandboxProblemOf } from "../sandbox-access/sandbox-errors.js";
 import { SlotRegistry } from "../sandbox-access/slot-registry.js";
@@ -29,6 +30,7 @@ export async function describeStatus(
   sessionId: string,
 ): Promise<string> {
   const slot = runtime.slotFor(sessionKey);
+  const store = await services.store?.().catch(() => undefined);
   let container: string;
   try {
     const status = await runtime.sandbox.status(slot);
@@ -51,5 +53,23 @@ export async function describeStatus(
     `Turn running: ${services.queue.isRunning(sessionKey) ? "yes" : "no"}`,
     `Queued messages: ${services.queue.queued(sessionKey)}`,
     ...services.channels().map(describeChannel),
+    ...(store === undefined ? [] : [describeStore(store)]),
   ].join("\n");
+}
+
+/**
+ * The store's line of `/status` (PostgreSQL only): `Store: PostgreSQL db:5432/mg: reachable,
+ * round trip 1.2 ms`, or not reachable with the reason and since when.
+ */
+export function describeStore(store: StoreHealth, nowMs = Date.now()): string {
+  const name = `Store: PostgreSQL ${store.where}`;
+  if (store.reachable) {
+    const trip = store.roundTripMs === undefined ? "" : `, round trip ${store.roundTripMs} ms`;
+    return `${name}: reachable${trip}`;
+  }
+  const since =
+    store.downSinceMs === undefined
+      ? ""
+      : ` for ${Math.max(0, Math.round((nowMs - store.downSinceMs) / 1000))} s`;
+  return `${name}: NOT reachable${since} (${store.detail ?? "no answer"}); new messages wait until it is back`;
 }

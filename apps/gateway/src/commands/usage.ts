@@ -1,7 +1,7 @@
 import { reachedLimit } from "../agents/budget.js";
 import type { ModelAgentSettings } from "../agents/models.js";
 import { Defaults } from "../defaults.js";
-import type { StateStore } from "../state/store.js";
+import type { StateStore } from "../state/state-store.js";
 import { type UsagePeriods, type UsageTotals, usageDays } from "../state/usage.js";
 
 /** What `/usage` needs of the state store. */

@@ -21,6 +21,7 @@ import { type Locate, locatorOf } from "./locate.js";
 import { resolveSchedules } from "./schedules-schema.js";
 import { type ConfigFile, configFileSchema, type ProfileFile } from "./schema.js";
 import { secretsOfConfig, secretsOfEnv, secretsOfRawConfig } from "./secrets.js";
+import { resolveStore } from "./store-schema.js";
 import type {
   AgentSettings,
   DiscordSettings,
@@ -176,6 +177,7 @@ export function resolveConfig(
     healthListen: file.health?.listen,
     web,
     logLevel: file.log?.level,
+    store: resolveStore(file.store),
   };
   options.redactor?.add(secretsOfConfig(config));
   return config;

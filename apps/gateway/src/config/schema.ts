@@ -16,6 +16,7 @@ import { LogLevels } from "../log.js";
 import { approvalsSchema } from "./approvals-schema.js";
 import { ConfigDefaults, ProfileNamePattern } from "./defaults.js";
 import { schedulesSchema } from "./schedules-schema.js";
+import { storeSchema } from "./store-schema.js";
 
 const positiveInt = z.number().int().positive();
 /** Smallest per-slot disk ceiling: an ext4 image needs room for its own metadata. */
@@ -422,6 +423,7 @@ export const configFileSchema = z.strictObject({
     .strictObject({ listen: webListen.optional(), allowedHosts: webAllowedHosts.optional() })
     .optional(),
   log: z.strictObject({ level: z.enum(LogLevels).optional() }).optional(),
+  store: storeSchema.optional(),
 });
 
 /** What the config file may contain, as parsed. */

@@ -82,6 +82,11 @@ const ShownKeys: ReadonlySet<string> = new Set([
   "dailyTokens",
   "dailyCost",
   "maxConnections",
+  // store (docs/store.md); its url is a secret as a whole
+  "statementTimeoutMs",
+  "queryTimeoutMs",
+  "connectTimeoutMs",
+  "idleTimeoutMs",
 ]);
 
 /** Settings holding a URL: the URL is not secret, its user, password and query values may be. */
@@ -170,7 +175,9 @@ export function secretsOfRawConfig(raw: unknown): string[] {
     if (typeof value === "string" || typeof value === "number" || typeof value === "bigint") {
       const text = String(value);
       const setting = settingOf(path);
-      if (setting !== undefined && UrlKeys.has(setting) && schemaAt(path) !== undefined) {
+      if (isStoreUrl(path)) {
+        out.push(...storeUrlSecrets(text));
+      } else if (setting !== undefined && UrlKeys.has(setting) && schemaAt(path) !== undefined) {
         out.push(...secretsOfUrl(text));
       } else if (!isShownPath(path)) out.push(text);
       return;
@@ -185,6 +192,38 @@ export function secretsOfRawConfig(raw: unknown): string[] {
   };
   visit(raw, [], 0);
   return out;
+}
+
+/**
+ * `store.url`: the database URL is a secret as a whole (host names of a private network, the
+ * user and password; docs/store.md), not only its credentials.
+ */
+function isStoreUrl(path: readonly PropertyKey[]): boolean {
+  return path.length === 2 && path[0] === "store" && path[1] === "url";
+}
+
+/**
+ * The secrets of `store.url`: the whole URL, its password and its query values. Not its user
+ * name: a role is often called `mediagate`, and cutting that word out of every line would
+ * mangle them while hiding nothing.
+ */
+function storeUrlSecrets(text: string): string[] {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return [text];
+  }
+  const parts = [url.password, ...url.searchParams.values()].filter((part) => part !== "");
+  return [text, ...parts.flatMap((part) => [part, safeDecode(part)])];
+}
+
+function safeDecode(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
 }
 
 function secretsOfUrl(text: string): string[] {
@@ -208,6 +247,7 @@ function secretsOfUrl(text: string): string[] {
 /** The secrets of a validated config (bot tokens and API keys, after env overrides). */
 export function secretsOfConfig(config: GatewayConfig): string[] {
   const out: string[] = [];
+  if (config.store.kind === "postgres") out.push(...storeUrlSecrets(config.store.url));
   for (const p of config.profiles) {
     if (p.telegram) out.push(p.telegram.token, ...urlSecrets(p.telegram.apiRoot));
     if (p.discord) {

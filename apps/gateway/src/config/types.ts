@@ -329,4 +329,23 @@ export interface GatewayConfig {
     | undefined;
   /** `log.level` of the file, when set (`LOG_LEVEL` overrides it: docs/operations.md). */
   readonly logLevel?: LogLevel | undefined;
+  /** Where the journal and the profiles' state live (docs/store.md); `sqlite` by default. */
+  readonly store: StoreSettings;
 }
+
+/**
+ * `store:` (docs/store.md): the SQLite files in the homes (the default), or one PostgreSQL
+ * database. `url` is a secret (it carries the password): redacted from every message and log.
+ * Unset limits take `Defaults.postgres`.
+ */
+export type StoreSettings =
+  | { readonly kind: "sqlite" }
+  | {
+      readonly kind: "postgres";
+      readonly url: string;
+      readonly maxConnections?: number | undefined;
+      readonly statementTimeoutMs?: number | undefined;
+      readonly queryTimeoutMs?: number | undefined;
+      readonly connectTimeoutMs?: number | undefined;
+      readonly idleTimeoutMs?: number | undefined;
+    };

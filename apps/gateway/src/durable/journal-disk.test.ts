@@ -11,7 +11,8 @@ import { emptyEnv } from "../config/env.js";
 import { resolveConfig } from "../config/load.js";
 import { Gateway, NotRecordedText } from "../gateway.js";
 import { createLogger } from "../log.js";
-import { StateStore, stateDbPath } from "../state/store.js";
+import type { StateStore } from "../state/state-store.js";
+import { SqliteStateStore, stateDbPath } from "../state/store.js";
 import { StorageError } from "./errors.js";
 import { journalDbPath, SqliteJournal } from "./journal.js";
 
@@ -42,7 +43,7 @@ async function openJournal(path: string): Promise<SqliteJournal> {
 }
 
 async function openState(home: string): Promise<StateStore> {
-  const store = await StateStore.open(stateDbPath(join(home, "profiles", "work")));
+  const store = await SqliteStateStore.open(stateDbPath(join(home, "profiles", "work")));
   closers.push(() => store.close());
   return store;
 }

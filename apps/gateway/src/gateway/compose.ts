@@ -9,7 +9,7 @@ import { ResetChoiceKind, ResetConfirmations } from "../commands/reset-buttons.j
 import { emptyEnv, type GatewayEnv } from "../config/env.js";
 import type { GatewayConfig } from "../config/types.js";
 import { Defaults } from "../defaults.js";
-import { journalDbPath, SqliteJournal } from "../durable/journal.js";
+import { SqliteJournal } from "../durable/journal.js";
 import { lostJournalText } from "../durable/journal-marker.js";
 import { Outbox } from "../durable/outbox.js";
 import type { Journal } from "../durable/types.js";
@@ -26,10 +26,13 @@ import { BusySessions } from "../session/busy.js";
 import { SessionScope } from "../session/context.js";
 import { LiveSessions } from "../session/live-sessions.js";
 import { TurnQueue } from "../session/queue.js";
+import { SqliteStateStore } from "../state/store.js";
 import { AlbumGatherer } from "./albums.js";
 import { channelFor, type GatewayCore } from "./core.js";
+import { storeHealth } from "./health.js";
 import { runAlbum } from "./inbound.js";
 import { GatewayDefaults, type GatewayOptions } from "./options.js";
+import { openStoreBackend, type StoreBackend } from "./stores.js";
 
 /** What `Gateway.create` opens before the gateway is built. */
 export interface OpenedParts {
@@ -39,6 +42,8 @@ export interface OpenedParts {
   readonly runtimes: Map<string, ProfileRuntime>;
   readonly channels: readonly ChannelAdapter[];
   readonly journal: Journal;
+  /** The store the journal and the state stores were opened from (docs/store.md). */
+  readonly stores: StoreBackend;
 }
 
 /**
@@ -56,18 +61,19 @@ export async function openParts(
   const runtimes = new Map<string, ProfileRuntime>();
   let channels: readonly ChannelAdapter[];
   let journal: Journal | undefined;
+  const stores = await openStoreBackend(config.store);
   try {
     const clock = options.clock ?? systemClock;
-    const opened = await SqliteJournal.open(journalDbPath(config.home), {
+    const opened = await stores.openJournal(config.home, {
       now: () => clock.wallMs(),
-      ...(options.integrityWaitMs === undefined
-        ? {}
-        : { integrityWaitMs: options.integrityWaitMs }),
+      integrityWaitMs: options.integrityWaitMs,
     });
     journal = opened;
-    if (opened.lost !== undefined)
-      logger.error({ path: opened.lost.path }, lostJournalText(opened.lost));
-    logOpenCheck(logger, opened);
+    if (opened instanceof SqliteJournal) {
+      if (opened.lost !== undefined)
+        logger.error({ path: opened.lost.path }, lostJournalText(opened.lost));
+      logOpenCheck(logger, opened);
+    }
     // Together: each state database's integrity check may take its whole wait.
     const opening = await Promise.allSettled(
       config.profiles.map((profile) => {
@@ -81,6 +87,11 @@ export async function openParts(
           agent: agent === undefined ? undefined : (store) => agent(profile, store),
           now: options.now,
           integrityWaitMs: options.integrityWaitMs,
+          openStore: () =>
+            stores.openState(profile, {
+              now: options.now,
+              integrityWaitMs: options.integrityWaitMs,
+            }),
         });
       }),
     );
@@ -89,7 +100,9 @@ export async function openParts(
     }
     const failed = opening.find((result) => result.status === "rejected");
     if (failed !== undefined) throw failed.reason;
-    for (const runtime of runtimes.values()) logOpenCheck(logger, runtime.store);
+    for (const runtime of runtimes.values()) {
+      if (runtime.store instanceof SqliteStateStore) logOpenCheck(logger, runtime.store);
+    }
     channels =
       options.channels ??
       createChannels(config, {
@@ -102,9 +115,10 @@ export async function openParts(
     for (const runtime of runtimes.values())
       await runtime.close(GatewayDefaults.failedStartShutdownMs).catch(() => {});
     await journal?.close().catch(() => {});
+    await stores.close();
     throw error;
   }
-  return { env, logger, engine, runtimes, channels, journal };
+  return { env, logger, engine, runtimes, channels, journal, stores };
 }
 
 /** Builds the outbox, the pipeline's services and the shared state around what was opened. */
@@ -113,7 +127,7 @@ export function composeCore(
   opened: OpenedParts,
   options: GatewayOptions,
 ): GatewayCore {
-  const { env, logger, engine, runtimes, channels, journal } = opened;
+  const { env, logger, engine, runtimes, channels, journal, stores } = opened;
   const clock: Clock = options.clock ?? systemClock;
   const outbox = new Outbox({
     journal,
@@ -176,6 +190,7 @@ export function composeCore(
     journal,
     outbox,
     channels: () => channels.map((c) => c.health()),
+    store: () => storeHealth(core),
     activityIntervalMs: options.activityIntervalMs,
     typingAfterMs: options.typingAfterMs,
     progressClock: options.progressClock,
@@ -189,6 +204,7 @@ export function composeCore(
     runtimes,
     channels,
     journal,
+    stores,
     outbox,
     services,
     options,
@@ -197,6 +213,8 @@ export function composeCore(
     toldNotRecorded: new Set(),
     journalProblem: undefined,
     engineCheck: undefined,
+    storeCheck: undefined,
+    storeProbe: undefined,
     web: undefined,
     accepting: false,
     choices,

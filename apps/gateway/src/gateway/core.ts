@@ -12,6 +12,17 @@ import type { ProfileRuntime } from "../profiles/profile-runtime.js";
 import type { TaskScheduler } from "../schedules/scheduler.js";
 import type { AlbumGatherer } from "./albums.js";
 import type { GatewayOptions } from "./options.js";
+import type { StoreBackend } from "./stores.js";
+
+/** One probe of the store's database: whether it answered, and how fast. */
+export interface StoreCheck {
+  readonly atMs: number;
+  readonly reachable: boolean;
+  readonly roundTripMs?: number | undefined;
+  readonly detail?: string | undefined;
+  /** Wall-clock ms since when it has not answered. */
+  readonly downSinceMs?: number | undefined;
+}
 
 /**
  * What the gateway's parts share: the facade (`../gateway.ts`) builds one and hands it to
@@ -25,6 +36,8 @@ export interface GatewayCore {
   readonly runtimes: ReadonlyMap<string, ProfileRuntime>;
   readonly channels: readonly ChannelAdapter[];
   readonly journal: Journal;
+  /** The store the journal and the state stores live on (docs/store.md). */
+  readonly stores: StoreBackend;
   readonly outbox: Outbox;
   readonly services: PipelineServices;
   readonly options: GatewayOptions;
@@ -35,6 +48,10 @@ export interface GatewayCore {
   readonly toldNotRecorded: Set<string>;
   /** Why the journal could not be written last time, until it can again (inbound). */
   journalProblem: string | undefined;
+  /** The database check's cached answer (health; PostgreSQL only). */
+  storeCheck: StoreCheck | undefined;
+  /** The database probe under way, shared by the callers that come meanwhile. */
+  storeProbe: Promise<StoreCheck> | undefined;
   /** The engine check's cached answer (health). */
   engineCheck: { atMs: number; reachable: boolean; detail?: string | undefined } | undefined;
   /** The web console, while it runs (web-start). */

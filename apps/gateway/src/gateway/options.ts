@@ -8,7 +8,7 @@ import type { ProfileConfig } from "../config/types.js";
 import { Defaults } from "../defaults.js";
 import type { OutboxOptions } from "../durable/outbox.js";
 import type { Logger } from "../log.js";
-import type { StateStore } from "../state/store.js";
+import type { StateStore } from "../state/state-store.js";
 import type { ProgressClock } from "../turn-progress/progress.js";
 import type { LogRing } from "../web/log-ring.js";
 

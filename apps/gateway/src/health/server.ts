@@ -6,8 +6,9 @@ import type { ChannelHealth } from "../channels/types.js";
 /** What the health endpoint reports (docs/durability.md). Token-free. */
 export interface HealthReport {
   /**
-   * `ok`: every channel up and the journal writable; `degraded`: a channel retrying or the
-   * journal failing to write (messages are not lost but wait); `failed`: a channel gave up, or
+   * `ok`: every channel up and the journal writable; `degraded`: a channel retrying, the
+   * journal failing to write or the PostgreSQL store not answering (messages are not lost but
+   * wait); `failed`: a channel gave up, or
    * the journal is damaged (nothing heals it but moving it aside: docs/operations.md).
    */
   readonly status: "ok" | "degraded" | "failed";
@@ -19,8 +20,27 @@ export interface HealthReport {
     readonly detail?: string | undefined;
   };
   readonly engine: { readonly reachable: boolean; readonly detail?: string | undefined };
+  /** The PostgreSQL store (docs/store.md); absent with the SQLite files. */
+  readonly store?: StoreHealth | undefined;
   readonly queue: { readonly running: number; readonly queued: number };
   readonly outbox: { readonly scheduled: number };
+}
+
+/**
+ * Whether the PostgreSQL store answers (`SELECT 1`), named as `host:port/database` (never its
+ * credentials). While it does not, nothing new is confirmed to the platforms: messages wait on
+ * Telegram's and Discord's side and come once it is back (docs/store.md).
+ */
+export interface StoreHealth {
+  readonly kind: "postgres";
+  readonly where: string;
+  readonly reachable: boolean;
+  /** The probe's round trip, when it answered. */
+  readonly roundTripMs?: number | undefined;
+  /** Why it did not answer. */
+  readonly detail?: string | undefined;
+  /** Since when (epoch ms) it has not answered, as far as this process saw. */
+  readonly downSinceMs?: number | undefined;
 }
 
 /** The overall status from its parts. */
@@ -28,9 +48,10 @@ export function overallStatus(
   channels: readonly ChannelHealth[],
   journal: HealthReport["journal"],
   engineReachable: boolean,
+  storeReachable = true,
 ): HealthReport["status"] {
   if (channels.some((c) => c.state === "failed") || journal.damaged) return "failed";
-  if (!journal.writable || !engineReachable) return "degraded";
+  if (!journal.writable || !engineReachable || !storeReachable) return "degraded";
   if (channels.some((c) => c.state !== "up")) return "degraded";
   return "ok";
 }

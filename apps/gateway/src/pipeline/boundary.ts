@@ -1,3 +1,4 @@
+import { PostgresStoreError } from "../postgres/errors.js";
 import { StateStoreError } from "../state/errors.js";
 import { finishEntry } from "./journal-steps.js";
 import { TurnFailedText } from "./run-turn.js";
@@ -8,13 +9,17 @@ import { type MessageContext, say } from "./types.js";
 export const StateFullText =
   "⚠️ Your message could not be handled: the gateway's disk is full. It is kept and will be handled after the gateway restarts with space again.";
 
+/** The line a chat gets when the PostgreSQL store did not answer (docs/store.md). */
+export const StoreDownText =
+  "⚠️ Your message could not be handled: the gateway's database is not reachable. It is kept and will be handled after the gateway restarts with the database back.";
+
 /**
  * Reports a step failure no step handled: one error line naming the step
  * (`pipeline step "runTurn" failed`, with `step` and the step's error as `err`; the context's
  * logger adds profile, platform and session key), `notice` in the chat, and the message's
  * journal entry closed as failed; the turn's log line records the step too. A full state
- * database is the exception: the message stays in the journal for the next start, and the
- * chat is told so.
+ * database and an unreachable PostgreSQL store are the exceptions: the message stays in the
+ * journal for the next start, and the chat is told so.
  */
 export async function reportStepFailure(
   ctx: MessageContext,
@@ -30,6 +35,14 @@ export async function reportStepFailure(
       `pipeline step "${step}" failed: state database full; the message stays in the journal`,
     );
     await say(ctx, StateFullText);
+    return;
+  }
+  if (cause instanceof PostgresStoreError && cause.unreachable) {
+    ctx.log.error(
+      { err: cause, step },
+      `pipeline step "${step}" failed: the database is not reachable; the message stays in the journal`,
+    );
+    await say(ctx, StoreDownText);
     return;
   }
   ctx.log.error({ err: cause, step }, `pipeline step "${step}" failed`);

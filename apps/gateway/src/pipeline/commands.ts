@@ -18,7 +18,7 @@ import { describeUsage } from "../commands/usage.js";
 import { answerTaskCommand } from "../schedules/chat.js";
 import { parseTaskCommand } from "../schedules/parse.js";
 import { describeNextRuns } from "../schedules/task-commands.js";
-import type { StateStore } from "../state/store.js";
+import type { StateStore } from "../state/state-store.js";
 import { finishEntry } from "./journal-steps.js";
 import { type MessageContext, type Middleware, say, sessionOf } from "./types.js";
 

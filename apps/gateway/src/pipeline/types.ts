@@ -12,6 +12,7 @@ import type {
 import type { ProfileConfig } from "../config/types.js";
 import type { Outbox } from "../durable/outbox.js";
 import type { Journal } from "../durable/types.js";
+import type { StoreHealth } from "../health/server.js";
 import type { Logger } from "../log.js";
 import type { SlotRegistry } from "../sandbox-access/slot-registry.js";
 import type { TaskServices } from "../schedules/services.js";
@@ -19,7 +20,7 @@ import type { BusySessions } from "../session/busy.js";
 import type { SessionContext, SessionScope } from "../session/context.js";
 import type { LiveSessions } from "../session/live-sessions.js";
 import type { TurnQueue } from "../session/queue.js";
-import type { StateStore } from "../state/store.js";
+import type { StateStore } from "../state/state-store.js";
 import type { ProgressClock } from "../turn-progress/progress.js";
 import type { MessageReaction } from "../turn-progress/reactions.js";
 import { PipelineStepError } from "./step-error.js";
@@ -79,6 +80,8 @@ export interface PipelineServices {
   readonly outbox: Outbox;
   /** Each channel's health now (for `/status`). */
   readonly channels: () => readonly ChannelHealth[];
+  /** The PostgreSQL store's health (for `/status`); absent, or `undefined`, with SQLite. */
+  readonly store?: (() => Promise<StoreHealth | undefined>) | undefined;
   /** Typing renewal period; default `Defaults.activity.intervalMs`. */
   readonly activityIntervalMs?: number | undefined;
   /** How long a turn runs before it shows typing (default `Defaults.activity.typingAfterMs`). */

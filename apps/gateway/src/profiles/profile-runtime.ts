@@ -11,7 +11,8 @@ import { createAgent } from "../agents/agent-factory.js";
 import type { Agent } from "../agents/types.js";
 import type { ProfileConfig } from "../config/types.js";
 import type { Logger } from "../log.js";
-import { StateStore, stateDbPath } from "../state/store.js";
+import type { StateStore } from "../state/state-store.js";
+import { SqliteStateStore, stateDbPath } from "../state/store.js";
 
 /** Everything one profile runs with: its sandbox, state database and agent. */
 export interface ProfileRuntimeOptions {
@@ -28,6 +29,11 @@ export interface ProfileRuntimeOptions {
   readonly now?: (() => number) | undefined;
   /** How long opening the state database waits for its check. Default `StateStoreDefaults`. */
   readonly integrityWaitMs?: number | undefined;
+  /**
+   * Opens the profile's state store on the install's store (docs/store.md). Default: the
+   * SQLite file of the profile's home.
+   */
+  readonly openStore?: (() => Promise<StateStore>) | undefined;
 }
 
 /**
@@ -46,12 +52,14 @@ export class ProfileRuntime {
 
   /** Opens the profile's state database (in its worker thread) and builds the runtime. */
   static async open(options: ProfileRuntimeOptions): Promise<ProfileRuntime> {
-    const store = await StateStore.open(stateDbPath(options.profile.home), {
-      ...(options.now === undefined ? {} : { now: options.now }),
-      ...(options.integrityWaitMs === undefined
-        ? {}
-        : { integrityWaitMs: options.integrityWaitMs }),
-    });
+    const store =
+      (await options.openStore?.()) ??
+      (await SqliteStateStore.open(stateDbPath(options.profile.home), {
+        ...(options.now === undefined ? {} : { now: options.now }),
+        ...(options.integrityWaitMs === undefined
+          ? {}
+          : { integrityWaitMs: options.integrityWaitMs }),
+      }));
     try {
       return new ProfileRuntime(options, store);
     } catch (error) {

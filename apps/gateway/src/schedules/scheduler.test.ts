@@ -3,14 +3,14 @@ import { afterEach, describe, expect, it } from "vitest";
 import { type ManualClock, manualClock } from "../../../../test-support/clock.js";
 import { tempDirForTest } from "../../../../test-support/temp-dir.js";
 import { silentLogger } from "../log.js";
-import { StateStore } from "../state/store.js";
+import { SqliteStateStore } from "../state/store.js";
 import type { NewTask, TaskRunOutcome, TaskStore, TaskTiming } from "../state/tasks.js";
 import { type DueRun, type SubmittedRun, TaskScheduler } from "./scheduler.js";
 import { nextDueAfter } from "./timing.js";
 
 const Minute = 60_000;
 const Hour = 60 * Minute;
-const stores: StateStore[] = [];
+const stores: SqliteStateStore[] = [];
 
 afterEach(async () => {
   await Promise.all(stores.splice(0).map((store) => store.close()));
@@ -18,7 +18,7 @@ afterEach(async () => {
 
 async function openTasks(clock: ManualClock, dir?: string): Promise<TaskStore> {
   const home = dir ?? (await tempDirForTest("mg-tasks-"));
-  const store = await StateStore.open(join(home, "state.db"), { now: clock.now });
+  const store = await SqliteStateStore.open(join(home, "state.db"), { now: clock.now });
   stores.push(store);
   return store.tasks;
 }

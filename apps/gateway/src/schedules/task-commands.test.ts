@@ -4,11 +4,11 @@ import { tempDirForTest } from "../../../../test-support/temp-dir.js";
 import { emptyEnv } from "../config/env.js";
 import { resolveConfig } from "../config/load.js";
 import { silentLogger } from "../log.js";
-import { StateStore } from "../state/store.js";
+import { SqliteStateStore } from "../state/store.js";
 import { parseTaskCommand } from "./parse.js";
 import { createTask, type TaskScope } from "./task-commands.js";
 
-const stores: StateStore[] = [];
+const stores: SqliteStateStore[] = [];
 afterEach(async () => {
   await Promise.all(stores.splice(0).map((store) => store.close()));
 });
@@ -31,7 +31,7 @@ async function scopeFor(user: string): Promise<TaskScope> {
     },
     { env: emptyEnv("/home/u") },
   ).profiles;
-  const store = await StateStore.open(join(await tempDirForTest("mg-tasks-"), "state.db"));
+  const store = await SqliteStateStore.open(join(await tempDirForTest("mg-tasks-"), "state.db"));
   stores.push(store);
   return {
     profile: profile!,

@@ -1,33 +1,25 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { StateStore, stateDbPath } from "./store.js";
+import { beforeEach, describe, expect, it } from "vitest";
+import { StateBackends, useStateBackend } from "../../test/fixtures/state-backends.js";
+import type { StateStore } from "./state-store.js";
 import type { ChatMessage } from "./types.js";
-
-let home: string;
-let store: StateStore;
 
 const turn = (n: number): ChatMessage[] => [
   { role: "user", content: `question ${n}` },
   { role: "assistant", content: `answer ${n}` },
 ];
 
-beforeEach(async () => {
-  home = mkdtempSync(join(tmpdir(), "mediagate-summary-"));
-  store = await StateStore.open(stateDbPath(home));
-});
+describe.each(StateBackends)("StateStore summaries on %s", (kind) => {
+  const backend = useStateBackend(kind, "summary");
+  let store: StateStore;
 
-afterEach(async () => {
-  await store.close();
-  rmSync(home, { recursive: true, force: true });
-});
+  beforeEach(async () => {
+    store = await backend.open();
+  });
 
-async function idsOf(sessionId: string): Promise<number[]> {
-  return (await store.loadConversation(sessionId)).messages.map((stored) => stored.id);
-}
+  async function idsOf(sessionId: string): Promise<number[]> {
+    return (await store.loadConversation(sessionId)).messages.map((stored) => stored.id);
+  }
 
-describe("StateStore summaries", () => {
   it("hides the summarized messages behind the summary, and keeps them stored", async () => {
     await store.appendHistory("s", [...turn(1), ...turn(2), ...turn(3)]);
     const ids = await idsOf("s");

@@ -30,6 +30,7 @@ import {
   type PendingPairing,
 } from "./pairing.js";
 import { migrate } from "./schema.js";
+import type { Approver } from "./state-store.js";
 import type {
   AddTaskResult,
   NewTask,
@@ -100,9 +101,6 @@ interface GuardRow {
   failed_attempts: number;
   locked_until: number;
 }
-
-/** Who approved a user: an admin's `<platform>:<id>`, or `cli`. */
-export type Approver = string;
 
 /**
  * The synchronous side of the state database, run inside its worker thread (the async

@@ -8,7 +8,8 @@ import { emptyEnv } from "../config/env.js";
 import { resolveConfig } from "../config/load.js";
 import { Gateway } from "../gateway.js";
 import { StateStoreError } from "./errors.js";
-import { StateStore, stateDbPath } from "./store.js";
+import type { StateStore } from "./state-store.js";
+import { SqliteStateStore, stateDbPath } from "./store.js";
 
 /**
  * A damaged state database (docs/durability.md, "A damaged or lost database"): written by the
@@ -31,7 +32,7 @@ afterEach(async () => {
 
 /** A store with one session's history and a paired user, closed; the session id. */
 async function writeStore(): Promise<string> {
-  const store = await StateStore.open(path);
+  const store = await SqliteStateStore.open(path);
   try {
     const sessionId = await store.currentSessionId("agent:work:telegram:dm:100");
     await store.appendHistory(sessionId, [
@@ -53,7 +54,7 @@ describe("a damaged state database at open", () => {
     await writeStore();
     damageHeader(path);
 
-    const error = await StateStore.open(path).catch((e: unknown) => e);
+    const error = await SqliteStateStore.open(path).catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(StateStoreError);
     expect(error).toMatchObject({ operation: "open", path, damaged: true, full: false });
@@ -66,7 +67,7 @@ describe("a damaged state database at open", () => {
     await writeStore();
     damagePage(path, rootPageOf(path, "messages"));
 
-    const error = await StateStore.open(path).catch((e: unknown) => e);
+    const error = await SqliteStateStore.open(path).catch((e: unknown) => e);
 
     expect(error).toMatchObject({ operation: "open", damaged: true });
     const line = (error as Error).message;
@@ -93,7 +94,7 @@ describe("a state database opened without the check (a short command)", () => {
     const sessionId = await writeStore();
     damagePage(path, rootPageOf(path, "messages"));
 
-    const store = await StateStore.open(path, { integrityCheck: false });
+    const store = await SqliteStateStore.open(path, { integrityCheck: false });
     open.push(store);
 
     expect(store.check.early).toEqual({ status: "skipped" });
@@ -107,7 +108,7 @@ describe("a state database found damaged while running", () => {
   it("fails a read as damaged with the way out, not as a full disk", async () => {
     const sessionId = await writeStore();
     damagePage(path, rootPageOf(path, "messages"));
-    const store = await StateStore.open(path, { integrityWaitMs: 0 });
+    const store = await SqliteStateStore.open(path, { integrityWaitMs: 0 });
     open.push(store);
 
     const error = await store.loadHistory(sessionId).catch((e: unknown) => e);

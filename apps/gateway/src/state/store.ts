@@ -21,7 +21,8 @@ import type {
   PairingRequestResult,
   PairingRevokeResult,
 } from "./pairing.js";
-import type { Approver, StateDatabase } from "./state-database.js";
+import type { StateDatabase } from "./state-database.js";
+import type { Approver, StateStore } from "./state-store.js";
 import { sqliteTaskStore } from "./task-store.js";
 import type { TaskStore } from "./tasks.js";
 import type { ChatMessage } from "./types.js";
@@ -35,7 +36,7 @@ import type {
   UserUsage,
 } from "./usage.js";
 
-/** Options of {@link StateStore.open}. */
+/** Options of {@link SqliteStateStore.open}. */
 export interface StateStoreOptions {
   /** Clock for the `created_at`/`updated_at` columns. Default `Date.now`. */
   readonly now?: () => number;
@@ -77,15 +78,14 @@ export function stateDbPath(profileHome: string): string {
 }
 
 /**
- * Per-profile state: the session id behind each session key, and the conversation history
- * of each session id. One SQLite file in WAL mode (readers never block the writer; several
+ * The {@link StateStore} on SQLite (the default, docs/store.md): one SQLite file in WAL mode (readers never block the writer; several
  * gateway processes of one profile may share it), worked on in its own worker thread
  * (docs/durability.md): a slow or frozen disk delays the calls on this database, never the
  * event loop. Calls run in the order they are made. Every failure rejects with
  * {@link StateStoreError} (or {@link StateSchemaError} from `open`); its `damaged` is set for a
  * damaged file.
  */
-export class StateStore {
+export class SqliteStateStore implements StateStore {
   readonly path: string;
   /** The integrity check at open (its `early` verdict is `undefined` when it outlasted the wait). */
   readonly check: OpenCheck;
@@ -115,7 +115,7 @@ export class StateStore {
    * {@link StateStoreError} whose `damaged` is set and whose message names the way out; a
    * verdict that comes later sets {@link damage}.
    */
-  static async open(path: string, options: StateStoreOptions = {}): Promise<StateStore> {
+  static async open(path: string, options: StateStoreOptions = {}): Promise<SqliteStateStore> {
     const settings = { ...StateStoreDefaults, ...options };
     const database = await openChecked<StateDatabase, StateStoreError>({
       program: programUrl("./state-database.js", import.meta.url),
@@ -130,7 +130,7 @@ export class StateStore {
         error instanceof StateStoreError && error.damaged,
       damaged: (problems) => damagedAtOpen(path, problems),
     });
-    return new StateStore(path, database, settings.now);
+    return new SqliteStateStore(path, database, settings.now);
   }
 
   /**

@@ -1,26 +1,12 @@
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { tempDirForTest } from "../../../../test-support/temp-dir.js";
+import { StateBackends, useStateBackend } from "../../test/fixtures/state-backends.js";
 import { MIGRATIONS, migrate } from "./schema.js";
-import { StateStore } from "./store.js";
 import type { NewTask } from "./tasks.js";
 
-const stores: StateStore[] = [];
-afterEach(async () => {
-  await Promise.all(stores.splice(0).map((store) => store.close()));
-});
-
 let clockMs = 1_000;
-
-async function open(): Promise<StateStore> {
-  clockMs = 1_000;
-  const store = await StateStore.open(join(await tempDirForTest("mg-tasks-"), "state.db"), {
-    now: () => clockMs,
-  });
-  stores.push(store);
-  return store;
-}
 
 const task = (id: string, owner: string, extra: Partial<NewTask> = {}): NewTask => ({
   id,
@@ -34,7 +20,7 @@ const task = (id: string, owner: string, extra: Partial<NewTask> = {}): NewTask 
   ...extra,
 });
 
-describe("the task tables (schema v7)", () => {
+describe("the SQLite task tables (schema v7)", () => {
   it("are added to a version 6 database, keeping its sessions", async () => {
     const db = new Database(join(await tempDirForTest("mg-tasks-"), "state.db"));
     migrate(db, MIGRATIONS.slice(0, 6));
@@ -51,6 +37,14 @@ describe("the task tables (schema v7)", () => {
     ).toThrow(/CHECK/);
     db.close();
   });
+});
+
+describe.each(StateBackends)("the task store on %s", (kind) => {
+  const backend = useStateBackend(kind, "tasks");
+  const open = () => {
+    clockMs = 1_000;
+    return backend.open({ now: () => clockMs });
+  };
 
   it("refuses a task over the user's or the profile's cap, and counts only active chat tasks", async () => {
     const { tasks } = await open();
@@ -112,5 +106,14 @@ describe("the task tables (schema v7)", () => {
     });
     await tasks.syncOperatorTasks([]);
     expect(await tasks.listTasks("operator")).toEqual([]);
+  });
+
+  it("is one set of tasks for every process of the profile", async () => {
+    const { tasks } = await open();
+    await tasks.addTask(task("a", "telegram:1"), { maxPerUser: 5, maxPerProfile: 5 });
+    const second = await backend.open({ now: () => clockMs });
+    expect((await second.tasks.listTasks()).map((t) => t.id)).toEqual(["a"]);
+    expect(await second.tasks.deleteTask("a")).toBe(true);
+    expect(await tasks.getTask("a")).toBeUndefined();
   });
 });

@@ -141,6 +141,7 @@ export function createConsoleSource(deps: ConsoleSourceDeps): ConsoleSource {
         channels: health.channels.map((c) => ({ ...c, alive: c.state === "up" })),
         engine: health.engine,
         journal: health.journal,
+        ...(health.store === undefined ? {} : { store: health.store }),
         queue: health.queue,
         outbox: health.outbox,
         turnsPerMinute: live.turnsPerMinute(),

@@ -18,6 +18,12 @@ export function Overview() {
         <div class="card"><h3>Turns</h3><p><b data-testid="turns-per-minute">${o.turnsPerMinute}</b> in the last minute</p></div>
         <div class="card"><h3>Journal</h3><p>${o.journal.writable ? badge("writable", "good") : badge("failing", "bad")}</p>
           ${o.journal.detail && html`<p class="muted">${o.journal.detail}</p>`}</div>
+        ${
+          o.store &&
+          html`<div class="card"><h3>Database</h3><p data-testid="store">${o.store.reachable ? badge("reachable", "good") : badge("unreachable", "bad")}</p>
+          <p class="muted">PostgreSQL ${o.store.where}${o.store.roundTripMs === undefined ? "" : `, round trip ${o.store.roundTripMs} ms`}</p>
+          ${!o.store.reachable && html`<p class="muted">down since ${ago(o.store.downSinceMs)}: ${o.store.detail ?? "no answer"}; new messages wait until it is back</p>`}</div>`
+        }
       </div>
       <h3>Channels</h3>
       <table class="rows" data-testid="channels">

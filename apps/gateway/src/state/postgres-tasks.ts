@@ -1,0 +1,326 @@
+import { Defaults } from "../defaults.js";
+import type { Queryable } from "../postgres/database.js";
+import { StateLockClass } from "./postgres-pairing.js";
+import type {
+  NewTask,
+  TaskChat,
+  TaskRecord,
+  TaskRun,
+  TaskRunOutcome,
+  TaskStore,
+  TaskTiming,
+} from "./tasks.js";
+
+/**
+ * Scheduled tasks (docs/schedules.md) on PostgreSQL, with the semantics of tasks-database.ts
+ * statement by statement; one profile's rows of the shared `state_tasks` and `state_task_runs`.
+ */
+
+interface TaskRow {
+  id: string;
+  owner: string;
+  owner_name: string | null;
+  name: string | null;
+  timing: string;
+  timezone: string;
+  text: string;
+  chat: string;
+  catch_up: string;
+  paused: boolean;
+  active: boolean;
+  next_due_at: string;
+  overlaps_in_a_row: number;
+  created_at: string;
+  run_due_at: string | null;
+  run_outcome: string | null;
+  run_at: string | null;
+  run_detail: string | null;
+}
+
+interface RunRow {
+  task_id: string;
+  due_at: string;
+  outcome: string;
+  at: string;
+  detail: string | null;
+}
+
+/** The runs kept per task; older ones are dropped as new ones are written. */
+const KeptRuns = Defaults.schedules.keptRuns;
+
+const SelectTasks = `SELECT t.*, r.due_at AS run_due_at, r.outcome AS run_outcome, r.at AS run_at,
+    r.detail AS run_detail
+  FROM state_tasks t LEFT JOIN state_task_runs r
+    ON r.profile = t.profile AND r.task_id = t.id AND r.due_at =
+      (SELECT max(due_at) FROM state_task_runs WHERE profile = t.profile AND task_id = t.id)`;
+
+function taskOf(row: TaskRow): TaskRecord {
+  const lastRun: TaskRun | undefined =
+    row.run_due_at === null
+      ? undefined
+      : {
+          taskId: row.id,
+          dueMs: Number(row.run_due_at),
+          outcome: row.run_outcome as TaskRunOutcome,
+          atMs: Number(row.run_at ?? 0),
+          ...(row.run_detail === null ? {} : { detail: row.run_detail }),
+        };
+  return {
+    id: row.id,
+    owner: row.owner,
+    ...(row.owner_name === null ? {} : { ownerName: row.owner_name }),
+    ...(row.name === null ? {} : { name: row.name }),
+    timing: JSON.parse(row.timing) as TaskTiming,
+    timezone: row.timezone,
+    text: row.text,
+    chat: JSON.parse(row.chat) as TaskChat,
+    catchUp: row.catch_up === "skip" ? "skip" : "once",
+    paused: row.paused,
+    active: row.active,
+    nextDueMs: Number(row.next_due_at),
+    overlapsInARow: row.overlaps_in_a_row,
+    createdAtMs: Number(row.created_at),
+    ...(lastRun === undefined ? {} : { lastRun }),
+  };
+}
+
+function runOf(row: RunRow): TaskRun {
+  return {
+    taskId: row.task_id,
+    dueMs: Number(row.due_at),
+    outcome: row.outcome as TaskRunOutcome,
+    atMs: Number(row.at),
+    ...(row.detail === null ? {} : { detail: row.detail }),
+  };
+}
+
+/** How a {@link postgresTaskStore} reaches the database: the state store's own call wrappers. */
+export interface TaskStoreAccess {
+  readonly profile: string;
+  readonly now: () => number;
+  /** One statement (or several, each on its own) on the pool. */
+  run<T>(operation: string, work: (db: Queryable) => Promise<T>): Promise<T>;
+  /** One transaction. */
+  transaction<T>(operation: string, work: (tx: Queryable) => Promise<T>): Promise<T>;
+}
+
+/** The {@link TaskStore} of one profile on PostgreSQL. */
+export function postgresTaskStore(access: TaskStoreAccess): TaskStore {
+  const { profile, now } = access;
+
+  const getTask = async (db: Queryable, id: string): Promise<TaskRecord | undefined> => {
+    const rows = await db.query<TaskRow>(`${SelectTasks} WHERE t.profile = $1 AND t.id = $2`, [
+      profile,
+      id,
+    ]);
+    const row = rows.rows[0];
+    return row === undefined ? undefined : taskOf(row);
+  };
+
+  const listTasks = async (db: Queryable, owner: string | undefined): Promise<TaskRecord[]> => {
+    const rows =
+      owner === undefined
+        ? await db.query<TaskRow>(
+            `${SelectTasks} WHERE t.profile = $1 ORDER BY t.created_at, t.id`,
+            [profile],
+          )
+        : await db.query<TaskRow>(
+            `${SelectTasks} WHERE t.profile = $1 AND t.owner = $2 ORDER BY t.created_at, t.id`,
+            [profile, owner],
+          );
+    return rows.rows.map(taskOf);
+  };
+
+  const insert = async (db: Queryable, task: NewTask, nowMs: number): Promise<void> => {
+    await db.query(
+      `INSERT INTO state_tasks (profile, id, owner, owner_name, name, timing, timezone, text, chat,
+         catch_up, next_due_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+      [
+        profile,
+        task.id,
+        task.owner,
+        task.ownerName ?? null,
+        task.name ?? null,
+        JSON.stringify(task.timing),
+        task.timezone,
+        task.text,
+        JSON.stringify(task.chat),
+        task.catchUp,
+        task.nextDueMs,
+        nowMs,
+      ],
+    );
+  };
+
+  const recordRun = async (db: Queryable, run: TaskRun): Promise<void> => {
+    // A run that ends after its task was deleted leaves no row behind.
+    await db.query(
+      `INSERT INTO state_task_runs (profile, task_id, due_at, outcome, at, detail)
+       SELECT $1, $2, $3, $4, $5, $6
+       WHERE EXISTS (SELECT 1 FROM state_tasks WHERE profile = $1 AND id = $2)
+       ON CONFLICT (profile, task_id, due_at) DO UPDATE SET outcome = excluded.outcome,
+         at = excluded.at, detail = excluded.detail`,
+      [profile, run.taskId, run.dueMs, run.outcome, run.atMs, run.detail ?? null],
+    );
+    await db.query(
+      `DELETE FROM state_task_runs WHERE profile = $1 AND task_id = $2 AND due_at NOT IN
+         (SELECT due_at FROM state_task_runs WHERE profile = $1 AND task_id = $2
+          ORDER BY due_at DESC LIMIT ${KeptRuns})`,
+      [profile, run.taskId],
+    );
+  };
+
+  const deleteTask = async (db: Queryable, id: string): Promise<boolean> => {
+    await db.query("DELETE FROM state_task_runs WHERE profile = $1 AND task_id = $2", [
+      profile,
+      id,
+    ]);
+    const deleted = await db.query("DELETE FROM state_tasks WHERE profile = $1 AND id = $2", [
+      profile,
+      id,
+    ]);
+    return (deleted.rowCount ?? 0) > 0;
+  };
+
+  /** The profile's tasks lock: the caps are counted, and the operator's set rewritten, under it. */
+  const lockTasks = (tx: Queryable) =>
+    tx.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [StateLockClass.tasks, profile]);
+
+  return {
+    addTask: (task, caps) =>
+      access.transaction("addTask", async (tx) => {
+        await lockTasks(tx);
+        const count = async (byOwner: boolean) =>
+          Number(
+            (
+              await tx.query<{ n: string }>(
+                `SELECT count(*) AS n FROM state_tasks WHERE profile = $1 AND active
+                   AND owner <> 'operator'${byOwner ? " AND owner = $2" : ""}`,
+                byOwner ? [profile, task.owner] : [profile],
+              )
+            ).rows[0]?.n ?? 0,
+          );
+        const mine = await count(true);
+        if (mine >= caps.maxPerUser) return { status: "user_full", count: mine } as const;
+        const all = await count(false);
+        if (all >= caps.maxPerProfile) return { status: "profile_full", count: all } as const;
+        await insert(tx, task, now());
+        const stored = await getTask(tx, task.id);
+        if (stored === undefined) throw new Error(`task ${task.id} vanished after its insert`);
+        return { status: "added", task: stored } as const;
+      }),
+
+    getTask: (id) => access.run("getTask", (db) => getTask(db, id)),
+
+    listTasks: (owner) => access.run("listTasks", (db) => listTasks(db, owner)),
+
+    dueTasks: (nowMs) =>
+      access.run("dueTasks", async (db) =>
+        (
+          await db.query<TaskRow>(
+            `${SelectTasks} WHERE t.profile = $1 AND t.active AND NOT t.paused AND t.next_due_at <= $2
+             ORDER BY t.next_due_at, t.id`,
+            [profile, nowMs],
+          )
+        ).rows.map(taskOf),
+      ),
+
+    nextDueMs: () =>
+      access.run("nextTaskDue", async (db) => {
+        const row = (
+          await db.query<{ at: string | null }>(
+            "SELECT min(next_due_at) AS at FROM state_tasks WHERE profile = $1 AND active AND NOT paused",
+            [profile],
+          )
+        ).rows[0];
+        return row?.at === null || row?.at === undefined ? undefined : Number(row.at);
+      }),
+
+    advanceTask: (advance, overlapsInARow) =>
+      access.transaction("advanceTask", async (tx) => {
+        // Compare-and-set on the due time: of two processes moving one task, one moves it.
+        const moved = await tx.query(
+          `UPDATE state_tasks SET next_due_at = $1, active = $2, overlaps_in_a_row = $3
+           WHERE profile = $4 AND id = $5 AND next_due_at = $6 AND active`,
+          [
+            advance.nextDueMs ?? advance.fromDueMs,
+            advance.nextDueMs !== undefined,
+            overlapsInARow,
+            profile,
+            advance.id,
+            advance.fromDueMs,
+          ],
+        );
+        if ((moved.rowCount ?? 0) === 0) return false;
+        await recordRun(tx, advance.run);
+        return true;
+      }),
+
+    recordRun: (run) => access.transaction("recordTaskRun", (tx) => recordRun(tx, run)),
+
+    recentRuns: (taskId, limit) =>
+      access.run("recentTaskRuns", async (db) =>
+        (
+          await db.query<RunRow>(
+            "SELECT * FROM state_task_runs WHERE profile = $1 AND task_id = $2 ORDER BY due_at DESC LIMIT $3",
+            [profile, taskId, limit],
+          )
+        ).rows.map(runOf),
+      ),
+
+    setPaused: (id, paused, nextDueMs) =>
+      access.run("setTaskPaused", async (db) => {
+        const result = paused
+          ? await db.query("UPDATE state_tasks SET paused = true WHERE profile = $1 AND id = $2", [
+              profile,
+              id,
+            ])
+          : await db.query(
+              `UPDATE state_tasks SET paused = false, overlaps_in_a_row = 0, next_due_at = $3
+               WHERE profile = $1 AND id = $2`,
+              [profile, id, nextDueMs],
+            );
+        return (result.rowCount ?? 0) > 0;
+      }),
+
+    deleteTask: (id) => access.transaction("deleteTask", (tx) => deleteTask(tx, id)),
+
+    syncOperatorTasks: (tasks) =>
+      access.transaction("syncOperatorTasks", async (tx) => {
+        await lockTasks(tx);
+        const nowMs = now();
+        const stored = new Map(
+          (await listTasks(tx, "operator")).map((task) => [task.name ?? "", task] as const),
+        );
+        for (const task of tasks) {
+          const old = stored.get(task.name ?? "");
+          stored.delete(task.name ?? "");
+          if (old === undefined) {
+            await insert(tx, task, nowMs);
+            continue;
+          }
+          const sameTiming =
+            JSON.stringify(old.timing) === JSON.stringify(task.timing) &&
+            old.timezone === task.timezone;
+          // A new timing counts from now (its `every` anchor too), as a new task would.
+          await tx.query(
+            `UPDATE state_tasks SET timing = $1, timezone = $2, text = $3, chat = $4, catch_up = $5,
+               next_due_at = $6, active = $7, created_at = $8 WHERE profile = $9 AND id = $10`,
+            [
+              JSON.stringify(task.timing),
+              task.timezone,
+              task.text,
+              JSON.stringify(task.chat),
+              task.catchUp,
+              sameTiming ? old.nextDueMs : task.nextDueMs,
+              !(sameTiming && !old.active),
+              sameTiming ? old.createdAtMs : nowMs,
+              profile,
+              old.id,
+            ],
+          );
+        }
+        for (const gone of stored.values()) await deleteTask(tx, gone.id);
+      }),
+  };
+}
