@@ -270,7 +270,16 @@ db.command("move-aside")
 
 const store = program
   .command("store")
-  .description("where the journal and the profiles' state live (docs/store.md)");
+  .description("where the journal and the profiles' state live (docs/store.md)")
+  .addHelpText(
+    "after",
+    examples([
+      [
+        'mediagate store migrate --from sqlite --to "$DATABASE_URL"',
+        "move a stopped SQLite install's state into PostgreSQL",
+      ],
+    ]),
+  );
 
 store
   .command("migrate")

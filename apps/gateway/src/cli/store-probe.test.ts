@@ -2,8 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { closedPort } from "../../../../test-support/net.js";
 import { freshPostgresDatabase, type TestDatabase } from "../../../../test-support/postgres.js";
 import { PostgresDatabase } from "../postgres/database.js";
+import { PostgresStateMigrations } from "../state/postgres-schema.js";
 import { migratePostgresState } from "../state/postgres-store.js";
 import { probeStore } from "./store-probe.js";
+
+/** The state schema this build migrates to. */
+const Latest = PostgresStateMigrations.at(-1)?.version ?? 0;
 
 let testDatabase: TestDatabase;
 beforeAll(async () => {
@@ -32,7 +36,9 @@ describe("doctor's store check", () => {
     const database = new PostgresDatabase({ url: testDatabase.url });
     try {
       await migratePostgresState(database);
-      expect((await probe(testDatabase.url)).detail).toMatch(/, state schema v6$/);
+      expect((await probe(testDatabase.url)).detail).toMatch(
+        new RegExp(`, state schema v${Latest}$`),
+      );
       await database.query(
         "bump",
         "UPDATE mediagate_schema SET version = 42 WHERE component = 'state'",
@@ -40,12 +46,15 @@ describe("doctor's store check", () => {
       const newer = await probe(testDatabase.url);
       expect(newer).toMatchObject({ ok: false, fix: expect.stringMatching(/upgrade mediagate/) });
       expect(newer.detail).toMatch(
-        /state schema is at version 42, newer than this mediagate knows \(6\)/,
+        new RegExp(
+          `state schema is at version 42, newer than this mediagate knows \\(${Latest}\\)`,
+        ),
       );
     } finally {
       await database.query(
         "restore",
-        "UPDATE mediagate_schema SET version = 6 WHERE component = 'state'",
+        "UPDATE mediagate_schema SET version = $1 WHERE component = 'state'",
+        [Latest],
       );
       await database.close();
     }
