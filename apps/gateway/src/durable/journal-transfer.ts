@@ -14,7 +14,7 @@ import { goneOwners } from "./postgres-owner.js";
  * - every entry, `done` ones included with their outcome: their receipts are what tells a
  *   platform's redelivery (a Telegram update offered again, a Discord catch-up) from a new
  *   message, and a pending reply names the entry it closed; the PostgreSQL gateway prunes them
- *   after `Defaults.journal.journalRetentionMs` as the SQLite one would have;
+ *   after `Defaults.gateway.journalRetentionMs` as the SQLite one would have;
  * - every receipt, the Discord cursors;
  * - the pending replies with their media plans and recorded steps (delivered and given-up
  *   ones are history, which the file keeps).
