@@ -3,9 +3,11 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freshPostgresDatabase, type TestDatabase } from "../../../../test-support/postgres.js";
 import { tempDirForTest } from "../../../../test-support/temp-dir.js";
+import { telegramMessage } from "../../test/fixtures/inbound-message.js";
 import { emptyEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import { journalDbPath, SqliteJournal } from "../durable/journal.js";
+import { PostgresJournal } from "../durable/postgres-journal.js";
 import { PostgresDatabase } from "../postgres/database.js";
 import { Redactor } from "../redact.js";
 import { PostgresStateStore } from "../state/postgres-store.js";
@@ -150,22 +152,126 @@ describe("mediagate store migrate", () => {
     }
   });
 
-  it("says the journal was not moved, exiting 1, while this build has no PostgreSQL journal", async () => {
+  it("moves the journal's unfinished work into PostgreSQL for the next start to take over, twice the same", async () => {
     const file = await install();
     const config = await loadConfig({ path: file, env: emptyEnv() });
-    await (await SqliteJournal.open(journalDbPath(config.home))).close();
+    const sqlite = await SqliteJournal.open(journalDbPath(config.home), {
+      owner: "sqlite-gateway",
+      now: () => nowMs,
+    });
+    await sqlite.record(telegramMessage("11", "queued"));
+    const started = await sqlite.record(telegramMessage("12", "started"));
+    await sqlite.started(started.id);
+    const answered = await sqlite.record(telegramMessage("13", "answered"));
+    const reply = await sqlite.addReply(
+      {
+        profile: "work",
+        platform: "telegram",
+        sessionKey: "agent:work:telegram:dm:100",
+        slot: "slot-1",
+        target: { platform: "telegram", chatId: "100" },
+        text: "part one\0 and two",
+      },
+      answered.id,
+    );
+    const plan = {
+      version: 1 as const,
+      text: "part one",
+      asVoice: false,
+      asDocument: false,
+      items: [],
+    };
+    await sqlite.setPlan(reply.id, plan);
+    await sqlite.attempt(reply.id);
+    await sqlite.step(reply.id, "text:0", "sent");
+    const discord = await sqlite.record({
+      ...telegramMessage("123456789012345678", "on discord"),
+      platform: "discord",
+      chatId: "555",
+    });
+    await sqlite.finished(discord.id, "refused");
+    await sqlite.close();
     const other = await freshPostgresDatabase("migrate_journal");
+    const database = new PostgresDatabase({ url: other.url, applicationName: "test" });
+    const tables = async () => {
+      const rows: Record<string, unknown[]> = {};
+      for (const [table, order] of [
+        ["entries", "key"],
+        ["receipts", "key"],
+        ["cursors", "channel_id"],
+        ["replies", "id"],
+        ["reply_steps", "key"],
+      ] as const) {
+        rows[table] = (
+          await database.query("rows", `SELECT * FROM journal.${table} ORDER BY ${order}`)
+        ).rows;
+      }
+      return rows;
+    };
+    const options = {
+      config: file,
+      env: emptyEnv(),
+      redactor: new Redactor(),
+      from: "sqlite",
+      to: other.url,
+    };
     try {
-      const lines: string[] = [];
-      const code = await migrateStore(
-        { config: file, env: emptyEnv(), redactor: new Redactor(), from: "sqlite", to: other.url },
-        (line) => lines.push(line),
+      const first: string[] = [];
+      expect(await migrateStore(options, (line) => first.push(line))).toBe(0);
+      expect(first.at(-1)).toMatch(
+        /^journal: moved 2 unfinished message\(s\), 2 finished one\(s\), 4 receipt\(s\), 1 Discord cursor\(s\), 1 unfinished reply with 1 recorded step\(s\), 0 already in PostgreSQL from .*journal\.db$/,
       );
-      expect(code).toBe(1);
-      expect(lines.at(-1)).toMatch(
-        /^journal: not moved: this build has no PostgreSQL journal yet; .*journal\.db keeps the queued messages/,
+      const once = await tables();
+      expect(once.entries).toHaveLength(4);
+      expect(once.entries!.every((row) => (row as { owner: string }).owner === "released")).toBe(
+        true,
       );
+      const second: string[] = [];
+      expect(await migrateStore(options, (line) => second.push(line))).toBe(0);
+      expect(second.at(-1)).toMatch(
+        /^journal: moved 0 unfinished message\(s\), 0 finished one\(s\), 0 receipt\(s\), 0 Discord cursor\(s\), 0 unfinished replies with 0 recorded step\(s\), 5 already in PostgreSQL from /,
+      );
+      expect(await tables()).toEqual(once);
+
+      const journal = await PostgresJournal.open(database, {
+        owner: "postgres-gateway",
+        ownerGraceMs: 0,
+      });
+      try {
+        const taken = await journal.takeOver();
+        expect(taken.map((entry) => [entry.message.text, entry.state])).toEqual([
+          ["queued", "received"],
+          ["started", "started"],
+        ]);
+        const replies = await journal.takeOverReplies();
+        expect(replies).toHaveLength(1);
+        expect(replies[0]).toMatchObject({
+          id: reply.id,
+          text: "part one\0 and two",
+          attempts: 1,
+          owner: "postgres-gateway",
+          plan,
+        });
+        expect([...replies[0]!.steps]).toEqual([["text:0", "sent"]]);
+        expect(await journal.entryState(replies[0]!.entryId!)).toMatchObject({ state: "done" });
+        // A platform offering the answered or the ignored message again is not run twice.
+        expect(await journal.recorded("work", "telegram", ["13", "14"])).toEqual(["13"]);
+        expect((await journal.record(telegramMessage("13", "answered"))).fresh).toBe(false);
+        expect(await journal.cursors("work")).toEqual([
+          { channelId: "555", lastMessageId: "123456789012345678" },
+        ]);
+
+        // Now the journal has a live owner: a third run is refused and writes nothing.
+        const before = await tables();
+        await expect(migrateStore(options, () => {})).rejects.toThrow(
+          /journal: PostgreSQL .* holds unfinished work of the running gateway postgres-gateway; nothing was moved: stop every gateway using it/,
+        );
+        expect(await tables()).toEqual(before);
+      } finally {
+        await journal.close();
+      }
     } finally {
+      await database.close();
       await other.drop();
     }
   });

@@ -3,6 +3,12 @@ import { MediagateError } from "@mediagate/io";
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import { journalDbPath } from "../durable/journal.js";
+import {
+  type JournalMoveCounts,
+  liveJournalOwners,
+  readSqliteJournal,
+  writePostgresJournal,
+} from "../durable/journal-transfer.js";
 import { PostgresDatabase } from "../postgres/database.js";
 import type { Redactor } from "../redact.js";
 import { migratePostgresState } from "../state/postgres-store.js";
@@ -43,7 +49,8 @@ const Sidecars = ["", "-wal", "-shm"];
 /**
  * `mediagate store migrate --from sqlite --to postgres://…` (docs/store.md): moves each
  * profile's state (sessions and their conversations, summaries, approvals, pairing, usage,
- * `/model` picks) from its `state.db` into the PostgreSQL store, while no gateway runs:
+ * `/model` picks) from its `state.db` into the PostgreSQL store, then the home's journal
+ * (recorded messages, Discord cursors, unfinished replies) into the PostgreSQL journal, while no gateway runs:
  * refused while a process of this host has one of the files open, or a gateway is connected
  * to the database. Each profile's PostgreSQL rows become exactly its file's, in one transaction,
  * so running it twice gives the same result; a profile whose PostgreSQL state is newer than
@@ -88,6 +95,7 @@ export async function migrateStore(
   const database = new PostgresDatabase({ url: to, applicationName: "mediagate store migrate" });
   try {
     await refuseConnectedGateway(database);
+    await refuseLiveJournalOwners(database, journal);
     await migratePostgresState(database);
     for (const profile of config.profiles) {
       const path = stateDbPath(profile.home);
@@ -107,9 +115,20 @@ export async function migrateStore(
       const counts = await writePostgresState(database, profile.name, rows);
       print(`profile ${profile.name}: moved ${describeCounts(counts)} from ${path}`);
     }
-    return moveJournal(journal, database, print);
+    return await moveJournal(journal, database, print);
   } finally {
     await database.close();
+  }
+}
+
+/** A live owner of unfinished work in the PostgreSQL journal, checked before anything moves. */
+async function refuseLiveJournalOwners(database: PostgresDatabase, path: string): Promise<void> {
+  if (!existsSync(path)) return;
+  const live = await database.transaction("journal owners", liveJournalOwners);
+  if (live.length > 0) {
+    throw new StoreMigrateError(
+      `journal: PostgreSQL ${database.where} holds unfinished work of the running gateway ${live.join(", ")}; nothing was moved: stop every gateway using it, then run this again`,
+    );
   }
 }
 
@@ -128,23 +147,39 @@ async function refuseConnectedGateway(database: PostgresDatabase): Promise<void>
 }
 
 /**
- * The journal's queued messages and the outbox's unfinished replies. The PostgreSQL journal is
- * not in this build yet: the state was moved, the journal was not, and the command says so
- * (exit 1). MERGE(i28-pg-journal): move `path`'s tables into the PostgreSQL journal here.
+ * The journal's recorded messages, Discord cursors and the outbox's unfinished replies, moved
+ * into the PostgreSQL journal in one transaction, handed to the next gateway start
+ * (durable/journal-transfer.ts). Refused, moving nothing of it, while a live process owns
+ * unfinished work there.
  */
 async function moveJournal(
   path: string,
-  _database: PostgresDatabase,
+  database: PostgresDatabase,
   print: (line: string) => void,
 ): Promise<number> {
   if (!existsSync(path)) {
     print(`journal: no ${path}, nothing to move`);
     return 0;
   }
-  print(
-    `journal: not moved: this build has no PostgreSQL journal yet; ${path} keeps the queued messages and unfinished replies (keep store: { kind: sqlite } until it has)`,
-  );
-  return 1;
+  const moved = await writePostgresJournal(database, readSqliteJournal(path));
+  if ("liveOwners" in moved) {
+    throw new StoreMigrateError(
+      `journal: PostgreSQL ${database.where} holds unfinished work of the running gateway ${moved.liveOwners.join(", ")}; nothing of ${path} was moved: stop every gateway using it, then run this again`,
+    );
+  }
+  print(`journal: moved ${describeJournal(moved)} from ${path}`);
+  return 0;
+}
+
+function describeJournal(counts: JournalMoveCounts): string {
+  return [
+    `${counts.unfinished} unfinished message(s)`,
+    `${counts.done} finished one(s)`,
+    `${counts.receipts} receipt(s)`,
+    `${counts.cursors} Discord cursor(s)`,
+    `${counts.replies} unfinished repl${counts.replies === 1 ? "y" : "ies"} with ${counts.steps} recorded step(s)`,
+    `${counts.alreadyThere} already in PostgreSQL`,
+  ].join(", ");
 }
 
 function describeCounts(counts: StateMoveCounts): string {
