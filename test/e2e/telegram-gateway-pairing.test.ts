@@ -168,13 +168,12 @@ describe("gateway over Telegram: access: pairing", () => {
     expect(told(Stranger, since)).toEqual([
       "✅ An admin approved you: you may use this bot now. Send your message again.",
     ]);
-    // The admin's first message made their chat known: their menu lists /approve as well.
+    // The admin's first message made their chat known: their menu lists /approve as well (a
+    // shell profile: no /new or /compact, which are the openai agent's).
     const adminScope = { type: "chat", chat_id: Admin };
     await waitUntil(() => bot.fake.menus.get(adminScope) !== undefined, "the admin's menu");
     expect(bot.fake.menus.get(adminScope)?.map((entry) => entry.command)).toEqual([
       "help",
-      "new",
-      "compact",
       "status",
       "stop",
       "reset",
