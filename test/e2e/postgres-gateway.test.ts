@@ -1,0 +1,90 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { closedPort } from "../../test-support/net.js";
+import {
+  controlPostgres,
+  freshPostgresDatabase,
+  type PrivatePostgres,
+  startPrivatePostgres,
+  type TestDatabase,
+} from "../../test-support/postgres.js";
+import { FakeTelegram } from "../fakes/telegram/index.js";
+import { CliInstall } from "./harness/cli-install.js";
+import { waitUntil } from "./harness/gateway-home.js";
+
+/**
+ * A gateway on `store: { kind: postgres }` (docs/store.md) through the real CLI, the real
+ * engine and the Telegram fake: a crash between recording and replying, a webhook update that
+ * arrives while PostgreSQL is down, and a PostgreSQL restart in the middle of a load. The
+ * outage tests stop a private cluster of their own (startPrivatePostgres), never the shared one.
+ */
+
+const User = 79;
+let fake: FakeTelegram;
+const installs: CliInstall[] = [];
+
+afterEach(async () => {
+  await Promise.all(installs.splice(0).map((install) => install.dispose()));
+  await fake?.stop();
+});
+
+/** The texts the bot posted to `user`, in order. */
+const repliesTo = (user: number) =>
+  fake
+    .callsTo("sendMessage")
+    .filter((call) => call.ok && String(call.params.chat_id) === String(user))
+    .map((call) => String(call.params.text));
+
+async function install(
+  prefix: string,
+  telegram: Record<string, unknown>,
+  settings: Record<string, unknown>,
+  users: readonly number[] = [User],
+): Promise<CliInstall> {
+  const created = await CliInstall.create(
+    prefix,
+    {
+      telegram: { token: fake.token, apiRoot: fake.apiRoot, ...telegram },
+      allowedUsers: users.map((user) => `telegram:${user}`),
+      progress: { enabled: false },
+    },
+    { recovery: { rerunInterrupted: true }, ...settings },
+  );
+  installs.push(created);
+  return created;
+}
+
+describe("a gateway on PostgreSQL, SIGKILLed between recording and replying", () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await freshPostgresDatabase("pg_e2e_kill");
+  });
+  afterAll(async () => {
+    await db?.drop();
+  });
+
+  it("answers the recorded message after the restart, exactly once, with no journal file", async () => {
+    fake = new FakeTelegram();
+    await fake.start();
+    const cli = await install("pg-kill", {}, { store: { kind: "postgres", url: db.url } });
+    await cli.start();
+    fake.sendPrivateText({ userId: User, text: "echo before-crash" });
+    await waitUntil(() => repliesTo(User).includes("before-crash"), "the first answer");
+
+    fake.sendPrivateText({ userId: User, text: "touch /workspace/pg-ran; sleep 3; echo after" });
+    await waitUntil(() => cli.hasFile("/workspace/pg-ran"), "the recorded turn to start");
+    // Confirmed to Telegram: only the journal in PostgreSQL still holds it.
+    await waitUntil(() => fake.pendingUpdates === 0, "the update to be confirmed");
+    await cli.kill();
+    expect(repliesTo(User)).not.toContain("after");
+
+    await cli.start();
+    await waitUntil(() => repliesTo(User).includes("after"), "the recorded message to be answered");
+    await waitUntil(() => cli.output().includes('"msg":"turn finished"'), "the turn to finish");
+    fake.sendPrivateText({ userId: User, text: "echo next" });
+    await waitUntil(() => repliesTo(User).includes("next"), "the next message to be answered");
+    expect(repliesTo(User)).toEqual(["before-crash", "after", "next"]);
+    expect(existsSync(join(cli.home, "journal.db"))).toBe(false);
+  });
+});
