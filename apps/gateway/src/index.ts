@@ -114,6 +114,7 @@ export {
   interruptedText,
   NotRecordedDamagedText,
   NotRecordedText,
+  NotRecordedUnreachableText,
 } from "./gateway.js";
 export type { LineSink, LogFormat, Logger, LoggerOptions, LogLevel } from "./log.js";
 export {
