@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { NotRecordedUnreachableText } from "@mediagate/gateway";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { closedPort } from "../../test-support/net.js";
 import {
@@ -86,5 +87,89 @@ describe("a gateway on PostgreSQL, SIGKILLed between recording and replying", ()
     await waitUntil(() => repliesTo(User).includes("next"), "the next message to be answered");
     expect(repliesTo(User)).toEqual(["before-crash", "after", "next"]);
     expect(existsSync(join(cli.home, "journal.db"))).toBe(false);
+  });
+});
+
+interface StoreHealthBody {
+  status: string;
+  store?: { reachable: boolean; detail?: string; downSinceMs?: number; roundTripMs?: number };
+}
+
+/** The gateway's health endpoint (`health.listen`). */
+async function health(listen: string): Promise<StoreHealthBody> {
+  const response = await fetch(`http://${listen}/health`);
+  return (await response.json()) as StoreHealthBody;
+}
+
+describe("webhook mode on PostgreSQL while the server is down", () => {
+  let cluster: PrivatePostgres;
+  beforeAll(() => {
+    cluster = startPrivatePostgres();
+  });
+  afterAll(() => {
+    cluster?.remove();
+  });
+
+  it("answers 5xx and confirms nothing, then answers Telegram's retry 200 and the message once", async () => {
+    fake = new FakeTelegram({ webhook: { retryDelayMs: () => 3_600_000 } });
+    await fake.start();
+    const port = await closedPort();
+    const listen = `127.0.0.1:${await closedPort()}`;
+    const cli = await install(
+      "pg-webhook",
+      {
+        webhook: {
+          url: `http://127.0.0.1:${port}/telegram`,
+          listen: `127.0.0.1:${port}`,
+          secretToken: "pg-outage-secret",
+        },
+      },
+      // The private cluster's own `postgres` database: nobody else uses this cluster.
+      { store: { kind: "postgres", url: cluster.url }, health: { listen } },
+    );
+    await cli.start();
+    fake.sendPrivateText({ userId: User, text: "echo before-outage" });
+    await waitUntil(() => repliesTo(User).includes("before-outage"), "the first answer");
+    expect(await health(listen)).toMatchObject({ status: "ok", store: { reachable: true } });
+
+    controlPostgres("stop", "fast", cluster);
+    fake.sendPrivateText({ userId: User, text: "echo during-outage" });
+    await waitUntil(() => fake.webhook.attempts.length === 2, "the update to be posted");
+    expect(fake.webhook.attempts[1]?.status).toBeGreaterThanOrEqual(500);
+    expect(fake.pendingUpdates).toBe(1);
+    await waitUntil(
+      async () => (await health(listen)).store?.reachable === false,
+      "the health endpoint to report the store down",
+    );
+    const down = await health(listen);
+    expect(down).toMatchObject({
+      status: "degraded",
+      store: { reachable: false, downSinceMs: expect.any(Number) },
+    });
+    // Told once, and not that a disk is failing.
+    expect(repliesTo(User)).toEqual(["before-outage", NotRecordedUnreachableText]);
+
+    controlPostgres("start", "fast", cluster);
+    await waitUntil(
+      async () => (await health(listen)).store?.reachable === true,
+      "the health endpoint to report the store back",
+    );
+    fake.webhook.retryNow();
+    await waitUntil(() => fake.pendingUpdates === 0, "Telegram's retry to be accepted");
+    await waitUntil(() => repliesTo(User).includes("during-outage"), "the retried update's answer");
+    await waitUntil(() => cli.output().includes('"msg":"turn finished"'), "the turn to finish");
+    fake.sendPrivateText({ userId: User, text: "echo after-outage" });
+    await waitUntil(() => repliesTo(User).includes("after-outage"), "the next answer");
+    expect(repliesTo(User)).toEqual([
+      "before-outage",
+      NotRecordedUnreachableText,
+      "during-outage",
+      "after-outage",
+    ]);
+    expect(fake.webhook.attempts.map((a) => a.status >= 500)).toEqual([false, true, false, false]);
+    expect(fake.webhook.attempts.at(2)?.status).toBe(200);
+    // Degraded until the retried update was recorded (the journal and channel said so too).
+    expect(await health(listen)).toMatchObject({ status: "ok", store: { reachable: true } });
+    expect(cli.output()).not.toContain(cluster.url);
   });
 });
