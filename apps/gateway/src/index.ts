@@ -125,6 +125,7 @@ export {
   resolveLogLevel,
   silentLogger,
 } from "./log.js";
+export { StoreDownText } from "./pipeline/boundary.js";
 export {
   collectedText,
   InterruptedByMessageError,
