@@ -18,7 +18,11 @@ import type { Logger } from "./log.js";
 import type { ProfileRuntime } from "./profiles/profile-runtime.js";
 import { GatewayStoppingError } from "./session/stopping.js";
 
-export { NotRecordedDamagedText, NotRecordedText } from "./gateway/inbound.js";
+export {
+  NotRecordedDamagedText,
+  NotRecordedText,
+  NotRecordedUnreachableText,
+} from "./gateway/inbound.js";
 export { GatewayDefaults, type GatewayOptions } from "./gateway/options.js";
 export { interruptedText } from "./gateway/recovery.js";
 

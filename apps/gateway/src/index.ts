@@ -114,6 +114,7 @@ export {
   interruptedText,
   NotRecordedDamagedText,
   NotRecordedText,
+  NotRecordedUnreachableText,
 } from "./gateway.js";
 export type { LineSink, LogFormat, Logger, LoggerOptions, LogLevel } from "./log.js";
 export {
@@ -124,6 +125,7 @@ export {
   resolveLogLevel,
   silentLogger,
 } from "./log.js";
+export { StoreDownText } from "./pipeline/boundary.js";
 export {
   collectedText,
   InterruptedByMessageError,

@@ -2,6 +2,7 @@ import { accessOf } from "../access-control/access.js";
 import type { ChannelAdapter, InboundMessage } from "../channels/types.js";
 import { PartlyRecordedError, StorageError } from "../durable/errors.js";
 import type { RecordResult } from "../durable/types.js";
+import { PostgresStoreError } from "../postgres/errors.js";
 import type { GatheredAlbum } from "./albums.js";
 import { type GatewayCore, targetOf, track } from "./core.js";
 import { dispatch } from "./dispatch.js";
@@ -9,6 +10,13 @@ import { dispatch } from "./dispatch.js";
 /** The line a chat gets when its message cannot be recorded (the journal's disk). */
 export const NotRecordedText =
   "⚠️ Your message could not be saved: the gateway's disk is full or failing. It will be answered once it can be saved; no need to send it again.";
+
+/**
+ * The line a chat gets when its message cannot be recorded because the journal's PostgreSQL
+ * server is not reachable: no disk is at fault, and the platform's redelivery heals it.
+ */
+export const NotRecordedUnreachableText =
+  "⚠️ Your message could not be saved: the gateway's database is not reachable. It will be answered once it can be saved; no need to send it again.";
 
 /**
  * The line a chat gets when its message cannot be recorded because the journal is damaged:
@@ -128,7 +136,12 @@ export async function notRecorded(
   if (gateway.toldNotRecorded.size > 10_000) gateway.toldNotRecorded.clear();
   gateway.toldNotRecorded.add(key);
   if (!(error instanceof StorageError)) return;
-  const notice = damaged ? NotRecordedDamagedText : NotRecordedText;
+  const unreachable = error.cause instanceof PostgresStoreError && error.cause.unreachable;
+  const notice = damaged
+    ? NotRecordedDamagedText
+    : unreachable
+      ? NotRecordedUnreachableText
+      : NotRecordedText;
   await channel.sendText(targetOf(message), notice).catch((sendError: unknown) => {
     gateway.logger.warn({ err: sendError }, "could not tell the chat its message was not saved");
   });

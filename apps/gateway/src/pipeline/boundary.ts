@@ -1,3 +1,4 @@
+import { StorageError } from "../durable/errors.js";
 import { PostgresStoreError } from "../postgres/errors.js";
 import { StateStoreError } from "../state/errors.js";
 import { finishEntry } from "./journal-steps.js";
@@ -37,7 +38,7 @@ export async function reportStepFailure(
     await say(ctx, StateFullText);
     return;
   }
-  if (cause instanceof PostgresStoreError && cause.unreachable) {
+  if (storeUnreachable(cause)) {
     ctx.log.error(
       { err: cause, step },
       `pipeline step "${step}" failed: the database is not reachable; the message stays in the journal`,
@@ -48,6 +49,12 @@ export async function reportStepFailure(
   ctx.log.error({ err: cause, step }, `pipeline step "${step}" failed`);
   await say(ctx, notice);
   await finishEntry(ctx, "failed");
+}
+
+/** The PostgreSQL store did not answer: the state store's error, or the journal's around it. */
+function storeUnreachable(cause: unknown): boolean {
+  const store = cause instanceof StorageError ? cause.cause : cause;
+  return store instanceof PostgresStoreError && store.unreachable;
 }
 
 /**
