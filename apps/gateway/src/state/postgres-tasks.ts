@@ -1,22 +1,15 @@
 import { Defaults } from "../defaults.js";
 import type { Queryable } from "../postgres/database.js";
 import { StateLockClass } from "./postgres-pairing.js";
-import type {
-  NewTask,
-  TaskChat,
-  TaskRecord,
-  TaskRun,
-  TaskRunOutcome,
-  TaskStore,
-  TaskTiming,
-} from "./tasks.js";
+import type { NewTask, TaskRecord, TaskRun, TaskStore } from "./tasks.js";
+import { runOf as sqliteRunOf, taskOf as sqliteTaskOf } from "./tasks-database.js";
 
 /**
  * Scheduled tasks (docs/schedules.md) on PostgreSQL, with the semantics of tasks-database.ts
  * statement by statement; one profile's rows of the shared `state_tasks` and `state_task_runs`.
  */
 
-interface TaskRow {
+interface PgTaskRow {
   id: string;
   owner: string;
   owner_name: string | null;
@@ -37,12 +30,31 @@ interface TaskRow {
   run_detail: string | null;
 }
 
-interface RunRow {
+interface PgRunRow {
   task_id: string;
   due_at: string;
   outcome: string;
   at: string;
   detail: string | null;
+}
+
+const orNull = (value: string | null) => (value === null ? null : Number(value));
+
+/** The row in SQLite's shape (`bigint` as text, booleans), read by tasks-database's mapper. */
+function taskOf(row: PgTaskRow): TaskRecord {
+  return sqliteTaskOf({
+    ...row,
+    paused: row.paused ? 1 : 0,
+    active: row.active ? 1 : 0,
+    next_due_at: Number(row.next_due_at),
+    created_at: Number(row.created_at),
+    run_due_at: orNull(row.run_due_at),
+    run_at: orNull(row.run_at),
+  });
+}
+
+function runOf(row: PgRunRow): TaskRun {
+  return sqliteRunOf({ ...row, due_at: Number(row.due_at), at: Number(row.at) });
 }
 
 /** The runs kept per task; older ones are dropped as new ones are written. */
@@ -53,46 +65,6 @@ const SelectTasks = `SELECT t.*, r.due_at AS run_due_at, r.outcome AS run_outcom
   FROM state_tasks t LEFT JOIN state_task_runs r
     ON r.profile = t.profile AND r.task_id = t.id AND r.due_at =
       (SELECT max(due_at) FROM state_task_runs WHERE profile = t.profile AND task_id = t.id)`;
-
-function taskOf(row: TaskRow): TaskRecord {
-  const lastRun: TaskRun | undefined =
-    row.run_due_at === null
-      ? undefined
-      : {
-          taskId: row.id,
-          dueMs: Number(row.run_due_at),
-          outcome: row.run_outcome as TaskRunOutcome,
-          atMs: Number(row.run_at ?? 0),
-          ...(row.run_detail === null ? {} : { detail: row.run_detail }),
-        };
-  return {
-    id: row.id,
-    owner: row.owner,
-    ...(row.owner_name === null ? {} : { ownerName: row.owner_name }),
-    ...(row.name === null ? {} : { name: row.name }),
-    timing: JSON.parse(row.timing) as TaskTiming,
-    timezone: row.timezone,
-    text: row.text,
-    chat: JSON.parse(row.chat) as TaskChat,
-    catchUp: row.catch_up === "skip" ? "skip" : "once",
-    paused: row.paused,
-    active: row.active,
-    nextDueMs: Number(row.next_due_at),
-    overlapsInARow: row.overlaps_in_a_row,
-    createdAtMs: Number(row.created_at),
-    ...(lastRun === undefined ? {} : { lastRun }),
-  };
-}
-
-function runOf(row: RunRow): TaskRun {
-  return {
-    taskId: row.task_id,
-    dueMs: Number(row.due_at),
-    outcome: row.outcome as TaskRunOutcome,
-    atMs: Number(row.at),
-    ...(row.detail === null ? {} : { detail: row.detail }),
-  };
-}
 
 /** How a {@link postgresTaskStore} reaches the database: the state store's own call wrappers. */
 export interface TaskStoreAccess {
@@ -109,7 +81,7 @@ export function postgresTaskStore(access: TaskStoreAccess): TaskStore {
   const { profile, now } = access;
 
   const getTask = async (db: Queryable, id: string): Promise<TaskRecord | undefined> => {
-    const rows = await db.query<TaskRow>(`${SelectTasks} WHERE t.profile = $1 AND t.id = $2`, [
+    const rows = await db.query<PgTaskRow>(`${SelectTasks} WHERE t.profile = $1 AND t.id = $2`, [
       profile,
       id,
     ]);
@@ -120,11 +92,11 @@ export function postgresTaskStore(access: TaskStoreAccess): TaskStore {
   const listTasks = async (db: Queryable, owner: string | undefined): Promise<TaskRecord[]> => {
     const rows =
       owner === undefined
-        ? await db.query<TaskRow>(
+        ? await db.query<PgTaskRow>(
             `${SelectTasks} WHERE t.profile = $1 ORDER BY t.created_at, t.id`,
             [profile],
           )
-        : await db.query<TaskRow>(
+        : await db.query<PgTaskRow>(
             `${SelectTasks} WHERE t.profile = $1 AND t.owner = $2 ORDER BY t.created_at, t.id`,
             [profile, owner],
           );
@@ -217,7 +189,7 @@ export function postgresTaskStore(access: TaskStoreAccess): TaskStore {
     dueTasks: (nowMs) =>
       access.run("dueTasks", async (db) =>
         (
-          await db.query<TaskRow>(
+          await db.query<PgTaskRow>(
             `${SelectTasks} WHERE t.profile = $1 AND t.active AND NOT t.paused AND t.next_due_at <= $2
              ORDER BY t.next_due_at, t.id`,
             [profile, nowMs],
@@ -261,7 +233,7 @@ export function postgresTaskStore(access: TaskStoreAccess): TaskStore {
     recentRuns: (taskId, limit) =>
       access.run("recentTaskRuns", async (db) =>
         (
-          await db.query<RunRow>(
+          await db.query<PgRunRow>(
             "SELECT * FROM state_task_runs WHERE profile = $1 AND task_id = $2 ORDER BY due_at DESC LIMIT $3",
             [profile, taskId, limit],
           )

@@ -51,7 +51,8 @@ export function createTaskTables(db: Database): void {
   `);
 }
 
-interface TaskRow {
+/** A task row as SQLite returns it (the PostgreSQL store converts its rows to this). */
+export interface TaskRow {
   id: string;
   owner: string;
   owner_name: string | null;
@@ -72,7 +73,8 @@ interface TaskRow {
   run_detail: string | null;
 }
 
-interface RunRow {
+/** A run row as SQLite returns it. */
+export interface RunRow {
   task_id: string;
   due_at: number;
   outcome: string;
@@ -88,7 +90,7 @@ const SelectTasks = `SELECT t.*, r.due_at AS run_due_at, r.outcome AS run_outcom
   FROM tasks t LEFT JOIN task_runs r ON r.task_id = t.id AND r.due_at =
     (SELECT max(due_at) FROM task_runs WHERE task_id = t.id)`;
 
-function taskOf(row: TaskRow): TaskRecord {
+export function taskOf(row: TaskRow): TaskRecord {
   const lastRun: TaskRun | undefined =
     row.run_due_at === null
       ? undefined
@@ -118,7 +120,7 @@ function taskOf(row: TaskRow): TaskRecord {
   };
 }
 
-function runOf(row: RunRow): TaskRun {
+export function runOf(row: RunRow): TaskRun {
   return {
     taskId: row.task_id,
     dueMs: row.due_at,
