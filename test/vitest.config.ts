@@ -14,7 +14,12 @@ export default mergeConfig(
   shared,
   defineConfig({
     test: {
-      include: ["e2e/**/*.test.ts", "fakes/**/*.test.ts", "../test-support/**/*.test.ts"],
+      include: [
+        "e2e/**/*.test.ts",
+        "fakes/**/*.test.ts",
+        "long/durability/**/*.test.ts",
+        "../test-support/**/*.test.ts",
+      ],
       maxWorkers: 2,
       isolate: false,
     },

@@ -47,11 +47,16 @@ const BusyLines = ["⏳ queued", "⏹ stopped the running turn", "⏳ working", 
 const isBusyLine = (call: RecordedCall): boolean =>
   textsOf(call).some((text) => BusyLines.some((line) => text.startsWith(line)));
 
+/**
+ * Not messages: a chat action, and a private chat's draft (`sendMessageDraft`, the streamed
+ * preview of docs/streaming.md), which Telegram shows only until the bot's next message and
+ * never keeps. A draft holding a message's token (the shell agent streams its command's output)
+ * followed by the final reply is one answer, not two.
+ */
+const NotMessages = new Set(["sendChatAction", "sendMessageDraft"]);
+
 const isSend = (call: RecordedCall): boolean =>
-  call.ok &&
-  call.method.startsWith("send") &&
-  call.method !== "sendChatAction" &&
-  !isBusyLine(call);
+  call.ok && call.method.startsWith("send") && !NotMessages.has(call.method) && !isBusyLine(call);
 
 /** The text and captions a send carried. */
 export function textsOf(call: RecordedCall): string[] {

@@ -1,0 +1,53 @@
+import { describe, expect, it } from "vitest";
+import type { RecordedCall } from "../../fakes/telegram/index.js";
+import { auditReplies, replyProblems } from "./reply-audit.js";
+import type { SentMessage } from "./traffic.js";
+
+const message: SentMessage = {
+  id: "u7005#024",
+  userId: 7005,
+  place: { type: "dm" },
+  kind: "long",
+  token: "ok-u7005-n024",
+  text: "sleep 3; echo ok-u7005-n024",
+  chatId: 7005,
+  updateId: 112,
+  messageId: 40,
+  sentAtMs: 0,
+};
+
+let seq = 0;
+const call = (method: string, params: Record<string, unknown>): RecordedCall => ({
+  seq: ++seq,
+  method,
+  params: { chat_id: message.chatId, ...params },
+  files: [],
+  multipart: false,
+  status: 200,
+  ok: true,
+  result: true,
+});
+
+describe("auditReplies", () => {
+  it("counts a streamed draft and the final reply holding one token as one answer", () => {
+    const draft = call("sendMessageDraft", { draft_id: 1, text: message.token });
+    const final = call("sendMessage", { text: message.token });
+    const audit = auditReplies([draft, final], [message]);
+    expect(audit.answered.map((v) => v.replies)).toEqual([[final]]);
+    expect(replyProblems(audit)).toEqual([]);
+  });
+
+  it("still counts two messages holding one token as a duplicate", () => {
+    const first = call("sendMessage", { text: message.token });
+    const second = call("sendMessage", { text: message.token });
+    expect(replyProblems(auditReplies([first, second], [message]))).toEqual([
+      "duplicated 1 of 1 messages: u7005#024 (update 112, long) replied 2× " +
+        `[#${first.seq} sendMessage, #${second.seq} sendMessage]`,
+    ]);
+  });
+
+  it("does not take a draft alone for an answer", () => {
+    const draft = call("sendMessageDraft", { draft_id: 1, text: message.token });
+    expect(auditReplies([draft], [message]).lost).toHaveLength(1);
+  });
+});
