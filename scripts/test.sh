@@ -8,7 +8,5 @@ cd "$(dirname "$0")/.."
 . scripts/lib/suite.sh
 
 suite_setup
-pnpm typecheck
-pnpm lint
-pnpm check:imports
+suite_checks_start
 suite_run test
