@@ -3,6 +3,8 @@
 # docker.io and busybox-static, starts dockerd and waits for it (TESTING.md). When a daemon
 # already answers (a workstation, or DOCKER_HOST pointing elsewhere) it changes nothing.
 set -euo pipefail
+# shellcheck source=lib/apt.sh
+. "$(dirname "$0")/lib/apt.sh"
 
 log=${MEDIAGATE_DOCKERD_LOG:-/var/log/mediagate-dockerd.log}
 
@@ -19,7 +21,7 @@ install_packages() {
   need_root "installing $*"
   echo "ensure-docker: installing $* from Debian packages (a minute or two the first time)"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q
+  apt_update_once
   apt-get install -y -q "$@"
 }
 

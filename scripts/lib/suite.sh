@@ -4,6 +4,8 @@
 
 # shellcheck source=postgres.sh
 . "$(dirname "${BASH_SOURCE[0]}")/postgres.sh"
+# shellcheck source=apt.sh
+. "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 
 # The Docker engine, the sandbox images (test, and the default one) and the locked dependencies, built.
 suite_setup() {
@@ -44,7 +46,7 @@ suite_ensure_compose() {
   fi
   echo "suite: installing docker-compose from Debian packages (it validates docker/compose.yaml)"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q
+  apt_update_once
   apt-get install -y -q docker-compose
 }
 
