@@ -507,7 +507,7 @@ export class PostgresJournal implements Journal {
   reschedule(replyId: string, notBeforeMs: number, error: string): Promise<void> {
     return this.#updateReply("reschedule", replyId, "not_before = $1, last_error = $2", [
       Math.trunc(notBeforeMs),
-      printableText(error),
+      error,
     ]);
   }
 
@@ -516,7 +516,7 @@ export class PostgresJournal implements Journal {
       "closeReply",
       replyId,
       "state = $1, last_error = coalesce($2, last_error), closed_at = $3",
-      [state, error === undefined ? null : printableText(error), this.#now()],
+      [state, error ?? null, this.#now()],
     );
   }
 
@@ -736,9 +736,4 @@ function sqlState(error: unknown): string | undefined {
   if (typeof cause !== "object" || cause === null) return undefined;
   const code = (cause as { code?: unknown }).code;
   return typeof code === "string" ? code : undefined;
-}
-
-/** PostgreSQL's `text` refuses NUL; a diagnostic line keeps the rest. */
-function printableText(text: string): string {
-  return text.replaceAll("\0", "\uFFFD");
 }
