@@ -24,6 +24,11 @@
  *   --image NAME          sandbox image (MEDIAGATE_BENCH_IMAGE, else mediagate-sandbox:test)
  *   --webhook             then the latency figures and throughput again with Telegram updates
  *                         arriving by webhook (`*_webhook` lines)
+ *   --store postgres      then the latency figures and throughput again (polling) with
+ *                         `store: { kind: postgres }` on a database of its own, made on the
+ *                         cluster of MEDIAGATE_BENCH_POSTGRES_URL (else MEDIAGATE_TEST_POSTGRES_URL)
+ *                         and dropped at the end (`*_postgres` lines); `sqlite` (the default)
+ *                         measures SQLite alone
  * Each flag also reads MEDIAGATE_BENCH_E2E_<FLAG> (e.g. MEDIAGATE_BENCH_E2E_ROUNDS).
  * Linux only (it reads /proc); run as the user the gateway runs as (root here).
  * Everything it makes (container, home, child processes) is removed at the end, on a failure
@@ -44,6 +49,7 @@ import { readEnv, resolveConfig } from "@mediagate/gateway";
 import { maxOpenShellsOf } from "@mediagate/sandbox";
 import { FakeTelegram, type RecordedCall } from "../test/fakes/telegram/index.js";
 import { dockerHostVariable } from "../test-support/engine.js";
+import { freshPostgresDatabase, type TestDatabase } from "../test-support/postgres.js";
 import { containerCpuMs, cpuMsOf, machineBusyMs, memoryOf, processesCpuMs } from "./proc.js";
 
 const run = promisify(execFile);
@@ -109,6 +115,7 @@ const known = new Set([
   "rtt",
   "cpu-prof",
   "image",
+  "store",
 ]);
 /** Flags without a value. */
 const switches = new Set(["webhook"]);
@@ -133,7 +140,13 @@ const options = {
   image: flag("image") ?? process.env.MEDIAGATE_BENCH_IMAGE ?? "mediagate-sandbox:test",
   webhook:
     process.argv.slice(2).includes("--webhook") || process.env.MEDIAGATE_BENCH_E2E_WEBHOOK === "1",
+  store: storeKind(flag("store")),
 };
+
+function storeKind(raw: string | undefined): "sqlite" | "postgres" {
+  if (raw === undefined || raw === "sqlite" || raw === "postgres") return raw ?? "sqlite";
+  throw new Error(`--store: got ${raw}, expected sqlite or postgres`);
+}
 const maxUsers = Math.max(...options.users);
 const maxOpenShells =
   flag("max-open-shells") === undefined ? undefined : count("max-open-shells", 1);
@@ -708,6 +721,26 @@ function summariseProfile(
 // ---------------------------------------------------------------------------------------------
 // The run
 
+/**
+ * `--store postgres`: an empty database of the run's own on the cluster of
+ * MEDIAGATE_BENCH_POSTGRES_URL (else the test cluster's MEDIAGATE_TEST_POSTGRES_URL), dropped
+ * at the end.
+ */
+async function benchDatabase(): Promise<TestDatabase & { where: string }> {
+  const admin =
+    process.env.MEDIAGATE_BENCH_POSTGRES_URL?.trim() || process.env.MEDIAGATE_TEST_POSTGRES_URL;
+  if (admin === undefined || admin.trim() === "") {
+    throw new Error(
+      "--store postgres needs a PostgreSQL cluster: set MEDIAGATE_BENCH_POSTGRES_URL to a URL of " +
+        "its `postgres` database (a user that may CREATE DATABASE), or `source` the test cluster's env",
+    );
+  }
+  const database = await freshPostgresDatabase("bench_e2e", admin);
+  onCleanup("drop the PostgreSQL database", () => database.drop());
+  const url = new URL(database.url);
+  return { ...database, where: `${url.hostname}:${url.port || "5432"}/${database.name}` };
+}
+
 async function main(): Promise<void> {
   const begun = performance.now();
   const home = await mkdtemp(join(tmpdir(), "mg-bench-e2e-"));
@@ -751,8 +784,14 @@ async function main(): Promise<void> {
     listen: `127.0.0.1:${webhookPort}`,
     secretToken: randomBytes(16).toString("hex"),
   };
-  const config = (concurrency: number | undefined, byWebhook = false) => ({
+  const postgres = options.store === "postgres" ? await benchDatabase() : undefined;
+  const config = (
+    concurrency: number | undefined,
+    byWebhook = false,
+    store: Record<string, unknown> | undefined = undefined,
+  ) => ({
     home,
+    ...(store === undefined ? {} : { store }),
     ...(concurrency === undefined ? {} : { concurrency }),
     health: { listen: `127.0.0.1:${healthPort}` },
     profiles: [
@@ -791,6 +830,7 @@ async function main(): Promise<void> {
     concurrency: options.concurrency.map(effectiveConcurrency),
     max_open_shells: maxOpenShellsOf(resolved(undefined).profiles[0]!.sandbox),
     upload_mib: options.uploadMib,
+    store: postgres === undefined ? "sqlite" : `sqlite, then postgres ${postgres.where}`,
   });
 
   await writeFile(configFile, JSON.stringify(config(options.concurrency[0])), { mode: 0o600 });
@@ -1112,13 +1152,12 @@ async function main(): Promise<void> {
     }
   }
 
-  if (options.webhook) {
+  /** The gateway restarted with `settings`, its latency and throughput as `*_<mode>` lines. */
+  const again = async (mode: "webhook" | "postgres", settings: string): Promise<void> => {
     await endProcess(gateway.child);
-    await writeFile(configFile, JSON.stringify(config(options.concurrency[0], true)), {
-      mode: 0o600,
-    });
-    note("webhook mode: latency rounds and throughput");
-    const profileName = "gateway-webhook.cpuprofile";
+    await writeFile(configFile, settings, { mode: 0o600 });
+    note(`${mode}: latency rounds and throughput`);
+    const profileName = `gateway-${mode}.cpuprofile`;
     gateway = await startGateway(
       home,
       configFile,
@@ -1127,7 +1166,9 @@ async function main(): Promise<void> {
         : ["--cpu-prof", "--cpu-prof-dir", options.cpuProf, "--cpu-prof-name", profileName],
     );
     const windows: { startUs: number; endUs: number }[] = [];
-    await webhookFigures({
+    await modeFigures({
+      mode,
+      vs: mode === "webhook" ? "vs_polling" : "vs_sqlite",
       fake,
       idle,
       rounds: options.rounds,
@@ -1136,7 +1177,7 @@ async function main(): Promise<void> {
         text: p50(all.botText) + p50(all.shell),
         file: p50(all.botFile) + p50(all.shell),
       },
-      polling: { text: p50(all.text), file: p50(all.file) },
+      first: { text: p50(all.text), file: p50(all.file) },
       throughput: async (users) => {
         const ids = throughputUsers.slice(0, users);
         for (let at = 0; at < ids.length; at += WarmUpBatch) {
@@ -1164,8 +1205,15 @@ async function main(): Promise<void> {
       await endProcess(gateway.child);
       const file = join(options.cpuProf, profileName);
       const profile = JSON.parse(await readFile(file, "utf8")) as CpuProfile;
-      emit({ figure: "cpu_profile_webhook", file, ...summariseProfile(profile, windows) });
+      emit({ figure: `cpu_profile_${mode}`, file, ...summariseProfile(profile, windows) });
     }
+  };
+  if (options.webhook) {
+    await again("webhook", JSON.stringify(config(options.concurrency[0], true)));
+  }
+  if (postgres !== undefined) {
+    const store = { kind: "postgres", url: postgres.url };
+    await again("postgres", JSON.stringify(config(options.concurrency[0], false, store)));
   }
 
   await endProcess(gateway.child);
@@ -1177,18 +1225,21 @@ async function main(): Promise<void> {
 }
 
 /**
- * `--webhook`: the gateway restarted with `telegram.webhook` (the fake POSTs each update to it
- * as Telegram does: one chat's in order, up to `max_connections` chats at once); the same
- * latency figures and throughput, as `*_webhook` lines whose `ratio`
- * uses the polling run's floors and `vs_polling` divides by the polling figure's p50.
+ * `--webhook` and `--store postgres`: the gateway restarted with `telegram.webhook` (the fake
+ * POSTs each update to it as Telegram does: one chat's in order, up to `max_connections` chats
+ * at once) or on PostgreSQL; the same latency figures and throughput, as `*_<mode>` lines whose
+ * `ratio` uses the first run's floors and `vs_polling` / `vs_sqlite` divides by the first run's
+ * p50 (polling on SQLite).
  */
-async function webhookFigures(run: {
+async function modeFigures(run: {
+  mode: "webhook" | "postgres";
+  vs: "vs_polling" | "vs_sqlite";
   fake: FakeTelegram;
   idle: () => Promise<void>;
   rounds: number;
   messages: number;
   floorP50: { text: number; file: number };
-  polling: { text: number; file: number };
+  first: { text: number; file: number };
   throughput: (users: number) => Promise<{ rates: number[]; cpu: ReturnType<typeof perMessage> }>;
   users: readonly number[];
   floorRates: ReadonlyMap<number, number>;
@@ -1223,22 +1274,22 @@ async function webhookFigures(run: {
     );
   }
   emit({
-    figure: "text_reply_webhook",
+    figure: `text_reply_${run.mode}`,
     ...stats(text),
     ratio: round3(p50(text) / run.floorP50.text),
-    vs_polling: round3(p50(text) / run.polling.text),
+    [run.vs]: round3(p50(text) / run.first.text),
   });
   emit({
-    figure: "file_100k_webhook",
+    figure: `file_100k_${run.mode}`,
     ...stats(file),
     ratio: round3(p50(file) / run.floorP50.file),
-    vs_polling: round3(p50(file) / run.polling.file),
+    [run.vs]: round3(p50(file) / run.first.file),
   });
   for (const users of run.users) {
     const { rates, cpu } = await run.throughput(users);
     const rate = median(rates);
     emit({
-      figure: "throughput_webhook",
+      figure: `throughput_${run.mode}`,
       users,
       msg_per_s: Math.round(rate),
       windows: rates.map(Math.round),

@@ -31,9 +31,15 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** Creates an empty database on the test cluster, named after `label` and a random suffix. */
-export async function freshPostgresDatabase(label = "t"): Promise<TestDatabase> {
-  const admin = testPostgresUrl();
+/**
+ * Creates an empty database named after `label` and a random suffix: on the test cluster, or
+ * on the cluster whose `postgres` database `adminUrl` points at (a {@link startPrivatePostgres}).
+ */
+export async function freshPostgresDatabase(
+  label = "t",
+  adminUrl: string = testPostgresUrl(),
+): Promise<TestDatabase> {
+  const admin = adminUrl;
   const name = `mg_${label
     .replace(/[^a-z0-9_]/gi, "_")
     .toLowerCase()

@@ -6,6 +6,7 @@ import { isPlanRecord } from "@mediagate/media/plan-record";
 import { type InstanceId, instanceLiveness } from "@mediagate/sandbox/instance";
 import Database from "better-sqlite3";
 import type { ChatCursor, InboundMessage, StepResult } from "../channels/types.js";
+import { storableText } from "../postgres/stored-text.js";
 import { moveAsideCommand } from "../sqlite/damage.js";
 import { StateSchemaError } from "../state/errors.js";
 import { migrate } from "../state/schema.js";
@@ -469,7 +470,7 @@ export class JournalDatabase {
   reschedule(replyId: string, notBeforeMs: number, error: string): void {
     this.#updateReply(replyId, "UPDATE replies SET not_before = ?, last_error = ? WHERE id = ?", [
       Math.trunc(notBeforeMs),
-      error,
+      storableText(error),
     ]);
   }
 
@@ -482,7 +483,7 @@ export class JournalDatabase {
     this.#updateReply(
       replyId,
       "UPDATE replies SET state = ?, last_error = coalesce(?, last_error), closed_at = ? WHERE id = ?",
-      [state, error ?? null, nowMs],
+      [state, error === undefined ? null : storableText(error), nowMs],
     );
   }
 

@@ -310,28 +310,13 @@ export class PostgresJournal implements Journal {
    */
   takeOver(): Promise<JournalEntry[]> {
     const nowMs = this.#now();
-    return this.#call("takeOver", "all", async () => {
-      await afterOwnerGrace(this.#database, "takeOver", this.#ownerGraceMs, this.#sleep);
-      return this.#database.transaction("takeOver", async (tx) => {
-        const owners = await tx.query<{ owner: string }>(
-          "SELECT DISTINCT owner FROM journal.entries WHERE state <> 'done' AND owner <> $1",
-          [this.owner],
-        );
-        const gone = await goneOwners(
-          tx,
-          owners.rows.map((row) => row.owner),
-          this.owner,
-        );
-        if (gone.length === 0) return [];
-        const taken = await tx.query<EntryRow>(
-          `UPDATE journal.entries SET owner = $1
-             WHERE id IN (SELECT id FROM journal.entries
-                            WHERE owner = ANY($2::text[]) AND state <> 'done'
-                            FOR UPDATE SKIP LOCKED)
-             RETURNING id, key, state, owner, message, received_at, started_at`,
-          [this.owner, gone],
-        );
-        const rows = [...taken.rows].sort((a, b) => Number(a.id) - Number(b.id));
+    return this.#takeOverRows<EntryRow, JournalEntry>(
+      "takeOver",
+      "journal.entries",
+      "state <> 'done'",
+      "id, key, state, owner, message, received_at, started_at",
+      async (tx, taken) => {
+        const rows = [...taken].sort((a, b) => Number(a.id) - Number(b.id));
         const entries: JournalEntry[] = [];
         for (const row of rows) {
           const entry = entryOf(row);
@@ -345,8 +330,8 @@ export class PostgresJournal implements Journal {
           }
         }
         return entries;
-      });
-    });
+      },
+    );
   }
 
   statusShown(entryId: number, status: StatusRecord): Promise<void> {
@@ -378,18 +363,11 @@ export class PostgresJournal implements Journal {
    * back (it cannot, short of editing the table) is forgotten.
    */
   leftoverStatuses(): Promise<LeftoverStatus[]> {
-    return this.#call("leftoverStatuses", "all", async () => {
-      await afterOwnerGrace(this.#database, "leftoverStatuses", this.#ownerGraceMs, this.#sleep);
-      return this.#database.transaction("leftoverStatuses", async (tx) => {
-        const owners = await tx.query<{ owner: string }>(
-          "SELECT DISTINCT owner FROM journal.entries WHERE status IS NOT NULL",
-        );
-        const gone = await goneOwners(
-          tx,
-          owners.rows.map((row) => row.owner),
-          this.owner,
-        );
-        if (gone.length === 0) return [];
+    return this.#withGoneOwners(
+      "leftoverStatuses",
+      "SELECT DISTINCT owner FROM journal.entries WHERE status IS NOT NULL",
+      [],
+      async (tx, gone) => {
         const rows = await tx.query<{
           id: Int8;
           profile: string;
@@ -420,8 +398,8 @@ export class PostgresJournal implements Journal {
           });
         }
         return leftovers;
-      });
-    });
+      },
+    );
   }
 
   cursors(profile: string): Promise<ChatCursor[]> {
@@ -529,7 +507,7 @@ export class PostgresJournal implements Journal {
   reschedule(replyId: string, notBeforeMs: number, error: string): Promise<void> {
     return this.#updateReply("reschedule", replyId, "not_before = $1, last_error = $2", [
       Math.trunc(notBeforeMs),
-      printableText(error),
+      error,
     ]);
   }
 
@@ -538,7 +516,7 @@ export class PostgresJournal implements Journal {
       "closeReply",
       replyId,
       "state = $1, last_error = coalesce($2, last_error), closed_at = $3",
-      [state, error === undefined ? null : printableText(error), this.#now()],
+      [state, error ?? null, this.#now()],
     );
   }
 
@@ -585,33 +563,18 @@ export class PostgresJournal implements Journal {
 
   /** Pending replies whose owner is gone, taken over by this process, oldest first. */
   takeOverReplies(): Promise<OutboxRecord[]> {
-    return this.#call("takeOverReplies", "all", async () => {
-      await afterOwnerGrace(this.#database, "takeOverReplies", this.#ownerGraceMs, this.#sleep);
-      return this.#database.transaction("takeOverReplies", async (tx) => {
-        const owners = await tx.query<{ owner: string }>(
-          "SELECT DISTINCT owner FROM journal.replies WHERE state = 'pending' AND owner <> $1",
-          [this.owner],
-        );
-        const gone = await goneOwners(
-          tx,
-          owners.rows.map((row) => row.owner),
-          this.owner,
-        );
-        if (gone.length === 0) return [];
-        const taken = await tx.query<ReplyRow & { seq: Int8 }>(
-          `UPDATE journal.replies SET owner = $1
-             WHERE id IN (SELECT id FROM journal.replies
-                            WHERE owner = ANY($2::text[]) AND state = 'pending'
-                            FOR UPDATE SKIP LOCKED)
-             RETURNING *`,
-          [this.owner, gone],
-        );
-        const rows = [...taken.rows].sort(
+    return this.#takeOverRows<ReplyRow & { seq: Int8 }, OutboxRecord>(
+      "takeOverReplies",
+      "journal.replies",
+      "state = 'pending'",
+      "*",
+      (tx, taken) => {
+        const rows = [...taken].sort(
           (a, b) => Number(a.created_at) - Number(b.created_at) || Number(a.seq) - Number(b.seq),
         );
         return repliesOf(tx, rows);
-      });
-    });
+      },
+    );
   }
 
   /**
@@ -674,6 +637,61 @@ export class PostgresJournal implements Journal {
     return this.#closed;
   }
 
+  /**
+   * Waits out the owners' grace after a server start (`afterOwnerGrace`), then runs `work` in
+   * one transaction with the owners `ownersSql` lists (with `params`) that are gone, judged
+   * under their locks (`goneOwners`); none gone, none run.
+   */
+  #withGoneOwners<T>(
+    operation: string,
+    ownersSql: string,
+    params: readonly unknown[],
+    work: (tx: Queryable, gone: string[]) => Promise<T[]>,
+  ): Promise<T[]> {
+    return this.#call(operation, "all", async () => {
+      await afterOwnerGrace(this.#database, operation, this.#ownerGraceMs, this.#sleep);
+      return this.#database.transaction(operation, async (tx) => {
+        const owners = await tx.query<{ owner: string }>(ownersSql, params);
+        const gone = await goneOwners(
+          tx,
+          owners.rows.map((row) => row.owner),
+          this.owner,
+        );
+        return gone.length === 0 ? [] : work(tx, gone);
+      });
+    });
+  }
+
+  /**
+   * Re-owns the rows of `table` matching `open` (still to be handled) whose owner is gone,
+   * and hands the rows (`returning`) to `use`. Rows another process takes over at the same
+   * moment are skipped (`FOR UPDATE SKIP LOCKED`): no row goes to two processes.
+   */
+  #takeOverRows<Row extends pg.QueryResultRow, T>(
+    operation: string,
+    table: "journal.entries" | "journal.replies",
+    open: string,
+    returning: string,
+    use: (tx: Queryable, taken: Row[]) => Promise<T[]>,
+  ): Promise<T[]> {
+    return this.#withGoneOwners(
+      operation,
+      `SELECT DISTINCT owner FROM ${table} WHERE ${open} AND owner <> $1`,
+      [this.owner],
+      async (tx, gone) => {
+        const taken = await tx.query<Row>(
+          `UPDATE ${table} SET owner = $1
+             WHERE id IN (SELECT id FROM ${table}
+                            WHERE owner = ANY($2::text[]) AND ${open}
+                            FOR UPDATE SKIP LOCKED)
+             RETURNING ${returning}`,
+          [this.owner, gone],
+        );
+        return use(tx, taken.rows);
+      },
+    );
+  }
+
   /** One statement on the pool, its failure named after `operation`. */
   #query(operation: string): Queryable {
     return {
@@ -718,9 +736,4 @@ function sqlState(error: unknown): string | undefined {
   if (typeof cause !== "object" || cause === null) return undefined;
   const code = (cause as { code?: unknown }).code;
   return typeof code === "string" ? code : undefined;
-}
-
-/** PostgreSQL's `text` refuses NUL; a diagnostic line keeps the rest. */
-function printableText(text: string): string {
-  return text.replaceAll("\0", "\uFFFD");
 }

@@ -2,6 +2,7 @@ import { MediagateError } from "@mediagate/io/mediagate-error";
 import pg from "pg";
 import { Defaults } from "../defaults.js";
 import { PostgresStoreError, postgresWhere } from "./errors.js";
+import { storableParams } from "./stored-text.js";
 
 /** How the pool of the PostgreSQL store is made (from `store:` in the config, docs/store.md). */
 export interface PostgresSettings {
@@ -40,7 +41,9 @@ const TransactionAttempts = 3;
  * SQLite call, which is why the SQLite store runs in worker threads and this one does not);
  * every query has a server-side and a client-side timeout; a connection the server dropped is
  * discarded and the next call makes a new one, so the store reconnects by itself once the
- * server is back. Every failure rejects with {@link PostgresStoreError}.
+ * server is back. Every string parameter has its NUL characters replaced
+ * (`storableParams`: `text` refuses them; docs/store.md). Every failure rejects with
+ * {@link PostgresStoreError}.
  */
 export class PostgresDatabase {
   /** `host:port/database`, for messages and logs. */
@@ -76,7 +79,7 @@ export class PostgresDatabase {
     params: readonly unknown[] = [],
   ): Promise<pg.QueryResult<Row>> {
     try {
-      return await this.#pool.query<Row>(sql, params as unknown[]);
+      return await this.#pool.query<Row>(sql, storableParams(params) as unknown[]);
     } catch (error) {
       throw new PostgresStoreError(operation, this.where, error);
     }
@@ -105,7 +108,9 @@ export class PostgresDatabase {
       client.on("error", heard);
       try {
         await client.query("BEGIN");
-        const result = await work(client);
+        const result = await work({
+          query: (sql, params = []) => client.query(sql, storableParams(params) as unknown[]),
+        });
         await client.query("COMMIT");
         return result;
       } catch (error) {

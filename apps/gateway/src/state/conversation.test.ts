@@ -36,6 +36,22 @@ describe.each(StateBackends)("StateStore summaries on %s", (kind) => {
     expect(await store.loadHistory("s")).toHaveLength(6);
   });
 
+  it("stores a NUL in a summary as U+FFFD and gives a message's back exactly, on both stores", async () => {
+    const message: ChatMessage = { role: "assistant", content: "bytes \u0000 from a command" };
+    await store.appendHistory("s", [...turn(1), message]);
+    const ids = await idsOf("s");
+    expect(
+      await store.saveSummary("s", {
+        content: "a model wrote \u0000 here",
+        throughId: ids[0]!,
+        baseThroughId: undefined,
+      }),
+    ).toBe(true);
+    const conversation = await store.loadConversation("s");
+    expect(conversation.summary?.content).toBe("a model wrote \uFFFD here");
+    expect(conversation.messages.at(-1)?.message).toEqual(message);
+  });
+
   it("refuses a summary made from a summary another compaction replaced", async () => {
     await store.appendHistory("s", [...turn(1), ...turn(2), ...turn(3)]);
     const ids = await idsOf("s");

@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { MediagateError } from "@mediagate/io/mediagate-error";
 import type { PostgresDatabase, Queryable } from "../postgres/database.js";
+import { PostgresStoreError } from "../postgres/errors.js";
 import { migratePostgres } from "../postgres/migrate.js";
+import { isDiskFull } from "../sqlite/disk-full.js";
 import type {
   AddApprovalResult,
   ApprovalRecord,
@@ -442,6 +444,10 @@ export class PostgresStateStore implements StateStore {
       return Promise.reject(new StateStoreError(operation, this.where, "the store is closed"));
     }
     const result = call().catch((error: unknown) => {
+      // The server's disk is full: the same condition, code and chat line as SQLite's.
+      if (error instanceof PostgresStoreError && isDiskFull(error)) {
+        throw new StateStoreError(operation, this.where, describe(error), { cause: error });
+      }
       if (error instanceof MediagateError) throw error;
       throw new StateStoreError(operation, this.where, describe(error), { cause: error });
     });

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
+import { storableStatements } from "../sqlite/storable-statements.js";
 import {
   type AddApprovalResult,
   type ApprovalRecord,
@@ -116,8 +117,8 @@ export class StateDatabase {
 
   private constructor(path: string, db: Database.Database) {
     this.path = path;
-    this.#db = db;
-    this.#sessionOf = db.prepare<[string], SessionRow>(
+    this.#db = storableStatements(db);
+    this.#sessionOf = this.#db.prepare<[string], SessionRow>(
       "SELECT session_id FROM sessions WHERE session_key = ?",
     );
   }

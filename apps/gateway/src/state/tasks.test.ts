@@ -68,6 +68,28 @@ describe.each(StateBackends)("the task store on %s", (kind) => {
     expect((await tasks.addTask(task("c", "telegram:1"), caps)).status).toBe("added");
   });
 
+  it("stores a NUL in a task's name, prompt and run detail as U+FFFD, on both stores", async () => {
+    const { tasks } = await open();
+    const caps = { maxPerUser: 5, maxPerProfile: 5 };
+    const nul = task("n", "telegram:1", { name: "na\u0000me", text: "echo \u0000 hi" });
+    expect((await tasks.addTask(nul, caps)).status).toBe("added");
+    const run = {
+      taskId: "n",
+      dueMs: 5_000,
+      outcome: "failed",
+      atMs: 5_001,
+      detail: "x\u0000y",
+    } as const;
+    expect(await tasks.advanceTask({ id: "n", fromDueMs: 5_000, nextDueMs: 9_000, run }, 0)).toBe(
+      true,
+    );
+    expect(await tasks.getTask("n")).toMatchObject({
+      name: "na\uFFFDme",
+      text: "echo \uFFFD hi",
+      lastRun: { detail: "x\uFFFDy" },
+    });
+  });
+
   it("moves a task past a due time once, with its run, and keeps the operator's tasks by name", async () => {
     const { tasks } = await open();
     await tasks.addTask(task("a", "telegram:1"), { maxPerUser: 5, maxPerProfile: 5 });

@@ -1,0 +1,214 @@
+import { NotRecordedUnreachableText, StoreDownText } from "@mediagate/gateway";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { closedPort } from "../../test-support/net.js";
+import {
+  controlPostgres,
+  freshPostgresDatabase,
+  type PrivatePostgres,
+  startPrivatePostgres,
+  type TestDatabase,
+} from "../../test-support/postgres.js";
+import { FakeTelegram } from "../fakes/telegram/index.js";
+import { CliInstall } from "./harness/cli-install.js";
+import { waitUntil } from "./harness/gateway-home.js";
+
+/**
+ * A polling gateway on `store: { kind: postgres }` while its server is stopped (docs/store.md,
+ * "While PostgreSQL is down"): every message is recorded before it is confirmed or run, so
+ * nothing new runs during the outage; what was recorded before it is kept, what came during
+ * it stays with Telegram, and all of it is answered once after. The outage lasts until the
+ * gateway has refused and retried, whatever its length in seconds: the poller's retries back
+ * off the same way through a 30 s outage (`Defaults.telegram.pollBackoffMaxMs` caps the wait).
+ * The server stopped is a private cluster of this file's own, never the shared one.
+ */
+
+let cluster: PrivatePostgres;
+let fake: FakeTelegram;
+const installs: CliInstall[] = [];
+const databases: TestDatabase[] = [];
+
+beforeAll(() => {
+  cluster = startPrivatePostgres();
+});
+afterEach(async () => {
+  await Promise.all(installs.splice(0).map((install) => install.dispose()));
+  await fake?.stop();
+});
+afterAll(async () => {
+  try {
+    controlPostgres("start", "fast", cluster); // after a test that failed while it was down
+  } catch {
+    // Running already.
+  }
+  await Promise.all(databases.map((db) => db.drop()));
+  cluster?.remove();
+});
+
+/** The texts the bot posted to `user`, in order. */
+const repliesTo = (user: number) =>
+  fake
+    .callsTo("sendMessage")
+    .filter((call) => call.ok && String(call.params.chat_id) === String(user))
+    .map((call) => String(call.params.text));
+
+/** The offsets of the gateway's getUpdates calls: the update ids below one were confirmed. */
+const offsets = () => fake.callsTo("getUpdates").map((call) => Number(call.params.offset ?? 0));
+
+interface StoreHealthBody {
+  status: string;
+  store?: { reachable: boolean; downSinceMs?: number };
+}
+
+async function health(listen: string): Promise<StoreHealthBody> {
+  const response = await fetch(`http://${listen}/health`);
+  return (await response.json()) as StoreHealthBody;
+}
+
+/** A polling gateway on a database of its own on the private cluster, with a health endpoint. */
+async function pollingGateway(prefix: string, users: readonly number[]) {
+  const db = await freshPostgresDatabase(prefix, cluster.url);
+  databases.push(db);
+  fake = new FakeTelegram();
+  await fake.start();
+  const listen = `127.0.0.1:${await closedPort()}`;
+  const cli = await CliInstall.create(
+    prefix,
+    {
+      telegram: { token: fake.token, apiRoot: fake.apiRoot },
+      allowedUsers: users.map((user) => `telegram:${user}`),
+      progress: { enabled: false },
+    },
+    {
+      recovery: { rerunInterrupted: true },
+      store: { kind: "postgres", url: db.url, connectTimeoutMs: 1_000 },
+      health: { listen },
+    },
+  );
+  installs.push(cli);
+  await cli.start();
+  return { cli, listen };
+}
+
+describe("PostgreSQL stopped while several chats write", () => {
+  const [Running, Writer, Waiting] = [8101, 8102, 8103] as const;
+
+  it("runs nothing unrecorded, keeps what was running, and loses nothing when it returns", async () => {
+    const { cli, listen } = await pollingGateway("pg_outage", [Running, Writer, Waiting]);
+    fake.sendPrivateText({ userId: Running, text: "echo before" });
+    await waitUntil(() => repliesTo(Running).includes("before"), "the first answer");
+    fake.sendPrivateText({
+      userId: Running,
+      text: "touch /workspace/outage-ran; sleep 3; echo running",
+    });
+    await waitUntil(() => cli.hasFile("/workspace/outage-ran"), "the recorded turn to start");
+
+    controlPostgres("stop", "fast", cluster);
+    const written = fake.sendPrivateText({ userId: Writer, text: "echo from-writer" });
+    fake.sendPrivateText({ userId: Waiting, text: "echo from-waiting" });
+    await waitUntil(
+      () => repliesTo(Writer).includes(NotRecordedUnreachableText),
+      "the writer to be told its message waits",
+    );
+    // The running turn's end needs the database (its conversation, its reply's record): it is
+    // kept for the next start, and its chat is told so.
+    await waitUntil(
+      () => repliesTo(Running).includes(StoreDownText),
+      "the running turn to be kept for the next start",
+    );
+    // The health endpoint answers while the store does not, and says so.
+    await waitUntil(
+      async () => (await health(listen)).store?.reachable === false,
+      "the health endpoint to report the store down",
+    );
+    expect(await health(listen)).toMatchObject({
+      status: "degraded",
+      store: { reachable: false, downSinceMs: expect.any(Number) },
+    });
+    // Nothing of the outage was confirmed, run or answered: the waiting chat's update stays
+    // with Telegram behind the writer's, which is offered again until it is recorded.
+    expect(fake.pendingUpdates).toBe(2);
+    expect(Math.max(...offsets())).toBeLessThanOrEqual(written.update_id);
+    expect(repliesTo(Writer)).toEqual([NotRecordedUnreachableText]);
+    expect(repliesTo(Waiting)).toEqual([]);
+
+    controlPostgres("start", "fast", cluster);
+    await waitUntil(
+      () =>
+        repliesTo(Writer).includes("from-writer") && repliesTo(Waiting).includes("from-waiting"),
+      "the outage's messages to be answered",
+      60_000,
+    );
+    await waitUntil(() => fake.pendingUpdates === 0, "the outage's updates to be confirmed");
+    await waitUntil(
+      async () => (await health(listen)).status === "ok",
+      "the health endpoint to report the recovery",
+    );
+
+    // The turn kept for the next start runs again there, and is answered once.
+    await cli.kill();
+    await cli.start().catch((e) => {
+      console.log(cli.output().split("\n").slice(-40).join("\n"));
+      throw e;
+    });
+    await waitUntil(() => repliesTo(Running).includes("running"), "the kept turn to be answered");
+    await waitUntil(() => cli.output().includes('"msg":"turn finished"'), "the turn to finish");
+    expect(repliesTo(Running)).toEqual(["before", StoreDownText, "running"]);
+    expect(repliesTo(Writer)).toEqual([NotRecordedUnreachableText, "from-writer"]);
+    expect(repliesTo(Waiting)).toEqual(["from-waiting"]);
+    expect(cli.output()).not.toContain(cluster.url);
+  }, 150_000);
+});
+
+describe("Telegram polling while PostgreSQL is down", () => {
+  const [First, Second] = [8201, 8202] as const;
+
+  it("confirms no update before it is recorded, then answers each once, in order", async () => {
+    const { cli } = await pollingGateway("pg_polling", [First, Second]);
+    fake.sendPrivateText({ userId: First, text: "echo p0" });
+    await waitUntil(() => repliesTo(First).includes("p0"), "the first answer");
+    await waitUntil(() => fake.polling, "the next long poll");
+
+    controlPostgres("stop", "fast", cluster);
+    const sent = [
+      fake.sendPrivateText({ userId: First, text: "echo p1" }),
+      fake.sendPrivateText({ userId: Second, text: "echo q1" }),
+      fake.sendPrivateText({ userId: First, text: "echo p2" }),
+      fake.sendPrivateText({ userId: First, text: "echo p3" }),
+    ];
+    const firstOfOutage = sent[0]?.update_id ?? Number.NaN;
+    await waitUntil(
+      () => repliesTo(First).includes(NotRecordedUnreachableText),
+      "the chat to be told its message waits",
+    );
+    // Retried with the server still down: the update is offered again, never confirmed.
+    await waitUntil(
+      () => cli.output().includes("telegram update could not be recorded"),
+      "the failed record to be logged",
+    );
+    expect(fake.pendingUpdates).toBe(sent.length);
+    expect(Math.max(...offsets())).toBeLessThanOrEqual(firstOfOutage);
+
+    controlPostgres("start", "fast", cluster);
+    await waitUntil(
+      () => repliesTo(First).includes("p3") && repliesTo(Second).includes("q1"),
+      "every message of the outage to be answered",
+      60_000,
+    );
+    await waitUntil(() => fake.pendingUpdates === 0, "every update to be confirmed");
+    await waitUntil(
+      () => (cli.output().match(/"msg":"turn finished"/g) ?? []).length >= 5,
+      "every turn to finish",
+    );
+    // Besides the queue's notices ("⏳ queued — 1 ahead") while p1 runs.
+    const answers = (user: number) => repliesTo(user).filter((text) => !text.startsWith("⏳"));
+    expect(answers(First)).toEqual(["p0", NotRecordedUnreachableText, "p1", "p2", "p3"]);
+    expect(answers(Second)).toEqual(["q1"]);
+    // Confirmed past the outage only after the recovery, never backwards, up to just past its
+    // last update (a poll is listed once answered: the next message ends the one holding).
+    const past = (sent.at(-1)?.update_id ?? Number.NaN) + 1;
+    fake.sendPrivateText({ userId: Second, text: "echo q2" });
+    await waitUntil(() => repliesTo(Second).includes("q2"), "a message after the outage");
+    expect(offsets()).toContain(past);
+    expect(offsets()).toEqual([...offsets()].sort((a, b) => a - b));
+  }, 150_000);
+});
