@@ -16,6 +16,9 @@ export type TaskCommand =
   /** A task command written wrong: `usage` says how to write it. */
   | { readonly name: "invalid"; readonly usage: string };
 
+/** The task commands' names, without the slash (the menus list them: commands/menu.ts). */
+export const TaskCommandNames = ["every", "at", "cron", "tasks"] as const;
+
 const Head = /^\/(every|at|cron|tasks)(?:@[A-Za-z0-9_]+)?(?=\s|$)\s*([\s\S]*)$/i;
 
 export const TaskUsage = {
