@@ -71,6 +71,7 @@ describe("gateway over Discord: slash commands", () => {
         "Your scheduled tasks, with buttons to pause, run now and delete",
         ["action", "id"],
       ],
+      ["tz", "Your time zone for /at and /cron: shows it, or sets it (Europe/Berlin)", ["zone"]],
       ["status", "This session, its sandbox container and queue", []],
       ["stop", "Abort the running command, kill what this session started", ["all"]],
       ["reset", "Stop, then a new conversation and a fresh sandbox", ["confirm"]],
@@ -238,12 +239,26 @@ describe("gateway over Discord: slash commands", () => {
       authorId: Member,
     });
     expect(await answerOf(cron)).toMatch(/^✅ Task [A-Za-z0-9_-]+: cron "0 9 \* \* 1-5" \(UTC\)/);
+    const wrongZone = fake.sendSlashCommand({
+      name: "tz",
+      options: { zone: "Berlin" },
+      authorId: Member,
+    });
+    expect(await answerOf(wrongZone)).toContain(
+      '⛔ "Berlin" is not a time zone I know. Write its IANA name, e.g. /tz Europe/Berlin',
+    );
+    const tz = fake.sendSlashCommand({
+      name: "tz",
+      options: { zone: "Europe/Berlin" },
+      authorId: Member,
+    });
+    expect(await answerOf(tz)).toMatch(/^🕘 Your time zone is Europe\/Berlin now/);
     const at = fake.sendSlashCommand({
       name: "at",
       options: { time: "2099-12-24 09:00", prompt: "echo once" },
       authorId: Member,
     });
-    expect(await answerOf(at)).toMatch(/once at 2099-12-24 09:00 UTC/);
+    expect(await answerOf(at)).toMatch(/once at 2099-12-24 09:00 Europe\/Berlin/);
     const wrong = fake.sendSlashCommand({
       name: "every",
       options: { interval: "soon", prompt: "echo never" },
@@ -265,6 +280,7 @@ describe("gateway over Discord: slash commands", () => {
     expect(await answerOf(pause)).toMatch(new RegExp(`^⏸ Task ${id} paused by `));
     const store = harness.gateway.runtimes.get(harness.profile)!.store.tasks;
     const tasks = await store.listTasks();
+    expect(await store.userTimezone(`discord:${Member}`)).toBe("Europe/Berlin");
     expect(tasks.map((task) => [task.text, task.paused]).sort()).toEqual([
       ["echo hourly", true],
       ["echo once", false],

@@ -215,6 +215,7 @@ describe("gateway over Discord: approvals with buttons", () => {
         ["at", ["time", "prompt"]],
         ["cron", ["pattern", "prompt"]],
         ["tasks", ["action", "id"]],
+        ["tz", ["zone"]],
         ["status", []],
         ["stop", ["all"]],
         ["reset", ["confirm"]],

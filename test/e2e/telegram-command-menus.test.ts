@@ -25,6 +25,10 @@ const UserMenu = [
     command: "tasks",
     description: "Your scheduled tasks, with buttons to pause, run now and delete",
   },
+  {
+    command: "tz",
+    description: "Your time zone for /at and /cron: shows it, or sets it (Europe/Berlin)",
+  },
 ];
 const AdminMenu = [
   ...UserMenu,

@@ -3,4 +3,4 @@
  * after the user's own commands, before the admins'. Written out here, not imported, so the
  * menu tests fail when the gateway's menus change.
  */
-export const TaskCommands = ["every", "at", "cron", "tasks"] as const;
+export const TaskCommands = ["every", "at", "cron", "tasks", "tz"] as const;

@@ -62,6 +62,7 @@ export const TaskCommandHelp = [
   "/at <HH:MM or YYYY-MM-DD HH:MM> <prompt> — a task that sends it once, at that time",
   '/cron "<min hour day month weekday>" <prompt> — a task by a cron pattern (quoted)',
   "/tasks — your tasks, with buttons to pause, run now and delete",
+  "/tz [zone] — your time zone for /at and /cron (e.g. /tz Europe/Berlin); /tz alone shows it",
 ] as const;
 
 function agentLines(agent: AgentSettings): string[] {

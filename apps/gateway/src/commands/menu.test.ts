@@ -78,7 +78,7 @@ describe("command menus", () => {
   it("offers the task commands to every allowed user, after theirs and before the admins'", () => {
     expect(all(false, shell)).toEqual(["help", ...TaskCommandNames]);
     expect(all(true, shell)).toEqual(["help", ...TaskCommandNames, "status", "stop", "reset"]);
-    expect(all(false, { ...shell, agent: "openai", approvers: "sender" }).slice(-6)).toEqual([
+    expect(all(false, { ...shell, agent: "openai", approvers: "sender" }).slice(-7)).toEqual([
       "allow",
       "deny",
       ...TaskCommandNames,
@@ -105,6 +105,8 @@ describe("command menus", () => {
       { name: "cron", pattern: "0 9 * * 1-5", text: "daily report" },
     ],
     ["tasks", {}, "/tasks", { name: "tasks" }],
+    ["tz", {}, "/tz", { name: "tz", zone: undefined }],
+    ["tz", { zone: "Europe/Berlin" }, "/tz Europe/Berlin", { name: "tz", zone: "Europe/Berlin" }],
     [
       "tasks",
       { action: "pause", id: "Xk3f9a_Q" },

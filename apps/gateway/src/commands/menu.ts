@@ -83,7 +83,7 @@ const approvers = (offer: MenuOffer): Audience =>
 /**
  * The commands, in menu order: `/help`; the `openai` agent's `/new`, `/compact [focus]`,
  * `/model`, `/usage`; `/allow [session]` and `/deny` where approvals ask; the task commands
- * `/every`, `/at`, `/cron`, `/tasks` (docs/schedules.md); the admins'
+ * `/every`, `/at`, `/cron`, `/tasks`, `/tz` (docs/schedules.md); the admins'
  * `/status`, `/stop [all]`, `/reset [confirm]`, and `/approve CODE` in a pairing profile.
  * `/start` is not listed: Telegram's own Start button sends it, and it answers what `/help`
  * answers. `/model <name>` is typed; a bare `/model` offers the models as buttons.
@@ -179,6 +179,19 @@ export const MenuCommands: readonly MenuCommand[] = [
         choices: ["pause", "resume", "run", "delete"],
       },
       { name: "id", description: "The task's id, as /tasks lists it", kind: "text" },
+    ],
+  },
+  {
+    name: "tz",
+    description: "Your time zone for /at and /cron: shows it, or sets it (Europe/Berlin)",
+    audience: everyone,
+    options: [
+      {
+        name: "zone",
+        description:
+          "An IANA time zone, e.g. Europe/Berlin, America/New_York, UTC; reset: the bot's",
+        kind: "text",
+      },
     ],
   },
   {
