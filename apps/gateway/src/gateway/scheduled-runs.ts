@@ -73,16 +73,21 @@ function dispatchRun(
   message: InboundMessage,
   entryId: number,
   recovered: boolean,
-): { services: PipelineServices; finished: Promise<TaskRunOutcome> } {
+): { services: PipelineServices; finished: Promise<TaskRunOutcome>; started: Promise<void> } {
   let closed: JournalOutcome | undefined;
+  let turnStarted = () => {};
+  const started = new Promise<void>((resolve) => {
+    turnStarted = resolve;
+  });
   const services: PipelineServices = {
     ...gateway.services,
     journal: watching(gateway.journal, entryId, (outcome) => {
       closed = outcome;
     }),
+    turnStarted,
   };
   const handled = dispatch(gateway, channel, message, entryId, recovered, [], services);
-  return { services, finished: handled.then(() => outcomeOf(closed)) };
+  return { services, finished: handled.then(() => outcomeOf(closed)), started };
 }
 
 /**
@@ -142,11 +147,18 @@ export function scheduledRuns(gateway: GatewayCore, profile: string): SubmitRun 
     }
     const recorded = await gateway.journal.record(message);
     if (!recorded.fresh) return { fresh: false, stop: () => {} };
-    const { services, finished } = dispatchRun(gateway, channel, message, recorded.id, false);
+    const { services, finished, started } = dispatchRun(
+      gateway,
+      channel,
+      message,
+      recorded.id,
+      false,
+    );
     const sessionKey = buildSessionKey(message, runtime.profile);
     return {
       fresh: true,
       finished,
+      started,
       stop: (reason) => {
         void interruptSession(runtime, services, sessionKey, reason).catch(() => {});
       },

@@ -18,6 +18,12 @@ export interface SubmittedRun {
   readonly fresh: boolean;
   /** How the run ended, once it has (never rejects). Absent when not `fresh`. */
   readonly finished?: Promise<TaskRunOutcome> | undefined;
+  /**
+   * Resolves when the run's turn starts, out of its owner's session queue: the run timeout
+   * counts from then. Absent: it counts from the hand-over. Never resolving is fine (a run
+   * refused before any turn ends without one).
+   */
+  readonly started?: Promise<void> | undefined;
   /** Stops the run (its timeout), with `reason` as the turn's abort reason. */
   stop(reason: Error): void;
 }
@@ -217,15 +223,26 @@ export class TaskScheduler {
     this.#follow(task, dueMs, submitted);
   }
 
-  /** Keeps the run counted until it ends, stops it at its timeout, records how it ended. */
+  /**
+   * Keeps the run counted until it ends, stops it at its timeout, records how it ended. The
+   * timeout counts from the start of the run's turn: while the run waits behind its owner's
+   * other turns it is not running, and stopping "it" then would stop the owner's own turn.
+   */
   #follow(task: TaskRecord, dueMs: number, submitted: SubmittedRun): void {
     const { store, clock, schedule, log } = this.#options;
     let timedOut = false;
-    const cancelTimeout = schedule(() => {
-      timedOut = true;
-      log.warn({ taskId: task.id, dueMs }, "scheduled run timed out; stopping it");
-      submitted.stop(new TaskRunTimeoutError(task.id, this.#runTimeoutMs));
-    }, this.#runTimeoutMs);
+    let ended = false;
+    let cancelTimeout = () => {};
+    const armTimeout = () => {
+      if (ended) return;
+      cancelTimeout = schedule(() => {
+        timedOut = true;
+        log.warn({ taskId: task.id, dueMs }, "scheduled run timed out; stopping it");
+        submitted.stop(new TaskRunTimeoutError(task.id, this.#runTimeoutMs));
+      }, this.#runTimeoutMs);
+    };
+    if (submitted.started === undefined) armTimeout();
+    else void submitted.started.then(armTimeout);
     const following = (submitted.finished ?? Promise.resolve<TaskRunOutcome>("done"))
       .then(async (ended) => {
         const outcome: TaskRunOutcome = timedOut ? "timeout" : ended;
@@ -235,6 +252,7 @@ export class TaskScheduler {
       })
       .catch((error: unknown) => log.error({ err: error, taskId: task.id }, "run not recorded"))
       .finally(() => {
+        ended = true;
         cancelTimeout();
         this.#running.delete(task.id);
       });
