@@ -64,6 +64,11 @@ export interface GatewayCore {
   readonly albums: AlbumGatherer;
   /** Each profile's task scheduler, once started (schedules-start). */
   readonly schedulers: Map<string, TaskScheduler>;
+  /**
+   * Scheduled runs recovery ran again, by profile and task id, until they end: each profile's
+   * scheduler adopts them at its start, so they never overlap a new run (scheduled-runs).
+   */
+  readonly recoveredRuns: Map<string, Map<string, Promise<unknown>>>;
 }
 
 /** The channel of a profile on a platform, if it is configured. */

@@ -1,5 +1,6 @@
 import type { ChannelAdapter, InboundMessage } from "../channels/types.js";
 import { interruptSession } from "../commands/stop.js";
+import { Defaults } from "../defaults.js";
 import type { Journal, JournalOutcome } from "../durable/types.js";
 import type { PipelineServices } from "../pipeline/types.js";
 import type { SubmitRun } from "../schedules/scheduler.js";
@@ -92,7 +93,9 @@ function dispatchRun(
 
 /**
  * A scheduled run the previous process left in the journal (recovery): run as any recorded
- * message is, and its outcome written to the task's record of runs when it ends.
+ * message is, and its outcome written to the task's record of runs when it ends. Until then
+ * it counts as its task's run going: the profile's scheduler adopts it (now, or at its
+ * start), so a due time of the task meanwhile is an overlap, never a second run beside it.
  */
 export function dispatchRecoveredRun(
   gateway: GatewayCore,
@@ -100,8 +103,65 @@ export function dispatchRecoveredRun(
   message: InboundMessage,
   entryId: number,
 ): void {
+  const run = message.scheduled;
   const { finished } = dispatchRun(gateway, channel, message, entryId, true);
-  void finished.then((outcome) => recordRecoveredRun(gateway, message, outcome));
+  const ended = finished.then((outcome) => recordRecoveredRun(gateway, message, outcome));
+  if (run === undefined) return;
+  const scheduler = gateway.schedulers.get(message.profile);
+  if (scheduler !== undefined) {
+    scheduler.adopt(run.taskId, ended);
+    return;
+  }
+  const waiting = gateway.recoveredRuns.get(message.profile) ?? new Map<string, Promise<unknown>>();
+  waiting.set(run.taskId, ended);
+  gateway.recoveredRuns.set(message.profile, waiting);
+}
+
+/** The detail of a cut-off run recovery runs again; one cut off again is not run a third time. */
+export const RerunDetail = "run again after a restart";
+
+/** What recovery does with a scheduled run cut off by a restart (see {@link rerunsCutOffRun}). */
+export type CutOffRun = "rerun" | "not_again" | "task_gone";
+
+/**
+ * Whether a scheduled run cut off by a restart (its entry `started`) runs again
+ * (docs/schedules.md, "Crashes"): yes, once. Nobody waits to send it again, and the task's
+ * answer is what its chat expects. Not when it was run again once already (`not_again`: it
+ * was cut off again, and a run that takes the gateway down is not run in a loop; so too when
+ * its record cannot be read or written) or its task was deleted (`task_gone`). Before it runs
+ * again its record says so, durably: a crash during the rerun finds that.
+ */
+export async function rerunsCutOffRun(
+  gateway: GatewayCore,
+  message: InboundMessage,
+): Promise<CutOffRun> {
+  const run = message.scheduled;
+  const runtime = gateway.runtimes.get(message.profile);
+  if (run === undefined || runtime === undefined) return "not_again";
+  const { tasks } = runtime.store;
+  const fields = { profile: message.profile, taskId: run.taskId, dueMs: run.dueMs };
+  try {
+    if ((await tasks.getTask(run.taskId)) === undefined) return "task_gone";
+    const before = (await tasks.recentRuns(run.taskId, Defaults.schedules.keptRuns)).find(
+      (recorded) => recorded.dueMs === run.dueMs,
+    );
+    if (before?.detail === RerunDetail) {
+      gateway.logger.warn(fields, "scheduled run cut off again after being run again; not rerun");
+      return "not_again";
+    }
+    const clock = gateway.options.taskClock ?? gateway.clock;
+    await tasks.recordRun({
+      ...run,
+      outcome: "running",
+      atMs: clock.wallMs(),
+      detail: RerunDetail,
+    });
+  } catch (error) {
+    gateway.logger.warn({ ...fields, err: error }, "could not mark a cut-off run; not rerun");
+    return "not_again";
+  }
+  gateway.logger.info(fields, "scheduled run cut off by a restart; running it again");
+  return "rerun";
 }
 
 /** Writes how a run the previous process left ended (cut off: `interrupted`). */

@@ -223,6 +223,42 @@ describe("the scheduler on an injected clock", () => {
   });
 });
 
+describe("a run recovery ran again after a restart", () => {
+  it("counts as the task's run going: due times meanwhile are overlaps, Run now is refused", async () => {
+    const clock = manualClock(Date.UTC(2026, 0, 5, 10, 0));
+    const store = await openTasks(clock);
+    const created = clock.now();
+    await store.addTask(task("rerun", { kind: "every", everyMs: 10 * Minute }, created), {
+      maxPerUser: 10,
+      maxPerProfile: 10,
+    });
+    const fake = submitter();
+    const tasks = scheduler(clock, store, fake.submit);
+    let endRecovered = () => {};
+    tasks.adopt(
+      "rerun",
+      new Promise<void>((resolve) => {
+        endRecovered = resolve;
+      }),
+    );
+    tasks.start();
+    await tasks.looked();
+    clock.advance(10 * Minute);
+    await tasks.looked();
+    expect(tasks.isRunning("rerun")).toBe(true);
+    expect(await tasks.runNow((await store.getTask("rerun"))!)).toBe("running");
+    expect(fake.runs).toEqual([]);
+    expect((await store.recentRuns("rerun", 5)).map((r) => r.outcome)).toEqual(["overlap"]);
+    endRecovered();
+    await tasks.idle();
+    expect(tasks.isRunning("rerun")).toBe(false);
+    clock.advance(10 * Minute);
+    await tasks.idle();
+    expect(fake.runs.map((r) => r.dueMs)).toEqual([created + 20 * Minute]);
+    tasks.stop();
+  });
+});
+
 describe("the run timeout", () => {
   it("counts from the start of the run's turn, not its wait behind the owner's other turns", async () => {
     const clock = manualClock(Date.UTC(2026, 0, 5, 10, 0));

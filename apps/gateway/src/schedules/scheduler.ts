@@ -118,6 +118,23 @@ export class TaskScheduler {
     });
   }
 
+  /**
+   * Counts a run this scheduler did not start as going until `ended` settles: a run the
+   * previous process left, run again by recovery. Due times meanwhile are overlaps, and "Run
+   * now" is refused, as for the scheduler's own runs. Call it before {@link start}.
+   */
+  adopt(taskId: string, ended: Promise<unknown>): void {
+    const following: Promise<void> = ended
+      .then(
+        () => {},
+        () => {},
+      )
+      .finally(() => {
+        if (this.#running.get(taskId) === following) this.#running.delete(taskId);
+      });
+    this.#running.set(taskId, following);
+  }
+
   /** Whether a run of `taskId` is going. */
   isRunning(taskId: string): boolean {
     return this.#running.has(taskId);
