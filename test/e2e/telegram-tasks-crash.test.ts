@@ -61,10 +61,15 @@ describe("a scheduled run SIGKILLed in the middle", () => {
     await gateway.kill();
 
     const restart = fake.calls.length;
-    await gateway.start();
+    const rerun = await gateway.start();
     await waitUntil(
       () => texts(inChat(restart)).includes("answer of run 2"),
       "the answer of the run run again",
+    );
+    // Its record of runs is written once its turn is over, after the answer went out.
+    await waitUntil(
+      () => rerun.stderr().includes('"msg":"scheduled run ended"'),
+      "the run's outcome recorded",
     );
     // Another restart sends nothing more for it: the answer was delivered once.
     await gateway.kill();

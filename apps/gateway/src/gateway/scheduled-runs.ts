@@ -3,7 +3,7 @@ import { interruptSession } from "../commands/stop.js";
 import { Defaults } from "../defaults.js";
 import type { Journal, JournalOutcome } from "../durable/types.js";
 import type { PipelineServices } from "../pipeline/types.js";
-import type { SubmitRun } from "../schedules/scheduler.js";
+import type { SubmitRun, SubmittedRun } from "../schedules/scheduler.js";
 import { buildSessionKey } from "../session/key.js";
 import type { TaskRecord, TaskRunOutcome } from "../state/tasks.js";
 import { channelFor, type GatewayCore } from "./core.js";
@@ -93,9 +93,9 @@ function dispatchRun(
 
 /**
  * A scheduled run the previous process left in the journal (recovery): run as any recorded
- * message is, and its outcome written to the task's record of runs when it ends. Until then
- * it counts as its task's run going: the profile's scheduler adopts it (now, or at its
- * start), so a due time of the task meanwhile is an overlap, never a second run beside it.
+ * message is. It is its task's run going, followed by the profile's scheduler (now, or at its
+ * start) as one it started: a due time of the task meanwhile is an overlap, never a second
+ * run beside it; the run timeout stops it; how it ended goes to the task's record of runs.
  */
 export function dispatchRecoveredRun(
   gateway: GatewayCore,
@@ -103,17 +103,26 @@ export function dispatchRecoveredRun(
   message: InboundMessage,
   entryId: number,
 ): void {
-  const run = message.scheduled;
-  const { finished } = dispatchRun(gateway, channel, message, entryId, true);
-  const ended = finished.then((outcome) => recordRecoveredRun(gateway, message, outcome));
-  if (run === undefined) return;
+  const { services, finished, started } = dispatchRun(gateway, channel, message, entryId, true);
+  const scheduled = message.scheduled;
+  const runtime = gateway.runtimes.get(message.profile);
+  if (scheduled === undefined || runtime === undefined) return;
+  const sessionKey = buildSessionKey(message, runtime.profile);
+  const run: SubmittedRun = {
+    fresh: true,
+    finished,
+    started,
+    stop: (reason) => {
+      void interruptSession(runtime, services, sessionKey, reason).catch(() => {});
+    },
+  };
   const scheduler = gateway.schedulers.get(message.profile);
   if (scheduler !== undefined) {
-    scheduler.adopt(run.taskId, ended);
+    scheduler.adopt(scheduled.taskId, scheduled.dueMs, run);
     return;
   }
-  const waiting = gateway.recoveredRuns.get(message.profile) ?? new Map<string, Promise<unknown>>();
-  waiting.set(run.taskId, ended);
+  const waiting = gateway.recoveredRuns.get(message.profile) ?? [];
+  waiting.push({ taskId: scheduled.taskId, dueMs: scheduled.dueMs, run });
   gateway.recoveredRuns.set(message.profile, waiting);
 }
 

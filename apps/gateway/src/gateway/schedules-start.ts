@@ -73,8 +73,8 @@ export async function startSchedules(gateway: GatewayCore): Promise<void> {
       log: gateway.logger.child({ profile: profile.name }),
       runTimeoutMs: profile.schedules.runTimeoutSeconds * 1000,
     });
-    for (const [taskId, ended] of gateway.recoveredRuns.get(profile.name) ?? [])
-      scheduler.adopt(taskId, ended);
+    for (const { taskId, dueMs, run } of gateway.recoveredRuns.get(profile.name) ?? [])
+      scheduler.adopt(taskId, dueMs, run);
     gateway.recoveredRuns.delete(profile.name);
     gateway.schedulers.set(profile.name, scheduler);
     scheduler.start();

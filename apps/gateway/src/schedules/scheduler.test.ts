@@ -228,33 +228,70 @@ describe("a run recovery ran again after a restart", () => {
     const clock = manualClock(Date.UTC(2026, 0, 5, 10, 0));
     const store = await openTasks(clock);
     const created = clock.now();
-    await store.addTask(task("rerun", { kind: "every", everyMs: 10 * Minute }, created), {
+    await store.addTask(task("rerun", { kind: "every", everyMs: 5 * Minute }, created), {
       maxPerUser: 10,
       maxPerProfile: 10,
     });
     const fake = submitter();
     const tasks = scheduler(clock, store, fake.submit);
-    let endRecovered = () => {};
-    tasks.adopt(
-      "rerun",
-      new Promise<void>((resolve) => {
+    let endRecovered = (_outcome: TaskRunOutcome) => {};
+    tasks.adopt("rerun", created - Minute, {
+      fresh: true,
+      finished: new Promise<TaskRunOutcome>((resolve) => {
         endRecovered = resolve;
       }),
-    );
+      stop: () => {},
+    });
     tasks.start();
     await tasks.looked();
-    clock.advance(10 * Minute);
+    clock.advance(5 * Minute);
     await tasks.looked();
     expect(tasks.isRunning("rerun")).toBe(true);
     expect(await tasks.runNow((await store.getTask("rerun"))!)).toBe("running");
     expect(fake.runs).toEqual([]);
     expect((await store.recentRuns("rerun", 5)).map((r) => r.outcome)).toEqual(["overlap"]);
-    endRecovered();
+    endRecovered("done");
     await tasks.idle();
     expect(tasks.isRunning("rerun")).toBe(false);
-    clock.advance(10 * Minute);
+    expect((await store.recentRuns("rerun", 5)).map((r) => [r.dueMs, r.outcome])).toEqual([
+      [created + 5 * Minute, "overlap"],
+      [created - Minute, "done"],
+    ]);
+    clock.advance(5 * Minute);
     await tasks.idle();
-    expect(fake.runs.map((r) => r.dueMs)).toEqual([created + 20 * Minute]);
+    expect(fake.runs.map((r) => r.dueMs)).toEqual([created + 10 * Minute]);
+    tasks.stop();
+  });
+
+  it("is stopped at the run timeout, counted from its turn's start", async () => {
+    const clock = manualClock(Date.UTC(2026, 0, 5, 10, 0));
+    const store = await openTasks(clock);
+    await store.addTask(task("hang", { kind: "every", everyMs: Hour }, clock.now()), {
+      maxPerUser: 10,
+      maxPerProfile: 10,
+    });
+    const tasks = scheduler(clock, store, submitter().submit);
+    let end = (_outcome: TaskRunOutcome) => {};
+    const stops: Error[] = [];
+    tasks.adopt("hang", clock.now() - Hour, {
+      fresh: true,
+      finished: new Promise<TaskRunOutcome>((resolve) => {
+        end = resolve;
+      }),
+      started: Promise.resolve(),
+      stop: (reason) => {
+        stops.push(reason);
+        end("failed");
+      },
+    });
+    tasks.start();
+    await tasks.looked();
+    clock.advance(10 * Minute - 1);
+    expect(stops).toEqual([]);
+    clock.advance(1);
+    await tasks.idle();
+    expect(stops.map((reason) => reason.name)).toEqual(["TaskRunTimeoutError"]);
+    expect((await store.recentRuns("hang", 1)).map((r) => r.outcome)).toEqual(["timeout"]);
     tasks.stop();
   });
 });
