@@ -2,7 +2,7 @@ import type { ChannelAdapter, InboundMessage } from "../channels/types.js";
 import { interruptSession } from "../commands/stop.js";
 import { Defaults } from "../defaults.js";
 import type { Journal, JournalOutcome } from "../durable/types.js";
-import type { PipelineServices } from "../pipeline/types.js";
+import type { PipelineRuntime, PipelineServices } from "../pipeline/types.js";
 import type { SubmitRun, SubmittedRun } from "../schedules/scheduler.js";
 import { buildSessionKey } from "../session/key.js";
 import type { TaskRecord, TaskRunOutcome } from "../state/tasks.js";
@@ -67,14 +67,18 @@ function watching(journal: Journal, entryId: number, seen: (outcome: JournalOutc
   });
 }
 
-/** Dispatches a run, watching how its journal entry ends. */
+/**
+ * Dispatches a run, watching how its journal entry ends and when its turn starts; `stop` stops
+ * its session's turn as `/stop` does (the run timeout).
+ */
 function dispatchRun(
   gateway: GatewayCore,
   channel: ChannelAdapter,
+  runtime: PipelineRuntime,
   message: InboundMessage,
   entryId: number,
   recovered: boolean,
-): { services: PipelineServices; finished: Promise<TaskRunOutcome>; started: Promise<void> } {
+): SubmittedRun {
   let closed: JournalOutcome | undefined;
   let turnStarted = () => {};
   const started = new Promise<void>((resolve) => {
@@ -88,7 +92,15 @@ function dispatchRun(
     turnStarted,
   };
   const handled = dispatch(gateway, channel, message, entryId, recovered, [], services);
-  return { services, finished: handled.then(() => outcomeOf(closed)), started };
+  const sessionKey = buildSessionKey(message, runtime.profile);
+  return {
+    fresh: true,
+    finished: handled.then(() => outcomeOf(closed)),
+    started,
+    stop: (reason) => {
+      void interruptSession(runtime, services, sessionKey, reason).catch(() => {});
+    },
+  };
 }
 
 /**
@@ -103,19 +115,10 @@ export function dispatchRecoveredRun(
   message: InboundMessage,
   entryId: number,
 ): void {
-  const { services, finished, started } = dispatchRun(gateway, channel, message, entryId, true);
   const scheduled = message.scheduled;
   const runtime = gateway.runtimes.get(message.profile);
   if (scheduled === undefined || runtime === undefined) return;
-  const sessionKey = buildSessionKey(message, runtime.profile);
-  const run: SubmittedRun = {
-    fresh: true,
-    finished,
-    started,
-    stop: (reason) => {
-      void interruptSession(runtime, services, sessionKey, reason).catch(() => {});
-    },
-  };
+  const run = dispatchRun(gateway, channel, runtime, message, entryId, true);
   const scheduler = gateway.schedulers.get(message.profile);
   if (scheduler !== undefined) {
     scheduler.adopt(scheduled.taskId, scheduled.dueMs, run);
@@ -160,7 +163,8 @@ export async function rerunsCutOffRun(
     }
     const clock = gateway.options.taskClock ?? gateway.clock;
     await tasks.recordRun({
-      ...run,
+      taskId: run.taskId,
+      dueMs: run.dueMs,
       outcome: "running",
       atMs: clock.wallMs(),
       detail: RerunDetail,
@@ -216,21 +220,6 @@ export function scheduledRuns(gateway: GatewayCore, profile: string): SubmitRun 
     }
     const recorded = await gateway.journal.record(message);
     if (!recorded.fresh) return { fresh: false, stop: () => {} };
-    const { services, finished, started } = dispatchRun(
-      gateway,
-      channel,
-      message,
-      recorded.id,
-      false,
-    );
-    const sessionKey = buildSessionKey(message, runtime.profile);
-    return {
-      fresh: true,
-      finished,
-      started,
-      stop: (reason) => {
-        void interruptSession(runtime, services, sessionKey, reason).catch(() => {});
-      },
-    };
+    return dispatchRun(gateway, channel, runtime, message, recorded.id, false);
   };
 }
