@@ -12,6 +12,15 @@ function expectAbout(text: string, profile: string): void {
   expect(text).toContain("Each message is run as a shell command in this chat's sandbox");
   expect(text).toContain("/workspace/inbox/");
   expect(text).toContain("/help — this text");
+  // The task commands are every allowed user's (docs/schedules.md).
+  for (const line of [
+    "/every <interval> <prompt> — ",
+    "/at <HH:MM",
+    '/cron "<min',
+    "/tasks — ",
+    "/tz [zone] — ",
+  ])
+    expect(text).toContain(line);
 }
 
 function expectAdminCommands(text: string, shown: boolean): void {

@@ -46,7 +46,7 @@ describe("gateway over Discord: slash commands", () => {
   const containers = async () =>
     (await docker.profileContainers(harness.profile)).filter((c) => c.state === "running");
 
-  it("registers the shell profile's /help, /status, /stop and /reset as global commands at start-up", async () => {
+  it("registers the shell profile's /help, the task commands, /status, /stop and /reset as global commands at start-up", async () => {
     const { fake } = harness;
     await waitUntil(() => fake.interactions.commands().length > 0, "the commands registered");
     expect(
@@ -55,11 +55,41 @@ describe("gateway over Discord: slash commands", () => {
         .map((c) => [c.name, c.description, c.options.map((o) => o.name)]),
     ).toEqual([
       ["help", "What this bot is, how to send files, your commands", []],
+      ["every", "Make a task that runs every interval (30m, 1h, 1d)", ["interval", "prompt"]],
+      [
+        "at",
+        "Make a task that runs once, at a time (09:00 or 2026-12-24 09:00)",
+        ["time", "prompt"],
+      ],
+      [
+        "cron",
+        "Make a task by a cron pattern (minute hour day month weekday)",
+        ["pattern", "prompt"],
+      ],
+      [
+        "tasks",
+        "Your scheduled tasks, with buttons to pause, run now and delete",
+        ["action", "id"],
+      ],
+      ["tz", "Your time zone for /at and /cron: shows it, or sets it (Europe/Berlin)", ["zone"]],
       ["status", "This session, its sandbox container and queue", []],
       ["stop", "Abort the running command, kill what this session started", ["all"]],
       ["reset", "Stop, then a new conversation and a fresh sandbox", ["confirm"]],
     ]);
-    expect(fake.interactions.commands()[2]!.options[0]).toMatchObject({ type: 5, required: false });
+    const command = (name: string) => fake.interactions.commands().find((c) => c.name === name)!;
+    expect(command("stop").options[0]).toMatchObject({ type: 5, required: false });
+    // The task commands' timing and prompt are text the user must fill in.
+    for (const name of ["every", "at", "cron"]) {
+      expect(command(name).options.map((o) => [o.type, o.required])).toEqual([
+        [3, true],
+        [3, true],
+      ]);
+    }
+    expect(command("tasks").options[0]).toMatchObject({
+      type: 3,
+      required: false,
+      choices: ["pause", "resume", "run", "delete"].map((value) => ({ name: value, value })),
+    });
     const puts = fake.calls.filter((call) => call.method === "PUT");
     expect(puts.map((call) => [call.route, call.status])).toEqual([
       ["/applications/:id/commands", 200],
@@ -191,6 +221,72 @@ describe("gateway over Discord: slash commands", () => {
         .slice(before)
         .map((m) => m.content),
     ).not.toContain("too late");
+  });
+
+  it("makes tasks with slash /every, /at and /cron (the pattern as its own option), lists and pauses them with /tasks", async () => {
+    const { fake } = harness;
+    const every = fake.sendSlashCommand({
+      name: "every",
+      options: { interval: "1h", prompt: "echo hourly" },
+      authorId: Member,
+    });
+    const made = await answerOf(every);
+    expect(made).toMatch(/^✅ Task [A-Za-z0-9_-]+: every 1h, next run /);
+    expect(every.original!.flags).toBe(Ephemeral);
+    const cron = fake.sendSlashCommand({
+      name: "cron",
+      options: { pattern: "0 9 * * 1-5", prompt: "echo weekdays" },
+      authorId: Member,
+    });
+    expect(await answerOf(cron)).toMatch(/^✅ Task [A-Za-z0-9_-]+: cron "0 9 \* \* 1-5" \(UTC\)/);
+    const wrongZone = fake.sendSlashCommand({
+      name: "tz",
+      options: { zone: "Berlin" },
+      authorId: Member,
+    });
+    expect(await answerOf(wrongZone)).toContain(
+      '⛔ "Berlin" is not a time zone I know. Write its IANA name, e.g. /tz Europe/Berlin',
+    );
+    const tz = fake.sendSlashCommand({
+      name: "tz",
+      options: { zone: "Europe/Berlin" },
+      authorId: Member,
+    });
+    expect(await answerOf(tz)).toMatch(/^🕘 Your time zone is Europe\/Berlin now/);
+    const at = fake.sendSlashCommand({
+      name: "at",
+      options: { time: "2099-12-24 09:00", prompt: "echo once" },
+      authorId: Member,
+    });
+    expect(await answerOf(at)).toMatch(/once at 2099-12-24 09:00 Europe\/Berlin/);
+    const wrong = fake.sendSlashCommand({
+      name: "every",
+      options: { interval: "soon", prompt: "echo never" },
+      authorId: Member,
+    });
+    expect(await answerOf(wrong)).toContain('"soon" is not an interval');
+
+    const id = /Task ([A-Za-z0-9_-]+):/.exec(made)![1]!;
+    const list = fake.sendSlashCommand({ name: "tasks", authorId: Member });
+    expect(await answerOf(list)).toBe("The question is in the chat, with buttons to answer it.");
+    const posted = fake.messagesIn(fake.world.dmChannel(Member)).at(-1);
+    expect(posted?.content).toContain(`• ${id}: every 1h`);
+    expect(posted?.content).toContain("“echo weekdays”");
+    const pause = fake.sendSlashCommand({
+      name: "tasks",
+      options: { action: "pause", id },
+      authorId: Member,
+    });
+    expect(await answerOf(pause)).toMatch(new RegExp(`^⏸ Task ${id} paused by `));
+    const store = harness.gateway.runtimes.get(harness.profile)!.store.tasks;
+    const tasks = await store.listTasks();
+    expect(await store.userTimezone(`discord:${Member}`)).toBe("Europe/Berlin");
+    expect(tasks.map((task) => [task.text, task.paused]).sort()).toEqual([
+      ["echo hourly", true],
+      ["echo once", false],
+      ["echo weekdays", false],
+    ]);
+    for (const task of tasks) await store.deleteTask(task.id);
   });
 });
 

@@ -6,9 +6,29 @@ const Admin = 1001;
 const OtherAdmin = 1003;
 const Member = 1002;
 
-/** A shell profile without approvals: /new, /compact, /model, /usage, /allow, /deny are not offered. */
+/**
+ * A shell profile without approvals: /new, /compact, /model, /usage, /allow, /deny are not
+ * offered; the task commands are, to everyone allowed.
+ */
 const UserMenu = [
   { command: "help", description: "What this bot is, how to send files, your commands" },
+  { command: "every", description: "Make a task that runs every interval (30m, 1h, 1d)" },
+  {
+    command: "at",
+    description: "Make a task that runs once, at a time (09:00 or 2026-12-24 09:00)",
+  },
+  {
+    command: "cron",
+    description: "Make a task by a cron pattern (minute hour day month weekday)",
+  },
+  {
+    command: "tasks",
+    description: "Your scheduled tasks, with buttons to pause, run now and delete",
+  },
+  {
+    command: "tz",
+    description: "Your time zone for /at and /cron: shows it, or sets it (Europe/Berlin)",
+  },
 ];
 const AdminMenu = [
   ...UserMenu,

@@ -5,6 +5,7 @@ import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor, waitUntil } from "../../test-support/wait.js";
 import type { FakeCallbackQuery, RecordedCall } from "../fakes/telegram/index.js";
+import { TaskCommands } from "./harness/menus.js";
 import { type TelegramBot, TelegramGatewayHarness } from "./harness/telegram-gateway.js";
 
 const Admin = 3001;
@@ -92,7 +93,7 @@ describe("gateway over Telegram: approvals with buttons", () => {
     await waitUntil(() => bot.fake.menus.get() !== undefined, "the default menu");
     const names = (entries: readonly { command: string }[] | undefined) =>
       entries?.map((entry) => entry.command);
-    expect(names(bot.fake.menus.get())).toEqual(["help", "allow", "deny"]);
+    expect(names(bot.fake.menus.get())).toEqual(["help", "allow", "deny", ...TaskCommands]);
     // The admin's own menu is set once Telegram knows their chat: after their first message.
     await bot.handle((fake) => fake.sendPrivateText({ userId: Admin, text: "/help" }));
     const adminScope = { type: "chat", chat_id: Admin } as const;
@@ -101,6 +102,7 @@ describe("gateway over Telegram: approvals with buttons", () => {
       "help",
       "allow",
       "deny",
+      ...TaskCommands,
       "status",
       "stop",
       "reset",

@@ -4,6 +4,7 @@ import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../../test-support/wait.js";
 import { FakeOpenAIServer, type FakeUsage, reply } from "../fakes/openai/index.js";
+import { TaskCommands } from "./harness/menus.js";
 import { type TelegramBot, TelegramGatewayHarness } from "./harness/telegram-gateway.js";
 
 const Admin = 5101;
@@ -90,6 +91,7 @@ describe("models and usage over Telegram", () => {
       "compact",
       "model",
       "usage",
+      ...TaskCommands,
     ]);
   });
 

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CliRun, runCli } from "./harness/cli.js";
 import { createTempHome, waitUntil } from "./harness/gateway-home.js";
+import { TaskCommands } from "./harness/menus.js";
 import { type TelegramBot, TelegramGatewayHarness } from "./harness/telegram-gateway.js";
 
 const Admin = 3001;
@@ -174,6 +175,7 @@ describe("gateway over Telegram: access: pairing", () => {
     await waitUntil(() => bot.fake.menus.get(adminScope) !== undefined, "the admin's menu");
     expect(bot.fake.menus.get(adminScope)?.map((entry) => entry.command)).toEqual([
       "help",
+      ...TaskCommands,
       "status",
       "stop",
       "reset",

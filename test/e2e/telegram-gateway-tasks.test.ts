@@ -1,3 +1,6 @@
+import { existsSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../../test-support/wait.js";
 import type { FakeCallbackQuery, RecordedCall } from "../fakes/telegram/index.js";
@@ -7,6 +10,7 @@ const Admin = 6101;
 const Member = 6102;
 const Other = 6103;
 const Minute = 60_000;
+const Hour = 60 * Minute;
 
 /** The command each run of the test task runs: a fresh file, tagged for delivery. */
 const Report = "date +%s > /workspace/report.txt; echo MEDIA:/workspace/report.txt";
@@ -121,6 +125,40 @@ describe("scheduled tasks over Telegram", () => {
     harness.stateClock.advance(Minute);
     await ticksUntil(() => bot.arrived(Member, since).length === 2, "the second run's file");
     await bot.ask(Member, `/tasks delete ${idOf(made)}`);
+  }, 120_000);
+
+  it("counts a run's timeout from its turn's start, not its wait behind its owner's turn", async () => {
+    const id = idOf(await bot.ask(Member, "/every 1h echo task-answer"));
+    const workspace = join(bot.profileSlotDir(), "workspace");
+    const since = bot.mark();
+    // The member's own turn waits for a file the test writes: the task's run queues behind it.
+    await bot.post((fake) =>
+      fake.sendPrivateText({
+        userId: Member,
+        text: "touch /workspace/waiting; while [ ! -f /workspace/go ]; do sleep 0.1; done; rm /workspace/go /workspace/waiting; echo typed-done",
+      }),
+    );
+    await waitUntil(() => existsSync(join(workspace, "waiting")), "the member's turn running");
+    harness.stateClock.advance(Hour);
+    const store = bot.runtime.store.tasks;
+    await waitUntil(async () => {
+      harness.stateClock.advance(0);
+      return (await store.recentRuns(id, 1))[0]?.outcome === "running";
+    }, "the run handed over");
+    // Longer than runTimeoutSeconds (Defaults: 30 minutes) in the queue: neither the run nor the
+    // member's turn in front of it is stopped.
+    harness.stateClock.advance(31 * Minute);
+    await writeFile(join(workspace, "go"), "");
+    await ticksUntil(
+      () => bot.texts(Member, since).includes("task-answer"),
+      "the task's answer after the member's",
+    );
+    const texts = bot.texts(Member, since);
+    expect(texts.indexOf("typed-done")).toBeGreaterThanOrEqual(0);
+    expect(texts.indexOf("typed-done")).toBeLessThan(texts.indexOf("task-answer"));
+    expect(texts.join("\n")).not.toMatch(/stopped|timed out/i);
+    await harness.gateway.idle();
+    expect((await store.recentRuns(id, 1))[0]?.outcome).toBe("done");
   }, 120_000);
 
   it("lists a task to its owner and admins only; another user can neither see nor delete it", async () => {

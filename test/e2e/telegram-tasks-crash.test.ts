@@ -6,7 +6,8 @@ import { waitUntil } from "./harness/gateway-home.js";
 /**
  * A scheduled run cut off by a SIGKILL (docs/schedules.md, "Crashes"): the real CLI against
  * FakeTelegram and the real engine. The run went through the journal like a typed message, so
- * the restarted gateway tells its chat once and does not run it again.
+ * the restarted gateway runs it again, once, and its answer reaches the chat exactly once; a
+ * run cut off again is not run a third time, and the chat is told once.
  */
 
 const User = 78;
@@ -29,49 +30,97 @@ const inChat = (since = 0): RecordedCall[] =>
 const texts = (calls: readonly RecordedCall[]) =>
   calls.filter((call) => call.method === "sendMessage").map((call) => String(call.params.text));
 
+/** Starts an install whose member made the task `command`; its id. */
+async function installWithTask(name: string, command: string) {
+  const gateway = await CliInstall.create(name, {
+    telegram: { token: fake.token, apiRoot: fake.apiRoot, pollTimeoutSeconds: 1 },
+    allowedUsers: [`telegram:${User}`],
+    progress: { enabled: false },
+    reactions: { enabled: false },
+  });
+  disposers.push(() => gateway.dispose());
+  await gateway.start();
+  fake.sendPrivateText({ userId: User, text: `/every 1h ${command}` });
+  await waitUntil(() => texts(inChat()).some((t) => t.startsWith("✅ Task")), "the task made");
+  const id = /Task ([A-Za-z0-9_-]+):/.exec(
+    texts(inChat()).find((t) => t.startsWith("✅")) ?? "",
+  )?.[1];
+  if (id === undefined) throw new Error("no task id");
+  return { gateway, id };
+}
+
 describe("a scheduled run SIGKILLed in the middle", () => {
-  it("is told once after the restart, never answered twice, never run again", async () => {
-    const gateway = await CliInstall.create("tg-task-kill", {
-      telegram: { token: fake.token, apiRoot: fake.apiRoot, pollTimeoutSeconds: 1 },
-      allowedUsers: [`telegram:${User}`],
-      progress: { enabled: false },
-      reactions: { enabled: false },
-    });
-    disposers.push(() => gateway.dispose());
-    await gateway.start();
-    fake.sendPrivateText({
-      userId: User,
-      text: "/every 1h echo run >> /workspace/runs; touch /tmp/began; sleep 120; echo never",
-    });
-    await waitUntil(() => texts(inChat()).some((t) => t.startsWith("✅ Task")), "the task made");
-    const id = /Task ([A-Za-z0-9_-]+):/.exec(
-      texts(inChat()).find((t) => t.startsWith("✅")) ?? "",
-    )?.[1];
-    expect(id).toBeDefined();
+  it("runs again once after the restart, and its answer reaches the chat exactly once", async () => {
+    // The first run hangs (and is killed); the one after the restart answers.
+    const { gateway, id } = await installWithTask(
+      "tg-task-kill",
+      'n=$(( $(cat /workspace/n 2>/dev/null || echo 0) + 1 )); echo $n > /workspace/n; if [ $n = 1 ]; then touch /workspace/began; sleep 120; fi; echo "answer of run $n"',
+    );
     fake.sendPrivateText({ userId: User, text: `/tasks run ${id}` });
-    await waitUntil(() => gateway.hasFile("/tmp/began"), "the run's command to start");
+    await waitUntil(() => gateway.hasFile("/workspace/began"), "the run's command to start");
     await gateway.kill();
 
     const restart = fake.calls.length;
-    await gateway.start();
+    const rerun = await gateway.start();
     await waitUntil(
-      () => texts(inChat(restart)).some((t) => t.includes(`while running task ${id}`)),
-      "the notice for the cut-off run",
+      () => texts(inChat(restart)).includes("answer of run 2"),
+      "the answer of the run run again",
     );
-    // Another message, answered after anything the restart would have sent for the run.
-    fake.sendPrivateText({ userId: User, text: "cat /workspace/runs" });
-    await waitUntil(() => texts(inChat(restart)).includes("run"), "the runs file read back");
-    expect(texts(inChat(restart))).toEqual([
-      `⚠️ The gateway restarted while running task ${id}. It did not finish, and commands it started may have run in part; it runs again at its next time (/tasks has "Run now").`,
-      "run",
-    ]);
-    expect(texts(inChat()).some((t) => t.includes("never"))).toBe(false);
-    // The task's record of runs says so too.
+    // Its record of runs is written once its turn is over, after the answer went out.
+    await waitUntil(
+      () => rerun.stderr().includes('"msg":"scheduled run ended"'),
+      "the run's outcome recorded",
+    );
+    // Another restart sends nothing more for it: the answer was delivered once.
+    await gateway.kill();
+    await gateway.start();
+    fake.sendPrivateText({ userId: User, text: "cat /workspace/n" });
+    await waitUntil(() => texts(inChat(restart)).includes("2"), "the run count read back");
+    expect(texts(inChat(restart))).toEqual(["answer of run 2", "2"]);
     fake.sendPrivateText({ userId: User, text: "/tasks" });
     await waitUntil(
       () => texts(inChat(restart)).some((t) => t.includes(`${id}: every 1h`)),
       "the task list",
     );
-    expect(texts(inChat(restart)).at(-1)).toMatch(/; last: interrupted \(/);
-  }, 180_000);
+    expect(texts(inChat(restart)).at(-1)).toMatch(/; last: done \(/);
+  }, 240_000);
+
+  it("cut off again while run again: not run a third time, told once; Run now waits for the rerun", async () => {
+    const { gateway, id } = await installWithTask(
+      "tg-task-kill2",
+      "echo run >> /workspace/runs; touch /workspace/began-$(wc -l < /workspace/runs); sleep 120; echo never",
+    );
+    fake.sendPrivateText({ userId: User, text: `/tasks run ${id}` });
+    await waitUntil(() => gateway.hasFile("/workspace/began-1"), "the run's command to start");
+    await gateway.kill();
+    let since = fake.calls.length;
+    await gateway.start();
+    await waitUntil(() => gateway.hasFile("/workspace/began-2"), "the run run again");
+    // The run recovery runs again is the task's run going: no second one beside it.
+    fake.sendPrivateText({ userId: User, text: `/tasks run ${id}` });
+    await waitUntil(() => texts(inChat(since)).length > 0, "the answer to Run now");
+    expect(texts(inChat(since))).toEqual([`Task ${id} is running already; wait for its answer.`]);
+    await gateway.kill();
+
+    since = fake.calls.length;
+    await gateway.start();
+    await waitUntil(
+      () => texts(inChat(since)).some((t) => t.includes(`Task ${id} was cut off`)),
+      "the notice for the run cut off again",
+    );
+    // Another message, answered after anything the restart would have sent for the run.
+    fake.sendPrivateText({ userId: User, text: "cat /workspace/runs" });
+    await waitUntil(() => texts(inChat(since)).includes("run\nrun"), "the runs file read back");
+    expect(texts(inChat(since))).toEqual([
+      `⚠️ Task ${id} was cut off by a restart again, after it had been run again once; it is not run a third time. Commands it started may have run in part; it runs again at its next time (/tasks has "Run now").`,
+      "run\nrun",
+    ]);
+    expect(texts(inChat()).some((t) => t.includes("never"))).toBe(false);
+    fake.sendPrivateText({ userId: User, text: "/tasks" });
+    await waitUntil(
+      () => texts(inChat(since)).some((t) => t.includes(`${id}: every 1h`)),
+      "the task list",
+    );
+    expect(texts(inChat(since)).at(-1)).toMatch(/; last: interrupted \(/);
+  }, 240_000);
 });

@@ -7,6 +7,7 @@ import {
   ConversationCommandHelp,
   describeHelp,
   type HelpContext,
+  TaskCommandHelp,
 } from "./help.js";
 
 const shell: AgentSettings = { kind: "shell" };
@@ -44,6 +45,14 @@ describe("describeHelp", () => {
     const text = describeHelp({ ...base, agent: openai });
     for (const line of ConversationCommandHelp) expect(text).toContain(line);
     expect(describeHelp(base)).not.toContain("/compact");
+  });
+
+  it("lists the task commands for every allowed user, on every agent", () => {
+    for (const context of [base, { ...base, agent: openai }, { ...base, admin: true }]) {
+      const text = describeHelp(context);
+      for (const line of TaskCommandHelp) expect(text).toContain(line);
+    }
+    expect(describeHelp(base)).toContain('/cron "<min hour day month weekday>" <prompt>');
   });
 
   it("lists the admin commands for an admin", () => {

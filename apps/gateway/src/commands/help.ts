@@ -56,6 +56,15 @@ export const ConversationCommandHelp = [
   "/compact [focus] — summarize the older messages now, keeping what the focus names",
 ] as const;
 
+/** The task commands, for everyone allowed (docs/schedules.md). */
+export const TaskCommandHelp = [
+  "/every <interval> <prompt> — a task that sends the prompt every 30m, 1h, 1d, …",
+  "/at <HH:MM or YYYY-MM-DD HH:MM> <prompt> — a task that sends it once, at that time",
+  '/cron "<min hour day month weekday>" <prompt> — a task by a cron pattern (quoted)',
+  "/tasks — your tasks, with buttons to pause, run now and delete",
+  "/tz [zone] — your time zone for /at and /cron (e.g. /tz Europe/Berlin); /tz alone shows it",
+] as const;
+
 function agentLines(agent: AgentSettings): string[] {
   if (agent.kind === "shell") {
     return [
@@ -110,7 +119,7 @@ function groupLine(context: HelpContext): string[] {
  * The answer to `/start` and `/help` (docs/sessions.md, "First contact and help"): what this
  * bot is (profile and agent), what a message does, how to send files, and the commands this
  * user may use — the ones the profile offers (the `openai` agent's, `/allow` and `/deny` where
- * approvals ask), and admins the admin commands too. Also what is special about groups, in a
+ * approvals ask, the task commands), and admins the admin commands too. Also what is special about groups, in a
  * group.
  */
 export function describeHelp(context: HelpContext): string {
@@ -127,6 +136,7 @@ export function describeHelp(context: HelpContext): string {
     HelpCommandHelp,
     ...(context.agent.kind === "openai" ? [...ModelCommandHelp, ...ConversationCommandHelp] : []),
     ...(approvers === "sender" ? ApprovalCommandHelp : []),
+    ...TaskCommandHelp,
   ];
   const commands = context.admin ? [...everyone, ...adminCommands] : everyone;
   return [

@@ -1,10 +1,15 @@
 import { describe, expect, it } from "vitest";
+import { parseTaskCommand, TaskCommandNames } from "../schedules/parse.js";
 import { commandText, MenuCommands, type MenuOffer, menuCommandNamed, menuFor } from "./menu.js";
 import { parseCommand } from "./parse.js";
 
 const shell: MenuOffer = { agent: "shell", approvers: undefined, pairing: false };
 const openai: MenuOffer = { ...shell, agent: "openai" };
-const names = (admin: boolean, offer: MenuOffer) => menuFor(admin, offer).map((c) => c.name);
+const taskNames: readonly string[] = TaskCommandNames;
+const all = (admin: boolean, offer: MenuOffer) => menuFor(admin, offer).map((c) => c.name);
+/** The menu but the task commands (offered alike everywhere; tested on their own). */
+const names = (admin: boolean, offer: MenuOffer) =>
+  all(admin, offer).filter((name) => !taskNames.includes(name));
 
 describe("command menus", () => {
   it("offers a shell profile's users /help, and its admins /status, /stop and /reset too", () => {
@@ -45,23 +50,81 @@ describe("command menus", () => {
     expect(parseCommand("/approve ABCD-EFGH")).toMatchObject({ name: "approve" });
   });
 
-  it("lists every command the gateway parses, but /start (Telegram's own button)", () => {
+  it("lists every command the gateway parses, the task commands too, but /start (Telegram's own button)", () => {
     for (const command of MenuCommands) {
-      expect(parseCommand(`/${command.name}`)?.name).toBe(command.name);
+      if (taskNames.includes(command.name)) {
+        expect(parseTaskCommand(`/${command.name}`), command.name).toBeDefined();
+        expect(parseCommand(`/${command.name}`), command.name).toBeUndefined();
+      } else expect(parseCommand(`/${command.name}`)?.name).toBe(command.name);
     }
-    expect(MenuCommands.map((command) => command.name).sort()).toEqual([
+    expect(MenuCommands.map((command) => command.name).sort()).toEqual(
+      [
+        "allow",
+        "approve",
+        "compact",
+        "deny",
+        "help",
+        "model",
+        "new",
+        "reset",
+        "status",
+        "stop",
+        "usage",
+        ...TaskCommandNames,
+      ].sort(),
+    );
+  });
+
+  it("offers the task commands to every allowed user, after theirs and before the admins'", () => {
+    expect(all(false, shell)).toEqual(["help", ...TaskCommandNames]);
+    expect(all(true, shell)).toEqual(["help", ...TaskCommandNames, "status", "stop", "reset"]);
+    expect(all(false, { ...shell, agent: "openai", approvers: "sender" }).slice(-7)).toEqual([
       "allow",
-      "approve",
-      "compact",
       "deny",
-      "help",
-      "model",
-      "new",
-      "reset",
-      "status",
-      "stop",
-      "usage",
+      ...TaskCommandNames,
     ]);
+  });
+
+  it.each([
+    [
+      "every",
+      { interval: "1h", prompt: "df -h /workspace" },
+      "/every 1h df -h /workspace",
+      { name: "every", interval: "1h", text: "df -h /workspace" },
+    ],
+    [
+      "at",
+      { time: "2026-12-24 09:00", prompt: "remind me\nof the call" },
+      "/at 2026-12-24 09:00 remind me of the call",
+      { name: "at", time: "2026-12-24 09:00", text: "remind me of the call" },
+    ],
+    [
+      "cron",
+      { pattern: " 0 9  * * 1-5 ", prompt: "daily report" },
+      '/cron "0 9 * * 1-5" daily report',
+      { name: "cron", pattern: "0 9 * * 1-5", text: "daily report" },
+    ],
+    ["tasks", {}, "/tasks", { name: "tasks" }],
+    ["tz", {}, "/tz", { name: "tz", zone: undefined }],
+    ["tz", { zone: "Europe/Berlin" }, "/tz Europe/Berlin", { name: "tz", zone: "Europe/Berlin" }],
+    [
+      "tasks",
+      { action: "pause", id: "Xk3f9a_Q" },
+      "/tasks pause Xk3f9a_Q",
+      { name: "task_action", action: "pause", id: "Xk3f9a_Q" },
+    ],
+  ])("turns a pick of /%s with %j into the task command %j", (name, values, text, parsed) => {
+    const command = menuCommandNamed(name)!;
+    const chosen = commandText(command, (option) => (values as Record<string, string>)[option]);
+    expect(chosen).toBe(text);
+    expect(parseTaskCommand(chosen)).toEqual(parsed);
+  });
+
+  it("lists a slash command's required options before its optional ones (Discord's rule)", () => {
+    for (const command of MenuCommands) {
+      const required = (command.options ?? []).map((option) => option.required === true);
+      expect(required, command.name).toEqual([...required].sort((a, b) => Number(b) - Number(a)));
+    }
   });
 
   it("fits both platforms' rules: lowercase names, descriptions of 1 to 100 characters", () => {

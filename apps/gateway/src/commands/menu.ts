@@ -15,8 +15,12 @@ export interface MenuOption {
   readonly name: string;
   readonly description: string;
   readonly kind?: "flag" | "text" | undefined;
-  /** A `text` option Discord makes the user fill in. */
+  /** A `text` option Discord makes the user fill in (listed before the optional ones). */
   readonly required?: boolean | undefined;
+  /** A `text` option appended in double quotes (`/cron`'s pattern: `/cron "0 9 * * *" …`). */
+  readonly quoted?: boolean | undefined;
+  /** The only values a `text` option offers (Discord shows them as a list to pick from). */
+  readonly choices?: readonly string[] | undefined;
 }
 
 /** What a profile offers its users: it decides which commands its menus and `/help` list. */
@@ -63,6 +67,14 @@ export interface MenuCommand {
 }
 
 const everyone = (): Audience => "everyone";
+
+/** The prompt of a task command: what each run sends, as if its owner typed it. */
+const taskText: MenuOption = {
+  name: "prompt",
+  description: "What each run sends, as if you typed it: a prompt or a command",
+  kind: "text",
+  required: true,
+};
 const admins = (): Audience => "admins";
 const modelAgent = (offer: MenuOffer): Audience => (offer.agent === "openai" ? "everyone" : "none");
 const approvers = (offer: MenuOffer): Audience =>
@@ -70,7 +82,8 @@ const approvers = (offer: MenuOffer): Audience =>
 
 /**
  * The commands, in menu order: `/help`; the `openai` agent's `/new`, `/compact [focus]`,
- * `/model`, `/usage`; `/allow [session]` and `/deny` where approvals ask; the admins'
+ * `/model`, `/usage`; `/allow [session]` and `/deny` where approvals ask; the task commands
+ * `/every`, `/at`, `/cron`, `/tasks`, `/tz` (docs/schedules.md); the admins'
  * `/status`, `/stop [all]`, `/reset [confirm]`, and `/approve CODE` in a pairing profile.
  * `/start` is not listed: Telegram's own Start button sends it, and it answers what `/help`
  * answers. `/model <name>` is typed; a bare `/model` offers the models as buttons.
@@ -111,6 +124,76 @@ export const MenuCommands: readonly MenuCommand[] = [
     options: [{ name: "session", description: "Allow for the rest of this session" }],
   },
   { name: "deny", description: "Refuse the action waiting for approval here", audience: approvers },
+  {
+    name: "every",
+    description: "Make a task that runs every interval (30m, 1h, 1d)",
+    audience: everyone,
+    options: [
+      {
+        name: "interval",
+        description: "How often: 30m, 1h, 2d, …",
+        kind: "text",
+        required: true,
+      },
+      taskText,
+    ],
+  },
+  {
+    name: "at",
+    description: "Make a task that runs once, at a time (09:00 or 2026-12-24 09:00)",
+    audience: everyone,
+    options: [
+      {
+        name: "time",
+        description: "When: HH:MM (the next time the clock shows it) or YYYY-MM-DD HH:MM",
+        kind: "text",
+        required: true,
+      },
+      taskText,
+    ],
+  },
+  {
+    name: "cron",
+    description: "Make a task by a cron pattern (minute hour day month weekday)",
+    audience: everyone,
+    options: [
+      {
+        name: "pattern",
+        description: "Five fields, e.g. 0 9 * * 1-5 (at 9:00 on weekdays)",
+        kind: "text",
+        required: true,
+        quoted: true,
+      },
+      taskText,
+    ],
+  },
+  {
+    name: "tasks",
+    description: "Your scheduled tasks, with buttons to pause, run now and delete",
+    audience: everyone,
+    options: [
+      {
+        name: "action",
+        description: "Do this to the task named by id (optional)",
+        kind: "text",
+        choices: ["pause", "resume", "run", "delete"],
+      },
+      { name: "id", description: "The task's id, as /tasks lists it", kind: "text" },
+    ],
+  },
+  {
+    name: "tz",
+    description: "Your time zone for /at and /cron: shows it, or sets it (Europe/Berlin)",
+    audience: everyone,
+    options: [
+      {
+        name: "zone",
+        description:
+          "An IANA time zone, e.g. Europe/Berlin, America/New_York, UTC; reset: the bot's",
+        kind: "text",
+      },
+    ],
+  },
   {
     name: "status",
     description: "This session, its sandbox container and queue",
@@ -160,7 +243,9 @@ export function menuCommandNamed(name: string): MenuCommand | undefined {
  * The text command a pick of `command` stands for, as `parseCommand` reads it: `/stop` with
  * `all` chosen is `/stop all`, `/compact` with the focus "the API" is `/compact the API`.
  * `value(option)` answers a flag's `true`/`false` and a text option's words; whitespace in
- * those (line breaks included) becomes single spaces, so the text stays one command line.
+ * those (line breaks included) becomes single spaces, so the text stays one command line. A
+ * `quoted` option is put in double quotes (`/cron` with the pattern `0 9 * * *` and the prompt
+ * `report` is `/cron "0 9 * * *" report`).
  */
 export function commandText(
   command: MenuCommand,
@@ -174,7 +259,7 @@ export function commandText(
       continue;
     }
     const text = typeof given === "string" ? given.replace(/\s+/g, " ").trim() : "";
-    if (text !== "") words.push(text);
+    if (text !== "") words.push(option.quoted === true ? `"${text}"` : text);
   }
   return [`/${command.name}`, ...words].join(" ");
 }

@@ -68,6 +68,29 @@ describe("schedules in the profile config (docs/schedules.md)", () => {
     ]);
   });
 
+  it("holds the operator's tasks to minIntervalSeconds, naming the task and the limit", () => {
+    expect(problems({ tasks: [{ name: "tick", every: "1m", text: "t", chat }] })).toEqual([
+      "profiles[0].schedules.tasks[0].every: task tick would run every 1 minute, more often than minIntervalSeconds (300 s) allows: give it a longer interval, or lower schedules.minIntervalSeconds",
+    ]);
+    expect(
+      problems({
+        minIntervalSeconds: 3600,
+        tasks: [
+          { name: "ok", cron: "0 9 * * 1-5", text: "t", chat },
+          { name: "busy", cron: "*/30 9-17 * * *", text: "t", chat },
+        ],
+      }),
+    ).toEqual([
+      "profiles[0].schedules.tasks[1].cron: task busy would run every 30 minutes, more often than minIntervalSeconds (3600 s) allows: give it a longer interval, or lower schedules.minIntervalSeconds",
+    ]);
+    expect(
+      problems({ minIntervalSeconds: 60, tasks: [{ name: "tick", every: "1m", text: "t", chat }] }),
+    ).toEqual([]);
+    expect(
+      problems({ tasks: [{ name: "once", at: "2026-12-24 09:00", text: "t", chat }] }),
+    ).toEqual([]);
+  });
+
   it("names each wrong key with what to write", () => {
     expect(problems({ timezone: "Mars/Base" })).toEqual([
       'profiles[0].schedules.timezone: an IANA time zone, e.g. "Europe/Berlin", "America/New_York" or "UTC"',

@@ -1,6 +1,14 @@
+import ms from "ms";
 import { z } from "zod";
 import { Defaults } from "../defaults.js";
-import { checkCron, isTimeZone, parseAt, parseEvery, TimingError } from "../schedules/timing.js";
+import {
+  checkCron,
+  isTimeZone,
+  parseAt,
+  parseEvery,
+  shortestGapMs,
+  TimingError,
+} from "../schedules/timing.js";
 import type { OperatorTaskSettings, ScheduleSettings } from "./types.js";
 
 const positiveInt = z.number().int().positive({ error: "a positive whole number" });
@@ -85,7 +93,42 @@ export const schedulesSchema = z
     const twice = names.find((name, index) => names.indexOf(name) !== index);
     if (twice !== undefined)
       ctx.addIssue({ code: "custom", path: ["tasks"], message: `two tasks are named ${twice}` });
+    checkMinInterval(schedules, ctx);
   });
+
+/**
+ * The operator's tasks are held to `minIntervalSeconds` as chat tasks are: one that would run
+ * more often is refused at load, naming the task, its gap and the limit.
+ */
+function checkMinInterval(
+  schedules: {
+    readonly timezone?: string | undefined;
+    readonly minIntervalSeconds?: number | undefined;
+    readonly tasks?: readonly z.infer<typeof taskSchema>[] | undefined;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const minSeconds = schedules.minIntervalSeconds ?? Defaults.schedules.minIntervalSeconds;
+  const nowMs = Date.now();
+  for (const [index, task] of (schedules.tasks ?? []).entries()) {
+    let gapMs: number | undefined;
+    try {
+      if (task.every !== undefined) gapMs = parseEvery(task.every);
+      else if (task.cron !== undefined) {
+        const zone = task.timezone ?? schedules.timezone ?? Defaults.schedules.timezone;
+        gapMs = shortestGapMs({ kind: "cron", pattern: task.cron }, zone, nowMs);
+      }
+    } catch {
+      continue; // its timing's own issue says what is wrong
+    }
+    if (gapMs === undefined || gapMs >= minSeconds * 1000) continue;
+    ctx.addIssue({
+      code: "custom",
+      path: ["tasks", index, task.every !== undefined ? "every" : "cron"],
+      message: `task ${task.name} would run every ${ms(gapMs, { long: true })}, more often than minIntervalSeconds (${minSeconds} s) allows: give it a longer interval, or lower schedules.minIntervalSeconds`,
+    });
+  }
+}
 
 /** The `schedules` of a profile as written, with the `Defaults.schedules` filled in. */
 export function resolveSchedules(

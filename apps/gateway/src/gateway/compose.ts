@@ -225,6 +225,7 @@ export function composeCore(
       run: (album) => runAlbum(core, album),
     }),
     schedulers,
+    recoveredRuns: new Map(),
   };
   return core;
 }

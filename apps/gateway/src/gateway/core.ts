@@ -9,7 +9,7 @@ import type { Journal } from "../durable/types.js";
 import type { Logger } from "../log.js";
 import type { PipelineServices } from "../pipeline/types.js";
 import type { ProfileRuntime } from "../profiles/profile-runtime.js";
-import type { TaskScheduler } from "../schedules/scheduler.js";
+import type { SubmittedRun, TaskScheduler } from "../schedules/scheduler.js";
 import type { AlbumGatherer } from "./albums.js";
 import type { GatewayOptions } from "./options.js";
 import type { StoreBackend } from "./stores.js";
@@ -64,6 +64,18 @@ export interface GatewayCore {
   readonly albums: AlbumGatherer;
   /** Each profile's task scheduler, once started (schedules-start). */
   readonly schedulers: Map<string, TaskScheduler>;
+  /**
+   * Scheduled runs recovery ran again, by profile and task id, until they end: each profile's
+   * scheduler adopts them at its start, so they never overlap a new run (scheduled-runs).
+   */
+  readonly recoveredRuns: Map<string, RecoveredRun[]>;
+}
+
+/** A scheduled run recovery ran again, waiting for its profile's scheduler to adopt it. */
+export interface RecoveredRun {
+  readonly taskId: string;
+  readonly dueMs: number;
+  readonly run: SubmittedRun;
 }
 
 /** The channel of a profile on a platform, if it is configured. */

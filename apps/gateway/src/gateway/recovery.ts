@@ -5,12 +5,12 @@ import { messageReaction } from "../pipeline/react.js";
 import { buildSessionKey } from "../session/key.js";
 import { channelFor, type GatewayCore, targetOf } from "./core.js";
 import { dispatch } from "./dispatch.js";
-import { dispatchRecoveredRun, recordRecoveredRun } from "./scheduled-runs.js";
+import { dispatchRecoveredRun, recordRecoveredRun, rerunsCutOffRun } from "./scheduled-runs.js";
 
 /** The line a chat gets after a restart for a turn a crash or a stop cut off. */
 export function interruptedText(message: InboundMessage): string {
   if (message.scheduled !== undefined)
-    return `⚠️ The gateway restarted while running task ${message.scheduled.taskId}. It did not finish, and commands it started may have run in part; it runs again at its next time (/tasks has "Run now").`;
+    return `⚠️ Task ${message.scheduled.taskId} was cut off by a restart again, after it had been run again once; it is not run a third time. Commands it started may have run in part; it runs again at its next time (/tasks has "Run now").`;
   const preview = message.text.length > 60 ? `${message.text.slice(0, 57)}…` : message.text;
   return `⚠️ The gateway restarted while working on your message “${preview}”. It did not finish, and commands it started may have run in part. Send it again if you still want it.`;
 }
@@ -88,7 +88,21 @@ export async function recoverEntry(
     await gateway.journal.finished([entry.id, ...merged], "interrupted");
     return;
   }
-  if (entry.state === "received" || gateway.config.rerunInterrupted) {
+  // A cut-off scheduled run runs again once, whatever `rerunInterrupted` says (scheduled-runs).
+  const cutOff =
+    entry.state === "started" && message.scheduled !== undefined
+      ? await rerunsCutOffRun(gateway, message)
+      : undefined;
+  if (cutOff === "task_gone") {
+    // Its task was deleted: nobody waits for its answer.
+    await gateway.journal.finished([entry.id, ...merged], "interrupted");
+    return undefined;
+  }
+  if (
+    entry.state === "received" ||
+    cutOff === "rerun" ||
+    (cutOff === undefined && gateway.config.rerunInterrupted)
+  ) {
     if (message.album !== undefined) {
       gateway.albums.add({ channel, message, entryId: entry.id, recovered: true });
       return undefined;

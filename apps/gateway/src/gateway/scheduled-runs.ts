@@ -1,8 +1,9 @@
 import type { ChannelAdapter, InboundMessage } from "../channels/types.js";
 import { interruptSession } from "../commands/stop.js";
+import { Defaults } from "../defaults.js";
 import type { Journal, JournalOutcome } from "../durable/types.js";
-import type { PipelineServices } from "../pipeline/types.js";
-import type { SubmitRun } from "../schedules/scheduler.js";
+import type { PipelineRuntime, PipelineServices } from "../pipeline/types.js";
+import type { SubmitRun, SubmittedRun } from "../schedules/scheduler.js";
 import { buildSessionKey } from "../session/key.js";
 import type { TaskRecord, TaskRunOutcome } from "../state/tasks.js";
 import { channelFor, type GatewayCore } from "./core.js";
@@ -66,28 +67,47 @@ function watching(journal: Journal, entryId: number, seen: (outcome: JournalOutc
   });
 }
 
-/** Dispatches a run, watching how its journal entry ends. */
+/**
+ * Dispatches a run, watching how its journal entry ends and when its turn starts; `stop` stops
+ * its session's turn as `/stop` does (the run timeout).
+ */
 function dispatchRun(
   gateway: GatewayCore,
   channel: ChannelAdapter,
+  runtime: PipelineRuntime,
   message: InboundMessage,
   entryId: number,
   recovered: boolean,
-): { services: PipelineServices; finished: Promise<TaskRunOutcome> } {
+): SubmittedRun {
   let closed: JournalOutcome | undefined;
+  let turnStarted = () => {};
+  const started = new Promise<void>((resolve) => {
+    turnStarted = resolve;
+  });
   const services: PipelineServices = {
     ...gateway.services,
     journal: watching(gateway.journal, entryId, (outcome) => {
       closed = outcome;
     }),
+    turnStarted,
   };
   const handled = dispatch(gateway, channel, message, entryId, recovered, [], services);
-  return { services, finished: handled.then(() => outcomeOf(closed)) };
+  const sessionKey = buildSessionKey(message, runtime.profile);
+  return {
+    fresh: true,
+    finished: handled.then(() => outcomeOf(closed)),
+    started,
+    stop: (reason) => {
+      void interruptSession(runtime, services, sessionKey, reason).catch(() => {});
+    },
+  };
 }
 
 /**
  * A scheduled run the previous process left in the journal (recovery): run as any recorded
- * message is, and its outcome written to the task's record of runs when it ends.
+ * message is. It is its task's run going, followed by the profile's scheduler (now, or at its
+ * start) as one it started: a due time of the task meanwhile is an overlap, never a second
+ * run beside it; the run timeout stops it; how it ended goes to the task's record of runs.
  */
 export function dispatchRecoveredRun(
   gateway: GatewayCore,
@@ -95,8 +115,66 @@ export function dispatchRecoveredRun(
   message: InboundMessage,
   entryId: number,
 ): void {
-  const { finished } = dispatchRun(gateway, channel, message, entryId, true);
-  void finished.then((outcome) => recordRecoveredRun(gateway, message, outcome));
+  const scheduled = message.scheduled;
+  const runtime = gateway.runtimes.get(message.profile);
+  if (scheduled === undefined || runtime === undefined) return;
+  const run = dispatchRun(gateway, channel, runtime, message, entryId, true);
+  const scheduler = gateway.schedulers.get(message.profile);
+  if (scheduler !== undefined) {
+    scheduler.adopt(scheduled.taskId, scheduled.dueMs, run);
+    return;
+  }
+  const waiting = gateway.recoveredRuns.get(message.profile) ?? [];
+  waiting.push({ taskId: scheduled.taskId, dueMs: scheduled.dueMs, run });
+  gateway.recoveredRuns.set(message.profile, waiting);
+}
+
+/** The detail of a cut-off run recovery runs again; one cut off again is not run a third time. */
+export const RerunDetail = "run again after a restart";
+
+/** What recovery does with a scheduled run cut off by a restart (see {@link rerunsCutOffRun}). */
+export type CutOffRun = "rerun" | "not_again" | "task_gone";
+
+/**
+ * Whether a scheduled run cut off by a restart (its entry `started`) runs again
+ * (docs/schedules.md, "Crashes"): yes, once. Nobody waits to send it again, and the task's
+ * answer is what its chat expects. Not when it was run again once already (`not_again`: it
+ * was cut off again, and a run that takes the gateway down is not run in a loop; so too when
+ * its record cannot be read or written) or its task was deleted (`task_gone`). Before it runs
+ * again its record says so, durably: a crash during the rerun finds that.
+ */
+export async function rerunsCutOffRun(
+  gateway: GatewayCore,
+  message: InboundMessage,
+): Promise<CutOffRun> {
+  const run = message.scheduled;
+  const runtime = gateway.runtimes.get(message.profile);
+  if (run === undefined || runtime === undefined) return "not_again";
+  const { tasks } = runtime.store;
+  const fields = { profile: message.profile, taskId: run.taskId, dueMs: run.dueMs };
+  try {
+    if ((await tasks.getTask(run.taskId)) === undefined) return "task_gone";
+    const before = (await tasks.recentRuns(run.taskId, Defaults.schedules.keptRuns)).find(
+      (recorded) => recorded.dueMs === run.dueMs,
+    );
+    if (before?.detail === RerunDetail) {
+      gateway.logger.warn(fields, "scheduled run cut off again after being run again; not rerun");
+      return "not_again";
+    }
+    const clock = gateway.options.taskClock ?? gateway.clock;
+    await tasks.recordRun({
+      taskId: run.taskId,
+      dueMs: run.dueMs,
+      outcome: "running",
+      atMs: clock.wallMs(),
+      detail: RerunDetail,
+    });
+  } catch (error) {
+    gateway.logger.warn({ ...fields, err: error }, "could not mark a cut-off run; not rerun");
+    return "not_again";
+  }
+  gateway.logger.info(fields, "scheduled run cut off by a restart; running it again");
+  return "rerun";
 }
 
 /** Writes how a run the previous process left ended (cut off: `interrupted`). */
@@ -142,14 +220,6 @@ export function scheduledRuns(gateway: GatewayCore, profile: string): SubmitRun 
     }
     const recorded = await gateway.journal.record(message);
     if (!recorded.fresh) return { fresh: false, stop: () => {} };
-    const { services, finished } = dispatchRun(gateway, channel, message, recorded.id, false);
-    const sessionKey = buildSessionKey(message, runtime.profile);
-    return {
-      fresh: true,
-      finished,
-      stop: (reason) => {
-        void interruptSession(runtime, services, sessionKey, reason).catch(() => {});
-      },
-    };
+    return dispatchRun(gateway, channel, runtime, message, recorded.id, false);
   };
 }

@@ -55,7 +55,8 @@ async function notify(gateway: GatewayCore, profile: string, task: TaskRecord, t
 
 /**
  * Writes each profile's config tasks into its store and starts its scheduler
- * (docs/schedules.md). After recovery: runs the previous process left are taken over first.
+ * (docs/schedules.md). After recovery: the runs it ran again count as going, so a due time
+ * of their task that comes meanwhile is an overlap, not a second run.
  */
 export async function startSchedules(gateway: GatewayCore): Promise<void> {
   for (const runtime of gateway.runtimes.values()) {
@@ -72,6 +73,9 @@ export async function startSchedules(gateway: GatewayCore): Promise<void> {
       log: gateway.logger.child({ profile: profile.name }),
       runTimeoutMs: profile.schedules.runTimeoutSeconds * 1000,
     });
+    for (const { taskId, dueMs, run } of gateway.recoveredRuns.get(profile.name) ?? [])
+      scheduler.adopt(taskId, dueMs, run);
+    gateway.recoveredRuns.delete(profile.name);
     gateway.schedulers.set(profile.name, scheduler);
     scheduler.start();
   }

@@ -119,6 +119,7 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
     const turn = new TurnReport(queuedAtMs);
     ctx.turn = turn;
     ctx.services.live?.turnStarted(key);
+    ctx.services.turnStarted?.();
     try {
       if (collected !== undefined) mergeCollected(ctx, collected.close());
       if (interrupting !== undefined) {
@@ -196,6 +197,7 @@ function mergeCollected(ctx: MessageContext, members: readonly MessageContext[])
   const attachments: InboundAttachment[] = members.flatMap((m) => m.message.attachments ?? []);
   ctx.message = { ...ctx.message, text: texts.join("\n"), attachments };
   ctx.mergedEntryIds = others.flatMap((m) => (m.entryId === undefined ? [] : [m.entryId]));
+  for (const member of others) member.services.turnStarted?.();
   ctx.mergedReactions = others.flatMap((m) => m.reaction?.handOver() ?? []);
   ctx.log.info(
     { messages: members.length, files: attachments.length },

@@ -128,6 +128,12 @@ export interface PipelineServices {
     | undefined;
   /** Scheduled tasks (docs/schedules.md): the task commands' scheduler and clock; absent: none. */
   readonly schedules?: TaskServices | undefined;
+  /**
+   * Told when the turn of the message these services were handed with starts, out of its
+   * session's queue (merged into a collected turn: when that turn starts). A scheduled run's
+   * timeout counts from there, not from its wait behind its owner's turns (docs/schedules.md).
+   */
+  readonly turnStarted?: (() => void) | undefined;
 }
 
 /**

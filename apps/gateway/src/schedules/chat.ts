@@ -15,6 +15,7 @@ import {
   TaskChoiceKind,
   type TaskScope,
 } from "./task-commands.js";
+import { answerTimezone } from "./user-timezone.js";
 
 /** The runtime a task command works with: the pipeline's, with the profile's tasks. */
 type TaskRuntime = PipelineRuntime & { readonly store: { readonly tasks: TaskStore } };
@@ -41,7 +42,7 @@ function scopeOf(ctx: MessageContext, services: TaskServices): TaskScope {
 }
 
 /**
- * `/every`, `/at`, `/cron` and `/tasks` in a chat (docs/schedules.md), for every allowed user
+ * `/every`, `/at`, `/cron`, `/tasks` and `/tz` in a chat (docs/schedules.md), for every allowed user
  * (the pipeline's `authorize` let only them through): each on their own tasks, admins on all.
  */
 export async function answerTaskCommand(
@@ -66,6 +67,9 @@ export async function answerTaskCommand(
       return;
     case "task_action":
       await say(ctx, (await actOnTask(scope, command.action, command.id)).text);
+      return;
+    case "tz":
+      await say(ctx, await answerTimezone(scope.profile, scope.tasks, scope.user, command.zone));
       return;
     case "tasks": {
       const { text, rows } = await listTasks(scope);

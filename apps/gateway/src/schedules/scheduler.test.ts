@@ -223,6 +223,144 @@ describe("the scheduler on an injected clock", () => {
   });
 });
 
+describe("a run recovery ran again after a restart", () => {
+  it("counts as the task's run going: due times meanwhile are overlaps, Run now is refused", async () => {
+    const clock = manualClock(Date.UTC(2026, 0, 5, 10, 0));
+    const store = await openTasks(clock);
+    const created = clock.now();
+    await store.addTask(task("rerun", { kind: "every", everyMs: 5 * Minute }, created), {
+      maxPerUser: 10,
+      maxPerProfile: 10,
+    });
+    const fake = submitter();
+    const tasks = scheduler(clock, store, fake.submit);
+    let endRecovered = (_outcome: TaskRunOutcome) => {};
+    tasks.adopt("rerun", created - Minute, {
+      fresh: true,
+      finished: new Promise<TaskRunOutcome>((resolve) => {
+        endRecovered = resolve;
+      }),
+      stop: () => {},
+    });
+    tasks.start();
+    await tasks.looked();
+    clock.advance(5 * Minute);
+    await tasks.looked();
+    expect(tasks.isRunning("rerun")).toBe(true);
+    expect(await tasks.runNow((await store.getTask("rerun"))!)).toBe("running");
+    expect(fake.runs).toEqual([]);
+    expect((await store.recentRuns("rerun", 5)).map((r) => r.outcome)).toEqual(["overlap"]);
+    endRecovered("done");
+    await tasks.idle();
+    expect(tasks.isRunning("rerun")).toBe(false);
+    expect((await store.recentRuns("rerun", 5)).map((r) => [r.dueMs, r.outcome])).toEqual([
+      [created + 5 * Minute, "overlap"],
+      [created - Minute, "done"],
+    ]);
+    clock.advance(5 * Minute);
+    await tasks.idle();
+    expect(fake.runs.map((r) => r.dueMs)).toEqual([created + 10 * Minute]);
+    tasks.stop();
+  });
+
+  it("is stopped at the run timeout, counted from its turn's start", async () => {
+    const clock = manualClock(Date.UTC(2026, 0, 5, 10, 0));
+    const store = await openTasks(clock);
+    await store.addTask(task("hang", { kind: "every", everyMs: Hour }, clock.now()), {
+      maxPerUser: 10,
+      maxPerProfile: 10,
+    });
+    const tasks = scheduler(clock, store, submitter().submit);
+    let end = (_outcome: TaskRunOutcome) => {};
+    const stops: Error[] = [];
+    tasks.adopt("hang", clock.now() - Hour, {
+      fresh: true,
+      finished: new Promise<TaskRunOutcome>((resolve) => {
+        end = resolve;
+      }),
+      started: Promise.resolve(),
+      stop: (reason) => {
+        stops.push(reason);
+        end("failed");
+      },
+    });
+    tasks.start();
+    await tasks.looked();
+    clock.advance(10 * Minute - 1);
+    expect(stops).toEqual([]);
+    clock.advance(1);
+    await tasks.idle();
+    expect(stops.map((reason) => reason.name)).toEqual(["TaskRunTimeoutError"]);
+    expect((await store.recentRuns("hang", 1)).map((r) => r.outcome)).toEqual(["timeout"]);
+    tasks.stop();
+  });
+});
+
+describe("the run timeout", () => {
+  it("counts from the start of the run's turn, not its wait behind the owner's other turns", async () => {
+    const clock = manualClock(Date.UTC(2026, 0, 5, 10, 0));
+    const store = await openTasks(clock);
+    const created = clock.now();
+    await store.addTask(task("queued", { kind: "every", everyMs: Hour }, created), {
+      maxPerUser: 10,
+      maxPerProfile: 10,
+    });
+    const fake = submitter(false);
+    let startTurn = () => {};
+    const started = new Promise<void>((resolve) => {
+      startTurn = resolve;
+    });
+    const tasks = scheduler(clock, store, async (due) => ({
+      ...(await fake.submit(due)),
+      started,
+    }));
+    tasks.start();
+    await tasks.looked();
+    clock.advance(Hour);
+    await tasks.looked();
+    expect(fake.runs).toHaveLength(1);
+    // 25 minutes in the owner's queue: more than the 10-minute timeout, and nothing is stopped.
+    for (let i = 0; i < 25; i++) {
+      clock.advance(Minute);
+      await tasks.looked();
+    }
+    expect(fake.stops).toEqual([]);
+    startTurn();
+    await started;
+    clock.advance(10 * Minute - 1);
+    await tasks.looked();
+    expect(fake.stops).toEqual([]);
+    clock.advance(1);
+    await tasks.idle();
+    expect(fake.stops).toHaveLength(1);
+    expect((await store.recentRuns("queued", 1)).map((r) => r.outcome)).toEqual(["timeout"]);
+    tasks.stop();
+  });
+
+  it("is never armed for a run that ended before its turn started", async () => {
+    const clock = manualClock(Date.UTC(2026, 0, 5, 10, 0));
+    const store = await openTasks(clock);
+    await store.addTask(task("refused", { kind: "every", everyMs: Hour }, clock.now()), {
+      maxPerUser: 10,
+      maxPerProfile: 10,
+    });
+    const tasks = scheduler(clock, store, async () => ({
+      fresh: true,
+      finished: Promise.resolve("refused"),
+      started: new Promise<void>(() => {}),
+      stop: () => {},
+    }));
+    tasks.start();
+    await tasks.looked();
+    clock.advance(Hour);
+    await tasks.idle();
+    // Only the scheduler's own look-again timer is pending; no timeout.
+    expect(clock.pending()).toEqual([60_000]);
+    expect((await store.recentRuns("refused", 1)).map((r) => r.outcome)).toEqual(["refused"]);
+    tasks.stop();
+  });
+});
+
 describe("a due run the journal cannot record", () => {
   it("is not run, keeps its due time, and is tried again a maxWaitMs later, not at once", async () => {
     const clock = manualClock(Date.UTC(2026, 0, 5, 10, 0));

@@ -18,6 +18,12 @@ export interface SubmittedRun {
   readonly fresh: boolean;
   /** How the run ended, once it has (never rejects). Absent when not `fresh`. */
   readonly finished?: Promise<TaskRunOutcome> | undefined;
+  /**
+   * Resolves when the run's turn starts, out of its owner's session queue: the run timeout
+   * counts from then. Absent: it counts from the hand-over. Never resolving is fine (a run
+   * refused before any turn ends without one).
+   */
+  readonly started?: Promise<void> | undefined;
   /** Stops the run (its timeout), with `reason` as the turn's abort reason. */
   stop(reason: Error): void;
 }
@@ -112,6 +118,17 @@ export class TaskScheduler {
     });
   }
 
+  /**
+   * Follows a run this scheduler did not start, as its own: a run the previous process left,
+   * run again by recovery (gateway/scheduled-runs.ts). Until it ends, due times of its task
+   * are overlaps and "Run now" is refused; it is stopped at the run timeout (counted from its
+   * turn's start, or from now if that was before); how it ended is recorded. Call it before
+   * {@link start}.
+   */
+  adopt(taskId: string, dueMs: number, run: SubmittedRun): void {
+    this.#follow(taskId, dueMs, run, "taken over after a restart");
+  }
+
   /** Whether a run of `taskId` is going. */
   isRunning(taskId: string): boolean {
     return this.#running.has(taskId);
@@ -138,8 +155,8 @@ export class TaskScheduler {
     const dueMs = this.#options.clock.wallMs();
     const submitted = await this.#options.submit({ task, dueMs });
     if (!submitted.fresh) return "recorded_before";
-    await this.#options.store.recordRun(this.#run(task, dueMs, "running", "run now"));
-    this.#follow(task, dueMs, submitted);
+    await this.#options.store.recordRun(this.#run(task.id, dueMs, "running", "run now"));
+    this.#follow(task.id, dueMs, submitted);
     return "started";
   }
 
@@ -189,13 +206,13 @@ export class TaskScheduler {
       store.advanceTask({ id: task.id, fromDueMs: dueMs, nextDueMs: next, run }, overlaps);
     const fields = { taskId: task.id, owner: task.owner, dueMs };
     if (dueMs < this.#startedAtMs && task.catchUp === "skip") {
-      await move(this.#run(task, dueMs, "missed", "due while the gateway was down"), 0);
+      await move(this.#run(task.id, dueMs, "missed", "due while the gateway was down"), 0);
       log.info(fields, "scheduled run missed while the gateway was down; skipped (catchUp: skip)");
       return;
     }
     if (this.#running.has(task.id)) {
       const overlaps = task.overlapsInARow + 1;
-      await move(this.#run(task, dueMs, "overlap", "the run before was still going"), overlaps);
+      await move(this.#run(task.id, dueMs, "overlap", "the run before was still going"), overlaps);
       log.warn({ ...fields, overlaps }, "scheduled run skipped: the run before is still going");
       if (overlaps === this.#overlapNoticeAfter) {
         await this.#options.notify(
@@ -209,41 +226,53 @@ export class TaskScheduler {
     const submitted = await this.#options.submit({ task, dueMs });
     if (!submitted.fresh) {
       log.info(fields, "scheduled run was recorded before the restart; not run again");
-      await move(this.#run(task, dueMs, "running", "taken over from the journal"), 0);
+      await move(this.#run(task.id, dueMs, "running", "taken over from the journal"), 0);
       return;
     }
-    await move(this.#run(task, dueMs, "running"), 0);
+    await move(this.#run(task.id, dueMs, "running"), 0);
     log.info({ ...fields, catchUp: dueMs < this.#startedAtMs }, "scheduled run started");
-    this.#follow(task, dueMs, submitted);
+    this.#follow(task.id, dueMs, submitted);
   }
 
-  /** Keeps the run counted until it ends, stops it at its timeout, records how it ended. */
-  #follow(task: TaskRecord, dueMs: number, submitted: SubmittedRun): void {
+  /**
+   * Keeps the run counted until it ends, stops it at its timeout, records how it ended. The
+   * timeout counts from the start of the run's turn: while the run waits behind its owner's
+   * other turns it is not running, and stopping "it" then would stop the owner's own turn.
+   */
+  #follow(taskId: string, dueMs: number, submitted: SubmittedRun, detail?: string): void {
     const { store, clock, schedule, log } = this.#options;
     let timedOut = false;
-    const cancelTimeout = schedule(() => {
-      timedOut = true;
-      log.warn({ taskId: task.id, dueMs }, "scheduled run timed out; stopping it");
-      submitted.stop(new TaskRunTimeoutError(task.id, this.#runTimeoutMs));
-    }, this.#runTimeoutMs);
+    let ended = false;
+    let cancelTimeout = () => {};
+    const armTimeout = () => {
+      if (ended) return;
+      cancelTimeout = schedule(() => {
+        timedOut = true;
+        log.warn({ taskId, dueMs }, "scheduled run timed out; stopping it");
+        submitted.stop(new TaskRunTimeoutError(taskId, this.#runTimeoutMs));
+      }, this.#runTimeoutMs);
+    };
+    if (submitted.started === undefined) armTimeout();
+    else void submitted.started.then(armTimeout);
     const following = (submitted.finished ?? Promise.resolve<TaskRunOutcome>("done"))
       .then(async (ended) => {
         const outcome: TaskRunOutcome = timedOut ? "timeout" : ended;
-        const run = { ...this.#run(task, dueMs, outcome), atMs: clock.wallMs() };
-        log.info({ taskId: task.id, dueMs, outcome }, "scheduled run ended");
+        const run = { ...this.#run(taskId, dueMs, outcome, detail), atMs: clock.wallMs() };
+        log.info({ taskId, dueMs, outcome }, "scheduled run ended");
         await store.recordRun(run);
       })
-      .catch((error: unknown) => log.error({ err: error, taskId: task.id }, "run not recorded"))
+      .catch((error: unknown) => log.error({ err: error, taskId }, "run not recorded"))
       .finally(() => {
+        ended = true;
         cancelTimeout();
-        this.#running.delete(task.id);
+        this.#running.delete(taskId);
       });
-    this.#running.set(task.id, following);
+    this.#running.set(taskId, following);
   }
 
-  #run(task: TaskRecord, dueMs: number, outcome: TaskRunOutcome, detail?: string): TaskRun {
+  #run(taskId: string, dueMs: number, outcome: TaskRunOutcome, detail?: string): TaskRun {
     return {
-      taskId: task.id,
+      taskId,
       dueMs,
       outcome,
       atMs: this.#options.clock.wallMs(),

@@ -7,6 +7,8 @@ import { silentLogger } from "../log.js";
 import { SqliteStateStore } from "../state/store.js";
 import { parseTaskCommand } from "./parse.js";
 import { createTask, type TaskScope } from "./task-commands.js";
+import { nextDueAfter } from "./timing.js";
+import { answerTimezone, canonicalZone } from "./user-timezone.js";
 
 const stores: SqliteStateStore[] = [];
 afterEach(async () => {
@@ -81,6 +83,58 @@ describe("making a task in the chat", () => {
   });
 });
 
+describe("a user's own time zone: /tz", () => {
+  it("shows the zone a user's times are read in, and where it came from", async () => {
+    const scope = await scopeFor("telegram:2");
+    const tz = (zone?: string) => answerTimezone(scope.profile, scope.tasks, scope.user, zone);
+    expect(await tz()).toMatch(/^🕘 Your time zone: Europe\/Berlin \(the bot's\)\./);
+    expect(await tz("asia/tokyo")).toMatch(/^🕘 Your time zone is Asia\/Tokyo now/);
+    expect(await tz()).toMatch(/^🕘 Your time zone: Asia\/Tokyo \(you chose it\)\..*\/tz reset/);
+    expect(await tz("reset")).toContain("new tasks read times in Europe/Berlin");
+    expect(await tz()).toContain("Europe/Berlin (the bot's)");
+    const configured = await scopeFor("telegram:1");
+    expect(
+      await answerTimezone(configured.profile, configured.tasks, configured.user, undefined),
+    ).toContain("America/New_York (set for you by the operator)");
+  });
+
+  it.each(["Berlin", "CEST", "+02:00", "Europe/Nowhere", "../../etc/passwd", "UTC+2"])(
+    "refuses %j with an example, changing nothing",
+    async (zone) => {
+      const scope = await scopeFor("telegram:2");
+      expect(await answerTimezone(scope.profile, scope.tasks, scope.user, zone)).toBe(
+        `⛔ "${zone}" is not a time zone I know. Write its IANA name, e.g. /tz Europe/Berlin, /tz America/New_York or /tz UTC; nothing was changed.`,
+      );
+      expect(await scope.tasks.userTimezone(scope.user)).toBeUndefined();
+    },
+  );
+
+  it("spells a zone as IANA does", () => {
+    expect(canonicalZone("europe/berlin")).toBe("Europe/Berlin");
+    expect(canonicalZone("UTC")).toBe("UTC");
+    expect(canonicalZone("Etc/GMT-2")).toBe("Etc/GMT-2");
+  });
+
+  it("reads a new task's /at and /cron in the chosen zone over the operator's, daylight saving included", async () => {
+    // 2026-03-07 12:00 UTC: the day before New York moves its clocks forward.
+    const scope = { ...(await scopeFor("telegram:1")), nowMs: Date.UTC(2026, 2, 7, 12, 0) };
+    await answerTimezone(scope.profile, scope.tasks, scope.user, "Asia/Tokyo");
+    await createTask(scope, command("/at 09:00 tokyo morning"));
+    await answerTimezone(scope.profile, scope.tasks, scope.user, "America/Chicago");
+    await createTask(scope, command('/cron "0 9 * * *" chicago morning'));
+    const [at, cron] = await scope.tasks.listTasks(scope.user);
+    expect(at?.timezone).toBe("Asia/Tokyo");
+    // 09:00 in Tokyo (UTC+9, no daylight saving) on the 8th is 00:00 UTC.
+    expect(at?.nextDueMs).toBe(Date.UTC(2026, 2, 8, 0, 0));
+    expect(cron?.timezone).toBe("America/Chicago");
+    // 09:00 in Chicago: 15:00 UTC on CST (the 7th), 14:00 UTC on CDT (the 8th on).
+    expect(cron?.nextDueMs).toBe(Date.UTC(2026, 2, 7, 15, 0));
+    const second = nextDueAfter(cron!.timing, cron!.timezone, cron!.createdAtMs, cron!.nextDueMs);
+    const third = nextDueAfter(cron!.timing, cron!.timezone, cron!.createdAtMs, second!);
+    expect([second, third]).toEqual([Date.UTC(2026, 2, 8, 14, 0), Date.UTC(2026, 2, 9, 14, 0)]);
+  });
+});
+
 describe("the task commands' grammar", () => {
   it.each([
     ["/every 1h echo hi", { name: "every", interval: "1h", text: "echo hi" }],
@@ -88,11 +142,13 @@ describe("the task commands' grammar", () => {
     ['/cron "0  9 * * 1-5" report', { name: "cron", pattern: "0 9 * * 1-5", text: "report" }],
     ["/tasks@mybot", { name: "tasks" }],
     ["/tasks RUN abc_-1", { name: "task_action", action: "run", id: "abc_-1" }],
+    ["/tz", { name: "tz", zone: undefined }],
+    ["/tz@mybot Europe/Berlin", { name: "tz", zone: "Europe/Berlin" }],
   ])("reads %j", (text, expected) => {
     expect(parseTaskCommand(text)).toEqual(expected);
   });
 
-  it.each(["/every", "/every 1h", "/cron 0 9 * * * report", "/tasks kill abc", "/at"])(
+  it.each(["/every", "/every 1h", "/cron 0 9 * * * report", "/tasks kill abc", "/at", "/tz a b"])(
     "answers %j with how to write it",
     (text) => {
       expect(parseTaskCommand(text)?.name).toBe("invalid");

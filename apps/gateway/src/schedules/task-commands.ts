@@ -18,6 +18,7 @@ import {
   shortestGapMs,
   TimingError,
 } from "./timing.js";
+import { userZone } from "./user-timezone.js";
 
 /** The button kind of task buttons in choice data (`tk:<task id>:<action>`). */
 export const TaskChoiceKind = "tk";
@@ -37,11 +38,6 @@ export interface TaskScope {
   readonly chat: TaskChat;
   readonly nowMs: number;
   readonly log: Logger;
-}
-
-/** The zone a user's times are read in: their own (`schedules.userTimezones`) or the profile's. */
-export function zoneOf(profile: ProfileConfig, user: string): string {
-  return profile.schedules.userTimezones[user] ?? profile.schedules.timezone;
 }
 
 /** A short random task id (48 bits; the presser's rights are checked on every press). */
@@ -75,7 +71,7 @@ export async function createTask(
   if (isTaskCommand(command.text)) {
     return "⛔ A task's text cannot be a task command; nothing was made.";
   }
-  const zone = zoneOf(profile, scope.user);
+  const { zone } = await userZone(profile, scope.tasks, scope.user);
   let timing: TaskTiming;
   try {
     timing = readTiming(command, zone, nowMs);

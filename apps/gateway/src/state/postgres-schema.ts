@@ -167,4 +167,16 @@ export const PostgresStateMigrations: readonly PostgresMigration[] = [
       );
     `,
   },
+  {
+    version: 8,
+    sql: `
+      CREATE TABLE state_user_timezones (
+        profile    text NOT NULL,
+        user_id    text NOT NULL,
+        timezone   text NOT NULL,
+        updated_at bigint NOT NULL,
+        PRIMARY KEY (profile, user_id)
+      );
+    `,
+  },
 ];

@@ -294,5 +294,31 @@ export function postgresTaskStore(access: TaskStoreAccess): TaskStore {
         }
         for (const gone of stored.values()) await deleteTask(tx, gone.id);
       }),
+
+    userTimezone: (user) =>
+      access.run("userTimezone", async (db) => {
+        const rows = await db.query<{ timezone: string }>(
+          "SELECT timezone FROM state_user_timezones WHERE profile = $1 AND user_id = $2",
+          [profile, user],
+        );
+        return rows.rows[0]?.timezone;
+      }),
+
+    setUserTimezone: (user, timezone) =>
+      access.run("setUserTimezone", async (db) => {
+        if (timezone === undefined) {
+          await db.query("DELETE FROM state_user_timezones WHERE profile = $1 AND user_id = $2", [
+            profile,
+            user,
+          ]);
+          return;
+        }
+        await db.query(
+          `INSERT INTO state_user_timezones (profile, user_id, timezone, updated_at)
+           VALUES ($1, $2, $3, $4) ON CONFLICT (profile, user_id)
+           DO UPDATE SET timezone = excluded.timezone, updated_at = excluded.updated_at`,
+          [profile, user, timezone, now()],
+        );
+      }),
   };
 }

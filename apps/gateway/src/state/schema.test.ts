@@ -37,6 +37,7 @@ describe("migrate", () => {
       "task_runs",
       "tasks",
       "usage",
+      "user_timezones",
     ]);
   });
 

@@ -1,7 +1,7 @@
 import type { Database } from "better-sqlite3";
 import { upgradeLegacySessionKey } from "../session/key.js";
 import { StateSchemaError } from "./errors.js";
-import { createTaskTables } from "./tasks-database.js";
+import { createTaskTables, createUserTimezoneTable } from "./tasks-database.js";
 
 /** One schema step; `version` is the `user_version` the database has after it ran. */
 export interface Migration {
@@ -159,6 +159,11 @@ export const MIGRATIONS: readonly Migration[] = [
     // Scheduled tasks (docs/schedules.md): the tasks and one row per due time of each.
     version: 7,
     up: createTaskTables,
+  },
+  {
+    // The time zone each user chose with /tz (docs/schedules.md).
+    version: 8,
+    up: createUserTimezoneTable,
   },
 ];
 

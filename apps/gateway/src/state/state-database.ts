@@ -640,6 +640,14 @@ export class StateDatabase {
     );
   }
 
+  userTimezone(user: string): string | undefined {
+    return this.#run("user timezone", () => tasks.userTimezone(this.#db, user));
+  }
+
+  setUserTimezone(user: string, timezone: string | undefined, nowMs: number): void {
+    this.#run("user timezone set", () => tasks.setUserTimezone(this.#db, user, timezone, nowMs));
+  }
+
   syncOperatorTasks(list: readonly NewTask[], nowMs: number): void {
     this.#run("task sync", () =>
       this.#db.transaction(() => tasks.syncOperatorTasks(this.#db, list, nowMs)).immediate(),

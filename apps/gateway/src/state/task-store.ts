@@ -22,5 +22,7 @@ export function sqliteTaskStore(
     setPaused: (id, paused, nextDueMs) => worker.call("setTaskPaused", id, paused, nextDueMs),
     deleteTask: (id) => worker.call("deleteTask", id),
     syncOperatorTasks: (tasks) => worker.call("syncOperatorTasks", tasks, now()),
+    userTimezone: (user) => worker.call("userTimezone", user),
+    setUserTimezone: (user, timezone) => worker.call("setUserTimezone", user, timezone, now()),
   };
 }

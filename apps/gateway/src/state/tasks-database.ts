@@ -289,3 +289,39 @@ export function syncOperatorTasks(db: Database, tasks: readonly NewTask[], nowMs
   }
   for (const gone of stored.values()) deleteTask(db, gone.id);
 }
+
+/**
+ * Schema step 8: the time zone each user chose with `/tz` (docs/schedules.md, "Time zones"),
+ * read when they make a task.
+ */
+export function createUserTimezoneTable(db: Database): void {
+  db.exec(`
+    CREATE TABLE user_timezones (
+      user       TEXT PRIMARY KEY NOT NULL,
+      timezone   TEXT NOT NULL,
+      updated_at INTEGER NOT NULL
+    ) STRICT;
+  `);
+}
+
+export function userTimezone(db: Database, user: string): string | undefined {
+  return db
+    .prepare<[string], { timezone: string }>("SELECT timezone FROM user_timezones WHERE user = ?")
+    .get(user)?.timezone;
+}
+
+export function setUserTimezone(
+  db: Database,
+  user: string,
+  timezone: string | undefined,
+  nowMs: number,
+): void {
+  if (timezone === undefined) {
+    db.prepare("DELETE FROM user_timezones WHERE user = ?").run(user);
+    return;
+  }
+  db.prepare(
+    `INSERT INTO user_timezones (user, timezone, updated_at) VALUES (?, ?, ?)
+     ON CONFLICT (user) DO UPDATE SET timezone = excluded.timezone, updated_at = excluded.updated_at`,
+  ).run(user, timezone, nowMs);
+}

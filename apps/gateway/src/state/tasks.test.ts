@@ -25,7 +25,7 @@ describe("the SQLite task tables (schema v7)", () => {
     const db = new Database(join(await tempDirForTest("mg-tasks-"), "state.db"));
     migrate(db, MIGRATIONS.slice(0, 6));
     db.prepare("INSERT INTO sessions VALUES ('k', 'sid', 0, 0)").run();
-    expect(migrate(db)).toEqual({ from: 6, to: 7 });
+    expect(migrate(db, MIGRATIONS.slice(0, 7))).toEqual({ from: 6, to: 7 });
     expect(db.prepare("SELECT session_id FROM sessions").all()).toEqual([{ session_id: "sid" }]);
     expect(() =>
       db
@@ -39,12 +39,41 @@ describe("the SQLite task tables (schema v7)", () => {
   });
 });
 
+describe("the SQLite user time zones (schema v8)", () => {
+  it("are added to a version 7 database, keeping its tasks", async () => {
+    const db = new Database(join(await tempDirForTest("mg-tasks-"), "state.db"));
+    migrate(db, MIGRATIONS.slice(0, 7));
+    db.prepare(
+      `INSERT INTO tasks (id, owner, timing, timezone, text, chat, catch_up, next_due_at, created_at)
+       VALUES ('a', 'u', '{}', 'UTC', 't', '{}', 'once', 0, 0)`,
+    ).run();
+    expect(migrate(db)).toEqual({ from: 7, to: 8 });
+    expect(db.prepare("SELECT id FROM tasks").all()).toEqual([{ id: "a" }]);
+    expect(db.prepare("SELECT count(*) AS n FROM user_timezones").get()).toEqual({ n: 0 });
+    db.close();
+  });
+});
+
 describe.each(StateBackends)("the task store on %s", (kind) => {
   const backend = useStateBackend(kind, "tasks");
   const open = () => {
     clockMs = 1_000;
     return backend.open({ now: () => clockMs });
   };
+
+  it("keeps each user's own time zone until it is changed or forgotten", async () => {
+    const { tasks } = await open();
+    expect(await tasks.userTimezone("telegram:1")).toBeUndefined();
+    await tasks.setUserTimezone("telegram:1", "Europe/Berlin");
+    await tasks.setUserTimezone("discord:1", "Asia/Tokyo");
+    expect(await tasks.userTimezone("telegram:1")).toBe("Europe/Berlin");
+    await tasks.setUserTimezone("telegram:1", "America/New_York");
+    expect(await tasks.userTimezone("telegram:1")).toBe("America/New_York");
+    expect(await tasks.userTimezone("discord:1")).toBe("Asia/Tokyo");
+    await tasks.setUserTimezone("telegram:1", undefined);
+    expect(await tasks.userTimezone("telegram:1")).toBeUndefined();
+    expect(await tasks.userTimezone("discord:1")).toBe("Asia/Tokyo");
+  });
 
   it("refuses a task over the user's or the profile's cap, and counts only active chat tasks", async () => {
     const { tasks } = await open();

@@ -135,4 +135,8 @@ export interface TaskStore {
    * ones rewritten (keeping their next due time when the timing did not change), others deleted.
    */
   syncOperatorTasks(tasks: readonly NewTask[]): Promise<void>;
+  /** The time zone `user` (`<platform>:<id>`) chose with `/tz`; `undefined`: none chosen. */
+  userTimezone(user: string): Promise<string | undefined>;
+  /** Keeps `timezone` as `user`'s own (`/tz <zone>`); `undefined` forgets it (`/tz reset`). */
+  setUserTimezone(user: string, timezone: string | undefined): Promise<void>;
 }

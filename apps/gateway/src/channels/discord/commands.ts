@@ -54,7 +54,8 @@ export function isInteractionMessageId(id: string | undefined): id is string {
  * The global application commands: those of the shared menu the profile offers (`/help`,
  * `/status`, `/stop` with `all`, `/reset` with `confirm`, the `openai` agent's `/new`,
  * `/compact` with `focus`, `/model`, `/usage`, `/allow` with `session` and `/deny` where
- * approvals ask, `/approve` with `code` in a pairing profile). Everyone sees every command
+ * approvals ask, the task commands `/every`, `/at`, `/cron` with their timing and `prompt`,
+ * `/tasks` with `action` and `id`, `/approve` with `code` in a pairing profile). Everyone sees every command
  * (Discord shows a bot's commands by permission, not by user id); the gateway gates them when
  * they are used.
  */
@@ -79,6 +80,9 @@ export function discordCommandData(
             description: option.description,
             required: option.required === true,
             maxLength: MaxTextOption,
+            ...(option.choices === undefined
+              ? {}
+              : { choices: option.choices.map((value) => ({ name: value, value })) }),
           },
     ),
   }));

@@ -75,13 +75,17 @@ export function readSlashOptions(
  * can happen, and how to run the command anyway (typed as a message).
  */
 export function unreadableOptionsText(command: MenuCommand, problem: string): string {
+  const options = command.options ?? [];
+  const texts = options.filter((option) => option.kind === "text");
+  const words = texts.map((option) =>
+    option.quoted === true ? `"<${option.name}>"` : `<${option.name}>`,
+  );
   const typed = [
-    `/${command.name}`,
-    ...(command.options ?? []).map((option) =>
-      (option.kind ?? "flag") === "flag"
-        ? `/${command.name} ${option.name}`
-        : `/${command.name} <${option.name}>`,
-    ),
+    ...(texts.some((option) => option.required === true) ? [] : [`/${command.name}`]),
+    ...options
+      .filter((option) => (option.kind ?? "flag") === "flag")
+      .map((option) => `/${command.name} ${option.name}`),
+    ...(texts.length === 0 ? [] : [[`/${command.name}`, ...words].join(" ")]),
   ];
   return [
     `⚠️ Not run: ${problem}.`,
