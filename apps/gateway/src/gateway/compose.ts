@@ -28,6 +28,8 @@ import { LiveSessions } from "../session/live-sessions.js";
 import { TurnQueue } from "../session/queue.js";
 import { SqliteStateStore } from "../state/store.js";
 import { AlbumGatherer } from "./albums.js";
+import { clusterHealth } from "./cluster-health.js";
+import { type ClusterIdentity, openCluster } from "./cluster-start.js";
 import { channelFor, type GatewayCore } from "./core.js";
 import { storeHealth } from "./health.js";
 import { runAlbum } from "./inbound.js";
@@ -44,6 +46,8 @@ export interface OpenedParts {
   readonly journal: Journal;
   /** The store the journal and the state stores were opened from (docs/store.md). */
   readonly stores: StoreBackend;
+  /** The cluster of a PostgreSQL store (docs/cluster.md). */
+  readonly cluster: ClusterIdentity | undefined;
 }
 
 /**
@@ -62,7 +66,9 @@ export async function openParts(
   let channels: readonly ChannelAdapter[];
   let journal: Journal | undefined;
   const stores = await openStoreBackend(config.store);
+  let cluster: ClusterIdentity | undefined;
   try {
+    cluster = await openCluster(config, stores);
     const clock = options.clock ?? systemClock;
     const opened = await stores.openJournal(config.home, {
       now: () => clock.wallMs(),
@@ -118,7 +124,7 @@ export async function openParts(
     await stores.close();
     throw error;
   }
-  return { env, logger, engine, runtimes, channels, journal, stores };
+  return { env, logger, engine, runtimes, channels, journal, stores, cluster };
 }
 
 /** Builds the outbox, the pipeline's services and the shared state around what was opened. */
@@ -127,7 +133,7 @@ export function composeCore(
   opened: OpenedParts,
   options: GatewayOptions,
 ): GatewayCore {
-  const { env, logger, engine, runtimes, channels, journal, stores } = opened;
+  const { env, logger, engine, runtimes, channels, journal, stores, cluster } = opened;
   const clock: Clock = options.clock ?? systemClock;
   const outbox = new Outbox({
     journal,
@@ -191,6 +197,7 @@ export function composeCore(
     outbox,
     channels: () => channels.map((c) => c.health()),
     store: () => storeHealth(core),
+    cluster: () => clusterHealth(core),
     activityIntervalMs: options.activityIntervalMs,
     typingAfterMs: options.typingAfterMs,
     progressClock: options.progressClock,
@@ -205,6 +212,8 @@ export function composeCore(
     channels,
     journal,
     stores,
+    cluster,
+    replica: undefined,
     outbox,
     services,
     options,

@@ -1,0 +1,31 @@
+import { MediagateError } from "@mediagate/io/mediagate-error";
+
+/** The home's `replica-id` file holds something that is no replica id. */
+export class ReplicaIdFileError extends MediagateError {
+  override readonly name = "ReplicaIdFileError";
+  readonly code = "MG_REPLICA_ID_FILE_INVALID";
+
+  constructor(
+    readonly path: string,
+    reason: string,
+  ) {
+    super(
+      `${path}: ${reason}; write a valid id into it (letters, digits, "_", "." and "-", up to 63), set cluster.replicaId in the config, or delete the file to have a new id generated`,
+    );
+  }
+}
+
+/** Another live process is registered under this replica id. */
+export class ReplicaIdTakenError extends MediagateError {
+  override readonly name = "ReplicaIdTakenError";
+  readonly code = "MG_REPLICA_ID_TAKEN";
+
+  constructor(
+    readonly replicaId: string,
+    readonly host: string,
+  ) {
+    super(
+      `replica id ${replicaId} is held by a live gateway on ${host}: two replicas cannot share one id; give each replica its own home or its own cluster.replicaId (docs/cluster.md)`,
+    );
+  }
+}
