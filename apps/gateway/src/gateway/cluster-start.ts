@@ -1,21 +1,10 @@
 import { migrateCluster } from "../cluster/cluster-schema.js";
+import type { ClusterIdentity } from "../cluster/identity.js";
 import { resolveReplicaId } from "../cluster/replica-id.js";
 import { ReplicaRegistry } from "../cluster/replica-registry.js";
 import type { GatewayConfig } from "../config/types.js";
-import type { PostgresDatabase } from "../postgres/database.js";
 import type { GatewayCore } from "./core.js";
 import type { StoreBackend } from "./stores.js";
-
-/**
- * Who this gateway is in its cluster (docs/cluster.md): the cluster's id (made once in the
- * database) and this replica's. Only on a PostgreSQL store: on SQLite there is one replica
- * and no cluster.
- */
-export interface ClusterIdentity {
-  readonly clusterId: string;
-  readonly replicaId: string;
-  readonly database: PostgresDatabase;
-}
 
 /**
  * The cluster of a PostgreSQL store: brings the cluster's tables up to date and finds this

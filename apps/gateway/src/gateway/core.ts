@@ -3,6 +3,7 @@ import type { DockerEngine } from "@mediagate/sandbox";
 import type { WebConsole } from "@mediagate/web";
 import type { ChannelAdapter, ChatTarget, InboundMessage, Platform } from "../channels/types.js";
 import type { ChoiceRouter } from "../choices/router.js";
+import type { ClusterIdentity } from "../cluster/identity.js";
 import type { ReplicaRegistry } from "../cluster/replica-registry.js";
 import type { GatewayConfig } from "../config/types.js";
 import type { Outbox } from "../durable/outbox.js";
@@ -12,7 +13,6 @@ import type { PipelineServices } from "../pipeline/types.js";
 import type { ProfileRuntime } from "../profiles/profile-runtime.js";
 import type { TaskScheduler } from "../schedules/scheduler.js";
 import type { AlbumGatherer } from "./albums.js";
-import type { ClusterIdentity } from "./cluster-start.js";
 import type { GatewayOptions } from "./options.js";
 import type { StoreBackend } from "./stores.js";
 
