@@ -89,6 +89,10 @@ export async function openParts(
           profile,
           engine,
           rootHome: config.home,
+          replica:
+            cluster === undefined
+              ? undefined
+              : { cluster: cluster.clusterId, replica: cluster.replicaId },
           protectedHomes: [...new Set(homes)],
           logger,
           agent: agent === undefined ? undefined : (store) => agent(profile, store),
