@@ -17,6 +17,12 @@ export interface LeaderWork {
   standby?(waiting: boolean): void;
 }
 
+/** What a channel holds its bot's connection by in a cluster ({@link LeaderLease}). */
+export interface BotLeadership {
+  start(work: LeaderWork): void;
+  stop(beforeRelease?: () => Promise<void>): Promise<void>;
+}
+
 /** Options of {@link LeaderLease}. */
 export interface LeaderLeaseOptions {
   readonly database: PostgresDatabase;
@@ -70,7 +76,7 @@ const TakeSql = `
  * before another may start. A graceful {@link stop} deletes the row, so another replica
  * takes over at its next attempt instead of after the expiry.
  */
-export class LeaderLease {
+export class LeaderLease implements BotLeadership {
   readonly name: string;
   readonly #options: LeaderLeaseOptions;
   readonly #instanceId: string;

@@ -19,7 +19,9 @@ export function describeChannel(health: ChannelHealth, nowMs = Date.now()): stri
     health.webhookError === undefined
       ? ""
       : `; webhook last error ${Math.max(0, Math.round((nowMs - health.webhookError.atMs) / 1000))} s ago: ${health.webhookError.message}`;
-  return `Channel ${health.platform} (${health.profile})${mode}: ${health.state}${detail}${last}${webhookError}`;
+  const standby =
+    health.standby === true ? " (standby: another replica holds the bot's connection)" : "";
+  return `Channel ${health.platform} (${health.profile})${mode}: ${health.state}${standby}${detail}${last}${webhookError}`;
 }
 
 /** `/status`: session key and id, slot, container id and state, turn running, queued count. */

@@ -5,6 +5,7 @@ import { createChannels } from "../channels/factory.js";
 import type { ChannelAdapter } from "../channels/types.js";
 import { ChoiceRouter } from "../choices/router.js";
 import type { ClusterIdentity } from "../cluster/identity.js";
+import { LeaderLease, leaseName } from "../cluster/leader-lease.js";
 import { ModelChoiceKind, ModelPickers } from "../commands/model-buttons.js";
 import { ResetChoiceKind, ResetConfirmations } from "../commands/reset-buttons.js";
 import { emptyEnv, type GatewayEnv } from "../config/env.js";
@@ -121,6 +122,7 @@ export async function openParts(
         onConsoleClose: options.onConsoleClose,
         retrySleep: options.retrySleep,
         consoleTerminal: options.consoleTerminal,
+        leaderFor: leaderFor(cluster, logger),
       });
   } catch (error) {
     for (const runtime of runtimes.values())
@@ -130,6 +132,37 @@ export async function openParts(
     throw error;
   }
   return { env, logger, engine, runtimes, channels, journal, stores, cluster };
+}
+
+/** The leases one replica of `cluster` holds a bot's connection by (docs/cluster.md). */
+function leaderFor(
+  cluster: ClusterIdentity | undefined,
+  logger: Logger,
+): ((platform: "telegram" | "discord", token: string) => LeaderLease) | undefined {
+  if (cluster === undefined) return undefined;
+  return (platform, token) => botLease(cluster, platform, token, logger);
+}
+
+function botLease(
+  cluster: ClusterIdentity,
+  platform: "telegram" | "discord",
+  token: string,
+  logger: Logger,
+): LeaderLease {
+  let failing = false;
+  return new LeaderLease({
+    database: cluster.database,
+    name: leaseName(platform, token),
+    replicaId: cluster.replicaId,
+    onError: (error) => {
+      if (failing) return;
+      failing = true;
+      logger.warn(
+        { err: error, platform },
+        "the bot's leader lease could not be renewed or taken; retrying",
+      );
+    },
+  });
 }
 
 /** Builds the outbox, the pipeline's services and the shared state around what was opened. */
