@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freshPostgresDatabase, type TestDatabase } from "../../test-support/postgres.js";
+import { FakeDiscord } from "../fakes/discord/index.js";
 import { FakeTelegram } from "../fakes/telegram/index.js";
 import { runCli } from "./harness/cli.js";
 import { CliInstall } from "./harness/cli-install.js";
@@ -109,5 +110,67 @@ describe("two replicas polling one Telegram bot", () => {
       "a listed dead and b alive",
       TakeoverBoundMs,
     );
+  });
+});
+
+/**
+ * The same for one Discord bot's gateway connection: the Discord fake counts the sessions with
+ * a socket open at once, never more than one; after the leader's SIGKILL the other replica
+ * connects within the bound and answers.
+ */
+describe("two replicas of one Discord bot", () => {
+  const Member = "320000000000000029";
+  const Connected = '"msg":"discord connected"';
+  let db: TestDatabase;
+  let discord: FakeDiscord;
+  const installs: CliInstall[] = [];
+
+  beforeAll(async () => {
+    db = await freshPostgresDatabase("cluster_discord");
+    discord = await FakeDiscord.start({ token: "MTAxOTk.cluster.discord-leader-secret" });
+  });
+  afterAll(async () => {
+    await Promise.all(installs.map((install) => install.dispose()));
+    await discord?.close();
+    await db?.drop();
+  });
+
+  const replica = async (prefix: string): Promise<CliInstall> => {
+    const install = await CliInstall.create(
+      prefix,
+      {
+        discord: { token: discord.token, apiRoot: discord.apiRoot, commands: { register: false } },
+        allowedUsers: [`discord:${Member}`],
+        progress: { enabled: false },
+      },
+      { store: { kind: "postgres", url: db.url } },
+    );
+    installs.push(install);
+    return install;
+  };
+
+  const answered = (text: string) =>
+    discord.messageCreates().some((call) => JSON.stringify(call.payload ?? "").includes(text));
+
+  it("connects on one replica only, and on the other within the bound after the leader's SIGKILL", async () => {
+    const a = await replica("cld-a");
+    const b = await replica("cld-b");
+    const runA = await a.start();
+    await waitUntil(() => runA.stderr().includes(Connected), "replica a to connect");
+    const runB = await b.start();
+    discord.sendDirectMessage({ content: "echo from-leader", authorId: Member });
+    await waitUntil(() => answered("from-leader"), "the leader's answer");
+    expect(runB.stderr()).not.toContain(Connected);
+    expect(discord.gateway.liveSessions).toBe(1);
+
+    await a.kill();
+    await waitUntil(
+      () => runB.stderr().includes(Connected),
+      "replica b to connect after a's SIGKILL",
+      TakeoverBoundMs,
+    );
+    discord.sendDirectMessage({ content: "echo from-follower", authorId: Member });
+    await waitUntil(() => answered("from-follower"), "the new leader's answer");
+    expect(discord.gateway.maxLiveSessions).toBe(1);
   });
 });

@@ -88,6 +88,7 @@ export function createChannels(
           downloadMaxBytes: profile.discord.downloadMaxBytes,
           maxTextChunks: config.delivery.maxTextChunks,
           retry: { sleep: options.retrySleep },
+          leader: options.leaderFor?.("discord", profile.discord.token),
         }),
       );
     }

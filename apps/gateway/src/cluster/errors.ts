@@ -15,6 +15,22 @@ export class ReplicaIdFileError extends MediagateError {
   }
 }
 
+/**
+ * A replica holding a bot's Discord connection lost its lease (it could not renew it in time:
+ * PostgreSQL cut off): it closed the connection and the gateway stops, so that another replica
+ * takes the bot over; a supervisor starts it again as a follower.
+ */
+export class LeadershipLostError extends MediagateError {
+  override readonly name = "LeadershipLostError";
+  readonly code = "MG_CLUSTER_LEADERSHIP_LOST";
+
+  constructor(readonly platform: string) {
+    super(
+      `this replica lost its ${platform} bot's lease (it could not renew it in time: is PostgreSQL reachable?); it closed the connection and stops so another replica takes over (docs/cluster.md)`,
+    );
+  }
+}
+
 /** Another live process is registered under this replica id. */
 export class ReplicaIdTakenError extends MediagateError {
   override readonly name = "ReplicaIdTakenError";
