@@ -53,7 +53,7 @@ describe("two replicas polling one Telegram bot", () => {
       prefix,
       {
         telegram: { token: fake.token, apiRoot: fake.apiRoot },
-        allowedUsers: [`telegram:${User}`],
+        admins: [`telegram:${User}`],
         progress: { enabled: false },
       },
       { store: { kind: "postgres", url: db.url }, health: { listen: "127.0.0.1:0" } },
@@ -100,6 +100,19 @@ describe("two replicas polling one Telegram bot", () => {
 
     expect(fake.getUpdatesConsumers).toEqual({ conflicts: 0, max: 1 });
     expect(a.output() + b.output()).not.toContain("409 Conflict");
+
+    // An admin's /status lists the cluster's replicas.
+    fake.sendPrivateText({ userId: User, text: "/status" });
+    await waitUntil(
+      () => fake.callsTo("sendMessage").some((c) => String(c.params.text).includes("Replica ")),
+      "the admin's /status",
+    );
+    const status = String(
+      fake.callsTo("sendMessage").find((c) => String(c.params.text).includes("Replica "))?.params
+        .text,
+    );
+    expect(status).toMatch(/^Cluster [0-9a-f]{12}: \d of 2 replica\(s\) alive/m);
+    expect(status.match(/^Replica /gm)).toHaveLength(2);
 
     // `mediagate status` lists both replicas; a is dead once its heartbeat is old enough.
     await waitUntil(
