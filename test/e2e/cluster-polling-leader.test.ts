@@ -62,7 +62,7 @@ describe("two replicas polling one Telegram bot", () => {
     return install;
   };
 
-  it("polls on one replica only, and on the other within the bound after the leader's SIGKILL", async () => {
+  it("polls on one replica only, on the other within the bound after the leader's SIGKILL, and hands over at a graceful stop", async () => {
     const a = await replica("cl-a");
     const b = await replica("cl-b");
     const runA = await a.start();
@@ -123,6 +123,20 @@ describe("two replicas polling one Telegram bot", () => {
       "a listed dead and b alive",
       TakeoverBoundMs,
     );
+
+    // A graceful stop hands polling over at once: a, started again, follows; b stops.
+    const runA2 = await a.start();
+    expect(runA2.stderr()).not.toContain(PollingStarted);
+    runB.signal("SIGTERM");
+    expect((await runB.ended).code).toBe(0);
+    await waitUntil(
+      () => runA2.stderr().includes(PollingStarted),
+      "replica a to poll after b's stop",
+      TakeoverBoundMs,
+    );
+    const listed = await runCli(["status", "-c", a.configFile], { home: a.workDir });
+    expect(listed.stdout).toMatch(/ stopped\n/);
+    expect(fake.getUpdatesConsumers).toEqual({ conflicts: 0, max: 1 });
   });
 });
 
