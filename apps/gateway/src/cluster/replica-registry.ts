@@ -112,12 +112,14 @@ export class ReplicaRegistry {
   readonly #options: ReplicaRegistryOptions;
   readonly #schedule: Schedule;
   readonly #intervalMs: number;
+  #sessionsHeldBy: (() => number) | undefined;
   #cancel: (() => void) | undefined;
   #beating: Promise<void> | undefined;
   #closed = false;
 
   private constructor(options: ReplicaRegistryOptions) {
     this.#options = options;
+    this.#sessionsHeldBy = options.sessionsHeld;
     this.#database = options.database;
     this.replicaId = options.replicaId;
     this.instanceId = options.instanceId ?? currentInstanceId();
@@ -199,8 +201,16 @@ export class ReplicaRegistry {
     );
   }
 
+  /**
+   * Counts the sessions this replica holds from now on (written with each heartbeat): for the
+   * part that holds sessions, which starts after the registration.
+   */
+  sessionsHeldBy(count: () => number): void {
+    this.#sessionsHeldBy = count;
+  }
+
   #sessionsHeld(): number {
-    return this.#options.sessionsHeld?.() ?? 0;
+    return this.#sessionsHeldBy?.() ?? 0;
   }
 
   #next(): void {
