@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { manualClock } from "../../../../test-support/clock.js";
 import { freshPostgresDatabase, type TestDatabase } from "../../../../test-support/postgres.js";
 import { tempDirForTest } from "../../../../test-support/temp-dir.js";
+import { waitFor } from "../../../../test-support/wait.js";
 import { OwnerLock } from "../durable/postgres-owner.js";
 import { PostgresDatabase } from "../postgres/database.js";
 import { migrateCluster } from "./cluster-schema.js";
@@ -96,6 +97,26 @@ describe("replica registry", () => {
       alive: false,
     });
     expect(clock.pending()).toEqual([]);
+  });
+
+  it("tells a heartbeat it could not write, and beats on", async () => {
+    await migrateCluster(database);
+    const own = new PostgresDatabase({ url: testDatabase.url });
+    const clock = manualClock();
+    const failures: unknown[] = [];
+    await ReplicaRegistry.register({
+      database: own,
+      replicaId: "cut-1",
+      version: "1",
+      instanceId: "host-d/boot/4/4",
+      schedule: clock.schedule,
+      heartbeatIntervalMs: 2_000,
+      onHeartbeatFailed: (error) => failures.push(error),
+    });
+    await own.close();
+    clock.advance(2_000);
+    await waitFor(() => expect(failures).toHaveLength(1));
+    await waitFor(() => expect(clock.pending()).toEqual([2_000]));
   });
 
   it("refuses an id a live process holds, and takes it over once that process is gone", async () => {

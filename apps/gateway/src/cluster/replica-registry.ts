@@ -48,6 +48,8 @@ export interface ReplicaRegistryOptions {
   readonly heartbeatIntervalMs?: number;
   /** Told when a heartbeat could not be written (the next one tries again). */
   readonly onHeartbeatFailed?: (error: unknown) => void;
+  /** Told when a heartbeat was written again after one or more failed. */
+  readonly onHeartbeatRecovered?: () => void;
 }
 
 const ReplicaColumns = `id, host, version, instance_id,
@@ -113,6 +115,7 @@ export class ReplicaRegistry {
   readonly #schedule: Schedule;
   readonly #intervalMs: number;
   #sessionsHeldBy: (() => number) | undefined;
+  #failedBeats = 0;
   #cancel: (() => void) | undefined;
   #beating: Promise<void> | undefined;
   #closed = false;
@@ -217,7 +220,16 @@ export class ReplicaRegistry {
     if (this.#closed) return;
     this.#cancel = this.#schedule(() => {
       this.#beating = this.heartbeat()
-        .catch((error: unknown) => this.#options.onHeartbeatFailed?.(error))
+        .then(
+          () => {
+            if (this.#failedBeats > 0) this.#options.onHeartbeatRecovered?.();
+            this.#failedBeats = 0;
+          },
+          (error: unknown) => {
+            this.#failedBeats++;
+            this.#options.onHeartbeatFailed?.(error);
+          },
+        )
         .finally(() => {
           this.#beating = undefined;
           this.#next();

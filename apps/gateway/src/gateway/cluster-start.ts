@@ -38,6 +38,10 @@ export async function joinCluster(gateway: GatewayCore, version: string): Promis
       failing = true;
       gateway.logger.warn({ err: error }, "replica heartbeat could not be written; retrying");
     },
+    onHeartbeatRecovered: () => {
+      failing = false;
+      gateway.logger.info("replica heartbeat written again");
+    },
   });
   gateway.logger.info(
     { cluster: cluster.clusterId, replica: cluster.replicaId },
