@@ -22,6 +22,7 @@ function replica(name: string, instanceId: string, leaseMs = 600) {
   const database = new PostgresDatabase({ url: testDatabase.url });
   const clock = manualClock();
   const events: string[] = [];
+  const errors: unknown[] = [];
   const work: LeaderWork = {
     lead: () => events.push("lead"),
     yieldLead: async () => {
@@ -39,8 +40,9 @@ function replica(name: string, instanceId: string, leaseMs = 600) {
     renewIntervalMs: 100,
     attemptIntervalMs: 50,
     stopMarginMs: 200,
+    onError: (error) => errors.push(error),
   });
-  return { database, clock, events, work, lease };
+  return { database, clock, events, errors, work, lease };
 }
 
 describe("leader lease", () => {
@@ -95,6 +97,7 @@ describe("leader lease", () => {
       await a.database.close();
       a.clock.advance(100); // a renewal that gets no answer
       await waitFor(() => expect(a.clock.pending()).toContain(100));
+      expect(a.errors).toHaveLength(1);
       expect(a.events).toEqual(["lead"]);
       a.clock.advance(300); // past leaseMs − stopMarginMs since the last renewal sent
       expect(a.events).toEqual(["lead", "yield"]);

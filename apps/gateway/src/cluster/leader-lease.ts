@@ -41,6 +41,8 @@ export interface LeaderLeaseOptions {
   readonly stopMarginMs?: number;
   /** Told when a renewal or an attempt failed (the database did not answer). */
   readonly onError?: (error: unknown) => void;
+  /** Told when the database answered again after one or more failed calls. */
+  readonly onRecovered?: () => void;
 }
 
 /**
@@ -96,6 +98,7 @@ export class LeaderLease implements BotLeadership {
   #call: Promise<void> = Promise.resolve();
   #yielding: Promise<void> = Promise.resolve();
   #yieldingNow = false;
+  #failedCalls = 0;
 
   constructor(options: LeaderLeaseOptions) {
     const defaults = Defaults.cluster;
@@ -168,8 +171,13 @@ export class LeaderLease implements BotLeadership {
         this.#leaseMs,
       ])
       .then(
-        (result) => this.#answered(generation, sentAtMs, result.rows.length > 0),
+        (result) => {
+          if (this.#failedCalls > 0) this.#options.onRecovered?.();
+          this.#failedCalls = 0;
+          this.#answered(generation, sentAtMs, result.rows.length > 0);
+        },
         (error: unknown) => {
+          this.#failedCalls++;
           this.#options.onError?.(error);
           this.#answered(generation, sentAtMs, undefined);
         },

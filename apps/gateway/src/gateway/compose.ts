@@ -162,6 +162,10 @@ function botLease(
         "the bot's leader lease could not be renewed or taken; retrying",
       );
     },
+    onRecovered: () => {
+      failing = false;
+      logger.info({ platform }, "the bot's leader lease answers again");
+    },
   });
 }
 
