@@ -268,6 +268,23 @@ db.command("move-aside")
     process.exitCode = await moveAside(file, { force: opts.force }, print).catch(fail);
   });
 
+program
+  .command("status")
+  .description(
+    "the replicas of the cluster (docs/cluster.md): id, host, version, sessions, heartbeat",
+  )
+  .option("-c, --config <file>", "config file (its store: names the cluster's database)")
+  .addHelpText(
+    "after",
+    examples([["mediagate status --config mediagate.yaml", "a header row, then one per replica"]]),
+  )
+  .action(async (opts: { config?: string }) => {
+    const { clusterStatus } = await import("./cli/cluster-status.js");
+    process.exitCode = await clusterStatus({ config: opts.config, env, redactor }, print).catch(
+      fail,
+    );
+  });
+
 const store = program
   .command("store")
   .description("where the journal and the profiles' state live (docs/store.md)")

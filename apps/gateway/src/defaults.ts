@@ -406,6 +406,31 @@ export const Defaults = {
     integrityMaxProblems: 3,
   },
   /** The PostgreSQL store (`store: { kind: postgres }`, docs/store.md). */
+  /**
+   * Replicas sharing one PostgreSQL store (docs/cluster.md). Every bound here keeps a dead
+   * replica's bot connection moving to another within the issue's 15 s.
+   */
+  cluster: {
+    /** How often a replica writes its heartbeat into `mediagate_replicas`. */
+    heartbeatIntervalMs: 2_000,
+    /** A replica whose last heartbeat is older than this is listed as dead. */
+    deadAfterMs: 10_000,
+    /**
+     * How long a leader lease (one replica polls Telegram / holds the Discord connection of a
+     * bot) lasts on the server once taken or renewed; another replica takes it only after.
+     */
+    leaderLeaseMs: 10_000,
+    /** How often the leader renews its lease. */
+    leaderRenewIntervalMs: 2_000,
+    /** How often a replica that is not the leader tries to take the lease. */
+    leaderAttemptIntervalMs: 1_000,
+    /**
+     * The leader stops its connection this long before the lease would run out counted from
+     * the last renewal it sent: time for the stop itself (Telegram's closing getUpdates,
+     * `Defaults.telegram.confirmTimeoutMs`) to end before anyone else may start.
+     */
+    leaderStopMarginMs: 4_000,
+  },
   postgres: {
     /**
      * Connections of the pool: every query waits for one, so a slow server never holds more

@@ -1,10 +1,12 @@
 import { settledWithin } from "@mediagate/io";
 import type { DockerEngine } from "@mediagate/sandbox";
 import type { ChannelAdapter } from "./channels/types.js";
+import { packageVersion } from "./cli/version.js";
 import type { GatewayConfig } from "./config/types.js";
 import { coalescedSync } from "./durable/coalesced-sync.js";
 import type { Outbox } from "./durable/outbox.js";
 import type { Journal } from "./durable/types.js";
+import { joinCluster, leaveCluster, leavingCluster } from "./gateway/cluster-start.js";
 import { composeCore, type OpenedParts, openParts, startWarnings } from "./gateway/compose.js";
 import { type GatewayCore, track } from "./gateway/core.js";
 import { healthReport } from "./gateway/health.js";
@@ -82,6 +84,7 @@ export class Gateway {
    * sandboxes' orphans of dead processes are reaped.
    */
   async start(): Promise<void> {
+    await joinCluster(this.#core, this.#options.version ?? packageVersion());
     this.#core.accepting = true;
     if (this.config.healthListen !== undefined) {
       this.#health = await startHealthServer(this.config.healthListen, () => this.health());
@@ -159,6 +162,7 @@ export class Gateway {
   }
 
   async #stop(): Promise<void> {
+    await leavingCluster(this.#core);
     clearInterval(this.#pruneTimer);
     stopSchedules(this.#core);
     await this.#core.web?.close().catch((error: unknown) => {
@@ -198,6 +202,7 @@ export class Gateway {
     });
     if (released > 0)
       this.logger.info({ released }, "unfinished work left in the journal for the next start");
+    await leaveCluster(this.#core);
     await this.journal.close().catch((error: unknown) => {
       this.logger.warn({ err: error }, "journal close failed");
     });

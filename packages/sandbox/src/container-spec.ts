@@ -29,7 +29,11 @@ export function containerName(
     .slice(0, 40)
     .replace(/^[._-]+/, "");
   const hash = createHash("sha256")
-    .update(`${owner.install}\0${who}\0${slot}`)
+    // A replica's own containers (docs/cluster.md): two replicas with one install id on one
+    // engine never collide on a name, so neither reuses the other's container.
+    .update(
+      `${owner.install}\0${who}\0${slot}${owner.replica === undefined ? "" : `\0${owner.replica.replica}`}`,
+    )
     .digest("hex")
     .slice(0, 12);
   return ["mediagate", owner.install, who, readable, hash, unique].filter(Boolean).join("-");

@@ -1,7 +1,13 @@
 import type Docker from "dockerode";
 import { boundedCall, type CallBound } from "./bounded-call.js";
 import { isAlreadyDone, statusOf } from "./docker-errors.js";
-import { type ContainerOwner, LabelKeys, sanitizeLabelValue, slotHash } from "./labels.js";
+import {
+  type ContainerOwner,
+  LabelKeys,
+  replicaFilters,
+  sanitizeLabelValue,
+  slotHash,
+} from "./labels.js";
 import { slotTraits } from "./slot-key.js";
 import type { ContainerState } from "./types.js";
 
@@ -19,17 +25,21 @@ export function toState(value: unknown): ContainerState {
   return States.find((state) => state === value) ?? "missing";
 }
 
-/** Label filters of the containers of one install (`agent=1`, `install=<id>`). */
-export function installFilters(install: string): string[] {
-  return [`${LabelKeys.agent}=1`, `${LabelKeys.install}=${install}`];
+/**
+ * Label filters of the containers of one install (`agent=1`, `install=<id>`), and of its
+ * replica in a cluster.
+ */
+export function installFilters(owner: Pick<ContainerOwner, "install" | "replica">): string[] {
+  return [
+    `${LabelKeys.agent}=1`,
+    `${LabelKeys.install}=${owner.install}`,
+    ...replicaFilters(owner),
+  ];
 }
 
 /** Label filters of one profile's containers of one install. */
 export function profileFilters(owner: ContainerOwner): string[] {
-  return [
-    ...installFilters(owner.install),
-    `${LabelKeys.profile}=${sanitizeLabelValue(owner.profile)}`,
-  ];
+  return [...installFilters(owner), `${LabelKeys.profile}=${sanitizeLabelValue(owner.profile)}`];
 }
 
 /**
@@ -44,7 +54,7 @@ export async function findSlotContainers(
   bound: CallBound,
 ): Promise<Docker.ContainerInfo[]> {
   const labels = [
-    ...(slotTraits(slot).spansProfiles ? installFilters(owner.install) : profileFilters(owner)),
+    ...(slotTraits(slot).spansProfiles ? installFilters(owner) : profileFilters(owner)),
     `${LabelKeys.slot}=${sanitizeLabelValue(slot)}`,
     `${LabelKeys.slotHash}=${slotHash(slot)}`,
   ];

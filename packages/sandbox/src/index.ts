@@ -15,7 +15,7 @@ export { inboxFileName } from "./inbox-name.js";
 export { installIdOf } from "./install.js";
 export type { InstanceId } from "./instance.js";
 export { currentInstanceId, instanceLiveness } from "./instance.js";
-export { LabelKeys, sanitizeLabelValue } from "./labels.js";
+export { LabelKeys, type ReplicaLabels, sanitizeLabelValue } from "./labels.js";
 export {
   bindsSandboxMount,
   RegistryMountPoint,

@@ -81,10 +81,12 @@ export async function removeOwnContainer(
   if (
     labels[LabelKeys.agent] !== "1" ||
     labels[LabelKeys.install] !== owner.install ||
-    labels[LabelKeys.profile] !== sanitizeLabelValue(owner.profile)
+    labels[LabelKeys.profile] !== sanitizeLabelValue(owner.profile) ||
+    (owner.replica !== undefined &&
+      labels[LabelKeys.replica] !== sanitizeLabelValue(owner.replica.replica))
   ) {
     throw new Error(
-      `container ${idOrName} is not a mediagate container of profile ${owner.profile} of this install`,
+      `container ${idOrName} is not a mediagate container of profile ${owner.profile} of this install${owner.replica === undefined ? "" : ` and replica ${owner.replica.replica}`}`,
     );
   }
   await destroyContainer(docker, info.Id, Defaults.stopGraceSeconds, bound);

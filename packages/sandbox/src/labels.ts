@@ -44,6 +44,17 @@ export const LabelKeys = {
    * history only: any process of the install reuses them.
    */
   owner: "mediagate.owner",
+  /**
+   * The cluster (the id its PostgreSQL database made once: docs/cluster.md) of the replica that
+   * made the container. Absent outside a cluster (the SQLite store).
+   */
+  cluster: "mediagate.cluster",
+  /**
+   * The replica that made the container. In a cluster every lookup also filters by it, so two
+   * replicas on one engine (or with homes at the same path, hence the same install id) never
+   * reuse, list, remove or reap each other's containers.
+   */
+  replica: "mediagate.replica",
 } as const;
 
 const LabelUnsafe = /[^A-Za-z0-9_.-]/g;
@@ -90,6 +101,32 @@ export function keepsSlotDirs(labels: Readonly<Record<string, string>> | undefin
 export interface ContainerOwner {
   readonly install: string;
   readonly profile: string;
+  /** The cluster and replica of a gateway that is one of several replicas (docs/cluster.md). */
+  readonly replica?: ReplicaLabels | undefined;
+}
+
+/** The {@link LabelKeys.cluster} and {@link LabelKeys.replica} values of a replica's containers. */
+export interface ReplicaLabels {
+  /** Absent where the cluster's database is not asked (`mediagate sandbox reap`'s throwaways). */
+  readonly cluster?: string | undefined;
+  readonly replica: string;
+}
+
+/** The cluster and replica labels of `owner`'s containers (none outside a cluster). */
+export function replicaLabels(owner: Pick<ContainerOwner, "replica">): Record<string, string> {
+  if (owner.replica === undefined) return {};
+  const { cluster, replica } = owner.replica;
+  return {
+    ...(cluster === undefined ? {} : { [LabelKeys.cluster]: sanitizeLabelValue(cluster) }),
+    [LabelKeys.replica]: sanitizeLabelValue(replica),
+  };
+}
+
+/** The label filter that keeps a replica to its own containers (none outside a cluster). */
+export function replicaFilters(owner: Pick<ContainerOwner, "replica">): string[] {
+  return owner.replica === undefined
+    ? []
+    : [`${LabelKeys.replica}=${sanitizeLabelValue(owner.replica.replica)}`];
 }
 
 /** The labels every container of `slot` owned by `owner`, made by this process, carries. */
@@ -102,5 +139,6 @@ export function containerLabels(owner: ContainerOwner, slot: string): Record<str
     [LabelKeys.profile]: sanitizeLabelValue(owner.profile),
     [LabelKeys.slotHash]: slotHash(slot),
     [LabelKeys.persistent]: isPersistentSlot(slot) ? "1" : "0",
+    ...replicaLabels(owner),
   };
 }

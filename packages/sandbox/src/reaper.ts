@@ -215,6 +215,8 @@ async function slotStillUsed(
 ): Promise<boolean> {
   const hash = labels[LabelKeys.slotHash];
   const install = labels[LabelKeys.install];
+  // Any replica's container counts (docs/cluster.md): replicas whose homes share one
+  // directory never delete a directory another one's container binds.
   const filters = [
     `${LabelKeys.agent}=1`,
     ...(install === undefined ? [] : [`${LabelKeys.install}=${install}`]),
@@ -293,7 +295,8 @@ export async function sweepContainerlessScratchDirs(
     const listed = await boundedCall("list containers", bound, (abortSignal) =>
       context.docker.listContainers({
         all: true,
-        filters: { label: profileFilters(context.owner) },
+        // Every replica's containers count as users of a directory (see slotStillUsed).
+        filters: { label: profileFilters({ ...context.owner, replica: undefined }) },
         abortSignal,
       }),
     );

@@ -78,7 +78,7 @@ export class SandboxContext {
   }
 
   get owner(): ContainerOwner {
-    return { install: this.install, profile: this.profile };
+    return { install: this.install, profile: this.profile, replica: this.options.replica };
   }
 
   get sandboxRoots(): string[] {

@@ -1,5 +1,6 @@
 import type { Schedule } from "@mediagate/io";
 import type { DockerEngine } from "./engine.js";
+import type { ReplicaLabels } from "./labels.js";
 import type { ImagePullProgress, SandboxSettings } from "./types.js";
 
 /** Options of `Sandbox` (docs/architecture.md). */
@@ -15,6 +16,11 @@ export interface SandboxOptions {
    * reused, listed, removed or reaped.
    */
   readonly rootHome: string;
+  /**
+   * The cluster and replica of a gateway that is one of several replicas (docs/cluster.md): its
+   * containers carry them as labels, and it finds, lists, removes and reaps only its own.
+   */
+  readonly replica?: ReplicaLabels | undefined;
   readonly settings: SandboxSettings;
   /** Clock (ms since epoch) used for the reaper's age check. Default `Date.now`. */
   readonly now?: () => number;

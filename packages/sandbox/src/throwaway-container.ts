@@ -7,7 +7,13 @@ import { Defaults } from "./defaults.js";
 import { statusOf } from "./docker-errors.js";
 import { FrameDecoder, StreamType } from "./frames.js";
 import { currentInstanceId } from "./instance.js";
-import { type ContainerOwner, LabelKeys, sanitizeLabelValue } from "./labels.js";
+import {
+  type ContainerOwner,
+  LabelKeys,
+  replicaFilters,
+  replicaLabels,
+  sanitizeLabelValue,
+} from "./labels.js";
 
 /**
  * The jobs the sandbox runs in a throwaway container, each with the label that marks it (no
@@ -37,6 +43,7 @@ export function throwawayFilters(owner: ContainerOwner): string[][] {
     `${label}=1`,
     `${LabelKeys.install}=${owner.install}`,
     `${LabelKeys.profile}=${sanitizeLabelValue(owner.profile)}`,
+    ...replicaFilters(owner),
   ]);
 }
 
@@ -113,6 +120,7 @@ export async function runThrowaway(
         [LabelKeys.install]: context.owner.install,
         [LabelKeys.owner]: currentInstanceId(),
         [LabelKeys.profile]: sanitizeLabelValue(context.owner.profile),
+        ...replicaLabels(context.owner),
       },
       HostConfig: {
         ...(spec.mounts === undefined ? {} : { Mounts: [...spec.mounts] }),

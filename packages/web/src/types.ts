@@ -25,6 +25,27 @@ export interface ErrorView {
   readonly sessionKey?: string | undefined;
 }
 
+/** The cluster this gateway is a replica of, and its replicas (`replicas` absent: unreadable). */
+export interface ClusterView {
+  readonly id: string;
+  /** This replica's id. */
+  readonly replica: string;
+  readonly replicas?:
+    | readonly {
+        readonly id: string;
+        readonly host: string;
+        readonly version: string;
+        readonly sessionsHeld: number;
+        /** Epoch ms of the last heartbeat. */
+        readonly heartbeatMs: number;
+        readonly heartbeatAgeMs: number;
+        readonly state: string;
+        readonly alive: boolean;
+      }[]
+    | undefined;
+  readonly detail?: string | undefined;
+}
+
 /** The overview page. */
 export interface OverviewView {
   readonly status: string;
@@ -41,6 +62,8 @@ export interface OverviewView {
         readonly downSinceMs?: number | undefined;
       }
     | undefined;
+  /** The replicas sharing the PostgreSQL store (absent with SQLite files: docs/cluster.md). */
+  readonly cluster?: ClusterView | undefined;
   readonly queue: { readonly running: number; readonly queued: number };
   readonly outbox: { readonly scheduled: number };
   /** Turns that ended in the last minute. */

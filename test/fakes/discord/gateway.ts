@@ -64,6 +64,12 @@ interface GatewayOptions {
 export class FakeGateway extends EventEmitter {
   readonly sessions: Session[] = [];
   identifyCount = 0;
+  /**
+   * The most gateway sessions with a socket open at once so far: more than 1 means two
+   * processes held the bot's connection together (Discord allows it and delivers each event to
+   * both; a cluster must not: docs/cluster.md).
+   */
+  maxLiveSessions = 0;
   resumeCount = 0;
   /** RESUMEs answered with op 9 Invalid Session (`d: false`). */
   invalidSessionCount = 0;
@@ -184,6 +190,15 @@ export class FakeGateway extends EventEmitter {
     }
   }
 
+  /** Gateway sessions with a socket open now. */
+  get liveSessions(): number {
+    return this.sessions.filter((session) => session.socket !== undefined).length;
+  }
+
+  #countLive(): void {
+    this.maxLiveSessions = Math.max(this.maxLiveSessions, this.liveSessions);
+  }
+
   #identify(socket: WebSocket, d: Record<string, unknown>): void {
     if (d.token !== this.options.token()) {
       socket.close(4004, "Authentication failed.");
@@ -193,6 +208,7 @@ export class FakeGateway extends EventEmitter {
     const session: Session = { id: snowflake(), intents, seq: 0, log: [], socket };
     this.sessions.push(session);
     this.identifyCount += 1;
+    this.#countLive();
     const { world } = this.options;
     this.#send(session, "READY", {
       v: 10,
@@ -223,6 +239,7 @@ export class FakeGateway extends EventEmitter {
       return;
     }
     session.socket = socket;
+    this.#countLive();
     const seen = typeof d.seq === "number" ? d.seq : 0;
     for (const event of session.log) {
       if (event.s > seen) socket.send(JSON.stringify({ op: Op.Dispatch, ...event }));

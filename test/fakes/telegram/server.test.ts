@@ -120,9 +120,11 @@ describe("FakeTelegram long polling with the real grammY", () => {
     const bot = newBot();
     const first = bot.api.getUpdates({ timeout: 30 });
     await waitFor(() => expect(fake.polling).toBe(true));
+    expect(fake.getUpdatesConsumers).toEqual({ conflicts: 0, max: 1 });
     const second = bot.api.getUpdates({ timeout: 0 });
     await expect(first).rejects.toMatchObject({ error_code: 409 });
     expect(await second).toEqual([]);
+    expect(fake.getUpdatesConsumers).toEqual({ conflicts: 1, max: 2 });
   });
 
   it("marks forum topic messages with message_thread_id", async () => {

@@ -372,6 +372,14 @@ export class FakeTelegram {
     return this.updates.holding;
   }
 
+  /**
+   * Concurrent `getUpdates` consumers: how many polls came while another was held open (each
+   * such pair is a 409 Conflict, as the real Bot API answers), and the most open at once.
+   */
+  get getUpdatesConsumers(): { readonly conflicts: number; readonly max: number } {
+    return { conflicts: this.updates.conflicts, max: this.updates.maxConsumers };
+  }
+
   /** TCP connections clients opened to the fake so far (to see whether they reuse them). */
   get connections(): number {
     return this.connections_;

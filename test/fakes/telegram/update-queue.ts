@@ -26,6 +26,13 @@ export class UpdateQueue {
   private nextId = 1;
   private held: HeldPoll | undefined;
   private readonly pushListeners = new Set<() => void>();
+  /**
+   * `getUpdates` calls that came while another was held open: two consumers polled at once
+   * (each ended the other's poll with 409, as Telegram does).
+   */
+  conflicts = 0;
+  /** The most `getUpdates` calls open at once so far (more than 1: two consumers). */
+  maxConsumers = 0;
 
   get size(): number {
     return this.queue.length;
@@ -84,6 +91,12 @@ export class UpdateQueue {
     const limit = Math.min(100, Math.max(1, toInt(params.limit, 100)));
     const timeoutSeconds = Math.max(0, toInt(params.timeout, 0));
     this.confirm(offset);
+    if (this.held !== undefined) {
+      this.conflicts++;
+      this.maxConsumers = Math.max(this.maxConsumers, 2);
+    } else {
+      this.maxConsumers = Math.max(this.maxConsumers, 1);
+    }
     this.held?.finish(
       fail(
         409,

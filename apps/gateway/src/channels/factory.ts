@@ -1,4 +1,5 @@
 import type { Sleep } from "@mediagate/io";
+import type { BotLeadership } from "../cluster/leader-lease.js";
 import { menuOfferOf } from "../commands/menu.js";
 import type { GatewayConfig } from "../config/types.js";
 import type { Logger } from "../log.js";
@@ -17,6 +18,13 @@ export interface ChannelFactoryOptions {
   readonly retrySleep?: Sleep | undefined;
   /** The terminal the console shares with the logs, when it does. */
   readonly consoleTerminal?: SharedTerminal | undefined;
+  /**
+   * In a cluster (docs/cluster.md): the lease by which one replica polls a Telegram bot or
+   * holds a Discord bot's gateway connection. Absent: this process is the only one.
+   */
+  readonly leaderFor?:
+    | ((platform: "telegram" | "discord", token: string) => BotLeadership)
+    | undefined;
 }
 
 /**
@@ -54,6 +62,11 @@ export function createChannels(
           maxTextChunks: config.delivery.maxTextChunks,
           retry: { sleep: options.retrySleep },
           webhook: profile.telegram.webhook,
+          // A webhook needs no leader: every replica may take the updates sent to it.
+          leader:
+            profile.telegram.webhook === undefined
+              ? options.leaderFor?.("telegram", profile.telegram.token)
+              : undefined,
         }),
       );
     }
@@ -75,6 +88,7 @@ export function createChannels(
           downloadMaxBytes: profile.discord.downloadMaxBytes,
           maxTextChunks: config.delivery.maxTextChunks,
           retry: { sleep: options.retrySleep },
+          leader: options.leaderFor?.("discord", profile.discord.token),
         }),
       );
     }

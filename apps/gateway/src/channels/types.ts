@@ -155,6 +155,11 @@ export interface ChannelHealth {
    * `last_error_message`, with its time), while it is the latest news about the webhook.
    */
   readonly webhookError?: { readonly message: string; readonly atMs: number } | undefined;
+  /**
+   * In a cluster (docs/cluster.md): another replica polls this bot or holds its Discord
+   * connection; this one sends, and takes over when that one stops or dies.
+   */
+  readonly standby?: true | undefined;
 }
 
 /** What {@link ChannelAdapter.start} is given. */

@@ -5,6 +5,7 @@ import {
   Sandbox,
   sanitizeLabelValue,
 } from "@mediagate/sandbox";
+import { resolveReplicaId } from "../cluster/replica-id.js";
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import type { GatewayConfig } from "../config/types.js";
@@ -29,14 +30,19 @@ export class UnknownProfileError extends MediagateError {
 }
 
 /** The profiles the command acts on, each with a sandbox; an unknown `-p` is an error. */
-function sandboxes(
+async function sandboxes(
   config: GatewayConfig,
   options: SandboxCommandOptions,
-): { profile: string; sandbox: Sandbox }[] {
+): Promise<{ profile: string; sandbox: Sandbox }[]> {
   const only = options.profile;
   const known = config.profiles.map((p) => p.name);
   if (only !== undefined && !known.includes(only)) throw new UnknownProfileError(only, known);
   const engine = connectDocker({ host: config.dockerHost });
+  // A replica of a cluster acts on its own containers only (docs/cluster.md).
+  const replica =
+    config.store.kind === "postgres"
+      ? { replica: await resolveReplicaId(config.home, config.cluster?.replicaId) }
+      : undefined;
   return config.profiles
     .filter((p) => only === undefined || p.name === only)
     .map((p) => ({
@@ -46,6 +52,7 @@ function sandboxes(
         profile: p.name,
         profileHome: p.home,
         rootHome: config.home,
+        replica,
         settings: { ...p.sandbox, orphanReaper: false },
         ...(options.now === undefined ? {} : { now: options.now }),
       }),
@@ -94,7 +101,7 @@ export async function sandboxList(options: SandboxCommandOptions, print: Print):
   });
   let count = 0;
   const legacy = new Map<string, LegacyContainer>();
-  for (const { sandbox } of sandboxes(config, options)) {
+  for (const { sandbox } of await sandboxes(config, options)) {
     for (const c of await sandbox.list()) {
       if (count++ === 0) print(ListHeader);
       print(
@@ -139,7 +146,7 @@ export async function sandboxRemove(
     env: options.env,
     redactor: options.redactor,
   });
-  for (const { profile, sandbox } of sandboxes(config, options)) {
+  for (const { profile, sandbox } of await sandboxes(config, options)) {
     const containers = await sandbox.list();
     const byId = containers.find((c) => c.id.startsWith(target) || c.name === target);
     const bySlot = containers.find((c) => c.slot === sanitizeLabelValue(target));
@@ -175,7 +182,7 @@ export async function sandboxReap(options: SandboxCommandOptions, print: Print):
     redactor: options.redactor,
   });
   let failures = 0;
-  for (const { profile, sandbox } of sandboxes(config, options)) {
+  for (const { profile, sandbox } of await sandboxes(config, options)) {
     const result = await sandbox.reapOrphans({ minAgeSeconds: options.olderThanSeconds });
     const source =
       olderThan === undefined ? "default: 2 × lifetimeSeconds, at least 2 minutes" : "--older-than";

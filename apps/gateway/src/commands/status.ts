@@ -1,5 +1,5 @@
 import type { ChannelHealth } from "../channels/types.js";
-import type { StoreHealth } from "../health/server.js";
+import type { ClusterHealth, StoreHealth } from "../health/server.js";
 import type { PipelineRuntime, PipelineServices } from "../pipeline/types.js";
 import { sandboxProblemOf } from "../sandbox-access/sandbox-errors.js";
 import { SlotRegistry } from "../sandbox-access/slot-registry.js";
@@ -19,7 +19,9 @@ export function describeChannel(health: ChannelHealth, nowMs = Date.now()): stri
     health.webhookError === undefined
       ? ""
       : `; webhook last error ${Math.max(0, Math.round((nowMs - health.webhookError.atMs) / 1000))} s ago: ${health.webhookError.message}`;
-  return `Channel ${health.platform} (${health.profile})${mode}: ${health.state}${detail}${last}${webhookError}`;
+  const standby =
+    health.standby === true ? " (standby: another replica holds the bot's connection)" : "";
+  return `Channel ${health.platform} (${health.profile})${mode}: ${health.state}${standby}${detail}${last}${webhookError}`;
 }
 
 /** `/status`: session key and id, slot, container id and state, turn running, queued count. */
@@ -72,4 +74,31 @@ export function describeStore(store: StoreHealth, nowMs = Date.now()): string {
       ? ""
       : ` for ${Math.max(0, Math.round((nowMs - store.downSinceMs) / 1000))} s`;
   return `${name}: NOT reachable${since} (${store.detail ?? "no answer"}); new messages wait until it is back`;
+}
+
+/**
+ * The cluster's lines of an admin's `/status` (PostgreSQL only, docs/cluster.md): a summary,
+ * then one line per replica: id, host, version, alive or dead, sessions held, last heartbeat.
+ */
+export function describeCluster(cluster: ClusterHealth): string[] {
+  const replicas = cluster.replicas;
+  if (replicas === undefined)
+    return [
+      `Cluster ${cluster.id} (this replica: ${cluster.replica}): replicas unknown (${cluster.detail ?? "no answer"})`,
+    ];
+  const alive = replicas.filter((r) => r.alive).length;
+  return [
+    `Cluster ${cluster.id}: ${alive} of ${replicas.length} replica(s) alive (this one: ${cluster.replica})`,
+    ...replicas.map((r) => {
+      const state = r.alive
+        ? r.state === "stopping"
+          ? "stopping"
+          : "alive"
+        : r.state === "stopped"
+          ? "stopped"
+          : "DEAD";
+      const age = Math.round(r.heartbeatAgeMs / 1000);
+      return `Replica ${r.id} (${r.host}, ${r.version}): ${state}, ${r.sessionsHeld} session(s), last heartbeat ${age} s ago`;
+    }),
+  ];
 }

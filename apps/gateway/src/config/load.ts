@@ -6,6 +6,7 @@ import { needsAllowedHosts } from "@mediagate/web";
 import { LineCounter, parseDocument } from "yaml";
 import type { Redactor } from "../redact.js";
 import { resolveApprovals } from "./approvals-schema.js";
+import { resolveCluster } from "./cluster-schema.js";
 import { ConfigDefaults } from "./defaults.js";
 import type { GatewayEnv } from "./env.js";
 import {
@@ -178,6 +179,7 @@ export function resolveConfig(
     web,
     logLevel: file.log?.level,
     store: resolveStore(file.store),
+    cluster: resolveCluster(file.cluster),
   };
   options.redactor?.add(secretsOfConfig(config));
   return config;

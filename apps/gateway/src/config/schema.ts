@@ -14,6 +14,7 @@ import { z } from "zod";
 import { WebhookSecretPattern, webhookUrlAllowed } from "../channels/telegram/webhook-settings.js";
 import { LogLevels } from "../log.js";
 import { approvalsSchema } from "./approvals-schema.js";
+import { clusterSchema } from "./cluster-schema.js";
 import { ConfigDefaults, ProfileNamePattern } from "./defaults.js";
 import { schedulesSchema } from "./schedules-schema.js";
 import { storeSchema } from "./store-schema.js";
@@ -424,6 +425,7 @@ export const configFileSchema = z.strictObject({
     .optional(),
   log: z.strictObject({ level: z.enum(LogLevels).optional() }).optional(),
   store: storeSchema.optional(),
+  cluster: clusterSchema.optional(),
 });
 
 /** What the config file may contain, as parsed. */

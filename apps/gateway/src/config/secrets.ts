@@ -87,6 +87,8 @@ const ShownKeys: ReadonlySet<string> = new Set([
   "queryTimeoutMs",
   "connectTimeoutMs",
   "idleTimeoutMs",
+  // cluster (docs/cluster.md)
+  "replicaId",
 ]);
 
 /** Settings holding a URL: the URL is not secret, its user, password and query values may be. */

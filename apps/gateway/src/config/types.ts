@@ -331,6 +331,14 @@ export interface GatewayConfig {
   readonly logLevel?: LogLevel | undefined;
   /** Where the journal and the profiles' state live (docs/store.md); `sqlite` by default. */
   readonly store: StoreSettings;
+  /** This replica among those sharing a PostgreSQL store (docs/cluster.md); ignored on SQLite. */
+  readonly cluster?: ClusterSettings | undefined;
+}
+
+/** `cluster:` (docs/cluster.md). */
+export interface ClusterSettings {
+  /** This replica's id; unset: generated once and kept in the home's `replica-id` file. */
+  readonly replicaId?: string | undefined;
 }
 
 /**

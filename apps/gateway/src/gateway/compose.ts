@@ -4,6 +4,8 @@ import { ApprovalBroker, ApprovalChoiceKind } from "../approvals/broker.js";
 import { createChannels } from "../channels/factory.js";
 import type { ChannelAdapter } from "../channels/types.js";
 import { ChoiceRouter } from "../choices/router.js";
+import type { ClusterIdentity } from "../cluster/identity.js";
+import { LeaderLease, leaseName } from "../cluster/leader-lease.js";
 import { ModelChoiceKind, ModelPickers } from "../commands/model-buttons.js";
 import { ResetChoiceKind, ResetConfirmations } from "../commands/reset-buttons.js";
 import { emptyEnv, type GatewayEnv } from "../config/env.js";
@@ -28,6 +30,8 @@ import { LiveSessions } from "../session/live-sessions.js";
 import { TurnQueue } from "../session/queue.js";
 import { SqliteStateStore } from "../state/store.js";
 import { AlbumGatherer } from "./albums.js";
+import { clusterHealth } from "./cluster-health.js";
+import { openCluster } from "./cluster-start.js";
 import { channelFor, type GatewayCore } from "./core.js";
 import { storeHealth } from "./health.js";
 import { runAlbum } from "./inbound.js";
@@ -44,6 +48,8 @@ export interface OpenedParts {
   readonly journal: Journal;
   /** The store the journal and the state stores were opened from (docs/store.md). */
   readonly stores: StoreBackend;
+  /** The cluster of a PostgreSQL store (docs/cluster.md). */
+  readonly cluster: ClusterIdentity | undefined;
 }
 
 /**
@@ -62,7 +68,9 @@ export async function openParts(
   let channels: readonly ChannelAdapter[];
   let journal: Journal | undefined;
   const stores = await openStoreBackend(config.store);
+  let cluster: ClusterIdentity | undefined;
   try {
+    cluster = await openCluster(config, stores);
     const clock = options.clock ?? systemClock;
     const opened = await stores.openJournal(config.home, {
       now: () => clock.wallMs(),
@@ -82,6 +90,10 @@ export async function openParts(
           profile,
           engine,
           rootHome: config.home,
+          replica:
+            cluster === undefined
+              ? undefined
+              : { cluster: cluster.clusterId, replica: cluster.replicaId },
           protectedHomes: [...new Set(homes)],
           logger,
           agent: agent === undefined ? undefined : (store) => agent(profile, store),
@@ -110,6 +122,7 @@ export async function openParts(
         onConsoleClose: options.onConsoleClose,
         retrySleep: options.retrySleep,
         consoleTerminal: options.consoleTerminal,
+        leaderFor: leaderFor(cluster, logger),
       });
   } catch (error) {
     for (const runtime of runtimes.values())
@@ -118,7 +131,42 @@ export async function openParts(
     await stores.close();
     throw error;
   }
-  return { env, logger, engine, runtimes, channels, journal, stores };
+  return { env, logger, engine, runtimes, channels, journal, stores, cluster };
+}
+
+/** The leases one replica of `cluster` holds a bot's connection by (docs/cluster.md). */
+function leaderFor(
+  cluster: ClusterIdentity | undefined,
+  logger: Logger,
+): ((platform: "telegram" | "discord", token: string) => LeaderLease) | undefined {
+  if (cluster === undefined) return undefined;
+  return (platform, token) => botLease(cluster, platform, token, logger);
+}
+
+function botLease(
+  cluster: ClusterIdentity,
+  platform: "telegram" | "discord",
+  token: string,
+  logger: Logger,
+): LeaderLease {
+  let failing = false;
+  return new LeaderLease({
+    database: cluster.database,
+    name: leaseName(platform, token),
+    replicaId: cluster.replicaId,
+    onError: (error) => {
+      if (failing) return;
+      failing = true;
+      logger.warn(
+        { err: error, platform },
+        "the bot's leader lease could not be renewed or taken; retrying",
+      );
+    },
+    onRecovered: () => {
+      failing = false;
+      logger.info({ platform }, "the bot's leader lease answers again");
+    },
+  });
 }
 
 /** Builds the outbox, the pipeline's services and the shared state around what was opened. */
@@ -127,7 +175,7 @@ export function composeCore(
   opened: OpenedParts,
   options: GatewayOptions,
 ): GatewayCore {
-  const { env, logger, engine, runtimes, channels, journal, stores } = opened;
+  const { env, logger, engine, runtimes, channels, journal, stores, cluster } = opened;
   const clock: Clock = options.clock ?? systemClock;
   const outbox = new Outbox({
     journal,
@@ -191,6 +239,7 @@ export function composeCore(
     outbox,
     channels: () => channels.map((c) => c.health()),
     store: () => storeHealth(core),
+    cluster: () => clusterHealth(core),
     activityIntervalMs: options.activityIntervalMs,
     typingAfterMs: options.typingAfterMs,
     progressClock: options.progressClock,
@@ -205,6 +254,8 @@ export function composeCore(
     channels,
     journal,
     stores,
+    cluster,
+    replica: undefined,
     outbox,
     services,
     options,

@@ -3,6 +3,8 @@ import type { DockerEngine } from "@mediagate/sandbox";
 import type { WebConsole } from "@mediagate/web";
 import type { ChannelAdapter, ChatTarget, InboundMessage, Platform } from "../channels/types.js";
 import type { ChoiceRouter } from "../choices/router.js";
+import type { ClusterIdentity } from "../cluster/identity.js";
+import type { ReplicaRegistry } from "../cluster/replica-registry.js";
 import type { GatewayConfig } from "../config/types.js";
 import type { Outbox } from "../durable/outbox.js";
 import type { Journal } from "../durable/types.js";
@@ -38,6 +40,10 @@ export interface GatewayCore {
   readonly journal: Journal;
   /** The store the journal and the state stores live on (docs/store.md). */
   readonly stores: StoreBackend;
+  /** This replica's cluster (docs/cluster.md); absent on SQLite. */
+  readonly cluster: ClusterIdentity | undefined;
+  /** This replica's registration, once started (cluster-start). */
+  replica: ReplicaRegistry | undefined;
   readonly outbox: Outbox;
   readonly services: PipelineServices;
   readonly options: GatewayOptions;

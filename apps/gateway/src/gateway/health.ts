@@ -1,12 +1,17 @@
 import type { ChannelHealth } from "../channels/types.js";
 import { type HealthReport, overallStatus, type StoreHealth } from "../health/server.js";
+import { clusterHealth } from "./cluster-health.js";
 import type { GatewayCore, StoreCheck } from "./core.js";
 import { GatewayDefaults } from "./options.js";
 
 /** What the health endpoint reports (also used by `/status`). */
 export async function healthReport(gateway: GatewayCore): Promise<HealthReport> {
   const channels: ChannelHealth[] = gateway.channels.map((c) => c.health());
-  const [engine, store] = await Promise.all([engineReachable(gateway), storeHealth(gateway)]);
+  const [engine, store, cluster] = await Promise.all([
+    engineReachable(gateway),
+    storeHealth(gateway),
+    clusterHealth(gateway),
+  ]);
   const queue = gateway.services.queue;
   const damage = gateway.journal.damage;
   const journal: HealthReport["journal"] =
@@ -19,6 +24,7 @@ export async function healthReport(gateway: GatewayCore): Promise<HealthReport> 
     journal,
     engine,
     ...(store === undefined ? {} : { store }),
+    ...(cluster === undefined ? {} : { cluster }),
     queue: { running: queue.active, queued: queue.pending },
     outbox: { scheduled: gateway.outbox.scheduled },
   };

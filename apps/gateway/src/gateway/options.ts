@@ -72,6 +72,10 @@ export interface GatewayOptions {
    * docs/telegram-webhooks.md); tests close an album's window by hand.
    */
   readonly albumSchedule?: Schedule | undefined;
+  /** Replaces the replica heartbeat's timers (docs/cluster.md); tests fire them by hand. */
+  readonly heartbeatSchedule?: Schedule | undefined;
+  /** The version this replica registers with (default: the package's). */
+  readonly version?: string | undefined;
   /**
    * Replaces the wait between attempts of a send of the channels built from the config (a
    * short `retry_after`, a backoff); tests record it and go on at once.

@@ -22,6 +22,8 @@ export interface HealthReport {
   readonly engine: { readonly reachable: boolean; readonly detail?: string | undefined };
   /** The PostgreSQL store (docs/store.md); absent with the SQLite files. */
   readonly store?: StoreHealth | undefined;
+  /** The replicas sharing the PostgreSQL store (docs/cluster.md); absent with the SQLite files. */
+  readonly cluster?: ClusterHealth | undefined;
   readonly queue: { readonly running: number; readonly queued: number };
   readonly outbox: { readonly scheduled: number };
 }
@@ -41,6 +43,31 @@ export interface StoreHealth {
   readonly detail?: string | undefined;
   /** Since when (epoch ms) it has not answered, as far as this process saw. */
   readonly downSinceMs?: number | undefined;
+}
+
+/**
+ * This replica's cluster and every replica registered in it (docs/cluster.md), as the
+ * database lists them; `replicas` is absent (and `detail` says why) when it could not be read.
+ */
+export interface ClusterHealth {
+  readonly id: string;
+  /** This replica's id. */
+  readonly replica: string;
+  readonly replicas?: readonly ReplicaHealth[] | undefined;
+  readonly detail?: string | undefined;
+}
+
+/** One replica's row as the health endpoint shows it. */
+export interface ReplicaHealth {
+  readonly id: string;
+  readonly host: string;
+  readonly version: string;
+  readonly sessionsHeld: number;
+  /** Epoch ms of its last heartbeat, and how long ago that was by the database's clock. */
+  readonly heartbeatMs: number;
+  readonly heartbeatAgeMs: number;
+  readonly state: "running" | "stopping" | "stopped";
+  readonly alive: boolean;
 }
 
 /** The overall status from its parts. */

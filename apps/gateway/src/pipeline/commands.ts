@@ -12,7 +12,7 @@ import {
   parseCommand,
 } from "../commands/parse.js";
 import { describeResetConfirm, resetSession } from "../commands/reset.js";
-import { describeStatus } from "../commands/status.js";
+import { describeCluster, describeStatus } from "../commands/status.js";
 import { describeSlotStop, describeStop, stopSession, stopSlot } from "../commands/stop.js";
 import { describeUsage } from "../commands/usage.js";
 import { answerTaskCommand } from "../schedules/chat.js";
@@ -223,7 +223,13 @@ async function runCommand(ctx: MessageContext, command: AdminCommand): Promise<v
       const status = await describeStatus(runtime, services, session.sessionKey, session.sessionId);
       const tasks = (runtime.store as Partial<Pick<StateStore, "tasks">>).tasks;
       const runs = tasks === undefined ? [] : await describeNextRuns(tasks);
-      await say(ctx, [status, ...runs].join("\n"));
+      // The cluster's hosts and versions are the operator's business: admins only.
+      const cluster =
+        ctx.access?.admin === true ? await services.cluster?.().catch(() => undefined) : undefined;
+      await say(
+        ctx,
+        [status, ...runs, ...(cluster === undefined ? [] : describeCluster(cluster))].join("\n"),
+      );
       return;
     }
   }

@@ -12,7 +12,7 @@ import type {
 import type { ProfileConfig } from "../config/types.js";
 import type { Outbox } from "../durable/outbox.js";
 import type { Journal } from "../durable/types.js";
-import type { StoreHealth } from "../health/server.js";
+import type { ClusterHealth, StoreHealth } from "../health/server.js";
 import type { Logger } from "../log.js";
 import type { SlotRegistry } from "../sandbox-access/slot-registry.js";
 import type { TaskServices } from "../schedules/services.js";
@@ -82,6 +82,8 @@ export interface PipelineServices {
   readonly channels: () => readonly ChannelHealth[];
   /** The PostgreSQL store's health (for `/status`); absent, or `undefined`, with SQLite. */
   readonly store?: (() => Promise<StoreHealth | undefined>) | undefined;
+  /** The cluster's replicas (admins' `/status`); absent, or `undefined`, with SQLite. */
+  readonly cluster?: (() => Promise<ClusterHealth | undefined>) | undefined;
   /** Typing renewal period; default `Defaults.activity.intervalMs`. */
   readonly activityIntervalMs?: number | undefined;
   /** How long a turn runs before it shows typing (default `Defaults.activity.typingAfterMs`). */

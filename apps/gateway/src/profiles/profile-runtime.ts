@@ -2,6 +2,7 @@ import { join } from "node:path";
 import type { TranslateContext } from "@mediagate/media";
 import {
   type DockerEngine,
+  type ReplicaLabels,
   resolveSlot,
   Sandbox,
   type SlotScope,
@@ -20,6 +21,8 @@ export interface ProfileRuntimeOptions {
   readonly engine: DockerEngine;
   /** Root home (`shared:` slots live there). */
   readonly rootHome: string;
+  /** The cluster and replica its containers are labelled with (docs/cluster.md); none on SQLite. */
+  readonly replica?: ReplicaLabels | undefined;
   /** Every profile home of the process: their secrets are never delivered as media. */
   readonly protectedHomes: readonly string[];
   readonly logger: Logger;
@@ -79,6 +82,7 @@ export class ProfileRuntime {
       profile: options.profile.name,
       profileHome: options.profile.home,
       rootHome: options.rootHome,
+      replica: options.replica,
       settings: options.profile.sandbox,
       onWarning: (message, cause) => logger.warn({ err: cause }, message),
       onPullProgress: (progress) => logger.info({ pull: progress }, progress.text),

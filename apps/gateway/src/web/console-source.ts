@@ -142,6 +142,7 @@ export function createConsoleSource(deps: ConsoleSourceDeps): ConsoleSource {
         engine: health.engine,
         journal: health.journal,
         ...(health.store === undefined ? {} : { store: health.store }),
+        ...(health.cluster === undefined ? {} : { cluster: health.cluster }),
         queue: health.queue,
         outbox: health.outbox,
         turnsPerMinute: live.turnsPerMinute(),

@@ -42,6 +42,31 @@ export function Overview() {
           )}
         </tbody>
       </table>
+      ${
+        o.cluster &&
+        html`<h3>Replicas of cluster ${o.cluster.id}</h3>
+        ${
+          o.cluster.replicas === undefined
+            ? html`<p class="muted">Unknown: ${o.cluster.detail ?? "the database did not answer"}</p>`
+            : html`<table class="rows" data-testid="replicas">
+            <thead><tr><th>Replica</th><th>Host</th><th>Version</th><th>Sessions</th><th>Last heartbeat</th><th>State</th></tr></thead>
+            <tbody>
+              ${o.cluster.replicas.map(
+                (
+                  r,
+                ) => html`<tr data-testid="replica" data-replica=${r.id} data-alive=${String(r.alive)}>
+                  <td data-label="Replica">${r.id}${r.id === o.cluster?.replica ? " (this one)" : ""}</td>
+                  <td data-label="Host">${r.host}</td>
+                  <td data-label="Version">${r.version}</td>
+                  <td data-label="Sessions">${r.sessionsHeld}</td>
+                  <td data-label="Last heartbeat">${Math.round(r.heartbeatAgeMs / 1000)} s ago</td>
+                  <td data-label="State">${r.alive ? badge(r.state === "stopping" ? "stopping" : "alive", "good") : badge(r.state === "stopped" ? "stopped" : "dead", "bad")}</td>
+                </tr>`,
+              )}
+            </tbody>
+          </table>`
+        }`
+      }
       <h3>Recent errors</h3>
       ${
         o.recentErrors.length === 0

@@ -12,6 +12,8 @@ import {
   type REST,
 } from "discord.js";
 import type { Logger } from "pino";
+import { LeadershipLostError } from "../../cluster/errors.js";
+import type { BotLeadership } from "../../cluster/leader-lease.js";
 import { type MenuOffer, PlainOffer } from "../../commands/menu.js";
 import { Defaults } from "../../defaults.js";
 import type { ResolveHost } from "../http-download.js";
@@ -124,6 +126,11 @@ export interface DiscordChannelOptions {
    * Discord's CDN names to an address of theirs.
    */
   readonly resolveHost?: ResolveHost | undefined;
+  /**
+   * In a cluster (docs/cluster.md): the gateway connection is made only while this replica
+   * holds the bot's lease. Absent: at start.
+   */
+  readonly leader?: BotLeadership | undefined;
 }
 
 /** Defaults of {@link DiscordChannelOptions}. */
@@ -170,6 +177,7 @@ export class DiscordChannel implements ChannelAdapter {
   readonly #configuredMaxBytes: number | undefined;
   readonly #answeredThreads = new Set<string>();
   readonly #health: HealthMonitor;
+  readonly #leader: BotLeadership | undefined;
   readonly #inbound: InboundQueues;
   readonly #catchUp: DiscordCatchUp;
   readonly #catchUpMaxMessages: number;
@@ -231,6 +239,7 @@ export class DiscordChannel implements ChannelAdapter {
       headersTimeoutMs: connection.requestTimeoutMs,
     });
     this.#token = options.token;
+    this.#leader = options.leader;
     this.#client = createGatewayClient(connection, options.identifyWait);
     this.#rest = createDeliveryRest(connection);
     this.status = new DiscordStatusMessages(this.#rest, maxTextChunks);
@@ -331,6 +340,34 @@ export class DiscordChannel implements ChannelAdapter {
       this.#log.error({ err: describeError(error) }, "discord error"),
     );
     client.on(Events.Warn, (message) => this.#log.warn({ message }, "discord warning"));
+    if (this.#leader !== undefined) {
+      // Up for sending at once; receiving starts when this replica takes the lease.
+      this.#health.running(onFatal);
+      this.#leader.start({
+        lead: () => {
+          // A login that fails after the lease was taken stops the gateway, as at start.
+          this.#connect(onFatal).catch((error: unknown) =>
+            onFatal(error instanceof Error ? error : new Error(String(error))),
+          );
+        },
+        yieldLead: async () => {
+          // discord.js cannot log in again after a destroy: the gateway stops, and starts
+          // again as a follower (docs/cluster.md).
+          this.#health.fatal(new LeadershipLostError("discord"));
+          await this.#client.destroy();
+        },
+        standby: (waiting) => {
+          this.#health.standby = waiting;
+        },
+      });
+      return;
+    }
+    await this.#connect(onFatal);
+  }
+
+  /** Logs in and waits for READY; then up, and the slash commands are registered. */
+  async #connect(onFatal: (error: Error) => void): Promise<void> {
+    const client = this.#client;
     const ready = once(client, Events.ClientReady);
     ready.catch(() => undefined); // awaited below unless login fails first
     try {
@@ -422,6 +459,8 @@ export class DiscordChannel implements ChannelAdapter {
     // limit, and it never rejects (its failure is a warning).
     this.#client.removeAllListeners(Events.InteractionCreate);
     await this.#client.destroy();
+    // Closed while the lease is still held; released after, so another replica connects.
+    await this.#leader?.stop();
     this.#rest.clearHashSweeper();
     this.#rest.clearHandlerSweeper();
   }

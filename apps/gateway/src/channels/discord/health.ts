@@ -25,6 +25,8 @@ export class HealthMonitor {
   #sinceMs: number;
   #lastOkMs: number | undefined;
   #detail: string | undefined;
+  /** In a cluster: another replica holds this bot's connection (docs/cluster.md). */
+  standby = false;
   /** Set once `start` resolved: from then on, failures go to it. */
   #onFatal: ((error: Error) => void) | undefined;
 
@@ -104,6 +106,7 @@ export class HealthMonitor {
       sinceMs: this.#sinceMs,
       ...(this.#lastOkMs === undefined ? {} : { lastOkMs: this.#lastOkMs }),
       ...(this.#detail === undefined ? {} : { detail: this.#detail }),
+      ...(this.standby ? { standby: true } : {}),
     };
   }
 

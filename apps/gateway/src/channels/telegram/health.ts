@@ -10,6 +10,8 @@ export class HealthTracker {
   mode: ChannelHealth["mode"];
   /** The platform's last webhook delivery error; `undefined` once it delivers again. */
   webhookError: ChannelHealth["webhookError"];
+  /** In a cluster: another replica holds this bot's connection (docs/cluster.md). */
+  standby = false;
 
   constructor(
     private readonly platform: Platform,
@@ -46,6 +48,7 @@ export class HealthTracker {
       ...(this.detail === undefined ? {} : { detail: this.detail }),
       ...(this.mode === undefined ? {} : { mode: this.mode }),
       ...(this.webhookError === undefined ? {} : { webhookError: this.webhookError }),
+      ...(this.standby ? { standby: true } : {}),
     };
   }
 }

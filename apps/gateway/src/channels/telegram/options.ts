@@ -1,5 +1,6 @@
 import type { Sleep } from "@mediagate/io";
 import type { Logger } from "pino";
+import type { BotLeadership } from "../../cluster/leader-lease.js";
 import { type MenuOffer, PlainOffer } from "../../commands/menu.js";
 import { Defaults } from "../../defaults.js";
 import { type RetryOptions, resolveRetryOptions } from "../../delivery/retry.js";
@@ -15,6 +16,8 @@ import {
 } from "./webhook-settings.js";
 
 /** Options of {@link TelegramChannel}. */
+export type { BotLeadership };
+
 export interface TelegramChannelOptions {
   /** The bot token (BotFather). Never logged. */
   readonly token: string;
@@ -114,6 +117,11 @@ export interface TelegramChannelOptions {
    * long polling, and a webhook left set is deleted at start.
    */
   readonly webhook?: TelegramWebhookOptions | undefined;
+  /**
+   * Long polling in a cluster (docs/cluster.md): polls only while this replica holds the bot's
+   * lease. Absent: polls from the start.
+   */
+  readonly leader?: BotLeadership | undefined;
 }
 
 /** Defaults of {@link TelegramChannelOptions}. */

@@ -132,13 +132,15 @@ export class UpdatePoller {
   /**
    * Aborts the poll in flight at once, lets an update being recorded finish (bounded), then
    * confirms the recorded updates with one short getUpdates. A failed confirmation is only
-   * logged: those updates come again and the journal knows them.
+   * logged: those updates come again and the journal knows them. `confirm: false` (a replica
+   * losing its lease, docs/cluster.md) sends nothing more: the next leader gets them again.
    */
-  async stop(): Promise<void> {
+  async stop({ confirm = true }: { confirm?: boolean } = {}): Promise<void> {
     const loop = this.loop;
     if (loop === undefined || this.stopping.signal.aborted) return;
     this.stopping.abort();
     await settledWithin(loop, PollingDefaults.stopWaitMs);
+    if (!confirm) return;
     if (this.offset > this.confirmedOffset && this.deps.health.current !== "failed") {
       try {
         await this.flush();

@@ -26,6 +26,7 @@ import { HealthTracker } from "./health.js";
 import { type GroupRules, toInboundMessage } from "./inbound.js";
 import { sendWithPlainFallback } from "./markup-fallback.js";
 import {
+  type BotLeadership,
   type ResolvedTelegramOptions,
   resolveTelegramOptions,
   type TelegramChannelOptions,
@@ -96,6 +97,10 @@ export class TelegramChannel implements ChannelAdapter {
   private readonly groups: GroupRules;
   private readonly maxTextChunks: number;
   private poller: UpdatePoller | undefined;
+  /** In a cluster: polls only while this replica holds the bot's lease (docs/cluster.md). */
+  private readonly leader: BotLeadership | undefined;
+  /** Whether polling was started (directly, or by waiting for the lease). */
+  private polled = false;
   private readonly webhookSettings: WebhookSettings | undefined;
   private webhook: WebhookMode | undefined;
   private readonly commands: ResolvedTelegramOptions["commands"];
@@ -122,6 +127,7 @@ export class TelegramChannel implements ChannelAdapter {
     this.dropPendingUpdates = settings.dropPendingUpdates;
     this.polling = settings.polling;
     this.webhookSettings = settings.webhook;
+    this.leader = settings.webhook === undefined ? options.leader : undefined;
     this.groups = settings.groups;
     this.maxTextChunks = settings.maxTextChunks;
     this.commands = settings.commands;
@@ -160,7 +166,7 @@ export class TelegramChannel implements ChannelAdapter {
     recorded,
     onChoice,
   }: ChannelStartOptions): Promise<void> {
-    if (this.poller !== undefined || this.webhook !== undefined) return;
+    if (this.polled || this.webhook !== undefined) return;
     this.health_.set("starting");
     const handle = async (unit: UpdateUnit) => {
       for (const update of unit) {
@@ -226,24 +232,47 @@ export class TelegramChannel implements ChannelAdapter {
       );
     } else {
       this.health_.mode = "polling";
-      this.poller = new UpdatePoller(
-        {
-          api: this.api,
-          token: this.token,
-          logger: this.logger,
-          health: this.health_,
-          allowedUpdates: AllowedUpdates,
-          handle,
-          flush: flush ?? (async () => {}),
-          onFatal,
-        },
-        this.polling,
-      );
-      // Telegram answered getMe: up. A long poll answers only when a message comes or its
-      // timeout passes, so waiting for the first one would show "starting" for up to 30 s.
-      this.health_.ok();
-      this.poller.start();
-      this.logger.info({ bot: this.botUsername }, "telegram long polling started");
+      this.polled = true;
+      const poll = () => {
+        this.poller = new UpdatePoller(
+          {
+            api: this.api,
+            token: this.token,
+            logger: this.logger,
+            health: this.health_,
+            allowedUpdates: AllowedUpdates,
+            handle,
+            flush: flush ?? (async () => {}),
+            onFatal,
+          },
+          this.polling,
+        );
+        // Telegram answered getMe: up. A long poll answers only when a message comes or its
+        // timeout passes, so waiting for the first one would show "starting" for up to 30 s.
+        this.health_.ok();
+        this.poller.start();
+        this.logger.info({ bot: this.botUsername }, "telegram long polling started");
+      };
+      if (this.leader === undefined) poll();
+      else {
+        this.health_.ok();
+        this.leader.start({
+          lead: poll,
+          yieldLead: async () => {
+            const poller = this.poller;
+            this.poller = undefined;
+            this.logger.warn(
+              { bot: this.botUsername },
+              "telegram polling stopped: this replica no longer holds the bot's lease",
+            );
+            await poller?.stop({ confirm: false });
+          },
+          standby: (waiting) => {
+            this.health_.standby = waiting;
+            if (waiting) this.health_.ok();
+          },
+        });
+      }
     }
     if (this.commands.register)
       this.registerMenus(telegramMenus(this.commands.adminChatIds, this.commands.offer));
@@ -287,10 +316,15 @@ export class TelegramChannel implements ChannelAdapter {
       await webhook.stop();
       this.health_.set("stopped");
     }
-    const poller = this.poller;
-    if (poller === undefined) return;
-    this.poller = undefined;
-    await poller.stop();
+    const stopPolling = async () => {
+      const poller = this.poller;
+      this.poller = undefined;
+      await poller?.stop();
+    };
+    // In a cluster the closing getUpdates runs while the lease is still held.
+    if (this.leader === undefined) await stopPolling();
+    else await this.leader.stop(stopPolling);
+    this.polled = false;
   }
 
   /** `@username` from getMe, once started: how users address the bot in a group. */
