@@ -381,6 +381,22 @@ export class PostgresJournal implements Journal {
     });
   }
 
+  /**
+   * Gives entries of this process back to the cluster (owner `released`, as a stop leaves
+   * them): whichever process takes over next runs them, or tells their chat a turn was cut
+   * off. For a session whose lease this process lost (docs/cluster.md).
+   */
+  releaseEntries(ids: readonly number[]): Promise<number> {
+    return this.#call("releaseEntries", entryKeys(ids), async () => {
+      const released = await this.#query("releaseEntries").query(
+        `UPDATE journal.entries SET owner = $1
+           WHERE id = ANY($2::bigint[]) AND owner = $3 AND state <> 'done'`,
+        [ReleasedOwner, ids, this.owner],
+      );
+      return released.rowCount ?? 0;
+    });
+  }
+
   /** Entries other processes handed to this one ({@link handOver}), now its own, oldest first. */
   takeHandedOver(): Promise<JournalEntry[]> {
     return this.#call("takeHandedOver", [], async () => {

@@ -12,6 +12,8 @@ import { Defaults } from "../defaults.js";
 import { SqliteJournal } from "../durable/journal.js";
 import { lostJournalText } from "../durable/journal-marker.js";
 import { Outbox } from "../durable/outbox.js";
+import { PostgresJournal } from "../durable/postgres-journal.js";
+import type { SessionLeases } from "../durable/session-leases.js";
 import type { Journal } from "../durable/types.js";
 import { logOpenCheck } from "../health/database-checks.js";
 import { type Logger, silentLogger } from "../log.js";
@@ -32,6 +34,7 @@ import { channelFor, type GatewayCore } from "./core.js";
 import { storeHealth } from "./health.js";
 import { runAlbum } from "./inbound.js";
 import { GatewayDefaults, type GatewayOptions } from "./options.js";
+import { ReplicaSessions } from "./replica-sessions.js";
 import { openStoreBackend, type StoreBackend } from "./stores.js";
 
 /** What `Gateway.create` opens before the gateway is built. */
@@ -44,6 +47,8 @@ export interface OpenedParts {
   readonly journal: Journal;
   /** The store the journal and the state stores were opened from (docs/store.md). */
   readonly stores: StoreBackend;
+  /** PostgreSQL: the session leases of the replicas (docs/cluster.md); SQLite: none. */
+  readonly leases: SessionLeases | undefined;
 }
 
 /**
@@ -61,12 +66,16 @@ export async function openParts(
   const runtimes = new Map<string, ProfileRuntime>();
   let channels: readonly ChannelAdapter[];
   let journal: Journal | undefined;
+  let leases: SessionLeases | undefined;
   const stores = await openStoreBackend(config.store);
   try {
     const clock = options.clock ?? systemClock;
+    leases = await stores.openLeases({ now: () => clock.wallMs(), owner: options.instanceId });
     const opened = await stores.openJournal(config.home, {
       now: () => clock.wallMs(),
       integrityWaitMs: options.integrityWaitMs,
+      fence: leases,
+      owner: options.instanceId,
     });
     journal = opened;
     if (opened instanceof SqliteJournal) {
@@ -118,7 +127,7 @@ export async function openParts(
     await stores.close();
     throw error;
   }
-  return { env, logger, engine, runtimes, channels, journal, stores };
+  return { env, logger, engine, runtimes, channels, journal, stores, leases };
 }
 
 /** Builds the outbox, the pipeline's services and the shared state around what was opened. */
@@ -127,8 +136,17 @@ export function composeCore(
   opened: OpenedParts,
   options: GatewayOptions,
 ): GatewayCore {
-  const { env, logger, engine, runtimes, channels, journal, stores } = opened;
+  const { env, logger, engine, runtimes, channels, journal, stores, leases } = opened;
   const clock: Clock = options.clock ?? systemClock;
+  const replicas =
+    leases !== undefined && journal instanceof PostgresJournal
+      ? new ReplicaSessions({
+          leases,
+          journal,
+          schedule: options.replicaSchedule ?? scheduleWithTimer,
+          now: () => clock.wallMs(),
+        })
+      : undefined;
   const outbox = new Outbox({
     journal,
     logger,
@@ -196,6 +214,7 @@ export function composeCore(
     progressClock: options.progressClock,
     live:
       config.web === undefined ? undefined : new LiveSessions({ max: Defaults.web.maxSessions }),
+    sessions: replicas,
   };
   const core: GatewayCore = {
     config,
@@ -225,6 +244,7 @@ export function composeCore(
       run: (album) => runAlbum(core, album),
     }),
     schedulers,
+    replicas,
   };
   return core;
 }

@@ -64,6 +64,18 @@ export interface GatewayCore {
   readonly albums: AlbumGatherer;
   /** Each profile's task scheduler, once started (schedules-start). */
   readonly schedulers: Map<string, TaskScheduler>;
+  /** Which replica runs each session (docs/cluster.md); absent with SQLite. */
+  readonly replicas: ReplicaLoop | undefined;
+}
+
+/** The replicas' loop as the gateway's lifecycle drives it (replica-sessions.ts). */
+export interface ReplicaLoop {
+  /** Starts it, after the start-up recovery. */
+  start(gateway: GatewayCore): void;
+  /** The stop begins: no new work from the cluster; leases still renewed while turns drain. */
+  quiesce(): void;
+  /** Ends it and hands every session over. Never rejects. */
+  stop(): Promise<void>;
 }
 
 /** The channel of a profile on a platform, if it is configured. */
