@@ -77,6 +77,12 @@ describe("SessionLeases", () => {
     time.state.nowMs += 1;
     expect(await b.leases.claim(session)).toEqual({ held: true, token: 2 });
     expect(await a.leases.renew()).toEqual([session]);
+    // A late write of the turn that held it is still refused, not let through unfenced.
+    expect(a.leases.fenceOf(session)).toBe("lost");
+    const late = await a.database
+      .transaction("test", (tx) => a.leases.fence(tx, session, "addReply"))
+      .catch((error: unknown) => error);
+    expect(late).toBeInstanceOf(SessionLeaseLostError);
     expect(await a.leases.claim(session)).toMatchObject({ held: false, holder: "b/3/1/1" });
   });
 

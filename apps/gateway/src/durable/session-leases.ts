@@ -63,8 +63,13 @@ interface Held {
   readonly token: number;
   /** Local time until which this process acts for the session (the expiry less the margin). */
   validUntilMs: number;
-  /** When it was last claimed (a turn queued): {@link SessionLeases.idle} judges by it. */
+  /** When it was last claimed (a turn about to start): idle releases judge by it. */
   claimedAtMs: number;
+  /**
+   * The lease lapsed or was taken over: kept (until the session is claimed again) so that a
+   * late write of the turn that held it is refused, never let through as unfenced.
+   */
+  lost: boolean;
 }
 
 /**
@@ -143,11 +148,11 @@ export class SessionLeases {
         const key = keyOf(session);
         const before = this.#held.get(key);
         const validUntilMs = expiresAtMs - this.#marginMs;
-        if (before !== undefined && before.token === token) {
+        if (before !== undefined && before.token === token && !before.lost) {
           before.validUntilMs = validUntilMs;
           before.claimedAtMs = sentAtMs;
         } else {
-          this.#held.set(key, { session, token, validUntilMs, claimedAtMs: sentAtMs });
+          this.#held.set(key, { session, token, validUntilMs, claimedAtMs: sentAtMs, lost: false });
         }
         return { held: true, token };
       }
@@ -159,7 +164,7 @@ export class SessionLeases {
       const holder = other.rows[0];
       // Released between the two statements: claim again.
       if (holder === undefined) continue;
-      this.#held.delete(keyOf(session));
+      this.#lose(keyOf(session));
       return { held: false, holder: holder.holder, expiresAtMs: Number(holder.expires_at) };
     }
   }
@@ -173,7 +178,7 @@ export class SessionLeases {
   async renew(): Promise<LeasedSession[]> {
     const sentAtMs = this.#now();
     const lost = this.lapsed();
-    const live = [...this.#held.values()];
+    const live = [...this.#held.values()].filter((held) => !held.lost);
     if (live.length === 0) return lost;
     const renewed = await this.#database.query<{ profile: string; session_key: string }>(
       "renew leases",
@@ -196,10 +201,10 @@ export class SessionLeases {
       const key = keyOf(held.session);
       if (kept.has(key)) {
         const current = this.#held.get(key);
-        if (current?.token === held.token)
+        if (current?.token === held.token && !current.lost)
           current.validUntilMs = sentAtMs + this.#leaseMs - this.#marginMs;
-      } else if (this.#held.get(key)?.token === held.token) {
-        this.#held.delete(key);
+      } else if (this.#held.get(key)?.token === held.token && !held.lost) {
+        held.lost = true;
         lost.push(held.session);
       }
     }
@@ -210,9 +215,9 @@ export class SessionLeases {
   lapsed(): LeasedSession[] {
     const nowMs = this.#now();
     const lost: LeasedSession[] = [];
-    for (const [key, held] of this.#held) {
-      if (nowMs < held.validUntilMs) continue;
-      this.#held.delete(key);
+    for (const held of this.#held.values()) {
+      if (held.lost || nowMs < held.validUntilMs) continue;
+      held.lost = true;
       lost.push(held.session);
     }
     return lost;
@@ -221,12 +226,14 @@ export class SessionLeases {
   /** Whether this process acts for the session now (it holds the lease, not lapsed). */
   holds(session: LeasedSession): boolean {
     const held = this.#held.get(keyOf(session));
-    return held !== undefined && this.#now() < held.validUntilMs;
+    return held !== undefined && !held.lost && this.#now() < held.validUntilMs;
   }
 
   /** The sessions this process holds, with when each was last claimed. */
   held(): { session: LeasedSession; claimedAtMs: number }[] {
-    return [...this.#held.values()].map(({ session, claimedAtMs }) => ({ session, claimedAtMs }));
+    return [...this.#held.values()]
+      .filter((held) => !held.lost)
+      .map(({ session, claimedAtMs }) => ({ session, claimedAtMs }));
   }
 
   /**
@@ -237,7 +244,7 @@ export class SessionLeases {
   fenceOf(session: LeasedSession): LeaseFence {
     const held = this.#held.get(keyOf(session));
     if (held === undefined) return undefined;
-    if (this.#now() >= held.validUntilMs) return "lost";
+    if (held.lost || this.#now() >= held.validUntilMs) return "lost";
     return { token: held.token };
   }
 
@@ -258,7 +265,7 @@ export class SessionLeases {
       [session.profile, session.sessionKey, this.owner, fence.token],
     );
     if (row.rowCount === 0) {
-      this.#held.delete(keyOf(session));
+      this.#lose(keyOf(session));
       throw new SessionLeaseLostError(session, operation);
     }
   }
@@ -269,7 +276,7 @@ export class SessionLeases {
    */
   async release(session: LeasedSession): Promise<void> {
     const held = this.#held.get(keyOf(session));
-    if (held === undefined) return;
+    if (held === undefined || held.lost) return;
     this.#held.delete(keyOf(session));
     await this.#database.query(
       "release lease",
@@ -277,6 +284,11 @@ export class SessionLeases {
          WHERE profile = $1 AND session_key = $2 AND holder = $3 AND token = $4`,
       [session.profile, session.sessionKey, this.owner, held.token],
     );
+  }
+
+  #lose(key: string): void {
+    const held = this.#held.get(key);
+    if (held !== undefined) held.lost = true;
   }
 
   /** Gives every lease of this process up (a graceful stop hands its sessions over). */

@@ -6,7 +6,8 @@ import type { UploadLimits } from "@mediagate/media";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { testEnvironment } from "../../../../test-support/engine.js";
 import { freshPostgresDatabase, type TestDatabase } from "../../../../test-support/postgres.js";
-import { waitFor } from "../../../../test-support/wait.js";
+import { waitFor, waitUntil } from "../../../../test-support/wait.js";
+import type { AgentTurnInput, AgentTurnResult } from "../agents/types.js";
 import type {
   ChannelAdapter,
   ChannelHealth,
@@ -20,7 +21,7 @@ import { readEnv } from "../config/env.js";
 import { resolveConfig } from "../config/load.js";
 import { Defaults } from "../defaults.js";
 import { PostgresJournal } from "../durable/postgres-journal.js";
-import { SessionLeases } from "../durable/session-leases.js";
+import { SessionLeaseLostError, SessionLeases } from "../durable/session-leases.js";
 import { Gateway } from "../gateway.js";
 import { PostgresDatabase } from "../postgres/database.js";
 import { buildSessionKey } from "../session/key.js";
@@ -39,7 +40,7 @@ afterEach(async () => {
   const admin = new PostgresDatabase({ url: testDatabase.url });
   await admin.query(
     "test",
-    "TRUNCATE journal.entries, journal.receipts, journal.replies, journal.reply_steps, leases.sessions",
+    "TRUNCATE journal.entries, journal.receipts, journal.replies, journal.reply_steps, leases.sessions RESTART IDENTITY",
   );
   await admin.close();
   for (const database of databases.splice(0)) await database.close();
@@ -49,6 +50,21 @@ afterEach(async () => {
 afterAll(async () => {
   await testDatabase?.drop();
 });
+
+/** The journal owner of entry `id` now. */
+async function ownerOf(id: number): Promise<string | undefined> {
+  const database = new PostgresDatabase({ url: testDatabase.url });
+  try {
+    const row = await database.query<{ owner: string }>(
+      "test",
+      "SELECT owner FROM journal.entries WHERE id = $1",
+      [id],
+    );
+    return row.rows[0]?.owner;
+  } finally {
+    await database.close();
+  }
+}
 
 function dm(messageId: string, text: string): InboundMessage {
   return {
@@ -98,7 +114,9 @@ function manualSchedule() {
   };
   return {
     schedule,
-    fire: () => {
+    /** Runs what is due, once the loop has asked for its next round. */
+    fire: async () => {
+      await waitUntil(() => pending.length > 0, "the replicas' loop asks for its next round");
       const due = pending;
       pending = [];
       for (const run of due) run();
@@ -110,7 +128,11 @@ function manualSchedule() {
  * One replica: a gateway of its own id on the shared database, its agent answering
  * `<name>: text`, its wall clock `aheadMs` ahead of the real one.
  */
-async function replica(name: string, clock = { aheadMs: 0 }) {
+async function replica(
+  name: string,
+  clock = { aheadMs: 0 },
+  runTurn?: (input: AgentTurnInput) => Promise<AgentTurnResult>,
+) {
   const home = await mkdtemp(join(tmpdir(), "mg-replica-"));
   homes.push(home);
   const config = resolveConfig(
@@ -133,7 +155,7 @@ async function replica(name: string, clock = { aheadMs: 0 }) {
       kind: "shell",
       runTurn: async (input) => {
         ran.push(input.text);
-        return { reply: `${name}: ${input.text}` };
+        return runTurn === undefined ? { reply: `${name}: ${input.text}` } : runTurn(input);
       },
     }),
   });
@@ -155,7 +177,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     await b.send("2", "second");
     // b does not run it: it hands it to a, which picks it up on its next round.
     expect(b.ran).toEqual([]);
-    a.loop.fire();
+    await a.loop.fire();
     await waitFor(() => expect(a.ran).toEqual(["first", "second"]));
     await a.gateway.idle();
     expect(a.inbox.texts).toEqual(["a: first", "a: second"]);
@@ -201,9 +223,45 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     expect(owner.rows[0]?.owner).toBe("handed:dead/boot/1/1");
 
     clock.aheadMs = Defaults.sessionLeases.leaseMs;
-    b.loop.fire();
+    await b.loop.fire();
     await waitFor(() => expect(b.ran).toEqual(["waiting"]));
     await b.gateway.idle();
     expect(b.inbox.texts.at(-1)).toBe("b: waiting");
+  });
+
+  it("cuts its turn off and sends nothing once another replica took its session over", async () => {
+    const aborted: unknown[] = [];
+    const clock = { aheadMs: 0 };
+    const a = await replica("a", clock, (input) => {
+      // Answers only after its abort, as a slow agent would: the reply must not go out.
+      return new Promise((resolve) => {
+        input.signal.addEventListener("abort", () => {
+          aborted.push(input.signal.reason);
+          resolve({ reply: "a: too late" });
+        });
+      });
+    });
+    const b = await replica("b", { aheadMs: Defaults.sessionLeases.leaseMs });
+    void a.inbox.onMessage?.(dm("1", "long"));
+    await waitFor(() => expect(a.ran).toEqual(["long"]));
+    // a is cut off from the database past its lease (b's clock says it expired): b takes the
+    // session with the next message it receives.
+    await b.send("2", "next");
+    expect(b.ran).toEqual(["next"]);
+    clock.aheadMs = Defaults.sessionLeases.renewMs;
+    await a.loop.fire();
+    await waitFor(() => expect(aborted).toHaveLength(1));
+    await a.gateway.idle();
+    expect(aborted[0]).toBeInstanceOf(SessionLeaseLostError);
+    expect(a.inbox.texts).toEqual([]);
+    // Its cut-off turn goes back to the cluster on a's next round, and on to b, which holds the
+    // session; it ran no command, so b runs it again, as a restart would.
+    await a.loop.fire();
+    await waitFor(async () => expect(await ownerOf(1)).toBe("handed:b/boot/1/1"));
+    await b.loop.fire();
+    await waitFor(() => expect(b.ran).toEqual(["next", "long"]));
+    await b.gateway.idle();
+    expect(b.inbox.texts).toEqual(["b: next", "b: long"]);
+    expect(a.inbox.texts).toEqual([]);
   });
 });

@@ -154,6 +154,8 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
       const notice = failure.step === "sendReply" ? DeliveryFailedText : TurnFailedText;
       await reportStepFailure(ctx, failure, notice);
     } finally {
+      // A turn cut off by a lost lease leaves its messages to the session's new holder.
+      if (leaseLost(signal, undefined)) ctx.services.sessions?.giveBack(entryIdsOf(ctx));
       ctx.services.live?.turnEnded(key);
       ctx.log.info(turn.fields(), "turn finished");
     }
