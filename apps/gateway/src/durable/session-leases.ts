@@ -35,6 +35,12 @@ export type LeaseClaim =
   | { readonly held: true; readonly token: number }
   | { readonly held: false; readonly holder: string; readonly expiresAtMs: number };
 
+/** An admin action asked on one replica for a session another one holds. */
+export interface LeaseRequest {
+  readonly session: LeasedSession;
+  readonly action: "stop";
+}
+
 /** What a write fenced by a session's lease checks: see {@link SessionLeases.fenceOf}. */
 export type LeaseFence = { readonly token: number } | "lost" | undefined;
 
@@ -268,6 +274,44 @@ export class SessionLeases {
       this.#lose(keyOf(session));
       throw new SessionLeaseLostError(session, operation);
     }
+  }
+
+  /**
+   * Asks the live replica holding the session, when it is another one, to act on it
+   * (`stop`: abort its running turn and drop its queued messages, as `/stop` there would):
+   * resolves with that holder, or `undefined` when no other live replica holds the session.
+   */
+  async ask(session: LeasedSession, action: LeaseRequest["action"]): Promise<string | undefined> {
+    const asked = await this.#database.query<{ holder: string }>(
+      "ask holder",
+      `INSERT INTO leases.requests (holder, profile, session_key, action, asked_at)
+         SELECT holder, profile, session_key, $3, $4 FROM leases.sessions
+           WHERE profile = $1 AND session_key = $2 AND holder <> $5 AND expires_at > $4
+         RETURNING holder`,
+      [session.profile, session.sessionKey, action, this.#now(), this.owner],
+    );
+    return asked.rows[0]?.holder;
+  }
+
+  /** The requests other replicas made of this one ({@link ask}), oldest first, taken once. */
+  async requests(): Promise<LeaseRequest[]> {
+    const taken = await this.#database.query<{
+      id: string;
+      profile: string;
+      session_key: string;
+      action: string;
+    }>(
+      "take requests",
+      "DELETE FROM leases.requests WHERE holder = $1 RETURNING id, profile, session_key, action",
+      [this.owner],
+    );
+    return [...taken.rows]
+      .sort((a, b) => Number(a.id) - Number(b.id))
+      .flatMap((row) =>
+        row.action === "stop"
+          ? [{ session: { profile: row.profile, sessionKey: row.session_key }, action: "stop" }]
+          : [],
+      );
   }
 
   /**

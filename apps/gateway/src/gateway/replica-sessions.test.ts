@@ -17,6 +17,7 @@ import type {
   InboundMessage,
   OutboundReply,
 } from "../channels/types.js";
+import { stoppedElsewhereText } from "../commands/stop.js";
 import { readEnv } from "../config/env.js";
 import { resolveConfig } from "../config/load.js";
 import { Defaults } from "../defaults.js";
@@ -139,7 +140,7 @@ async function replica(
     {
       home,
       store: { kind: "postgres", url: testDatabase.url },
-      profiles: [{ name: "solo", allowedUsers: ["telegram:1"] }],
+      profiles: [{ name: "solo", admins: ["telegram:1"] }],
     },
     { env: readEnv(testEnvironment(home)) },
   );
@@ -263,5 +264,32 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     await b.gateway.idle();
     expect(b.inbox.texts).toEqual(["b: next", "b: long"]);
     expect(a.inbox.texts).toEqual([]);
+  });
+
+  it("stops a session on the replica running it when an admin asks another replica", async () => {
+    const aborted: unknown[] = [];
+    const a = await replica("a", { aheadMs: 0 }, (input) => {
+      return new Promise((_resolve, reject) => {
+        input.signal.addEventListener("abort", () => {
+          aborted.push(input.signal.reason);
+          reject(new Error("aborted"));
+        });
+      });
+    });
+    const b = await replica("b");
+    void a.inbox.onMessage?.(dm("1", "long"));
+    await waitFor(() => expect(a.ran).toEqual(["long"]));
+    await b.send("2", "/stop");
+    expect(b.inbox.texts).toEqual([stoppedElsewhereText("a/boot/1/1")]);
+    expect(aborted).toEqual([]);
+    await a.loop.fire();
+    await waitFor(() => expect(aborted).toHaveLength(1));
+    await a.gateway.idle();
+    expect(String(aborted[0])).toContain("stopped by /stop");
+    expect(a.inbox.texts).toEqual([]);
+    expect(await (a.gateway.journal as PostgresJournal).entryState(1)).toEqual({
+      state: "done",
+      outcome: "stopped",
+    });
   });
 });

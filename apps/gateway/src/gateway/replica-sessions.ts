@@ -1,8 +1,10 @@
 import type { Schedule } from "@mediagate/io";
+import { stopSession } from "../commands/stop.js";
 import { Defaults } from "../defaults.js";
 import type { PostgresJournal } from "../durable/postgres-journal.js";
 import {
   type LeasedSession,
+  type LeaseRequest,
   SessionLeaseLostError,
   type SessionLeases,
 } from "../durable/session-leases.js";
@@ -83,6 +85,10 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
     }
   }
 
+  askHolder(session: LeasedSession): Promise<string | undefined> {
+    return this.leases.ask(session, "stop");
+  }
+
   giveBack(entryIds: readonly number[]): void {
     for (const id of entryIds) this.#givenBack.add(id);
   }
@@ -144,6 +150,7 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
         await this.#journal.releaseEntries(ids);
         for (const id of ids) this.#givenBack.delete(id);
       }
+      for (const request of await this.leases.requests()) await this.#act(gateway, request);
       if (!this.#taking) return;
       for (const entry of await this.#journal.takeHandedOver()) {
         const notice = await recoverEntry(gateway, entry);
@@ -180,6 +187,18 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
         "lost the session's lease: its turns are left to the replica that takes it",
       );
     }
+  }
+
+  /** Stops a session here for an admin who asked on another replica. */
+  async #act(gateway: GatewayCore, request: LeaseRequest): Promise<void> {
+    const { session } = request;
+    const runtime = gateway.runtimes.get(session.profile);
+    if (runtime === undefined) return;
+    const summary = await stopSession(runtime, gateway.services, session.sessionKey);
+    gateway.logger.info(
+      { profile: session.profile, sessionKey: session.sessionKey, ...summary },
+      "session stopped for an admin who asked on another replica",
+    );
   }
 
   async #releaseIdle(gateway: GatewayCore): Promise<void> {

@@ -151,6 +151,14 @@ export interface SessionHold {
   }): Promise<boolean>;
   /** A turn cut off because its lease was lost: its entries go back for the session's holder. */
   giveBack(entryIds: readonly number[]): void;
+  /**
+   * `/stop` or `/reset` for a session another live replica holds: asks that one to stop it
+   * there; resolves with its id, or `undefined` when this process is the one to act.
+   */
+  askHolder(session: {
+    readonly profile: string;
+    readonly sessionKey: string;
+  }): Promise<string | undefined>;
 }
 
 /**
