@@ -33,7 +33,13 @@ import {
   statusGone,
 } from "./postgres-journal-rows.js";
 import { JournalComponent, POSTGRES_JOURNAL_MIGRATIONS } from "./postgres-journal-schema.js";
-import { afterOwnerGrace, goneOwners, handedOwner, OwnerLock } from "./postgres-owner.js";
+import {
+  afterOwnerGrace,
+  goneOwners,
+  handedOwner,
+  lockHolderOf,
+  OwnerLock,
+} from "./postgres-owner.js";
 import type { SessionLeases } from "./session-leases.js";
 import type {
   Journal,
@@ -333,10 +339,9 @@ export class PostgresJournal implements Journal {
           "SELECT DISTINCT owner FROM journal.entries WHERE state <> 'done' AND owner <> $1",
           [this.owner],
         );
-        const gone = await goneOwners(
+        const gone = await this.#gone(
           tx,
           owners.rows.map((row) => row.owner),
-          this.owner,
         );
         if (gone.length === 0) return [];
         const taken = await tx.query<EntryRow>(
@@ -448,10 +453,9 @@ export class PostgresJournal implements Journal {
         const owners = await tx.query<{ owner: string }>(
           "SELECT DISTINCT owner FROM journal.entries WHERE status IS NOT NULL",
         );
-        const gone = await goneOwners(
+        const gone = await this.#gone(
           tx,
           owners.rows.map((row) => row.owner),
-          this.owner,
         );
         if (gone.length === 0) return [];
         const rows = await tx.query<{
@@ -657,10 +661,9 @@ export class PostgresJournal implements Journal {
           "SELECT DISTINCT owner FROM journal.replies WHERE state = 'pending' AND owner <> $1",
           [this.owner],
         );
-        const gone = await goneOwners(
+        const gone = await this.#gone(
           tx,
           owners.rows.map((row) => row.owner),
-          this.owner,
         );
         if (gone.length === 0) return [];
         const taken = await tx.query<ReplyRow & { seq: Int8 }>(
@@ -737,6 +740,17 @@ export class PostgresJournal implements Journal {
       .run("all", () => Promise.resolve())
       .then(() => this.#lock.release());
     return this.#closed;
+  }
+
+  /**
+   * {@link goneOwners}, less the owners whose process still holds a session lease (with
+   * replicas: docs/cluster.md).
+   */
+  async #gone(tx: Queryable, owners: readonly string[]): Promise<string[]> {
+    const gone = await goneOwners(tx, owners, this.owner);
+    return this.#fence === undefined
+      ? gone
+      : this.#fence.withoutLiveHolders(tx, gone, lockHolderOf);
   }
 
   /** One statement on the pool, its failure named after `operation`. */

@@ -30,7 +30,7 @@ export function handedOwner(holder: string): string {
 }
 
 /** The process whose lock says whether `owner` is alive: the holder of a handed-over entry. */
-function lockHolderOf(owner: string): string {
+export function lockHolderOf(owner: string): string {
   return owner.startsWith("handed:") ? owner.slice("handed:".length) : owner;
 }
 

@@ -315,6 +315,27 @@ export class SessionLeases {
   }
 
   /**
+   * Inside the caller's transaction `tx`: `owners` (journal owners judged gone by their lock)
+   * less those whose process still holds an unexpired lease, `holderOf` mapping an owner to
+   * its process. A replica whose lock connection dropped for a moment while it runs turns keeps
+   * its work: only once its leases expired (or were released) is it gone.
+   */
+  async withoutLiveHolders(
+    tx: Queryable,
+    owners: readonly string[],
+    holderOf: (owner: string) => string,
+  ): Promise<string[]> {
+    if (owners.length === 0) return [];
+    const live = await tx.query<{ holder: string }>(
+      `SELECT DISTINCT holder FROM leases.sessions
+         WHERE holder = ANY($1::text[]) AND expires_at > $2`,
+      [owners.map(holderOf), this.#now()],
+    );
+    const holding = new Set(live.rows.map((row) => row.holder));
+    return owners.filter((owner) => !holding.has(holderOf(owner)));
+  }
+
+  /**
    * Gives the session's lease up (another replica may take it at once). The row stays, expired,
    * so the next take still bumps its token past every one given out before.
    */

@@ -9,7 +9,7 @@ import {
   type SessionLeases,
 } from "../durable/session-leases.js";
 import type { SessionHold } from "../pipeline/types.js";
-import type { GatewayCore, ReplicaLoop } from "./core.js";
+import { type GatewayCore, type ReplicaLoop, track } from "./core.js";
 import { recover, recoverEntry } from "./recovery.js";
 
 /** Options of {@link ReplicaSessions}. */
@@ -53,6 +53,10 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
   #taking = false;
   #running = false;
   #tick: Promise<void> = Promise.resolve();
+  /** The round's work (hand-overs, take-overs, requests) while it runs. */
+  #work: Promise<void> | undefined;
+  /** The renewal under way. */
+  #renewing: Promise<void> | undefined;
 
   constructor(options: ReplicaSessionsOptions) {
     this.leases = options.leases;
@@ -118,6 +122,8 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
     this.#running = false;
     this.#cancel?.();
     await this.#tick;
+    await this.#renewing;
+    await this.#work;
     const released = await this.leases.releaseAll().catch((error: unknown) => {
       this.#gateway?.logger.warn({ err: error }, "could not release the session leases");
       return 0;
@@ -139,12 +145,39 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
     }, this.#pollMs);
   }
 
+  /**
+   * Cuts off the sessions whose lease lapsed by this process's clock, then starts a renewal
+   * when one is due and the round's work, unless the last ones are still going: a renewal may
+   * wait for a server that stopped answering (`Defaults.postgres.queryTimeoutMs`), and a
+   * take-over may wait out `Defaults.postgres.ownerGraceMs` after the server restarted; the
+   * next round's lapse check must not wait behind either.
+   */
   async #round(): Promise<void> {
     const gateway = this.#gateway;
     if (gateway === undefined) return;
+    this.#cut(gateway, this.leases.lapsed());
+    const nowMs = this.#now();
+    if (this.#renewing === undefined && nowMs - this.#lastRenewMs >= this.#renewMs) {
+      this.#lastRenewMs = nowMs;
+      this.#renewing = this.leases
+        .renew()
+        .then(
+          (lost) => this.#cut(gateway, lost),
+          (error: unknown) =>
+            gateway.logger.warn({ err: error }, "could not renew the session leases"),
+        )
+        .finally(() => {
+          this.#renewing = undefined;
+        });
+    }
+    this.#work ??= this.#takeWork(gateway).finally(() => {
+      this.#work = undefined;
+    });
+  }
+
+  async #takeWork(gateway: GatewayCore): Promise<void> {
     const log = gateway.logger;
     try {
-      await this.#renew(gateway);
       if (this.#givenBack.size > 0) {
         const ids = [...this.#givenBack];
         await this.#journal.releaseEntries(ids);
@@ -154,28 +187,18 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
       if (!this.#taking) return;
       for (const entry of await this.#journal.takeHandedOver()) {
         const notice = await recoverEntry(gateway, entry);
-        if (notice !== undefined) void gateway.outbox.resume([notice]);
+        if (notice !== undefined) track(gateway, gateway.outbox.resume([notice]));
       }
       const replies = await recover(gateway);
-      if (replies.length > 0) void gateway.outbox.resume(replies);
+      if (replies.length > 0) track(gateway, gateway.outbox.resume(replies));
       await this.#releaseIdle(gateway);
     } catch (error) {
-      log.warn({ err: error }, "replica round failed; it runs again");
+      log.warn({ err: error }, "replica round's take-over failed; it runs again");
     }
   }
 
-  async #renew(gateway: GatewayCore): Promise<void> {
-    const nowMs = this.#now();
-    let lost: LeasedSession[];
-    if (nowMs - this.#lastRenewMs >= this.#renewMs) {
-      lost = await this.leases.renew().catch((error: unknown) => {
-        gateway.logger.warn({ err: error }, "could not renew the session leases");
-        return this.leases.lapsed();
-      });
-      this.#lastRenewMs = nowMs;
-    } else {
-      lost = this.leases.lapsed();
-    }
+  /** Cuts off the running turns of sessions whose lease was lost. */
+  #cut(gateway: GatewayCore, lost: readonly LeasedSession[]): void {
     const { queue } = gateway.services;
     for (const session of lost) {
       const cut = queue.abortRunning(
