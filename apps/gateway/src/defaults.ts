@@ -462,6 +462,33 @@ export const Defaults = {
      */
     ownerGraceMs: 10_000,
   },
+  /**
+   * Session leases of replicas sharing one PostgreSQL store (docs/cluster.md, "Sessions across
+   * replicas"). A dead holder's sessions are taken within `leaseMs` plus one `pollMs`, inside
+   * the issue's 15 s take-over bound.
+   */
+  sessionLeases: {
+    /** How long a claimed or renewed lease lasts without being renewed again. */
+    leaseMs: 10_000,
+    /**
+     * The holder renews every lease it holds this often: three renewals fit in one `leaseMs`,
+     * so one slow or failed round trip does not lose a session.
+     */
+    renewMs: 3_000,
+    /**
+     * A holder stops acting for a session this long before its lease's expiry as it last wrote
+     * it, so a clock of another replica running up to this much ahead never takes a session
+     * still being worked on. Replicas' clocks are expected within it (NTP).
+     */
+    marginMs: 2_000,
+    /**
+     * How often a replica looks for messages handed to it, for dead replicas' entries and
+     * replies, and renews its leases when `renewMs` is due.
+     */
+    pollMs: 1_000,
+    /** A session with nothing queued or running for this long has its lease released. */
+    idleReleaseMs: 60_000,
+  },
   /** Logging (docs/operations.md). */
   log: {
     level: "info",

@@ -113,6 +113,9 @@ export class Gateway {
     // Albums taken over from the journal wait from now on, while the channels take in the
     // items their platform still holds.
     this.#core.albums.start();
+    // Replicas: from now on this process also takes over what dead replicas leave, and runs
+    // the messages others hand it (docs/cluster.md).
+    this.#core.replicas?.start(this.#core);
     await startSchedules(this.#core);
     // Unfinished replies are resumed once the channels are up (Discord knows its guilds'
     // upload limits only after login); the reap waits for their attempt, since they plan
@@ -174,6 +177,7 @@ export class Gateway {
       });
     }
     this.#core.accepting = false;
+    this.#core.replicas?.quiesce();
     // An album still open stays recorded: the next start gathers it with the items to come.
     this.#core.albums.stop();
     const queue = this.#core.services.queue;
@@ -196,6 +200,7 @@ export class Gateway {
       });
     }
     await this.#health?.close();
+    await this.#core.replicas?.stop();
     const released = await this.journal.release().catch((error: unknown) => {
       this.logger.warn({ err: error }, "could not release the journal's unfinished work");
       return 0;

@@ -23,7 +23,10 @@ export class CliInstall {
     readonly configFile: string,
   ) {}
 
-  /** @param profile the profile entry without its name and sandbox (channel keys, users). */
+  /**
+   * @param profile the profile entry without its sandbox (channel keys, users); its name, when
+   *   absent, is a unique one.
+   */
   static async create(
     prefix: string,
     profile: Readonly<Record<string, unknown>>,
@@ -32,7 +35,8 @@ export class CliInstall {
     const workDir = await mkdtemp(join(tmpdir(), `mediagate-${prefix}-`));
     const home = join(workDir, "home");
     await mkdir(home, { recursive: true, mode: 0o700 });
-    const name = uniqueProfileName(prefix);
+    // Replicas of one cluster share their profile's name (test/e2e/cluster-sessions.test.ts).
+    const name = typeof profile.name === "string" ? profile.name : uniqueProfileName(prefix);
     const config = {
       home,
       ...settings,

@@ -165,6 +165,10 @@ export class ResetConfirmations {
     try {
       const result = await resetSession(runtime, services, waiting.sessionKey, true);
       if (result.status === "done") {
+        // With replicas, the replica holding the session stops its turn there (docs/cluster.md).
+        await services.sessions
+          ?.askHolder({ profile: runtime.profile.name, sessionKey: waiting.sessionKey })
+          .catch(() => undefined);
         await waiting.channel.sendText(waiting.target, result.text, services.outbox.signal);
       }
     } catch (error) {

@@ -126,6 +126,11 @@ export function describeStop(summary: StopCounts): string {
   return problems.length > 0 ? `${head} ⚠️ ${problems.join("; ")}.` : head;
 }
 
+/** `/stop` (or the web console's Stop) of a session another replica runs: what the admin is told (docs/cluster.md). */
+export function stoppedElsewhereText(holder: string): string {
+  return `🛑 This session runs on replica ${holder}: it was asked to stop it there (abort the running turn, drop queued messages).`;
+}
+
 /** What /stop all did. */
 export interface SlotStopSummary {
   readonly slot: string;

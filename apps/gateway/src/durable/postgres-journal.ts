@@ -33,7 +33,14 @@ import {
   statusGone,
 } from "./postgres-journal-rows.js";
 import { JournalComponent, POSTGRES_JOURNAL_MIGRATIONS } from "./postgres-journal-schema.js";
-import { afterOwnerGrace, goneOwners, OwnerLock } from "./postgres-owner.js";
+import {
+  afterOwnerGrace,
+  goneOwners,
+  handedOwner,
+  lockHolderOf,
+  OwnerLock,
+} from "./postgres-owner.js";
+import type { SessionLeases } from "./session-leases.js";
 import type {
   Journal,
   JournalEntry,
@@ -62,6 +69,11 @@ export interface PostgresJournalOptions {
   readonly ownerGraceMs?: number;
   /** How that wait is waited. Default: a timer. */
   readonly sleep?: Sleep;
+  /**
+   * The session leases replies are fenced by (docs/cluster.md): a reply of a session whose
+   * lease this process held and lost is refused. Default: none (one process).
+   */
+  readonly fence?: SessionLeases;
 }
 
 /** Defaults of {@link PostgresJournalOptions}. */
@@ -69,7 +81,7 @@ export const PostgresJournalDefaults = {
   now: Date.now,
   ownerGraceMs: Defaults.postgres.ownerGraceMs,
   sleep,
-} as const satisfies Required<Omit<PostgresJournalOptions, "owner">>;
+} as const satisfies Required<Omit<PostgresJournalOptions, "owner" | "fence">>;
 
 /** How often a `record` that lost a race on a receipt to another process is run again. */
 const RecordAttempts = 3;
@@ -109,6 +121,7 @@ export class PostgresJournal implements Journal {
   readonly #asyncCommit: boolean;
   readonly #ownerGraceMs: number;
   readonly #sleep: Sleep;
+  readonly #fence: SessionLeases | undefined;
   #closed: Promise<void> | undefined;
 
   private constructor(
@@ -116,7 +129,8 @@ export class PostgresJournal implements Journal {
     owner: InstanceId,
     lock: OwnerLock,
     asyncCommit: boolean,
-    settings: Required<Omit<PostgresJournalOptions, "owner">>,
+    settings: Required<Omit<PostgresJournalOptions, "owner" | "fence">>,
+    fence: SessionLeases | undefined,
   ) {
     this.#database = database;
     this.owner = owner;
@@ -126,6 +140,7 @@ export class PostgresJournal implements Journal {
     this.#now = settings.now;
     this.#ownerGraceMs = settings.ownerGraceMs;
     this.#sleep = settings.sleep;
+    this.#fence = fence;
   }
 
   /**
@@ -147,7 +162,14 @@ export class PostgresJournal implements Journal {
       "SELECT current_setting('synchronous_commit') AS mode",
     );
     const lock = await OwnerLock.acquire(database, owner);
-    return new PostgresJournal(database, owner, lock, mode.rows[0]?.mode === "off", settings);
+    return new PostgresJournal(
+      database,
+      owner,
+      lock,
+      mode.rows[0]?.mode === "off",
+      settings,
+      options.fence,
+    );
   }
 
   /** A server has no damaged file of ours to report: its own failures are errors of the calls. */
@@ -334,6 +356,54 @@ export class PostgresJournal implements Journal {
     );
   }
 
+  /**
+   * Hands entries this process recorded to `holder`, the live process holding their session
+   * (docs/cluster.md): it picks them up with {@link takeHandedOver}; when it dies first,
+   * {@link takeOver} gives them to whoever takes its work. Resolves with the ids handed.
+   */
+  handOver(ids: readonly number[], holder: string): Promise<number[]> {
+    return this.#call("handOver", entryKeys(ids), async () => {
+      const handed = await this.#query("handOver").query<{ id: Int8 }>(
+        `UPDATE journal.entries SET owner = $1
+           WHERE id = ANY($2::bigint[]) AND owner = $3 AND state <> 'done' RETURNING id`,
+        [handedOwner(holder), ids, this.owner],
+      );
+      return handed.rows.map((row) => Number(row.id));
+    });
+  }
+
+  /**
+   * Gives entries of this process back to the cluster (owner `released`, as a stop leaves
+   * them): whichever process takes over next runs them, or tells their chat a turn was cut
+   * off. For a session whose lease this process lost (docs/cluster.md).
+   */
+  releaseEntries(ids: readonly number[]): Promise<number> {
+    return this.#call("releaseEntries", entryKeys(ids), async () => {
+      const released = await this.#query("releaseEntries").query(
+        `UPDATE journal.entries SET owner = $1
+           WHERE id = ANY($2::bigint[]) AND owner = $3 AND state <> 'done'`,
+        [ReleasedOwner, ids, this.owner],
+      );
+      return released.rowCount ?? 0;
+    });
+  }
+
+  /** Entries other processes handed to this one ({@link handOver}), now its own, oldest first. */
+  takeHandedOver(): Promise<JournalEntry[]> {
+    return this.#call("takeHandedOver", [], async () => {
+      const taken = await this.#query("takeHandedOver").query<EntryRow>(
+        `UPDATE journal.entries SET owner = $1
+           WHERE id IN (SELECT id FROM journal.entries
+                          WHERE owner = $2 AND state <> 'done' FOR UPDATE SKIP LOCKED)
+           RETURNING id, key, state, owner, message, received_at, started_at`,
+        [this.owner, handedOwner(this.owner)],
+      );
+      return [...taken.rows]
+        .sort((a, b) => Number(a.id) - Number(b.id))
+        .flatMap((row) => entryOf(row) ?? []);
+    });
+  }
+
   statusShown(entryId: number, status: StatusRecord): Promise<void> {
     return this.#call("statusShown", entryKeys([entryId]), async () => {
       await this.#query("statusShown").query(
@@ -430,6 +500,7 @@ export class PostgresJournal implements Journal {
     const closed = entryId === undefined ? merged : [entryId, ...merged];
     return this.#call("addReply", [...entryKeys(closed), `reply:${id}`], async () => {
       await this.#database.transaction("addReply", async (tx) => {
+        await this.#fence?.fence(tx, reply, "addReply");
         await tx.query(
           `INSERT INTO journal.replies (id, entry_id, profile, platform, session_key, slot, target,
                                         text, state, owner, attempts, created_at, not_before)
@@ -652,10 +723,9 @@ export class PostgresJournal implements Journal {
       await afterOwnerGrace(this.#database, operation, this.#ownerGraceMs, this.#sleep);
       return this.#database.transaction(operation, async (tx) => {
         const owners = await tx.query<{ owner: string }>(ownersSql, params);
-        const gone = await goneOwners(
+        const gone = await this.#gone(
           tx,
           owners.rows.map((row) => row.owner),
-          this.owner,
         );
         return gone.length === 0 ? [] : work(tx, gone);
       });
@@ -690,6 +760,17 @@ export class PostgresJournal implements Journal {
         return use(tx, taken.rows);
       },
     );
+  }
+
+  /**
+   * {@link goneOwners}, less the owners whose process still holds a session lease (with
+   * replicas: docs/cluster.md).
+   */
+  async #gone(tx: Queryable, owners: readonly string[]): Promise<string[]> {
+    const gone = await goneOwners(tx, owners, this.owner);
+    return this.#fence === undefined
+      ? gone
+      : this.#fence.withoutLiveHolders(tx, gone, lockHolderOf);
   }
 
   /** One statement on the pool, its failure named after `operation`. */

@@ -21,8 +21,23 @@ export function ownerLockKey(owner: string): string {
 }
 
 /**
+ * The owner a replica records on an entry it hands to `holder`, the process holding that
+ * entry's session (docs/cluster.md): the holder picks it up (`PostgresJournal.takeHandedOver`),
+ * and it counts as gone when the holder is.
+ */
+export function handedOwner(holder: string): string {
+  return `handed:${holder}`;
+}
+
+/** The process whose lock says whether `owner` is alive: the holder of a handed-over entry. */
+export function lockHolderOf(owner: string): string {
+  return owner.startsWith("handed:") ? owner.slice("handed:".length) : owner;
+}
+
+/**
  * Which of `owners` are gone, inside the caller's transaction `tx`: a stop's
- * {@link ReleasedOwner}, and every owner whose lock nobody holds. The lock of each gone owner
+ * {@link ReleasedOwner}, and every owner whose lock nobody holds (for an entry handed over, its
+ * holder's lock). The lock of each gone owner
  * is then held by `tx` until it ends (`pg_try_advisory_xact_lock`), so two processes taking
  * over at once never both judge one owner gone; `self` is never gone.
  */
@@ -33,14 +48,14 @@ export async function goneOwners(
 ): Promise<string[]> {
   const gone: string[] = [];
   for (const owner of owners) {
-    if (owner === self) continue;
+    if (owner === self || lockHolderOf(owner) === self) continue;
     if (owner === ReleasedOwner) {
       gone.push(owner);
       continue;
     }
     const free = await tx.query<{ free: boolean }>(
       "SELECT pg_try_advisory_xact_lock($1::bigint) AS free",
-      [ownerLockKey(owner)],
+      [ownerLockKey(lockHolderOf(owner))],
     );
     if (free.rows[0]?.free === true) gone.push(owner);
   }

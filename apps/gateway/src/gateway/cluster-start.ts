@@ -30,6 +30,9 @@ export async function joinCluster(gateway: GatewayCore, version: string): Promis
     database: cluster.database,
     replicaId: cluster.replicaId,
     version,
+    ...(gateway.replicas === undefined
+      ? {}
+      : { sessionsHeld: () => gateway.replicas?.sessionsHeld() ?? 0 }),
     ...(gateway.options.heartbeatSchedule === undefined
       ? {}
       : { schedule: gateway.options.heartbeatSchedule }),

@@ -14,6 +14,8 @@ import { Defaults } from "../defaults.js";
 import { SqliteJournal } from "../durable/journal.js";
 import { lostJournalText } from "../durable/journal-marker.js";
 import { Outbox } from "../durable/outbox.js";
+import { PostgresJournal } from "../durable/postgres-journal.js";
+import type { SessionLeases } from "../durable/session-leases.js";
 import type { Journal } from "../durable/types.js";
 import { logOpenCheck } from "../health/database-checks.js";
 import { type Logger, silentLogger } from "../log.js";
@@ -36,6 +38,7 @@ import { channelFor, type GatewayCore } from "./core.js";
 import { storeHealth } from "./health.js";
 import { runAlbum } from "./inbound.js";
 import { GatewayDefaults, type GatewayOptions } from "./options.js";
+import { ReplicaSessions } from "./replica-sessions.js";
 import { openStoreBackend, type StoreBackend } from "./stores.js";
 
 /** What `Gateway.create` opens before the gateway is built. */
@@ -50,6 +53,8 @@ export interface OpenedParts {
   readonly stores: StoreBackend;
   /** The cluster of a PostgreSQL store (docs/cluster.md). */
   readonly cluster: ClusterIdentity | undefined;
+  /** PostgreSQL: the session leases of the replicas (docs/cluster.md); SQLite: none. */
+  readonly leases: SessionLeases | undefined;
 }
 
 /**
@@ -67,14 +72,18 @@ export async function openParts(
   const runtimes = new Map<string, ProfileRuntime>();
   let channels: readonly ChannelAdapter[];
   let journal: Journal | undefined;
+  let leases: SessionLeases | undefined;
   const stores = await openStoreBackend(config.store);
   let cluster: ClusterIdentity | undefined;
   try {
     cluster = await openCluster(config, stores);
     const clock = options.clock ?? systemClock;
+    leases = await stores.openLeases({ now: () => clock.wallMs(), owner: options.instanceId });
     const opened = await stores.openJournal(config.home, {
       now: () => clock.wallMs(),
       integrityWaitMs: options.integrityWaitMs,
+      fence: leases,
+      owner: options.instanceId,
     });
     journal = opened;
     if (opened instanceof SqliteJournal) {
@@ -131,7 +140,7 @@ export async function openParts(
     await stores.close();
     throw error;
   }
-  return { env, logger, engine, runtimes, channels, journal, stores, cluster };
+  return { env, logger, engine, runtimes, channels, journal, stores, cluster, leases };
 }
 
 /** The leases one replica of `cluster` holds a bot's connection by (docs/cluster.md). */
@@ -175,8 +184,17 @@ export function composeCore(
   opened: OpenedParts,
   options: GatewayOptions,
 ): GatewayCore {
-  const { env, logger, engine, runtimes, channels, journal, stores, cluster } = opened;
+  const { env, logger, engine, runtimes, channels, journal, stores, cluster, leases } = opened;
   const clock: Clock = options.clock ?? systemClock;
+  const replicas =
+    leases !== undefined && journal instanceof PostgresJournal
+      ? new ReplicaSessions({
+          leases,
+          journal,
+          schedule: options.replicaSchedule ?? scheduleWithTimer,
+          now: () => clock.wallMs(),
+        })
+      : undefined;
   const outbox = new Outbox({
     journal,
     logger,
@@ -245,6 +263,7 @@ export function composeCore(
     progressClock: options.progressClock,
     live:
       config.web === undefined ? undefined : new LiveSessions({ max: Defaults.web.maxSessions }),
+    sessions: replicas,
   };
   const core: GatewayCore = {
     config,
@@ -277,6 +296,7 @@ export function composeCore(
     }),
     schedulers,
     recoveredRuns: new Map(),
+    replicas,
   };
   return core;
 }

@@ -75,6 +75,8 @@ export interface GatewayCore {
    * scheduler adopts them at its start, so they never overlap a new run (scheduled-runs).
    */
   readonly recoveredRuns: Map<string, RecoveredRun[]>;
+  /** Which replica runs each session (docs/cluster.md); absent with SQLite. */
+  readonly replicas: ReplicaLoop | undefined;
 }
 
 /** A scheduled run recovery ran again, waiting for its profile's scheduler to adopt it. */
@@ -82,6 +84,18 @@ export interface RecoveredRun {
   readonly taskId: string;
   readonly dueMs: number;
   readonly run: SubmittedRun;
+}
+
+/** The replicas' loop as the gateway's lifecycle drives it (replica-sessions.ts). */
+export interface ReplicaLoop {
+  /** Starts it, after the start-up recovery. */
+  start(gateway: GatewayCore): void;
+  /** The stop begins: no new work from the cluster; leases still renewed while turns drain. */
+  quiesce(): void;
+  /** Ends it and hands every session over. Never rejects. */
+  stop(): Promise<void>;
+  /** How many sessions this replica holds now (the registry's `sessions held`). */
+  sessionsHeld(): number;
 }
 
 /** The channel of a profile on a platform, if it is configured. */

@@ -1,5 +1,5 @@
 import type { Clock, Schedule, Sleep } from "@mediagate/io";
-import type { DockerEngine } from "@mediagate/sandbox";
+import type { DockerEngine, InstanceId } from "@mediagate/sandbox";
 import type { Agent } from "../agents/types.js";
 import type { SharedTerminal } from "../channels/console-terminal.js";
 import type { ChannelAdapter } from "../channels/types.js";
@@ -76,6 +76,17 @@ export interface GatewayOptions {
   readonly heartbeatSchedule?: Schedule | undefined;
   /** The version this replica registers with (default: the package's). */
   readonly version?: string | undefined;
+  /**
+   * The timer of the replicas' loop (renewing session leases, picking up handed and dead
+   * replicas' work: docs/cluster.md); default a real timer. PostgreSQL only.
+   */
+  readonly replicaSchedule?: Schedule | undefined;
+  /**
+   * Who this gateway is among replicas on one PostgreSQL store: its journal's owner and its
+   * sessions' lease holder. Default `currentInstanceId()`; tests run several gateways in one
+   * process with one each.
+   */
+  readonly instanceId?: InstanceId | undefined;
   /**
    * Replaces the wait between attempts of a send of the channels built from the config (a
    * short `retry_after`, a backoff); tests record it and go on at once.

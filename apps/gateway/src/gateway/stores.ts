@@ -2,6 +2,7 @@ import type { InstanceId } from "@mediagate/sandbox";
 import type { ProfileConfig, StoreSettings } from "../config/types.js";
 import { journalDbPath, SqliteJournal } from "../durable/journal.js";
 import { PostgresJournal } from "../durable/postgres-journal.js";
+import { SessionLeases } from "../durable/session-leases.js";
 import type { Journal } from "../durable/types.js";
 import { PostgresDatabase } from "../postgres/database.js";
 import { migratePostgresState, PostgresStateStore } from "../state/postgres-store.js";
@@ -17,6 +18,8 @@ export interface StoreOpenOptions {
   readonly integrityCheck?: boolean | undefined;
   /** Who owns what the journal records. Default: this process (`currentInstanceId()`). */
   readonly owner?: InstanceId | undefined;
+  /** PostgreSQL: the session leases the journal's replies are fenced by (docs/cluster.md). */
+  readonly fence?: SessionLeases | undefined;
 }
 
 /**
@@ -30,6 +33,11 @@ export interface StoreBackend {
   readonly database: PostgresDatabase | undefined;
   openJournal(rootHome: string, options?: StoreOpenOptions): Promise<Journal>;
   openState(profile: ProfileConfig, options?: StoreOpenOptions): Promise<StateStore>;
+  /**
+   * PostgreSQL: the session leases of the replicas sharing the database (docs/cluster.md,
+   * "Sessions across replicas"), their schema migrated; SQLite: none (one process).
+   */
+  openLeases(options?: StoreOpenOptions): Promise<SessionLeases | undefined>;
   /** Closes what the backend itself holds (the pool), after its journal and stores closed. */
   close(): Promise<void>;
 }
@@ -54,7 +62,12 @@ export async function openStoreBackend(settings: StoreSettings): Promise<StoreBa
     kind: "postgres",
     database,
     openJournal: (_rootHome, options = {}) =>
-      PostgresJournal.open(database, withoutUndefined({ now: options.now, owner: options.owner })),
+      PostgresJournal.open(
+        database,
+        withoutUndefined({ now: options.now, owner: options.owner, fence: options.fence }),
+      ),
+    openLeases: (options = {}) =>
+      SessionLeases.open(database, withoutUndefined({ now: options.now, owner: options.owner })),
     async openState(profile, options = {}) {
       return PostgresStateStore.attach(database, profile.name, withoutUndefined(options));
     },
@@ -69,6 +82,7 @@ const sqliteBackend: StoreBackend = {
     SqliteJournal.open(journalDbPath(rootHome), withoutUndefined(options)),
   openState: (profile, options = {}) =>
     SqliteStateStore.open(stateDbPath(profile.home), withoutUndefined(options)),
+  openLeases: async () => undefined,
   close: async () => {},
 };
 

@@ -13,7 +13,13 @@ import {
 } from "../commands/parse.js";
 import { describeResetConfirm, resetSession } from "../commands/reset.js";
 import { describeCluster, describeStatus } from "../commands/status.js";
-import { describeSlotStop, describeStop, stopSession, stopSlot } from "../commands/stop.js";
+import {
+  describeSlotStop,
+  describeStop,
+  stoppedElsewhereText,
+  stopSession,
+  stopSlot,
+} from "../commands/stop.js";
 import { describeUsage } from "../commands/usage.js";
 import { answerTaskCommand } from "../schedules/chat.js";
 import { parseTaskCommand } from "../schedules/parse.js";
@@ -167,6 +173,22 @@ async function runConversationCommand(
   );
 }
 
+/**
+ * With replicas (docs/cluster.md): asks the live replica holding the session, when it is
+ * another one, to stop it; its id, or `undefined` when this process is the one to act (or the
+ * database does not answer: it acts on what it has).
+ */
+async function askHolder(ctx: MessageContext, sessionKey: string): Promise<string | undefined> {
+  const sessions = ctx.services.sessions;
+  if (sessions === undefined) return undefined;
+  return sessions
+    .askHolder({ profile: ctx.message.profile, sessionKey })
+    .catch((error: unknown) => {
+      ctx.log.warn({ err: error }, "could not ask the session's holder; acting here");
+      return undefined;
+    });
+}
+
 async function runCommand(ctx: MessageContext, command: AdminCommand): Promise<void> {
   if (ctx.access?.admin !== true) {
     ctx.log.info({ command: command.name }, "admin command refused");
@@ -178,6 +200,13 @@ async function runCommand(ctx: MessageContext, command: AdminCommand): Promise<v
   ctx.log.info({ command: commandLogFields(command) }, "admin command");
   switch (command.name) {
     case "stop":
+      if (!command.all) {
+        const holder = await askHolder(ctx, session.sessionKey);
+        if (holder !== undefined) {
+          await say(ctx, stoppedElsewhereText(holder));
+          return;
+        }
+      }
       await say(
         ctx,
         command.all
@@ -188,6 +217,9 @@ async function runCommand(ctx: MessageContext, command: AdminCommand): Promise<v
     case "reset": {
       const result = await resetSession(runtime, services, session.sessionKey, command.confirm);
       if (result.status === "done") {
+        // The session's new id is in the store replicas share; its turn runs on the replica
+        // holding the session, which is asked to stop it there.
+        await askHolder(ctx, session.sessionKey);
         await say(ctx, result.text);
         return;
       }

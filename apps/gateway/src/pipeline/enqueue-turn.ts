@@ -1,12 +1,13 @@
 import { MediagateError } from "@mediagate/io";
 import type { InboundAttachment } from "../channels/types.js";
 import { interruptSession } from "../commands/stop.js";
+import { SessionLeaseLostError } from "../durable/session-leases.js";
 import { SlotRegistry } from "../sandbox-access/slot-registry.js";
 import type { SessionContext } from "../session/context.js";
 import type { TurnOutcome } from "../session/queue.js";
 import { abortedByStop } from "../session/stopping.js";
 import { reportStepFailure } from "./boundary.js";
-import { finishEntry } from "./journal-steps.js";
+import { entryIdsOf, finishEntry } from "./journal-steps.js";
 import { TurnFailedText } from "./run-turn.js";
 import { PipelineStepError } from "./step-error.js";
 import { TurnReport } from "./turn-report.js";
@@ -126,6 +127,10 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
         const interrupted = await interrupting;
         ctx.log.info(interrupted, "the session's previous turn was interrupted by this message");
       }
+      if (!(await heldHere(ctx, key))) {
+        turn.exit = "elsewhere";
+        return;
+      }
       const session = { ...queued, sessionId: await currentSessionId(ctx, queued) };
       const slot = ctx.runtime.slotFor(session.sessionKey);
       ctx.session = session;
@@ -138,12 +143,20 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
         turn.exit = "cut_off";
         return;
       }
+      if (leaseLost(signal, error)) {
+        ctx.log.warn("the session's lease was lost: the turn is cut off and left to its holder");
+        ctx.services.sessions?.giveBack(entryIdsOf(ctx));
+        turn.exit = "cut_off";
+        return;
+      }
       // The steps after this one come out named; a failure binding the turn is this step's.
       const failure =
         error instanceof PipelineStepError ? error : new PipelineStepError("enqueueTurn", error);
       const notice = failure.step === "sendReply" ? DeliveryFailedText : TurnFailedText;
       await reportStepFailure(ctx, failure, notice);
     } finally {
+      // A turn cut off by a lost lease leaves its messages to the session's new holder.
+      if (leaseLost(signal, undefined)) ctx.services.sessions?.giveBack(entryIdsOf(ctx));
       ctx.services.live?.turnEnded(key);
       ctx.log.info(turn.fields(), "turn finished");
     }
@@ -173,6 +186,30 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
     if (collected !== undefined) busy.ended(key, collected);
   }
 };
+
+/**
+ * Whether this process runs the session's turn: always with one process (no session leases);
+ * with replicas, when it holds the session's lease (docs/cluster.md).
+ */
+async function heldHere(ctx: MessageContext, sessionKey: string): Promise<boolean> {
+  const sessions = ctx.services.sessions;
+  if (sessions === undefined) return true;
+  return sessions.acquire({
+    profile: ctx.message.profile,
+    sessionKey,
+    entryIds: entryIdsOf(ctx),
+    log: ctx.log,
+  });
+}
+
+/** Whether the turn ended because its session's lease was lost (the abort, or a fenced write). */
+function leaseLost(signal: AbortSignal, error: unknown): boolean {
+  if (signal.aborted && signal.reason instanceof SessionLeaseLostError) return true;
+  for (let cause = error; cause instanceof Error; cause = cause.cause) {
+    if (cause instanceof SessionLeaseLostError) return true;
+  }
+  return false;
+}
 
 /**
  * The session id the turn runs with: the one read when the message was bound, unless a /reset

@@ -49,7 +49,8 @@ export function messageReaction(scope: ReactionScope): MessageReaction | undefin
  * The reaction a turn leaves by how it ended: `done` when the agent answered (its reply went
  * to the outbox), `failed` when the agent, its sandbox or a step failed, none when /stop or
  * /reset stopped it; `undefined` (leave it) when the gateway's stop cut it off: the next start
- * runs it again or tells the chat, and sets the reaction then.
+ * runs it again or tells the chat, and sets the reaction then; so when another replica holds
+ * the session (`elsewhere`) and runs it.
  */
 export function reactionAfter(exit: TurnExit | undefined): ReactionStatus | null | undefined {
   switch (exit) {
@@ -61,6 +62,7 @@ export function reactionAfter(exit: TurnExit | undefined): ReactionStatus | null
     case "stopped":
       return null;
     case "cut_off":
+    case "elsewhere":
       return undefined;
   }
 }

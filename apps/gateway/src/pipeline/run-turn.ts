@@ -184,7 +184,9 @@ async function agentTurn(
   async function endAborted(): Promise<void> {
     if (abortedByStop(signal)) {
       if (turn !== undefined) turn.exit = "cut_off";
-      ctx.log.warn("turn cut off by the gateway's stop; its chat is told after the restart");
+      ctx.log.warn(
+        "turn cut off by the gateway's stop or a lost session lease; its chat is told after the restart or by the session's new holder",
+      );
       return;
     }
     if (turn !== undefined) turn.exit = "stopped";

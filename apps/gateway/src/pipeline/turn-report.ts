@@ -4,9 +4,11 @@ import type { AttemptResult } from "../durable/outbox.js";
 /**
  * How a turn ended: `ok` (the agent answered; its reply went to the outbox), `error` (the agent,
  * its sandbox or a step failed; the chat got a notice), `stopped` (by /stop or /reset),
- * `cut_off` (by the gateway's stop; the chat is told after the restart).
+ * `cut_off` (by the gateway's stop, or its session's lease was lost; the chat is told after the
+ * restart or by the replica that takes the session), `elsewhere` (another replica holds the
+ * session and runs it there).
  */
-export type TurnExit = "ok" | "error" | "stopped" | "cut_off";
+export type TurnExit = "ok" | "error" | "stopped" | "cut_off" | "elsewhere";
 
 /**
  * What one agent turn did, filled in by the steps as they run and logged once at its end as

@@ -136,6 +136,37 @@ export interface PipelineServices {
    * timeout counts from there, not from its wait behind its owner's turns (docs/schedules.md).
    */
   readonly turnStarted?: (() => void) | undefined;
+  /**
+   * Which replica runs a session's turns (docs/cluster.md, "Sessions across replicas"); absent
+   * with SQLite (one process runs them all).
+   */
+  readonly sessions?: SessionHold | undefined;
+}
+
+/** The session leases as the pipeline sees them (gateway/replica-sessions.ts). */
+export interface SessionHold {
+  /**
+   * Claims the session for its turn about to start: true when this process holds its lease
+   * and runs the turn; false when it may not (another live replica holds it and the entries
+   * were handed to that one, or the database did not answer and they were given back): the
+   * turn does not run here.
+   */
+  acquire(turn: {
+    readonly profile: string;
+    readonly sessionKey: string;
+    readonly entryIds: readonly number[];
+    readonly log: Logger;
+  }): Promise<boolean>;
+  /** A turn cut off because its lease was lost: its entries go back for the session's holder. */
+  giveBack(entryIds: readonly number[]): void;
+  /**
+   * `/stop` or `/reset` for a session another live replica holds: asks that one to stop it
+   * there; resolves with its id, or `undefined` when this process is the one to act.
+   */
+  askHolder(session: {
+    readonly profile: string;
+    readonly sessionKey: string;
+  }): Promise<string | undefined>;
 }
 
 /**

@@ -12,7 +12,16 @@ export class GatewayStoppingError extends MediagateError {
   }
 }
 
-/** Whether `signal` was aborted by the gateway's stop (not by /stop or /reset). */
+/**
+ * Whether `signal` was aborted by the gateway's stop, or because this replica lost the
+ * session's lease (`MG_SESSION_LEASE_LOST`, docs/cluster.md), not by /stop or /reset: either
+ * way the turn's messages are kept for whoever runs the session next.
+ */
 export function abortedByStop(signal: AbortSignal | undefined): boolean {
-  return signal?.aborted === true && signal.reason instanceof GatewayStoppingError;
+  if (signal?.aborted !== true) return false;
+  const reason: unknown = signal.reason;
+  return (
+    reason instanceof GatewayStoppingError ||
+    (reason instanceof MediagateError && reason.code === "MG_SESSION_LEASE_LOST")
+  );
 }

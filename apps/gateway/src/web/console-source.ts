@@ -14,7 +14,7 @@ import type {
 } from "@mediagate/web";
 import type { ChannelAdapter, Platform } from "../channels/types.js";
 import { describeResetConfirm, resetSession } from "../commands/reset.js";
-import { describeStop, stopSession } from "../commands/stop.js";
+import { describeStop, stoppedElsewhereText, stopSession } from "../commands/stop.js";
 import type { Journal, OutboxRecord } from "../durable/types.js";
 import type { HealthReport } from "../health/server.js";
 import type { Logger } from "../log.js";
@@ -267,6 +267,16 @@ export function createConsoleSource(deps: ConsoleSourceDeps): ConsoleSource {
     },
 
     async stopTurn(sessionKey: string, by: WebActor): Promise<string> {
+      const holder = await services.sessions
+        ?.askHolder({ profile: runtimeOf(sessionKey).name, sessionKey })
+        .catch(() => undefined);
+      if (holder !== undefined) {
+        logger.info(
+          { by: by.id, address: by.address, sessionKey, holder },
+          "web console: /stop asked of the session's replica",
+        );
+        return stoppedElsewhereText(holder);
+      }
       const summary = await stopSession(runtimeOf(sessionKey), services, sessionKey);
       logger.info(
         { by: by.id, address: by.address, sessionKey, ...summary },
@@ -277,6 +287,12 @@ export function createConsoleSource(deps: ConsoleSourceDeps): ConsoleSource {
 
     async resetSlot(sessionKey: string, confirm: boolean, by: WebActor): Promise<ResetAnswer> {
       const result = await resetSession(runtimeOf(sessionKey), services, sessionKey, confirm);
+      // With replicas, the session's turn runs on its holder: it is stopped there too.
+      if (result.status === "done") {
+        await services.sessions
+          ?.askHolder({ profile: runtimeOf(sessionKey).name, sessionKey })
+          .catch(() => undefined);
+      }
       logger.info(
         { by: by.id, address: by.address, sessionKey, confirm, result: result.status },
         "web console: /reset done",

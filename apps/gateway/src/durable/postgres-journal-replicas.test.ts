@@ -1,0 +1,159 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { freshPostgresDatabase, type TestDatabase } from "../../../../test-support/postgres.js";
+import { telegramMessage } from "../../test/fixtures/inbound-message.js";
+import { PostgresDatabase } from "../postgres/database.js";
+import { StorageError } from "./errors.js";
+import { PostgresJournal } from "./postgres-journal.js";
+import { SessionLeaseLostError, SessionLeases } from "./session-leases.js";
+
+let testDatabase: TestDatabase;
+const databases: PostgresDatabase[] = [];
+const journals: PostgresJournal[] = [];
+
+beforeAll(async () => {
+  testDatabase = await freshPostgresDatabase("pg_replicas");
+});
+
+afterEach(async () => {
+  // What one test's closed journals left would be the next one's to take over.
+  await databases[0]?.query(
+    "test",
+    "TRUNCATE journal.entries, journal.receipts, journal.replies, journal.reply_steps, leases.sessions",
+  );
+  for (const journal of journals.splice(0)) await journal.close();
+  for (const database of databases.splice(0)) await database.close();
+});
+
+afterAll(async () => {
+  await testDatabase?.drop();
+});
+
+/** A replica's journal: a pool of its own and an owner of its own, as another process has. */
+async function replica(owner: string): Promise<PostgresJournal> {
+  return (await leasedReplica(owner)).journal;
+}
+
+/** A replica's journal whose replies are fenced by its session leases, on the clock `now`. */
+async function leasedReplica(owner: string, now: () => number = Date.now) {
+  const database = new PostgresDatabase({ url: testDatabase.url, maxConnections: 4 });
+  databases.push(database);
+  const leases = await SessionLeases.open(database, { owner, now });
+  const journal = await PostgresJournal.open(database, {
+    owner,
+    ownerGraceMs: 0,
+    now,
+    fence: leases,
+  });
+  journals.push(journal);
+  return { journal, leases };
+}
+
+function reply(sessionKey: string) {
+  return {
+    profile: "work",
+    platform: "telegram" as const,
+    sessionKey,
+    slot: "s",
+    target: { platform: "telegram" as const, chatId: "100" },
+    text: "the answer",
+  };
+}
+
+describe("PostgresJournal shared by replicas", () => {
+  it("accepts an update once when two replicas record it at the same moment", async () => {
+    const [a, b] = await Promise.all([replica("replica-a/1/1/1"), replica("replica-b/1/1/1")]);
+    const updates = Array.from({ length: 40 }, (_, i) => telegramMessage(`race-${i}`, `m${i}`));
+    const results = await Promise.all(
+      updates.map(async (update, i) => {
+        // Each replica goes first for half of them.
+        const [first, second] = i % 2 === 0 ? [a, b] : [b, a];
+        const both = await Promise.all([first.record(update), second.record(update)]);
+        return first === a ? both : ([both[1], both[0]] as const);
+      }),
+    );
+    for (const [fromA, fromB] of results) {
+      expect([fromA.fresh, fromB.fresh].filter(Boolean)).toHaveLength(1);
+      expect(fromA.id).toBe(fromB.id);
+    }
+    expect(new Set(results.map(([fromA]) => fromA.id)).size).toBe(updates.length);
+  });
+
+  it("does not run a platform's retry on another replica once one recorded the update", async () => {
+    const [a, b, c] = await Promise.all([
+      replica("replica-a/2/1/1"),
+      replica("replica-b/2/1/1"),
+      replica("replica-c/2/1/1"),
+    ]);
+    const update = telegramMessage("retried-1");
+    const first = await a.record(update);
+    await a.started(first.id);
+    await a.finished(first.id, "replied");
+    // Telegram did not hear the 200 and delivers the update again, to whichever replica the
+    // load balancer picks, twice at once.
+    const [onB, onC] = await Promise.all([b.record(update), c.record(update)]);
+    expect(first.fresh).toBe(true);
+    expect(onB).toEqual({ id: first.id, fresh: false });
+    expect(onC).toEqual({ id: first.id, fresh: false });
+    expect(await b.entryState(first.id)).toEqual({ state: "done", outcome: "replied" });
+  });
+
+  it("records an album item once when replicas receive it alone and merged with others", async () => {
+    const [a, b] = await Promise.all([replica("replica-a/3/1/1"), replica("replica-b/3/1/1")]);
+    const alone = telegramMessage("album-2");
+    const merged = { ...telegramMessage("album-1"), receiptIds: ["album-1", "album-2"] };
+    const [fromA, fromB] = await Promise.all([a.record(alone), b.record(merged)]);
+    const fresh = [fromA, fromB].filter((result) => result.fresh);
+    expect(fresh).toHaveLength(1);
+    // The loser is told which receipts were not recorded with the winner, or that it was seen.
+    const loser = fromA.fresh ? fromB : fromA;
+    expect(loser.fresh).toBe(false);
+    expect(await a.recorded("work", "telegram", ["album-2"])).toEqual(["album-2"]);
+  });
+
+  it("refuses the reply of a replica whose session another replica took over", async () => {
+    const clock = { nowMs: 5_000_000 };
+    const a = await leasedReplica("replica-a/4/1/1", () => clock.nowMs);
+    const session = { profile: "work", sessionKey: "telegram:dm:7" };
+    const entry = await a.journal.record(telegramMessage("fenced-1"));
+    expect(await a.leases.claim(session)).toMatchObject({ held: true });
+    await a.journal.started(entry.id);
+    // a is cut off past its lease; b, whose clock is later, takes the session over.
+    const b = await leasedReplica("replica-b/4/1/1", () => clock.nowMs + 20_000);
+    expect(await b.leases.claim(session)).toMatchObject({ held: true, token: 2 });
+    const refused = await a.journal
+      .addReply(reply(session.sessionKey), entry.id)
+      .catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(StorageError);
+    expect((refused as StorageError).cause).toBeInstanceOf(SessionLeaseLostError);
+    expect(await b.journal.replies({})).toEqual([]);
+    expect(await b.journal.entryState(entry.id)).toEqual({ state: "started", outcome: null });
+    // The new holder's reply goes through.
+    await b.journal.addReply(reply(session.sessionKey), entry.id);
+    expect(await b.journal.entryState(entry.id)).toEqual({ state: "done", outcome: "replied" });
+  });
+
+  it("hands a message to the replica holding its session, and to a taker once that one dies", async () => {
+    const [a, holder, c] = await Promise.all([
+      replica("replica-a/5/1/1"),
+      replica("replica-b/5/1/1"),
+      replica("replica-c/5/1/1"),
+    ]);
+    const first = await a.record(telegramMessage("handed-1"));
+    const second = await a.record(telegramMessage("handed-2"));
+    expect(await a.handOver([first.id, second.id], holder.owner)).toEqual([first.id, second.id]);
+    expect(await c.takeOver()).toEqual([]);
+    const picked = await holder.takeHandedOver();
+    expect(picked.map((entry) => [entry.id, entry.owner])).toEqual([
+      [first.id, holder.owner],
+      [second.id, holder.owner],
+    ]);
+    expect(await holder.takeHandedOver()).toEqual([]);
+
+    const third = await a.record(telegramMessage("handed-3"));
+    await a.handOver([third.id], holder.owner);
+    await holder.close();
+    // The holder died before it picked the message up: whoever takes its work over gets it.
+    const taken = await c.takeOver();
+    expect(taken.map((entry) => entry.id)).toEqual([first.id, second.id, third.id]);
+  });
+});

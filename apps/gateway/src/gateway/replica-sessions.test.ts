@@ -1,0 +1,296 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Schedule } from "@mediagate/io";
+import type { UploadLimits } from "@mediagate/media";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { testEnvironment } from "../../../../test-support/engine.js";
+import { freshPostgresDatabase, type TestDatabase } from "../../../../test-support/postgres.js";
+import { waitFor, waitUntil } from "../../../../test-support/wait.js";
+import type { AgentTurnInput, AgentTurnResult } from "../agents/types.js";
+import type {
+  ChannelAdapter,
+  ChannelHealth,
+  ChannelStartOptions,
+  ChatTarget,
+  DeliveryReport,
+  InboundMessage,
+  OutboundReply,
+} from "../channels/types.js";
+import { stoppedElsewhereText } from "../commands/stop.js";
+import { readEnv } from "../config/env.js";
+import { resolveConfig } from "../config/load.js";
+import { Defaults } from "../defaults.js";
+import { PostgresJournal } from "../durable/postgres-journal.js";
+import { SessionLeaseLostError, SessionLeases } from "../durable/session-leases.js";
+import { Gateway } from "../gateway.js";
+import { PostgresDatabase } from "../postgres/database.js";
+import { buildSessionKey } from "../session/key.js";
+
+let testDatabase: TestDatabase;
+const homes: string[] = [];
+const gateways: Gateway[] = [];
+const databases: PostgresDatabase[] = [];
+
+beforeAll(async () => {
+  testDatabase = await freshPostgresDatabase("replica_sessions");
+});
+
+afterEach(async () => {
+  for (const gateway of gateways.splice(0)) await gateway.stop();
+  const admin = new PostgresDatabase({ url: testDatabase.url });
+  await admin.query(
+    "test",
+    "TRUNCATE journal.entries, journal.receipts, journal.replies, journal.reply_steps, leases.sessions RESTART IDENTITY",
+  );
+  await admin.close();
+  for (const database of databases.splice(0)) await database.close();
+  for (const home of homes.splice(0)) await rm(home, { recursive: true, force: true });
+});
+
+afterAll(async () => {
+  await testDatabase?.drop();
+});
+
+/** The journal owner of entry `id` now. */
+async function ownerOf(id: number): Promise<string | undefined> {
+  const database = new PostgresDatabase({ url: testDatabase.url });
+  try {
+    const row = await database.query<{ owner: string }>(
+      "test",
+      "SELECT owner FROM journal.entries WHERE id = $1",
+      [id],
+    );
+    return row.rows[0]?.owner;
+  } finally {
+    await database.close();
+  }
+}
+
+function dm(messageId: string, text: string): InboundMessage {
+  return {
+    profile: "solo",
+    platform: "telegram",
+    chatId: "1",
+    chatType: "dm",
+    userId: "1",
+    messageId,
+    text,
+    receiptId: messageId,
+  };
+}
+
+/** A Telegram channel in memory: what the gateway sent, and its message handler. */
+class Inbox implements ChannelAdapter {
+  readonly platform = "telegram" as const;
+  readonly profile = "solo";
+  readonly limits: UploadLimits = { maxBytes: () => 1 };
+  readonly texts: string[] = [];
+  onMessage: ((m: InboundMessage) => Promise<void>) | undefined;
+  async start({ onMessage }: ChannelStartOptions): Promise<void> {
+    this.onMessage = onMessage;
+  }
+  health(): ChannelHealth {
+    return { platform: "telegram", profile: this.profile, state: "up", sinceMs: 0 };
+  }
+  async stop(): Promise<void> {}
+  async sendText(_t: ChatTarget, text: string): Promise<void> {
+    this.texts.push(text);
+  }
+  async deliver(reply: OutboundReply): Promise<DeliveryReport> {
+    this.texts.push(reply.text);
+    return { outcomes: [] };
+  }
+  async showActivity(): Promise<void> {}
+}
+
+/** A timer the test fires by hand: the replicas' loop runs a round only when told. */
+function manualSchedule() {
+  let pending: (() => void)[] = [];
+  const schedule: Schedule = (run) => {
+    pending.push(run);
+    return () => {
+      pending = pending.filter((p) => p !== run);
+    };
+  };
+  return {
+    schedule,
+    /** Runs what is due, once the loop has asked for its next round. */
+    fire: async () => {
+      await waitUntil(() => pending.length > 0, "the replicas' loop asks for its next round");
+      const due = pending;
+      pending = [];
+      for (const run of due) run();
+    },
+  };
+}
+
+/** Runs the loop's rounds until `check` passes (what a round starts may end in a later one). */
+async function roundsUntil(
+  loop: { fire: () => Promise<void> },
+  check: () => unknown,
+): Promise<void> {
+  await waitFor(async () => {
+    await loop.fire();
+    await check();
+  });
+}
+
+/**
+ * One replica: a gateway of its own id on the shared database, its agent answering
+ * `<name>: text`, its wall clock `aheadMs` ahead of the real one.
+ */
+async function replica(
+  name: string,
+  clock = { aheadMs: 0 },
+  runTurn?: (input: AgentTurnInput) => Promise<AgentTurnResult>,
+) {
+  const home = await mkdtemp(join(tmpdir(), "mg-replica-"));
+  homes.push(home);
+  const config = resolveConfig(
+    {
+      home,
+      store: { kind: "postgres", url: testDatabase.url },
+      profiles: [{ name: "solo", admins: ["telegram:1"] }],
+    },
+    { env: readEnv(testEnvironment(home)) },
+  );
+  const inbox = new Inbox();
+  const ran: string[] = [];
+  const loop = manualSchedule();
+  const gateway = await Gateway.create(config, {
+    channels: [inbox],
+    instanceId: `${name}/boot/1/1`,
+    replicaSchedule: loop.schedule,
+    clock: { wallMs: () => Date.now() + clock.aheadMs, monoMs: () => performance.now() },
+    agent: () => ({
+      kind: "shell",
+      runTurn: async (input) => {
+        ran.push(input.text);
+        return runTurn === undefined ? { reply: `${name}: ${input.text}` } : runTurn(input);
+      },
+    }),
+  });
+  gateways.push(gateway);
+  await gateway.start();
+  const send = async (messageId: string, text: string) => {
+    await inbox.onMessage?.(dm(messageId, text));
+    await gateway.idle();
+  };
+  return { gateway, inbox, ran, loop, send };
+}
+
+describe("sessions across replicas on one PostgreSQL store", () => {
+  it("runs a session's turns on the replica holding it, whichever replica receives them", async () => {
+    const a = await replica("a");
+    const b = await replica("b");
+    await a.send("1", "first");
+    expect(a.ran).toEqual(["first"]);
+    await b.send("2", "second");
+    // b does not run it: it hands it to a, which picks it up on its next round.
+    expect(b.ran).toEqual([]);
+    await roundsUntil(a.loop, () => expect(a.ran).toEqual(["first", "second"]));
+    await a.gateway.idle();
+    expect(a.inbox.texts).toEqual(["a: first", "a: second"]);
+    expect(b.inbox.texts).toEqual([]);
+  });
+
+  it("hands its sessions over at once when it stops gracefully", async () => {
+    const a = await replica("a");
+    const b = await replica("b");
+    await a.send("1", "first");
+    await a.gateway.stop();
+    await b.send("2", "second");
+    expect(b.ran).toEqual(["second"]);
+    expect(b.inbox.texts).toEqual(["b: second"]);
+  });
+
+  it("takes over a dead replica's messages and session once its lease expired", async () => {
+    // A replica that died holding the session: its lease still runs, its owner lock is gone.
+    const database = new PostgresDatabase({ url: testDatabase.url });
+    databases.push(database);
+    const deadLeases = await SessionLeases.open(database, { owner: "dead/boot/1/1" });
+    const dead = await PostgresJournal.open(database, { owner: "dead/boot/1/1", ownerGraceMs: 0 });
+    const cutOff = await dead.record(dm("1", "cut off"));
+    await dead.started(cutOff.id);
+    const waiting = await dead.record(dm("2", "waiting"));
+    await deadLeases.claim({ profile: "solo", sessionKey: buildSessionKey(dm("2", "")) });
+    await dead.close();
+
+    const clock = { aheadMs: 0 };
+    const b = await replica("b", clock);
+    await b.gateway.idle();
+    // While its lease runs, the dead replica might only have lost its connection for a moment:
+    // nothing of it is taken over.
+    expect(b.inbox.texts).toEqual([]);
+    expect(await ownerOf(waiting.id)).toBe("dead/boot/1/1");
+
+    clock.aheadMs = Defaults.sessionLeases.leaseMs;
+    await roundsUntil(b.loop, () => expect(b.ran).toEqual(["waiting"]));
+    await b.gateway.idle();
+    // The turn cut off on the dead replica gets the restart's notice, the waiting message runs.
+    expect(b.inbox.texts).toEqual([
+      expect.stringContaining("while working on your message “cut off”"),
+      "b: waiting",
+    ]);
+  });
+
+  it("cuts its turn off and sends nothing once another replica took its session over", async () => {
+    const aborted: unknown[] = [];
+    const clock = { aheadMs: 0 };
+    const a = await replica("a", clock, (input) => {
+      // Answers only after its abort, as a slow agent would: the reply must not go out.
+      return new Promise((resolve) => {
+        input.signal.addEventListener("abort", () => {
+          aborted.push(input.signal.reason);
+          resolve({ reply: "a: too late" });
+        });
+      });
+    });
+    const b = await replica("b", { aheadMs: Defaults.sessionLeases.leaseMs });
+    void a.inbox.onMessage?.(dm("1", "long"));
+    await waitFor(() => expect(a.ran).toEqual(["long"]));
+    // a is cut off from the database past its lease (b's clock says it expired): b takes the
+    // session with the next message it receives.
+    await b.send("2", "next");
+    expect(b.ran).toEqual(["next"]);
+    clock.aheadMs = Defaults.sessionLeases.renewMs;
+    await roundsUntil(a.loop, () => expect(aborted).toHaveLength(1));
+    await a.gateway.idle();
+    expect(aborted[0]).toBeInstanceOf(SessionLeaseLostError);
+    expect(a.inbox.texts).toEqual([]);
+    // Its cut-off turn goes back to the cluster on a's next round, and on to b, which holds the
+    // session; it ran no command, so b runs it again, as a restart would.
+    await roundsUntil(a.loop, async () => expect(await ownerOf(1)).toBe("handed:b/boot/1/1"));
+    await roundsUntil(b.loop, () => expect(b.ran).toEqual(["next", "long"]));
+    await b.gateway.idle();
+    expect(b.inbox.texts).toEqual(["b: next", "b: long"]);
+    expect(a.inbox.texts).toEqual([]);
+  });
+
+  it("stops a session on the replica running it when an admin asks another replica", async () => {
+    const aborted: unknown[] = [];
+    const a = await replica("a", { aheadMs: 0 }, (input) => {
+      return new Promise((_resolve, reject) => {
+        input.signal.addEventListener("abort", () => {
+          aborted.push(input.signal.reason);
+          reject(new Error("aborted"));
+        });
+      });
+    });
+    const b = await replica("b");
+    void a.inbox.onMessage?.(dm("1", "long"));
+    await waitFor(() => expect(a.ran).toEqual(["long"]));
+    await b.send("2", "/stop");
+    expect(b.inbox.texts).toEqual([stoppedElsewhereText("a/boot/1/1")]);
+    expect(aborted).toEqual([]);
+    await roundsUntil(a.loop, () => expect(aborted).toHaveLength(1));
+    await a.gateway.idle();
+    expect(String(aborted[0])).toContain("stopped by /stop");
+    expect(a.inbox.texts).toEqual([]);
+    expect(await (a.gateway.journal as PostgresJournal).entryState(1)).toEqual({
+      state: "done",
+      outcome: "stopped",
+    });
+  });
+});

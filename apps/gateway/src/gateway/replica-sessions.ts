@@ -1,0 +1,240 @@
+import type { Schedule } from "@mediagate/io";
+import { stopSession } from "../commands/stop.js";
+import { Defaults } from "../defaults.js";
+import type { PostgresJournal } from "../durable/postgres-journal.js";
+import {
+  type LeasedSession,
+  type LeaseRequest,
+  SessionLeaseLostError,
+  type SessionLeases,
+} from "../durable/session-leases.js";
+import type { SessionHold } from "../pipeline/types.js";
+import { type GatewayCore, type ReplicaLoop, track } from "./core.js";
+import { recover, recoverEntry } from "./recovery.js";
+
+/** Options of {@link ReplicaSessions}. */
+export interface ReplicaSessionsOptions {
+  readonly leases: SessionLeases;
+  readonly journal: PostgresJournal;
+  /** The timer of the loop. Default: the gateway's `replicaSchedule`, else a real timer. */
+  readonly schedule: Schedule;
+  /** Default `Defaults.sessionLeases.pollMs`. */
+  readonly pollMs?: number;
+  /** Default `Defaults.sessionLeases.renewMs`. */
+  readonly renewMs?: number;
+  /** Default `Defaults.sessionLeases.idleReleaseMs`. */
+  readonly idleReleaseMs?: number;
+  /** The clock of the renewals and idle releases (the leases' own). */
+  readonly now: () => number;
+}
+
+/**
+ * The replicas' side of the gateway (docs/cluster.md, "Sessions across replicas"): a turn runs
+ * on the replica that holds its session's lease ({@link acquire}); a message for a session
+ * another live replica holds is handed to it. Every `pollMs` a loop renews this process's
+ * leases when `renewMs` is due (a lost one cuts its turn off), picks up the messages handed to
+ * it, takes over what dead replicas left (their messages, cut-off turns and replies, as a
+ * restart would) and releases the leases of sessions idle for `idleReleaseMs`.
+ */
+export class ReplicaSessions implements SessionHold, ReplicaLoop {
+  readonly leases: SessionLeases;
+  readonly #journal: PostgresJournal;
+  readonly #schedule: Schedule;
+  readonly #pollMs: number;
+  readonly #renewMs: number;
+  readonly #idleReleaseMs: number;
+  readonly #now: () => number;
+  /** Entries to give back to the cluster, kept until the database takes the write. */
+  readonly #givenBack = new Set<number>();
+  #gateway: GatewayCore | undefined;
+  #cancel: (() => void) | undefined;
+  #lastRenewMs = Number.NEGATIVE_INFINITY;
+  /** Whether new work is taken from the cluster (handed or taken over); false once stopping. */
+  #taking = false;
+  #running = false;
+  #tick: Promise<void> = Promise.resolve();
+  /** The round's work (hand-overs, take-overs, requests) while it runs. */
+  #work: Promise<void> | undefined;
+  /** The renewal under way. */
+  #renewing: Promise<void> | undefined;
+
+  constructor(options: ReplicaSessionsOptions) {
+    this.leases = options.leases;
+    this.#journal = options.journal;
+    this.#schedule = options.schedule;
+    this.#pollMs = options.pollMs ?? Defaults.sessionLeases.pollMs;
+    this.#renewMs = options.renewMs ?? Defaults.sessionLeases.renewMs;
+    this.#idleReleaseMs = options.idleReleaseMs ?? Defaults.sessionLeases.idleReleaseMs;
+    this.#now = options.now;
+  }
+
+  async acquire(turn: Parameters<SessionHold["acquire"]>[0]): Promise<boolean> {
+    const session = { profile: turn.profile, sessionKey: turn.sessionKey };
+    try {
+      const claim = await this.leases.claim(session);
+      if (claim.held) return true;
+      const handed = await this.#journal.handOver(turn.entryIds, claim.holder);
+      turn.log.info(
+        { holder: claim.holder, entries: handed.length },
+        "another replica holds the session: its message is handed to it",
+      );
+      return false;
+    } catch (error) {
+      turn.log.warn(
+        { err: error },
+        "could not claim the session's lease; the message is kept for the replica that can",
+      );
+      this.giveBack(turn.entryIds);
+      return false;
+    }
+  }
+
+  askHolder(session: LeasedSession): Promise<string | undefined> {
+    return this.leases.ask(session, "stop");
+  }
+
+  sessionsHeld(): number {
+    return this.leases.held().length;
+  }
+
+  giveBack(entryIds: readonly number[]): void {
+    for (const id of entryIds) this.#givenBack.add(id);
+  }
+
+  /** Starts the loop for `gateway` (after its start-up recovery). */
+  start(gateway: GatewayCore): void {
+    this.#gateway = gateway;
+    this.#taking = true;
+    this.#running = true;
+    this.#next();
+  }
+
+  /**
+   * The gateway's stop begins: no new work is taken from the cluster; the leases are still
+   * renewed while running turns drain.
+   */
+  quiesce(): void {
+    this.#taking = false;
+  }
+
+  /**
+   * Ends the loop and gives every lease up, so other replicas take this one's sessions at
+   * once (with the journal's `release`, the messages left). Never rejects.
+   */
+  async stop(): Promise<void> {
+    this.#taking = false;
+    this.#running = false;
+    this.#cancel?.();
+    await this.#tick;
+    await this.#renewing;
+    await this.#work;
+    const released = await this.leases.releaseAll().catch((error: unknown) => {
+      this.#gateway?.logger.warn({ err: error }, "could not release the session leases");
+      return 0;
+    });
+    if (released > 0)
+      this.#gateway?.logger.info({ released }, "sessions handed over to the other replicas");
+  }
+
+  /** One round of the loop, now (tests; the loop calls it every `pollMs`). */
+  runOnce(): Promise<void> {
+    this.#tick = this.#tick.then(() => this.#round());
+    return this.#tick;
+  }
+
+  #next(): void {
+    if (!this.#running) return;
+    this.#cancel = this.#schedule(() => {
+      void this.runOnce().finally(() => this.#next());
+    }, this.#pollMs);
+  }
+
+  /**
+   * Cuts off the sessions whose lease lapsed by this process's clock, then starts a renewal
+   * when one is due and the round's work, unless the last ones are still going: a renewal may
+   * wait for a server that stopped answering (`Defaults.postgres.queryTimeoutMs`), and a
+   * take-over may wait out `Defaults.postgres.ownerGraceMs` after the server restarted; the
+   * next round's lapse check must not wait behind either.
+   */
+  async #round(): Promise<void> {
+    const gateway = this.#gateway;
+    if (gateway === undefined) return;
+    this.#cut(gateway, this.leases.lapsed());
+    const nowMs = this.#now();
+    if (this.#renewing === undefined && nowMs - this.#lastRenewMs >= this.#renewMs) {
+      this.#lastRenewMs = nowMs;
+      this.#renewing = this.leases
+        .renew()
+        .then(
+          (lost) => this.#cut(gateway, lost),
+          (error: unknown) =>
+            gateway.logger.warn({ err: error }, "could not renew the session leases"),
+        )
+        .finally(() => {
+          this.#renewing = undefined;
+        });
+    }
+    this.#work ??= this.#takeWork(gateway).finally(() => {
+      this.#work = undefined;
+    });
+  }
+
+  async #takeWork(gateway: GatewayCore): Promise<void> {
+    const log = gateway.logger;
+    try {
+      if (this.#givenBack.size > 0) {
+        const ids = [...this.#givenBack];
+        await this.#journal.releaseEntries(ids);
+        for (const id of ids) this.#givenBack.delete(id);
+      }
+      for (const request of await this.leases.requests()) await this.#act(gateway, request);
+      if (!this.#taking) return;
+      for (const entry of await this.#journal.takeHandedOver()) {
+        const notice = await recoverEntry(gateway, entry);
+        if (notice !== undefined) track(gateway, gateway.outbox.resume([notice]));
+      }
+      const replies = await recover(gateway);
+      if (replies.length > 0) track(gateway, gateway.outbox.resume(replies));
+      await this.#releaseIdle(gateway);
+    } catch (error) {
+      log.warn({ err: error }, "replica round's take-over failed; it runs again");
+    }
+  }
+
+  /** Cuts off the running turns of sessions whose lease was lost. */
+  #cut(gateway: GatewayCore, lost: readonly LeasedSession[]): void {
+    const { queue } = gateway.services;
+    for (const session of lost) {
+      const cut = queue.abortRunning(
+        session.sessionKey,
+        new SessionLeaseLostError(session, "the turn"),
+      );
+      gateway.logger.warn(
+        { profile: session.profile, sessionKey: session.sessionKey, turnCutOff: cut },
+        "lost the session's lease: its turns are left to the replica that takes it",
+      );
+    }
+  }
+
+  /** Stops a session here for an admin who asked on another replica. */
+  async #act(gateway: GatewayCore, request: LeaseRequest): Promise<void> {
+    const { session } = request;
+    const runtime = gateway.runtimes.get(session.profile);
+    if (runtime === undefined) return;
+    const summary = await stopSession(runtime, gateway.services, session.sessionKey);
+    gateway.logger.info(
+      { profile: session.profile, sessionKey: session.sessionKey, ...summary },
+      "session stopped for an admin who asked on another replica",
+    );
+  }
+
+  async #releaseIdle(gateway: GatewayCore): Promise<void> {
+    const nowMs = this.#now();
+    const { queue } = gateway.services;
+    for (const { session, claimedAtMs } of this.leases.held()) {
+      if (nowMs - claimedAtMs < this.#idleReleaseMs) continue;
+      if (queue.isRunning(session.sessionKey) || queue.queued(session.sessionKey) > 0) continue;
+      await this.leases.release(session);
+    }
+  }
+}
