@@ -15,8 +15,9 @@ import { waitUntil } from "./harness/gateway-home.js";
 /**
  * A polling gateway on `store: { kind: postgres }` while its server is stopped (docs/store.md,
  * "While PostgreSQL is down"): every message is recorded before it is confirmed or run, so
- * nothing new runs during the outage; what was recorded before it is kept, what came during
- * it stays with Telegram, and all of it is answered once after. The outage lasts until the
+ * nothing new runs during the outage; what was recorded before it is kept and run again by the
+ * same process once the server answers, what came during it stays with Telegram, and all of it
+ * is answered once after. The outage lasts until the
  * gateway has refused and retried, whatever its length in seconds: the poller's retries back
  * off the same way through a 30 s outage (`Defaults.telegram.pollBackoffMaxMs` caps the wait).
  * The server stopped is a private cluster of this file's own, never the shared one.
@@ -110,10 +111,10 @@ describe("PostgreSQL stopped while several chats write", () => {
       "the writer to be told its message waits",
     );
     // The running turn's end needs the database (its conversation, its reply's record): it is
-    // kept for the next start, and its chat is told so.
+    // kept in the journal, and its chat is told so.
     await waitUntil(
       () => repliesTo(Running).includes(StoreDownText),
-      "the running turn to be kept for the next start",
+      "the running turn to be kept until the database is back",
     );
     // The health endpoint answers while the store does not, and says so.
     await waitUntil(
@@ -144,15 +145,32 @@ describe("PostgreSQL stopped while several chats write", () => {
       "the health endpoint to report the recovery",
     );
 
-    // The turn kept for the next start runs again there, and is answered once.
+    // The kept turn runs again in the same process once the database answers (with
+    // `recovery.rerunInterrupted`, as a start would), and is answered once.
+    await waitUntil(
+      () => repliesTo(Running).includes("running"),
+      "the kept turn to be answered without a restart",
+      60_000,
+    );
+    await waitUntil(
+      () => cli.output().includes("the store answers again: running the turns kept"),
+      "the kept turn to be resumed by the running gateway",
+    );
+    await waitUntil(
+      () => (cli.output().match(/"msg":"turn finished"/g) ?? []).length >= 4,
+      "every turn to finish",
+    );
+
+    // Nothing is left for a restart: the kept turn's entry was closed with its answer. A
+    // turn the start took over would run before this chat's next message (one session queue).
     await cli.kill();
     await cli.start().catch((e) => {
       console.log(cli.output().split("\n").slice(-40).join("\n"));
       throw e;
     });
-    await waitUntil(() => repliesTo(Running).includes("running"), "the kept turn to be answered");
-    await waitUntil(() => cli.output().includes('"msg":"turn finished"'), "the turn to finish");
-    expect(repliesTo(Running)).toEqual(["before", StoreDownText, "running"]);
+    fake.sendPrivateText({ userId: Running, text: "echo after" });
+    await waitUntil(() => repliesTo(Running).includes("after"), "the next message's answer");
+    expect(repliesTo(Running)).toEqual(["before", StoreDownText, "running", "after"]);
     expect(repliesTo(Writer)).toEqual([NotRecordedUnreachableText, "from-writer"]);
     expect(repliesTo(Waiting)).toEqual(["from-waiting"]);
     expect(cli.output()).not.toContain(cluster.url);

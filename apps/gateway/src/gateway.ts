@@ -161,6 +161,7 @@ export class Gateway {
   async #stop(): Promise<void> {
     clearInterval(this.#pruneTimer);
     stopSchedules(this.#core);
+    this.#core.kept.stop();
     await this.#core.web?.close().catch((error: unknown) => {
       this.logger.warn({ err: error }, "web console close failed");
     });

@@ -155,6 +155,8 @@ export interface Journal {
    * platform.
    */
   sync(): Promise<void>;
+  /** Where entry `id` is and how it ended (`undefined` for an unknown id). */
+  entryState(id: number): Promise<{ state: JournalState; outcome: string | null } | undefined>;
   /** The entry's turn starts (several: the messages of one collected turn, atomically). */
   started(ids: number | readonly number[]): Promise<void>;
   /** Nothing is left to do for the entry (or entries, atomically). */

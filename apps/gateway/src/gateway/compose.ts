@@ -31,7 +31,9 @@ import { AlbumGatherer } from "./albums.js";
 import { channelFor, type GatewayCore } from "./core.js";
 import { storeHealth } from "./health.js";
 import { runAlbum } from "./inbound.js";
+import { KeptTurns } from "./kept-turns.js";
 import { GatewayDefaults, type GatewayOptions } from "./options.js";
+import { resumeKeptTurn } from "./recovery.js";
 import { openStoreBackend, type StoreBackend } from "./stores.js";
 
 /** What `Gateway.create` opens before the gateway is built. */
@@ -191,6 +193,7 @@ export function composeCore(
     outbox,
     channels: () => channels.map((c) => c.health()),
     store: () => storeHealth(core),
+    keep: (turn) => core.kept.add(turn),
     activityIntervalMs: options.activityIntervalMs,
     typingAfterMs: options.typingAfterMs,
     progressClock: options.progressClock,
@@ -225,6 +228,16 @@ export function composeCore(
       run: (album) => runAlbum(core, album),
     }),
     schedulers,
+    kept: new KeptTurns({
+      probe: () => stores.database?.ping() ?? Promise.resolve(),
+      resume: (turn) => resumeKeptTurn(core, turn),
+      backoff: {
+        baseMs: Defaults.gateway.keptRetryMinMs,
+        maxMs: Defaults.gateway.keptRetryMaxMs,
+      },
+      schedule: scheduleWithTimer,
+      logger,
+    }),
   };
   return core;
 }

@@ -2,8 +2,9 @@ import type { InboundMessage } from "../channels/types.js";
 import { clearLeftoverStatuses } from "../durable/leftover-statuses.js";
 import type { JournalEntry, OutboxRecord } from "../durable/types.js";
 import { messageReaction } from "../pipeline/react.js";
+import type { KeptTurn } from "../pipeline/types.js";
 import { buildSessionKey } from "../session/key.js";
-import { channelFor, type GatewayCore, targetOf } from "./core.js";
+import { channelFor, type GatewayCore, targetOf, track } from "./core.js";
 import { dispatch } from "./dispatch.js";
 import { dispatchRecoveredRun, recordRecoveredRun } from "./scheduled-runs.js";
 
@@ -74,7 +75,7 @@ export async function recover(gateway: GatewayCore): Promise<OutboxRecord[]> {
  */
 export async function recoverEntry(
   gateway: GatewayCore,
-  entry: JournalEntry,
+  entry: Pick<JournalEntry, "id" | "state" | "message">,
   merged: readonly number[] = [],
 ): Promise<OutboxRecord | undefined> {
   const { message } = entry;
@@ -124,4 +125,29 @@ export async function recoverEntry(
     signal: gateway.outbox.signal,
   })?.set("failed");
   return notice;
+}
+
+/**
+ * Hands kept `turn` on as a start's recovery would hand on its entry: closed meanwhile, it is
+ * dropped; one that ran no command, or any with `recovery.rerunInterrupted`, runs again; one
+ * cut off after its first command gets the restart notice through the outbox, its entry
+ * closed with it. Rejects (nothing done) when the journal does not answer.
+ */
+export async function resumeKeptTurn(gateway: GatewayCore, turn: KeptTurn): Promise<void> {
+  const { message, entryId, mergedEntryIds } = turn;
+  const found = await gateway.journal.entryState(entryId);
+  // Closed meanwhile; or the gateway stops, and the next start takes it over.
+  if (found === undefined || found.state === "done" || !gateway.accepting) return;
+  const channel = channelFor(gateway, message.profile, message.platform);
+  if (channel !== undefined && (found.state === "received" || gateway.config.rerunInterrupted)) {
+    if (message.scheduled !== undefined) dispatchRecoveredRun(gateway, channel, message, entryId);
+    else void dispatch(gateway, channel, message, entryId, true, mergedEntryIds);
+    return;
+  }
+  const notice = await recoverEntry(
+    gateway,
+    { id: entryId, state: found.state, message },
+    mergedEntryIds,
+  );
+  if (notice !== undefined) track(gateway, gateway.outbox.resume([notice]));
 }
