@@ -8,12 +8,19 @@ import { channelFor, type GatewayCore, targetOf, track } from "./core.js";
 import { dispatch } from "./dispatch.js";
 import { dispatchRecoveredRun, recordRecoveredRun } from "./scheduled-runs.js";
 
-/** The line a chat gets after a restart for a turn a crash or a stop cut off. */
-export function interruptedText(message: InboundMessage): string {
+/**
+ * What cut a turn off: a crash or a stop (`restart`, told after the start), or the PostgreSQL
+ * store not answering at its end (`store`, told once it answers again; docs/store.md).
+ */
+export type CutOffBy = "restart" | "store";
+
+/** The line a chat gets for a turn a crash, a stop or the store's outage cut off. */
+export function interruptedText(message: InboundMessage, by: CutOffBy = "restart"): string {
+  const what = by === "restart" ? "The gateway restarted" : "The gateway's database was down";
   if (message.scheduled !== undefined)
-    return `⚠️ The gateway restarted while running task ${message.scheduled.taskId}. It did not finish, and commands it started may have run in part; it runs again at its next time (/tasks has "Run now").`;
+    return `⚠️ ${what} while running task ${message.scheduled.taskId}. It did not finish, and commands it started may have run in part; it runs again at its next time (/tasks has "Run now").`;
   const preview = message.text.length > 60 ? `${message.text.slice(0, 57)}…` : message.text;
-  return `⚠️ The gateway restarted while working on your message “${preview}”. It did not finish, and commands it started may have run in part. Send it again if you still want it.`;
+  return `⚠️ ${what} while working on your message “${preview}”. It did not finish, and commands it started may have run in part. Send it again if you still want it.`;
 }
 
 /**
@@ -71,12 +78,14 @@ export async function recover(gateway: GatewayCore): Promise<OutboxRecord[]> {
 /**
  * Dispatches a recorded message whose turn never started (an album's item: to its album, which
  * gathers the items that come after the restart too), or records the notice of a cut-off
- * turn; `merged`: the other entries of that turn (an album's items), closed with it.
+ * turn; `merged`: the other entries of that turn (an album's items), closed with it; `by`:
+ * what cut it off, for the notice.
  */
 export async function recoverEntry(
   gateway: GatewayCore,
   entry: Pick<JournalEntry, "id" | "state" | "message">,
   merged: readonly number[] = [],
+  by: CutOffBy = "restart",
 ): Promise<OutboxRecord | undefined> {
   const { message } = entry;
   const channel = channelFor(gateway, message.profile, message.platform);
@@ -110,7 +119,7 @@ export async function recoverEntry(
       sessionKey,
       slot: runtime.slotFor(sessionKey),
       target: targetOf(message),
-      text: interruptedText(message),
+      text: interruptedText(message, by),
     },
     entry.id,
     merged,
@@ -130,8 +139,9 @@ export async function recoverEntry(
 /**
  * Hands kept `turn` on as a start's recovery would hand on its entry: closed meanwhile, it is
  * dropped; one that ran no command, or any with `recovery.rerunInterrupted`, runs again; one
- * cut off after its first command gets the restart notice through the outbox, its entry
- * closed with it. Rejects (nothing done) when the journal does not answer.
+ * cut off after its first command gets the notice of a cut-off turn (saying the database was
+ * down) through the outbox, its entry closed with it. Left alone while the gateway stops (the
+ * next start takes it over). Rejects (nothing done) when the journal does not answer.
  */
 export async function resumeKeptTurn(gateway: GatewayCore, turn: KeptTurn): Promise<void> {
   const { message, entryId, mergedEntryIds } = turn;
@@ -148,6 +158,7 @@ export async function resumeKeptTurn(gateway: GatewayCore, turn: KeptTurn): Prom
     gateway,
     { id: entryId, state: found.state, message },
     mergedEntryIds,
+    "store",
   );
   if (notice !== undefined) track(gateway, gateway.outbox.resume([notice]));
 }
