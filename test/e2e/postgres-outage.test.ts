@@ -1,4 +1,4 @@
-import { NotRecordedUnreachableText, StoreDownText } from "@mediagate/gateway";
+import { interruptedText, NotRecordedUnreachableText, StoreDownText } from "@mediagate/gateway";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { closedPort } from "../../test-support/net.js";
 import {
@@ -15,8 +15,9 @@ import { waitUntil } from "./harness/gateway-home.js";
 /**
  * A polling gateway on `store: { kind: postgres }` while its server is stopped (docs/store.md,
  * "While PostgreSQL is down"): every message is recorded before it is confirmed or run, so
- * nothing new runs during the outage; what was recorded before it is kept, what came during
- * it stays with Telegram, and all of it is answered once after. The outage lasts until the
+ * nothing new runs during the outage; what was recorded before it is kept and run again by the
+ * same process once the server answers, what came during it stays with Telegram, and all of it
+ * is answered once after. The outage lasts until the
  * gateway has refused and retried, whatever its length in seconds: the poller's retries back
  * off the same way through a 30 s outage (`Defaults.telegram.pollBackoffMaxMs` caps the wait).
  * The server stopped is a private cluster of this file's own, never the shared one.
@@ -65,7 +66,7 @@ async function health(listen: string): Promise<StoreHealthBody> {
 }
 
 /** A polling gateway on a database of its own on the private cluster, with a health endpoint. */
-async function pollingGateway(prefix: string, users: readonly number[]) {
+async function pollingGateway(prefix: string, users: readonly number[], rerunInterrupted = true) {
   const db = await freshPostgresDatabase(prefix, cluster.url);
   databases.push(db);
   fake = new FakeTelegram();
@@ -79,21 +80,21 @@ async function pollingGateway(prefix: string, users: readonly number[]) {
       progress: { enabled: false },
     },
     {
-      recovery: { rerunInterrupted: true },
+      recovery: { rerunInterrupted },
       store: { kind: "postgres", url: db.url, connectTimeoutMs: 1_000 },
       health: { listen },
     },
   );
   installs.push(cli);
-  await cli.start();
-  return { cli, listen };
+  const run = await cli.start();
+  return { cli, listen, run };
 }
 
 describe("PostgreSQL stopped while several chats write", () => {
   const [Running, Writer, Waiting] = [8101, 8102, 8103] as const;
 
   it("runs nothing unrecorded, keeps what was running, and loses nothing when it returns", async () => {
-    const { cli, listen } = await pollingGateway("pg_outage", [Running, Writer, Waiting]);
+    const { cli, listen, run } = await pollingGateway("pg_outage", [Running, Writer, Waiting]);
     fake.sendPrivateText({ userId: Running, text: "echo before" });
     await waitUntil(() => repliesTo(Running).includes("before"), "the first answer");
     fake.sendPrivateText({
@@ -110,10 +111,10 @@ describe("PostgreSQL stopped while several chats write", () => {
       "the writer to be told its message waits",
     );
     // The running turn's end needs the database (its conversation, its reply's record): it is
-    // kept for the next start, and its chat is told so.
+    // kept in the journal, and its chat is told so.
     await waitUntil(
       () => repliesTo(Running).includes(StoreDownText),
-      "the running turn to be kept for the next start",
+      "the running turn to be kept until the database is back",
     );
     // The health endpoint answers while the store does not, and says so.
     await waitUntil(
@@ -144,18 +145,75 @@ describe("PostgreSQL stopped while several chats write", () => {
       "the health endpoint to report the recovery",
     );
 
-    // The turn kept for the next start runs again there, and is answered once.
-    await cli.kill();
+    // The kept turn runs again in the same process once the database answers (with
+    // `recovery.rerunInterrupted`, as a start would), and is answered once.
+    await waitUntil(
+      () => repliesTo(Running).includes("running"),
+      "the kept turn to be answered without a restart",
+      60_000,
+    );
+    await waitUntil(
+      () => cli.output().includes("the store answers again: running the turns kept"),
+      "the kept turn to be resumed by the running gateway",
+    );
+    await waitUntil(
+      () => (cli.output().match(/"msg":"turn finished"/g) ?? []).length >= 4,
+      "every turn to finish",
+    );
+
+    // Nothing is left for a restart: the kept turn's entry was closed with its answer. A
+    // turn the start took over would run before this chat's next message (one session queue).
+    run.signal("SIGTERM");
+    await run.ended;
     await cli.start().catch((e) => {
       console.log(cli.output().split("\n").slice(-40).join("\n"));
       throw e;
     });
-    await waitUntil(() => repliesTo(Running).includes("running"), "the kept turn to be answered");
-    await waitUntil(() => cli.output().includes('"msg":"turn finished"'), "the turn to finish");
-    expect(repliesTo(Running)).toEqual(["before", StoreDownText, "running"]);
+    fake.sendPrivateText({ userId: Running, text: "echo after" });
+    await waitUntil(() => repliesTo(Running).includes("after"), "the next message's answer");
+    expect(repliesTo(Running)).toEqual(["before", StoreDownText, "running", "after"]);
     expect(repliesTo(Writer)).toEqual([NotRecordedUnreachableText, "from-writer"]);
     expect(repliesTo(Waiting)).toEqual(["from-waiting"]);
     expect(cli.output()).not.toContain(cluster.url);
+  }, 150_000);
+});
+
+describe("a turn cut off by the outage, without recovery.rerunInterrupted", () => {
+  const User = 8301;
+
+  it("is told it was cut off once the database answers, without a restart, and only once", async () => {
+    const { cli, run } = await pollingGateway("pg_cutoff", [User], false);
+    const text = "touch /workspace/cut-off; sleep 3; echo late";
+    fake.sendPrivateText({ userId: User, text: "echo first" });
+    await waitUntil(() => repliesTo(User).includes("first"), "the first answer");
+    fake.sendPrivateText({ userId: User, text });
+    await waitUntil(() => cli.hasFile("/workspace/cut-off"), "the turn's first command");
+    controlPostgres("stop", "fast", cluster);
+    await waitUntil(() => repliesTo(User).includes(StoreDownText), "the turn to be kept");
+
+    controlPostgres("start", "fast", cluster);
+    const notice = interruptedText(
+      {
+        profile: "",
+        platform: "telegram",
+        chatId: String(User),
+        chatType: "dm",
+        userId: String(User),
+        messageId: "",
+        text,
+        receiptId: "",
+      },
+      "store",
+    );
+    await waitUntil(() => repliesTo(User).includes(notice), "the cut-off notice", 60_000);
+    // Its entry was closed with the notice: a restart neither tells it again nor runs it (a
+    // stop, which lets the notice's delivery be recorded; a kill could cut that off).
+    run.signal("SIGTERM");
+    await run.ended;
+    await cli.start();
+    fake.sendPrivateText({ userId: User, text: "echo next" });
+    await waitUntil(() => repliesTo(User).includes("next"), "the next message's answer");
+    expect(repliesTo(User)).toEqual(["first", StoreDownText, notice, "next"]);
   }, 150_000);
 });
 

@@ -387,6 +387,13 @@ export const Defaults = {
     storeCheckTtlMs: 5_000,
     /** A start that failed half way: how long each sandbox made so far may take to shut down. */
     failedStartShutdownMs: 1_000,
+    /**
+     * Turns kept while PostgreSQL did not answer: the first probe of the server after this,
+     * doubling per failed probe up to `keptRetryMaxMs`, so a turn runs again at most that long
+     * after the server is back (docs/store.md, "While PostgreSQL is down").
+     */
+    keptRetryMinMs: 1_000,
+    keptRetryMaxMs: 15_000,
   },
   /** The SQLite databases: the journal and each profile's state (docs/durability.md). */
   database: {

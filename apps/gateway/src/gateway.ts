@@ -168,6 +168,7 @@ export class Gateway {
     await leavingCluster(this.#core);
     clearInterval(this.#pruneTimer);
     stopSchedules(this.#core);
+    this.#core.kept.stop();
     await this.#core.web?.close().catch((error: unknown) => {
       this.logger.warn({ err: error }, "web console close failed");
     });

@@ -85,6 +85,40 @@ async function fill(store: StateStore, label: string) {
     cost: 0.5,
   });
   await store.setSessionModel("k", "large");
+  const task = {
+    owner: "telegram:1",
+    timing: { kind: "every", everyMs: 3_600_000 },
+    timezone: "Europe/Berlin",
+    text: `${label} report`,
+    chat: { platform: "telegram", chatId: "1", chatType: "dm" },
+    catchUp: "once",
+    nextDueMs: nowMs + 60_000,
+  } as const;
+  await store.tasks.addTask({ ...task, id: `t-${label}` }, { maxPerUser: 5, maxPerProfile: 5 });
+  await store.tasks.addTask(
+    { ...task, id: `paused-${label}`, timing: { kind: "cron", pattern: "0 9 * * 1" } },
+    { maxPerUser: 5, maxPerProfile: 5 },
+  );
+  await store.tasks.setPaused(`paused-${label}`, true, nowMs);
+  await store.tasks.advanceTask(
+    {
+      id: `t-${label}`,
+      fromDueMs: nowMs + 60_000,
+      nextDueMs: nowMs + 3_660_000,
+      run: { taskId: `t-${label}`, dueMs: nowMs + 60_000, outcome: "done", atMs: nowMs + 61_000 },
+    },
+    0,
+  );
+  await store.tasks.recordRun({
+    taskId: `t-${label}`,
+    dueMs: nowMs + 3_660_000,
+    outcome: "running",
+    atMs: nowMs + 3_661_000,
+    detail: "started",
+  });
+  await store.tasks.syncOperatorTasks([
+    { ...task, id: `op-${label}`, owner: "operator", name: "daily", catchUp: "skip" },
+  ]);
   return sessionId;
 }
 
@@ -100,6 +134,9 @@ async function snapshot(store: StateStore, sessionKey: string) {
     pairing: await store.listPairing(),
     usage: await store.usagePeriods({ kind: "profile" }, usageDays(nowMs, 7)),
     model: await store.sessionModel("k"),
+    tasks: await store.tasks.listTasks(),
+    runs: await store.tasks.recentRuns(`t-${sessionKey.split(":")[1]}`, 10),
+    due: await store.tasks.dueTasks(nowMs + 10_000_000),
   };
 }
 
@@ -114,6 +151,12 @@ describe("mediagate store migrate", () => {
       expected[profile.name] = await snapshot(store, `agent:${profile.name}:telegram:dm:1`);
       await store.close();
     }
+    expect(expected.work!.tasks.map((t) => [t.id, t.paused, t.lastRun?.outcome])).toEqual([
+      ["op-work", false, undefined],
+      ["paused-work", true, undefined],
+      ["t-work", false, "running"],
+    ]);
+    expect(expected.work!.runs).toHaveLength(2);
     const run = async () => {
       const lines: string[] = [];
       const code = await migrateStore(
@@ -133,7 +176,7 @@ describe("mediagate store migrate", () => {
       const { code, lines } = await run();
       expect(code, `run ${attempt}`).toBe(0);
       expect(lines[0]).toMatch(
-        /^profile default: moved 1 session\(s\), 3 message\(s\), 1 summary, 1 approval\(s\), 2 pairing record\(s\), 1 usage record\(s\), 1 model pick\(s\) from /,
+        /^profile default: moved 1 session\(s\), 3 message\(s\), 1 summary, 1 approval\(s\), 2 pairing record\(s\), 1 usage record\(s\), 1 model pick\(s\), 3 scheduled task\(s\) with 2 run\(s\) from /,
       );
       expect(lines.at(-1)).toMatch(/^journal: no .*journal\.db, nothing to move$/);
       const database = new PostgresDatabase({ url: testDatabase.url });

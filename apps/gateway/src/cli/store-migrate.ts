@@ -49,7 +49,7 @@ const Sidecars = ["", "-wal", "-shm"];
 /**
  * `mediagate store migrate --from sqlite --to postgres://…` (docs/store.md): moves each
  * profile's state (sessions and their conversations, summaries, approvals, pairing, usage,
- * `/model` picks) from its `state.db` into the PostgreSQL store, then the home's journal
+ * `/model` picks, scheduled tasks and their runs: every table, state-transfer.ts) from its `state.db` into the PostgreSQL store, then the home's journal
  * (recorded messages, Discord cursors, unfinished replies) into the PostgreSQL journal, while no gateway runs:
  * refused while a process of this host has one of the files open, or a gateway is connected
  * to the database. Each profile's PostgreSQL rows become exactly its file's, in one transaction,
@@ -191,5 +191,6 @@ function describeCounts(counts: StateMoveCounts): string {
     `${counts.pairing} pairing record(s)`,
     `${counts.usage} usage record(s)`,
     `${counts.sessionModels} model pick(s)`,
+    `${counts.tasks} scheduled task(s) with ${counts.taskRuns} run(s)`,
   ].join(", ");
 }

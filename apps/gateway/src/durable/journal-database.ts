@@ -270,10 +270,14 @@ export class JournalDatabase {
   }
 
   /** Where entry `id` is and how it ended (`undefined` for an unknown id). */
-  entryState(id: number): { state: JournalState; outcome: string | null } | undefined {
-    return this.#prepare<[number], { state: JournalState; outcome: string | null }>(
-      "SELECT state, outcome FROM entries WHERE id = ?",
-    ).get(id);
+  entryState(
+    id: number,
+  ): { state: JournalState; outcome: string | null; mine: boolean } | undefined {
+    const row = this.#prepare<
+      [string, number],
+      { state: JournalState; outcome: string | null; mine: number }
+    >("SELECT state, outcome, owner = ? AS mine FROM entries WHERE id = ?").get(this.#owner, id);
+    return row === undefined ? undefined : { ...row, mine: row.mine === 1 };
   }
 
   statusShown(entryId: number, status: StatusRecord): void {

@@ -259,7 +259,9 @@ export class SqliteJournal implements Journal {
   }
 
   /** Where entry `id` is and how it ended (for `doctor`, tests and support). */
-  entryState(id: number): Promise<{ state: JournalState; outcome: string | null } | undefined> {
+  entryState(
+    id: number,
+  ): Promise<{ state: JournalState; outcome: string | null; mine: boolean } | undefined> {
     return this.#worker.call("entryState", id);
   }
 

@@ -607,12 +607,18 @@ export class PostgresJournal implements Journal {
   }
 
   /** Where entry `id` is and how it ended (for `doctor`, tests and support). */
-  entryState(id: number): Promise<{ state: JournalState; outcome: string | null } | undefined> {
+  entryState(
+    id: number,
+  ): Promise<{ state: JournalState; outcome: string | null; mine: boolean } | undefined> {
     return this.#call("entryState", [], async () => {
       const rows = await this.#query("entryState").query<{
         state: JournalState;
         outcome: string | null;
-      }>("SELECT state, outcome FROM journal.entries WHERE id = $1", [id]);
+        mine: boolean;
+      }>("SELECT state, outcome, owner = $2 AS mine FROM journal.entries WHERE id = $1", [
+        id,
+        this.owner,
+      ]);
       return rows.rows[0];
     });
   }

@@ -155,6 +155,13 @@ export interface Journal {
    * platform.
    */
   sync(): Promise<void>;
+  /**
+   * Where entry `id` is, how it ended, and whether this process owns it (`mine`: false once
+   * another process took it over or was handed it); `undefined` for an unknown id.
+   */
+  entryState(
+    id: number,
+  ): Promise<{ state: JournalState; outcome: string | null; mine: boolean } | undefined>;
   /** The entry's turn starts (several: the messages of one collected turn, atomically). */
   started(ids: number | readonly number[]): Promise<void>;
   /** Nothing is left to do for the entry (or entries, atomically). */

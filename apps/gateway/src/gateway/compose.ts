@@ -37,7 +37,9 @@ import { openCluster } from "./cluster-start.js";
 import { channelFor, type GatewayCore } from "./core.js";
 import { storeHealth } from "./health.js";
 import { runAlbum } from "./inbound.js";
+import { KeptTurns } from "./kept-turns.js";
 import { GatewayDefaults, type GatewayOptions } from "./options.js";
+import { resumeKeptTurn } from "./recovery.js";
 import { ReplicaSessions } from "./replica-sessions.js";
 import { openStoreBackend, type StoreBackend } from "./stores.js";
 
@@ -258,6 +260,7 @@ export function composeCore(
     channels: () => channels.map((c) => c.health()),
     store: () => storeHealth(core),
     cluster: () => clusterHealth(core),
+    keep: (turn) => core.kept.add(turn),
     activityIntervalMs: options.activityIntervalMs,
     typingAfterMs: options.typingAfterMs,
     progressClock: options.progressClock,
@@ -297,6 +300,16 @@ export function composeCore(
     schedulers,
     recoveredRuns: new Map(),
     replicas,
+    kept: new KeptTurns({
+      probe: () => stores.database?.ping() ?? Promise.resolve(),
+      resume: (turn) => resumeKeptTurn(core, turn),
+      backoff: {
+        baseMs: Defaults.gateway.keptRetryMinMs,
+        maxMs: Defaults.gateway.keptRetryMaxMs,
+      },
+      schedule: scheduleWithTimer,
+      logger,
+    }),
   };
   return core;
 }

@@ -13,6 +13,7 @@ import type { PipelineServices } from "../pipeline/types.js";
 import type { ProfileRuntime } from "../profiles/profile-runtime.js";
 import type { SubmittedRun, TaskScheduler } from "../schedules/scheduler.js";
 import type { AlbumGatherer } from "./albums.js";
+import type { KeptTurns } from "./kept-turns.js";
 import type { GatewayOptions } from "./options.js";
 import type { StoreBackend } from "./stores.js";
 
@@ -68,6 +69,8 @@ export interface GatewayCore {
   readonly choices: ChoiceRouter;
   /** Albums whose items were recorded one by one, until each runs as one message. */
   readonly albums: AlbumGatherer;
+  /** Turns kept while the PostgreSQL store did not answer, until it does (docs/store.md). */
+  readonly kept: KeptTurns;
   /** Each profile's task scheduler, once started (schedules-start). */
   readonly schedulers: Map<string, TaskScheduler>;
   /**

@@ -66,6 +66,7 @@ export async function receive(
   if (gateway.journalProblem !== undefined) {
     gateway.logger.info("journal writable again");
     gateway.journalProblem = undefined;
+    gateway.kept.storeAnswered();
   }
   if (recorded.unrecorded !== undefined) {
     throw new PartlyRecordedError(message.receiptId, recorded.unrecorded, recorded.id);

@@ -2,17 +2,28 @@ import type { InboundMessage } from "../channels/types.js";
 import { clearLeftoverStatuses } from "../durable/leftover-statuses.js";
 import type { JournalEntry, OutboxRecord } from "../durable/types.js";
 import { messageReaction } from "../pipeline/react.js";
+import type { KeptTurn } from "../pipeline/types.js";
 import { buildSessionKey } from "../session/key.js";
-import { channelFor, type GatewayCore, targetOf } from "./core.js";
+import { channelFor, type GatewayCore, targetOf, track } from "./core.js";
 import { dispatch } from "./dispatch.js";
 import { dispatchRecoveredRun, recordRecoveredRun, rerunsCutOffRun } from "./scheduled-runs.js";
 
-/** The line a chat gets after a restart for a turn a crash or a stop cut off. */
-export function interruptedText(message: InboundMessage): string {
-  if (message.scheduled !== undefined)
-    return `⚠️ Task ${message.scheduled.taskId} was cut off by a restart again, after it had been run again once; it is not run a third time. Commands it started may have run in part; it runs again at its next time (/tasks has "Run now").`;
+/**
+ * What cut a turn off: a crash or a stop (`restart`, told after the start), or the PostgreSQL
+ * store not answering at its end (`store`, told once it answers again; docs/store.md).
+ */
+export type CutOffBy = "restart" | "store";
+
+/** The line a chat gets for a turn a crash, a stop or the store's outage cut off. */
+export function interruptedText(message: InboundMessage, by: CutOffBy = "restart"): string {
+  const what = by === "restart" ? "The gateway restarted" : "The gateway's database was down";
+  if (message.scheduled !== undefined) {
+    // Only a run already run again once is told (a cut-off run runs again once: scheduled-runs).
+    const cause = by === "restart" ? "by a restart" : "while the gateway's database was down";
+    return `⚠️ Task ${message.scheduled.taskId} was cut off ${cause} again, after it had been run again once; it is not run a third time. Commands it started may have run in part; it runs again at its next time (/tasks has "Run now").`;
+  }
   const preview = message.text.length > 60 ? `${message.text.slice(0, 57)}…` : message.text;
-  return `⚠️ The gateway restarted while working on your message “${preview}”. It did not finish, and commands it started may have run in part. Send it again if you still want it.`;
+  return `⚠️ ${what} while working on your message “${preview}”. It did not finish, and commands it started may have run in part. Send it again if you still want it.`;
 }
 
 /**
@@ -70,12 +81,14 @@ export async function recover(gateway: GatewayCore): Promise<OutboxRecord[]> {
 /**
  * Dispatches a recorded message whose turn never started (an album's item: to its album, which
  * gathers the items that come after the restart too), or records the notice of a cut-off
- * turn; `merged`: the other entries of that turn (an album's items), closed with it.
+ * turn; `merged`: the other entries of that turn (an album's items), closed with it; `by`:
+ * what cut it off, for the notice.
  */
 export async function recoverEntry(
   gateway: GatewayCore,
-  entry: JournalEntry,
+  entry: Pick<JournalEntry, "id" | "state" | "message">,
   merged: readonly number[] = [],
+  by: CutOffBy = "restart",
 ): Promise<OutboxRecord | undefined> {
   const { message } = entry;
   const channel = channelFor(gateway, message.profile, message.platform);
@@ -123,7 +136,7 @@ export async function recoverEntry(
       sessionKey,
       slot: runtime.slotFor(sessionKey),
       target: targetOf(message),
-      text: interruptedText(message),
+      text: interruptedText(message, by),
     },
     entry.id,
     merged,
@@ -138,4 +151,32 @@ export async function recoverEntry(
     signal: gateway.outbox.signal,
   })?.set("failed");
   return notice;
+}
+
+/**
+ * Hands kept `turn` on as a start's recovery would hand on its entry: closed meanwhile, it is
+ * dropped; one that ran no command, or any with `recovery.rerunInterrupted`, runs again; one
+ * cut off after its first command gets the notice of a cut-off turn (saying the database was
+ * down) through the outbox, its entry closed with it. Left alone while the gateway stops (the
+ * next start takes it over). Rejects (nothing done) when the journal does not answer.
+ */
+export async function resumeKeptTurn(gateway: GatewayCore, turn: KeptTurn): Promise<void> {
+  const { message, entryId, mergedEntryIds } = turn;
+  const found = await gateway.journal.entryState(entryId);
+  // Closed meanwhile; taken over by another replica while this one could not reach the
+  // database (docs/cluster.md); or the gateway stops, and the next start takes it over.
+  if (found === undefined || found.state === "done" || !found.mine || !gateway.accepting) return;
+  const channel = channelFor(gateway, message.profile, message.platform);
+  if (channel !== undefined && (found.state === "received" || gateway.config.rerunInterrupted)) {
+    if (message.scheduled !== undefined) dispatchRecoveredRun(gateway, channel, message, entryId);
+    else void dispatch(gateway, channel, message, entryId, true, mergedEntryIds);
+    return;
+  }
+  const notice = await recoverEntry(
+    gateway,
+    { id: entryId, state: found.state, message },
+    mergedEntryIds,
+    "store",
+  );
+  if (notice !== undefined) track(gateway, gateway.outbox.resume([notice]));
 }

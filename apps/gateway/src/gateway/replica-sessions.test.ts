@@ -288,7 +288,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     await a.gateway.idle();
     expect(String(aborted[0])).toContain("stopped by /stop");
     expect(a.inbox.texts).toEqual([]);
-    expect(await (a.gateway.journal as PostgresJournal).entryState(1)).toEqual({
+    expect(await (a.gateway.journal as PostgresJournal).entryState(1)).toMatchObject({
       state: "done",
       outcome: "stopped",
     });

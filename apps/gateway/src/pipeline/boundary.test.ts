@@ -11,12 +11,14 @@ function context() {
   const said: string[] = [];
   const finished: [number[], string][] = [];
   const logged: string[] = [];
+  const kept: number[] = [];
   const ctx = {
     entryId: 7,
     target: { chatId: "1" },
     channel: { sendText: async (_target: unknown, text: string) => void said.push(text) },
     services: {
       outbox: { signal: new AbortController().signal },
+      keep: (turn: { entryId: number }) => void kept.push(turn.entryId),
       journal: {
         finished: async (ids: number[], outcome: string) => void finished.push([ids, outcome]),
       },
@@ -26,7 +28,7 @@ function context() {
       warn: () => {},
     },
   } as unknown as MessageContext;
-  return { ctx, said, finished, logged };
+  return { ctx, said, finished, logged, kept };
 }
 
 /** What the PostgreSQL journal throws when the server went away mid-call. */
@@ -44,7 +46,7 @@ const journalUnreachable = () =>
 
 describe("reportStepFailure", () => {
   it("keeps the entry of a turn whose journal write met an unreachable PostgreSQL", async () => {
-    const { ctx, said, finished, logged } = context();
+    const { ctx, said, finished, logged, kept } = context();
     await reportStepFailure(
       ctx,
       new PipelineStepError("sendReply", journalUnreachable()),
@@ -52,11 +54,13 @@ describe("reportStepFailure", () => {
     );
     expect(said).toEqual([StoreDownText]);
     expect(finished).toEqual([]);
+    // Handed to the gateway, which runs it again once the database answers.
+    expect(kept).toEqual([7]);
     expect(logged[0]).toContain("the database is not reachable; the message stays in the journal");
   });
 
   it("closes the entry as failed for a journal failure that is not an outage", async () => {
-    const { ctx, said, finished } = context();
+    const { ctx, said, finished, kept } = context();
     const failure = new StorageError({
       operation: "addReply",
       path: "/home/journal.db",
@@ -66,5 +70,6 @@ describe("reportStepFailure", () => {
     await reportStepFailure(ctx, new PipelineStepError("sendReply", failure), DeliveryFailedText);
     expect(said).toEqual([DeliveryFailedText]);
     expect(finished).toEqual([[[7], "failed"]]);
+    expect(kept).toEqual([]);
   });
 });

@@ -12,7 +12,7 @@ export const StateFullText =
 
 /** The line a chat gets when the PostgreSQL store did not answer (docs/store.md). */
 export const StoreDownText =
-  "⚠️ Your message could not be handled: the gateway's database is not reachable. It is kept and will be handled after the gateway restarts with the database back.";
+  "⚠️ Your message could not be handled: the gateway's database is not reachable. It is kept and will be handled once the database is back.";
 
 /**
  * Reports a step failure no step handled: one error line naming the step
@@ -20,7 +20,8 @@ export const StoreDownText =
  * logger adds profile, platform and session key), `notice` in the chat, and the message's
  * journal entry closed as failed; the turn's log line records the step too. A full state
  * database and an unreachable PostgreSQL store are the exceptions: the message stays in the
- * journal for the next start, and the chat is told so.
+ * journal, and the chat is told so; the next start handles it, or, for the store, the gateway
+ * once the store answers again (`services.keep`).
  */
 export async function reportStepFailure(
   ctx: MessageContext,
@@ -44,6 +45,13 @@ export async function reportStepFailure(
       `pipeline step "${step}" failed: the database is not reachable; the message stays in the journal`,
     );
     await say(ctx, StoreDownText);
+    if (ctx.entryId !== undefined) {
+      ctx.services.keep?.({
+        message: ctx.message,
+        entryId: ctx.entryId,
+        mergedEntryIds: ctx.mergedEntryIds ?? [],
+      });
+    }
     return;
   }
   ctx.log.error({ err: cause, step }, `pipeline step "${step}" failed`);

@@ -68,6 +68,14 @@ export interface PipelineRuntime {
   translateContext(slot: string, sessionKey: string, signal?: AbortSignal): TranslateContext;
 }
 
+/** A message whose turn ended while the store did not answer, kept in the journal. */
+export interface KeptTurn {
+  readonly message: InboundMessage;
+  readonly entryId: number;
+  /** The entries of the messages merged into its turn (an album's items). */
+  readonly mergedEntryIds: readonly number[];
+}
+
 /** Process-wide services shared by every message. */
 export interface PipelineServices {
   readonly queue: TurnQueue;
@@ -128,6 +136,12 @@ export interface PipelineServices {
         ): Promise<boolean>;
       }
     | undefined;
+  /**
+   * A turn whose end the PostgreSQL store did not take (its entry stays unfinished in the
+   * journal): the gateway runs it again once the store answers (docs/store.md). Absent: the
+   * next start does.
+   */
+  readonly keep?: ((turn: KeptTurn) => void) | undefined;
   /** Scheduled tasks (docs/schedules.md): the task commands' scheduler and clock; absent: none. */
   readonly schedules?: TaskServices | undefined;
   /**

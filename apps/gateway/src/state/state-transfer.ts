@@ -5,9 +5,10 @@ import { MIGRATIONS, schemaVersion } from "./schema.js";
 
 /**
  * Moving one profile's state from its SQLite file into the PostgreSQL store (`mediagate store
- * migrate`, docs/store.md). The profile's rows in PostgreSQL become exactly the file's, in one
- * transaction: a second run writes the same rows again (message ids are PostgreSQL's own, taken
- * in the file's order, and summaries point at the moved messages).
+ * migrate`, docs/store.md), table by table as {@link MovedStateTables} lists them. The profile's
+ * rows in PostgreSQL become exactly the file's, in one transaction: a second run writes the
+ * same rows again (message ids are PostgreSQL's own, taken in the file's order, and summaries
+ * point at the moved messages).
  */
 
 /** How many rows of each table one profile's move wrote. */
@@ -19,21 +20,171 @@ export interface StateMoveCounts {
   readonly pairing: number;
   readonly usage: number;
   readonly sessionModels: number;
+  readonly tasks: number;
+  readonly taskRuns: number;
 }
 
 type Row = Record<string, unknown>;
 
+/**
+ * One SQLite state table and the PostgreSQL table its rows move to: `columns` pairs each
+ * PostgreSQL column (besides `profile`) with the SQLite column it is written from, and `left`
+ * names each SQLite column not moved, with why. Every table of the SQLite schema is listed,
+ * every column of it moved or left (state-transfer.test.ts checks both against a fresh file),
+ * so a schema step that adds one fails that test until the move covers it.
+ */
+export interface MovedStateTable {
+  readonly sqlite: string;
+  readonly postgres: string;
+  /** The SQLite `ORDER BY` the rows are read (and so written) in. */
+  readonly order: string;
+  readonly columns: readonly (readonly [postgres: string, sqlite: string])[];
+  readonly left?: Readonly<Record<string, string>>;
+}
+
+const same = (...names: string[]) => names.map((name) => [name, name] as const);
+
+/** Every table of the SQLite state schema, as `mediagate store migrate` moves it. */
+export const MovedStateTables: readonly MovedStateTable[] = [
+  {
+    sqlite: "sessions",
+    postgres: "state_sessions",
+    order: "session_key",
+    columns: same("session_key", "session_id", "created_at", "updated_at"),
+  },
+  {
+    // Ids are PostgreSQL's own, taken in the file's order; summaries point at them.
+    sqlite: "messages",
+    postgres: "state_messages",
+    order: "id",
+    columns: same("id", "session_id", "role", "body", "created_at"),
+  },
+  {
+    sqlite: "summaries",
+    postgres: "state_summaries",
+    order: "session_id",
+    columns: same("session_id", "content", "through_id", "created_at"),
+  },
+  {
+    sqlite: "approvals",
+    postgres: "state_approvals",
+    order: "rowid",
+    columns: same(
+      "id",
+      "session_id",
+      "chat",
+      "status",
+      "body",
+      "message_id",
+      "created_at",
+      "expires_at",
+      "decided_by",
+      "decided_by_name",
+      "decided_at",
+    ),
+  },
+  {
+    sqlite: "pairing_codes",
+    postgres: "state_pairing_codes",
+    order: "code",
+    columns: [
+      ["code", "code"],
+      ["user_id", "user"],
+      ["user_name", "user_name"],
+      ["chat_id", "chat_id"],
+      ["created_at", "created_at"],
+      ["expires_at", "expires_at"],
+    ],
+  },
+  {
+    sqlite: "paired_users",
+    postgres: "state_paired_users",
+    order: "user",
+    columns: [
+      ["user_id", "user"],
+      ["user_name", "user_name"],
+      ["chat_id", "chat_id"],
+      ["approved_at", "approved_at"],
+      ["approved_by", "approved_by"],
+    ],
+  },
+  {
+    sqlite: "pairing_guard",
+    postgres: "state_pairing_guard",
+    order: "id",
+    columns: same("failed_attempts", "locked_until"),
+    left: { id: "always 1: the one row of the file; PostgreSQL keys it by profile" },
+  },
+  {
+    sqlite: "usage",
+    postgres: "state_usage",
+    order: "id",
+    columns: [
+      ["at", "at"],
+      ["day", "day"],
+      ["session_key", "session_key"],
+      ["session_id", "session_id"],
+      ["user_id", "user"],
+      ["model", "model"],
+      ["input_tokens", "input_tokens"],
+      ["output_tokens", "output_tokens"],
+      ["cached_tokens", "cached_tokens"],
+      ["cost", "cost"],
+    ],
+    left: { id: "nothing points at a usage record: PostgreSQL numbers them itself" },
+  },
+  {
+    sqlite: "session_models",
+    postgres: "state_session_models",
+    order: "session_key",
+    columns: same("session_key", "model", "updated_at"),
+  },
+  {
+    sqlite: "tasks",
+    postgres: "state_tasks",
+    order: "created_at, id",
+    columns: same(
+      "id",
+      "owner",
+      "owner_name",
+      "name",
+      "timing",
+      "timezone",
+      "text",
+      "chat",
+      "catch_up",
+      "paused",
+      "active",
+      "next_due_at",
+      "overlaps_in_a_row",
+      "created_at",
+    ),
+  },
+  {
+    sqlite: "task_runs",
+    postgres: "state_task_runs",
+    order: "task_id, due_at",
+    columns: same("task_id", "due_at", "outcome", "at", "detail"),
+  },
+  {
+    sqlite: "user_timezones",
+    postgres: "state_user_timezones",
+    order: "user",
+    columns: [
+      ["user_id", "user"],
+      ["timezone", "timezone"],
+      ["updated_at", "updated_at"],
+    ],
+  },
+];
+
+/** SQLite's 0/1 for PostgreSQL's `boolean` columns. */
+const BooleanColumns = new Set(["state_tasks.paused", "state_tasks.active"]);
+
 /** Everything one SQLite state file holds, as rows (read in one transaction). */
 export interface SqliteStateRows {
-  readonly sessions: Row[];
-  readonly messages: Row[];
-  readonly summaries: Row[];
-  readonly approvals: Row[];
-  readonly pairingCodes: Row[];
-  readonly pairedUsers: Row[];
-  readonly pairingGuard: Row[];
-  readonly usage: Row[];
-  readonly sessionModels: Row[];
+  /** Each SQLite table's rows, by its name in {@link MovedStateTables}. */
+  readonly tables: ReadonlyMap<string, readonly Row[]>;
   /** The newest time any row of the file was written (ms; 0 for an empty file). */
   readonly newestMs: number;
 }
@@ -51,28 +202,26 @@ export function readSqliteState(path: string): SqliteStateRows {
     const version = schemaVersion(db);
     if (version !== Latest) throw new StateSchemaError(version, Latest);
     return db.transaction(() => {
-      const all = (sql: string) => db.prepare<[], Row>(sql).all();
       const newest = db
         .prepare<[], { t: number | null }>(
           `SELECT max(t) AS t FROM (
              SELECT max(updated_at) AS t FROM sessions UNION ALL
              SELECT max(created_at) FROM messages UNION ALL
              SELECT max(at) FROM usage UNION ALL
-             SELECT max(coalesce(decided_at, created_at)) FROM approvals)`,
+             SELECT max(coalesce(decided_at, created_at)) FROM approvals UNION ALL
+             SELECT max(created_at) FROM tasks UNION ALL
+             SELECT max(at) FROM task_runs UNION ALL
+             SELECT max(updated_at) FROM user_timezones)`,
         )
         .get()?.t;
-      return {
-        sessions: all("SELECT * FROM sessions ORDER BY session_key"),
-        messages: all("SELECT * FROM messages ORDER BY id"),
-        summaries: all("SELECT * FROM summaries"),
-        approvals: all("SELECT * FROM approvals ORDER BY rowid"),
-        pairingCodes: all("SELECT * FROM pairing_codes"),
-        pairedUsers: all("SELECT * FROM paired_users"),
-        pairingGuard: all("SELECT * FROM pairing_guard"),
-        usage: all("SELECT * FROM usage ORDER BY id"),
-        sessionModels: all("SELECT * FROM session_models"),
-        newestMs: newest ?? 0,
-      };
+      const tables = new Map<string, Row[]>();
+      for (const table of MovedStateTables) {
+        tables.set(
+          table.sqlite,
+          db.prepare<[], Row>(`SELECT * FROM ${table.sqlite} ORDER BY ${table.order}`).all(),
+        );
+      }
+      return { tables, newestMs: newest ?? 0 };
     })();
   } finally {
     db.close();
@@ -90,25 +239,16 @@ export async function newestPostgresState(
        SELECT max(updated_at) AS t FROM state_sessions WHERE profile = $1 UNION ALL
        SELECT max(created_at) FROM state_messages WHERE profile = $1 UNION ALL
        SELECT max(at) FROM state_usage WHERE profile = $1 UNION ALL
-       SELECT max(coalesce(decided_at, created_at)) FROM state_approvals WHERE profile = $1) times`,
+       SELECT max(coalesce(decided_at, created_at)) FROM state_approvals WHERE profile = $1 UNION ALL
+       SELECT max(created_at) FROM state_tasks WHERE profile = $1 UNION ALL
+       SELECT max(at) FROM state_task_runs WHERE profile = $1 UNION ALL
+       SELECT max(updated_at) FROM state_user_timezones WHERE profile = $1) times`,
     [profile],
   );
   return Number(result.rows[0]?.t ?? 0);
 }
 
-const ProfileTables = [
-  "state_sessions",
-  "state_messages",
-  "state_summaries",
-  "state_approvals",
-  "state_pairing_codes",
-  "state_paired_users",
-  "state_pairing_guard",
-  "state_usage",
-  "state_session_models",
-];
-
-/** Rows per INSERT: well under PostgreSQL's 65,535 parameters for the widest table (12). */
+/** Rows per INSERT: well under PostgreSQL's 65,535 parameters for the widest table (15). */
 const BatchRows = 1_000;
 
 async function insertRows(
@@ -139,163 +279,62 @@ export async function writePostgresState(
   profile: string,
   rows: SqliteStateRows,
 ): Promise<StateMoveCounts> {
+  const rowsOf = (sqlite: string) => rows.tables.get(sqlite) ?? [];
   return database.transaction(`move state of ${profile}`, async (tx) => {
-    for (const table of ProfileTables) {
-      await tx.query(`DELETE FROM ${table} WHERE profile = $1`, [profile]);
+    for (const table of MovedStateTables) {
+      await tx.query(`DELETE FROM ${table.postgres} WHERE profile = $1`, [profile]);
     }
-    await insertRows(
-      tx,
-      "state_sessions",
-      ["profile", "session_key", "session_id", "created_at", "updated_at"],
-      rows.sessions.map((r) => [profile, r.session_key, r.session_id, r.created_at, r.updated_at]),
-    );
     const ids = new Map<number, number>();
-    if (rows.messages.length > 0) {
+    const messages = rowsOf("messages");
+    if (messages.length > 0) {
       const taken = await tx.query<{ id: string }>(
         "SELECT nextval(pg_get_serial_sequence('state_messages', 'id')) AS id FROM generate_series(1, $1)",
-        [rows.messages.length],
+        [messages.length],
       );
       const fresh = taken.rows.map((r) => Number(r.id)).sort((a, b) => a - b);
-      rows.messages.forEach((r, index) => {
+      messages.forEach((r, index) => {
         ids.set(Number(r.id), fresh[index]!);
       });
+    }
+    const written = new Map<string, number>();
+    for (const table of MovedStateTables) {
+      let source = rowsOf(table.sqlite);
+      // A summary of messages the file no longer has points nowhere: it is not moved.
+      if (table.sqlite === "summaries")
+        source = source.filter((r) => ids.has(Number(r.through_id)));
+      const values = source.map((r) => [
+        profile,
+        ...table.columns.map(([postgres, sqlite]) => {
+          const value = r[sqlite];
+          if (
+            (table.sqlite === "messages" && sqlite === "id") ||
+            (table.sqlite === "summaries" && sqlite === "through_id")
+          ) {
+            return ids.get(Number(value));
+          }
+          return BooleanColumns.has(`${table.postgres}.${postgres}`) ? value === 1 : value;
+        }),
+      ]);
       await insertRows(
         tx,
-        "state_messages",
-        ["id", "profile", "session_id", "role", "body", "created_at"],
-        rows.messages.map((r) => [
-          ids.get(Number(r.id)),
-          profile,
-          r.session_id,
-          r.role,
-          r.body,
-          r.created_at,
-        ]),
-        "OVERRIDING SYSTEM VALUE ",
+        table.postgres,
+        ["profile", ...table.columns.map(([postgres]) => postgres)],
+        values,
+        table.sqlite === "messages" ? "OVERRIDING SYSTEM VALUE " : "",
       );
+      written.set(table.sqlite, values.length);
     }
-    const summaries = rows.summaries.filter((r) => ids.has(Number(r.through_id)));
-    await insertRows(
-      tx,
-      "state_summaries",
-      ["profile", "session_id", "content", "through_id", "created_at"],
-      summaries.map((r) => [
-        profile,
-        r.session_id,
-        r.content,
-        ids.get(Number(r.through_id)),
-        r.created_at,
-      ]),
-    );
-    await insertRows(
-      tx,
-      "state_approvals",
-      [
-        "profile",
-        "id",
-        "session_id",
-        "chat",
-        "status",
-        "body",
-        "message_id",
-        "created_at",
-        "expires_at",
-        "decided_by",
-        "decided_by_name",
-        "decided_at",
-      ],
-      rows.approvals.map((r) => [
-        profile,
-        r.id,
-        r.session_id,
-        r.chat,
-        r.status,
-        r.body,
-        r.message_id,
-        r.created_at,
-        r.expires_at,
-        r.decided_by,
-        r.decided_by_name,
-        r.decided_at,
-      ]),
-    );
-    await insertRows(
-      tx,
-      "state_pairing_codes",
-      ["profile", "code", "user_id", "user_name", "chat_id", "created_at", "expires_at"],
-      rows.pairingCodes.map((r) => [
-        profile,
-        r.code,
-        r.user,
-        r.user_name,
-        r.chat_id,
-        r.created_at,
-        r.expires_at,
-      ]),
-    );
-    await insertRows(
-      tx,
-      "state_paired_users",
-      ["profile", "user_id", "user_name", "chat_id", "approved_at", "approved_by"],
-      rows.pairedUsers.map((r) => [
-        profile,
-        r.user,
-        r.user_name,
-        r.chat_id,
-        r.approved_at,
-        r.approved_by,
-      ]),
-    );
-    await insertRows(
-      tx,
-      "state_pairing_guard",
-      ["profile", "failed_attempts", "locked_until"],
-      rows.pairingGuard.map((r) => [profile, r.failed_attempts, r.locked_until]),
-    );
-    await insertRows(
-      tx,
-      "state_usage",
-      [
-        "profile",
-        "at",
-        "day",
-        "session_key",
-        "session_id",
-        "user_id",
-        "model",
-        "input_tokens",
-        "output_tokens",
-        "cached_tokens",
-        "cost",
-      ],
-      rows.usage.map((r) => [
-        profile,
-        r.at,
-        r.day,
-        r.session_key,
-        r.session_id,
-        r.user,
-        r.model,
-        r.input_tokens,
-        r.output_tokens,
-        r.cached_tokens,
-        r.cost,
-      ]),
-    );
-    await insertRows(
-      tx,
-      "state_session_models",
-      ["profile", "session_key", "model", "updated_at"],
-      rows.sessionModels.map((r) => [profile, r.session_key, r.model, r.updated_at]),
-    );
+    const count = (sqlite: string) => written.get(sqlite) ?? 0;
     return {
-      sessions: rows.sessions.length,
-      messages: rows.messages.length,
-      summaries: summaries.length,
-      approvals: rows.approvals.length,
-      pairing: rows.pairingCodes.length + rows.pairedUsers.length,
-      usage: rows.usage.length,
-      sessionModels: rows.sessionModels.length,
+      sessions: count("sessions"),
+      messages: count("messages"),
+      summaries: count("summaries"),
+      approvals: count("approvals"),
+      pairing: count("pairing_codes") + count("paired_users"),
+      usage: count("usage"),
+      sessionModels: count("session_models"),
+      tasks: count("tasks"),
+      taskRuns: count("task_runs"),
     };
   });
 }
