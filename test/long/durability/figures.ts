@@ -34,14 +34,14 @@ export function lastRunLosses(audit: ReplyAudit, loop: CrashLoopResult): string 
 }
 
 /**
- * When messages were lost: every run's warnings and errors (each run's log file is kept with
+ * When messages were lost (or files of media replies): every run's warnings and errors (each run's log file is kept with
  * `FAULT_KEEP_LOGS`), and the end of the last two runs' logs.
  */
 export function lostMessageLogs(
   audit: ReplyAudit,
   bench: { runs: readonly GatewayProcess[] },
 ): string[] {
-  if (audit.lost.length === 0) return [];
+  if (audit.lost.length === 0 && audit.filesMissing.length === 0) return [];
   const warnings = bench.runs.map((run) => {
     const lines = run.output.split("\n").filter((line) => /"level":(4|5|6)0/.test(line));
     return `run ${run.run} (pid ${run.pid}, ${run.logFile}): ${lines.length} warnings or errors${lines.length === 0 ? "" : `\n${lines.slice(-20).join("\n")}`}`;

@@ -16,18 +16,19 @@ export interface LostMessageSources {
 }
 
 /**
- * Everything known of each lost message, so one failure (in CI, where no file is kept) says
- * where it was dropped: which run each `getUpdates` that returned its update went to and which
- * offset confirmed it, every call that touched the message (reactions, drafts, failed sends),
+ * Everything known of each lost message (and of each media reply whose file is missing), so
+ * one failure (in CI, where no file is kept) says where it was dropped: which run each
+ * `getUpdates` that returned its update went to and which offset confirmed it, every call that touched the message (reactions, drafts, failed sends),
  * its journal rows (entry, receipts, replies and their steps; read once the last run ended),
  * and every run's log lines that name it.
  */
 export function lostMessageReport(audit: ReplyAudit, sources: LostMessageSources): string[] {
-  if (audit.lost.length === 0) return [];
-  const journal = journalRows(sources, audit.lost);
-  return audit.lost.map((verdict) =>
+  const missing = [...audit.lost, ...audit.filesMissing];
+  if (missing.length === 0) return [];
+  const journal = journalRows(sources, missing);
+  return missing.map((verdict) =>
     [
-      `lost ${verdict.message.id}: update ${verdict.message.updateId}, message ${verdict.message.messageId} in chat ${verdict.message.chatId}, sent ${timeOf(sources, verdict.message.sentAtMs)}`,
+      `${verdict.outcome === "lost" ? "lost" : "file missing of"} ${verdict.message.id}: update ${verdict.message.updateId}, message ${verdict.message.messageId} in chat ${verdict.message.chatId}, sent ${timeOf(sources, verdict.message.sentAtMs)}`,
       ...updateCalls(verdict, sources).map((line) => `  telegram: ${line}`),
       ...messageCalls(verdict, sources).map((line) => `  telegram: ${line}`),
       ...(journal.get(verdict.message.updateId) ?? []).map((line) => `  journal: ${line}`),
