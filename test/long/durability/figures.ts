@@ -34,8 +34,8 @@ export function lastRunLosses(audit: ReplyAudit, loop: CrashLoopResult): string 
 }
 
 /**
- * When messages were lost (or files of media replies): every run's warnings and errors (each run's log file is kept with
- * `FAULT_KEEP_LOGS`), and the end of the last two runs' logs.
+ * When messages (or media replies' files) were lost: every run's warnings and errors (each
+ * run's log file is kept with `FAULT_KEEP_LOGS`), and the end of the last two runs' logs.
  */
 export function lostMessageLogs(
   audit: ReplyAudit,
