@@ -122,7 +122,7 @@ const NoticeResentWhenCutOff: Readonly<Record<OutboxNoticeName, boolean>> = {
  * {@link NoticeResentWhenCutOff} names, so they are sent again; done before anything of the
  * reply is delivered, since the channel settles every mark it finds in the reply's steps.
  */
-async function forgetCutOffNotices(progress: DeliveryProgress): Promise<void> {
+async function forgetCutOffNotices(progress: DeliveryProgress, log: Logger): Promise<void> {
   const cutOff = [...progress.done].filter(([step, result]) => {
     const key = parseStepKey(step);
     return (
@@ -130,6 +130,12 @@ async function forgetCutOffNotices(progress: DeliveryProgress): Promise<void> {
     );
   });
   for (const [step] of cutOff) await progress.clear(step);
+  if (cutOff.length > 0) {
+    log.info(
+      { keys: cutOff.map(([step]) => step) },
+      "notice cut off mid-send by a restart; sending it again",
+    );
+  }
 }
 
 /**
@@ -333,7 +339,7 @@ export class Outbox {
     let planned = record.plan;
     let lostNotices: string[] = [];
     try {
-      await forgetCutOffNotices(progress);
+      await forgetCutOffNotices(progress, log);
       const { plan, lost } = await this.#plan(record, translateContext, channel, done, signal);
       try {
         if (planned === undefined && !plainText(plan, record.text)) {
@@ -573,7 +579,7 @@ export class Outbox {
       }
     }
     const text = givenUpText(record.attempts, this.#times.ageMs(record), reason);
-    await forgetCutOffNotices(progress).catch((error: unknown) =>
+    await forgetCutOffNotices(progress, log).catch((error: unknown) =>
       log.error({ err: error }, "a notice cut off mid-send could not be marked to send again"),
     );
     await this.#notice(channel, record, progress, "given_up", [text], signal).catch(
