@@ -417,5 +417,6 @@ describe("the outbox's own notices through a crash (the real CLI, SIGKILLed)", (
       "after-the-restart",
     ]);
     expect(chat[0]?.params.reply_parameters).toMatchObject({ message_id: message?.message_id });
+    expect(install.output()).toContain("notice cut off mid-send by a restart; sending it again");
   });
 });
