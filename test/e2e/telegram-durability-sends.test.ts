@@ -381,4 +381,42 @@ describe("the outbox's own notices through a crash (the real CLI, SIGKILLed)", (
       "after-the-restart",
     ]);
   });
+
+  it("a reply cut off before Telegram got it, then its may-not-have-arrived notice too: the next start sends the notice", async () => {
+    const install = await CliInstall.create("tg-notice-cut", {
+      telegram: { token: fake.token, apiRoot: proxy.url, pollTimeoutSeconds: 1 },
+      allowedUsers: ["telegram:77"],
+      progress: { enabled: false },
+    });
+    disposers.push(() => install.dispose());
+    const sends = () => proxy.requests.filter((r) => /\/sendMessage$/.test(r.path));
+    // The reply's request is held before Telegram sees it, and the process dies there: its
+    // step is left `sending`, the chat has nothing.
+    proxy.add(botMethod("sendMessage"), { kind: "hang", stage: "before" });
+    await install.start();
+    const message = fake.sendPrivateText({ userId: 77, text: "echo first-reply" }).message;
+    await waitUntil(() => sends().length === 1, "the reply's request");
+    await install.kill();
+    // The next start does not send the reply again (at-most-once) and tells the chat it may not
+    // have arrived; that notice dies the same way, before Telegram sees it.
+    proxy.add(botMethod("sendMessage"), { kind: "hang", stage: "before" });
+    await install.start();
+    await waitUntil(() => sends().length === 2, "the notice's request");
+    await install.kill();
+
+    await install.start();
+    fake.sendPrivateText({ userId: 77, text: "echo after-the-restart" });
+    await waitUntil(
+      () => posted("sendMessage").some((c) => c.params.text === "after-the-restart"),
+      "the next reply",
+    );
+    // Nothing of the first message ever reached the chat: the notice is its only word.
+    const chat = posted("sendMessage");
+    expect(chat.map((c) => c.params.text)).toEqual([
+      expect.stringContaining("may not have arrived"),
+      "after-the-restart",
+    ]);
+    expect(chat[0]?.params.reply_parameters).toMatchObject({ message_id: message?.message_id });
+    expect(install.output()).toContain("notice cut off mid-send by a restart; sending it again");
+  });
 });

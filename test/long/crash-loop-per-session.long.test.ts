@@ -4,6 +4,7 @@ import { runCrashLoop } from "./durability/crash-loop.js";
 import { FaultBench } from "./durability/fault-bench.js";
 import { killSummary, lastRunLosses, lostMessageLogs, startSummary } from "./durability/figures.js";
 import { describeExit } from "./durability/gateway-process.js";
+import { lostMessageReport } from "./durability/lost-message-report.js";
 import { SeededRandom } from "./durability/prng.js";
 import {
   auditStatuses,
@@ -131,6 +132,12 @@ describe("SIGKILL loop with per-session containers", () => {
             `after SIGTERM: ${leftDirs.length} session slot dirs left: ${leftDirs.slice(0, 5).join(", ")}`,
           ]),
       ...b.exitProblems(),
+      ...lostMessageReport(audit, {
+        runs: b.runs,
+        home: b.home,
+        profile: b.profile,
+        calls: fake.calls,
+      }),
       ...lostMessageLogs(audit, b),
       ...(exit.code === 0 ? [] : [`the last run ended with ${describeExit(exit)} on SIGTERM`]),
     ];

@@ -58,6 +58,13 @@ export interface RecordedCall {
   readonly description?: string;
   /** Set when an injected fault answered this call. */
   readonly fault?: Fault["kind"];
+  /** When the answer was ready (epoch ms): which gateway run it went to, in a crash loop. */
+  readonly atMs: number;
+  /**
+   * The caller's connection was already closed when the answer was ready (a killed process's
+   * held `getUpdates`): the answer went nowhere.
+   */
+  readonly clientGone?: true;
 }
 
 export interface FakeTelegramOptions {
@@ -641,7 +648,7 @@ export class FakeTelegram {
   ): void {
     const body = answer.body;
     const isOk = "ok" in body && body.ok;
-    const call: Omit<RecordedCall, "seq"> = {
+    const call: Omit<RecordedCall, "seq" | "atMs"> = {
       ...base,
       files,
       status: answer.status,
@@ -652,13 +659,18 @@ export class FakeTelegram {
           : { description: body.description }
         : {}),
       ...(fault === undefined ? {} : { fault }),
+      ...(res.writableEnded || res.destroyed ? { clientGone: true as const } : {}),
     };
     this.record(call);
     this.write(res, answer);
   }
 
-  private record(call: Omit<RecordedCall, "seq">): void {
-    const recorded: RecordedCall = { seq: this.forgotten + this.calls.length + 1, ...call };
+  private record(call: Omit<RecordedCall, "seq" | "atMs">): void {
+    const recorded: RecordedCall = {
+      seq: this.forgotten + this.calls.length + 1,
+      atMs: Date.now(),
+      ...call,
+    };
     this.calls.push(recorded);
     for (const listener of this.listeners) listener(recorded);
     for (const waiter of this.waiters) {

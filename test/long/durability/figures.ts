@@ -34,15 +34,20 @@ export function lastRunLosses(audit: ReplyAudit, loop: CrashLoopResult): string 
 }
 
 /**
- * When messages were lost, the end of the last two runs' logs (the run that should have
- * answered them and the one before), so a failure in CI, where no log is kept, can be read.
+ * When messages (or media replies' files) were lost: every run's warnings and errors (each
+ * run's log file is kept with `FAULT_KEEP_LOGS`), and the end of the last two runs' logs.
  */
 export function lostMessageLogs(
   audit: ReplyAudit,
   bench: { runs: readonly GatewayProcess[] },
 ): string[] {
-  if (audit.lost.length === 0) return [];
-  return bench.runs
+  if (audit.lost.length === 0 && audit.filesMissing.length === 0) return [];
+  const warnings = bench.runs.map((run) => {
+    const lines = run.output.split("\n").filter((line) => /"level":(4|5|6)0/.test(line));
+    return `run ${run.run} (pid ${run.pid}, ${run.logFile}): ${lines.length} warnings or errors${lines.length === 0 ? "" : `\n${lines.slice(-20).join("\n")}`}`;
+  });
+  const tails = bench.runs
     .slice(-2)
     .map((run) => `log of run ${run.run} (last 60 lines):\n${run.tail(60)}`);
+  return [...warnings, ...tails];
 }

@@ -39,6 +39,8 @@ export class GatewayProcess {
   readonly spawnedAtMs = Date.now();
   /** When it printed that it serves (epoch ms), once it did. */
   readyAtMs: number | undefined;
+  /** When it ended (epoch ms), once it did. */
+  exitedAtMs: number | undefined;
   #output = "";
   #exit: GatewayExit | undefined;
   readonly #child: ChildProcess;
@@ -70,6 +72,7 @@ export class GatewayProcess {
         this.#output += `\n[spawn failed: ${error.message}]\n`;
       });
       this.#child.on("close", (code, signal) => {
+        this.exitedAtMs = Date.now();
         this.#exit = { code, signal };
         this.#log.end();
         resolve(this.#exit);

@@ -4,6 +4,7 @@ import { runCrashLoop } from "./crash-loop.js";
 import { FaultBench } from "./fault-bench.js";
 import { killSummary, lastRunLosses, lostMessageLogs, startSummary } from "./figures.js";
 import { describeExit } from "./gateway-process.js";
+import { lostMessageReport } from "./lost-message-report.js";
 import { SeededRandom } from "./prng.js";
 import {
   auditStatuses,
@@ -110,6 +111,12 @@ export function persistentCrashLoop(loopOf: PersistentCrashLoop): void {
         ...persistentSlotProblems(serving, b.profile).map((p) => `while serving: ${p}`),
         ...persistentSlotProblems(stopped, b.profile).map((p) => `after SIGTERM: ${p}`),
         ...b.exitProblems(),
+        ...lostMessageReport(audit, {
+          runs: b.runs,
+          home: b.home,
+          profile: b.profile,
+          calls: fake.calls,
+        }),
         ...lostMessageLogs(audit, b),
         ...(exit.code === 0 ? [] : [`the last run ended with ${describeExit(exit)} on SIGTERM`]),
       ];

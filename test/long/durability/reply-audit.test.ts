@@ -26,6 +26,7 @@ const call = (method: string, params: Record<string, unknown>): RecordedCall => 
   status: 200,
   ok: true,
   result: true,
+  atMs: 0,
 });
 
 describe("auditReplies", () => {

@@ -103,6 +103,42 @@ export function givenUpText(attempts: number, ageMs: number, reason: string): st
 }
 
 /**
+ * Whether a chunk of notice `name` that a crash cut off mid-send (left `sending`) is sent again
+ * by the next start, whatever `delivery.ambiguousSends` says. The `delivery` and `given_up`
+ * notices say that the reply, or part of it, is missing or may be: when the reply's text was
+ * itself cut off mid-send (left `unconfirmed`, not sent again), this line is all the chat may
+ * get, and a second copy of it costs less than a message answered by nothing at all (two
+ * SIGKILLs, one in each send, did that). The `plan` notice (files withheld) is part of the
+ * answer and is sent at most once like the reply.
+ */
+const NoticeResentWhenCutOff: Readonly<Record<OutboxNoticeName, boolean>> = {
+  plan: false,
+  delivery: true,
+  given_up: true,
+};
+
+/**
+ * Forgets the `sending` marks a crash left on the chunks of the notices
+ * {@link NoticeResentWhenCutOff} names, so they are sent again; done before anything of the
+ * reply is delivered, since the channel settles every mark it finds in the reply's steps.
+ */
+async function forgetCutOffNotices(progress: DeliveryProgress, log: Logger): Promise<void> {
+  const cutOff = [...progress.done].filter(([step, result]) => {
+    const key = parseStepKey(step);
+    return (
+      result === "sending" && key?.kind === "outboxNoticeStep" && NoticeResentWhenCutOff[key.name]
+    );
+  });
+  for (const [step] of cutOff) await progress.clear(step);
+  if (cutOff.length > 0) {
+    log.info(
+      { keys: cutOff.map(([step]) => step) },
+      "notice cut off mid-send by a restart; sending it again",
+    );
+  }
+}
+
+/**
  * The progress of the reply's notice `name`: its steps are kept as `notices:<name>/<step>` in
  * the reply's record, and its `replyId` is `<reply id>/notices:<name>`, so its Discord nonces
  * never collide with the reply's own steps and are the same in every process.
@@ -303,6 +339,7 @@ export class Outbox {
     let planned = record.plan;
     let lostNotices: string[] = [];
     try {
+      await forgetCutOffNotices(progress, log);
       const { plan, lost } = await this.#plan(record, translateContext, channel, done, signal);
       try {
         if (planned === undefined && !plainText(plan, record.text)) {
@@ -542,6 +579,9 @@ export class Outbox {
       }
     }
     const text = givenUpText(record.attempts, this.#times.ageMs(record), reason);
+    await forgetCutOffNotices(progress, log).catch((error: unknown) =>
+      log.error({ err: error }, "a notice cut off mid-send could not be marked to send again"),
+    );
     await this.#notice(channel, record, progress, "given_up", [text], signal).catch(
       (error: unknown) => log.warn({ err: error }, "could not report the reply given up"),
     );
