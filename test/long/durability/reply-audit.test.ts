@@ -51,4 +51,29 @@ describe("auditReplies", () => {
     const draft = call("sendMessageDraft", { draft_id: 1, text: message.token });
     expect(auditReplies([draft], [message]).lost).toHaveLength(1);
   });
+
+  it("takes a media reply without its file as missing unless the chat was told it may be", () => {
+    const media: SentMessage = {
+      ...message,
+      id: "u7003#004",
+      kind: "media",
+      token: "ok-u7003-n004",
+      file: { name: "f-ok-u7003-n004.txt", content: "x" },
+      messageId: 41,
+    };
+    const caption = call("sendMessage", { text: media.token });
+    const silent = auditReplies([caption], [media]);
+    expect(silent.filesMissing).toHaveLength(1);
+    expect(replyProblems(silent)).toEqual([
+      "1 media replies arrived without their file: u7003#004 (update 112, media)",
+    ]);
+    const notice = call("sendMessage", {
+      text: "⚠️ f-ok-u7003-n004.txt may not have arrived: the connection broke while it was being sent, and it is not sent twice.",
+      reply_parameters: { message_id: media.messageId },
+    });
+    const told = auditReplies([caption, notice], [media]);
+    expect(told.filesMissing).toEqual([]);
+    expect(told.filesToldMissing.map((v) => v.message.id)).toEqual(["u7003#004"]);
+    expect(replyProblems(told)).toEqual([]);
+  });
 });

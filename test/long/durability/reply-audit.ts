@@ -31,8 +31,13 @@ export interface ReplyAudit {
   readonly noticed: readonly MessageVerdict[];
   readonly lost: readonly MessageVerdict[];
   readonly duplicated: readonly MessageVerdict[];
-  /** Media messages answered with their token whose file never arrived. */
+  /** Media messages answered with their token whose file never arrived, and nobody said so. */
   readonly filesMissing: readonly MessageVerdict[];
+  /**
+   * Media messages whose file never arrived and whose chat was told it may not have
+   * (docs/durability.md: a file cut off mid-send is not sent twice, at-most-once).
+   */
+  readonly filesToldMissing: readonly MessageVerdict[];
   /** Successful sends to the users' chats that answer no message (no token, no reply-to). */
   readonly stray: readonly RecordedCall[];
 }
@@ -57,6 +62,15 @@ const NotMessages = new Set(["sendChatAction", "sendMessageDraft"]);
 
 const isSend = (call: RecordedCall): boolean =>
   call.ok && call.method.startsWith("send") && !NotMessages.has(call.method) && !isBusyLine(call);
+
+/**
+ * Whether a notice replying to the message says part of its reply may not have arrived
+ * (`⚠️ <file> may not have arrived…`, `⚠️ This reply may not have arrived in full…`).
+ */
+const toldMaybeMissing = (verdict: MessageVerdict): boolean =>
+  verdict.notices.some((call) =>
+    textsOf(call).some((text) => text.includes("may not have arrived")),
+  );
 
 /** The text and captions a send carried. */
 export function textsOf(call: RecordedCall): string[] {
@@ -129,15 +143,17 @@ export function auditReplies(
     return { message, outcome, replies, files, notices };
   });
   const having = (outcome: Outcome) => verdicts.filter((v) => v.outcome === outcome);
+  const withoutFile = verdicts.filter(
+    (v) => v.outcome === "answered" && v.message.file !== undefined && v.files.length === 0,
+  );
   return {
     verdicts,
     answered: having("answered"),
     noticed: having("noticed"),
     lost: having("lost"),
     duplicated: having("duplicated"),
-    filesMissing: verdicts.filter(
-      (v) => v.outcome === "answered" && v.message.file !== undefined && v.files.length === 0,
-    ),
+    filesMissing: withoutFile.filter((v) => !toldMaybeMissing(v)),
+    filesToldMissing: withoutFile.filter(toldMaybeMissing),
     stray: sends.filter((call) => !attributed.has(call)),
   };
 }
@@ -217,7 +233,8 @@ export function replySummary(audit: ReplyAudit): string {
   return (
     `${audit.verdicts.length} messages: ${audit.answered.length} answered, ` +
     `${audit.noticed.length} noticed (turn cut off), ${audit.lost.length} lost, ` +
-    `${audit.duplicated.length} duplicated, ${audit.filesMissing.length} files missing${stray}`
+    `${audit.duplicated.length} duplicated, ${audit.filesMissing.length} files missing, ` +
+    `${audit.filesToldMissing.length} told their file may not have arrived${stray}`
   );
 }
 
