@@ -22,6 +22,8 @@ export default mergeConfig(
         "long/durability/**/*.test.ts",
         "../test-support/**/*.test.ts",
       ],
+      // Chaos tests beside the e2e files they share harnesses with: the long suite's.
+      exclude: ["e2e/**/*.long.test.ts"],
       maxWorkers: 3,
       isolate: false,
     },

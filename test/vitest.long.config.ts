@@ -9,7 +9,8 @@ export default mergeConfig(
   shared,
   defineConfig({
     test: {
-      include: ["long/**/*.long.test.ts"],
+      // e2e/*.long.test.ts: outages and replica failovers, which use the e2e harnesses.
+      include: ["long/**/*.long.test.ts", "e2e/**/*.long.test.ts"],
       fileParallelism: false,
       testTimeout: 600_000,
       hookTimeout: 120_000,

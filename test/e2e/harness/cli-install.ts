@@ -35,7 +35,7 @@ export class CliInstall {
     const workDir = await mkdtemp(join(tmpdir(), `mediagate-${prefix}-`));
     const home = join(workDir, "home");
     await mkdir(home, { recursive: true, mode: 0o700 });
-    // Replicas of one cluster share their profile's name (test/e2e/cluster-sessions.test.ts).
+    // Replicas of one cluster share their profile's name (test/e2e/cluster-sessions.long.test.ts).
     const name = typeof profile.name === "string" ? profile.name : uniqueProfileName(prefix);
     const config = {
       home,

@@ -258,8 +258,9 @@ export class TaskScheduler {
       .then(async (ended) => {
         const outcome: TaskRunOutcome = timedOut ? "timeout" : ended;
         const run = { ...this.#run(taskId, dueMs, outcome, detail), atMs: clock.wallMs() };
-        log.info({ taskId, dueMs, outcome }, "scheduled run ended");
         await store.recordRun(run);
+        // Logged once recorded: the line means the task's record of runs shows the outcome.
+        log.info({ taskId, dueMs, outcome }, "scheduled run ended");
       })
       .catch((error: unknown) => log.error({ err: error, taskId }, "run not recorded"))
       .finally(() => {
