@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { copyFile, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { loadConfig, readEnv } from "@mediagate/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { createTempHome } from "./harness/gateway-home.js";
@@ -66,6 +67,11 @@ describe("docker/compose.yaml", () => {
     await mkdir(join(clone, "docker"));
     composeFile = join(clone, "docker/compose.yaml");
     await copyFile(join(RepoRoot, "docker/compose.yaml"), composeFile);
+    await mkdir(join(clone, "docker/cluster"));
+    await copyFile(
+      join(RepoRoot, "docker/cluster/Caddyfile"),
+      join(clone, "docker/cluster/Caddyfile"),
+    );
     await writeFile(join(clone, "mediagate.yaml"), "profiles: [{ name: default }]\n");
     await writeFile(join(clone, "mediagate.env"), "TELEGRAM_BOT_TOKEN=1:x\n");
   });
@@ -74,9 +80,10 @@ describe("docker/compose.yaml", () => {
     await rm(clone, { recursive: true, force: true });
   });
 
-  const config = (env: Record<string, string>) => {
+  const config = (env: Record<string, string>, profile?: string) => {
     const [command, prefix] = compose;
-    return run(command, [...prefix, "-f", composeFile, "config"], {
+    const profiles = profile === undefined ? [] : ["--profile", profile];
+    return run(command, [...prefix, "-f", composeFile, ...profiles, "config"], {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: clone,
       ...env,
@@ -127,6 +134,88 @@ describe("docker/compose.yaml", () => {
       ]),
     );
     expect(gateway.environment).toMatchObject({ MEDIAGATE_HOME: "/srv/mediagate" });
+  });
+
+  it("adds a cluster profile: PostgreSQL, two replicas with homes of their own, a proxy", async () => {
+    const ran = await config(
+      { DOCKER_GID: "4242", POSTGRES_PASSWORD: "pw", MEDIAGATE_WEBHOOK_HOST: "bot.example.com" },
+      "cluster",
+    );
+    expect(ran.stderr).toBe("");
+    expect(ran.code).toBe(0);
+    const services = (parse(ran.stdout) as { services: Record<string, Record<string, unknown>> })
+      .services;
+    expect(services.postgres).toMatchObject({
+      profiles: ["cluster"],
+      environment: { POSTGRES_PASSWORD: "pw", POSTGRES_DB: "mediagate" },
+    });
+    const homes: string[] = [];
+    for (const [name, home] of [
+      ["gateway-1", "/var/lib/mediagate-1"],
+      ["gateway-2", "/var/lib/mediagate-2"],
+    ] as const) {
+      const replica = services[name];
+      expect(replica).toMatchObject({
+        image: "mediagate:latest",
+        profiles: ["cluster"],
+        group_add: ["4242"],
+        stop_grace_period: "60s",
+        depends_on: { postgres: { condition: "service_healthy" } },
+        environment: {
+          MEDIAGATE_HOME: home,
+          DATABASE_URL: "postgres://mediagate:pw@postgres:5432/mediagate",
+          TELEGRAM_BOT_TOKEN: "1:x",
+        },
+      });
+      expect(replica?.volumes).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ source: "/var/run/docker.sock" }),
+          expect.objectContaining({ source: home, target: home }),
+          expect.objectContaining({ source: join(clone, "mediagate.cluster.yaml") }),
+        ]),
+      );
+      homes.push(home);
+    }
+    expect(new Set(homes).size).toBe(2);
+    const proxy = services["cluster-proxy"];
+    expect(proxy).toMatchObject({
+      profiles: ["cluster"],
+      environment: { MEDIAGATE_WEBHOOK_HOST: "bot.example.com" },
+    });
+    expect(proxy?.volumes).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          source: join(clone, "docker/cluster/Caddyfile"),
+          target: "/etc/caddy/Caddyfile",
+        }),
+      ]),
+    );
+    const caddyfile = await readFile(join(RepoRoot, "docker/cluster/Caddyfile"), "utf8");
+    expect(caddyfile).toMatch(/reverse_proxy gateway-1:8443 gateway-2:8443 \{/);
+    expect(caddyfile).toContain("lb_policy round_robin");
+  });
+
+  it("leaves the single gateway as it was when the cluster's variables are unset", async () => {
+    const ran = await config({ DOCKER_GID: "4242" });
+    expect(ran.stderr).toBe("");
+    const services = (parse(ran.stdout) as { services: Record<string, Record<string, unknown>> })
+      .services;
+    expect(services.gateway?.profiles).toBeUndefined();
+    expect(services.gateway?.depends_on).toBeUndefined();
+  });
+
+  it("ships a cluster config the gateway loads: PostgreSQL store, webhook on 8443", async () => {
+    const loaded = await loadConfig({
+      path: join(RepoRoot, "docker/cluster/mediagate.cluster.example.yaml"),
+      env: readEnv({
+        HOME: clone,
+        DATABASE_URL: "postgres://mediagate:pw@postgres:5432/mediagate",
+        TELEGRAM_BOT_TOKEN: "1:x",
+        TELEGRAM_WEBHOOK_SECRET: "s3cret",
+      }),
+    });
+    expect(loaded.store).toMatchObject({ kind: "postgres" });
+    expect(loaded.profiles[0]?.telegram?.webhook).toMatchObject({ listen: "0.0.0.0:8443" });
   });
 
   it("refuses to start without DOCKER_GID, saying how to find it", async () => {

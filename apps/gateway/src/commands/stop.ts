@@ -131,6 +131,11 @@ export function stoppedElsewhereText(holder: string): string {
   return `🛑 This session runs on replica ${holder}: it was asked to stop it there (abort the running turn, drop queued messages).`;
 }
 
+/** `/stop all` in a cluster: the other replicas asked to stop the slot there too (docs/cluster.md). */
+export function stoppedOnReplicasText(replicas: readonly string[]): string {
+  return `Replica(s) ${replicas.join(", ")} were asked to stop everything in this slot there too.`;
+}
+
 /** What /stop all did. */
 export interface SlotStopSummary {
   readonly slot: string;

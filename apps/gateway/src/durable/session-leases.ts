@@ -35,10 +35,14 @@ export type LeaseClaim =
   | { readonly held: true; readonly token: number }
   | { readonly held: false; readonly holder: string; readonly expiresAtMs: number };
 
-/** An admin action asked on one replica for a session another one holds. */
+/**
+ * An admin action asked on one replica for another one to act on: `stop` a session that replica
+ * holds (`/stop`, `/reset`), or `stop-slot` (`/stop all`: every session and process that replica
+ * runs on the session's slot).
+ */
 export interface LeaseRequest {
   readonly session: LeasedSession;
-  readonly action: "stop";
+  readonly action: "stop" | "stop-slot";
 }
 
 /** What a write fenced by a session's lease checks: see {@link SessionLeases.fenceOf}. */
@@ -293,7 +297,34 @@ export class SessionLeases {
     return asked.rows[0]?.holder;
   }
 
-  /** The requests other replicas made of this one ({@link ask}), oldest first, taken once. */
+  /**
+   * Asks every other live replica to act for `session` (`stop-slot`: `/stop all` there): the
+   * holders of unexpired leases and the `replicas` (instance ids the caller knows alive, e.g.
+   * from the replica registry), this process left out. Resolves with the replicas asked.
+   */
+  async askEvery(
+    session: LeasedSession,
+    action: LeaseRequest["action"],
+    replicas: readonly string[] = [],
+  ): Promise<string[]> {
+    const asked = await this.#database.query<{ holder: string }>(
+      "ask every replica",
+      `INSERT INTO leases.requests (holder, profile, session_key, action, asked_at)
+         SELECT live.holder, $1, $2, $3, $4 FROM (
+           SELECT holder FROM leases.sessions WHERE expires_at > $4
+           UNION SELECT unnest($6::text[])
+         ) AS live (holder)
+           WHERE live.holder <> $5
+         RETURNING holder`,
+      [session.profile, session.sessionKey, action, this.#now(), this.owner, [...replicas]],
+    );
+    return asked.rows.map((row) => row.holder).sort();
+  }
+
+  /**
+   * The requests other replicas made of this one ({@link ask}, {@link askEvery}), oldest first,
+   * taken once. A request of an action this version does not know is taken and dropped.
+   */
   async requests(): Promise<LeaseRequest[]> {
     const taken = await this.#database.query<{
       id: string;
@@ -307,9 +338,9 @@ export class SessionLeases {
     );
     return [...taken.rows]
       .sort((a, b) => Number(a.id) - Number(b.id))
-      .flatMap((row) =>
-        row.action === "stop"
-          ? [{ session: { profile: row.profile, sessionKey: row.session_key }, action: "stop" }]
+      .flatMap((row): LeaseRequest[] =>
+        row.action === "stop" || row.action === "stop-slot"
+          ? [{ session: { profile: row.profile, sessionKey: row.session_key }, action: row.action }]
           : [],
       );
   }

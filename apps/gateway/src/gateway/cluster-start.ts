@@ -30,6 +30,8 @@ export async function joinCluster(gateway: GatewayCore, version: string): Promis
     database: cluster.database,
     replicaId: cluster.replicaId,
     version,
+    // The registry names a replica by the same instance id its leases and journal rows carry.
+    ...(gateway.options.instanceId === undefined ? {} : { instanceId: gateway.options.instanceId }),
     ...(gateway.replicas === undefined
       ? {}
       : { sessionsHeld: () => gateway.replicas?.sessionsHeld() ?? 0 }),

@@ -17,7 +17,7 @@ import type {
   InboundMessage,
   OutboundReply,
 } from "../channels/types.js";
-import { stoppedElsewhereText } from "../commands/stop.js";
+import { stoppedElsewhereText, stoppedOnReplicasText } from "../commands/stop.js";
 import { readEnv } from "../config/env.js";
 import { resolveConfig } from "../config/load.js";
 import { Defaults } from "../defaults.js";
@@ -41,7 +41,7 @@ afterEach(async () => {
   const admin = new PostgresDatabase({ url: testDatabase.url });
   await admin.query(
     "test",
-    "TRUNCATE journal.entries, journal.receipts, journal.replies, journal.reply_steps, leases.sessions RESTART IDENTITY",
+    "TRUNCATE journal.entries, journal.receipts, journal.replies, journal.reply_steps, leases.sessions, leases.requests RESTART IDENTITY",
   );
   await admin.close();
   for (const database of databases.splice(0)) await database.close();
@@ -67,13 +67,13 @@ async function ownerOf(id: number): Promise<string | undefined> {
   }
 }
 
-function dm(messageId: string, text: string): InboundMessage {
+function dm(messageId: string, text: string, userId = "1"): InboundMessage {
   return {
     profile: "solo",
     platform: "telegram",
-    chatId: "1",
+    chatId: userId,
     chatType: "dm",
-    userId: "1",
+    userId,
     messageId,
     text,
     receiptId: messageId,
@@ -144,6 +144,7 @@ async function replica(
   name: string,
   clock = { aheadMs: 0 },
   runTurn?: (input: AgentTurnInput) => Promise<AgentTurnResult>,
+  persistent = false,
 ) {
   const home = await mkdtemp(join(tmpdir(), "mg-replica-"));
   homes.push(home);
@@ -151,7 +152,14 @@ async function replica(
     {
       home,
       store: { kind: "postgres", url: testDatabase.url },
-      profiles: [{ name: "solo", admins: ["telegram:1"] }],
+      profiles: [
+        {
+          name: "solo",
+          admins: ["telegram:1"],
+          allowedUsers: ["telegram:1", "telegram:2"],
+          sandbox: { persistent },
+        },
+      ],
     },
     { env: readEnv(testEnvironment(home)) },
   );
@@ -173,8 +181,8 @@ async function replica(
   });
   gateways.push(gateway);
   await gateway.start();
-  const send = async (messageId: string, text: string) => {
-    await inbox.onMessage?.(dm(messageId, text));
+  const send = async (messageId: string, text: string, userId?: string) => {
+    await inbox.onMessage?.(dm(messageId, text, userId));
     await gateway.idle();
   };
   return { gateway, inbox, ran, loop, send };
@@ -292,5 +300,34 @@ describe("sessions across replicas on one PostgreSQL store", () => {
       state: "done",
       outcome: "stopped",
     });
+  });
+
+  it("stops every session on a persistent slot on the other replicas too with /stop all", async () => {
+    const aborted: unknown[] = [];
+    const hang = (input: AgentTurnInput) =>
+      new Promise<AgentTurnResult>((_resolve, reject) => {
+        input.signal.addEventListener("abort", () => {
+          aborted.push(input.signal.reason);
+          reject(new Error("aborted"));
+        });
+      });
+    const a = await replica("a", { aheadMs: 0 }, hang, true);
+    const b = await replica("b", { aheadMs: 0 }, undefined, true);
+    // User 2's session runs on a; the admin (user 1) shares the profile's slot and asks b.
+    void a.inbox.onMessage?.(dm("1", "fork loop", "2"));
+    await waitFor(() => expect(a.ran).toEqual(["fork loop"]));
+    await b.send("2", "/stop all");
+    expect(b.inbox.texts).toHaveLength(1);
+    expect(b.inbox.texts[0]).toContain(stoppedOnReplicasText(["a/boot/1/1"]));
+    expect(aborted).toEqual([]);
+    await roundsUntil(a.loop, () => expect(aborted).toHaveLength(1));
+    await a.gateway.idle();
+    expect(String(aborted[0])).toContain("stopped by /stop all");
+    expect(a.inbox.texts).toEqual([]);
+    // b asked no one of itself and nothing is left waiting for a.
+    const admin = new PostgresDatabase({ url: testDatabase.url });
+    databases.push(admin);
+    const left = await admin.query("test", "SELECT holder FROM leases.requests");
+    expect(left.rows).toEqual([]);
   });
 });

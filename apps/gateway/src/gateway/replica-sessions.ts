@@ -1,5 +1,6 @@
 import type { Schedule } from "@mediagate/io";
-import { stopSession } from "../commands/stop.js";
+import { listReplicas } from "../cluster/replica-registry.js";
+import { stopSession, stopSlot } from "../commands/stop.js";
 import { Defaults } from "../defaults.js";
 import type { PostgresJournal } from "../durable/postgres-journal.js";
 import {
@@ -91,6 +92,28 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
 
   askHolder(session: LeasedSession): Promise<string | undefined> {
     return this.leases.ask(session, "stop");
+  }
+
+  /**
+   * Asks every other live replica (lease holders and the registry's running replicas) to stop
+   * what it runs on the session's slot. The registry failing to answer leaves the lease
+   * holders; the leases failing rejects.
+   */
+  async askEveryReplica(session: LeasedSession): Promise<readonly string[]> {
+    const gateway = this.#gateway;
+    const database = gateway?.cluster?.database;
+    const registered =
+      database === undefined
+        ? []
+        : await listReplicas(database).then(
+            (replicas) =>
+              replicas.filter((r) => r.alive && r.state === "running").map((r) => r.instanceId),
+            (error: unknown) => {
+              gateway?.logger.warn({ err: error }, "could not list the replicas");
+              return [];
+            },
+          );
+    return this.leases.askEvery(session, "stop-slot", registered);
   }
 
   sessionsHeld(): number {
@@ -216,14 +239,23 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
     }
   }
 
-  /** Stops a session here for an admin who asked on another replica. */
+  /** Stops a session (or its slot, for `/stop all`) here for an admin who asked on another replica. */
   async #act(gateway: GatewayCore, request: LeaseRequest): Promise<void> {
     const { session } = request;
     const runtime = gateway.runtimes.get(session.profile);
     if (runtime === undefined) return;
+    const fields = { profile: session.profile, sessionKey: session.sessionKey };
+    if (request.action === "stop-slot") {
+      const summary = await stopSlot(runtime, gateway.services, session.sessionKey);
+      gateway.logger.info(
+        { ...fields, ...summary },
+        "slot stopped for an admin who asked /stop all on another replica",
+      );
+      return;
+    }
     const summary = await stopSession(runtime, gateway.services, session.sessionKey);
     gateway.logger.info(
-      { profile: session.profile, sessionKey: session.sessionKey, ...summary },
+      { ...fields, ...summary },
       "session stopped for an admin who asked on another replica",
     );
   }

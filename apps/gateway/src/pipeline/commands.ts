@@ -17,6 +17,7 @@ import {
   describeSlotStop,
   describeStop,
   stoppedElsewhereText,
+  stoppedOnReplicasText,
   stopSession,
   stopSlot,
 } from "../commands/stop.js";
@@ -189,6 +190,21 @@ async function askHolder(ctx: MessageContext, sessionKey: string): Promise<strin
     });
 }
 
+/** `/stop all` across the cluster: the other live replicas asked (none with SQLite or on failure). */
+async function askEveryReplica(
+  ctx: MessageContext,
+  sessionKey: string,
+): Promise<readonly string[]> {
+  const sessions = ctx.services.sessions;
+  if (sessions === undefined) return [];
+  return sessions
+    .askEveryReplica({ profile: ctx.message.profile, sessionKey })
+    .catch((error: unknown) => {
+      ctx.log.warn({ err: error }, "could not ask the other replicas; stopping here only");
+      return [];
+    });
+}
+
 async function runCommand(ctx: MessageContext, command: AdminCommand): Promise<void> {
   if (ctx.access?.admin !== true) {
     ctx.log.info({ command: command.name }, "admin command refused");
@@ -207,12 +223,13 @@ async function runCommand(ctx: MessageContext, command: AdminCommand): Promise<v
           return;
         }
       }
-      await say(
-        ctx,
-        command.all
-          ? describeSlotStop(await stopSlot(runtime, services, session.sessionKey))
-          : describeStop(await stopSession(runtime, services, session.sessionKey)),
-      );
+      if (command.all) {
+        const elsewhere = await askEveryReplica(ctx, session.sessionKey);
+        const here = describeSlotStop(await stopSlot(runtime, services, session.sessionKey));
+        await say(ctx, elsewhere.length > 0 ? `${here} ${stoppedOnReplicasText(elsewhere)}` : here);
+        return;
+      }
+      await say(ctx, describeStop(await stopSession(runtime, services, session.sessionKey)));
       return;
     case "reset": {
       const result = await resetSession(runtime, services, session.sessionKey, command.confirm);

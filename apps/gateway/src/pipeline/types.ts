@@ -181,6 +181,14 @@ export interface SessionHold {
     readonly profile: string;
     readonly sessionKey: string;
   }): Promise<string | undefined>;
+  /**
+   * `/stop all`: asks every other live replica to stop what it runs on the session's slot
+   * there (its container on that replica's engine); resolves with the replicas asked.
+   */
+  askEveryReplica(session: {
+    readonly profile: string;
+    readonly sessionKey: string;
+  }): Promise<readonly string[]>;
 }
 
 /**
