@@ -1,7 +1,7 @@
 import type { JournalOutcome } from "../durable/types.js";
 import type { StatusLedger } from "../turn-progress/progress.js";
 import type { PreviewLedger } from "../turn-progress/stream-preview.js";
-import type { MessageContext } from "./types.js";
+import { type MessageContext, sessionOf } from "./types.js";
 
 /** The message's journal entry and those of the messages merged into its turn. */
 export function entryIdsOf(ctx: MessageContext): number[] {
@@ -36,7 +36,10 @@ export async function finishEntry(ctx: MessageContext, outcome: JournalOutcome):
 export async function startEntry(ctx: MessageContext): Promise<void> {
   const ids = entryIdsOf(ctx);
   if (ids.length === 0) return;
-  await ctx.services.journal.started(ids);
+  await ctx.services.journal.started(ids, {
+    profile: ctx.message.profile,
+    sessionKey: sessionOf(ctx).sessionKey,
+  });
 }
 
 /**
