@@ -29,6 +29,7 @@ import type { Logger } from "../log.js";
 import { type DeliveryItem, deliveryItems } from "./delivery-items.js";
 import { deliveryNotice, planNotices, textNotices } from "./notices.js";
 import { ReplyTimes } from "./reply-times.js";
+import { SessionLeaseLostError } from "./session-leases.js";
 import { formatStepKey, mediaStepKey, type OutboxNoticeName, parseStepKey } from "./step-keys.js";
 import type { Journal, OutboxRecord, OutboxReply } from "./types.js";
 
@@ -339,6 +340,7 @@ export class Outbox {
     let planned = record.plan;
     let lostNotices: string[] = [];
     try {
+      await this.#journal.fenceReply?.(record.id);
       await forgetCutOffNotices(progress, log);
       const { plan, lost } = await this.#plan(record, translateContext, channel, done, signal);
       try {
@@ -379,6 +381,13 @@ export class Outbox {
       }
     } catch (error) {
       if (signal.aborted) return "interrupted";
+      if (leaseLost(error)) {
+        log.warn(
+          { err: error },
+          "the session's lease was lost: the reply is left to the replica that takes it over",
+        );
+        return "interrupted";
+      }
       const reason = error instanceof Error ? error.message : String(error);
       log.error({ err: error }, "reply delivery attempt failed");
       return this.#retryLater(
@@ -589,4 +598,12 @@ export class Outbox {
     await this.#journal.closeReply(record.id, "given_up", reason);
     return "given_up";
   }
+}
+
+/** Whether `error` (or one of its causes) is a fenced write refused for a lost session lease. */
+function leaseLost(error: unknown): boolean {
+  for (let cause = error; cause instanceof Error; cause = cause.cause) {
+    if (cause instanceof SessionLeaseLostError) return true;
+  }
+  return false;
 }

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { freshPostgresDatabase, type TestDatabase } from "../../../../test-support/postgres.js";
 import { telegramMessage } from "../../test/fixtures/inbound-message.js";
+import { Defaults } from "../defaults.js";
 import { PostgresDatabase } from "../postgres/database.js";
 import { StorageError } from "./errors.js";
 import { PostgresJournal } from "./postgres-journal.js";
@@ -139,6 +140,83 @@ describe("PostgresJournal shared by replicas", () => {
       state: "done",
       outcome: "replied",
     });
+  });
+
+  it("refuses to start a turn once its lease lapsed by its own clock", async () => {
+    const clock = { nowMs: 5_000_000 };
+    const a = await leasedReplica("replica-a/6/1/1", () => clock.nowMs);
+    const session = { profile: "work", sessionKey: "telegram:dm:8" };
+    const entry = await a.journal.record(telegramMessage("start-fenced-1"));
+    expect(await a.leases.claim(session)).toMatchObject({ held: true });
+    // Cut off from the database past the lease less its margin: nobody took it over yet.
+    clock.nowMs += Defaults.sessionLeases.leaseMs - Defaults.sessionLeases.marginMs;
+    const refused = await a.journal.started(entry.id, session).catch((error: unknown) => error);
+    expect((refused as StorageError).cause).toBeInstanceOf(SessionLeaseLostError);
+    expect(await a.journal.entryState(entry.id)).toMatchObject({ state: "received" });
+  });
+
+  it("refuses to start a turn whose lease token another replica moved on", async () => {
+    const clock = { nowMs: 5_000_000 };
+    const a = await leasedReplica("replica-a/7/1/1", () => clock.nowMs);
+    const session = { profile: "work", sessionKey: "telegram:dm:9" };
+    const entry = await a.journal.record(telegramMessage("start-fenced-2"));
+    expect(await a.leases.claim(session)).toMatchObject({ held: true, token: 1 });
+    // b's clock runs ahead: by a's clock the lease still holds, on the database it moved on.
+    const b = await leasedReplica("replica-b/7/1/1", () => clock.nowMs + 20_000);
+    expect(await b.leases.claim(session)).toMatchObject({ held: true, token: 2 });
+    expect(a.leases.holds(session)).toBe(true);
+    const refused = await a.journal.started(entry.id, session).catch((error: unknown) => error);
+    expect((refused as StorageError).cause).toBeInstanceOf(SessionLeaseLostError);
+    expect(await a.journal.entryState(entry.id)).toMatchObject({ state: "received" });
+    // The holder starts it.
+    await b.journal.started(entry.id, session);
+    expect(await b.journal.entryState(entry.id)).toMatchObject({ state: "started" });
+  });
+
+  it("starts a turn without a session's lease on a journal with no leases (one process)", async () => {
+    const journal = await replica("replica-a/8/1/1");
+    const entry = await journal.record(telegramMessage("unleased-1"));
+    await journal.started(entry.id, { profile: "work", sessionKey: "telegram:dm:10" });
+    expect(await journal.entryState(entry.id)).toMatchObject({ state: "started" });
+  });
+
+  it("stops sending a reply whose session's lease it lost and gives it to the cluster", async () => {
+    const clock = { nowMs: 5_000_000 };
+    const a = await leasedReplica("replica-a/9/1/1", () => clock.nowMs);
+    const session = { profile: "work", sessionKey: "telegram:dm:11" };
+    const entry = await a.journal.record(telegramMessage("reply-fenced-1"));
+    await a.leases.claim(session);
+    const record = await a.journal.addReply(reply(session.sessionKey), entry.id);
+    await a.journal.fenceReply(record.id);
+    await a.journal.step(record.id, "text:0", "sending");
+    // a is cut off past its lease; b takes the session over.
+    clock.nowMs += Defaults.sessionLeases.leaseMs;
+    const b = await leasedReplica("replica-b/9/1/1", () => clock.nowMs + 1);
+    expect(await b.leases.claim(session)).toMatchObject({ held: true, token: 2 });
+    for (const refused of [
+      await a.journal.fenceReply(record.id).catch((error: unknown) => error),
+      await a.journal.step(record.id, "text:1", "sending").catch((error: unknown) => error),
+    ]) {
+      expect((refused as StorageError).cause).toBeInstanceOf(SessionLeaseLostError);
+    }
+    // The refused step was not written; the reply is the cluster's, taken over with its steps.
+    const taken = await b.journal.takeOverReplies();
+    expect(taken.map((r) => [r.id, r.owner, [...r.steps.keys()]])).toEqual([
+      [record.id, b.journal.owner, ["text:0"]],
+    ]);
+    // Taken over, it is the taker's to send: no lease of its own fences it.
+    await b.journal.fenceReply(record.id);
+    await b.journal.step(record.id, "text:1", "sending");
+  });
+
+  it("keeps sending its own reply once it released an idle session's lease", async () => {
+    const a = await leasedReplica("replica-a/10/1/1");
+    const session = { profile: "work", sessionKey: "telegram:dm:12" };
+    await a.leases.claim(session);
+    const record = await a.journal.addReply(reply(session.sessionKey), undefined);
+    await a.leases.release(session);
+    await a.journal.fenceReply(record.id);
+    await a.journal.step(record.id, "text:0", "sent");
   });
 
   it("hands a message to the replica holding its session, and to a taker once that one dies", async () => {

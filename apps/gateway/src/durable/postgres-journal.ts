@@ -40,7 +40,7 @@ import {
   lockHolderOf,
   OwnerLock,
 } from "./postgres-owner.js";
-import type { SessionLeases } from "./session-leases.js";
+import { type LeasedSession, SessionLeaseLostError, type SessionLeases } from "./session-leases.js";
 import type {
   Journal,
   JournalEntry,
@@ -122,6 +122,13 @@ export class PostgresJournal implements Journal {
   readonly #ownerGraceMs: number;
   readonly #sleep: Sleep;
   readonly #fence: SessionLeases | undefined;
+  /**
+   * Replies this process recorded in a leased turn: their sends are fenced by that lease;
+   * `lost` once refused, until this process takes the reply over again.
+   */
+  readonly #leasedReplies = new Map<string, { session: LeasedSession; lost: boolean }>();
+  /** Fenced replies refused, to give back to the cluster once the database takes the write. */
+  readonly #repliesToGiveBack = new Set<string>();
   #closed: Promise<void> | undefined;
 
   private constructor(
@@ -301,14 +308,27 @@ export class PostgresJournal implements Journal {
     });
   }
 
-  started(ids: number | readonly number[]): Promise<void> {
+  /**
+   * With `session` and session leases, fenced: refused with `SessionLeaseLostError` (as the
+   * cause) unless this process still holds the session's lease, by its clock and with the
+   * token it claimed it with, so a stale holder never starts a turn another replica took over.
+   */
+  started(ids: number | readonly number[], session?: LeasedSession): Promise<void> {
     const nowMs = this.#now();
+    const fence = session === undefined ? undefined : this.#fence;
     return this.#call("started", entryKeys(idList(ids)), async () => {
-      await this.#query("started").query(
-        `UPDATE journal.entries SET state = 'started', started_at = $1
-           WHERE id = ANY($2::bigint[]) AND state = 'received'`,
-        [nowMs, idList(ids)],
-      );
+      const write = async (tx: Queryable) => {
+        await tx.query(
+          `UPDATE journal.entries SET state = 'started', started_at = $1
+             WHERE id = ANY($2::bigint[]) AND state = 'received'`,
+          [nowMs, idList(ids)],
+        );
+      };
+      if (fence === undefined || session === undefined) return write(this.#query("started"));
+      await this.#database.transaction("started", async (tx) => {
+        await fence.fence(tx, session, "starting the turn");
+        await write(tx);
+      });
     });
   }
 
@@ -498,6 +518,7 @@ export class PostgresJournal implements Journal {
     const nowMs = this.#now();
     const id = randomUUID();
     const closed = entryId === undefined ? merged : [entryId, ...merged];
+    const leased = typeof this.#fence?.fenceOf(reply) === "object";
     return this.#call("addReply", [...entryKeys(closed), `reply:${id}`], async () => {
       await this.#database.transaction("addReply", async (tx) => {
         await this.#fence?.fence(tx, reply, "addReply");
@@ -526,6 +547,10 @@ export class PostgresJournal implements Journal {
           );
         }
       });
+      if (leased) {
+        const session = { profile: reply.profile, sessionKey: reply.sessionKey };
+        this.#leasedReplies.set(id, { session, lost: false });
+      }
       return {
         ...reply,
         id,
@@ -541,20 +566,80 @@ export class PostgresJournal implements Journal {
     });
   }
 
-  /** Records a step's result (a later result for the same key replaces it). */
+  /**
+   * Whether this process may send reply `replyId` now: refused with `SessionLeaseLostError`
+   * (as the cause) for a reply it recorded in a leased turn whose lease it no longer holds, by
+   * its clock or on the database (the token moved on). The reply is then given back to the
+   * cluster (owner `released`, once the database takes the write), so the replica that takes
+   * it over sends it, never this one and that one both. Replies taken over are not fenced.
+   */
+  fenceReply(replyId: string): Promise<void> {
+    return this.#call("fenceReply", [`reply:${replyId}`], async () => {
+      await this.#fenceReply(this.#query("fenceReply"), replyId, "sending the reply");
+    });
+  }
+
+  async #fenceReply(tx: Queryable, replyId: string, operation: string): Promise<void> {
+    const leased = this.#leasedReplies.get(replyId);
+    if (leased === undefined || this.#fence === undefined) return;
+    if (leased.lost) throw new SessionLeaseLostError(leased.session, operation);
+    try {
+      await this.#fence.fence(tx, leased.session, operation);
+    } catch (error) {
+      if (!(error instanceof SessionLeaseLostError)) throw error;
+      leased.lost = true;
+      this.#repliesToGiveBack.add(replyId);
+      await this.#giveBackReplies().catch(() => {});
+      throw error;
+    }
+  }
+
+  /** Gives the fenced replies refused back to the cluster; kept for the next try on failure. */
+  async #giveBackReplies(): Promise<void> {
+    if (this.#repliesToGiveBack.size === 0) return;
+    const ids = [...this.#repliesToGiveBack];
+    await this.#query("giveBackReplies").query(
+      `UPDATE journal.replies SET owner = $1
+         WHERE id = ANY($2::text[]) AND owner = $3 AND state = 'pending'`,
+      [ReleasedOwner, ids, this.owner],
+    );
+    for (const id of ids) this.#repliesToGiveBack.delete(id);
+  }
+
+  /**
+   * Records a step's result (a later result for the same key replaces it). A step of a fenced
+   * reply is refused as {@link fenceReply} says, in the same transaction.
+   */
   step(replyId: string, key: string, result: StepResult): Promise<void> {
     const nowMs = this.#now();
     return this.#call("step", [`reply:${replyId}`], async () => {
-      const written = await this.#query("step").query(
-        `INSERT INTO journal.reply_steps (reply_id, key, result, recorded_at)
-           SELECT $1::text, $2, $3, $4
-             WHERE EXISTS (SELECT 1 FROM journal.replies WHERE id = $1::text)
-           ON CONFLICT (reply_id, key) DO UPDATE
-             SET result = excluded.result, recorded_at = excluded.recorded_at`,
-        [replyId, key, result, nowMs],
-      );
-      if (written.rowCount === 0) throw new Error(`no outbox reply ${replyId}`);
+      if (this.#leasedReplies.has(replyId)) {
+        await this.#database.transaction("step", async (tx) => {
+          await this.#fenceReply(tx, replyId, "recording a reply step");
+          await this.#writeStep(tx, replyId, key, result, nowMs);
+        });
+        return;
+      }
+      await this.#writeStep(this.#query("step"), replyId, key, result, nowMs);
     });
+  }
+
+  async #writeStep(
+    tx: Queryable,
+    replyId: string,
+    key: string,
+    result: StepResult,
+    nowMs: number,
+  ): Promise<void> {
+    const written = await tx.query(
+      `INSERT INTO journal.reply_steps (reply_id, key, result, recorded_at)
+         SELECT $1::text, $2, $3, $4
+           WHERE EXISTS (SELECT 1 FROM journal.replies WHERE id = $1::text)
+         ON CONFLICT (reply_id, key) DO UPDATE
+           SET result = excluded.result, recorded_at = excluded.recorded_at`,
+      [replyId, key, result, nowMs],
+    );
+    if (written.rowCount === 0) throw new Error(`no outbox reply ${replyId}`);
   }
 
   clearStep(replyId: string, key: string): Promise<void> {
@@ -638,9 +723,13 @@ export class PostgresJournal implements Journal {
     });
   }
 
-  /** Pending replies whose owner is gone, taken over by this process, oldest first. */
-  takeOverReplies(): Promise<OutboxRecord[]> {
-    return this.#takeOverRows<ReplyRow & { seq: Int8 }, OutboxRecord>(
+  /**
+   * Pending replies whose owner is gone (or given back to the cluster), taken over by this
+   * process, oldest first; first gives back the fenced replies refused ({@link fenceReply}).
+   */
+  async takeOverReplies(): Promise<OutboxRecord[]> {
+    await this.#call("giveBackReplies", [], () => this.#giveBackReplies());
+    const taken = await this.#takeOverRows<ReplyRow & { seq: Int8 }, OutboxRecord>(
       "takeOverReplies",
       "journal.replies",
       "state = 'pending'",
@@ -652,6 +741,9 @@ export class PostgresJournal implements Journal {
         return repliesOf(tx, rows);
       },
     );
+    // Taken over, a reply is this process's to send as a restart's would be: not fenced.
+    for (const reply of taken) this.#leasedReplies.delete(reply.id);
+    return taken;
   }
 
   /**

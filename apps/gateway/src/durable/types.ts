@@ -162,8 +162,14 @@ export interface Journal {
   entryState(
     id: number,
   ): Promise<{ state: JournalState; outcome: string | null; mine: boolean } | undefined>;
-  /** The entry's turn starts (several: the messages of one collected turn, atomically). */
-  started(ids: number | readonly number[]): Promise<void>;
+  /**
+   * The entry's turn starts (several: the messages of one collected turn, atomically). With
+   * session leases (PostgreSQL) the write is fenced by `session`'s lease (docs/cluster.md).
+   */
+  started(
+    ids: number | readonly number[],
+    session?: { readonly profile: string; readonly sessionKey: string },
+  ): Promise<void>;
   /** Nothing is left to do for the entry (or entries, atomically). */
   finished(ids: number | readonly number[], outcome: JournalOutcome): Promise<void>;
   /**
@@ -200,6 +206,11 @@ export interface Journal {
   ): Promise<OutboxRecord>;
   /** Records the reply's media plan, before anything of it is sent. */
   setPlan(replyId: string, plan: PlanRecord): Promise<void>;
+  /**
+   * Whether this process may send reply `replyId` now; rejects when not (with session leases:
+   * a reply of a session whose lease it lost, given back to the cluster). Absent: always.
+   */
+  fenceReply?(replyId: string): Promise<void>;
   /** Records one delivered (or refused, or unconfirmed) step. */
   step(replyId: string, key: string, result: StepResult): Promise<void>;
   /** Forgets a step (one recorded `sending` whose request is known not to have gone out). */

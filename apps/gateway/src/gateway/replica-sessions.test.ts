@@ -6,6 +6,10 @@ import type { UploadLimits } from "@mediagate/media";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { testEnvironment } from "../../../../test-support/engine.js";
 import { freshPostgresDatabase, type TestDatabase } from "../../../../test-support/postgres.js";
+import {
+  type SeverableProxy,
+  startSeverableProxy,
+} from "../../../../test-support/severable-proxy.js";
 import { waitFor, waitUntil } from "../../../../test-support/wait.js";
 import type { AgentTurnInput, AgentTurnResult } from "../agents/types.js";
 import type {
@@ -26,18 +30,22 @@ import { SessionLeaseLostError, SessionLeases } from "../durable/session-leases.
 import { Gateway } from "../gateway.js";
 import { PostgresDatabase } from "../postgres/database.js";
 import { buildSessionKey } from "../session/key.js";
+import { NotRecordedUnreachableText } from "./inbound.js";
 
 let testDatabase: TestDatabase;
 const homes: string[] = [];
 const gateways: Gateway[] = [];
 const databases: PostgresDatabase[] = [];
+const proxies: SeverableProxy[] = [];
 
 beforeAll(async () => {
   testDatabase = await freshPostgresDatabase("replica_sessions");
 });
 
 afterEach(async () => {
+  for (const proxy of proxies) proxy.restore();
   for (const gateway of gateways.splice(0)) await gateway.stop();
+  for (const proxy of proxies.splice(0)) await proxy.close();
   const admin = new PostgresDatabase({ url: testDatabase.url });
   await admin.query(
     "test",
@@ -145,13 +153,14 @@ async function replica(
   clock = { aheadMs: 0 },
   runTurn?: (input: AgentTurnInput) => Promise<AgentTurnResult>,
   persistent = false,
+  url = testDatabase.url,
 ) {
   const home = await mkdtemp(join(tmpdir(), "mg-replica-"));
   homes.push(home);
   const config = resolveConfig(
     {
       home,
-      store: { kind: "postgres", url: testDatabase.url },
+      store: { kind: "postgres", url },
       profiles: [
         {
           name: "solo",
@@ -274,6 +283,67 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     await b.gateway.idle();
     expect(b.inbox.texts).toEqual(["b: next", "b: long"]);
     expect(a.inbox.texts).toEqual([]);
+  });
+
+  it("takes no work while cut off from the database and never answers a session taken over", async () => {
+    const server = new URL(testDatabase.url);
+    const proxy = await startSeverableProxy(server.hostname, Number(server.port));
+    proxies.push(proxy);
+    const throughProxy = new URL(testDatabase.url);
+    throughProxy.host = `127.0.0.1:${proxy.port}`;
+    const aborted: unknown[] = [];
+    let finishLate: (() => void) | undefined;
+    const clock = { aheadMs: 0 };
+    const a = await replica(
+      "a",
+      clock,
+      (input) => {
+        if (input.text !== "long") return Promise.resolve({ reply: `a: ${input.text}` });
+        // An agent that ignores its abort and answers once the database is back.
+        input.signal.addEventListener("abort", () => aborted.push(input.signal.reason));
+        return new Promise((resolve) => {
+          finishLate = () => resolve({ reply: "a: too late" });
+        });
+      },
+      false,
+      throughProxy.toString(),
+    );
+    const b = await replica("b", { aheadMs: Defaults.sessionLeases.leaseMs });
+    await a.send("1", "first");
+    expect(a.inbox.texts).toEqual(["a: first"]);
+    void a.inbox.onMessage?.(dm("2", "long"));
+    await waitFor(() => expect(a.ran).toEqual(["first", "long"]));
+
+    proxy.sever();
+    // Cut off, a records nothing, so runs nothing: the platform delivers the update again.
+    await expect(a.inbox.onMessage?.(dm("3", "while cut off"))).rejects.toThrow();
+    expect(a.inbox.texts).toEqual(["a: first", NotRecordedUnreachableText]);
+    // Its lease lapses by its own clock: its turn is cut off.
+    clock.aheadMs = Defaults.sessionLeases.leaseMs;
+    await roundsUntil(a.loop, () => expect(aborted).toHaveLength(1));
+    expect(aborted[0]).toBeInstanceOf(SessionLeaseLostError);
+
+    // b, whose clock says a's lease expired, takes the session with its next message, and
+    // a's message whose turn was cut off (it ran no command: b runs it again).
+    await b.send("4", "next");
+    await roundsUntil(b.loop, () => expect(b.ran).toEqual(["next", "long"]));
+    await b.gateway.idle();
+    expect(b.inbox.texts).toEqual(["b: next", "b: long"]);
+
+    // The database is back for a; its agent answers the turn it lost: nothing goes out.
+    proxy.restore();
+    finishLate?.();
+    await a.gateway.idle();
+    for (let round = 0; round < 3; round++) await a.loop.fire();
+    await a.gateway.idle();
+    // The platform's retry of the update a could not record: a hands it to the holder.
+    await a.send("3", "while cut off");
+    await roundsUntil(b.loop, () => expect(b.ran).toEqual(["next", "long", "while cut off"]));
+    await b.gateway.idle();
+    expect(a.ran).toEqual(["first", "long"]);
+    expect(a.inbox.texts).toEqual(["a: first", NotRecordedUnreachableText]);
+    expect(b.inbox.texts).toEqual(["b: next", "b: long", "b: while cut off"]);
+    expect(await ownerOf(2)).toBe("b/boot/1/1");
   });
 
   it("stops a session on the replica running it when an admin asks another replica", async () => {

@@ -1,7 +1,8 @@
+import { SessionLeaseLostError } from "../durable/session-leases.js";
 import type { JournalOutcome } from "../durable/types.js";
 import type { StatusLedger } from "../turn-progress/progress.js";
 import type { PreviewLedger } from "../turn-progress/stream-preview.js";
-import type { MessageContext } from "./types.js";
+import { type MessageContext, sessionOf } from "./types.js";
 
 /** The message's journal entry and those of the messages merged into its turn. */
 export function entryIdsOf(ctx: MessageContext): number[] {
@@ -32,11 +33,21 @@ export async function finishEntry(ctx: MessageContext, outcome: JournalOutcome):
  * message counts as cut off (its chat is told), not as new. A turn cut off before that — in
  * the queue, provisioning its container, waiting for the model — ran no command and is simply
  * run again. The messages merged into a collected turn start with it, in one transaction.
+ * With session leases the record is fenced: refused once this replica lost the session's
+ * lease, which cuts the turn off (its messages go back to the cluster) before any command runs.
  */
 export async function startEntry(ctx: MessageContext): Promise<void> {
   const ids = entryIdsOf(ctx);
   if (ids.length === 0) return;
-  await ctx.services.journal.started(ids);
+  const session = { profile: ctx.message.profile, sessionKey: sessionOf(ctx).sessionKey };
+  try {
+    await ctx.services.journal.started(ids, session);
+  } catch (error) {
+    // The session's lease is lost: the whole turn is cut off, not only its command.
+    if (error instanceof Error && error.cause instanceof SessionLeaseLostError)
+      ctx.services.queue.abortRunning(session.sessionKey, error.cause);
+    throw error;
+  }
 }
 
 /**
