@@ -97,9 +97,15 @@ describe("a scheduled run SIGKILLed in the middle", () => {
     await gateway.start();
     await waitUntil(() => gateway.hasFile("/workspace/began-2"), "the run run again");
     // The run recovery runs again is the task's run going: no second one beside it.
+    const commandsDone = () => (gateway.output().match(/"msg":"command done"/g) ?? []).length;
+    const doneBefore = commandsDone();
     fake.sendPrivateText({ userId: User, text: `/tasks run ${id}` });
     await waitUntil(() => texts(inChat(since)).length > 0, "the answer to Run now");
     expect(texts(inChat(since))).toEqual([`Task ${id} is running already; wait for its answer.`]);
+    // Killed once the command's journal entry is closed: a kill between its answer and that
+    // close has the next start answer it again (a command's answer is not yet recorded with
+    // its entry's close, as a turn's reply is: docs/durability.md).
+    await waitUntil(() => commandsDone() > doneBefore, "the command's entry closed");
     await gateway.kill();
 
     since = fake.calls.length;

@@ -45,6 +45,7 @@ export const handleCommands: Middleware = async (ctx, next) => {
       await answerTaskCommand(ctx, schedules, taskCommand);
     } finally {
       await finishEntry(ctx, "command");
+      ctx.log.info({ command: taskCommand.name }, "command done");
     }
     return;
   }
@@ -65,6 +66,7 @@ export const handleCommands: Middleware = async (ctx, next) => {
     } else await runCommand(ctx, command);
   } finally {
     await finishEntry(ctx, "command");
+    ctx.log.info({ command: command.name }, "command done");
   }
 };
 
