@@ -11,50 +11,25 @@ import {
   type TestDatabase,
 } from "../../test-support/postgres.js";
 import { FakeTelegram } from "../fakes/telegram/index.js";
-import { CliInstall } from "./harness/cli-install.js";
 import { waitUntil } from "./harness/gateway-home.js";
+import { telegramInstalls } from "./harness/telegram-installs.js";
 
 /**
  * A gateway on `store: { kind: postgres }` (docs/store.md) through the real CLI, the real
- * engine and the Telegram fake: a crash between recording and replying, a webhook update that
- * arrives while PostgreSQL is down, and a PostgreSQL restart in the middle of a load. The
- * outage tests stop a private cluster of their own (startPrivatePostgres), never the shared one.
+ * engine and the Telegram fake: a crash between recording and replying, and a webhook update
+ * that arrives while PostgreSQL is down (a restart under a load is the long suite's
+ * postgres-restart.long.test.ts). The outage test stops a private cluster of its own
+ * (startPrivatePostgres), never the shared one.
  */
 
 const User = 79;
 let fake: FakeTelegram;
-const installs: CliInstall[] = [];
+const { install, repliesTo, disposeAll } = telegramInstalls(() => fake, User);
 
 afterEach(async () => {
-  await Promise.all(installs.splice(0).map((install) => install.dispose()));
+  await disposeAll();
   await fake?.stop();
 });
-
-/** The texts the bot posted to `user`, in order. */
-const repliesTo = (user: number) =>
-  fake
-    .callsTo("sendMessage")
-    .filter((call) => call.ok && String(call.params.chat_id) === String(user))
-    .map((call) => String(call.params.text));
-
-async function install(
-  prefix: string,
-  telegram: Record<string, unknown>,
-  settings: Record<string, unknown>,
-  users: readonly number[] = [User],
-): Promise<CliInstall> {
-  const created = await CliInstall.create(
-    prefix,
-    {
-      telegram: { token: fake.token, apiRoot: fake.apiRoot, ...telegram },
-      allowedUsers: users.map((user) => `telegram:${user}`),
-      progress: { enabled: false },
-    },
-    { recovery: { rerunInterrupted: true }, ...settings },
-  );
-  installs.push(created);
-  return created;
-}
 
 describe("a gateway on PostgreSQL, SIGKILLed between recording and replying", () => {
   let db: TestDatabase;

@@ -6,8 +6,8 @@ import {
   startPrivatePostgres,
 } from "../../test-support/postgres.js";
 import { FakeTelegram } from "../fakes/telegram/index.js";
-import { CliInstall } from "./harness/cli-install.js";
 import { waitUntil } from "./harness/gateway-home.js";
+import { telegramInstalls } from "./harness/telegram-installs.js";
 
 /**
  * A PostgreSQL restart (`pg_ctl restart -m fast`) in the middle of a load, through the real
@@ -17,38 +17,12 @@ import { waitUntil } from "./harness/gateway-home.js";
 
 const User = 79;
 let fake: FakeTelegram;
-const installs: CliInstall[] = [];
+const { install, repliesTo, disposeAll } = telegramInstalls(() => fake, User);
 
 afterEach(async () => {
-  await Promise.all(installs.splice(0).map((install) => install.dispose()));
+  await disposeAll();
   await fake?.stop();
 });
-
-/** The texts the bot posted to `user`, in order. */
-const repliesTo = (user: number) =>
-  fake
-    .callsTo("sendMessage")
-    .filter((call) => call.ok && String(call.params.chat_id) === String(user))
-    .map((call) => String(call.params.text));
-
-async function install(
-  prefix: string,
-  telegram: Record<string, unknown>,
-  settings: Record<string, unknown>,
-  users: readonly number[] = [User],
-): Promise<CliInstall> {
-  const created = await CliInstall.create(
-    prefix,
-    {
-      telegram: { token: fake.token, apiRoot: fake.apiRoot, ...telegram },
-      allowedUsers: users.map((user) => `telegram:${user}`),
-      progress: { enabled: false },
-    },
-    { recovery: { rerunInterrupted: true }, ...settings },
-  );
-  installs.push(created);
-  return created;
-}
 
 describe("PostgreSQL restarted in the middle of a load", () => {
   let cluster: PrivatePostgres;
