@@ -7,7 +7,8 @@ import {
 } from "../../test-support/round-robin-proxy.js";
 import { type SeverableProxy, startSeverableProxy } from "../../test-support/severable-proxy.js";
 import { FakeTelegram } from "../fakes/telegram/index.js";
-import { CliInstall } from "./harness/cli-install.js";
+import type { CliInstall } from "./harness/cli-install.js";
+import { sentTo, turnsOf, webhookReplica } from "./harness/cluster-replicas.js";
 import { waitUntil } from "./harness/gateway-home.js";
 
 /**
@@ -43,11 +44,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const repliesTo = (user: number) =>
-  fake
-    .callsTo("sendMessage")
-    .filter((call) => call.ok && String(call.params.chat_id) === String(user))
-    .map((call) => String(call.params.text));
+const repliesTo = (user: number) => sentTo(fake, user);
 
 /** A replica whose database connections all pass through a link the test can cut. */
 async function replica(name: string, url: string, listen: string) {
@@ -56,31 +53,17 @@ async function replica(name: string, url: string, listen: string) {
   links.push(link);
   const throughLink = new URL(db.url);
   throughLink.host = `127.0.0.1:${link.port}`;
-  const created = await CliInstall.create(
+  const created = await webhookReplica(fake, {
     name,
-    {
-      name: profile,
-      telegram: {
-        token: fake.token,
-        apiRoot: fake.apiRoot,
-        webhook: { url: `${url}/telegram`, listen, secretToken: "cluster-secret" },
-      },
-      allowedUsers: [`telegram:${User}`],
-      progress: { enabled: false },
-    },
-    { store: { kind: "postgres", url: throughLink.toString() } },
-  );
+    profile,
+    user: User,
+    url,
+    listen,
+    databaseUrl: throughLink.toString(),
+  });
   installs.push(created);
   return { install: created, link };
 }
-
-/** How many turns `install`'s processes ran to an answer (not handed to another replica). */
-const turnsOf = (install: CliInstall) =>
-  install
-    .output()
-    .split("\n")
-    .filter((line) => line.includes('"msg":"turn finished"') && line.includes('"exit":"ok"'))
-    .length;
 
 /** The chat's answers, without the one-time notice of a message the cut-off replica could not save. */
 const answersTo = (user: number) =>

@@ -6,7 +6,8 @@ import {
   startRoundRobinProxy,
 } from "../../test-support/round-robin-proxy.js";
 import { FakeTelegram } from "../fakes/telegram/index.js";
-import { CliInstall } from "./harness/cli-install.js";
+import type { CliInstall } from "./harness/cli-install.js";
+import { sentTo, turnsOf, webhookReplica } from "./harness/cluster-replicas.js";
 import { waitUntil } from "./harness/gateway-home.js";
 
 /**
@@ -38,38 +39,20 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const repliesTo = (user: number) =>
-  fake
-    .callsTo("sendMessage")
-    .filter((call) => call.ok && String(call.params.chat_id) === String(user))
-    .map((call) => String(call.params.text));
+const repliesTo = (user: number) => sentTo(fake, user);
 
 async function replica(name: string, url: string, listen: string): Promise<CliInstall> {
-  const created = await CliInstall.create(
+  const created = await webhookReplica(fake, {
     name,
-    {
-      name: profile,
-      telegram: {
-        token: fake.token,
-        apiRoot: fake.apiRoot,
-        webhook: { url: `${url}/telegram`, listen, secretToken: "cluster-secret" },
-      },
-      allowedUsers: [`telegram:${User}`],
-      progress: { enabled: false },
-    },
-    { store: { kind: "postgres", url: db.url } },
-  );
+    profile,
+    user: User,
+    url,
+    listen,
+    databaseUrl: db.url,
+  });
   installs.push(created);
   return created;
 }
-
-/** How many turns `install`'s processes ran to an answer (not handed to another replica). */
-const turnsOf = (install: CliInstall) =>
-  install
-    .output()
-    .split("\n")
-    .filter((line) => line.includes('"msg":"turn finished"') && line.includes('"exit":"ok"'))
-    .length;
 
 /** How many messages `install`'s processes handed to the replica holding their session. */
 const handedBy = (install: CliInstall) =>
