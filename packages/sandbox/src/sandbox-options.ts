@@ -17,6 +17,12 @@ export interface SandboxOptions {
    */
   readonly rootHome: string;
   /**
+   * An absolute directory the slots whose directories are data (`default`, `profile:…`,
+   * `shared:…`) live in instead of the homes: storage every replica of a cluster sees
+   * (`cluster.slotsDir`, docs/cluster.md). Default: the homes.
+   */
+  readonly dataSlotsRoot?: string | undefined;
+  /**
    * The cluster and replica of a gateway that is one of several replicas (docs/cluster.md): its
    * containers carry them as labels, and it finds, lists, removes and reaps only its own.
    */

@@ -55,6 +55,19 @@ describe("slot traits", () => {
     expect(slotDirectoryFor(slot, homes).startsWith(dir)).toBe(true);
   });
 
+  it("puts only the data slots under the shared slots root when one is set", () => {
+    const shared = { ...homes, dataSlotsRoot: "/mnt/slots" };
+    expect(slotDirectoryFor("default", shared)).toBe("/mnt/slots/default");
+    expect(slotDirectoryFor("profile:work", shared).startsWith("/mnt/slots/profile_work-")).toBe(
+      true,
+    );
+    expect(slotDirectoryFor("shared:team", shared).startsWith("/mnt/slots/shared_team-")).toBe(
+      true,
+    );
+    expect(slotDirectoryFor("session:k", shared)).toBe(slotDirectoryFor("session:k", homes));
+    expect(slotDirectoryFor("task-1", shared)).toBe(slotDirectoryFor("task-1", homes));
+  });
+
   it("gives the default profile the default slot and a named profile its own", () => {
     expect(formatSlotKey(profileSlotKey("default"))).toBe("default");
     expect(formatSlotKey(profileSlotKey("work"))).toBe("profile:work");

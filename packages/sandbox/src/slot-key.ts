@@ -166,6 +166,12 @@ export function slotTraits(slot: string | SlotKey): SlotTraits {
 export interface SlotHomes {
   readonly profileHome: string;
   readonly rootHome: string;
+  /**
+   * Where the slots whose directories are data (`default`, `profile:…`, `shared:…`) live
+   * instead of a home: a directory every replica of a cluster sees (`cluster.slotsDir`,
+   * docs/cluster.md). Their names are unique across profiles, so they sit side by side.
+   */
+  readonly dataSlotsRoot?: string | undefined;
 }
 
 /** The directory under which a home keeps its slot directories: `<home>/sandboxes/docker`. */
@@ -175,9 +181,13 @@ export function slotRootOf(home: string): string {
 
 /**
  * The host directory of a slot: `<home>/sandboxes/docker/<sanitizeForPath(slot)>`, where
- * `<home>` is the root home for slots that span profiles and the profile home otherwise.
+ * `<home>` is the root home for slots that span profiles and the profile home otherwise; a slot
+ * whose directories are data lives in `<dataSlotsRoot>/<sanitizeForPath(slot)>` when that is set.
  */
 export function slotDirectoryFor(slot: string, homes: SlotHomes): string {
+  if (homes.dataSlotsRoot !== undefined && slotTraits(slot).persistentData) {
+    return join(homes.dataSlotsRoot, sanitizeForPath(slot));
+  }
   const home = slotTraits(slot).dirHome === "root" ? homes.rootHome : homes.profileHome;
   return join(slotRootOf(home), sanitizeForPath(slot));
 }
