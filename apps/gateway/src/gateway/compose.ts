@@ -105,6 +105,7 @@ export async function openParts(
             cluster === undefined
               ? undefined
               : { cluster: cluster.clusterId, replica: cluster.replicaId },
+          dataSlotsRoot: cluster === undefined ? undefined : config.cluster?.slotsDir,
           protectedHomes: [...new Set(homes)],
           logger,
           agent: agent === undefined ? undefined : (store) => agent(profile, store),
