@@ -340,5 +340,5 @@ export function sandboxRootsOf(
   dataSlotsRoot?: string,
 ): string[] {
   const roots = [slotRootOf(profileHome), slotRootOf(rootHome)];
-  return dataSlotsRoot === undefined ? roots : [...roots, dataSlotsRoot];
+  return dataSlotsRoot === undefined ? roots : [...roots, slotRootOf(dataSlotsRoot)];
 }

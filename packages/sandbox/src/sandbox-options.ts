@@ -17,9 +17,10 @@ export interface SandboxOptions {
    */
   readonly rootHome: string;
   /**
-   * An absolute directory the slots whose directories are data (`default`, `profile:…`,
-   * `shared:…`) live in instead of the homes: storage every replica of a cluster sees
-   * (`cluster.slotsDir`, docs/cluster.md). Default: the homes.
+   * An absolute directory, laid out like a home (`sandboxes/docker/`), where the slots whose
+   * directories are data (`default`, `profile:…`, `shared:…`) live instead of the homes:
+   * storage every replica of a cluster sees (`cluster.slotsDir`, docs/cluster.md). Default:
+   * the homes.
    */
   readonly dataSlotsRoot?: string | undefined;
   /**
