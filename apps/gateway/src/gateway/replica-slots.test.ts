@@ -23,6 +23,7 @@ import type {
 import { readEnv } from "../config/env.js";
 import { resolveConfig } from "../config/load.js";
 import { Defaults } from "../defaults.js";
+import { SessionLeaseLostError } from "../durable/session-leases.js";
 import { SlotLeases } from "../durable/slot-leases.js";
 import { Gateway } from "../gateway.js";
 import { PostgresDatabase } from "../postgres/database.js";
@@ -146,7 +147,11 @@ function manualSchedule() {
  */
 async function replica(
   name: string,
-  options: { clock?: { aheadMs: number }; slotsDir?: string; agent?: "shell" | "echo" } = {},
+  options: {
+    clock?: { aheadMs: number };
+    slotsDir?: string;
+    agent?: "shell" | "echo" | ((input: AgentTurnInput) => Promise<AgentTurnResult>);
+  } = {},
 ) {
   const home = await mkdtemp(join(tmpdir(), "mg-replica-"));
   dirs.push(home);
@@ -175,6 +180,7 @@ async function replica(
   const clock = options.clock ?? { aheadMs: 0 };
   const runTurn = async (input: AgentTurnInput): Promise<AgentTurnResult> => {
     ran.push(input.text);
+    if (typeof options.agent === "function") return options.agent(input);
     if (options.agent !== "shell") return { reply: `${name}: ${input.text}` };
     const result = await input.tools.run(input.text);
     return { reply: `${name}: ${result.stdout.trim()}` };
@@ -236,6 +242,47 @@ describe("persistent slots across replicas", () => {
     expect(a.inbox.texts).toEqual(["1> a: written"]);
     await b.send("2", "cat /workspace/note");
     expect(b.inbox.texts).toEqual(["1> b: kept"]);
+  });
+
+  it("cuts its turn in the slot off once another replica took the slot's pin", async () => {
+    const slotsDir = await mkdtemp(join(tmpdir(), "mg-slots-"));
+    dirs.push(slotsDir);
+    const aborted: unknown[] = [];
+    const clock = { aheadMs: 0 };
+    const a = await replica("a", {
+      clock,
+      slotsDir,
+      // Answers only after its abort, as a slow agent would: the reply must not go out.
+      agent: (input) =>
+        new Promise((resolve) => {
+          input.signal.addEventListener("abort", () => {
+            aborted.push(input.signal.reason);
+            resolve({ reply: "a: too late" });
+          });
+        }),
+    });
+    const b = await replica("b", { slotsDir, clock: { aheadMs: Defaults.sessionLeases.leaseMs } });
+    void a.inbox.onMessage?.(dm("1", "long", "1"));
+    await waitFor(() => expect(a.ran).toEqual(["long"]));
+    // To b, a stopped renewing: b takes the pin with another chat's message.
+    await b.send("2", "other", "2");
+    expect(b.inbox.texts).toEqual(["2> b: other"]);
+    clock.aheadMs = Defaults.sessionLeases.renewMs;
+    await waitFor(async () => {
+      await a.loop.fire();
+      expect(aborted).toHaveLength(1);
+    });
+    expect(aborted[0]).toBeInstanceOf(SessionLeaseLostError);
+    // The cut-off message goes back to the cluster and on to the slot's holder, which runs it.
+    await waitFor(async () => {
+      await a.loop.fire();
+      await b.loop.fire();
+      await b.gateway.idle();
+      expect(b.ran).toEqual(["other", "long"]);
+    });
+    await a.gateway.idle();
+    expect(a.inbox.texts).toEqual([]);
+    expect(b.inbox.texts).toEqual(["2> b: other", "1> b: long"]);
   });
 
   it("tells each chat once that its files stayed on a dead replica without shared storage", async () => {
