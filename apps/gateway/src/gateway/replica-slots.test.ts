@@ -242,6 +242,12 @@ describe("persistent slots across replicas", () => {
     expect(a.inbox.texts).toEqual(["1> a: written"]);
     await b.send("2", "cat /workspace/note");
     expect(b.inbox.texts).toEqual(["1> b: kept"]);
+    expect(await runningReplicas()).toEqual([a.replicaId, b.replicaId]);
+    // a, still running, finds at its next renewal that the pin moved: its container goes.
+    await waitFor(async () => {
+      await a.loop.fire();
+      expect(await runningReplicas()).toEqual([b.replicaId]);
+    });
   });
 
   it("cuts its turn in the slot off once another replica took the slot's pin", async () => {

@@ -106,7 +106,7 @@ export class ReplicaSlots {
    * renews when due, and releases idle pins.
    */
   async round(gateway: GatewayCore): Promise<void> {
-    this.#cut(gateway, this.pins.lapsed());
+    await this.#cut(gateway, this.pins.lapsed());
     const nowMs = this.#now();
     if (this.#renewing === undefined && nowMs - this.#lastRenewMs >= this.#renewMs) {
       this.#lastRenewMs = nowMs;
@@ -130,7 +130,10 @@ export class ReplicaSlots {
    */
   async release(gateway: GatewayCore): Promise<void> {
     await this.#renewing;
-    for (const { slot } of this.pins.held()) await this.#removeContainer(gateway, slot);
+    for (const { slot } of this.pins.held()) {
+      const pin = this.#pinned.get(slot);
+      if (pin !== undefined) await this.#removeContainer(gateway, pin);
+    }
     const released = await this.pins.releaseAll().catch((error: unknown) => {
       gateway.logger.warn({ err: error }, "could not release the slot pins");
       return 0;
@@ -144,8 +147,12 @@ export class ReplicaSlots {
     return replicas.find((r) => r.id === replicaId && r.alive && r.state === "running")?.instanceId;
   };
 
-  /** Cuts off the running turns of the sessions of pins this replica lost. */
-  #cut(gateway: GatewayCore, lost: readonly string[]): void {
+  /**
+   * Cuts off the running turns of the sessions of pins this replica lost, then removes its
+   * container of each such slot (files kept): the slot's turns run on the pin's new holder,
+   * in that one's container.
+   */
+  async #cut(gateway: GatewayCore, lost: readonly string[]): Promise<void> {
     const { queue } = gateway.services;
     for (const key of lost) {
       const pin = this.#pinned.get(key);
@@ -159,6 +166,7 @@ export class ReplicaSlots {
         { profile: pin.profile, slot: pin.slot },
         "lost the slot's pin: its turns are left to the replica that takes it",
       );
+      await this.#removeContainer(gateway, pin);
     }
   }
 
@@ -172,7 +180,7 @@ export class ReplicaSlots {
         (sessionKey) => queue.isRunning(sessionKey) || queue.queued(sessionKey) > 0,
       );
       if (busy) continue;
-      await this.#removeContainer(gateway, key);
+      if (pin !== undefined) await this.#removeContainer(gateway, pin);
       await this.pins.release(key);
       this.#pinned.delete(key);
       gateway.logger.info({ slot: pin?.slot ?? key }, "idle slot's pin released");
@@ -180,16 +188,15 @@ export class ReplicaSlots {
   }
 
   /** Removes this replica's container of a pinned slot, keeping its files. */
-  async #removeContainer(gateway: GatewayCore, key: string): Promise<void> {
-    const pin = this.#pinned.get(key);
-    const runtime = pin === undefined ? undefined : gateway.runtimes.get(pin.profile);
-    if (pin === undefined || runtime === undefined) return;
+  async #removeContainer(gateway: GatewayCore, pin: Pin): Promise<void> {
+    const runtime = gateway.runtimes.get(pin.profile);
+    if (runtime === undefined) return;
     await runtime.sandbox
       .cleanup(pin.slot, { force: true, deleteDirs: false })
       .catch((error: unknown) =>
         gateway.logger.warn(
           { err: error, slot: pin.slot },
-          "could not remove the container of a slot whose pin is released",
+          "could not remove the container of a slot whose pin is elsewhere",
         ),
       );
   }
