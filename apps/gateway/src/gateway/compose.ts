@@ -222,7 +222,12 @@ export function composeCore(
           slots:
             pins === undefined || cluster === undefined
               ? undefined
-              : new ReplicaSlots({ pins, database: cluster.database, now: () => clock.wallMs() }),
+              : new ReplicaSlots({
+                  pins,
+                  database: cluster.database,
+                  now: () => clock.wallMs(),
+                  idleReleaseMs: options.slotIdleReleaseMs,
+                }),
         })
       : undefined;
   const outbox = new Outbox({

@@ -85,6 +85,22 @@ async function runningReplicas(): Promise<string[]> {
     .sort();
 }
 
+/** The expiry of the slot's pin as the database has it (0: released). */
+async function pinExpiry(): Promise<number | undefined> {
+  const database = new PostgresDatabase({ url: testDatabase.url });
+  try {
+    const row = await database.query<{ expires_at: string }>(
+      "test",
+      "SELECT expires_at FROM leases.slots WHERE slot = $1",
+      [`solo/${Slot}`],
+    );
+    const expiry = row.rows[0]?.expires_at;
+    return expiry === undefined ? undefined : Number(expiry);
+  } finally {
+    await database.close();
+  }
+}
+
 function dm(messageId: string, text: string, userId: string): InboundMessage {
   return {
     profile: "solo",
@@ -151,6 +167,7 @@ async function replica(
     clock?: { aheadMs: number };
     slotsDir?: string;
     agent?: "shell" | "echo" | ((input: AgentTurnInput) => Promise<AgentTurnResult>);
+    slotIdleReleaseMs?: number;
   } = {},
 ) {
   const home = await mkdtemp(join(tmpdir(), "mg-replica-"));
@@ -189,6 +206,7 @@ async function replica(
     channels: [inbox],
     instanceId: `${replicaId}/boot/1/1`,
     replicaSchedule: loop.schedule,
+    slotIdleReleaseMs: options.slotIdleReleaseMs,
     clock: { wallMs: () => Date.now() + clock.aheadMs, monoMs: () => performance.now() },
     agent: () => ({ kind: "shell", runTurn }),
   });
@@ -248,6 +266,24 @@ describe("persistent slots across replicas", () => {
       await a.loop.fire();
       expect(await runningReplicas()).toEqual([b.replicaId]);
     });
+  });
+
+  it("releases an idle slot's pin with cluster.slotsDir and removes its container there", async () => {
+    const slotsDir = await mkdtemp(join(tmpdir(), "mg-slots-"));
+    dirs.push(slotsDir);
+    const a = await replica("a", { agent: "shell", slotsDir, slotIdleReleaseMs: 1 });
+    const b = await replica("b", { agent: "shell", slotsDir });
+    await a.send("1", "echo kept > /workspace/note && echo written");
+    expect(await runningReplicas()).toEqual([a.replicaId]);
+    await waitFor(async () => {
+      await a.loop.fire();
+      expect(await runningReplicas()).toEqual([]);
+      expect(await pinExpiry()).toBe(0);
+    });
+    // Another chat reaching b now takes the slot there, with the files.
+    await b.send("2", "cat /workspace/note", "2");
+    expect(b.inbox.texts).toEqual(["2> b: kept"]);
+    expect(await runningReplicas()).toEqual([b.replicaId]);
   });
 
   it("cuts its turn in the slot off once another replica took the slot's pin", async () => {

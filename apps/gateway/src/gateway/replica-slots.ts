@@ -18,7 +18,7 @@ export interface ReplicaSlotsOptions {
   /** Default `Defaults.sessionLeases.renewMs`. */
   readonly renewMs?: number;
   /** Default `Defaults.slotPins.idleReleaseMs`. */
-  readonly idleReleaseMs?: number;
+  readonly idleReleaseMs?: number | undefined;
 }
 
 /** A turn about to run in a slot ({@link ReplicaSlots.pin}). */
