@@ -100,8 +100,9 @@ export class SlotLeases {
           [slot],
         )
       ).rows[0];
+      // A pin this process held and lost stays held here until the next renewal finds it lost,
+      // which cuts its turns off.
       if (row !== undefined && row.holder !== this.owner && Number(row.expires_at) > sentAtMs) {
-        this.#held.delete(slot);
         return { held: false, holder: row.holder };
       }
       if (row !== undefined && !this.sharedFiles && row.home !== this.replicaId) {
