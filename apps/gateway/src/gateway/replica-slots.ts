@@ -58,6 +58,8 @@ export class ReplicaSlots {
   readonly #pinned = new Map<string, Pin>();
   #lastRenewMs = Number.NEGATIVE_INFINITY;
   #renewing: Promise<void> | undefined;
+  /** The idle releases under way (each removes a container first), one round's at a time. */
+  #releasing: Promise<void> | undefined;
 
   constructor(options: ReplicaSlotsOptions) {
     this.pins = options.pins;
@@ -120,7 +122,12 @@ export class ReplicaSlots {
           this.#renewing = undefined;
         });
     }
-    if (this.pins.sharedFiles) await this.#releaseIdle(gateway);
+    if (this.pins.sharedFiles) {
+      this.#releasing ??= this.#releaseIdle(gateway).finally(() => {
+        this.#releasing = undefined;
+      });
+      await this.#releasing;
+    }
   }
 
   /**
@@ -130,6 +137,7 @@ export class ReplicaSlots {
    */
   async release(gateway: GatewayCore): Promise<void> {
     await this.#renewing;
+    await this.#releasing;
     for (const { slot } of this.pins.held()) {
       const pin = this.#pinned.get(slot);
       if (pin !== undefined) await this.#removeContainer(gateway, pin);
