@@ -93,7 +93,17 @@ describe("two replicas behind a load balancer", () => {
     await waitUntil(() => repliesTo(User).includes("after-kill"), "the answer after the kill");
     fake.sendPrivateText({ userId: User, text: "echo later" });
     await waitUntil(() => repliesTo(User).includes("later"), "the next answer");
-    expect(repliesTo(User)).toEqual(["one", "two", "three", "four", "after-kill", "later"]);
+    // The profile is persistent: its slot's pin moved off the dead replica with the session,
+    // and its files stayed in the dead replica's home, which the chat is told once.
+    expect(repliesTo(User)).toEqual([
+      "one",
+      "two",
+      "three",
+      "four",
+      expect.stringMatching(/^📁 This chat's workspace now runs on replica /),
+      "after-kill",
+      "later",
+    ]);
     await waitUntil(() => turnsOf(other) === 2, "the survivor's two turns to finish");
     expect(turnsOf(holder)).toBe(4);
   });

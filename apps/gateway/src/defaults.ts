@@ -496,6 +496,20 @@ export const Defaults = {
     /** A session with nothing queued or running for this long has its lease released. */
     idleReleaseMs: 60_000,
   },
+  /**
+   * Pins of persistent and `shared:` slots (docs/cluster.md, "Sandboxes across replicas"). A
+   * pin lives, is renewed and is taken over with the session leases' `leaseMs`, `renewMs` and
+   * `marginMs`, so a dead holder's slot moves within the same bound.
+   */
+  slotPins: {
+    /**
+     * With `cluster.slotsDir`, a slot with nothing queued or running on its holder for this
+     * long has its pin released and its container there removed (files kept), so profiles
+     * spread over the replicas. Longer than a session's: moving a slot restarts its container
+     * and ends whatever runs in it in the background.
+     */
+    idleReleaseMs: 600_000,
+  },
   /** Logging (docs/operations.md). */
   log: {
     level: "info",

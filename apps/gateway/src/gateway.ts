@@ -195,6 +195,7 @@ export class Gateway {
     await this.#core.services.resetButtons?.closeAll();
     await this.outbox.stop(GatewayDefaults.abortGraceMs);
     await settledWithin(this.idle(), GatewayDefaults.abortGraceMs, { unref: true });
+    await this.#core.replicas?.releaseSlots();
     for (const runtime of this.runtimes.values()) {
       await runtime.close(GatewayDefaults.shutdownTimeoutMs).catch((error: unknown) => {
         this.logger.warn({ err: error, profile: runtime.name }, "profile shutdown failed");

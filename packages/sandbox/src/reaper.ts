@@ -330,7 +330,15 @@ export async function sweepContainerlessScratchDirs(
   return result;
 }
 
-/** The directories under which slot dirs live, for a profile home and the root home. */
-export function sandboxRootsOf(profileHome: string, rootHome: string): string[] {
-  return [slotRootOf(profileHome), slotRootOf(rootHome)];
+/**
+ * The directories under which slot dirs live, for a profile home and the root home, and the
+ * data slots' own root when they live outside the homes.
+ */
+export function sandboxRootsOf(
+  profileHome: string,
+  rootHome: string,
+  dataSlotsRoot?: string,
+): string[] {
+  const roots = [slotRootOf(profileHome), slotRootOf(rootHome)];
+  return dataSlotsRoot === undefined ? roots : [...roots, slotRootOf(dataSlotsRoot)];
 }

@@ -50,6 +50,9 @@ export class SandboxContext {
         "Sandbox needs absolute profileHome and rootHome paths (resolve them in the config)",
       );
     }
+    if (options.dataSlotsRoot !== undefined && !isAbsolute(options.dataSlotsRoot)) {
+      throw new TypeError("Sandbox needs an absolute dataSlotsRoot (resolve it in the config)");
+    }
     this.docker = dockerOf(options.engine);
     this.options = options;
     this.profile = options.profile;
@@ -82,10 +85,14 @@ export class SandboxContext {
   }
 
   get sandboxRoots(): string[] {
-    return sandboxRootsOf(this.options.profileHome, this.options.rootHome);
+    return sandboxRootsOf(
+      this.options.profileHome,
+      this.options.rootHome,
+      this.options.dataSlotsRoot,
+    );
   }
 
-  /** The host directory of a slot: `<home>/sandboxes/docker/<sanitizeForPath(slot)>`. */
+  /** The host directory of a slot ({@link slotDirectoryFor}). */
   slotDirectory(slot: string): string {
     return slotDirectoryFor(slot, this.options);
   }

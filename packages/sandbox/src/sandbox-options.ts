@@ -17,6 +17,13 @@ export interface SandboxOptions {
    */
   readonly rootHome: string;
   /**
+   * An absolute directory, laid out like a home (`sandboxes/docker/`), where the slots whose
+   * directories are data (`default`, `profile:…`, `shared:…`) live instead of the homes:
+   * storage every replica of a cluster sees (`cluster.slotsDir`, docs/cluster.md). Default:
+   * the homes.
+   */
+  readonly dataSlotsRoot?: string | undefined;
+  /**
    * The cluster and replica of a gateway that is one of several replicas (docs/cluster.md): its
    * containers carry them as labels, and it finds, lists, removes and reaps only its own.
    */

@@ -12,6 +12,7 @@ import {
   slotDirectoryFor,
   slotTraits,
 } from "./slot-key.js";
+import { slotPaths } from "./slot-paths.js";
 
 const homes = { profileHome: "/h/profiles/work", rootHome: "/h" };
 
@@ -53,6 +54,25 @@ describe("slot traits", () => {
       dirHome: spans ? "root" : "profile",
     });
     expect(slotDirectoryFor(slot, homes).startsWith(dir)).toBe(true);
+  });
+
+  it("puts only the data slots under the shared slots root when one is set", () => {
+    const shared = { ...homes, dataSlotsRoot: "/mnt/slots" };
+    // Laid out like a home: the slot's locks and disk image stay inside the root too.
+    const root = "/mnt/slots/sandboxes/docker";
+    expect(slotDirectoryFor("default", shared)).toBe(`${root}/default`);
+    expect(slotDirectoryFor("profile:work", shared).startsWith(`${root}/profile_work-`)).toBe(true);
+    expect(slotDirectoryFor("shared:team", shared).startsWith(`${root}/shared_team-`)).toBe(true);
+    // What is made private (0700) around a slot stays inside the root, never its parent.
+    const paths = slotPaths(slotDirectoryFor("default", shared));
+    expect([paths.sandboxesDir, paths.kindDir, paths.lockDir, paths.diskDir]).toEqual([
+      "/mnt/slots/sandboxes",
+      root,
+      "/mnt/slots/sandboxes/locks/docker",
+      "/mnt/slots/sandboxes/disks/docker",
+    ]);
+    expect(slotDirectoryFor("session:k", shared)).toBe(slotDirectoryFor("session:k", homes));
+    expect(slotDirectoryFor("task-1", shared)).toBe(slotDirectoryFor("task-1", homes));
   });
 
   it("gives the default profile the default slot and a named profile its own", () => {

@@ -166,6 +166,14 @@ export function slotTraits(slot: string | SlotKey): SlotTraits {
 export interface SlotHomes {
   readonly profileHome: string;
   readonly rootHome: string;
+  /**
+   * A directory laid out like a home (`<dataSlotsRoot>/sandboxes/docker/`, with its locks and
+   * disk images beside) where the slots whose directories are data (`default`, `profile:…`,
+   * `shared:…`) live instead of the homes: one every replica of a cluster sees
+   * (`cluster.slotsDir`, docs/cluster.md). Their names are unique across profiles, so they
+   * sit side by side.
+   */
+  readonly dataSlotsRoot?: string | undefined;
 }
 
 /** The directory under which a home keeps its slot directories: `<home>/sandboxes/docker`. */
@@ -175,9 +183,13 @@ export function slotRootOf(home: string): string {
 
 /**
  * The host directory of a slot: `<home>/sandboxes/docker/<sanitizeForPath(slot)>`, where
- * `<home>` is the root home for slots that span profiles and the profile home otherwise.
+ * `<home>` is the root home for slots that span profiles and the profile home otherwise; a slot
+ * whose directories are data lives under `<dataSlotsRoot>` instead, when that is set.
  */
 export function slotDirectoryFor(slot: string, homes: SlotHomes): string {
+  if (homes.dataSlotsRoot !== undefined && slotTraits(slot).persistentData) {
+    return join(slotRootOf(homes.dataSlotsRoot), sanitizeForPath(slot));
+  }
   const home = slotTraits(slot).dirHome === "root" ? homes.rootHome : homes.profileHome;
   return join(slotRootOf(home), sanitizeForPath(slot));
 }

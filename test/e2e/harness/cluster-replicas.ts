@@ -15,6 +15,8 @@ export interface WebhookReplica {
   readonly listen: string;
   /** The PostgreSQL database every replica shares (maybe through a proxy). */
   readonly databaseUrl: string;
+  /** `cluster.slotsDir`: where persistent slots keep their files, seen by every replica. */
+  readonly slotsDir?: string;
 }
 
 /**
@@ -38,7 +40,10 @@ export function webhookReplica(fake: FakeTelegram, replica: WebhookReplica): Pro
       allowedUsers: [`telegram:${replica.user}`],
       progress: { enabled: false },
     },
-    { store: { kind: "postgres", url: replica.databaseUrl } },
+    {
+      store: { kind: "postgres", url: replica.databaseUrl },
+      ...(replica.slotsDir === undefined ? {} : { cluster: { slotsDir: replica.slotsDir } }),
+    },
   );
 }
 

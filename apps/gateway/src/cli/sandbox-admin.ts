@@ -53,6 +53,7 @@ async function sandboxes(
         profileHome: p.home,
         rootHome: config.home,
         replica,
+        dataSlotsRoot: replica === undefined ? undefined : config.cluster?.slotsDir,
         settings: { ...p.sandbox, orphanReaper: false },
         ...(options.now === undefined ? {} : { now: options.now }),
       }),

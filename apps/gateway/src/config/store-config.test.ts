@@ -48,3 +48,15 @@ describe("store: in the config", () => {
     expect(refuse({ kind: "postgres", url: "postgres://h/db", poolSize: 3 })).toMatch(/poolSize/);
   });
 });
+
+describe("cluster: in the config", () => {
+  it("takes an absolute slots directory and refuses a relative one, saying what to give", () => {
+    expect(resolveConfig({ cluster: { slotsDir: "/mnt/slots" } }, { env }).cluster).toEqual({
+      slotsDir: "/mnt/slots",
+    });
+    expect(resolveConfig({}, { env }).cluster).toEqual({});
+    expect(() => resolveConfig({ cluster: { slotsDir: "slots" } }, { env })).toThrow(
+      /cluster\.slotsDir[\s\S]*absolute path every replica sees/,
+    );
+  });
+});

@@ -339,6 +339,12 @@ export interface GatewayConfig {
 export interface ClusterSettings {
   /** This replica's id; unset: generated once and kept in the home's `replica-id` file. */
   readonly replicaId?: string | undefined;
+  /**
+   * An absolute directory on storage every replica sees, where persistent and `shared:` slots
+   * keep their files, so they move with the slot's pin. Unset: in each replica's own home, and
+   * a pin that moves leaves them behind (docs/cluster.md, "Sandboxes across replicas").
+   */
+  readonly slotsDir?: string | undefined;
 }
 
 /**

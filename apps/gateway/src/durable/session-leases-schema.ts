@@ -10,7 +10,11 @@ export const LeasesComponent = "leases";
  * - `sessions`: who holds each session (a process's instance id), until when (`expires_at`,
  *   epoch ms of the holder's clock) and the fencing `token`, bumped on every take;
  * - `requests`: an admin action (`/stop`, `/reset`) asked on one replica for a session another
- *   one holds, for the holder to act on.
+ *   one holds, for the holder to act on;
+ * - v3 `slots`: the pins of persistent and `shared:` slots (slot-leases.ts): holder, token and
+ *   expiry as a session's, the replica id whose copy of the slot's files is the latest (`home`)
+ *   and the last move that left files behind (`moved_from`, `moved_token`); `slot_notices`: the
+ *   sessions told of that move.
  */
 export const POSTGRES_LEASE_MIGRATIONS: readonly PostgresMigration[] = [
   {
@@ -37,6 +41,28 @@ export const POSTGRES_LEASE_MIGRATIONS: readonly PostgresMigration[] = [
         asked_at    bigint NOT NULL
       );
       CREATE INDEX requests_holder ON leases.requests (holder, id);
+    `,
+  },
+  {
+    version: 3,
+    sql: `
+      CREATE TABLE leases.slots (
+        slot        text PRIMARY KEY,
+        holder      text NOT NULL,
+        token       bigint NOT NULL,
+        expires_at  bigint NOT NULL,
+        home        text NOT NULL,
+        moved_from  text,
+        moved_token bigint
+      );
+      CREATE INDEX slots_holder ON leases.slots (holder);
+
+      CREATE TABLE leases.slot_notices (
+        slot        text NOT NULL,
+        session_key text NOT NULL,
+        moved_token bigint NOT NULL,
+        PRIMARY KEY (slot, session_key, moved_token)
+      );
     `,
   },
 ];

@@ -16,6 +16,7 @@ import { lostJournalText } from "../durable/journal-marker.js";
 import { Outbox } from "../durable/outbox.js";
 import { PostgresJournal } from "../durable/postgres-journal.js";
 import type { SessionLeases } from "../durable/session-leases.js";
+import { SlotLeases } from "../durable/slot-leases.js";
 import type { Journal } from "../durable/types.js";
 import { logOpenCheck } from "../health/database-checks.js";
 import { type Logger, silentLogger } from "../log.js";
@@ -41,6 +42,7 @@ import { KeptTurns } from "./kept-turns.js";
 import { GatewayDefaults, type GatewayOptions } from "./options.js";
 import { resumeKeptTurn } from "./recovery.js";
 import { ReplicaSessions } from "./replica-sessions.js";
+import { ReplicaSlots } from "./replica-slots.js";
 import { openStoreBackend, type StoreBackend } from "./stores.js";
 
 /** What `Gateway.create` opens before the gateway is built. */
@@ -57,6 +59,8 @@ export interface OpenedParts {
   readonly cluster: ClusterIdentity | undefined;
   /** PostgreSQL: the session leases of the replicas (docs/cluster.md); SQLite: none. */
   readonly leases: SessionLeases | undefined;
+  /** PostgreSQL: the pins of persistent and `shared:` slots (docs/cluster.md); SQLite: none. */
+  readonly pins: SlotLeases | undefined;
 }
 
 /**
@@ -75,12 +79,14 @@ export async function openParts(
   let channels: readonly ChannelAdapter[];
   let journal: Journal | undefined;
   let leases: SessionLeases | undefined;
+  let pins: SlotLeases | undefined;
   const stores = await openStoreBackend(config.store);
   let cluster: ClusterIdentity | undefined;
   try {
     cluster = await openCluster(config, stores);
     const clock = options.clock ?? systemClock;
     leases = await stores.openLeases({ now: () => clock.wallMs(), owner: options.instanceId });
+    pins = await openPins(cluster, config, leases, () => clock.wallMs());
     const opened = await stores.openJournal(config.home, {
       now: () => clock.wallMs(),
       integrityWaitMs: options.integrityWaitMs,
@@ -105,6 +111,7 @@ export async function openParts(
             cluster === undefined
               ? undefined
               : { cluster: cluster.clusterId, replica: cluster.replicaId },
+          dataSlotsRoot: cluster === undefined ? undefined : config.cluster?.slotsDir,
           protectedHomes: [...new Set(homes)],
           logger,
           agent: agent === undefined ? undefined : (store) => agent(profile, store),
@@ -142,7 +149,23 @@ export async function openParts(
     await stores.close();
     throw error;
   }
-  return { env, logger, engine, runtimes, channels, journal, stores, cluster, leases };
+  return { env, logger, engine, runtimes, channels, journal, stores, cluster, leases, pins };
+}
+
+/** The slot pins of a replica (docs/cluster.md, "Sandboxes across replicas"), held as its leases' owner. */
+async function openPins(
+  cluster: ClusterIdentity | undefined,
+  config: GatewayConfig,
+  leases: SessionLeases | undefined,
+  now: () => number,
+): Promise<SlotLeases | undefined> {
+  if (cluster === undefined || leases === undefined) return undefined;
+  return SlotLeases.open(cluster.database, {
+    replicaId: cluster.replicaId,
+    sharedFiles: config.cluster?.slotsDir !== undefined,
+    owner: leases.owner,
+    now,
+  });
 }
 
 /** The leases one replica of `cluster` holds a bot's connection by (docs/cluster.md). */
@@ -186,7 +209,8 @@ export function composeCore(
   opened: OpenedParts,
   options: GatewayOptions,
 ): GatewayCore {
-  const { env, logger, engine, runtimes, channels, journal, stores, cluster, leases } = opened;
+  const { env, logger, engine, runtimes, channels, journal, stores, cluster, leases, pins } =
+    opened;
   const clock: Clock = options.clock ?? systemClock;
   const replicas =
     leases !== undefined && journal instanceof PostgresJournal
@@ -195,6 +219,15 @@ export function composeCore(
           journal,
           schedule: options.replicaSchedule ?? scheduleWithTimer,
           now: () => clock.wallMs(),
+          slots:
+            pins === undefined || cluster === undefined
+              ? undefined
+              : new ReplicaSlots({
+                  pins,
+                  database: cluster.database,
+                  now: () => clock.wallMs(),
+                  idleReleaseMs: options.slotIdleReleaseMs,
+                }),
         })
       : undefined;
   const outbox = new Outbox({

@@ -95,6 +95,11 @@ export interface ReplicaLoop {
   start(gateway: GatewayCore): void;
   /** The stop begins: no new work from the cluster; leases still renewed while turns drain. */
   quiesce(): void;
+  /**
+   * The stop drained its turns and the sandboxes are about to close: the slots' pins go to the
+   * other replicas (docs/cluster.md, "Sandboxes across replicas"). Never rejects.
+   */
+  releaseSlots(): Promise<void>;
   /** Ends it and hands every session over. Never rejects. */
   stop(): Promise<void>;
   /** How many sessions this replica holds now (the registry's `sessions held`). */

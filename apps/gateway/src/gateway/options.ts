@@ -82,6 +82,11 @@ export interface GatewayOptions {
    */
   readonly replicaSchedule?: Schedule | undefined;
   /**
+   * With `cluster.slotsDir`: how long a pinned slot is idle before its pin is released
+   * (docs/cluster.md, "Slot pins"). Default `Defaults.slotPins.idleReleaseMs`; tests shorten it.
+   */
+  readonly slotIdleReleaseMs?: number | undefined;
+  /**
    * Who this gateway is among replicas on one PostgreSQL store: its journal's owner and its
    * sessions' lease holder. Default `currentInstanceId()`; tests run several gateways in one
    * process with one each.

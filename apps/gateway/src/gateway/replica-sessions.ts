@@ -12,6 +12,7 @@ import {
 import type { SessionHold } from "../pipeline/types.js";
 import { type GatewayCore, type ReplicaLoop, track } from "./core.js";
 import { recover, recoverEntry } from "./recovery.js";
+import { ReplicaSlots } from "./replica-slots.js";
 
 /** Options of {@link ReplicaSessions}. */
 export interface ReplicaSessionsOptions {
@@ -27,6 +28,8 @@ export interface ReplicaSessionsOptions {
   readonly idleReleaseMs?: number;
   /** The clock of the renewals and idle releases (the leases' own). */
   readonly now: () => number;
+  /** The pins of persistent and `shared:` slots (replica-slots.ts); none: no slot is pinned. */
+  readonly slots?: ReplicaSlots | undefined;
 }
 
 /**
@@ -39,6 +42,7 @@ export interface ReplicaSessionsOptions {
  */
 export class ReplicaSessions implements SessionHold, ReplicaLoop {
   readonly leases: SessionLeases;
+  readonly slots: ReplicaSlots | undefined;
   readonly #journal: PostgresJournal;
   readonly #schedule: Schedule;
   readonly #pollMs: number;
@@ -67,13 +71,14 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
     this.#renewMs = options.renewMs ?? Defaults.sessionLeases.renewMs;
     this.#idleReleaseMs = options.idleReleaseMs ?? Defaults.sessionLeases.idleReleaseMs;
     this.#now = options.now;
+    this.slots = options.slots;
   }
 
   async acquire(turn: Parameters<SessionHold["acquire"]>[0]): Promise<boolean> {
     const session = { profile: turn.profile, sessionKey: turn.sessionKey };
     try {
       const claim = await this.leases.claim(session);
-      if (claim.held) return true;
+      if (claim.held) return await this.#pinHere(turn, session);
       const handed = await this.#journal.handOver(turn.entryIds, claim.holder);
       turn.log.info(
         { holder: claim.holder, entries: handed.length },
@@ -88,6 +93,38 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
       this.giveBack(turn.entryIds);
       return false;
     }
+  }
+
+  /**
+   * A turn in a pinned slot runs on the pin's holder: when that is another replica, this one
+   * gives the session's lease up and hands the messages to it.
+   */
+  async #pinHere(
+    turn: Parameters<SessionHold["acquire"]>[0],
+    session: LeasedSession,
+  ): Promise<boolean> {
+    if (this.slots === undefined || turn.slot === undefined || !ReplicaSlots.pinned(turn.slot))
+      return true;
+    const pinned = await this.slots.pin({
+      ...session,
+      slot: turn.slot,
+      log: turn.log,
+      tell: turn.tell,
+    });
+    if (pinned === true) return true;
+    await this.leases.release(session);
+    const handed = await this.#journal.handOver(turn.entryIds, pinned.holder);
+    turn.log.info(
+      { holder: pinned.holder, slot: turn.slot, entries: handed.length },
+      "another replica holds the slot's pin: its message is handed to it",
+    );
+    return false;
+  }
+
+  /** A graceful stop, before the sandboxes close: the slots' pins go to the other replicas. */
+  async releaseSlots(): Promise<void> {
+    const gateway = this.#gateway;
+    if (gateway !== undefined) await this.slots?.release(gateway);
   }
 
   askHolder(session: LeasedSession): Promise<string | undefined> {
@@ -197,9 +234,14 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
           this.#renewing = undefined;
         });
     }
-    this.#work ??= this.#takeWork(gateway).finally(() => {
-      this.#work = undefined;
+    const slots = this.slots?.round(gateway).catch((error: unknown) => {
+      gateway.logger.warn({ err: error }, "slot pins' round failed; it runs again");
     });
+    this.#work ??= Promise.all([slots, this.#takeWork(gateway)])
+      .then(() => {})
+      .finally(() => {
+        this.#work = undefined;
+      });
   }
 
   async #takeWork(gateway: GatewayCore): Promise<void> {

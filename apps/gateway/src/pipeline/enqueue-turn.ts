@@ -199,6 +199,8 @@ async function heldHere(ctx: MessageContext, sessionKey: string): Promise<boolea
     sessionKey,
     entryIds: entryIdsOf(ctx),
     log: ctx.log,
+    slot: ctx.runtime.slotFor(sessionKey),
+    tell: (text) => say(ctx, text),
   });
 }
 

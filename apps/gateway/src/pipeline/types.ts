@@ -170,6 +170,10 @@ export interface SessionHold {
     readonly sessionKey: string;
     readonly entryIds: readonly number[];
     readonly log: Logger;
+    /** The slot the turn runs in: a persistent or `shared:` one is pinned (docs/cluster.md). */
+    readonly slot?: string | undefined;
+    /** Says a line in the turn's chat (a pinned slot's files left behind, told once). */
+    readonly tell?: ((text: string) => Promise<void>) | undefined;
   }): Promise<boolean>;
   /** A turn cut off because its lease was lost: its entries go back for the session's holder. */
   giveBack(entryIds: readonly number[]): void;

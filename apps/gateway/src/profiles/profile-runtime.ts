@@ -23,6 +23,11 @@ export interface ProfileRuntimeOptions {
   readonly rootHome: string;
   /** The cluster and replica its containers are labelled with (docs/cluster.md); none on SQLite. */
   readonly replica?: ReplicaLabels | undefined;
+  /**
+   * Where persistent and `shared:` slots keep their files instead of the homes: a replica's
+   * `cluster.slotsDir` (docs/cluster.md). None on SQLite.
+   */
+  readonly dataSlotsRoot?: string | undefined;
   /** Every profile home of the process: their secrets are never delivered as media. */
   readonly protectedHomes: readonly string[];
   readonly logger: Logger;
@@ -83,6 +88,7 @@ export class ProfileRuntime {
       profileHome: options.profile.home,
       rootHome: options.rootHome,
       replica: options.replica,
+      dataSlotsRoot: options.dataSlotsRoot,
       settings: options.profile.sandbox,
       onWarning: (message, cause) => logger.warn({ err: cause }, message),
       onPullProgress: (progress) => logger.info({ pull: progress }, progress.text),

@@ -1,0 +1,360 @@
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import type { Schedule } from "@mediagate/io";
+import type { UploadLimits } from "@mediagate/media";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { dockerHostVariable, testEnvironment } from "../../../../test-support/engine.js";
+import { freshPostgresDatabase, type TestDatabase } from "../../../../test-support/postgres.js";
+import { waitFor, waitUntil } from "../../../../test-support/wait.js";
+import type { AgentTurnInput, AgentTurnResult } from "../agents/types.js";
+import type {
+  ChannelAdapter,
+  ChannelHealth,
+  ChannelStartOptions,
+  ChatTarget,
+  DeliveryReport,
+  InboundMessage,
+  OutboundReply,
+} from "../channels/types.js";
+import { readEnv } from "../config/env.js";
+import { resolveConfig } from "../config/load.js";
+import { Defaults } from "../defaults.js";
+import { SessionLeaseLostError } from "../durable/session-leases.js";
+import { SlotLeases } from "../durable/slot-leases.js";
+import { Gateway } from "../gateway.js";
+import { PostgresDatabase } from "../postgres/database.js";
+import { filesLeftBehindText } from "./replica-slots.js";
+
+const run = promisify(execFile);
+let testDatabase: TestDatabase;
+const dirs: string[] = [];
+const gateways: Gateway[] = [];
+const databases: PostgresDatabase[] = [];
+/** This file's replica ids carry it, so its containers are told apart from other runs'. */
+const tag = randomBytes(3).toString("hex");
+const Slot = "profile:solo";
+
+beforeAll(async () => {
+  testDatabase = await freshPostgresDatabase("replica_slots");
+});
+
+afterEach(async () => {
+  for (const gateway of gateways) {
+    // The files a container's users wrote are removed the sandbox's way (not the host user's).
+    await gateway.runtimes
+      .get("solo")
+      ?.sandbox.cleanup(Slot, { force: true, deleteDirs: true })
+      .catch(() => {});
+  }
+  for (const gateway of gateways.splice(0)) await gateway.stop();
+  const admin = new PostgresDatabase({ url: testDatabase.url });
+  await admin.query(
+    "test",
+    "TRUNCATE journal.entries, journal.receipts, journal.replies, journal.reply_steps, leases.sessions, leases.requests, leases.slots, leases.slot_notices RESTART IDENTITY",
+  );
+  await admin.close();
+  for (const database of databases.splice(0)) await database.close();
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+  expect(await runningReplicas()).toEqual([]);
+});
+
+afterAll(async () => {
+  await testDatabase?.drop();
+});
+
+/** The replica labels of this file's running containers of the slot, one per container. */
+async function runningReplicas(): Promise<string[]> {
+  const { stdout } = await run(
+    "docker",
+    [
+      "ps",
+      "--filter",
+      "label=mediagate.slot=profile_solo",
+      "--format",
+      '{{.Label "mediagate.replica"}}',
+    ],
+    { env: { ...process.env, ...dockerHostVariable() } },
+  );
+  return stdout
+    .split("\n")
+    .filter((line) => line.endsWith(`-${tag}`))
+    .sort();
+}
+
+/** The expiry of the slot's pin as the database has it (0: released). */
+async function pinExpiry(): Promise<number | undefined> {
+  const database = new PostgresDatabase({ url: testDatabase.url });
+  try {
+    const row = await database.query<{ expires_at: string }>(
+      "test",
+      "SELECT expires_at FROM leases.slots WHERE slot = $1",
+      [`solo/${Slot}`],
+    );
+    const expiry = row.rows[0]?.expires_at;
+    return expiry === undefined ? undefined : Number(expiry);
+  } finally {
+    await database.close();
+  }
+}
+
+function dm(messageId: string, text: string, userId: string): InboundMessage {
+  return {
+    profile: "solo",
+    platform: "telegram",
+    chatId: userId,
+    chatType: "dm",
+    userId,
+    messageId,
+    text,
+    receiptId: messageId,
+  };
+}
+
+/** A Telegram channel in memory: what the gateway sent, per chat, and its message handler. */
+class Inbox implements ChannelAdapter {
+  readonly platform = "telegram" as const;
+  readonly profile = "solo";
+  readonly limits: UploadLimits = { maxBytes: () => 1 };
+  readonly texts: string[] = [];
+  onMessage: ((m: InboundMessage) => Promise<void>) | undefined;
+  async start({ onMessage }: ChannelStartOptions): Promise<void> {
+    this.onMessage = onMessage;
+  }
+  health(): ChannelHealth {
+    return { platform: "telegram", profile: this.profile, state: "up", sinceMs: 0 };
+  }
+  async stop(): Promise<void> {}
+  async sendText(target: ChatTarget, text: string): Promise<void> {
+    this.texts.push(`${target.chatId}> ${text}`);
+  }
+  async deliver(reply: OutboundReply): Promise<DeliveryReport> {
+    this.texts.push(`${reply.target.chatId}> ${reply.text}`);
+    return { outcomes: [] };
+  }
+  async showActivity(): Promise<void> {}
+}
+
+/** A timer the test fires by hand: the replicas' loop runs a round only when told. */
+function manualSchedule() {
+  let pending: (() => void)[] = [];
+  const schedule: Schedule = (runIt) => {
+    pending.push(runIt);
+    return () => {
+      pending = pending.filter((p) => p !== runIt);
+    };
+  };
+  const fire = async () => {
+    await waitUntil(() => pending.length > 0, "the replicas' loop asks for its next round");
+    const due = pending;
+    pending = [];
+    for (const runIt of due) runIt();
+  };
+  return { schedule, fire };
+}
+
+/**
+ * One replica `<name>-<tag>` of a persistent profile on the shared database, its agent running
+ * each message's text as a command in the sandbox (`mediagate-sandbox:test`) and answering
+ * `<name>: <output>`; its wall clock `aheadMs` ahead of the real one.
+ */
+async function replica(
+  name: string,
+  options: {
+    clock?: { aheadMs: number };
+    slotsDir?: string;
+    agent?: "shell" | "echo" | ((input: AgentTurnInput) => Promise<AgentTurnResult>);
+    slotIdleReleaseMs?: number;
+  } = {},
+) {
+  const home = await mkdtemp(join(tmpdir(), "mg-replica-"));
+  dirs.push(home);
+  const replicaId = `${name}-${tag}`;
+  const config = resolveConfig(
+    {
+      home,
+      store: { kind: "postgres", url: testDatabase.url },
+      cluster: {
+        replicaId,
+        ...(options.slotsDir === undefined ? {} : { slotsDir: options.slotsDir }),
+      },
+      profiles: [
+        {
+          name: "solo",
+          allowedUsers: ["telegram:1", "telegram:2"],
+          sandbox: { image: "mediagate-sandbox:test", persistent: true, diskLimitBytes: 0 },
+        },
+      ],
+    },
+    { env: readEnv(testEnvironment(home)) },
+  );
+  const inbox = new Inbox();
+  const ran: string[] = [];
+  const loop = manualSchedule();
+  const clock = options.clock ?? { aheadMs: 0 };
+  const runTurn = async (input: AgentTurnInput): Promise<AgentTurnResult> => {
+    ran.push(input.text);
+    if (typeof options.agent === "function") return options.agent(input);
+    if (options.agent !== "shell") return { reply: `${name}: ${input.text}` };
+    const result = await input.tools.run(input.text);
+    return { reply: `${name}: ${result.stdout.trim()}` };
+  };
+  const gateway = await Gateway.create(config, {
+    channels: [inbox],
+    instanceId: `${replicaId}/boot/1/1`,
+    replicaSchedule: loop.schedule,
+    slotIdleReleaseMs: options.slotIdleReleaseMs,
+    clock: { wallMs: () => Date.now() + clock.aheadMs, monoMs: () => performance.now() },
+    agent: () => ({ kind: "shell", runTurn }),
+  });
+  gateways.push(gateway);
+  await gateway.start();
+  const send = async (messageId: string, text: string, userId = "1") => {
+    await inbox.onMessage?.(dm(messageId, text, userId));
+    await gateway.idle();
+  };
+  return { gateway, inbox, ran, loop, send, replicaId };
+}
+
+describe("persistent slots across replicas", () => {
+  it("runs two sessions of one persistent profile on one replica, in one container", async () => {
+    const a = await replica("a", { agent: "shell" });
+    const b = await replica("b", { agent: "shell" });
+    await a.send("1", "echo one", "1");
+    // Another chat's session is free, but its slot is pinned to a: b hands the message over.
+    await b.send("2", "echo two", "2");
+    expect(b.ran).toEqual([]);
+    await waitFor(async () => {
+      await a.loop.fire();
+      await a.gateway.idle();
+      expect(a.ran).toEqual(["echo one", "echo two"]);
+    });
+    expect(a.inbox.texts).toEqual(["1> a: one", "2> a: two"]);
+    expect(await runningReplicas()).toEqual([a.replicaId]);
+    // A graceful stop removes its container and gives the pin up: b takes the slot at once,
+    // and, the files being in a's home, the chat is told they stayed there.
+    await a.gateway.stop();
+    expect(await runningReplicas()).toEqual([]);
+    await b.send("3", "echo three", "2");
+    expect(b.inbox.texts).toEqual([
+      `2> ${filesLeftBehindText(a.replicaId, b.replicaId)}`,
+      "2> b: three",
+    ]);
+    expect(await runningReplicas()).toEqual([b.replicaId]);
+  });
+
+  it("moves a dead holder's slot with its files when they live in cluster.slotsDir", async () => {
+    const slotsDir = await mkdtemp(join(tmpdir(), "mg-slots-"));
+    dirs.push(slotsDir);
+    const a = await replica("a", { agent: "shell", slotsDir });
+    // b's clock is a lease ahead: to b, a stopped renewing (a killed holder looks the same).
+    const b = await replica("b", {
+      agent: "shell",
+      slotsDir,
+      clock: { aheadMs: Defaults.sessionLeases.leaseMs },
+    });
+    await a.send("1", "echo kept > /workspace/note && echo written");
+    expect(a.inbox.texts).toEqual(["1> a: written"]);
+    await b.send("2", "cat /workspace/note");
+    expect(b.inbox.texts).toEqual(["1> b: kept"]);
+    expect(await runningReplicas()).toEqual([a.replicaId, b.replicaId]);
+    // a, still running, finds at its next renewal that the pin moved: its container goes.
+    await waitFor(async () => {
+      await a.loop.fire();
+      expect(await runningReplicas()).toEqual([b.replicaId]);
+    });
+  });
+
+  it("releases an idle slot's pin with cluster.slotsDir and removes its container there", async () => {
+    const slotsDir = await mkdtemp(join(tmpdir(), "mg-slots-"));
+    dirs.push(slotsDir);
+    const a = await replica("a", { agent: "shell", slotsDir, slotIdleReleaseMs: 1 });
+    const b = await replica("b", { agent: "shell", slotsDir });
+    await a.send("1", "echo kept > /workspace/note && echo written");
+    expect(await runningReplicas()).toEqual([a.replicaId]);
+    await waitFor(async () => {
+      await a.loop.fire();
+      expect(await runningReplicas()).toEqual([]);
+      expect(await pinExpiry()).toBe(0);
+    });
+    // Another chat reaching b now takes the slot there, with the files.
+    await b.send("2", "cat /workspace/note", "2");
+    expect(b.inbox.texts).toEqual(["2> b: kept"]);
+    expect(await runningReplicas()).toEqual([b.replicaId]);
+  });
+
+  it("cuts its turn in the slot off once another replica took the slot's pin", async () => {
+    const slotsDir = await mkdtemp(join(tmpdir(), "mg-slots-"));
+    dirs.push(slotsDir);
+    const aborted: unknown[] = [];
+    const clock = { aheadMs: 0 };
+    const a = await replica("a", {
+      clock,
+      slotsDir,
+      // Answers only after its abort, as a slow agent would: the reply must not go out.
+      agent: (input) =>
+        new Promise((resolve) => {
+          input.signal.addEventListener("abort", () => {
+            aborted.push(input.signal.reason);
+            resolve({ reply: "a: too late" });
+          });
+        }),
+    });
+    const b = await replica("b", { slotsDir, clock: { aheadMs: Defaults.sessionLeases.leaseMs } });
+    void a.inbox.onMessage?.(dm("1", "long", "1"));
+    await waitFor(() => expect(a.ran).toEqual(["long"]));
+    // To b, a stopped renewing: b takes the pin with another chat's message.
+    await b.send("2", "other", "2");
+    expect(b.inbox.texts).toEqual(["2> b: other"]);
+    clock.aheadMs = Defaults.sessionLeases.renewMs;
+    await waitFor(async () => {
+      await a.loop.fire();
+      expect(aborted).toHaveLength(1);
+    });
+    expect(aborted[0]).toBeInstanceOf(SessionLeaseLostError);
+    // The cut-off message goes back to the cluster and on to the slot's holder, which runs it.
+    await waitFor(async () => {
+      await a.loop.fire();
+      await b.loop.fire();
+      await b.gateway.idle();
+      expect(b.ran).toEqual(["other", "long"]);
+    });
+    await a.gateway.idle();
+    expect(a.inbox.texts).toEqual([]);
+    expect(b.inbox.texts).toEqual(["2> b: other", "1> b: long"]);
+  });
+
+  it("tells each chat once that its files stayed on a dead replica without shared storage", async () => {
+    // A replica that died holding the slot's pin: not in the registry, its pin still running.
+    const database = new PostgresDatabase({ url: testDatabase.url });
+    databases.push(database);
+    const dead = await SlotLeases.open(database, {
+      replicaId: "gone-1",
+      sharedFiles: false,
+      owner: "gone-1/boot/1/1",
+    });
+    await dead.claim(`solo/${Slot}`, async () => undefined);
+
+    const clock = { aheadMs: 0 };
+    const b = await replica("b", { clock });
+    await b.send("1", "too early");
+    // While the pin runs, the slot is the dead replica's: the message waits for it.
+    expect(b.ran).toEqual([]);
+
+    clock.aheadMs = Defaults.sessionLeases.leaseMs;
+    await b.send("2", "first", "1");
+    await b.send("3", "second", "2");
+    await b.send("4", "third", "1");
+    const notice = filesLeftBehindText("gone-1", b.replicaId);
+    expect(b.inbox.texts).toEqual([
+      `1> ${notice}`,
+      "1> b: first",
+      `2> ${notice}`,
+      "2> b: second",
+      "1> b: third",
+    ]);
+  });
+});
