@@ -11,7 +11,7 @@ export const LeasesComponent = "leases";
  *   epoch ms of the holder's clock) and the fencing `token`, bumped on every take;
  * - `requests`: an admin action (`/stop`, `/reset`) asked on one replica for a session another
  *   one holds, for the holder to act on;
- * - v3 `slots`: the pins of persistent and `shared:` slots (slot-leases.ts): holder, token and
+ * - v2 `slots`: the pins of persistent and `shared:` slots (slot-leases.ts): holder, token and
  *   expiry as a session's, the replica id whose copy of the slot's files is the latest (`home`)
  *   and the last move that left files behind (`moved_from`, `moved_token`); `slot_notices`: the
  *   sessions told of that move.
@@ -44,7 +44,7 @@ export const POSTGRES_LEASE_MIGRATIONS: readonly PostgresMigration[] = [
     `,
   },
   {
-    version: 3,
+    version: 2,
     sql: `
       CREATE TABLE leases.slots (
         slot        text PRIMARY KEY,
