@@ -5,10 +5,10 @@ import { CliInstall } from "./harness/cli-install.js";
 import { waitUntil } from "./harness/gateway-home.js";
 
 /**
- * Webhook mode (docs/telegram-webhooks.md) through the real CLI and engine: kills after the
- * 200, albums cut by a kill, redeliveries. Its own file, apart from the channel's tests in
- * telegram-webhook.test.ts: each of these starts gateway processes and takes seconds, and the
- * e2e suite runs files, not tests, in parallel.
+ * Webhook mode (docs/telegram-webhooks.md) through the real CLI and engine: redeliveries. Its
+ * own file, apart from the channel's tests in telegram-webhook.test.ts: it starts a gateway
+ * process and takes seconds, and the e2e suite runs files, not tests, in parallel. The kills
+ * after the 200 and during albums are in telegram-webhook-cli-kills.long.test.ts.
  */
 
 const Secret = "s3cret_token-for-tests";
@@ -57,83 +57,6 @@ describe("webhook mode through the real CLI and engine", () => {
     installs.push(created);
     return created;
   }
-
-  it("answers by webhook; killed after the 200, the update runs after the restart, once", async () => {
-    const cli = await install();
-    await cli.start();
-    fake.sendPrivateText({ userId: User, text: "echo by-webhook" });
-    await waitUntil(() => replies().includes("by-webhook"), "the webhook message to be answered");
-
-    fake.sendPrivateText({ userId: User, text: "sleep 3; echo after-crash" });
-    await waitUntil(
-      () => fake.webhook.attempts.filter((a) => a.status === 200).length === 2,
-      "the second update to be answered 200",
-    );
-    await cli.kill();
-    expect(replies()).not.toContain("after-crash");
-    expect(fake.pendingUpdates).toBe(0);
-
-    await cli.start();
-    await waitUntil(() => replies().includes("after-crash"), "the recorded update to run");
-    await waitUntil(() => cli.output().includes('"msg":"turn finished"'), "the turn to finish");
-    expect(replies().filter((text) => text === "after-crash")).toHaveLength(1);
-    expect(fake.webhook.attempts.map((a) => a.status)).toEqual([200, 200]);
-  });
-
-  /** Paths a `PrintPaths` reply listed. */
-  const PrintPaths = 'for f in $MEDIAGATE_ATTACHMENTS; do echo "P:$f"; done';
-  const albumItem = (group: string, name: string, caption?: string) => ({
-    kind: "document" as const,
-    bytes: Buffer.from(`bytes of ${name}`),
-    fileName: name,
-    userId: User,
-    mediaGroupId: group,
-    ...(caption === undefined ? {} : { caption }),
-  });
-  const answered = () => fake.webhook.attempts.filter((a) => a.status === 200).length;
-
-  it("killed after two of an album's four items were recorded, runs the album once with all four after the restart", async () => {
-    const cli = await install();
-    await cli.start();
-    const group = "2800000000000001";
-    fake.sendMedia(albumItem(group, "k1.txt", PrintPaths));
-    fake.sendMedia(albumItem(group, "k2.txt"));
-    await waitUntil(() => answered() === 2, "the first two items to be answered 200");
-    await cli.kill();
-    expect(replies()).toEqual([]);
-    // Sent while the gateway is down: Telegram holds them and posts them after the restart.
-    fake.sendMedia(albumItem(group, "k3.txt"));
-    fake.sendMedia(albumItem(group, "k4.txt"));
-
-    await cli.start();
-    await waitUntil(() => replies().length > 0, "the album to be answered");
-    await waitUntil(() => cli.output().includes('"msg":"turn finished"'), "the turn to finish");
-    expect(replies()).toEqual([
-      ["k1", "k2", "k3", "k4"].map((name) => `P:/workspace/inbox/${name}.txt`).join("\n"),
-    ]);
-    expect(fake.pendingUpdates).toBe(0);
-  });
-
-  it("killed while the album's turn runs, runs it again once, as one turn (rerunInterrupted)", async () => {
-    const cli = await install();
-    await cli.start();
-    const group = "2800000000000002";
-    fake.sendMedia(albumItem(group, "x1.txt", `touch /workspace/x-ran; sleep 3; ${PrintPaths}`));
-    fake.sendMedia(albumItem(group, "x2.txt"));
-    fake.sendMedia(albumItem(group, "x3.txt"));
-    await waitUntil(() => cli.hasFile("/workspace/x-ran"), "the album's command to start");
-    expect(cli.output()).toContain("album items run as one message");
-    await cli.kill();
-    expect(replies()).toEqual([]);
-
-    await cli.start();
-    await waitUntil(() => replies().length > 0, "the album to be answered");
-    await waitUntil(() => cli.output().includes('"msg":"turn finished"'), "the turn to finish");
-    // Saved again by the second run, under `-2` names (docs/inbound-media.md).
-    expect(replies()).toEqual([
-      ["x1", "x2", "x3"].map((name) => `P:/workspace/inbox/${name}-2.txt`).join("\n"),
-    ]);
-  });
 
   it("answers a redelivered update 200 and runs it once", async () => {
     const cli = await install();
