@@ -396,6 +396,12 @@ export interface ChannelAdapter {
    */
   addressedAs?(): string | undefined;
   /**
+   * Optional: whether a text to `target` goes through a handle only this process holds (a
+   * Discord slash command's deferred ephemeral reply). A command's answer to it is sent with
+   * `sendText` once recorded, rather than by the outbox's steps (docs/durability.md).
+   */
+  answersInPlace?(target: ChatTarget): boolean;
+  /**
    * Optional: the core is done with a message this channel handed over (its pipeline ended,
    * whether or not it answered). Discord answers a slash command the core said nothing to.
    */

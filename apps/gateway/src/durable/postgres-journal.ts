@@ -514,18 +514,23 @@ export class PostgresJournal implements Journal {
     reply: OutboxReply,
     entryId: number | undefined,
     merged: readonly number[] = [],
+    outcome: JournalOutcome = "replied",
   ): Promise<OutboxRecord> {
     const nowMs = this.#now();
     const id = randomUUID();
     const closed = entryId === undefined ? merged : [entryId, ...merged];
-    const leased = typeof this.#fence?.fenceOf(reply) === "object";
+    // A command's answer is not part of the session's turns (commands bypass its queue, and
+    // `/stop` is answered by any replica): it is not fenced by the session's lease.
+    const fenced = reply.plain !== true;
+    const leased = fenced && typeof this.#fence?.fenceOf(reply) === "object";
     return this.#call("addReply", [...entryKeys(closed), `reply:${id}`], async () => {
       await this.#database.transaction("addReply", async (tx) => {
-        await this.#fence?.fence(tx, reply, "addReply");
+        if (fenced) await this.#fence?.fence(tx, reply, "addReply");
         await tx.query(
           `INSERT INTO journal.replies (id, entry_id, profile, platform, session_key, slot, target,
-                                        text, state, owner, attempts, created_at, not_before)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, 0, $10, 0)`,
+                                        text, state, owner, attempts, created_at, not_before,
+                                        plain)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, 0, $10, 0, $11)`,
           [
             id,
             entryId ?? null,
@@ -537,13 +542,14 @@ export class PostgresJournal implements Journal {
             JSON.stringify(reply.text),
             this.owner,
             nowMs,
+            reply.plain === true,
           ],
         );
         if (closed.length > 0) {
           await tx.query(
-            `UPDATE journal.entries SET state = 'done', outcome = 'replied', finished_at = $1
+            `UPDATE journal.entries SET state = 'done', outcome = $3, finished_at = $1
                WHERE id = ANY($2::bigint[])`,
-            [nowMs, closed],
+            [nowMs, closed, outcome],
           );
         }
       });

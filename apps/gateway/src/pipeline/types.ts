@@ -23,6 +23,7 @@ import type { TurnQueue } from "../session/queue.js";
 import type { StateStore } from "../state/state-store.js";
 import type { ProgressClock } from "../turn-progress/progress.js";
 import type { MessageReaction } from "../turn-progress/reactions.js";
+import type { CommandAnswer } from "./command-answer.js";
 import { PipelineStepError } from "./step-error.js";
 import type { TurnReport } from "./turn-report.js";
 
@@ -236,6 +237,11 @@ export interface MessageContext {
   reply?: string;
   /** The running turn's report, logged when it ends (set by `enqueueTurn`). */
   turn?: TurnReport;
+  /**
+   * What the command handling the message says, collected while it runs and recorded with the
+   * entry's close (pipeline/command-answer.ts); absent: `say` sends at once.
+   */
+  answer?: CommandAnswer | undefined;
   /** The message's status reaction, when it shows one (`reactToMessage`). */
   reaction?: MessageReaction;
   /** The status reactions of the messages merged into this turn (`collect` mode). */
@@ -273,10 +279,22 @@ export function compose(steps: readonly Middleware[]): (ctx: MessageContext) => 
 }
 
 /**
- * Sends a line to the message's chat; failures are logged, never thrown. It gives up when the
- * gateway's stop aborts the outbox (not on /stop: a command's answer must still go out).
+ * Says a line in the message's chat: into the command's answer while one is collected
+ * (`ctx.answer`, recorded with the entry's close), else sent at once ({@link sayNow}).
  */
 export async function say(ctx: MessageContext, text: string): Promise<void> {
+  if (ctx.answer !== undefined) {
+    ctx.answer.add(text);
+    return;
+  }
+  await sayNow(ctx, text);
+}
+
+/**
+ * Sends a line to the message's chat at once; failures are logged, never thrown. It gives up
+ * when the gateway's stop aborts the outbox (not on /stop: a command's answer must still go out).
+ */
+export async function sayNow(ctx: MessageContext, text: string): Promise<void> {
   try {
     await ctx.channel.sendText(ctx.target, text, ctx.services.outbox.signal);
   } catch (error) {
