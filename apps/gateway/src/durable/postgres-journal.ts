@@ -519,13 +519,10 @@ export class PostgresJournal implements Journal {
     const nowMs = this.#now();
     const id = randomUUID();
     const closed = entryId === undefined ? merged : [entryId, ...merged];
-    // A command's answer is not part of the session's turns (commands bypass its queue, and
-    // `/stop` is answered by any replica): it is not fenced by the session's lease.
-    const fenced = reply.plain !== true;
-    const leased = fenced && typeof this.#fence?.fenceOf(reply) === "object";
+    const leased = typeof this.#fence?.fenceOf(reply) === "object";
     return this.#call("addReply", [...entryKeys(closed), `reply:${id}`], async () => {
       await this.#database.transaction("addReply", async (tx) => {
-        if (fenced) await this.#fence?.fence(tx, reply, "addReply");
+        await this.#fence?.fence(tx, reply, "addReply");
         await tx.query(
           `INSERT INTO journal.replies (id, entry_id, profile, platform, session_key, slot, target,
                                         text, state, owner, attempts, created_at, not_before,

@@ -41,6 +41,20 @@ export class CommandAnswer {
 }
 
 /**
+ * Closes the message's journal entry with `outcome` and `text` (if any) as its answer, recorded
+ * with the close and delivered through the outbox ({@link answerAndFinish}).
+ */
+export async function sayAndFinish(
+  ctx: MessageContext,
+  text: string | undefined,
+  outcome: JournalOutcome,
+): Promise<void> {
+  const answer = new CommandAnswer();
+  if (text !== undefined) answer.add(text);
+  await answerAndFinish(ctx, outcome, answer);
+}
+
+/**
  * Offers `text` with buttons: into the command's answer when one is collected, else at once
  * (`post`, or the text alone when it declines).
  */

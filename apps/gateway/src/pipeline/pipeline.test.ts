@@ -355,8 +355,8 @@ describe("message pipeline", () => {
     await handleMessage(testContext(runtime, testServices(), channel, "ls", "999"));
     expect(seen).toEqual([]);
     expect(calls).toEqual([]);
-    expect(channel.replies).toEqual([]);
-    expect(channel.texts).toEqual([`${RefusalText} (telegram:999)`]);
+    // The refusal is the only thing the chat gets: no reply of a turn.
+    expect(channel.said).toEqual([`${RefusalText} (telegram:999)`]);
   });
 
   it("an unknown user in a group is ignored silently", async () => {
@@ -364,7 +364,7 @@ describe("message pipeline", () => {
     const channel = new RecordingChannel();
     const runtime = testRuntime(echoAgent([]), calls);
     await handleMessage(testContext(runtime, testServices(), channel, "ls", "999", "group"));
-    expect(channel.texts).toEqual([]);
+    expect(channel.said).toEqual([]);
     expect(calls).toEqual([]);
   });
 
@@ -836,7 +836,7 @@ describe("turn log line and error boundary", () => {
       profile: "t",
       err: { message: "state read failed" },
     });
-    expect(channel.texts).toEqual([TurnFailedText]);
+    expect(channel.said).toEqual([TurnFailedText]);
     expect((await journal.entryState(id))?.outcome).toBe("failed");
   });
 
@@ -869,7 +869,7 @@ describe("turn log line and error boundary", () => {
       exit: "error",
       step: "enqueueTurn",
     });
-    expect(channel.texts).toEqual([TurnFailedText]);
+    expect(channel.said).toEqual([TurnFailedText]);
   });
 
   it("a delivery step that throws is logged as sendReply in the turn's line; the chat is told", async () => {
