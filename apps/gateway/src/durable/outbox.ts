@@ -432,7 +432,7 @@ export class Outbox {
               text: plan.text,
               plan,
               format: record.plain
-                ? "plain"
+                ? "verbatim"
                 : (this.#options.formatFor?.(record.profile) ?? "plain"),
             },
             { signal, progress },

@@ -201,6 +201,6 @@ describe.each(journalBackends())("a command's answer on $name", (backend) => {
     };
     expect((await outbox.deliver(record)).result).toBe("delivered");
     expect(channel.said).toEqual([text]);
-    expect(format).toBe("plain");
+    expect(format).toBe("verbatim");
   });
 });
