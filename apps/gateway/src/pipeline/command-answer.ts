@@ -1,6 +1,6 @@
 import type { JournalOutcome, OutboxRecord } from "../durable/types.js";
 import { finishEntry } from "./journal-steps.js";
-import { type MessageContext, sayNow } from "./types.js";
+import { type AnswerCollector, type MessageContext, sayNow } from "./types.js";
 
 /**
  * What a command (or another step answering a message itself) says, collected while it runs:
@@ -8,7 +8,7 @@ import { type MessageContext, sayNow } from "./types.js";
  * delivers it through the outbox, so a crash neither loses nor repeats it (docs/durability.md,
  * "Command answers"). Set on the context as `ctx.answer`, it catches every `say`.
  */
-export class CommandAnswer {
+export class CommandAnswer implements AnswerCollector {
   readonly #lines: string[] = [];
   #post: (() => Promise<boolean>) | undefined;
 
@@ -52,22 +52,6 @@ export async function sayAndFinish(
   const answer = new CommandAnswer();
   if (text !== undefined) answer.add(text);
   await answerAndFinish(ctx, outcome, answer);
-}
-
-/**
- * Offers `text` with buttons: into the command's answer when one is collected, else at once
- * (`post`, or the text alone when it declines).
- */
-export async function offerButtons(
-  ctx: MessageContext,
-  text: string,
-  post: () => Promise<boolean>,
-): Promise<void> {
-  if (ctx.answer !== undefined) {
-    ctx.answer.offer(text, post);
-    return;
-  }
-  if (!(await post())) await sayNow(ctx, text);
 }
 
 /**

@@ -26,8 +26,8 @@ import { answerTaskCommand } from "../schedules/chat.js";
 import { parseTaskCommand } from "../schedules/parse.js";
 import { describeNextRuns } from "../schedules/task-commands.js";
 import type { StateStore } from "../state/state-store.js";
-import { answerAndFinish, CommandAnswer, offerButtons } from "./command-answer.js";
-import { type MessageContext, type Middleware, say, sessionOf } from "./types.js";
+import { answerAndFinish, CommandAnswer } from "./command-answer.js";
+import { type MessageContext, type Middleware, offerButtons, say, sessionOf } from "./types.js";
 
 /**
  * Step 3: `/stop [all]`, `/reset [confirm]`, `/status`, `/new`, `/compact [focus]`, `/help` and

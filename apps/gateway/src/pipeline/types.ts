@@ -23,7 +23,6 @@ import type { TurnQueue } from "../session/queue.js";
 import type { StateStore } from "../state/state-store.js";
 import type { ProgressClock } from "../turn-progress/progress.js";
 import type { MessageReaction } from "../turn-progress/reactions.js";
-import type { CommandAnswer } from "./command-answer.js";
 import { PipelineStepError } from "./step-error.js";
 import type { TurnReport } from "./turn-report.js";
 
@@ -241,11 +240,25 @@ export interface MessageContext {
    * What the command handling the message says, collected while it runs and recorded with the
    * entry's close (pipeline/command-answer.ts); absent: `say` sends at once.
    */
-  answer?: CommandAnswer | undefined;
+  answer?: AnswerCollector | undefined;
   /** The message's status reaction, when it shows one (`reactToMessage`). */
   reaction?: MessageReaction;
   /** The status reactions of the messages merged into this turn (`collect` mode). */
   mergedReactions?: readonly MessageReaction[];
+}
+
+/**
+ * What a command says while it runs, collected to be recorded with its entry's close
+ * (`CommandAnswer` in pipeline/command-answer.ts).
+ */
+export interface AnswerCollector {
+  /** Adds a line to the answer. */
+  add(text: string): void;
+  /**
+   * The answer is posted with buttons by `post` (false: it was not); `text` is what the chat
+   * gets instead, with typed answers (also after a crash between the record and the post).
+   */
+  offer(text: string, post: () => Promise<boolean>): void;
 }
 
 /** One pipeline step: do something, then call `next` to continue (or don't, to stop here). */
@@ -288,6 +301,22 @@ export async function say(ctx: MessageContext, text: string): Promise<void> {
     return;
   }
   await sayNow(ctx, text);
+}
+
+/**
+ * Offers `text` with buttons: into the command's answer while one is collected (posted by
+ * `post` once recorded), else at once (`post`, or the text alone when it declines).
+ */
+export async function offerButtons(
+  ctx: MessageContext,
+  text: string,
+  post: () => Promise<boolean>,
+): Promise<void> {
+  if (ctx.answer !== undefined) {
+    ctx.answer.offer(text, post);
+    return;
+  }
+  if (!(await post())) await sayNow(ctx, text);
 }
 
 /**
