@@ -172,6 +172,54 @@ describe.each(journalBackends())("a command's answer on $name", (backend) => {
     expect(await next.takeOverReplies()).toEqual([]);
   });
 
+  it("posted with buttons once recorded: delivered when posted, by steps when declined, marked `sending` while it goes", async () => {
+    const journal = await backend.open();
+    const channel = new AnsweringChannel(false);
+    const outbox = services(journal, channel).outbox;
+    const answer = async (receipt: string, text: string) => {
+      const { id } = await journal.record(telegramMessage(receipt, "/reset"));
+      return outbox.record(
+        {
+          profile: "work",
+          platform: "telegram",
+          sessionKey: "agent:work:telegram:dm:100",
+          slot: "profile:work",
+          target: { platform: "telegram", chatId: "100" },
+          text,
+          plain: true,
+        },
+        id,
+        [],
+        "command",
+      );
+    };
+    const posted = await answer("3", "posted with buttons");
+    expect(await outbox.sendOwnWay(posted, async () => "sent")).toBe(true);
+    const [closed] = await journal.replies({ id: posted.id });
+    expect(closed?.state).toBe("delivered");
+    expect([...(closed?.steps ?? [])]).toEqual([["text:0", "sent"]]);
+
+    const declined = await answer("4", "typed: send /reset confirm");
+    expect(await outbox.sendOwnWay(declined, async () => "declined")).toBe(false);
+    expect((await journal.replies({ id: declined.id }))[0]?.steps.size).toBe(0);
+    await outbox.deliver(declined);
+    expect(channel.said).toEqual(["typed: send /reset confirm"]);
+
+    // The process dies while the post is on its way: the next start finds the mark, and its
+    // delivery treats the text as a step that may have been sent (the ambiguity rule).
+    const cutOff = await answer("5", "cut off mid-post");
+    void outbox.sendOwnWay(cutOff, () => new Promise(() => {}));
+    await waitFor(async () =>
+      expect((await journal.replies({ id: cutOff.id }))[0]?.steps.get("text:0")).toBe("sending"),
+    );
+    await journal.release();
+    const next = await backend.open();
+    const [resumed, ...others] = await next.takeOverReplies();
+    expect(others).toEqual([]);
+    expect(resumed).toMatchObject({ id: cutOff.id, text: "cut off mid-post", plain: true });
+    expect([...(resumed?.steps ?? [])]).toEqual([["text:0", "sending"]]);
+  });
+
   it("is sent as written: a MEDIA: line in it names no file and no format applies", async () => {
     const journal = await backend.open();
     const channel = new AnsweringChannel(false);
