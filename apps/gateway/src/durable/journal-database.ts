@@ -432,7 +432,7 @@ export class JournalDatabase {
           reply.plain === true ? 1 : 0,
         );
         const close = this.#prepare(
-          "UPDATE entries SET state = 'done', outcome = ?, finished_at = ? WHERE id = ?",
+          "UPDATE entries SET state = 'done', outcome = ?, finished_at = ? WHERE id = ? AND state <> 'done'",
         );
         for (const id of entryId === undefined ? merged : [entryId, ...merged])
           close.run(outcome, nowMs, id);

@@ -545,7 +545,7 @@ export class PostgresJournal implements Journal {
         if (closed.length > 0) {
           await tx.query(
             `UPDATE journal.entries SET state = 'done', outcome = $3, finished_at = $1
-               WHERE id = ANY($2::bigint[])`,
+               WHERE id = ANY($2::bigint[]) AND state <> 'done'`,
             [nowMs, closed, outcome],
           );
         }
