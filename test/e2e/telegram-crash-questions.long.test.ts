@@ -128,5 +128,15 @@ describe("questions waiting on buttons when the gateway is SIGKILLed", () => {
       "the command's reply",
     );
     expect(await gateway.hasFile("/workspace/crashed")).toBe(true);
+    // The /reset question was recorded with its entry's close: the restart did not run /reset
+    // again, so the chat got it once (with buttons, or typed if the kill came before the post).
+    const resetQuestions = fake.calls.filter(
+      (c) =>
+        c.method === "sendMessage" &&
+        c.ok &&
+        String(c.params.chat_id) === String(Admin) &&
+        String(c.params.text).includes("is shared"),
+    );
+    expect(resetQuestions).toHaveLength(1);
   }, 120_000);
 });

@@ -11,6 +11,7 @@ import type {
   ChatTarget,
   DeliveryReport,
   InboundMessage,
+  OutboundReply,
 } from "./channels/types.js";
 import { readEnv } from "./config/env.js";
 import { resolveConfig } from "./config/load.js";
@@ -54,7 +55,9 @@ class Inbox implements ChannelAdapter {
   async sendText(_t: ChatTarget, text: string): Promise<void> {
     this.texts.push(text);
   }
-  async deliver(): Promise<DeliveryReport> {
+  /** A delivered reply (a command's answer comes from the outbox too) is a text of the chat. */
+  async deliver(reply: OutboundReply): Promise<DeliveryReport> {
+    this.texts.push(reply.text);
     return { outcomes: [] };
   }
   async showActivity(): Promise<void> {}
@@ -105,7 +108,7 @@ describe("Gateway", () => {
   });
 
   it("ignores a message for a profile it does not serve", async () => {
-    const inbox = new Inbox();
+    const inbox = new Inbox("solo");
     const gateway = await gatewayFor([{ name: "solo", allowedUsers: ["telegram:1"] }], inbox);
     await gateway.start();
     inbox.onMessage?.(dmFromUser1("other", "1", "/status"));

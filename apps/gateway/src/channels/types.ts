@@ -313,6 +313,13 @@ export interface ChatTarget {
 export type TextFormat = "markdown" | "plain";
 
 /**
+ * How a delivered text is rendered: a profile's {@link TextFormat}, or `verbatim` for the
+ * gateway's own words (a command's answer from the outbox): exactly as `sendText` sends them,
+ * neither rendered nor escaped.
+ */
+export type ReplyFormat = TextFormat | "verbatim";
+
+/**
  * A finished turn, ready to deliver. It carries session key and profile explicitly:
  * delivery must never depend on the AsyncLocalStorage context still being bound (docs/sessions.md).
  */
@@ -324,7 +331,7 @@ export interface OutboundReply {
   readonly text: string;
   readonly plan: MediaPlan;
   /** How the text is shown; absent: `plain` (the gateway's own notices). */
-  readonly format?: TextFormat | undefined;
+  readonly format?: ReplyFormat | undefined;
 }
 
 /** What happened to one file the plan marked ready, after the upload was attempted. */
@@ -395,6 +402,12 @@ export interface ChannelAdapter {
    * mention on Discord), once known (after `start`). `/help` names it in groups.
    */
   addressedAs?(): string | undefined;
+  /**
+   * Optional: whether a text to `target` goes through a handle only this process holds (a
+   * Discord slash command's deferred ephemeral reply). A command's answer to it is sent with
+   * `sendText` once recorded, rather than by the outbox's steps (docs/durability.md).
+   */
+  answersInPlace?(target: ChatTarget): boolean;
   /**
    * Optional: the core is done with a message this channel handed over (its pipeline ended,
    * whether or not it answered). Discord answers a slash command the core said nothing to.

@@ -2,8 +2,8 @@ import { formatBytes } from "@mediagate/media";
 import {
   type RenderedText,
   type RenderPlatform,
+  type ReplyFormat,
   render,
-  type TextFormat,
 } from "./render/render.js";
 import { type SplitTextOptions, splitText } from "./split-text.js";
 
@@ -30,7 +30,7 @@ export interface ReplyPartsOptions extends SplitTextOptions {
   readonly maxChunks: number;
   /** Where the reply goes and how it is shown (docs/formatting.md); default the text as is. */
   readonly platform?: RenderPlatform | undefined;
-  readonly format?: TextFormat | undefined;
+  readonly format?: ReplyFormat | undefined;
 }
 
 /**

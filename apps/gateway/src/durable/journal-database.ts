@@ -81,6 +81,7 @@ interface ReplyRow {
   not_before: number;
   last_error: string | null;
   plan: string | null;
+  plain: number;
 }
 
 /**
@@ -407,6 +408,7 @@ export class JournalDatabase {
     reply: OutboxReply,
     entryId: number | undefined,
     merged: readonly number[],
+    outcome: JournalOutcome,
     nowMs: number,
   ): OutboxRecord {
     const id = randomUUID();
@@ -414,8 +416,8 @@ export class JournalDatabase {
       .transaction(() => {
         this.#prepare(
           `INSERT INTO replies (id, entry_id, profile, platform, session_key, slot, target, text,
-                                  state, owner, attempts, created_at, not_before)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, 0, ?, 0)`,
+                                  state, owner, attempts, created_at, not_before, plain)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, 0, ?, 0, ?)`,
         ).run(
           id,
           entryId ?? null,
@@ -427,12 +429,13 @@ export class JournalDatabase {
           reply.text,
           this.#owner,
           nowMs,
+          reply.plain === true ? 1 : 0,
         );
         const close = this.#prepare(
-          "UPDATE entries SET state = 'done', outcome = 'replied', finished_at = ? WHERE id = ?",
+          "UPDATE entries SET state = 'done', outcome = ?, finished_at = ? WHERE id = ? AND state <> 'done'",
         );
         for (const id of entryId === undefined ? merged : [entryId, ...merged])
-          close.run(nowMs, id);
+          close.run(outcome, nowMs, id);
       })
       .immediate();
     return {
@@ -558,6 +561,7 @@ export class JournalDatabase {
       notBeforeMs: row.not_before,
       lastError: row.last_error ?? undefined,
       plan: isPlanRecord(plan) ? plan : undefined,
+      ...(row.plain === 1 ? { plain: true } : {}),
     };
   }
 

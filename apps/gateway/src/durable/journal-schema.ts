@@ -11,7 +11,8 @@ import type { Migration } from "../state/schema.js";
  *   first being the entry's key), keyed the same way;
  * - `cursors`: the newest recorded Discord message per chat, for the catch-up after a restart;
  * - `replies` and `reply_steps`: the outbox, one row per finished turn's reply (with its media
- *   plan once planned) and one per delivered step of it.
+ *   plan once planned, and `plain` for the gateway's own words: a command's answer, v6) and
+ *   one per delivered step of it.
  */
 export const JOURNAL_MIGRATIONS: readonly Migration[] = [
   {
@@ -117,6 +118,17 @@ export const JOURNAL_MIGRATIONS: readonly Migration[] = [
     up(db) {
       db.exec(
         "ALTER TABLE entries ADD COLUMN previews TEXT CHECK (previews IS NULL OR json_valid(previews))",
+      );
+    },
+  },
+  {
+    // A command's answer (the gateway's own words) is recorded with its entry's close and
+    // delivered by the outbox like a turn's reply, but as written: no `MEDIA:` tag read, not
+    // formatted (docs/durability.md, "Command answers").
+    version: 6,
+    up(db) {
+      db.exec(
+        "ALTER TABLE replies ADD COLUMN plain INTEGER NOT NULL DEFAULT 0 CHECK (plain IN (0, 1))",
       );
     },
   },

@@ -85,6 +85,7 @@ interface ReplyFileRow {
   not_before: number;
   last_error: string | null;
   plan: string | null;
+  plain: number;
 }
 
 interface StepFileRow {
@@ -126,7 +127,7 @@ export function readSqliteJournal(path: string): SqliteJournalRows {
       replies: db
         .prepare<[], ReplyFileRow>(
           `SELECT id, entry_id, profile, platform, session_key, slot, target, text, attempts,
-                  created_at, not_before, last_error, plan
+                  created_at, not_before, last_error, plan, plain
              FROM replies WHERE state = 'pending' ORDER BY rowid`,
         )
         .all(),
@@ -271,6 +272,7 @@ export async function writePostgresJournal(
           reply.not_before,
           reply.last_error,
           reply.plan,
+          reply.plain === 1,
         ]),
       );
       for (const row of inserted.rows) written.add(row.id);
@@ -349,6 +351,7 @@ const ReplyColumns: readonly Column[] = [
   ["not_before", "bigint"],
   ["last_error", "text"],
   ["plan", "text"],
+  ["plain", "boolean"],
 ];
 const StepColumns: readonly Column[] = [
   ["reply_id", "text"],

@@ -324,6 +324,32 @@ describe.each(journalBackends())("the journal on $name", (backend) => {
     ]);
   });
 
+  it("keeps its first outcome: a command's answer recorded after another closes nothing again", async () => {
+    const journal = await backend.open();
+    const entry = await journal.record(telegramMessage("1", "/status"));
+    await journal.addReply(
+      { ...replyTo(telegramMessage("1")), plain: true },
+      entry.id,
+      [],
+      "command",
+    );
+    // The step failed after the command's answer: its notice is recorded, the outcome stays.
+    await journal.addReply(
+      { ...replyTo(telegramMessage("1"), "⚠️"), plain: true },
+      entry.id,
+      [],
+      "failed",
+    );
+    expect(await backend.raw("SELECT state, outcome FROM entries")).toEqual([
+      { state: "done", outcome: "command" },
+    ]);
+    const texts = (await journal.replies({ limit: 5 })).map((r) => [r.text, r.plain]);
+    expect(texts.sort()).toEqual([
+      ["done", true],
+      ["⚠️", true],
+    ]);
+  });
+
   it("starts, answers and closes the messages of one collected turn together", async () => {
     const journal = await backend.open();
     const [a, b, c, d] = [

@@ -229,8 +229,9 @@ export class SqliteJournal implements Journal {
     reply: OutboxReply,
     entryId: number | undefined,
     merged: readonly number[] = [],
+    outcome: JournalOutcome = "replied",
   ): Promise<OutboxRecord> {
-    return this.#worker.call("addReply", reply, entryId, merged, this.#now());
+    return this.#worker.call("addReply", reply, entryId, merged, outcome, this.#now());
   }
 
   /** Records a step's result (a later result for the same key replaces it). */

@@ -30,8 +30,14 @@ import { type DeliveryItem, deliveryItems } from "./delivery-items.js";
 import { deliveryNotice, planNotices, textNotices } from "./notices.js";
 import { ReplyTimes } from "./reply-times.js";
 import { SessionLeaseLostError } from "./session-leases.js";
-import { formatStepKey, mediaStepKey, type OutboxNoticeName, parseStepKey } from "./step-keys.js";
-import type { Journal, OutboxRecord, OutboxReply } from "./types.js";
+import {
+  formatStepKey,
+  mediaStepKey,
+  type OutboxNoticeName,
+  parseStepKey,
+  textStepKey,
+} from "./step-keys.js";
+import type { Journal, JournalOutcome, OutboxRecord, OutboxReply } from "./types.js";
 
 /** Defaults of {@link Outbox} (docs/durability.md). */
 export const OutboxDefaults = {
@@ -231,18 +237,77 @@ export class Outbox {
   }
 
   /**
-   * Records a finished turn's reply (and closes its journal entry, and those of the messages
-   * `merged` into its turn) before anything is sent.
+   * Records a finished turn's reply, or a command's answer (`reply.plain`), and closes its
+   * journal entry (and those of the messages `merged` into its turn) with `outcome` (default
+   * `replied`), before anything is sent.
    */
   async record(
     reply: OutboxReply,
     entryId: number | undefined,
     merged: readonly number[] = [],
+    outcome: JournalOutcome = "replied",
   ): Promise<OutboxRecord> {
     const atMs = this.#clock.monoMs();
-    const record = await this.#journal.addReply(reply, entryId, merged);
+    const record = await this.#journal.addReply(reply, entryId, merged, outcome);
     this.#times.recorded(record.id, atMs);
     return record;
+  }
+
+  /**
+   * Sends `record`'s text the chat's own way (a question with buttons; a Discord slash
+   * command's ephemeral answer), not by the channel's steps: its first text step is recorded
+   * `sending` before, so a crash during `send` leaves the trace a resumed delivery reads by the
+   * ambiguity rule (docs/durability.md). `send` resolves `sent` (the record is delivered: true)
+   * or `declined` (nothing went out, the mark is forgotten: false, the caller {@link deliver}s
+   * it). A `send` that rejects is given up like a failed `sendText` was: logged, not retried
+   * (it may have gone out).
+   */
+  async sendOwnWay(
+    record: OutboxRecord,
+    send: () => Promise<"sent" | "declined">,
+  ): Promise<boolean> {
+    const log = this.#log.child({ replyId: record.id, sessionKey: record.sessionKey });
+    const key = textStepKey(0);
+    const run = async (): Promise<boolean> => {
+      try {
+        await this.#journal.step(record.id, key, "sending");
+      } catch (error) {
+        log.warn({ err: error }, "could not mark the answer as sending; delivering it by steps");
+        return false;
+      }
+      let outcome: "sent" | "declined" | "failed";
+      let reason = "";
+      try {
+        outcome = await send();
+      } catch (error) {
+        outcome = "failed";
+        reason = error instanceof Error ? error.message : String(error);
+        log.warn({ err: error }, "could not send the answer");
+      }
+      if (outcome === "declined") {
+        // `record` holds no mark: delivered from it, the text goes out even if this fails.
+        await this.#journal
+          .clearStep(record.id, key)
+          .catch((error: unknown) => log.warn({ err: error }, "could not clear the answer's mark"));
+        return false;
+      }
+      try {
+        await this.#journal.step(record.id, key, outcome === "sent" ? "sent" : "unconfirmed");
+        await this.#journal.closeReply(
+          record.id,
+          outcome === "sent" ? "delivered" : "given_up",
+          outcome === "sent" ? undefined : reason,
+        );
+      } catch (error) {
+        // Its step is recorded `sending` or `sent`: the next start does not send it blindly again.
+        log.error({ err: error }, "the answer's send could not be recorded");
+      }
+      this.#times.forget(record.id);
+      return true;
+    };
+    const attempt = run();
+    this.#track(attempt);
+    return attempt;
   }
 
   /** One delivery attempt of `record`, tracked so {@link stop} can wait for it. */
@@ -344,7 +409,7 @@ export class Outbox {
       await forgetCutOffNotices(progress, log);
       const { plan, lost } = await this.#plan(record, translateContext, channel, done, signal);
       try {
-        if (planned === undefined && !plainText(plan, record.text)) {
+        if (planned === undefined && !record.plain && !plainText(plan, record.text)) {
           // Recorded before the first send; a failure here fails the attempt (nothing was sent).
           const made = recordPlan(plan);
           await this.#journal.setPlan(record.id, made);
@@ -366,7 +431,9 @@ export class Outbox {
               target: record.target,
               text: plan.text,
               plan,
-              format: this.#options.formatFor?.(record.profile) ?? "plain",
+              format: record.plain
+                ? "verbatim"
+                : (this.#options.formatFor?.(record.profile) ?? "plain"),
             },
             { signal, progress },
           );
@@ -458,6 +525,8 @@ export class Outbox {
     done: ReadonlyMap<string, StepResult>,
     signal: AbortSignal,
   ): Promise<ResumedPlan> {
+    // The gateway's own words name no file: a `MEDIA:` in them (a task's text in /tasks) is text.
+    if (record.plain) return { plan: textOnlyPlan(record.text), lost: [] };
     const ctx = translateContext(record.slot, record.sessionKey, signal);
     const limits = channel.limitsFor?.(record.target) ?? channel.limits;
     if (record.plan === undefined)

@@ -35,6 +35,7 @@ export interface ReplyRow {
   not_before: Int8;
   last_error: string | null;
   plan: string | null;
+  plain: boolean;
 }
 
 /**
@@ -140,5 +141,6 @@ function replyOf(row: ReplyRow, steps: ReadonlyMap<string, StepResult>): OutboxR
     notBeforeMs: Number(row.not_before),
     lastError: row.last_error ?? undefined,
     plan: isPlanRecord(plan) ? plan : undefined,
+    ...(row.plain ? { plain: true } : {}),
   };
 }

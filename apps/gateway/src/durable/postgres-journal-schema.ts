@@ -5,7 +5,7 @@ export const JournalComponent = "journal";
 
 /**
  * Schema history of the journal on PostgreSQL, oldest first: the same records as the SQLite
- * journal (journal-schema.ts, at its version 5), in a schema `journal` of their own so the
+ * journal (journal-schema.ts, at its version 6), in a schema `journal` of their own so the
  * state store's tables can share the database. Append new steps; never edit a released one.
  *
  * Differences from the SQLite tables, and why:
@@ -90,5 +90,10 @@ export const POSTGRES_JOURNAL_MIGRATIONS: readonly PostgresMigration[] = [
         PRIMARY KEY (reply_id, key)
       );
     `,
+  },
+  {
+    // SQLite's version 6: a command's answer, delivered as written (docs/durability.md).
+    version: 2,
+    sql: "ALTER TABLE journal.replies ADD COLUMN plain boolean NOT NULL DEFAULT false;",
   },
 ];

@@ -514,6 +514,7 @@ export class PostgresJournal implements Journal {
     reply: OutboxReply,
     entryId: number | undefined,
     merged: readonly number[] = [],
+    outcome: JournalOutcome = "replied",
   ): Promise<OutboxRecord> {
     const nowMs = this.#now();
     const id = randomUUID();
@@ -524,8 +525,9 @@ export class PostgresJournal implements Journal {
         await this.#fence?.fence(tx, reply, "addReply");
         await tx.query(
           `INSERT INTO journal.replies (id, entry_id, profile, platform, session_key, slot, target,
-                                        text, state, owner, attempts, created_at, not_before)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, 0, $10, 0)`,
+                                        text, state, owner, attempts, created_at, not_before,
+                                        plain)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, 0, $10, 0, $11)`,
           [
             id,
             entryId ?? null,
@@ -537,13 +539,14 @@ export class PostgresJournal implements Journal {
             JSON.stringify(reply.text),
             this.owner,
             nowMs,
+            reply.plain === true,
           ],
         );
         if (closed.length > 0) {
           await tx.query(
-            `UPDATE journal.entries SET state = 'done', outcome = 'replied', finished_at = $1
-               WHERE id = ANY($2::bigint[])`,
-            [nowMs, closed],
+            `UPDATE journal.entries SET state = 'done', outcome = $3, finished_at = $1
+               WHERE id = ANY($2::bigint[]) AND state <> 'done'`,
+            [nowMs, closed, outcome],
           );
         }
       });

@@ -92,6 +92,12 @@ export interface OutboxReply {
    * (`OutboxRecord.plan`) before the first send; only a reply without one is planned from this.
    */
   readonly text: string;
+  /**
+   * The gateway's own words (a command's answer, docs/durability.md "Command answers"): sent
+   * as written, without reading `MEDIA:` tags or applying the profile's format, as a chat
+   * line the gateway says. Absent: an agent's reply.
+   */
+  readonly plain?: boolean | undefined;
 }
 
 /** Where an outbox record is. */
@@ -196,13 +202,15 @@ export interface Journal {
   /** The newest recorded Discord message per chat of `profile`. */
   cursors(profile: string): Promise<ChatCursor[]>;
   /**
-   * Records a finished turn's reply and marks its entry `done`/`replied`, atomically; `merged`
-   * are the other entries a collected turn answers, closed in the same transaction.
+   * Records a finished turn's reply (or a command's answer) and marks its entry `done` with
+   * `outcome` (default `replied`), atomically; `merged` are the other entries a collected turn
+   * answers, closed in the same transaction.
    */
   addReply(
     reply: OutboxReply,
     entryId: number | undefined,
     merged?: readonly number[],
+    outcome?: JournalOutcome,
   ): Promise<OutboxRecord>;
   /** Records the reply's media plan, before anything of it is sent. */
   setPlan(replyId: string, plan: PlanRecord): Promise<void>;

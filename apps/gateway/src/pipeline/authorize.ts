@@ -1,7 +1,7 @@
 import { accessOf } from "../access-control/access.js";
 import { describePairingRequest } from "../commands/approve.js";
-import { finishEntry } from "./journal-steps.js";
-import { type MessageContext, type Middleware, say } from "./types.js";
+import { sayAndFinish } from "./command-answer.js";
+import type { MessageContext, Middleware } from "./types.js";
 
 /** The one line an unknown user gets in a direct message. */
 export const RefusalText =
@@ -32,8 +32,7 @@ export const authorize: Middleware = async (ctx, next) => {
       return next();
     }
     if (message.chatType === "dm") {
-      await offerPairing(ctx, user);
-      await finishEntry(ctx, "refused");
+      await sayAndFinish(ctx, await offerPairing(ctx, user), "refused");
       return;
     }
   }
@@ -41,15 +40,19 @@ export const authorize: Middleware = async (ctx, next) => {
     { user, chatType: message.chatType },
     "message from a user who is not allowed; ignored",
   );
-  if (message.chatType === "dm") await say(ctx, `${RefusalText} (${user})`);
-  await finishEntry(ctx, "refused");
+  await sayAndFinish(
+    ctx,
+    message.chatType === "dm" ? `${RefusalText} (${user})` : undefined,
+    "refused",
+  );
 };
 
 /**
  * An unknown user's DM in a pairing profile: their code (a new one, or the one still pending),
- * or word that too many are waiting. The message itself is dropped (not run after approval).
+ * or word that too many are waiting: the line to answer with. The message itself is dropped
+ * (not run after approval).
  */
-async function offerPairing(ctx: MessageContext, user: string): Promise<void> {
+async function offerPairing(ctx: MessageContext, user: string): Promise<string> {
   const { message, runtime } = ctx;
   const { pairing } = runtime.profile;
   const result = await runtime.store.requestPairing(
@@ -64,5 +67,5 @@ async function offerPairing(ctx: MessageContext, user: string): Promise<void> {
       "too many pairing codes pending; no code issued",
     );
   }
-  await say(ctx, describePairingRequest(result, user, runtime.store.now()));
+  return describePairingRequest(result, user, runtime.store.now());
 }

@@ -1,7 +1,7 @@
 import { StorageError } from "../durable/errors.js";
 import { PostgresStoreError } from "../postgres/errors.js";
 import { StateStoreError } from "../state/errors.js";
-import { finishEntry } from "./journal-steps.js";
+import { sayAndFinish } from "./command-answer.js";
 import { TurnFailedText } from "./run-turn.js";
 import { failedStep, stepCause } from "./step-error.js";
 import { type MessageContext, say } from "./types.js";
@@ -55,8 +55,7 @@ export async function reportStepFailure(
     return;
   }
   ctx.log.error({ err: cause, step }, `pipeline step "${step}" failed`);
-  await say(ctx, notice);
-  await finishEntry(ctx, "failed");
+  await sayAndFinish(ctx, notice, "failed");
 }
 
 /** The PostgreSQL store did not answer: the state store's error, or the journal's around it. */

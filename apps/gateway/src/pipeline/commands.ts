@@ -26,8 +26,8 @@ import { answerTaskCommand } from "../schedules/chat.js";
 import { parseTaskCommand } from "../schedules/parse.js";
 import { describeNextRuns } from "../schedules/task-commands.js";
 import type { StateStore } from "../state/state-store.js";
-import { finishEntry } from "./journal-steps.js";
-import { type MessageContext, type Middleware, say, sessionOf } from "./types.js";
+import { answerAndFinish, CommandAnswer } from "./command-answer.js";
+import { type MessageContext, type Middleware, offerButtons, say, sessionOf } from "./types.js";
 
 /**
  * Step 3: `/stop [all]`, `/reset [confirm]`, `/status`, `/new`, `/compact [focus]`, `/help` and
@@ -41,12 +41,7 @@ export const handleCommands: Middleware = async (ctx, next) => {
   const taskCommand = parseTaskCommand(ctx.message.text);
   const schedules = ctx.services.schedules;
   if (taskCommand !== undefined && schedules !== undefined) {
-    try {
-      await answerTaskCommand(ctx, schedules, taskCommand);
-    } finally {
-      await finishEntry(ctx, "command");
-      ctx.log.info({ command: taskCommand.name }, "command done");
-    }
+    await answering(ctx, taskCommand.name, () => answerTaskCommand(ctx, schedules, taskCommand));
     return;
   }
   const command = parseCommand(ctx.message.text);
@@ -56,7 +51,7 @@ export const handleCommands: Middleware = async (ctx, next) => {
   // A shell profile has no models: there `/model` and `/usage` are commands for its shell.
   const modelCommand = command.name === "model" || command.name === "usage";
   if (modelCommand && ctx.runtime.profile.agent.kind !== "openai") return next();
-  try {
+  await answering(ctx, command.name, async () => {
     if (command.name === "help") await answerHelp(ctx, command);
     else if (command.name === "model" || command.name === "usage") await answerModel(ctx, command);
     else if (command.name === "allow" || command.name === "deny")
@@ -64,11 +59,29 @@ export const handleCommands: Middleware = async (ctx, next) => {
     else if (command.name === "new" || command.name === "compact") {
       await runConversationCommand(ctx, command);
     } else await runCommand(ctx, command);
-  } finally {
-    await finishEntry(ctx, "command");
-    ctx.log.info({ command: command.name }, "command done");
-  }
+  });
 };
+
+/**
+ * Runs a command with its answer collected (every `say`), then records the answer with the
+ * close of the message's journal entry (outcome `command`) and delivers it through the outbox
+ * (pipeline/command-answer.ts). A command that throws is closed with what it said so far.
+ */
+async function answering(
+  ctx: MessageContext,
+  name: string,
+  run: () => Promise<void>,
+): Promise<void> {
+  const answer = new CommandAnswer();
+  ctx.answer = answer;
+  try {
+    await run();
+  } finally {
+    ctx.answer = undefined;
+    await answerAndFinish(ctx, "command", answer);
+    ctx.log.info({ command: name }, "command done");
+  }
+}
 
 /**
  * `/allow [session]` and `/deny` (docs/approvals.md): decide the chat's newest pending
@@ -131,16 +144,21 @@ async function answerModel(ctx: MessageContext, command: ModelCommand): Promise<
   }
   if (command.choice === undefined) {
     const text = await describeModels(runtime.store, agent, session.sessionKey, admin);
-    const offered = await ctx.services.modelButtons?.offer(
-      ctx.channel,
-      ctx.target,
-      ctx.message,
-      runtime,
-      session.sessionKey,
-      admin,
-      text,
-    );
-    if (offered !== true) await say(ctx, text);
+    const buttons = ctx.services.modelButtons;
+    if (buttons === undefined) await say(ctx, text);
+    else {
+      await offerButtons(ctx, text, () =>
+        buttons.offer(
+          ctx.channel,
+          ctx.target,
+          ctx.message,
+          runtime,
+          session.sessionKey,
+          admin,
+          text,
+        ),
+      );
+    }
     return;
   }
   const choice = await chooseModel(runtime.store, agent, session.sessionKey, command.choice, admin);
@@ -243,14 +261,13 @@ async function runCommand(ctx: MessageContext, command: AdminCommand): Promise<v
         return;
       }
       const question = describeResetConfirm(result.slot, result.sharedBy);
-      const asked = await services.resetButtons?.ask(
-        ctx.channel,
-        ctx.target,
-        ctx.message,
-        session.sessionKey,
-        question,
-      );
-      if (asked !== true) await say(ctx, question);
+      const buttons = services.resetButtons;
+      if (buttons === undefined) await say(ctx, question);
+      else {
+        await offerButtons(ctx, question, () =>
+          buttons.ask(ctx.channel, ctx.target, ctx.message, session.sessionKey, question),
+        );
+      }
       return;
     }
     case "approve": {

@@ -7,6 +7,7 @@ import type { SessionContext } from "../session/context.js";
 import type { TurnOutcome } from "../session/queue.js";
 import { abortedByStop } from "../session/stopping.js";
 import { reportStepFailure } from "./boundary.js";
+import { sayAndFinish } from "./command-answer.js";
 import { entryIdsOf, finishEntry } from "./journal-steps.js";
 import { TurnFailedText } from "./run-turn.js";
 import { PipelineStepError } from "./step-error.js";
@@ -252,6 +253,6 @@ async function refuseFull(
   admin: boolean,
 ): Promise<void> {
   ctx.log.warn({ maxQueuedMessages: max }, "session queue full: message not run");
-  if (ctx.services.busy.tellFull(sessionKey)) await say(ctx, queueFullText(max, admin));
-  await finishEntry(ctx, "overflow");
+  const told = ctx.services.busy.tellFull(sessionKey);
+  await sayAndFinish(ctx, told ? queueFullText(max, admin) : undefined, "overflow");
 }

@@ -53,12 +53,16 @@ class RecordingChannel implements ChannelAdapter {
   readonly limits: UploadLimits = { maxBytes: () => 50 * 1024 * 1024 };
   readonly texts: string[] = [];
   readonly replies: { sessionKey: string; profile: string; text: string; files: string[] }[] = [];
+  /** Every text the chat got, in order: lines sent at once and delivered replies (answers). */
+  readonly said: string[] = [];
   async start(): Promise<void> {}
   async stop(): Promise<void> {}
   async sendText(_target: ChatTarget, text: string): Promise<void> {
     this.texts.push(text);
+    this.said.push(text);
   }
   async deliver(reply: OutboundReply, _options?: DeliverOptions): Promise<DeliveryReport> {
+    this.said.push(reply.text);
     this.replies.push({
       sessionKey: reply.sessionKey,
       profile: reply.profile,
@@ -351,8 +355,8 @@ describe("message pipeline", () => {
     await handleMessage(testContext(runtime, testServices(), channel, "ls", "999"));
     expect(seen).toEqual([]);
     expect(calls).toEqual([]);
-    expect(channel.replies).toEqual([]);
-    expect(channel.texts).toEqual([`${RefusalText} (telegram:999)`]);
+    // The refusal is the only thing the chat gets: no reply of a turn.
+    expect(channel.said).toEqual([`${RefusalText} (telegram:999)`]);
   });
 
   it("an unknown user in a group is ignored silently", async () => {
@@ -360,7 +364,7 @@ describe("message pipeline", () => {
     const channel = new RecordingChannel();
     const runtime = testRuntime(echoAgent([]), calls);
     await handleMessage(testContext(runtime, testServices(), channel, "ls", "999", "group"));
-    expect(channel.texts).toEqual([]);
+    expect(channel.said).toEqual([]);
     expect(calls).toEqual([]);
   });
 
@@ -499,7 +503,7 @@ describe("message pipeline", () => {
       const channel = new RecordingChannel();
       const runtime = testRuntime(echoAgent([]), calls);
       await handleMessage(testContext(runtime, testServices(), channel, command, "2"));
-      expect(channel.texts).toEqual([
+      expect(channel.said).toEqual([
         `⛔ /${command.slice(1).split(" ")[0]} is for admins only; nothing was done.`,
       ]);
       expect(calls.filter((c) => !c.startsWith("currentSessionId"))).toEqual([]);
@@ -528,11 +532,11 @@ describe("message pipeline", () => {
     await startedP;
     await handleMessage(testContext(runtime, services, channel, "/stop", "1"));
     await Promise.all([turn, queued]);
-    expect(channel.texts).toEqual([
-      "⏳ queued — 1 ahead; /stop cancels",
-      "🛑 Stopped: aborted the running turn, dropped 1 queued message(s), removed the session's container.",
-    ]);
-    expect(channel.replies).toEqual([]);
+    const answer =
+      "🛑 Stopped: aborted the running turn, dropped 1 queued message(s), removed the session's container.";
+    expect(channel.said).toEqual(["⏳ queued — 1 ahead; /stop cancels", answer]);
+    // The turns replied nothing: the one reply delivered is the command's answer.
+    expect(channel.replies.map((r) => r.text)).toEqual([answer]);
     expect(calls).toContain("killSession agent:t:telegram:dm:1");
     expect(calls).toContain(
       'cleanup session:agent:t:telegram:dm:1 {"force":true,"deleteDirs":true}',
@@ -585,11 +589,10 @@ describe("message pipeline", () => {
     await running;
     await handleMessage(testContext(runtime, services, channel, "/stop all", "1"));
     await Promise.all(turns);
-    expect(channel.texts).toEqual([
-      "⏳ queued — 1 ahead",
-      "🛑 Stopped everything in slot profile:t: killed 7 process(es), aborted 2 running turn(s), dropped 1 queued message(s).",
-    ]);
-    expect(channel.replies).toEqual([]);
+    const answer =
+      "🛑 Stopped everything in slot profile:t: killed 7 process(es), aborted 2 running turn(s), dropped 1 queued message(s).";
+    expect(channel.said).toEqual(["⏳ queued — 1 ahead", answer]);
+    expect(channel.replies.map((r) => r.text)).toEqual([answer]);
     expect(calls).toContain("killSlot profile:t");
     expect(calls.some((c) => c.startsWith("killSession") || c.startsWith("cleanup"))).toBe(false);
   });
@@ -601,12 +604,12 @@ describe("message pipeline", () => {
     const runtime = testRuntime(echoAgent([]), calls);
     await handleMessage(testContext(runtime, services, channel, "hi", "2"));
     await handleMessage(testContext(runtime, services, channel, "/reset", "1"));
-    expect(channel.texts[0]).toContain("shared: 2 sessions known to this gateway use it");
+    expect(channel.said[1]).toContain("shared: 2 sessions known to this gateway use it");
     expect(calls.some((c) => c.startsWith("cleanup") || c.startsWith("rotate"))).toBe(false);
     await handleMessage(testContext(runtime, services, channel, "/reset confirm", "1"));
     expect(calls).toContain("rotateSessionId agent:t:telegram:dm:1");
     expect(calls).toContain('cleanup profile:t {"force":true,"deleteDirs":true}');
-    expect(channel.texts[1]).toMatch(/^♻️ Reset: new conversation started, removed the container/);
+    expect(channel.said[2]).toMatch(/^♻️ Reset: new conversation started, removed the container/);
     // Removing the container ends its processes: nothing is run inside it first.
     expect(calls.some((c) => c.startsWith("killSession") || c.startsWith("killSlot"))).toBe(false);
   });
@@ -631,7 +634,7 @@ describe("message pipeline", () => {
     };
     const channel = new RecordingChannel();
     await handleMessage(testContext(runtime, testServices(), channel, "/stop all", "1"));
-    expect(channel.texts).toEqual([
+    expect(channel.said).toEqual([
       "Nothing was stopped in slot profile:t. ⚠️ sandbox error (SandboxError; the gateway's log has the cause).",
     ]);
     const logged = entries().find(
@@ -685,7 +688,7 @@ describe("message pipeline", () => {
       ],
     };
     await handleMessage(testContext(runtime, services, channel, "/status", "1"));
-    expect(channel.texts[0]?.split("\n").slice(-2)).toEqual([
+    expect(channel.said[0]?.split("\n").slice(-2)).toEqual([
       expect.stringMatching(
         /^Channel telegram \(t\): retrying \(409 Conflict: another process polls this bot\), last answer \d+ s ago$/,
       ),
@@ -833,7 +836,7 @@ describe("turn log line and error boundary", () => {
       profile: "t",
       err: { message: "state read failed" },
     });
-    expect(channel.texts).toEqual([TurnFailedText]);
+    expect(channel.said).toEqual([TurnFailedText]);
     expect((await journal.entryState(id))?.outcome).toBe("failed");
   });
 
@@ -866,7 +869,7 @@ describe("turn log line and error boundary", () => {
       exit: "error",
       step: "enqueueTurn",
     });
-    expect(channel.texts).toEqual([TurnFailedText]);
+    expect(channel.said).toEqual([TurnFailedText]);
   });
 
   it("a delivery step that throws is logged as sendReply in the turn's line; the chat is told", async () => {

@@ -10,6 +10,7 @@ import { abortedByStop } from "../session/stopping.js";
 import { startActivity } from "../turn-progress/activity.js";
 import { describeCommand, TurnProgress } from "../turn-progress/progress.js";
 import { type PreviewMode, StreamPreview } from "../turn-progress/stream-preview.js";
+import { sayAndFinish } from "./command-answer.js";
 import { finishEntry, previewLedger, startEntry, statusLedger } from "./journal-steps.js";
 import type { TurnReport } from "./turn-report.js";
 import { type MessageContext, type Middleware, say, sessionOf } from "./types.js";
@@ -152,12 +153,11 @@ async function agentTurn(
     turn?.failed("runTurn", problem === undefined ? error : describeProblem(problem));
     if (problem !== undefined) {
       ctx.log.error({ err: error, slot }, "sandbox unavailable for this turn");
-      await say(ctx, sandboxProblemText(problem));
+      await sayAndFinish(ctx, sandboxProblemText(problem), "failed");
     } else {
       ctx.log.error({ err: error, slot }, "agent turn failed");
-      await say(ctx, TurnFailedText);
+      await sayAndFinish(ctx, TurnFailedText, "failed");
     }
-    await finishEntry(ctx, "failed");
     return;
   } finally {
     stopActivity();
@@ -170,8 +170,7 @@ async function agentTurn(
   if (tools.sandboxProblem !== undefined) {
     turn?.failed("runTurn", describeProblem(tools.sandboxProblem));
     ctx.log.error({ slot, problem: tools.sandboxProblem }, "sandbox unavailable for this turn");
-    await say(ctx, sandboxProblemText(tools.sandboxProblem));
-    await finishEntry(ctx, "failed");
+    await sayAndFinish(ctx, sandboxProblemText(tools.sandboxProblem), "failed");
     return;
   }
   if (turn !== undefined) {

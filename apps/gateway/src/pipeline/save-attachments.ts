@@ -4,6 +4,7 @@ import type { TurnAttachment } from "../agents/types.js";
 import type { AttachmentFetcher, InboundAttachment } from "../channels/types.js";
 import { sandboxProblemOf, sandboxProblemText } from "../sandbox-access/sandbox-errors.js";
 import { abortedByStop } from "../session/stopping.js";
+import { sayAndFinish } from "./command-answer.js";
 import { finishEntry } from "./journal-steps.js";
 import { TurnFailedText } from "./run-turn.js";
 import { type Middleware, say, sessionOf } from "./types.js";
@@ -114,8 +115,11 @@ export const saveAttachments: Middleware = async (ctx, next) => {
     const problem = sandboxProblemOf(error);
     ctx.turn?.failed("saveAttachments", error);
     ctx.log.error({ err: error, slot }, "could not save the message's files");
-    await say(ctx, problem === undefined ? TurnFailedText : sandboxProblemText(problem));
-    await finishEntry(ctx, "failed");
+    await sayAndFinish(
+      ctx,
+      problem === undefined ? TurnFailedText : sandboxProblemText(problem),
+      "failed",
+    );
     return;
   }
   const saved: TurnAttachment[] = [];
@@ -149,11 +153,12 @@ export const saveAttachments: Middleware = async (ctx, next) => {
     await endAborted();
     return;
   }
-  if (notices.length > 0) await say(ctx, notices.join("\n"));
+  const noticeText = notices.length > 0 ? notices.join("\n") : undefined;
   if (saved.length === 0 && ctx.message.text.trim() === "") {
-    await finishEntry(ctx, "silent");
+    await sayAndFinish(ctx, noticeText, "silent");
     return;
   }
+  if (noticeText !== undefined) await say(ctx, noticeText);
   ctx.attachments = saved;
   await next();
 

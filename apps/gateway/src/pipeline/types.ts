@@ -240,10 +240,29 @@ export interface MessageContext {
   reply?: string;
   /** The running turn's report, logged when it ends (set by `enqueueTurn`). */
   turn?: TurnReport;
+  /**
+   * What the command handling the message says, collected while it runs and recorded with the
+   * entry's close (pipeline/command-answer.ts); absent: `say` sends at once.
+   */
+  answer?: AnswerCollector | undefined;
   /** The message's status reaction, when it shows one (`reactToMessage`). */
   reaction?: MessageReaction;
   /** The status reactions of the messages merged into this turn (`collect` mode). */
   mergedReactions?: readonly MessageReaction[];
+}
+
+/**
+ * What a command says while it runs, collected to be recorded with its entry's close
+ * (`CommandAnswer` in pipeline/command-answer.ts).
+ */
+export interface AnswerCollector {
+  /** Adds a line to the answer. */
+  add(text: string): void;
+  /**
+   * The answer is posted with buttons by `post` (false: it was not); `text` is what the chat
+   * gets instead, with typed answers (also after a crash between the record and the post).
+   */
+  offer(text: string, post: () => Promise<boolean>): void;
 }
 
 /** One pipeline step: do something, then call `next` to continue (or don't, to stop here). */
@@ -277,10 +296,38 @@ export function compose(steps: readonly Middleware[]): (ctx: MessageContext) => 
 }
 
 /**
- * Sends a line to the message's chat; failures are logged, never thrown. It gives up when the
- * gateway's stop aborts the outbox (not on /stop: a command's answer must still go out).
+ * Says a line in the message's chat: into the command's answer while one is collected
+ * (`ctx.answer`, recorded with the entry's close), else sent at once ({@link sayNow}).
  */
 export async function say(ctx: MessageContext, text: string): Promise<void> {
+  if (ctx.answer !== undefined) {
+    ctx.answer.add(text);
+    return;
+  }
+  await sayNow(ctx, text);
+}
+
+/**
+ * Offers `text` with buttons: into the command's answer while one is collected (posted by
+ * `post` once recorded), else at once (`post`, or the text alone when it declines).
+ */
+export async function offerButtons(
+  ctx: MessageContext,
+  text: string,
+  post: () => Promise<boolean>,
+): Promise<void> {
+  if (ctx.answer !== undefined) {
+    ctx.answer.offer(text, post);
+    return;
+  }
+  if (!(await post())) await sayNow(ctx, text);
+}
+
+/**
+ * Sends a line to the message's chat at once; failures are logged, never thrown. It gives up
+ * when the gateway's stop aborts the outbox (not on /stop: a command's answer must still go out).
+ */
+export async function sayNow(ctx: MessageContext, text: string): Promise<void> {
   try {
     await ctx.channel.sendText(ctx.target, text, ctx.services.outbox.signal);
   } catch (error) {

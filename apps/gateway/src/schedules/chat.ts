@@ -4,7 +4,7 @@ import { accessOfPresser } from "../commands/model-buttons.js";
 import { Defaults } from "../defaults.js";
 import type { Logger } from "../log.js";
 import type { MessageContext, PipelineRuntime } from "../pipeline/types.js";
-import { say } from "../pipeline/types.js";
+import { offerButtons, say } from "../pipeline/types.js";
 import type { TaskStore } from "../state/tasks.js";
 import type { TaskAction, TaskCommand } from "./parse.js";
 import type { TaskServices } from "./services.js";
@@ -74,7 +74,12 @@ export async function answerTaskCommand(
     case "tasks": {
       const { text, rows } = await listTasks(scope);
       const choices = ctx.channel.choices;
-      if (choices !== undefined && rows.length > 0) {
+      const typed = rows.length > 0 ? "\nType /tasks pause|resume|run|delete <id>." : "";
+      if (choices === undefined || rows.length === 0) {
+        await say(ctx, `${text}${typed}`);
+        return;
+      }
+      await offerButtons(ctx, `${text}${typed}`, async () => {
         try {
           await choices.post(
             ctx.target,
@@ -82,13 +87,12 @@ export async function answerTaskCommand(
             rows,
             AbortSignal.timeout(Defaults.progress.requestTimeoutMs),
           );
-          return;
+          return true;
         } catch (error) {
           ctx.log.warn({ err: error }, "could not post the /tasks buttons");
+          return false;
         }
-      }
-      const typed = rows.length > 0 ? "\nType /tasks pause|resume|run|delete <id>." : "";
-      await say(ctx, `${text}${typed}`);
+      });
     }
   }
 }

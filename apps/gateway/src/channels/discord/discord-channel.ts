@@ -481,6 +481,11 @@ export class DiscordChannel implements ChannelAdapter {
     this.#noteAnswered(target);
   }
 
+  /** A slash command still waiting here is answered through its interaction (`sendText`). */
+  answersInPlace(target: ChatTarget): boolean {
+    return this.#interactions.has(target.replyToMessageId);
+  }
+
   /** A slash command the core said nothing to (the sender is not allowed) is told so. */
   async settled(message: InboundMessage): Promise<void> {
     if (!isInteractionMessageId(message.messageId)) return;
@@ -489,9 +494,13 @@ export class DiscordChannel implements ChannelAdapter {
 
   /** See `deliverReply`: resumable with `options.progress`, stopped by `options.signal`. */
   async deliver(reply: OutboundReply, options: DeliverOptions = {}): Promise<DeliveryReport> {
+    // A slash command is no message to reply to (its answer resumed after a crash, whose
+    // interaction went with the process that held it: docs/durability.md).
+    const { replyToMessageId } = reply.target;
+    const reference = isInteractionMessageId(replyToMessageId) ? undefined : replyToMessageId;
     const report = await deliverReply(this.#outbox, this.#log, {
       channelId: channelOf(reply.target),
-      reply,
+      reply: { ...reply, target: { ...reply.target, replyToMessageId: reference } },
       limitBytes: this.#limitFor(reply.target),
       maxTextChunks: this.#maxTextChunks,
       signal: options.signal,

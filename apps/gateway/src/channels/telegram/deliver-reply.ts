@@ -7,8 +7,8 @@ import type {
   DeliveryOutcome,
   DeliveryProgress,
   DeliveryReport,
+  ReplyFormat,
   StepResult,
-  TextFormat,
 } from "../types.js";
 import { type MediaStep, planDeliverySteps, TelegramTextLimits } from "./delivery-steps.js";
 import { failureFacts, TelegramDeliveryError } from "./errors.js";
@@ -33,7 +33,7 @@ export interface TextSenders {
   /** `delivery.maxTextChunks`: past it, the head as messages and the whole as `reply.txt`. */
   readonly maxChunks: number;
   /** How the text is shown (docs/formatting.md); default `plain`. */
-  readonly format?: TextFormat | undefined;
+  readonly format?: ReplyFormat | undefined;
 }
 
 /** The step result an outcome records; none for one still to do (flood wait, abort). */

@@ -234,6 +234,15 @@ describe("plain, Discord and the console", () => {
     );
   });
 
+  test("verbatim (the gateway's own words) goes as written on every platform", () => {
+    const text = "/tz [zone] — a *b* _c_ `d` <i>";
+    for (const platform of ["discord", "telegram", "console"] as const) {
+      expect(render(platform, text, "verbatim", { maxLength: 2000 })).toEqual([
+        { text, plain: text },
+      ]);
+    }
+  });
+
   test("Discord: a long code block is closed and reopened with its language", () => {
     const body = Array.from({ length: 300 }, (_, i) => `print(${i})`).join("\n");
     const parts = render("discord", `\`\`\`py\n${body}\n\`\`\``, "markdown", { maxLength: 2000 });

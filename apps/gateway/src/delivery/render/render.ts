@@ -1,4 +1,4 @@
-import type { TextFormat } from "../../channels/types.js";
+import type { ReplyFormat, TextFormat } from "../../channels/types.js";
 import { Defaults } from "../../defaults.js";
 import { splitText, utf16Length } from "../split-text.js";
 import { markdownForDiscord } from "./discord-markdown.js";
@@ -8,7 +8,7 @@ import { protectMediaLines } from "./media-lines.js";
 import { headWithNotice, splitFormatted } from "./split-formatted.js";
 import { toTelegramHtml } from "./telegram-html.js";
 
-export type { TextFormat };
+export type { ReplyFormat, TextFormat };
 
 /** The platforms a reply is rendered for; the console shows text as it is. */
 export type RenderPlatform = "telegram" | "discord" | "console";
@@ -53,6 +53,7 @@ export interface RenderOptions {
  * - Discord, `markdown`: Discord's own Markdown (the text as written, tables flattened, deep
  *   headings bold), split with code fences closed and reopened.
  * - `plain`: the text as written (on Discord its Markdown escaped, so it shows literally).
+ * - `verbatim`: the gateway's own words, sent as `sendText` sends them (nothing escaped).
  * - The console: the text as written, in any format.
  *
  * Lines holding a `MEDIA:` marker are never formatted (docs/media.md): a tag the gateway did
@@ -61,13 +62,13 @@ export interface RenderOptions {
 export function render(
   platform: RenderPlatform,
   text: string,
-  format: TextFormat,
+  format: ReplyFormat,
   options: RenderOptions,
 ): RenderedText[] {
   if (text.trim() === "") return [];
   if (platform === "telegram" && format === "markdown") return renderTelegram(text, options);
   const source =
-    platform !== "discord"
+    platform !== "discord" || format === "verbatim"
       ? text
       : format === "markdown"
         ? markdownForDiscord(protectMediaLines(text), Defaults.render.tableGridMaxWidth)
