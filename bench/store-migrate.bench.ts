@@ -94,6 +94,7 @@ function generate(dir: string): { state: string; journal: string } {
       },
       id,
       [],
+      "replied",
       nowMs,
     );
     if (i % 10 === 0) journalDb.step(reply.id, "text:0", "sent", nowMs);
