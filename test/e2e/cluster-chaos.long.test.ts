@@ -148,8 +148,37 @@ function overlaps(byUser: Map<number, Turn[]>): string[] {
   return problems;
 }
 
-/** Answers (replies, not notices) of each user's messages out of the order they were sent. */
-function orderProblems(messages: readonly SentMessage[]): string[] {
+/**
+ * The messages a replica handed to the session's holder (`"exit":"elsewhere"` turns), as
+ * `<sessionKey> <messageId>`, with the replica that handed each.
+ */
+function handedOver(): Map<string, number> {
+  const handed = new Map<string, number>();
+  for (const [i, install] of installs.entries()) {
+    for (const line of install.output().split("\n")) {
+      if (!line.includes("its message is handed to it")) continue;
+      const entry = JSON.parse(line) as { sessionKey?: string; messageId?: unknown };
+      handed.set(`${entry.sessionKey} ${String(entry.messageId)}`, i);
+    }
+  }
+  return handed;
+}
+
+/**
+ * Answers (replies, not notices) of each user's messages out of the order they were sent,
+ * each saying whether the earlier message was handed to the session's holder by another
+ * replica (docs/cluster.md, "What is not covered yet").
+ */
+function orderProblems(
+  messages: readonly SentMessage[],
+  stamps: ReadonlyMap<number, readonly Turn[]>,
+): string[] {
+  const handed = handedOver();
+  const started = new Map([...stamps.values()].flat().map((t) => [t.token, t.startS]));
+  const how = (m: SentMessage) => {
+    const by = handed.get(`agent:${profile}:telegram:dm:${m.chatId} ${m.messageId}`);
+    return ` (started ${started.get(m.token)}${by === undefined ? "" : `, handed over by replica ${by}`})`;
+  };
   const audit = auditReplies(fake.calls, messages);
   const problems: string[] = [];
   for (const user of Users) {
@@ -159,7 +188,9 @@ function orderProblems(messages: readonly SentMessage[]): string[] {
       const after = answered[i];
       if (before === undefined || after === undefined) continue;
       if ((after.replies[0]?.seq ?? 0) < (before.replies[0]?.seq ?? 0)) {
-        problems.push(`user ${user}: ${after.message.token} answered before ${before.message.token}`);
+        problems.push(
+          `user ${user}: ${after.message.token}${how(after.message)} answered before ${before.message.token}${how(before.message)}`,
+        );
       }
     }
   }
@@ -256,7 +287,7 @@ describe("cluster chaos: three replicas, SIGKILLed at random", () => {
     );
     const problems = [
       ...replyProblems(audit, { maxNoticed: Kills * Concurrency }),
-      ...orderProblems(sent),
+      ...orderProblems(sent, stamps),
       ...overlaps(stamps),
       ...censuses.flatMap((census, i) =>
         persistentSlotProblems(census, profile).map((p) => `replica ${i}: ${p}`),
