@@ -424,6 +424,77 @@ export class PostgresJournal implements Journal {
     });
   }
 
+  /**
+   * The open entries of one session older than entry `beforeId` (received before it), for the
+   * session's holder about to run that entry (docs/cluster.md, "Each session's messages in
+   * order"). `chat` narrows the rows read (profile, platform, chat id); `sameSession` says
+   * whether a message is the session's. In one transaction, oldest first, it re-owns those
+   * handed to this process, given back to the cluster (`released`), left by a gone owner, or
+   * this process's own listed in `reclaim` (turns cut off by a lost lease, not given back yet),
+   * and resolves with them as `taken`; the others (this process's own, or a live owner's) are
+   * `waiting`, with their owner.
+   */
+  takeOlder(query: {
+    readonly profile: string;
+    readonly platform: string;
+    readonly chatId: string;
+    readonly beforeId: number;
+    readonly sameSession: (message: InboundMessage) => boolean;
+    readonly reclaim?: ReadonlySet<number>;
+  }): Promise<{ taken: JournalEntry[]; waiting: { id: number; owner: string }[] }> {
+    return this.#call("takeOlder", [], async () => {
+      const open = await this.#query("takeOlder").query<EntryRow>(
+        `SELECT id, key, state, owner, message, received_at, started_at FROM journal.entries
+           WHERE profile = $1 AND platform = $2 AND id < $3 AND state <> 'done' ORDER BY id`,
+        [query.profile, query.platform, query.beforeId],
+      );
+      const ids = open.rows
+        .filter((row) => {
+          const entry = entryOf(row);
+          return entry?.message.chatId === query.chatId && query.sameSession(entry.message);
+        })
+        .map((row) => Number(row.id));
+      if (ids.length === 0) return { taken: [], waiting: [] };
+      return this.#database.transaction("takeOlder", async (tx) => {
+        const rows = await tx.query<EntryRow>(
+          `SELECT id, key, state, owner, message, received_at, started_at FROM journal.entries
+             WHERE id = ANY($1::bigint[]) AND state <> 'done' ORDER BY id FOR UPDATE`,
+          [ids],
+        );
+        const foreign = [...new Set(rows.rows.map((row) => row.owner))].filter(
+          (owner) => owner !== this.owner && owner !== handedOwner(this.owner),
+        );
+        const gone = new Set(await this.#gone(tx, foreign));
+        const taken: JournalEntry[] = [];
+        const waiting: { id: number; owner: string }[] = [];
+        for (const row of rows.rows) {
+          const id = Number(row.id);
+          const ours =
+            row.owner === handedOwner(this.owner) ||
+            gone.has(row.owner) ||
+            (row.owner === this.owner && query.reclaim?.has(id) === true);
+          const entry = entryOf(row);
+          if (!ours) waiting.push({ id, owner: row.owner });
+          else if (entry !== undefined) taken.push({ ...entry, owner: this.owner });
+          else {
+            // Unreadable, as takeOver closes it: it must not hold the session's turns back.
+            await tx.query(
+              "UPDATE journal.entries SET state = 'done', outcome = 'failed', finished_at = $1 WHERE id = $2",
+              [this.#now(), id],
+            );
+          }
+        }
+        if (taken.length > 0) {
+          await tx.query("UPDATE journal.entries SET owner = $1 WHERE id = ANY($2::bigint[])", [
+            this.owner,
+            taken.map((entry) => entry.id),
+          ]);
+        }
+        return { taken, waiting };
+      });
+    });
+  }
+
   statusShown(entryId: number, status: StatusRecord): Promise<void> {
     return this.#call("statusShown", entryKeys([entryId]), async () => {
       await this.#query("statusShown").query(

@@ -19,7 +19,7 @@ import type { TaskServices } from "../schedules/services.js";
 import type { BusySessions } from "../session/busy.js";
 import type { SessionContext, SessionScope } from "../session/context.js";
 import type { LiveSessions } from "../session/live-sessions.js";
-import type { TurnQueue } from "../session/queue.js";
+import type { RunLater, TurnQueue } from "../session/queue.js";
 import type { StateStore } from "../state/state-store.js";
 import type { ProgressClock } from "../turn-progress/progress.js";
 import type { MessageReaction } from "../turn-progress/reactions.js";
@@ -163,14 +163,17 @@ export interface SessionHold {
    * Claims the session for its turn about to start: true when this process holds its lease
    * and runs the turn; false when it may not (another live replica holds it and the entries
    * were handed to that one, or the database did not answer and they were given back): the
-   * turn does not run here.
+   * turn does not run here; {@link RunLater} when an older message of the session waits in
+   * the queue to run first (docs/cluster.md): the turn goes back behind it.
    */
   acquire(turn: {
     readonly profile: string;
     readonly sessionKey: string;
     readonly entryIds: readonly number[];
     readonly log: Logger;
-  }): Promise<boolean>;
+    /** The turn's signal: `/stop` or the gateway's stop ends a wait for older messages. */
+    readonly signal?: AbortSignal | undefined;
+  }): Promise<boolean | typeof RunLater>;
   /** A turn cut off because its lease was lost: its entries go back for the session's holder. */
   giveBack(entryIds: readonly number[]): void;
   /**
