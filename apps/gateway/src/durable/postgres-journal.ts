@@ -332,14 +332,18 @@ export class PostgresJournal implements Journal {
     });
   }
 
-  /** The first outcome stays: an entry already `done` (by `addReply`) is left as it is. */
+  /**
+   * The first outcome stays: an entry already `done` (by `addReply`) is left as it is. Fenced
+   * by ownership: only entries this process still owns are closed, so a stale holder's late
+   * close never touches an entry it gave back, handed over or had taken over (docs/cluster.md).
+   */
   finished(ids: number | readonly number[], outcome: JournalOutcome): Promise<void> {
     const nowMs = this.#now();
     return this.#call("finished", entryKeys(idList(ids)), async () => {
       await this.#query("finished").query(
         `UPDATE journal.entries SET state = 'done', outcome = $1, finished_at = $2
-           WHERE id = ANY($3::bigint[]) AND state <> 'done'`,
-        [outcome, nowMs, idList(ids)],
+           WHERE id = ANY($3::bigint[]) AND state <> 'done' AND owner = $4`,
+        [outcome, nowMs, idList(ids), this.owner],
       );
     });
   }
@@ -495,20 +499,26 @@ export class PostgresJournal implements Journal {
     });
   }
 
+  /** Fenced by ownership as {@link finished} is: a stale holder never overwrites the new one's. */
   statusShown(entryId: number, status: StatusRecord): Promise<void> {
     return this.#call("statusShown", entryKeys([entryId]), async () => {
       await this.#query("statusShown").query(
-        "UPDATE journal.entries SET status = $1 WHERE id = $2",
-        [JSON.stringify({ target: status.target, messageId: status.messageId }), entryId],
+        "UPDATE journal.entries SET status = $1 WHERE id = $2 AND owner = $3",
+        [
+          JSON.stringify({ target: status.target, messageId: status.messageId }),
+          entryId,
+          this.owner,
+        ],
       );
     });
   }
 
+  /** Fenced by ownership as {@link finished} is. */
   previewsShown(entryId: number, messageIds: readonly string[]): Promise<void> {
     return this.#call("previewsShown", entryKeys([entryId]), async () => {
       await this.#query("previewsShown").query(
-        "UPDATE journal.entries SET previews = $1 WHERE id = $2",
-        [JSON.stringify(messageIds), entryId],
+        "UPDATE journal.entries SET previews = $1 WHERE id = $2 AND owner = $3",
+        [JSON.stringify(messageIds), entryId, this.owner],
       );
     });
   }
