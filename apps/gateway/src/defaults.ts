@@ -507,6 +507,11 @@ export const Defaults = {
      * bounds a replica cut off from the database (it gives its messages back once it can).
      */
     orderWaitMs: 15_000,
+    /**
+     * A `/stop` request for another replica that it has not taken for this long is deleted by
+     * any replica's round: a live one takes its requests every `pollMs`, so its holder is gone.
+     */
+    requestExpiryMs: 60_000,
   },
   /** Logging (docs/operations.md). */
   log: {
