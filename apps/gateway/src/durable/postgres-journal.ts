@@ -433,10 +433,11 @@ export class PostgresJournal implements Journal {
    * session's holder about to run that entry (docs/cluster.md, "Each session's messages in
    * order"). `chat` narrows the rows read (profile, platform, chat id); `sameSession` says
    * whether a message is the session's. In one transaction, oldest first, it re-owns those
-   * handed to this process, given back to the cluster (`released`), left by a gone owner, or
-   * this process's own listed in `reclaim` (turns cut off by a lost lease, not given back yet),
-   * and resolves with them as `taken`; the others (this process's own, or a live owner's) are
-   * `waiting`, with their owner.
+   * handed to this process, given back to the cluster (`released`), left by a gone owner (but
+   * not one whose status message still shows: the take-over clears it first), or this
+   * process's own listed in `reclaim` (turns cut off by a lost lease, not given back yet), and
+   * resolves with them as `taken`; the others (this process's own, a live owner's, or those
+   * left to the take-over) are `waiting`, with their owner.
    */
   takeOlder(query: {
     readonly profile: string;
@@ -460,9 +461,11 @@ export class PostgresJournal implements Journal {
         .map((row) => Number(row.id));
       if (ids.length === 0) return { taken: [], waiting: [] };
       return this.#database.transaction("takeOlder", async (tx) => {
-        const rows = await tx.query<EntryRow>(
-          `SELECT id, key, state, owner, message, received_at, started_at FROM journal.entries
-             WHERE id = ANY($1::bigint[]) AND state <> 'done' ORDER BY id FOR UPDATE`,
+        const rows = await tx.query<EntryRow & { shown: boolean }>(
+          `SELECT id, key, state, owner, message, received_at, started_at,
+                  status IS NOT NULL AS shown
+             FROM journal.entries WHERE id = ANY($1::bigint[]) AND state <> 'done'
+             ORDER BY id FOR UPDATE`,
           [ids],
         );
         const foreign = [...new Set(rows.rows.map((row) => row.owner))].filter(
@@ -473,9 +476,11 @@ export class PostgresJournal implements Journal {
         const waiting: { id: number; owner: string }[] = [];
         for (const row of rows.rows) {
           const id = Number(row.id);
+          // A gone owner's entry whose status message still shows is left to the round's
+          // take-over, which clears that message first (gateway/recovery.ts).
           const ours =
             row.owner === handedOwner(this.owner) ||
-            gone.has(row.owner) ||
+            (gone.has(row.owner) && !row.shown) ||
             (row.owner === this.owner && query.reclaim?.has(id) === true);
           const entry = entryOf(row);
           if (!ours) waiting.push({ id, owner: row.owner });
