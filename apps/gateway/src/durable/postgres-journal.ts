@@ -468,9 +468,9 @@ export class PostgresJournal implements Journal {
              ORDER BY id FOR UPDATE`,
           [ids],
         );
-        const foreign = [...new Set(rows.rows.map((row) => row.owner))].filter(
-          (owner) => owner !== this.owner && owner !== handedOwner(this.owner),
-        );
+        const foreign = [
+          ...new Set(rows.rows.filter((row) => !row.shown).map((row) => row.owner)),
+        ].filter((owner) => owner !== this.owner && owner !== handedOwner(this.owner));
         const gone = new Set(await this.#gone(tx, foreign));
         const taken: JournalEntry[] = [];
         const waiting: { id: number; owner: string }[] = [];
@@ -951,10 +951,13 @@ export class PostgresJournal implements Journal {
    * replicas: docs/cluster.md).
    */
   async #gone(tx: Queryable, owners: readonly string[]): Promise<string[]> {
-    const gone = await goneOwners(tx, owners, this.owner);
-    return this.#fence === undefined
-      ? gone
-      : this.#fence.withoutLiveHolders(tx, gone, lockHolderOf);
+    // The leases first: an owner still holding one is not tried (its lock is left alone, so a
+    // replica restarting under its id meanwhile never finds it held by this transaction).
+    const unleased =
+      this.#fence === undefined
+        ? owners
+        : await this.#fence.withoutLiveHolders(tx, owners, lockHolderOf);
+    return goneOwners(tx, unleased, this.owner);
   }
 
   /** One statement on the pool, its failure named after `operation`. */

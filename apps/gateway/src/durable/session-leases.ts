@@ -356,7 +356,7 @@ export class SessionLeases {
   }
 
   /**
-   * Inside the caller's transaction `tx`: `owners` (journal owners judged gone by their lock)
+   * Inside the caller's transaction `tx`: `owners` (journal owners that may be gone)
    * less those whose process still holds an unexpired lease, `holderOf` mapping an owner to
    * its process. A replica whose lock connection dropped for a moment while it runs turns keeps
    * its work: only once its leases expired (or were released) is it gone.
