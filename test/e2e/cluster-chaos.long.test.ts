@@ -246,7 +246,11 @@ describe("cluster chaos: three replicas, SIGKILLed at random", () => {
       await victim.kill();
       await pause(k.downMs);
       const restarting = Date.now();
-      await victim.start();
+      await victim.start().catch((error: unknown) => {
+        // What the replica printed says why it did not start.
+        const tail = victim.output().split("\n").slice(-15).join("\n");
+        throw new Error(`replica ${k.replica} did not start again: ${String(error)}\n${tail}`);
+      });
       kills.push({ replica: k.replica, atMs, pending, restartMs: Date.now() - restarting });
     }
     await feeding;

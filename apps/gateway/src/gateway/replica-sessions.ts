@@ -53,6 +53,8 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
   readonly #orderCheckMs: number;
   readonly #orderWaitMs: number;
   readonly #now: () => number;
+  /** When each turn held back for its session's older messages first waited (#inOrder). */
+  readonly #waitingSince = new Map<string, number>();
   /** Entries to give back to the cluster, kept until the database takes the write. */
   readonly #givenBack = new Set<number>();
   #gateway: GatewayCore | undefined;
@@ -108,7 +110,8 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
    * replica, its own cut off by a lost lease) are taken and run before it (dispatched, or their
    * cut-off notice delivered); while one of them waits in the queue the turn goes back behind
    * it ({@link RunLater}); while an older one is still on its way (a live replica's, or this
-   * one's not queued yet) it looks again every `orderCheckMs`, for `orderWaitMs` at most.
+   * one's not queued yet) it goes back too, held back for `orderCheckMs` (its place among the
+   * running turns given up meanwhile), for `orderWaitMs` at most in all.
    */
   async #inOrder(turn: Parameters<SessionHold["acquire"]>[0]): Promise<boolean | typeof RunLater> {
     const gateway = this.#gateway;
@@ -118,7 +121,9 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
     if (turn.entryIds.length === 0) return true;
     const beforeId = Math.min(...turn.entryIds);
     const { queue } = gateway.services;
-    const sinceMs = this.#now();
+    const waitKey = `${turn.sessionKey}\0${beforeId}`;
+    const sinceMs = this.#waitingSince.get(waitKey) ?? this.#now();
+    this.#waitingSince.delete(waitKey);
     for (;;) {
       if (turn.signal?.aborted === true) return RunLater;
       const older = await this.#journal.takeOlder({
@@ -151,20 +156,15 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
         );
         return true;
       }
-      await this.#pause(this.#orderCheckMs, turn.signal);
+      // Waits out of the replica's running turns: the older message may itself wait for a
+      // free one here, or on a replica whose turns wait the same way.
+      this.#waitingSince.set(waitKey, sinceMs);
+      queue.holdBack(
+        turn.sessionKey,
+        new Promise((resolve) => this.#schedule(resolve, this.#orderCheckMs)),
+      );
+      return RunLater;
     }
-  }
-
-  #pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        cancel();
-        signal?.removeEventListener("abort", done);
-        resolve();
-      };
-      const cancel = this.#schedule(done, ms);
-      signal?.addEventListener("abort", done, { once: true });
-    });
   }
 
   askHolder(session: LeasedSession): Promise<string | undefined> {

@@ -37,6 +37,8 @@ interface SessionLane {
   /** The running turn handed its reply over for delivery ({@link TurnQueue.replied}). */
   replied: boolean;
   waiting: boolean;
+  /** Set by {@link TurnQueue.holdBack}: the lane starts nothing until it resolves. */
+  heldBack?: Promise<void> | undefined;
 }
 
 /** Options of {@link TurnQueue}. */
@@ -94,6 +96,25 @@ export class TurnQueue {
   /** Messages waiting (not running) for a session. */
   queued(sessionKey: string): number {
     return this.#lanes.get(sessionKey)?.pending.length ?? 0;
+  }
+
+  /**
+   * The session's running job is about to resolve {@link RunLater} and must not start again
+   * (nor any other of the session's) before `until` resolves: it gives up its place among the
+   * `concurrency` running turns while it waits (docs/cluster.md, a turn waiting for an older
+   * message held by another replica, whose own turns may be waiting the same way).
+   */
+  holdBack(sessionKey: string, until: Promise<void>): void {
+    const lane = this.#lanes.get(sessionKey);
+    if (lane?.running === undefined) return;
+    const heldBack = until.then(() => {
+      if (lane.heldBack !== heldBack) return;
+      lane.heldBack = undefined;
+      if (this.#lanes.get(sessionKey) !== lane) return;
+      this.#markReady(sessionKey, lane);
+      this.#pump();
+    });
+    lane.heldBack = heldBack;
   }
 
   /** Whether a job of the session with an `order` lower than `order` is waiting. */
@@ -210,6 +231,7 @@ export class TurnQueue {
   }
 
   #markReady(sessionKey: string, lane: SessionLane): void {
+    if (lane.heldBack !== undefined) return;
     if (lane.running === undefined && !lane.waiting && lane.pending.length > 0) {
       lane.waiting = true;
       this.#ready.push(sessionKey);
