@@ -436,6 +436,22 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     expect(a.inbox.texts.at(-1)).toBe("a: after");
   });
 
+  it("drops with /stop a message handed to the holder and not picked up yet", async () => {
+    const a = await replica("a");
+    const b = await replica("b");
+    await a.send("1", "first");
+    await b.send("2", "second");
+    expect(await ownerOf(2)).toBe("handed:a/boot/1/1");
+    await a.send("3", "/stop");
+    expect(await (a.gateway.journal as PostgresJournal).entryState(2)).toMatchObject({
+      state: "done",
+      outcome: "stopped",
+    });
+    await a.send("4", "after");
+    await roundsUntil(a.loop, () => expect(a.ran).toEqual(["first", "after"]));
+    expect(a.inbox.texts.at(-1)).toBe("a: after");
+  });
+
   it("stops a session on the replica running it when an admin asks another replica", async () => {
     const aborted: unknown[] = [];
     const a = await replica("a", { aheadMs: 0 }, (input) => {

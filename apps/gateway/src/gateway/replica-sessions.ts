@@ -167,6 +167,24 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
     }
   }
 
+  async dropWaiting(session: LeasedSession): Promise<number> {
+    const runtime = this.#gateway?.runtimes.get(session.profile);
+    const chat = parseSessionKey(session.sessionKey);
+    if (runtime === undefined || chat === undefined) return 0;
+    const waiting = await this.#journal.takeOlder({
+      profile: session.profile,
+      platform: chat.platform,
+      chatId: chat.chatId,
+      beforeId: Number.MAX_SAFE_INTEGER,
+      sameSession: (message) => buildSessionKey(message, runtime.profile) === session.sessionKey,
+      reclaim: this.#givenBack,
+    });
+    const ids = waiting.taken.map((entry) => entry.id);
+    for (const id of ids) this.#givenBack.delete(id);
+    if (ids.length > 0) await this.#journal.finished(ids, "stopped");
+    return ids.length;
+  }
+
   askHolder(session: LeasedSession): Promise<string | undefined> {
     return this.leases.ask(session, "stop");
   }

@@ -192,6 +192,12 @@ export interface SessionHold {
     readonly profile: string;
     readonly sessionKey: string;
   }): Promise<readonly string[]>;
+  /**
+   * `/stop` or `/reset` here: closes as `stopped` the session's messages waiting in the
+   * journal for this replica (handed to it, or left to the cluster), as its queued ones are
+   * dropped; resolves with how many. Rejects when the journal does not answer.
+   */
+  dropWaiting(session: { readonly profile: string; readonly sessionKey: string }): Promise<number>;
 }
 
 /**
