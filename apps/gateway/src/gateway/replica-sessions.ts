@@ -101,7 +101,16 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
       this.giveBack(turn.entryIds);
       return false;
     }
-    return this.#inOrder(turn);
+    try {
+      return await this.#inOrder(turn);
+    } catch (error) {
+      turn.log.warn(
+        { err: error },
+        "could not look up the session's older messages; the message is kept for the replica that can",
+      );
+      this.giveBack(turn.entryIds);
+      return false;
+    }
   }
 
   /**
@@ -156,9 +165,13 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
         );
         return true;
       }
+      // A turn dropped while held back (/stop) never comes back for its entry: forget it.
+      for (const [key, since] of this.#waitingSince) {
+        if (this.#now() - since > 2 * this.#orderWaitMs) this.#waitingSince.delete(key);
+      }
+      this.#waitingSince.set(waitKey, sinceMs);
       // Waits out of the replica's running turns: the older message may itself wait for a
       // free one here, or on a replica whose turns wait the same way.
-      this.#waitingSince.set(waitKey, sinceMs);
       queue.holdBack(
         turn.sessionKey,
         new Promise((resolve) => this.#schedule(resolve, this.#orderCheckMs)),
