@@ -54,6 +54,10 @@ export class InterruptedByMessageError extends MediagateError {
  * message waited), and the context is bound anew: the job runs from whatever turn finished
  * before it, so the identity must not be inherited.
  *
+ * A job's place in its session's queue is its journal entry id (the order the messages were
+ * received in): with replicas a message handed over or taken over may arrive after a later
+ * one, and goes before it (docs/cluster.md, "Each session's messages in order").
+ *
  * A message that arrives while its session is busy (docs/sessions.md, "Busy sessions": a turn
  * running that has not handed its reply over for delivery, or messages waiting) gets one line
  * saying so, and the profile's `busyMode` decides: `queue` waits its turn;
