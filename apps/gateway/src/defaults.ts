@@ -495,6 +495,23 @@ export const Defaults = {
     pollMs: 1_000,
     /** A session with nothing queued or running for this long has its lease released. */
     idleReleaseMs: 60_000,
+    /**
+     * A turn about to start whose session has an older message still open elsewhere (a live
+     * replica's not handed over yet, or one of this replica's on its way to the queue) looks
+     * again this often (docs/cluster.md, "Each session's messages in order").
+     */
+    orderCheckMs: 200,
+    /**
+     * ... and runs anyway once it has waited this long, logging which older message it ran
+     * before: a dead replica's messages are taken over within `leaseMs` plus a check, so this
+     * bounds a replica cut off from the database (it gives its messages back once it can).
+     */
+    orderWaitMs: 15_000,
+    /**
+     * A `/stop` request for another replica that it has not taken for this long is deleted by
+     * any replica's round: a live one takes its requests every `pollMs`, so its holder is gone.
+     */
+    requestExpiryMs: 60_000,
   },
   /**
    * Pins of persistent and `shared:` slots (docs/cluster.md, "Sandboxes across replicas"). A

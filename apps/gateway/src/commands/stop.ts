@@ -76,7 +76,16 @@ export async function stopSession(
   services: PipelineServices,
   sessionKey: string,
 ): Promise<StopSummary> {
-  const droppedMessages = services.queue.dropQueued(sessionKey);
+  let droppedMessages = services.queue.dropQueued(sessionKey);
+  const session = { profile: runtime.profile.name, sessionKey };
+  const waiting = await services.sessions?.dropWaiting(session).catch((error: unknown) => {
+    runtime.log.warn(
+      { err: error, sessionKey },
+      "could not drop the session's handed-over messages",
+    );
+    return 0;
+  });
+  droppedMessages += waiting ?? 0;
   const interrupted = await interruptSession(
     runtime,
     services,

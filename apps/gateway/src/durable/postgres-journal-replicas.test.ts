@@ -243,4 +243,35 @@ describe("PostgresJournal shared by replicas", () => {
     const taken = await c.takeOver();
     expect(taken.map((entry) => entry.id)).toEqual([first.id, second.id, third.id]);
   });
+
+  it("never closes, nor marks a status on, an entry it gave back once another replica took it", async () => {
+    const [a, b] = await Promise.all([replica("replica-a/1/1/1"), replica("replica-b/1/1/1")]);
+    const entry = await a.record(telegramMessage("stale", "long"));
+    await a.started(entry.id);
+    // a's lease lapsed: it gives the turn's entry back; b takes it over and runs it again.
+    await a.releaseEntries([entry.id]);
+    expect((await b.takeOver()).map((taken) => taken.id)).toEqual([entry.id]);
+    await b.statusShown(entry.id, {
+      target: { platform: "telegram", chatId: "100" },
+      messageId: "b-status",
+    });
+    // a's late writes of the turn it lost change nothing.
+    await a.finished(entry.id, "failed");
+    await a.statusShown(entry.id, {
+      target: { platform: "telegram", chatId: "100" },
+      messageId: "a-status",
+    });
+    await a.previewsShown(entry.id, ["a-preview"]);
+    expect(await b.entryState(entry.id)).toEqual({ state: "started", outcome: null, mine: true });
+    const status = await databases[0]?.query<{ status: string; previews: string | null }>(
+      "test",
+      "SELECT status, previews FROM journal.entries WHERE id = $1",
+      [entry.id],
+    );
+    expect(JSON.parse(status?.rows[0]?.status ?? "{}")).toMatchObject({ messageId: "b-status" });
+    expect(status?.rows[0]?.previews).toBeNull();
+    // Its holder closes it.
+    await b.finished(entry.id, "failed");
+    expect(await b.entryState(entry.id)).toMatchObject({ state: "done", outcome: "failed" });
+  });
 });

@@ -332,14 +332,18 @@ export class PostgresJournal implements Journal {
     });
   }
 
-  /** The first outcome stays: an entry already `done` (by `addReply`) is left as it is. */
+  /**
+   * The first outcome stays: an entry already `done` (by `addReply`) is left as it is. Fenced
+   * by ownership: only entries this process still owns are closed, so a stale holder's late
+   * close never touches an entry it gave back, handed over or had taken over (docs/cluster.md).
+   */
   finished(ids: number | readonly number[], outcome: JournalOutcome): Promise<void> {
     const nowMs = this.#now();
     return this.#call("finished", entryKeys(idList(ids)), async () => {
       await this.#query("finished").query(
         `UPDATE journal.entries SET state = 'done', outcome = $1, finished_at = $2
-           WHERE id = ANY($3::bigint[]) AND state <> 'done'`,
-        [outcome, nowMs, idList(ids)],
+           WHERE id = ANY($3::bigint[]) AND state <> 'done' AND owner = $4`,
+        [outcome, nowMs, idList(ids), this.owner],
       );
     });
   }
@@ -424,20 +428,102 @@ export class PostgresJournal implements Journal {
     });
   }
 
+  /**
+   * The open entries of one session older than entry `beforeId` (received before it), for the
+   * session's holder about to run that entry (docs/cluster.md, "Each session's messages in
+   * order"). `chat` narrows the rows read (profile, platform, chat id); `sameSession` says
+   * whether a message is the session's. In one transaction, oldest first, it re-owns those
+   * handed to this process, given back to the cluster (`released`), left by a gone owner (but
+   * not one whose status message still shows: the take-over clears it first), or this
+   * process's own listed in `reclaim` (turns cut off by a lost lease, not given back yet), and
+   * resolves with them as `taken`; the others (this process's own, a live owner's, or those
+   * left to the take-over) are `waiting`, with their owner.
+   */
+  takeOlder(query: {
+    readonly profile: string;
+    readonly platform: string;
+    readonly chatId: string;
+    readonly beforeId: number;
+    readonly sameSession: (message: InboundMessage) => boolean;
+    readonly reclaim?: ReadonlySet<number>;
+  }): Promise<{ taken: JournalEntry[]; waiting: { id: number; owner: string }[] }> {
+    return this.#call("takeOlder", [], async () => {
+      const open = await this.#query("takeOlder").query<EntryRow>(
+        `SELECT id, key, state, owner, message, received_at, started_at FROM journal.entries
+           WHERE profile = $1 AND platform = $2 AND id < $3 AND state <> 'done' ORDER BY id`,
+        [query.profile, query.platform, query.beforeId],
+      );
+      const ids = open.rows
+        .filter((row) => {
+          const entry = entryOf(row);
+          return entry?.message.chatId === query.chatId && query.sameSession(entry.message);
+        })
+        .map((row) => Number(row.id));
+      if (ids.length === 0) return { taken: [], waiting: [] };
+      return this.#database.transaction("takeOlder", async (tx) => {
+        const rows = await tx.query<EntryRow & { shown: boolean }>(
+          `SELECT id, key, state, owner, message, received_at, started_at,
+                  status IS NOT NULL AS shown
+             FROM journal.entries WHERE id = ANY($1::bigint[]) AND state <> 'done'
+             ORDER BY id FOR UPDATE`,
+          [ids],
+        );
+        const foreign = [
+          ...new Set(rows.rows.filter((row) => !row.shown).map((row) => row.owner)),
+        ].filter((owner) => owner !== this.owner && owner !== handedOwner(this.owner));
+        const gone = new Set(await this.#gone(tx, foreign));
+        const taken: JournalEntry[] = [];
+        const waiting: { id: number; owner: string }[] = [];
+        for (const row of rows.rows) {
+          const id = Number(row.id);
+          // A gone owner's entry whose status message still shows is left to the round's
+          // take-over, which clears that message first (gateway/recovery.ts).
+          const ours =
+            row.owner === handedOwner(this.owner) ||
+            (gone.has(row.owner) && !row.shown) ||
+            (row.owner === this.owner && query.reclaim?.has(id) === true);
+          const entry = entryOf(row);
+          if (!ours) waiting.push({ id, owner: row.owner });
+          else if (entry !== undefined) taken.push({ ...entry, owner: this.owner });
+          else {
+            // Unreadable, as takeOver closes it: it must not hold the session's turns back.
+            await tx.query(
+              "UPDATE journal.entries SET state = 'done', outcome = 'failed', finished_at = $1 WHERE id = $2",
+              [this.#now(), id],
+            );
+          }
+        }
+        if (taken.length > 0) {
+          await tx.query("UPDATE journal.entries SET owner = $1 WHERE id = ANY($2::bigint[])", [
+            this.owner,
+            taken.map((entry) => entry.id),
+          ]);
+        }
+        return { taken, waiting };
+      });
+    });
+  }
+
+  /** Fenced by ownership as {@link finished} is: a stale holder never overwrites the new one's. */
   statusShown(entryId: number, status: StatusRecord): Promise<void> {
     return this.#call("statusShown", entryKeys([entryId]), async () => {
       await this.#query("statusShown").query(
-        "UPDATE journal.entries SET status = $1 WHERE id = $2",
-        [JSON.stringify({ target: status.target, messageId: status.messageId }), entryId],
+        "UPDATE journal.entries SET status = $1 WHERE id = $2 AND owner = $3",
+        [
+          JSON.stringify({ target: status.target, messageId: status.messageId }),
+          entryId,
+          this.owner,
+        ],
       );
     });
   }
 
+  /** Fenced by ownership as {@link finished} is. */
   previewsShown(entryId: number, messageIds: readonly string[]): Promise<void> {
     return this.#call("previewsShown", entryKeys([entryId]), async () => {
       await this.#query("previewsShown").query(
-        "UPDATE journal.entries SET previews = $1 WHERE id = $2",
-        [JSON.stringify(messageIds), entryId],
+        "UPDATE journal.entries SET previews = $1 WHERE id = $2 AND owner = $3",
+        [JSON.stringify(messageIds), entryId, this.owner],
       );
     });
   }
@@ -868,10 +954,13 @@ export class PostgresJournal implements Journal {
    * replicas: docs/cluster.md).
    */
   async #gone(tx: Queryable, owners: readonly string[]): Promise<string[]> {
-    const gone = await goneOwners(tx, owners, this.owner);
-    return this.#fence === undefined
-      ? gone
-      : this.#fence.withoutLiveHolders(tx, gone, lockHolderOf);
+    // The leases first: an owner still holding one is not tried (its lock is left alone, so a
+    // replica restarting under its id meanwhile never finds it held by this transaction).
+    const unleased =
+      this.#fence === undefined
+        ? owners
+        : await this.#fence.withoutLiveHolders(tx, owners, lockHolderOf);
+    return goneOwners(tx, unleased, this.owner);
   }
 
   /** One statement on the pool, its failure named after `operation`. */

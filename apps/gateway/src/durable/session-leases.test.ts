@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { freshPostgresDatabase, type TestDatabase } from "../../../../test-support/postgres.js";
+import { Defaults } from "../defaults.js";
 import { PostgresDatabase } from "../postgres/database.js";
 import { SessionLeaseLostError, SessionLeases } from "./session-leases.js";
 
@@ -138,5 +139,23 @@ describe("SessionLeases", () => {
     expect(await leases.claim(session)).toEqual({ held: true, token: 1 });
     time.state.nowMs += 7_000;
     expect(leases.holds(session)).toBe(true);
+  });
+
+  it("forgets the requests made of a replica that never took them once they expired", async () => {
+    const time = clock();
+    const [a, b, c] = await Promise.all([
+      replica("a/8/1/1", time.now),
+      replica("b/8/1/1", time.now),
+      replica("c/8/1/1", time.now),
+    ]);
+    await a.leases.claim(session);
+    // b asks a to stop the session; a dies before its next round.
+    expect(await b.leases.ask(session, "stop")).toBe("a/8/1/1");
+    const left = () => c.database.query("test", "SELECT holder FROM leases.requests");
+    expect(await c.leases.requests()).toEqual([]);
+    expect((await left()).rows).toEqual([{ holder: "a/8/1/1" }]);
+    time.state.nowMs += Defaults.sessionLeases.requestExpiryMs + 1;
+    expect(await c.leases.requests()).toEqual([]);
+    expect((await left()).rows).toEqual([]);
   });
 });

@@ -15,6 +15,8 @@ export interface SessionLeasesOptions {
   readonly leaseMs?: number;
   /** Default `Defaults.sessionLeases.marginMs`. */
   readonly marginMs?: number;
+  /** Default `Defaults.sessionLeases.requestExpiryMs`. */
+  readonly requestExpiryMs?: number;
 }
 
 /** Defaults of {@link SessionLeasesOptions}. */
@@ -22,6 +24,7 @@ export const SessionLeasesDefaults = {
   now: Date.now,
   leaseMs: Defaults.sessionLeases.leaseMs,
   marginMs: Defaults.sessionLeases.marginMs,
+  requestExpiryMs: Defaults.sessionLeases.requestExpiryMs,
 } as const satisfies Required<Omit<SessionLeasesOptions, "owner">>;
 
 /** One session of one profile. */
@@ -102,6 +105,7 @@ export class SessionLeases {
   readonly #now: () => number;
   readonly #leaseMs: number;
   readonly #marginMs: number;
+  readonly #requestExpiryMs: number;
   readonly #held = new Map<string, Held>();
 
   private constructor(
@@ -114,6 +118,7 @@ export class SessionLeases {
     this.#now = settings.now;
     this.#leaseMs = settings.leaseMs;
     this.#marginMs = settings.marginMs;
+    this.#requestExpiryMs = settings.requestExpiryMs;
     if (this.#marginMs >= this.#leaseMs) {
       throw new RangeError(
         `sessionLeases: marginMs (${this.#marginMs}) must be shorter than leaseMs (${this.#leaseMs})`,
@@ -323,7 +328,9 @@ export class SessionLeases {
 
   /**
    * The requests other replicas made of this one ({@link ask}, {@link askEvery}), oldest first,
-   * taken once. A request of an action this version does not know is taken and dropped.
+   * taken once. A request of an action this version does not know is taken and dropped. In the
+   * same statement, requests made of other replicas more than `requestExpiryMs` ago are
+   * deleted: a live replica takes its own within a round, so those are a gone replica's.
    */
   async requests(): Promise<LeaseRequest[]> {
     const taken = await this.#database.query<{
@@ -333,8 +340,11 @@ export class SessionLeases {
       action: string;
     }>(
       "take requests",
-      "DELETE FROM leases.requests WHERE holder = $1 RETURNING id, profile, session_key, action",
-      [this.owner],
+      `WITH expired AS (
+         DELETE FROM leases.requests WHERE holder <> $1 AND asked_at < $2
+       )
+       DELETE FROM leases.requests WHERE holder = $1 RETURNING id, profile, session_key, action`,
+      [this.owner, this.#now() - this.#requestExpiryMs],
     );
     return [...taken.rows]
       .sort((a, b) => Number(a.id) - Number(b.id))
@@ -346,7 +356,7 @@ export class SessionLeases {
   }
 
   /**
-   * Inside the caller's transaction `tx`: `owners` (journal owners judged gone by their lock)
+   * Inside the caller's transaction `tx`: `owners` (journal owners that may be gone)
    * less those whose process still holds an unexpired lease, `holderOf` mapping an owner to
    * its process. A replica whose lock connection dropped for a moment while it runs turns keeps
    * its work: only once its leases expired (or were released) is it gone.

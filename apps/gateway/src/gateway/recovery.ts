@@ -40,8 +40,30 @@ export async function recover(gateway: GatewayCore): Promise<OutboxRecord[]> {
     logger: gateway.logger,
   });
   const entries = await gateway.journal.takeOver();
+  const notices = await recoverEntries(gateway, entries);
+  const replies = await gateway.journal.takeOverReplies();
+  if (entries.length > 0 || replies.length > 0) {
+    gateway.logger.info(
+      {
+        messages: entries.filter((e) => e.state === "received").length,
+        interrupted: entries.filter((e) => e.state === "started").length,
+        replies: replies.length,
+      },
+      "recovering what the previous process left",
+    );
+  }
+  return [...notices, ...replies];
+}
+
+/**
+ * {@link recoverEntry} for each of `entries` (taken over, oldest first); the items of an album
+ * whose turn was cut off share one notice. Resolves with the notices recorded.
+ */
+export async function recoverEntries(
+  gateway: GatewayCore,
+  entries: readonly JournalEntry[],
+): Promise<OutboxRecord[]> {
   const notices: OutboxRecord[] = [];
-  // The items of an album whose turn was cut off share one notice.
   const cutAlbums = new Map<string, JournalEntry[]>();
   for (const entry of entries) {
     const album = entry.message.album;
@@ -64,18 +86,7 @@ export async function recover(gateway: GatewayCore): Promise<OutboxRecord[]> {
     );
     if (notice !== undefined) notices.push(notice);
   }
-  const replies = await gateway.journal.takeOverReplies();
-  if (entries.length > 0 || replies.length > 0) {
-    gateway.logger.info(
-      {
-        messages: entries.filter((e) => e.state === "received").length,
-        interrupted: entries.filter((e) => e.state === "started").length,
-        replies: replies.length,
-      },
-      "recovering what the previous process left",
-    );
-  }
-  return [...notices, ...replies];
+  return notices;
 }
 
 /**

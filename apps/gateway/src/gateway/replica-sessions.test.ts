@@ -28,6 +28,7 @@ import { Defaults } from "../defaults.js";
 import { PostgresJournal } from "../durable/postgres-journal.js";
 import { SessionLeaseLostError, SessionLeases } from "../durable/session-leases.js";
 import { Gateway } from "../gateway.js";
+import { queuedText } from "../pipeline/enqueue-turn.js";
 import { PostgresDatabase } from "../postgres/database.js";
 import { buildSessionKey } from "../session/key.js";
 import { NotRecordedUnreachableText } from "./inbound.js";
@@ -154,6 +155,7 @@ async function replica(
   runTurn?: (input: AgentTurnInput) => Promise<AgentTurnResult>,
   persistent = false,
   url = testDatabase.url,
+  rerunInterrupted = false,
 ) {
   const home = await mkdtemp(join(tmpdir(), "mg-replica-"));
   homes.push(home);
@@ -161,6 +163,7 @@ async function replica(
     {
       home,
       store: { kind: "postgres", url },
+      recovery: { rerunInterrupted },
       profiles: [
         {
           name: "solo",
@@ -268,20 +271,21 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     void a.inbox.onMessage?.(dm("1", "long"));
     await waitFor(() => expect(a.ran).toEqual(["long"]));
     // a is cut off from the database past its lease (b's clock says it expired): b takes the
-    // session with the next message it receives.
-    await b.send("2", "next");
-    expect(b.ran).toEqual(["next"]);
+    // session with the next message it receives, which waits for the older one a still owns.
+    void b.inbox.onMessage?.(dm("2", "next"));
+    await waitFor(async () => expect(await ownerOf(2)).toBe("b/boot/1/1"));
     clock.aheadMs = Defaults.sessionLeases.renewMs;
     await roundsUntil(a.loop, () => expect(aborted).toHaveLength(1));
     await a.gateway.idle();
     expect(aborted[0]).toBeInstanceOf(SessionLeaseLostError);
     expect(a.inbox.texts).toEqual([]);
-    // Its cut-off turn goes back to the cluster on a's next round, and on to b, which holds the
-    // session; it ran no command, so b runs it again, as a restart would.
-    await roundsUntil(a.loop, async () => expect(await ownerOf(1)).toBe("handed:b/boot/1/1"));
-    await roundsUntil(b.loop, () => expect(b.ran).toEqual(["next", "long"]));
+    expect(b.ran).toEqual([]);
+    // Its cut-off turn goes back to the cluster on a's next round; b takes it as the older
+    // message of its session: it ran no command, so b runs it again, as a restart would, first.
+    await roundsUntil(a.loop, async () => expect(await ownerOf(1)).not.toBe("a/boot/1/1"));
+    await roundsUntil(b.loop, () => expect(b.ran).toEqual(["long", "next"]));
     await b.gateway.idle();
-    expect(b.inbox.texts).toEqual(["b: next", "b: long"]);
+    expect(b.inbox.texts).toEqual(["b: long", "b: next"]);
     expect(a.inbox.texts).toEqual([]);
   });
 
@@ -324,11 +328,13 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     expect(aborted[0]).toBeInstanceOf(SessionLeaseLostError);
 
     // b, whose clock says a's lease expired, takes the session with its next message, and
-    // a's message whose turn was cut off (it ran no command: b runs it again).
+    // a's message whose turn was cut off (it ran no command: b runs it again): a's lock
+    // connection is gone with the database, so once a's lease expired a counts as gone, and b
+    // runs its older message first.
     await b.send("4", "next");
-    await roundsUntil(b.loop, () => expect(b.ran).toEqual(["next", "long"]));
+    await roundsUntil(b.loop, () => expect(b.ran).toEqual(["long", "next"]));
     await b.gateway.idle();
-    expect(b.inbox.texts).toEqual(["b: next", "b: long"]);
+    expect(b.inbox.texts).toEqual(["b: long", "b: next"]);
 
     // The database is back for a; its agent answers the turn it lost: nothing goes out.
     proxy.restore();
@@ -338,12 +344,112 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     await a.gateway.idle();
     // The platform's retry of the update a could not record: a hands it to the holder.
     await a.send("3", "while cut off");
-    await roundsUntil(b.loop, () => expect(b.ran).toEqual(["next", "long", "while cut off"]));
+    await roundsUntil(b.loop, () => expect(b.ran).toEqual(["long", "next", "while cut off"]));
     await b.gateway.idle();
     expect(a.ran).toEqual(["first", "long"]);
     expect(a.inbox.texts).toEqual(["a: first", NotRecordedUnreachableText]);
-    expect(b.inbox.texts).toEqual(["b: next", "b: long", "b: while cut off"]);
+    expect(b.inbox.texts).toEqual(["b: long", "b: next", "b: while cut off"]);
     expect(await ownerOf(2)).toBe("b/boot/1/1");
+  });
+
+  it("runs a message handed over before a later one the holder received itself", async () => {
+    const a = await replica("a");
+    const b = await replica("b");
+    await a.send("1", "first");
+    // b hands "second" to a; before a's round picks it up, a receives "third" itself.
+    await b.send("2", "second");
+    expect(await ownerOf(2)).toBe("handed:a/boot/1/1");
+    void a.inbox.onMessage?.(dm("3", "third"));
+    await roundsUntil(a.loop, () => expect(a.ran).toHaveLength(3));
+    await a.gateway.idle();
+    expect(a.ran).toEqual(["first", "second", "third"]);
+    expect(a.inbox.texts).toEqual(["a: first", "a: second", "a: third"]);
+  });
+
+  it("tells of a dead replica's cut-off turn before answering a newer message", async () => {
+    const database = new PostgresDatabase({ url: testDatabase.url });
+    databases.push(database);
+    const deadLeases = await SessionLeases.open(database, { owner: "dead/boot/1/1" });
+    const dead = await PostgresJournal.open(database, { owner: "dead/boot/1/1", ownerGraceMs: 0 });
+    const cutOff = await dead.record(dm("1", "cut off"));
+    await dead.started(cutOff.id);
+    await deadLeases.claim({ profile: "solo", sessionKey: buildSessionKey(dm("1", "")) });
+    await dead.close();
+
+    const clock = { aheadMs: 0 };
+    const b = await replica("b", clock);
+    await b.gateway.idle();
+    expect(b.inbox.texts).toEqual([]);
+    // The dead replica's lease has expired by b's clock; b has run no round since.
+    clock.aheadMs = Defaults.sessionLeases.leaseMs;
+    await b.send("2", "next");
+    expect(b.ran).toEqual(["next"]);
+    expect(b.inbox.texts).toEqual([
+      expect.stringContaining("while working on your message “cut off”"),
+      "b: next",
+    ]);
+  });
+
+  it("reruns a dead replica's cut-off turn before a newer message with rerunInterrupted", async () => {
+    const database = new PostgresDatabase({ url: testDatabase.url });
+    databases.push(database);
+    const deadLeases = await SessionLeases.open(database, { owner: "dead/boot/1/1" });
+    const dead = await PostgresJournal.open(database, { owner: "dead/boot/1/1", ownerGraceMs: 0 });
+    const cutOff = await dead.record(dm("1", "cut off"));
+    await dead.started(cutOff.id);
+    await deadLeases.claim({ profile: "solo", sessionKey: buildSessionKey(dm("1", "")) });
+    await dead.close();
+
+    const clock = { aheadMs: 0 };
+    const b = await replica("b", clock, undefined, false, testDatabase.url, true);
+    await b.gateway.idle();
+    expect(b.ran).toEqual([]);
+    // The dead replica's lease has expired by b's clock; b has run no round since.
+    clock.aheadMs = Defaults.sessionLeases.leaseMs;
+    void b.inbox.onMessage?.(dm("2", "next"));
+    await roundsUntil(b.loop, () => expect(b.ran).toHaveLength(2));
+    await b.gateway.idle();
+    expect(b.ran).toEqual(["cut off", "next"]);
+    expect(b.inbox.texts).toEqual(["b: cut off", "b: next"]);
+  });
+
+  it("runs a message at once after /stop dropped the ones queued before it", async () => {
+    const a = await replica("a", { aheadMs: 0 }, (input) =>
+      input.text === "long"
+        ? new Promise((_resolve, reject) => {
+            input.signal.addEventListener("abort", () => reject(new Error("aborted")));
+          })
+        : Promise.resolve({ reply: `a: ${input.text}` }),
+    );
+    void a.inbox.onMessage?.(dm("1", "long"));
+    await waitFor(() => expect(a.ran).toEqual(["long"]));
+    void a.inbox.onMessage?.(dm("2", "queued"));
+    await waitFor(() => expect(a.inbox.texts).toEqual([queuedText(1, true)]));
+    await a.send("3", "/stop");
+    expect(await (a.gateway.journal as PostgresJournal).entryState(2)).toMatchObject({
+      state: "done",
+      outcome: "stopped",
+    });
+    // No round of the loop, no wait for an older message: the dropped ones do not hold it back.
+    await a.send("4", "after");
+    expect(a.ran).toEqual(["long", "after"]);
+    expect(a.inbox.texts.at(-1)).toBe("a: after");
+  });
+
+  it("drops with /stop a message handed to the holder and not picked up yet", async () => {
+    const a = await replica("a");
+    const b = await replica("b");
+    await a.send("1", "first");
+    await b.send("2", "second");
+    expect(await ownerOf(2)).toBe("handed:a/boot/1/1");
+    await a.send("3", "/stop");
+    expect(await (a.gateway.journal as PostgresJournal).entryState(2)).toMatchObject({
+      state: "done",
+      outcome: "stopped",
+    });
+    await a.send("4", "after");
+    await roundsUntil(a.loop, () => expect(a.ran).toEqual(["first", "after"]));
+    expect(a.inbox.texts.at(-1)).toBe("a: after");
   });
 
   it("stops a session on the replica running it when an admin asks another replica", async () => {

@@ -10,8 +10,10 @@ import {
   type SessionLeases,
 } from "../durable/session-leases.js";
 import type { SessionHold } from "../pipeline/types.js";
+import { buildSessionKey, parseSessionKey } from "../session/key.js";
+import { RunLater } from "../session/queue.js";
 import { type GatewayCore, type ReplicaLoop, track } from "./core.js";
-import { recover, recoverEntry } from "./recovery.js";
+import { recover, recoverEntries } from "./recovery.js";
 import { ReplicaSlots } from "./replica-slots.js";
 
 /** Options of {@link ReplicaSessions}. */
@@ -26,6 +28,10 @@ export interface ReplicaSessionsOptions {
   readonly renewMs?: number;
   /** Default `Defaults.sessionLeases.idleReleaseMs`. */
   readonly idleReleaseMs?: number;
+  /** Default `Defaults.sessionLeases.orderCheckMs`. */
+  readonly orderCheckMs?: number;
+  /** Default `Defaults.sessionLeases.orderWaitMs`. */
+  readonly orderWaitMs?: number;
   /** The clock of the renewals and idle releases (the leases' own). */
   readonly now: () => number;
   /** The pins of persistent and `shared:` slots (replica-slots.ts); none: no slot is pinned. */
@@ -48,7 +54,11 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
   readonly #pollMs: number;
   readonly #renewMs: number;
   readonly #idleReleaseMs: number;
+  readonly #orderCheckMs: number;
+  readonly #orderWaitMs: number;
   readonly #now: () => number;
+  /** When each turn held back for its session's older messages first waited (#inOrder). */
+  readonly #waitingSince = new Map<string, number>();
   /** Entries to give back to the cluster, kept until the database takes the write. */
   readonly #givenBack = new Set<number>();
   #gateway: GatewayCore | undefined;
@@ -70,21 +80,25 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
     this.#pollMs = options.pollMs ?? Defaults.sessionLeases.pollMs;
     this.#renewMs = options.renewMs ?? Defaults.sessionLeases.renewMs;
     this.#idleReleaseMs = options.idleReleaseMs ?? Defaults.sessionLeases.idleReleaseMs;
+    this.#orderCheckMs = options.orderCheckMs ?? Defaults.sessionLeases.orderCheckMs;
+    this.#orderWaitMs = options.orderWaitMs ?? Defaults.sessionLeases.orderWaitMs;
     this.#now = options.now;
     this.slots = options.slots;
   }
 
-  async acquire(turn: Parameters<SessionHold["acquire"]>[0]): Promise<boolean> {
+  async acquire(turn: Parameters<SessionHold["acquire"]>[0]): Promise<boolean | typeof RunLater> {
     const session = { profile: turn.profile, sessionKey: turn.sessionKey };
     try {
       const claim = await this.leases.claim(session);
-      if (claim.held) return await this.#pinHere(turn, session);
-      const handed = await this.#journal.handOver(turn.entryIds, claim.holder);
-      turn.log.info(
-        { holder: claim.holder, entries: handed.length },
-        "another replica holds the session: its message is handed to it",
-      );
-      return false;
+      if (!claim.held) {
+        const handed = await this.#journal.handOver(turn.entryIds, claim.holder);
+        turn.log.info(
+          { holder: claim.holder, entries: handed.length },
+          "another replica holds the session: its message is handed to it",
+        );
+        return false;
+      }
+      if (!(await this.#pinHere(turn, session))) return false;
     } catch (error) {
       turn.log.warn(
         { err: error },
@@ -93,6 +107,101 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
       this.giveBack(turn.entryIds);
       return false;
     }
+    try {
+      return await this.#inOrder(turn);
+    } catch (error) {
+      turn.log.warn(
+        { err: error },
+        "could not look up the session's older messages; the message is kept for the replica that can",
+      );
+      this.giveBack(turn.entryIds);
+      return false;
+    }
+  }
+
+  /**
+   * Whether the held session's turn of `turn.entryIds` runs now: first the session's older
+   * open entries that are this process's to run (handed to it, released, left by a gone
+   * replica, its own cut off by a lost lease) are taken and run before it (dispatched, or their
+   * cut-off notice delivered); while one of them waits in the queue the turn goes back behind
+   * it ({@link RunLater}); while an older one is still on its way (a live replica's, or this
+   * one's not queued yet) it goes back too, held back for `orderCheckMs` (its place among the
+   * running turns given up meanwhile), for `orderWaitMs` at most in all.
+   */
+  async #inOrder(turn: Parameters<SessionHold["acquire"]>[0]): Promise<boolean | typeof RunLater> {
+    const gateway = this.#gateway;
+    const runtime = gateway?.runtimes.get(turn.profile);
+    const chat = parseSessionKey(turn.sessionKey);
+    if (gateway === undefined || runtime === undefined || chat === undefined) return true;
+    if (turn.entryIds.length === 0) return true;
+    const beforeId = Math.min(...turn.entryIds);
+    const { queue } = gateway.services;
+    const waitKey = `${turn.sessionKey}\0${beforeId}`;
+    const sinceMs = this.#waitingSince.get(waitKey) ?? this.#now();
+    this.#waitingSince.delete(waitKey);
+    for (;;) {
+      if (turn.signal?.aborted === true) return RunLater;
+      const older = await this.#journal.takeOlder({
+        profile: turn.profile,
+        platform: chat.platform,
+        chatId: chat.chatId,
+        beforeId,
+        sameSession: (message) => buildSessionKey(message, runtime.profile) === turn.sessionKey,
+        reclaim: this.#givenBack,
+      });
+      if (older.taken.length > 0) {
+        for (const entry of older.taken) this.#givenBack.delete(entry.id);
+        turn.log.info(
+          { entries: older.taken.map((entry) => entry.id) },
+          "older messages of the session taken to run first",
+        );
+        const notices = await recoverEntries(gateway, older.taken);
+        // A cut-off turn's notice goes out before the answers of the messages after it.
+        if (notices.length > 0) await gateway.outbox.resume(notices);
+        // Those dispatched are this process's now, on their way to the queue: look again.
+        continue;
+      }
+      if (queue.waitingBefore(turn.sessionKey, beforeId)) return RunLater;
+      const { waiting } = older;
+      if (waiting.length === 0) return true;
+      if (this.#now() - sinceMs >= this.#orderWaitMs) {
+        turn.log.warn(
+          { olderEntries: waiting, waitedMs: this.#now() - sinceMs },
+          "older messages of the session are still open elsewhere: this one runs before them",
+        );
+        return true;
+      }
+      // A turn dropped while held back (/stop) never comes back for its entry: forget it.
+      for (const [key, since] of this.#waitingSince) {
+        if (this.#now() - since > 2 * this.#orderWaitMs) this.#waitingSince.delete(key);
+      }
+      this.#waitingSince.set(waitKey, sinceMs);
+      // Waits out of the replica's running turns: the older message may itself wait for a
+      // free one here, or on a replica whose turns wait the same way.
+      queue.holdBack(
+        turn.sessionKey,
+        new Promise((resolve) => this.#schedule(resolve, this.#orderCheckMs)),
+      );
+      return RunLater;
+    }
+  }
+
+  async dropWaiting(session: LeasedSession): Promise<number> {
+    const runtime = this.#gateway?.runtimes.get(session.profile);
+    const chat = parseSessionKey(session.sessionKey);
+    if (runtime === undefined || chat === undefined) return 0;
+    const waiting = await this.#journal.takeOlder({
+      profile: session.profile,
+      platform: chat.platform,
+      chatId: chat.chatId,
+      beforeId: Number.MAX_SAFE_INTEGER,
+      sameSession: (message) => buildSessionKey(message, runtime.profile) === session.sessionKey,
+      reclaim: this.#givenBack,
+    });
+    const ids = waiting.taken.map((entry) => entry.id);
+    for (const id of ids) this.#givenBack.delete(id);
+    if (ids.length > 0) await this.#journal.finished(ids, "stopped");
+    return ids.length;
   }
 
   /**
@@ -254,10 +363,8 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
       }
       for (const request of await this.leases.requests()) await this.#act(gateway, request);
       if (!this.#taking) return;
-      for (const entry of await this.#journal.takeHandedOver()) {
-        const notice = await recoverEntry(gateway, entry);
-        if (notice !== undefined) track(gateway, gateway.outbox.resume([notice]));
-      }
+      const notices = await recoverEntries(gateway, await this.#journal.takeHandedOver());
+      if (notices.length > 0) track(gateway, gateway.outbox.resume(notices));
       const replies = await recover(gateway);
       if (replies.length > 0) track(gateway, gateway.outbox.resume(replies));
       await this.#releaseIdle(gateway);

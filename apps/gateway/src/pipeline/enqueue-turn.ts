@@ -4,7 +4,7 @@ import { interruptSession } from "../commands/stop.js";
 import { SessionLeaseLostError } from "../durable/session-leases.js";
 import { SlotRegistry } from "../sandbox-access/slot-registry.js";
 import type { SessionContext } from "../session/context.js";
-import type { TurnOutcome } from "../session/queue.js";
+import { RunLater, type TurnOutcome } from "../session/queue.js";
 import { abortedByStop } from "../session/stopping.js";
 import { reportStepFailure } from "./boundary.js";
 import { sayAndFinish } from "./command-answer.js";
@@ -54,6 +54,10 @@ export class InterruptedByMessageError extends MediagateError {
  * a /reset rotated one since the message was bound (it may have been this session's, while the
  * message waited), and the context is bound anew: the job runs from whatever turn finished
  * before it, so the identity must not be inherited.
+ *
+ * A job's place in its session's queue is its journal entry id (the order the messages were
+ * received in): with replicas a message handed over or taken over may arrive after a later
+ * one, and goes before it (docs/cluster.md, "Each session's messages in order").
  *
  * A message that arrives while its session is busy (docs/sessions.md, "Busy sessions": a turn
  * running that has not handed its reply over for delivery, or messages waiting) gets one line
@@ -116,52 +120,62 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
 
   let stopping: AbortSignal | undefined;
   const queuedAtMs = performance.now();
-  const outcome = queue.enqueue(key, async (signal) => {
-    stopping = signal;
-    const turn = new TurnReport(queuedAtMs);
-    ctx.turn = turn;
-    ctx.services.live?.turnStarted(key);
-    ctx.services.turnStarted?.();
-    try {
-      if (collected !== undefined) mergeCollected(ctx, collected.close());
-      if (interrupting !== undefined) {
-        const interrupted = await interrupting;
-        ctx.log.info(interrupted, "the session's previous turn was interrupted by this message");
+  const outcome = queue.enqueue(
+    key,
+    async (signal) => {
+      stopping = signal;
+      let later = false;
+      const turn = new TurnReport(queuedAtMs);
+      ctx.turn = turn;
+      ctx.services.live?.turnStarted(key);
+      ctx.services.turnStarted?.();
+      try {
+        if (collected !== undefined) mergeCollected(ctx, collected.close());
+        if (interrupting !== undefined) {
+          const interrupted = await interrupting;
+          ctx.log.info(interrupted, "the session's previous turn was interrupted by this message");
+        }
+        const held = await heldHere(ctx, key, signal);
+        if (held === RunLater) {
+          later = true;
+          return RunLater;
+        }
+        if (!held) {
+          turn.exit = "elsewhere";
+          return;
+        }
+        const session = { ...queued, sessionId: await currentSessionId(ctx, queued) };
+        const slot = ctx.runtime.slotFor(session.sessionKey);
+        ctx.session = session;
+        ctx.slot = slot;
+        ctx.signal = signal;
+        slots.note(SlotRegistry.slotId(session.profile, slot), session.sessionKey);
+        await scope.run(session, next);
+      } catch (error) {
+        if (abortedByStop(signal)) {
+          turn.exit = "cut_off";
+          return;
+        }
+        if (leaseLost(signal, error)) {
+          ctx.log.warn("the session's lease was lost: the turn is cut off and left to its holder");
+          ctx.services.sessions?.giveBack(entryIdsOf(ctx));
+          turn.exit = "cut_off";
+          return;
+        }
+        // The steps after this one come out named; a failure binding the turn is this step's.
+        const failure =
+          error instanceof PipelineStepError ? error : new PipelineStepError("enqueueTurn", error);
+        const notice = failure.step === "sendReply" ? DeliveryFailedText : TurnFailedText;
+        await reportStepFailure(ctx, failure, notice);
+      } finally {
+        // A turn cut off by a lost lease leaves its messages to the session's new holder.
+        if (leaseLost(signal, undefined)) ctx.services.sessions?.giveBack(entryIdsOf(ctx));
+        ctx.services.live?.turnEnded(key);
+        if (!later) ctx.log.info(turn.fields(), "turn finished");
       }
-      if (!(await heldHere(ctx, key))) {
-        turn.exit = "elsewhere";
-        return;
-      }
-      const session = { ...queued, sessionId: await currentSessionId(ctx, queued) };
-      const slot = ctx.runtime.slotFor(session.sessionKey);
-      ctx.session = session;
-      ctx.slot = slot;
-      ctx.signal = signal;
-      slots.note(SlotRegistry.slotId(session.profile, slot), session.sessionKey);
-      await scope.run(session, next);
-    } catch (error) {
-      if (abortedByStop(signal)) {
-        turn.exit = "cut_off";
-        return;
-      }
-      if (leaseLost(signal, error)) {
-        ctx.log.warn("the session's lease was lost: the turn is cut off and left to its holder");
-        ctx.services.sessions?.giveBack(entryIdsOf(ctx));
-        turn.exit = "cut_off";
-        return;
-      }
-      // The steps after this one come out named; a failure binding the turn is this step's.
-      const failure =
-        error instanceof PipelineStepError ? error : new PipelineStepError("enqueueTurn", error);
-      const notice = failure.step === "sendReply" ? DeliveryFailedText : TurnFailedText;
-      await reportStepFailure(ctx, failure, notice);
-    } finally {
-      // A turn cut off by a lost lease leaves its messages to the session's new holder.
-      if (leaseLost(signal, undefined)) ctx.services.sessions?.giveBack(entryIdsOf(ctx));
-      ctx.services.live?.turnEnded(key);
-      ctx.log.info(turn.fields(), "turn finished");
-    }
-  });
+    },
+    orderOf(ctx),
+  );
   if (tell && interrupting !== undefined) await say(ctx, InterruptedTurnText);
   else if (tell && (running || waiting > 0)) {
     await say(
@@ -190,9 +204,14 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
 
 /**
  * Whether this process runs the session's turn: always with one process (no session leases);
- * with replicas, when it holds the session's lease (docs/cluster.md).
+ * with replicas, when it holds the session's lease, once the session's older messages ran
+ * ({@link RunLater} until then: docs/cluster.md).
  */
-async function heldHere(ctx: MessageContext, sessionKey: string): Promise<boolean> {
+async function heldHere(
+  ctx: MessageContext,
+  sessionKey: string,
+  signal: AbortSignal,
+): Promise<boolean | typeof RunLater> {
   const sessions = ctx.services.sessions;
   if (sessions === undefined) return true;
   return sessions.acquire({
@@ -202,7 +221,14 @@ async function heldHere(ctx: MessageContext, sessionKey: string): Promise<boolea
     log: ctx.log,
     slot: ctx.runtime.slotFor(sessionKey),
     tell: (text) => say(ctx, text),
+    signal,
   });
+}
+
+/** The message's place in its session's queue: its journal entry, the order it was received in. */
+function orderOf(ctx: MessageContext): number | undefined {
+  const ids = entryIdsOf(ctx);
+  return ids.length === 0 ? undefined : Math.min(...ids);
 }
 
 /** Whether the turn ended because its session's lease was lost (the abort, or a fenced write). */

@@ -19,7 +19,7 @@ import type { TaskServices } from "../schedules/services.js";
 import type { BusySessions } from "../session/busy.js";
 import type { SessionContext, SessionScope } from "../session/context.js";
 import type { LiveSessions } from "../session/live-sessions.js";
-import type { TurnQueue } from "../session/queue.js";
+import type { RunLater, TurnQueue } from "../session/queue.js";
 import type { StateStore } from "../state/state-store.js";
 import type { ProgressClock } from "../turn-progress/progress.js";
 import type { MessageReaction } from "../turn-progress/reactions.js";
@@ -163,7 +163,8 @@ export interface SessionHold {
    * Claims the session for its turn about to start: true when this process holds its lease
    * and runs the turn; false when it may not (another live replica holds it and the entries
    * were handed to that one, or the database did not answer and they were given back): the
-   * turn does not run here.
+   * turn does not run here; {@link RunLater} when an older message of the session waits in
+   * the queue to run first (docs/cluster.md): the turn goes back behind it.
    */
   acquire(turn: {
     readonly profile: string;
@@ -174,7 +175,9 @@ export interface SessionHold {
     readonly slot?: string | undefined;
     /** Says a line in the turn's chat (a pinned slot's files left behind, told once). */
     readonly tell?: ((text: string) => Promise<void>) | undefined;
-  }): Promise<boolean>;
+    /** The turn's signal: `/stop` or the gateway's stop ends a wait for older messages. */
+    readonly signal?: AbortSignal | undefined;
+  }): Promise<boolean | typeof RunLater>;
   /** A turn cut off because its lease was lost: its entries go back for the session's holder. */
   giveBack(entryIds: readonly number[]): void;
   /**
@@ -193,6 +196,12 @@ export interface SessionHold {
     readonly profile: string;
     readonly sessionKey: string;
   }): Promise<readonly string[]>;
+  /**
+   * `/stop` or `/reset` here: closes as `stopped` the session's messages waiting in the
+   * journal for this replica (handed to it, or left to the cluster), as its queued ones are
+   * dropped; resolves with how many. Rejects when the journal does not answer.
+   */
+  dropWaiting(session: { readonly profile: string; readonly sessionKey: string }): Promise<number>;
 }
 
 /**

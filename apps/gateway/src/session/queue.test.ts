@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { QueueClosedError, TurnQueue } from "./queue.js";
+import { QueueClosedError, RunLater, TurnQueue } from "./queue.js";
 
 /** A job that records its start and waits until released. */
 function gated(log: string[], name: string) {
@@ -117,5 +117,83 @@ describe("TurnQueue", () => {
     const q = new TurnQueue();
     q.close();
     await expect(q.enqueue("a", async () => {})).rejects.toBeInstanceOf(QueueClosedError);
+  });
+
+  it("runs a session's waiting job of a lower order first, and one that runs later behind it", async () => {
+    const q = new TurnQueue({ concurrency: 1 });
+    const log: string[] = [];
+    const first = gated(log, "first");
+    let tries = 0;
+    const done = [
+      q.enqueue("a", first.job, 5),
+      // Entry 9 starts after 5, then finds that 7 must run first: it goes back behind it.
+      q.enqueue(
+        "a",
+        async () => {
+          log.push(`try 9 (${++tries})`);
+          if (tries === 1) {
+            void q.enqueue(
+              "a",
+              async () => {
+                log.push("run 7");
+              },
+              7,
+            );
+            return RunLater;
+          }
+          log.push("run 9");
+        },
+        9,
+      ),
+      q.enqueue("a", async () => void log.push("run 8"), 8),
+    ];
+    await first.started;
+    first.release();
+    expect(await Promise.all(done)).toEqual(["done", "done", "done"]);
+    expect(log).toEqual([
+      "start first",
+      "end first",
+      "run 8",
+      "try 9 (1)",
+      "run 7",
+      "try 9 (2)",
+      "run 9",
+    ]);
+  });
+
+  it("lets other sessions run while one is held back, and starts it again after", async () => {
+    const q = new TurnQueue({ concurrency: 1 });
+    const log: string[] = [];
+    let resume!: () => void;
+    const until = new Promise<void>((r) => {
+      resume = r;
+    });
+    let tries = 0;
+    const held = q.enqueue("a", async () => {
+      log.push(`try a (${++tries})`);
+      if (tries > 1) return;
+      q.holdBack("a", until);
+      return RunLater;
+    });
+    const other = q.enqueue("b", async () => void log.push("run b"));
+    expect(await other).toBe("done");
+    expect(log).toEqual(["try a (1)", "run b"]);
+    expect(q.queued("a")).toBe(1);
+    resume();
+    expect(await held).toBe("done");
+    expect(log).toEqual(["try a (1)", "run b", "try a (2)"]);
+  });
+
+  it("drops a held-back job on /stop", async () => {
+    const q = new TurnQueue({ concurrency: 1 });
+    const held = q.enqueue("a", async () => {
+      q.holdBack("a", new Promise<void>(() => {}));
+      return RunLater;
+    });
+    // Held back, nothing runs: the queue is idle with the job waiting in it.
+    await q.idle();
+    expect(q.queued("a")).toBe(1);
+    expect(q.dropQueued("a")).toBe(1);
+    expect(await held).toBe("dropped");
   });
 });

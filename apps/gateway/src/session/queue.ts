@@ -1,8 +1,16 @@
 import { MediagateError } from "@mediagate/io";
 import { Defaults } from "../defaults.js";
 
-/** A queued unit of work for one session; it receives the signal `/stop` aborts. */
-export type TurnJob = (signal: AbortSignal) => Promise<void>;
+/**
+ * A queued unit of work for one session; it receives the signal `/stop` aborts. It resolves
+ * {@link RunLater} when it may not run yet: it goes back into its session's queue, in its
+ * place by `order` ({@link TurnQueue.enqueue}), and its promise does not settle yet.
+ */
+// biome-ignore lint/suspicious/noConfusingVoidType: a job that runs returns nothing, as any async function.
+export type TurnJob = (signal: AbortSignal) => Promise<void | typeof RunLater>;
+
+/** What a {@link TurnJob} resolves to go back into its session's queue. */
+export const RunLater = "later";
 
 /** How an enqueued job ended. */
 export type TurnOutcome = "done" | "failed" | "dropped";
@@ -19,6 +27,8 @@ export class QueueClosedError extends MediagateError {
 interface Entry {
   readonly job: TurnJob;
   readonly settle: (outcome: TurnOutcome) => void;
+  /** Its place in the session's queue (a journal entry id): lower runs first. */
+  readonly order: number | undefined;
 }
 
 interface SessionLane {
@@ -27,6 +37,8 @@ interface SessionLane {
   /** The running turn handed its reply over for delivery ({@link TurnQueue.replied}). */
   replied: boolean;
   waiting: boolean;
+  /** Set by {@link TurnQueue.holdBack}: the lane starts nothing until it resolves. */
+  heldBack?: Promise<void> | undefined;
 }
 
 /** Options of {@link TurnQueue}. */
@@ -44,8 +56,10 @@ export const TurnQueueDefaults = {
 
 /**
  * Per-session FIFO with a global cap (docs/sessions.md): one turn at a time per session, in arrival
- * order; different sessions run in parallel up to `concurrency`, admitted in the order they
- * became ready. `/stop` uses {@link abortRunning} and {@link dropQueued}, which bypass the queue.
+ * order, except that a job with an `order` (its journal entry id, the order the messages were
+ * received in) goes before the waiting jobs of a higher one (docs/cluster.md: a message handed
+ * over by another replica may arrive after a later one); different sessions run in parallel up
+ * to `concurrency`, admitted in the order they became ready. `/stop` uses {@link abortRunning} and {@link dropQueued}, which bypass the queue.
  */
 export class TurnQueue {
   readonly #concurrency: number;
@@ -65,12 +79,15 @@ export class TurnQueue {
     this.#onError = options.onError;
   }
 
-  /** Queues `job` for `sessionKey`; resolves when it has run, failed, or been dropped. */
-  enqueue(sessionKey: string, job: TurnJob): Promise<TurnOutcome> {
+  /**
+   * Queues `job` for `sessionKey`, before the waiting jobs of a higher `order`; resolves when
+   * it has run, failed, or been dropped.
+   */
+  enqueue(sessionKey: string, job: TurnJob, order?: number): Promise<TurnOutcome> {
     if (this.#closed) return Promise.reject(new QueueClosedError(sessionKey));
     return new Promise<TurnOutcome>((settle) => {
       const lane = this.#lane(sessionKey);
-      lane.pending.push({ job, settle });
+      insertInOrder(lane.pending, { job, settle, order });
       this.#markReady(sessionKey, lane);
       this.#pump();
     });
@@ -79,6 +96,31 @@ export class TurnQueue {
   /** Messages waiting (not running) for a session. */
   queued(sessionKey: string): number {
     return this.#lanes.get(sessionKey)?.pending.length ?? 0;
+  }
+
+  /**
+   * The session's running job is about to resolve {@link RunLater} and must not start again
+   * (nor any other of the session's) before `until` resolves: it gives up its place among the
+   * `concurrency` running turns while it waits (docs/cluster.md, a turn waiting for an older
+   * message held by another replica, whose own turns may be waiting the same way).
+   */
+  holdBack(sessionKey: string, until: Promise<void>): void {
+    const lane = this.#lanes.get(sessionKey);
+    if (lane?.running === undefined) return;
+    const heldBack = until.then(() => {
+      if (lane.heldBack !== heldBack) return;
+      lane.heldBack = undefined;
+      if (this.#lanes.get(sessionKey) !== lane) return;
+      this.#markReady(sessionKey, lane);
+      this.#pump();
+    });
+    lane.heldBack = heldBack;
+  }
+
+  /** Whether a job of the session with an `order` lower than `order` is waiting. */
+  waitingBefore(sessionKey: string, order: number): boolean {
+    const pending = this.#lanes.get(sessionKey)?.pending ?? [];
+    return pending.some((entry) => entry.order !== undefined && entry.order < order);
   }
 
   /** Whether a turn of the session is running now. */
@@ -189,6 +231,7 @@ export class TurnQueue {
   }
 
   #markReady(sessionKey: string, lane: SessionLane): void {
+    if (lane.heldBack !== undefined) return;
     if (lane.running === undefined && !lane.waiting && lane.pending.length > 0) {
       lane.waiting = true;
       this.#ready.push(sessionKey);
@@ -216,9 +259,16 @@ export class TurnQueue {
     lane.replied = false;
     this.#active++;
     let outcome: TurnOutcome = "done";
+    let later = false;
     // Each job starts from a fresh microtask so no job inherits the caller's stack.
     void Promise.resolve()
       .then(() => entry.job(controller.signal))
+      .then((result) => {
+        if (result !== RunLater) return;
+        // Aborted (`/stop`, the gateway's stop) before it ran: dropped, as if still queued.
+        if (controller.signal.aborted || this.#stopping) outcome = "dropped";
+        else later = true;
+      })
       .catch((error: unknown) => {
         outcome = "failed";
         this.#onError?.(sessionKey, error);
@@ -227,10 +277,20 @@ export class TurnQueue {
         this.#active--;
         lane.running = undefined;
         lane.replied = false;
+        if (later) insertInOrder(lane.pending, entry);
         if (lane.pending.length === 0) this.#lanes.delete(sessionKey);
         else this.#markReady(sessionKey, lane);
-        entry.settle(outcome);
+        if (!later) entry.settle(outcome);
         this.#pump();
       });
   }
+}
+
+/** Puts `entry` before the first waiting entry of a higher order (after every other one). */
+function insertInOrder(pending: Entry[], entry: Entry): void {
+  const { order } = entry;
+  const at =
+    order === undefined ? -1 : pending.findIndex((e) => e.order !== undefined && e.order > order);
+  if (at < 0) pending.push(entry);
+  else pending.splice(at, 0, entry);
 }
