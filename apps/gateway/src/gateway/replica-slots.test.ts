@@ -349,8 +349,10 @@ describe("persistent slots across replicas", () => {
     await b.send("3", "second", "2");
     await b.send("4", "third", "1");
     const notice = filesLeftBehindText("gone-1", b.replicaId);
+    // The message handed to the dead holder is the chat's oldest: it runs first, once the pin moved.
     expect(b.inbox.texts).toEqual([
       `1> ${notice}`,
+      "1> b: too early",
       "1> b: first",
       `2> ${notice}`,
       "2> b: second",
