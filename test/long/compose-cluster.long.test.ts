@@ -146,7 +146,9 @@ interface ReplicaRow {
 describe("docker/compose.yaml's cluster profile", () => {
   const profile = uniqueProfileName("compose");
   const project = `mgcluster${randomBytes(4).toString("hex")}`;
-  const fake = new FakeTelegram();
+  // Telegram's retries of a failed delivery grow to minutes; the bound checked here is the
+  // cluster's, so the fake retries every second.
+  const fake = new FakeTelegram({ webhook: { retryDelayMs: () => 1_000 } });
   const docker = new DockerObserver();
   let work = "";
   let clone = "";
