@@ -370,6 +370,9 @@ describe("docker/compose.yaml's cluster profile", () => {
           120_000,
         );
         expect(first, "an answer after the kill").toBeDefined();
+        console.log(
+          `[compose-cluster] ${victim} killed; first answer after it in ${(first ?? 0) - killedAt} ms`,
+        );
         expect((first ?? Number.POSITIVE_INFINITY) - killedAt).toBeLessThanOrEqual(TakeOverBoundMs);
         await waitUntil(
           () => answered().length >= before.length + after.length,
