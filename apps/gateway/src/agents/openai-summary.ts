@@ -1,5 +1,5 @@
-import { decode, encode } from "gpt-tokenizer";
 import type { ChatMessage } from "../state/types.js";
+import { tokenizer } from "./tokenizer.js";
 
 /** What a compaction asks the model to summarize. */
 export interface SummaryRequest {
@@ -91,6 +91,7 @@ export function cutMiddle(text: string, maxChars: number): string {
 /** The model's summary, cut to `maxTokens` (a model may not keep to the length it was told). */
 export function clampSummary(text: string, maxTokens: number): string {
   const trimmed = text.trim();
+  const { decode, encode } = tokenizer();
   const tokens = encode(trimmed);
   return tokens.length <= maxTokens ? trimmed : decode(tokens.slice(0, maxTokens));
 }

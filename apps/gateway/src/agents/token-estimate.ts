@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
-import { countTokens } from "gpt-tokenizer";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import { Defaults } from "../defaults.js";
+import { tokenizer } from "./tokenizer.js";
 
 /**
  * Tokens a message costs beyond its text (role and separators), and a request beyond its
@@ -21,11 +21,11 @@ const UncachedChars = 256;
 const counts = new Map<string, number>();
 
 function count(text: string): number {
-  if (text.length < UncachedChars) return countTokens(text);
+  if (text.length < UncachedChars) return tokenizer().countTokens(text);
   const key = createHash("sha1").update(text).digest("base64");
   const known = counts.get(key);
   if (known !== undefined) return known;
-  const tokens = countTokens(text);
+  const tokens = tokenizer().countTokens(text);
   if (counts.size >= CachedCounts) counts.delete(counts.keys().next().value!);
   counts.set(key, tokens);
   return tokens;
@@ -50,7 +50,7 @@ export function messageTokens(message: ChatCompletionMessageParam): number {
   if (message.role === "assistant") {
     for (const call of message.tool_calls ?? []) {
       if (call.type === "function") {
-        tokens += countTokens(call.function.name) + count(call.function.arguments);
+        tokens += tokenizer().countTokens(call.function.name) + count(call.function.arguments);
       }
     }
   }

@@ -135,13 +135,13 @@ export async function openParts(
     }
     channels =
       options.channels ??
-      createChannels(config, {
+      (await createChannels(config, {
         logger,
         onConsoleClose: options.onConsoleClose,
         retrySleep: options.retrySleep,
         consoleTerminal: options.consoleTerminal,
         leaderFor: leaderFor(cluster, logger),
-      });
+      }));
   } catch (error) {
     for (const runtime of runtimes.values())
       await runtime.close(GatewayDefaults.failedStartShutdownMs).catch(() => {});
