@@ -27,6 +27,7 @@ function scopeOf(ctx: MessageContext, services: TaskServices): TaskScope {
     tasks: (runtime as TaskRuntime).store.tasks,
     scheduler: services.schedulerOf(runtime.profile.name),
     user: `${message.platform}:${message.userId}`,
+    receiptId: `${message.platform}:${message.receiptId}`,
     userName: message.userName,
     admin: ctx.access?.admin === true,
     chat: {

@@ -55,6 +55,24 @@ const command = (text: string) => {
 };
 
 describe("making a task in the chat", () => {
+  it("makes one task of a command run twice (after a crash), two of two commands", async () => {
+    const scope = { ...(await scopeFor("telegram:1")), receiptId: "telegram:501" };
+    const first = await createTask(scope, command("/every 2h water the plants"));
+    const again = await createTask(
+      { ...scope, nowMs: Now + 60_000 },
+      command("/every 2h water the plants"),
+    );
+    expect(again).toBe(first);
+    expect((await scope.tasks.listTasks("telegram:1")).map((t) => t.text)).toEqual([
+      "water the plants",
+    ]);
+    await createTask(
+      { ...scope, receiptId: "telegram:502" },
+      command("/every 2h water the plants"),
+    );
+    expect(await scope.tasks.listTasks("telegram:1")).toHaveLength(2);
+  });
+
   it("reads /at in the user's own zone, else the profile's", async () => {
     const own = await scopeFor("telegram:1");
     expect(await createTask(own, command("/at 09:00 call mum"))).toMatch(

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import ms from "ms";
 import type { ChoiceButton } from "../channels/types.js";
 import { formatChoiceData } from "../choices/choice-data.js";
@@ -34,15 +34,30 @@ export interface TaskScope {
   /** `<platform>:<id>`. */
   readonly user: string;
   readonly userName?: string | undefined;
+  /**
+   * The command message's `<platform>:<receiptId>`: a task it makes has an id derived from it,
+   * so the command run again after a crash (docs/durability.md, "Command answers") finds the
+   * task it made, not a second one. Absent: a random id.
+   */
+  readonly receiptId?: string | undefined;
   readonly admin: boolean;
   readonly chat: TaskChat;
   readonly nowMs: number;
   readonly log: Logger;
 }
 
-/** A short random task id (48 bits; the presser's rights are checked on every press). */
-function newTaskId(): string {
-  return randomBytes(6).toString("base64url");
+/**
+ * A short task id (48 bits; the presser's rights are checked on every press, so guessing one
+ * gives nothing): derived from the profile and the command's receipt when there is one, so that
+ * the same command made twice makes one task; otherwise random.
+ */
+function newTaskId(profile: string, receiptId: string | undefined): string {
+  if (receiptId === undefined) return randomBytes(6).toString("base64url");
+  return createHash("sha256")
+    .update(`task\0${profile}\0${receiptId}`)
+    .digest()
+    .subarray(0, 6)
+    .toString("base64url");
 }
 
 function readTiming(
@@ -88,7 +103,7 @@ export async function createTask(
   if (nextDueMs === undefined) return "⛔ That time has passed; nothing was made.";
   const added = await scope.tasks.addTask(
     {
-      id: newTaskId(),
+      id: newTaskId(profile.name, scope.receiptId),
       owner: scope.user,
       ownerName: scope.userName,
       timing,
@@ -110,7 +125,9 @@ export async function createTask(
     { taskId: added.task.id, owner: scope.user, timing: added.task.timing, nextDueMs },
     "task created",
   );
-  return `✅ Task ${added.task.id}: ${describeTiming(timing, zone)}, next run ${formatLocal(nextDueMs, zone)}. It runs as you and answers in this chat. /tasks lists your tasks.`;
+  // From the stored task: the same command made again (after a crash) answers as it did.
+  const made = added.task;
+  return `✅ Task ${made.id}: ${describeTiming(made.timing, made.timezone)}, next run ${formatLocal(made.nextDueMs, made.timezone)}. It runs as you and answers in this chat. /tasks lists your tasks.`;
 }
 
 function state(task: TaskRecord): string {

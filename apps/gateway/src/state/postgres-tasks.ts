@@ -1,7 +1,7 @@
 import { Defaults } from "../defaults.js";
 import type { Queryable } from "../postgres/database.js";
 import { StateLockClass } from "./postgres-pairing.js";
-import type { NewTask, TaskRecord, TaskRun, TaskStore } from "./tasks.js";
+import { type NewTask, sameTask, type TaskRecord, type TaskRun, type TaskStore } from "./tasks.js";
 import { runOf as sqliteRunOf, taskOf as sqliteTaskOf } from "./tasks-database.js";
 
 /**
@@ -162,6 +162,10 @@ export function postgresTaskStore(access: TaskStoreAccess): TaskStore {
     addTask: (task, caps) =>
       access.transaction("addTask", async (tx) => {
         await lockTasks(tx);
+        const made = await getTask(tx, task.id);
+        if (made !== undefined && sameTask(made, task)) {
+          return { status: "added", task: made } as const;
+        }
         const count = async (byOwner: boolean) =>
           Number(
             (

@@ -11,6 +11,7 @@ import type {
   TaskRunOutcome,
   TaskTiming,
 } from "./tasks.js";
+import { sameTask } from "./tasks.js";
 
 /**
  * The scheduled tasks' tables (schema v7, docs/schedules.md), read and written inside the state
@@ -151,6 +152,8 @@ function insert(db: Database, task: NewTask, nowMs: number): void {
 
 /** Adds a chat task unless a cap is reached (active tasks count). Run inside a transaction. */
 export function addTask(db: Database, task: NewTask, caps: TaskCaps, nowMs: number): AddTaskResult {
+  const made = getTask(db, task.id);
+  if (made !== undefined && sameTask(made, task)) return { status: "added", task: made };
   const count = (where: string, ...args: string[]) =>
     (
       db

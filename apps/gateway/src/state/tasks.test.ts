@@ -97,6 +97,26 @@ describe.each(StateBackends)("the task store on %s", (kind) => {
     expect((await tasks.addTask(task("c", "telegram:1"), caps)).status).toBe("added");
   });
 
+  it("adds a task made again (same id, owner and text) as it is, past the caps", async () => {
+    const { tasks } = await open();
+    const caps = { maxPerUser: 1, maxPerProfile: 1 };
+    const added = await tasks.addTask(task("a", "telegram:1"), caps);
+    expect(added.status).toBe("added");
+    clockMs += 5_000;
+    expect(await tasks.addTask(task("a", "telegram:1", { nextDueMs: 9_000 }), caps)).toEqual(added);
+    expect(await tasks.listTasks()).toHaveLength(1);
+    // Another owner's or another text under the same id is not the same task.
+    await expect(
+      tasks.addTask(task("a", "telegram:2"), { maxPerUser: 5, maxPerProfile: 5 }),
+    ).rejects.toThrow();
+    await expect(
+      tasks.addTask(task("a", "telegram:1", { text: "other" }), {
+        maxPerUser: 5,
+        maxPerProfile: 5,
+      }),
+    ).rejects.toThrow();
+  });
+
   it("stores a NUL in a task's name, prompt and run detail as U+FFFD, on both stores", async () => {
     const { tasks } = await open();
     const caps = { maxPerUser: 5, maxPerProfile: 5 };

@@ -86,10 +86,18 @@ export interface TaskCaps {
   readonly maxPerProfile: number;
 }
 
-/** What {@link TaskStore.addTask} did. */
+/**
+ * What {@link TaskStore.addTask} did. A task of the same id, owner and text already there is
+ * `added` as it is (the same command made twice: its id is derived from the command's receipt).
+ */
 export type AddTaskResult =
   | { readonly status: "added"; readonly task: TaskRecord }
   | { readonly status: "user_full" | "profile_full"; readonly count: number };
+
+/** Whether `stored` is the task `task` would make: the same command made before. */
+export function sameTask(stored: TaskRecord, task: NewTask): boolean {
+  return stored.owner === task.owner && stored.text === task.text;
+}
 
 /** How the scheduler moves a task past a due time. */
 export interface TaskAdvance {
