@@ -1,8 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { closedPort } from "../../test-support/net.js";
-import { FakeTelegram } from "../fakes/telegram/index.js";
-import { CliInstall } from "./harness/cli-install.js";
+import { describe, expect, it } from "vitest";
 import { waitUntil } from "./harness/gateway-home.js";
+import { useWebhookCli, WebhookUser } from "./harness/webhook-cli.js";
 
 /**
  * Webhook mode (docs/telegram-webhooks.md) through the real CLI and engine, SIGKILLed and
@@ -11,73 +9,31 @@ import { waitUntil } from "./harness/gateway-home.js";
  * test stays in the everyday suite in telegram-webhook-cli.test.ts.
  */
 
-const Secret = "s3cret_token-for-tests";
-let fake: FakeTelegram;
-let url: string;
-let port: number;
-
-beforeEach(async () => {
-  fake = new FakeTelegram({ webhook: { retryDelayMs: () => 3_600_000 } });
-  await fake.start();
-  port = await closedPort();
-  url = `http://127.0.0.1:${port}/telegram`;
-});
-
-afterEach(async () => {
-  await fake.stop();
-});
-
 describe("webhook mode through the real CLI and engine", () => {
-  const User = 78;
-  const installs: CliInstall[] = [];
-  afterEach(async () => {
-    await Promise.all(installs.splice(0).map((install) => install.dispose()));
-  });
-  /** The texts the bot posted to the user, in order. */
-  const replies = () =>
-    fake
-      .callsTo("sendMessage")
-      .filter((call) => call.ok && String(call.params.chat_id) === String(User))
-      .map((call) => String(call.params.text));
-
-  async function install(): Promise<CliInstall> {
-    const created = await CliInstall.create(
-      "tg-webhook",
-      {
-        telegram: {
-          token: fake.token,
-          apiRoot: fake.apiRoot,
-          webhook: { url, listen: `127.0.0.1:${port}`, secretToken: Secret },
-        },
-        allowedUsers: [`telegram:${User}`],
-        progress: { enabled: false },
-      },
-      { recovery: { rerunInterrupted: true } },
-    );
-    installs.push(created);
-    return created;
-  }
+  const User = WebhookUser;
+  const webhook = useWebhookCli();
+  const { install, replies } = webhook;
 
   it("answers by webhook; killed after the 200, the update runs after the restart, once", async () => {
     const cli = await install();
     await cli.start();
-    fake.sendPrivateText({ userId: User, text: "echo by-webhook" });
+    webhook.fake.sendPrivateText({ userId: User, text: "echo by-webhook" });
     await waitUntil(() => replies().includes("by-webhook"), "the webhook message to be answered");
 
-    fake.sendPrivateText({ userId: User, text: "sleep 3; echo after-crash" });
+    webhook.fake.sendPrivateText({ userId: User, text: "sleep 3; echo after-crash" });
     await waitUntil(
-      () => fake.webhook.attempts.filter((a) => a.status === 200).length === 2,
+      () => webhook.fake.webhook.attempts.filter((a) => a.status === 200).length === 2,
       "the second update to be answered 200",
     );
     await cli.kill();
     expect(replies()).not.toContain("after-crash");
-    expect(fake.pendingUpdates).toBe(0);
+    expect(webhook.fake.pendingUpdates).toBe(0);
 
     await cli.start();
     await waitUntil(() => replies().includes("after-crash"), "the recorded update to run");
     await waitUntil(() => cli.output().includes('"msg":"turn finished"'), "the turn to finish");
     expect(replies().filter((text) => text === "after-crash")).toHaveLength(1);
-    expect(fake.webhook.attempts.map((a) => a.status)).toEqual([200, 200]);
+    expect(webhook.fake.webhook.attempts.map((a) => a.status)).toEqual([200, 200]);
   });
 
   /** Paths a `PrintPaths` reply listed. */
@@ -90,20 +46,20 @@ describe("webhook mode through the real CLI and engine", () => {
     mediaGroupId: group,
     ...(caption === undefined ? {} : { caption }),
   });
-  const answered = () => fake.webhook.attempts.filter((a) => a.status === 200).length;
+  const answered = () => webhook.fake.webhook.attempts.filter((a) => a.status === 200).length;
 
   it("killed after two of an album's four items were recorded, runs the album once with all four after the restart", async () => {
     const cli = await install();
     await cli.start();
     const group = "2800000000000001";
-    fake.sendMedia(albumItem(group, "k1.txt", PrintPaths));
-    fake.sendMedia(albumItem(group, "k2.txt"));
+    webhook.fake.sendMedia(albumItem(group, "k1.txt", PrintPaths));
+    webhook.fake.sendMedia(albumItem(group, "k2.txt"));
     await waitUntil(() => answered() === 2, "the first two items to be answered 200");
     await cli.kill();
     expect(replies()).toEqual([]);
     // Sent while the gateway is down: Telegram holds them and posts them after the restart.
-    fake.sendMedia(albumItem(group, "k3.txt"));
-    fake.sendMedia(albumItem(group, "k4.txt"));
+    webhook.fake.sendMedia(albumItem(group, "k3.txt"));
+    webhook.fake.sendMedia(albumItem(group, "k4.txt"));
 
     await cli.start();
     await waitUntil(() => replies().length > 0, "the album to be answered");
@@ -111,16 +67,18 @@ describe("webhook mode through the real CLI and engine", () => {
     expect(replies()).toEqual([
       ["k1", "k2", "k3", "k4"].map((name) => `P:/workspace/inbox/${name}.txt`).join("\n"),
     ]);
-    expect(fake.pendingUpdates).toBe(0);
+    expect(webhook.fake.pendingUpdates).toBe(0);
   });
 
   it("killed while the album's turn runs, runs it again once, as one turn (rerunInterrupted)", async () => {
     const cli = await install();
     await cli.start();
     const group = "2800000000000002";
-    fake.sendMedia(albumItem(group, "x1.txt", `touch /workspace/x-ran; sleep 3; ${PrintPaths}`));
-    fake.sendMedia(albumItem(group, "x2.txt"));
-    fake.sendMedia(albumItem(group, "x3.txt"));
+    webhook.fake.sendMedia(
+      albumItem(group, "x1.txt", `touch /workspace/x-ran; sleep 3; ${PrintPaths}`),
+    );
+    webhook.fake.sendMedia(albumItem(group, "x2.txt"));
+    webhook.fake.sendMedia(albumItem(group, "x3.txt"));
     await waitUntil(() => cli.hasFile("/workspace/x-ran"), "the album's command to start");
     expect(cli.output()).toContain("album items run as one message");
     await cli.kill();
