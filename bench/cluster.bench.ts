@@ -26,6 +26,12 @@ const flag = (name: string, fallback: number): number => {
 const Users = flag("users", 30);
 const Messages = flag("messages", 150);
 const Takeovers = flag("takeovers", 5);
+/**
+ * `--per-session`: a container per session (`sandbox.persistent: false`), so each replica runs
+ * the sessions it holds. Without it the profile's one persistent slot is pinned to one replica
+ * at a time (docs/cluster.md, "Slot pins") and every turn runs there.
+ */
+const PerSession = process.argv.includes("--per-session");
 const Replicas = [1, 2, 3];
 
 /**
@@ -102,6 +108,7 @@ async function startCluster(size: number): Promise<Cluster> {
             },
             allowedUsers: userIds.map((id) => `telegram:${id}`),
             progress: { enabled: false },
+            ...(PerSession ? { sandbox: { persistent: false } } : {}),
           },
           { store: { kind: "postgres", url: db.url } },
         ),
@@ -170,6 +177,7 @@ async function throughput(cluster: Cluster, size: number): Promise<void> {
       replicas: size,
       users: Users,
       messages: Messages,
+      sandbox: PerSession ? "per-session" : "persistent",
       msg_per_s: Number((Messages / ((endMs - startMs) / 1000)).toFixed(2)),
       p50_ms: percentile(sorted, 50),
       p90_ms: percentile(sorted, 90),
