@@ -1,8 +1,6 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Schedule } from "@mediagate/io";
-import type { UploadLimits } from "@mediagate/media";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { testEnvironment } from "../../../../test-support/engine.js";
 import { freshPostgresDatabase, type TestDatabase } from "../../../../test-support/postgres.js";
@@ -10,17 +8,9 @@ import {
   type SeverableProxy,
   startSeverableProxy,
 } from "../../../../test-support/severable-proxy.js";
-import { waitFor, waitUntil } from "../../../../test-support/wait.js";
+import { waitFor } from "../../../../test-support/wait.js";
+import { manualSchedule, ReplicaInbox, replicaDm } from "../../test/fixtures/replica-chat.js";
 import type { AgentTurnInput, AgentTurnResult } from "../agents/types.js";
-import type {
-  ChannelAdapter,
-  ChannelHealth,
-  ChannelStartOptions,
-  ChatTarget,
-  DeliveryReport,
-  InboundMessage,
-  OutboundReply,
-} from "../channels/types.js";
 import { stoppedElsewhereText, stoppedOnReplicasText } from "../commands/stop.js";
 import { readEnv } from "../config/env.js";
 import { resolveConfig } from "../config/load.js";
@@ -76,64 +66,6 @@ async function ownerOf(id: number): Promise<string | undefined> {
   }
 }
 
-function dm(messageId: string, text: string, userId = "1"): InboundMessage {
-  return {
-    profile: "solo",
-    platform: "telegram",
-    chatId: userId,
-    chatType: "dm",
-    userId,
-    messageId,
-    text,
-    receiptId: messageId,
-  };
-}
-
-/** A Telegram channel in memory: what the gateway sent, and its message handler. */
-class Inbox implements ChannelAdapter {
-  readonly platform = "telegram" as const;
-  readonly profile = "solo";
-  readonly limits: UploadLimits = { maxBytes: () => 1 };
-  readonly texts: string[] = [];
-  onMessage: ((m: InboundMessage) => Promise<void>) | undefined;
-  async start({ onMessage }: ChannelStartOptions): Promise<void> {
-    this.onMessage = onMessage;
-  }
-  health(): ChannelHealth {
-    return { platform: "telegram", profile: this.profile, state: "up", sinceMs: 0 };
-  }
-  async stop(): Promise<void> {}
-  async sendText(_t: ChatTarget, text: string): Promise<void> {
-    this.texts.push(text);
-  }
-  async deliver(reply: OutboundReply): Promise<DeliveryReport> {
-    this.texts.push(reply.text);
-    return { outcomes: [] };
-  }
-  async showActivity(): Promise<void> {}
-}
-
-/** A timer the test fires by hand: the replicas' loop runs a round only when told. */
-function manualSchedule() {
-  let pending: (() => void)[] = [];
-  const schedule: Schedule = (run) => {
-    pending.push(run);
-    return () => {
-      pending = pending.filter((p) => p !== run);
-    };
-  };
-  return {
-    schedule,
-    /** Runs what is due, once the loop has asked for its next round. */
-    fire: async () => {
-      await waitUntil(() => pending.length > 0, "the replicas' loop asks for its next round");
-      const due = pending;
-      pending = [];
-      for (const run of due) run();
-    },
-  };
-}
-
 /** Runs the loop's rounds until `check` passes (what a round starts may end in a later one). */
 async function roundsUntil(
   loop: { fire: () => Promise<void> },
@@ -175,7 +107,7 @@ async function replica(
     },
     { env: readEnv(testEnvironment(home)) },
   );
-  const inbox = new Inbox();
+  const inbox = new ReplicaInbox();
   const ran: string[] = [];
   const loop = manualSchedule();
   const gateway = await Gateway.create(config, {
@@ -194,7 +126,7 @@ async function replica(
   gateways.push(gateway);
   await gateway.start();
   const send = async (messageId: string, text: string, userId?: string) => {
-    await inbox.onMessage?.(dm(messageId, text, userId));
+    await inbox.onMessage?.(replicaDm(messageId, text, userId));
     await gateway.idle();
   };
   return { gateway, inbox, ran, loop, send };
@@ -231,10 +163,10 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     databases.push(database);
     const deadLeases = await SessionLeases.open(database, { owner: "dead/boot/1/1" });
     const dead = await PostgresJournal.open(database, { owner: "dead/boot/1/1", ownerGraceMs: 0 });
-    const cutOff = await dead.record(dm("1", "cut off"));
+    const cutOff = await dead.record(replicaDm("1", "cut off"));
     await dead.started(cutOff.id);
-    const waiting = await dead.record(dm("2", "waiting"));
-    await deadLeases.claim({ profile: "solo", sessionKey: buildSessionKey(dm("2", "")) });
+    const waiting = await dead.record(replicaDm("2", "waiting"));
+    await deadLeases.claim({ profile: "solo", sessionKey: buildSessionKey(replicaDm("2", "")) });
     await dead.close();
 
     const clock = { aheadMs: 0 };
@@ -268,11 +200,11 @@ describe("sessions across replicas on one PostgreSQL store", () => {
       });
     });
     const b = await replica("b", { aheadMs: Defaults.sessionLeases.leaseMs });
-    void a.inbox.onMessage?.(dm("1", "long"));
+    void a.inbox.onMessage?.(replicaDm("1", "long"));
     await waitFor(() => expect(a.ran).toEqual(["long"]));
     // a is cut off from the database past its lease (b's clock says it expired): b takes the
     // session with the next message it receives, which waits for the older one a still owns.
-    void b.inbox.onMessage?.(dm("2", "next"));
+    void b.inbox.onMessage?.(replicaDm("2", "next"));
     await waitFor(async () => expect(await ownerOf(2)).toBe("b/boot/1/1"));
     clock.aheadMs = Defaults.sessionLeases.renewMs;
     await roundsUntil(a.loop, () => expect(aborted).toHaveLength(1));
@@ -315,12 +247,12 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     const b = await replica("b", { aheadMs: Defaults.sessionLeases.leaseMs });
     await a.send("1", "first");
     expect(a.inbox.texts).toEqual(["a: first"]);
-    void a.inbox.onMessage?.(dm("2", "long"));
+    void a.inbox.onMessage?.(replicaDm("2", "long"));
     await waitFor(() => expect(a.ran).toEqual(["first", "long"]));
 
     proxy.sever();
     // Cut off, a records nothing, so runs nothing: the platform delivers the update again.
-    await expect(a.inbox.onMessage?.(dm("3", "while cut off"))).rejects.toThrow();
+    await expect(a.inbox.onMessage?.(replicaDm("3", "while cut off"))).rejects.toThrow();
     expect(a.inbox.texts).toEqual(["a: first", NotRecordedUnreachableText]);
     // Its lease lapses by its own clock: its turn is cut off.
     clock.aheadMs = Defaults.sessionLeases.leaseMs;
@@ -359,7 +291,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     // b hands "second" to a; before a's round picks it up, a receives "third" itself.
     await b.send("2", "second");
     expect(await ownerOf(2)).toBe("handed:a/boot/1/1");
-    void a.inbox.onMessage?.(dm("3", "third"));
+    void a.inbox.onMessage?.(replicaDm("3", "third"));
     await roundsUntil(a.loop, () => expect(a.ran).toHaveLength(3));
     await a.gateway.idle();
     expect(a.ran).toEqual(["first", "second", "third"]);
@@ -371,9 +303,9 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     databases.push(database);
     const deadLeases = await SessionLeases.open(database, { owner: "dead/boot/1/1" });
     const dead = await PostgresJournal.open(database, { owner: "dead/boot/1/1", ownerGraceMs: 0 });
-    const cutOff = await dead.record(dm("1", "cut off"));
+    const cutOff = await dead.record(replicaDm("1", "cut off"));
     await dead.started(cutOff.id);
-    await deadLeases.claim({ profile: "solo", sessionKey: buildSessionKey(dm("1", "")) });
+    await deadLeases.claim({ profile: "solo", sessionKey: buildSessionKey(replicaDm("1", "")) });
     await dead.close();
 
     const clock = { aheadMs: 0 };
@@ -395,9 +327,9 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     databases.push(database);
     const deadLeases = await SessionLeases.open(database, { owner: "dead/boot/1/1" });
     const dead = await PostgresJournal.open(database, { owner: "dead/boot/1/1", ownerGraceMs: 0 });
-    const cutOff = await dead.record(dm("1", "cut off"));
+    const cutOff = await dead.record(replicaDm("1", "cut off"));
     await dead.started(cutOff.id);
-    await deadLeases.claim({ profile: "solo", sessionKey: buildSessionKey(dm("1", "")) });
+    await deadLeases.claim({ profile: "solo", sessionKey: buildSessionKey(replicaDm("1", "")) });
     await dead.close();
 
     const clock = { aheadMs: 0 };
@@ -406,7 +338,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     expect(b.ran).toEqual([]);
     // The dead replica's lease has expired by b's clock; b has run no round since.
     clock.aheadMs = Defaults.sessionLeases.leaseMs;
-    void b.inbox.onMessage?.(dm("2", "next"));
+    void b.inbox.onMessage?.(replicaDm("2", "next"));
     await roundsUntil(b.loop, () => expect(b.ran).toHaveLength(2));
     await b.gateway.idle();
     expect(b.ran).toEqual(["cut off", "next"]);
@@ -421,9 +353,9 @@ describe("sessions across replicas on one PostgreSQL store", () => {
           })
         : Promise.resolve({ reply: `a: ${input.text}` }),
     );
-    void a.inbox.onMessage?.(dm("1", "long"));
+    void a.inbox.onMessage?.(replicaDm("1", "long"));
     await waitFor(() => expect(a.ran).toEqual(["long"]));
-    void a.inbox.onMessage?.(dm("2", "queued"));
+    void a.inbox.onMessage?.(replicaDm("2", "queued"));
     await waitFor(() => expect(a.inbox.texts).toEqual([queuedText(1, true)]));
     await a.send("3", "/stop");
     expect(await (a.gateway.journal as PostgresJournal).entryState(2)).toMatchObject({
@@ -463,7 +395,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
       });
     });
     const b = await replica("b");
-    void a.inbox.onMessage?.(dm("1", "long"));
+    void a.inbox.onMessage?.(replicaDm("1", "long"));
     await waitFor(() => expect(a.ran).toEqual(["long"]));
     await b.send("2", "/stop");
     expect(b.inbox.texts).toEqual([stoppedElsewhereText("a/boot/1/1")]);
@@ -490,7 +422,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     const a = await replica("a", { aheadMs: 0 }, hang, true);
     const b = await replica("b", { aheadMs: 0 }, undefined, true);
     // User 2's session runs on a; the admin (user 1) shares the profile's slot and asks b.
-    void a.inbox.onMessage?.(dm("1", "fork loop", "2"));
+    void a.inbox.onMessage?.(replicaDm("1", "fork loop", "2"));
     await waitFor(() => expect(a.ran).toEqual(["fork loop"]));
     await b.send("2", "/stop all");
     expect(b.inbox.texts).toHaveLength(1);

@@ -4,22 +4,12 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import type { Schedule } from "@mediagate/io";
-import type { UploadLimits } from "@mediagate/media";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { dockerHostVariable, testEnvironment } from "../../../../test-support/engine.js";
 import { freshPostgresDatabase, type TestDatabase } from "../../../../test-support/postgres.js";
-import { waitFor, waitUntil } from "../../../../test-support/wait.js";
+import { waitFor } from "../../../../test-support/wait.js";
+import { manualSchedule, ReplicaInbox, replicaDm } from "../../test/fixtures/replica-chat.js";
 import type { AgentTurnInput, AgentTurnResult } from "../agents/types.js";
-import type {
-  ChannelAdapter,
-  ChannelHealth,
-  ChannelStartOptions,
-  ChatTarget,
-  DeliveryReport,
-  InboundMessage,
-  OutboundReply,
-} from "../channels/types.js";
 import { readEnv } from "../config/env.js";
 import { resolveConfig } from "../config/load.js";
 import { Defaults } from "../defaults.js";
@@ -101,61 +91,6 @@ async function pinExpiry(): Promise<number | undefined> {
   }
 }
 
-function dm(messageId: string, text: string, userId: string): InboundMessage {
-  return {
-    profile: "solo",
-    platform: "telegram",
-    chatId: userId,
-    chatType: "dm",
-    userId,
-    messageId,
-    text,
-    receiptId: messageId,
-  };
-}
-
-/** A Telegram channel in memory: what the gateway sent, per chat, and its message handler. */
-class Inbox implements ChannelAdapter {
-  readonly platform = "telegram" as const;
-  readonly profile = "solo";
-  readonly limits: UploadLimits = { maxBytes: () => 1 };
-  readonly texts: string[] = [];
-  onMessage: ((m: InboundMessage) => Promise<void>) | undefined;
-  async start({ onMessage }: ChannelStartOptions): Promise<void> {
-    this.onMessage = onMessage;
-  }
-  health(): ChannelHealth {
-    return { platform: "telegram", profile: this.profile, state: "up", sinceMs: 0 };
-  }
-  async stop(): Promise<void> {}
-  async sendText(target: ChatTarget, text: string): Promise<void> {
-    this.texts.push(`${target.chatId}> ${text}`);
-  }
-  async deliver(reply: OutboundReply): Promise<DeliveryReport> {
-    this.texts.push(`${reply.target.chatId}> ${reply.text}`);
-    return { outcomes: [] };
-  }
-  async showActivity(): Promise<void> {}
-}
-
-/** A timer the test fires by hand: the replicas' loop runs a round only when told. */
-function manualSchedule() {
-  let pending: (() => void)[] = [];
-  const schedule: Schedule = (runIt) => {
-    pending.push(runIt);
-    return () => {
-      pending = pending.filter((p) => p !== runIt);
-    };
-  };
-  const fire = async () => {
-    await waitUntil(() => pending.length > 0, "the replicas' loop asks for its next round");
-    const due = pending;
-    pending = [];
-    for (const runIt of due) runIt();
-  };
-  return { schedule, fire };
-}
-
 /**
  * One replica `<name>-<tag>` of a persistent profile on the shared database, its agent running
  * each message's text as a command in the sandbox (`mediagate-sandbox:test`) and answering
@@ -191,7 +126,7 @@ async function replica(
     },
     { env: readEnv(testEnvironment(home)) },
   );
-  const inbox = new Inbox();
+  const inbox = new ReplicaInbox({ perChat: true });
   const ran: string[] = [];
   const loop = manualSchedule();
   const clock = options.clock ?? { aheadMs: 0 };
@@ -213,7 +148,7 @@ async function replica(
   gateways.push(gateway);
   await gateway.start();
   const send = async (messageId: string, text: string, userId = "1") => {
-    await inbox.onMessage?.(dm(messageId, text, userId));
+    await inbox.onMessage?.(replicaDm(messageId, text, userId));
     await gateway.idle();
   };
   return { gateway, inbox, ran, loop, send, replicaId };
@@ -304,7 +239,7 @@ describe("persistent slots across replicas", () => {
         }),
     });
     const b = await replica("b", { slotsDir, clock: { aheadMs: Defaults.sessionLeases.leaseMs } });
-    void a.inbox.onMessage?.(dm("1", "long", "1"));
+    void a.inbox.onMessage?.(replicaDm("1", "long", "1"));
     await waitFor(() => expect(a.ran).toEqual(["long"]));
     // To b, a stopped renewing: b takes the pin with another chat's message.
     await b.send("2", "other", "2");
