@@ -438,10 +438,22 @@ describe("docker/compose.yaml's cluster profile", () => {
       )
         .split("\n")
         .filter((id) => id !== "");
-      if (ids.length > 0) await must("docker", ["rm", "-f", ...ids]);
+      // With their volumes: each sandbox has an anonymous scratch volume (container-spec.ts).
+      if (ids.length > 0) await must("docker", ["rm", "-f", "-v", ...ids]);
       expect(
         await docker.containers({ "mediagate.agent": "1", "mediagate.profile": profile }),
       ).toEqual([]);
+      expect(
+        (
+          await must("docker", [
+            "volume",
+            "ls",
+            "-q",
+            "--filter",
+            `label=mediagate.profile=${profile}`,
+          ])
+        ).trim(),
+      ).toBe("");
     },
     BuildTimeoutMs,
   );
