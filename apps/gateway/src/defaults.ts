@@ -423,6 +423,14 @@ export const Defaults = {
     /** A replica whose last heartbeat is older than this is listed as dead. */
     deadAfterMs: 10_000,
     /**
+     * How many times a start asks whether the process registered under its id before it is
+     * gone (its owner lock free), `registerRetryMs` apart, before refusing with
+     * `MG_REPLICA_ID_TAKEN`: another replica's take-over holds that lock for a moment while
+     * it judges the same.
+     */
+    registerTries: 5,
+    registerRetryMs: 500,
+    /**
      * How long a leader lease (one replica polls Telegram / holds the Discord connection of a
      * bot) lasts on the server once taken or renewed; another replica takes it only after.
      */

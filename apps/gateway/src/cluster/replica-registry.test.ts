@@ -5,6 +5,7 @@ import { manualClock } from "../../../../test-support/clock.js";
 import { freshPostgresDatabase, type TestDatabase } from "../../../../test-support/postgres.js";
 import { tempDirForTest } from "../../../../test-support/temp-dir.js";
 import { waitFor } from "../../../../test-support/wait.js";
+import { Defaults } from "../defaults.js";
 import { OwnerLock } from "../durable/postgres-owner.js";
 import { PostgresDatabase } from "../postgres/database.js";
 import { migrateCluster } from "./cluster-schema.js";
@@ -131,6 +132,7 @@ describe("replica registry", () => {
       instanceId: other,
       schedule: manualClock().schedule,
     });
+    const waits: number[] = [];
     const second = ReplicaRegistry.register({
       database,
       replicaId: "shared-id",
@@ -138,9 +140,16 @@ describe("replica registry", () => {
       host: "host-c",
       instanceId: "host-c/boot/3/3",
       schedule: manualClock().schedule,
+      sleep: async (ms) => {
+        waits.push(ms);
+      },
     });
     const failure = await second.catch((e: unknown) => e);
     expect(failure).toBeInstanceOf(ReplicaIdTakenError);
+    // Asked again a few times first: the lock is held for good, not for a moment.
+    expect(waits).toEqual(
+      Array(Defaults.cluster.registerTries - 1).fill(Defaults.cluster.registerRetryMs),
+    );
     expect((failure as Error).message).toMatch(/held by a live gateway on host-b/);
     // The first process dies without a stop: its owner lock goes with its connection.
     await otherLock.release();
@@ -161,5 +170,41 @@ describe("replica registry", () => {
     await first.heartbeat();
     expect((await listReplicas(database)).find((r) => r.id === "shared-id")?.host).toBe("host-c");
     await taken.close();
+  });
+
+  it("starts when the earlier process's lock was held only for a moment (another replica's look)", async () => {
+    await migrateCluster(database);
+    const dead = "host-d/boot/4/4";
+    await (
+      await ReplicaRegistry.register({
+        database,
+        replicaId: "moment-id",
+        version: "1",
+        host: "host-d",
+        instanceId: dead,
+        schedule: manualClock().schedule,
+      })
+    ).heartbeat();
+    // A take-over elsewhere judging the dead process holds its lock while this one starts.
+    const looking = await OwnerLock.acquire(database, dead);
+    let waited = 0;
+    const restarted = await ReplicaRegistry.register({
+      database,
+      replicaId: "moment-id",
+      version: "2",
+      host: "host-d",
+      instanceId: "host-d/boot/4/5",
+      schedule: manualClock().schedule,
+      sleep: async () => {
+        waited += 1;
+        await looking.release();
+      },
+    });
+    expect(waited).toBe(1);
+    expect((await listReplicas(database)).find((r) => r.id === "moment-id")).toMatchObject({
+      version: "2",
+      alive: true,
+    });
+    await restarted.close();
   });
 });

@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import { type Schedule, scheduleWithTimer } from "@mediagate/io";
+import { type Schedule, type Sleep, scheduleWithTimer, sleep } from "@mediagate/io";
 import { currentInstanceId } from "@mediagate/sandbox/instance";
 import { Defaults } from "../defaults.js";
 import { goneOwners } from "../durable/postgres-owner.js";
@@ -46,6 +46,8 @@ export interface ReplicaRegistryOptions {
   readonly schedule?: Schedule;
   /** Default `Defaults.cluster.heartbeatIntervalMs`. */
   readonly heartbeatIntervalMs?: number;
+  /** The wait between tries of a start that finds its id's lock held; default a real timer. */
+  readonly sleep?: Sleep;
   /** Told when a heartbeat could not be written (the next one tries again). */
   readonly onHeartbeatFailed?: (error: unknown) => void;
   /** Told when a heartbeat was written again after one or more failed. */
@@ -138,7 +140,20 @@ export class ReplicaRegistry {
    */
   static async register(options: ReplicaRegistryOptions): Promise<ReplicaRegistry> {
     const registry = new ReplicaRegistry(options);
-    await registry.#register(options.host ?? hostname(), options.version);
+    const wait = options.sleep ?? sleep;
+    const { registerTries, registerRetryMs } = Defaults.cluster;
+    for (let tried = 1; ; tried++) {
+      try {
+        await registry.#register(options.host ?? hostname(), options.version);
+        break;
+      } catch (error) {
+        // The earlier process's lock may be held for a moment by another replica judging
+        // whether it is gone (its take-over's `pg_try_advisory_xact_lock`): ask again a few
+        // times before refusing the start. A process that really lives keeps it throughout.
+        if (!(error instanceof ReplicaIdTakenError) || tried >= registerTries) throw error;
+        await wait(registerRetryMs);
+      }
+    }
     registry.#next();
     return registry;
   }
