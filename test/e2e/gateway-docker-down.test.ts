@@ -11,6 +11,7 @@ import {
   emptyEnv,
   Gateway,
   type InboundMessage,
+  type OutboundReply,
   resolveConfig,
 } from "@mediagate/gateway";
 import type { UploadLimits } from "@mediagate/media";
@@ -30,8 +31,9 @@ class Recorder implements ChannelAdapter {
   async sendText(_t: ChatTarget, text: string): Promise<void> {
     this.texts.push(text);
   }
-  async deliver(): Promise<DeliveryReport> {
-    this.texts.push("<unexpected reply>");
+  /** The gateway's notices are recorded with their message's close and delivered as replies. */
+  async deliver(reply: OutboundReply): Promise<DeliveryReport> {
+    this.texts.push(reply.text);
     return { outcomes: [] };
   }
   async showActivity(): Promise<void> {}
