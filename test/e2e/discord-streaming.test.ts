@@ -186,40 +186,4 @@ describe("streamed replies on Discord", () => {
     expect(ofMessages(dm, "PATCH").some((call) => call.status === 429)).toBe(true);
     expect(shown(dm)).toEqual(expected);
   }, 150_000);
-
-  it("after a SIGKILL mid-stream: no duplicate, the stale preview deleted, the user told", async () => {
-    const gateway = await install("dc-stream-kill");
-    await gateway.start();
-    const dm = fake.world.dmChannel(HumanId);
-    model.enqueue(
-      reply.text(LongAnswer, { stream: { chunkChars: 100, everyMs: 100, hangAfterChars: 6000 } }),
-      reply.text("the answer, in full"),
-    );
-    fake.sendDirectMessage({ content: "long one", authorId: HumanId });
-    // Two preview messages (a rollover past 2,000), and the second edited: it was recorded.
-    await waitUntil(() => creates(dm).length >= 2, "the preview's rollover", 60_000);
-    const [first, second] = creates(dm).map((call) => call.messageId ?? "");
-    await waitUntil(
-      () =>
-        ofMessages(dm, "PATCH").some(
-          (call) => call.path.endsWith(`/${second}`) && call.status === 200,
-        ),
-      "the rollover to be edited",
-      60_000,
-    );
-    await gateway.kill();
-
-    await gateway.start();
-    const expected = ["⏹ cut off by a restart; running it again", "the answer, in full"];
-    await waitUntil(
-      () => JSON.stringify(shown(dm)) === JSON.stringify(expected),
-      "the notice and the final alone",
-      60_000,
-    );
-    expect(fake.messagesIn(dm).map((message) => message.id)[0]).toBe(first);
-    expect(ofMessages(dm, "DELETE").map((call) => call.path.split("/").at(-1))).toContain(second);
-    expect(
-      creates(dm).filter((call) => (call.payload as { content?: string }).content === expected[1]),
-    ).toHaveLength(1);
-  }, 180_000);
 });
