@@ -181,6 +181,23 @@ describe("persistent slots across replicas", () => {
     expect(await runningReplicas()).toEqual([b.replicaId]);
   });
 
+  it("keeps its container at a graceful stop when no other replica runs, as a single gateway does", async () => {
+    const a = await replica("a", { agent: "shell" });
+    await a.send("1", "echo one");
+    expect(a.inbox.texts).toEqual(["1> a: one"]);
+    await a.gateway.stop();
+    // Alone, its persistent container outlives the stop; the next start takes it up again.
+    expect(await runningReplicas()).toEqual([a.replicaId]);
+    const { stdout } = await run(
+      "docker",
+      ["ps", "-aq", "--filter", "label=mediagate.slot=profile_solo"],
+      { env: { ...process.env, ...dockerHostVariable() } },
+    );
+    await run("docker", ["rm", "-f", "-v", ...stdout.split("\n").filter((id) => id !== "")], {
+      env: { ...process.env, ...dockerHostVariable() },
+    });
+  });
+
   it("moves a dead holder's slot with its files when they live in cluster.slotsDir", async () => {
     const slotsDir = await mkdtemp(join(tmpdir(), "mg-slots-"));
     dirs.push(slotsDir);

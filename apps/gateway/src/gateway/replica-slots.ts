@@ -138,7 +138,11 @@ export class ReplicaSlots {
   async release(gateway: GatewayCore): Promise<void> {
     await this.#renewing;
     await this.#releasing;
-    for (const { slot } of this.pins.held()) {
+    // Alone in the cluster, a replica keeps its containers as a single gateway does between
+    // processes (a persistent one outlives a restart); with another running, that one may
+    // take the slots now, so its container must be the only one working in them.
+    const others = await this.#otherRunningReplicas().catch(() => 1);
+    for (const { slot } of others > 0 ? this.pins.held() : []) {
       const pin = this.#pinned.get(slot);
       if (pin !== undefined) await this.#removeContainer(gateway, pin);
     }
@@ -148,6 +152,12 @@ export class ReplicaSlots {
     });
     this.#pinned.clear();
     if (released > 0) gateway.logger.info({ released }, "slots handed over to the other replicas");
+  }
+
+  async #otherRunningReplicas(): Promise<number> {
+    const replicas = await listReplicas(this.#database);
+    return replicas.filter((r) => r.id !== this.pins.replicaId && r.alive && r.state === "running")
+      .length;
   }
 
   readonly #liveInstanceOf: LiveInstanceOf = async (replicaId) => {
