@@ -1,4 +1,6 @@
 import { randomBytes } from "node:crypto";
+import { once } from "node:events";
+import { connect, type Socket } from "node:net";
 import { Bot, GrammyError, HttpError, InputFile } from "grammy";
 import type { Message } from "grammy/types";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -125,6 +127,37 @@ describe("FakeTelegram long polling with the real grammY", () => {
     await expect(first).rejects.toMatchObject({ error_code: 409 });
     expect(await second).toEqual([]);
     expect(fake.getUpdatesConsumers).toEqual({ conflicts: 1, max: 2 });
+  });
+
+  it("takes a poll whose client hung up for abandoned, not for a second consumer", async () => {
+    // A graceful stop aborts its held poll and confirms with a short one at once: the server may
+    // read that second call in the same turn as the first one's hang-up, before its response
+    // closes. Raw sockets put both on the wire together, twenty times.
+    const url = new URL(`${apiRoot}/bot${fake.token}/getUpdates`);
+    const request = (params: object): string => {
+      const body = JSON.stringify(params);
+      return (
+        `POST ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+      );
+    };
+    const open = async (): Promise<Socket> => {
+      const socket = connect(Number(url.port), url.hostname);
+      await once(socket, "connect");
+      return socket;
+    };
+    for (let round = 0; round < 20; round++) {
+      const [holder, next] = [await open(), await open()];
+      holder.write(request({ timeout: 30 }));
+      await waitFor(() => expect(fake.polling).toBe(true));
+      const answered = once(next, "data");
+      holder.end();
+      next.write(request({ timeout: 0 }));
+      expect(String((await answered)[0])).toContain('"ok":true');
+      holder.destroy();
+      next.destroy();
+    }
+    expect(fake.getUpdatesConsumers).toEqual({ conflicts: 0, max: 1 });
   });
 
   it("marks forum topic messages with message_thread_id", async () => {

@@ -1,4 +1,5 @@
 import type { ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import type { Update } from "grammy/types";
 import { type ApiAnswer, fail, ok } from "./protocol.js";
 import type { UpdateInput } from "./updates.js";
@@ -7,7 +8,15 @@ interface HeldPoll {
   readonly offset: number;
   readonly limit: number;
   readonly finish: (answer: ApiAnswer | undefined) => void;
+  readonly socket: Socket | null;
 }
+
+/**
+ * A held poll's client that hangs up this soon after another poll ended it had abandoned it
+ * before (an aborted poll: a graceful stop's confirming getUpdates follows its abort at once,
+ * and the server may read that call before the hang-up): not a second consumer.
+ */
+const AbandonedWithinMs = 1_000;
 
 const toInt = (value: unknown, fallback: number): number => {
   if (value === undefined || value === null || value === "") return fallback;
@@ -26,13 +35,23 @@ export class UpdateQueue {
   private nextId = 1;
   private held: HeldPoll | undefined;
   private readonly pushListeners = new Set<() => void>();
+  /** Held polls another `getUpdates` ended with 409; `abandoned` once their client hung up. */
+  private readonly contested: { abandoned: boolean }[] = [];
+  private polled = false;
+
   /**
-   * `getUpdates` calls that came while another was held open: two consumers polled at once
-   * (each ended the other's poll with 409, as Telegram does).
+   * `getUpdates` calls that came while another consumer's was held open: two consumers polled
+   * at once (each ended the other's poll with 409, as Telegram does). A held poll whose client
+   * had hung up is not counted ({@link AbandonedWithinMs}).
    */
-  conflicts = 0;
-  /** The most `getUpdates` calls open at once so far (more than 1: two consumers). */
-  maxConsumers = 0;
+  get conflicts(): number {
+    return this.contested.filter((entry) => !entry.abandoned).length;
+  }
+
+  /** The most consumers polling at once so far (more than 1: two consumers). */
+  get maxConsumers(): number {
+    return this.conflicts > 0 ? 2 : this.polled ? 1 : 0;
+  }
 
   get size(): number {
     return this.queue.length;
@@ -91,18 +110,17 @@ export class UpdateQueue {
     const limit = Math.min(100, Math.max(1, toInt(params.limit, 100)));
     const timeoutSeconds = Math.max(0, toInt(params.timeout, 0));
     this.confirm(offset);
-    if (this.held !== undefined) {
-      this.conflicts++;
-      this.maxConsumers = Math.max(this.maxConsumers, 2);
-    } else {
-      this.maxConsumers = Math.max(this.maxConsumers, 1);
+    this.polled = true;
+    const held = this.held;
+    if (held !== undefined) {
+      this.contest(held.socket);
+      held.finish(
+        fail(
+          409,
+          "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running",
+        ),
+      );
     }
-    this.held?.finish(
-      fail(
-        409,
-        "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running",
-      ),
-    );
     const ready = this.take(offset, limit);
     if (ready.length > 0 || timeoutSeconds === 0) return Promise.resolve(ok(ready));
     return new Promise((resolve) => {
@@ -112,7 +130,7 @@ export class UpdateQueue {
         res.off("close", onClose);
         resolve(answer);
       };
-      const poll: HeldPoll = { offset, limit, finish };
+      const poll: HeldPoll = { offset, limit, finish, socket: res.socket };
       const timer = setTimeout(() => finish(ok(this.take(offset, limit))), timeoutSeconds * 1000);
       const onClose = (): void => {
         if (!res.writableEnded) finish(undefined);
@@ -120,6 +138,19 @@ export class UpdateQueue {
       res.on("close", onClose);
       this.held = poll;
     });
+  }
+
+  /** Counts a held poll ended by another one, unless its client hangs up at once. */
+  private contest(socket: Socket | null): void {
+    const entry = { abandoned: socket === null || socket.destroyed || socket.readableEnded };
+    this.contested.push(entry);
+    if (entry.abandoned || socket === null) return;
+    const since = Date.now();
+    const hungUp = (): void => {
+      if (Date.now() - since <= AbandonedWithinMs) entry.abandoned = true;
+    };
+    socket.once("end", hungUp);
+    socket.once("close", hungUp);
   }
 
   /** Ends a held poll with no updates (server shutdown). */
