@@ -1,5 +1,4 @@
-import { StorageError } from "../durable/errors.js";
-import { PostgresStoreError } from "../postgres/errors.js";
+import { storeUnreachable } from "../postgres/errors.js";
 import { StateStoreError } from "../state/errors.js";
 import { sayAndFinish } from "./command-answer.js";
 import { TurnFailedText } from "./run-turn.js";
@@ -56,12 +55,6 @@ export async function reportStepFailure(
   }
   ctx.log.error({ err: cause, step }, `pipeline step "${step}" failed`);
   await sayAndFinish(ctx, notice, "failed");
-}
-
-/** The PostgreSQL store did not answer: the state store's error, or the journal's around it. */
-function storeUnreachable(cause: unknown): boolean {
-  const store = cause instanceof StorageError ? cause.cause : cause;
-  return store instanceof PostgresStoreError && store.unreachable;
 }
 
 /**

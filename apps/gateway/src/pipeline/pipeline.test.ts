@@ -26,14 +26,17 @@ import { describeChannel } from "../commands/status.js";
 import { emptyEnv } from "../config/env.js";
 import { resolveConfig } from "../config/load.js";
 import type { ProfileConfig } from "../config/types.js";
+import { StorageError } from "../durable/errors.js";
 import { journalDbPath, SqliteJournal } from "../durable/journal.js";
 import { Outbox, OutboxDefaults } from "../durable/outbox.js";
 import { createLogger, type Logger, silentLogger } from "../log.js";
+import { PostgresStoreError } from "../postgres/errors.js";
 import { SlotRegistry } from "../sandbox-access/slot-registry.js";
 import { BusySessions } from "../session/busy.js";
 import { SessionScope } from "../session/context.js";
 import { TurnQueue } from "../session/queue.js";
 import { RefusalText } from "./authorize.js";
+import { StoreDownText } from "./boundary.js";
 import { DeliveryFailedText } from "./enqueue-turn.js";
 import { handleMessage } from "./pipeline.js";
 import { TurnFailedText } from "./run-turn.js";
@@ -838,6 +841,64 @@ describe("turn log line and error boundary", () => {
     });
     expect(channel.said).toEqual([TurnFailedText]);
     expect((await journal.entryState(id))?.outcome).toBe("failed");
+  });
+
+  it("a turn whose first command's start meets an unreachable PostgreSQL keeps its message", async () => {
+    // A `pg_ctl restart` as the turn records its first command's start (journal.started,
+    // through the tool runner): the message waits for the database, it is not failed.
+    const unreachable = new StorageError({
+      operation: "started",
+      path: "PostgreSQL 127.0.0.1:5432/mg",
+      reason: "the server is not reachable",
+      cause: new PostgresStoreError(
+        "started",
+        "127.0.0.1:5432/mg",
+        Object.assign(new Error("terminating connection due to administrator command"), {
+          code: "57P01",
+        }),
+      ),
+    });
+    const downJournal = new Proxy(journal, {
+      get(target, key) {
+        if (key === "started") return () => Promise.reject(unreachable);
+        const value = Reflect.get(target, key, target) as unknown;
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const kept: number[] = [];
+    const calls: string[] = [];
+    const agent: Agent = {
+      kind: "shell",
+      async runTurn(input) {
+        const result = await input.tools.run("echo hi");
+        return { reply: result.stdout };
+      },
+    };
+    const recording = testRuntime(agent, calls);
+    // As the real sandbox does: the turn's start is recorded before the command runs.
+    const runtime: PipelineRuntime = {
+      ...recording,
+      sandbox: {
+        ...recording.sandbox,
+        run: async (slot, sessionKey, command, options) => {
+          await options?.beforeCommand?.();
+          return recording.sandbox.run(slot, sessionKey, command, options);
+        },
+      },
+    };
+    const services = {
+      ...testServices(),
+      journal: downJournal,
+      keep: (turn: { entryId: number }) => void kept.push(turn.entryId),
+    };
+    const channel = new RecordingChannel();
+    const ctx = testContext(runtime, services, channel, "echo hi");
+    const { id } = await journal.record(ctx.message);
+    await handleMessage({ ...ctx, entryId: id });
+    expect(channel.said).toEqual([StoreDownText]);
+    expect(kept).toEqual([id]);
+    expect(calls.filter((call) => call.startsWith("run "))).toEqual([]);
+    expect((await journal.entryState(id))?.outcome ?? null).toBeNull();
   });
 
   it("a failure binding the queued turn is logged as enqueueTurn, with a turn line", async () => {

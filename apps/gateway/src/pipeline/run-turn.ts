@@ -1,5 +1,6 @@
 import type { ToolRunner } from "../agents/types.js";
 import { approvalGate } from "../approvals/gate.js";
+import { storeUnreachable } from "../postgres/errors.js";
 import {
   type SandboxProblem,
   sandboxProblemOf,
@@ -149,6 +150,9 @@ async function agentTurn(
       await endAborted();
       return;
     }
+    // The database went away mid-turn (the record of its first command's start, say): the
+    // message is kept and run again once it answers, not closed as failed (boundary.ts).
+    if (storeUnreachable(error)) throw error;
     const problem = tools.sandboxProblem ?? sandboxProblemOf(error);
     turn?.failed("runTurn", problem === undefined ? error : describeProblem(problem));
     if (problem !== undefined) {

@@ -107,3 +107,17 @@ export class PostgresSchemaError extends MediagateError {
     this.supported = supported;
   }
 }
+
+/**
+ * The PostgreSQL store did not answer: a {@link PostgresStoreError} that says so anywhere down
+ * the cause chain (the journal's and the state store's errors wrap it, and so may whatever
+ * called the store: a turn's first command records its start through the tool runner).
+ */
+export function storeUnreachable(error: unknown): boolean {
+  let cause = error;
+  for (let depth = 0; cause instanceof Error && depth < 8; depth++) {
+    if (cause instanceof PostgresStoreError) return cause.unreachable;
+    cause = cause.cause;
+  }
+  return false;
+}
