@@ -66,6 +66,20 @@ async function ownerOf(id: number): Promise<string | undefined> {
   }
 }
 
+/** The holder of the only session lease now (one session per test that asks). */
+async function sessionHolder(): Promise<string | undefined> {
+  const database = new PostgresDatabase({ url: testDatabase.url });
+  try {
+    const row = await database.query<{ holder: string }>(
+      "test",
+      "SELECT holder FROM leases.sessions",
+    );
+    return row.rows.length === 1 ? row.rows[0]?.holder : undefined;
+  } finally {
+    await database.close();
+  }
+}
+
 /** Runs the loop's rounds until `check` passes (what a round starts may end in a later one). */
 async function roundsUntil(
   loop: { fire: () => Promise<void> },
@@ -206,6 +220,9 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     // session with the next message it receives, which waits for the older one a still owns.
     void b.inbox.onMessage?.(replicaDm("2", "next"));
     await waitFor(async () => expect(await ownerOf(2)).toBe("b/boot/1/1"));
+    // b records the message, then claims the session for its turn: only then may a's renewal
+    // come, or a renews first and keeps the session (b then hands its message over to a).
+    await waitFor(async () => expect(await sessionHolder()).toMatch(/^b\//));
     clock.aheadMs = Defaults.sessionLeases.renewMs;
     await roundsUntil(a.loop, () => expect(aborted).toHaveLength(1));
     await a.gateway.idle();
