@@ -54,7 +54,8 @@ describe("streamed replies on Telegram", () => {
       allowedUsers: [`telegram:${StreamUser}`],
     });
     await gateway.start();
-    streaming.model.enqueue(reply.text(LongAnswer, { stream: { chunkChars: 100, everyMs: 200 } }));
+    // 10 s of stream: the group's edits come every 3 s, so the preview passes 4,096 at one.
+    streaming.model.enqueue(reply.text(LongAnswer, { stream: { chunkChars: 200, everyMs: 200 } }));
     streaming.fake.sendGroupText({
       chatId: Group,
       userId: StreamUser,
