@@ -1,5 +1,6 @@
 import { backoffMs, sleep as realSleep, type Sleep } from "@mediagate/io";
-import OpenAI, { APIError, type ClientOptions } from "openai";
+import type OpenAI from "openai";
+import type { ClientOptions } from "openai";
 import type {
   ChatCompletion,
   ChatCompletionCreateParamsStreaming,
@@ -8,6 +9,7 @@ import type { Logger } from "pino";
 import type { ModelSettings } from "../config/types.js";
 import { Defaults } from "../defaults.js";
 import { endpointHost, OpenAIEndpointError, toEndpointError } from "./openai-errors.js";
+import { loadedOpenaiSdk, openaiSdk } from "./openai-sdk.js";
 
 /** Handed to the SDK when an entry has no API key; never sent (see `clientOptions`). */
 const KeylessPlaceholder = "no-api-key";
@@ -175,7 +177,7 @@ export class ModelChain {
   #client(entry: ModelSettings): OpenAI {
     let client = this.#clients.get(entry.name);
     if (client === undefined) {
-      client = new OpenAI(this.#clientOptions(entry));
+      client = new (openaiSdk().OpenAI)(this.#clientOptions(entry));
       this.#clients.set(entry.name, client);
     }
     return client;
@@ -216,7 +218,9 @@ export function canFallBack(failure: OpenAIEndpointError): boolean {
 
 /** The wait an error response asked for (`retry-after-ms`, `retry-after` seconds or date). */
 function retryAfterMs(error: unknown): number | undefined {
-  if (!(error instanceof APIError) || error.headers === undefined) return undefined;
+  const sdk = loadedOpenaiSdk();
+  if (sdk === undefined || !(error instanceof sdk.APIError) || error.headers === undefined)
+    return undefined;
   const ms = Number(error.headers.get("retry-after-ms") ?? Number.NaN);
   if (Number.isFinite(ms) && ms >= 0) return ms;
   const after = error.headers.get("retry-after");

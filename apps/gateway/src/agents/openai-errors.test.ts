@@ -1,4 +1,3 @@
-import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
 import { describe, expect, it } from "vitest";
 import {
   endpointHost,
@@ -6,6 +5,10 @@ import {
   redactSecret,
   toEndpointError,
 } from "./openai-errors.js";
+import { openaiSdk } from "./openai-sdk.js";
+
+// The SDK build the gateway checks its errors against (openai-sdk.ts).
+const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } = openaiSdk();
 
 const context = { host: "llm.internal:8443", model: "m-1", apiKey: "sk-secret-123456" };
 

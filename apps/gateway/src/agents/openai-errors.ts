@@ -1,11 +1,6 @@
 import { MediagateError } from "@mediagate/io";
-import {
-  APIConnectionError,
-  APIConnectionTimeoutError,
-  APIError,
-  APIUserAbortError,
-  OpenAIError,
-} from "openai";
+import type { APIConnectionError, APIError } from "openai";
+import { loadedOpenaiSdk } from "./openai-sdk.js";
 
 /** How a request to the model endpoint failed. */
 export type OpenAIFailureKind = "http" | "connection" | "timeout" | "bad_response";
@@ -149,6 +144,15 @@ export function toEndpointError(
   error: unknown,
   context: { host: string; model: string; apiKey: string | undefined },
 ): OpenAIEndpointError | undefined {
+  const sdk = loadedOpenaiSdk();
+  if (sdk === undefined) return undefined;
+  const {
+    APIConnectionError,
+    APIConnectionTimeoutError,
+    APIError,
+    APIUserAbortError,
+    OpenAIError,
+  } = sdk;
   if (error instanceof OpenAIError && !(error instanceof APIError)) {
     // The SDK's stream reader: the endpoint answered something that is not a stream of chunks.
     return new OpenAIEndpointError({
@@ -189,7 +193,8 @@ export function toEndpointError(
  * `context_length_exceeded`, or a compatible server's 400 saying so in words.
  */
 export function isContextLengthError(error: unknown): boolean {
-  if (!(error instanceof APIError) || error.status !== 400) return false;
+  const sdk = loadedOpenaiSdk();
+  if (sdk === undefined || !(error instanceof sdk.APIError) || error.status !== 400) return false;
   if (error.code === "context_length_exceeded") return true;
   return /context length|context window|maximum context|too many tokens/i.test(error.message);
 }

@@ -1,7 +1,8 @@
 import { MediagateError } from "@mediagate/io";
-import OpenAI, { toStreamingFile } from "openai";
+import type OpenAI from "openai";
 import type { TranscriptionSettings } from "../config/types.js";
 import { endpointHost, type OpenAIEndpointError, toEndpointError } from "./openai-errors.js";
+import { openaiSdk } from "./openai-sdk.js";
 
 /** Handed to the SDK when no API key is configured; kept off the wire by a null header. */
 const KeylessPlaceholder = "no-api-key";
@@ -41,7 +42,7 @@ export class Transcriber {
     this.#model = settings.model;
     this.#apiKey = settings.apiKey;
     this.#host = endpointHost(settings.baseUrl);
-    this.#client = new OpenAI({
+    this.#client = new (openaiSdk().OpenAI)({
       baseURL: settings.baseUrl,
       apiKey: settings.apiKey ?? KeylessPlaceholder,
       ...(settings.apiKey === undefined ? { defaultHeaders: { Authorization: null } } : {}),
@@ -69,7 +70,7 @@ export class Transcriber {
     try {
       const result = await this.#client.audio.transcriptions.create(
         {
-          file: toStreamingFile(source.bytes, source.name, { type: source.mime }),
+          file: openaiSdk().toStreamingFile(source.bytes, source.name, { type: source.mime }),
           model: this.#model,
         },
         { signal },
