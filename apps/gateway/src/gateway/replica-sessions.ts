@@ -88,9 +88,11 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
 
   async acquire(turn: Parameters<SessionHold["acquire"]>[0]): Promise<boolean | typeof RunLater> {
     const session = { profile: turn.profile, sessionKey: turn.sessionKey };
+    let step = "claim the session's lease";
     try {
       const claim = await this.leases.claim(session);
       if (!claim.held) {
+        step = "hand the message to the session's holder";
         const handed = await this.#journal.handOver(turn.entryIds, claim.holder);
         turn.log.info(
           { holder: claim.holder, entries: handed.length },
@@ -98,11 +100,12 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
         );
         return false;
       }
+      step = "pin the session's slot to this replica";
       if (!(await this.#pinHere(turn, session))) return false;
     } catch (error) {
       turn.log.warn(
-        { err: error },
-        "could not claim the session's lease; the message is kept for the replica that can",
+        { err: error, step },
+        `could not ${step}; the message is kept for the replica that can`,
       );
       this.giveBack(turn.entryIds);
       return false;

@@ -16,6 +16,7 @@ import { Defaults } from "../defaults.js";
 import { SessionLeaseLostError } from "../durable/session-leases.js";
 import { SlotLeases } from "../durable/slot-leases.js";
 import { Gateway } from "../gateway.js";
+import { createLogger } from "../log.js";
 import { PostgresDatabase } from "../postgres/database.js";
 import { filesLeftBehindText } from "./replica-slots.js";
 
@@ -103,6 +104,7 @@ async function replica(
     slotsDir?: string;
     agent?: "shell" | "echo" | ((input: AgentTurnInput) => Promise<AgentTurnResult>);
     slotIdleReleaseMs?: number;
+    logLines?: string[];
   } = {},
 ) {
   const home = await mkdtemp(join(tmpdir(), "mg-replica-"));
@@ -142,6 +144,14 @@ async function replica(
     instanceId: `${replicaId}/boot/1/1`,
     replicaSchedule: loop.schedule,
     slotIdleReleaseMs: options.slotIdleReleaseMs,
+    ...(options.logLines === undefined
+      ? {}
+      : {
+          logger: createLogger({
+            level: "info",
+            destination: { write: (line: string) => void options.logLines?.push(line) },
+          }),
+        }),
     clock: { wallMs: () => Date.now() + clock.aheadMs, monoMs: () => performance.now() },
     agent: () => ({ kind: "shell", runTurn }),
   });
@@ -236,6 +246,33 @@ describe("persistent slots across replicas", () => {
     await b.send("2", "cat /workspace/note", "2");
     expect(b.inbox.texts).toEqual(["2> b: kept"]);
     expect(await runningReplicas()).toEqual([b.replicaId]);
+  });
+
+  it("keeps a message whose slot pin cannot be claimed, says so, and runs it once it can", async () => {
+    const logLines: string[] = [];
+    const a = await replica("a", { logLines });
+    const admin = new PostgresDatabase({ url: testDatabase.url });
+    databases.push(admin);
+    // The pins' table refuses every statement (a broken grant, say); the session's lease works.
+    await admin.query("test", "ALTER TABLE leases.slots RENAME TO slots_away");
+    try {
+      await a.send("1", "first");
+      expect(a.ran).toEqual([]);
+      const failure = logLines
+        .map((line) => JSON.parse(line) as { msg: string; step?: string })
+        .find((line) => line.step !== undefined);
+      expect(failure).toMatchObject({
+        step: "pin the session's slot to this replica",
+        msg: "could not pin the session's slot to this replica; the message is kept for the replica that can",
+      });
+    } finally {
+      await admin.query("test", "ALTER TABLE leases.slots_away RENAME TO slots");
+    }
+    await waitFor(async () => {
+      await a.loop.fire();
+      await a.gateway.idle();
+      expect(a.inbox.texts).toEqual(["1> a: first"]);
+    });
   });
 
   it("cuts its turn in the slot off once another replica took the slot's pin", async () => {
