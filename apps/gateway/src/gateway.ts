@@ -92,6 +92,8 @@ export class Gateway {
     }
     await startWeb(this.#core);
     await this.#prune();
+    // Before any turn: a container a SIGKILL left here of a slot that moved meanwhile goes.
+    await this.#core.replicas?.removeLeftoverSlots(this.#core);
     this.#pruneTimer = setInterval(
       () => void this.#prune(),
       GatewayDefaults.journalPruneIntervalMs,

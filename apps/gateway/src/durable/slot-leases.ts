@@ -147,6 +147,16 @@ export class SlotLeases {
     }
   }
 
+  /** The pins whose slot's files another replica's copy holds now (their `home`). */
+  async homedElsewhere(): Promise<{ slot: string; home: string }[]> {
+    const rows = await this.#database.query<{ slot: string; home: string }>(
+      "read slots homed elsewhere",
+      "SELECT slot, home FROM leases.slots WHERE home <> $1",
+      [this.replicaId],
+    );
+    return rows.rows;
+  }
+
   /**
    * Whether `sessionKey` is yet to be told of the slot's move `movedToken`: true once, for the
    * first asker of the whole cluster.

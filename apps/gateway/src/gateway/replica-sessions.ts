@@ -273,6 +273,10 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
     for (const id of entryIds) this.#givenBack.add(id);
   }
 
+  async removeLeftoverSlots(gateway: GatewayCore): Promise<void> {
+    await this.slots?.removeLeftovers(gateway);
+  }
+
   /** Starts the loop for `gateway` (after its start-up recovery). */
   start(gateway: GatewayCore): void {
     this.#gateway = gateway;

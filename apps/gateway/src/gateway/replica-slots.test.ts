@@ -105,10 +105,13 @@ async function replica(
     agent?: "shell" | "echo" | ((input: AgentTurnInput) => Promise<AgentTurnResult>);
     slotIdleReleaseMs?: number;
     logLines?: string[];
+    /** The home of an earlier replica of this name: its next process (`boot` 2 and on). */
+    home?: string;
+    boot?: number;
   } = {},
 ) {
-  const home = await mkdtemp(join(tmpdir(), "mg-replica-"));
-  dirs.push(home);
+  const home = options.home ?? (await mkdtemp(join(tmpdir(), "mg-replica-")));
+  if (options.home === undefined) dirs.push(home);
   const replicaId = `${name}-${tag}`;
   const config = resolveConfig(
     {
@@ -141,7 +144,7 @@ async function replica(
   };
   const gateway = await Gateway.create(config, {
     channels: [inbox],
-    instanceId: `${replicaId}/boot/1/1`,
+    instanceId: `${replicaId}/boot/${options.boot ?? 1}/1`,
     replicaSchedule: loop.schedule,
     slotIdleReleaseMs: options.slotIdleReleaseMs,
     ...(options.logLines === undefined
@@ -161,7 +164,7 @@ async function replica(
     await inbox.onMessage?.(replicaDm(messageId, text, userId));
     await gateway.idle();
   };
-  return { gateway, inbox, ran, loop, send, replicaId };
+  return { gateway, inbox, ran, loop, send, replicaId, home };
 }
 
 describe("persistent slots across replicas", () => {
@@ -206,6 +209,39 @@ describe("persistent slots across replicas", () => {
     await run("docker", ["rm", "-f", "-v", ...stdout.split("\n").filter((id) => id !== "")], {
       env: { ...process.env, ...dockerHostVariable() },
     });
+  });
+
+  it("removes its container of a slot that moved to another replica while it was down", async () => {
+    const a = await replica("a", { agent: "shell" });
+    await a.send("1", "echo one");
+    // Alone, a keeps its container through a graceful stop (as after a SIGKILL, it stays).
+    await a.gateway.stop();
+    expect(await runningReplicas()).toEqual([a.replicaId]);
+    // Meanwhile another replica takes the slot (a is not running: the pin moves).
+    const database = new PostgresDatabase({ url: testDatabase.url });
+    databases.push(database);
+    const other = await SlotLeases.open(database, {
+      replicaId: "other-1",
+      sharedFiles: false,
+      owner: "other-1/boot/1/1",
+    });
+    expect(await other.claim(`solo/${Slot}`, async () => undefined)).toMatchObject({ held: true });
+
+    const logLines: string[] = [];
+    await replica("a", { agent: "shell", home: a.home, boot: 2, logLines });
+    expect(await runningReplicas()).toEqual([]);
+    expect(logLines.some((line) => line.includes('"home":"other-1"'))).toBe(true);
+  });
+
+  it("keeps its container of a slot still its own when it starts again", async () => {
+    const a = await replica("a", { agent: "shell" });
+    await a.send("1", "echo one");
+    await a.gateway.stop();
+    const a2 = await replica("a", { agent: "shell", home: a.home, boot: 2 });
+    expect(await runningReplicas()).toEqual([a.replicaId]);
+    await a2.send("2", "echo two");
+    expect(a2.inbox.texts).toEqual(["1> a: two"]);
+    expect(await runningReplicas()).toEqual([a.replicaId]);
   });
 
   it("moves a dead holder's slot with its files when they live in cluster.slotsDir", async () => {

@@ -154,6 +154,34 @@ export class ReplicaSlots {
     if (released > 0) gateway.logger.info({ released }, "slots handed over to the other replicas");
   }
 
+  /**
+   * At start, before any turn: removes this replica's containers of pinned slots whose pin
+   * names another replica's copy now (files kept), e.g. a container a SIGKILL, or a stop while
+   * alone in the cluster, left here while the slot moved. A pin still naming this replica, or
+   * no pin at all, leaves the container for this replica's next claim. Never rejects.
+   */
+  async removeLeftovers(gateway: GatewayCore): Promise<void> {
+    const moved = await this.pins.homedElsewhere().catch((error: unknown) => {
+      gateway.logger.warn({ err: error }, "could not read which slots moved to other replicas");
+      return [];
+    });
+    for (const { slot: key, home } of moved) {
+      const spans = slotTraits(key).spansProfiles;
+      for (const runtime of gateway.runtimes.values()) {
+        const prefix = `${runtime.name}/`;
+        const slot = spans ? key : key.startsWith(prefix) ? key.slice(prefix.length) : undefined;
+        if (slot === undefined) continue;
+        const here = await runtime.sandbox.status(slot).catch(() => undefined);
+        if (here === undefined) continue;
+        gateway.logger.info(
+          { profile: runtime.name, slot, home },
+          "the slot moved to another replica while this one was down: its container here is removed, files kept",
+        );
+        await this.#removeContainer(gateway, { profile: runtime.name, slot, sessions: new Set() });
+      }
+    }
+  }
+
   async #otherRunningReplicas(): Promise<number> {
     const replicas = await listReplicas(this.#database);
     return replicas.filter((r) => r.id !== this.pins.replicaId && r.alive && r.state === "running")
