@@ -18,7 +18,7 @@ import { waitUntil } from "./harness/gateway-home.js";
  * Two gateway processes of one persistent profile on one PostgreSQL database, sharing
  * `cluster.slotsDir` (docs/cluster.md, "Slot pins"): the slot is pinned to one replica, one
  * container works in it, and when that replica is SIGKILLed the other takes the pin and finds
- * the files written before.
+ * the files written before; started again, the killed one removes the container it left.
  */
 
 const User = 84;
@@ -106,5 +106,9 @@ describe("a persistent slot shared by two replicas through cluster.slotsDir", ()
     const after = await slotReplicas();
     expect(after).toHaveLength(2);
     expect(after).toEqual(expect.arrayContaining(running));
+    // Started again, the killed replica removes it before taking work: the slot moved.
+    const survivor = after.filter((replica) => !running.includes(replica));
+    await holder.start();
+    expect(await slotReplicas()).toEqual(survivor);
   });
 });
