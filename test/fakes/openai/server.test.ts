@@ -125,6 +125,22 @@ describe("FakeOpenAIServer", () => {
     expect(server.requests[0]?.usage).toBeUndefined();
   });
 
+  it("paces a long stream without piling listeners on its response", async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => void warnings.push(warning);
+    process.on("warning", onWarning);
+    try {
+      server.enqueue(reply.text("x".repeat(40), { stream: { chunkChars: 1, everyMs: 1 } }));
+      const res = await post({ ...request, stream: true });
+      const events = (await res.text()).split("\n\n").filter((line) => line.startsWith("data: "));
+      expect(events.length).toBeGreaterThan(40);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((w) => w.name === "MaxListenersExceededWarning")).toEqual([]);
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
+
   it("answers a scripted error to a streamed request as JSON, before any event", async () => {
     server.enqueue(reply.error(503, "overloaded"));
     const res = await post({ ...request, stream: true, stream_options: { include_usage: true } });

@@ -35,11 +35,16 @@ export async function writeStream(res: ServerResponse, answer: StreamedAnswer): 
     ms === undefined || ms <= 0 || closed
       ? Promise.resolve()
       : new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, ms);
-          res.once("close", () => {
+          // One listener per wait, taken off when the wait ends: a long stream would pile them up.
+          const onClose = () => {
             clearTimeout(timer);
             resolve();
-          });
+          };
+          const timer = setTimeout(() => {
+            res.off("close", onClose);
+            resolve();
+          }, ms);
+          res.once("close", onClose);
         });
   const base = {
     id: answer.id,
