@@ -43,6 +43,35 @@ describe("DatabaseWorker", () => {
     expect(answers).toEqual([1, new Map([["text:0", "sent"]]), { nested: [1, "two"] }]);
   });
 
+  it("sends the calls made while the thread is busy in one message, each answered alone", async () => {
+    const worker = await start();
+    const busy = worker.call("block", 100);
+    const queued = [
+      worker.call("echo", 1),
+      worker.call("explode").catch((e: unknown) => e),
+      worker.call("echo", 2),
+    ];
+    expect(await busy).toBe("unblocked");
+    const [one, failed, two] = await Promise.all(queued);
+    expect([one, two]).toEqual([1, 2]);
+    expect(failed).toBeInstanceOf(Revived);
+    expect((failed as Revived).failure.operation).toBe("explode");
+    expect(worker.stats).toEqual({ calls: 4, messages: 2 });
+    await expect(worker.call("echo", 3)).resolves.toBe(3);
+    expect(worker.stats).toEqual({ calls: 5, messages: 3 });
+  });
+
+  it("refuses an argument that cannot cross the thread in a batch, sending the others", async () => {
+    const worker = await start();
+    const busy = worker.call("block", 100);
+    const refused = worker.call("echo", (() => 1) as unknown as number).catch((e: unknown) => e);
+    const after = worker.call("echo", 2);
+    await busy;
+    expect(await refused).toBeInstanceOf(Revived);
+    await expect(after).resolves.toBe(2);
+    expect(worker.stats).toEqual({ calls: 3, messages: 2 });
+  });
+
   it("rebuilds a thrown error from its name, code, fields and cause", async () => {
     const worker = await start();
     const error = await worker.call("explode").catch((e: unknown) => e);

@@ -97,6 +97,12 @@ export class DatabaseWorker<P extends object> {
   readonly #closeTimeoutMs: number;
   readonly #pending = new Map<number, Pending>();
   #nextId = 1;
+  /** Calls made while a batch is in flight, sent together once it is answered. */
+  #queued: CallRequest[] = [];
+  /** The last call of each batch posted and not answered yet. */
+  readonly #batchEnds = new Set<number>();
+  #calls = 0;
+  #messages = 0;
   /** Set once the thread is gone or closed: later calls reject with it. */
   #stopped: WireError | undefined;
   #closing: Promise<void> | undefined;
@@ -160,20 +166,55 @@ export class DatabaseWorker<P extends object> {
     return this.#send(method, args);
   }
 
+  /**
+   * Queues the call; it is posted at once when no batch is in flight, else with the calls
+   * queued behind it in one message once the thread has answered the batch in flight (it runs
+   * calls one at a time in order anyway, so the wait costs nothing but a thread hop). Each
+   * call still runs on its own and is answered on its own, in the order made.
+   */
   #send(method: string, args: readonly unknown[]): Promise<unknown> {
     return new Promise((resolve, reject) => {
       const id = this.#nextId++;
       if (this.#pending.size === 0) this.#worker.ref();
       this.#pending.set(id, { operation: method, resolve, reject });
-      const request: CallRequest = { id, method, args };
-      try {
-        this.#worker.postMessage(request);
-      } catch (error) {
-        // An argument that cannot be cloned (a function, a symbol): refused here, not sent.
-        this.#take(id);
-        reject(this.#revive({ operation: method, error: toWire(error) }));
-      }
+      this.#calls++;
+      this.#queued.push({ id, method, args });
+      if (this.#batchEnds.size === 0) this.#flush();
     });
+  }
+
+  /** Posts the queued calls as one batch (one each when the batch cannot be cloned). */
+  #flush(): void {
+    const batch = this.#queued;
+    if (batch.length === 0) return;
+    this.#queued = [];
+    if (this.#post(batch)) return;
+    // An argument that cannot be cloned (a function, a symbol): that call is refused here,
+    // not sent; the others go on alone, in order.
+    for (const request of batch) this.#post([request]);
+  }
+
+  #post(batch: readonly CallRequest[]): boolean {
+    const last = batch[batch.length - 1] as CallRequest;
+    try {
+      this.#worker.postMessage(batch);
+    } catch (error) {
+      if (batch.length > 1) return false;
+      const pending = this.#take(last.id);
+      pending?.reject(this.#revive({ operation: last.method, error: toWire(error) }));
+      return true;
+    }
+    this.#messages++;
+    this.#batchEnds.add(last.id);
+    return true;
+  }
+
+  /**
+   * How many calls were made and how many messages carried them to the thread: calls made
+   * while the thread is busy share one (bench/README.md, issue 31).
+   */
+  get stats(): { readonly calls: number; readonly messages: number } {
+    return { calls: this.#calls, messages: this.#messages };
   }
 
   #take(id: number): Pending | undefined {
@@ -186,6 +227,7 @@ export class DatabaseWorker<P extends object> {
   #settle(reply: WorkerReply): void {
     if (reply.type !== "result" && reply.type !== "failure") return;
     const pending = this.#take(reply.id);
+    if (this.#batchEnds.delete(reply.id) && this.#batchEnds.size === 0) this.#flush();
     if (pending === undefined) return;
     if (reply.type === "result") pending.resolve(reply.value);
     else pending.reject(this.#revive({ operation: pending.operation, error: reply.error }));
@@ -193,6 +235,8 @@ export class DatabaseWorker<P extends object> {
 
   #stop(reason: WireError): void {
     this.#stopped ??= reason;
+    this.#queued = [];
+    this.#batchEnds.clear();
     for (const id of [...this.#pending.keys()]) {
       const pending = this.#take(id);
       pending?.reject(this.#revive({ operation: pending.operation, error: this.#stopped }));

@@ -13,7 +13,7 @@ export interface WorkerStart {
   readonly settings: unknown;
 }
 
-/** Main → thread: run one operation of the program. */
+/** Main → thread, in a batch (an array, run in its order): run one operation of the program. */
 export interface CallRequest {
   readonly id: number;
   readonly method: string;

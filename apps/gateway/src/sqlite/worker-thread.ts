@@ -1,6 +1,7 @@
 /**
  * The body of a database worker thread: loads the program module named in `workerData`,
- * opens the database with it, then runs one call at a time, in the order they arrive. Every
+ * opens the database with it, then runs one call at a time, in the order they arrive (in
+ * batches of the calls made while the previous batch ran, see database-worker.ts). Every
  * call is synchronous better-sqlite3 work, so a transaction inside one call stays atomic; a
  * call that waits on the disk holds up only the calls behind it on this database.
  */
@@ -47,14 +48,18 @@ async function main(): Promise<void> {
     post({ type: "open-failed", error: toWire(error) });
     return;
   }
-  port.on("message", (request: unknown) => {
-    if (!isCallRequest(request)) return;
-    try {
-      const method = methodOf(program, request.method);
-      if (method === undefined) throw new TypeError(`unknown operation ${request.method}`);
-      post({ type: "result", id: request.id, value: method.apply(program, [...request.args]) });
-    } catch (error) {
-      post({ type: "failure", id: request.id, error: toWire(error) });
+  // Calls come in batches (an array, in the order made); each runs and is answered alone.
+  port.on("message", (batch: unknown) => {
+    if (!Array.isArray(batch)) return;
+    for (const request of batch) {
+      if (!isCallRequest(request)) continue;
+      try {
+        const method = methodOf(program, request.method);
+        if (method === undefined) throw new TypeError(`unknown operation ${request.method}`);
+        post({ type: "result", id: request.id, value: method.apply(program, [...request.args]) });
+      } catch (error) {
+        post({ type: "failure", id: request.id, error: toWire(error) });
+      }
     }
   });
   post({ type: "ready" });
