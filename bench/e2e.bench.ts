@@ -34,26 +34,52 @@
  * Everything it makes (container, home, child processes) is removed at the end, on a failure
  * and on SIGINT/SIGTERM.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { once } from "node:events";
 import { createWriteStream } from "node:fs";
 import { mkdtemp, open, readFile, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { readEnv, resolveConfig } from "@mediagate/gateway";
 import { maxOpenShellsOf } from "@mediagate/sandbox";
 import { FakeTelegram, type RecordedCall } from "../test/fakes/telegram/index.js";
 import { dockerHostVariable } from "../test-support/engine.js";
 import { freshPostgresDatabase, type TestDatabase } from "../test-support/postgres.js";
-import { containerCpuMs, cpuMsOf, machineBusyMs, memoryOf, processesCpuMs } from "./proc.js";
+import {
+  benchFlags,
+  closedLoop,
+  docker,
+  emit,
+  endProcess,
+  freePort,
+  gatewayIdle,
+  inChat,
+  isNotice,
+  isText,
+  median,
+  nextCall,
+  note,
+  onCleanup,
+  p50,
+  profileContainers,
+  ReplyTimeoutMs,
+  removeContainersAtCleanup,
+  round3,
+  runBench,
+  startGateway,
+  stats,
+} from "./gateway-harness.js";
+import {
+  containerCpuMs,
+  cpuMsOf,
+  EngineProcesses,
+  machineBusyMs,
+  memoryOf,
+  processesCpuMs,
+} from "./proc.js";
 
-const run = promisify(execFile);
-const Cli = fileURLToPath(new URL("../apps/gateway/dist/cli.js", import.meta.url));
 const FloorBot = fileURLToPath(new URL("./e2e-floor-bot.mjs", import.meta.url));
 const MiB = 1024 * 1024;
 const SmallFileBytes = 100 * 1024;
@@ -62,68 +88,32 @@ const FloorUser = 900_002;
 const ThroughputUserBase = 910_000;
 const SmallPath = "/workspace/bench-100k.bin";
 const BigPath = "/workspace/bench-big.bin";
-const ReplyTimeoutMs = 60_000;
 /** Users warmed up at once before a throughput figure (each batch within `ReplyTimeoutMs`). */
 const WarmUpBatch = 100;
 
 // ---------------------------------------------------------------------------------------------
 // Options
 
-function flag(name: string): string | undefined {
-  const args = process.argv.slice(2);
-  const at = args.lastIndexOf(`--${name}`);
-  if (at >= 0) {
-    const value = args[at + 1];
-    if (value === undefined || value.startsWith("--")) throw new Error(`--${name} needs a value`);
-    return value;
-  }
-  const env = process.env[`MEDIAGATE_BENCH_E2E_${name.toUpperCase().replaceAll("-", "_")}`];
-  return env === undefined || env === "" ? undefined : env;
-}
-
-function count(name: string, fallback: number, min = 1): number {
-  const raw = flag(name);
-  if (raw === undefined) return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) {
-    throw new Error(`--${name}: got ${raw}, expected an integer ≥ ${min}`);
-  }
-  return value;
-}
-
-function list(name: string, fallback: readonly number[]): number[] {
-  const raw = flag(name);
-  if (raw === undefined) return [...fallback];
-  const values = raw.split(",").map((part) => Number(part.trim()));
-  if (values.length === 0 || values.some((v) => !Number.isInteger(v) || v < 1)) {
-    throw new Error(`--${name}: got ${raw}, expected positive integers separated by commas`);
-  }
-  return values;
-}
-
-const known = new Set([
-  "rounds",
-  "messages",
-  "users",
-  "windows",
-  "window-ms",
-  "concurrency",
-  "max-open-shells",
-  "upload-mib",
-  "uploads",
-  "exec-cli",
-  "rtt",
-  "cpu-prof",
-  "image",
-  "store",
-]);
-/** Flags without a value. */
-const switches = new Set(["webhook"]);
-for (const arg of process.argv.slice(2)) {
-  if (arg.startsWith("--") && !known.has(arg.slice(2)) && !switches.has(arg.slice(2))) {
-    throw new Error(`unknown flag ${arg}; the flags are --${[...known].join(", --")}`);
-  }
-}
+const { flag, count, list, on } = benchFlags(
+  "e2e",
+  [
+    "rounds",
+    "messages",
+    "users",
+    "windows",
+    "window-ms",
+    "concurrency",
+    "max-open-shells",
+    "upload-mib",
+    "uploads",
+    "exec-cli",
+    "rtt",
+    "cpu-prof",
+    "image",
+    "store",
+  ],
+  ["webhook"],
+);
 
 const options = {
   rounds: count("rounds", 3),
@@ -138,8 +128,7 @@ const options = {
   rtt: count("rtt", 200),
   cpuProf: flag("cpu-prof"),
   image: flag("image") ?? process.env.MEDIAGATE_BENCH_IMAGE ?? "mediagate-sandbox:test",
-  webhook:
-    process.argv.slice(2).includes("--webhook") || process.env.MEDIAGATE_BENCH_E2E_WEBHOOK === "1",
+  webhook: on("webhook"),
   store: storeKind(flag("store")),
 };
 
@@ -152,130 +141,13 @@ const maxOpenShells =
   flag("max-open-shells") === undefined ? undefined : count("max-open-shells", 1);
 
 // ---------------------------------------------------------------------------------------------
-// Figures
-
-const emit = (line: Record<string, unknown>): void => console.log(JSON.stringify(line));
-const startedAt = performance.now();
-/** A progress note on stderr (stdout carries only the JSON lines). */
-const note = (text: string): void =>
-  console.error(`bench:e2e ${((performance.now() - startedAt) / 1000).toFixed(1)}s ${text}`);
-const round3 = (n: number): number => Number(n.toFixed(3));
-
-function percentile(sorted: readonly number[], q: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  if (sorted.length === 0) return Number.NaN;
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
-function stats(samples: readonly number[]): Record<string, number> {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return {
-    n: sorted.length,
-    p50_ms: round3(percentile(sorted, 0.5)),
-    p90_ms: round3(percentile(sorted, 0.9)),
-    p99_ms: round3(percentile(sorted, 0.99)),
-  };
-}
-
-const p50 = (samples: readonly number[]): number =>
-  percentile(
-    [...samples].sort((a, b) => a - b),
-    0.5,
-  );
-
-// ---------------------------------------------------------------------------------------------
-// Clean-up: every resource registers how it goes away; run once, in reverse, whatever happens.
-
-const cleanups: { what: string; step: () => Promise<unknown> }[] = [];
-const onCleanup = (what: string, step: () => Promise<unknown>): void => {
-  cleanups.push({ what, step });
-};
-let cleaning: Promise<void> | undefined;
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    for (const { what, step } of cleanups.reverse()) {
-      const started = performance.now();
-      await step().catch((error: unknown) =>
-        console.error(`bench:e2e clean-up (${what}): ${String(error)}`),
-      );
-      const ms = performance.now() - started;
-      if (ms > 1000) note(`clean-up: ${what} took ${(ms / 1000).toFixed(1)} s`);
-    }
-  })();
-  return cleaning;
-}
-// `on`, not `once`: under `pnpm`/`tsx` a Ctrl-C reaches this process twice (from the terminal
-// to the whole process group, and relayed by tsx), and the second must not kill it mid-clean-up.
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.on(signal, () => {
-    if (cleaning !== undefined) return;
-    hurried = true;
-    console.error(`bench:e2e: ${signal}, cleaning up`);
-    void cleanup().finally(() => process.exit(signal === "SIGINT" ? 130 : 143));
-  });
-}
-
-/** Set on SIGINT/SIGTERM: the clean-up does not wait for graceful stops (a wrapper may not). */
-let hurried = false;
-
-/** Sends SIGTERM, then SIGKILL after `graceMs` (1 s once signalled); resolves when it is gone. */
-async function endProcess(child: ChildProcess, graceMs = 20_000): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, "exit");
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), hurried ? 1000 : graceMs);
-  await exited;
-  clearTimeout(timer);
-}
-
-// ---------------------------------------------------------------------------------------------
-// /proc
-
-/** Monotonic clock in µs: the clock V8's CPU profiles are stamped with (CLOCK_MONOTONIC). */
-const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n);
-
-// ---------------------------------------------------------------------------------------------
 // Replies as the fake records them
 
 /**
- * Resolves with the first call recorded from now on that matches, and when it was recorded
- * (`performance.now()`), i.e. when its request had fully arrived at the fake.
- */
-function nextCall(
-  fake: FakeTelegram,
-  match: (call: RecordedCall) => boolean,
-  what: string,
-): Promise<{ call: RecordedCall; at: number }> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      stop();
-      reject(new Error(`no ${what} within ${ReplyTimeoutMs} ms`));
-    }, ReplyTimeoutMs);
-    const stop = fake.onCall((call) => {
-      if (!match(call)) return;
-      const at = performance.now();
-      clearTimeout(timer);
-      stop();
-      resolve({ call, at });
-    });
-  });
-}
-
-/**
  * The gateway's "⏳ queued — 1 ahead" notice: a user who writes again as soon as the answer
- * came may find the session's turn still finishing. Not an answer; counted (`queued_notices`).
+ * came may find the session's turn still finishing. Not an answer; counted (`queued_notices`):
+ * a message told it waits behind its session's turn (`busyMode: queue`).
  */
-/** A line about the turn, not its answer: "⏳ queued …", or a slow turn's "⏳ working …" status. */
-const isNotice = (call: RecordedCall): boolean =>
-  call.method === "sendMessage" && String(call.params.text ?? "").startsWith("⏳");
-
-/** A message told it waits behind its session's turn (`busyMode: queue`). */
 const isQueuedNotice = (call: RecordedCall): boolean =>
   isNotice(call) && String(call.params.text).startsWith("⏳ queued");
 
@@ -286,13 +158,6 @@ function takeNotices(): number {
   notices.count = 0;
   return n;
 }
-
-const inChat =
-  (chatId: number, methods: readonly string[]) =>
-  (call: RecordedCall): boolean =>
-    methods.includes(call.method) &&
-    String(call.params.chat_id) === String(chatId) &&
-    !isNotice(call);
 
 /**
  * `n` messages from `userId`, one at a time: the time from queueing the update in the fake to
@@ -322,13 +187,6 @@ async function latencies(
   return samples;
 }
 
-const isText =
-  (expected: string) =>
-  (call: RecordedCall): string | undefined =>
-    call.ok && call.params.text === expected
-      ? undefined
-      : `expected the text "${expected}", got ${call.method} ${JSON.stringify(call.params.text ?? call.description)}`;
-
 const isDocument =
   (bytes: number) =>
   (call: RecordedCall): string | undefined =>
@@ -336,165 +194,8 @@ const isDocument =
       ? undefined
       : `expected a ${bytes}-byte document, got ${call.method} with ${call.files[0]?.bytes.length} bytes (${call.description ?? "ok"})`;
 
-/**
- * Closed loop: each user sends its next message when the answer to its previous one arrived.
- * Returns msg/s in each of `windows` windows of `windowMs` (answers recorded within it); with
- * 0 windows every user sends one message and it waits for all answers (a warm-up). Then it
- * lets the messages in flight finish.
- */
-async function closedLoop(
-  fake: FakeTelegram,
-  users: readonly number[],
-  text: string,
-  expected: string,
-  windows: number,
-  windowMs: number,
-  onWindow?: (window: { startUs: number; endUs: number }) => void,
-): Promise<{ rates: number[]; answered: number }> {
-  const chats = new Set(users.map(String));
-  let running = windows > 0;
-  let answered = 0;
-  let outstanding = 0;
-  let wrong: string | undefined;
-  let settled: (() => void) | undefined;
-  const stop = fake.onCall((call) => {
-    if (call.method !== "sendMessage" || isNotice(call)) return;
-    const chat = String(call.params.chat_id);
-    if (!chats.has(chat)) return;
-    outstanding--;
-    answered++;
-    wrong ??= isText(expected)(call);
-    if (running) {
-      outstanding++;
-      fake.sendPrivateText({ userId: Number(chat), text });
-    } else if (outstanding === 0) settled?.();
-  });
-  try {
-    for (const userId of users) {
-      outstanding++;
-      fake.sendPrivateText({ userId, text });
-    }
-    const rates: number[] = [];
-    for (let w = 0; w < windows; w++) {
-      const before = answered;
-      const started = performance.now();
-      const startUs = monotonicUs();
-      await sleep(windowMs);
-      rates.push((answered - before) / ((performance.now() - started) / 1000));
-      onWindow?.({ startUs, endUs: monotonicUs() });
-    }
-    running = false;
-    if (outstanding > 0) {
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(
-          () => reject(new Error(`${outstanding} of ${users.length} users got no answer`)),
-          ReplyTimeoutMs,
-        );
-        settled = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    }
-    if (wrong !== undefined) throw new Error(`throughput answer: ${wrong}`);
-    return { rates, answered };
-  } finally {
-    stop();
-    fake.forgetCalls();
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The gateway process
-
-/** A port free on 127.0.0.1 right now (for the gateway's health endpoint). */
-async function freePort(): Promise<number> {
-  const server = http.createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, "close");
-  return port;
-}
-
-/**
- * Resolves once the gateway runs no turn and queues none (its health endpoint's `queue`), so
- * the next latency message finds its session free: the answer is sent before the turn has
- * finished (journal, history), and a message right behind it would wait for that tail.
- */
-async function gatewayIdle(healthUrl: string): Promise<void> {
-  const deadline = performance.now() + ReplyTimeoutMs;
-  for (;;) {
-    const report = (await (await fetch(healthUrl)).json()) as {
-      queue: { running: number; queued: number };
-    };
-    if (report.queue.running === 0 && report.queue.queued === 0) return;
-    if (performance.now() > deadline) throw new Error("the gateway did not become idle");
-    await sleep(1);
-  }
-}
-
-interface GatewayProcess {
-  readonly child: ChildProcess;
-  readonly pid: number;
-  output(): string;
-}
-
-async function startGateway(
-  home: string,
-  configFile: string,
-  nodeArgs: readonly string[],
-): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, [...nodeArgs, Cli, "start", "--config", configFile], {
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
-      HOME: home,
-      LOG_LEVEL: process.env.MEDIAGATE_BENCH_E2E_LOG_LEVEL ?? "warn",
-      ...dockerHostVariable(),
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  onCleanup("stop the gateway", () => endProcess(child));
-  let output = "";
-  const logFile = process.env.MEDIAGATE_BENCH_E2E_GATEWAY_LOG;
-  const log = logFile === undefined ? undefined : createWriteStream(logFile, { flags: "a" });
-  const keep = (chunk: Buffer): void => {
-    output = (output + chunk.toString()).slice(-20_000);
-    log?.write(chunk);
-  };
-  child.stdout?.on("data", keep);
-  child.stderr?.on("data", keep);
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`gateway not serving after 60 s:\n${output}`)),
-      60_000,
-    );
-    let serving = false;
-    const onData = (): void => {
-      if (serving || !output.includes("serving ")) return;
-      serving = true;
-      clearTimeout(timer);
-      resolve();
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
-    child.once("exit", (code, signal) => {
-      clearTimeout(timer);
-      if (!serving) reject(new Error(`gateway exited (${code}):\n${output}`));
-      else if (signal !== "SIGTERM" && code !== 0) {
-        console.error(`bench:e2e: the gateway exited (${code ?? signal}):\n${output}`);
-      }
-    });
-  });
-  return { child, pid: child.pid as number, output: () => output };
-}
-
 // ---------------------------------------------------------------------------------------------
 // Where the CPU goes
-
-/** The engine's own processes (the exec streams of the shells pass through them). */
-const EngineProcesses = new Set(["dockerd", "containerd", "containerd-shim"]);
 
 interface CpuShares {
   readonly machine: number;
@@ -746,17 +447,7 @@ async function main(): Promise<void> {
   const home = await mkdtemp(join(tmpdir(), "mg-bench-e2e-"));
   onCleanup("remove the home", () => rm(home, { recursive: true, force: true }));
   const profile = `bench-e2e-${randomBytes(4).toString("hex")}`;
-  onCleanup("remove the container", async () => {
-    const ids = await run(
-      "docker",
-      ["ps", "-aq", "--filter", `label=mediagate.profile=${profile}`],
-      {
-        env: { ...process.env, ...dockerHostVariable() },
-      },
-    );
-    const found = ids.stdout.split("\n").filter(Boolean);
-    if (found.length > 0) await run("docker", ["rm", "-f", "-v", ...found]);
-  });
+  removeContainersAtCleanup(profile);
 
   const token = (id: number) => `${id}:AA${randomBytes(12).toString("hex")}`;
   // Webhook mode: posted as Telegram does (one chat's updates in order, chats at once).
@@ -848,17 +539,7 @@ async function main(): Promise<void> {
   if (ready.call.params.text !== "ready") {
     throw new Error(`set-up answered ${JSON.stringify(ready.call.params.text)}`);
   }
-  const containers = (
-    await run(
-      "docker",
-      ["ps", "-q", "--no-trunc", "--filter", `label=mediagate.profile=${profile}`],
-      {
-        env: { ...process.env, ...dockerHostVariable() },
-      },
-    )
-  ).stdout
-    .split("\n")
-    .filter(Boolean);
+  const containers = await profileContainers(profile);
   if (containers.length !== 1)
     throw new Error(`expected one container, found ${containers.length}`);
   const container = containers[0]!;
@@ -975,9 +656,7 @@ async function main(): Promise<void> {
   const execCli: number[] = [];
   for (let i = 0; i < options.execCli; i++) {
     const started = performance.now();
-    await run("docker", ["exec", container, "true"], {
-      env: { ...process.env, ...dockerHostVariable() },
-    });
+    await docker(["exec", container, "true"]);
     execCli.push(performance.now() - started);
   }
   emit({ figure: "floor_fake_round_trip", ...stats(all.rtt) });
@@ -1300,13 +979,4 @@ async function modeFigures(run: {
   }
 }
 
-try {
-  await main();
-} catch (error) {
-  console.error(
-    `bench:e2e failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
-  );
-  process.exitCode = 1;
-} finally {
-  await cleanup();
-}
+await runBench(main);

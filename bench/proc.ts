@@ -26,22 +26,42 @@ export async function machineBusyMs(): Promise<number> {
   return (user + nice + system + irq + softirq) * 10;
 }
 
+/** The engine's own processes (the exec streams of the shells pass through them). */
+export const EngineProcesses: ReadonlySet<string> = new Set([
+  "dockerd",
+  "containerd",
+  "containerd-shim",
+]);
+
 /**
- * CPU time of every running process whose command name (`/proc/<pid>/comm`, 15 characters at
- * most) is one of `names`, in ms. A process that ends in between takes its time with it.
+ * `measure` of every running process whose command name (`/proc/<pid>/comm`, 15 characters at
+ * most) is one of `names`, summed. A process that ends in between counts nothing.
  */
-export async function processesCpuMs(names: ReadonlySet<string>): Promise<number> {
+async function sumOverProcesses(
+  names: ReadonlySet<string>,
+  measure: (pid: number) => Promise<number>,
+): Promise<number> {
   let total = 0;
   for (const entry of await readdir("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const comm = (await readFile(`/proc/${entry}/comm`, "utf8")).trim();
-      if (names.has(comm)) total += await cpuMsOf(Number(entry));
+      if (names.has(comm)) total += await measure(Number(entry));
     } catch {
       // Gone between the listing and the read.
     }
   }
   return total;
+}
+
+/** CPU time of every running process whose command name is one of `names`, in ms. */
+export function processesCpuMs(names: ReadonlySet<string>): Promise<number> {
+  return sumOverProcesses(names, cpuMsOf);
+}
+
+/** `VmRSS` of every running process whose command name is one of `names`, in bytes. */
+export function processesRss(names: ReadonlySet<string>): Promise<number> {
+  return sumOverProcesses(names, async (pid) => (await memoryOf(pid)).rss);
 }
 
 /**
@@ -58,6 +78,45 @@ export async function containerCpuMs(id: string): Promise<number | undefined> {
     const stat = await readFile(`/sys/fs/cgroup/${dir}/cpu.stat`, "utf8").catch(() => undefined);
     const usec = stat === undefined ? undefined : /^usage_usec (\d+)$/m.exec(stat)?.[1];
     if (usec !== undefined) return Number(usec) / 1000;
+  }
+  return undefined;
+}
+
+/**
+ * `VmRSS` and `Pss` (`/proc/<pid>/smaps_rollup`: each shared page divided among the processes
+ * that map it) summed over `pids`, in bytes. A process that ends in between counts nothing.
+ */
+export async function processesMemory(
+  pids: readonly number[],
+): Promise<{ rss: number; pss: number }> {
+  let rss = 0;
+  let pss = 0;
+  for (const pid of pids) {
+    try {
+      rss += (await memoryOf(pid)).rss;
+      const rollup = await readFile(`/proc/${pid}/smaps_rollup`, "utf8");
+      pss += Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0) * 1024;
+    } catch {
+      // Gone between the listing and the read.
+    }
+  }
+  return { rss, pss };
+}
+
+/**
+ * Memory charged to container `id` (full id) right now, in bytes, from its cgroup (v1
+ * `memory.usage_in_bytes`, or v2 `memory.current` under the systemd or cgroupfs driver; page
+ * cache included); `undefined` when no cgroup of it is found.
+ */
+export async function containerMemoryBytes(id: string): Promise<number | undefined> {
+  for (const file of [
+    `memory/docker/${id}/memory.usage_in_bytes`,
+    `memory/system.slice/docker-${id}.scope/memory.usage_in_bytes`,
+    `system.slice/docker-${id}.scope/memory.current`,
+    `docker/${id}/memory.current`,
+  ]) {
+    const text = await readFile(`/sys/fs/cgroup/${file}`, "utf8").catch(() => undefined);
+    if (text !== undefined) return Number(text.trim());
   }
   return undefined;
 }

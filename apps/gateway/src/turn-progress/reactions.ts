@@ -1,4 +1,4 @@
-import type { Schedule } from "@mediagate/io";
+import { type CombinedSignal, combinedSignal, type Schedule } from "@mediagate/io";
 import type { ChatTarget } from "../channels/types.js";
 import {
   type PreviousReaction,
@@ -107,14 +107,9 @@ export class MessageReaction {
     while (!this.#gaveUp && this.#wanted !== "unset" && !this.#isShown(this.#wanted)) {
       if (this.#signal?.aborted === true) return;
       const status = this.#wanted;
+      const call = this.#callSignal();
       try {
-        await this.#reactions.set(
-          this.#target,
-          this.#messageId,
-          status,
-          this.#shown,
-          this.#callSignal(),
-        );
+        await this.#reactions.set(this.#target, this.#messageId, status, this.#shown, call.signal);
         this.#shown = status ?? "none";
         limited = false;
       } catch (error) {
@@ -125,6 +120,8 @@ export class MessageReaction {
         }
         limited = true;
         if (!(await this.#wait(waitMs))) return;
+      } finally {
+        call.release();
       }
     }
   }
@@ -138,9 +135,12 @@ export class MessageReaction {
     this.#onProblem(error);
   }
 
-  #callSignal(): AbortSignal {
+  /** One call's signal: its timeout, and the stop (released once the call ended). */
+  #callSignal(): CombinedSignal {
     const timeout = AbortSignal.timeout(this.#settings.requestTimeoutMs);
-    return this.#signal === undefined ? timeout : AbortSignal.any([timeout, this.#signal]);
+    return this.#signal === undefined
+      ? { signal: timeout, release: () => {} }
+      : combinedSignal([timeout, this.#signal]);
   }
 
   /** Waits `ms` (false: the stop came first). */

@@ -1,3 +1,4 @@
+import { combinedSignal } from "@mediagate/io";
 import type { Logger } from "pino";
 import { type ResolvedRetryOptions, withRetry } from "../../delivery/retry.js";
 import {
@@ -91,11 +92,12 @@ export class TelegramCaller {
     let last: AttemptError | undefined;
     const attempt = async (): Promise<T> => {
       const bound = AbortSignal.timeout(timeoutMs);
+      // Not `AbortSignal.any`: `signal` is often the outbox's for the process's life, and on
+      // Node 20 `any` records every signal it makes in it (`combinedSignal`).
+      const combined = signal === undefined ? undefined : combinedSignal([signal, bound]);
       const progress = new RequestProgress();
       try {
-        return await trackRequest(progress, () =>
-          request(signal === undefined ? bound : AbortSignal.any([signal, bound])),
-        );
+        return await trackRequest(progress, () => request(combined?.signal ?? bound));
       } catch (error) {
         const timedOut = bound.aborted && signal?.aborted !== true;
         last = new AttemptError(
@@ -105,6 +107,8 @@ export class TelegramCaller {
           progress.bodyWritten,
         );
         throw last;
+      } finally {
+        combined?.release();
       }
     };
     try {

@@ -1,4 +1,4 @@
-import { MediagateError } from "@mediagate/io";
+import { combinedSignal, MediagateError } from "@mediagate/io";
 import { telegramLimits, type UploadLimits } from "@mediagate/media";
 import { Api, InputFile } from "grammy";
 import type { Message } from "grammy/types";
@@ -406,18 +406,21 @@ export class TelegramChannel implements ChannelAdapter {
   async showActivity(target: ChatTarget, signal?: AbortSignal): Promise<void> {
     const out = new OutgoingTarget(target);
     const bound = AbortSignal.timeout(Defaults.telegram.activityTimeoutMs);
+    const combined = signal === undefined ? undefined : combinedSignal([signal, bound]);
     try {
       await this.api.sendChatAction(
         out.chat,
         "typing",
         out.actionOptions(),
-        grammySignal(signal === undefined ? bound : AbortSignal.any([signal, bound])),
+        grammySignal(combined?.signal ?? bound),
       );
     } catch (error) {
       this.logger.debug(
         { chatId: out.chatId, ...failureFacts(error, this.token) },
         "typing indicator failed",
       );
+    } finally {
+      combined?.release();
     }
   }
 

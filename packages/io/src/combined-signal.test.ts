@@ -1,0 +1,67 @@
+import { getEventListeners } from "node:events";
+import { describe, expect, it } from "vitest";
+import { combinedSignal } from "./combined-signal.js";
+
+/**
+ * What the signal holds in collections under its own symbols (Node's are its listeners and, once
+ * `AbortSignal.any` used it, its dependant signals), by symbol: the non-empty ones.
+ */
+function heldBy(signal: AbortSignal): Record<string, number> {
+  const record = signal as unknown as Record<symbol, { size?: unknown } | undefined>;
+  const held: Record<string, number> = {};
+  for (const key of Object.getOwnPropertySymbols(signal)) {
+    const size = record[key]?.size;
+    if (typeof size === "number" && size > 0) held[key.toString()] = size;
+  }
+  return held;
+}
+
+describe("combinedSignal", () => {
+  it("aborts with the reason of the first source that aborts", () => {
+    const a = new AbortController();
+    const b = new AbortController();
+    const { signal } = combinedSignal([a.signal, b.signal]);
+    expect(signal.aborted).toBe(false);
+    b.abort(new Error("b stopped"));
+    a.abort(new Error("a stopped"));
+    expect(signal.aborted).toBe(true);
+    expect((signal.reason as Error).message).toBe("b stopped");
+  });
+
+  it("is aborted at once when a source already is", () => {
+    const a = new AbortController();
+    a.abort(new Error("gone"));
+    const { signal } = combinedSignal([new AbortController().signal, a.signal]);
+    expect(signal.aborted).toBe(true);
+    expect((signal.reason as Error).message).toBe("gone");
+  });
+
+  it("aborts with a timeout source's TimeoutError", async () => {
+    const { signal } = combinedSignal([new AbortController().signal, AbortSignal.timeout(1)]);
+    await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+    expect((signal.reason as DOMException).name).toBe("TimeoutError");
+  });
+
+  it("leaves a long-lived source as it was once released, and no longer follows it", () => {
+    const stop = new AbortController();
+    const made: AbortSignal[] = [];
+    for (let i = 0; i < 100; i++) {
+      const combined = combinedSignal([stop.signal, AbortSignal.timeout(60_000)]);
+      made.push(combined.signal);
+      combined.release();
+    }
+    expect(getEventListeners(stop.signal, "abort")).toHaveLength(0);
+    expect(heldBy(stop.signal)).toEqual({});
+    stop.abort(new Error("stopping"));
+    expect(made.every((signal) => !signal.aborted)).toBe(true);
+  });
+
+  it("holds a listener on each source only until released", () => {
+    const stop = new AbortController();
+    const combined = combinedSignal([stop.signal]);
+    expect(getEventListeners(stop.signal, "abort")).toHaveLength(1);
+    combined.release();
+    combined.release();
+    expect(getEventListeners(stop.signal, "abort")).toHaveLength(0);
+  });
+});
