@@ -92,7 +92,8 @@ export class Gateway {
     }
     await startWeb(this.#core);
     await this.#prune();
-    // Before any turn: a container a SIGKILL left here of a slot that moved meanwhile goes.
+    // Before any turn: containers left here (by a SIGKILL) of slots that moved to another
+    // replica meanwhile are removed, their files kept.
     await this.#core.replicas?.removeLeftoverSlots(this.#core);
     this.#pruneTimer = setInterval(
       () => void this.#prune(),
