@@ -166,6 +166,29 @@ function handedOver(): Map<string, number> {
 }
 
 /**
+ * What every replica logged of one chat's session about where its turns ran (hand-overs,
+ * older messages taken or waited for, leases, turn ends), in time order: printed beside an
+ * order problem, so a failed run says which rule let the later message go first.
+ */
+function sessionStory(chatId: number): string {
+  const session = `"sessionKey":"agent:${profile}:telegram:dm:${chatId}"`;
+  const lines: { time: number; text: string }[] = [];
+  for (const [i, install] of installs.entries()) {
+    for (const line of install.output().split("\n")) {
+      if (!line.includes(session)) continue;
+      if (!/older|handed|taken|lease|turn finished|cut off|runs before/.test(line)) continue;
+      const time = Number(/"time":(\d+)/.exec(line)?.[1] ?? 0);
+      lines.push({ time, text: `r${i} ${line.slice(0, 400)}` });
+    }
+  }
+  lines.sort((a, b) => a.time - b.time);
+  return `[cluster-chaos] the session of chat ${chatId}, as the replicas logged it:\n${lines
+    .slice(-40)
+    .map((l) => l.text)
+    .join("\n")}`;
+}
+
+/**
  * Answers (replies, not notices) of each user's messages out of the order they were sent,
  * each saying whether the earlier message was handed to the session's holder by another
  * replica (docs/cluster.md, "What is not covered yet").
@@ -192,6 +215,7 @@ function orderProblems(
         problems.push(
           `user ${user}: ${after.message.token}${how(after.message)} answered before ${before.message.token}${how(before.message)}`,
         );
+        console.log(sessionStory(after.message.chatId));
       }
     }
   }

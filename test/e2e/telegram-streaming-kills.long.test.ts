@@ -48,7 +48,19 @@ describe("streamed replies on Telegram, through a SIGKILL", () => {
       () => JSON.stringify(streaming.shown(StreamUser)) === JSON.stringify(expected),
       "the notice and the final alone",
       60_000,
-    );
+    ).catch((error: unknown) => {
+      // What the chat shows instead, and what the restarted gateway said about the turn.
+      console.log(JSON.stringify(streaming.shown(StreamUser)).slice(0, 2000));
+      console.log(
+        gateway
+          .output()
+          .split("\n")
+          .filter((line) => /"level":(40|50)|turn finished|interrupted|rerun/.test(line))
+          .slice(-20)
+          .join("\n"),
+      );
+      throw error;
+    });
     await waitUntil(
       () => streaming.inChat(StreamUser, restart).some((call) => call.method === "deleteMessage"),
       "the stale rollover deleted",
