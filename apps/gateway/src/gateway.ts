@@ -92,9 +92,9 @@ export class Gateway {
     }
     await startWeb(this.#core);
     await this.#prune();
-    // Before any turn: containers left here (by a SIGKILL) of slots that moved to another
-    // replica meanwhile are removed, their files kept.
-    await this.#core.replicas?.removeLeftoverSlots(this.#core);
+    // Before any turn: recovered turns keep their session's order across replicas, and
+    // containers left here (by a SIGKILL) of slots that moved meanwhile are removed.
+    await this.#core.replicas?.prepare(this.#core);
     this.#pruneTimer = setInterval(
       () => void this.#prune(),
       GatewayDefaults.journalPruneIntervalMs,

@@ -92,10 +92,11 @@ export interface RecoveredRun {
 /** The replicas' loop as the gateway's lifecycle drives it (replica-sessions.ts). */
 export interface ReplicaLoop {
   /**
-   * Before the start-up recovery: removes this replica's containers of slots that moved to
-   * another replica while it was down (files kept). Never rejects.
+   * Before the start-up recovery: binds `gateway`, so the turns that recovery dispatches keep
+   * their session's order as every later turn does, and removes this replica's containers of
+   * slots that moved to another replica while it was down (files kept). Never rejects.
    */
-  removeLeftoverSlots(gateway: GatewayCore): Promise<void>;
+  prepare(gateway: GatewayCore): Promise<void>;
   /** Starts it, after the start-up recovery. */
   start(gateway: GatewayCore): void;
   /** The stop begins: no new work from the cluster; leases still renewed while turns drain. */

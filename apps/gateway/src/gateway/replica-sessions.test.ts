@@ -315,6 +315,28 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     expect(a.inbox.texts).toEqual(["a: first", "a: second", "a: third"]);
   });
 
+  it("runs a message its previous process left only after an older one another replica holds", async () => {
+    const database = new PostgresDatabase({ url: testDatabase.url });
+    databases.push(database);
+    // A live replica keeps the session's older message; this replica's previous process (gone:
+    // its owner lock went with it) left the newer one, which its next start recovers.
+    const live = await PostgresJournal.open(database, { owner: "live/boot/1/1" });
+    const older = await live.record(replicaDm("1", "older"));
+    const before = await PostgresJournal.open(database, { owner: "a/boot/0/1", ownerGraceMs: 0 });
+    await before.record(replicaDm("2", "newer"));
+    await before.close();
+
+    const a = await replica("a");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Recovered at start, the newer message waits for the older one still on its way.
+    expect(a.ran).toEqual([]);
+    await live.handOver([older.id], "a/boot/1/1");
+    await roundsUntil(a.loop, () => expect(a.ran).toEqual(["older", "newer"]));
+    await a.gateway.idle();
+    expect(a.inbox.texts).toEqual(["a: older", "a: newer"]);
+    await live.close();
+  });
+
   it("tells of a dead replica's cut-off turn before answering a newer message", async () => {
     const database = new PostgresDatabase({ url: testDatabase.url });
     databases.push(database);

@@ -273,7 +273,12 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
     for (const id of entryIds) this.#givenBack.add(id);
   }
 
-  async removeLeftoverSlots(gateway: GatewayCore): Promise<void> {
+  async prepare(gateway: GatewayCore): Promise<void> {
+    // Turns recovered at start are acquired as any other: without the gateway bound, #inOrder
+    // let them run before the session's older messages still on their way (the chaos run,
+    // FAULT_SEED=1653993695: a restarted replica ran a message it had left before an older
+    // one another replica was handing over).
+    this.#gateway = gateway;
     await this.slots?.removeLeftovers(gateway);
   }
 
