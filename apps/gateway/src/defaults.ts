@@ -74,6 +74,14 @@ export const Defaults = {
     previewMarginMs: 150,
     /** One status call (post, edit, delete) is given up after this long. */
     requestTimeoutMs: 10_000,
+    /**
+     * A status a crash left (docs/durability.md) is the one status call made again after a
+     * rate limit, this many times in all, when the platform asks to wait no longer than
+     * `leftoverMaxWaitMs`: the killed process's edits may have used the chat's budget, and the
+     * restart's notice is the only word the user gets that the turn was cut off.
+     */
+    leftoverAttempts: 3,
+    leftoverMaxWaitMs: 10_000,
   },
   /**
    * Status reactions on the user's message (docs/sessions.md, "Status reactions"): on in

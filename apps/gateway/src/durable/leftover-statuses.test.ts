@@ -13,11 +13,21 @@ import { silentLogger } from "../log.js";
 import { clearLeftoverStatuses } from "./leftover-statuses.js";
 import type { Journal } from "./types.js";
 
-/** A platform's status calls, recorded; the ones named in `refuse` fail with a 400. */
+/**
+ * A platform's status calls, recorded; the ones named in `refuse` fail with a 400, and the
+ * first `limited.times` ones named in `limited.calls` with a 429 asking to wait `limited.ms`.
+ */
 class RecordingStatus implements StatusMessages {
   readonly calls: string[] = [];
   readonly textLimit = { maxLength: 4096 };
-  constructor(private readonly refuse: readonly string[] = []) {}
+  constructor(
+    private readonly refuse: readonly string[] = [],
+    private readonly limited: {
+      readonly calls: readonly string[];
+      readonly times: number;
+      readonly ms: (call: string) => number;
+    } = { calls: [], times: 0, ms: () => 1000 },
+  ) {}
   editIntervalMs(): number {
     return 1000;
   }
@@ -32,8 +42,14 @@ class RecordingStatus implements StatusMessages {
   }
   #call(operation: "edit" | "remove", call: string): void {
     const refused = this.refuse.some((prefix) => call.startsWith(prefix));
-    this.calls.push(refused ? `${call} ✗` : call);
+    const limited =
+      this.limited.calls.some((prefix) => call.startsWith(prefix)) &&
+      this.calls.filter((c) => c === `${call} 429`).length < this.limited.times;
+    this.calls.push(refused ? `${call} ✗` : limited ? `${call} 429` : call);
     if (refused) throw new StatusCallError(operation, 400, "message to edit not found");
+    if (limited) {
+      throw new StatusCallError(operation, 429, "Too Many Requests", this.limited.ms(call));
+    }
   }
 }
 
@@ -146,6 +162,67 @@ describe.each(journalBackends())("clearLeftoverStatuses, journal on $name", (bac
       logger: silentLogger(),
     });
     expect(status.calls).toEqual(["edit chat-1/s1 ⏹ cut off by a restart; running it again"]);
+  });
+
+  it("waits out a rate limit and makes the call again, a bounded number of times", async () => {
+    await journal.previewsShown(await leftover("1", "started"), ["p1a"]);
+    await leftover("2", "done");
+    await leftover("3", "started");
+    await journal.release();
+    // The killed process's preview edits used the chats' budget (the long suite's
+    // telegram-streaming-kills saw this): the first two calls of each are refused with a 429.
+    const status = new RecordingStatus([], {
+      calls: ["edit chat-1/", "remove chat-1/p1a", "remove chat-2/"],
+      times: 2,
+      ms: () => 1000,
+    });
+    const waits: number[] = [];
+    const results = await clearLeftoverStatuses({
+      journal,
+      statusFor: () => status,
+      rerunInterrupted: true,
+      logger: silentLogger(),
+      sleep: async (ms) => {
+        waits.push(ms);
+      },
+    });
+    expect(results).toEqual(["edited", "deleted", "edited"]);
+    expect(status.calls.filter((c) => c.startsWith("edit chat-1/"))).toEqual([
+      "edit chat-1/s1 ⏹ cut off by a restart; running it again 429",
+      "edit chat-1/s1 ⏹ cut off by a restart; running it again 429",
+      "edit chat-1/s1 ⏹ cut off by a restart; running it again",
+    ]);
+    expect(status.calls.filter((c) => c.startsWith("remove chat-1/p1a"))).toHaveLength(3);
+    expect(status.calls.filter((c) => c.startsWith("remove chat-2/"))).toHaveLength(3);
+    expect(waits).toEqual([1000, 1000, 1000, 1000, 1000, 1000]);
+    expect(await journal.leftoverStatuses()).toEqual([]);
+  });
+
+  it("gives a rate-limited status up after three tries, or at once when the wait is too long", async () => {
+    await leftover("1", "started");
+    await leftover("2", "started");
+    await journal.release();
+    // chat-1 is refused every time; chat-2 asks for a minute, longer than a start should wait.
+    const status = new RecordingStatus([], {
+      calls: ["edit chat-1/", "edit chat-2/"],
+      times: 99,
+      ms: (call) => (call.startsWith("edit chat-1/") ? 1000 : 60_000),
+    });
+    const waits: number[] = [];
+    const results = await clearLeftoverStatuses({
+      journal,
+      statusFor: () => status,
+      rerunInterrupted: false,
+      logger: silentLogger(),
+      sleep: async (ms) => {
+        waits.push(ms);
+      },
+    });
+    expect(results).toEqual(["failed", "failed"]);
+    expect(status.calls.filter((c) => c.startsWith("edit chat-1/"))).toHaveLength(3);
+    expect(status.calls.filter((c) => c.startsWith("edit chat-2/"))).toHaveLength(1);
+    expect(waits).toEqual([1000, 1000]);
+    expect(await journal.leftoverStatuses()).toEqual([]);
   });
 
   it("leaves the statuses of a process still running alone", async () => {

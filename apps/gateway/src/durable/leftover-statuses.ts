@@ -1,4 +1,5 @@
-import type { Platform, StatusMessages } from "../channels/types.js";
+import { type Sleep, sleep } from "@mediagate/io";
+import { type Platform, StatusCallError, type StatusMessages } from "../channels/types.js";
 import { Defaults } from "../defaults.js";
 import type { Logger } from "../log.js";
 import { StatusEndedText, statusCutOffText } from "./notices.js";
@@ -14,6 +15,8 @@ export interface LeftoverStatusOptions {
   readonly logger: Logger;
   /** Bound of one status call. Default `Defaults.progress.requestTimeoutMs`. */
   readonly requestTimeoutMs?: number | undefined;
+  /** The wait a rate limit asks for (injected by tests). Default: a timer. */
+  readonly sleep?: Sleep | undefined;
 }
 
 /** How one leftover status was left. */
@@ -25,9 +28,11 @@ type Cleared = "deleted" | "edited" | "failed";
  * is deleted as at a turn's end (marked ended when the platform refuses the delete); one whose
  * turn was cut off is edited to say so, and that it runs again when it does (a streamed
  * preview's first message is this status: the partial text gives way to the notice); the
- * preview's rollover messages are deleted either way (docs/streaming.md). Each is tried
- * once, all at once, each call bounded, then forgotten by the journal whatever the platform
- * said: a status is best effort. The gateway awaits this before it sends anything else to
+ * preview's rollover messages are deleted either way (docs/streaming.md). All at once, each
+ * call bounded and tried once, except that a rate limit (429) is waited out and the call made
+ * again (the killed process's edits may have used the chat's budget: without the wait the
+ * notice would be lost); then each is forgotten by the journal whatever the platform said: a
+ * status is best effort. The gateway awaits this before it sends anything else to
  * their chats. Resolves with how each one ended; never rejects.
  */
 export async function clearLeftoverStatuses(options: LeftoverStatusOptions): Promise<Cleared[]> {
@@ -64,14 +69,13 @@ async function clearOne(
   const status = options.statusFor(leftover.profile, leftover.platform);
   if (status === undefined) return "failed";
   const { target, messageId } = leftover;
-  const bound = () =>
-    AbortSignal.timeout(options.requestTimeoutMs ?? Defaults.progress.requestTimeoutMs);
+  const call = (request: (signal: AbortSignal) => Promise<void>) => callPatiently(request, options);
   const warn = (what: string, error: unknown) =>
     options.logger.warn({ err: error, entryId: leftover.entryId }, what);
   let text: string;
   if (leftover.state === "done") {
     try {
-      await status.remove(target, messageId, bound());
+      await call((signal) => status.remove(target, messageId, signal));
       return "deleted";
     } catch (error) {
       warn("could not delete a leftover status message; marking it ended", error);
@@ -81,7 +85,7 @@ async function clearOne(
     text = statusCutOffText(leftover.state === "received" || options.rerunInterrupted);
   }
   try {
-    await status.edit(target, messageId, text, bound());
+    await call((signal) => status.edit(target, messageId, text, signal));
     return "edited";
   } catch (error) {
     warn("could not edit a leftover status message", error);
@@ -98,18 +102,37 @@ async function removePreviews(
   if (status === undefined) return;
   await Promise.all(
     leftover.previews.map((messageId) =>
-      status
-        .remove(
-          leftover.target,
-          messageId,
-          AbortSignal.timeout(options.requestTimeoutMs ?? Defaults.progress.requestTimeoutMs),
-        )
-        .catch((error: unknown) =>
+      callPatiently((signal) => status.remove(leftover.target, messageId, signal), options).catch(
+        (error: unknown) =>
           options.logger.warn(
             { err: error, entryId: leftover.entryId },
             "could not delete a leftover preview message",
           ),
-        ),
+      ),
     ),
   );
+}
+
+/**
+ * Makes one status call, bounded; a rate limit (429) is waited out, as long as the platform
+ * asked (up to `Defaults.progress.leftoverMaxWaitMs`), and the call made again, at most
+ * `Defaults.progress.leftoverAttempts` times in all. Any other failure is thrown at once.
+ */
+async function callPatiently(
+  request: (signal: AbortSignal) => Promise<void>,
+  options: LeftoverStatusOptions,
+): Promise<void> {
+  const { leftoverAttempts, leftoverMaxWaitMs, requestTimeoutMs } = Defaults.progress;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await request(AbortSignal.timeout(options.requestTimeoutMs ?? requestTimeoutMs));
+      return;
+    } catch (error) {
+      const waitMs = error instanceof StatusCallError ? error.retryAfterMs : undefined;
+      if (waitMs === undefined || waitMs > leftoverMaxWaitMs || attempt >= leftoverAttempts) {
+        throw error;
+      }
+      await (options.sleep ?? sleep)(waitMs);
+    }
+  }
 }
