@@ -13,6 +13,7 @@ import {
   type CommandSpec,
   controllerCommand,
   controllerInit,
+  controllerReady,
   SessionMarker,
   SessionUmask,
 } from "./shell-scripts.js";
@@ -41,7 +42,8 @@ interface Running {
  */
 export class SessionShell {
   readonly containerId: string;
-  readonly sessionHash: string;
+  /** The session it serves; empty while a blank shell waits for {@link bind}. */
+  #sessionHash: string;
   readonly #docker: Docker;
   readonly #stream: Duplex;
   readonly #user: ExecUser | undefined;
@@ -59,7 +61,7 @@ export class SessionShell {
     this.#docker = docker;
     this.#user = user;
     this.containerId = containerId;
-    this.sessionHash = sessionHash;
+    this.#sessionHash = sessionHash;
     this.#stream = stream;
     const decoder = new FrameDecoder((type, payload) => {
       const running = this.#running;
@@ -84,6 +86,45 @@ export class SessionShell {
     sessionHash: string,
     user?: ExecUser,
   ): Promise<SessionShell> {
+    const shell = await SessionShell.#exec(docker, containerId, sessionHash, user);
+    await shell.#bounded(shell.#start(sessionHash));
+    return shell;
+  }
+
+  /**
+   * Starts a controller that serves no session yet and has set nothing up (a warm
+   * container's, docs/sandbox.md "Warm pool"): it runs nothing until {@link bind} names its
+   * session. Its process is marked with `placeholder` (a hash no session has) until then.
+   */
+  static async openBlank(
+    docker: Docker,
+    containerId: string,
+    placeholder: string,
+    user?: ExecUser,
+  ): Promise<SessionShell> {
+    const shell = await SessionShell.#exec(docker, containerId, "", user, placeholder);
+    await shell.#bounded(shell.#start(undefined));
+    return shell;
+  }
+
+  /**
+   * Makes a blank shell ({@link openBlank}) the session's: the same set-up {@link open} does
+   * (umask, the session's state file, the controller's environment emptied). In per-session
+   * mode the session's state directory must be the shell's uid's already.
+   */
+  async bind(sessionHash: string): Promise<void> {
+    if (this.#sessionHash !== "") throw new Error("the session shell serves a session already");
+    await this.#bounded(this.#start(sessionHash));
+    this.#sessionHash = sessionHash;
+  }
+
+  static async #exec(
+    docker: Docker,
+    containerId: string,
+    sessionHash: string,
+    user: ExecUser | undefined,
+    marker: string = sessionHash,
+  ): Promise<SessionShell> {
     const home = user === undefined ? [] : [`HOME=${SessionHome.HOME}`];
     const exec = await docker.getContainer(containerId).exec({
       Cmd: ["sh"],
@@ -91,7 +132,7 @@ export class SessionShell {
       AttachStdout: true,
       AttachStderr: true,
       Tty: false,
-      Env: [`${SessionMarker}=${sessionHash}`, ...home],
+      Env: [`${SessionMarker}=${marker}`, ...home],
       ...(user === undefined ? {} : { User: userSpec(user) }),
     });
     const stream = (await exec.start({
@@ -100,17 +141,25 @@ export class SessionShell {
       Detach: false,
       Tty: false,
     })) as Duplex;
-    const shell = new SessionShell(docker, containerId, sessionHash, stream, user);
+    return new SessionShell(docker, containerId, sessionHash, stream, user);
+  }
+
+  /** Awaits a start-up step within `Defaults.shellOpenTimeoutMs`; the shell is closed if not. */
+  async #bounded(step: Promise<void>): Promise<void> {
     try {
-      await deadline(shell.#start(), {
+      await deadline(step, {
         timeoutMs: Defaults.shellOpenTimeoutMs,
         what: "opening the session shell",
       });
     } catch (error) {
-      shell.close();
+      this.close();
       throw error;
     }
-    return shell;
+  }
+
+  /** The session it serves (empty for a blank shell not bound yet). */
+  get sessionHash(): string {
+    return this.#sessionHash;
   }
 
   get alive(): boolean {
@@ -122,7 +171,8 @@ export class SessionShell {
     return this.#controllerPid;
   }
 
-  async #start(): Promise<void> {
+  /** Sends the controller its set-up for `sessionHash` (none: only the ready line). */
+  async #start(sessionHash: string | undefined): Promise<void> {
     const ready = `__mediagate_ready_${randomHex(8)}__`;
     const out = new MarkerScanner(ready, () => {});
     const err = new MarkerScanner(ready, () => {});
@@ -130,7 +180,11 @@ export class SessionShell {
     await new Promise<void>((resolve) => {
       this.#running = { out, err, settle: resolve };
       const umask = this.#user === undefined ? undefined : SessionUmask;
-      this.#stream.write(controllerInit(this.sessionHash, ready, umask));
+      this.#stream.write(
+        sessionHash === undefined
+          ? controllerReady(ready)
+          : controllerInit(sessionHash, ready, umask),
+      );
     });
     this.#running = undefined;
     const pid = Number.parseInt(out.trailer?.trim() ?? "", 10);
@@ -143,6 +197,7 @@ export class SessionShell {
    * container or the engine went away before the command reported its exit code.
    */
   async run(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    if (this.#sessionHash === "") throw new Error("the session shell serves no session yet");
     const started = performance.now();
     const cap = options.maxOutputBytes ?? Defaults.maxOutputBytes;
     const listener = options.onOutput;

@@ -6,6 +6,7 @@ import { type ExecUser, SandboxUids, SessionHome, type UserMode } from "./exec-u
 import { KeyedLock } from "./keyed-lock.js";
 import { exactEntry, type KillSelection } from "./kill-script.js";
 import { execOnce, killProcesses, randomHex } from "./one-shot-exec.js";
+import type { PreparedSession } from "./prepared-session.js";
 import { sessionHash } from "./session-hash.js";
 import { SessionShell } from "./session-shell.js";
 import type { SessionUsers } from "./session-users.js";
@@ -106,6 +107,11 @@ export class SessionShells {
   readonly #now: () => number;
   readonly #onWarning: ((message: string, cause?: unknown) => void) | undefined;
   readonly #entries = new Map<string, Entry>();
+  /** Warm containers' shells made ahead, by container, for the first session to run there. */
+  readonly #prepared = new Map<
+    string,
+    { readonly slot: string; readonly ahead: PreparedSession }
+  >();
   readonly #locks = new KeyedLock();
 
   constructor(docker: Docker, options: SessionShellsOptions) {
@@ -146,6 +152,9 @@ export class SessionShells {
     const hash = sessionHash(sessionKey);
     let user: ExecUser | undefined;
     if (entry === undefined) {
+      entry = await this.#openPrepared(key, { slot, sessionKey, containerId, hash });
+    }
+    if (entry === undefined) {
       if (this.#mode.perSession) user = await this.#users.claim(containerId, hash);
       entry = await this.#open(key, { slot, sessionKey, containerId, hash, user });
     }
@@ -176,6 +185,58 @@ export class SessionShells {
       user,
       rescuer: this.#mode.housekeeper,
     });
+  }
+
+  /**
+   * Gives `slot`'s container the shell a warm container made ahead ({@link PreparedSession}):
+   * the first session to run a command there takes it, with its uid, instead of a claim and
+   * a shell open of its own.
+   */
+  adopt(slot: string, ahead: PreparedSession): void {
+    this.#prepared.get(ahead.containerId)?.ahead.close();
+    this.#prepared.set(ahead.containerId, { slot, ahead });
+  }
+
+  /**
+   * The session's shell from the container's prepared one, if it has one still usable and it
+   * binds; `undefined` otherwise (a failure is a warning: the caller opens one the usual way).
+   */
+  async #openPrepared(
+    key: string,
+    session: { slot: string; sessionKey: string; containerId: string; hash: string },
+  ): Promise<Entry | undefined> {
+    const { containerId } = session;
+    const prepared = this.#prepared.get(containerId);
+    if (prepared === undefined) return undefined;
+    this.#prepared.delete(containerId);
+    if (!prepared.ahead.usable) {
+      prepared.ahead.close();
+      return undefined;
+    }
+    if (!(await this.#makeRoom(containerId))) {
+      prepared.ahead.close();
+      return undefined;
+    }
+    const shells = shellsIn(containerId);
+    try {
+      const shell = await prepared.ahead.bind(session.hash, this.#users);
+      const entry: Entry = {
+        slot: session.slot,
+        sessionKey: session.sessionKey,
+        shell,
+        busy: true,
+        usedAtMs: this.#now(),
+      };
+      this.#entries.set(key, entry);
+      shells.open.add(entry);
+      return entry;
+    } catch (error) {
+      this.#onWarning?.("the warm container's shell could not be handed over", error);
+      return undefined;
+    } finally {
+      shells.opening--;
+      settle(containerId);
+    }
   }
 
   /**
@@ -347,8 +408,18 @@ export class SessionShells {
     settle(containerId);
   }
 
+  /** Closes the prepared shells of the containers `keep` says no to. */
+  #closePrepared(keep: (containerId: string, slot: string) => boolean): void {
+    for (const [containerId, { slot, ahead }] of [...this.#prepared]) {
+      if (keep(containerId, slot)) continue;
+      this.#prepared.delete(containerId);
+      ahead.close();
+    }
+  }
+
   /** Closes the shells open in one container (it went away). */
   closeContainer(containerId: string): void {
+    this.#closePrepared((id) => id !== containerId);
     for (const [key, entry] of this.#entries) {
       if (entry.shell.containerId === containerId) this.#drop(key, entry);
     }
@@ -356,6 +427,7 @@ export class SessionShells {
 
   /** Closes the shells of one slot (its container is going away or being let go). */
   closeSlot(slot: string): void {
+    this.#closePrepared((_, of) => of !== slot);
     for (const [key, entry] of this.#entries) {
       if (entry.slot !== slot) continue;
       this.#drop(key, entry);
@@ -363,6 +435,7 @@ export class SessionShells {
   }
 
   closeAll(): void {
+    this.#closePrepared(() => false);
     for (const [key, entry] of [...this.#entries]) this.#drop(key, entry);
   }
 }

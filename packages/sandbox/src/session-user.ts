@@ -34,7 +34,9 @@ export class SessionUserError extends MediagateError {
 /**
  * Run as root in the container. Makes the registry (`/run/mediagate`, root-owned `0711`,
  * refusing one that is a link or owned by someone else), then walks the session's candidate
- * uids from `$2` (wrapping inside `$3…$4`): a candidate whose `uid/<n>` link names the
+ * uids from `$2` (wrapping inside `$3…$4`), or from the uid `h/<hash>` names when a warm
+ * container's uid was handed to the session (`HandOverScript`: that uid was claimed before the
+ * session was known, so it is not on the session's own walk): a candidate whose `uid/<n>` link names the
  * session is its uid; a free one is claimed with `ln -s` (atomic: exactly one claimer wins);
  * one claimed by another session is skipped. Claims are never released while the container
  * lives, so the walk always ends at the same uid for the same session. With `$6` = 1 it then
@@ -52,6 +54,10 @@ for d in "$R" "$S" "$R/uid"; do
   [ "$3" = 0 ] || { echo "$d is not owned by root" >&2; exit 3; }
 done
 chmod 0711 "$R" "$S" && chmod 0700 "$R/uid" || exit 3
+if [ -L "$R/h/$h" ]; then
+  v=$(readlink "$R/h/$h")
+  case $v in ''|*[!0-9]*) ;; *) [ "$v" -ge "$min" ] && [ "$v" -le "$max" ] && u=$v;; esac
+fi
 n=0
 while :; do
   o=$(readlink "$R/uid/$u" 2>/dev/null)

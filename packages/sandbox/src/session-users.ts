@@ -49,6 +49,15 @@ export class SessionUsers {
     return user;
   }
 
+  /**
+   * Records that the uid claimed in the container for `from` (a warm container's placeholder)
+   * was handed to `to` (`PreparedSession`): `to`'s from now on, as if claimed for it.
+   */
+  handedOver(containerId: string, from: string, to: string, user: ExecUser): void {
+    this.#known.delete(keyOf(containerId, from));
+    this.#remember(keyOf(containerId, to), { user, claimed: true });
+  }
+
   /** Forgets the uids of a container that went away or was let go. */
   forget(containerId: string): void {
     const prefix = keyOf(containerId, "");

@@ -70,6 +70,11 @@ printf '%s %s\\n' ${shellQuote(ready)} "$$"
 `;
 }
 
+/** Sent once to a blank controller (a warm container's): only reports its pid after `ready`. */
+export function controllerReady(ready: string): string {
+  return `printf '%s %s\\n' ${shellQuote(ready)} "$$"\n`;
+}
+
 export interface CommandSpec {
   readonly command: string;
   readonly sessionHash: string;

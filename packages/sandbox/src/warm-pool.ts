@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { deadline, scheduleWithTimer } from "@mediagate/io";
 import { destroyContainer } from "./containers.js";
 import { Defaults } from "./defaults.js";
+import { PreparedSession } from "./prepared-session.js";
 import { provisionContainer } from "./provision.js";
 import type { SandboxContext } from "./sandbox-context.js";
 import { moveSlotDirectory, slotDirExists } from "./slot-claim.js";
@@ -17,6 +18,8 @@ interface WarmMember {
   /** The member's own slot (`session:mediagate-warm-pool/<random>`): its labels and directory. */
   readonly slot: string;
   readonly containerId: string;
+  /** Its first session's shell (and uid), made ahead; none when that failed. */
+  readonly ahead?: PreparedSession | undefined;
 }
 
 /**
@@ -106,6 +109,7 @@ export class WarmPool {
       void this.#discard(member);
       return undefined;
     }
+    if (member.ahead !== undefined) this.#ctx.shells.adopt(slot, member.ahead);
     return member.containerId;
   }
 
@@ -174,7 +178,17 @@ export class WarmPool {
         ),
       ),
     );
-    return { slot, containerId };
+    // The first session's uid and shell, ready too: its first command then costs no exec.
+    const ahead = await PreparedSession.prepare(
+      ctx.docker,
+      containerId,
+      ctx.users,
+      ctx.sessionUsers,
+    ).catch((error: unknown) => {
+      ctx.options.onWarning?.("could not prepare a warm container's shell", error);
+      return undefined;
+    });
+    return { slot, containerId, ahead };
   }
 
   #armShrink(): void {
@@ -193,6 +207,8 @@ export class WarmPool {
   /** Removes a member's container and directory, tracked so `shutdown()` awaits it. */
   #discard(member: WarmMember): Promise<void> {
     const ctx = this.#ctx;
+    member.ahead?.close();
+    ctx.sessionUsers.forget(member.containerId);
     const work = ctx.locked(member.slot, async () => {
       await destroyContainer(ctx.docker, member.containerId, 0, ctx.bound);
       await ctx.deleteSlotDir(ctx.slotDirectory(member.slot), ctx.settings.image);

@@ -7,15 +7,21 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { testDockerHost } from "../../../test-support/engine.js";
 import { waitUntil } from "../../../test-support/wait.js";
 import { LabelKeys } from "../src/labels.js";
+import { sessionHash } from "../src/session-hash.js";
+import { sessionUser } from "../src/session-user.js";
 import {
   containerExists,
   containersOf,
+  docker,
+  execIn,
+  execsDuring,
   type Fixture,
   fixture,
   loopDevicesUnder,
   manualTimers,
   mountsUnder,
   pathExists,
+  processesMatching,
   testSettings,
 } from "./helpers.js";
 
@@ -49,6 +55,104 @@ describe("the warm pool", () => {
     await sandbox.cleanup("session:claim-a");
     expect(await containerExists(containerId)).toBe(false);
     expect(await pathExists(sandbox.slotDirectory("session:claim-a"))).toBe(false);
+    await sandbox.shutdown();
+  });
+
+  it("runs a new session's first command in the shell and uid it made ahead, no exec on the way", async () => {
+    const sandbox = fx.sandbox(Pooled, { schedule: manualTimers().schedule });
+    await sandbox.warmUp();
+    const slot = "session:ahead-a";
+    const { containerId } = await sandbox.acquire(slot);
+    const [first, execs] = await execsDuring(containerId, () =>
+      sandbox.run(slot, "ahead-a", "id -u; pwd; cd /tmp; export KEPT=yes"),
+    );
+    // The uid claim and the shell were made while the container waited: nothing now.
+    expect(execs).toEqual([]);
+    expect(first.exitCode).toBe(0);
+    const [uid, cwd] = first.stdout.trim().split("\n");
+    expect(Number(uid)).toBeGreaterThan(0);
+    expect(cwd).toBe("/workspace");
+    const second = await sandbox.run(slot, "ahead-a", "pwd; echo $KEPT; id -u");
+    expect(second.stdout.trim().split("\n")).toEqual(["/tmp", "yes", uid]);
+
+    // The registry names the session, not the placeholder the uid was claimed for: the
+    // session's state directory is its own, and no other is left.
+    const hash = sessionHash("ahead-a");
+    expect((await execIn(containerId, ["readlink", `/run/mediagate/uid/${uid}`])).trim()).toBe(
+      hash,
+    );
+    expect((await execIn(containerId, ["ls", "/run/mediagate/s"])).trim()).toBe(hash);
+    expect(
+      (await execIn(containerId, ["stat", "-c", "%u %a", `/run/mediagate/s/${hash}`])).trim(),
+    ).toBe(`${uid} 700`);
+    await sandbox.shutdown();
+  });
+
+  it("gives the handed-over uid to the session for good: claims, lookups and /stop find it", async () => {
+    const sandbox = fx.sandbox(Pooled, { schedule: manualTimers().schedule });
+    await sandbox.warmUp();
+    const slot = "session:ahead-kill";
+    const { containerId } = await sandbox.acquire(slot);
+    const started = await sandbox.run(
+      slot,
+      "ahead-kill",
+      "id -u; (exec sleep 4321) >/dev/null 2>&1 &",
+    );
+    const uid = Number(started.stdout.trim());
+    expect(await processesMatching(containerId, "sleep 4321")).toHaveLength(1);
+
+    // A process that never saw the hand-over (a restarted gateway) asks the container: the
+    // session's uid is found, and a claim gives the same one (never a second uid).
+    const hash = sessionHash("ahead-kill");
+    expect(await sessionUser(docker, containerId, hash, false)).toEqual({
+      uid,
+      gid: expect.any(Number),
+    });
+    expect((await sessionUser(docker, containerId, hash, true)).uid).toBe(uid);
+
+    expect(await sandbox.killSession("ahead-kill")).toBeGreaterThanOrEqual(1);
+    await waitUntil(
+      async () => (await processesMatching(containerId, "sleep 4321")).length === 0,
+      "the session's background process killed",
+    );
+    await sandbox.cleanup(slot);
+    await sandbox.shutdown();
+  });
+
+  it("opens the session's shell the usual way when the one made ahead is gone", async () => {
+    const sandbox = fx.sandbox(Pooled, { schedule: manualTimers().schedule });
+    await sandbox.warmUp();
+    const slot = "session:ahead-lost";
+    const { containerId } = await sandbox.acquire(slot);
+    // The waiting shell and hand-over die (as they would with an engine restart).
+    const waiting = "ps -o pid,args | awk '($2 == \"sh\" && NF == 2) || /hand-ove[r]/ {print $1}'";
+    await execIn(containerId, ["sh", "-c", `kill -9 $(${waiting})`]);
+    expect(await processesMatching(containerId, "hand-over")).toEqual([]);
+    const [ran, execs] = await execsDuring(containerId, () =>
+      sandbox.run(slot, "ahead-lost", "id -u; echo ok"),
+    );
+    expect(ran.stdout.trim().split("\n")[1]).toBe("ok");
+    expect(execs.some((command) => command.includes("mediagate-claim"))).toBe(true);
+    const uid = ran.stdout.trim().split("\n")[0];
+    const hash = sessionHash("ahead-lost");
+    expect((await execIn(containerId, ["readlink", `/run/mediagate/uid/${uid}`])).trim()).toBe(
+      hash,
+    );
+    await sandbox.shutdown();
+  });
+
+  it("hands a root-mode session the shell made ahead too", async () => {
+    const sandbox = fx.sandbox({ ...Pooled, user: "root" }, { schedule: manualTimers().schedule });
+    await sandbox.warmUp();
+    const slot = "session:ahead-root";
+    const { containerId } = await sandbox.acquire(slot);
+    const [ran, execs] = await execsDuring(containerId, () =>
+      sandbox.run(slot, "ahead-root", "id -u; cd /tmp"),
+    );
+    expect(execs).toEqual([]);
+    expect(ran.stdout.trim()).toBe("0");
+    expect((await sandbox.run(slot, "ahead-root", "pwd")).stdout.trim()).toBe("/tmp");
+    await sandbox.cleanup(slot);
     await sandbox.shutdown();
   });
 
