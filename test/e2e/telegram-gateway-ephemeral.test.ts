@@ -8,13 +8,16 @@ const Member = 1002;
  * A non-persistent sandbox (`sandbox.persistent: false`): every session has its own
  * container, which /stop removes with its dirs and /reset tears down without asking.
  */
-describe("gateway over Telegram: per-session containers", () => {
+describe.each([
+  { pool: "the default warm pool", warmPool: undefined },
+  { pool: "no warm pool", warmPool: 0 },
+])("gateway over Telegram: per-session containers, $pool", ({ warmPool }) => {
   let harness: TelegramGatewayHarness;
   let bot: TelegramBot;
 
   beforeAll(async () => {
     harness = await TelegramGatewayHarness.start("t-eph", [
-      { admins: [Admin], allowed: [Member], sandbox: { persistent: false } },
+      { admins: [Admin], allowed: [Member], sandbox: { persistent: false, warmPool } },
     ]);
     bot = harness.bot();
   });

@@ -87,11 +87,12 @@ describe("SIGKILL loop with per-session containers", () => {
         .map((v) => sessionKeyOf(b.profile, v.message)),
     );
     const sessions = new Set(loop.sent.map((m) => sessionKeyOf(b.profile, m)));
+    const livePid = b.current?.pid;
     const serving = await b.censusUntil((c) => {
-      const orphans = orphansOf(c, live);
+      const orphans = orphansOf(c, live, livePid);
       return orphans.containers.length === 0 && orphans.slotDirs.length === 0;
     }, 30_000);
-    const orphans = orphansOf(serving, live);
+    const orphans = orphansOf(serving, live, livePid);
     const exit = await b.terminate();
     const stopped = await b.census();
     // What every chat shows once the last process stopped.

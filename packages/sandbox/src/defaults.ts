@@ -34,11 +34,11 @@ export const Defaults = {
     sessionProcessLimit: 128,
     /**
      * Ready containers kept per profile for new per-session slots (`persistent: false`): a new
-     * session claims one instead of creating its own (`warm-pool.ts`). 0 turns the pool off.
-     * Off by default until the per-session SIGKILL loop (`test/long/crash-loop-per-session`)
-     * passes with it on (bench/README.md, issue 31 target 1).
+     * session claims one, with its uid and shell made ahead, instead of creating its own
+     * (`warm-pool.ts`): its first reply falls from about 300 ms to 20-30 ms (bench/README.md,
+     * "Issue 31, target 1"). One is enough for one new user at a time; 0 turns the pool off.
      */
-    warmPool: 0,
+    warmPool: 1,
     // maxOpenShells is left out: it is derived from pidsLimit and memoryBytes
     // (`maxOpenShellsOf`, `openShellsPidsShare`, `openShellMemoryBytes`).
   },

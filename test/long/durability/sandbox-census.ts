@@ -13,6 +13,8 @@ export interface CensusContainer {
   readonly slotHash: string;
   /** `mediagate.persistent`: whether the slot's directories are the profile's data. */
   readonly persistent: boolean;
+  /** `mediagate.owner`: `<hostname>/<boot id>/<pid>/<start time>` of the process that made it. */
+  readonly owner: string;
 }
 
 /** A profile's sandboxes at one moment: containers and slot directories. */
@@ -65,6 +67,7 @@ export async function takeCensus(
     slot: c.labels["mediagate.slot"] ?? "",
     slotHash: c.labels["mediagate.slot-hash"] ?? "",
     persistent: c.labels["mediagate.persistent"] === "1",
+    owner: c.labels["mediagate.owner"] ?? "",
   }));
   const slotDirs = await readdir(join(where.profileHome, "sandboxes", "docker")).catch(
     (error: unknown) => {
@@ -116,17 +119,38 @@ export interface Orphans {
 
 /**
  * Per-session containers (running or not) and `session…` slot directories whose session is
- * not among `liveSessionKeys` (the sessions the running process served): what processes that
- * are gone left behind.
+ * not among `liveSessionKeys` (the sessions the running process served), warm pool containers
+ * of the running process (pid `livePid`) aside: what processes that are gone left behind.
  */
-export function orphansOf(census: SandboxCensus, liveSessionKeys: Iterable<string>): Orphans {
+export function orphansOf(
+  census: SandboxCensus,
+  liveSessionKeys: Iterable<string>,
+  livePid?: number,
+): Orphans {
   const live = [...liveSessionKeys].map(sessionSlotOf);
   const liveHashes = new Set(live.map(slotHashOf));
   const liveDirs = new Set(live.map(slotDirNameOf));
   return {
-    containers: census.containers.filter((c) => !c.persistent && !liveHashes.has(c.slotHash)),
+    containers: census.containers.filter(
+      (c) =>
+        !c.persistent &&
+        !liveHashes.has(c.slotHash) &&
+        !(livePid !== undefined && isLivePool(c, livePid)),
+    ),
     slotDirs: census.slotDirs.filter((d) => d.startsWith("session") && !liveDirs.has(d)),
   };
+}
+
+/**
+ * A warm pool's container (docs/sandbox.md, "Warm pool") of the running process (pid
+ * `livePid`): waiting for a new session, or taken by one, it keeps the pool's slot label, so
+ * only its owner tells it is the running process's, not a dead one's.
+ */
+function isLivePool(container: CensusContainer, livePid: number): boolean {
+  return (
+    container.slot.startsWith("session_mediagate-warm-pool_") &&
+    container.owner.split("/")[2] === String(livePid)
+  );
 }
 
 /** `id state slot` of each container, comma-separated (at most 10, then a count). */

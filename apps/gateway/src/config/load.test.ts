@@ -88,9 +88,9 @@ describe("resolveConfig", () => {
     );
   });
 
-  it("keeps no warm pool by default, takes a size and names a bad one", () => {
+  it("keeps a warm pool of one by default, takes a size and names a bad one", () => {
     const [defaults] = resolveConfig({}, { env }).profiles;
-    expect(defaults?.sandbox.warmPool).toBe(0);
+    expect(defaults?.sandbox.warmPool).toBe(1);
     const on = resolveConfig(
       { profiles: [{ name: "default", sandbox: { persistent: false, warmPool: 2 } }] },
       { env },
