@@ -142,13 +142,13 @@ export class PreparedSession {
   ): Promise<PreparedSession> {
     const placeholder = randomHex(32);
     if (!mode.perSession) {
-      const shell = await SessionShell.openBlank(docker, containerId, placeholder);
+      const shell = await SessionShell.openBlank(docker, containerId);
       return new PreparedSession(containerId, placeholder, shell, undefined, undefined);
     }
     const user = await users.claim(containerId, placeholder);
     const handOver = await HandOver.start(docker, containerId, placeholder, user.uid);
     try {
-      const shell = await SessionShell.openBlank(docker, containerId, placeholder, user);
+      const shell = await SessionShell.openBlank(docker, containerId, user);
       return new PreparedSession(containerId, placeholder, shell, user, handOver);
     } catch (error) {
       handOver.close();

@@ -94,15 +94,16 @@ export class SessionShell {
   /**
    * Starts a controller that serves no session yet and has set nothing up (a warm
    * container's, docs/sandbox.md "Warm pool"): it runs nothing until {@link bind} names its
-   * session. Its process is marked with `placeholder` (a hash no session has) until then.
+   * session. Its process carries no session marker, so a kill aimed at sessions' processes by
+   * marker (`/stop all` in root mode) does not count it; the commands it runs once bound carry
+   * their session's, as every command does.
    */
   static async openBlank(
     docker: Docker,
     containerId: string,
-    placeholder: string,
     user?: ExecUser,
   ): Promise<SessionShell> {
-    const shell = await SessionShell.#exec(docker, containerId, "", user, placeholder);
+    const shell = await SessionShell.#exec(docker, containerId, "", user);
     await shell.#bounded(shell.#start(undefined));
     return shell;
   }
@@ -123,16 +124,16 @@ export class SessionShell {
     containerId: string,
     sessionHash: string,
     user: ExecUser | undefined,
-    marker: string = sessionHash,
   ): Promise<SessionShell> {
     const home = user === undefined ? [] : [`HOME=${SessionHome.HOME}`];
+    const marker = sessionHash === "" ? [] : [`${SessionMarker}=${sessionHash}`];
     const exec = await docker.getContainer(containerId).exec({
       Cmd: ["sh"],
       AttachStdin: true,
       AttachStdout: true,
       AttachStderr: true,
       Tty: false,
-      Env: [`${SessionMarker}=${marker}`, ...home],
+      Env: [...marker, ...home],
       ...(user === undefined ? {} : { User: userSpec(user) }),
     });
     const stream = (await exec.start({

@@ -209,7 +209,9 @@ export class SessionShells {
     const prepared = this.#prepared.get(containerId);
     if (prepared === undefined) return undefined;
     this.#prepared.delete(containerId);
-    if (!prepared.ahead.usable) {
+    // A session whose uid was claimed there before its first command (a file read back for
+    // it) keeps that uid: the uid made ahead is left to its placeholder.
+    if (!prepared.ahead.usable || this.#users.knows(containerId, session.hash)) {
       prepared.ahead.close();
       return undefined;
     }

@@ -49,6 +49,11 @@ export class SessionUsers {
     return user;
   }
 
+  /** Whether this process claimed or found the session's uid in the container already. */
+  knows(containerId: string, sessionHash: string): boolean {
+    return this.#known.has(keyOf(containerId, sessionHash));
+  }
+
   /**
    * Records that the uid claimed in the container for `from` (a warm container's placeholder)
    * was handed to `to` (`PreparedSession`): `to`'s from now on, as if claimed for it.

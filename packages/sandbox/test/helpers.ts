@@ -63,6 +63,7 @@ export interface Fixture {
       idleCleanupMs?: number;
       provisionTimeoutMs?: number;
       schedule?: Schedule;
+      onWarning?: (message: string, cause?: unknown) => void;
     },
   ): Sandbox;
   /** Removes every container labelled with this fixture's profile and its temp home. */
@@ -96,6 +97,7 @@ export async function fixture(options: { home?: string; profile?: string } = {})
         ...(extra.now === undefined ? {} : { now: extra.now }),
         ...(extra.idleCleanupMs === undefined ? {} : { idleCleanupMs: extra.idleCleanupMs }),
         ...(extra.schedule === undefined ? {} : { schedule: extra.schedule }),
+        ...(extra.onWarning === undefined ? {} : { onWarning: extra.onWarning }),
         ...(extra.provisionTimeoutMs === undefined
           ? {}
           : { provisionTimeoutMs: extra.provisionTimeoutMs }),

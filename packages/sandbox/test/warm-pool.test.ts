@@ -141,6 +141,31 @@ describe("the warm pool", () => {
     await sandbox.shutdown();
   });
 
+  it("keeps the uid a session claimed before its first command (a file read back for it)", async () => {
+    const warnings: string[] = [];
+    const sandbox = fx.sandbox(Pooled, {
+      schedule: manualTimers().schedule,
+      onWarning: (message) => warnings.push(message),
+    });
+    await sandbox.warmUp();
+    const slot = "session:ahead-read";
+    const { containerId } = await sandbox.acquire(slot);
+    expect(
+      await sandbox.readFile(slot, "/etc/hostname", 1024, { sessionKey: "ahead-read" }),
+    ).toBeDefined();
+    const hash = sessionHash("ahead-read");
+    const claimed = (await sessionUser(docker, containerId, hash, false))?.uid;
+    expect(claimed).toBeGreaterThan(0);
+    const ran = await sandbox.run(slot, "ahead-read", "id -u; touch /workspace/mine; echo ok");
+    expect(ran.stdout.trim().split("\n")).toEqual([String(claimed), "ok"]);
+    const owner = await execIn(containerId, ["stat", "-c", "%u", "/workspace/mine"]);
+    expect(owner.trim()).toBe(String(claimed));
+    // Not a failed hand-over: the uid made ahead was never offered to a session with one.
+    expect(warnings).toEqual([]);
+    await sandbox.cleanup(slot);
+    await sandbox.shutdown();
+  });
+
   it("hands a root-mode session the shell made ahead too", async () => {
     const sandbox = fx.sandbox({ ...Pooled, user: "root" }, { schedule: manualTimers().schedule });
     await sandbox.warmUp();
