@@ -18,6 +18,9 @@
  *   --upload-mib N        size of the outbound upload (45), --uploads N runs of it (3)
  *   --exec-cli N          `docker exec <ctr> true` runs (15)
  *   --rtt N               fake round trips per round (200)
+ *   --first-replies N     new users, one at a time, each sending its first message to a
+ *                         per-session profile (`persistent: false`) with the default warm
+ *                         pool and to one with none (10; 0 skips the phase)
  *   --cpu-prof DIR        profile the gateway process (`node --cpu-prof`) during the throughput
  *                         phase (and the webhook one's); prints its top self-time functions
  *                         within the windows
@@ -86,6 +89,8 @@ const SmallFileBytes = 100 * 1024;
 const LatencyUser = 900_001;
 const FloorUser = 900_002;
 const ThroughputUserBase = 910_000;
+/** The new users of the first-reply phase (one message each, per profile). */
+const NewUserBase = 920_000;
 const SmallPath = "/workspace/bench-100k.bin";
 const BigPath = "/workspace/bench-big.bin";
 /** Users warmed up at once before a throughput figure (each batch within `ReplyTimeoutMs`). */
@@ -108,6 +113,7 @@ const { flag, count, list, on } = benchFlags(
     "uploads",
     "exec-cli",
     "rtt",
+    "first-replies",
     "cpu-prof",
     "image",
     "store",
@@ -126,6 +132,7 @@ const options = {
   uploads: count("uploads", 3, 0),
   execCli: count("exec-cli", 15, 0),
   rtt: count("rtt", 200),
+  firstReplies: count("first-replies", 10, 0),
   cpuProf: flag("cpu-prof"),
   image: flag("image") ?? process.env.MEDIAGATE_BENCH_IMAGE ?? "mediagate-sandbox:test",
   webhook: on("webhook"),
@@ -464,6 +471,23 @@ async function main(): Promise<void> {
   const floorFake = new FakeTelegram({ token: token(800_002), botId: 800_002 });
   await floorFake.start();
   onCleanup("stop the floor fake", () => floorFake.stop());
+  // Two per-session profiles for the first-reply phase: the default warm pool, and none.
+  const perSession = [
+    { pool: "pool_default", warmPool: undefined, botId: 800_003 },
+    { pool: "pool_off", warmPool: 0, botId: 800_004 },
+  ].map((p) => ({
+    ...p,
+    profile: `${profile}-${p.warmPool === 0 ? "nopool" : "pool"}`,
+    fake: new FakeTelegram({ token: token(p.botId), botId: p.botId }),
+  }));
+  const newUsers = Array.from({ length: options.firstReplies }, (_, i) => NewUserBase + i);
+  if (options.firstReplies > 0) {
+    for (const p of perSession) {
+      await p.fake.start();
+      onCleanup(`stop the ${p.pool} fake`, () => p.fake.stop());
+      removeContainersAtCleanup(p.profile);
+    }
+  }
 
   const throughputUsers = Array.from({ length: maxUsers }, (_, i) => ThroughputUserBase + i);
   const configFile = join(home, "mediagate.yaml");
@@ -500,6 +524,17 @@ async function main(): Promise<void> {
           ...(maxOpenShells === undefined ? {} : { maxOpenShells }),
         },
       },
+      // The default disk ceiling: what a new user of such a profile gets.
+      ...(options.firstReplies === 0 ? [] : perSession).map((p) => ({
+        name: p.profile,
+        telegram: { token: p.fake.token, apiRoot: p.fake.apiRoot },
+        allowedUsers: newUsers.map((id) => `telegram:${id}`),
+        sandbox: {
+          image: options.image,
+          persistent: false,
+          ...(p.warmPool === undefined ? {} : { warmPool: p.warmPool }),
+        },
+      })),
     ],
   });
   const resolved = (concurrency: number | undefined) =>
@@ -683,6 +718,29 @@ async function main(): Promise<void> {
     ratio_rounds: fileRatios.map(ratio),
     ratio_of_p50s: ratio(p50(all.file) / (p50(all.botFile) + p50(all.shell))),
   });
+
+  // A new user's first reply in per-session mode: container, uid and shell, with the default
+  // warm pool and with none, one new user at a time after the pool refilled; its floor is the
+  // text reply of a session that has all three (`text_reply` above, same run).
+  if (options.firstReplies > 0) {
+    note("first replies of new users (per-session profiles)");
+    for (const p of perSession) {
+      const firsts: number[] = [];
+      for (const userId of newUsers) {
+        // Refilled well within this: a create and start, a uid claim and a shell open.
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        firsts.push(
+          ...(await latencies(p.fake, userId, "echo hi", ["sendMessage"], 1, isText("hi"))),
+        );
+      }
+      emit({
+        figure: `first_reply_per_session_${p.pool}`,
+        ...stats(firsts),
+        floor_text_reply_p50_ms: round3(p50(all.text)),
+        vs_text_reply: round3(p50(firsts) / p50(all.text)),
+      });
+    }
+  }
 
   // The large upload: the gateway sends a file from the session's workspace.
   note("uploads");

@@ -38,6 +38,8 @@ const Tiny = [
   "1",
   "--rtt",
   "3",
+  "--first-replies",
+  "2",
 ];
 const TokenPattern = /\d+:AA[0-9a-f]{24}/;
 const run = promisify(execFile);
@@ -129,6 +131,8 @@ describe("pnpm bench:e2e", () => {
       "floor_docker_exec_cli",
       "text_reply",
       "file_100k",
+      "first_reply_per_session_pool_default",
+      "first_reply_per_session_pool_off",
       "floor_bot_upload",
       "upload",
       "floor_bot_throughput",
@@ -145,6 +149,8 @@ describe("pnpm bench:e2e", () => {
       "floor_open_shell",
       "text_reply",
       "file_100k",
+      "first_reply_per_session_pool_default",
+      "first_reply_per_session_pool_off",
     ]) {
       const [line] = byFigure(figure);
       expect(line).toMatchObject(latency);
@@ -159,6 +165,13 @@ describe("pnpm bench:e2e", () => {
       queued_notices: 0,
     });
     expect(byFigure("file_100k")[0]).toMatchObject({ n: 3, ratio: expect.any(Number) });
+    for (const figure of ["pool_default", "pool_off"]) {
+      expect(byFigure(`first_reply_per_session_${figure}`)[0]).toMatchObject({
+        n: 2,
+        floor_text_reply_p50_ms: expect.any(Number),
+        vs_text_reply: expect.any(Number),
+      });
+    }
     expect(byFigure("upload")[0]).toMatchObject({
       mib: 1,
       runs: [
@@ -199,6 +212,9 @@ describe("pnpm bench:e2e", () => {
     expect(bench.stdout() + bench.stderr()).not.toMatch(TokenPattern);
     const setup = byFigure("setup")[0] as { profile: string; home: string };
     expect(await containersOf(setup.profile)).toEqual([]);
+    // The per-session profiles of the first replies, their warm pool's container included.
+    expect(await containersOf(`${setup.profile}-pool`)).toEqual([]);
+    expect(await containersOf(`${setup.profile}-nopool`)).toEqual([]);
     expect(await exists(setup.home)).toBe(false);
   }, 120_000);
 
@@ -210,6 +226,7 @@ describe("pnpm bench:e2e", () => {
     process.kill(-(bench.child.pid as number), "SIGINT");
     expect(await bench.ended).toBe(130);
     expect(await containersOf(setup.profile)).toEqual([]);
+    expect(await containersOf(`${setup.profile}-pool`)).toEqual([]);
     expect(await exists(setup.home)).toBe(false);
   }, 120_000);
 });
