@@ -1,0 +1,117 @@
+/**
+ * Where a warm session-shell call's time goes (not a test; issue 31, target 2). One container
+ * of the sandbox image (`sleep`, removed at the end), one `docker exec -i sh` held open through
+ * dockerode (hijacked, as the session shell is), and for each variant the round trip from
+ * writing its line to reading its end marker: 50 warm-ups, then `--calls` calls. Prints one JSON
+ * line per variant, `{"bench": "shell_cost_<variant>", "p50_ms", "p90_ms", "n"}`.
+ *
+ * `pnpm bench:shell-cost [--calls N]`; env MEDIAGATE_BENCH_IMAGE (default
+ * `mediagate-sandbox:test`). The variants, each adding one part of what the session shell runs
+ * per command (`packages/sandbox/src/shell-scripts.ts`, `commandSubshell`):
+ *   relay        `printf` of the end marker: the engine's stream relay alone
+ *   relay_both   a line on stdout, then the marker on stderr (a command's two end markers)
+ *   fork         a subshell `( : )` first
+ *   fork_exec    a subshell that runs `sh -c ':'` (the command's own shell)
+ *   fork_state   a subshell that sources the state file and saves it (tmpfs)
+ *   whole        what the session shell runs for `echo hi`: subshell, state, markers, `sh -c`
+ *                with the trap that saves the state
+ */
+import { randomBytes } from "node:crypto";
+import type { Duplex } from "node:stream";
+import Docker from "dockerode";
+
+const image = process.env.MEDIAGATE_BENCH_IMAGE ?? "mediagate-sandbox:test";
+const args = process.argv.slice(2);
+const callsAt = args.indexOf("--calls");
+const calls = callsAt >= 0 ? Number(args[callsAt + 1]) : 400;
+if (!Number.isInteger(calls) || calls < 10) {
+  throw new Error(`--calls: got ${args[callsAt + 1]}, expected an integer ≥ 10`);
+}
+
+const End = "END";
+const state = "/dev/shm/mg-bench/env";
+const save = `__mg_rc=$?; export PWD; export -p >${state}; exit $__mg_rc`;
+const quote = (text: string) => `'${text.replaceAll("'", "'\\''")}'`;
+const variants: Record<string, string> = {
+  relay: `printf '${End}\\n'`,
+  relay_both: `printf 'x\\n'; printf '${End}\\n' >&2`,
+  fork: `(:) </dev/null; printf '${End}\\n'`,
+  fork_exec: `(sh -c ':') </dev/null; printf '${End}\\n'`,
+  fork_state: `( . ${state}; export PWD; export -p >${state} ) </dev/null; printf '${End}\\n'`,
+  whole: [
+    "(",
+    `. ${state} 2>/dev/null`,
+    'cd -- "$PWD" 2>/dev/null',
+    "export MEDIAGATE_SESSION=0123456789abcdef MEDIAGATE_CMD=0123456789abcdef",
+    "command -v sh >/dev/null 2>&1 && __mg_x=sh || __mg_x=/bin/sh",
+    `"$__mg_x" -c ${quote(`trap ${quote(save)} EXIT; echo hi`)}`,
+    `) </dev/null; printf '${End}%s\\n' "$?"; printf '${End}\\n' >&2`,
+  ].join("\n"),
+};
+
+const docker = new Docker();
+const container = await docker.createContainer({
+  Image: image,
+  Cmd: ["sleep", "3600"],
+  name: `mg-bench-shell-cost-${randomBytes(4).toString("hex")}`,
+  HostConfig: { AutoRemove: false },
+});
+const cleanUp = () => container.remove({ force: true }).catch(() => undefined);
+process.once("SIGINT", () => void cleanUp().then(() => process.exit(130)));
+try {
+  await container.start();
+  const exec = await container.exec({
+    Cmd: ["sh"],
+    AttachStdin: true,
+    AttachStdout: true,
+    AttachStderr: true,
+    Tty: false,
+  });
+  const stream = (await exec.start({
+    hijack: true,
+    stdin: true,
+    Detach: false,
+    Tty: false,
+  })) as Duplex;
+  let waiting: (() => void) | undefined;
+  let seen = "";
+  stream.on("data", (chunk: Buffer) => {
+    // The multiplexed frames' headers are binary: only whether the marker arrived matters.
+    seen += chunk.toString("latin1");
+    if (seen.includes(`${End}\n`) && waiting !== undefined) {
+      seen = "";
+      const done = waiting;
+      waiting = undefined;
+      done();
+    }
+  });
+  const roundTrip = (line: string) =>
+    new Promise<void>((resolve) => {
+      waiting = resolve;
+      stream.write(`${line}\n`);
+    });
+  await roundTrip(`mkdir -p /dev/shm/mg-bench && export -p >${state}; printf '${End}\\n'`);
+  for (const [name, script] of Object.entries(variants)) {
+    for (let i = 0; i < 50; i++) await roundTrip(script);
+    const samples: number[] = [];
+    for (let i = 0; i < calls; i++) {
+      const started = performance.now();
+      await roundTrip(script);
+      samples.push(performance.now() - started);
+    }
+    samples.sort((a, b) => a - b);
+    const at = (p: number) => samples[Math.max(0, Math.ceil(p * samples.length) - 1)] ?? Number.NaN;
+    const round = (ms: number) => Math.round(ms * 1000) / 1000;
+    const line = {
+      bench: `shell_cost_${name}`,
+      p50_ms: round(at(0.5)),
+      p90_ms: round(at(0.9)),
+      n: calls,
+    };
+    process.stdout.write(`${JSON.stringify(line)}\n`);
+  }
+  stream.end();
+  stream.destroy();
+} finally {
+  await cleanUp();
+}
