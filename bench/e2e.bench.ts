@@ -18,6 +18,9 @@
  *   --upload-mib N        size of the outbound upload (45), --uploads N runs of it (3)
  *   --exec-cli N          `docker exec <ctr> true` runs (15)
  *   --rtt N               fake round trips per round (200)
+ *   --text-only-users LIST  concurrent users of a text-only throughput phase: a profile with
+ *                         the `openai` agent against an instant fake model, no tool call,
+ *                         no container (100; an empty list skips it)
  *   --first-replies N     new users, one at a time, each sending its first message to a
  *                         per-session profile (`persistent: false`) with the default warm
  *                         pool and to one with none (10; 0 skips the phase)
@@ -47,6 +50,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { readEnv, resolveConfig } from "@mediagate/gateway";
 import { maxOpenShellsOf } from "@mediagate/sandbox";
+import { FakeOpenAIServer, reply } from "../test/fakes/openai/index.js";
 import { FakeTelegram, type RecordedCall } from "../test/fakes/telegram/index.js";
 import { dockerHostVariable } from "../test-support/engine.js";
 import { freshPostgresDatabase, type TestDatabase } from "../test-support/postgres.js";
@@ -89,6 +93,10 @@ const SmallFileBytes = 100 * 1024;
 const LatencyUser = 900_001;
 const FloorUser = 900_002;
 const ThroughputUserBase = 910_000;
+/** The users of the text-only throughput phase. */
+const TextUserBase = 930_000;
+/** What the instant fake model answers every message of the text-only phase with. */
+const TextAnswer = "ok";
 /** The new users of the first-reply phase (one message each, per profile). */
 const NewUserBase = 920_000;
 const SmallPath = "/workspace/bench-100k.bin";
@@ -114,6 +122,7 @@ const { flag, count, list, on } = benchFlags(
     "exec-cli",
     "rtt",
     "first-replies",
+    "text-only-users",
     "cpu-prof",
     "image",
     "store",
@@ -133,6 +142,7 @@ const options = {
   execCli: count("exec-cli", 15, 0),
   rtt: count("rtt", 200),
   firstReplies: count("first-replies", 10, 0),
+  textOnlyUsers: flag("text-only-users") === "" ? [] : list("text-only-users", [100]),
   cpuProf: flag("cpu-prof"),
   image: flag("image") ?? process.env.MEDIAGATE_BENCH_IMAGE ?? "mediagate-sandbox:test",
   webhook: on("webhook"),
@@ -481,6 +491,19 @@ async function main(): Promise<void> {
     fake: new FakeTelegram({ token: token(p.botId), botId: p.botId }),
   }));
   const newUsers = Array.from({ length: options.firstReplies }, (_, i) => NewUserBase + i);
+  // The text-only profile: the openai agent against an instant fake model in this process.
+  const textUsers = Array.from(
+    { length: Math.max(0, ...options.textOnlyUsers) },
+    (_, i) => TextUserBase + i,
+  );
+  const textFake = new FakeTelegram({ token: token(800_005), botId: 800_005 });
+  const model = options.textOnlyUsers.length > 0 ? await FakeOpenAIServer.start() : undefined;
+  if (model !== undefined) {
+    model.respondWith(() => reply.text(TextAnswer));
+    onCleanup("stop the fake model", () => model.close());
+    await textFake.start();
+    onCleanup("stop the text-only fake", () => textFake.stop());
+  }
   if (options.firstReplies > 0) {
     for (const p of perSession) {
       await p.fake.start();
@@ -524,6 +547,17 @@ async function main(): Promise<void> {
           ...(maxOpenShells === undefined ? {} : { maxOpenShells }),
         },
       },
+      ...(model === undefined
+        ? []
+        : [
+            {
+              name: `${profile}-text`,
+              telegram: { token: textFake.token, apiRoot: textFake.apiRoot },
+              allowedUsers: textUsers.map((id) => `telegram:${id}`),
+              agent: { kind: "openai", baseUrl: model.baseUrl, model: "fake-model" },
+              sandbox: { image: options.image, diskLimitBytes: 0 },
+            },
+          ]),
       // The default disk ceiling: what a new user of such a profile gets.
       ...(options.firstReplies === 0 ? [] : perSession).map((p) => ({
         name: p.profile,
@@ -828,6 +862,60 @@ async function main(): Promise<void> {
       windows: rates.map(Math.round),
     });
   }
+  // Text only: the gateway in front of a model that answers at once, no command, no container.
+  // Measured by the first gateway of the throughput phase (so `--cpu-prof` profiles it too).
+  const textOnly = async (windows: { startUs: number; endUs: number }[]): Promise<void> => {
+    for (const users of model === undefined ? [] : options.textOnlyUsers) {
+      note(`text-only throughput, ${users} users`);
+      const ids = textUsers.slice(0, users);
+      if (!floorRates.has(users)) {
+        await closedLoop(floorFake, ids, "t", "hi", 0, 0);
+        const floor = await closedLoop(
+          floorFake,
+          ids,
+          "t",
+          "hi",
+          options.windows,
+          options.windowMs,
+        );
+        floorRates.set(users, median(floor.rates));
+      }
+      await closedLoop(textFake, ids, "hi", TextAnswer, 0, 0);
+      const botCalls = new Map<string, number>();
+      const stopCounting = textFake.onCall((call) => {
+        botCalls.set(call.method, (botCalls.get(call.method) ?? 0) + 1);
+      });
+      const modelRequests = model?.requests.length ?? 0;
+      const cpuBefore = await cpuShares(gateway.pid, container);
+      const { rates, answered } = await closedLoop(
+        textFake,
+        ids,
+        "hi",
+        TextAnswer,
+        options.windows,
+        options.windowMs,
+        (w) => windows.push(w),
+      );
+      const cpu = perMessage(cpuBefore, await cpuShares(gateway.pid, container), answered);
+      stopCounting();
+      const rate = median(rates);
+      emit({
+        figure: "throughput_text_only",
+        users,
+        msg_per_s: Math.round(rate),
+        windows: rates.map(Math.round),
+        ratio: round3(rate / (floorRates.get(users) ?? Number.NaN)),
+        gateway_cpu_ms_per_msg: cpu.gateway,
+        cpu_ms_per_msg: cpu,
+        // What each answered message cost outside the gateway: Bot API calls by method, and
+        // requests to the model.
+        bot_calls_per_msg: Object.fromEntries(
+          [...botCalls].map(([method, n]) => [method, round3(n / answered)]),
+        ),
+        model_requests_per_msg: round3(((model?.requests.length ?? 0) - modelRequests) / answered),
+      });
+    }
+  };
   for (const [index, concurrency] of options.concurrency.entries()) {
     const profiling = options.cpuProf !== undefined;
     if (index > 0 || profiling) {
@@ -843,6 +931,7 @@ async function main(): Promise<void> {
       );
     }
     const windows: { startUs: number; endUs: number }[] = [];
+    if (index === 0) await textOnly(windows);
     for (const users of options.users) {
       const ids = throughputUsers.slice(0, users);
       // Every session's shell open, a batch at a time: a new session's first message claims

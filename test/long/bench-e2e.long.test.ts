@@ -40,6 +40,8 @@ const Tiny = [
   "3",
   "--first-replies",
   "2",
+  "--text-only-users",
+  "2",
 ];
 const TokenPattern = /\d+:AA[0-9a-f]{24}/;
 const run = promisify(execFile);
@@ -137,6 +139,7 @@ describe("pnpm bench:e2e", () => {
       "upload",
       "floor_bot_throughput",
       "floor_bot_throughput",
+      "throughput_text_only",
       "throughput",
       "throughput",
       "cpu_profile",
@@ -200,6 +203,11 @@ describe("pnpm bench:e2e", () => {
         ["bench", "container", "engine", "gateway", "machine", "other"].sort(),
       );
     }
+    const [textOnly] = byFigure("throughput_text_only");
+    expect(textOnly).toMatchObject({ users: 2, model_requests_per_msg: 1 });
+    expect(textOnly?.msg_per_s).toBeGreaterThan(0);
+    expect(textOnly?.gateway_cpu_ms_per_msg).toBeGreaterThan(0);
+    expect((textOnly?.bot_calls_per_msg as Record<string, number>).sendMessage).toBe(1);
     const [profile] = byFigure("cpu_profile") as {
       busy_ms: number;
       top_functions: { name: string; self_ms: number }[];
