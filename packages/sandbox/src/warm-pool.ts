@@ -179,13 +179,18 @@ export class WarmPool {
       ),
     );
     // The first session's uid and shell, ready too: its first command then costs no exec.
-    const ahead = await PreparedSession.prepare(
-      ctx.docker,
-      containerId,
-      ctx.users,
-      ctx.sessionUsers,
-    ).catch((error: unknown) => {
+    // Bounded, as the provision is: a claim may be waiting for this fill. One that comes
+    // after its bound is closed.
+    const preparing = PreparedSession.prepare(ctx.docker, containerId, ctx.users, ctx.sessionUsers);
+    const ahead = await deadline(preparing, {
+      timeoutMs: Defaults.shellOpenTimeoutMs,
+      what: "preparing a warm container's shell",
+    }).catch((error: unknown) => {
       ctx.options.onWarning?.("could not prepare a warm container's shell", error);
+      void preparing.then(
+        (late) => late.close(),
+        () => undefined,
+      );
       return undefined;
     });
     return { slot, containerId, ahead };
