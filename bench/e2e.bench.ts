@@ -843,8 +843,11 @@ async function main(): Promise<void> {
   // Throughput: closed loops of distinct users, the floor bot's at the same user counts.
   note("throughput");
   const floorRates = new Map<number, number>();
-  for (const users of options.users) {
-    const ids = throughputUsers.slice(0, users);
+  /** The floor bot's closed loop at `users`, once per user count (a `floor_bot_throughput`). */
+  const floorThroughput = async (users: number): Promise<void> => {
+    if (floorRates.has(users)) return;
+    // The floor bot answers anyone: as many ids as asked, whatever the gateway allows.
+    const ids = Array.from({ length: users }, (_, i) => ThroughputUserBase + i);
     await closedLoop(floorFake, ids, "t", "hi", 0, 0);
     const { rates } = await closedLoop(
       floorFake,
@@ -861,25 +864,15 @@ async function main(): Promise<void> {
       msg_per_s: Math.round(median(rates)),
       windows: rates.map(Math.round),
     });
-  }
+  };
+  for (const users of options.users) await floorThroughput(users);
   // Text only: the gateway in front of a model that answers at once, no command, no container.
   // Measured by the first gateway of the throughput phase (so `--cpu-prof` profiles it too).
   const textOnly = async (windows: { startUs: number; endUs: number }[]): Promise<void> => {
     for (const users of model === undefined ? [] : options.textOnlyUsers) {
       note(`text-only throughput, ${users} users`);
       const ids = textUsers.slice(0, users);
-      if (!floorRates.has(users)) {
-        await closedLoop(floorFake, ids, "t", "hi", 0, 0);
-        const floor = await closedLoop(
-          floorFake,
-          ids,
-          "t",
-          "hi",
-          options.windows,
-          options.windowMs,
-        );
-        floorRates.set(users, median(floor.rates));
-      }
+      await floorThroughput(users);
       await closedLoop(textFake, ids, "hi", TextAnswer, 0, 0);
       const botCalls = new Map<string, number>();
       const stopCounting = textFake.onCall((call) => {

@@ -42,6 +42,30 @@ export function randomHex(bytes: number): string {
 }
 
 /**
+ * Starts `argv` with `docker exec` and its stdin attached (Tty false): one hijacked duplex
+ * stream, what is written to it the process's stdin, its stdout and stderr multiplexed in
+ * Docker's frames. For the processes the sandbox talks to (a session shell's controller, a
+ * warm container's uid hand-over).
+ */
+export async function startAttached(
+  docker: Docker,
+  containerId: string,
+  argv: readonly string[],
+  options: { readonly env?: readonly string[]; readonly user?: ExecUser | undefined } = {},
+): Promise<Duplex> {
+  const exec = await docker.getContainer(containerId).exec({
+    Cmd: [...argv],
+    AttachStdin: true,
+    AttachStdout: true,
+    AttachStderr: true,
+    Tty: false,
+    Env: [...(options.env ?? [])],
+    ...(options.user === undefined ? {} : { User: userSpec(options.user) }),
+  });
+  return (await exec.start({ hijack: true, stdin: true, Detach: false, Tty: false })) as Duplex;
+}
+
+/**
  * Runs `argv` once with `docker exec` (Tty false, stdout/stderr demultiplexed). Every
  * process it starts carries `MEDIAGATE_EXEC=<id>`: Docker has no exec-kill API, so a
  * timeout or abort kills them through a second exec running {@link KillScript} as the

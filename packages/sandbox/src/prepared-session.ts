@@ -2,9 +2,9 @@ import type { Duplex } from "node:stream";
 import { deadline } from "@mediagate/io";
 import type Docker from "dockerode";
 import { Defaults } from "./defaults.js";
-import { type ExecUser, RootUser, type UserMode, userSpec } from "./exec-user.js";
+import { type ExecUser, RootUser, type UserMode } from "./exec-user.js";
 import { FrameDecoder, StreamType } from "./frames.js";
-import { randomHex } from "./one-shot-exec.js";
+import { randomHex, startAttached } from "./one-shot-exec.js";
 import { SessionShell } from "./session-shell.js";
 import type { SessionUsers } from "./session-users.js";
 import { RegistryDir, StateDir } from "./shell-scripts.js";
@@ -61,21 +61,8 @@ class HandOver {
     placeholder: string,
     uid: number,
   ): Promise<HandOver> {
-    const exec = await docker.getContainer(containerId).exec({
-      Cmd: ["sh", "-c", HandOverScript, "mediagate-hand-over", placeholder, String(uid)],
-      AttachStdin: true,
-      AttachStdout: true,
-      AttachStderr: true,
-      Tty: false,
-      User: userSpec(RootUser),
-    });
-    const stream = (await exec.start({
-      hijack: true,
-      stdin: true,
-      Detach: false,
-      Tty: false,
-    })) as Duplex;
-    return new HandOver(stream);
+    const argv = ["sh", "-c", HandOverScript, "mediagate-hand-over", placeholder, String(uid)];
+    return new HandOver(await startAttached(docker, containerId, argv, { user: RootUser }));
   }
 
   /** Whether the exec still waits (its connection is open). */

@@ -3,10 +3,10 @@ import { deadline, settledWithin } from "@mediagate/io";
 import type Docker from "dockerode";
 import { throwIfLost } from "./container-loss.js";
 import { Defaults } from "./defaults.js";
-import { type ExecUser, RootUser, SessionHome, userSpec } from "./exec-user.js";
+import { type ExecUser, RootUser, SessionHome } from "./exec-user.js";
 import { FrameDecoder, StreamType } from "./frames.js";
 import { exactEntry } from "./kill-script.js";
-import { execOnce, killProcesses, randomHex } from "./one-shot-exec.js";
+import { execOnce, killProcesses, randomHex, startAttached } from "./one-shot-exec.js";
 import { MarkerScanner, OutputBuffer } from "./output.js";
 import {
   CommandMarker,
@@ -127,21 +127,10 @@ export class SessionShell {
   ): Promise<SessionShell> {
     const home = user === undefined ? [] : [`HOME=${SessionHome.HOME}`];
     const marker = sessionHash === "" ? [] : [`${SessionMarker}=${sessionHash}`];
-    const exec = await docker.getContainer(containerId).exec({
-      Cmd: ["sh"],
-      AttachStdin: true,
-      AttachStdout: true,
-      AttachStderr: true,
-      Tty: false,
-      Env: [...marker, ...home],
-      ...(user === undefined ? {} : { User: userSpec(user) }),
+    const stream = await startAttached(docker, containerId, ["sh"], {
+      env: [...marker, ...home],
+      user,
     });
-    const stream = (await exec.start({
-      hijack: true,
-      stdin: true,
-      Detach: false,
-      Tty: false,
-    })) as Duplex;
     return new SessionShell(docker, containerId, sessionHash, stream, user);
   }
 
