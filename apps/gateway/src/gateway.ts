@@ -100,6 +100,14 @@ export class Gateway {
       GatewayDefaults.journalPruneIntervalMs,
     );
     this.#pruneTimer.unref();
+    // What a dead process left is reaped only after its replies' resumed attempt (below),
+    // which reads their files from its slot directories: a turn's first acquire, recovered
+    // ones included, would otherwise start the reap at once.
+    let replyAttempted = (): void => {};
+    const attempted = new Promise<void>((resolve) => {
+      replyAttempted = resolve;
+    });
+    for (const runtime of this.runtimes.values()) runtime.sandbox.deferReap(attempted);
     const recovered = await recover(this.#core);
     for (const channel of this.channels) {
       await channel.start({
@@ -123,9 +131,11 @@ export class Gateway {
     // Unfinished replies are resumed once the channels are up (Discord knows its guilds'
     // upload limits only after login); the reap waits for their attempt, since they plan
     // their media from the slot directories a dead process's containers used.
+    const resumed = this.outbox.resume(recovered);
+    resumed.then(replyAttempted, replyAttempted);
     track(
       this.#core,
-      this.outbox.resume(recovered).then(async () => {
+      resumed.then(async () => {
         for (const runtime of this.runtimes.values()) {
           // Honours `orphanReaper`; never throws (failures go to the sandbox's warnings).
           const result = await runtime.sandbox.reapOrphansOnce();

@@ -40,6 +40,8 @@ const legacyRetired = new Map<string, Promise<void>>();
  */
 export class Housekeeping {
   readonly #ctx: SandboxContext;
+  /** What the once-per-process reap waits for first ({@link deferReap}). */
+  #reapGate: Promise<unknown> = Promise.resolve();
 
   constructor(ctx: SandboxContext) {
     this.#ctx = ctx;
@@ -151,24 +153,38 @@ export class Housekeeping {
     await sweep;
   }
 
+  /**
+   * Holds this process's reap ({@link reapOrphansOnce}, which a first `acquire` starts) until
+   * `until` settles: the gateway resumes the replies a dead process left first, whose files are
+   * in that process's slot directories (docs/durability.md). Call before the first acquire.
+   */
+  deferReap(until: Promise<unknown>): void {
+    this.#reapGate = until.then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
   reapOrphansOnce(): Promise<ReapResult | undefined> {
     const ctx = this.#ctx;
     if (!ctx.settings.orphanReaper) return Promise.resolve(undefined);
     const key = `${ctx.options.engine.endpoint}|${ctx.install}|${sanitizeLabelValue(ctx.profile)}`;
     let run = reapedThisProcess.get(key);
     if (run === undefined) {
-      run = this.reapOrphans().then(
-        (result) => {
-          for (const failure of result.failed) {
-            ctx.options.onWarning?.(`could not reap container ${failure.id}: ${failure.error}`);
-          }
-          return result;
-        },
-        (error: unknown) => {
-          ctx.options.onWarning?.("orphan reaper failed", error);
-          return undefined;
-        },
-      );
+      run = this.#reapGate
+        .then(() => this.reapOrphans())
+        .then(
+          (result) => {
+            for (const failure of result.failed) {
+              ctx.options.onWarning?.(`could not reap container ${failure.id}: ${failure.error}`);
+            }
+            return result;
+          },
+          (error: unknown) => {
+            ctx.options.onWarning?.("orphan reaper failed", error);
+            return undefined;
+          },
+        );
       reapedThisProcess.set(key, run);
     }
     return run;

@@ -300,4 +300,14 @@ export class Sandbox {
   reapOrphansOnce(): Promise<ReapResult | undefined> {
     return this.#housekeeping.reapOrphansOnce();
   }
+
+  /**
+   * Holds the once-per-process reap ({@link reapOrphansOnce}, which the first `acquire` also
+   * starts, in the background) until `until` settles: a restarted gateway first resumes the
+   * replies a dead process left, whose files are in that process's per-session slot
+   * directories. Call before the first `acquire`.
+   */
+  deferReap(until: Promise<unknown>): void {
+    this.#housekeeping.deferReap(until);
+  }
 }

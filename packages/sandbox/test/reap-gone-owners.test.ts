@@ -123,6 +123,42 @@ describe("reaping the containers of a killed process", () => {
     }
   });
 
+  it("holds the automatic reap until deferReap's promise settles, even when an acquire starts it", async () => {
+    const fresh = await fixture();
+    try {
+      const dead = "session:agent:x:dm:held";
+      const left = await holdThenKill(fresh, [dead]);
+      const sandbox = fresh.sandbox({ persistent: false });
+      let open = (): void => {};
+      // A restarted gateway: the dead process's replies are resumed first, from its dirs.
+      sandbox.deferReap(
+        new Promise<void>((resolve) => {
+          open = resolve;
+        }),
+      );
+      const live = "session:agent:x:dm:new";
+      await sandbox.acquire(live); // starts the reap in the background
+      const events: string[] = [];
+      const reaped = sandbox.reapOrphansOnce().then((result) => {
+        events.push("reaped");
+        return result;
+      });
+      // Longer than the reap of one container takes here, had it not been held.
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      expect(await containerExists(left[dead] as string)).toBe(true);
+      expect(await pathExists(join(sandbox.slotDirectory(dead), "workspace", "marker"))).toBe(true);
+      events.push("opened");
+      open();
+      expect((await reaped)?.removed).toEqual([left[dead]]);
+      expect(events).toEqual(["opened", "reaped"]);
+      expect(await pathExists(sandbox.slotDirectory(dead))).toBe(false);
+      await sandbox.cleanup(live);
+      await sandbox.shutdown();
+    } finally {
+      await fresh.dispose();
+    }
+  });
+
   it("replaces a killed process's scratch container instead of adopting it, keeping its files", async () => {
     const slot = "session:agent:x:dm:adopt";
     const left = await holdThenKill(fx, [slot]);

@@ -120,7 +120,8 @@ export interface Orphans {
 /**
  * Per-session containers (running or not) and `session…` slot directories whose session is
  * not among `liveSessionKeys` (the sessions the running process served), warm pool containers
- * of the running process (pid `livePid`) aside: what processes that are gone left behind.
+ * of the running process (pid `livePid`) and the directories of those still waiting aside:
+ * what processes that are gone left behind.
  */
 export function orphansOf(
   census: SandboxCensus,
@@ -130,14 +131,17 @@ export function orphansOf(
   const live = [...liveSessionKeys].map(sessionSlotOf);
   const liveHashes = new Set(live.map(slotHashOf));
   const liveDirs = new Set(live.map(slotDirNameOf));
+  const livePool = census.containers.filter((c) => livePid !== undefined && isLivePool(c, livePid));
+  // A slot directory's name ends in 12 hex of its slot's sha256: the label's first 12.
+  const livePoolDirs = new Set(livePool.map((c) => c.slotHash.slice(0, 12)));
   return {
     containers: census.containers.filter(
-      (c) =>
-        !c.persistent &&
-        !liveHashes.has(c.slotHash) &&
-        !(livePid !== undefined && isLivePool(c, livePid)),
+      (c) => !c.persistent && !liveHashes.has(c.slotHash) && !livePool.includes(c),
     ),
-    slotDirs: census.slotDirs.filter((d) => d.startsWith("session") && !liveDirs.has(d)),
+    slotDirs: census.slotDirs.filter(
+      (d) =>
+        d.startsWith("session") && !liveDirs.has(d) && !livePoolDirs.has(d.split("-").at(-1) ?? ""),
+    ),
   };
 }
 
