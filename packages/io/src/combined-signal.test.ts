@@ -64,4 +64,25 @@ describe("combinedSignal", () => {
     combined.release();
     expect(getEventListeners(stop.signal, "abort")).toHaveLength(0);
   });
+
+  it("follows a long-lived source from any number of calls in flight without a leak warning", async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.name);
+    process.on("warning", onWarning);
+    try {
+      const stop = new AbortController();
+      // A gateway's stop signal, combined with each of 50 requests running at once.
+      const inFlight = Array.from({ length: 50 }, () =>
+        combinedSignal([stop.signal, AbortSignal.timeout(60_000)]),
+      );
+      expect(getEventListeners(stop.signal, "abort")).toHaveLength(50);
+      // Node emits its warnings on the next tick.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings).toEqual([]);
+      for (const combined of inFlight) combined.release();
+      expect(getEventListeners(stop.signal, "abort")).toHaveLength(0);
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
 });

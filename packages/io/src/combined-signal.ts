@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 /** A signal that aborts with the first of its sources, until its user lets go of them. */
 export interface CombinedSignal {
   readonly signal: AbortSignal;
@@ -29,6 +30,11 @@ export function combinedSignal(sources: readonly AbortSignal[]): CombinedSignal 
       release();
       controller.abort(source.reason);
     };
+    // A long-lived source holds one listener per call in flight, each taken off by its
+    // `release()`: a gateway's stop signal under 100 users has dozens, which is no leak, and
+    // Node's warning past 10 would print to stderr outside the structured log. (Node 20's
+    // `getMaxListeners` refuses an AbortSignal, so the limit is set every time: a property.)
+    setMaxListeners(0, source);
     source.addEventListener("abort", onAbort, { once: true });
     listening.push({ source, onAbort });
   }
