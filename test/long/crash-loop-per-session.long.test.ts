@@ -104,14 +104,14 @@ describe("SIGKILL loop with per-session containers", () => {
       [
         `[crash-loop-per-session] ${killSummary(loop.kills)}; ${startSummary(b.runs)}`,
         `[crash-loop-per-session] ${replySummary(audit)}; ${lastRunLosses(audit, loop)}`,
-        `[crash-loop-per-session] ${statusSummary(statuses)}`,
+        `[crash-loop-per-session] ${statusSummary(statuses, loop.kills)}`,
         ...noticeSamples(audit).map((n) => `[crash-loop-per-session] notice ${n}`),
         `[crash-loop-per-session] ${sessions.size} sessions, ${live.size} served by the last run; while it serves: ${serving.containers.length} containers, ${orphans.containers.length} orphaned (${orphans.containers.filter((c) => c.state === "running").length} running), ${orphans.slotDirs.length} orphaned slot dirs; after SIGTERM: ${leftContainers.length} per-session containers, ${leftDirs.length} session slot dirs`,
       ].join("\n"),
     );
     const problems = [
       ...replyProblems(audit, { maxNoticed: Kills * Concurrency }),
-      ...statusProblems(statuses),
+      ...statusProblems(statuses, loop.kills),
       ...(orphans.containers.length === 0
         ? []
         : [

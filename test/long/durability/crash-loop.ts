@@ -34,6 +34,8 @@ export interface KillRecord {
   /** The moment awaited did not come within `maxUptimeMs`; the kill came at that bound. */
   readonly fellBack: boolean;
   readonly afterMs: number;
+  /** The call whose answer the kill followed (`seq`), for `after-receipt` and `after-send`. */
+  readonly after?: number | undefined;
 }
 
 /** What a crash loop did. */
@@ -83,9 +85,11 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
         send(1);
       }
     })();
-    const fellBack = !(await momentOf(moment, fake, mark, random, options.maxUptimeMs));
+    const came = await momentOf(moment, fake, mark, random, options.maxUptimeMs);
     await bench.kill();
-    kills.push({ run, moment, fellBack, afterMs: Date.now() - startedMs });
+    const fellBack = came === false;
+    const after = typeof came === "number" ? came : undefined;
+    kills.push({ run, moment, fellBack, afterMs: Date.now() - startedMs, after });
     await feeding;
     send(whileDown);
   }
@@ -99,14 +103,17 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
   return { sent, kills, lastRunMark, sentBeforeLastRun };
 }
 
-/** Resolves when the moment came (`true`) or `limitMs` passed first (`false`). */
+/**
+ * Resolves when the moment came (`true`, or the `seq` of the call it followed) or `limitMs`
+ * passed first (`false`).
+ */
 async function momentOf(
   moment: KillMoment,
   fake: FakeTelegram,
   mark: number,
   random: SeededRandom,
   limitMs: number,
-): Promise<boolean> {
+): Promise<boolean | number> {
   const since = (call: RecordedCall) => call.seq > mark;
   switch (moment) {
     case "timer":
@@ -137,16 +144,17 @@ async function momentOf(
   }
 }
 
+/** The `seq` of the first call `predicate` takes, `thenMs` after it came; `false`: none came. */
 async function within(
   fake: FakeTelegram,
   predicate: (call: RecordedCall) => boolean,
   limitMs: number,
   thenMs: number,
-): Promise<boolean> {
+): Promise<number | false> {
   const seen = await fake.waitFor(predicate, limitMs).then(
-    () => true,
-    () => false,
+    (call) => call.seq,
+    () => false as const,
   );
-  if (seen && thenMs > 0) await pause(thenMs);
+  if (seen !== false && thenMs > 0) await pause(thenMs);
   return seen;
 }

@@ -100,14 +100,14 @@ export function persistentCrashLoop(loopOf: PersistentCrashLoop): void {
         [
           `[${name}] ${killSummary(loop.kills)}; ${startSummary(b.runs)}`,
           `[${name}] ${replySummary(audit)}; ${lastRunLosses(audit, loop)}`,
-          `[${name}] ${statusSummary(statuses)}`,
+          `[${name}] ${statusSummary(statuses, loop.kills)}`,
           ...noticeSamples(audit).map((n) => `[${name}] notice ${n}`),
           `[${name}] containers while serving: ${serving.containers.length}, after SIGTERM: ${stopped.containers.length}; slot dirs: ${stopped.slotDirs.length}`,
         ].join("\n"),
       );
       const problems = [
         ...replyProblems(audit, { maxNoticed: kills * concurrency }),
-        ...statusProblems(statuses),
+        ...statusProblems(statuses, loop.kills),
         ...persistentSlotProblems(serving, b.profile).map((p) => `while serving: ${p}`),
         ...persistentSlotProblems(stopped, b.profile).map((p) => `after SIGTERM: ${p}`),
         ...b.exitProblems(),

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { RecordedCall } from "../../fakes/telegram/index.js";
-import { auditReplies, replyProblems } from "./reply-audit.js";
+import type { KillRecord } from "./crash-loop.js";
+import { auditReplies, replyProblems, type StatusAudit, statusProblems } from "./reply-audit.js";
 import type { SentMessage } from "./traffic.js";
 
 const message: SentMessage = {
@@ -75,5 +76,42 @@ describe("auditReplies", () => {
     expect(told.filesMissing).toEqual([]);
     expect(told.filesToldMissing.map((v) => v.message.id)).toEqual(["u7003#004"]);
     expect(replyProblems(told)).toEqual([]);
+  });
+});
+
+describe("statusProblems", () => {
+  const post = (text: string) => call("sendMessage", { text });
+  const [early, late] = [post("⏳ working — 3s"), post("⏳ working — 3s")];
+  const audit: StatusAudit = {
+    posted: 2,
+    deleted: 0,
+    shown: [
+      { call: early, text: "⏳ working — 3s" },
+      { call: late, text: "⏳ working — 3s" },
+    ],
+  };
+  const kill = (moment: KillRecord["moment"], after: number): KillRecord => ({
+    run: 1,
+    moment,
+    fellBack: false,
+    afterMs: 900,
+    after,
+  });
+
+  it("names every status left reading working", () => {
+    expect(statusProblems(audit)).toEqual([
+      `2 status messages still read "⏳ working" at the end: #${early.seq} in chat 7005, #${late.seq} in chat 7005`,
+    ]);
+  });
+
+  it("excuses only a status whose post an after-send kill followed: no start can know its id", () => {
+    expect(statusProblems(audit, [kill("after-send", late.seq)])).toEqual([
+      `1 status messages still read "⏳ working" at the end: #${early.seq} in chat 7005`,
+    ]);
+    // Only an after-send kill is one right after a post: any other is no excuse.
+    expect(statusProblems(audit, [kill("after-receipt", late.seq)])).toHaveLength(1);
+    expect(
+      statusProblems(audit, [kill("after-send", early.seq), kill("after-send", late.seq)]),
+    ).toEqual([]);
   });
 });
