@@ -1,4 +1,4 @@
-import { type Sleep, sleep } from "@mediagate/io";
+import { retry, type Sleep } from "@mediagate/io";
 import { type Platform, StatusCallError, type StatusMessages } from "../channels/types.js";
 import { Defaults } from "../defaults.js";
 import type { Logger } from "../log.js";
@@ -118,21 +118,18 @@ async function removePreviews(
  * asked (up to `Defaults.progress.leftoverMaxWaitMs`), and the call made again, at most
  * `Defaults.progress.leftoverAttempts` times in all. Any other failure is thrown at once.
  */
-async function callPatiently(
+function callPatiently(
   request: (signal: AbortSignal) => Promise<void>,
   options: LeftoverStatusOptions,
 ): Promise<void> {
   const { leftoverAttempts, leftoverMaxWaitMs, requestTimeoutMs } = Defaults.progress;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await request(AbortSignal.timeout(options.requestTimeoutMs ?? requestTimeoutMs));
-      return;
-    } catch (error) {
+  return retry(() => request(AbortSignal.timeout(options.requestTimeoutMs ?? requestTimeoutMs)), {
+    maxAttempts: leftoverAttempts,
+    sleep: options.sleep,
+    onFailure: ({ error }) => {
       const waitMs = error instanceof StatusCallError ? error.retryAfterMs : undefined;
-      if (waitMs === undefined || waitMs > leftoverMaxWaitMs || attempt >= leftoverAttempts) {
-        throw error;
-      }
-      await (options.sleep ?? sleep)(waitMs);
-    }
-  }
+      if (waitMs === undefined || waitMs > leftoverMaxWaitMs) throw error;
+      return waitMs;
+    },
+  });
 }
