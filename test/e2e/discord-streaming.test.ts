@@ -119,7 +119,7 @@ describe("streamed replies on Discord", () => {
       times: 2,
       retryAfterSeconds: 1,
     });
-    streaming.model.enqueue(reply.text(LongAnswer, { stream: { chunkChars: 200, everyMs: 60 } }));
+    streaming.model.enqueue(reply.text(LongAnswer, { stream: { chunkChars: 200, everyMs: 100 } }));
     streaming.fake.sendDirectMessage({ content: "go", authorId: StreamHumanId });
     const expected = finalOf(LongAnswer, DefaultMaxTextChunks);
     await waitUntil(

@@ -81,7 +81,7 @@ describe("streamed replies on Telegram", () => {
     const gateway = await streaming.install("tg-stream-429", { stream: "edit" });
     await gateway.start();
     streaming.fake.rateLimitNext("editMessageText", 2, 50);
-    streaming.model.enqueue(reply.text(LongAnswer, { stream: { chunkChars: 200, everyMs: 40 } }));
+    streaming.model.enqueue(reply.text(LongAnswer, { stream: { chunkChars: 200, everyMs: 100 } }));
     streaming.fake.sendPrivateText({ userId: StreamUser, text: "go" });
     const parts = finalParts(LongAnswer);
     await waitUntil(

@@ -72,6 +72,13 @@ export const Defaults = {
      * of each other at the platform (Telegram answered 429s in the e2e runs).
      */
     previewMarginMs: 150,
+    /**
+     * A model's streamed text shows once its turn ran this long: a reply that comes whole
+     * sooner is sent without a preview before it (a draft, or on Discord a post and its
+     * delete, that would show for a moment). The typing indicator and the status reactions
+     * wait as long.
+     */
+    modelPreviewHoldMs: 1_000,
     /** One status call (post, edit, delete) is given up after this long. */
     requestTimeoutMs: 10_000,
     /**
@@ -90,6 +97,12 @@ export const Defaults = {
   reactions: {
     enabled: true,
     groups: false,
+    /**
+     * 👀 and 👨‍💻 show once the message was accepted this long ago: most messages are answered
+     * sooner, and those two reactions and 👍 were three Bot API requests per message (four on
+     * Discord) that the reply made pointless. The typing indicator waits as long.
+     */
+    afterMs: 1_000,
     /** One reaction call is given up after this long. */
     requestTimeoutMs: 10_000,
     /**

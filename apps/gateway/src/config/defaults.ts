@@ -28,6 +28,7 @@ export const ConfigDefaults = {
   reactions: {
     enabled: Defaults.reactions.enabled,
     groups: Defaults.reactions.groups,
+    afterMs: Defaults.reactions.afterMs,
   },
   stream: Defaults.stream satisfies StreamSetting,
   telegramGroups: Defaults.telegram.groups,

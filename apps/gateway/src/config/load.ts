@@ -334,6 +334,7 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
     reactions: {
       enabled: entry.reactions?.enabled ?? ConfigDefaults.reactions.enabled,
       groups: entry.reactions?.groups ?? ConfigDefaults.reactions.groups,
+      afterMs: entry.reactions?.afterMs ?? ConfigDefaults.reactions.afterMs,
     },
     stream: entry.stream ?? ConfigDefaults.stream,
     schedules: resolveSchedules(entry.schedules),

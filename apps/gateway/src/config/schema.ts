@@ -350,7 +350,11 @@ const profileSchema = z.strictObject({
     })
     .optional(),
   reactions: z
-    .strictObject({ enabled: z.boolean().optional(), groups: z.boolean().optional() })
+    .strictObject({
+      enabled: z.boolean().optional(),
+      groups: z.boolean().optional(),
+      afterMs: z.number().int().min(0).max(60_000).optional(),
+    })
     .optional(),
   schedules: schedulesSchema.optional(),
   stream: z

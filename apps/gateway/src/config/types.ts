@@ -193,6 +193,11 @@ export interface ReactionSettings {
   readonly enabled: boolean;
   /** On: also in groups, supergroups, channels and guild channels (not only private chats). */
   readonly groups: boolean;
+  /**
+   * 👀 and 👨‍💻 show only once the message was accepted this long ago, so a message answered
+   * sooner gets no reaction (👎 alone if it failed); 0: at once.
+   */
+  readonly afterMs: number;
 }
 /**
  * How a reply shows while the agent writes it (docs/streaming.md): `auto` picks `draft` in

@@ -1038,7 +1038,11 @@ describe("status reactions", () => {
   it("messages collected into one turn end with it: all done together", async () => {
     const services = testServices();
     const { agent, release, first } = heldAgent();
-    const runtime = testRuntime(agent, [], testProfile({ busyMode: "collect" }));
+    const runtime = testRuntime(
+      agent,
+      [],
+      testProfile({ busyMode: "collect", reactions: { afterMs: 0 } }),
+    );
     const channel = new ReactingChannel();
     const [a, b, c] = ["one", "two", "three"].map((text) =>
       testContext(runtime, services, channel, text, "1"),
@@ -1062,7 +1066,11 @@ describe("status reactions", () => {
   it("/stop takes the reactions off the stopped turn and the message it dropped", async () => {
     const services = testServices();
     const { agent, first } = heldAgent();
-    const runtime = testRuntime(agent, [], testProfile({ sandbox: { persistent: false } }));
+    const runtime = testRuntime(
+      agent,
+      [],
+      testProfile({ sandbox: { persistent: false }, reactions: { afterMs: 0 } }),
+    );
     const channel = new ReactingChannel();
     const turn = testContext(runtime, services, channel, "sleep 1000", "1");
     const queued = testContext(runtime, services, channel, "echo later", "1");
@@ -1082,9 +1090,9 @@ describe("status reactions", () => {
   it("shows none in a group unless reactions.groups, and none when turned off", async () => {
     const cases: [Record<string, unknown>, InboundMessage["chatType"], boolean][] = [
       [{}, "group", false],
-      [{ reactions: { groups: true } }, "group", true],
-      [{ reactions: { enabled: false } }, "dm", false],
-      [{}, "dm", true],
+      [{ reactions: { groups: true, afterMs: 0 } }, "group", true],
+      [{ reactions: { enabled: false, afterMs: 0 } }, "dm", false],
+      [{ reactions: { afterMs: 0 } }, "dm", true],
     ];
     for (const [settings, chatType, reacts] of cases) {
       const runtime = testRuntime(echoAgent([]), [], testProfile(settings));
@@ -1095,5 +1103,37 @@ describe("status reactions", () => {
         await waitFor(() => expect(channel.shown.get(ctx.message.messageId)).toBe("done"));
       } else expect(channel.shown.size).toBe(0);
     }
+  });
+
+  it("a message answered within reactions.afterMs gets none, unless its turn failed", async () => {
+    const channel = new ReactingChannel();
+    const quick = testRuntime(echoAgent([]), [], testProfile({ reactions: { afterMs: 60_000 } }));
+    const answered = testContext(quick, testServices(), channel, "hi", "2");
+    await handleMessage(answered);
+    const failing: Agent = {
+      kind: "shell",
+      async runTurn() {
+        throw new Error("the agent broke");
+      },
+    };
+    const broken = testRuntime(failing, [], testProfile({ reactions: { afterMs: 60_000 } }));
+    const failed = testContext(broken, testServices(), channel, "hi", "2");
+    await handleMessage(failed);
+    await waitFor(() => expect(channel.shown.get(failed.message.messageId)).toBe("failed"));
+    expect(channel.shown.has(answered.message.messageId)).toBe(false);
+    expect(channel.replies.map((r) => r.text)).toContain("you said: hi");
+  });
+
+  it("a turn still running after reactions.afterMs shows working, then done", async () => {
+    const { agent, release, first } = heldAgent();
+    const runtime = testRuntime(agent, [], testProfile({ reactions: { afterMs: 20 } }));
+    const channel = new ReactingChannel();
+    const ctx = testContext(runtime, testServices(), channel, "slow", "1");
+    const running = handleMessage(ctx);
+    await first;
+    await waitFor(() => expect(channel.shown.get(ctx.message.messageId)).toBe("working"));
+    release();
+    await running;
+    await waitFor(() => expect(channel.shown.get(ctx.message.messageId)).toBe("done"));
   });
 });

@@ -35,6 +35,7 @@ export function messageReaction(scope: ReactionScope): MessageReaction | undefin
     message.messageId,
     {
       previous: scope.recovered ? "unknown" : "none",
+      afterMs: settings.afterMs,
       signal: scope.signal,
       onProblem: (error) =>
         scope.log.warn(

@@ -1,5 +1,6 @@
 import type { ToolRunner } from "../agents/types.js";
 import { approvalGate } from "../approvals/gate.js";
+import { Defaults } from "../defaults.js";
 import { storeUnreachable } from "../postgres/errors.js";
 import {
   type SandboxProblem,
@@ -81,9 +82,12 @@ function startPreview(
     ctx.message.chatType === "dm" &&
     status.draft !== undefined;
   const mode: PreviewMode = setting !== "edit" && draftable ? "draft" : "edit";
-  // A shell command's output streams only once the turn ran as long as its status waits.
+  // A shell command's output streams only once the turn ran as long as its status waits, a
+  // model's text once the turn ran a second: a quicker reply shows nothing before it.
   const holdMs =
-    ctx.runtime.agent.kind === "shell" ? ctx.runtime.profile.progress.afterSeconds * 1000 : 0;
+    ctx.runtime.agent.kind === "shell"
+      ? ctx.runtime.profile.progress.afterSeconds * 1000
+      : Defaults.progress.modelPreviewHoldMs;
   return new StreamPreview(status, ctx.target, {
     mode,
     holdMs,

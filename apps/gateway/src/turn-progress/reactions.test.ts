@@ -141,4 +141,59 @@ describe("MessageReaction", () => {
     await reaction.settled();
     expect(platform.calls).toEqual(["5 unknown→failed"]);
   });
+
+  describe("with afterMs", () => {
+    const held = (previous?: PreviousReaction) => {
+      const platform = new RecordingReactions();
+      const clock = manualClock();
+      const reaction = new MessageReaction(platform, target, "5", {
+        afterMs: 1000,
+        schedule: clock.schedule,
+        previous,
+      });
+      return { platform, clock, reaction };
+    };
+
+    it("shows the latest passing status once afterMs passed, and the rest as before", async () => {
+      const { platform, clock, reaction } = held();
+      reaction.set("seen");
+      reaction.set("working");
+      await reaction.settled();
+      expect(platform.calls).toEqual([]);
+      clock.advance(1000);
+      await reaction.settled();
+      reaction.set("done");
+      await reaction.settled();
+      expect(platform.calls).toEqual(["5 none→working", "5 working→done"]);
+    });
+
+    it("sends nothing for a message done or dropped within afterMs, and leaves no timer", async () => {
+      for (const end of ["done", undefined] as const) {
+        const { platform, clock, reaction } = held();
+        reaction.set("seen");
+        reaction.set("working");
+        reaction.set(end);
+        await reaction.settled();
+        expect(clock.pending()).toEqual([]);
+        expect(platform.calls).toEqual([]);
+      }
+    });
+
+    it("sends failed at once", async () => {
+      const { platform, clock, reaction } = held();
+      reaction.set("seen");
+      reaction.set("failed");
+      await reaction.settled();
+      expect(clock.pending()).toEqual([]);
+      expect(platform.calls).toEqual(["5 none→failed"]);
+    });
+
+    it("sets done on a recovered message, which may still show a status from before", async () => {
+      const { platform, reaction } = held("unknown");
+      reaction.set("seen");
+      reaction.set("done");
+      await reaction.settled();
+      expect(platform.calls).toEqual(["5 unknown→done"]);
+    });
+  });
 });

@@ -20,7 +20,13 @@ export interface MessageReactionOptions {
   readonly requestTimeoutMs?: number | undefined;
   /** The longest rate-limit wait honoured. Default: `Defaults.reactions.maxRetryAfterMs`. */
   readonly maxRetryAfterMs?: number | undefined;
-  /** Timers of the rate-limit waits. Default: real, unref'd timers. */
+  /**
+   * `seen` and `working` show only once the message was accepted this long ago; a turn that
+   * ends sooner leaves none, or 👎 alone when it failed (docs/sessions.md, "Status
+   * reactions"). Default 0: at once.
+   */
+  readonly afterMs?: number | undefined;
+  /** Timers of the rate-limit waits and of `afterMs`. Default: real, unref'd timers. */
   readonly schedule?: Schedule | undefined;
   /** Aborting it (the gateway's stop) ends the calls and waits: what is not set stays so. */
   readonly signal?: AbortSignal | undefined;
@@ -30,11 +36,16 @@ export interface MessageReactionOptions {
 
 type Wanted = ReactionStatus | undefined;
 
+/** The statuses of a message still on its way; `afterMs` holds them back. */
+const passing: ReadonlySet<Wanted> = new Set<Wanted>(["seen", "working"]);
+
 /**
  * The bot's status reaction on one user's message (docs/sessions.md, "Status reactions").
  * Best effort, never in the turn's way: {@link set} returns at once, and the calls run one at
  * a time behind it, each sending the latest status wanted (the ones overtaken meanwhile are
- * never sent). A rate limit waits its `retry_after` (up to `maxRetryAfterMs`) and then sends
+ * never sent). Until `afterMs` passed, `seen` and `working` are only remembered: a message
+ * answered sooner costs no reaction call, since its reply says all they would (one failed
+ * still gets 👎). A rate limit waits its `retry_after` (up to `maxRetryAfterMs`) and then sends
  * the latest status once; a longer wait, any other failure, or a second rate limit in a row
  * gives the message's reactions up: whatever shows stays.
  */
@@ -54,6 +65,8 @@ export class MessageReaction {
   #running: Promise<void> | undefined;
   #gaveUp = false;
   #handedOver = false;
+  /** Cancels the `afterMs` wait while it runs. */
+  #cancelHold: (() => void) | undefined;
 
   constructor(
     reactions: StatusReactions,
@@ -72,12 +85,26 @@ export class MessageReaction {
       maxRetryAfterMs: options.maxRetryAfterMs ?? Defaults.reactions.maxRetryAfterMs,
       schedule: options.schedule ?? RealProgressClock.schedule,
     };
+    const afterMs = options.afterMs ?? 0;
+    if (afterMs > 0) {
+      this.#cancelHold = this.#settings.schedule(() => {
+        this.#cancelHold = undefined;
+        if (this.#wanted !== "unset") this.set(this.#wanted);
+      }, afterMs);
+    }
   }
 
   /** Asks for `status` (`undefined`: no reaction); returns at once. */
   set(status: ReactionStatus | undefined): void {
     if (this.#gaveUp) return;
     this.#wanted = status;
+    if (this.#cancelHold !== undefined) {
+      if (passing.has(status)) return;
+      this.#cancelHold();
+      this.#cancelHold = undefined;
+      // Nothing shows yet, and the reply tells what `done` would.
+      if (status === "done" && this.#shown === "none") return;
+    }
     this.#running ??= this.#work().finally(() => {
       this.#running = undefined;
     });
