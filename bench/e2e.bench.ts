@@ -924,7 +924,8 @@ async function main(): Promise<void> {
       );
     }
     const windows: { startUs: number; endUs: number }[] = [];
-    if (index === 0) await textOnly(windows);
+    const textWindows: { startUs: number; endUs: number }[] = [];
+    if (index === 0) await textOnly(textWindows);
     for (const users of options.users) {
       const ids = throughputUsers.slice(0, users);
       // Every session's shell open, a batch at a time: a new session's first message claims
@@ -968,6 +969,9 @@ async function main(): Promise<void> {
         file,
         ...summariseProfile(profile, windows),
       });
+      if (textWindows.length > 0) {
+        emit({ figure: "cpu_profile_text_only", file, ...summariseProfile(profile, textWindows) });
+      }
     }
   }
 

@@ -1,0 +1,23 @@
+import { describe, expect, it } from "vitest";
+import { textTokens } from "./token-estimate.js";
+import { tokenizer } from "./tokenizer.js";
+
+describe("textTokens", () => {
+  it("counts short and long texts as the tokenizer does, first time and from the cache", () => {
+    const texts = ["hi", "ok", "", "a short line of chat", "long line ".repeat(100)];
+    const expected = texts.map((text) => tokenizer().countTokens(text));
+    expect(texts.map(textTokens)).toEqual(expected);
+    expect(texts.map(textTokens)).toEqual(expected);
+    // The same text as another string object (as read back from the database).
+    expect(texts.map((text) => textTokens(JSON.parse(JSON.stringify(text))))).toEqual(expected);
+  });
+
+  it("keeps counting right once the caches dropped their oldest entries", () => {
+    const many = Array.from({ length: 9_000 }, (_, i) => `line ${i} ${"x".repeat(i % 7)}`);
+    const counted = many.map(textTokens);
+    expect(counted.map((tokens, i) => tokens === tokenizer().countTokens(many[i]!))).not.toContain(
+      false,
+    );
+    expect(textTokens(many[0]!)).toBe(tokenizer().countTokens(many[0]!));
+  });
+});
