@@ -430,6 +430,7 @@ function summariseProfile(
       }));
   return {
     window_ms: round3(total / 1000),
+    windows_us: windows.map((w) => [w.startUs, w.endUs]),
     busy_ms: round3(busy / 1000),
     top_functions: rank(selfUs, top),
     top_files: rank(fileUs, 15),
