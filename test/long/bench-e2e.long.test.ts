@@ -143,6 +143,7 @@ describe("pnpm bench:e2e", () => {
       "throughput",
       "throughput",
       "cpu_profile",
+      "cpu_profile_text_only",
       "done",
     ]);
     for (const figure of [
@@ -207,15 +208,22 @@ describe("pnpm bench:e2e", () => {
     expect(textOnly).toMatchObject({ users: 2, model_requests_per_msg: 1 });
     expect(textOnly?.msg_per_s).toBeGreaterThan(0);
     expect(textOnly?.gateway_cpu_ms_per_msg).toBeGreaterThan(0);
+    // An answer that quick gets no status reaction and no draft (docs/sessions.md).
     expect(textOnly?.bot_calls_per_msg).toMatchObject({ sendMessage: 1 });
-    const [profile] = byFigure("cpu_profile") as {
-      busy_ms: number;
-      top_functions: { name: string; self_ms: number }[];
-      file: string;
-    }[];
-    expect(profile?.busy_ms).toBeGreaterThan(0);
-    expect(profile?.top_functions.length).toBeGreaterThan(0);
-    expect(await exists(profile!.file)).toBe(true);
+    expect(Object.keys(textOnly?.bot_calls_per_msg as object)).not.toContain("setMessageReaction");
+    expect(Object.keys(textOnly?.bot_calls_per_msg as object)).not.toContain("sendMessageDraft");
+    for (const figure of ["cpu_profile", "cpu_profile_text_only"]) {
+      const [profile] = byFigure(figure) as {
+        busy_ms: number;
+        windows_us: [number, number][];
+        top_functions: { name: string; self_ms: number }[];
+        file: string;
+      }[];
+      expect(profile?.busy_ms).toBeGreaterThan(0);
+      expect(profile?.windows_us.length).toBeGreaterThan(0);
+      expect(profile?.top_functions.length).toBeGreaterThan(0);
+      expect(await exists(profile!.file)).toBe(true);
+    }
 
     expect(bench.stdout() + bench.stderr()).not.toMatch(TokenPattern);
     const setup = byFigure("setup")[0] as { profile: string; home: string };
