@@ -176,10 +176,17 @@ describe("status reactions and long outputs over Discord", () => {
   const Admin = "340000000000000001";
   let shell: DiscordGatewayHarness;
   let openai: DiscordGatewayHarness;
+  let held: DiscordGatewayHarness;
   let model: FakeOpenAIServer;
 
   beforeAll(async () => {
     model = await FakeOpenAIServer.start();
+    held = await DiscordGatewayHarness.start("e2e-dreact-held", Token, {
+      profile: {
+        admins: [`discord:${Admin}`],
+        agent: { kind: "openai", baseUrl: model.baseUrl, apiKey: ApiKey, model: "fake-model" },
+      },
+    });
     // `afterMs: 0`: every status shows at once, so each step of the sequence can be checked.
     shell = await DiscordGatewayHarness.start("e2e-dreact", Token, {
       profile: { admins: [`discord:${Admin}`], reactions: { afterMs: 0 } },
@@ -196,6 +203,7 @@ describe("status reactions and long outputs over Discord", () => {
   afterAll(async () => {
     await shell?.close();
     await openai?.close();
+    await held?.close();
     await model?.close();
   });
 
@@ -203,6 +211,30 @@ describe("status reactions and long outputs over Discord", () => {
     fake.reactions.changes
       .filter((c) => c.messageId === messageId)
       .map((c) => `${c.op === "add" ? "+" : "-"}${c.emoji}`);
+
+  it("by default, reacts on nothing answered within a second, and on a slower turn from working", async () => {
+    const { fake, gateway } = held;
+    model.respondWith(() => reply.text("quick"));
+    const quick = fake.sendDirectMessage({ content: "quick?", authorId: Admin });
+    await waitUntil(() => fake.messagesIn(quick.channelId).length === 1, "the quick reply");
+    await gateway.idle();
+    const reactionCalls = (id: string) =>
+      fake.calls.filter((c) => c.path.includes(`/messages/${id}/reactions/`));
+    expect(reactionCalls(quick.id)).toEqual([]);
+
+    const release = heldAnswer(model, reply.text("slow"));
+    const slow = fake.sendDirectMessage({ content: "slow?", authorId: Admin });
+    await waitUntil(() => changes(fake, slow.id).includes(`+${Working}`), "the working reaction");
+    release();
+    await waitUntil(
+      () => fake.reactions.on(slow.channelId, slow.id).join("") === Done,
+      "only the done reaction",
+    );
+    // 👀 was overtaken by 👨‍💻 before the second passed: one add and one remove fewer.
+    expect(changes(fake, slow.id)).toEqual([`+${Working}`, `+${Done}`, `-${Working}`]);
+    expect(reactionCalls(slow.id).filter((c) => c.status < 300)).toHaveLength(3);
+    expect(fake.messagesIn(slow.channelId).map((m) => m.content)).toEqual(["quick", "slow"]);
+  });
 
   it("follows a turn with the bot's own reaction, removing the one before", async () => {
     const { fake } = openai;
