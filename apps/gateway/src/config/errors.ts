@@ -168,8 +168,13 @@ function expectedFor(issue: z.core.$ZodIssue): string {
       return issue.message;
     case "too_small":
       if (issue.origin === "array") return `at least ${String(issue.minimum)} item(s)`;
-      if (issue.origin === "number") {
-        return issue.message.startsWith("Too small") ? `a number > 0` : issue.message;
+      if (issue.origin === "number" && issue.message.startsWith("Too small")) {
+        return `a number ${issue.inclusive ? ">=" : ">"} ${String(issue.minimum)}`;
+      }
+      return issue.message;
+    case "too_big":
+      if (issue.origin === "number" && issue.message.startsWith("Too big")) {
+        return `a number ${issue.inclusive ? "<=" : "<"} ${String(issue.maximum)}`;
       }
       return issue.message;
     default:

@@ -380,6 +380,23 @@ describe("resolveConfig", () => {
     );
   });
 
+  it("reads reactions.afterMs (default 1000) and refuses one outside 0 to 60000 ms", () => {
+    const profile = (reactions: Record<string, unknown>) => ({
+      profiles: [{ name: "default", reactions }],
+    });
+    expect(resolveConfig({}, { env }).profiles[0]?.reactions.afterMs).toBe(1000);
+    expect(resolveConfig(profile({ afterMs: 0 }), { env }).profiles[0]?.reactions).toMatchObject({
+      enabled: true,
+      afterMs: 0,
+    });
+    expect(errorOf(profile({ afterMs: -3 })).message).toBe(
+      "invalid config /etc/mediagate.yaml: profiles[0].reactions.afterMs: got a number (not shown), expected a number >= 0",
+    );
+    expect(errorOf(profile({ afterMs: 90_000 })).message).toBe(
+      "invalid config /etc/mediagate.yaml: profiles[0].reactions.afterMs: got a number (not shown), expected a number <= 60000",
+    );
+  });
+
   it("reads discord.allowedChannels (absent: every channel) and refuses an unquoted id", () => {
     const discord = (block: Record<string, unknown>) =>
       resolveConfig({ profiles: [{ name: "default", discord: { token: "d", ...block } }] }, { env })
