@@ -99,7 +99,7 @@ export const Defaults = {
     groups: false,
     /**
      * 👀 and 👨‍💻 show once the message was accepted this long ago: most messages are answered
-     * sooner, and those two reactions and 👍 were three Bot API requests per message (four on
+     * sooner, and those two reactions and 👍 were three Bot API requests per message (five on
      * Discord) that the reply made pointless. The typing indicator waits as long.
      */
     afterMs: 1_000,
