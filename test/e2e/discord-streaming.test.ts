@@ -119,6 +119,7 @@ describe("streamed replies on Discord", () => {
       times: 2,
       retryAfterSeconds: 1,
     });
+    // 5 s of stream: the preview, held for the turn's first second, still has edits to make.
     streaming.model.enqueue(reply.text(LongAnswer, { stream: { chunkChars: 200, everyMs: 100 } }));
     streaming.fake.sendDirectMessage({ content: "go", authorId: StreamHumanId });
     const expected = finalOf(LongAnswer, DefaultMaxTextChunks);

@@ -81,6 +81,7 @@ describe("streamed replies on Telegram", () => {
     const gateway = await streaming.install("tg-stream-429", { stream: "edit" });
     await gateway.start();
     streaming.fake.rateLimitNext("editMessageText", 2, 50);
+    // 5 s of stream: the preview, held for the turn's first second, still has edits to make.
     streaming.model.enqueue(reply.text(LongAnswer, { stream: { chunkChars: 200, everyMs: 100 } }));
     streaming.fake.sendPrivateText({ userId: StreamUser, text: "go" });
     const parts = finalParts(LongAnswer);
