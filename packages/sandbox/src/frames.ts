@@ -1,3 +1,5 @@
+import type { Duplex } from "node:stream";
+
 /** Stream ids of Docker's multiplexed attach protocol (Tty false). */
 export const StreamType = { stdin: 0, stdout: 1, stderr: 2 } as const;
 
@@ -24,4 +26,26 @@ export class FrameDecoder {
     }
     this.#pending = buffer.length === 0 ? Buffer.alloc(0) : Buffer.from(buffer);
   }
+}
+
+/** Resolves once `stream` ended, closed or failed, whichever comes first. */
+export function streamEnded(stream: Duplex): Promise<void> {
+  return new Promise<void>((resolve) => {
+    stream.once("end", resolve);
+    stream.once("close", resolve);
+    stream.on("error", () => resolve());
+  });
+}
+
+/**
+ * Feeds an attached exec's multiplexed stream to `onFrame`, frame by frame; resolves once the
+ * stream is over ({@link streamEnded}).
+ */
+export function readFrames(
+  stream: Duplex,
+  onFrame: (type: number, payload: Buffer) => void,
+): Promise<void> {
+  const decoder = new FrameDecoder(onFrame);
+  stream.on("data", (chunk: Buffer) => decoder.push(chunk));
+  return streamEnded(stream);
 }

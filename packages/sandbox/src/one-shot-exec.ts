@@ -7,7 +7,7 @@ import { throwIfLost } from "./container-loss.js";
 import { Defaults } from "./defaults.js";
 import type { ContainerLostError } from "./errors.js";
 import { type ExecUser, userSpec } from "./exec-user.js";
-import { FrameDecoder, StreamType } from "./frames.js";
+import { readFrames, StreamType } from "./frames.js";
 import { exactEntry, KillScript, type KillSelection, killArguments } from "./kill-script.js";
 import { OutputBuffer } from "./output.js";
 import { ExecMarker } from "./shell-scripts.js";
@@ -117,15 +117,9 @@ export async function execOnce(
     Detach: false,
     Tty: false,
   })) as Duplex;
-  const decoder = new FrameDecoder((type, payload) => {
+  const ended = readFrames(stream, (type, payload) => {
     if (type === StreamType.stderr) stderr.push(payload);
     else stdout.push(payload);
-  });
-  stream.on("data", (chunk: Buffer) => decoder.push(chunk));
-  const ended = new Promise<void>((resolve) => {
-    stream.once("end", resolve);
-    stream.once("close", resolve);
-    stream.on("error", () => resolve());
   });
 
   let stopReason: "timeout" | "abort" | undefined;

@@ -3,7 +3,7 @@ import { deadline } from "@mediagate/io";
 import type Docker from "dockerode";
 import { Defaults } from "./defaults.js";
 import { type ExecUser, RootUser, type UserMode } from "./exec-user.js";
-import { FrameDecoder, StreamType } from "./frames.js";
+import { readFrames, StreamType } from "./frames.js";
 import { randomHex, startAttached } from "./one-shot-exec.js";
 import { SessionShell } from "./session-shell.js";
 import type { SessionUsers } from "./session-users.js";
@@ -43,15 +43,9 @@ class HandOver {
 
   private constructor(stream: Duplex) {
     this.#stream = stream;
-    const decoder = new FrameDecoder((type, payload) => {
+    this.#ended = readFrames(stream, (type, payload) => {
       if (type === StreamType.stderr) this.#stderr += payload.toString("utf8");
       else this.#stdout += payload.toString("utf8");
-    });
-    stream.on("data", (chunk: Buffer) => decoder.push(chunk));
-    this.#ended = new Promise<void>((resolve) => {
-      stream.once("end", resolve);
-      stream.once("close", resolve);
-      stream.on("error", () => resolve());
     });
   }
 

@@ -4,7 +4,7 @@ import type Docker from "dockerode";
 import { throwIfLost } from "./container-loss.js";
 import { Defaults } from "./defaults.js";
 import { type ExecUser, RootUser, SessionHome } from "./exec-user.js";
-import { FrameDecoder, StreamType } from "./frames.js";
+import { FrameDecoder, StreamType, streamEnded } from "./frames.js";
 import { exactEntry } from "./kill-script.js";
 import { execOnce, killProcesses, randomHex, startAttached } from "./one-shot-exec.js";
 import { MarkerScanner, OutputBuffer } from "./output.js";
@@ -290,11 +290,7 @@ export class SessionShell {
   async closeAndWait(timeoutMs: number): Promise<void> {
     this.#alive = false;
     if (!this.#stream.destroyed) {
-      const ended = new Promise<void>((resolve) => {
-        this.#stream.once("end", resolve);
-        this.#stream.once("close", resolve);
-        this.#stream.once("error", () => resolve());
-      });
+      const ended = streamEnded(this.#stream);
       this.#stream.end();
       await settledWithin(ended, timeoutMs);
     }

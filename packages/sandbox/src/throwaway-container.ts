@@ -5,7 +5,7 @@ import { boundedCall, type CallBound } from "./bounded-call.js";
 import { removeContainer } from "./containers.js";
 import { Defaults } from "./defaults.js";
 import { statusOf } from "./docker-errors.js";
-import { FrameDecoder, StreamType } from "./frames.js";
+import { readFrames, StreamType } from "./frames.js";
 import { currentInstanceId } from "./instance.js";
 import {
   type ContainerOwner,
@@ -163,15 +163,9 @@ async function attachedRun(
     container.id,
   )) as unknown as Duplex;
   const output = { stdout: "", stderr: "" };
-  const decoder = new FrameDecoder((type, payload) => {
+  const ended = readFrames(stream, (type, payload) => {
     const key = type === StreamType.stderr ? "stderr" : "stdout";
     output[key] = (output[key] + payload.toString("utf8")).slice(-KeptOutput);
-  });
-  stream.on("data", (chunk: Buffer) => decoder.push(chunk));
-  const ended = new Promise<void>((resolve) => {
-    stream.once("end", resolve);
-    stream.once("close", resolve);
-    stream.on("error", () => resolve());
   });
   try {
     await boundedCall(
