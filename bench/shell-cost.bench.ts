@@ -13,11 +13,12 @@
  *   fork         a subshell `( : )` first
  *   fork_exec    a subshell that runs `sh -c ':'` (the command's own shell)
  *   fork_state   a subshell that sources the state file and saves it (tmpfs)
- *   whole        what the session shell runs for `echo hi`: subshell, state, markers, `sh -c`
- *                with the trap that saves the state
+ *   whole        what the session shell runs for `echo hi` (`controllerCommand`): subshell,
+ *                state, markers, `sh -c` with the trap that saves the state
  */
 import { randomBytes } from "node:crypto";
 import type { Duplex } from "node:stream";
+import { controllerCommand, controllerInit } from "@mediagate/sandbox";
 import Docker from "dockerode";
 
 const image = process.env.MEDIAGATE_BENCH_IMAGE ?? "mediagate-sandbox:test";
@@ -30,23 +31,15 @@ if (!Number.isInteger(calls) || calls < 10) {
 
 const End = "END";
 const state = "/dev/shm/mg-bench/env";
-const save = `__mg_rc=$?; export PWD; export -p >${state}; exit $__mg_rc`;
-const quote = (text: string) => `'${text.replaceAll("'", "'\\''")}'`;
+const hash = "0123456789abcdef";
 const variants: Record<string, string> = {
   relay: `printf '${End}\\n'`,
   relay_both: `printf 'x\\n'; printf '${End}\\n' >&2`,
   fork: `(:) </dev/null; printf '${End}\\n'`,
   fork_exec: `(sh -c ':') </dev/null; printf '${End}\\n'`,
   fork_state: `( . ${state}; export PWD; export -p >${state} ) </dev/null; printf '${End}\\n'`,
-  whole: [
-    "(",
-    `. ${state} 2>/dev/null`,
-    'cd -- "$PWD" 2>/dev/null',
-    "export MEDIAGATE_SESSION=0123456789abcdef MEDIAGATE_CMD=0123456789abcdef",
-    "command -v sh >/dev/null 2>&1 && __mg_x=sh || __mg_x=/bin/sh",
-    `"$__mg_x" -c ${quote(`trap ${quote(save)} EXIT; echo hi`)}`,
-    `) </dev/null; printf '${End}%s\\n' "$?"; printf '${End}\\n' >&2`,
-  ].join("\n"),
+  // The session shell's own script (its stderr marker is `END` alone, like the others').
+  whole: controllerCommand({ command: "echo hi", sessionHash: hash, commandId: hash }, End),
 };
 
 const docker = new Docker();
@@ -54,7 +47,8 @@ const container = await docker.createContainer({
   Image: image,
   Cmd: ["sleep", "3600"],
   name: `mg-bench-shell-cost-${randomBytes(4).toString("hex")}`,
-  HostConfig: { AutoRemove: false },
+  // \`/run/mediagate\` is a tmpfs in a sandbox container (docs/sandbox.md): the session's state.
+  HostConfig: { AutoRemove: false, Tmpfs: { "/run/mediagate": "mode=0711" } },
 });
 const cleanUp = () => container.remove({ force: true }).catch(() => undefined);
 process.once("SIGINT", () => void cleanUp().then(() => process.exit(130)));
@@ -90,7 +84,10 @@ try {
       waiting = resolve;
       stream.write(`${line}\n`);
     });
-  await roundTrip(`mkdir -p /dev/shm/mg-bench && export -p >${state}; printf '${End}\\n'`);
+  // The session's state as the session shell sets it up (root mode), and the bare variants'.
+  await roundTrip(
+    `${controllerInit(hash, "READY")}mkdir -p /dev/shm/mg-bench && export -p >${state}; printf '${End}\\n'`,
+  );
   for (const [name, script] of Object.entries(variants)) {
     for (let i = 0; i < 50; i++) await roundTrip(script);
     const samples: number[] = [];

@@ -28,7 +28,9 @@ export { Sandbox } from "./sandbox.js";
 export type { SandboxOptions } from "./sandbox-options.js";
 export { sanitizeForPath } from "./sanitize-path.js";
 export { sessionHash } from "./session-hash.js";
-export { shellQuote } from "./shell-scripts.js";
+// The session shell's protocol scripts are exported for `bench:shell-cost`, which times them
+// on a bare `docker exec` stream.
+export { controllerCommand, controllerInit, shellQuote } from "./shell-scripts.js";
 export { DefaultSlot, resolveSlot, TaskRegistry } from "./slot.js";
 export type { SlotHomes, SlotKey, SlotKind, SlotTraits } from "./slot-key.js";
 export {
