@@ -35,13 +35,14 @@ export class SessionUserError extends MediagateError {
  * Run as root in the container. Makes the registry (`/run/mediagate`, root-owned `0711`,
  * refusing one that is a link or owned by someone else), then walks the session's candidate
  * uids from `$2` (wrapping inside `$3…$4`), or from the uid `h/<hash>` names when a warm
- * container's uid was handed to the session (`HandOverScript`: that uid was claimed before the
- * session was known, so it is not on the session's own walk): a candidate whose `uid/<n>` link names the
- * session is its uid; a free one is claimed with `ln -s` (atomic: exactly one claimer wins);
- * one claimed by another session is skipped. Claims are never released while the container
- * lives, so the walk always ends at the same uid for the same session. With `$6` = 1 it then
- * makes `s/<hash>/` owned by the uid (group `$5`), mode `0700`; with 0 it only looks and
- * prints `none` when the session has no uid yet. Prints the uid.
+ * container's uid was handed to the session (`HandOverScript`: that uid was claimed before
+ * the session was known, so it is not on the session's own walk): a candidate whose
+ * `uid/<n>` link names the session is its uid; a free one is claimed with `ln -s` (atomic:
+ * exactly one claimer wins); one claimed by another session is skipped. Claims are never
+ * released while the container lives, so the walk always ends at the same uid for the same
+ * session. With `$6` = 1 it then makes `s/<hash>/` owned by the uid (group `$5`), mode
+ * `0700`; with 0 it only looks and prints `none` when the session has no uid yet. Prints the
+ * uid.
  */
 export const ClaimScript = `h=$1; u=$2; min=$3; max=$4; gid=$5; claim=$6
 R=${RegistryDir}; S=${StateDir}
