@@ -33,7 +33,7 @@ import {
 } from "./options.js";
 import { type PollingSettings, UpdatePoller } from "./polling.js";
 import { TelegramStatusReactions } from "./reactions.js";
-import { trackingAgent } from "./request-tracking.js";
+import { trackingFetch } from "./request-tracking.js";
 import { grammySignal, type MediaSendContext } from "./send-media.js";
 import { TelegramCaller } from "./sender.js";
 import { TelegramStatusMessages } from "./status.js";
@@ -135,7 +135,8 @@ export class TelegramChannel implements ChannelAdapter {
     this.api = new Api(this.token, {
       apiRoot: settings.apiRoot,
       timeoutSeconds: Defaults.telegram.grammyTimeoutSeconds,
-      baseFetchConfig: { agent: trackingAgent(settings.apiRoot) },
+      // grammY types `fetch` as the platform one; it only ever calls `json()` on the answer.
+      fetch: trackingFetch() as unknown as typeof fetch,
     });
     this.status = new TelegramStatusMessages(this.api, this.token, settings.maxTextChunks);
     this.reactions = new TelegramStatusReactions(this.api, this.token);
