@@ -8,6 +8,7 @@ import type {
 import type { Logger } from "pino";
 import type { ModelSettings } from "../config/types.js";
 import { Defaults } from "../defaults.js";
+import { modelFetch } from "./model-fetch.js";
 import { endpointHost, OpenAIEndpointError, toEndpointError } from "./openai-errors.js";
 import { loadedOpenaiSdk, openaiSdk } from "./openai-sdk.js";
 
@@ -65,6 +66,8 @@ export interface ModelChainOptions {
  */
 export class ModelChain {
   readonly #clients = new Map<string, OpenAI>();
+  /** One keep-alive HTTP client for every entry's SDK client (model-fetch.ts). */
+  readonly #fetch = modelFetch();
   readonly #log: Logger;
   readonly #timeoutMs: number;
   readonly #maxRetries: number;
@@ -197,6 +200,7 @@ export class ModelChain {
       webhookSecret: null,
       adminAPIKey: null,
       timeout: entry.timeoutMs ?? this.#timeoutMs,
+      fetch: this.#fetch,
       maxRetries: 0,
       logLevel: "warn",
       logger: {

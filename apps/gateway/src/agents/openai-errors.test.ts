@@ -65,6 +65,12 @@ describe("toEndpointError", () => {
     const error = toEndpointError(new APIConnectionError({ cause: refused }), context);
     expect(error?.kind).toBe("connection");
     expect(error?.message).toMatch(/could not be reached .*: ECONNREFUSED$/);
+    // undici's `request` (the model clients' fetch) rejects with the system error itself.
+    const direct = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:1"), {
+      code: "ECONNREFUSED",
+    });
+    const undici = toEndpointError(new APIConnectionError({ cause: direct }), context);
+    expect(undici?.message).toMatch(/could not be reached .*: ECONNREFUSED$/);
   });
 
   it("leaves aborts and foreign errors alone", () => {

@@ -128,9 +128,15 @@ function errorDetail(error: APIError): string {
   return error.message.replace(/^\d{3}\s*/, "");
 }
 
+/**
+ * The system's or undici's code of a connection failure: the cause itself when the client's
+ * `fetch` is undici's `request` (model-fetch.ts), the cause's cause when it is the platform
+ * `fetch` (`TypeError("fetch failed")` around it).
+ */
 function connectionDetail(error: APIConnectionError): string {
   const cause: unknown = error.cause;
   if (!isRecord(cause)) return error.message;
+  if (typeof cause.code === "string") return cause.code;
   const inner: unknown = cause.cause;
   if (isRecord(inner) && typeof inner.code === "string") return inner.code;
   return typeof cause.message === "string" ? cause.message : error.message;
