@@ -1,4 +1,5 @@
 export { knownContextTokens } from "./agents/model-context.js";
+export { modelFetch } from "./agents/model-fetch.js";
 export type { TokenUsage } from "./agents/models.js";
 export { contextTokensOf, costOf, usageOf } from "./agents/models.js";
 export { OpenAIAgent } from "./agents/openai.js";
@@ -33,6 +34,8 @@ export {
 export type { AmbiguousSends } from "./channels/telegram/errors.js";
 export { classifyTelegramError, TelegramDeliveryError } from "./channels/telegram/errors.js";
 export { TelegramPollingError } from "./channels/telegram/polling.js";
+export type { GrammyFetch } from "./channels/telegram/request-tracking.js";
+export { trackingFetch } from "./channels/telegram/request-tracking.js";
 export type { TelegramChannelOptions } from "./channels/telegram/telegram-channel.js";
 export {
   TelegramChannel,
