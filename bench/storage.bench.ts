@@ -73,8 +73,8 @@ function message(receiptId: string): InboundMessage {
  * One message's whole life in the journal, as the gateway lives it: recorded and synced (before
  * it is confirmed), started, answered into the outbox, one delivery attempt of one step, closed.
  */
-async function cycle(journal: Journal, receiptId: string): Promise<void> {
-  const { id } = await journal.record(message(receiptId));
+async function cycle(journal: Journal, receiptId: string, chatId = "100"): Promise<void> {
+  const { id } = await journal.record({ ...message(receiptId), chatId });
   await journal.sync();
   await journal.started(id);
   const reply = await journal.addReply(
@@ -91,6 +91,35 @@ async function cycle(journal: Journal, receiptId: string): Promise<void> {
   await journal.attempt(reply.id);
   await journal.step(reply.id, "text:0", "sent");
   await journal.closeReply(reply.id, "delivered");
+}
+
+/**
+ * Process CPU (all threads) per message of 3,000 {@link cycle}s, 16 chats at a time as the
+ * gateway's turns run: `{"bench": name, "chats": 16, "cpu_ms_per_msg": …, "n": …}`. The calls
+ * made while the journal's thread is busy reach it together and share one commit
+ * (sqlite/grouped-commits.ts).
+ */
+async function cyclesCpu(bench: string, journal: Journal): Promise<void> {
+  const n = 3_000;
+  const chats = 16;
+  const run = async (count: number, tag: string) => {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: chats }, async (_, chat) => {
+        while (next < count) {
+          const i = next++;
+          await cycle(journal, `${tag}-${i}`, String(chat));
+        }
+      }),
+    );
+  };
+  await run(300, `${bench}-warm`);
+  const before = process.cpuUsage();
+  await run(n, bench);
+  const used = process.cpuUsage(before);
+  const cpuMs = (used.user + used.system) / 1000 / n;
+  const line = { bench, chats, cpu_ms_per_msg: Math.round(cpuMs * 1000) / 1000, n };
+  process.stdout.write(`${JSON.stringify(line)}\n`);
 }
 
 /**
@@ -144,6 +173,7 @@ async function main(): Promise<void> {
     report("journal_record_worker", await time((i) => journal.record(message(`w${i}`))));
     report("journal_cycle_worker", await time((i) => cycle(journal, `wc${i}`)));
     for (const chats of [10, 50]) await concurrent("journal_records_worker", journal, chats);
+    await cyclesCpu("journal_cycles_cpu_worker", journal);
     await journal.close();
     const postgresUrl = process.env.MEDIAGATE_BENCH_POSTGRES_URL;
     if (postgresUrl !== undefined && postgresUrl !== "") await postgresFigures(postgresUrl);

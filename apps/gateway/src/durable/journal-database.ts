@@ -8,6 +8,7 @@ import Database from "better-sqlite3";
 import type { ChatCursor, InboundMessage, StepResult } from "../channels/types.js";
 import { storableText } from "../postgres/stored-text.js";
 import { moveAsideCommand } from "../sqlite/damage.js";
+import { type GroupedCommits, groupedCommits } from "../sqlite/grouped-commits.js";
 import { StateSchemaError } from "../state/errors.js";
 import { migrate } from "../state/schema.js";
 import {
@@ -95,11 +96,14 @@ export class JournalDatabase {
   readonly #owner: InstanceId;
   /** Statements compiled once, by their SQL (each call used to compile its own). */
   readonly #statements = new Map<string, Database.Statement>();
+  /** A batch's calls share one commit; `close` runs alone (sqlite/grouped-commits.ts). */
+  readonly grouped: GroupedCommits;
 
   private constructor(path: string, db: Database.Database, owner: InstanceId) {
     this.path = path;
     this.#db = db;
     this.#owner = owner;
+    this.grouped = groupedCommits(db, new Set(["close"]));
   }
 
   /** Opens (creating it owner-only, its directory 0700) and migrates the journal at `path`. */

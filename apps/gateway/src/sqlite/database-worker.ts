@@ -112,7 +112,11 @@ export class DatabaseWorker<P extends object> {
     this.#worker = worker;
     this.#revive = options.revive;
     this.#closeTimeoutMs = options.closeTimeoutMs ?? DatabaseWorkerDefaults.closeTimeoutMs;
-    worker.on("message", (reply: WorkerReply) => this.#settle(reply));
+    // A batch is answered in one message (worker-thread.ts), in the order of its calls.
+    worker.on("message", (replies: WorkerReply | readonly WorkerReply[]) => {
+      if (!Array.isArray(replies)) return;
+      for (const reply of replies as readonly WorkerReply[]) this.#settle(reply);
+    });
     worker.on("error", (error) => this.#stop(stoppedBecause(error)));
     worker.on("exit", (code) => this.#stop(stoppedBecause(`exit code ${code}`)));
   }

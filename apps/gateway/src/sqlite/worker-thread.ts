@@ -1,12 +1,20 @@
 /**
  * The body of a database worker thread: loads the program module named in `workerData`,
  * opens the database with it, then runs one call at a time, in the order they arrive (in
- * batches of the calls made while the previous batch ran, see database-worker.ts). Every
- * call is synchronous better-sqlite3 work, so a transaction inside one call stays atomic; a
- * call that waits on the disk holds up only the calls behind it on this database.
+ * batches of the calls made while the previous batch ran, see database-worker.ts; a batch's
+ * calls share one commit when the program allows it, see grouped-commits.ts). Every call is
+ * synchronous better-sqlite3 work, so each stays atomic; a call that waits on the disk holds
+ * up only the calls behind it on this database.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import { isCallRequest, toWire, type WorkerReply, type WorkerStart } from "./protocol.js";
+import type { GroupedCommits } from "./grouped-commits.js";
+import {
+  type CallRequest,
+  isCallRequest,
+  toWire,
+  type WorkerReply,
+  type WorkerStart,
+} from "./protocol.js";
 
 type Program = Record<string, unknown>;
 
@@ -36,10 +44,93 @@ function methodOf(program: Program, name: string): ((...args: unknown[]) => unkn
   return typeof method === "function" ? (method as (...args: unknown[]) => unknown) : undefined;
 }
 
+/** The program's {@link GroupedCommits}, when it offers them (as `grouped`). */
+function groupedOf(program: Program): GroupedCommits | undefined {
+  const grouped = program.grouped as GroupedCommits | undefined;
+  return typeof grouped?.inOneTransaction === "function" ? grouped : undefined;
+}
+
+function invoke(program: Program, request: CallRequest): unknown {
+  const method = methodOf(program, request.method);
+  if (method === undefined) throw new TypeError(`unknown operation ${request.method}`);
+  return method.apply(program, [...request.args]);
+}
+
+function alone(program: Program, request: CallRequest): WorkerReply {
+  try {
+    return { type: "result", id: request.id, value: invoke(program, request) };
+  } catch (error) {
+    return { type: "failure", id: request.id, error: toWire(error) };
+  }
+}
+
+/**
+ * Runs `run` (two calls or more) in one transaction, each call a unit of its own inside it: a
+ * call that throws keeps none of its writes and the others keep theirs. Answered only once the
+ * commit is done, so no answer tells of a write that is not in the database. When the commit
+ * fails, or SQLite ended the transaction itself (a full disk, an I/O error), nothing of the run
+ * was written: every call of it fails with that error (a call that failed on its own keeps its
+ * own).
+ */
+function together(program: Program, grouped: GroupedCommits, run: CallRequest[]): WorkerReply[] {
+  const replies: WorkerReply[] = [];
+  try {
+    grouped.inOneTransaction(() => {
+      for (const request of run) {
+        try {
+          const value = grouped.atomically(() => invoke(program, request));
+          replies.push({ type: "result", id: request.id, value });
+        } catch (error) {
+          if (!grouped.inTransaction) throw error;
+          replies.push({ type: "failure", id: request.id, error: toWire(error) });
+        }
+      }
+    });
+    return replies;
+  } catch (error) {
+    const ended = toWire(error);
+    return run.map(
+      (request) =>
+        replies.find((reply) => reply.type === "failure" && reply.id === request.id) ?? {
+          type: "failure",
+          id: request.id,
+          error: ended,
+        },
+    );
+  }
+}
+
+/**
+ * Runs a batch in its order and answers it in one message. Consecutive calls the program lets
+ * share a transaction run as one ({@link together}); the rest run alone, as their own
+ * transactions.
+ */
+function runBatch(program: Program, batch: readonly unknown[]): WorkerReply[] {
+  const grouped = groupedOf(program);
+  const replies: WorkerReply[] = [];
+  let run: CallRequest[] = [];
+  const endRun = () => {
+    if (grouped !== undefined && run.length > 1) replies.push(...together(program, grouped, run));
+    else for (const request of run) replies.push(alone(program, request));
+    run = [];
+  };
+  for (const request of batch) {
+    if (!isCallRequest(request)) continue;
+    if (grouped?.groupable(request.method) === true) {
+      run.push(request);
+      continue;
+    }
+    endRun();
+    replies.push(alone(program, request));
+  }
+  endRun();
+  return replies;
+}
+
 async function main(): Promise<void> {
   const port = parentPort;
   if (port === null) throw new Error("worker-thread.ts runs only as a worker thread");
-  const post = (reply: WorkerReply) => port.postMessage(reply);
+  const post = (reply: WorkerReply | readonly WorkerReply[]) => port.postMessage(reply);
   if (!isWorkerStart(workerData)) throw new TypeError("database worker started without its data");
   let program: Program;
   try {
@@ -48,19 +139,9 @@ async function main(): Promise<void> {
     post({ type: "open-failed", error: toWire(error) });
     return;
   }
-  // Calls come in batches (an array, in the order made); each runs and is answered alone.
+  // Calls come in batches (an array, in the order made), and are answered in one.
   port.on("message", (batch: unknown) => {
-    if (!Array.isArray(batch)) return;
-    for (const request of batch) {
-      if (!isCallRequest(request)) continue;
-      try {
-        const method = methodOf(program, request.method);
-        if (method === undefined) throw new TypeError(`unknown operation ${request.method}`);
-        post({ type: "result", id: request.id, value: method.apply(program, [...request.args]) });
-      } catch (error) {
-        post({ type: "failure", id: request.id, error: toWire(error) });
-      }
-    }
+    if (Array.isArray(batch)) post(runBatch(program, batch));
   });
   post({ type: "ready" });
 }

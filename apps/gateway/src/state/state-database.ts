@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
+import { type GroupedCommits, groupedCommits } from "../sqlite/grouped-commits.js";
 import { storableStatements } from "../sqlite/storable-statements.js";
 import {
   type AddApprovalResult,
@@ -114,6 +115,8 @@ export class StateDatabase {
   readonly #db: Database.Database;
   /** The session lookup (every message makes one), compiled once. */
   readonly #sessionOf: Database.Statement<[string], SessionRow>;
+  /** A batch's calls share one commit; `close` runs alone (sqlite/grouped-commits.ts). */
+  readonly grouped: GroupedCommits;
 
   private constructor(path: string, db: Database.Database) {
     this.path = path;
@@ -121,6 +124,7 @@ export class StateDatabase {
     this.#sessionOf = this.#db.prepare<[string], SessionRow>(
       "SELECT session_id FROM sessions WHERE session_key = ?",
     );
+    this.grouped = groupedCommits(this.#db, new Set(["close"]));
   }
 
   /**
