@@ -8,12 +8,11 @@ const NullBodyStatuses = new Set([101, 103, 204, 205, 304]);
 /**
  * The `fetch` the model clients give the `openai` SDK: undici's `request` over one keep-alive
  * agent, answered as a platform `Response` (the SDK reads its headers, status and web-stream
- * body). Measured before choosing it (bench/README, "model requests on undici"): streamed chat
- * completions through the SDK, 3,000 at 16 at a time from a local server, cost 0.80–0.85 ms of
- * client CPU each, against 1.24–1.30 ms on the platform `fetch`, whose request and response
- * objects cost more than the call itself. Time bounds stay the SDK's and the caller's (the
- * signal): undici's own header and body timeouts are off, as the platform `fetch`'s are far
- * longer than any the SDK sets.
+ * body). Chosen by measure (`pnpm bench:http-client`, bench/README "cheaper HTTP clients"): a
+ * streamed chat completion through the SDK cost 0.35–0.66 ms of client CPU on it, against
+ * 0.58–0.93 on the platform `fetch`, whose request and response objects cost more than the
+ * call itself. Time bounds stay the SDK's and the caller's (the signal): undici's own header
+ * and body timeouts are off, as the platform `fetch`'s are far longer than any the SDK sets.
  *
  * What the SDK sees differs from the platform `fetch` only in its errors: a connection failure
  * is undici's error itself (`code` `ECONNREFUSED`, `UND_ERR_SOCKET`, …) instead of a

@@ -77,11 +77,11 @@ export type GrammyFetch = (url: string, init?: GrammyFetchInit) => Promise<Gramm
 
 /**
  * grammY's `fetch`: undici's `request` over a keep-alive agent, with every request made inside
- * {@link trackRequest} reporting to it. Measured before choosing it (bench/README, "grammY on
- * undici"): 4,000 `sendMessage` calls 16 at a time to a local server cost 0.17–0.19 ms of client
- * CPU each, against 0.30–0.35 for node-fetch over a keep-alive `http.Agent` (grammY's default)
- * and 0.60–0.66 for the platform `fetch`. Time bounds stay grammY's and the caller's (its
- * signal): undici's own header and body timeouts are off, as node-fetch had none.
+ * {@link trackRequest} reporting to it. Chosen by measure (`pnpm bench:http-client`, bench/README
+ * "cheaper HTTP clients"): a `sendMessage` through grammY cost 0.08–0.22 ms of client CPU on it,
+ * against 0.18–0.39 on grammY's default (node-fetch over a keep-alive `http.Agent`) and
+ * 0.44–0.85 on the platform `fetch`. Time bounds stay grammY's and the caller's (its signal):
+ * undici's own header and body timeouts are off, as node-fetch had none.
  */
 export function trackingFetch(): GrammyFetch {
   const dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 }).compose(tracking);
