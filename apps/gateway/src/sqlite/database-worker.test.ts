@@ -61,6 +61,22 @@ describe("DatabaseWorker", () => {
     expect(worker.stats).toEqual({ calls: 5, messages: 3 });
   });
 
+  it("fails an answer that cannot cross the thread, and answers the rest of its batch", async () => {
+    const worker = await start();
+    const busy = worker.call("block", 100);
+    const queued = [
+      worker.call("echo", 1),
+      worker.call("uncloneable").catch((e: unknown) => e),
+      worker.call("echo", 2),
+    ];
+    await busy;
+    const [one, failed, two] = await Promise.all(queued);
+    expect([one, two]).toEqual([1, 2]);
+    expect(failed).toBeInstanceOf(Revived);
+    expect((failed as Revived).failure.error.name).toBe("DataCloneError");
+    await expect(worker.call("echo", 3)).resolves.toBe(3);
+  });
+
   it("refuses an argument that cannot cross the thread in a batch, sending the others", async () => {
     const worker = await start();
     const busy = worker.call("block", 100);

@@ -6,7 +6,7 @@
  * synchronous better-sqlite3 work, so each stays atomic; a call that waits on the disk holds
  * up only the calls behind it on this database.
  */
-import { parentPort, workerData } from "node:worker_threads";
+import { type MessagePort, parentPort, workerData } from "node:worker_threads";
 import type { GroupedCommits } from "./grouped-commits.js";
 import {
   type CallRequest,
@@ -89,14 +89,34 @@ function together(program: Program, grouped: GroupedCommits, run: CallRequest[])
     return replies;
   } catch (error) {
     const ended = toWire(error);
-    return run.map(
-      (request) =>
-        replies.find((reply) => reply.type === "failure" && reply.id === request.id) ?? {
-          type: "failure",
-          id: request.id,
-          error: ended,
-        },
+    const failed = new Map(
+      replies.flatMap((reply) => (reply.type === "failure" ? [[reply.id, reply]] : [])),
     );
+    return run.map(
+      (request) => failed.get(request.id) ?? { type: "failure", id: request.id, error: ended },
+    );
+  }
+}
+
+/**
+ * Posts a batch's answers in one message. When one of them cannot be cloned (a value no
+ * program should return, but a bug must not stop the thread), each goes alone, and the one that
+ * cannot is answered with the clone's failure: the other calls still get theirs.
+ */
+function answer(port: MessagePort, replies: readonly WorkerReply[]): void {
+  try {
+    port.postMessage(replies);
+    return;
+  } catch {
+    // Sent one by one below.
+  }
+  for (const reply of replies) {
+    try {
+      port.postMessage([reply]);
+    } catch (error) {
+      const id = reply.type === "result" || reply.type === "failure" ? reply.id : -1;
+      port.postMessage([{ type: "failure", id, error: toWire(error) }]);
+    }
   }
 }
 
@@ -130,7 +150,7 @@ function runBatch(program: Program, batch: readonly unknown[]): WorkerReply[] {
 async function main(): Promise<void> {
   const port = parentPort;
   if (port === null) throw new Error("worker-thread.ts runs only as a worker thread");
-  const post = (reply: WorkerReply | readonly WorkerReply[]) => port.postMessage(reply);
+  const post = (reply: WorkerReply) => port.postMessage(reply);
   if (!isWorkerStart(workerData)) throw new TypeError("database worker started without its data");
   let program: Program;
   try {
@@ -141,7 +161,7 @@ async function main(): Promise<void> {
   }
   // Calls come in batches (an array, in the order made), and are answered in one.
   port.on("message", (batch: unknown) => {
-    if (Array.isArray(batch)) post(runBatch(program, batch));
+    if (Array.isArray(batch)) answer(port, runBatch(program, batch));
   });
   post({ type: "ready" });
 }
