@@ -2,6 +2,7 @@ import { Worker } from "node:worker_threads";
 import { settledWithin } from "@mediagate/io";
 import { Defaults } from "../defaults.js";
 import {
+  type CallReply,
   type CallRequest,
   toWire,
   type WireError,
@@ -113,9 +114,9 @@ export class DatabaseWorker<P extends object> {
     this.#revive = options.revive;
     this.#closeTimeoutMs = options.closeTimeoutMs ?? DatabaseWorkerDefaults.closeTimeoutMs;
     // A batch is answered in one message (worker-thread.ts), in the order of its calls.
-    worker.on("message", (replies: WorkerReply | readonly WorkerReply[]) => {
+    worker.on("message", (replies: WorkerReply | readonly CallReply[]) => {
       if (!Array.isArray(replies)) return;
-      for (const reply of replies as readonly WorkerReply[]) this.#settle(reply);
+      for (const reply of replies as readonly CallReply[]) this.#settle(reply);
     });
     worker.on("error", (error) => this.#stop(stoppedBecause(error)));
     worker.on("exit", (code) => this.#stop(stoppedBecause(`exit code ${code}`)));
@@ -228,8 +229,7 @@ export class DatabaseWorker<P extends object> {
     return pending;
   }
 
-  #settle(reply: WorkerReply): void {
-    if (reply.type !== "result" && reply.type !== "failure") return;
+  #settle(reply: CallReply): void {
     const pending = this.#take(reply.id);
     if (this.#batchEnds.delete(reply.id) && this.#batchEnds.size === 0) this.#flush();
     if (pending === undefined) return;

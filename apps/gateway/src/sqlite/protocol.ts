@@ -20,12 +20,16 @@ export interface CallRequest {
   readonly args: readonly unknown[];
 }
 
+/** Thread → main: the answer to one call (a batch's answers come in one array). */
+export type CallReply =
+  | { readonly type: "result"; readonly id: number; readonly value: unknown }
+  | { readonly type: "failure"; readonly id: number; readonly error: WireError };
+
 /** Thread → main. */
 export type WorkerReply =
   | { readonly type: "ready" }
   | { readonly type: "open-failed"; readonly error: WireError }
-  | { readonly type: "result"; readonly id: number; readonly value: unknown }
-  | { readonly type: "failure"; readonly id: number; readonly error: WireError };
+  | CallReply;
 
 /** An error as it crosses the thread boundary: its class name, message and plain fields. */
 export interface WireError {

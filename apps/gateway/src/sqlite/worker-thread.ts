@@ -9,6 +9,7 @@
 import { type MessagePort, parentPort, workerData } from "node:worker_threads";
 import type { GroupedCommits } from "./grouped-commits.js";
 import {
+  type CallReply,
   type CallRequest,
   isCallRequest,
   toWire,
@@ -56,7 +57,7 @@ function invoke(program: Program, request: CallRequest): unknown {
   return method.apply(program, [...request.args]);
 }
 
-function alone(program: Program, request: CallRequest): WorkerReply {
+function alone(program: Program, request: CallRequest): CallReply {
   try {
     return { type: "result", id: request.id, value: invoke(program, request) };
   } catch (error) {
@@ -72,8 +73,8 @@ function alone(program: Program, request: CallRequest): WorkerReply {
  * was written: every call of it fails with that error (a call that failed on its own keeps its
  * own).
  */
-function together(program: Program, grouped: GroupedCommits, run: CallRequest[]): WorkerReply[] {
-  const replies: WorkerReply[] = [];
+function together(program: Program, grouped: GroupedCommits, run: CallRequest[]): CallReply[] {
+  const replies: CallReply[] = [];
   try {
     grouped.inOneTransaction(() => {
       for (const request of run) {
@@ -103,7 +104,7 @@ function together(program: Program, grouped: GroupedCommits, run: CallRequest[])
  * program should return, but a bug must not stop the thread), each goes alone, and the one that
  * cannot is answered with the clone's failure: the other calls still get theirs.
  */
-function answer(port: MessagePort, replies: readonly WorkerReply[]): void {
+function answer(port: MessagePort, replies: readonly CallReply[]): void {
   try {
     port.postMessage(replies);
     return;
@@ -114,8 +115,7 @@ function answer(port: MessagePort, replies: readonly WorkerReply[]): void {
     try {
       port.postMessage([reply]);
     } catch (error) {
-      const id = reply.type === "result" || reply.type === "failure" ? reply.id : -1;
-      port.postMessage([{ type: "failure", id, error: toWire(error) }]);
+      port.postMessage([{ type: "failure", id: reply.id, error: toWire(error) }]);
     }
   }
 }
@@ -125,9 +125,12 @@ function answer(port: MessagePort, replies: readonly WorkerReply[]): void {
  * share a transaction run as one ({@link together}); the rest run alone, as their own
  * transactions.
  */
-function runBatch(program: Program, batch: readonly unknown[]): WorkerReply[] {
-  const grouped = groupedOf(program);
-  const replies: WorkerReply[] = [];
+function runBatch(
+  program: Program,
+  grouped: GroupedCommits | undefined,
+  batch: readonly unknown[],
+): CallReply[] {
+  const replies: CallReply[] = [];
   let run: CallRequest[] = [];
   const endRun = () => {
     if (grouped !== undefined && run.length > 1) replies.push(...together(program, grouped, run));
@@ -159,9 +162,10 @@ async function main(): Promise<void> {
     post({ type: "open-failed", error: toWire(error) });
     return;
   }
+  const grouped = groupedOf(program);
   // Calls come in batches (an array, in the order made), and are answered in one.
   port.on("message", (batch: unknown) => {
-    if (Array.isArray(batch)) answer(port, runBatch(program, batch));
+    if (Array.isArray(batch)) answer(port, runBatch(program, grouped, batch));
   });
   post({ type: "ready" });
 }
