@@ -93,6 +93,20 @@ async function cycle(journal: Journal, receiptId: string, chatId = "100"): Promi
   await journal.closeReply(reply.id, "delivered");
 }
 
+/** Runs `work` for `n` messages, `chats` chats at a time, each chat's one after another. */
+async function inChats(
+  chats: number,
+  n: number,
+  work: (i: number, chatId: string) => Promise<unknown>,
+): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: chats }, async (_, chat) => {
+      while (next < n) await work(next++, String(chat));
+    }),
+  );
+}
+
 /**
  * Process CPU (all threads) per message of 3,000 {@link cycle}s, 16 chats at a time as the
  * gateway's turns run: `{"bench": name, "chats": 16, "cpu_ms_per_msg": …, "n": …}`. The calls
@@ -102,20 +116,9 @@ async function cycle(journal: Journal, receiptId: string, chatId = "100"): Promi
 async function cyclesCpu(bench: string, journal: Journal): Promise<void> {
   const n = 3_000;
   const chats = 16;
-  const run = async (count: number, tag: string) => {
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: chats }, async (_, chat) => {
-        while (next < count) {
-          const i = next++;
-          await cycle(journal, `${tag}-${i}`, String(chat));
-        }
-      }),
-    );
-  };
-  await run(300, `${bench}-warm`);
+  await inChats(chats, 300, (i, chat) => cycle(journal, `${bench}-warm-${i}`, chat));
   const before = process.cpuUsage();
-  await run(n, bench);
+  await inChats(chats, n, (i, chat) => cycle(journal, `${bench}-${i}`, chat));
   const used = process.cpuUsage(before);
   const cpuMs = (used.user + used.system) / 1000 / n;
   const line = { bench, chats, cpu_ms_per_msg: Math.round(cpuMs * 1000) / 1000, n };
@@ -128,15 +131,9 @@ async function cyclesCpu(bench: string, journal: Journal): Promise<void> {
  */
 async function concurrent(bench: string, journal: Journal, chats: number): Promise<void> {
   const n = 1_000;
-  let next = 0;
   const started = performance.now();
-  await Promise.all(
-    Array.from({ length: chats }, async (_, chat) => {
-      while (next < n) {
-        const i = next++;
-        await journal.record({ ...message(`${bench}-${chats}-${i}`), chatId: String(chat) });
-      }
-    }),
+  await inChats(chats, n, (i, chatId) =>
+    journal.record({ ...message(`${bench}-${chats}-${i}`), chatId }),
   );
   const perSecond = Math.round(n / ((performance.now() - started) / 1_000));
   process.stdout.write(`${JSON.stringify({ bench, chats, per_s: perSecond, n })}\n`);
