@@ -1,8 +1,7 @@
-import { once } from "node:events";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
+import { LocalServers } from "../../test/local-servers.js";
 import type { ModelSettings } from "../config/types.js";
 import { ModelChain } from "./model-chain.js";
 import { OpenAIEndpointError } from "./openai-errors.js";
@@ -12,16 +11,11 @@ import { OpenAIEndpointError } from "./openai-errors.js";
 
 type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;
 
-const servers: Server[] = [];
-afterEach(() => {
-  for (const server of servers.splice(0)) {
-    server.closeAllConnections();
-    server.close();
-  }
-});
+const servers = new LocalServers();
+afterEach(() => servers.closeAll());
 
 async function endpoint(handler: Handler): Promise<ModelSettings> {
-  const server = createServer((req, res) => {
+  const root = await servers.serve((req, res) => {
     let body = "";
     req.setEncoding("utf8");
     req.on("data", (text: string) => {
@@ -29,11 +23,7 @@ async function endpoint(handler: Handler): Promise<ModelSettings> {
     });
     req.on("end", () => handler(req, res, body));
   });
-  servers.push(server);
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as AddressInfo;
-  return { name: "local", model: "m-1", baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: "sk-k" };
+  return { name: "local", model: "m-1", baseUrl: `${root}/v1`, apiKey: "sk-k" };
 }
 
 function chunk(delta: object, finish: string | null = null, extra: object = {}): string {
@@ -114,10 +104,7 @@ describe("model requests over undici", () => {
 
   it("reports a refused connection by its code", async () => {
     const entry = await endpoint(() => {});
-    for (const server of servers.splice(0)) {
-      server.close();
-      await once(server, "close");
-    }
+    await servers.closeAll();
     const error = await ask(chain(), entry).catch((e: unknown) => e);
     expect(error).toMatchObject({ kind: "connection" });
     expect((error as Error).message).toMatch(/could not be reached .*: ECONNREFUSED$/);

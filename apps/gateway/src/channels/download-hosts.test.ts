@@ -1,30 +1,22 @@
 import type { LookupAddress } from "node:dns";
-import { createServer, type RequestListener, type Server } from "node:http";
+import type { RequestListener } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
+import { LocalServers } from "../../test/local-servers.js";
 import { DownloadError } from "./download-error.js";
 import { DownloadHosts, type DownloadHostsOptions, type ResolveHost } from "./download-hosts.js";
 import { httpDownload } from "./http-download.js";
 
-const servers: Server[] = [];
-afterEach(async () => {
-  for (const server of servers.splice(0)) {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
-});
+const servers = new LocalServers();
+afterEach(() => servers.closeAll());
 
 /** A server on 127.0.0.1 answering with `handler`: its port and the paths it was asked for. */
 async function serve(handler: RequestListener): Promise<{ port: number; asked: string[] }> {
   const asked: string[] = [];
-  const server = createServer((req, res) => {
+  const root = await servers.serve((req, res) => {
     asked.push(req.url ?? "");
     handler(req, res);
   });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  if (address === null || typeof address === "string") throw new Error("no port");
-  return { port: address.port, asked };
+  return { port: Number(new URL(root).port), asked };
 }
 
 /** A resolver answering `table` (name → addresses), and the names it was asked. */

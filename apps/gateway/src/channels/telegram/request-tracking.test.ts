@@ -1,32 +1,17 @@
-import { once } from "node:events";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import { Api, HttpError, InputFile } from "grammy";
 import { afterEach, describe, expect, it } from "vitest";
+import { LocalServers } from "../../../test/local-servers.js";
 import { AttemptError, classifyTelegramError, mayHaveArrived } from "./errors.js";
 import { RequestProgress, trackingFetch, trackRequest } from "./request-tracking.js";
 
 const token = "123:secret-token";
 const sent = { message_id: 7, date: 1, chat: { id: 42, type: "private" }, text: "hi" };
 
-type Handler = (req: IncomingMessage, res: ServerResponse) => void;
-
-const servers: Server[] = [];
-afterEach(async () => {
-  for (const server of servers.splice(0)) {
-    server.closeAllConnections();
-    server.close();
-  }
-});
-
-async function serve(handler: Handler): Promise<string> {
-  const server = createServer(handler);
-  servers.push(server);
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
+const servers = new LocalServers();
+afterEach(() => servers.closeAll());
+const serve = servers.serve.bind(servers);
 
 function answer(res: ServerResponse, body: unknown): void {
   res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
@@ -140,10 +125,7 @@ describe("grammY's fetch over undici (request tracking)", () => {
 
   it("reports a refused connection by its code, as not sent", async () => {
     const root = await serve(() => {});
-    for (const server of servers.splice(0)) {
-      server.close();
-      await once(server, "close");
-    }
+    await servers.closeAll();
     const { progress, error } = await tracked(() => apiAt(root).sendMessage(42, "hi"));
     const original = error?.error as HttpError;
     expect(original).toBeInstanceOf(HttpError);
