@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { LocalServers } from "../../test/local-servers.js";
 import type { ModelSettings } from "../config/types.js";
 import { ModelChain } from "./model-chain.js";
+import { modelFetch } from "./model-fetch.js";
 import { OpenAIEndpointError } from "./openai-errors.js";
 
 // The model clients' fetch (undici's `request`, model-fetch.ts) under the real `openai` SDK,
@@ -119,5 +120,23 @@ describe("model requests over undici, odd answers", () => {
     const error = await ask(chain(), entry).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAIEndpointError);
     expect(error).toMatchObject({ kind: "bad_response" });
+  });
+
+  it("sends a form-data body as multipart, as the platform fetch does", async () => {
+    let seen: { type: string | undefined; body: string } | undefined;
+    const entry = await endpoint((req, res, body) => {
+      seen = { type: req.headers["content-type"], body };
+      res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    });
+    const form = new FormData();
+    form.set("model", "whisper-1");
+    const response = await modelFetch()(`${entry.baseUrl}/audio/transcriptions`, {
+      method: "POST",
+      body: form,
+    });
+    expect(response.status).toBe(200);
+    expect(seen?.type).toMatch(/^multipart\/form-data; boundary=/);
+    expect(seen?.body).toContain('name="model"');
+    expect(seen?.body).toContain("whisper-1");
   });
 });

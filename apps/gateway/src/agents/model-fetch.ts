@@ -22,11 +22,8 @@ export function modelFetch(): typeof fetch {
   const dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
   return async (input, init = {}) => {
     const url = input instanceof Request ? input.url : String(input);
-    const body = init.body ?? undefined;
-    if (body !== undefined && typeof body !== "string" && !(body instanceof Uint8Array)) {
-      // The SDK sends chat requests as JSON text; anything else (form data) goes the platform way.
-      return fetch(input, init);
-    }
+    // Chat requests are JSON text; undici's `request` also sends bytes, form data and streams.
+    const body = (init.body ?? undefined) as string | Uint8Array | FormData | undefined;
     const response = await request(url, {
       method: (init.method ?? "GET") as Dispatcher.HttpMethod,
       headers: headerPairs(init.headers) as Iterable<[string, string]> | null,
