@@ -211,9 +211,10 @@ describe("scheduled tasks over Telegram", () => {
       userId: Member,
     });
     await answered(pause);
-    expect(String(bot.fake.botMessage(Member, list?.message_id ?? 0)?.text)).toMatch(
-      new RegExp(`^⏸ Task ${id} paused`),
-    );
+    // The press is answered first, then its message edited (channels/telegram/choices.ts).
+    const shown = () => String(bot.fake.botMessage(Member, list?.message_id ?? 0)?.text);
+    await waitUntil(() => shown().startsWith(`⏸ Task ${id} paused`), "the list edited");
+    expect(shown()).toMatch(new RegExp(`^⏸ Task ${id} paused`));
     since = bot.mark();
     harness.stateClock.advance(61 * Minute);
     await harness.gateway.idle();
