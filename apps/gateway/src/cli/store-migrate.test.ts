@@ -1,5 +1,6 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { type Sleep, sleep } from "@mediagate/io";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freshPostgresDatabase, type TestDatabase } from "../../../../test-support/postgres.js";
 import { tempDirForTest } from "../../../../test-support/temp-dir.js";
@@ -14,7 +15,7 @@ import { PostgresStateStore } from "../state/postgres-store.js";
 import type { StateStore } from "../state/state-store.js";
 import { SqliteStateStore, stateDbPath } from "../state/store.js";
 import { usageDays } from "../state/usage.js";
-import { migrateStore, StoreMigrateError } from "./store-migrate.js";
+import { ConnectedGatewayLooks, migrateStore, StoreMigrateError } from "./store-migrate.js";
 
 let testDatabase: TestDatabase;
 beforeAll(async () => {
@@ -359,20 +360,6 @@ describe("mediagate store migrate", () => {
     try {
       const pg = await PostgresStateStore.open(gateway, "default", { now: () => nowMs + 1_000 });
       await pg.currentSessionId("written-on-postgres");
-      await expect(
-        migrateStore(
-          {
-            config: file,
-            env: emptyEnv(),
-            redactor: new Redactor(),
-            from: "sqlite",
-            to: other.url,
-          },
-          () => {},
-        ),
-      ).rejects.toThrow(/a gateway is connected to PostgreSQL .*; stop it, then run this again/);
-      await pg.close();
-      await gateway.close();
       const options = {
         config: file,
         env: emptyEnv(),
@@ -380,9 +367,32 @@ describe("mediagate store migrate", () => {
         from: "sqlite",
         to: other.url,
       };
-      await expect(migrateStore(options, () => {})).rejects.toThrow(
+      const waits: number[] = [];
+      const recorded: Sleep = async (ms) => {
+        waits.push(ms);
+      };
+      await expect(migrateStore({ ...options, sleep: recorded }, () => {})).rejects.toThrow(
+        /a gateway is connected to PostgreSQL .*; stop it, then run this again/,
+      );
+      // It looked again before it refused, in case the gateway was just leaving.
+      expect(waits).toEqual(
+        Array(ConnectedGatewayLooks.attempts - 1).fill(ConnectedGatewayLooks.intervalMs),
+      );
+      // A gateway stopped while it looks is let go by: its connections may be listed a
+      // moment after they closed, until their backends have exited.
+      let stopped = false;
+      const stopThenWait: Sleep = async (ms, signal) => {
+        if (!stopped) {
+          stopped = true;
+          await pg.close();
+          await gateway.close();
+        }
+        await sleep(ms, signal);
+      };
+      await expect(migrateStore({ ...options, sleep: stopThenWait }, () => {})).rejects.toThrow(
         /profile default: PostgreSQL .* holds state written at .*after the newest of .*--replace/,
       );
+      expect(stopped).toBe(true);
       const kept = await database.query(
         "kept",
         "SELECT 1 FROM state_sessions WHERE session_key = 'written-on-postgres'",

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { MediagateError } from "@mediagate/io";
+import { MediagateError, retry, type Sleep, sleep } from "@mediagate/io";
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import { journalDbPath } from "../durable/journal.js";
@@ -42,7 +42,17 @@ export interface StoreMigrateOptions {
   readonly force?: boolean | undefined;
   /** Who has the files open. Default {@link processesHolding}. */
   readonly holders?: ((paths: readonly string[]) => FileHolder[] | undefined) | undefined;
+  /** How the connected-gateway check waits between its looks. Default a real timer. */
+  readonly sleep?: Sleep | undefined;
 }
+
+/**
+ * How often, and how far apart, the connected-gateway check looks before it refuses. A gateway
+ * that has just stopped has closed its connections, but the server lists each one in
+ * `pg_stat_activity` until its backend process has exited, a moment later: run right after
+ * the stop, one look would refuse a migration whose gateway is gone.
+ */
+export const ConnectedGatewayLooks = { attempts: 10, intervalMs: 200 } as const;
 
 const Sidecars = ["", "-wal", "-shm"];
 
@@ -94,7 +104,7 @@ export async function migrateStore(
   }
   const database = new PostgresDatabase({ url: to, applicationName: "mediagate store migrate" });
   try {
-    await refuseConnectedGateway(database);
+    await refuseConnectedGateway(database, options.sleep ?? sleep);
     await refuseLiveJournalOwners(database, journal);
     await migratePostgresState(database);
     for (const profile of config.profiles) {
@@ -132,18 +142,34 @@ async function refuseLiveJournalOwners(database: PostgresDatabase, path: string)
   }
 }
 
-/** A gateway of this install connected to the database (its pool's `application_name`). */
-async function refuseConnectedGateway(database: PostgresDatabase): Promise<void> {
-  const found = await database.query<{ n: string }>(
-    "gateway check",
-    `SELECT count(*) AS n FROM pg_stat_activity
-     WHERE datname = current_database() AND application_name = 'mediagate' AND pid <> pg_backend_pid()`,
+/**
+ * A gateway of this install connected to the database (its pool's `application_name`), still
+ * there after {@link ConnectedGatewayLooks}: a gateway that just stopped is given that long to
+ * leave.
+ */
+async function refuseConnectedGateway(database: PostgresDatabase, wait: Sleep): Promise<void> {
+  await retry(
+    async () => {
+      const found = await database.query<{ n: string }>(
+        "gateway check",
+        `SELECT count(*) AS n FROM pg_stat_activity
+         WHERE datname = current_database() AND application_name = 'mediagate' AND pid <> pg_backend_pid()`,
+      );
+      if (Number(found.rows[0]?.n ?? 0) > 0) {
+        throw new StoreMigrateError(
+          `a gateway is connected to PostgreSQL ${database.where}; stop it, then run this again`,
+        );
+      }
+    },
+    {
+      maxAttempts: ConnectedGatewayLooks.attempts,
+      sleep: wait,
+      onFailure: ({ error }) => {
+        if (!(error instanceof StoreMigrateError)) throw error;
+        return ConnectedGatewayLooks.intervalMs;
+      },
+    },
   );
-  if (Number(found.rows[0]?.n ?? 0) > 0) {
-    throw new StoreMigrateError(
-      `a gateway is connected to PostgreSQL ${database.where}; stop it, then run this again`,
-    );
-  }
 }
 
 /**
