@@ -260,6 +260,25 @@ describe("model fallback", () => {
     expect(backup.requests).toHaveLength(0);
   });
 
+  it("keeps a stream that takes longer than the timeout but never pauses that long", async () => {
+    // Eight chunks 100 ms apart: 700 ms in all against a 300 ms timeout, re-armed by each.
+    main.enqueue(
+      reply.text("Slow and steady wins, every time.", { stream: { chunkChars: 4, everyMs: 100 } }),
+    );
+    const pieces: string[] = [];
+
+    const result = await turn(
+      makeAgent({ models: models({ timeoutMs: 300 }) }),
+      "hello",
+      SessionKey,
+      (piece) => pieces.push(piece),
+    );
+    expect(result.reply).toBe("Slow and steady wins, every time.");
+    expect(pieces.length).toBeGreaterThanOrEqual(8);
+    expect(main.requests[0]?.clientAborted).toBe(false);
+    expect(backup.requests).toHaveLength(0);
+  });
+
   it("starts from the session's /model pick, the fallback after it", async () => {
     await store.setSessionModel(SessionKey, "backup");
     backup.enqueue(reply.text("picked"));

@@ -122,15 +122,16 @@ export class ModelChain {
       // long is abandoned here, as a timeout.
       const stalled = new AbortController();
       const stallMs = entry.timeoutMs ?? this.#timeoutMs;
-      let timer = setTimeout(() => stalled.abort(), stallMs);
+      // Re-armed by each chunk in place (`refresh`): a fresh timer per chunk cost a timer
+      // object and two list operations for every piece of every answer.
+      const timer = setTimeout(() => stalled.abort(), stallMs);
       try {
         const stream = client.chat.completions.stream(
           { ...params, model: entry.model, stream_options: { include_usage: true } },
           { signal: AbortSignal.any([signal, stalled.signal]) },
         );
         stream.on("chunk", () => {
-          clearTimeout(timer);
-          timer = setTimeout(() => stalled.abort(), stallMs);
+          timer.refresh();
         });
         stream.on("content", (piece) => {
           if (piece === "") return;
