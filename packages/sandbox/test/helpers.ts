@@ -6,8 +6,9 @@ import { join } from "node:path";
 import type { Readable } from "node:stream";
 import type { Schedule } from "@mediagate/io";
 import type Docker from "dockerode";
+import { expect } from "vitest";
 import { testDockerHost, testWarmPool } from "../../../test-support/engine.js";
-import { waitUntil } from "../../../test-support/wait.js";
+import { waitFor, waitUntil } from "../../../test-support/wait.js";
 import { dockerOf } from "../src/docker-client.js";
 import {
   connectDocker,
@@ -141,6 +142,16 @@ export async function mountsUnder(dir: string): Promise<string[]> {
 export function loopDevicesUnder(dir: string): string[] {
   const listed = execFileSync("losetup", ["-a"], { encoding: "utf8" });
   return listed.split("\n").filter((line) => line.includes(`${dir}/`));
+}
+
+/**
+ * Waits until no loop device is backed by a file at or below `dir`. A slot disk's loop device
+ * is set to clear itself when its mount goes (`mount -o loop`), but the kernel detaches it a
+ * moment after `umount` returns (the release runs on a workqueue): `losetup -a` read at once
+ * may still list it. Rejects with the last listing when one is still there after the wait.
+ */
+export async function loopDevicesGone(dir: string): Promise<void> {
+  await waitFor(() => expect(loopDevicesUnder(dir)).toEqual([]));
 }
 
 /** Removes every container labelled with the profile: its slots' and its delete containers. */

@@ -9,6 +9,7 @@ import {
   docker,
   type Fixture,
   fixture,
+  loopDevicesGone,
   loopDevicesUnder,
   mountsUnder,
   pathExists,
@@ -114,7 +115,7 @@ describe("disk ceiling (diskLimitBytes)", () => {
 
     await sandbox.cleanup(slot);
     expect(await mountsUnder(dir)).toEqual([]);
-    expect(loopDevicesUnder(dirname(imageOf(dir)))).toEqual([]);
+    await loopDevicesGone(dirname(imageOf(dir)));
     expect(await pathExists(dir)).toBe(false);
     expect(await pathExists(imageOf(dir))).toBe(false);
   });
@@ -134,7 +135,7 @@ describe("disk ceiling (diskLimitBytes)", () => {
     expect(await mountsUnder(dir)).toEqual([dir]);
     await restarted.cleanup(slot, { force: true, deleteDirs: true });
     expect(await mountsUnder(dir)).toEqual([]);
-    expect(loopDevicesUnder(dirname(imageOf(dir)))).toEqual([]);
+    await loopDevicesGone(dirname(imageOf(dir)));
   });
 
   it("refuses to make a container when the disk cannot be mounted, naming the fix", async () => {

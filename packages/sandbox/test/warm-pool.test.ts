@@ -17,7 +17,7 @@ import {
   execsDuring,
   type Fixture,
   fixture,
-  loopDevicesUnder,
+  loopDevicesGone,
   manualTimers,
   mountsUnder,
   pathExists,
@@ -271,7 +271,7 @@ describe("the warm pool", () => {
     await sandbox.cleanup(slot);
     await sandbox.shutdown();
     expect(await mountsUnder(join(fx.home, "profiles", fx.profile))).toEqual([]);
-    expect(loopDevicesUnder(fx.home)).toEqual([]);
+    await loopDevicesGone(fx.home);
   });
 
   it("leaves nothing of a killed process's pool after the next reap", async () => {
