@@ -4,10 +4,10 @@ import type { ChatRequestBody, RequestMessage } from "./server.js";
 /**
  * Texts counted already, and their counts. A request repeats the whole history and the tool
  * definitions, so without it the fake counted every earlier message again on every request.
- * In `bench:e2e`'s text-only phase (20 messages a user) that was 0.2–0.3 ms of the benchmark's
+ * In `bench:e2e`'s text-only phase (20 messages a user) that was 0.1–0.3 ms of the benchmark's
  * own CPU per message (0.64–0.94 ms before, 0.46–0.65 after, three alternating pairs), a share
  * of the 2-core machine the gateway under test could not have (bench/README.md, issue 31).
- * Emptied when full: a fake serves one test or one benchmark run.
+ * One for every fake of the process: a count depends on the text alone. Emptied when full.
  */
 const counted = new Map<string, number>();
 const MaxCounted = 10_000;
