@@ -11,13 +11,14 @@
  *                      keep-alive `http.Agent` (what the gateway used before)
  *   bot_platform_fetch grammY on the platform `fetch`
  *   bot_gateway        grammY on the gateway's `trackingFetch` (undici's `request`)
- *   model_platform_fetch  a streamed chat completion through the `openai` SDK on the
- *                      platform `fetch` (the SDK's default)
- *   model_gateway      the same on the gateway's `modelFetch` (undici's `request`)
+ *   model_platform_fetch  a streamed chat completion through the `openai` SDK's stream helper
+ *                      on the platform `fetch` (the SDK's default)
+ *   model_gateway      the same answer through the gateway's `ChatStreams` (undici's
+ *                      `request`, `eventsource-parser`, no SDK)
  */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { modelFetch, trackingFetch } from "@mediagate/gateway";
+import { ChatStreams, trackingFetch } from "@mediagate/gateway";
 import { Api } from "grammy";
 import OpenAI from "openai";
 
@@ -68,8 +69,9 @@ const bot = (options: ConstructorParameters<typeof Api>[1]) => {
     await api.sendMessage(1, "hello there, this is a reply text");
   };
 };
-const model = (fetch: typeof globalThis.fetch | undefined) => {
-  const client = new OpenAI({ apiKey: "k", baseURL: `${root}/v1`, ...(fetch ? { fetch } : {}) });
+const Answer = "hello there, this is the answer";
+const model = () => {
+  const client = new OpenAI({ apiKey: "k", baseURL: `${root}/v1` });
   return async () => {
     const stream = client.chat.completions.stream({
       model: "m",
@@ -77,7 +79,31 @@ const model = (fetch: typeof globalThis.fetch | undefined) => {
       stream_options: { include_usage: true },
     });
     const completion = await stream.finalChatCompletion();
-    if (completion.choices[0]?.message.content !== "hello there, this is the answer") {
+    if (completion.choices[0]?.message.content !== Answer) {
+      throw new Error("the model answer came back wrong");
+    }
+  };
+};
+const gatewayModel = () => {
+  const streams = new ChatStreams();
+  return async () => {
+    let streamed = "";
+    const completion = await streams.complete({
+      baseUrl: `${root}/v1`,
+      apiKey: "k",
+      params: {
+        model: "m",
+        messages: [{ role: "user", content: "hi" }],
+        stream: true,
+        stream_options: { include_usage: true },
+      },
+      signal: new AbortController().signal,
+      onEvent: () => {},
+      onContent: (piece) => {
+        streamed += piece;
+      },
+    });
+    if (completion.choices[0]?.message.content !== Answer || streamed !== Answer) {
       throw new Error("the model answer came back wrong");
     }
   };
@@ -88,8 +114,8 @@ const variants: Record<string, () => Promise<void>> = {
     fetch: (url: string | URL | Request, init?: RequestInit) => fetch(url, init),
   }),
   bot_gateway: bot({ fetch: trackingFetch() as unknown as typeof fetch }),
-  model_platform_fetch: model(undefined),
-  model_gateway: model(modelFetch()),
+  model_platform_fetch: model(),
+  model_gateway: gatewayModel(),
 };
 
 async function drive(call: () => Promise<void>, n: number): Promise<void> {

@@ -1,5 +1,5 @@
+export { ChatStreams } from "./agents/chat-stream.js";
 export { knownContextTokens } from "./agents/model-context.js";
-export { modelFetch } from "./agents/model-fetch.js";
 export type { TokenUsage } from "./agents/models.js";
 export { contextTokensOf, costOf, usageOf } from "./agents/models.js";
 export { OpenAIAgent } from "./agents/openai.js";

@@ -1,6 +1,4 @@
 import { backoffMs, sleep as realSleep, type Sleep } from "@mediagate/io";
-import type OpenAI from "openai";
-import type { ClientOptions } from "openai";
 import type {
   ChatCompletion,
   ChatCompletionCreateParamsStreaming,
@@ -8,12 +6,9 @@ import type {
 import type { Logger } from "pino";
 import type { ModelSettings } from "../config/types.js";
 import { Defaults } from "../defaults.js";
-import { modelFetch } from "./model-fetch.js";
+import { ChatStreams } from "./chat-stream.js";
 import { endpointHost, OpenAIEndpointError, toEndpointError } from "./openai-errors.js";
-import { loadedOpenaiSdk, openaiSdk } from "./openai-sdk.js";
-
-/** Handed to the SDK when an entry has no API key; never sent (see `clientOptions`). */
-const KeylessPlaceholder = "no-api-key";
+import { loadedOpenaiSdk } from "./openai-sdk.js";
 
 /** A request of the chain: everything but the model and the streaming options it sets. */
 export type ChainParams = Omit<
@@ -50,9 +45,8 @@ export interface ModelChainOptions {
 }
 
 /**
- * The retry and fallback policy of model calls (docs/models-and-usage.md, "Fallback"). The
- * SDK's own retries are off (`maxRetries: 0`) so that the bound is this class's: a request of
- * an entry that fails with a 5xx, a timeout or a connection error moves on to the next entry
+ * The retry and fallback policy of model calls (docs/models-and-usage.md, "Fallback"). A
+ * request of an entry that fails with a 5xx, a timeout or a connection error moves on to the next entry
  * of the chain at once; a 429 is retried on the same entry while its `retry-after` asks for at
  * most `rateLimitWaitMs` (and `maxRetries` allow), then moves on. The last entry of the chain
  * retries like a single model did (`maxRetries`, doubling waits, honouring `retry-after`).
@@ -65,9 +59,8 @@ export interface ModelChainOptions {
  * call at once (see {@link OnContent}).
  */
 export class ModelChain {
-  readonly #clients = new Map<string, OpenAI>();
-  /** One keep-alive HTTP client for every entry's SDK client (model-fetch.ts). */
-  readonly #fetch = modelFetch();
+  /** One keep-alive HTTP client for every entry (chat-stream.ts). */
+  readonly #streams = new ChatStreams();
   readonly #log: Logger;
   readonly #timeoutMs: number;
   readonly #maxRetries: number;
@@ -84,8 +77,8 @@ export class ModelChain {
 
   /**
    * Asks the entries of `chain` in order until one answers, streaming each answer's text to
-   * `onContent`. `signal` aborts the request in flight (its SDK error comes out as thrown, for
-   * the caller to see `signal.aborted`).
+   * `onContent`. `signal` aborts the request in flight (its abort error comes out as thrown,
+   * for the caller to see `signal.aborted`).
    */
   async complete(
     chain: readonly ModelSettings[],
@@ -115,30 +108,32 @@ export class ModelChain {
     last: boolean,
     onContent: OnContent | undefined,
   ): Promise<{ completion: ChatCompletion } | { failure: OpenAIEndpointError }> {
-    const client = this.#client(entry);
     for (let attempt = 1; ; attempt++) {
       let streamed = false;
-      // The SDK's timeout ends at the response's headers; a stream that then stalls for as
-      // long is abandoned here, as a timeout.
+      // One bound for the whole request: no answer's headers, or no event of its stream, for
+      // that long abandons it as a timeout.
       const stalled = new AbortController();
       const stallMs = entry.timeoutMs ?? this.#timeoutMs;
-      // Re-armed by each chunk in place (`refresh`): a fresh timer per chunk cost a timer
+      // Re-armed by each event in place (`refresh`): a fresh timer per chunk cost a timer
       // object and two list operations for every piece of every answer.
       const timer = setTimeout(() => stalled.abort(), stallMs);
       try {
-        const stream = client.chat.completions.stream(
-          { ...params, model: entry.model, stream_options: { include_usage: true } },
-          { signal: AbortSignal.any([signal, stalled.signal]) },
-        );
-        stream.on("chunk", () => {
-          timer.refresh();
+        const completion = await this.#streams.complete({
+          baseUrl: entry.baseUrl,
+          apiKey: entry.apiKey,
+          params: {
+            ...params,
+            model: entry.model,
+            stream: true,
+            stream_options: { include_usage: true },
+          },
+          signal: AbortSignal.any([signal, stalled.signal]),
+          onEvent: () => timer.refresh(),
+          onContent: (piece) => {
+            streamed = true;
+            onContent?.(piece);
+          },
         });
-        stream.on("content", (piece) => {
-          if (piece === "") return;
-          streamed = true;
-          onContent?.(piece);
-        });
-        const completion = await stream.finalChatCompletion();
         return { completion };
       } catch (error) {
         if (signal.aborted) throw error;
@@ -176,41 +171,6 @@ export class ModelChain {
         clearTimeout(timer);
       }
     }
-  }
-
-  #client(entry: ModelSettings): OpenAI {
-    let client = this.#clients.get(entry.name);
-    if (client === undefined) {
-      client = new (openaiSdk().OpenAI)(this.#clientOptions(entry));
-      this.#clients.set(entry.name, client);
-    }
-    return client;
-  }
-
-  #clientOptions(entry: ModelSettings): ClientOptions {
-    const sdkLog = this.#log.child({ component: "openai-sdk", model: entry.name });
-    return {
-      baseURL: entry.baseUrl,
-      // The SDK insists on a key; without one, a placeholder satisfies it and the null
-      // header below keeps it off the wire, so a keyless server sees no Authorization at all.
-      apiKey: entry.apiKey ?? KeylessPlaceholder,
-      ...(entry.apiKey === undefined ? { defaultHeaders: { Authorization: null } } : {}),
-      // Explicit nulls keep the SDK from reading OPENAI_* variables (config reads env, once).
-      organization: null,
-      project: null,
-      webhookSecret: null,
-      adminAPIKey: null,
-      timeout: entry.timeoutMs ?? this.#timeoutMs,
-      fetch: this.#fetch,
-      maxRetries: 0,
-      logLevel: "warn",
-      logger: {
-        error: (message: string) => sdkLog.error(message),
-        warn: (message: string) => sdkLog.warn(message),
-        info: (message: string) => sdkLog.info(message),
-        debug: (message: string) => sdkLog.debug(message),
-      },
-    };
   }
 }
 

@@ -9,7 +9,7 @@ export type OpenAIFailureKind = "http" | "connection" | "timeout" | "bad_respons
 const MaxDetailChars = 300;
 
 /**
- * The model endpoint failed: it answered an error status (after the SDK's retries of 429
+ * The model endpoint failed: it answered an error status (after the chain's retries of 429
  * and 5xx), could not be reached, did not answer in time, or answered something that is
  * not a chat completion. Names the endpoint by host only; never carries the API key (any
  * echo of it in the endpoint's own text is redacted) nor the SDK error as `cause`.
@@ -129,9 +129,9 @@ function errorDetail(error: APIError): string {
 }
 
 /**
- * The system's or undici's code of a connection failure: the cause itself when the client's
- * `fetch` is undici's `request` (model-fetch.ts), the cause's cause when it is the platform
- * `fetch` (`TypeError("fetch failed")` around it).
+ * The system's or undici's code of a connection failure: the cause itself when the client is
+ * undici's `request` (chat-stream.ts), the cause's cause when it is the platform `fetch`
+ * (`TypeError("fetch failed")` around it; the transcription client's).
  */
 function connectionDetail(error: APIConnectionError): string {
   const cause: unknown = error.cause;

@@ -4,10 +4,11 @@ import type * as Sdk from "openai";
 let loaded: typeof Sdk | undefined;
 
 /**
- * The openai SDK, loaded by the first model or transcription client: a gateway whose agents
- * call no model (the shell agent), and every CLI command, never loads it (about 100 ms of a
- * start, measured with `import("openai")` on the 2-core dev machine). Its CommonJS build,
- * loaded synchronously; every class this gateway checks errors against comes from it.
+ * The openai SDK, loaded by the first transcription client or the first failed chat stream
+ * (chat-stream.ts makes its failures the SDK's errors): a gateway whose models answer, and
+ * every CLI command, never loads it (about 100 ms of a start, measured with `import("openai")`
+ * on the 2-core dev machine). Its CommonJS build, loaded synchronously; every class this
+ * gateway checks errors against comes from it.
  */
 export function openaiSdk(): typeof Sdk {
   loaded ??= createRequire(import.meta.url)("openai") as typeof Sdk;

@@ -85,7 +85,7 @@ const EmptyReply = "(the model sent an empty reply)";
  *
  * Every request is streamed (`stream_options.include_usage`): each piece of text goes to the
  * turn's `onText` as it arrives (docs/streaming.md), tool calls are assembled from their
- * pieces by the SDK's stream helper, and the usage the endpoint reports is summed into the
+ * pieces (chat-stream.ts), and the usage the endpoint reports is summed into the
  * turn's result; a summary's text is never shown. A context overflow (400) comes before any
  * text, so its forced compaction and retry stay unseen too. The abort signal of the turn is
  * passed to every request and
