@@ -221,6 +221,28 @@ describe("chat streams, odd answers", () => {
     expect(messages[2]).toMatch(/an event of the stream is over 8388608 characters/);
   });
 
+  it("ends an answer that streams past 16 Mi characters as unusable", async () => {
+    let events = 0;
+    const entry = await endpoint((_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const piece = chunk({ role: "assistant", content: "y".repeat(1024 * 1024) });
+      const more = () => {
+        while (events < 64) {
+          events++;
+          if (!res.write(piece)) return void res.once("drain", more);
+        }
+        res.end();
+      };
+      more();
+    });
+    const pieces: string[] = [];
+    const error = await caught(chain([], 0), entry, pieces);
+    expect(error).toMatchObject({ kind: "bad_response" });
+    expect((error as Error).message).toMatch(/the answer is over 16777216 characters$/);
+    expect(pieces.join("")).toHaveLength(16 * 1024 * 1024);
+    expect(events).toBeLessThan(64);
+  });
+
   it("reads no more than 64 KiB of an error answer's body", async () => {
     let written = 0;
     const entry = await endpoint((_req, res) => {

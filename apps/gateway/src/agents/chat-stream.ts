@@ -28,6 +28,12 @@ export interface ChatStreamRequest {
 const MaxErrorBodyBytes = 64 * 1024;
 /** Most characters of one event the parser holds: a stream that never ends an event is refused. */
 const MaxEventChars = 8 * 1024 * 1024;
+/**
+ * Most characters of an answer's text, refusal and tool-call arguments together: far past any
+ * model's output limit, so only an endpoint streaming without end meets it (the stall timer
+ * does not, as long as its events keep coming).
+ */
+const MaxAnswerChars = 16 * 1024 * 1024;
 /** Highest choice or tool-call index taken from a chunk (the arrays are indexed by it). */
 const MaxIndex = 1023;
 
@@ -198,6 +204,7 @@ class CompletionSnapshot {
   readonly #choices: ChoiceSnapshot[] = [];
   readonly #onContent: (piece: string) => void;
   #done = false;
+  #chars = 0;
 
   constructor(onContent: (piece: string) => void) {
     this.#onContent = onContent;
@@ -245,6 +252,11 @@ class CompletionSnapshot {
     if (finish_reason) choice.finish_reason = finish_reason;
     if (!delta) return undefined;
     const { message } = choice;
+    this.#chars += textLength(delta.content) + textLength(delta.refusal);
+    for (const call of delta.tool_calls ?? []) this.#chars += textLength(call.function?.arguments);
+    if (this.#chars > MaxAnswerChars) {
+      return new (openaiSdk().OpenAIError)(`the answer is over ${MaxAnswerChars} characters`);
+    }
     if (delta.role) message.role = delta.role as "assistant";
     if (delta.refusal) message.refusal = (message.refusal ?? "") + delta.refusal;
     if (delta.content) {
@@ -297,6 +309,10 @@ class CompletionSnapshot {
     });
     return { ...this.#base, object: "chat.completion", choices } as unknown as ChatCompletion;
   }
+}
+
+function textLength(value: unknown): number {
+  return typeof value === "string" ? value.length : 0;
 }
 
 function isIndex(value: unknown): value is number {
