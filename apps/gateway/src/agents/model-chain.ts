@@ -46,8 +46,8 @@ export interface ModelChainOptions {
 
 /**
  * The retry and fallback policy of model calls (docs/models-and-usage.md, "Fallback"). A
- * request of an entry that fails with a 5xx, a timeout or a connection error moves on to the next entry
- * of the chain at once; a 429 is retried on the same entry while its `retry-after` asks for at
+ * request of an entry that fails with a 5xx, a timeout or a connection error moves on to the
+ * next entry of the chain at once; a 429 is retried on the same entry while its `retry-after` asks for at
  * most `rateLimitWaitMs` (and `maxRetries` allow), then moves on. The last entry of the chain
  * retries like a single model did (`maxRetries`, doubling waits, honouring `retry-after`).
  * Any other error (400, 401, 404: a request or a configuration the next model would not fix
