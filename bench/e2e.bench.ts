@@ -83,6 +83,7 @@ import {
   cpuMsOf,
   EngineProcesses,
   machineBusyMs,
+  mainThreadCpuMsOf,
   memoryOf,
   processesCpuMs,
 } from "./proc.js";
@@ -217,6 +218,8 @@ const isDocument =
 interface CpuShares {
   readonly machine: number;
   readonly gateway: number;
+  /** The gateway's main thread, part of `gateway`. */
+  readonly gatewayMainThread: number;
   readonly engine: number;
   readonly container: number | undefined;
   readonly bench: number;
@@ -228,6 +231,7 @@ async function cpuShares(gatewayPid: number, container: string): Promise<CpuShar
   return {
     machine: await machineBusyMs(),
     gateway: await cpuMsOf(gatewayPid),
+    gatewayMainThread: await mainThreadCpuMsOf(gatewayPid),
     engine: await processesCpuMs(EngineProcesses),
     container: await containerCpuMs(container),
     bench: (user + system) / 1000,
@@ -237,13 +241,17 @@ async function cpuShares(gatewayPid: number, container: string): Promise<CpuShar
 /**
  * CPU per answered message between two {@link cpuShares}: the machine's, and its parts (the
  * gateway; the engine's processes; the sandbox container, its shells and their commands; this
- * process, the fake and the users; `other`: the rest, the kernel's work for them included).
+ * process, the fake and the users; `other`: the rest, the kernel's work for them included),
+ * and the gateway's main thread apart (`gateway_main_thread`, part of `gateway`).
  */
 function perMessage(
   before: CpuShares,
   after: CpuShares,
   answered: number,
-): Record<keyof CpuShares | "other", number | undefined> {
+): Record<
+  Exclude<keyof CpuShares, "gatewayMainThread"> | "gateway_main_thread" | "other",
+  number | undefined
+> {
   const used = (key: keyof CpuShares): number | undefined => {
     const [a, b] = [before[key], after[key]];
     return a === undefined || b === undefined ? undefined : b - a;
@@ -260,6 +268,7 @@ function perMessage(
   return {
     machine: each(machine),
     gateway: each(parts.gateway),
+    gateway_main_thread: each(used("gatewayMainThread")),
     engine: each(parts.engine),
     container: each(parts.container),
     bench: each(parts.bench),

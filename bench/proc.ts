@@ -1,8 +1,21 @@
 import { readdir, readFile } from "node:fs/promises";
 
 /** CPU time (user + system) a process has used, in ms (`/proc/<pid>/stat`, clock ticks of 10 ms). */
-export async function cpuMsOf(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+export function cpuMsOf(pid: number): Promise<number> {
+  return cpuMsIn(`/proc/${pid}/stat`);
+}
+
+/**
+ * CPU time (user + system) of a process's main thread alone, in ms (`/proc/<pid>/task/<pid>/stat`):
+ * in Node, the thread of the event loop; its other threads are the worker threads, libuv's pool
+ * and V8's helpers (the garbage collector's among them).
+ */
+export function mainThreadCpuMsOf(pid: number): Promise<number> {
+  return cpuMsIn(`/proc/${pid}/task/${pid}/stat`);
+}
+
+async function cpuMsIn(statFile: string): Promise<number> {
+  const stat = await readFile(statFile, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
