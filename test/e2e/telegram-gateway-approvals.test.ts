@@ -226,6 +226,28 @@ describe("gateway over Telegram: approvals with buttons", () => {
     expect(late.answer?.text).toMatch(/^Already decided: ⌛ Expired/);
   });
 
+  it("closes the buttons of a question that expired while it was being posted", async () => {
+    // The question reaches the chat, but Telegram's answer (its message id) is held: the
+    // expiry comes before the gateway knows which message to close.
+    const before = bot.fake.botMessagesIn(Asker).length;
+    bot.fake.failNext("sendMessage", { kind: "slow", delayMs: 500 });
+    await send(Asker, "touch /workspace/lapsed-in-flight");
+    const posted = await waitFor(() => {
+      const message = bot.fake.botMessagesIn(Asker)[before] as
+        | { message_id: number; text: string }
+        | undefined;
+      expect(message?.text).toMatch(/^🔐 Approval needed/);
+      return message!;
+    });
+    harness.stateClock.advance(TenMinutesMs);
+    await harness.gateway.idle();
+    expect(made("lapsed-in-flight")).toBe(false);
+    await waitFor(() =>
+      expect(bot.fake.botMessage(Asker, posted.message_id)?.text).toMatch(/^⌛ Expired/),
+    );
+    expect(bot.fake.botMessage(Asker, posted.message_id)?.reply_markup).toBeUndefined();
+  });
+
   it("the typed /allow runs it and closes the buttons", async () => {
     const since = bot.mark();
     await send(Asker, "touch /workspace/typed-allow");

@@ -80,6 +80,13 @@ interface Waiting {
   readonly resolve: (outcome: Outcome) => void;
   readonly channel: ChannelAdapter;
   readonly target: ChatTarget;
+  /** The question's message, once posted and recorded. */
+  messageId?: string | undefined;
+  /**
+   * A decision (not a press) made while the question was being posted: its record had no
+   * message yet, so the buttons are closed once the message is known.
+   */
+  unclosed?: ApprovalRecord | undefined;
 }
 
 /**
@@ -220,6 +227,13 @@ export class ApprovalBroker {
         signal,
       );
       await profile.store.setApprovalMessage(record.id, messageId);
+      // Whichever comes second, this or a decision, closes the buttons: a decision made while
+      // the question was on its way (the timer, a typed /deny, a stop) found no message.
+      const waiting = this.#waiting.get(record.id);
+      if (waiting !== undefined) {
+        waiting.messageId = messageId;
+        if (waiting.unclosed !== undefined) await this.#close(waiting, messageId, waiting.unclosed);
+      }
     } catch (error) {
       if (request.signal.aborted) return;
       request.log.error(
@@ -249,23 +263,29 @@ export class ApprovalBroker {
     const waiting = this.#waiting.get(id);
     if (waiting !== undefined) {
       waiting.resolve(record);
-      if (!options.viaPress && record.messageId !== undefined && waiting.channel.choices) {
-        await waiting.channel.choices
-          .close(
-            waiting.target,
-            record.messageId,
-            decidedText(record),
-            AbortSignal.timeout(Defaults.progress.requestTimeoutMs),
-          )
-          .catch((error: unknown) =>
-            this.#options.logger.warn(
-              { err: error, approval: id },
-              "could not close the approval's buttons",
-            ),
-          );
-      }
+      const messageId = record.messageId ?? waiting.messageId;
+      if (options.viaPress) return result;
+      if (messageId === undefined) waiting.unclosed = record;
+      else await this.#close(waiting, messageId, record);
     }
     return result;
+  }
+
+  /** Edits a decided question's message to its outcome, without the buttons. */
+  async #close(waiting: Waiting, messageId: string, record: ApprovalRecord) {
+    await waiting.channel.choices
+      ?.close(
+        waiting.target,
+        messageId,
+        decidedText(record),
+        AbortSignal.timeout(Defaults.progress.requestTimeoutMs),
+      )
+      .catch((error: unknown) =>
+        this.#options.logger.warn(
+          { err: error, approval: record.id },
+          "could not close the approval's buttons",
+        ),
+      );
   }
 
   async #decideQuietly(
