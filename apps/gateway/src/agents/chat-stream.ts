@@ -42,9 +42,10 @@ const MaxIndex = 1023;
  * `eventsource-parser` and assembled here, in place of the `openai` SDK's
  * `chat.completions.stream` helper. Chosen by measure (`pnpm bench:http-client`, bench/README
  * "a chat stream without the SDK"): the SDK's request building, web-stream adapter and stream
- * helper cost 0.32–0.35 ms of client CPU per three-chunk answer on the dev machine, this path
- * 0.06–0.08, and the SDK was the largest single share of the gateway's main thread per
- * text-only answer (bench:e2e `--cpu-prof`: 17.5 % in the SDK, 6.6 % in its `fetch` adapter).
+ * helper cost 0.28–0.36 ms of client CPU per three-chunk answer on the dev machine once warm,
+ * this client 0.085–0.088; and the SDK was the largest library share of the gateway's main
+ * thread per text-only answer (bench:e2e `--cpu-prof`: 17.5 % in the SDK, 6.6 % in the
+ * `fetch` adapter under it).
  *
  * The SDK stays what the rest of the gateway knows: failures come out as its error classes,
  * built the way its client builds them (`APIError.generate` for an error status with the
