@@ -85,14 +85,14 @@ export class ChatStreams {
         responseHeaders(response.headers),
       );
     }
-    const completion = new CompletionSnapshot(call.onContent);
+    const completion = new CompletionSnapshot(call.onContent, response.headers);
     let failure: Error | undefined;
     const parser = createParser({
       maxBufferSize: MaxEventChars,
       onEvent: (event) => {
         if (failure !== undefined) return;
         call.onEvent();
-        failure = completion.add(event, response.headers);
+        failure = completion.add(event);
       },
       onError: (error) => {
         // Unknown fields are skipped, as the SDK's reader does; only an endless event fails.
@@ -204,15 +204,18 @@ class CompletionSnapshot {
   #base: Record<string, unknown> | undefined;
   readonly #choices: ChoiceSnapshot[] = [];
   readonly #onContent: (piece: string) => void;
+  /** The answer's headers, for the error an error object inside the stream becomes. */
+  readonly #headers: Dispatcher.ResponseData["headers"];
   #done = false;
   #chars = 0;
 
-  constructor(onContent: (piece: string) => void) {
+  constructor(onContent: (piece: string) => void, headers: Dispatcher.ResponseData["headers"]) {
     this.#onContent = onContent;
+    this.#headers = headers;
   }
 
   /** Takes one event of the stream; answers the error that ends it, if it does. */
-  add(event: EventSourceMessage, headers: Dispatcher.ResponseData["headers"]): Error | undefined {
+  add(event: EventSourceMessage): Error | undefined {
     if (this.#done) return undefined;
     if (event.data.startsWith("[DONE]")) {
       this.#done = true;
@@ -231,7 +234,12 @@ class CompletionSnapshot {
     }
     const { error, choices, ...rest } = data as Record<string, unknown>;
     if (error)
-      return new (openaiSdk().APIError)(undefined, error, undefined, responseHeaders(headers));
+      return new (openaiSdk().APIError)(
+        undefined,
+        error,
+        undefined,
+        responseHeaders(this.#headers),
+      );
     if (this.#base === undefined) this.#base = rest;
     else if (rest.id) Object.assign(this.#base, rest);
     if (!Array.isArray(choices)) return undefined;

@@ -263,8 +263,8 @@ export class ApprovalBroker {
     const waiting = this.#waiting.get(id);
     if (waiting !== undefined) {
       waiting.resolve(record);
-      const messageId = record.messageId ?? waiting.messageId;
       if (options.viaPress) return result;
+      const messageId = record.messageId ?? waiting.messageId;
       if (messageId === undefined) waiting.unclosed = record;
       else await this.#close(waiting, messageId, record);
     }
