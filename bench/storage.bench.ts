@@ -21,6 +21,7 @@ import {
   PostgresJournal,
   SqliteJournal,
   SqliteStateStore,
+  type StateStore,
   stateDbPath,
 } from "@mediagate/gateway";
 // The synchronous engines are internal to the gateway; the bench reaches into its build.
@@ -126,6 +127,59 @@ async function cyclesCpu(bench: string, journal: Journal): Promise<void> {
 }
 
 /**
+ * One text-only turn's calls on the state database, as the `openai` agent makes them: the
+ * session id on arrival; the session's model and its conversation when the turn starts; the
+ * model call's usage and the two new messages when it ends.
+ */
+async function turn(store: StateStore, chatId: string, i: number): Promise<void> {
+  const sessionKey = `agent:bench:telegram:dm:${chatId}`;
+  const sessionId = await store.currentSessionId(sessionKey);
+  await Promise.all([store.sessionModel(sessionKey), store.loadConversation(sessionId)]);
+  await Promise.all([
+    store.recordUsage({
+      sessionKey,
+      sessionId,
+      model: "bench",
+      inputTokens: 120,
+      outputTokens: 12,
+      cachedTokens: 0,
+      cost: 0,
+    }),
+    store.appendHistory(sessionId, [
+      { role: "user", content: `a message of ordinary length ${i}` },
+      { role: "assistant", content: "a reply of ordinary length" },
+    ]),
+  ]);
+}
+
+/**
+ * Process CPU (all threads) per turn of 3,000 {@link turn}s, 16 chats at a time:
+ * `{"bench": "state_turns_cpu_worker", "chats": 16, "cpu_ms_per_msg": …, "n": …}`. Each chat
+ * keeps its history short (cleared every 20 turns), as compaction keeps a conversation's.
+ */
+async function turnsCpu(store: StateStore): Promise<void> {
+  const n = 3_000;
+  const chats = 16;
+  const run = async (i: number, chat: string): Promise<void> => {
+    await turn(store, chat, i);
+    if (i % 20 === 19)
+      await store.clearHistory(await store.currentSessionId(`agent:bench:telegram:dm:${chat}`));
+  };
+  await inChats(chats, 300, run);
+  const before = process.cpuUsage();
+  await inChats(chats, n, run);
+  const used = process.cpuUsage(before);
+  const cpuMs = (used.user + used.system) / 1000 / n;
+  const line = {
+    bench: "state_turns_cpu_worker",
+    chats,
+    cpu_ms_per_msg: Math.round(cpuMs * 1000) / 1000,
+    n,
+  };
+  process.stdout.write(`${JSON.stringify(line)}\n`);
+}
+
+/**
  * Records per second with `chats` chats recording at once (each chat's messages one after
  * another, as a channel hands them on): `{"bench": name, "chats": …, "per_s": …, "n": …}`.
  */
@@ -194,6 +248,9 @@ async function main(): Promise<void> {
       await time((i) => store.appendHistory(sessionId, [{ role: "user", content: `m${i}` }])),
     );
     await store.close();
+    const turns = await SqliteStateStore.open(stateDbPath(join(home, "turns")));
+    await turnsCpu(turns);
+    await turns.close();
 
     const state = StateDatabase.open(stateDbPath(join(home, "main")), { busyTimeoutMs: 5_000 });
     state.currentSessionId(key, Date.now());

@@ -9,6 +9,7 @@ import type { ChatCursor, InboundMessage, StepResult } from "../channels/types.j
 import { storableText } from "../postgres/stored-text.js";
 import { moveAsideCommand } from "../sqlite/damage.js";
 import { type GroupedCommits, groupedCommits } from "../sqlite/grouped-commits.js";
+import { StatementCache } from "../sqlite/statement-cache.js";
 import { StateSchemaError } from "../state/errors.js";
 import { migrate } from "../state/schema.js";
 import {
@@ -95,7 +96,7 @@ export class JournalDatabase {
   readonly #db: Database.Database;
   readonly #owner: InstanceId;
   /** Statements compiled once, by their SQL (each call used to compile its own). */
-  readonly #statements = new Map<string, Database.Statement>();
+  readonly #statements: StatementCache;
   /** A batch's calls share one commit; `close` runs alone (sqlite/grouped-commits.ts). */
   readonly grouped: GroupedCommits;
 
@@ -103,6 +104,7 @@ export class JournalDatabase {
     this.path = path;
     this.#db = db;
     this.#owner = owner;
+    this.#statements = new StatementCache((sql) => db.prepare(sql));
     this.grouped = groupedCommits(db, new Set(["close"]));
   }
 
@@ -137,12 +139,7 @@ export class JournalDatabase {
   #prepare<P extends unknown[] | object = unknown[], R = unknown>(
     sql: string,
   ): Database.Statement<P, R> {
-    let statement = this.#statements.get(sql);
-    if (statement === undefined) {
-      statement = this.#db.prepare(sql);
-      this.#statements.set(sql, statement);
-    }
-    return statement as unknown as Database.Statement<P, R>;
+    return this.#statements.get<P, R>(sql);
   }
 
   /**

@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3";
 import { storableParams } from "../postgres/stored-text.js";
+import { StatementCache } from "./statement-cache.js";
 
 /** The statement methods that take parameters. */
 const Binding = new Set<PropertyKey>(["run", "get", "all", "iterate", "bind"]);
@@ -7,18 +8,18 @@ const Binding = new Set<PropertyKey>(["run", "get", "all", "iterate", "bind"]);
 /**
  * `db` whose prepared statements write strings as the PostgreSQL store does: with each NUL
  * replaced ({@link storableParams}), so both stores hold the same text (docs/store.md).
- * Everything else is `db`'s own, called on `db` itself (better-sqlite3's methods refuse any
- * other `this`).
+ * Each SQL text is compiled once ({@link StatementCache}): a statement must not be switched to
+ * another mode (`pluck()`, `raw()`, …). Everything else is `db`'s own, called on `db` itself
+ * (better-sqlite3's methods refuse any other `this`).
  */
 export function storableStatements(db: Database.Database): Database.Database {
+  const statements = new StatementCache((sql) => storableStatement(db.prepare(sql)));
+  const prepare = (sql: string) => statements.get(sql);
   return new Proxy(db, {
     get(target, property) {
+      if (property === "prepare") return prepare;
       const value = Reflect.get(target, property, target) as unknown;
       if (typeof value !== "function") return value;
-      if (property === "prepare") {
-        return (...args: unknown[]) =>
-          storableStatement(Reflect.apply(value, target, args) as Database.Statement);
-      }
       return value.bind(target);
     },
   });
