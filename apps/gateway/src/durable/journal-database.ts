@@ -10,6 +10,7 @@ import { storableText } from "../postgres/stored-text.js";
 import { moveAsideCommand } from "../sqlite/damage.js";
 import { type GroupedCommits, groupedCommits } from "../sqlite/grouped-commits.js";
 import { StatementCache } from "../sqlite/statement-cache.js";
+import { type Transactions, transactionsOf } from "../sqlite/transactions.js";
 import { StateSchemaError } from "../state/errors.js";
 import { migrate } from "../state/schema.js";
 import {
@@ -99,12 +100,15 @@ export class JournalDatabase {
   readonly #statements: StatementCache;
   /** A batch's calls share one commit; `close` runs alone (sqlite/grouped-commits.ts). */
   readonly grouped: GroupedCommits;
+  /** Made once: a transaction made per call costs more than its commit (sqlite/transactions.ts). */
+  readonly #transactions: Transactions;
 
   private constructor(path: string, db: Database.Database, owner: InstanceId) {
     this.path = path;
     this.#db = db;
     this.#owner = owner;
     this.#statements = new StatementCache((sql) => db.prepare(sql));
+    this.#transactions = transactionsOf(db);
     this.grouped = groupedCommits(db, new Set(["close"]));
   }
 
@@ -149,39 +153,37 @@ export class JournalDatabase {
    */
   record(message: InboundMessage, nowMs: number): RecordResult {
     const ids = receiptIdsOf(message);
-    return this.#db
-      .transaction((): RecordResult => {
-        if (message.platform === "discord") this.#moveCursor(message, nowMs);
-        const receipts = this.#receipts(message.profile, message.platform, ids);
-        const known = receipts.find((receipt) => receipt !== undefined)?.entry_id;
-        if (known !== undefined) {
-          const unrecorded = ids.filter((_, i) => receipts[i] === undefined);
-          return unrecorded.length === 0
-            ? { id: known, fresh: false }
-            : { id: known, fresh: false, unrecorded };
-        }
-        const inserted = this.#prepare<
-          [string, string, string, string, string, number],
-          { id: number }
-        >(
-          `INSERT INTO entries (key, profile, platform, state, owner, message, received_at)
+    return this.#transactions.immediate((): RecordResult => {
+      if (message.platform === "discord") this.#moveCursor(message, nowMs);
+      const receipts = this.#receipts(message.profile, message.platform, ids);
+      const known = receipts.find((receipt) => receipt !== undefined)?.entry_id;
+      if (known !== undefined) {
+        const unrecorded = ids.filter((_, i) => receipts[i] === undefined);
+        return unrecorded.length === 0
+          ? { id: known, fresh: false }
+          : { id: known, fresh: false, unrecorded };
+      }
+      const inserted = this.#prepare<
+        [string, string, string, string, string, number],
+        { id: number }
+      >(
+        `INSERT INTO entries (key, profile, platform, state, owner, message, received_at)
              VALUES (?, ?, ?, 'received', ?, ?, ?) RETURNING id`,
-        ).get(
-          journalKey(message),
-          message.profile,
-          message.platform,
-          this.#owner,
-          JSON.stringify(message),
-          nowMs,
-        );
-        if (inserted === undefined) throw new Error("the entry was not inserted");
-        const receipt = this.#prepare("INSERT INTO receipts (key, entry_id) VALUES (?, ?)");
-        for (const id of ids) {
-          receipt.run(receiptKey(message.profile, message.platform, id), inserted.id);
-        }
-        return { id: inserted.id, fresh: true };
-      })
-      .immediate();
+      ).get(
+        journalKey(message),
+        message.profile,
+        message.platform,
+        this.#owner,
+        JSON.stringify(message),
+        nowMs,
+      );
+      if (inserted === undefined) throw new Error("the entry was not inserted");
+      const receipt = this.#prepare("INSERT INTO receipts (key, entry_id) VALUES (?, ?)");
+      for (const id of ids) {
+        receipt.run(receiptKey(message.profile, message.platform, id), inserted.id);
+      }
+      return { id: inserted.id, fresh: true };
+    });
   }
 
   /** Which of `receiptIds` (of `profile` on `platform`) are recorded, with any message. */
@@ -234,11 +236,9 @@ export class JournalDatabase {
     const update = this.#prepare(
       "UPDATE entries SET state = 'started', started_at = ? WHERE id = ? AND state = 'received'",
     );
-    this.#db
-      .transaction(() => {
-        for (const id of idList(ids)) update.run(nowMs, id);
-      })
-      .immediate();
+    this.#transactions.immediate(() => {
+      for (const id of idList(ids)) update.run(nowMs, id);
+    });
   }
 
   /**
@@ -249,11 +249,9 @@ export class JournalDatabase {
     const update = this.#prepare(
       "UPDATE entries SET state = 'done', outcome = ?, finished_at = ? WHERE id = ? AND state <> 'done'",
     );
-    this.#db
-      .transaction(() => {
-        for (const id of idList(ids)) update.run(outcome, nowMs, id);
-      })
-      .immediate();
+    this.#transactions.immediate(() => {
+      for (const id of idList(ids)) update.run(outcome, nowMs, id);
+    });
   }
 
   /**
@@ -343,37 +341,33 @@ export class JournalDatabase {
    * whoever starts next.
    */
   release(): number {
-    return this.#db
-      .transaction(() => {
-        const entries = this.#prepare(
-          "UPDATE entries SET owner = ? WHERE owner = ? AND (state <> 'done' OR status IS NOT NULL)",
-        ).run(ReleasedOwner, this.#owner).changes;
-        const replies = this.#prepare(
-          "UPDATE replies SET owner = ? WHERE owner = ? AND state = 'pending'",
-        ).run(ReleasedOwner, this.#owner).changes;
-        return entries + replies;
-      })
-      .immediate();
+    return this.#transactions.immediate(() => {
+      const entries = this.#prepare(
+        "UPDATE entries SET owner = ? WHERE owner = ? AND (state <> 'done' OR status IS NOT NULL)",
+      ).run(ReleasedOwner, this.#owner).changes;
+      const replies = this.#prepare(
+        "UPDATE replies SET owner = ? WHERE owner = ? AND state = 'pending'",
+      ).run(ReleasedOwner, this.#owner).changes;
+      return entries + replies;
+    });
   }
 
   takeOver(nowMs: number): JournalEntry[] {
-    return this.#db
-      .transaction(() => {
-        const owners = this.#prepare<[], { owner: string }>(
-          "SELECT DISTINCT owner FROM entries WHERE state <> 'done'",
-        )
-          .all()
-          .map((row) => row.owner);
-        const taken: EntryRow[] = [];
-        const take = this.#prepare<[string, string], EntryRow>(
-          `UPDATE entries SET owner = ? WHERE owner = ? AND state <> 'done'
+    return this.#transactions.immediate(() => {
+      const owners = this.#prepare<[], { owner: string }>(
+        "SELECT DISTINCT owner FROM entries WHERE state <> 'done'",
+      )
+        .all()
+        .map((row) => row.owner);
+      const taken: EntryRow[] = [];
+      const take = this.#prepare<[string, string], EntryRow>(
+        `UPDATE entries SET owner = ? WHERE owner = ? AND state <> 'done'
            RETURNING id, key, state, owner, message, received_at, started_at`,
-        );
-        for (const gone of this.#gone(owners)) taken.push(...take.all(this.#owner, gone));
-        taken.sort((a, b) => a.id - b.id);
-        return taken.flatMap((row) => this.#entryOf(row, nowMs));
-      })
-      .immediate();
+      );
+      for (const gone of this.#gone(owners)) taken.push(...take.all(this.#owner, gone));
+      taken.sort((a, b) => a.id - b.id);
+      return taken.flatMap((row) => this.#entryOf(row, nowMs));
+    });
   }
 
   /** A row whose message cannot be read is closed as `failed` instead of blocking every start. */
@@ -413,32 +407,30 @@ export class JournalDatabase {
     nowMs: number,
   ): OutboxRecord {
     const id = randomUUID();
-    this.#db
-      .transaction(() => {
-        this.#prepare(
-          `INSERT INTO replies (id, entry_id, profile, platform, session_key, slot, target, text,
+    this.#transactions.immediate(() => {
+      this.#prepare(
+        `INSERT INTO replies (id, entry_id, profile, platform, session_key, slot, target, text,
                                   state, owner, attempts, created_at, not_before, plain)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, 0, ?, 0, ?)`,
-        ).run(
-          id,
-          entryId ?? null,
-          reply.profile,
-          reply.platform,
-          reply.sessionKey,
-          reply.slot,
-          JSON.stringify(reply.target),
-          reply.text,
-          this.#owner,
-          nowMs,
-          reply.plain === true ? 1 : 0,
-        );
-        const close = this.#prepare(
-          "UPDATE entries SET state = 'done', outcome = ?, finished_at = ? WHERE id = ? AND state <> 'done'",
-        );
-        for (const id of entryId === undefined ? merged : [entryId, ...merged])
-          close.run(outcome, nowMs, id);
-      })
-      .immediate();
+      ).run(
+        id,
+        entryId ?? null,
+        reply.profile,
+        reply.platform,
+        reply.sessionKey,
+        reply.slot,
+        JSON.stringify(reply.target),
+        reply.text,
+        this.#owner,
+        nowMs,
+        reply.plain === true ? 1 : 0,
+      );
+      const close = this.#prepare(
+        "UPDATE entries SET state = 'done', outcome = ?, finished_at = ? WHERE id = ? AND state <> 'done'",
+      );
+      for (const id of entryId === undefined ? merged : [entryId, ...merged])
+        close.run(outcome, nowMs, id);
+    });
     return {
       ...reply,
       id,
@@ -454,16 +446,14 @@ export class JournalDatabase {
   }
 
   step(replyId: string, key: string, result: StepResult, nowMs: number): void {
-    this.#db
-      .transaction(() => {
-        this.#requireReply(replyId);
-        this.#prepare(
-          `INSERT INTO reply_steps (reply_id, key, result, recorded_at) VALUES (?, ?, ?, ?)
+    this.#transactions.immediate(() => {
+      this.#requireReply(replyId);
+      this.#prepare(
+        `INSERT INTO reply_steps (reply_id, key, result, recorded_at) VALUES (?, ?, ?, ?)
              ON CONFLICT (reply_id, key) DO UPDATE
                SET result = excluded.result, recorded_at = excluded.recorded_at`,
-        ).run(replyId, key, result, nowMs);
-      })
-      .immediate();
+      ).run(replyId, key, result, nowMs);
+    });
   }
 
   /** Records the reply's media plan (before its first send). */
@@ -516,21 +506,19 @@ export class JournalDatabase {
   }
 
   takeOverReplies(): OutboxRecord[] {
-    return this.#db
-      .transaction(() => {
-        const owners = this.#prepare<[], { owner: string }>(
-          "SELECT DISTINCT owner FROM replies WHERE state = 'pending'",
-        )
-          .all()
-          .map((row) => row.owner);
-        const take = this.#prepare<[string, string], ReplyRow & { seq: number }>(
-          "UPDATE replies SET owner = ? WHERE owner = ? AND state = 'pending' RETURNING *, rowid AS seq",
-        );
-        const taken = this.#gone(owners).flatMap((gone) => take.all(this.#owner, gone));
-        taken.sort((a, b) => a.created_at - b.created_at || a.seq - b.seq);
-        return taken.map((row) => this.#replyOf(row));
-      })
-      .immediate();
+    return this.#transactions.immediate(() => {
+      const owners = this.#prepare<[], { owner: string }>(
+        "SELECT DISTINCT owner FROM replies WHERE state = 'pending'",
+      )
+        .all()
+        .map((row) => row.owner);
+      const take = this.#prepare<[string, string], ReplyRow & { seq: number }>(
+        "UPDATE replies SET owner = ? WHERE owner = ? AND state = 'pending' RETURNING *, rowid AS seq",
+      );
+      const taken = this.#gone(owners).flatMap((gone) => take.all(this.#owner, gone));
+      taken.sort((a, b) => a.created_at - b.created_at || a.seq - b.seq);
+      return taken.map((row) => this.#replyOf(row));
+    });
   }
 
   #replyOf(row: ReplyRow): OutboxRecord {
@@ -567,25 +555,23 @@ export class JournalDatabase {
   }
 
   prune(olderThanMs: number): number {
-    return this.#db
-      .transaction(() => {
-        this.#prepare(
-          `DELETE FROM receipts WHERE entry_id IN
+    return this.#transactions.immediate(() => {
+      this.#prepare(
+        `DELETE FROM receipts WHERE entry_id IN
                (SELECT id FROM entries WHERE state = 'done' AND finished_at < ?)`,
-        ).run(olderThanMs);
-        const entries = this.#prepare(
-          "DELETE FROM entries WHERE state = 'done' AND finished_at < ?",
-        ).run(olderThanMs).changes;
-        this.#prepare(
-          `DELETE FROM reply_steps WHERE reply_id IN
+      ).run(olderThanMs);
+      const entries = this.#prepare(
+        "DELETE FROM entries WHERE state = 'done' AND finished_at < ?",
+      ).run(olderThanMs).changes;
+      this.#prepare(
+        `DELETE FROM reply_steps WHERE reply_id IN
                (SELECT id FROM replies WHERE state <> 'pending' AND closed_at < ?)`,
-        ).run(olderThanMs);
-        const replies = this.#prepare(
-          "DELETE FROM replies WHERE state <> 'pending' AND closed_at < ?",
-        ).run(olderThanMs).changes;
-        return entries + replies;
-      })
-      .immediate();
+      ).run(olderThanMs);
+      const replies = this.#prepare(
+        "DELETE FROM replies WHERE state <> 'pending' AND closed_at < ?",
+      ).run(olderThanMs).changes;
+      return entries + replies;
+    });
   }
 
   /** Closes the database (the last connection checkpoints the WAL). Safe to call twice. */

@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import { transactionsOf } from "./transactions.js";
 
 /**
  * What a database-worker program offers so that the calls of one batch share one commit
@@ -34,11 +35,12 @@ export interface GroupedCommits {
  * operation a program gains).
  */
 export function groupedCommits(db: Database.Database, alone: ReadonlySet<string>): GroupedCommits {
+  const transactions = transactionsOf(db);
   return {
     groupable: (operation) => !alone.has(operation),
-    inOneTransaction: (run) => db.transaction(run).immediate(),
+    inOneTransaction: (run) => transactions.immediate(run),
     // Inside an open transaction, better-sqlite3 makes a transaction function a savepoint.
-    atomically: (call) => db.transaction(call)(),
+    atomically: (call) => transactions.deferred(call),
     get inTransaction() {
       return db.inTransaction;
     },

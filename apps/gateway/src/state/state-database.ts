@@ -4,6 +4,7 @@ import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { type GroupedCommits, groupedCommits } from "../sqlite/grouped-commits.js";
 import { storableStatements } from "../sqlite/storable-statements.js";
+import { type Transactions, transactionsOf } from "../sqlite/transactions.js";
 import {
   type AddApprovalResult,
   type ApprovalRecord,
@@ -117,6 +118,8 @@ export class StateDatabase {
   readonly #sessionOf: Database.Statement<[string], SessionRow>;
   /** A batch's calls share one commit; `close` runs alone (sqlite/grouped-commits.ts). */
   readonly grouped: GroupedCommits;
+  /** Made once: a transaction made per call costs more than its commit (sqlite/transactions.ts). */
+  readonly #transactions: Transactions;
 
   private constructor(path: string, db: Database.Database) {
     this.path = path;
@@ -124,6 +127,7 @@ export class StateDatabase {
     this.#sessionOf = this.#db.prepare<[string], SessionRow>(
       "SELECT session_id FROM sessions WHERE session_key = ?",
     );
+    this.#transactions = transactionsOf(this.#db);
     this.grouped = groupedCommits(this.#db, new Set(["close"]));
   }
 
@@ -160,19 +164,17 @@ export class StateDatabase {
     return this.#run("session", () => {
       const known = this.#sessionOf.get(sessionKey);
       if (known !== undefined) return known.session_id;
-      return this.#db
-        .transaction(() => {
-          const row = this.#sessionOf.get(sessionKey);
-          if (row) return row.session_id;
-          const id = randomUUID();
-          this.#db
-            .prepare(
-              "INSERT INTO sessions (session_key, session_id, created_at, updated_at) VALUES (?, ?, ?, ?)",
-            )
-            .run(sessionKey, id, nowMs, nowMs);
-          return id;
-        })
-        .immediate();
+      return this.#transactions.immediate(() => {
+        const row = this.#sessionOf.get(sessionKey);
+        if (row) return row.session_id;
+        const id = randomUUID();
+        this.#db
+          .prepare(
+            "INSERT INTO sessions (session_key, session_id, created_at, updated_at) VALUES (?, ?, ?, ?)",
+          )
+          .run(sessionKey, id, nowMs, nowMs);
+        return id;
+      });
     });
   }
 
@@ -182,21 +184,19 @@ export class StateDatabase {
    */
   rotateSessionId(sessionKey: string, nowMs: number): string {
     return this.#run("rotate", () =>
-      this.#db
-        .transaction(() => {
-          const old = this.#sessionOf.get(sessionKey);
-          if (old) this.#deleteConversation(old.session_id);
-          const id = randomUUID();
-          this.#db
-            .prepare(
-              `INSERT INTO sessions (session_key, session_id, created_at, updated_at) VALUES (?, ?, ?, ?)
+      this.#transactions.immediate(() => {
+        const old = this.#sessionOf.get(sessionKey);
+        if (old) this.#deleteConversation(old.session_id);
+        const id = randomUUID();
+        this.#db
+          .prepare(
+            `INSERT INTO sessions (session_key, session_id, created_at, updated_at) VALUES (?, ?, ?, ?)
              ON CONFLICT (session_key) DO UPDATE SET session_id = excluded.session_id,
                                                       updated_at = excluded.updated_at`,
-            )
-            .run(sessionKey, id, nowMs, nowMs);
-          return id;
-        })
-        .immediate(),
+          )
+          .run(sessionKey, id, nowMs, nowMs);
+        return id;
+      }),
     );
   }
 
@@ -233,27 +233,25 @@ export class StateDatabase {
       const insert = this.#db.prepare(
         "INSERT INTO messages (session_id, role, body, created_at) VALUES (?, ?, ?, ?)",
       );
-      this.#db
-        .transaction(() => {
-          messages.forEach((message: unknown, index) => {
-            if (!isChatMessage(message)) {
-              throw new StateStoreError(
-                "append",
-                this.path,
-                `message ${index} is not a chat message`,
-              );
-            }
-            insert.run(sessionId, message.role, JSON.stringify(message), nowMs);
-          });
-        })
-        .immediate();
+      this.#transactions.immediate(() => {
+        messages.forEach((message: unknown, index) => {
+          if (!isChatMessage(message)) {
+            throw new StateStoreError(
+              "append",
+              this.path,
+              `message ${index} is not a chat message`,
+            );
+          }
+          insert.run(sessionId, message.role, JSON.stringify(message), nowMs);
+        });
+      });
     });
   }
 
   /** Deletes the history and summary of `sessionId` (the session key keeps its id). */
   clearHistory(sessionId: string): void {
     this.#run("clear", () => {
-      this.#db.transaction(() => this.#deleteConversation(sessionId)).immediate();
+      this.#transactions.immediate(() => this.#deleteConversation(sessionId));
     });
   }
 
@@ -268,7 +266,7 @@ export class StateDatabase {
    */
   loadConversation(sessionId: string): Conversation {
     return this.#run("load", () =>
-      this.#db.transaction((): Conversation => {
+      this.#transactions.deferred((): Conversation => {
         const summary = this.#summaryOf(sessionId);
         const rows = this.#db
           .prepare<[string, number], MessageRow>(
@@ -277,7 +275,7 @@ export class StateDatabase {
           .all(sessionId, summary?.throughId ?? 0);
         const messages = rows.map((row) => ({ id: row.id, message: this.#parse(row) }));
         return summary === undefined ? { messages } : { summary, messages };
-      })(),
+      }),
     );
   }
 
@@ -288,25 +286,23 @@ export class StateDatabase {
    */
   saveSummary(sessionId: string, write: SummaryWrite, nowMs: number): boolean {
     return this.#run("summary", () =>
-      this.#db
-        .transaction((): boolean => {
-          const current = this.#summaryOf(sessionId);
-          if (current?.throughId !== write.baseThroughId) return false;
-          if (write.throughId <= (current?.throughId ?? 0)) return false;
-          const known = this.#db
-            .prepare("SELECT 1 FROM messages WHERE id = ? AND session_id = ?")
-            .get(write.throughId, sessionId);
-          if (known === undefined) return false;
-          this.#db
-            .prepare(
-              `INSERT INTO summaries (session_id, content, through_id, created_at) VALUES (?, ?, ?, ?)
+      this.#transactions.immediate((): boolean => {
+        const current = this.#summaryOf(sessionId);
+        if (current?.throughId !== write.baseThroughId) return false;
+        if (write.throughId <= (current?.throughId ?? 0)) return false;
+        const known = this.#db
+          .prepare("SELECT 1 FROM messages WHERE id = ? AND session_id = ?")
+          .get(write.throughId, sessionId);
+        if (known === undefined) return false;
+        this.#db
+          .prepare(
+            `INSERT INTO summaries (session_id, content, through_id, created_at) VALUES (?, ?, ?, ?)
                ON CONFLICT (session_id) DO UPDATE SET content = excluded.content,
                  through_id = excluded.through_id, created_at = excluded.created_at`,
-            )
-            .run(sessionId, write.content, write.throughId, nowMs);
-          return true;
-        })
-        .immediate(),
+          )
+          .run(sessionId, write.content, write.throughId, nowMs);
+        return true;
+      }),
     );
   }
 
@@ -346,38 +342,36 @@ export class StateDatabase {
     limits: PairingLimits,
   ): PairingRequestResult {
     return this.#run("pairing request", () =>
-      this.#db
-        .transaction((): PairingRequestResult => {
-          this.#dropExpiredCodes(nowMs);
-          const pending = this.#db
-            .prepare<[string], CodeRow>("SELECT * FROM pairing_codes WHERE user = ?")
-            .get(requester.user);
-          if (pending !== undefined) {
-            return { status: "pending", code: pending.code, expiresAtMs: pending.expires_at };
-          }
-          const waiting = this.#db
-            .prepare<[], { n: number }>("SELECT count(*) AS n FROM pairing_codes")
-            .get()!.n;
-          if (waiting >= limits.maxPending) return { status: "full" };
-          const exists = this.#db.prepare("SELECT 1 FROM pairing_codes WHERE code = ?");
-          let code = generatePairingCode();
-          while (exists.get(code) !== undefined) code = generatePairingCode();
-          const expiresAtMs = nowMs + limits.codeTtlMs;
-          this.#db
-            .prepare(
-              "INSERT INTO pairing_codes (code, user, user_name, chat_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
-            )
-            .run(
-              code,
-              requester.user,
-              requester.userName ?? null,
-              requester.chatId,
-              nowMs,
-              expiresAtMs,
-            );
-          return { status: "issued", code, expiresAtMs };
-        })
-        .immediate(),
+      this.#transactions.immediate((): PairingRequestResult => {
+        this.#dropExpiredCodes(nowMs);
+        const pending = this.#db
+          .prepare<[string], CodeRow>("SELECT * FROM pairing_codes WHERE user = ?")
+          .get(requester.user);
+        if (pending !== undefined) {
+          return { status: "pending", code: pending.code, expiresAtMs: pending.expires_at };
+        }
+        const waiting = this.#db
+          .prepare<[], { n: number }>("SELECT count(*) AS n FROM pairing_codes")
+          .get()!.n;
+        if (waiting >= limits.maxPending) return { status: "full" };
+        const exists = this.#db.prepare("SELECT 1 FROM pairing_codes WHERE code = ?");
+        let code = generatePairingCode();
+        while (exists.get(code) !== undefined) code = generatePairingCode();
+        const expiresAtMs = nowMs + limits.codeTtlMs;
+        this.#db
+          .prepare(
+            "INSERT INTO pairing_codes (code, user, user_name, chat_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+          )
+          .run(
+            code,
+            requester.user,
+            requester.userName ?? null,
+            requester.chatId,
+            nowMs,
+            expiresAtMs,
+          );
+        return { status: "issued", code, expiresAtMs };
+      }),
     );
   }
 
@@ -394,44 +388,42 @@ export class StateDatabase {
     guard?: ApprovalGuard,
   ): PairingApproveResult {
     return this.#run("pairing approve", () =>
-      this.#db
-        .transaction((): PairingApproveResult => {
-          const state = this.#guard();
-          if (guard !== undefined && state.locked_until > nowMs) {
-            return { status: "locked", lockedUntilMs: state.locked_until };
+      this.#transactions.immediate((): PairingApproveResult => {
+        const state = this.#guard();
+        if (guard !== undefined && state.locked_until > nowMs) {
+          return { status: "locked", lockedUntilMs: state.locked_until };
+        }
+        this.#dropExpiredCodes(nowMs);
+        const row = this.#db
+          .prepare<[string], CodeRow>("SELECT * FROM pairing_codes WHERE code = ?")
+          .get(code);
+        if (row === undefined) {
+          if (guard === undefined) return { status: "unknown" };
+          const failed = state.failed_attempts + 1;
+          if (failed >= guard.maxFailed) {
+            const lockedUntilMs = nowMs + guard.lockMs;
+            this.#setGuard(0, lockedUntilMs);
+            return { status: "unknown", attemptsLeft: 0, lockedUntilMs };
           }
-          this.#dropExpiredCodes(nowMs);
-          const row = this.#db
-            .prepare<[string], CodeRow>("SELECT * FROM pairing_codes WHERE code = ?")
-            .get(code);
-          if (row === undefined) {
-            if (guard === undefined) return { status: "unknown" };
-            const failed = state.failed_attempts + 1;
-            if (failed >= guard.maxFailed) {
-              const lockedUntilMs = nowMs + guard.lockMs;
-              this.#setGuard(0, lockedUntilMs);
-              return { status: "unknown", attemptsLeft: 0, lockedUntilMs };
-            }
-            this.#setGuard(failed, 0);
-            return { status: "unknown", attemptsLeft: guard.maxFailed - failed };
-          }
-          this.#db.prepare("DELETE FROM pairing_codes WHERE code = ?").run(code);
-          this.#db
-            .prepare(
-              `INSERT INTO paired_users (user, user_name, chat_id, approved_at, approved_by) VALUES (?, ?, ?, ?, ?)
+          this.#setGuard(failed, 0);
+          return { status: "unknown", attemptsLeft: guard.maxFailed - failed };
+        }
+        this.#db.prepare("DELETE FROM pairing_codes WHERE code = ?").run(code);
+        this.#db
+          .prepare(
+            `INSERT INTO paired_users (user, user_name, chat_id, approved_at, approved_by) VALUES (?, ?, ?, ?, ?)
                ON CONFLICT (user) DO UPDATE SET user_name = excluded.user_name, chat_id = excluded.chat_id,
                  approved_at = excluded.approved_at, approved_by = excluded.approved_by`,
-            )
-            .run(row.user, row.user_name, row.chat_id, nowMs, approvedBy);
-          if (guard !== undefined) this.#setGuard(0, 0);
-          return {
-            status: "approved",
-            user: row.user,
-            ...(row.user_name === null ? {} : { userName: row.user_name }),
-            chatId: row.chat_id,
-          };
-        })
-        .immediate(),
+          )
+          .run(row.user, row.user_name, row.chat_id, nowMs, approvedBy);
+        if (guard !== undefined) this.#setGuard(0, 0);
+        return {
+          status: "approved",
+          user: row.user,
+          ...(row.user_name === null ? {} : { userName: row.user_name }),
+          chatId: row.chat_id,
+        };
+      }),
     );
   }
 
@@ -440,23 +432,21 @@ export class StateDatabase {
     target: { readonly user: string } | { readonly code: string },
   ): PairingRevokeResult {
     return this.#run("pairing revoke", () =>
-      this.#db
-        .transaction((): PairingRevokeResult => {
-          if ("code" in target) {
-            const pending = this.#db
-              .prepare("DELETE FROM pairing_codes WHERE code = ?")
-              .run(target.code).changes;
-            return { approved: 0, pending };
-          }
-          const approved = this.#db
-            .prepare("DELETE FROM paired_users WHERE user = ?")
-            .run(target.user).changes;
+      this.#transactions.immediate((): PairingRevokeResult => {
+        if ("code" in target) {
           const pending = this.#db
-            .prepare("DELETE FROM pairing_codes WHERE user = ?")
-            .run(target.user).changes;
-          return { approved, pending };
-        })
-        .immediate(),
+            .prepare("DELETE FROM pairing_codes WHERE code = ?")
+            .run(target.code).changes;
+          return { approved: 0, pending };
+        }
+        const approved = this.#db
+          .prepare("DELETE FROM paired_users WHERE user = ?")
+          .run(target.user).changes;
+        const pending = this.#db
+          .prepare("DELETE FROM pairing_codes WHERE user = ?")
+          .run(target.user).changes;
+        return { approved, pending };
+      }),
     );
   }
 
@@ -557,7 +547,7 @@ export class StateDatabase {
   /** docs/approvals.md: see approvals.ts for each. */
   addApproval(record: ApprovalRecord, maxPending: number, keepMs: number): AddApprovalResult {
     return this.#run("approval add", () =>
-      this.#db.transaction(() => addApproval(this.#db, record, maxPending, keepMs))(),
+      this.#transactions.deferred(() => addApproval(this.#db, record, maxPending, keepMs)),
     );
   }
 
@@ -600,7 +590,7 @@ export class StateDatabase {
   /** docs/schedules.md: see tasks-database.ts for each. */
   addTask(task: NewTask, caps: TaskCaps, nowMs: number): AddTaskResult {
     return this.#run("task add", () =>
-      this.#db.transaction(() => tasks.addTask(this.#db, task, caps, nowMs)).immediate(),
+      this.#transactions.immediate(() => tasks.addTask(this.#db, task, caps, nowMs)),
     );
   }
 
@@ -622,12 +612,12 @@ export class StateDatabase {
 
   advanceTask(advance: TaskAdvance, overlapsInARow: number): boolean {
     return this.#run("task advance", () =>
-      this.#db.transaction(() => tasks.advanceTask(this.#db, advance, overlapsInARow)).immediate(),
+      this.#transactions.immediate(() => tasks.advanceTask(this.#db, advance, overlapsInARow)),
     );
   }
 
   recordTaskRun(run: TaskRun): void {
-    this.#run("task run", () => this.#db.transaction(() => tasks.recordRun(this.#db, run))());
+    this.#run("task run", () => this.#transactions.deferred(() => tasks.recordRun(this.#db, run)));
   }
 
   recentTaskRuns(taskId: string, limit: number): TaskRun[] {
@@ -640,7 +630,7 @@ export class StateDatabase {
 
   deleteTask(id: string): boolean {
     return this.#run("task delete", () =>
-      this.#db.transaction(() => tasks.deleteTask(this.#db, id))(),
+      this.#transactions.deferred(() => tasks.deleteTask(this.#db, id)),
     );
   }
 
@@ -654,7 +644,7 @@ export class StateDatabase {
 
   syncOperatorTasks(list: readonly NewTask[], nowMs: number): void {
     this.#run("task sync", () =>
-      this.#db.transaction(() => tasks.syncOperatorTasks(this.#db, list, nowMs)).immediate(),
+      this.#transactions.immediate(() => tasks.syncOperatorTasks(this.#db, list, nowMs)),
     );
   }
 
