@@ -127,9 +127,10 @@ async function cyclesCpu(bench: string, journal: Journal): Promise<void> {
 }
 
 /**
- * One text-only turn's calls on the state database, as the `openai` agent makes them: the
+ * One text-only turn's calls on the state database, the ones the `openai` agent makes: the
  * session id on arrival; the session's model and its conversation when the turn starts; the
- * model call's usage and the two new messages when it ends.
+ * model call's usage and the two new messages when it ends. The agent awaits each in turn;
+ * here the two of each phase are made together.
  */
 async function turn(store: StateStore, chatId: string, i: number): Promise<void> {
   const sessionKey = `agent:bench:telegram:dm:${chatId}`;

@@ -8,11 +8,12 @@ export const StatementCacheSize = 128;
  * costs the database thread SQLite's parse and plan and a new native statement object, which
  * stays allocated until the thread's heap is next collected. Measured on the state database,
  * one text-only turn's calls (bench/storage.bench.ts, `state_turns_cpu_worker`, 16 chats):
- * see bench/README.md "Storage"; a bare `get` costs about 8 µs with a statement compiled for
- * it and 1.5 µs with one kept.
+ * about a fifth less CPU per turn (bench/README.md, "Issue 31, target 3: the database threads'
+ * own work"); a bare `get` costs about 8 µs with a statement compiled for it and 1.5 µs with
+ * one kept.
  *
- * Bounded: SQL built at run time (a list of columns, a period's bounds) could otherwise grow
- * it without end. A statement taken from it must not be switched to another mode (`pluck()`,
+ * Bounded: SQL built at run time (the usage periods' columns, a task count's condition) could
+ * otherwise grow it without end. A statement taken from it must not be switched to another mode (`pluck()`,
  * `raw()`, `expand()`, `bind()`): the next caller of the same SQL would get that mode.
  */
 export class StatementCache {
