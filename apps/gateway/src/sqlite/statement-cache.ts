@@ -13,7 +13,9 @@ export const StatementCacheSize = 128;
  * one kept.
  *
  * Bounded: SQL built at run time (the usage periods' columns, a task count's condition) could
- * otherwise grow it without end. A statement taken from it must not be switched to another mode (`pluck()`,
+ * otherwise grow it without end. A `Map` in use order rather than `lru-cache` (which the web
+ * package uses): the database threads load only better-sqlite3 and the packages' small
+ * subpaths (worker-imports.test.ts), and this is all of the cache they need. A statement taken from it must not be switched to another mode (`pluck()`,
  * `raw()`, `expand()`, `bind()`): the next caller of the same SQL would get that mode.
  */
 export class StatementCache {
