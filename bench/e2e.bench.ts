@@ -11,6 +11,9 @@
  *   --users LIST          concurrent users of the throughput phase (10,50,100,300)
  *   --windows N           throughput windows per setting, the median is the figure (3)
  *   --window-ms N         length of one window (1500)
+ *   --warm-windows N      windows of the same closed loop run, not measured, before each
+ *                         throughput figure's windows, so that V8 has compiled the path (3;
+ *                         0 warms up with one message per user alone)
  *   --concurrency LIST    the gateway's `concurrency` settings to measure throughput with
  *                         (default: the gateway's own default; `4,16,64` sweeps)
  *   --max-open-shells N   the sandbox's `maxOpenShells` (default: not set, so the sandbox
@@ -116,6 +119,7 @@ const { flag, count, list, on } = benchFlags(
     "users",
     "windows",
     "window-ms",
+    "warm-windows",
     "concurrency",
     "max-open-shells",
     "upload-mib",
@@ -137,6 +141,7 @@ const options = {
   users: list("users", [10, 50, 100, 300]),
   windows: count("windows", 3),
   windowMs: count("window-ms", 1500, 100),
+  warmWindows: count("warm-windows", 3, 0),
   concurrency: flag("concurrency") === undefined ? [undefined] : list("concurrency", []),
   uploadMib: count("upload-mib", 45),
   uploads: count("uploads", 3, 0),
@@ -883,7 +888,7 @@ async function main(): Promise<void> {
       note(`text-only throughput, ${users} users`);
       const ids = textUsers.slice(0, users);
       await floorThroughput(users);
-      await closedLoop(textFake, ids, "hi", TextAnswer, 0, 0);
+      await closedLoop(textFake, ids, "hi", TextAnswer, options.warmWindows, options.windowMs);
       const botCalls = new Map<string, number>();
       const stopCounting = textFake.onCall((call) => {
         botCalls.set(call.method, (botCalls.get(call.method) ?? 0) + 1);
@@ -943,6 +948,7 @@ async function main(): Promise<void> {
       for (let at = 0; at < ids.length; at += WarmUpBatch) {
         await closedLoop(fake, ids.slice(at, at + WarmUpBatch), "echo hi", "hi", 0, 0);
       }
+      await closedLoop(fake, ids, "echo hi", "hi", options.warmWindows, options.windowMs);
       const cpuBefore = await cpuShares(gateway.pid, container);
       takeNotices();
       const { rates, answered } = await closedLoop(
@@ -1016,6 +1022,7 @@ async function main(): Promise<void> {
         for (let at = 0; at < ids.length; at += WarmUpBatch) {
           await closedLoop(fake, ids.slice(at, at + WarmUpBatch), "echo hi", "hi", 0, 0);
         }
+        await closedLoop(fake, ids, "echo hi", "hi", options.warmWindows, options.windowMs);
         const cpuBefore = await cpuShares(gateway.pid, container);
         const { rates, answered } = await closedLoop(
           fake,
