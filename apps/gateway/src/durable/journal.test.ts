@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdirSync, readFileSync, statSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { currentInstanceId, instanceLiveness } from "@mediagate/sandbox";
@@ -569,6 +569,18 @@ describe.each(journalBackends())("the journal on $name", (backend) => {
 });
 
 describe("SqliteJournal", () => {
+  it("runs the database in a thread named mg-journal, where /proc shows names", async () => {
+    const named = () =>
+      readdirSync("/proc/self/task").filter(
+        (tid) => readFileSync(`/proc/self/task/${tid}/comm`, "utf8").trim() === "mg-journal",
+      ).length;
+    const before = named();
+    const journal = await openJournal();
+    expect(named()).toBe(before + 1);
+    await journal.close();
+    expect(named()).toBe(before);
+  });
+
   it("creates journal.db owner-only in a 0700 directory, WAL mode", async () => {
     const journal = await openJournal();
     await journal.record(telegramMessage("1"));

@@ -116,6 +116,7 @@ export class SqliteJournal implements Journal {
       program: programUrl("./journal-database.js", import.meta.url),
       path,
       settings: { busyTimeoutMs: settings.busyTimeoutMs, owner },
+      threadName: "mg-journal",
       revive: (failure) => revive(path, failure),
       closeTimeoutMs: settings.closeTimeoutMs,
       busyTimeoutMs: settings.busyTimeoutMs,

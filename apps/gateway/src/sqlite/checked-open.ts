@@ -56,6 +56,7 @@ export async function openChecked<P extends object, E extends Error>(
       program: options.program,
       path,
       settings: options.settings,
+      threadName: options.threadName,
       ...(options.closeTimeoutMs === undefined ? {} : { closeTimeoutMs: options.closeTimeoutMs }),
       revive: (failure: CallFailure) => {
         const error = revive(failure);

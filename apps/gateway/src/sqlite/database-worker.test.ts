@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import type { TestProgram } from "../../test/fixtures/worker-program.js";
 import { type CallFailure, DatabaseWorker, programUrl } from "./database-worker.js";
@@ -16,11 +17,13 @@ const started: DatabaseWorker<TestProgram>[] = [];
 async function start(
   settings: { fail?: boolean } = {},
   closeTimeoutMs?: number,
+  threadName?: string,
 ): Promise<DatabaseWorker<TestProgram>> {
   const worker = await DatabaseWorker.start<TestProgram>({
     program: programUrl("../../test/fixtures/worker-program.js", import.meta.url),
     path: "/nowhere/test.db",
     settings,
+    threadName,
     revive: (failure) => new Revived(failure),
     ...(closeTimeoutMs === undefined ? {} : { closeTimeoutMs }),
   });
@@ -32,7 +35,21 @@ afterEach(async () => {
   for (const worker of started.splice(0)) await worker.close().catch(() => {});
 });
 
+/** The names of this process's threads (Linux: `/proc/self/task/<tid>/comm`). */
+function threadNames(): string[] {
+  return readdirSync("/proc/self/task").map((tid) =>
+    readFileSync(`/proc/self/task/${tid}/comm`, "utf8").trim(),
+  );
+}
+
 describe("DatabaseWorker", () => {
+  it("names its own thread threadName, cut to Linux's 15 characters", async () => {
+    const own = readFileSync("/proc/thread-self/comm", "utf8");
+    await start({}, undefined, "mg-test-thread-0123");
+    expect(threadNames().filter((name) => name === "mg-test-thread-")).toHaveLength(1);
+    expect(readFileSync("/proc/thread-self/comm", "utf8")).toBe(own);
+  });
+
   it("answers calls in the order they were made, values cloned across the thread", async () => {
     const worker = await start();
     const answers = await Promise.all([

@@ -35,6 +35,12 @@ export interface DatabaseWorkerOptions {
   readonly path: string;
   /** Structured-cloneable settings handed to `openInWorker`. */
   readonly settings: unknown;
+  /**
+   * What the thread calls itself on Linux (`/proc/thread-self/comm`, at most 15 characters):
+   * the name `top -H`, `ps -L` and `bench:e2e` show for it, where Node names every thread
+   * `node`. Elsewhere, or without /proc, it keeps the name it has.
+   */
+  readonly threadName?: string | undefined;
   /** Builds the error a failed call rejects with (the caller's own error classes). */
   readonly revive: (failure: CallFailure) => Error;
   /**
@@ -131,6 +137,7 @@ export class DatabaseWorker<P extends object> {
       program: options.program.href,
       path: options.path,
       settings: options.settings,
+      threadName: options.threadName,
     });
     try {
       await new Promise<void>((resolve, reject) => {

@@ -74,6 +74,7 @@ export async function checkIntegrity(
       program: programUrl("./integrity-database.js", import.meta.url),
       path,
       settings: { busyTimeoutMs: settings.busyTimeoutMs, maxProblems: settings.maxProblems },
+      threadName: "mg-check",
       revive: ({ error }) => Object.assign(fromWire(error), { code: wireCode(error) }),
     });
     if (signal?.aborted) return Stopped;

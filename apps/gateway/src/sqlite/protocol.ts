@@ -11,6 +11,8 @@ export interface WorkerStart {
   readonly program: string;
   readonly path: string;
   readonly settings: unknown;
+  /** The thread's name, see `DatabaseWorkerOptions.threadName`. */
+  readonly threadName?: string | undefined;
 }
 
 /** Main → thread, in a batch (an array, run in its order): run one operation of the program. */

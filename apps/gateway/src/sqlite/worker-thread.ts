@@ -6,6 +6,7 @@
  * synchronous better-sqlite3 work, so each stays atomic; a call that waits on the disk holds
  * up only the calls behind it on this database.
  */
+import { writeFileSync } from "node:fs";
 import { type MessagePort, parentPort, workerData } from "node:worker_threads";
 import type { GroupedCommits } from "./grouped-commits.js";
 import {
@@ -36,6 +37,20 @@ async function openProgram(start: WorkerStart): Promise<Program> {
     throw new TypeError(`${start.program}: openInWorker returned no program`);
   }
   return program as Program;
+}
+
+/**
+ * Names this thread for the people and tools reading the process (`top -H`, `ps -L`,
+ * `bench:e2e`'s thread split), on Linux. Nothing depends on it: where there is no
+ * `/proc/thread-self` the thread keeps its name, and that is all.
+ */
+function nameThisThread(name: string | undefined): void {
+  if (name === undefined) return;
+  try {
+    writeFileSync("/proc/thread-self/comm", name.slice(0, 15));
+  } catch {
+    // Not Linux, or no /proc: the name is only ever read by people.
+  }
 }
 
 /** Only the program's own methods may be called, never `constructor` or `Object` methods. */
@@ -155,6 +170,7 @@ async function main(): Promise<void> {
   if (port === null) throw new Error("worker-thread.ts runs only as a worker thread");
   const post = (reply: WorkerReply) => port.postMessage(reply);
   if (!isWorkerStart(workerData)) throw new TypeError("database worker started without its data");
+  nameThisThread(workerData.threadName);
   let program: Program;
   try {
     program = await openProgram(workerData);

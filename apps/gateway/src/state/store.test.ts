@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -353,6 +353,18 @@ describe("SqliteStateStore files", () => {
   afterEach(async () => {
     for (const store of open.splice(0)) await store.close();
     rmSync(home, { recursive: true, force: true });
+  });
+
+  it("runs the database in a thread named mg-state, where /proc shows names", async () => {
+    const names = () =>
+      readdirSync("/proc/self/task").map((tid) =>
+        readFileSync(`/proc/self/task/${tid}/comm`, "utf8").trim(),
+      );
+    const before = names().filter((name) => name === "mg-state").length;
+    const store = await openStore();
+    expect(names().filter((name) => name === "mg-state")).toHaveLength(before + 1);
+    await store.close();
+    expect(names().filter((name) => name === "mg-state")).toHaveLength(before);
   });
 
   it("creates the file and its parent directories in WAL mode, owner-only", async () => {

@@ -121,6 +121,7 @@ export class SqliteStateStore implements StateStore {
       program: programUrl("./state-database.js", import.meta.url),
       path,
       settings: { busyTimeoutMs: settings.busyTimeoutMs },
+      threadName: "mg-state",
       revive: (failure) => revive(path, failure),
       closeTimeoutMs: settings.closeTimeoutMs,
       busyTimeoutMs: settings.busyTimeoutMs,
