@@ -89,6 +89,7 @@ import {
   mainThreadCpuMsOf,
   memoryOf,
   processesCpuMs,
+  threadCpuMsByName,
 } from "./proc.js";
 
 const FloorBot = fileURLToPath(new URL("./e2e-floor-bot.mjs", import.meta.url));
@@ -225,6 +226,10 @@ interface CpuShares {
   readonly gateway: number;
   /** The gateway's main thread, part of `gateway`. */
   readonly gatewayMainThread: number;
+  /** Its journal's database thread (`mg-journal`), part of `gateway`. */
+  readonly gatewayJournalThread: number;
+  /** Its state databases' threads (`mg-state`, one per profile), part of `gateway`. */
+  readonly gatewayStateThreads: number;
   readonly engine: number;
   readonly container: number | undefined;
   readonly bench: number;
@@ -233,10 +238,13 @@ interface CpuShares {
 /** CPU used so far (ms): the machine's, the gateway's, the engine's, the container's, ours. */
 async function cpuShares(gatewayPid: number, container: string): Promise<CpuShares> {
   const { user, system } = process.cpuUsage();
+  const threads = await threadCpuMsByName(gatewayPid);
   return {
     machine: await machineBusyMs(),
     gateway: await cpuMsOf(gatewayPid),
     gatewayMainThread: await mainThreadCpuMsOf(gatewayPid),
+    gatewayJournalThread: threads.get("mg-journal") ?? 0,
+    gatewayStateThreads: threads.get("mg-state") ?? 0,
     engine: await processesCpuMs(EngineProcesses),
     container: await containerCpuMs(container),
     bench: (user + system) / 1000,
@@ -247,14 +255,25 @@ async function cpuShares(gatewayPid: number, container: string): Promise<CpuShar
  * CPU per answered message between two {@link cpuShares}: the machine's, and its parts (the
  * gateway; the engine's processes; the sandbox container, its shells and their commands; this
  * process, the fake and the users; `other`: the rest, the kernel's work for them included),
- * and the gateway's main thread apart (`gateway_main_thread`, part of `gateway`).
+ * and the gateway's threads apart, parts of `gateway`: its main thread, its journal's
+ * database thread, its state databases' threads, and `gateway_other_threads`, the rest (V8's
+ * helpers, the compiler's and the collector's; libuv's pool).
  */
 function perMessage(
   before: CpuShares,
   after: CpuShares,
   answered: number,
 ): Record<
-  Exclude<keyof CpuShares, "gatewayMainThread"> | "gateway_main_thread" | "other",
+  | "machine"
+  | "gateway"
+  | "gateway_main_thread"
+  | "gateway_journal_thread"
+  | "gateway_state_threads"
+  | "gateway_other_threads"
+  | "engine"
+  | "container"
+  | "bench"
+  | "other",
   number | undefined
 > {
   const used = (key: keyof CpuShares): number | undefined => {
@@ -270,10 +289,20 @@ function perMessage(
   };
   const other = machine - Object.values(parts).reduce<number>((sum, ms) => sum + (ms ?? 0), 0);
   const each = (ms: number | undefined) => (ms === undefined ? undefined : round3(ms / answered));
+  const threads = {
+    main: used("gatewayMainThread") ?? 0,
+    journal: used("gatewayJournalThread") ?? 0,
+    state: used("gatewayStateThreads") ?? 0,
+  };
   return {
     machine: each(machine),
     gateway: each(parts.gateway),
-    gateway_main_thread: each(used("gatewayMainThread")),
+    gateway_main_thread: each(threads.main),
+    gateway_journal_thread: each(threads.journal),
+    gateway_state_threads: each(threads.state),
+    gateway_other_threads: each(
+      (parts.gateway ?? 0) - threads.main - threads.journal - threads.state,
+    ),
     engine: each(parts.engine),
     container: each(parts.container),
     bench: each(parts.bench),

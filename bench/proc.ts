@@ -14,6 +14,23 @@ export function mainThreadCpuMsOf(pid: number): Promise<number> {
   return cpuMsIn(`/proc/${pid}/task/${pid}/stat`);
 }
 
+/**
+ * CPU time (ms) of each thread of a process by its name (`/proc/<pid>/task/<tid>/comm`), the
+ * threads of one name added up; a thread that has exited is no longer counted. The gateway
+ * names its database threads (`mg-journal`, `mg-state`, `mg-check`); Node calls all its own
+ * threads `node` (the main one, V8's helpers, libuv's pool).
+ */
+export async function threadCpuMsByName(pid: number): Promise<Map<string, number>> {
+  const byName = new Map<string, number>();
+  for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [])) {
+    const name = await readFile(`/proc/${pid}/task/${tid}/comm`, "utf8").catch(() => undefined);
+    const ms = await cpuMsIn(`/proc/${pid}/task/${tid}/stat`).catch(() => undefined);
+    if (name === undefined || ms === undefined) continue;
+    byName.set(name.trim(), (byName.get(name.trim()) ?? 0) + ms);
+  }
+  return byName;
+}
+
 async function cpuMsIn(statFile: string): Promise<number> {
   const stat = await readFile(statFile, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
