@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdirSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { mkdirSync, readFileSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { currentInstanceId, instanceLiveness } from "@mediagate/sandbox";
@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { tempDirForTest } from "../../../../test-support/temp-dir.js";
 import { telegramMessage } from "../../test/fixtures/inbound-message.js";
 import { journalBackends } from "../../test/fixtures/journal-backends.js";
+import { threadsNamed } from "../../test/fixtures/thread-names.js";
 import type { InboundMessage } from "../channels/types.js";
 import { migrate } from "../state/schema.js";
 import { StorageError } from "./errors.js";
@@ -570,15 +571,11 @@ describe.each(journalBackends())("the journal on $name", (backend) => {
 
 describe("SqliteJournal", () => {
   it("runs the database in a thread named mg-journal, where /proc shows names", async () => {
-    const named = () =>
-      readdirSync("/proc/self/task").filter(
-        (tid) => readFileSync(`/proc/self/task/${tid}/comm`, "utf8").trim() === "mg-journal",
-      ).length;
-    const before = named();
+    const before = threadsNamed("mg-journal");
     const journal = await openJournal();
-    expect(named()).toBe(before + 1);
+    expect(threadsNamed("mg-journal")).toBe(before + 1);
     await journal.close();
-    expect(named()).toBe(before);
+    expect(threadsNamed("mg-journal")).toBe(before);
   });
 
   it("creates journal.db owner-only in a 0700 directory, WAL mode", async () => {

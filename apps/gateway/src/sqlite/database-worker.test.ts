@@ -1,5 +1,6 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
+import { threadsNamed } from "../../test/fixtures/thread-names.js";
 import type { TestProgram } from "../../test/fixtures/worker-program.js";
 import { type CallFailure, DatabaseWorker, programUrl } from "./database-worker.js";
 
@@ -35,18 +36,11 @@ afterEach(async () => {
   for (const worker of started.splice(0)) await worker.close().catch(() => {});
 });
 
-/** The names of this process's threads (Linux: `/proc/self/task/<tid>/comm`). */
-function threadNames(): string[] {
-  return readdirSync("/proc/self/task").map((tid) =>
-    readFileSync(`/proc/self/task/${tid}/comm`, "utf8").trim(),
-  );
-}
-
 describe("DatabaseWorker", () => {
   it("names its own thread threadName, cut to Linux's 15 characters", async () => {
     const own = readFileSync("/proc/thread-self/comm", "utf8");
     await start({}, undefined, "mg-test-thread-0123");
-    expect(threadNames().filter((name) => name === "mg-test-thread-")).toHaveLength(1);
+    expect(threadsNamed("mg-test-thread-")).toBe(1);
     expect(readFileSync("/proc/thread-self/comm", "utf8")).toBe(own);
   });
 

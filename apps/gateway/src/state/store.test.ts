@@ -1,9 +1,10 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { StateBackends, useStateBackend } from "../../test/fixtures/state-backends.js";
+import { threadsNamed } from "../../test/fixtures/thread-names.js";
 import { StateSchemaError, StateStoreError } from "./errors.js";
 import { MIGRATIONS } from "./schema.js";
 import type { StateStore } from "./state-store.js";
@@ -356,15 +357,11 @@ describe("SqliteStateStore files", () => {
   });
 
   it("runs the database in a thread named mg-state, where /proc shows names", async () => {
-    const names = () =>
-      readdirSync("/proc/self/task").map((tid) =>
-        readFileSync(`/proc/self/task/${tid}/comm`, "utf8").trim(),
-      );
-    const before = names().filter((name) => name === "mg-state").length;
+    const before = threadsNamed("mg-state");
     const store = await openStore();
-    expect(names().filter((name) => name === "mg-state")).toHaveLength(before + 1);
+    expect(threadsNamed("mg-state")).toBe(before + 1);
     await store.close();
-    expect(names().filter((name) => name === "mg-state")).toHaveLength(before);
+    expect(threadsNamed("mg-state")).toBe(before);
   });
 
   it("creates the file and its parent directories in WAL mode, owner-only", async () => {
