@@ -181,6 +181,68 @@ async function turnsCpu(store: StateStore): Promise<void> {
 }
 
 /**
+ * Process CPU per turn of a conversation `messages` long (16 chats at once, 20 turns each; a
+ * turn reads the conversation and appends its two messages, as the `openai` agent's does),
+ * with the store's conversation cache (state/conversation-cache.ts) on and off, in one run:
+ * `{"bench": "state_conversation_turns_cpu_worker", "messages": …, "cache": "on" | "off",
+ * "cpu_ms_per_turn": …, "n": 320}`. Off reads every conversation whole, as before the cache.
+ */
+async function conversationTurnsCpu(home: string, messages: number): Promise<void> {
+  const chats = 16;
+  const turns = 20;
+  for (const cache of ["off", "on"] as const) {
+    const store = await SqliteStateStore.open(
+      stateDbPath(join(home, `conversations-${messages}-${cache}`)),
+      cache === "off" ? { conversationCacheChars: 0 } : {},
+    );
+    const sessions = await Promise.all(
+      Array.from({ length: chats }, (_, chat) => store.currentSessionId(`bench:${chat}`)),
+    );
+    for (const sessionId of sessions) {
+      for (let done = 0; done < messages; done += 200) {
+        await store.appendHistory(
+          sessionId,
+          Array.from({ length: Math.min(200, messages - done) }, (_, i) =>
+            i % 2 === 0
+              ? { role: "user" as const, content: `a message of ordinary length ${done + i}` }
+              : {
+                  role: "assistant" as const,
+                  content: "a reply of ordinary length, a little longer",
+                },
+          ),
+        );
+      }
+    }
+    const turn = async (sessionId: string, i: number) => {
+      await store.loadConversation(sessionId);
+      await store.appendHistory(sessionId, [
+        { role: "user", content: `a message of ordinary length ${i}` },
+        { role: "assistant", content: "a reply of ordinary length, a little longer" },
+      ]);
+    };
+    // The first turn of each reads it whole, as a gateway's first turn after it starts.
+    await Promise.all(sessions.map((sessionId) => turn(sessionId, -1)));
+    const before = process.cpuUsage();
+    await Promise.all(
+      sessions.map(async (sessionId) => {
+        for (let i = 0; i < turns; i++) await turn(sessionId, i);
+      }),
+    );
+    const used = process.cpuUsage(before);
+    const n = chats * turns;
+    const line = {
+      bench: "state_conversation_turns_cpu_worker",
+      messages,
+      cache,
+      cpu_ms_per_turn: Math.round(((used.user + used.system) / 1000 / n) * 1000) / 1000,
+      n,
+    };
+    process.stdout.write(`${JSON.stringify(line)}\n`);
+    await store.close();
+  }
+}
+
+/**
  * Records per second with `chats` chats recording at once (each chat's messages one after
  * another, as a channel hands them on): `{"bench": name, "chats": …, "per_s": …, "n": …}`.
  */
@@ -252,6 +314,7 @@ async function main(): Promise<void> {
     const turns = await SqliteStateStore.open(stateDbPath(join(home, "turns")));
     await turnsCpu(turns);
     await turns.close();
+    for (const messages of [20, 200, 2_000]) await conversationTurnsCpu(home, messages);
 
     const state = StateDatabase.open(stateDbPath(join(home, "main")), { busyTimeoutMs: 5_000 });
     state.currentSessionId(key, Date.now());

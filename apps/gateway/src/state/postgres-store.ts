@@ -10,7 +10,15 @@ import type {
   ApprovalStatus,
   DecideResult,
 } from "./approvals.js";
-import type { Conversation, SummaryWrite } from "./conversation.js";
+import {
+  type Conversation,
+  type ConversationRead,
+  type KnownConversation,
+  type StoredMessage,
+  type SummaryWrite,
+  stillHolds,
+} from "./conversation.js";
+import { type ConversationScope, conversationScope } from "./conversation-cache.js";
 import { StateStoreError } from "./errors.js";
 import type {
   ApprovalGuard,
@@ -43,6 +51,11 @@ import type {
 export interface PostgresStateStoreOptions {
   /** Clock for the `created_at`/`updated_at` columns. Default `Date.now`. */
   readonly now?: () => number;
+  /**
+   * A conversation cache of this store's own, of this many characters of stored text; 0 reads
+   * each conversation whole every time. Default: the process's (state/conversation-cache.ts).
+   */
+  readonly conversationCacheChars?: number | undefined;
 }
 
 interface MessageRow {
@@ -68,15 +81,21 @@ export class PostgresStateStore implements StateStore {
   readonly damage = undefined;
   readonly #database: PostgresDatabase;
   readonly #now: () => number;
+  readonly #conversations: ConversationScope;
   readonly #inFlight = new Set<Promise<unknown>>();
   #closed = false;
   #rotations = 0;
   #tasks: TaskStore | undefined;
 
-  private constructor(database: PostgresDatabase, profile: string, now: () => number) {
+  private constructor(
+    database: PostgresDatabase,
+    profile: string,
+    settings: { now: () => number; conversationCacheChars: number | undefined },
+  ) {
     this.#database = database;
     this.profile = profile;
-    this.#now = now;
+    this.#now = settings.now;
+    this.#conversations = conversationScope(settings.conversationCacheChars);
     this.where = `${database.where} (profile ${profile})`;
   }
 
@@ -100,7 +119,10 @@ export class PostgresStateStore implements StateStore {
     profile: string,
     options: PostgresStateStoreOptions = {},
   ): PostgresStateStore {
-    return new PostgresStateStore(database, profile, options.now ?? Date.now);
+    return new PostgresStateStore(database, profile, {
+      now: options.now ?? Date.now,
+      conversationCacheChars: options.conversationCacheChars,
+    });
   }
 
   /** The session id bound to `sessionKey`; a new random one is created and stored if absent. */
@@ -244,34 +266,99 @@ export class PostgresStateStore implements StateStore {
     });
   }
 
-  /** The summary and the messages after it, read by one statement (one snapshot). */
+  /**
+   * The summary and the messages after it, each answer read by one statement (one snapshot).
+   * Reads only the messages added since this store last loaded it, when nothing else changed
+   * (state/conversation-cache.ts).
+   */
   loadConversation(sessionId: string): Promise<Conversation> {
-    return this.#run("loadConversation", async (db) => {
-      const rows = await db.query<{
-        content: string | null;
-        through_id: string | null;
-        id: string | null;
-        body: string | null;
-      }>(
-        `SELECT s.content, s.through_id, m.id, m.body
-         FROM (SELECT 1) one
-         LEFT JOIN state_summaries s ON s.profile = $1 AND s.session_id = $2
-         LEFT JOIN state_messages m ON m.profile = $1 AND m.session_id = $2
-                                   AND m.id > coalesce(s.through_id, 0)
-         ORDER BY m.id`,
-        [this.profile, sessionId],
-      );
-      const first = rows.rows[0];
-      const messages = rows.rows
-        .filter((row) => row.id !== null && row.body !== null)
-        .map((row) => ({
-          id: Number(row.id),
-          message: this.#parse({ id: row.id ?? "", body: row.body ?? "" }),
-        }));
-      return first?.content === null || first?.content === undefined
-        ? { messages }
-        : { summary: { content: first.content, throughId: Number(first.through_id) }, messages };
-    });
+    return this.#conversations.load(sessionId, (known) =>
+      this.#run("loadConversation", async (db) => {
+        if (known !== undefined) {
+          const after = await this.#readAfter(db, sessionId, known);
+          if (after !== undefined) return after;
+        }
+        return this.#readWhole(db, sessionId);
+      }),
+    );
+  }
+
+  /**
+   * The messages after `known.lastId`, read with the summary and `known`'s range in one
+   * statement; `undefined` when `known` no longer holds.
+   */
+  async #readAfter(
+    db: Queryable,
+    sessionId: string,
+    known: KnownConversation,
+  ): Promise<ConversationRead | undefined> {
+    const rows = await db.query<{
+      through_id: string | null;
+      count: string;
+      last_id: string | null;
+      id: string | null;
+      body: string | null;
+    }>(
+      `SELECT s.through_id, r.count, r.last_id, m.id, m.body
+       FROM (SELECT count(*) AS count, max(id) AS last_id FROM state_messages
+             WHERE profile = $1 AND session_id = $2 AND id > $3 AND id <= $4) r
+       LEFT JOIN state_summaries s ON s.profile = $1 AND s.session_id = $2
+       LEFT JOIN state_messages m ON m.profile = $1 AND m.session_id = $2 AND m.id > $4
+       ORDER BY m.id`,
+      [this.profile, sessionId, known.throughId, known.lastId],
+    );
+    const first = rows.rows[0];
+    if (first === undefined) return undefined;
+    const range = {
+      count: Number(first.count),
+      lastId: first.last_id === null ? null : Number(first.last_id),
+    };
+    if (!stillHolds(known, Number(first.through_id ?? 0), range)) return undefined;
+    const { messages, chars } = this.#messagesOf(rows.rows);
+    return { kind: "after", messages, chars };
+  }
+
+  async #readWhole(db: Queryable, sessionId: string): Promise<ConversationRead> {
+    const rows = await db.query<{
+      content: string | null;
+      through_id: string | null;
+      id: string | null;
+      body: string | null;
+    }>(
+      `SELECT s.content, s.through_id, m.id, m.body
+       FROM (SELECT 1) one
+       LEFT JOIN state_summaries s ON s.profile = $1 AND s.session_id = $2
+       LEFT JOIN state_messages m ON m.profile = $1 AND m.session_id = $2
+                                 AND m.id > coalesce(s.through_id, 0)
+       ORDER BY m.id`,
+      [this.profile, sessionId],
+    );
+    const first = rows.rows[0];
+    const { messages, chars } = this.#messagesOf(rows.rows);
+    if (first?.content === null || first?.content === undefined) {
+      return { kind: "whole", conversation: { messages }, chars };
+    }
+    const summary = { content: first.content, throughId: Number(first.through_id) };
+    return {
+      kind: "whole",
+      conversation: { summary, messages },
+      chars: chars + summary.content.length,
+    };
+  }
+
+  /** The message rows of a read (a left join's row without one has `id` null). */
+  #messagesOf(rows: readonly { id: string | null; body: string | null }[]): {
+    messages: StoredMessage[];
+    chars: number;
+  } {
+    let chars = 0;
+    const messages: StoredMessage[] = [];
+    for (const row of rows) {
+      if (row.id === null || row.body === null) continue;
+      chars += row.body.length;
+      messages.push({ id: Number(row.id), message: this.#parse({ id: row.id, body: row.body }) });
+    }
+    return { messages, chars };
   }
 
   saveSummary(sessionId: string, write: SummaryWrite): Promise<boolean> {
@@ -424,6 +511,7 @@ export class PostgresStateStore implements StateStore {
   /** Waits for the calls made before it; later calls reject. The database stays open. */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#conversations.close();
     await Promise.allSettled([...this.#inFlight]);
   }
 

@@ -18,7 +18,15 @@ import {
   sessionAllowed,
   setApprovalMessage,
 } from "./approvals.js";
-import type { Conversation, ConversationSummary, SummaryWrite } from "./conversation.js";
+import {
+  type ConversationRead,
+  type ConversationSummary,
+  type CountedRange,
+  type KnownConversation,
+  type StoredMessage,
+  type SummaryWrite,
+  stillHolds,
+} from "./conversation.js";
 import { StateSchemaError, StateStoreError } from "./errors.js";
 import {
   type ApprovalGuard,
@@ -262,21 +270,45 @@ export class StateDatabase {
 
   /**
    * What the model sees of `sessionId`: its summary and the messages after it, read in one
-   * transaction (a compaction in between cannot pair a summary with the wrong messages).
+   * transaction (a compaction in between cannot pair a summary with the wrong messages). With
+   * `known`, what the caller holds of it (state/conversation-cache.ts): when that still holds,
+   * only the messages after it.
    */
-  loadConversation(sessionId: string): Conversation {
+  readConversation(sessionId: string, known: KnownConversation | undefined): ConversationRead {
     return this.#run("load", () =>
-      this.#transactions.deferred((): Conversation => {
+      this.#transactions.deferred((): ConversationRead => {
         const summary = this.#summaryOf(sessionId);
-        const rows = this.#db
-          .prepare<[string, number], MessageRow>(
-            "SELECT id, body FROM messages WHERE session_id = ? AND id > ? ORDER BY id",
-          )
-          .all(sessionId, summary?.throughId ?? 0);
-        const messages = rows.map((row) => ({ id: row.id, message: this.#parse(row) }));
-        return summary === undefined ? { messages } : { summary, messages };
+        if (known !== undefined) {
+          const range = this.#db
+            .prepare<[string, number, number], CountedRange>(
+              `SELECT count(*) AS count, max(id) AS lastId FROM messages
+               WHERE session_id = ? AND id > ? AND id <= ?`,
+            )
+            .get(sessionId, known.throughId, known.lastId) as CountedRange;
+          if (stillHolds(known, summary?.throughId ?? 0, range)) {
+            const { messages, chars } = this.#messagesAfter(sessionId, known.lastId);
+            return { kind: "after", messages, chars };
+          }
+        }
+        const { messages, chars } = this.#messagesAfter(sessionId, summary?.throughId ?? 0);
+        const conversation = summary === undefined ? { messages } : { summary, messages };
+        return { kind: "whole", conversation, chars: chars + (summary?.content.length ?? 0) };
       }),
     );
+  }
+
+  #messagesAfter(sessionId: string, afterId: number): { messages: StoredMessage[]; chars: number } {
+    const rows = this.#db
+      .prepare<[string, number], MessageRow>(
+        "SELECT id, body FROM messages WHERE session_id = ? AND id > ? ORDER BY id",
+      )
+      .all(sessionId, afterId);
+    let chars = 0;
+    const messages = rows.map((row) => {
+      chars += row.body.length;
+      return { id: row.id, message: this.#parse(row) };
+    });
+    return { messages, chars };
   }
 
   /**

@@ -11,6 +11,7 @@ import type {
   DecideResult,
 } from "./approvals.js";
 import type { Conversation, SummaryWrite } from "./conversation.js";
+import { type ConversationScope, conversationScope } from "./conversation-cache.js";
 import { StateSchemaError, StateStoreError } from "./errors.js";
 import type {
   ApprovalGuard,
@@ -61,6 +62,11 @@ export interface StateStoreOptions {
    * way out, and the gateway's start checks the whole file.
    */
   readonly integrityCheck?: boolean;
+  /**
+   * A conversation cache of this store's own, of this many characters of stored text; 0 reads
+   * each conversation whole every time. Default: the process's (state/conversation-cache.ts).
+   */
+  readonly conversationCacheChars?: number | undefined;
 }
 
 /** Defaults of {@link StateStoreOptions}. */
@@ -70,6 +76,7 @@ export const StateStoreDefaults = {
   closeTimeoutMs: Defaults.database.closeTimeoutMs,
   integrityWaitMs: Defaults.database.integrityWaitMs,
   integrityCheck: true,
+  conversationCacheChars: undefined,
 } as const satisfies Required<StateStoreOptions>;
 
 /** The state database of a profile home: `<profileHome>/state.db` (docs/sandbox.md). */
@@ -92,18 +99,20 @@ export class SqliteStateStore implements StateStore {
   readonly #database: CheckedDatabase<StateDatabase, StateStoreError>;
   readonly #worker: DatabaseWorker<StateDatabase>;
   readonly #now: () => number;
+  readonly #conversations: ConversationScope;
   #rotations = 0;
   #tasks: TaskStore | undefined;
 
   private constructor(
     path: string,
     database: CheckedDatabase<StateDatabase, StateStoreError>,
-    now: () => number,
+    settings: Required<StateStoreOptions>,
   ) {
     this.path = path;
     this.#database = database;
     this.#worker = database.worker;
-    this.#now = now;
+    this.#now = settings.now;
+    this.#conversations = conversationScope(settings.conversationCacheChars);
     this.check = database.check;
   }
 
@@ -131,7 +140,7 @@ export class SqliteStateStore implements StateStore {
         error instanceof StateStoreError && error.damaged,
       damaged: (problems) => damagedAtOpen(path, problems),
     });
-    return new SqliteStateStore(path, database, settings.now);
+    return new SqliteStateStore(path, database, settings);
   }
 
   /**
@@ -235,10 +244,14 @@ export class SqliteStateStore implements StateStore {
 
   /**
    * What the model sees of `sessionId`: its summary and the messages after it, oldest first,
-   * read together. Rejects with {@link StateStoreError} on a corrupt row.
+   * read together. Rejects with {@link StateStoreError} on a corrupt row. Reads only the
+   * messages added since this store last loaded it, when nothing else changed
+   * (state/conversation-cache.ts).
    */
   loadConversation(sessionId: string): Promise<Conversation> {
-    return this.#worker.call("loadConversation", sessionId);
+    return this.#conversations.load(sessionId, (known) =>
+      this.#worker.call("readConversation", sessionId, known),
+    );
   }
 
   /**
@@ -351,6 +364,7 @@ export class SqliteStateStore implements StateStore {
    * reject. Safe to call twice.
    */
   close(): Promise<void> {
+    this.#conversations.close();
     return this.#database.close();
   }
 }
