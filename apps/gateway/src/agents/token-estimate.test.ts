@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { textTokens } from "./token-estimate.js";
+import { messageTokens, textTokens } from "./token-estimate.js";
 import { tokenizer } from "./tokenizer.js";
 
 describe("textTokens", () => {
@@ -19,5 +19,34 @@ describe("textTokens", () => {
       false,
     );
     expect(textTokens(many[0]!)).toBe(tokenizer().countTokens(many[0]!));
+  });
+});
+
+describe("messageTokens", () => {
+  it("counts a frozen message as the same message unfrozen, every time", () => {
+    const made = (i: number) => ({
+      role: "assistant" as const,
+      content: `an answer ${"long ".repeat(80 + i)}`,
+      tool_calls: [
+        {
+          id: `call_${i}`,
+          type: "function" as const,
+          function: { name: "shell", arguments: JSON.stringify({ command: "ls ".repeat(i) }) },
+        },
+      ],
+    });
+    for (let i = 0; i < 3; i++) {
+      const frozen = Object.freeze(made(i));
+      const expected = messageTokens(made(i));
+      expect(expected).toBeGreaterThan(80);
+      expect([messageTokens(frozen), messageTokens(frozen)]).toEqual([expected, expected]);
+    }
+  });
+
+  it("counts an unfrozen message again after it changed", () => {
+    const message = { role: "user" as const, content: "a short question" };
+    const before = messageTokens(message);
+    message.content = "a much longer question, with many more words in it than the first one had";
+    expect(messageTokens(message)).toBeGreaterThan(before);
   });
 });

@@ -40,12 +40,31 @@ function count(text: string): number {
 }
 
 /**
+ * Counts of frozen messages, by the message: the state store hands out its conversations'
+ * messages deep-frozen and the same objects turn after turn (state/conversation-cache.ts), so a
+ * request's history is counted by one lookup per message, where finding each long text's count
+ * by its hash cost a request of a 128k-token conversation about 2 ms of CPU (`bench:compaction`
+ * with `--cpu-prof`; bench/README.md, "a conversation read once"). A frozen message cannot
+ * change, so its count cannot go stale, and the map lets go of it with the message.
+ */
+const frozenCounts = new WeakMap<ChatCompletionMessageParam, number>();
+
+/**
  * The tokens of one message as the model reads it: its text with the `o200k_base` encoding
  * (gpt-tokenizer), the tool calls' names and arguments, `Defaults.compaction.imageTokens` per
  * image input, and the per-message overhead. An estimate for other tokenizers: the agent
  * scales it by what the server reports (`usage.prompt_tokens`).
  */
 export function messageTokens(message: ChatCompletionMessageParam): number {
+  if (!Object.isFrozen(message)) return countMessage(message);
+  const known = frozenCounts.get(message);
+  if (known !== undefined) return known;
+  const tokens = countMessage(message);
+  frozenCounts.set(message, tokens);
+  return tokens;
+}
+
+function countMessage(message: ChatCompletionMessageParam): number {
   let tokens = MessageOverheadTokens;
   const content = message.content;
   if (typeof content === "string") tokens += count(content);
