@@ -1,7 +1,7 @@
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import type { Logger } from "pino";
 import { Defaults } from "../defaults.js";
-import type { Conversation, StoredMessage } from "../state/conversation.js";
+import type { Conversation, ConversationSummary, StoredMessage } from "../state/conversation.js";
 import type { StateStore } from "../state/state-store.js";
 import type { ChatMessage } from "../state/types.js";
 import {
@@ -401,13 +401,39 @@ function trimTurnOutputs(
   );
 }
 
+/**
+ * System messages made, frozen, so that the token estimate counts each once by the message
+ * (token-estimate.ts) instead of hashing the prompt on every request: with a summary, by the
+ * summary (the same object from turn to turn while the store keeps the conversation,
+ * state/conversation-cache.ts); without, by the prompt, a few per process (one per agent).
+ */
+const summarizedSystems = new WeakMap<
+  ConversationSummary,
+  { readonly system: string; readonly message: ChatCompletionMessageParam }
+>();
+const plainSystems = new Map<string, ChatCompletionMessageParam>();
+const MaxPlainSystems = 64;
+
 /** The system prompt, with the session's summary when it has one. */
 function systemMessage(system: string, conversation: Conversation): ChatCompletionMessageParam {
   const summary = conversation.summary;
-  return {
-    role: "system",
-    content: summary === undefined ? system : `${system}\n\n${SummaryHeading}\n${summary.content}`,
-  };
+  if (summary === undefined) {
+    let message = plainSystems.get(system);
+    if (message === undefined) {
+      message = Object.freeze({ role: "system", content: system });
+      if (plainSystems.size >= MaxPlainSystems) plainSystems.clear();
+      plainSystems.set(system, message);
+    }
+    return message;
+  }
+  const known = summarizedSystems.get(summary);
+  if (known?.system === system) return known.message;
+  const message = Object.freeze({
+    role: "system" as const,
+    content: `${system}\n\n${SummaryHeading}\n${summary.content}`,
+  });
+  summarizedSystems.set(summary, { system, message });
+  return message;
 }
 
 /** The stored messages the model sees: from the first user message on (a turn boundary). */

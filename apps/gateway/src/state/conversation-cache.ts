@@ -26,6 +26,7 @@ export interface ConversationScope {
 const MessageOverheadChars = 96;
 
 interface Entry {
+  /** Frozen: the agent keeps the system message it makes from it by the object. */
   readonly summary: ConversationSummary | undefined;
   /** Frozen, as their messages: handed to every reader as they are. */
   readonly messages: readonly StoredMessage[];
@@ -90,8 +91,9 @@ export class ConversationCache {
     const answer = await read(base === undefined ? undefined : knownOf(base));
     let entry: Entry;
     if (answer.kind === "whole") {
+      const summary = answer.conversation.summary;
       entry = {
-        summary: answer.conversation.summary,
+        summary: summary === undefined ? undefined : Object.freeze({ ...summary }),
         messages: Object.freeze(answer.conversation.messages.map(frozen)),
         chars: answer.chars + MessageOverheadChars * answer.conversation.messages.length,
       };
