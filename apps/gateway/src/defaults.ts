@@ -155,13 +155,13 @@ export const Defaults = {
     groupSessionsPerUser: true,
     threadSessionsPerUser: false,
   },
-  /** The state store of each profile (docs/sessions.md, "Storage"). */
+  /** The state stores of the profiles (docs/store.md). */
   state: {
     /**
-     * Stored text of the conversations a store keeps read in memory, in each gateway process,
-     * so a turn reads only the messages added since (docs/store.md, "Conversations read once"),
-     * plus 96 per message. 16 M held 73 conversations of 1,000 messages of about 100
-     * characters in 15 MB of heap (measured). 0 keeps none.
+     * Stored text of the conversations the stores keep read in memory, all profiles together,
+     * in each gateway process, so a turn reads only the messages added since (docs/store.md,
+     * "Conversations read once"), plus 96 per message. 16 M held 73 conversations of 1,000
+     * messages of about 100 characters in 15 MB of heap (measured).
      */
     conversationCacheChars: 16 * 1024 * 1024,
   },
