@@ -1,9 +1,10 @@
 import { Writable } from "node:stream";
+import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { emptyEnv } from "./config/env.js";
 import { resolveConfig } from "./config/load.js";
 import { StorageError } from "./durable/errors.js";
-import { createLogger, resolveLogLevel } from "./log.js";
+import { createLogger, lazyChild, resolveLogLevel } from "./log.js";
 import { redactText } from "./redact.js";
 
 function capture() {
@@ -129,3 +130,73 @@ function stripAnsi(text: string): string {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: matching terminal colour codes
   return text.replace(/\u001b\[[0-9;]*m/g, "");
 }
+
+describe("lazyChild", () => {
+  /** A pino logger at `level` counting the children it makes (pino's `onChild`). */
+  function counted(level: string) {
+    const { lines, destination } = capture();
+    const made = { children: 0 };
+    const log = pino({ level, onChild: () => made.children++ }, destination);
+    return { log, lines, made };
+  }
+  const fields = (line: string | undefined) => {
+    const { time: _time, pid: _pid, hostname: _host, ...rest } = JSON.parse(line ?? "{}");
+    return rest as Record<string, unknown>;
+  };
+
+  it("makes no child for lines below the level, nor for its own lazy children", () => {
+    const { log, lines, made } = counted("warn");
+    const child = lazyChild(log, { sessionKey: "s" });
+    const grandchild = child.child({ messageId: "m" });
+    child.info("not written");
+    grandchild.debug({ big: "x" }, "not written");
+    expect(made.children).toBe(0);
+    expect(lines).toEqual([]);
+  });
+
+  it("writes what parent.child(bindings) writes, the parent's bindings and its own", () => {
+    const eager = counted("info");
+    const lazy = counted("info");
+    const eagerLine = () => {
+      eager.log.child({ profile: "p" }).child({ sessionKey: "s" }).warn({ n: 1 }, "hello");
+    };
+    eagerLine();
+    lazyChild(lazyChild(lazy.log, { profile: "p" }), { sessionKey: "s" }).warn({ n: 1 }, "hello");
+    expect(lazy.lines).toHaveLength(1);
+    expect(fields(lazy.lines[0])).toEqual(fields(eager.lines[0]));
+    expect(fields(lazy.lines[0])).toMatchObject({ profile: "p", sessionKey: "s", msg: "hello" });
+    expect(lazy.made.children).toBe(2);
+  });
+
+  it("makes its child once, whatever writes or asks after", () => {
+    const { log, lines, made } = counted("info");
+    const child = lazyChild(log, { sessionKey: "s" });
+    child.info("one");
+    child.error("two");
+    expect(child.bindings()).toEqual({ sessionKey: "s" });
+    expect(child.isLevelEnabled("debug")).toBe(false);
+    expect(made.children).toBe(1);
+    expect(lines.map((line) => fields(line).msg)).toEqual(["one", "two"]);
+  });
+
+  it("follows its parent's level until it is made, and its own once set", () => {
+    const { log, lines } = counted("warn");
+    const child = lazyChild(log, { sessionKey: "s" });
+    child.info("below");
+    log.level = "info";
+    child.info("now written");
+    child.level = "error";
+    child.warn("below its own level");
+    expect(log.isLevelEnabled("info")).toBe(true);
+    expect(lines.map((line) => fields(line).msg)).toEqual(["now written"]);
+  });
+
+  it("keeps the logger's redaction: a secret in a lazy child's line is cut out", () => {
+    const { lines, destination } = capture();
+    const log = createLogger({ secrets: ["sk-abcdef123"], destination });
+    lazyChild(log, { sessionKey: "s" }).warn({ apiKey: "sk-abcdef123" }, "key sk-abcdef123");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toContain("sk-abcdef123");
+    expect(lines[0]).toContain('"sessionKey":"s"');
+  });
+});

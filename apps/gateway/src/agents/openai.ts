@@ -1,6 +1,7 @@
 import type { ChatCompletion, ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import type { Logger } from "pino";
 import type { BudgetSettings, ModelSettings } from "../config/types.js";
+import { lazyChild } from "../log.js";
 import type { Conversation } from "../state/conversation.js";
 import type { StateStore } from "../state/state-store.js";
 import type { ChatMessage, ChatToolCall } from "../state/types.js";
@@ -131,7 +132,7 @@ export class OpenAIAgent implements Agent {
   /** Runs one turn; see the class documentation for history and abort semantics. */
   async runTurn(input: AgentTurnInput): Promise<AgentTurnResult> {
     const { signal, sessionId } = input;
-    const log = this.#log.child({ sessionId });
+    const log = lazyChild(this.#log, { sessionId });
     let rounds = 0;
     const aborted = (phase: AbortPhase) =>
       new OpenAITurnAbortedError({ sessionId, phase, toolRounds: rounds, reason: signal.reason });

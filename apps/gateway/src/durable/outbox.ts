@@ -25,7 +25,7 @@ import type {
   TextFormat,
 } from "../channels/types.js";
 import { Defaults } from "../defaults.js";
-import type { Logger } from "../log.js";
+import { type Logger, lazyChild } from "../log.js";
 import { type DeliveryItem, deliveryItems } from "./delivery-items.js";
 import { deliveryNotice, planNotices, textNotices } from "./notices.js";
 import { ReplyTimes } from "./reply-times.js";
@@ -266,7 +266,7 @@ export class Outbox {
     record: OutboxRecord,
     send: () => Promise<"sent" | "declined">,
   ): Promise<boolean> {
-    const log = this.#log.child({ replyId: record.id, sessionKey: record.sessionKey });
+    const log = lazyChild(this.#log, { replyId: record.id, sessionKey: record.sessionKey });
     const key = textStepKey(0);
     const run = async (): Promise<boolean> => {
       try {
@@ -376,7 +376,7 @@ export class Outbox {
   }
 
   async #attempt(record: OutboxRecord, deliveries: DeliveryItem[]): Promise<AttemptResult> {
-    const log = this.#log.child({ replyId: record.id, sessionKey: record.sessionKey });
+    const log = lazyChild(this.#log, { replyId: record.id, sessionKey: record.sessionKey });
     const channel = this.#options.channelFor(record.profile, record.platform);
     const translateContext = this.#options.translateContextFor(record.profile);
     const ageMs = this.#times.ageMs(record);

@@ -1,4 +1,5 @@
 import type { ChannelAdapter, InboundMessage } from "../channels/types.js";
+import { lazyChild } from "../log.js";
 import { handleMessage } from "../pipeline/pipeline.js";
 import type { MessageContext, PipelineServices } from "../pipeline/types.js";
 import { type GatewayCore, targetOf, track } from "./core.js";
@@ -34,7 +35,7 @@ export function dispatch(
     entryId,
     ...(merged.length > 0 ? { mergedEntryIds: merged } : {}),
     recovered,
-    log: gateway.logger.child({ profile: message.profile, platform: message.platform }),
+    log: lazyChild(gateway.logger, { profile: message.profile, platform: message.platform }),
   };
   // The pipeline's error boundary reports what its steps did not handle (by step name).
   const handled = handleMessage(ctx).then(() => channel.settled?.(message));

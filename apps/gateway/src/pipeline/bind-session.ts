@@ -1,3 +1,4 @@
+import { lazyChild } from "../log.js";
 import { buildSessionKey } from "../session/key.js";
 import type { Middleware } from "./types.js";
 
@@ -27,6 +28,6 @@ export const bindSession: Middleware = async (ctx, next) => {
   ctx.sessionReadAt = readAt;
   ctx.slot = runtime.slotFor(sessionKey);
   ctx.services.live?.seen(session, ctx.slot);
-  ctx.log = ctx.log.child({ sessionKey, messageId: message.messageId });
+  ctx.log = lazyChild(ctx.log, { sessionKey, messageId: message.messageId });
   return ctx.services.scope.run(session, next);
 };

@@ -5,6 +5,7 @@ import type { Message } from "grammy/types";
 import type { Logger } from "pino";
 import { Defaults } from "../../defaults.js";
 import { splitText } from "../../delivery/split-text.js";
+import { lazyChild } from "../../log.js";
 import type {
   ChannelAdapter,
   ChannelHealth,
@@ -367,7 +368,7 @@ export class TelegramChannel implements ChannelAdapter {
       api: this.api,
       caller: this.caller,
       target,
-      logger: this.logger.child({ sessionKey: reply.sessionKey, chatId: target.chatId }),
+      logger: lazyChild(this.logger, { sessionKey: reply.sessionKey, chatId: target.chatId }),
       token: this.token,
       signal,
     };
