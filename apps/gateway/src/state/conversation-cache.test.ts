@@ -70,6 +70,22 @@ describe.each(StateBackends)("a conversation read again on %s", (kind) => {
     expect((await store.loadConversation("s")).messages[0]!.message.content).toBe("question 1");
   });
 
+  it("hands out a tool call nobody can change either", async () => {
+    const call = {
+      id: "call_1",
+      type: "function" as const,
+      function: { name: "shell", arguments: "{}" },
+    };
+    await store.appendHistory("s", [{ role: "assistant", content: null, tool_calls: [call] }]);
+    const message = (await store.loadConversation("s")).messages[0]!.message;
+    const calls = message.role === "assistant" ? message.tool_calls : undefined;
+    expect(calls).toHaveLength(1);
+    expect(() => {
+      (calls![0]!.function as { arguments: string }).arguments = '{"command":"rm"}';
+    }).toThrow(TypeError);
+    expect(() => calls!.push(call)).toThrow(TypeError);
+  });
+
   it("sees what another process changed: a cleared history, a new summary, new messages", async () => {
     const other = await backend.open();
     await store.appendHistory("s", [...turn(1), ...turn(2), ...turn(3)]);

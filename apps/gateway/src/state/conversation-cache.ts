@@ -36,8 +36,8 @@ interface Entry {
 /**
  * The conversations the stores read last, kept on the calling side of a store so a turn reads
  * only the messages added since, not the whole conversation again. Reading, parsing and
- * copying a conversation between threads cost a turn 0.8 ms of CPU at 200 messages and 8 ms at
- * 2,000, more than the rest of the gateway's work for an answer; read once, 0.15 and 0.36 ms
+ * copying a conversation between threads cost a turn 0.8 ms of CPU at 200 messages and 7 ms at
+ * 2,000, more than the rest of the gateway's work for an answer; read once, 0.18 and 0.42 ms
  * (`bench:storage`, bench/README.md, "a conversation read once").
  *
  * Every load still asks the database, naming what is held ({@link KnownConversation}); the
@@ -49,8 +49,9 @@ interface Entry {
  * Bounded by `maxChars` of stored text (plus an allowance per message), least recently loaded
  * first out; a conversation larger than that alone is not kept. One cache serves every store of
  * the process ({@link shared}), each under a scope of its own ({@link scope}), so the bound is
- * the process's whatever the number of profiles. The messages it hands out are frozen: a reader
- * that changed one would change every later turn's view.
+ * the process's whatever the number of profiles. The messages of a conversation it keeps are
+ * frozen: a reader that changed one would change every later turn's view. One it does not keep
+ * (over the bound, or a store of its own with none) is handed out as read.
  */
 export class ConversationCache {
   static #shared: ConversationCache | undefined;
@@ -89,13 +90,21 @@ export class ConversationCache {
   ): Promise<Conversation> {
     const base = this.#entries.get(key);
     const answer = await read(base === undefined ? undefined : knownOf(base));
+    // Another load of the session may have answered meanwhile: the first one's entry stays.
+    const current = open() && this.#entries.get(key) === base;
     let entry: Entry;
     if (answer.kind === "whole") {
-      const summary = answer.conversation.summary;
+      const { summary, messages } = answer.conversation;
+      const chars = answer.chars + MessageOverheadChars * messages.length;
+      if (!current || chars > this.#maxChars) {
+        if (current) this.#drop(key);
+        // Kept nowhere, so handed out as read: freezing it would be work for nobody.
+        return answer.conversation;
+      }
       entry = {
         summary: summary === undefined ? undefined : Object.freeze({ ...summary }),
-        messages: Object.freeze(answer.conversation.messages.map(frozen)),
-        chars: answer.chars + MessageOverheadChars * answer.conversation.messages.length,
+        messages: Object.freeze(messages.map(frozen)),
+        chars,
       };
     } else {
       if (base === undefined)
@@ -109,8 +118,7 @@ export class ConversationCache {
         chars: base.chars + answer.chars + MessageOverheadChars * answer.messages.length,
       };
     }
-    // Another load of the session may have answered meanwhile: keep whichever came first.
-    if (open() && this.#entries.get(key) === base) this.#keep(key, entry);
+    if (current) this.#keep(key, entry);
     return entry.summary === undefined
       ? { messages: entry.messages }
       : { summary: entry.summary, messages: entry.messages };
@@ -147,18 +155,21 @@ function knownOf(entry: Entry): KnownConversation {
   return { throughId, lastId: last?.id ?? throughId, count: entry.messages.length };
 }
 
+/**
+ * `stored` frozen through the shape of a {@link ChatMessage} (types.ts): the message, its tool
+ * calls and each call's function. Walking every value instead cost 0.4–1.1 µs a message in a
+ * throw-away loop, this 0.14.
+ */
 function frozen(stored: StoredMessage): StoredMessage {
-  return Object.freeze({ id: stored.id, message: deepFrozen(stored.message) });
-}
-
-function deepFrozen(message: ChatMessage): ChatMessage {
-  const freeze = (value: unknown): void => {
-    if (typeof value !== "object" || value === null) return;
-    for (const inner of Object.values(value)) freeze(inner);
-    Object.freeze(value);
-  };
-  freeze(message);
-  return message;
+  const message = stored.message;
+  if (message.role === "assistant" && message.tool_calls !== undefined) {
+    for (const call of message.tool_calls) {
+      Object.freeze(call.function);
+      Object.freeze(call);
+    }
+    Object.freeze(message.tool_calls);
+  }
+  return Object.freeze({ id: stored.id, message: Object.freeze(message) });
 }
 
 /**
