@@ -1,6 +1,11 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { threadsNamed } from "../../test/fixtures/thread-names.js";
+import { tempDirForTest } from "../../../../test-support/temp-dir.js";
+import { waitUntil } from "../../../../test-support/wait.js";
+import type { SqliteProgram } from "../../test/fixtures/sqlite-program.js";
+import { threadsAsleepNamed, threadsNamed } from "../../test/fixtures/thread-names.js";
 import type { TestProgram } from "../../test/fixtures/worker-program.js";
 import { type CallFailure, DatabaseWorker, programUrl } from "./database-worker.js";
 
@@ -162,7 +167,7 @@ describe("DatabaseWorker", () => {
 
   it("gives up on a call stuck past closeTimeoutMs: close and the call reject, nothing hangs", async () => {
     const worker = await start({}, 50);
-    const stuck = worker.call("block", 60_000).catch((e: unknown) => e);
+    const stuck = worker.call("block", 2_000).catch((e: unknown) => e);
     await expect(worker.close()).rejects.toThrow(/did not close within 50 ms/);
     const error = await stuck;
     expect(error).toBeInstanceOf(Revived);
@@ -171,7 +176,7 @@ describe("DatabaseWorker", () => {
 
   it("abandons a thread stuck in a call: the call and later ones reject at once", async () => {
     const worker = await start();
-    const stuck = worker.call("block", 60_000).catch((e: unknown) => e);
+    const stuck = worker.call("block", 2_000).catch((e: unknown) => e);
     worker.abandon();
     const error = await stuck;
     expect(error).toBeInstanceOf(Revived);
@@ -181,5 +186,63 @@ describe("DatabaseWorker", () => {
     });
     await expect(worker.call("echo", 1)).rejects.toThrow(/DatabaseWorkerAbandoned/);
     worker.abandon();
+  });
+
+  it("lets an abandoned thread end the call it is in, then stop: the calls of its batch after it never run", async () => {
+    const dir = await tempDirForTest("mg-worker-");
+    const [started, after] = [join(dir, "started"), join(dir, "after")];
+    const worker = await start({}, undefined, "mg-test-letgo");
+    const first = worker.call("block", 100);
+    // Made while the first call runs: they reach the thread together, as one batch.
+    const batch = [
+      worker.call("mark", started),
+      worker.call("block", 500),
+      worker.call("mark", after),
+    ].map((call) => call.catch((e: unknown) => e));
+    await first;
+    await waitUntil(() => existsSync(started), "the second batch began");
+
+    worker.abandon();
+
+    for (const error of await Promise.all(batch)) {
+      expect((error as Revived).failure.error.name).toBe("DatabaseWorkerAbandoned");
+    }
+    await waitUntil(() => threadsNamed("mg-test-letgo") === 0, "the thread ended");
+    expect(existsSync(after)).toBe(false);
+  });
+
+  it("lets a thread stuck in SQLite past closeTimeoutMs go without killing the process when that call fails", async () => {
+    // Terminated from outside instead, the thread aborted the whole process once its wait for
+    // the lock ended in SQLITE_BUSY (better-sqlite3 12: "FATAL ERROR: v8::ToLocalChecked Empty
+    // MaybeLocal"); this test then takes its vitest worker down with it.
+    const path = join(await tempDirForTest("mg-worker-"), "kv.db");
+    const worker = await DatabaseWorker.start<SqliteProgram>({
+      program: programUrl("../../test/fixtures/sqlite-program.js", import.meta.url),
+      path,
+      settings: {},
+      threadName: "mg-test-busy",
+      revive: (failure) => new Revived(failure),
+      closeTimeoutMs: 50,
+    });
+    await worker.call("busyTimeout", 2_000);
+    const holder = new Database(path);
+    try {
+      holder.exec("BEGIN IMMEDIATE");
+      const stuck = worker.call("insert", "never").catch((e: unknown) => e);
+      await waitUntil(
+        () => threadsAsleepNamed("mg-test-busy") === 1,
+        "the insert waits for the lock",
+      );
+
+      await expect(worker.close()).rejects.toThrow(/did not close within 50 ms/);
+
+      expect(((await stuck) as Revived).failure.error.name).toBe("DatabaseWorkerCloseTimeout");
+      // Its wait ends in SQLITE_BUSY 2 s in, in a thread let go: it ends there.
+      await waitUntil(() => threadsNamed("mg-test-busy") === 0, "the thread ended");
+    } finally {
+      holder.exec("ROLLBACK");
+    }
+    expect(holder.prepare("SELECT count(*) AS n FROM kv").get()).toEqual({ n: 0 });
+    holder.close();
   });
 });

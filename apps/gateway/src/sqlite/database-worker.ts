@@ -4,6 +4,7 @@ import { Defaults } from "../defaults.js";
 import {
   type CallReply,
   type CallRequest,
+  StopMessage,
   toWire,
   type WireError,
   type WorkerReply,
@@ -100,6 +101,8 @@ async function spawn(data: WorkerStart): Promise<Worker> {
 export class DatabaseWorker<P extends object> {
   readonly path: string;
   readonly #worker: Worker;
+  /** The thread's stop flag (`WorkerStart.stop`), set by {@link letGo}. */
+  readonly #stopFlag: Int32Array;
   readonly #revive: (failure: CallFailure) => Error;
   readonly #closeTimeoutMs: number;
   readonly #pending = new Map<number, Pending>();
@@ -114,9 +117,10 @@ export class DatabaseWorker<P extends object> {
   #stopped: WireError | undefined;
   #closing: Promise<void> | undefined;
 
-  private constructor(worker: Worker, options: DatabaseWorkerOptions) {
+  private constructor(worker: Worker, stop: SharedArrayBuffer, options: DatabaseWorkerOptions) {
     this.path = options.path;
     this.#worker = worker;
+    this.#stopFlag = new Int32Array(stop);
     this.#revive = options.revive;
     this.#closeTimeoutMs = options.closeTimeoutMs ?? DatabaseWorkerDefaults.closeTimeoutMs;
     // A batch is answered in one message (worker-thread.ts), in the order of its calls.
@@ -133,11 +137,13 @@ export class DatabaseWorker<P extends object> {
    * (operation `open`), after which the thread is gone.
    */
   static async start<P extends object>(options: DatabaseWorkerOptions): Promise<DatabaseWorker<P>> {
+    const stop = new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT);
     const worker = await spawn({
       program: options.program.href,
       path: options.path,
       settings: options.settings,
       threadName: options.threadName,
+      stop,
     });
     try {
       await new Promise<void>((resolve, reject) => {
@@ -159,7 +165,7 @@ export class DatabaseWorker<P extends object> {
       throw error;
     }
     worker.unref();
-    return new DatabaseWorker<P>(worker, options);
+    return new DatabaseWorker<P>(worker, stop, options);
   }
 
   /** Runs `method` of the program in the thread. */
@@ -268,10 +274,10 @@ export class DatabaseWorker<P extends object> {
   /**
    * Gives the thread up without waiting for it, for work whose result is no longer wanted (an
    * integrity check of a database being closed): the calls in flight and later ones reject at
-   * once with a `DatabaseWorkerAbandoned` failure, and the thread is terminated and no longer
-   * keeps the process alive. A thread inside a SQLite call ends when that call returns (Node
-   * cannot interrupt native code); until then it runs on, unreferenced. Not for a database
-   * that was written: nothing is checkpointed (use {@link close}). Safe to call twice.
+   * once with a `DatabaseWorkerAbandoned` failure, and the thread no longer keeps the process
+   * alive. It ends once it is out of the call it is in (Node cannot interrupt native code),
+   * running none after it, see {@link letGo}. Not for a database that was written: nothing is
+   * checkpointed (use {@link close}). Safe to call twice.
    */
   abandon(): void {
     if (this.#stopped !== undefined) return;
@@ -281,8 +287,24 @@ export class DatabaseWorker<P extends object> {
       fields: {},
     };
     this.#stop(error);
+    this.#letGo();
+  }
+
+  /**
+   * Lets the thread go without cutting short a call it may be inside: it is told to stop (the
+   * flag it reads between calls, and a message for when it is idle), runs no further call and
+   * ends itself, its database closing with it; until then it runs on, unreferenced.
+   *
+   * Never `worker.terminate()` while a call may be in SQLite: a terminated thread whose SQLite
+   * call then fails aborts the whole process. better-sqlite3 12 builds that call's error with a
+   * `ToLocalChecked()` a terminating thread cannot satisfy ("FATAL ERROR: v8::ToLocalChecked
+   * Empty MaybeLocal", seen when a test's integrity check, abandoned while it waited on a lock,
+   * got its `SQLITE_BUSY`; better-sqlite3 13 fixes it, and needs Node 22).
+   */
+  #letGo(): void {
+    Atomics.store(this.#stopFlag, 0, 1);
     this.#worker.unref();
-    void this.#worker.terminate().catch(() => {});
+    this.#worker.postMessage(StopMessage);
   }
 
   async #close(): Promise<void> {
@@ -301,10 +323,9 @@ export class DatabaseWorker<P extends object> {
     };
     this.#stopped ??= error;
     this.#stop(error);
-    // The thread may be blocked in a system call; it ends when that returns. Not awaited,
-    // and unreferenced, so a stalled disk does not hold up the process's exit.
-    this.#worker.unref();
-    void this.#worker.terminate().catch(() => {});
+    // The thread may be blocked in a system call; it ends when that returns, unreferenced
+    // until then, so a stalled disk does not hold up the process's exit.
+    this.#letGo();
     throw this.#revive({ operation: "close", error });
   }
 }

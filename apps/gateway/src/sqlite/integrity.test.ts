@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { waitUntil } from "../../../../test-support/wait.js";
 import { lockedDatabase } from "../../test/fixtures/locked-database.js";
+import { threadsAsleepNamed, threadsNamed } from "../../test/fixtures/thread-names.js";
 import { checkIntegrity, checkIntegrityWithin } from "./integrity.js";
 
 /** How many of this process's file descriptors (every thread's) are open on `path`. */
@@ -26,6 +27,24 @@ describe("checkIntegrity", () => {
       await waitUntil(() => openedBy(path) >= 2, "the check's thread opened the file");
       stop.abort();
       expect(await report).toEqual({ status: "stopped" });
+    } finally {
+      release();
+    }
+  });
+
+  it("lets a stopped check's thread end once its wait for the lock fails, and nothing else ends", async () => {
+    // The thread was terminated from outside before: when its wait then ended in SQLITE_BUSY,
+    // better-sqlite3 aborted the whole process ("FATAL ERROR: v8::ToLocalChecked Empty
+    // MaybeLocal"), a test run's vitest worker with it.
+    const { path, release } = await lockedDatabase();
+    try {
+      const stop = new AbortController();
+      const report = checkIntegrity(path, { busyTimeoutMs: 1_000, signal: stop.signal });
+      await waitUntil(() => threadsAsleepNamed("mg-check") === 1, "the check waits for the lock");
+      stop.abort();
+      expect(await report).toEqual({ status: "stopped" });
+      // Its wait ends in SQLITE_BUSY a second in, in a thread let go: it ends there.
+      await waitUntil(() => threadsNamed("mg-check") === 0, "the check's thread ended");
     } finally {
       release();
     }

@@ -13,7 +13,20 @@ export interface WorkerStart {
   readonly settings: unknown;
   /** The thread's name, see `DatabaseWorkerOptions.threadName`. */
   readonly threadName?: string | undefined;
+  /**
+   * One `Int32` the main thread sets to non-zero when it lets the thread go
+   * (`DatabaseWorker.abandon`, a close that timed out): the thread runs no further call, not
+   * even the rest of the batch it is in, and ends (see {@link StopMessage}).
+   */
+  readonly stop: SharedArrayBuffer;
 }
+
+/**
+ * Main → thread, outside any batch: the thread has been let go. It ends as soon as it reads
+ * this, which is once it is out of the call it is in, if any: it is never terminated from
+ * outside while it may be inside SQLite (database-worker.ts says why).
+ */
+export const StopMessage = "stop";
 
 /** Main → thread, in a batch (an array, run in its order): run one operation of the program. */
 export interface CallRequest {

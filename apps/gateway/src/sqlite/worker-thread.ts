@@ -13,6 +13,7 @@ import {
   type CallReply,
   type CallRequest,
   isCallRequest,
+  StopMessage,
   toWire,
   type WorkerReply,
   type WorkerStart,
@@ -23,7 +24,16 @@ type Program = Record<string, unknown>;
 function isWorkerStart(value: unknown): value is WorkerStart {
   if (typeof value !== "object" || value === null) return false;
   const record = value as Record<string, unknown>;
-  return typeof record.program === "string" && typeof record.path === "string";
+  return (
+    typeof record.program === "string" &&
+    typeof record.path === "string" &&
+    record.stop instanceof SharedArrayBuffer
+  );
+}
+
+/** Thrown inside a shared transaction when the thread is let go mid-run: nothing of it commits. */
+class LetGo extends Error {
+  override readonly name = "DatabaseWorkerLetGo";
 }
 
 async function openProgram(start: WorkerStart): Promise<Program> {
@@ -88,11 +98,18 @@ function alone(program: Program, request: CallRequest): CallReply {
  * was written: every call of it fails with that error (a call that failed on its own keeps its
  * own).
  */
-function together(program: Program, grouped: GroupedCommits, run: CallRequest[]): CallReply[] {
+function together(
+  program: Program,
+  grouped: GroupedCommits,
+  run: CallRequest[],
+  letGo: () => boolean,
+): CallReply[] {
   const replies: CallReply[] = [];
   try {
     grouped.inOneTransaction(() => {
       for (const request of run) {
+        // Its callers were answered already (rejected): none of the run may commit.
+        if (letGo()) throw new LetGo("the thread was let go");
         try {
           const value = grouped.atomically(() => invoke(program, request));
           replies.push({ type: "result", id: request.id, value });
@@ -138,28 +155,33 @@ function answer(port: MessagePort, replies: readonly CallReply[]): void {
 /**
  * Runs a batch in its order and answers it in one message. Consecutive calls the program lets
  * share a transaction run as one ({@link together}); the rest run alone, as their own
- * transactions.
+ * transactions. Once `letGo()` is true no further call starts.
  */
 function runBatch(
   program: Program,
   grouped: GroupedCommits | undefined,
   batch: readonly unknown[],
+  letGo: () => boolean,
 ): CallReply[] {
   const replies: CallReply[] = [];
   let run: CallRequest[] = [];
   const endRun = () => {
-    if (grouped !== undefined && run.length > 1) replies.push(...together(program, grouped, run));
-    else for (const request of run) replies.push(alone(program, request));
+    if (grouped !== undefined && run.length > 1) {
+      replies.push(...together(program, grouped, run, letGo));
+    } else {
+      for (const request of run) if (!letGo()) replies.push(alone(program, request));
+    }
     run = [];
   };
   for (const request of batch) {
+    if (letGo()) break;
     if (!isCallRequest(request)) continue;
     if (grouped?.groupable(request.method) === true) {
       run.push(request);
       continue;
     }
     endRun();
-    replies.push(alone(program, request));
+    if (!letGo()) replies.push(alone(program, request));
   }
   endRun();
   return replies;
@@ -179,9 +201,14 @@ async function main(): Promise<void> {
     return;
   }
   const grouped = groupedOf(program);
-  // Calls come in batches (an array, in the order made), and are answered in one.
+  const stop = new Int32Array(workerData.stop);
+  const letGo = () => Atomics.load(stop, 0) !== 0;
+  // Calls come in batches (an array, in the order made), and are answered in one. Let go, the
+  // thread ends itself here, out of SQLite; its database closes with it (better-sqlite3
+  // closes a thread's connections when the thread ends).
   port.on("message", (batch: unknown) => {
-    if (Array.isArray(batch)) answer(port, runBatch(program, grouped, batch));
+    if (Array.isArray(batch) && !letGo()) answer(port, runBatch(program, grouped, batch, letGo));
+    if (batch === StopMessage || letGo()) process.exit(0);
   });
   post({ type: "ready" });
 }
