@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { tempDirForTest } from "../../../../test-support/temp-dir.js";
 import { waitUntil } from "../../../../test-support/wait.js";
 import type { SqliteProgram } from "../../test/fixtures/sqlite-program.js";
-import { threadsAsleepNamed, threadsNamed } from "../../test/fixtures/thread-names.js";
+import { threadsNamed, threadsWaitingIn } from "../../test/fixtures/thread-names.js";
 import type { TestProgram } from "../../test/fixtures/worker-program.js";
 import { type CallFailure, DatabaseWorker, programUrl } from "./database-worker.js";
 
@@ -230,7 +230,7 @@ describe("DatabaseWorker", () => {
       holder.exec("BEGIN IMMEDIATE");
       const stuck = worker.call("insert", "never").catch((e: unknown) => e);
       await waitUntil(
-        () => threadsAsleepNamed("mg-test-busy") === 1,
+        () => threadsWaitingIn("mg-test-busy", "nanosleep") === 1,
         "the insert waits for the lock",
       );
 

@@ -1,8 +1,11 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
+import { waitUntil } from "../../../../test-support/wait.js";
 import type { SqliteProgram } from "../../test/fixtures/sqlite-program.js";
+import { threadsNamed, threadsWaitingIn } from "../../test/fixtures/thread-names.js";
 import { type CallFailure, DatabaseWorker, programUrl } from "./database-worker.js";
 
 // The calls of one batch (those made while the thread was busy) share one commit, through the
@@ -21,13 +24,14 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function start(): Promise<DatabaseWorker<SqliteProgram>> {
+async function start(threadName?: string): Promise<DatabaseWorker<SqliteProgram>> {
   const dir = await mkdtemp(join(tmpdir(), "mg-grouped-"));
   cleanups.push(() => rm(dir, { recursive: true, force: true }));
   const worker = await DatabaseWorker.start<SqliteProgram>({
     program: programUrl("../../test/fixtures/sqlite-program.js", import.meta.url),
     path: join(dir, "test.db"),
     settings: {},
+    threadName,
     revive: (failure) => new Revived(failure),
   });
   cleanups.push(() => worker.close());
@@ -120,5 +124,28 @@ describe("grouped commits", () => {
     await inserted;
     expect(await keys).toEqual(["kept"]);
     await closed;
+  });
+
+  it("writes none of a shared transaction whose thread is abandoned in the middle of it", async () => {
+    const worker = await start("mg-test-shared");
+    const first = worker.call("block", 100);
+    // Made while the first call runs: one batch, one transaction.
+    const batch = [
+      worker.call("insert", "a"),
+      worker.call("block", 500),
+      worker.call("insert", "b"),
+    ].map((call) => call.catch((e: unknown) => e));
+    await first;
+    await waitUntil(() => threadsWaitingIn("mg-test-shared", "futex") === 1, "the batch blocks");
+
+    worker.abandon();
+
+    for (const error of await Promise.all(batch)) {
+      expect((error as Revived).failure.error.name).toBe("DatabaseWorkerAbandoned");
+    }
+    await waitUntil(() => threadsNamed("mg-test-shared") === 0, "the thread ended");
+    const db = new Database(worker.path, { readonly: true });
+    expect(db.prepare("SELECT key FROM kv").all()).toEqual([]);
+    db.close();
   });
 });

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { waitUntil } from "../../../../test-support/wait.js";
 import { lockedDatabase } from "../../test/fixtures/locked-database.js";
-import { threadsAsleepNamed, threadsNamed } from "../../test/fixtures/thread-names.js";
+import { threadsNamed, threadsWaitingIn } from "../../test/fixtures/thread-names.js";
 import { checkIntegrity, checkIntegrityWithin } from "./integrity.js";
 
 /** How many of this process's file descriptors (every thread's) are open on `path`. */
@@ -40,7 +40,10 @@ describe("checkIntegrity", () => {
     try {
       const stop = new AbortController();
       const report = checkIntegrity(path, { busyTimeoutMs: 1_000, signal: stop.signal });
-      await waitUntil(() => threadsAsleepNamed("mg-check") === 1, "the check waits for the lock");
+      await waitUntil(
+        () => threadsWaitingIn("mg-check", "nanosleep") === 1,
+        "the check waits for the lock",
+      );
       stop.abort();
       expect(await report).toEqual({ status: "stopped" });
       // Its wait ends in SQLITE_BUSY a second in, in a thread let go: it ends there.

@@ -31,11 +31,6 @@ function isWorkerStart(value: unknown): value is WorkerStart {
   );
 }
 
-/** Thrown inside a shared transaction when the thread is let go mid-run: nothing of it commits. */
-class LetGo extends Error {
-  override readonly name = "DatabaseWorkerLetGo";
-}
-
 async function openProgram(start: WorkerStart): Promise<Program> {
   const module: Record<string, unknown> = await import(start.program);
   const open = module.openInWorker;
@@ -108,8 +103,9 @@ function together(
   try {
     grouped.inOneTransaction(() => {
       for (const request of run) {
-        // Its callers were answered already (rejected): none of the run may commit.
-        if (letGo()) throw new LetGo("the thread was let go");
+        // Its callers were answered already (rejected): none of the run may commit. The error
+        // only rolls the transaction back; no caller is left to read it.
+        if (letGo()) throw new Error("the database thread was let go");
         try {
           const value = grouped.atomically(() => invoke(program, request));
           replies.push({ type: "result", id: request.id, value });
