@@ -412,6 +412,11 @@ export const Defaults = {
     journalRetentionMs: 7 * 24 * 60 * 60 * 1000,
     /** How often a running gateway prunes the journal (it also does at start). */
     journalPruneIntervalMs: 60 * 60 * 1000,
+    /**
+     * How long without a message before the main thread's heap is collected once, giving back
+     * what the last burst left (docs/operations.md, "Memory"; `gateway/idle-collection.ts`).
+     */
+    idleCollectionQuietMs: 30_000,
     /** How long an engine reachability answer is reused by the health endpoint. */
     engineCheckTtlMs: 5_000,
     /** How long a PostgreSQL reachability answer is reused by the health endpoint and `/status`. */

@@ -10,6 +10,7 @@ import { joinCluster, leaveCluster, leavingCluster } from "./gateway/cluster-sta
 import { composeCore, type OpenedParts, openParts, startWarnings } from "./gateway/compose.js";
 import { type GatewayCore, track } from "./gateway/core.js";
 import { healthReport } from "./gateway/health.js";
+import { fullCollection, IdleCollection } from "./gateway/idle-collection.js";
 import { received } from "./gateway/inbound.js";
 import { GatewayDefaults, type GatewayOptions } from "./gateway/options.js";
 import { recover } from "./gateway/recovery.js";
@@ -51,6 +52,8 @@ export class Gateway {
   readonly #options: GatewayOptions;
   #health: HealthServer | undefined;
   #pruneTimer: NodeJS.Timeout | undefined;
+  /** Collects the heap once the messages stop for a while (made at start). */
+  #idleCollection: IdleCollection | undefined;
   #stopping: Promise<void> | undefined;
   #fatal = false;
   /** The channels' flush: one journal sync for all of them that ask at once. */
@@ -100,6 +103,11 @@ export class Gateway {
       GatewayDefaults.journalPruneIntervalMs,
     );
     this.#pruneTimer.unref();
+    this.#idleCollection = new IdleCollection({
+      quietMs: GatewayDefaults.idleCollectionQuietMs,
+      collect: fullCollection(),
+    });
+    this.#idleCollection.start();
     // What a dead process left is reaped only after its replies' resumed attempt (below),
     // which reads their files from its slot directories: a turn's first acquire, recovered
     // ones included, would otherwise start the reap at once.
@@ -111,7 +119,10 @@ export class Gateway {
     const recovered = await recover(this.#core);
     for (const channel of this.channels) {
       await channel.start({
-        onMessage: (message) => received(this.#core, channel, message),
+        onMessage: (message) => {
+          this.#idleCollection?.touch();
+          return received(this.#core, channel, message);
+        },
         onChoice: (press) => this.#core.choices.press(press),
         onFatal: (error) => this.#onFatal(channel, error),
         flush: this.#flush,
@@ -180,6 +191,7 @@ export class Gateway {
   async #stop(): Promise<void> {
     await leavingCluster(this.#core);
     clearInterval(this.#pruneTimer);
+    this.#idleCollection?.stop();
     stopSchedules(this.#core);
     this.#core.kept.stop();
     await this.#core.web?.close().catch((error: unknown) => {
