@@ -101,7 +101,7 @@ async function spawn(data: WorkerStart): Promise<Worker> {
 export class DatabaseWorker<P extends object> {
   readonly path: string;
   readonly #worker: Worker;
-  /** The thread's stop flag (`WorkerStart.stop`), set by {@link letGo}. */
+  /** The thread's stop flag (`WorkerStart.stop`), set when it is let go (`#letGo`). */
   readonly #stopFlag: Int32Array;
   readonly #revive: (failure: CallFailure) => Error;
   readonly #closeTimeoutMs: number;
@@ -276,7 +276,7 @@ export class DatabaseWorker<P extends object> {
    * integrity check of a database being closed): the calls in flight and later ones reject at
    * once with a `DatabaseWorkerAbandoned` failure, and the thread no longer keeps the process
    * alive. It ends once it is out of the call it is in (Node cannot interrupt native code),
-   * running none after it, see {@link letGo}. Not for a database that was written: nothing is
+   * running none after it (`#letGo`). Not for a database that was written: nothing is
    * checkpointed (use {@link close}). Safe to call twice.
    */
   abandon(): void {
