@@ -36,6 +36,9 @@ describe("checkIntegrity", () => {
     // The thread was terminated from outside before: when its wait then ended in SQLITE_BUSY,
     // better-sqlite3 aborted the whole process ("FATAL ERROR: v8::ToLocalChecked Empty
     // MaybeLocal"), a test run's vitest worker with it.
+    // Earlier tests' checks, let go, end once their locks are released: none may be taken for
+    // this one's.
+    await waitUntil(() => threadsNamed("mg-check") === 0, "earlier checks' threads ended");
     const { path, release } = await lockedDatabase();
     try {
       const stop = new AbortController();
