@@ -196,11 +196,14 @@ describe("DatabaseWorker", () => {
     // Made while the first call runs: they reach the thread together, as one batch.
     const batch = [
       worker.call("mark", started),
-      worker.call("block", 500),
+      worker.call("block", 2_000),
       worker.call("mark", after),
     ].map((call) => call.catch((e: unknown) => e));
     await first;
-    await waitUntil(() => existsSync(started), "the second batch began");
+    await waitUntil(
+      () => existsSync(started) && threadsWaitingIn("mg-test-letgo", "futex") === 1,
+      "the second batch blocks",
+    );
 
     worker.abandon();
 

@@ -132,7 +132,7 @@ describe("grouped commits", () => {
     // Made while the first call runs: one batch, one transaction.
     const batch = [
       worker.call("insert", "a"),
-      worker.call("block", 500),
+      worker.call("block", 2_000),
       worker.call("insert", "b"),
     ].map((call) => call.catch((e: unknown) => e));
     await first;

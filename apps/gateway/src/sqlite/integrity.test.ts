@@ -42,14 +42,14 @@ describe("checkIntegrity", () => {
     const { path, release } = await lockedDatabase();
     try {
       const stop = new AbortController();
-      const report = checkIntegrity(path, { busyTimeoutMs: 1_000, signal: stop.signal });
+      const report = checkIntegrity(path, { busyTimeoutMs: 2_000, signal: stop.signal });
       await waitUntil(
         () => threadsWaitingIn("mg-check", "nanosleep") === 1,
         "the check waits for the lock",
       );
       stop.abort();
       expect(await report).toEqual({ status: "stopped" });
-      // Its wait ends in SQLITE_BUSY a second in, in a thread let go: it ends there.
+      // Its wait ends in SQLITE_BUSY 2 s in, in a thread let go: it ends there.
       await waitUntil(() => threadsNamed("mg-check") === 0, "the check's thread ended");
     } finally {
       release();
