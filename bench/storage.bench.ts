@@ -129,8 +129,8 @@ async function cyclesCpu(bench: string, journal: Journal): Promise<void> {
 /**
  * One text-only turn's calls on the state database, the ones the `openai` agent makes: the
  * session id on arrival; the session's model and its conversation when the turn starts; the
- * model call's usage and the two new messages when it ends. The agent awaits each in turn;
- * here the two of each phase are made together.
+ * model call's usage and the two new messages when it ends, the two of each phase made
+ * together, as the agent makes them (one message to the thread each).
  */
 async function turn(store: StateStore, chatId: string, i: number): Promise<void> {
   const sessionKey = `agent:bench:telegram:dm:${chatId}`;

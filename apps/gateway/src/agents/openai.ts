@@ -49,6 +49,8 @@ type UsageOwner = Pick<AgentTurnInput, "sessionKey" | "sessionId" | "user">;
 interface CompleteAnswer {
   readonly message: ChatCompletion["choices"][number]["message"];
   readonly cutOff: boolean;
+  /** The answer as it came, for its usage record (written by the turn, {@link OpenAIAgent.runTurn}). */
+  readonly completion: ChatCompletion;
   readonly entry: ModelSettings;
   readonly failures: ChainAnswer["failures"];
   /** The call's usage as the endpoint reported it (undefined when it did not). */
@@ -140,6 +142,8 @@ export class OpenAIAgent implements Agent {
     const stopped = await this.#budgetStop(log);
     if (stopped !== undefined) return { reply: stopped };
 
+    // Read together: one message to the store's thread (sqlite/database-worker.ts).
+    const chosenModel = this.#chosenModel(input.sessionKey, log);
     let conversation: Conversation = await this.#store.loadConversation(sessionId);
     const user = await buildUserTurn(input.text, input.attachments, {
       vision: this.#vision,
@@ -157,7 +161,7 @@ export class OpenAIAgent implements Agent {
     // History keeps the user turn's text; the request carries its image inputs too.
     const turn: ChatMessage[] = [{ role: "user", content: user.text }];
     const notices = [...user.notices];
-    let chain = modelChain(this.#models, await this.#chosenModel(input.sessionKey, log));
+    let chain = modelChain(this.#models, await chosenModel);
     let toldFallback = false;
     let summaryFailed = false;
     const summarize = (request: SummaryRequest) => this.#summarize(chain, request, input, log);
@@ -183,6 +187,7 @@ export class OpenAIAgent implements Agent {
     };
     const text = new TextPieces(input.onText);
     let usage: TokenUsage | undefined;
+    let usageWrite: Promise<void> = Promise.resolve();
     let reply: string;
     for (;;) {
       const stop = turn.length === 1 ? undefined : await this.#budgetStop(log);
@@ -200,6 +205,8 @@ export class OpenAIAgent implements Agent {
         text,
       );
       usage = addUsage(usage, answer.usage);
+      // Written now; awaited before a tool runs, or with the turn's history (one message).
+      usageWrite = this.#recordUsage(answer.completion, answer.entry, input, log);
       if (answer.entry !== chain[0]) {
         // The rest of the turn stays on the model that answered; the chat hears of it once.
         if (!toldFallback) notices.push(fallbackNotice(answer, chain[0]!));
@@ -228,9 +235,10 @@ export class OpenAIAgent implements Agent {
         break;
       }
       rounds += 1;
+      await usageWrite;
       turn.push(...(await this.#executeRound(calls, input, () => aborted("tool"), log, rounds)));
     }
-    await this.#save(sessionId, turn, log);
+    await Promise.all([usageWrite, this.#save(sessionId, turn, log)]);
     return {
       reply,
       ...(notices.length === 0 ? {} : { notices }),
@@ -436,7 +444,7 @@ export class OpenAIAgent implements Agent {
       throw error;
     }
     const { completion, entry } = answer;
-    const usage = await this.#recordUsage(completion, entry, input, log);
+    const usage = usageOf(completion);
     this.#keeper(entry).observe(messages, usage?.inputTokens ?? 0);
     const choice = completion.choices?.[0];
     if (!choice?.message) {
@@ -450,6 +458,7 @@ export class OpenAIAgent implements Agent {
     return {
       message: choice.message,
       cutOff: choice.finish_reason === "length",
+      completion,
       entry,
       failures: answer.failures,
       usage,
@@ -458,17 +467,15 @@ export class OpenAIAgent implements Agent {
 
   /**
    * Records the call's tokens and cost (docs/models-and-usage.md, "Usage"). A failing write is
-   * logged, not thrown: the answer is there and the person should get it. Answers the
-   * call's usage as the endpoint reported it (undefined when it did not).
+   * logged, not thrown (it never rejects): the answer is there and the person should get it.
    */
   async #recordUsage(
     completion: unknown,
     entry: ModelSettings,
     input: UsageOwner,
     log: Logger,
-  ): Promise<TokenUsage | undefined> {
-    const reported = usageOf(completion);
-    const usage = reported ?? { inputTokens: 0, outputTokens: 0, cachedTokens: 0 };
+  ): Promise<void> {
+    const usage = usageOf(completion) ?? { inputTokens: 0, outputTokens: 0, cachedTokens: 0 };
     try {
       await this.#store.recordUsage({
         sessionKey: input.sessionKey,
@@ -481,7 +488,6 @@ export class OpenAIAgent implements Agent {
     } catch (error) {
       log.error({ err: error, model: entry.name, ...usage }, "could not record the call's usage");
     }
-    return reported;
   }
 
   /**

@@ -59,9 +59,21 @@ describe("DatabaseWorker", () => {
     expect(answers).toEqual([1, new Map([["text:0", "sent"]]), { nested: [1, "two"] }]);
   });
 
+  it("posts the calls made before the caller's next wait in one message", async () => {
+    const worker = await start();
+    const together = [worker.call("echo", 1), worker.call("echo", 2)];
+    const later = worker.call("echo", 3); // made before the caller waits: still the same message
+    await expect(Promise.all([...together, later])).resolves.toEqual([1, 2, 3]);
+    expect(worker.stats).toEqual({ calls: 3, messages: 1 });
+    await expect(worker.call("echo", 4)).resolves.toBe(4);
+    await expect(worker.call("echo", 5)).resolves.toBe(5);
+    expect(worker.stats).toEqual({ calls: 5, messages: 3 });
+  });
+
   it("sends the calls made while the thread is busy in one message, each answered alone", async () => {
     const worker = await start();
     const busy = worker.call("block", 100);
+    await Promise.resolve(); // the block is posted alone
     const queued = [
       worker.call("echo", 1),
       worker.call("explode").catch((e: unknown) => e),
@@ -80,6 +92,7 @@ describe("DatabaseWorker", () => {
   it("fails an answer that cannot cross the thread, and answers the rest of its batch", async () => {
     const worker = await start();
     const busy = worker.call("block", 100);
+    await Promise.resolve();
     const queued = [
       worker.call("echo", 1),
       worker.call("uncloneable").catch((e: unknown) => e),
@@ -96,6 +109,7 @@ describe("DatabaseWorker", () => {
   it("refuses an argument that cannot cross the thread in a batch, sending the others", async () => {
     const worker = await start();
     const busy = worker.call("block", 100);
+    await Promise.resolve();
     const refused = worker.call("echo", (() => 1) as unknown as number).catch((e: unknown) => e);
     const after = worker.call("echo", 2);
     await busy;
@@ -193,6 +207,7 @@ describe("DatabaseWorker", () => {
     const [started, after] = [join(dir, "started"), join(dir, "after")];
     const worker = await start({}, undefined, "mg-test-letgo");
     const first = worker.call("block", 100);
+    await Promise.resolve(); // posted alone
     // Made while the first call runs: they reach the thread together, as one batch.
     const batch = [
       worker.call("mark", started),

@@ -111,6 +111,8 @@ export class DatabaseWorker<P extends object> {
   #queued: CallRequest[] = [];
   /** The last call of each batch posted and not answered yet. */
   readonly #batchEnds = new Set<number>();
+  /** A flush is queued as a microtask: the calls made until it runs go in one batch. */
+  #flushQueued = false;
   #calls = 0;
   #messages = 0;
   /** Set once the thread is gone or closed: later calls reject with it. */
@@ -185,10 +187,13 @@ export class DatabaseWorker<P extends object> {
   }
 
   /**
-   * Queues the call; it is posted at once when no batch is in flight, else with the calls
-   * queued behind it in one message once the thread has answered the batch in flight (it runs
-   * calls one at a time in order anyway, so the wait costs nothing but a thread hop). Each
-   * call still runs on its own and is answered on its own, in the order made.
+   * Queues the call. When no batch is in flight it is posted once the code that made it has
+   * run to its next wait (a microtask), with every call made until then: calls made together
+   * (`Promise.all([a(), b()])`, or one not awaited before the next) cost the thread one message
+   * and share one commit. When a batch is in flight, the call waits and goes with the calls
+   * queued behind it in one message once the thread has answered that batch (it runs calls one
+   * at a time in order anyway, so the wait costs nothing but a thread hop). Each call still
+   * runs on its own and is answered on its own, in the order made.
    */
   #send(method: string, args: readonly unknown[]): Promise<unknown> {
     return new Promise((resolve, reject) => {
@@ -197,9 +202,17 @@ export class DatabaseWorker<P extends object> {
       this.#pending.set(id, { operation: method, resolve, reject });
       this.#calls++;
       this.#queued.push({ id, method, args });
-      if (this.#batchEnds.size === 0) this.#flush();
+      if (this.#batchEnds.size === 0 && !this.#flushQueued) {
+        this.#flushQueued = true;
+        queueMicrotask(this.#queuedFlush);
+      }
     });
   }
+
+  readonly #queuedFlush = (): void => {
+    this.#flushQueued = false;
+    if (this.#batchEnds.size === 0) this.#flush();
+  };
 
   /** Posts the queued calls as one batch (one each when the batch cannot be cloned). */
   #flush(): void {

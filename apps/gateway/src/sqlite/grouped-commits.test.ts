@@ -44,6 +44,7 @@ async function behindBusy<T>(
   calls: () => Promise<T>[],
 ): Promise<PromiseSettledResult<T>[]> {
   const busy = worker.call("block", 100);
+  await Promise.resolve(); // posted alone: the calls below wait for it
   const made = calls();
   await busy;
   return Promise.allSettled(made);
@@ -129,6 +130,7 @@ describe("grouped commits", () => {
   it("writes none of a shared transaction whose thread is abandoned in the middle of it", async () => {
     const worker = await start("mg-test-shared");
     const first = worker.call("block", 100);
+    await Promise.resolve(); // posted alone
     // Made while the first call runs: one batch, one transaction.
     const batch = [
       worker.call("insert", "a"),
