@@ -25,6 +25,7 @@ export default mergeConfig(
       ],
       // Chaos tests beside the e2e files they share harnesses with: the long suite's.
       exclude: ["e2e/**/*.long.test.ts"],
+      setupFiles: ["setup/no-leak-warnings.ts"],
       maxWorkers: 2,
       isolate: false,
     },

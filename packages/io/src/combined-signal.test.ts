@@ -1,6 +1,7 @@
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
-import { combinedSignal } from "./combined-signal.js";
+import { combinedSignal, stopController } from "./combined-signal.js";
+import { sleep } from "./sleep.js";
 
 /**
  * What the signal holds in collections under its own symbols (Node's are its listeners and, once
@@ -81,6 +82,32 @@ describe("combinedSignal", () => {
       expect(warnings).toEqual([]);
       for (const combined of inFlight) combined.release();
       expect(getEventListeners(stop.signal, "abort")).toHaveLength(0);
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
+});
+
+describe("stopController", () => {
+  it("lets any number of operations in flight wait on its signal without a leak warning", async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.name);
+    process.on("warning", onWarning);
+    try {
+      for (const [controller, warned] of [
+        [stopController(), []],
+        [new AbortController(), ["MaxListenersExceededWarning"]],
+      ] as const) {
+        // A component's stop signal, passed to 20 retry waits running at once.
+        const waits = Array.from({ length: 20 }, () => sleep(60_000, controller.signal));
+        expect(getEventListeners(controller.signal, "abort")).toHaveLength(20);
+        // Node emits its warnings on the next tick.
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(warnings.splice(0)).toEqual(warned);
+        controller.abort(new Error("stopping"));
+        for (const wait of await Promise.allSettled(waits)) expect(wait.status).toBe("rejected");
+        expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
+      }
     } finally {
       process.off("warning", onWarning);
     }

@@ -7,6 +7,21 @@ export interface CombinedSignal {
 }
 
 /**
+ * The controller of a component's stop: its signal lives as long as the component and is handed
+ * to every operation it runs (requests, retry waits, sends), each of which listens to it while
+ * in flight and lets go when it ends. So it holds one listener per operation in flight, dozens
+ * under load, which is no leak; Node's "possible EventTarget memory leak" warning past 10 would
+ * print to stderr, outside the structured log, and tell an operator of a leak that is not there.
+ * Its signal has no listener limit. That no listener stays behind is for tests to show
+ * (`getEventListeners`).
+ */
+export function stopController(): AbortController {
+  const controller = new AbortController();
+  setMaxListeners(0, controller.signal);
+  return controller;
+}
+
+/**
  * A signal that aborts when any of `sources` does, with that source's reason (at once when one
  * already has). Unlike `AbortSignal.any`, which on Node 20 records every signal it makes in
  * each source for the source's whole life, it leaves a long-lived source (a process's stop

@@ -6,7 +6,7 @@ export { BackoffDefaults, backoffMs } from "./backoff.js";
 export type { Clock } from "./clock.js";
 export { systemClock } from "./clock.js";
 export type { CombinedSignal } from "./combined-signal.js";
-export { combinedSignal } from "./combined-signal.js";
+export { combinedSignal, stopController } from "./combined-signal.js";
 export type { DeadlineOptions } from "./deadline.js";
 export { DeadlineError, deadline, settledWithin, untilAborted } from "./deadline.js";
 export { isHostName, isWildcardHost, normalHostName, parseHostName } from "./host-name.js";

@@ -4,6 +4,7 @@ import {
   type Schedule,
   scheduleWithTimer,
   settledWithin,
+  stopController,
   systemClock,
 } from "@mediagate/io";
 import {
@@ -215,7 +216,7 @@ export class Outbox {
   readonly #maxAttempts: number;
   readonly #maxAgeMs: number;
   /** Aborted by {@link stop}: uploads in flight end and stay pending for the next start. */
-  readonly #stopping = new AbortController();
+  readonly #stopping = stopController();
   readonly #timers = new Map<string, () => void>();
   readonly #scheduleRun: Schedule;
   readonly #inFlight = new Set<Promise<unknown>>();

@@ -1,5 +1,5 @@
 import { once } from "node:events";
-import { type Sleep, sleep } from "@mediagate/io";
+import { type Sleep, sleep, stopController } from "@mediagate/io";
 import { discordLimits, type UploadLimits } from "@mediagate/media";
 import {
   type ChatInputCommandInteraction,
@@ -190,7 +190,7 @@ export class DiscordChannel implements ChannelAdapter {
   /** The slash commands' registration, while it runs (resolves false when it failed). */
   registering: Promise<boolean> | undefined;
   /** Aborted by `stop`: ends in-memory retries and catch-up. */
-  readonly #stopping = new AbortController();
+  readonly #stopping = stopController();
   #started = false;
   /** `start` resolved. */
   #ready = false;

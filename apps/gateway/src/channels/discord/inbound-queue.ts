@@ -1,4 +1,4 @@
-import { backoffMs, retry, type Sleep } from "@mediagate/io";
+import { backoffMs, retry, type Sleep, stopController } from "@mediagate/io";
 import type { Logger } from "pino";
 import { Defaults } from "../../defaults.js";
 import type { InboundHandler, InboundMessage } from "../types.js";
@@ -46,7 +46,7 @@ interface Chat {
  */
 export class InboundQueues {
   readonly #chats = new Map<string, Chat>();
-  readonly #stop = new AbortController();
+  readonly #stop = stopController();
   readonly #retry: ResolvedInboundRetry;
   /** While above 0 no chat takes anything new (a catch-up is reading its cursors). */
   #holdsAll = 0;

@@ -7,6 +7,7 @@ import {
   type Sleep,
   settledWithin,
   sleep,
+  stopController,
 } from "@mediagate/io";
 import { type Api, GrammyError } from "grammy";
 import type { Update } from "grammy/types";
@@ -112,7 +113,7 @@ export class UpdatePoller {
   private confirmedOffset = 0;
   /** Updates below this offset are recorded and flushed: a getUpdates may confirm them. */
   private flushedOffset = 0;
-  private readonly stopping = new AbortController();
+  private readonly stopping = stopController();
   private loop: Promise<void> | undefined;
 
   constructor(

@@ -1,4 +1,4 @@
-import { combinedSignal, MediagateError } from "@mediagate/io";
+import { combinedSignal, MediagateError, stopController } from "@mediagate/io";
 import { telegramLimits, type UploadLimits } from "@mediagate/media";
 import { Api, InputFile } from "grammy";
 import type { Message } from "grammy/types";
@@ -106,7 +106,7 @@ export class TelegramChannel implements ChannelAdapter {
   private webhook: WebhookMode | undefined;
   private readonly commands: ResolvedTelegramOptions["commands"];
   /** Aborted by `stop`: ends the menus' registration. */
-  private readonly stopping = new AbortController();
+  private readonly stopping = stopController();
   /** Admin chats whose menu could not be set (e.g. "chat not found" before their first message). */
   private readonly menuPending = new Set<string>();
   /** The menus' registration, while it runs (tests and `stop` wait for it). */

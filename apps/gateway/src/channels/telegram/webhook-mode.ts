@@ -1,4 +1,4 @@
-import type { Sleep } from "@mediagate/io";
+import { type Sleep, stopController } from "@mediagate/io";
 import { type Api, InputFile } from "grammy";
 import type { Logger } from "pino";
 import { Defaults } from "../../defaults.js";
@@ -72,7 +72,7 @@ export async function startWebhookMode(
     throw error;
   }
   deps.health.mode = "webhook";
-  const stopping = new AbortController();
+  const stopping = stopController();
   const watch = watchWebhook(deps, settings, stopping.signal);
   return {
     address: receiver.address,
