@@ -1,4 +1,4 @@
-import { once } from "node:events";
+import { getEventListeners, once } from "node:events";
 import { rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import { join } from "node:path";
@@ -10,6 +10,7 @@ import {
 import type { Update } from "grammy/types";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { closedPort } from "../../test-support/net.js";
+import { heldBy } from "../../test-support/signals.js";
 import { waitFor } from "../../test-support/wait.js";
 import { FakeTelegram } from "../fakes/telegram/index.js";
 import { captureLogs } from "../fakes/telegram/media-fixtures.js";
@@ -190,6 +191,34 @@ describe("TelegramChannel in webhook mode", () => {
       }),
     );
     expect(wakes).toBe(1);
+  });
+
+  it("keeps nothing on its stop signal from one getWebhookInfo check to the next", async () => {
+    let wake: () => void = () => {};
+    let stop: AbortSignal | undefined;
+    /** Each wait of the watch ends when the test says so; it takes its listener off. */
+    const sleep = (_ms: number, signal?: AbortSignal) =>
+      new Promise<void>((resolve, reject) => {
+        stop = signal;
+        const onAbort = () => reject(signal?.reason);
+        wake = () => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        };
+        signal?.addEventListener("abort", onAbort, { once: true });
+      });
+    const channel = newChannel({ sleep });
+    await channel.start({ onMessage: async () => {}, onFatal: () => {} });
+    await waitFor(() => expect(stop).toBeDefined());
+    const before = heldBy(stop!);
+    for (let check = 1; check <= 5; check++) {
+      wake();
+      await waitFor(() => expect(fake.callsTo("getWebhookInfo")).toHaveLength(check));
+    }
+    // The watch waits again: its own listener only, as before the checks.
+    await waitFor(() => expect(getEventListeners(stop!, "abort")).toHaveLength(1));
+    expect(heldBy(stop!)).toEqual(before);
+    await channel.stop();
   });
 
   it("finishes recording an update in flight when stopped, then refuses new ones", async () => {

@@ -1,21 +1,8 @@
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
+import { heldBy } from "../../../test-support/signals.js";
 import { combinedSignal, stopController } from "./combined-signal.js";
 import { sleep } from "./sleep.js";
-
-/**
- * What the signal holds in collections under its own symbols (Node's are its listeners and, once
- * `AbortSignal.any` used it, its dependant signals), by symbol: the non-empty ones.
- */
-function heldBy(signal: AbortSignal): Record<string, number> {
-  const record = signal as unknown as Record<symbol, { size?: unknown } | undefined>;
-  const held: Record<string, number> = {};
-  for (const key of Object.getOwnPropertySymbols(signal)) {
-    const size = record[key]?.size;
-    if (typeof size === "number" && size > 0) held[key.toString()] = size;
-  }
-  return held;
-}
 
 describe("combinedSignal", () => {
   it("aborts with the reason of the first source that aborts", () => {

@@ -1,4 +1,4 @@
-import { type Sleep, stopController } from "@mediagate/io";
+import { combinedSignal, type Sleep, stopController } from "@mediagate/io";
 import { type Api, InputFile } from "grammy";
 import type { Logger } from "pino";
 import { Defaults } from "../../defaults.js";
@@ -95,12 +95,14 @@ async function watchWebhook(
     } catch {
       return;
     }
+    // Not `AbortSignal.any`: on Node 20 it would add to the stop signal, which lives as long as
+    // the webhook, on every check (once a minute) and never take away (combinedSignal).
+    const bounded = combinedSignal([
+      signal,
+      AbortSignal.timeout(Defaults.telegram.requestTimeoutBaseMs),
+    ]);
     try {
-      const info = await deps.api.getWebhookInfo(
-        grammySignal(
-          AbortSignal.any([signal, AbortSignal.timeout(Defaults.telegram.requestTimeoutBaseMs)]),
-        ),
-      );
+      const info = await deps.api.getWebhookInfo(grammySignal(bounded.signal));
       deps.health.webhookError =
         info.last_error_date === undefined
           ? undefined
@@ -114,6 +116,8 @@ async function watchWebhook(
     } catch (error) {
       if (signal.aborted) return;
       deps.logger.debug(failureFacts(error, deps.token), "telegram getWebhookInfo failed");
+    } finally {
+      bounded.release();
     }
   }
 }
