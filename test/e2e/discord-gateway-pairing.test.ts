@@ -105,7 +105,12 @@ describe("gateway over Discord: access: pairing", () => {
     since = fake.messagesIn(strangerDm).length;
     const adminSince = fake.messagesIn(adminDm).length;
     dm(Admin, `/approve ${code}`);
-    await waitUntil(() => fake.messagesIn(strangerDm).length > since, "the approval notice");
+    // The user is told while the command runs, the admin's answer goes out once it ended.
+    await waitUntil(
+      () =>
+        fake.messagesIn(strangerDm).length > since && fake.messagesIn(adminDm).length > adminSince,
+      "the approval notice and the admin's answer",
+    );
     expect(texts(adminDm, adminSince)).toEqual([
       expect.stringContaining(`✅ Approved discord:${Stranger}`),
     ]);
