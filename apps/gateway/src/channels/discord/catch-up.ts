@@ -1,4 +1,4 @@
-import type { Sleep } from "@mediagate/io";
+import { combinedSignal, type Sleep } from "@mediagate/io";
 import { type Client, DiscordAPIError, type Message } from "discord.js";
 import type { Logger } from "pino";
 import { RateLimitedError, type RetryOptions, withRetry } from "../../delivery/retry.js";
@@ -197,7 +197,10 @@ export class DiscordCatchUp {
     this.#session?.abort();
     const session = new AbortController();
     this.#session = session;
-    const signal = AbortSignal.any([this.options.signal, session.signal]);
+    // Not `AbortSignal.any`: on Node 20 it would add to the channel's stop signal at every new
+    // gateway session and never take away (combinedSignal).
+    const bounded = combinedSignal([this.options.signal, session.signal]);
+    const { signal } = bounded;
     try {
       const cursors = await this.#readCursors(readCursors, signal);
       if (cursors === undefined) return;
@@ -210,6 +213,7 @@ export class DiscordCatchUp {
       await this.#run(chats, onMessage, signal);
     } finally {
       releaseAll();
+      bounded.release();
       if (this.#session === session) this.#session = undefined;
     }
   }
