@@ -16,6 +16,7 @@ import { pollFor, waitUntil } from "../../test-support/wait.js";
 import { DockerObserver } from "../e2e/harness/docker-observer.js";
 import { TestImage, uniqueProfileName } from "../e2e/harness/gateway-home.js";
 import { FakeTelegram } from "../fakes/telegram/index.js";
+import { removeStaleBuilds } from "./images.js";
 
 /**
  * docker/compose.yaml's `cluster` profile brought up for real (docs/operations.md, "Running a
@@ -282,6 +283,9 @@ describe("docker/compose.yaml's cluster profile", () => {
 
   afterAll(async () => {
     if (clone !== "") await compose(["down", "-v", "--remove-orphans", "-t", "60"], 600_000);
+    // The profile's `mediagate:latest` from an earlier run, left untagged by this one's build.
+    const stale = await removeStaleBuilds();
+    if (stale.problems.length > 0) console.warn("older gateway builds kept:", stale.problems);
     for (const c of await docker.containers({
       "mediagate.agent": "1",
       "mediagate.profile": profile,

@@ -8,6 +8,7 @@ import { testDockerHost } from "../../test-support/engine.js";
 import { DockerObserver } from "../e2e/harness/docker-observer.js";
 import { TestImage, uniqueProfileName, waitUntil } from "../e2e/harness/gateway-home.js";
 import { FakeTelegram } from "../fakes/telegram/index.js";
+import { GatewayBuildLabels, removeStaleBuilds, untaggedImages } from "./images.js";
 
 /**
  * The gateway image (docs/operations.md, "In a container"): docker/gateway/Dockerfile builds on
@@ -96,6 +97,14 @@ describe("the gateway image", () => {
     }
     await fake?.stop();
     if (work !== "") await rm(work, { recursive: true, force: true });
+  });
+
+  it("leaves no older build of the image on the engine, only the newest build stage as cache", async () => {
+    const outcome = await removeStaleBuilds();
+    expect(outcome.problems).toEqual([]);
+    expect(await untaggedImages(GatewayBuildLabels.image)).toEqual([]);
+    const stages = await untaggedImages(GatewayBuildLabels.stage);
+    expect(stages).toEqual(outcome.kept === undefined ? [] : [outcome.kept]);
   });
 
   it("prints the gateway package's version", async () => {
