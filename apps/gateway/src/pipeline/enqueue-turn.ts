@@ -118,6 +118,9 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
       ? interruptSession(ctx.runtime, ctx.services, key, new InterruptedByMessageError())
       : undefined;
 
+  // Known on its slot from now, not from when its turn starts: `/stop all` drops a message
+  // that waits for a turn to free up as well as one behind its own session's turn.
+  slots.note(SlotRegistry.slotId(queued.profile, ctx.runtime.slotFor(key)), key);
   let stopping: AbortSignal | undefined;
   const queuedAtMs = performance.now();
   const outcome = queue.enqueue(
@@ -149,7 +152,6 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
         ctx.session = session;
         ctx.slot = slot;
         ctx.signal = signal;
-        slots.note(SlotRegistry.slotId(session.profile, slot), session.sessionKey);
         await scope.run(session, next);
       } catch (error) {
         if (abortedByStop(signal)) {

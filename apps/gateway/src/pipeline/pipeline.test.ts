@@ -9,7 +9,7 @@ import {
   formatSlotKey,
   slotTraits,
 } from "@mediagate/sandbox";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { waitFor } from "../../../../test-support/wait.js";
 import type { Agent, AgentTurnInput } from "../agents/types.js";
 import type {
@@ -598,6 +598,42 @@ describe("message pipeline", () => {
     expect(channel.replies.map((r) => r.text)).toEqual([answer]);
     expect(calls).toContain("killSlot profile:t");
     expect(calls.some((c) => c.startsWith("killSession") || c.startsWith("cleanup"))).toBe(false);
+  });
+
+  it("/stop all drops the queued message of a session whose turn never started", async () => {
+    // One turn at a time: user 2's first message waits behind the admin's turn, never having run.
+    const services = testServices(1);
+    const calls: string[] = [];
+    const started: string[] = [];
+    let running!: () => void;
+    const firstRunning = new Promise<void>((r) => {
+      running = r;
+    });
+    const agent: Agent = {
+      kind: "shell",
+      runTurn: (input) => {
+        started.push(input.sessionKey);
+        if (started.length > 1) return Promise.resolve({ reply: "ran after /stop all" });
+        running();
+        return new Promise((_resolve, reject) => {
+          input.signal.addEventListener("abort", () => reject(new Error("aborted")));
+        });
+      },
+    };
+    const runtime = testRuntime(agent, calls);
+    const channel = new RecordingChannel();
+    const turns = [
+      handleMessage(testContext(runtime, services, channel, "sleep 1000", "1")),
+      handleMessage(testContext(runtime, services, channel, "echo waiting", "2")),
+    ];
+    await firstRunning;
+    await vi.waitFor(() => expect(services.queue.queued("agent:t:telegram:dm:2")).toBe(1));
+    await handleMessage(testContext(runtime, services, channel, "/stop all", "1"));
+    await Promise.all(turns);
+    expect(channel.said).toEqual([
+      "🛑 Stopped everything in slot profile:t: killed 7 process(es), aborted 1 running turn(s), dropped 1 queued message(s).",
+    ]);
+    expect(started).toEqual(["agent:t:telegram:dm:1"]);
   });
 
   it("/reset on a shared slot asks for confirmation first; /reset confirm rotates and tears down", async () => {

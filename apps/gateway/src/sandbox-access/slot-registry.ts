@@ -1,9 +1,11 @@
 import { slotTraits } from "@mediagate/sandbox";
 
 /**
- * Which sessions this process has seen use each container slot, to tell `/reset` how many
- * sessions a shared container serves and to let `/stop all` stop their turns. Counted per process (sessions of other processes or
- * earlier runs are not known); documented in the README.
+ * Which sessions this process has queued a message for on each container slot (noted when the
+ * message is queued, before its turn starts), to tell `/reset` how many sessions a shared
+ * container serves and to let `/stop all` stop their turns and drop their waiting messages.
+ * Counted per process (sessions of other processes or earlier runs are not known); documented
+ * in the README.
  */
 export class SlotRegistry {
   readonly #sessions = new Map<string, Set<string>>();
