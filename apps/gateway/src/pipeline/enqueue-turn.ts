@@ -112,6 +112,14 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
   }
   busy.accepted(key);
   const collected = busyMode === "collect" ? busy.collect(key, ctx) : undefined;
+  // Once only: a turn sent back behind an older message ({@link RunLater}) starts again with
+  // its context already merged, and merging again would repeat every member after the owner.
+  let merged = false;
+  const merge = () => {
+    if (collected === undefined || merged) return;
+    merged = true;
+    mergeCollected(ctx, collected.close());
+  };
   // The abort happens now, before this message is queued; the kill finishes before it runs.
   const interrupting =
     busyMode === "interrupt" && running
@@ -133,7 +141,7 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
       ctx.services.live?.turnStarted(key);
       ctx.services.turnStarted?.();
       try {
-        if (collected !== undefined) mergeCollected(ctx, collected.close());
+        merge();
         if (interrupting !== undefined) {
           const interrupted = await interrupting;
           ctx.log.info(interrupted, "the session's previous turn was interrupted by this message");
@@ -192,7 +200,7 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
     result = await outcome;
     if (result !== "dropped") return;
     // Dropped before it started: the messages collected for it share its fate.
-    if (collected !== undefined) mergeCollected(ctx, collected.close());
+    merge();
     if (queue.stopping || abortedByStop(stopping)) {
       ctx.log.info("gateway stopped before this message's turn; kept for the next start");
       return;

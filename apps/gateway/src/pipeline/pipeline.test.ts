@@ -34,13 +34,19 @@ import { PostgresStoreError } from "../postgres/errors.js";
 import { SlotRegistry } from "../sandbox-access/slot-registry.js";
 import { BusySessions } from "../session/busy.js";
 import { SessionScope } from "../session/context.js";
-import { TurnQueue } from "../session/queue.js";
+import { RunLater, TurnQueue } from "../session/queue.js";
 import { RefusalText } from "./authorize.js";
 import { StoreDownText } from "./boundary.js";
 import { DeliveryFailedText } from "./enqueue-turn.js";
 import { handleMessage } from "./pipeline.js";
 import { TurnFailedText } from "./run-turn.js";
-import type { MessageContext, PipelineRuntime, PipelineServices, SandboxOps } from "./types.js";
+import type {
+  MessageContext,
+  PipelineRuntime,
+  PipelineServices,
+  SandboxOps,
+  SessionHold,
+} from "./types.js";
 
 /*
  * Test kit for pipeline unit tests: a ChannelAdapter that records what it was asked to send
@@ -1171,5 +1177,63 @@ describe("status reactions", () => {
     release();
     await running;
     await waitFor(() => expect(channel.shown.get(ctx.message.messageId)).toBe("done"));
+  });
+});
+
+/**
+ * Session leases that let every turn run here, except that the next acquire after
+ * `sendBack()` answers {@link RunLater} (an older message of the session runs first,
+ * docs/cluster.md): the turn goes back into its session's queue.
+ */
+function leasesSendingBack(): SessionHold & { sendBack(): void } {
+  let sendBack = false;
+  return {
+    sendBack: () => {
+      sendBack = true;
+    },
+    acquire: async () => {
+      if (!sendBack) return true;
+      sendBack = false;
+      return RunLater;
+    },
+    giveBack: () => {},
+    askHolder: async () => undefined,
+    askEveryReplica: async () => [],
+    dropWaiting: async () => 0,
+  };
+}
+
+describe("busy sessions, /stop and /reset racing a turn", () => {
+  it("a collected turn sent back behind an older message runs each message once", async () => {
+    const seen: string[] = [];
+    const { agent, release, first } = heldAgent();
+    const recording: Agent = {
+      kind: "shell",
+      runTurn: (input) => {
+        seen.push(input.text);
+        return agent.runTurn(input);
+      },
+    };
+    const hold = leasesSendingBack();
+    const services = { ...testServices(), sessions: hold };
+    const runtime = testRuntime(recording, [], testProfile({ busyMode: "collect" }));
+    const channel = new RecordingChannel();
+    const running = handleMessage(testContext(runtime, services, channel, "one", "2"));
+    await first;
+    const collected = ["two", "three"].map((text) =>
+      handleMessage(testContext(runtime, services, channel, text, "2")),
+    );
+    await waitFor(() =>
+      expect(channel.texts).toEqual([
+        "⏳ queued for the next turn",
+        "⏳ queued — 2 messages go in the next turn together",
+      ]),
+    );
+    // The collected turn's first acquire finds an older message to run first: it goes back.
+    hold.sendBack();
+    release();
+    await Promise.all([running, ...collected]);
+    expect(seen).toEqual(["one", "two\nthree"]);
+    expect(channel.replies.map((r) => r.text)).toEqual(["ran: one", "ran: two\nthree"]);
   });
 });
