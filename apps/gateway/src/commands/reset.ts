@@ -1,6 +1,6 @@
 import type { PipelineRuntime, PipelineServices } from "../pipeline/types.js";
 import { SlotRegistry } from "../sandbox-access/slot-registry.js";
-import { commandProblem, describeStop } from "./stop.js";
+import { commandProblem, describeStop, dropWaiting } from "./stop.js";
 
 /** What /reset answered. */
 export type ResetResult =
@@ -27,8 +27,11 @@ export async function resetSession(
   if (runtime.isSharedSlot(slot) && !confirm) {
     return { status: "needs_confirm", slot, sharedBy: services.slots.count(slotId, sessionKey) };
   }
-  const droppedMessages = services.queue.dropQueued(sessionKey);
+  const queued = services.queue.dropQueued(sessionKey);
   const abortedTurn = services.queue.abortRunning(sessionKey, new Error("stopped by /reset"));
+  // As /stop: those waiting in the journal for this replica too (docs/cluster.md), or they
+  // would run after the reset, in the new conversation.
+  const droppedMessages = queued + (await dropWaiting(runtime, services, sessionKey));
   await runtime.store.rotateSessionId(sessionKey);
   let teardown = "removed the container and its files";
   try {

@@ -66,6 +66,27 @@ export async function interruptSession(
 }
 
 /**
+ * With replicas (docs/cluster.md): closes as `stopped` the session's messages waiting in the
+ * journal for this replica (handed to it and not picked up yet, or left to the cluster), as
+ * `/stop` and `/reset` drop its queued ones; how many. A failure is logged and counts none.
+ */
+export async function dropWaiting(
+  runtime: PipelineRuntime,
+  services: PipelineServices,
+  sessionKey: string,
+): Promise<number> {
+  const session = { profile: runtime.profile.name, sessionKey };
+  const waiting = await services.sessions?.dropWaiting(session).catch((error: unknown) => {
+    runtime.log.warn(
+      { err: error, sessionKey },
+      "could not drop the session's handed-over messages",
+    );
+    return 0;
+  });
+  return waiting ?? 0;
+}
+
+/**
  * `/stop`: drops the session's queued messages, then {@link interruptSession} (aborts its
  * running turn, kills every process the session started in the container), and removes a
  * non-persistent session container with its dirs. A persistent profile or shared container
@@ -76,16 +97,8 @@ export async function stopSession(
   services: PipelineServices,
   sessionKey: string,
 ): Promise<StopSummary> {
-  let droppedMessages = services.queue.dropQueued(sessionKey);
-  const session = { profile: runtime.profile.name, sessionKey };
-  const waiting = await services.sessions?.dropWaiting(session).catch((error: unknown) => {
-    runtime.log.warn(
-      { err: error, sessionKey },
-      "could not drop the session's handed-over messages",
-    );
-    return 0;
-  });
-  droppedMessages += waiting ?? 0;
+  const droppedMessages =
+    services.queue.dropQueued(sessionKey) + (await dropWaiting(runtime, services, sessionKey));
   const interrupted = await interruptSession(
     runtime,
     services,

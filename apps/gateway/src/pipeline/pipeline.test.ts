@@ -1236,4 +1236,31 @@ describe("busy sessions, /stop and /reset racing a turn", () => {
     expect(seen).toEqual(["one", "two\nthree"]);
     expect(channel.replies.map((r) => r.text)).toEqual(["ran: one", "ran: two\nthree"]);
   });
+
+  it("/reset drops the session's messages waiting in the journal for this replica, as /stop does", async () => {
+    // docs/cluster.md: a message handed to this replica and not picked up yet waits in the
+    // journal, not in the queue; /stop closes it (dropWaiting), and /reset does all /stop does.
+    const dropped: string[] = [];
+    const hold: SessionHold = {
+      ...leasesSendingBack(),
+      dropWaiting: async (session) => {
+        dropped.push(session.sessionKey);
+        return 1;
+      },
+    };
+    const calls: string[] = [];
+    const services = { ...testServices(), sessions: hold };
+    const runtime = testRuntime(
+      echoAgent([]),
+      calls,
+      testProfile({ sandbox: { persistent: false } }),
+    );
+    const channel = new RecordingChannel();
+    await handleMessage(testContext(runtime, services, channel, "/reset", "1"));
+    expect(calls).toContain("rotateSessionId agent:t:telegram:dm:1");
+    expect(dropped).toEqual(["agent:t:telegram:dm:1"]);
+    expect(channel.said).toEqual([
+      "♻️ Reset: new conversation started, removed the container and its files. 🛑 Stopped: dropped 1 queued message(s).",
+    ]);
+  });
 });
