@@ -36,7 +36,9 @@ export async function resetSession(
   let teardown = "removed the container and its files";
   try {
     await runtime.sandbox.cleanup(slot, { force: true, deleteDirs: true });
-    services.slots.forget(slotId);
+    // Other sessions' turns and queued messages on the slot go on: /stop all still stops them.
+    const { queue } = services;
+    services.slots.forget(slotId, (key) => queue.isRunning(key) || queue.queued(key) > 0);
   } catch (error) {
     const problem = commandProblem(runtime, "/reset: removing the container and its files", error, {
       sessionKey,

@@ -1263,4 +1263,44 @@ describe("busy sessions, /stop and /reset racing a turn", () => {
       "♻️ Reset: new conversation started, removed the container and its files. 🛑 Stopped: dropped 1 queued message(s).",
     ]);
   });
+
+  it("/stop all after /reset confirm still stops the other sessions' turns and queues on the slot", async () => {
+    // The profile's one container, shared: user 2's turn runs and another message of theirs
+    // waits behind it while the admin resets the container, then stops everything on it.
+    const services = testServices();
+    const calls: string[] = [];
+    const started: string[] = [];
+    let running!: () => void;
+    const firstRunning = new Promise<void>((r) => {
+      running = r;
+    });
+    const agent: Agent = {
+      kind: "shell",
+      runTurn: (input) => {
+        started.push(input.text);
+        if (started.length > 1) return Promise.resolve({ reply: "ran after /stop all" });
+        running();
+        return new Promise((_resolve, reject) => {
+          input.signal.addEventListener("abort", () => reject(new Error("aborted")));
+        });
+      },
+    };
+    const runtime = testRuntime(agent, calls);
+    const channel = new RecordingChannel();
+    const turns = [
+      handleMessage(testContext(runtime, services, channel, "sleep 1000", "2")),
+      handleMessage(testContext(runtime, services, channel, "echo later", "2")),
+    ];
+    await firstRunning;
+    await handleMessage(testContext(runtime, services, channel, "/reset confirm", "1"));
+    await handleMessage(testContext(runtime, services, channel, "/stop all", "1"));
+    const stopped = channel.said.at(-1);
+    // Whatever the assertion says, user 2's turn must end for the test to.
+    services.queue.abortAll(new Error("test over"));
+    await Promise.all(turns);
+    expect(stopped).toBe(
+      "🛑 Stopped everything in slot profile:t: killed 7 process(es), aborted 1 running turn(s), dropped 1 queued message(s).",
+    );
+    expect(started).toEqual(["sleep 1000"]);
+  });
 });

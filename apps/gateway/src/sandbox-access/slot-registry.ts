@@ -42,8 +42,14 @@ export class SlotRegistry {
     return [...set];
   }
 
-  /** Forget the slot's sessions (after its container was torn down). */
-  forget(slotId: string): void {
-    this.#sessions.delete(slotId);
+  /**
+   * Forget the slot's sessions (after its container was torn down), but those `busy` says
+   * still have a turn running or messages queued: `/stop all` must still reach them.
+   */
+  forget(slotId: string, busy: (sessionKey: string) => boolean = () => false): void {
+    const set = this.#sessions.get(slotId);
+    if (set === undefined) return;
+    for (const sessionKey of set) if (!busy(sessionKey)) set.delete(sessionKey);
+    if (set.size === 0) this.#sessions.delete(slotId);
   }
 }
