@@ -1,6 +1,7 @@
 import type { PipelineRuntime, PipelineServices } from "../pipeline/types.js";
 import { sandboxProblemOf } from "../sandbox-access/sandbox-errors.js";
 import { SlotRegistry } from "../sandbox-access/slot-registry.js";
+import { parseSessionKey } from "../session/key.js";
 
 /** What /stop did. */
 export interface StopSummary {
@@ -75,7 +76,9 @@ export async function dropWaiting(
   services: PipelineServices,
   sessionKey: string,
 ): Promise<number> {
-  const session = { profile: runtime.profile.name, sessionKey };
+  // A `shared:` slot's sessions (`/stop all`) may be of other profiles: the key names its own.
+  const profile = parseSessionKey(sessionKey)?.profile ?? runtime.profile.name;
+  const session = { profile, sessionKey };
   const waiting = await services.sessions?.dropWaiting(session).catch((error: unknown) => {
     runtime.log.warn(
       { err: error, sessionKey },
@@ -171,7 +174,8 @@ export interface SlotStopSummary {
 
 /**
  * `/stop all`: for every session this process has seen on the sender's slot (across
- * profiles for a `shared:` slot), drops its queued messages and aborts its running turn;
+ * profiles for a `shared:` slot), drops its queued messages and aborts its running turn, then
+ * closes its messages waiting in the journal for this replica ({@link dropWaiting});
  * then kills every process any session started in the slot's container (sessions of other
  * gateway processes too), leaving the container and everyone's files in place. The one way
  * out of a fork loop started by another session.
@@ -193,6 +197,9 @@ export async function stopSlot(
     droppedMessages += services.queue.dropQueued(key);
     if (services.queue.abortRunning(key, reason)) abortedTurns += 1;
   }
+  // As /stop: their messages waiting in the journal for this replica too (docs/cluster.md),
+  // or they would run after "Stopped everything".
+  for (const key of sessions) droppedMessages += await dropWaiting(runtime, services, key);
   const problems: string[] = [];
   let killedProcesses: number | undefined;
   try {

@@ -1264,6 +1264,30 @@ describe("busy sessions, /stop and /reset racing a turn", () => {
     ]);
   });
 
+  it("/stop all drops the slot's sessions' messages waiting in the journal for this replica", async () => {
+    // docs/sessions.md: `/stop all` is everything `/stop` does for every session on the
+    // container, and /stop closes the messages waiting in the journal for this replica
+    // (docs/cluster.md: handed to it and not picked up yet). User 2's session ran here before;
+    // a message of theirs now waits in the journal, handed to this replica.
+    const dropped: string[] = [];
+    const hold: SessionHold = {
+      ...leasesSendingBack(),
+      dropWaiting: async (session) => {
+        dropped.push(`${session.profile} ${session.sessionKey}`);
+        return session.sessionKey === "agent:t:telegram:dm:2" ? 1 : 0;
+      },
+    };
+    const services = { ...testServices(), sessions: hold };
+    const runtime = testRuntime(echoAgent([]), []);
+    const channel = new RecordingChannel();
+    await handleMessage(testContext(runtime, services, channel, "echo hi", "2"));
+    await handleMessage(testContext(runtime, services, channel, "/stop all", "1"));
+    expect(dropped.sort()).toEqual(["t agent:t:telegram:dm:1", "t agent:t:telegram:dm:2"]);
+    expect(channel.said.at(-1)).toBe(
+      "🛑 Stopped everything in slot profile:t: killed 7 process(es), dropped 1 queued message(s).",
+    );
+  });
+
   it("/stop all after /reset confirm still stops the other sessions' turns and queues on the slot", async () => {
     // The profile's one container, shared: user 2's turn runs and another message of theirs
     // waits behind it while the admin resets the container, then stops everything on it.
