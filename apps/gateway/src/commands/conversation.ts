@@ -14,7 +14,7 @@ export async function newConversation(
   sessionKey: string,
 ): Promise<string> {
   const droppedMessages = services.queue.dropQueued(sessionKey);
-  const abortedTurn = services.queue.abortRunning(sessionKey, new Error("stopped by /new"));
+  const abortedTurn = services.queue.abortAnswering(sessionKey, new Error("stopped by /new"));
   await runtime.store.rotateSessionId(sessionKey);
   const stopped: StopSummary = {
     abortedTurn,

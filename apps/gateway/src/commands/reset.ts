@@ -28,7 +28,7 @@ export async function resetSession(
     return { status: "needs_confirm", slot, sharedBy: services.slots.count(slotId, sessionKey) };
   }
   const queued = services.queue.dropQueued(sessionKey);
-  const abortedTurn = services.queue.abortRunning(sessionKey, new Error("stopped by /reset"));
+  const abortedTurn = services.queue.abortAnswering(sessionKey, new Error("stopped by /reset"));
   // As /stop: those waiting in the journal for this replica too (docs/cluster.md), or they
   // would run after the reset, in the new conversation.
   const droppedMessages = queued + (await dropWaiting(runtime, services, sessionKey));

@@ -50,7 +50,7 @@ export async function interruptSession(
   sessionKey: string,
   reason: Error,
 ): Promise<InterruptSummary> {
-  const abortedTurn = services.queue.abortRunning(sessionKey, reason);
+  const abortedTurn = services.queue.abortAnswering(sessionKey, reason);
   const problems: string[] = [];
   let killedProcesses: number | undefined;
   try {
@@ -195,7 +195,7 @@ export async function stopSlot(
   const reason = new Error("stopped by /stop all");
   for (const key of sessions) {
     droppedMessages += services.queue.dropQueued(key);
-    if (services.queue.abortRunning(key, reason)) abortedTurns += 1;
+    if (services.queue.abortAnswering(key, reason)) abortedTurns += 1;
   }
   // As /stop: their messages waiting in the journal for this replica too (docs/cluster.md),
   // or they would run after "Stopped everything".

@@ -1288,6 +1288,85 @@ describe("busy sessions, /stop and /reset racing a turn", () => {
     );
   });
 
+  it("/stop while the answered turn says its notices aborts it: its reply is not delivered", async () => {
+    // The agent answered with a notice (a voice note it could not transcribe, say); /stop
+    // comes while that notice is being sent, before the reply went to the outbox.
+    let noticeSent!: () => void;
+    const sending = new Promise<void>((resolve) => {
+      noticeSent = resolve;
+    });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    class SlowNotice extends RecordingChannel {
+      override async sendText(target: ChatTarget, text: string): Promise<void> {
+        await super.sendText(target, text);
+        if (text !== "a notice") return;
+        noticeSent();
+        await released;
+      }
+    }
+    const agent: Agent = {
+      kind: "shell",
+      runTurn: async () => ({ reply: "the answer", notices: ["a notice"] }),
+    };
+    const services = testServices();
+    const runtime = testRuntime(agent, []);
+    const channel = new SlowNotice();
+    const turn = handleMessage(testContext(runtime, services, channel, "hi", "1"));
+    await sending;
+    await handleMessage(testContext(runtime, services, channel, "/stop", "1"));
+    release();
+    await turn;
+    expect(channel.said).toEqual(["a notice", "🛑 Stopped: aborted the running turn."]);
+  });
+
+  it("/stop while the turn's reply is being recorded does not claim to abort it", async () => {
+    // The reply is on its way to the outbox (docs/sessions.md: the turn no longer counts);
+    // it goes out, so /stop must not tell the chat it aborted the turn.
+    let recording!: () => void;
+    const inRecord = new Promise<void>((resolve) => {
+      recording = resolve;
+    });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let recorded = 0;
+    const slowJournal = new Proxy(journal, {
+      get(target, key) {
+        const value = Reflect.get(target, key, target) as unknown;
+        if (key !== "addReply" || typeof value !== "function") {
+          return typeof value === "function" ? value.bind(target) : value;
+        }
+        return async (...args: unknown[]) => {
+          // The turn's reply only (the first), not /stop's own answer.
+          if (recorded++ === 0) {
+            recording();
+            await released;
+          }
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const outbox = new Outbox({
+      journal: slowJournal,
+      logger: silentLogger(),
+      channelFor: () => wired.channel,
+      translateContextFor: () => wired.runtime?.translateContext,
+    });
+    const services = { ...testServices(), outbox };
+    const runtime = testRuntime(echoAgent([]), []);
+    const channel = new RecordingChannel();
+    const turn = handleMessage(testContext(runtime, services, channel, "hi", "1"));
+    await inRecord;
+    await handleMessage(testContext(runtime, services, channel, "/stop", "1"));
+    release();
+    await turn;
+    expect(channel.said).toEqual(["Nothing was running for this session.", "you said: hi"]);
+  });
+
   it("/stop all after /reset confirm still stops the other sessions' turns and queues on the slot", async () => {
     // The profile's one container, shared: user 2's turn runs and another message of theirs
     // waits behind it while the admin resets the container, then stops everything on it.

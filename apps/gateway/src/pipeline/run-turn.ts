@@ -151,7 +151,7 @@ async function agentTurn(
     notices = result.notices ?? [];
   } catch (error) {
     if (signal.aborted) {
-      await endAborted();
+      await endAborted(ctx, signal);
       return;
     }
     // The database went away mid-turn (the record of its first command's start, say): the
@@ -172,7 +172,7 @@ async function agentTurn(
     await preview?.stop();
   }
   if (signal.aborted) {
-    await endAborted();
+    await endAborted(ctx, signal);
     return;
   }
   if (tools.sandboxProblem !== undefined) {
@@ -185,25 +185,32 @@ async function agentTurn(
     turn.exit = "ok";
     turn.replyChars = (ctx.reply ?? "").length;
   }
+  // The reply goes to the outbox next (sendReply), unless /stop comes while these are sent.
   for (const notice of notices) await say(ctx, notice);
   await next();
+}
 
-  async function endAborted(): Promise<void> {
-    if (abortedByStop(signal)) {
-      if (turn !== undefined) turn.exit = "cut_off";
-      ctx.log.warn(
-        "turn cut off by the gateway's stop or a lost session lease; its chat is told after the restart or by the session's new holder",
-      );
-      return;
-    }
-    if (turn !== undefined) turn.exit = "stopped";
-    const reason = signal.reason instanceof Error ? signal.reason.message : undefined;
-    ctx.log.info(
-      { reason },
-      "turn aborted (/stop, /reset or a newer message); its reply is not delivered",
+/**
+ * The turn was aborted before its reply went to the outbox: by the gateway's stop or a lost
+ * session lease (left to the restart or the session's new holder), or by /stop, /reset or a
+ * newer message (closed `stopped`, no reply).
+ */
+export async function endAborted(ctx: MessageContext, signal: AbortSignal): Promise<void> {
+  const turn = ctx.turn;
+  if (abortedByStop(signal)) {
+    if (turn !== undefined) turn.exit = "cut_off";
+    ctx.log.warn(
+      "turn cut off by the gateway's stop or a lost session lease; its chat is told after the restart or by the session's new holder",
     );
-    await finishEntry(ctx, "stopped");
+    return;
   }
+  if (turn !== undefined) turn.exit = "stopped";
+  const reason = signal.reason instanceof Error ? signal.reason.message : undefined;
+  ctx.log.info(
+    { reason },
+    "turn aborted (/stop, /reset or a newer message); its reply is not delivered",
+  );
+  await finishEntry(ctx, "stopped");
 }
 
 /**

@@ -1,13 +1,15 @@
 import { finishEntry } from "./journal-steps.js";
+import { endAborted } from "./run-turn.js";
 import { type Middleware, sessionOf } from "./types.js";
 
 /**
  * Step 6: the finished turn's reply goes to the outbox (recorded, and the message's journal
  * entry closed, in one transaction) and is delivered from there: media planned from the turn's
  * slot (the plan recorded before the first send), the text and files sent with each step
- * recorded, notices for files that did not arrive (docs/durability.md). The session's next
- * turn waits for this attempt, but once the reply is recorded a message arriving meanwhile is
- * not told it is queued (`TurnQueue#replied`); a reply held back by a long `retry_after` is
+ * recorded, notices for files that did not arrive (docs/durability.md). A turn aborted since
+ * its agent answered sends nothing. The session's next turn waits for this attempt, but once
+ * the reply goes to the outbox a message arriving meanwhile is not told it is queued, nor
+ * interrupts, and /stop no longer aborts the turn (`TurnQueue#replied`); a reply held back by a long `retry_after` is
  * retried later outside the session's turn. A reply with no text and no `MEDIA:` tag sends
  * nothing.
  *
@@ -16,6 +18,14 @@ import { type Middleware, sessionOf } from "./types.js";
  */
 export const sendReply: Middleware = async (ctx, next) => {
   const session = sessionOf(ctx);
+  // Aborted since the agent answered (/stop while its notices were sent): no reply. From here
+  // on the reply is on its way and the turn is answered (`TurnQueue#replied`, with nothing
+  // awaited in between): /stop no longer aborts it (`TurnQueue#abortAnswering`) nor says so.
+  if (ctx.signal?.aborted === true) {
+    await endAborted(ctx, ctx.signal);
+    return;
+  }
+  ctx.services.queue.replied(session.sessionKey);
   const text = ctx.reply ?? "";
   if (text.trim() === "") {
     ctx.log.debug("empty reply; nothing sent");
@@ -36,9 +46,6 @@ export const sendReply: Middleware = async (ctx, next) => {
     ctx.entryId,
     ctx.mergedEntryIds,
   );
-  // The turn's answer is settled: a message of the session arriving from here on is not told
-  // it is queued (it runs once this delivery attempt is over).
-  ctx.services.queue.replied(session.sessionKey);
   const { result, deliveries } = await outbox.deliver(record);
   if (ctx.turn !== undefined) {
     ctx.turn.delivery = result;

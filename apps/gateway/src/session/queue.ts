@@ -172,6 +172,16 @@ export class TurnQueue {
     return true;
   }
 
+  /**
+   * `/stop`, `/reset`, `/new` and `busyMode: interrupt`: aborts the session's running turn
+   * unless it already handed its reply over for delivery ({@link replied}): that reply goes out
+   * whatever the abort, so the turn no longer counts (docs/sessions.md). Returns whether one
+   * was aborted.
+   */
+  abortAnswering(sessionKey: string, reason?: unknown): boolean {
+    return this.isAnswering(sessionKey) && this.abortRunning(sessionKey, reason);
+  }
+
   /** Drops the session's queued (not running) turns; they settle as `dropped`. Returns the count. */
   dropQueued(sessionKey: string): number {
     const lane = this.#lanes.get(sessionKey);
