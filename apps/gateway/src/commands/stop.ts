@@ -174,11 +174,11 @@ export interface SlotStopSummary {
 
 /**
  * `/stop all`: for every session this process has seen on the sender's slot (across
- * profiles for a `shared:` slot), drops its queued messages and aborts its running turn, then
- * closes its messages waiting in the journal for this replica ({@link dropWaiting});
+ * profiles for a `shared:` slot), drops its queued messages and aborts its running turn;
  * then kills every process any session started in the slot's container (sessions of other
- * gateway processes too), leaving the container and everyone's files in place. The one way
- * out of a fork loop started by another session.
+ * gateway processes too), leaving the container and everyone's files in place; then closes
+ * the sessions' messages waiting in the journal for this replica ({@link dropWaiting}). The
+ * one way out of a fork loop started by another session.
  */
 export async function stopSlot(
   runtime: PipelineRuntime,
@@ -197,9 +197,6 @@ export async function stopSlot(
     droppedMessages += services.queue.dropQueued(key);
     if (services.queue.abortAnswering(key, reason)) abortedTurns += 1;
   }
-  // As /stop: their messages waiting in the journal for this replica too (docs/cluster.md),
-  // or they would run after "Stopped everything".
-  for (const key of sessions) droppedMessages += await dropWaiting(runtime, services, key);
   const problems: string[] = [];
   let killedProcesses: number | undefined;
   try {
@@ -212,6 +209,10 @@ export async function stopSlot(
       }),
     );
   }
+  // As /stop: their messages waiting in the journal for this replica too (docs/cluster.md),
+  // or they would run after "Stopped everything". After the kill: with replicas that is one
+  // journal query per session the slot has known, which a fork loop's kill must not wait for.
+  for (const key of sessions) droppedMessages += await dropWaiting(runtime, services, key);
   return { slot, abortedTurns, droppedMessages, killedProcesses, problems };
 }
 
