@@ -13,7 +13,10 @@ if (state.mediagateLeakWarnings === undefined) {
   const warnings: string[] = [];
   state.mediagateLeakWarnings = warnings;
   process.on("warning", (warning) => {
-    if (warning.name === "MaxListenersExceededWarning") warnings.push(warning.message);
+    // The stack says who added the listener past the limit (as `--trace-warnings` would print).
+    if (warning.name === "MaxListenersExceededWarning") {
+      warnings.push(warning.stack ?? warning.message);
+    }
   });
 }
 const warnings = state.mediagateLeakWarnings;
