@@ -227,12 +227,14 @@ describe("PostgresJournal shared by replicas", () => {
     ]);
     const first = await a.record(telegramMessage("handed-1"));
     const second = await a.record(telegramMessage("handed-2"));
-    expect(await a.handOver([first.id, second.id], holder.owner)).toEqual([first.id, second.id]);
+    expect(await a.handOver([first.id], holder.owner)).toEqual([first.id]);
+    // One a took over from the journal (accepted before): the holder does not cap it.
+    expect(await a.handOver([second.id], holder.owner, true)).toEqual([second.id]);
     expect(await c.takeOver()).toEqual([]);
     const picked = await holder.takeHandedOver();
-    expect(picked.map((entry) => [entry.id, entry.owner])).toEqual([
-      [first.id, holder.owner],
-      [second.id, holder.owner],
+    expect(picked.map((entry) => [entry.id, entry.owner, entry.handed])).toEqual([
+      [first.id, holder.owner, true],
+      [second.id, holder.owner, undefined],
     ]);
     expect(await holder.takeHandedOver()).toEqual([]);
 

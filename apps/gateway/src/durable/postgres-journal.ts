@@ -383,14 +383,16 @@ export class PostgresJournal implements Journal {
   /**
    * Hands entries this process recorded to `holder`, the live process holding their session
    * (docs/cluster.md): it picks them up with {@link takeHandedOver}; when it dies first,
-   * {@link takeOver} gives them to whoever takes its work. Resolves with the ids handed.
+   * {@link takeOver} gives them to whoever takes its work. `recovered`: this process took them
+   * over from the journal (accepted before), so the holder does not hold them to its queue's
+   * cap; others come to it {@link JournalEntry.handed}. Resolves with the ids handed.
    */
-  handOver(ids: readonly number[], holder: string): Promise<number[]> {
+  handOver(ids: readonly number[], holder: string, recovered = false): Promise<number[]> {
     return this.#call("handOver", entryKeys(ids), async () => {
       const handed = await this.#query("handOver").query<{ id: Int8 }>(
         `UPDATE journal.entries SET owner = $1
            WHERE id = ANY($2::bigint[]) AND owner = $3 AND state <> 'done' RETURNING id`,
-        [handedOwner(holder), ids, this.owner],
+        [handedOwner(holder, recovered), ids, this.owner],
       );
       return handed.rows.map((row) => Number(row.id));
     });
@@ -412,19 +414,32 @@ export class PostgresJournal implements Journal {
     });
   }
 
-  /** Entries other processes handed to this one ({@link handOver}), now its own, oldest first. */
+  /**
+   * Entries other processes handed to this one ({@link handOver}), now its own, oldest first;
+   * those handed as just received are {@link JournalEntry.handed}.
+   */
   takeHandedOver(): Promise<JournalEntry[]> {
     return this.#call("takeHandedOver", [], async () => {
-      const taken = await this.#query("takeHandedOver").query<EntryRow>(
-        `UPDATE journal.entries SET owner = $1
-           WHERE id IN (SELECT id FROM journal.entries
-                          WHERE owner = $2 AND state <> 'done' FOR UPDATE SKIP LOCKED)
-           RETURNING id, key, state, owner, message, received_at, started_at`,
-        [this.owner, handedOwner(this.owner)],
+      const taken = await this.#query("takeHandedOver").query<EntryRow & { handed: boolean }>(
+        `UPDATE journal.entries e SET owner = $1
+           FROM (SELECT id, owner FROM journal.entries
+                   WHERE owner = ANY($2::text[]) AND state <> 'done' FOR UPDATE SKIP LOCKED) h
+           WHERE e.id = h.id
+           RETURNING e.id, e.key, e.state, e.owner, e.message, e.received_at, e.started_at,
+                     h.owner = $3 AS handed`,
+        [
+          this.owner,
+          [handedOwner(this.owner), handedOwner(this.owner, true)],
+          handedOwner(this.owner),
+        ],
       );
       return [...taken.rows]
         .sort((a, b) => Number(a.id) - Number(b.id))
-        .flatMap((row) => entryOf(row) ?? []);
+        .flatMap((row) => {
+          const entry = entryOf(row);
+          if (entry === undefined) return [];
+          return row.handed ? [{ ...entry, handed: true }] : [entry];
+        });
     });
   }
 
@@ -470,7 +485,7 @@ export class PostgresJournal implements Journal {
         );
         const foreign = [
           ...new Set(rows.rows.filter((row) => !row.shown).map((row) => row.owner)),
-        ].filter((owner) => owner !== this.owner && owner !== handedOwner(this.owner));
+        ].filter((owner) => owner !== this.owner && lockHolderOf(owner) !== this.owner);
         const gone = new Set(await this.#gone(tx, foreign));
         const taken: JournalEntry[] = [];
         const waiting: { id: number; owner: string }[] = [];
@@ -478,13 +493,16 @@ export class PostgresJournal implements Journal {
           const id = Number(row.id);
           // A gone owner's entry whose status message still shows is left to the round's
           // take-over, which clears that message first (gateway/recovery.ts).
+          const handed = row.owner === handedOwner(this.owner);
           const ours =
-            row.owner === handedOwner(this.owner) ||
+            handed ||
+            row.owner === handedOwner(this.owner, true) ||
             (gone.has(row.owner) && !row.shown) ||
             (row.owner === this.owner && query.reclaim?.has(id) === true);
           const entry = entryOf(row);
           if (!ours) waiting.push({ id, owner: row.owner });
-          else if (entry !== undefined) taken.push({ ...entry, owner: this.owner });
+          else if (entry !== undefined)
+            taken.push({ ...entry, owner: this.owner, ...(handed ? { handed: true } : {}) });
           else {
             // Unreadable, as takeOver closes it: it must not hold the session's turns back.
             await tx.query(

@@ -23,15 +23,23 @@ export function ownerLockKey(owner: string): string {
 /**
  * The owner a replica records on an entry it hands to `holder`, the process holding that
  * entry's session (docs/cluster.md): the holder picks it up (`PostgresJournal.takeHandedOver`),
- * and it counts as gone when the holder is.
+ * and it counts as gone when the holder is. `handed:` for a message just received, which the
+ * holder queues as it would one it received itself (held to `maxQueuedMessages`);
+ * `handed-recovered:` for one the replica took over from the journal (accepted before).
  */
-export function handedOwner(holder: string): string {
-  return `handed:${holder}`;
+export function handedOwner(holder: string, recovered = false): string {
+  return `${recovered ? HandedRecoveredPrefix : HandedPrefix}${holder}`;
 }
+
+const HandedPrefix = "handed:";
+const HandedRecoveredPrefix = "handed-recovered:";
 
 /** The process whose lock says whether `owner` is alive: the holder of a handed-over entry. */
 export function lockHolderOf(owner: string): string {
-  return owner.startsWith("handed:") ? owner.slice("handed:".length) : owner;
+  for (const prefix of [HandedPrefix, HandedRecoveredPrefix]) {
+    if (owner.startsWith(prefix)) return owner.slice(prefix.length);
+  }
+  return owner;
 }
 
 /**

@@ -42,6 +42,12 @@ export interface JournalEntry {
   readonly message: InboundMessage;
   readonly receivedAtMs: number;
   readonly startedAtMs?: number | undefined;
+  /**
+   * Handed to this process, its session's holder, by the replica that received it and had
+   * not taken it over from the journal (docs/cluster.md): it is queued as a message just
+   * received is, held to `maxQueuedMessages` (docs/sessions.md).
+   */
+  readonly handed?: boolean | undefined;
 }
 
 /**

@@ -7,8 +7,11 @@ export interface AlbumItem {
   /** The item as recorded; its `album` names the album. */
   readonly message: InboundMessage;
   readonly entryId: number;
-  /** Taken over from the journal at start-up (recorded by an earlier process). */
-  readonly recovered: boolean;
+  /**
+   * Taken over from the journal at start-up (recorded by an earlier process); `handed`: handed
+   * over by the replica that just received it (gateway/dispatch.ts).
+   */
+  readonly recovered: boolean | "handed";
 }
 
 /** An album's items as the one message that runs. */
@@ -22,8 +25,8 @@ export interface GatheredAlbum {
   readonly merged: readonly number[];
   /** Whether one of its items is for the bot (a group's `requireMention`). */
   readonly addressed: boolean;
-  /** Whether an item was taken over from the journal at start-up. */
-  readonly recovered: boolean;
+  /** Whether an item was taken over from the journal at start-up (else one handed over). */
+  readonly recovered: boolean | "handed";
 }
 
 /** Settings of {@link AlbumGatherer}. */
@@ -175,6 +178,8 @@ export function gatherAlbum(items: readonly AlbumItem[]): GatheredAlbum {
     entryId: first.entryId,
     merged: sorted.slice(1).map((item) => item.entryId),
     addressed: sorted.some((item) => item.message.album?.addressed === true),
-    recovered: sorted.some((item) => item.recovered),
+    recovered: sorted.some((item) => item.recovered === true)
+      ? true
+      : sorted.some((item) => item.recovered === "handed") && "handed",
   };
 }

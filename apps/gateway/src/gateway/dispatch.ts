@@ -5,9 +5,10 @@ import type { MessageContext, PipelineServices } from "../pipeline/types.js";
 import { type GatewayCore, targetOf, track } from "./core.js";
 
 /**
- * Runs the message through the pipeline; `recovered`: taken over from the journal; `merged`:
- * the entries of the other messages it stands for (an album's items recorded one by one),
- * started, closed and answered with `entryId`. Resolves when the pipeline is done with it
+ * Runs the message through the pipeline; `recovered`: taken over from the journal (`handed`:
+ * handed over by the replica that just received it, queued as just received: docs/cluster.md);
+ * `merged`: the entries of the other messages it stands for (an album's items recorded one by
+ * one), started, closed and answered with `entryId`. Resolves when the pipeline is done with it
  * (never rejects); `services` replaces the gateway's for this message (a scheduled run
  * watches how its journal entry ends).
  */
@@ -16,7 +17,7 @@ export function dispatch(
   channel: ChannelAdapter,
   message: InboundMessage,
   entryId: number,
-  recovered = false,
+  recovered: boolean | "handed" = false,
   merged: readonly number[] = [],
   services: PipelineServices = gateway.services,
 ): Promise<void> {
@@ -34,7 +35,8 @@ export function dispatch(
     target: targetOf(message),
     entryId,
     ...(merged.length > 0 ? { mergedEntryIds: merged } : {}),
-    recovered,
+    recovered: recovered !== false,
+    ...(recovered === "handed" ? { handed: true } : {}),
     log: lazyChild(gateway.logger, { profile: message.profile, platform: message.platform }),
   };
   // The pipeline's error boundary reports what its steps did not handle (by step name).

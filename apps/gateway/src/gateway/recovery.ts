@@ -93,11 +93,11 @@ export async function recoverEntries(
  * Dispatches a recorded message whose turn never started (an album's item: to its album, which
  * gathers the items that come after the restart too), or records the notice of a cut-off
  * turn; `merged`: the other entries of that turn (an album's items), closed with it; `by`:
- * what cut it off, for the notice.
+ * what cut it off, for the notice. One {@link JournalEntry.handed} runs as just received.
  */
 export async function recoverEntry(
   gateway: GatewayCore,
-  entry: Pick<JournalEntry, "id" | "state" | "message">,
+  entry: Pick<JournalEntry, "id" | "state" | "message" | "handed">,
   merged: readonly number[] = [],
   by: CutOffBy = "restart",
 ): Promise<OutboxRecord | undefined> {
@@ -127,13 +127,14 @@ export async function recoverEntry(
     cutOff === "rerun" ||
     (cutOff === undefined && gateway.config.rerunInterrupted)
   ) {
+    const recovered = entry.state === "received" && entry.handed === true ? "handed" : true;
     if (message.album !== undefined) {
-      gateway.albums.add({ channel, message, entryId: entry.id, recovered: true });
+      gateway.albums.add({ channel, message, entryId: entry.id, recovered });
       return undefined;
     }
     gateway.albums.closeSenderOf(message);
     if (message.scheduled !== undefined) dispatchRecoveredRun(gateway, channel, message, entry.id);
-    else void dispatch(gateway, channel, message, entry.id, true);
+    else void dispatch(gateway, channel, message, entry.id, recovered);
     return undefined;
   }
   await recordRecoveredRun(gateway, message, "interrupted");

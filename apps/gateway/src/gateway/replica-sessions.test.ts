@@ -18,7 +18,7 @@ import { Defaults } from "../defaults.js";
 import { PostgresJournal } from "../durable/postgres-journal.js";
 import { SessionLeaseLostError, SessionLeases } from "../durable/session-leases.js";
 import { Gateway } from "../gateway.js";
-import { queuedText } from "../pipeline/enqueue-turn.js";
+import { queuedText, queueFullText } from "../pipeline/enqueue-turn.js";
 import { PostgresDatabase } from "../postgres/database.js";
 import { buildSessionKey } from "../session/key.js";
 import { NotRecordedUnreachableText } from "./inbound.js";
@@ -102,6 +102,7 @@ async function replica(
   persistent = false,
   url = testDatabase.url,
   rerunInterrupted = false,
+  maxQueuedMessages?: number,
 ) {
   const home = await mkdtemp(join(tmpdir(), "mg-replica-"));
   homes.push(home);
@@ -116,6 +117,7 @@ async function replica(
           admins: ["telegram:1"],
           allowedUsers: ["telegram:1", "telegram:2"],
           sandbox: { persistent },
+          ...(maxQueuedMessages === undefined ? {} : { maxQueuedMessages }),
         },
       ],
     },
@@ -324,6 +326,98 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     expect([[], [queuedText(1, true)]]).toContainEqual(a.inbox.texts.filter(isNotice));
   });
 
+  it("holds the holder's queue to maxQueuedMessages with messages another replica hands over", async () => {
+    let finishLong: (() => void) | undefined;
+    const a = await replica(
+      "a",
+      { aheadMs: 0 },
+      (input) =>
+        input.text === "long"
+          ? new Promise((resolve) => {
+              finishLong = () => resolve({ reply: "a: long" });
+            })
+          : Promise.resolve({ reply: `a: ${input.text}` }),
+      false,
+      testDatabase.url,
+      false,
+      2,
+    );
+    const b = await replica("b", { aheadMs: 0 }, undefined, false, testDatabase.url, false, 2);
+    void a.inbox.onMessage?.(replicaDm("1", "long"));
+    await waitFor(() => expect(a.ran).toEqual(["long"]));
+    // The chat's updates now reach b (webhooks behind a load balancer): b hands each to a, the
+    // session's holder, whose round takes it to its queue, one at a time.
+    const journal = a.gateway.journal as PostgresJournal;
+    for (const id of [2, 3, 4, 5]) {
+      await b.send(String(id), `m${id}`);
+      await roundsUntil(a.loop, async () => expect(await ownerOf(id)).toBe("a/boot/1/1"));
+      // Queued, or refused: the next one comes once this one is either.
+      await waitFor(async () => {
+        let closed = 0;
+        for (let entry = 2; entry <= id; entry++) {
+          if ((await journal.entryState(entry))?.state === "done") closed++;
+        }
+        expect((await a.gateway.health()).queue.queued + closed).toBe(id - 1);
+      });
+    }
+    // Two wait; the third is refused (closed `overflow`, the chat told once), the fourth too.
+    expect((await a.gateway.health()).queue.queued).toBe(2);
+    for (const id of [4, 5]) {
+      expect(await journal.entryState(id)).toMatchObject({ state: "done", outcome: "overflow" });
+    }
+    // Told by a, the holder: the two that wait their line, the refused one the notice, once.
+    await waitFor(() =>
+      expect(a.inbox.texts).toEqual([
+        queuedText(1, true),
+        queuedText(2, true),
+        queueFullText(2, true),
+      ]),
+    );
+    expect(b.inbox.texts).toEqual([]);
+    finishLong?.();
+    await waitFor(() => expect(a.ran).toEqual(["long", "m2", "m3"]));
+    await a.gateway.idle();
+    expect(a.inbox.texts.slice(3)).toEqual(["a: long", "a: m2", "a: m3"]);
+    expect(b.ran).toEqual([]);
+  });
+
+  it("does not cap messages its previous process left when it hands them to the holder", async () => {
+    let finishLong: (() => void) | undefined;
+    const b = await replica(
+      "b",
+      { aheadMs: 0 },
+      (input) =>
+        input.text === "long"
+          ? new Promise((resolve) => {
+              finishLong = () => resolve({ reply: "b: long" });
+            })
+          : Promise.resolve({ reply: `b: ${input.text}` }),
+      false,
+      testDatabase.url,
+      false,
+      1,
+    );
+    void b.inbox.onMessage?.(replicaDm("1", "long"));
+    await waitFor(() => expect(b.ran).toEqual(["long"]));
+    // a's previous process (gone: its owner lock went with it) accepted three messages of the
+    // session before it died; a's next start recovers them and hands them to b, the holder.
+    const database = new PostgresDatabase({ url: testDatabase.url });
+    databases.push(database);
+    const before = await PostgresJournal.open(database, { owner: "a/boot/0/1", ownerGraceMs: 0 });
+    for (const id of ["2", "3", "4"]) await before.record(replicaDm(id, `r${id}`));
+    await before.close();
+    const a = await replica("a", { aheadMs: 0 }, undefined, false, testDatabase.url, false, 1);
+    await waitFor(async () => expect(await ownerOf(4)).toMatch(/^handed.*:b\/boot\/1\/1$/));
+    await roundsUntil(b.loop, async () => expect((await b.gateway.health()).queue.queued).toBe(3));
+    finishLong?.();
+    await waitFor(() => expect(b.ran).toEqual(["long", "r2", "r3", "r4"]));
+    await b.gateway.idle();
+    // Accepted before the crash: no "queued" line, no cap.
+    expect(b.inbox.texts).toEqual(["b: long", "b: r2", "b: r3", "b: r4"]);
+    expect(a.ran).toEqual([]);
+    expect(a.inbox.texts).toEqual([]);
+  });
+
   it("runs a message its previous process left only after an older one another replica holds", async () => {
     const database = new PostgresDatabase({ url: testDatabase.url });
     databases.push(database);
@@ -342,7 +436,9 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     await live.handOver([older.id], "a/boot/1/1");
     await roundsUntil(a.loop, () => expect(a.ran).toEqual(["older", "newer"]));
     await a.gateway.idle();
-    expect(a.inbox.texts).toEqual(["a: older", "a: newer"]);
+    // "older", handed over as just received, finds "newer" waiting and is told so (it still
+    // runs first: docs/cluster.md).
+    expect(a.inbox.texts).toEqual([queuedText(1, true), "a: older", "a: newer"]);
     await live.close();
   });
 

@@ -93,7 +93,11 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
       const claim = await this.leases.claim(session);
       if (!claim.held) {
         step = "hand the message to the session's holder";
-        const handed = await this.#journal.handOver(turn.entryIds, claim.holder);
+        const handed = await this.#journal.handOver(
+          turn.entryIds,
+          claim.holder,
+          turn.recovered === true,
+        );
         turn.log.info(
           { holder: claim.holder, entries: handed.length },
           "another replica holds the session: its message is handed to it",
@@ -225,7 +229,11 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
     });
     if (pinned === true) return true;
     await this.leases.release(session);
-    const handed = await this.#journal.handOver(turn.entryIds, pinned.holder);
+    const handed = await this.#journal.handOver(
+      turn.entryIds,
+      pinned.holder,
+      turn.recovered === true,
+    );
     turn.log.info(
       { holder: pinned.holder, slot: turn.slot, entries: handed.length },
       "another replica holds the slot's pin: its message is handed to it",

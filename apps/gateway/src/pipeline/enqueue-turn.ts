@@ -67,7 +67,9 @@ export class InterruptedByMessageError extends MediagateError {
  * them as one message (texts one per line, every file), its journal entries started, closed
  * and answered together. At most `maxQueuedMessages` wait per session; one more is not run,
  * is closed in the journal as `overflow` (never redelivered) and the chat is told once.
- * Messages taken over from the journal at start-up get no line and are not capped.
+ * Messages taken over from the journal at start-up get no line and are not capped; with
+ * replicas, the cap is the holder's: a message another replica received and handed to it is
+ * told and capped there ({@link MessageContext.handed}), one accepted before is not.
  *
  * A message the gateway's stop finds still queued is left in the journal as received: the next
  * start runs it (docs/durability.md). One dropped by /stop or /reset is closed.
@@ -88,7 +90,9 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
   // A turn whose reply is already on its way is not one to wait behind (nor to interrupt).
   const running = queue.isAnswering(key);
   const waiting = queue.queued(key);
-  const tell = ctx.recovered !== true;
+  // Taken over from the journal: accepted before, not told again nor capped; unless another
+  // replica just received it and handed it to this one, its session's holder (docs/cluster.md).
+  const tell = ctx.recovered !== true || ctx.handed === true;
   const admin = ctx.access?.admin === true;
 
   if (busyMode === "collect") {
@@ -146,7 +150,7 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
           const interrupted = await interrupting;
           ctx.log.info(interrupted, "the session's previous turn was interrupted by this message");
         }
-        const held = await heldHere(ctx, key, signal);
+        const held = await heldHere(ctx, key, signal, !tell);
         if (held === RunLater) {
           later = true;
           return RunLater;
@@ -221,6 +225,7 @@ async function heldHere(
   ctx: MessageContext,
   sessionKey: string,
   signal: AbortSignal,
+  recovered: boolean,
 ): Promise<boolean | typeof RunLater> {
   const sessions = ctx.services.sessions;
   if (sessions === undefined) return true;
@@ -232,6 +237,7 @@ async function heldHere(
     slot: ctx.runtime.slotFor(sessionKey),
     tell: (text) => say(ctx, text),
     signal,
+    recovered,
   });
 }
 

@@ -177,6 +177,11 @@ export interface SessionHold {
     readonly tell?: ((text: string) => Promise<void>) | undefined;
     /** The turn's signal: `/stop` or the gateway's stop ends a wait for older messages. */
     readonly signal?: AbortSignal | undefined;
+    /**
+     * Accepted before (taken over from the journal): handed to another holder, it is not held
+     * to that one's `maxQueuedMessages` (docs/cluster.md).
+     */
+    readonly recovered?: boolean | undefined;
   }): Promise<boolean | typeof RunLater>;
   /** A turn cut off because its lease was lost: its entries go back for the session's holder. */
   giveBack(entryIds: readonly number[]): void;
@@ -231,6 +236,12 @@ export interface MessageContext {
    * acknowledgement and is not held to `maxQueuedMessages` (it was accepted before).
    */
   readonly recovered?: boolean | undefined;
+  /**
+   * Taken from the journal, but handed over by the replica that received it just now
+   * (docs/cluster.md): it is queued as a message just sent is, with its "queued" line and
+   * held to `maxQueuedMessages`, here on its session's holder.
+   */
+  readonly handed?: boolean | undefined;
   log: Logger;
   access?: Access;
   session?: SessionContext;
