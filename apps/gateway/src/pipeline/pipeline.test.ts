@@ -305,6 +305,35 @@ function echoAgent(seen: AgentTurnInput[]): Agent {
 }
 
 /**
+ * An agent whose first turn runs until it is aborted (`firstRunning` resolves once it started)
+ * and whose later turns answer at once, so that a turn that should not have run shows in
+ * `started` instead of hanging the test.
+ */
+function stoppableAgent(): {
+  agent: Agent;
+  started: AgentTurnInput[];
+  firstRunning: Promise<void>;
+} {
+  const started: AgentTurnInput[] = [];
+  let running!: () => void;
+  const firstRunning = new Promise<void>((resolve) => {
+    running = resolve;
+  });
+  const agent: Agent = {
+    kind: "shell",
+    runTurn: (input) => {
+      started.push(input);
+      if (started.length > 1) return Promise.resolve({ reply: "ran after /stop all" });
+      running();
+      return new Promise((_resolve, reject) => {
+        input.signal.addEventListener("abort", () => reject(new Error("aborted")));
+      });
+    },
+  };
+  return { agent, started, firstRunning };
+}
+
+/**
  * Two messages of one session (user 2, no admin): the second sent while the first's turn runs
  * its agent, or once the first's reply went out (the channel has it) while that delivery is
  * still to be confirmed and the turn still to finish. What the chat was told, and the order in
@@ -610,22 +639,7 @@ describe("message pipeline", () => {
     // One turn at a time: user 2's first message waits behind the admin's turn, never having run.
     const services = testServices(1);
     const calls: string[] = [];
-    const started: string[] = [];
-    let running!: () => void;
-    const firstRunning = new Promise<void>((r) => {
-      running = r;
-    });
-    const agent: Agent = {
-      kind: "shell",
-      runTurn: (input) => {
-        started.push(input.sessionKey);
-        if (started.length > 1) return Promise.resolve({ reply: "ran after /stop all" });
-        running();
-        return new Promise((_resolve, reject) => {
-          input.signal.addEventListener("abort", () => reject(new Error("aborted")));
-        });
-      },
-    };
+    const { agent, started, firstRunning } = stoppableAgent();
     const runtime = testRuntime(agent, calls);
     const channel = new RecordingChannel();
     const turns = [
@@ -639,7 +653,7 @@ describe("message pipeline", () => {
     expect(channel.said).toEqual([
       "🛑 Stopped everything in slot profile:t: killed 7 process(es), aborted 1 running turn(s), dropped 1 queued message(s).",
     ]);
-    expect(started).toEqual(["agent:t:telegram:dm:1"]);
+    expect(started.map((input) => input.sessionKey)).toEqual(["agent:t:telegram:dm:1"]);
   });
 
   it("/reset on a shared slot asks for confirmation first; /reset confirm rotates and tears down", async () => {
@@ -1372,22 +1386,7 @@ describe("busy sessions, /stop and /reset racing a turn", () => {
     // waits behind it while the admin resets the container, then stops everything on it.
     const services = testServices();
     const calls: string[] = [];
-    const started: string[] = [];
-    let running!: () => void;
-    const firstRunning = new Promise<void>((r) => {
-      running = r;
-    });
-    const agent: Agent = {
-      kind: "shell",
-      runTurn: (input) => {
-        started.push(input.text);
-        if (started.length > 1) return Promise.resolve({ reply: "ran after /stop all" });
-        running();
-        return new Promise((_resolve, reject) => {
-          input.signal.addEventListener("abort", () => reject(new Error("aborted")));
-        });
-      },
-    };
+    const { agent, started, firstRunning } = stoppableAgent();
     const runtime = testRuntime(agent, calls);
     const channel = new RecordingChannel();
     const turns = [
@@ -1404,6 +1403,6 @@ describe("busy sessions, /stop and /reset racing a turn", () => {
     expect(stopped).toBe(
       "🛑 Stopped everything in slot profile:t: killed 7 process(es), aborted 1 running turn(s), dropped 1 queued message(s).",
     );
-    expect(started).toEqual(["sleep 1000"]);
+    expect(started.map((input) => input.text)).toEqual(["sleep 1000"]);
   });
 });
