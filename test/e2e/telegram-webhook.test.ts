@@ -196,9 +196,11 @@ describe("TelegramChannel in webhook mode", () => {
   it("keeps nothing on its stop signal from one getWebhookInfo check to the next", async () => {
     let wake: () => void = () => {};
     let stop: AbortSignal | undefined;
+    let waits = 0;
     /** Each wait of the watch ends when the test says so; it takes its listener off. */
     const sleep = (_ms: number, signal?: AbortSignal) =>
       new Promise<void>((resolve, reject) => {
+        waits += 1;
         stop = signal;
         const onAbort = () => reject(signal?.reason);
         wake = () => {
@@ -209,14 +211,17 @@ describe("TelegramChannel in webhook mode", () => {
       });
     const channel = newChannel({ sleep });
     await channel.start({ onMessage: async () => {}, onFatal: () => {} });
-    await waitFor(() => expect(stop).toBeDefined());
+    await waitFor(() => expect(waits).toBe(1));
     const before = heldBy(stop!);
     for (let check = 1; check <= 5; check++) {
+      // Woken only once it waits again: a wake while the last check is still ending is lost.
+      await waitFor(() => expect(waits).toBe(check));
       wake();
       await waitFor(() => expect(fake.callsTo("getWebhookInfo")).toHaveLength(check));
     }
     // The watch waits again: its own listener only, as before the checks.
-    await waitFor(() => expect(getEventListeners(stop!, "abort")).toHaveLength(1));
+    await waitFor(() => expect(waits).toBe(6));
+    expect(getEventListeners(stop!, "abort")).toHaveLength(1);
     expect(heldBy(stop!)).toEqual(before);
     await channel.stop();
   });
