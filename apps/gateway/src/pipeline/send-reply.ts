@@ -9,9 +9,9 @@ import { type Middleware, sessionOf } from "./types.js";
  * recorded, notices for files that did not arrive (docs/durability.md). A turn aborted since
  * its agent answered sends nothing. The session's next turn waits for this attempt, but once
  * the reply goes to the outbox a message arriving meanwhile is not told it is queued, nor
- * interrupts, and /stop no longer aborts the turn (`TurnQueue#replied`); a reply held back by a long `retry_after` is
- * retried later outside the session's turn. A reply with no text and no `MEDIA:` tag sends
- * nothing.
+ * interrupts, and /stop no longer aborts the turn (`TurnQueue#replied`); a reply held back by
+ * a long `retry_after` is retried later outside the session's turn. A reply with no text and
+ * no `MEDIA:` tag sends nothing.
  *
  * The attempt's result and each part's outcome go into the turn's report; a debug line tells
  * the text reply's size and outcome (its text only at `trace`).
