@@ -3,9 +3,10 @@ import {
   DefaultRestOptions,
   GatewayIntentBits,
   Partials,
-  REST,
+  type REST,
   type RESTOptions,
 } from "discord.js";
+import { CallSignalRest } from "./rest.js";
 
 /** What both discord.js objects need to reach Discord (or a local stand-in). */
 export interface DiscordConnection {
@@ -74,7 +75,7 @@ export function createGatewayClient(
  * so the gateway's own retry policy is the single retry layer and decides about waits.
  */
 export function createDeliveryRest(connection: DiscordConnection): REST {
-  return new REST({
+  return new CallSignalRest({
     api: connection.apiRoot,
     timeout: connection.requestTimeoutMs,
     retries: 0,

@@ -1,4 +1,4 @@
-import { REST, Routes } from "discord.js";
+import { type REST, Routes } from "discord.js";
 import { Defaults } from "../../defaults.js";
 import type { ChatTarget } from "../types.js";
 import {
@@ -10,6 +10,7 @@ import {
 } from "../types.js";
 import type { DiscordConnection } from "./client.js";
 import { classifyFailure, describeError } from "./errors.js";
+import { CallSignalRest } from "./rest.js";
 
 /**
  * The REST instance of the reactions: no retries, and a rate limit discord.js knows of waits in
@@ -18,7 +19,7 @@ import { classifyFailure, describeError } from "./errors.js";
  * ones are thrown. The delivery's instance throws every one, so it cannot serve here.
  */
 export function createReactionRest(connection: DiscordConnection): REST {
-  return new REST({
+  return new CallSignalRest({
     api: connection.apiRoot,
     timeout: connection.requestTimeoutMs,
     retries: 0,
