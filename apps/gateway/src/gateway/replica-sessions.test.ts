@@ -92,6 +92,24 @@ async function roundsUntil(
 }
 
 /**
+ * A replica's turns: "long" runs until `finish()`, anything else answers at once, each reply
+ * prefixed with the replica's name.
+ */
+function longTurn(name: string): {
+  runTurn: (input: AgentTurnInput) => Promise<AgentTurnResult>;
+  finish: () => void;
+} {
+  let finish = (): void => {};
+  const runTurn = (input: AgentTurnInput): Promise<AgentTurnResult> =>
+    input.text === "long"
+      ? new Promise((resolve) => {
+          finish = () => resolve({ reply: `${name}: long` });
+        })
+      : Promise.resolve({ reply: `${name}: ${input.text}` });
+  return { runTurn, finish: () => finish() };
+}
+
+/**
  * One replica: a gateway of its own id on the shared database, its agent answering
  * `<name>: text`, its wall clock `aheadMs` ahead of the real one.
  */
@@ -327,21 +345,8 @@ describe("sessions across replicas on one PostgreSQL store", () => {
   });
 
   it("holds the holder's queue to maxQueuedMessages with messages another replica hands over", async () => {
-    let finishLong: (() => void) | undefined;
-    const a = await replica(
-      "a",
-      { aheadMs: 0 },
-      (input) =>
-        input.text === "long"
-          ? new Promise((resolve) => {
-              finishLong = () => resolve({ reply: "a: long" });
-            })
-          : Promise.resolve({ reply: `a: ${input.text}` }),
-      false,
-      testDatabase.url,
-      false,
-      2,
-    );
+    const long = longTurn("a");
+    const a = await replica("a", { aheadMs: 0 }, long.runTurn, false, testDatabase.url, false, 2);
     const b = await replica("b", { aheadMs: 0 }, undefined, false, testDatabase.url, false, 2);
     void a.inbox.onMessage?.(replicaDm("1", "long"));
     await waitFor(() => expect(a.ran).toEqual(["long"]));
@@ -374,7 +379,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
       ]),
     );
     expect(b.inbox.texts).toEqual([]);
-    finishLong?.();
+    long.finish();
     await waitFor(() => expect(a.ran).toEqual(["long", "m2", "m3"]));
     await a.gateway.idle();
     expect(a.inbox.texts.slice(3)).toEqual(["a: long", "a: m2", "a: m3"]);
@@ -382,21 +387,8 @@ describe("sessions across replicas on one PostgreSQL store", () => {
   });
 
   it("does not cap messages its previous process left when it hands them to the holder", async () => {
-    let finishLong: (() => void) | undefined;
-    const b = await replica(
-      "b",
-      { aheadMs: 0 },
-      (input) =>
-        input.text === "long"
-          ? new Promise((resolve) => {
-              finishLong = () => resolve({ reply: "b: long" });
-            })
-          : Promise.resolve({ reply: `b: ${input.text}` }),
-      false,
-      testDatabase.url,
-      false,
-      1,
-    );
+    const long = longTurn("b");
+    const b = await replica("b", { aheadMs: 0 }, long.runTurn, false, testDatabase.url, false, 1);
     void b.inbox.onMessage?.(replicaDm("1", "long"));
     await waitFor(() => expect(b.ran).toEqual(["long"]));
     // a's previous process (gone: its owner lock went with it) accepted three messages of the
@@ -409,7 +401,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     const a = await replica("a", { aheadMs: 0 }, undefined, false, testDatabase.url, false, 1);
     await waitFor(async () => expect(await ownerOf(4)).toMatch(/^handed.*:b\/boot\/1\/1$/));
     await roundsUntil(b.loop, async () => expect((await b.gateway.health()).queue.queued).toBe(3));
-    finishLong?.();
+    long.finish();
     await waitFor(() => expect(b.ran).toEqual(["long", "r2", "r3", "r4"]));
     await b.gateway.idle();
     // Accepted before the crash: no "queued" line, no cap.

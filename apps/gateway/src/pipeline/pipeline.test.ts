@@ -304,6 +304,15 @@ function echoAgent(seen: AgentTurnInput[]): Agent {
   };
 }
 
+/** A promise the test resolves when it chooses: `open()` resolves `opened`. */
+function latch(): { opened: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { opened, open };
+}
+
 /**
  * An agent whose first turn runs until it is aborted (`firstRunning` resolves once it started)
  * and whose later turns answer at once, so that a turn that should not have run shows in
@@ -315,22 +324,19 @@ function stoppableAgent(): {
   firstRunning: Promise<void>;
 } {
   const started: AgentTurnInput[] = [];
-  let running!: () => void;
-  const firstRunning = new Promise<void>((resolve) => {
-    running = resolve;
-  });
+  const running = latch();
   const agent: Agent = {
     kind: "shell",
     runTurn: (input) => {
       started.push(input);
       if (started.length > 1) return Promise.resolve({ reply: "ran after /stop all" });
-      running();
+      running.open();
       return new Promise((_resolve, reject) => {
         input.signal.addEventListener("abort", () => reject(new Error("aborted")));
       });
     },
   };
-  return { agent, started, firstRunning };
+  return { agent, started, firstRunning: running.opened };
 }
 
 /**
@@ -1305,20 +1311,14 @@ describe("busy sessions, /stop and /reset racing a turn", () => {
   it("/stop while the answered turn says its notices aborts it: its reply is not delivered", async () => {
     // The agent answered with a notice (a voice note it could not transcribe, say); /stop
     // comes while that notice is being sent, before the reply went to the outbox.
-    let noticeSent!: () => void;
-    const sending = new Promise<void>((resolve) => {
-      noticeSent = resolve;
-    });
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const sending = latch();
+    const release = latch();
     class SlowNotice extends RecordingChannel {
       override async sendText(target: ChatTarget, text: string): Promise<void> {
         await super.sendText(target, text);
         if (text !== "a notice") return;
-        noticeSent();
-        await released;
+        sending.open();
+        await release.opened;
       }
     }
     const agent: Agent = {
@@ -1329,9 +1329,9 @@ describe("busy sessions, /stop and /reset racing a turn", () => {
     const runtime = testRuntime(agent, []);
     const channel = new SlowNotice();
     const turn = handleMessage(testContext(runtime, services, channel, "hi", "1"));
-    await sending;
+    await sending.opened;
     await handleMessage(testContext(runtime, services, channel, "/stop", "1"));
-    release();
+    release.open();
     await turn;
     expect(channel.said).toEqual(["a notice", "🛑 Stopped: aborted the running turn."]);
   });
@@ -1339,14 +1339,8 @@ describe("busy sessions, /stop and /reset racing a turn", () => {
   it("/stop while the turn's reply is being recorded does not claim to abort it", async () => {
     // The reply is on its way to the outbox (docs/sessions.md: the turn no longer counts);
     // it goes out, so /stop must not tell the chat it aborted the turn.
-    let recording!: () => void;
-    const inRecord = new Promise<void>((resolve) => {
-      recording = resolve;
-    });
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    const recording = latch();
+    const release = latch();
     let recorded = 0;
     const slowJournal = new Proxy(journal, {
       get(target, key) {
@@ -1357,8 +1351,8 @@ describe("busy sessions, /stop and /reset racing a turn", () => {
         return async (...args: unknown[]) => {
           // The turn's reply only (the first), not /stop's own answer.
           if (recorded++ === 0) {
-            recording();
-            await released;
+            recording.open();
+            await release.opened;
           }
           return (value as (...a: unknown[]) => unknown).apply(target, args);
         };
@@ -1374,9 +1368,9 @@ describe("busy sessions, /stop and /reset racing a turn", () => {
     const runtime = testRuntime(echoAgent([]), []);
     const channel = new RecordingChannel();
     const turn = handleMessage(testContext(runtime, services, channel, "hi", "1"));
-    await inRecord;
+    await recording.opened;
     await handleMessage(testContext(runtime, services, channel, "/stop", "1"));
-    release();
+    release.open();
     await turn;
     expect(channel.said).toEqual(["Nothing was running for this session.", "you said: hi"]);
   });
