@@ -132,7 +132,8 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
 
   // Known on its slot from now, not from when its turn starts: `/stop all` drops a message
   // that waits for a turn to free up as well as one behind its own session's turn.
-  slots.note(SlotRegistry.slotId(queued.profile, ctx.runtime.slotFor(key)), key);
+  const slot = ctx.runtime.slotFor(key);
+  slots.note(SlotRegistry.slotId(queued.profile, slot), key);
   let stopping: AbortSignal | undefined;
   const queuedAtMs = performance.now();
   const outcome = queue.enqueue(
@@ -150,7 +151,7 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
           const interrupted = await interrupting;
           ctx.log.info(interrupted, "the session's previous turn was interrupted by this message");
         }
-        const held = await heldHere(ctx, key, signal, !tell);
+        const held = await heldHere(ctx, key, slot, signal, !tell);
         if (held === RunLater) {
           later = true;
           return RunLater;
@@ -160,7 +161,6 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
           return;
         }
         const session = { ...queued, sessionId: await currentSessionId(ctx, queued) };
-        const slot = ctx.runtime.slotFor(session.sessionKey);
         ctx.session = session;
         ctx.slot = slot;
         ctx.signal = signal;
@@ -224,6 +224,7 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
 async function heldHere(
   ctx: MessageContext,
   sessionKey: string,
+  slot: string,
   signal: AbortSignal,
   recovered: boolean,
 ): Promise<boolean | typeof RunLater> {
@@ -234,7 +235,7 @@ async function heldHere(
     sessionKey,
     entryIds: entryIdsOf(ctx),
     log: ctx.log,
-    slot: ctx.runtime.slotFor(sessionKey),
+    slot,
     tell: (text) => say(ctx, text),
     signal,
     recovered,
