@@ -31,7 +31,7 @@ export async function resetSession(
   const abortedTurn = services.queue.abortAnswering(sessionKey, new Error("stopped by /reset"));
   // As /stop: those waiting in the journal for this replica too (docs/cluster.md), or they
   // would run after the reset, in the new conversation.
-  const droppedMessages = queued + (await dropWaiting(runtime, services, sessionKey));
+  const droppedMessages = queued + (await dropWaiting(runtime, services, [sessionKey]));
   await runtime.store.rotateSessionId(sessionKey);
   let teardown = "removed the container and its files";
   try {

@@ -67,26 +67,29 @@ export async function interruptSession(
 }
 
 /**
- * With replicas (docs/cluster.md): closes as `stopped` the session's messages waiting in the
+ * With replicas (docs/cluster.md): closes as `stopped` the sessions' messages waiting in the
  * journal for this replica (handed to it and not picked up yet, or left to the cluster), as
- * `/stop` and `/reset` drop its queued ones; how many. A failure is logged and counts none.
+ * `/stop`, `/stop all` and `/reset` drop their queued ones; how many. A failure is logged and
+ * counts none.
  */
 export async function dropWaiting(
   runtime: PipelineRuntime,
   services: PipelineServices,
-  sessionKey: string,
+  sessionKeys: readonly string[],
 ): Promise<number> {
+  if (services.sessions === undefined || sessionKeys.length === 0) return 0;
   // A `shared:` slot's sessions (`/stop all`) may be of other profiles: the key names its own.
-  const profile = parseSessionKey(sessionKey)?.profile ?? runtime.profile.name;
-  const session = { profile, sessionKey };
-  const waiting = await services.sessions?.dropWaiting(session).catch((error: unknown) => {
+  const sessions = sessionKeys.map((sessionKey) => ({
+    profile: parseSessionKey(sessionKey)?.profile ?? runtime.profile.name,
+    sessionKey,
+  }));
+  return services.sessions.dropWaiting(sessions).catch((error: unknown) => {
     runtime.log.warn(
-      { err: error, sessionKey },
-      "could not drop the session's handed-over messages",
+      { err: error, sessions: sessionKeys.length, sessionKey: sessionKeys[0] },
+      "could not drop the sessions' handed-over messages",
     );
     return 0;
   });
-  return waiting ?? 0;
 }
 
 /**
@@ -101,7 +104,7 @@ export async function stopSession(
   sessionKey: string,
 ): Promise<StopSummary> {
   const droppedMessages =
-    services.queue.dropQueued(sessionKey) + (await dropWaiting(runtime, services, sessionKey));
+    services.queue.dropQueued(sessionKey) + (await dropWaiting(runtime, services, [sessionKey]));
   const interrupted = await interruptSession(
     runtime,
     services,
@@ -210,9 +213,9 @@ export async function stopSlot(
     );
   }
   // As /stop: their messages waiting in the journal for this replica too (docs/cluster.md),
-  // or they would run after "Stopped everything". After the kill: with replicas that is one
-  // journal query per session the slot has known, which a fork loop's kill must not wait for.
-  for (const key of sessions) droppedMessages += await dropWaiting(runtime, services, key);
+  // or they would run after "Stopped everything". After the kill, which must not wait for the
+  // journal: a read of every open entry of each profile and platform among the sessions.
+  droppedMessages += await dropWaiting(runtime, services, sessions);
   return { slot, abortedTurns, droppedMessages, killedProcesses, problems };
 }
 

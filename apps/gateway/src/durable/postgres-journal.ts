@@ -446,8 +446,9 @@ export class PostgresJournal implements Journal {
   /**
    * The open entries of one session older than entry `beforeId` (received before it), for the
    * session's holder about to run that entry (docs/cluster.md, "Each session's messages in
-   * order"). `chat` narrows the rows read (profile, platform, chat id); `sameSession` says
-   * whether a message is the session's. In one transaction, oldest first, it re-owns those
+   * order"). `profile`, `platform` and `chatId` narrow the rows read (no `chatId`: every chat
+   * of the platform, for sessions of several chats at once); `sameSession` says whether a
+   * message is the session's (or one of them). In one transaction, oldest first, it re-owns those
    * handed to this process, given back to the cluster (`released`), left by a gone owner (but
    * not one whose status message still shows: the take-over clears it first), or this
    * process's own listed in `reclaim` (turns cut off by a lost lease, not given back yet), and
@@ -457,7 +458,7 @@ export class PostgresJournal implements Journal {
   takeOlder(query: {
     readonly profile: string;
     readonly platform: string;
-    readonly chatId: string;
+    readonly chatId: string | undefined;
     readonly beforeId: number;
     readonly sameSession: (message: InboundMessage) => boolean;
     readonly reclaim?: ReadonlySet<number>;
@@ -471,7 +472,9 @@ export class PostgresJournal implements Journal {
       const ids = open.rows
         .filter((row) => {
           const entry = entryOf(row);
-          return entry?.message.chatId === query.chatId && query.sameSession(entry.message);
+          if (entry === undefined) return false;
+          if (query.chatId !== undefined && entry.message.chatId !== query.chatId) return false;
+          return query.sameSession(entry.message);
         })
         .map((row) => Number(row.id));
       if (ids.length === 0) return { taken: [], waiting: [] };

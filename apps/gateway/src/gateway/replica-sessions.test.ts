@@ -40,7 +40,7 @@ afterEach(async () => {
   const admin = new PostgresDatabase({ url: testDatabase.url });
   await admin.query(
     "test",
-    "TRUNCATE journal.entries, journal.receipts, journal.replies, journal.reply_steps, leases.sessions, leases.requests RESTART IDENTITY",
+    "TRUNCATE journal.entries, journal.receipts, journal.replies, journal.reply_steps, leases.sessions, leases.requests, leases.slots, leases.slot_notices RESTART IDENTITY",
   );
   await admin.close();
   for (const database of databases.splice(0)) await database.close();
@@ -518,6 +518,29 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     await a.send("4", "after");
     await roundsUntil(a.loop, () => expect(a.ran).toEqual(["first", "after"]));
     expect(a.inbox.texts.at(-1)).toBe("a: after");
+  });
+
+  it("drops with /stop all the messages of every session on the slot handed to it, of every chat", async () => {
+    // Both users' sessions run on a's persistent slot; b received a message of each and handed
+    // it to a, whose round has not picked them up. One journal read finds both chats' messages.
+    const a = await replica("a", { aheadMs: 0 }, undefined, true);
+    const b = await replica("b", { aheadMs: 0 }, undefined, true);
+    await a.send("1", "first", "2");
+    await a.send("2", "hello", "1");
+    await b.send("3", "second", "2");
+    await b.send("4", "again", "1");
+    expect([await ownerOf(3), await ownerOf(4)]).toEqual([
+      "handed:a/boot/1/1",
+      "handed:a/boot/1/1",
+    ]);
+    await a.send("5", "/stop all", "1");
+    expect(a.inbox.texts.at(-1)).toContain("dropped 2 queued message(s)");
+    const journal = a.gateway.journal as PostgresJournal;
+    for (const id of [3, 4]) {
+      expect(await journal.entryState(id)).toMatchObject({ state: "done", outcome: "stopped" });
+    }
+    await a.send("6", "after", "2");
+    await roundsUntil(a.loop, () => expect(a.ran).toEqual(["first", "hello", "after"]));
   });
 
   it("stops a session on the replica running it when an admin asks another replica", async () => {

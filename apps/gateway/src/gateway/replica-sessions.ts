@@ -193,19 +193,38 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
     }
   }
 
-  async dropWaiting(session: LeasedSession): Promise<number> {
-    const runtime = this.#gateway?.runtimes.get(session.profile);
-    const chat = parseSessionKey(session.sessionKey);
-    if (runtime === undefined || chat === undefined) return 0;
-    const waiting = await this.#journal.takeOlder({
-      profile: session.profile,
-      platform: chat.platform,
-      chatId: chat.chatId,
-      beforeId: Number.MAX_SAFE_INTEGER,
-      sameSession: (message) => buildSessionKey(message, runtime.profile) === session.sessionKey,
-      reclaim: this.#givenBack,
-    });
-    const ids = waiting.taken.map((entry) => entry.id);
+  async dropWaiting(sessions: readonly LeasedSession[]): Promise<number> {
+    // One read of the journal's open entries per profile and platform, however many sessions:
+    // `/stop all` names every session its slot has known here, which can be thousands.
+    const groups = new Map<string, { profile: string; platform: string; keys: Set<string> }>();
+    const chats = new Set<string>();
+    for (const session of sessions) {
+      const chat = parseSessionKey(session.sessionKey);
+      if (chat === undefined) continue;
+      const id = `${session.profile}\n${chat.platform}`;
+      const group = groups.get(id) ?? {
+        profile: session.profile,
+        platform: chat.platform,
+        keys: new Set<string>(),
+      };
+      groups.set(id, group);
+      group.keys.add(session.sessionKey);
+      chats.add(chat.chatId);
+    }
+    const ids: number[] = [];
+    for (const { profile, platform, keys } of groups.values()) {
+      const runtime = this.#gateway?.runtimes.get(profile);
+      if (runtime === undefined) continue;
+      const waiting = await this.#journal.takeOlder({
+        profile,
+        platform,
+        chatId: chats.size === 1 ? [...chats][0] : undefined,
+        beforeId: Number.MAX_SAFE_INTEGER,
+        sameSession: (message) => keys.has(buildSessionKey(message, runtime.profile)),
+        reclaim: this.#givenBack,
+      });
+      for (const entry of waiting.taken) ids.push(entry.id);
+    }
     for (const id of ids) this.#givenBack.delete(id);
     if (ids.length > 0) await this.#journal.finished(ids, "stopped");
     return ids.length;

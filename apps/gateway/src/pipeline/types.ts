@@ -202,11 +202,14 @@ export interface SessionHold {
     readonly sessionKey: string;
   }): Promise<readonly string[]>;
   /**
-   * `/stop` or `/reset` here: closes as `stopped` the session's messages waiting in the
-   * journal for this replica (handed to it, or left to the cluster), as its queued ones are
-   * dropped; resolves with how many. Rejects when the journal does not answer.
+   * `/stop`, `/stop all` or `/reset` here: closes as `stopped` the sessions' messages waiting
+   * in the journal for this replica (handed to it, or left to the cluster), as their queued ones
+   * are dropped; resolves with how many. One journal read per profile and platform, however
+   * many sessions. Rejects when the journal does not answer.
    */
-  dropWaiting(session: { readonly profile: string; readonly sessionKey: string }): Promise<number>;
+  dropWaiting(
+    sessions: readonly { readonly profile: string; readonly sessionKey: string }[],
+  ): Promise<number>;
 }
 
 /**
