@@ -393,3 +393,68 @@ describe("a due run the journal cannot record", () => {
     tasks.stop();
   });
 });
+
+describe("Run now", () => {
+  it("pressed twice at once starts one run; the second press is told it is running", async () => {
+    const clock = manualClock(Date.UTC(2026, 0, 5, 10, 0));
+    const store = await openTasks(clock);
+    await store.addTask(task("twice", { kind: "every", everyMs: Hour }, clock.now()), {
+      maxPerUser: 10,
+      maxPerProfile: 10,
+    });
+    const fake = submitter(false);
+    const tasks = scheduler(clock, store, fake.submit);
+    tasks.start();
+    await tasks.looked();
+    const stored = (await store.getTask("twice"))!;
+    // A double click: the second press comes while the first is still being handed on.
+    const first = tasks.runNow(stored);
+    clock.advance(1);
+    const second = tasks.runNow(stored);
+    expect([await first, await second]).toEqual(["started", "running"]);
+    expect(fake.runs).toHaveLength(1);
+    fake.enders[0]?.("done");
+    await tasks.idle();
+    tasks.stop();
+  });
+
+  it("while a due run is being handed on is refused, not run beside it", async () => {
+    const clock = manualClock(Date.UTC(2026, 0, 5, 10, 0));
+    const store = await openTasks(clock);
+    const created = clock.now();
+    await store.addTask(task("due", { kind: "every", everyMs: Hour }, created), {
+      maxPerUser: 10,
+      maxPerProfile: 10,
+    });
+    const fake = submitter(false);
+    let entered = () => {};
+    const inJournal = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    let letThrough = () => {};
+    const gate = new Promise<void>((resolve) => {
+      letThrough = resolve;
+    });
+    const tasks = scheduler(clock, store, async (run) => {
+      if (run.dueMs === created + Hour) {
+        entered();
+        await gate;
+      }
+      return fake.submit(run);
+    });
+    tasks.start();
+    await tasks.looked();
+    clock.advance(Hour);
+    // The press comes while the scheduler's own due run is on its way into the journal.
+    await inJournal;
+    clock.advance(1);
+    const pressed = tasks.runNow((await store.getTask("due"))!);
+    letThrough();
+    await tasks.looked();
+    expect(await pressed).toBe("running");
+    expect(fake.runs.map((r) => r.dueMs)).toEqual([created + Hour]);
+    fake.enders[0]?.("done");
+    await tasks.idle();
+    tasks.stop();
+  });
+});

@@ -152,12 +152,35 @@ export class TaskScheduler {
    */
   async runNow(task: TaskRecord): Promise<RunNowResult> {
     if (this.#running.has(task.id)) return "running";
-    const dueMs = this.#options.clock.wallMs();
-    const submitted = await this.#options.submit({ task, dueMs });
-    if (!submitted.fresh) return "recorded_before";
-    await this.#options.store.recordRun(this.#run(task.id, dueMs, "running", "run now"));
-    this.#follow(task.id, dueMs, submitted);
-    return "started";
+    const release = this.#hold(task.id);
+    try {
+      const dueMs = this.#options.clock.wallMs();
+      const submitted = await this.#options.submit({ task, dueMs });
+      if (!submitted.fresh) return "recorded_before";
+      await this.#options.store.recordRun(this.#run(task.id, dueMs, "running", "run now"));
+      this.#follow(task.id, dueMs, submitted);
+      return "started";
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * Counts `taskId`'s run as going while it is handed on (the journal, the store), before
+   * {@link #follow} takes over: a press of "Run now" or a due time meanwhile finds it going
+   * instead of starting a second run beside it. The returned function ends the hold unless
+   * {@link #follow} replaced it.
+   */
+  #hold(taskId: string): () => void {
+    let handedOn = () => {};
+    const holding = new Promise<void>((resolve) => {
+      handedOn = resolve;
+    });
+    this.#running.set(taskId, holding);
+    return () => {
+      if (this.#running.get(taskId) === holding) this.#running.delete(taskId);
+      handedOn();
+    };
   }
 
   async #tick(): Promise<void> {
@@ -222,16 +245,21 @@ export class TaskScheduler {
       }
       return;
     }
-    // Journal first, then the move: a crash between them finds the run recorded.
-    const submitted = await this.#options.submit({ task, dueMs });
-    if (!submitted.fresh) {
-      log.info(fields, "scheduled run was recorded before the restart; not run again");
-      await move(this.#run(task.id, dueMs, "running", "taken over from the journal"), 0);
-      return;
+    const release = this.#hold(task.id);
+    try {
+      // Journal first, then the move: a crash between them finds the run recorded.
+      const submitted = await this.#options.submit({ task, dueMs });
+      if (!submitted.fresh) {
+        log.info(fields, "scheduled run was recorded before the restart; not run again");
+        await move(this.#run(task.id, dueMs, "running", "taken over from the journal"), 0);
+        return;
+      }
+      await move(this.#run(task.id, dueMs, "running"), 0);
+      log.info({ ...fields, catchUp: dueMs < this.#startedAtMs }, "scheduled run started");
+      this.#follow(task.id, dueMs, submitted);
+    } finally {
+      release();
     }
-    await move(this.#run(task.id, dueMs, "running"), 0);
-    log.info({ ...fields, catchUp: dueMs < this.#startedAtMs }, "scheduled run started");
-    this.#follow(task.id, dueMs, submitted);
   }
 
   /**
