@@ -388,6 +388,11 @@ export const Defaults = {
     maxPerProfile: 100,
     /** The shortest gap between two due times a chat task may have (config tasks too). */
     minIntervalSeconds: 5 * 60,
+    /**
+     * The longest `/every` interval: rarer things are a date (`/at`) or a yearly `/cron`. Far
+     * longer ones would put the next run past the dates JavaScript and the store can hold.
+     */
+    maxIntervalDays: 366,
     /** A run still going this long after it was handed on is stopped, as by /stop. */
     runTimeoutSeconds: 30 * 60,
     /** A due time missed while the gateway was down: run once after the start. */

@@ -6,7 +6,7 @@ import { resolveConfig } from "../config/load.js";
 import { silentLogger } from "../log.js";
 import { SqliteStateStore } from "../state/store.js";
 import { parseTaskCommand } from "./parse.js";
-import { createTask, type TaskScope } from "./task-commands.js";
+import { createTask, describeNextRuns, listTasks, type TaskScope } from "./task-commands.js";
 import { nextDueAfter } from "./timing.js";
 import { answerTimezone, canonicalZone } from "./user-timezone.js";
 
@@ -99,6 +99,19 @@ describe("making a task in the chat", () => {
       "⛔ 2025-12-24 09:00 (Europe/Berlin) has passed. Nothing was made.",
     );
   });
+
+  it.each(["1000000y", "99999999999999999999999d"])(
+    "refuses /every %s with the longest interval, and /tasks and /status still list",
+    async (interval) => {
+      const scope = await scopeFor("telegram:2");
+      await createTask(scope, command("/every 1d water the plants"));
+      expect(await createTask(scope, command(`/every ${interval} x`))).toBe(
+        `⛔ "${interval}" is longer than an interval may be (366 days): for something that rare, use /at with a date or a yearly /cron. Nothing was made.`,
+      );
+      expect((await listTasks(scope)).text).toMatch(/^Your tasks:\n• .+: every 1d/);
+      expect(await describeNextRuns(scope.tasks)).toHaveLength(2);
+    },
+  );
 });
 
 describe("a user's own time zone: /tz", () => {

@@ -1,6 +1,7 @@
 import { MediagateError } from "@mediagate/io";
 import { Cron } from "croner";
 import ms from "ms";
+import { Defaults } from "../defaults.js";
 import type { TaskTiming } from "../state/tasks.js";
 
 /**
@@ -27,7 +28,12 @@ export function isTimeZone(zone: string): boolean {
   }
 }
 
-/** Reads `/every`'s interval (`30m`, `1h`, `2d`, `90s`; the `ms` grammar) into milliseconds. */
+const MaxEveryMs = Defaults.schedules.maxIntervalDays * 24 * 60 * 60 * 1000;
+
+/**
+ * Reads `/every`'s interval (`30m`, `1h`, `2d`, `90s`; the `ms` grammar) into milliseconds, at
+ * most `Defaults.schedules.maxIntervalDays`.
+ */
 export function parseEvery(text: string): number {
   const trimmed = text.trim();
   const millis: number | undefined = /^\d+(\.\d+)?\s*[a-z]+$/i.test(trimmed)
@@ -35,6 +41,11 @@ export function parseEvery(text: string): number {
     : undefined;
   if (millis === undefined || !Number.isFinite(millis) || millis <= 0) {
     throw new TimingError(`"${text}" is not an interval: write e.g. 30m, 1h or 1d`);
+  }
+  if (millis > MaxEveryMs) {
+    throw new TimingError(
+      `"${text}" is longer than an interval may be (${Defaults.schedules.maxIntervalDays} days): for something that rare, use /at with a date or a yearly /cron`,
+    );
   }
   return Math.round(millis);
 }
