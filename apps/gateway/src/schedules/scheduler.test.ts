@@ -458,3 +458,40 @@ describe("Run now", () => {
     tasks.stop();
   });
 });
+
+describe("a wall clock that steps back", () => {
+  it("moves the next runs back to the timetable instead of waiting for the wrong time", async () => {
+    const timers = manualClock(Date.UTC(2026, 0, 5, 10, 0));
+    // The wall clock is the timers' clock plus a step; timers run on elapsed time, as real ones do.
+    let stepMs = 0;
+    const clock: ManualClock = { ...timers, now: () => timers.now() + stepMs };
+    const store = await openTasks(clock);
+    const created = clock.now();
+    const caps = { maxPerUser: 10, maxPerProfile: 10 };
+    await store.addTask(task("hourly", { kind: "every", everyMs: Hour }, created), caps);
+    await store.addTask(task("cron", { kind: "cron", pattern: "30 * * * *" }, created), caps);
+    const fake = submitter();
+    const tasks = scheduler(clock, store, fake.submit);
+    tasks.start();
+    await tasks.idle();
+    // A bad time source steps the clock ten days ahead: the tasks run once and move on from then.
+    stepMs = 10 * 24 * Hour;
+    await run(clock, tasks, Minute, Minute);
+    expect(fake.runs).toHaveLength(2);
+    // A task made while the clock was wrong is anchored in that future.
+    await store.addTask(task("made-ahead", { kind: "every", everyMs: Hour }, clock.now()), caps);
+    fake.runs.length = 0;
+    // NTP steps it back.
+    stepMs = 0;
+    await run(clock, tasks, 2 * Hour, Minute);
+    const runsOf = (id: string) =>
+      fake.runs.filter((r) => r.task.id === id).map((r) => r.dueMs - created);
+    // The due times the wrong clock ran early (10:30, 11:00) are not run twice: the journal
+    // knows their receipts. The next ones come on time, not ten days later.
+    expect(runsOf("hourly")).toEqual([2 * Hour]);
+    expect(runsOf("cron")).toEqual([90 * Minute]);
+    expect(runsOf("made-ahead")).toHaveLength(2);
+    expect((await store.getTask("hourly"))?.nextDueMs).toBe(created + 3 * Hour);
+    tasks.stop();
+  });
+});

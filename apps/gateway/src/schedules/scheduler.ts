@@ -198,11 +198,38 @@ export class TaskScheduler {
           log.error({ err: error, taskId: task.id }, "scheduled run could not be started");
         }
       }
+      await this.#realign(nowMs);
     } catch (error) {
       failed = true;
       log.error({ err: error }, "could not read the scheduled tasks");
     }
     await this.#arm(failed);
+  }
+
+  /**
+   * Moves back the next due time of each task that waits past its timetable: the wall clock
+   * stepped back after the task was moved on at a wrong time (a bad time source, an operator's
+   * mistake), and it would otherwise wait until that wrong time comes round again.
+   */
+  async #realign(nowMs: number): Promise<void> {
+    const { store, log } = this.#options;
+    for (const task of await store.listTasks()) {
+      if (this.#stopped) return;
+      if (!task.active || task.paused || task.nextDueMs <= nowMs) continue;
+      try {
+        const next = nextDueAfter(task.timing, task.timezone, task.createdAtMs, nowMs);
+        if (next === undefined || next >= task.nextDueMs) continue;
+        const advance = { id: task.id, fromDueMs: task.nextDueMs, nextDueMs: next };
+        if (await store.advanceTask(advance, task.overlapsInARow)) {
+          log.warn(
+            { taskId: task.id, fromDueMs: task.nextDueMs, nextDueMs: next },
+            "the wall clock stepped back: the task's next run moved back to its timetable",
+          );
+        }
+      } catch (error) {
+        log.error({ err: error, taskId: task.id }, "could not check a task's next due time");
+      }
+    }
   }
 
   /** Arms the timer for the next due time; after a failure, not before `maxWaitMs`. */

@@ -111,7 +111,7 @@ export function nextDueAfter(
 ): number | undefined {
   switch (timing.kind) {
     case "every": {
-      if (afterMs < anchorMs) return anchorMs;
+      // Both ways from the anchor: a wall clock stepped back before it still finds the grid.
       const steps = Math.floor((afterMs - anchorMs) / timing.everyMs) + 1;
       return anchorMs + steps * timing.everyMs;
     }

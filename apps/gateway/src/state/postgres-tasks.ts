@@ -228,7 +228,7 @@ export function postgresTaskStore(access: TaskStoreAccess): TaskStore {
           ],
         );
         if ((moved.rowCount ?? 0) === 0) return false;
-        await recordRun(tx, advance.run);
+        if (advance.run !== undefined) await recordRun(tx, advance.run);
         return true;
       }),
 

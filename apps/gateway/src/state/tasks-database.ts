@@ -236,7 +236,7 @@ export function advanceTask(db: Database, advance: TaskAdvance, overlapsInARow: 
       advance.fromDueMs,
     );
   if (moved.changes === 0) return false;
-  recordRun(db, advance.run);
+  if (advance.run !== undefined) recordRun(db, advance.run);
   return true;
 }
 

@@ -148,6 +148,12 @@ describe.each(StateBackends)("the task store on %s", (kind) => {
     expect(await tasks.advanceTask(advance, 0)).toBe(false);
     expect(await tasks.getTask("a")).toMatchObject({ nextDueMs: 9_000, lastRun: run });
     expect(await tasks.nextDueMs()).toBe(9_000);
+    // Moved back (the wall clock stepped back): no run is written.
+    const back = { id: "a", fromDueMs: 9_000, nextDueMs: 8_000 };
+    expect(await tasks.advanceTask(back, 0)).toBe(true);
+    expect(await tasks.getTask("a")).toMatchObject({ nextDueMs: 8_000, lastRun: run });
+    expect(await tasks.recentRuns("a", 5)).toEqual([run]);
+    await tasks.advanceTask({ id: "a", fromDueMs: 8_000, nextDueMs: 9_000 }, 0);
     expect(await tasks.setPaused("a", true, 0)).toBe(true);
     expect(await tasks.nextDueMs()).toBeUndefined();
 

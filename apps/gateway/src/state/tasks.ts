@@ -106,8 +106,11 @@ export interface TaskAdvance {
   readonly fromDueMs: number;
   /** The next one; `undefined`: no more (a one-time task). */
   readonly nextDueMs: number | undefined;
-  /** The run row written with the move. */
-  readonly run: TaskRun;
+  /**
+   * The run row written with the move; absent for a move that passes no run (the wall clock
+   * stepped back, and the next due time is moved back to the timetable).
+   */
+  readonly run?: TaskRun | undefined;
 }
 
 /**
