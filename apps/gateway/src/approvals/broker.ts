@@ -183,6 +183,12 @@ export class ApprovalBroker {
         case "cancelled":
         case "interrupted":
           if (request.signal.aborted) throw request.signal.reason;
+          if (final.status === "interrupted" && final.decidedBy !== "gateway") {
+            throw new ToolRefusedError(
+              "the answer reached another gateway process than the one waiting for it, so it was not run; ask again",
+              "denied",
+            );
+          }
           throw new ToolRefusedError("the question could not be shown in the chat", "denied");
         case "expired":
           throw new ToolRefusedError(
@@ -259,8 +265,13 @@ export class ApprovalBroker {
   ): Promise<{ decided: boolean; record: ApprovalRecord | undefined }> {
     const result = await profile.store.decideApproval(id, status, by, byName);
     const record = result.record;
-    if (!result.decided || record === undefined) return result;
     const waiting = this.#waiting.get(id);
+    if (!result.decided || record === undefined) {
+      // Decided by another process of the profile (its decision edited the message): the turn
+      // waiting here ends with that decision instead of waiting for one that cannot come.
+      if (record !== undefined && record.status !== "pending") waiting?.resolve(record);
+      return result;
+    }
     if (waiting !== undefined) {
       waiting.resolve(record);
       if (options.viaPress) return result;

@@ -1,0 +1,100 @@
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { manualClock } from "../../../../test-support/clock.js";
+import { tempDirForTest } from "../../../../test-support/temp-dir.js";
+import { waitUntil } from "../../../../test-support/wait.js";
+import type { ChannelAdapter, ChatTarget } from "../channels/types.js";
+import { parseChoiceData } from "../choices/choice-data.js";
+import { emptyEnv } from "../config/env.js";
+import { resolveConfig } from "../config/load.js";
+import type { ApprovalSettings } from "../config/types.js";
+import { silentLogger } from "../log.js";
+import { SqliteStateStore } from "../state/store.js";
+import { ApprovalBroker, type ApprovalProfile } from "./broker.js";
+
+const stores: SqliteStateStore[] = [];
+afterEach(async () => {
+  await Promise.all(stores.splice(0).map((store) => store.close()));
+});
+
+const Settings: ApprovalSettings = { ask: "always", approvers: "sender", expiresSeconds: 600 };
+
+/** A channel whose buttons are recorded: each post answers the next message id. */
+function recordingChannel() {
+  const posted: { target: ChatTarget; data: string[] }[] = [];
+  const closed: [string, string][] = [];
+  const channel = {
+    platform: "telegram",
+    choices: {
+      post: async (target: ChatTarget, _text: string, rows: { data: string }[][]) => {
+        posted.push({ target, data: rows.flat().map((button) => button.data) });
+        return String(posted.length);
+      },
+      close: async (_target: ChatTarget, messageId: string, text: string) => {
+        closed.push([messageId, text]);
+      },
+    },
+  } as unknown as ChannelAdapter;
+  return { channel, posted, closed };
+}
+
+async function profileWithStore(): Promise<ApprovalProfile> {
+  const [profile] = resolveConfig(
+    {
+      profiles: [{ name: "p", admins: ["telegram:1"], allowedUsers: ["telegram:2", "telegram:3"] }],
+    },
+    { env: emptyEnv("/home/u") },
+  ).profiles;
+  const store = await SqliteStateStore.open(join(await tempDirForTest("mg-appr-"), "state.db"));
+  stores.push(store);
+  return { profile: profile!, store };
+}
+
+function request(channel: ChannelAdapter, userId: string, command: string, signal: AbortSignal) {
+  return {
+    profile: "p",
+    channel,
+    target: { platform: "telegram", chatId: "-100" } as const,
+    sessionKey: "telegram:-100",
+    sessionId: "s1",
+    platform: "telegram" as const,
+    userId,
+    settings: Settings,
+    action: { kind: "command", command } as const,
+    reason: "always",
+    signal,
+    log: silentLogger(),
+  };
+}
+
+describe("a question another gateway process decided", () => {
+  it("ends the turn that waits for it at its expiry at the latest, instead of never", async () => {
+    const shared = await profileWithStore();
+    const clock = manualClock();
+    // Two processes of one profile on one store (two replicas, or a press that reached a
+    // process other than the one whose turn waits).
+    const waiting = new ApprovalBroker({
+      profileOf: () => shared,
+      logger: silentLogger(),
+      schedule: clock.schedule,
+    });
+    const other = new ApprovalBroker({ profileOf: () => shared, logger: silentLogger() });
+    const { channel, posted } = recordingChannel();
+    const asking = waiting.ask(request(channel, "2", "rm -rf build", new AbortController().signal));
+    const settled = asking.then(
+      () => "allowed",
+      (error: unknown) => (error instanceof Error ? error.message : String(error)),
+    );
+    await waitUntil(() => posted.length === 1, "the question posted");
+    const [allowOnce] = posted[0]!.data;
+    const press = { profile: "p", platform: "telegram", chatId: "-100", messageId: "1" } as const;
+    const answer = await other.onPress(
+      { ...press, userId: "2", data: allowOnce! },
+      parseChoiceData(allowOnce!)!,
+    );
+    expect(answer.kind).toBe("decided");
+    clock.advance(Settings.expiresSeconds * 1000);
+    expect(await settled).toMatch(/another gateway process.*not run/);
+    expect(waiting.waiting).toBe(0);
+  });
+});
