@@ -22,6 +22,9 @@ export const authorize: Middleware = async (ctx, next) => {
       ? { allowed: true, admin: false }
       : accessOf(runtime.profile, message.platform, message.userId);
   const user = `${message.platform}:${message.userId}`;
+  // A task's run whose owner may no longer use the bot is refused without a word: every run
+  // would tell them again (docs/schedules.md); its record of runs says `refused`.
+  const told = message.chatType === "dm" && message.scheduled === undefined;
   if (access.allowed) {
     ctx.access = access;
     return next();
@@ -31,20 +34,16 @@ export const authorize: Middleware = async (ctx, next) => {
       ctx.access = { allowed: true, admin: false };
       return next();
     }
-    if (message.chatType === "dm") {
+    if (told) {
       await sayAndFinish(ctx, await offerPairing(ctx, user), "refused");
       return;
     }
   }
   ctx.log.info(
-    { user, chatType: message.chatType },
+    { user, chatType: message.chatType, taskId: message.scheduled?.taskId },
     "message from a user who is not allowed; ignored",
   );
-  await sayAndFinish(
-    ctx,
-    message.chatType === "dm" ? `${RefusalText} (${user})` : undefined,
-    "refused",
-  );
+  await sayAndFinish(ctx, told ? `${RefusalText} (${user})` : undefined, "refused");
 };
 
 /**

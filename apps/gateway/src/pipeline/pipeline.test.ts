@@ -403,6 +403,35 @@ describe("message pipeline", () => {
     expect(channel.said).toEqual([`${RefusalText} (telegram:999)`]);
   });
 
+  it.each([
+    ["allow list", testProfile()],
+    ["pairing", testProfile({ access: "pairing" })],
+  ] as const)(
+    "a task run of a user no longer allowed (%s) is refused without a word to the chat",
+    async (_access, profile) => {
+      const calls: string[] = [];
+      const seen: AgentTurnInput[] = [];
+      const runtime = testRuntime(echoAgent(seen), calls, profile);
+      const channel = new RecordingChannel();
+      const ctx = testContext(runtime, testServices(), channel, "ls", "999");
+      const receiptId = "task:t1:60000";
+      const run = {
+        ...ctx,
+        message: {
+          ...ctx.message,
+          receiptId,
+          messageId: receiptId,
+          scheduled: { taskId: "t1", dueMs: 60_000 },
+        },
+      };
+      await handleMessage(run);
+      expect(seen).toEqual([]);
+      expect(calls).toEqual([]);
+      // Every run of the task would otherwise tell the removed user again (or offer them a code).
+      expect(channel.said).toEqual([]);
+    },
+  );
+
   it("an unknown user in a group is ignored silently", async () => {
     const calls: string[] = [];
     const channel = new RecordingChannel();
