@@ -166,6 +166,15 @@ export function postgresTaskStore(access: TaskStoreAccess): TaskStore {
         if (made !== undefined && sameTask(made, task)) {
           return { status: "added", task: made } as const;
         }
+        // Done tasks do not count against the caps: the owner's oldest beyond maxPerUser go.
+        const oldDone = `SELECT id FROM state_tasks WHERE profile = $1 AND owner = $2 AND NOT active
+          ORDER BY created_at DESC, id DESC OFFSET $3`;
+        const pruned = [profile, task.owner, caps.maxPerUser];
+        await tx.query(
+          `DELETE FROM state_task_runs WHERE profile = $1 AND task_id IN (${oldDone})`,
+          pruned,
+        );
+        await tx.query(`DELETE FROM state_tasks WHERE profile = $1 AND id IN (${oldDone})`, pruned);
         const count = async (byOwner: boolean) =>
           Number(
             (

@@ -150,10 +150,21 @@ function insert(db: Database, task: NewTask, nowMs: number): void {
   );
 }
 
-/** Adds a chat task unless a cap is reached (active tasks count). Run inside a transaction. */
+/**
+ * Adds a chat task unless a cap is reached (active tasks count). Done ones do not, so the
+ * owner's oldest done tasks beyond `maxPerUser` are dropped first: the store stays bounded.
+ * Run inside a transaction.
+ */
 export function addTask(db: Database, task: NewTask, caps: TaskCaps, nowMs: number): AddTaskResult {
   const made = getTask(db, task.id);
   if (made !== undefined && sameTask(made, task)) return { status: "added", task: made };
+  const oldDone = `SELECT id FROM tasks WHERE owner = ? AND active = 0
+    ORDER BY created_at DESC, id DESC LIMIT -1 OFFSET ?`;
+  db.prepare(`DELETE FROM task_runs WHERE task_id IN (${oldDone})`).run(
+    task.owner,
+    caps.maxPerUser,
+  );
+  db.prepare(`DELETE FROM tasks WHERE id IN (${oldDone})`).run(task.owner, caps.maxPerUser);
   const count = (where: string, ...args: string[]) =>
     (
       db

@@ -97,6 +97,30 @@ describe.each(StateBackends)("the task store on %s", (kind) => {
     expect((await tasks.addTask(task("c", "telegram:1"), caps)).status).toBe("added");
   });
 
+  it("keeps no more of a user's done one-time tasks than their cap: older ones go as new ones come", async () => {
+    const { tasks } = await open();
+    const caps = { maxPerUser: 2, maxPerProfile: 3 };
+    // Done tasks do not count against the caps, so without a bound a user could make and
+    // finish one-time tasks until the disk is full.
+    for (let i = 0; i < 6; i++) {
+      clockMs += 1_000;
+      const id = `at${i}`;
+      const made = await tasks.addTask(
+        task(id, "telegram:1", { timing: { kind: "at", atMs: 5_000 } }),
+        caps,
+      );
+      expect(made.status).toBe("added");
+      const run = { taskId: id, dueMs: 5_000, outcome: "done", atMs: clockMs } as const;
+      await tasks.advanceTask({ id, fromDueMs: 5_000, nextDueMs: undefined, run }, 0);
+    }
+    expect((await tasks.listTasks("telegram:1")).map((t) => [t.id, t.active])).toEqual([
+      ["at3", false],
+      ["at4", false],
+      ["at5", false],
+    ]);
+    expect(await tasks.recentRuns("at0", 5)).toEqual([]);
+  });
+
   it("adds a task made again (same id, owner and text) as it is, past the caps", async () => {
     const { tasks } = await open();
     const caps = { maxPerUser: 1, maxPerProfile: 1 };

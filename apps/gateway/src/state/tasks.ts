@@ -119,7 +119,10 @@ export interface TaskAdvance {
  * the same operations.
  */
 export interface TaskStore {
-  /** Stores a chat task unless its owner (or the profile) has `caps` active tasks already. */
+  /**
+   * Stores a chat task unless its owner (or the profile) has `caps` active tasks already. The
+   * owner's done tasks beyond the newest `caps.maxPerUser` are dropped first.
+   */
   addTask(task: NewTask, caps: TaskCaps): Promise<AddTaskResult>;
   getTask(id: string): Promise<TaskRecord | undefined>;
   /** The tasks, oldest first; with `owner`, only theirs. */
