@@ -12,7 +12,9 @@ export type ResetResult =
  * session id (conversation cleared) and a forced teardown of the slot's container with its
  * dirs, so the next message gets a fresh one. Removing the container ends every process in
  * it, so nothing is killed inside first: that would need room in the container, which fork
- * loops at its pids limit leave none of (docs/security.md, "Stopping").
+ * loops at its pids limit leave none of (docs/security.md, "Stopping"). A turn whose reply
+ * already went to the outbox is not aborted, and the teardown waits until its delivery attempt
+ * ended, as /stop's does (`stopSession`).
  * When the slot is shared (a persistent profile slot or a `shared:` slot), nothing happens
  * until `/reset confirm`; the question names how many sessions this process has seen use it.
  */
@@ -27,27 +29,39 @@ export async function resetSession(
   if (runtime.isSharedSlot(slot) && !confirm) {
     return { status: "needs_confirm", slot, sharedBy: services.slots.count(slotId, sessionKey) };
   }
-  const queued = services.queue.dropQueued(sessionKey);
-  const abortedTurn = services.queue.abortAnswering(sessionKey, new Error("stopped by /reset"));
-  // As /stop: those waiting in the journal for this replica too (docs/cluster.md), or they
-  // would run after the reset, in the new conversation.
-  const droppedMessages = queued + (await dropWaiting(runtime, services, [sessionKey]));
-  await runtime.store.rotateSessionId(sessionKey);
+  // As /stop: no turn of the session starts in the container being removed, and a reply on
+  // its way is delivered before its files go.
+  const release = services.queue.hold(sessionKey);
+  let abortedTurn: boolean;
+  let droppedMessages: number;
   let teardown = "removed the container and its files";
   try {
-    await runtime.sandbox.cleanup(slot, { force: true, deleteDirs: true });
-    // Other sessions' turns and queued messages on the slot go on: /stop all still stops them.
-    const { queue } = services;
-    services.slots.forget(slotId, (key) => queue.isRunning(key) || queue.queued(key) > 0);
-  } catch (error) {
-    const problem = commandProblem(runtime, "/reset: removing the container and its files", error, {
-      sessionKey,
-      slot,
-    });
-    teardown =
-      error instanceof Error && error.name === "SlotDirectoryError"
-        ? `removed the container but kept its files: they could not be deleted safely (${error.message})`
-        : `could not remove the container: ${problem}`;
+    const queued = services.queue.dropQueued(sessionKey);
+    abortedTurn = services.queue.abortAnswering(sessionKey, new Error("stopped by /reset"));
+    // As /stop: those waiting in the journal for this replica too (docs/cluster.md), or they
+    // would run after the reset, in the new conversation.
+    droppedMessages = queued + (await dropWaiting(runtime, services, [sessionKey]));
+    await runtime.store.rotateSessionId(sessionKey);
+    try {
+      await services.queue.delivered(sessionKey);
+      await runtime.sandbox.cleanup(slot, { force: true, deleteDirs: true });
+      // Other sessions' turns and queued messages on the slot go on: /stop all still stops them.
+      const { queue } = services;
+      services.slots.forget(slotId, (key) => queue.isRunning(key) || queue.queued(key) > 0);
+    } catch (error) {
+      const problem = commandProblem(
+        runtime,
+        "/reset: removing the container and its files",
+        error,
+        { sessionKey, slot },
+      );
+      teardown =
+        error instanceof Error && error.name === "SlotDirectoryError"
+          ? `removed the container but kept its files: they could not be deleted safely (${error.message})`
+          : `could not remove the container: ${problem}`;
+    }
+  } finally {
+    release();
   }
   const stopLine =
     abortedTurn || droppedMessages > 0 ? ` ${describeStop({ abortedTurn, droppedMessages })}` : "";

@@ -96,39 +96,49 @@ export async function dropWaiting(
  * `/stop`: drops the session's queued messages, then {@link interruptSession} (aborts its
  * running turn, kills every process the session started in the container), and removes a
  * non-persistent session container with its dirs. A persistent profile or shared container
- * stays: other sessions use it.
+ * stays: other sessions use it. A turn whose reply already went to the outbox is not aborted,
+ * and its delivery attempt opens the files the reply names from the session's container and
+ * dirs: the removal waits until that attempt ended (docs/sessions.md, "Busy sessions"). No
+ * turn of the session starts meanwhile (`TurnQueue#hold`), so none starts in the
+ * container being removed.
  */
 export async function stopSession(
   runtime: PipelineRuntime,
   services: PipelineServices,
   sessionKey: string,
 ): Promise<StopSummary> {
-  const droppedMessages =
-    services.queue.dropQueued(sessionKey) + (await dropWaiting(runtime, services, [sessionKey]));
-  const interrupted = await interruptSession(
-    runtime,
-    services,
-    sessionKey,
-    new Error("stopped by /stop"),
-  );
-  const { abortedTurn, killedProcesses } = interrupted;
-  const problems = [...interrupted.problems];
-  let removedContainer = false;
-  const slot = runtime.slotFor(sessionKey);
-  if (!runtime.profile.sandbox.persistent && problems.length === 0) {
-    try {
-      await runtime.sandbox.cleanup(slot, { force: true, deleteDirs: true });
-      removedContainer = true;
-    } catch (error) {
-      problems.push(
-        commandProblem(runtime, "/stop: removing the session's container", error, {
-          sessionKey,
-          slot,
-        }),
-      );
+  const release = services.queue.hold(sessionKey);
+  try {
+    const droppedMessages =
+      services.queue.dropQueued(sessionKey) + (await dropWaiting(runtime, services, [sessionKey]));
+    const interrupted = await interruptSession(
+      runtime,
+      services,
+      sessionKey,
+      new Error("stopped by /stop"),
+    );
+    const { abortedTurn, killedProcesses } = interrupted;
+    const problems = [...interrupted.problems];
+    let removedContainer = false;
+    const slot = runtime.slotFor(sessionKey);
+    if (!runtime.profile.sandbox.persistent && problems.length === 0) {
+      try {
+        await services.queue.delivered(sessionKey);
+        await runtime.sandbox.cleanup(slot, { force: true, deleteDirs: true });
+        removedContainer = true;
+      } catch (error) {
+        problems.push(
+          commandProblem(runtime, "/stop: removing the session's container", error, {
+            sessionKey,
+            slot,
+          }),
+        );
+      }
     }
+    return { abortedTurn, droppedMessages, killedProcesses, removedContainer, problems };
+  } finally {
+    release();
   }
-  return { abortedTurn, droppedMessages, killedProcesses, removedContainer, problems };
 }
 
 /**

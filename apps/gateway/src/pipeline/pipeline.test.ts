@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setImmediate as tick } from "node:timers/promises";
@@ -9,7 +9,7 @@ import {
   formatSlotKey,
   slotTraits,
 } from "@mediagate/sandbox";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import { waitFor } from "../../../../test-support/wait.js";
 import type { Agent, AgentTurnInput } from "../agents/types.js";
 import type {
@@ -311,6 +311,42 @@ function latch(): { opened: Promise<void>; open: () => void } {
     open = resolve;
   });
   return { opened, open };
+}
+
+/**
+ * An outbox over the test journal whose first `addReply` (a turn's reply, not a command's
+ * answer after it) waits until `release` opens; `recording` opens when it is called.
+ */
+function replyHeldOutbox(): {
+  outbox: Outbox;
+  recording: ReturnType<typeof latch>;
+  release: ReturnType<typeof latch>;
+} {
+  const recording = latch();
+  const release = latch();
+  let recorded = 0;
+  const slowJournal = new Proxy(journal, {
+    get(target, key) {
+      const value = Reflect.get(target, key, target) as unknown;
+      if (key !== "addReply" || typeof value !== "function") {
+        return typeof value === "function" ? value.bind(target) : value;
+      }
+      return async (...args: unknown[]) => {
+        if (recorded++ === 0) {
+          recording.open();
+          await release.opened;
+        }
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  const outbox = new Outbox({
+    journal: slowJournal,
+    logger: silentLogger(),
+    channelFor: () => wired.channel,
+    translateContextFor: () => wired.runtime?.translateContext,
+  });
+  return { outbox, recording, release };
 }
 
 /**
@@ -1371,41 +1407,88 @@ describe("busy sessions, /stop and /reset racing a turn", () => {
   it("/stop while the turn's reply is being recorded does not claim to abort it", async () => {
     // The reply is on its way to the outbox (docs/sessions.md: the turn no longer counts);
     // it goes out, so /stop must not tell the chat it aborted the turn.
-    const recording = latch();
-    const release = latch();
-    let recorded = 0;
-    const slowJournal = new Proxy(journal, {
-      get(target, key) {
-        const value = Reflect.get(target, key, target) as unknown;
-        if (key !== "addReply" || typeof value !== "function") {
-          return typeof value === "function" ? value.bind(target) : value;
-        }
-        return async (...args: unknown[]) => {
-          // The turn's reply only (the first), not /stop's own answer.
-          if (recorded++ === 0) {
-            recording.open();
-            await release.opened;
-          }
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      },
-    });
-    const outbox = new Outbox({
-      journal: slowJournal,
-      logger: silentLogger(),
-      channelFor: () => wired.channel,
-      translateContextFor: () => wired.runtime?.translateContext,
-    });
-    const services = { ...testServices(), outbox };
+    const held = replyHeldOutbox();
+    const services = { ...testServices(), outbox: held.outbox };
     const runtime = testRuntime(echoAgent([]), []);
     const channel = new RecordingChannel();
     const turn = handleMessage(testContext(runtime, services, channel, "hi", "1"));
-    await recording.opened;
+    await held.recording.opened;
     await handleMessage(testContext(runtime, services, channel, "/stop", "1"));
-    release.open();
+    held.release.open();
     await turn;
     expect(channel.said).toEqual(["Nothing was running for this session.", "you said: hi"]);
   });
+
+  it.each([
+    ["/stop", "🛑 Stopped: removed the session's container."],
+    ["/reset", "♻️ Reset: new conversation started, removed the container and its files."],
+  ])(
+    "%s keeps a per-session container's files until the answered reply naming them was delivered",
+    async (command, answer) => {
+      // The reply names a file of the session's workspace; /stop comes while the reply is being
+      // recorded, before the outbox opened the file. The container and its dir are removed only
+      // once that delivery attempt ended: the file goes out, and /stop's answer after the reply.
+      const slotDir = await mkdtemp(join(tmpdir(), "mg-stop-files-"));
+      onTestFinished(() => rm(slotDir, { recursive: true, force: true }));
+      await mkdir(join(slotDir, "workspace"));
+      await writeFile(join(slotDir, "workspace", "report.txt"), "the report");
+      const calls: string[] = [];
+      const agent: Agent = {
+        kind: "shell",
+        runTurn: async () => ({ reply: "here it is MEDIA:/workspace/report.txt" }),
+      };
+      const base = testRuntime(agent, calls, testProfile({ sandbox: { persistent: false } }));
+      const removals: Promise<void>[] = [];
+      const runtime: PipelineRuntime = {
+        ...base,
+        // As the real sandbox's cleanup with `deleteDirs`: the slot's dir goes with the container.
+        sandbox: {
+          ...base.sandbox,
+          cleanup: (slot, options) => {
+            const removal = base.sandbox
+              .cleanup(slot, options)
+              .then(() => rm(slotDir, { recursive: true, force: true }));
+            removals.push(removal);
+            return removal;
+          },
+        },
+        translateContext: () => ({
+          backend: "docker",
+          slotDirs: [slotDir],
+          volumes: [],
+          allowDirs: [],
+          protectedHomes: [],
+          tmpDir: tmpdir(),
+        }),
+      };
+      const held = replyHeldOutbox();
+      const services = { ...testServices(), outbox: held.outbox };
+      const channel = new RecordingChannel();
+      const turn = handleMessage(testContext(runtime, services, channel, "the report", "1"));
+      await held.recording.opened;
+      const stop = handleMessage(testContext(runtime, services, channel, command, "1"));
+      // /stop killed the session's processes (/reset rotated the session's id) at once; a
+      // removal it went on to is let finish before the reply's recording does.
+      await waitFor(() =>
+        expect(calls).toContain(
+          command === "/stop"
+            ? "killSession agent:t:telegram:dm:1"
+            : "rotateSessionId agent:t:telegram:dm:1",
+        ),
+      );
+      await tick();
+      await Promise.all(removals);
+      held.release.open();
+      await Promise.all([turn, stop]);
+      expect(channel.replies.map((reply) => [reply.text, reply.files])).toEqual([
+        ["here it is", ["report.txt"]],
+        [answer, []],
+      ]);
+      expect(channel.said).toHaveLength(2);
+      expect(calls.filter((call) => call.startsWith("cleanup"))).toHaveLength(1);
+      await expect(stat(slotDir)).rejects.toThrow(/ENOENT/);
+    },
+  );
 
   it("/stop all after /reset confirm still stops the other sessions' turns and queues on the slot", async () => {
     // The profile's one container, shared: user 2's turn runs and another message of theirs

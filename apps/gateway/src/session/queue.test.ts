@@ -196,4 +196,54 @@ describe("TurnQueue", () => {
     expect(q.dropQueued("a")).toBe(1);
     expect(await held).toBe("dropped");
   });
+
+  it("hold lets the running turn finish and starts none of the session's until released", async () => {
+    const q = new TurnQueue({ concurrency: 4 });
+    const log: string[] = [];
+    const a1 = gated(log, "a1");
+    const a2 = gated(log, "a2");
+    const b1 = gated(log, "b1");
+    const first = q.enqueue("a", a1.job);
+    await a1.started;
+    q.replied("a");
+    const release = q.hold("a");
+    const delivered = q.delivered("a").then(() => log.push("delivered a1"));
+    const second = q.enqueue("a", a2.job);
+    a1.release();
+    expect(await first).toBe("done");
+    await delivered;
+    // Other sessions go on; the held one waits, its message queued.
+    const other = q.enqueue("b", b1.job);
+    await b1.started;
+    b1.release();
+    await other;
+    expect(q.queued("a")).toBe(1);
+    release();
+    release(); // a second call does nothing
+    await a2.started;
+    a2.release();
+    expect(await second).toBe("done");
+    expect(log).toEqual([
+      "start a1",
+      "end a1",
+      "delivered a1",
+      "start b1",
+      "end b1",
+      "start a2",
+      "end a2",
+    ]);
+  });
+
+  it("delivered resolves at once when the session's turn has not handed its reply over", async () => {
+    const q = new TurnQueue({ concurrency: 4 });
+    const log: string[] = [];
+    const a1 = gated(log, "a1");
+    const first = q.enqueue("a", a1.job);
+    await a1.started;
+    await q.delivered("a");
+    await q.delivered("nobody");
+    expect(log).toEqual(["start a1"]);
+    a1.release();
+    await first;
+  });
 });

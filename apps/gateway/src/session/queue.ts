@@ -39,6 +39,10 @@ interface SessionLane {
   waiting: boolean;
   /** Set by {@link TurnQueue.holdBack}: the lane starts nothing until it resolves. */
   heldBack?: Promise<void> | undefined;
+  /** Holds of {@link TurnQueue.hold} not released yet: the lane starts nothing while any is. */
+  held: number;
+  /** Resolves when the running job ended (at once when none runs). */
+  ended: Promise<void>;
 }
 
 /** Options of {@link TurnQueue}. */
@@ -117,6 +121,38 @@ export class TurnQueue {
     lane.heldBack = heldBack;
   }
 
+  /**
+   * Holds the session's lane until the returned function is called (once; more calls do
+   * nothing): its running turn goes on, but no other turn of the session starts, so `/stop`
+   * and `/reset` can remove the session's container knowing no turn of the session starts
+   * in it meanwhile. Messages queued meanwhile wait, in their order.
+   */
+  hold(sessionKey: string): () => void {
+    const lane = this.#lane(sessionKey);
+    lane.held++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      lane.held--;
+      if (this.#lanes.get(sessionKey) !== lane) return;
+      if (this.#forgetIfIdle(sessionKey, lane)) return;
+      this.#markReady(sessionKey, lane);
+      this.#pump();
+    };
+  }
+
+  /**
+   * Resolves when the session's running turn has ended, if it handed its reply over for
+   * delivery ({@link replied}): the delivery attempt opens the reply's files on the host (or
+   * in the container), so `/stop` and `/reset` wait for it before removing them
+   * (docs/sessions.md, "Busy sessions"). Resolves at once when no turn of the session delivers.
+   */
+  delivered(sessionKey: string): Promise<void> {
+    const lane = this.#lanes.get(sessionKey);
+    return lane?.running !== undefined && lane.replied ? lane.ended : Promise.resolve();
+  }
+
   /** Whether a job of the session with an `order` lower than `order` is waiting. */
   waitingBefore(sessionKey: string, order: number): boolean {
     const pending = this.#lanes.get(sessionKey)?.pending ?? [];
@@ -192,7 +228,7 @@ export class TurnQueue {
       const at = this.#ready.indexOf(sessionKey);
       if (at >= 0) this.#ready.splice(at, 1);
     }
-    if (lane.running === undefined) this.#lanes.delete(sessionKey);
+    this.#forgetIfIdle(sessionKey, lane);
     for (const entry of dropped) entry.settle("dropped");
     return dropped.length;
   }
@@ -234,14 +270,21 @@ export class TurnQueue {
   #lane(sessionKey: string): SessionLane {
     let lane = this.#lanes.get(sessionKey);
     if (lane === undefined) {
-      lane = { pending: [], replied: false, waiting: false };
+      lane = { pending: [], replied: false, waiting: false, held: 0, ended: Promise.resolve() };
       this.#lanes.set(sessionKey, lane);
     }
     return lane;
   }
 
+  /** Forgets a lane with nothing running, waiting or holding it; whether it did. */
+  #forgetIfIdle(sessionKey: string, lane: SessionLane): boolean {
+    if (lane.running !== undefined || lane.pending.length > 0 || lane.held > 0) return false;
+    this.#lanes.delete(sessionKey);
+    return true;
+  }
+
   #markReady(sessionKey: string, lane: SessionLane): void {
-    if (lane.heldBack !== undefined) return;
+    if (lane.heldBack !== undefined || lane.held > 0) return;
     if (lane.running === undefined && !lane.waiting && lane.pending.length > 0) {
       lane.waiting = true;
       this.#ready.push(sessionKey);
@@ -267,6 +310,10 @@ export class TurnQueue {
     const controller = new AbortController();
     lane.running = controller;
     lane.replied = false;
+    let ended!: () => void;
+    lane.ended = new Promise((resolve) => {
+      ended = resolve;
+    });
     this.#active++;
     let outcome: TurnOutcome = "done";
     let later = false;
@@ -287,9 +334,9 @@ export class TurnQueue {
         this.#active--;
         lane.running = undefined;
         lane.replied = false;
+        ended();
         if (later) insertInOrder(lane.pending, entry);
-        if (lane.pending.length === 0) this.#lanes.delete(sessionKey);
-        else this.#markReady(sessionKey, lane);
+        if (!this.#forgetIfIdle(sessionKey, lane)) this.#markReady(sessionKey, lane);
         if (!later) entry.settle(outcome);
         this.#pump();
       });
