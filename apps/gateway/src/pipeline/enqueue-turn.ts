@@ -67,9 +67,10 @@ export class InterruptedByMessageError extends MediagateError {
  * them as one message (texts one per line, every file), its journal entries started, closed
  * and answered together. At most `maxQueuedMessages` wait per session; one more is not run,
  * is closed in the journal as `overflow` (never redelivered) and the chat is told once.
- * Messages taken over from the journal at start-up get no line and are not capped; with
- * replicas, the cap is the holder's: a message another replica received and handed to it is
- * told and capped there ({@link MessageContext.handed}), one accepted before is not.
+ * Messages taken over from the journal at start-up get no line, are not capped and interrupt
+ * nothing (they wait for the turn before them, as in `queue` mode); with replicas, the cap is
+ * the holder's: a message another replica received and handed to it is told, capped and
+ * interrupts there ({@link MessageContext.handed}), one accepted before does not.
  *
  * A message the gateway's stop finds still queued is left in the journal as received: the next
  * start runs it (docs/durability.md). One dropped by /stop or /reset is closed.
@@ -125,8 +126,10 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
     mergeCollected(ctx, collected.close());
   };
   // The abort happens now, before this message is queued; the kill finishes before it runs.
+  // A message taken over from the journal was accepted before and runs in its order, after
+  // the turn before it: stopping that turn would drop a message nobody is told of.
   const interrupting =
-    busyMode === "interrupt" && running
+    busyMode === "interrupt" && running && tell
       ? interruptSession(ctx.runtime, ctx.services, key, new InterruptedByMessageError())
       : undefined;
 

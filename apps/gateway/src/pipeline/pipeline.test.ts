@@ -37,7 +37,7 @@ import { SessionScope } from "../session/context.js";
 import { RunLater, TurnQueue } from "../session/queue.js";
 import { RefusalText } from "./authorize.js";
 import { StoreDownText } from "./boundary.js";
-import { DeliveryFailedText } from "./enqueue-turn.js";
+import { DeliveryFailedText, InterruptedTurnText } from "./enqueue-turn.js";
 import { handleMessage } from "./pipeline.js";
 import { TurnFailedText } from "./run-turn.js";
 import type {
@@ -1489,6 +1489,67 @@ describe("busy sessions, /stop and /reset racing a turn", () => {
       await expect(stat(slotDir)).rejects.toThrow(/ENOENT/);
     },
   );
+
+  it("interrupt: a message recovered from the journal waits for the recovered turn before it", async () => {
+    // Both were accepted before a restart, which runs them in their order (docs/durability.md):
+    // the second must not stop the first, whose chat would get neither its reply nor a word.
+    const calls: string[] = [];
+    const started: string[] = [];
+    const firstRunning = latch();
+    const release = latch();
+    const agent: Agent = {
+      kind: "shell",
+      async runTurn(input) {
+        started.push(input.text);
+        if (input.text === "first") {
+          firstRunning.open();
+          await new Promise<void>((resolve, reject) => {
+            void release.opened.then(resolve);
+            input.signal.addEventListener("abort", () => reject(new Error("aborted")));
+          });
+        }
+        return { reply: input.text };
+      },
+    };
+    const services = testServices();
+    const runtime = testRuntime(agent, calls, testProfile({ busyMode: "interrupt" }));
+    const channel = new RecordingChannel();
+    const recovered = (text: string): MessageContext => ({
+      ...testContext(runtime, services, channel, text, "2"),
+      recovered: true,
+    });
+    const first = handleMessage(recovered("first"));
+    await firstRunning.opened;
+    const second = handleMessage(recovered("second"));
+    const key = "agent:t:telegram:dm:2";
+    await waitFor(() =>
+      expect(services.queue.queued(key) === 1 || started.includes("second")).toBe(true),
+    );
+    release.open();
+    await Promise.all([first, second]);
+    expect(channel.said).toEqual(["first", "second"]);
+    expect(calls).not.toContain(`killSession ${key}`);
+  });
+
+  it("interrupt: a message handed over by another replica stops the running turn as one just sent", async () => {
+    // Handed over just after another replica received it (docs/cluster.md): a new message.
+    const calls: string[] = [];
+    const { agent, started, firstRunning } = stoppableAgent();
+    const services = testServices();
+    const runtime = testRuntime(agent, calls, testProfile({ busyMode: "interrupt" }));
+    const channel = new RecordingChannel();
+    const first = handleMessage(testContext(runtime, services, channel, "first", "2"));
+    await firstRunning;
+    await handleMessage({
+      ...testContext(runtime, services, channel, "second", "2"),
+      recovered: true,
+      handed: true,
+    });
+    await first;
+    expect(started.map((input) => input.text)).toEqual(["first", "second"]);
+    expect(channel.said).toEqual([InterruptedTurnText, "ran after /stop all"]);
+    expect(calls).toContain("killSession agent:t:telegram:dm:2");
+  });
 
   it("/stop all after /reset confirm still stops the other sessions' turns and queues on the slot", async () => {
     // The profile's one container, shared: user 2's turn runs and another message of theirs
