@@ -91,6 +91,9 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
   // A turn whose reply is already on its way is not one to wait behind (nor to interrupt).
   const running = queue.isAnswering(key);
   const waiting = queue.queued(key);
+  // What it waits for: one handed over by another replica may go before later ones.
+  const order = orderOf(ctx);
+  const ahead = queue.aheadOf(key, order);
   // Taken over from the journal: accepted before, not told again nor capped; unless another
   // replica just received it and handed it to this one, its session's holder (docs/cluster.md).
   const tell = ctx.recovered !== true || ctx.handed === true;
@@ -163,6 +166,7 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
           turn.exit = "elsewhere";
           return;
         }
+        queue.admitted(key);
         const session = { ...queued, sessionId: await currentSessionId(ctx, queued) };
         ctx.session = session;
         ctx.slot = slot;
@@ -191,16 +195,13 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
         if (!later) ctx.log.info(turn.fields(), "turn finished");
       }
     },
-    orderOf(ctx),
+    order,
   );
   if (tell && interrupting !== undefined) await say(ctx, InterruptedTurnText);
-  else if (tell && (running || waiting > 0)) {
-    await say(
-      ctx,
-      collected === undefined
-        ? queuedText(waiting + (running ? 1 : 0), admin)
-        : collectedText(1, admin),
-    );
+  else if (tell && collected !== undefined && (running || waiting > 0)) {
+    await say(ctx, collectedText(1, admin));
+  } else if (tell && collected === undefined && ahead > 0) {
+    await say(ctx, queuedText(ahead, admin));
   }
   let result: TurnOutcome;
   try {

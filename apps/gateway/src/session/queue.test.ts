@@ -246,4 +246,23 @@ describe("TurnQueue", () => {
     a1.release();
     await first;
   });
+
+  it("aheadOf counts the jobs one of a given order would wait for", async () => {
+    const q = new TurnQueue({ concurrency: 4 });
+    const log: string[] = [];
+    const running = gated(log, "a3");
+    const done = [q.enqueue("a", running.job, 3)];
+    await running.started;
+    done.push(q.enqueue("a", gated(log, "a5").job, 5), q.enqueue("a", gated(log, "a7").job, 7));
+    // The running job of order 3 may still go back behind an older one (not admitted yet).
+    expect([q.aheadOf("a", 1), q.aheadOf("a", 4), q.aheadOf("a", 6), q.aheadOf("a")]).toEqual([
+      0, 1, 2, 3,
+    ]);
+    q.admitted("a");
+    expect(q.aheadOf("a", 1)).toBe(1);
+    q.replied("a");
+    expect([q.aheadOf("a", 1), q.aheadOf("a", 9), q.aheadOf("nobody", 2)]).toEqual([0, 2, 0]);
+    q.abortAll();
+    await Promise.all(done);
+  });
 });

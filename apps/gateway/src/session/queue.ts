@@ -36,6 +36,10 @@ interface SessionLane {
   running?: AbortController | undefined;
   /** The running turn handed its reply over for delivery ({@link TurnQueue.replied}). */
   replied: boolean;
+  /** The running job's `order`. */
+  runningOrder?: number | undefined;
+  /** The running turn holds its session and runs ({@link TurnQueue.admitted}). */
+  admitted: boolean;
   waiting: boolean;
   /** Set by {@link TurnQueue.holdBack}: the lane starts nothing until it resolves. */
   heldBack?: Promise<void> | undefined;
@@ -151,6 +155,34 @@ export class TurnQueue {
   delivered(sessionKey: string): Promise<void> {
     const lane = this.#lanes.get(sessionKey);
     return lane?.running !== undefined && lane.replied ? lane.ended : Promise.resolve();
+  }
+
+  /**
+   * How many of the session's jobs a job of `order` queued now ({@link enqueue}) would wait
+   * for, as its chat is told (docs/sessions.md, "Busy sessions"): the waiting ones not of a
+   * higher order (all of them for a job without one), and the running turn unless it handed
+   * its reply over ({@link replied}) or it is of a higher order and not {@link admitted} yet
+   * (it goes back behind this one: docs/cluster.md).
+   */
+  aheadOf(sessionKey: string, order?: number): number {
+    const lane = this.#lanes.get(sessionKey);
+    if (lane === undefined) return 0;
+    const goesBack =
+      order !== undefined &&
+      lane.runningOrder !== undefined &&
+      lane.runningOrder > order &&
+      !lane.admitted;
+    const running = lane.running !== undefined && !lane.replied && !goesBack ? 1 : 0;
+    return running + placeOf(lane.pending, order);
+  }
+
+  /**
+   * The session's running turn holds its session and runs: it no longer goes back behind an
+   * older message ({@link RunLater}), so a message of a lower order queued now waits for it.
+   */
+  admitted(sessionKey: string): void {
+    const lane = this.#lanes.get(sessionKey);
+    if (lane?.running !== undefined) lane.admitted = true;
   }
 
   /** Whether a job of the session with an `order` lower than `order` is waiting. */
@@ -270,7 +302,14 @@ export class TurnQueue {
   #lane(sessionKey: string): SessionLane {
     let lane = this.#lanes.get(sessionKey);
     if (lane === undefined) {
-      lane = { pending: [], replied: false, waiting: false, held: 0, ended: Promise.resolve() };
+      lane = {
+        pending: [],
+        replied: false,
+        admitted: false,
+        waiting: false,
+        held: 0,
+        ended: Promise.resolve(),
+      };
       this.#lanes.set(sessionKey, lane);
     }
     return lane;
@@ -309,7 +348,9 @@ export class TurnQueue {
   #start(sessionKey: string, lane: SessionLane, entry: Entry): void {
     const controller = new AbortController();
     lane.running = controller;
+    lane.runningOrder = entry.order;
     lane.replied = false;
+    lane.admitted = false;
     let ended!: () => void;
     lane.ended = new Promise((resolve) => {
       ended = resolve;
@@ -343,11 +384,14 @@ export class TurnQueue {
   }
 }
 
-/** Puts `entry` before the first waiting entry of a higher order (after every other one). */
-function insertInOrder(pending: Entry[], entry: Entry): void {
-  const { order } = entry;
+/** Where an entry of `order` goes: before the first waiting entry of a higher order, else last. */
+function placeOf(pending: readonly Entry[], order: number | undefined): number {
   const at =
     order === undefined ? -1 : pending.findIndex((e) => e.order !== undefined && e.order > order);
-  if (at < 0) pending.push(entry);
-  else pending.splice(at, 0, entry);
+  return at < 0 ? pending.length : at;
+}
+
+/** Puts `entry` in its place ({@link placeOf}). */
+function insertInOrder(pending: Entry[], entry: Entry): void {
+  pending.splice(placeOf(pending, entry.order), 0, entry);
 }
