@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { testEnvironment } from "../../../../test-support/engine.js";
 import { freshPostgresDatabase, type TestDatabase } from "../../../../test-support/postgres.js";
@@ -8,7 +9,7 @@ import {
   type SeverableProxy,
   startSeverableProxy,
 } from "../../../../test-support/severable-proxy.js";
-import { waitFor } from "../../../../test-support/wait.js";
+import { waitFor, waitUntil } from "../../../../test-support/wait.js";
 import { manualSchedule, ReplicaInbox, replicaDm } from "../../test/fixtures/replica-chat.js";
 import type { AgentTurnInput, AgentTurnResult } from "../agents/types.js";
 import { stoppedElsewhereText, stoppedOnReplicasText } from "../commands/stop.js";
@@ -16,6 +17,7 @@ import { readEnv } from "../config/env.js";
 import { resolveConfig } from "../config/load.js";
 import { Defaults } from "../defaults.js";
 import { PostgresJournal } from "../durable/postgres-journal.js";
+import { ownerLockKey } from "../durable/postgres-owner.js";
 import { SessionLeaseLostError, SessionLeases } from "../durable/session-leases.js";
 import { Gateway } from "../gateway.js";
 import { queuedText, queueFullText } from "../pipeline/enqueue-turn.js";
@@ -28,6 +30,7 @@ const homes: string[] = [];
 const gateways: Gateway[] = [];
 const databases: PostgresDatabase[] = [];
 const proxies: SeverableProxy[] = [];
+const standIns: pg.Client[] = [];
 
 beforeAll(async () => {
   testDatabase = await freshPostgresDatabase("replica_sessions");
@@ -37,6 +40,7 @@ afterEach(async () => {
   for (const proxy of proxies) proxy.restore();
   for (const gateway of gateways.splice(0)) await gateway.stop();
   for (const proxy of proxies.splice(0)) await proxy.close();
+  for (const session of standIns.splice(0)) await session.end();
   const admin = new PostgresDatabase({ url: testDatabase.url });
   await admin.query(
     "test",
@@ -78,6 +82,30 @@ async function sessionHolder(): Promise<string | undefined> {
   } finally {
     await database.close();
   }
+}
+
+/**
+ * Holds `owner`'s journal owner lock on a connection of its own, as the server still does for
+ * a process whose connection it has not seen go yet; `release` lets it go.
+ */
+async function holdOwnerLock(owner: string): Promise<{ release: () => Promise<void> }> {
+  const database = new PostgresDatabase({ url: testDatabase.url });
+  databases.push(database);
+  const session = await database.session("test");
+  standIns.push(session);
+  // Once the server has let the owner's own connection go.
+  await waitFor(async () => {
+    const row = await session.query<{ held: boolean }>(
+      "SELECT pg_try_advisory_lock($1::bigint) AS held",
+      [ownerLockKey(owner)],
+    );
+    expect(row.rows[0]?.held).toBe(true);
+  });
+  return {
+    release: async () => {
+      await session.query("SELECT pg_advisory_unlock($1::bigint)", [ownerLockKey(owner)]);
+    },
+  };
 }
 
 /** Runs the loop's rounds until `check` passes (what a round starts may end in a later one). */
@@ -258,68 +286,82 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     expect(a.inbox.texts).toEqual([]);
   });
 
-  it("takes no work while cut off from the database and never answers a session taken over", async () => {
-    const server = new URL(testDatabase.url);
-    const proxy = await startSeverableProxy(server.hostname, Number(server.port));
-    proxies.push(proxy);
-    const throughProxy = new URL(testDatabase.url);
-    throughProxy.host = `127.0.0.1:${proxy.port}`;
-    const aborted: unknown[] = [];
-    let finishLate: (() => void) | undefined;
-    const clock = { aheadMs: 0 };
-    const a = await replica(
-      "a",
-      clock,
-      (input) => {
-        if (input.text !== "long") return Promise.resolve({ reply: `a: ${input.text}` });
-        // An agent that ignores its abort and answers once the database is back.
-        input.signal.addEventListener("abort", () => aborted.push(input.signal.reason));
-        return new Promise((resolve) => {
-          finishLate = () => resolve({ reply: "a: too late" });
-        });
-      },
-      false,
-      throughProxy.toString(),
-    );
-    const b = await replica("b", { aheadMs: Defaults.sessionLeases.leaseMs });
-    await a.send("1", "first");
-    expect(a.inbox.texts).toEqual(["a: first"]);
-    void a.inbox.onMessage?.(replicaDm("2", "long"));
-    await waitFor(() => expect(a.ran).toEqual(["first", "long"]));
+  for (const seenLate of [false, true]) {
+    it(`takes no work while cut off from the database and never answers a session taken over${seenLate ? ", the server seeing the cut late" : ""}`, async () => {
+      const server = new URL(testDatabase.url);
+      const proxy = await startSeverableProxy(server.hostname, Number(server.port));
+      proxies.push(proxy);
+      const throughProxy = new URL(testDatabase.url);
+      throughProxy.host = `127.0.0.1:${proxy.port}`;
+      const aborted: unknown[] = [];
+      let finishLate: (() => void) | undefined;
+      const clock = { aheadMs: 0 };
+      const a = await replica(
+        "a",
+        clock,
+        (input) => {
+          if (input.text !== "long") return Promise.resolve({ reply: `a: ${input.text}` });
+          // An agent that ignores its abort and answers once the database is back.
+          input.signal.addEventListener("abort", () => aborted.push(input.signal.reason));
+          return new Promise((resolve) => {
+            finishLate = () => resolve({ reply: "a: too late" });
+          });
+        },
+        false,
+        throughProxy.toString(),
+      );
+      const b = await replica("b", { aheadMs: Defaults.sessionLeases.leaseMs });
+      await a.send("1", "first");
+      expect(a.inbox.texts).toEqual(["a: first"]);
+      void a.inbox.onMessage?.(replicaDm("2", "long"));
+      await waitFor(() => expect(a.ran).toEqual(["first", "long"]));
 
-    proxy.sever();
-    // Cut off, a records nothing, so runs nothing: the platform delivers the update again.
-    await expect(a.inbox.onMessage?.(replicaDm("3", "while cut off"))).rejects.toThrow();
-    expect(a.inbox.texts).toEqual(["a: first", NotRecordedUnreachableText]);
-    // Its lease lapses by its own clock: its turn is cut off.
-    clock.aheadMs = Defaults.sessionLeases.leaseMs;
-    await roundsUntil(a.loop, () => expect(aborted).toHaveLength(1));
-    expect(aborted[0]).toBeInstanceOf(SessionLeaseLostError);
+      proxy.sever();
+      // Cut off, a records nothing, so runs nothing: the platform delivers the update again.
+      await expect(a.inbox.onMessage?.(replicaDm("3", "while cut off"))).rejects.toThrow();
+      expect(a.inbox.texts).toEqual(["a: first", NotRecordedUnreachableText]);
+      // Its lease lapses by its own clock: its turn is cut off.
+      clock.aheadMs = Defaults.sessionLeases.leaseMs;
+      await roundsUntil(a.loop, () => expect(aborted).toHaveLength(1));
+      expect(aborted[0]).toBeInstanceOf(SessionLeaseLostError);
 
-    // b, whose clock says a's lease expired, takes the session with its next message, and
-    // a's message whose turn was cut off (it ran no command: b runs it again): a's lock
-    // connection is gone with the database, so once a's lease expired a counts as gone, and b
-    // runs its older message first.
-    await b.send("4", "next");
-    await roundsUntil(b.loop, () => expect(b.ran).toEqual(["long", "next"]));
-    await b.gateway.idle();
-    expect(b.inbox.texts).toEqual(["b: long", "b: next"]);
+      // b, whose clock says a's lease expired, takes the session with its next message, and
+      // a's message whose turn was cut off (it ran no command: b runs it again): a's lock
+      // connection is gone with the database, so once a's lease expired a counts as gone, and
+      // b runs its older message first.
+      //
+      // The server sees a's connections go a moment after the cut, later on a loaded machine
+      // (seen under a whole suite's load): until it does, a's owner lock is held and a may be
+      // alive, so b holds its message back behind a's and looks again on its next round. Here
+      // a stand-in holds a's lock for the server until b has held its message back.
+      const standIn = seenLate ? await holdOwnerLock("a/boot/1/1") : undefined;
+      void b.inbox.onMessage?.(replicaDm("4", "next"));
+      if (standIn !== undefined) {
+        await waitUntil(() => b.loop.waiting() > 1, "b holds its message back for a round");
+        expect(b.ran).toEqual([]);
+        expect(await ownerOf(2)).toBe("a/boot/1/1");
+        await standIn.release();
+      }
+      await roundsUntil(b.loop, () => expect(b.ran).toEqual(["long", "next"]));
+      await b.gateway.idle();
+      expect(b.inbox.texts).toEqual(["b: long", "b: next"]);
 
-    // The database is back for a; its agent answers the turn it lost: nothing goes out.
-    proxy.restore();
-    finishLate?.();
-    await a.gateway.idle();
-    for (let round = 0; round < 3; round++) await a.loop.fire();
-    await a.gateway.idle();
-    // The platform's retry of the update a could not record: a hands it to the holder.
-    await a.send("3", "while cut off");
-    await roundsUntil(b.loop, () => expect(b.ran).toEqual(["long", "next", "while cut off"]));
-    await b.gateway.idle();
-    expect(a.ran).toEqual(["first", "long"]);
-    expect(a.inbox.texts).toEqual(["a: first", NotRecordedUnreachableText]);
-    expect(b.inbox.texts).toEqual(["b: long", "b: next", "b: while cut off"]);
-    expect(await ownerOf(2)).toBe("b/boot/1/1");
-  });
+      // The database is back for a; its agent answers the turn it lost: nothing goes out.
+      proxy.restore();
+      finishLate?.();
+      await a.gateway.idle();
+      for (let round = 0; round < 3; round++) await a.loop.fire();
+      await a.gateway.idle();
+      // The platform's retry of the update a could not record: a hands it to the holder.
+      await a.send("3", "while cut off");
+      await roundsUntil(b.loop, () => expect(b.ran).toEqual(["long", "next", "while cut off"]));
+      await b.gateway.idle();
+      expect(a.ran).toEqual(["first", "long"]);
+      expect(a.inbox.texts).toEqual(["a: first", NotRecordedUnreachableText]);
+      expect(b.inbox.texts).toEqual(["b: long", "b: next", "b: while cut off"]);
+      expect(await ownerOf(2)).toBe("b/boot/1/1");
+    });
+  }
 
   it("runs a message handed over before a later one the holder received itself", async () => {
     const a = await replica("a");
