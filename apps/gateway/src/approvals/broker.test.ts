@@ -98,3 +98,81 @@ describe("a question another gateway process decided", () => {
     expect(waiting.waiting).toBe(0);
   });
 });
+
+describe("a question another live process waits for (replicas)", () => {
+  /** The waiting process (watching its records) and the one a press or typed answer reaches. */
+  async function twoReplicas(alive: () => boolean) {
+    const shared = await profileWithStore();
+    const clock = manualClock();
+    const waiting = new ApprovalBroker({
+      profileOf: () => shared,
+      logger: silentLogger(),
+      schedule: clock.schedule,
+      waiter: "h/boot/1/1",
+      watchMs: 1_000,
+    });
+    const other = new ApprovalBroker({
+      profileOf: () => shared,
+      logger: silentLogger(),
+      waiter: "l/boot/1/1",
+      waitsElsewhere: async (_profile, record) => alive() && record.waiter === "h/boot/1/1",
+    });
+    const asked = recordingChannel();
+    const asking = waiting.ask(
+      request(asked.channel, "2", "rm -rf build", new AbortController().signal),
+    );
+    const settled = asking.then(
+      (answer) => answer,
+      (error: unknown) => (error instanceof Error ? error.message : String(error)),
+    );
+    await waitUntil(() => asked.posted.length === 1, "the question posted");
+    return { shared, clock, waiting, other, asked, settled };
+  }
+
+  const press = { profile: "p", platform: "telegram", chatId: "-100", messageId: "1" } as const;
+
+  it("records a press for the waiting process, whose turn goes on with it at its next look", async () => {
+    const { clock, waiting, other, asked, settled } = await twoReplicas(() => true);
+    const allowOnce = asked.posted[0]!.data[0]!;
+    const answer = await other.onPress(
+      { ...press, userId: "2", data: allowOnce },
+      parseChoiceData(allowOnce)!,
+    );
+    expect(answer).toMatchObject({ kind: "decided", notice: expect.stringMatching(/^✅ Allowed/) });
+    clock.advance(1_000);
+    expect(await settled).toBe("once");
+    expect(waiting.waiting).toBe(0);
+    // The press's answer edited the message: the waiting process does not edit it again.
+    expect(asked.closed).toEqual([]);
+  });
+
+  it("records a typed /deny for it, and closes the question's buttons through the chat's channel", async () => {
+    const { clock, other, asked, settled } = await twoReplicas(() => true);
+    const typedIn = recordingChannel();
+    const line = await other.typed(
+      "p",
+      { platform: "telegram", chatId: "-100" },
+      "2",
+      "Ann",
+      "denied",
+      typedIn.channel,
+    );
+    expect(line).toMatch(/^🚫 Denied by Ann/);
+    expect(typedIn.closed).toEqual([["1", expect.stringMatching(/^🚫 Denied by Ann/)]]);
+    clock.advance(1_000);
+    expect(await settled).toMatch(/Ann denied it; it was not run/);
+    expect(asked.closed).toEqual([]);
+  });
+
+  it("closes a question whose waiter no longer holds its session as interrupted, as after a restart", async () => {
+    const { clock, other, asked, settled } = await twoReplicas(() => false);
+    const allowOnce = asked.posted[0]!.data[0]!;
+    const answer = await other.onPress(
+      { ...press, userId: "2", data: allowOnce },
+      parseChoiceData(allowOnce)!,
+    );
+    expect(answer).toMatchObject({ kind: "decided", notice: expect.stringMatching(/^⚠️ Not run/) });
+    clock.advance(1_000);
+    expect(await settled).toMatch(/another gateway process.*not run/);
+  });
+});

@@ -69,8 +69,23 @@ export interface ApprovalBrokerOptions {
   /** The profile a press or typed answer belongs to, by name. */
   readonly profileOf: (name: string) => ApprovalProfile | undefined;
   readonly logger: Logger;
-  /** Expiry timers (tests fire them by hand). Default: real unref'd timers. */
+  /** Expiry and watch timers (tests fire them by hand). Default: real unref'd timers. */
   readonly schedule?: Schedule | undefined;
+  /** This process's id in the records it waits for. Default: a random one. */
+  readonly waiter?: string | undefined;
+  /**
+   * With replicas (docs/cluster.md): whether `record`, which this process does not wait for,
+   * is waited for by another live process, its session's holder. Its answer is then recorded
+   * for that process to act on, not closed as `interrupted`. Default: never (one process).
+   */
+  readonly waitsElsewhere?:
+    | ((profile: string, record: ApprovalRecord) => Promise<boolean>)
+    | undefined;
+  /**
+   * With replicas: how often a waiting question reads its record again, to end with an answer
+   * another process recorded ({@link waitsElsewhere}). Default: never.
+   */
+  readonly watchMs?: number | undefined;
 }
 
 /** How a waiting question ended, as the turn needs it. */
@@ -100,7 +115,7 @@ interface Waiting {
  */
 export class ApprovalBroker {
   /** This process's id in the records it waits for. */
-  readonly waiter = choiceId();
+  readonly waiter: string;
   readonly #waiting = new Map<string, Waiting>();
   readonly #options: ApprovalBrokerOptions;
   readonly #schedule: Schedule;
@@ -108,6 +123,7 @@ export class ApprovalBroker {
   constructor(options: ApprovalBrokerOptions) {
     this.#options = options;
     this.#schedule = options.schedule ?? scheduleWithTimer;
+    this.waiter = options.waiter ?? choiceId();
   }
 
   /** How many approvals this process waits for now. */
@@ -161,6 +177,7 @@ export class ApprovalBroker {
     const cancelTimer = this.#schedule(() => {
       void this.#decideQuietly(profile, record.id, "expired", "timer", undefined);
     }, record.expiresMs - now);
+    const cancelWatch = this.#watch(profile, record.id, log);
     // The gateway's stop leaves the message to run again after the restart (it asks anew).
     const onAbort = () => {
       const status = abortedByStop(request.signal) ? "interrupted" : "cancelled";
@@ -203,9 +220,40 @@ export class ApprovalBroker {
       }
     } finally {
       cancelTimer();
+      cancelWatch();
       request.signal.removeEventListener("abort", onAbort);
       this.#waiting.delete(record.id);
     }
+  }
+
+  /**
+   * With replicas ({@link ApprovalBrokerOptions.watchMs}): reads the question's record every
+   * `watchMs` while it waits, and ends the wait with an answer another process recorded (a
+   * press or a typed answer that reached the replica holding the bot's connection). Returns
+   * what stops the watch.
+   */
+  #watch(profile: ApprovalProfile, id: string, log: Logger): () => void {
+    const watchMs = this.#options.watchMs;
+    if (watchMs === undefined) return () => {};
+    let cancel = (): void => {};
+    let stopped = false;
+    const look = async (): Promise<void> => {
+      try {
+        const record = await profile.store.getApproval(id);
+        if (record !== undefined && record.status !== "pending") {
+          this.#waiting.get(id)?.resolve(record);
+          return;
+        }
+      } catch (error) {
+        log.warn({ err: error }, "could not read the approval's record; trying again");
+      }
+      if (!stopped) cancel = this.#schedule(() => void look(), watchMs);
+    };
+    cancel = this.#schedule(() => void look(), watchMs);
+    return () => {
+      stopped = true;
+      cancel();
+    };
   }
 
   /** Whether an approver allowed `sessionId` of `profile` to act without asking (until /reset). */
@@ -238,7 +286,9 @@ export class ApprovalBroker {
       const waiting = this.#waiting.get(record.id);
       if (waiting !== undefined) {
         waiting.messageId = messageId;
-        if (waiting.unclosed !== undefined) await this.#close(waiting, messageId, waiting.unclosed);
+        if (waiting.unclosed !== undefined) {
+          await this.#close(waiting, messageId, decidedText(waiting.unclosed), record.id);
+        }
       }
     } catch (error) {
       if (request.signal.aborted) return;
@@ -277,23 +327,28 @@ export class ApprovalBroker {
       if (options.viaPress) return result;
       const messageId = record.messageId ?? waiting.messageId;
       if (messageId === undefined) waiting.unclosed = record;
-      else await this.#close(waiting, messageId, record);
+      else await this.#close(waiting, messageId, decidedText(record), record.id);
     }
     return result;
   }
 
-  /** Edits a decided question's message to its outcome, without the buttons. */
-  async #close(waiting: Waiting, messageId: string, record: ApprovalRecord) {
-    await waiting.channel.choices
+  /** Edits a decided question's message to `text` (its outcome), without the buttons. */
+  async #close(
+    where: Pick<Waiting, "channel" | "target">,
+    messageId: string,
+    text: string,
+    id: string,
+  ) {
+    await where.channel.choices
       ?.close(
-        waiting.target,
+        where.target,
         messageId,
-        decidedText(record),
+        text,
         AbortSignal.timeout(Defaults.progress.requestTimeoutMs),
       )
       .catch((error: unknown) =>
         this.#options.logger.warn(
-          { err: error, approval: record.id },
+          { err: error, approval: id },
           "could not close the approval's buttons",
         ),
       );
@@ -351,7 +406,8 @@ export class ApprovalBroker {
 
   /**
    * A typed `/allow`, `/allow session` or `/deny` in a chat: decides the chat's newest pending
-   * approval. Answers the line to say.
+   * approval. Answers the line to say. `channel` is the chat's: when another process waits for
+   * the question, its buttons are closed through it here.
    */
   async typed(
     profileName: string,
@@ -359,6 +415,7 @@ export class ApprovalBroker {
     userId: string,
     userName: string | undefined,
     status: "allowed" | "allowed_session" | "denied",
+    channel?: ChannelAdapter,
   ): Promise<string> {
     const profile = this.#options.profileOf(profileName);
     const record =
@@ -367,6 +424,7 @@ export class ApprovalBroker {
         : await profile.store.latestPendingApproval(where.platform, where.chatId, where.threadId);
     if (profile === undefined || record === undefined)
       return "Nothing is waiting for approval here.";
+    const waitingHere = this.#waiting.has(record.id);
     const answer = await this.#answer(
       profile,
       record,
@@ -376,7 +434,14 @@ export class ApprovalBroker {
       status,
       false,
     );
-    return answer.kind === "decided" ? (answer.notice ?? answer.text) : answer.notice;
+    if (answer.kind !== "decided") return answer.notice;
+    // Another process waits for it (or none does any more): no waiting turn here closes the
+    // buttons, so the answer does, as a press's answer does.
+    const messageId = record.messageId;
+    if (!waitingHere && channel !== undefined && messageId !== undefined) {
+      await this.#close({ channel, target: where }, messageId, answer.text, record.id);
+    }
+    return answer.notice ?? answer.text;
   }
 
   async #answer(
@@ -401,7 +466,13 @@ export class ApprovalBroker {
       return { kind: "refused", notice: refusalOf(record) };
     }
     const late = profile.store.now() >= record.expiresMs;
-    const stale = !this.#waiting.has(record.id);
+    // Nobody waits for it any more (a restart): it is closed, its command not run. With
+    // replicas, the process whose turn waits may be another one: the answer is recorded there.
+    const stale =
+      !this.#waiting.has(record.id) &&
+      !late &&
+      (record.waiter === this.waiter ||
+        (await this.#options.waitsElsewhere?.(profile.profile.name, record)) !== true);
     const final: Exclude<ApprovalStatus, "pending"> = late
       ? "expired"
       : stale

@@ -55,6 +55,17 @@ describe("SessionLeases", () => {
     expect(winner.leases.holds(session)).toBe(true);
   });
 
+  it("names the holder of an unexpired lease, and nobody once it expired", async () => {
+    const time = clock();
+    const [a, b] = await Promise.all([replica("a/9/1/1", time.now), replica("b/9/1/1", time.now)]);
+    expect(await b.leases.holder(session)).toBeUndefined();
+    await a.leases.claim(session);
+    expect(await b.leases.holder(session)).toBe("a/9/1/1");
+    expect(await a.leases.holder(session)).toBe("a/9/1/1");
+    time.state.nowMs += 10_000;
+    expect(await b.leases.holder(session)).toBeUndefined();
+  });
+
   it("keeps the session with its holder while it renews, however long", async () => {
     const time = clock();
     const [a, b] = await Promise.all([replica("a/2/1/1", time.now), replica("b/2/1/1", time.now)]);

@@ -286,6 +286,20 @@ export class SessionLeases {
   }
 
   /**
+   * The process holding the session's lease now, unexpired by this process's clock (itself
+   * included), or `undefined`. Rejects when the server does not answer.
+   */
+  async holder(session: LeasedSession): Promise<string | undefined> {
+    const row = await this.#database.query<{ holder: string }>(
+      "lease holder",
+      `SELECT holder FROM leases.sessions
+         WHERE profile = $1 AND session_key = $2 AND expires_at > $3`,
+      [session.profile, session.sessionKey, this.#now()],
+    );
+    return row.rows[0]?.holder;
+  }
+
+  /**
    * Asks the live replica holding the session, when it is another one, to act on it
    * (`stop`: abort its running turn and drop its queued messages, as `/stop` there would):
    * resolves with that holder, or `undefined` when no other live replica holds the session.

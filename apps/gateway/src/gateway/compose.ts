@@ -41,6 +41,7 @@ import { runAlbum } from "./inbound.js";
 import { KeptTurns } from "./kept-turns.js";
 import { GatewayDefaults, type GatewayOptions } from "./options.js";
 import { resumeKeptTurn } from "./recovery.js";
+import { replicaApprovals } from "./replica-approvals.js";
 import { ReplicaSessions } from "./replica-sessions.js";
 import { ReplicaSlots } from "./replica-slots.js";
 import { openStoreBackend, type StoreBackend } from "./stores.js";
@@ -250,6 +251,7 @@ export function composeCore(
     profileOf: (name) => runtimes.get(name),
     logger,
     schedule: options.approvalSchedule,
+    ...(replicas === undefined ? {} : replicaApprovals(replicas.leases)),
   });
   const choices = new ChoiceRouter((error, press) =>
     logger.error(

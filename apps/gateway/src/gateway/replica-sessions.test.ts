@@ -149,6 +149,7 @@ async function replica(
   url = testDatabase.url,
   rerunInterrupted = false,
   maxQueuedMessages?: number,
+  profileSettings: Record<string, unknown> = {},
 ) {
   const home = await mkdtemp(join(tmpdir(), "mg-replica-"));
   homes.push(home);
@@ -164,6 +165,7 @@ async function replica(
           allowedUsers: ["telegram:1", "telegram:2"],
           sandbox: { persistent },
           ...(maxQueuedMessages === undefined ? {} : { maxQueuedMessages }),
+          ...profileSettings,
         },
       ],
     },
@@ -583,6 +585,43 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     }
     await a.send("6", "after", "2");
     await roundsUntil(a.loop, () => expect(a.ran).toEqual(["first", "hello", "after"]));
+  });
+
+  it("runs a command approved on another replica than the one whose turn waits for it", async () => {
+    // The question is asked on h, which holds the user's session; the answer reaches l (the
+    // replica holding the bot's connection, say): l records it for h, h's turn goes on.
+    const approvals = { ask: "always", approvers: "sender", expiresSeconds: 600 };
+    const settings = { agent: { kind: "shell", approvals } };
+    const asks = async (input: AgentTurnInput): Promise<AgentTurnResult> => {
+      const result = await input.tools.run("echo built");
+      return { reply: `h: ${result.stdout.trim()}` };
+    };
+    const h = await replica(
+      "h",
+      { aheadMs: 0 },
+      asks,
+      false,
+      testDatabase.url,
+      false,
+      undefined,
+      settings,
+    );
+    const l = await replica(
+      "l",
+      { aheadMs: 0 },
+      undefined,
+      false,
+      testDatabase.url,
+      false,
+      undefined,
+      settings,
+    );
+    void h.inbox.onMessage?.(replicaDm("1", "build", "2"));
+    await waitFor(() => expect(h.inbox.texts.join("\n")).toContain("/allow"));
+    await l.send("2", "/allow", "2");
+    expect(l.inbox.texts).toEqual([expect.stringMatching(/^✅ Allowed once by /)]);
+    await waitFor(() => expect(h.inbox.texts.at(-1)).toBe("h: built"));
+    expect(l.ran).toEqual([]);
   });
 
   it("stops a session on the replica running it when an admin asks another replica", async () => {

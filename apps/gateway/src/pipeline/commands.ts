@@ -103,6 +103,7 @@ async function answerApproval(ctx: MessageContext, command: ApprovalCommand): Pr
       message.userId,
       message.userName,
       command.name === "deny" ? "denied" : command.session ? "allowed_session" : "allowed",
+      ctx.channel,
     ),
   );
 }
