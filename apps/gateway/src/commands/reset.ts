@@ -14,7 +14,8 @@ export type ResetResult =
  * it, so nothing is killed inside first: that would need room in the container, which fork
  * loops at its pids limit leave none of (docs/security.md, "Stopping"). A turn whose reply
  * already went to the outbox is not aborted, and the teardown waits until its delivery attempt
- * ended, as /stop's does (`stopSession`).
+ * ended, as /stop's does (`stopSession`); on a shared container, until every such attempt of
+ * the sessions this process has seen on it ended.
  * When the slot is shared (a persistent profile slot or a `shared:` slot), nothing happens
  * until `/reset confirm`; the question names how many sessions this process has seen use it.
  */
@@ -43,7 +44,10 @@ export async function resetSession(
     droppedMessages = queued + (await dropWaiting(runtime, services, [sessionKey]));
     await runtime.store.rotateSessionId(sessionKey);
     try {
-      await services.queue.delivered(sessionKey);
+      // Every reply on its way from this container (a shared one's: of any session on it) is
+      // delivered first: its attempt opens the files it names there.
+      const sessions = services.slots.sessions(slotId, sessionKey);
+      await Promise.all(sessions.map((key) => services.queue.delivered(key)));
       await runtime.sandbox.cleanup(slot, { force: true, deleteDirs: true });
       // Other sessions' turns and queued messages on the slot go on: /stop all still stops them.
       const { queue } = services;

@@ -1490,6 +1490,57 @@ describe("busy sessions, /stop and /reset racing a turn", () => {
     },
   );
 
+  it("/reset confirm keeps a shared container's files until another session's answered reply was delivered", async () => {
+    // User 2's reply names a file of the profile's one container; the admin resets that
+    // container while the reply is being recorded, before the outbox opened the file.
+    const slotDir = await mkdtemp(join(tmpdir(), "mg-reset-files-"));
+    onTestFinished(() => rm(slotDir, { recursive: true, force: true }));
+    await mkdir(join(slotDir, "workspace"));
+    await writeFile(join(slotDir, "workspace", "report.txt"), "the report");
+    const calls: string[] = [];
+    const agent: Agent = {
+      kind: "shell",
+      runTurn: async () => ({ reply: "here it is MEDIA:/workspace/report.txt" }),
+    };
+    const base = testRuntime(agent, calls);
+    const removals: Promise<void>[] = [];
+    const runtime: PipelineRuntime = {
+      ...base,
+      sandbox: {
+        ...base.sandbox,
+        cleanup: (slot, options) => {
+          const removal = base.sandbox
+            .cleanup(slot, options)
+            .then(() => rm(slotDir, { recursive: true, force: true }));
+          removals.push(removal);
+          return removal;
+        },
+      },
+      translateContext: () => ({
+        backend: "docker",
+        slotDirs: [slotDir],
+        volumes: [],
+        allowDirs: [],
+        protectedHomes: [],
+        tmpDir: tmpdir(),
+      }),
+    };
+    const held = replyHeldOutbox();
+    const services = { ...testServices(), outbox: held.outbox };
+    const channel = new RecordingChannel();
+    const turn = handleMessage(testContext(runtime, services, channel, "the report", "2"));
+    await held.recording.opened;
+    const reset = handleMessage(testContext(runtime, services, channel, "/reset confirm", "1"));
+    await waitFor(() => expect(calls).toContain("rotateSessionId agent:t:telegram:dm:1"));
+    await tick();
+    await Promise.all(removals);
+    held.release.open();
+    await Promise.all([turn, reset]);
+    expect(channel.replies[0]).toMatchObject({ text: "here it is", files: ["report.txt"] });
+    expect(calls.filter((call) => call.startsWith("cleanup"))).toHaveLength(1);
+    await expect(stat(slotDir)).rejects.toThrow(/ENOENT/);
+  });
+
   it("interrupt: a message recovered from the journal waits for the recovered turn before it", async () => {
     // Both were accepted before a restart, which runs them in their order (docs/durability.md):
     // the second must not stop the first, whose chat would get neither its reply nor a word.
