@@ -352,6 +352,11 @@ export const Defaults = {
     inboundRetry: { minDelayMs: 1000, maxDelayMs: 60_000 },
     /** Largest attachment saved: Discord's upload limit for an unboosted server (25 MiB). */
     downloadMaxBytes: 25 * 1024 * 1024,
+    /**
+     * The threads the bot answered in that a process remembers (docs/sessions.md), the most
+     * recent: its answers go on in a thread answered since, and the memory stays bounded.
+     */
+    answeredThreadsKept: 10_000,
   },
   /**
    * Inbound files' reads (docs/inbound-media.md): each download or file read reuses these

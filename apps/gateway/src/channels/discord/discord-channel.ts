@@ -49,6 +49,7 @@ import { InboundQueues, type InboundRetryOptions } from "./inbound-queue.js";
 import { flatLimits, uploadLimitFor } from "./limits.js";
 import { DiscordOutbox, type DiscordRetryOptions } from "./outbox.js";
 import { createReactionRest, DiscordStatusReactions } from "./reactions.js";
+import { RecentSet } from "./recent-set.js";
 import { DiscordStatusMessages } from "./status.js";
 
 /** Constructor options of {@link DiscordChannel}. */
@@ -175,7 +176,7 @@ export class DiscordChannel implements ChannelAdapter {
   readonly #channelIds: ReadonlySet<string>;
   readonly #allowedChannelIds: ReadonlySet<string> | undefined;
   readonly #configuredMaxBytes: number | undefined;
-  readonly #answeredThreads = new Set<string>();
+  readonly #answeredThreads = new RecentSet<string>(Defaults.discord.answeredThreadsKept);
   readonly #health: HealthMonitor;
   readonly #leader: BotLeadership | undefined;
   readonly #inbound: InboundQueues;

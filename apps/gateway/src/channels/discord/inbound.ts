@@ -10,7 +10,8 @@ export interface InboundRules {
   /** Guild channels (or threads) where every message is answered, mention or not. */
   readonly channelIds: ReadonlySet<string>;
   /** Threads the bot has posted in during this process: it keeps answering there. */
-  readonly answeredThreads: ReadonlySet<string>;
+  /** Threads the bot answered in (the most recent `Defaults.discord.answeredThreadsKept`). */
+  readonly answeredThreads: Pick<ReadonlySet<string>, "has">;
   /**
    * `discord.allowedChannels`: the guild channels the bot answers in at all (their threads
    * too, and the `channelIds` besides); absent: every channel. DMs are not affected.
