@@ -67,30 +67,53 @@ function request(channel: ChannelAdapter, userId: string, command: string, signa
   };
 }
 
+/**
+ * Two processes of one profile on one store (two replicas, or a press that reached a process
+ * other than the one whose turn waits): `waiting` asks; `other` is where answers arrive. With
+ * `alive`, they are replicas: the waiter reads its record every second, and `other` finds it
+ * alive while `alive()` says so.
+ */
+async function twoProcesses(alive?: () => boolean) {
+  const shared = await profileWithStore();
+  const clock = manualClock();
+  const waiting = new ApprovalBroker({
+    profileOf: () => shared,
+    logger: silentLogger(),
+    schedule: clock.schedule,
+    ...(alive === undefined ? {} : { waiter: "h/boot/1/1", watchMs: 1_000 }),
+  });
+  const other = new ApprovalBroker({
+    profileOf: () => shared,
+    logger: silentLogger(),
+    ...(alive === undefined
+      ? {}
+      : {
+          waiter: "l/boot/1/1",
+          waitsElsewhere: async (_profile: string, record: { waiter: string }) =>
+            alive() && record.waiter === "h/boot/1/1",
+        }),
+  });
+  const asked = recordingChannel();
+  const asking = waiting.ask(
+    request(asked.channel, "2", "rm -rf build", new AbortController().signal),
+  );
+  const settled = asking.then(
+    (answer) => answer,
+    (error: unknown) => (error instanceof Error ? error.message : String(error)),
+  );
+  await waitUntil(() => asked.posted.length === 1, "the question posted");
+  return { clock, waiting, other, asked, settled };
+}
+
+const press = { profile: "p", platform: "telegram", chatId: "-100", messageId: "1" } as const;
+
 describe("a question another gateway process decided", () => {
   it("ends the turn that waits for it at its expiry at the latest, instead of never", async () => {
-    const shared = await profileWithStore();
-    const clock = manualClock();
-    // Two processes of one profile on one store (two replicas, or a press that reached a
-    // process other than the one whose turn waits).
-    const waiting = new ApprovalBroker({
-      profileOf: () => shared,
-      logger: silentLogger(),
-      schedule: clock.schedule,
-    });
-    const other = new ApprovalBroker({ profileOf: () => shared, logger: silentLogger() });
-    const { channel, posted } = recordingChannel();
-    const asking = waiting.ask(request(channel, "2", "rm -rf build", new AbortController().signal));
-    const settled = asking.then(
-      () => "allowed",
-      (error: unknown) => (error instanceof Error ? error.message : String(error)),
-    );
-    await waitUntil(() => posted.length === 1, "the question posted");
-    const [allowOnce] = posted[0]!.data;
-    const press = { profile: "p", platform: "telegram", chatId: "-100", messageId: "1" } as const;
+    const { clock, waiting, other, asked, settled } = await twoProcesses();
+    const allowOnce = asked.posted[0]!.data[0]!;
     const answer = await other.onPress(
-      { ...press, userId: "2", data: allowOnce! },
-      parseChoiceData(allowOnce!)!,
+      { ...press, userId: "2", data: allowOnce },
+      parseChoiceData(allowOnce)!,
     );
     expect(answer.kind).toBe("decided");
     clock.advance(Settings.expiresSeconds * 1000);
@@ -100,39 +123,8 @@ describe("a question another gateway process decided", () => {
 });
 
 describe("a question another live process waits for (replicas)", () => {
-  /** The waiting process (watching its records) and the one a press or typed answer reaches. */
-  async function twoReplicas(alive: () => boolean) {
-    const shared = await profileWithStore();
-    const clock = manualClock();
-    const waiting = new ApprovalBroker({
-      profileOf: () => shared,
-      logger: silentLogger(),
-      schedule: clock.schedule,
-      waiter: "h/boot/1/1",
-      watchMs: 1_000,
-    });
-    const other = new ApprovalBroker({
-      profileOf: () => shared,
-      logger: silentLogger(),
-      waiter: "l/boot/1/1",
-      waitsElsewhere: async (_profile, record) => alive() && record.waiter === "h/boot/1/1",
-    });
-    const asked = recordingChannel();
-    const asking = waiting.ask(
-      request(asked.channel, "2", "rm -rf build", new AbortController().signal),
-    );
-    const settled = asking.then(
-      (answer) => answer,
-      (error: unknown) => (error instanceof Error ? error.message : String(error)),
-    );
-    await waitUntil(() => asked.posted.length === 1, "the question posted");
-    return { shared, clock, waiting, other, asked, settled };
-  }
-
-  const press = { profile: "p", platform: "telegram", chatId: "-100", messageId: "1" } as const;
-
   it("records a press for the waiting process, whose turn goes on with it at its next look", async () => {
-    const { clock, waiting, other, asked, settled } = await twoReplicas(() => true);
+    const { clock, waiting, other, asked, settled } = await twoProcesses(() => true);
     const allowOnce = asked.posted[0]!.data[0]!;
     const answer = await other.onPress(
       { ...press, userId: "2", data: allowOnce },
@@ -147,7 +139,7 @@ describe("a question another live process waits for (replicas)", () => {
   });
 
   it("records a typed /deny for it, and closes the question's buttons through the chat's channel", async () => {
-    const { clock, other, asked, settled } = await twoReplicas(() => true);
+    const { clock, other, asked, settled } = await twoProcesses(() => true);
     const typedIn = recordingChannel();
     const line = await other.typed(
       "p",
@@ -165,7 +157,7 @@ describe("a question another live process waits for (replicas)", () => {
   });
 
   it("closes a question whose waiter no longer holds its session as interrupted, as after a restart", async () => {
-    const { clock, other, asked, settled } = await twoReplicas(() => false);
+    const { clock, other, asked, settled } = await twoProcesses(() => false);
     const allowOnce = asked.posted[0]!.data[0]!;
     const answer = await other.onPress(
       { ...press, userId: "2", data: allowOnce },

@@ -1419,6 +1419,47 @@ describe("busy sessions, /stop and /reset racing a turn", () => {
     expect(channel.said).toEqual(["Nothing was running for this session.", "you said: hi"]);
   });
 
+  /** An agent whose reply names a file of the session's workspace. */
+  const reportAgent: Agent = {
+    kind: "shell",
+    runTurn: async () => ({ reply: "here it is MEDIA:/workspace/report.txt" }),
+  };
+
+  /**
+   * `base` with a slot dir of its own holding `workspace/report.txt`, which the sandbox's
+   * cleanup removes with the container, as the real one's `deleteDirs` does; `removals` are
+   * those cleanups.
+   */
+  async function reportInSlotDir(base: PipelineRuntime) {
+    const slotDir = await mkdtemp(join(tmpdir(), "mg-stop-files-"));
+    onTestFinished(() => rm(slotDir, { recursive: true, force: true }));
+    await mkdir(join(slotDir, "workspace"));
+    await writeFile(join(slotDir, "workspace", "report.txt"), "the report");
+    const removals: Promise<void>[] = [];
+    const runtime: PipelineRuntime = {
+      ...base,
+      sandbox: {
+        ...base.sandbox,
+        cleanup: (slot, options) => {
+          const removal = base.sandbox
+            .cleanup(slot, options)
+            .then(() => rm(slotDir, { recursive: true, force: true }));
+          removals.push(removal);
+          return removal;
+        },
+      },
+      translateContext: () => ({
+        backend: "docker",
+        slotDirs: [slotDir],
+        volumes: [],
+        allowDirs: [],
+        protectedHomes: [],
+        tmpDir: tmpdir(),
+      }),
+    };
+    return { runtime, removals, slotDir };
+  }
+
   it.each([
     ["/stop", "🛑 Stopped: removed the session's container."],
     ["/reset", "♻️ Reset: new conversation started, removed the container and its files."],
@@ -1428,39 +1469,10 @@ describe("busy sessions, /stop and /reset racing a turn", () => {
       // The reply names a file of the session's workspace; /stop comes while the reply is being
       // recorded, before the outbox opened the file. The container and its dir are removed only
       // once that delivery attempt ended: the file goes out, and /stop's answer after the reply.
-      const slotDir = await mkdtemp(join(tmpdir(), "mg-stop-files-"));
-      onTestFinished(() => rm(slotDir, { recursive: true, force: true }));
-      await mkdir(join(slotDir, "workspace"));
-      await writeFile(join(slotDir, "workspace", "report.txt"), "the report");
       const calls: string[] = [];
-      const agent: Agent = {
-        kind: "shell",
-        runTurn: async () => ({ reply: "here it is MEDIA:/workspace/report.txt" }),
-      };
-      const base = testRuntime(agent, calls, testProfile({ sandbox: { persistent: false } }));
-      const removals: Promise<void>[] = [];
-      const runtime: PipelineRuntime = {
-        ...base,
-        // As the real sandbox's cleanup with `deleteDirs`: the slot's dir goes with the container.
-        sandbox: {
-          ...base.sandbox,
-          cleanup: (slot, options) => {
-            const removal = base.sandbox
-              .cleanup(slot, options)
-              .then(() => rm(slotDir, { recursive: true, force: true }));
-            removals.push(removal);
-            return removal;
-          },
-        },
-        translateContext: () => ({
-          backend: "docker",
-          slotDirs: [slotDir],
-          volumes: [],
-          allowDirs: [],
-          protectedHomes: [],
-          tmpDir: tmpdir(),
-        }),
-      };
+      const { runtime, removals, slotDir } = await reportInSlotDir(
+        testRuntime(reportAgent, calls, testProfile({ sandbox: { persistent: false } })),
+      );
       const held = replyHeldOutbox();
       const services = { ...testServices(), outbox: held.outbox };
       const channel = new RecordingChannel();
@@ -1493,38 +1505,8 @@ describe("busy sessions, /stop and /reset racing a turn", () => {
   it("/reset confirm keeps a shared container's files until another session's answered reply was delivered", async () => {
     // User 2's reply names a file of the profile's one container; the admin resets that
     // container while the reply is being recorded, before the outbox opened the file.
-    const slotDir = await mkdtemp(join(tmpdir(), "mg-reset-files-"));
-    onTestFinished(() => rm(slotDir, { recursive: true, force: true }));
-    await mkdir(join(slotDir, "workspace"));
-    await writeFile(join(slotDir, "workspace", "report.txt"), "the report");
     const calls: string[] = [];
-    const agent: Agent = {
-      kind: "shell",
-      runTurn: async () => ({ reply: "here it is MEDIA:/workspace/report.txt" }),
-    };
-    const base = testRuntime(agent, calls);
-    const removals: Promise<void>[] = [];
-    const runtime: PipelineRuntime = {
-      ...base,
-      sandbox: {
-        ...base.sandbox,
-        cleanup: (slot, options) => {
-          const removal = base.sandbox
-            .cleanup(slot, options)
-            .then(() => rm(slotDir, { recursive: true, force: true }));
-          removals.push(removal);
-          return removal;
-        },
-      },
-      translateContext: () => ({
-        backend: "docker",
-        slotDirs: [slotDir],
-        volumes: [],
-        allowDirs: [],
-        protectedHomes: [],
-        tmpDir: tmpdir(),
-      }),
-    };
+    const { runtime, removals, slotDir } = await reportInSlotDir(testRuntime(reportAgent, calls));
     const held = replyHeldOutbox();
     const services = { ...testServices(), outbox: held.outbox };
     const channel = new RecordingChannel();
