@@ -51,6 +51,16 @@ export const Defaults = {
     mode: "queue",
     maxQueuedMessages: 10,
   },
+  /** `/stop` and `/reset` (docs/sessions.md, "Busy sessions"). */
+  stopping: {
+    /**
+     * The longest wait for a reply on its way (its delivery attempt opens the files it names
+     * in the container) before the container and its files are removed anyway: an attempt
+     * held up by a platform's rate limit must not hold the command, or a replica's round
+     * acting on another replica's `/stop`, for minutes.
+     */
+    deliveryWaitMs: 10_000,
+  },
   /**
    * The live status message of a long turn (docs/sessions.md, "Live progress"): posted after
    * `afterSeconds`, edited at most every `everySeconds` (every `telegramGroupEverySeconds` in

@@ -1,6 +1,6 @@
 import type { PipelineRuntime, PipelineServices } from "../pipeline/types.js";
 import { SlotRegistry } from "../sandbox-access/slot-registry.js";
-import { commandProblem, describeStop, dropWaiting } from "./stop.js";
+import { commandProblem, describeStop, dropWaiting, repliesOnTheirWay } from "./stop.js";
 
 /** What /reset answered. */
 export type ResetResult =
@@ -47,7 +47,7 @@ export async function resetSession(
       // Every reply on its way from this container (a shared one's: of any session on it) is
       // delivered first: its attempt opens the files it names there.
       const sessions = services.slots.sessions(slotId, sessionKey);
-      await Promise.all(sessions.map((key) => services.queue.delivered(key)));
+      await repliesOnTheirWay(services, sessions);
       await runtime.sandbox.cleanup(slot, { force: true, deleteDirs: true });
       // Other sessions' turns and queued messages on the slot go on: /stop all still stops them.
       const { queue } = services;

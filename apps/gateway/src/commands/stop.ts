@@ -1,3 +1,5 @@
+import { scheduleWithTimer } from "@mediagate/io";
+import { Defaults } from "../defaults.js";
 import type { PipelineRuntime, PipelineServices } from "../pipeline/types.js";
 import { sandboxProblemOf } from "../sandbox-access/sandbox-errors.js";
 import { SlotRegistry } from "../sandbox-access/slot-registry.js";
@@ -93,6 +95,33 @@ export async function dropWaiting(
 }
 
 /**
+ * Resolves once the replies of `sessionKeys` on their way (answered turns, their delivery
+ * attempt under way: `TurnQueue#delivered`) went out, or after `deliveryWaitMs` at the
+ * latest (`Defaults.stopping.deliveryWaitMs`): before `/stop` and `/reset` remove the files
+ * those replies name.
+ */
+export async function repliesOnTheirWay(
+  services: PipelineServices,
+  sessionKeys: readonly string[],
+): Promise<void> {
+  let cancel = (): void => {};
+  const bound = new Promise<void>((resolve) => {
+    cancel = scheduleWithTimer(
+      resolve,
+      services.deliveryWaitMs ?? Defaults.stopping.deliveryWaitMs,
+    );
+  });
+  try {
+    await Promise.race([
+      Promise.all(sessionKeys.map((key) => services.queue.delivered(key))),
+      bound,
+    ]);
+  } finally {
+    cancel();
+  }
+}
+
+/**
  * `/stop`: drops the session's queued messages, then {@link interruptSession} (aborts its
  * running turn, kills every process the session started in the container), and removes a
  * non-persistent session container with its dirs. A persistent profile or shared container
@@ -123,7 +152,7 @@ export async function stopSession(
     const slot = runtime.slotFor(sessionKey);
     if (!runtime.profile.sandbox.persistent && problems.length === 0) {
       try {
-        await services.queue.delivered(sessionKey);
+        await repliesOnTheirWay(services, [sessionKey]);
         await runtime.sandbox.cleanup(slot, { force: true, deleteDirs: true });
         removedContainer = true;
       } catch (error) {

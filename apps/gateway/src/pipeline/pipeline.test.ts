@@ -1502,6 +1502,26 @@ describe("busy sessions, /stop and /reset racing a turn", () => {
     },
   );
 
+  it("/stop removes the container after deliveryWaitMs when the reply on its way is held up longer", async () => {
+    // A delivery attempt held up (a platform's long rate limit, say) must not hold /stop, nor a
+    // replica's round acting on another replica's /stop: past the bound the container goes.
+    const calls: string[] = [];
+    const { runtime, removals } = await reportInSlotDir(
+      testRuntime(reportAgent, calls, testProfile({ sandbox: { persistent: false } })),
+    );
+    const held = replyHeldOutbox();
+    const services = { ...testServices(), outbox: held.outbox, deliveryWaitMs: 0 };
+    const channel = new RecordingChannel();
+    const turn = handleMessage(testContext(runtime, services, channel, "the report", "1"));
+    await held.recording.opened;
+    await handleMessage(testContext(runtime, services, channel, "/stop", "1"));
+    await Promise.all(removals);
+    expect(calls.filter((call) => call.startsWith("cleanup"))).toHaveLength(1);
+    expect(channel.said).toEqual(["🛑 Stopped: removed the session's container."]);
+    held.release.open();
+    await turn;
+  });
+
   it("/reset confirm keeps a shared container's files until another session's answered reply was delivered", async () => {
     // User 2's reply names a file of the profile's one container; the admin resets that
     // container while the reply is being recorded, before the outbox opened the file.

@@ -100,6 +100,8 @@ export interface PipelineServices {
   readonly progressClock?: ProgressClock | undefined;
   /** What each session's turn does now, for the web console (absent: nobody asks). */
   readonly live?: LiveSessions | undefined;
+  /** Default `Defaults.stopping.deliveryWaitMs` (tests: 0). */
+  readonly deliveryWaitMs?: number | undefined;
   /** Asks before the agent acts (docs/approvals.md); absent: no profile's actions ask. */
   readonly approvals?: ApprovalBroker | undefined;
   /**
