@@ -15,9 +15,11 @@ export { boundaryOf, MultipartError, type MultipartPart, parseMultipart } from "
 export type { ApiResponse, UploadedFile } from "./protocol.js";
 export { AllowedReactionEmoji, type ReactionChange, ReactionStore } from "./reactions.js";
 export {
+  BlockedByUser,
   FakeTelegram,
   FakeTelegramDefaults,
   type FakeTelegramOptions,
+  type GoneChat,
   type RecordedCall,
   type UploadProgress,
 } from "./server.js";

@@ -395,6 +395,41 @@ describe("FakeTelegram fault injection", () => {
     await expect(bot.api.sendMessage(1, "a")).rejects.toBeInstanceOf(HttpError);
   });
 
+  it("answers every call aimed at a blocked chat exactly as Telegram does, until it is unblocked", async () => {
+    const bot = newBot();
+    fake.blockChat(42);
+    const raw = await fetch(`${apiRoot}/bot${fake.token}/sendMessage`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ chat_id: 42, text: "hi" }),
+    });
+    expect(raw.status).toBe(403);
+    expect(await raw.json()).toEqual({
+      ok: false,
+      error_code: 403,
+      description: "Forbidden: bot was blocked by the user",
+    });
+    const refused = bot.api.sendDocument(42, new InputFile(Buffer.from("x"), "a.txt"));
+    await expect(refused).rejects.toBeInstanceOf(GrammyError);
+    await expect(refused).rejects.toMatchObject({
+      error_code: 403,
+      description: "Forbidden: bot was blocked by the user",
+    });
+    await expect(bot.api.sendMessage(7, "another chat")).resolves.toMatchObject({
+      text: "another chat",
+    });
+    fake.blockChat(-100, { status: 400, description: "Bad Request: chat not found" });
+    await expect(bot.api.sendMessage(-100, "hi")).rejects.toMatchObject({ error_code: 400 });
+    fake.unblockChat(42);
+    await expect(bot.api.sendMessage(42, "back")).resolves.toMatchObject({ text: "back" });
+    expect(fake.callsTo("sendMessage").map((c) => [c.params.chat_id, c.ok])).toEqual([
+      [42, false],
+      [7, true],
+      [-100, false],
+      [42, true],
+    ]);
+  });
+
   it("drops the connection for a disconnect fault", async () => {
     const bot = newBot();
     fake.failNext("sendChatAction", { kind: "disconnect" });

@@ -86,6 +86,18 @@ export interface FakeTelegramOptions {
   readonly webhook?: WebhookDeliveryOptions;
 }
 
+/** Telegram's answer to a call aimed at a chat gone for the bot (see `FakeTelegram.blockChat`). */
+export interface GoneChat {
+  readonly status: number;
+  readonly description: string;
+}
+
+/** What Telegram answers a bot the user blocked. */
+export const BlockedByUser: GoneChat = {
+  status: 403,
+  description: "Forbidden: bot was blocked by the user",
+};
+
 export const FakeTelegramDefaults = {
   token: "123456:TEST-token_abcdefghijklmnopqrstuvwxyz",
   botUsername: "mediagate_test_bot",
@@ -122,6 +134,8 @@ export class FakeTelegram {
    */
   readonly webhook: WebhookDelivery;
   private readonly faults = new FaultQueue();
+  /** Chats gone for the bot, by `chat_id`, with Telegram's answer to any call aimed at them. */
+  private readonly goneChats = new Map<string, GoneChat>();
   private readonly photoRules: { test: (file: UploadedFile) => boolean; description: string }[] =
     [];
   private readonly chats = new Map<string, Record<string, unknown>>();
@@ -410,6 +424,21 @@ export class FakeTelegram {
     this.faults.add(method, fault, times);
   }
 
+  /**
+   * From now on every call aimed at `chatId` (its `chat_id`) is answered as Telegram answers a
+   * bot whose chat is gone: by default 403 "Forbidden: bot was blocked by the user" (the user
+   * blocked the bot); `gone` gives another answer ("Forbidden: user is deactivated", 400
+   * "Bad Request: chat not found"). Calls are recorded, nothing is posted.
+   */
+  blockChat(chatId: number | string, gone: GoneChat = BlockedByUser): void {
+    this.goneChats.set(String(chatId), gone);
+  }
+
+  /** Calls aimed at `chatId` are handled again (the user unblocked the bot). */
+  unblockChat(chatId: number | string): void {
+    this.goneChats.delete(String(chatId));
+  }
+
   /** Edit pace enforced since {@link limitEdits}; undefined: edits are unlimited. */
   editLimits: EditLimits | undefined;
 
@@ -563,6 +592,10 @@ export class FakeTelegram {
         return this.answer(res, base, result.files, result.answer, fault.kind);
       }
       return this.answer(res, base, files, faultAnswer(fault), fault.kind);
+    }
+    const gone = this.goneChats.get(String(decoded.params.chat_id ?? ""));
+    if (gone !== undefined) {
+      return this.answer(res, base, [], fail(gone.status, gone.description));
     }
     const limited = this.editLimits?.check(method, String(decoded.params.chat_id ?? ""));
     if (limited !== undefined) return this.answer(res, base, [], limited, "rate_limit");
