@@ -362,6 +362,12 @@ export interface DeliveryReport {
    * told (docs/durability.md).
    */
   readonly textPending?: boolean | undefined;
+  /**
+   * Set when the platform said the chat is gone for the bot (blocked by the user, removed from
+   * the group, deleted): its answer, token-free. The steps it refused are recorded `failed` as
+   * any refused step is; a scheduled run counts it (docs/schedules.md, "Chats that are gone").
+   */
+  readonly unreachable?: string | undefined;
 }
 
 /**

@@ -96,6 +96,17 @@ export interface AttemptSummary {
   readonly result: AttemptResult;
   /** The text and each file (empty when the attempt failed before the channel answered). */
   readonly deliveries: readonly DeliveryItem[];
+  /**
+   * The platform's answer when it said the chat is gone for the bot, to the reply or to one of
+   * its notices (`DeliveryReport.unreachable`). The reply is recorded as any refused one is.
+   */
+  readonly unreachable?: string | undefined;
+}
+
+/** What one attempt found out besides its result, filled in as it goes. */
+interface AttemptFindings {
+  readonly deliveries: DeliveryItem[];
+  unreachable?: string | undefined;
 }
 
 /**
@@ -313,10 +324,11 @@ export class Outbox {
 
   /** One delivery attempt of `record`, tracked so {@link stop} can wait for it. */
   deliver(record: OutboxRecord): Promise<AttemptSummary> {
-    const deliveries: DeliveryItem[] = [];
-    const attempt = this.#attempt(record, deliveries).then((result) => {
+    const found: AttemptFindings = { deliveries: [] };
+    const attempt = this.#attempt(record, found).then((result) => {
       if (result === "delivered" || result === "given_up") this.#times.forget(record.id);
-      return { result, deliveries };
+      const { deliveries, unreachable } = found;
+      return { result, deliveries, ...(unreachable === undefined ? {} : { unreachable }) };
     });
     this.#track(attempt);
     return attempt;
@@ -376,7 +388,7 @@ export class Outbox {
     this.#timers.set(id, cancel);
   }
 
-  async #attempt(record: OutboxRecord, deliveries: DeliveryItem[]): Promise<AttemptResult> {
+  async #attempt(record: OutboxRecord, found: AttemptFindings): Promise<AttemptResult> {
     const log = lazyChild(this.#log, { replyId: record.id, sessionKey: record.sessionKey });
     const channel = this.#options.channelFor(record.profile, record.platform);
     const translateContext = this.#options.translateContextFor(record.profile);
@@ -440,10 +452,18 @@ export class Outbox {
           );
           for (const outcome of report.outcomes)
             log.debug({ delivery: outcome }, `media ${outcome.status}`);
+          found.unreachable ??= report.unreachable;
         }
-        deliveries.push(...deliveryItems(plan, report, done));
+        found.deliveries.push(...deliveryItems(plan, report, done));
         const notices = planNotices(plan, lost);
-        await this.#notice(channel, record, progress, "plan", notices, signal);
+        found.unreachable ??= await this.#notice(
+          channel,
+          record,
+          progress,
+          "plan",
+          notices,
+          signal,
+        );
       } finally {
         await plan.dispose();
       }
@@ -503,7 +523,14 @@ export class Outbox {
         .filter((line): line is string => line !== undefined),
     ];
     notices.unshift(...textNotices(done, record.platform));
-    await this.#notice(channel, record, progress, "delivery", notices, signal);
+    found.unreachable ??= await this.#notice(
+      channel,
+      record,
+      progress,
+      "delivery",
+      notices,
+      signal,
+    );
     try {
       await this.#journal.closeReply(record.id, "delivered");
     } catch (error) {
@@ -564,7 +591,8 @@ export class Outbox {
    * is done, so it is never sent again (step-keys.ts). A crash between its send and its record
    * neither loses it nor, on Discord (same nonce) or under Telegram's `at-most-once`, sends it
    * twice. A notice the platform refuses is recorded `failed` and not tried again; one cut off
-   * by the stop is finished by the next start.
+   * by the stop is finished by the next start. Resolves with the platform's answer when it said
+   * the chat is gone for the bot (`DeliveryReport.unreachable`).
    */
   async #notice(
     channel: ChannelAdapter,
@@ -573,11 +601,12 @@ export class Outbox {
     name: OutboxNoticeName,
     lines: readonly string[],
     signal: AbortSignal,
-  ): Promise<void> {
+  ): Promise<string | undefined> {
     const key = formatStepKey({ kind: "outboxNotice", name });
-    if (lines.length === 0 || progress.done.has(key) || signal.aborted) return;
+    if (lines.length === 0 || progress.done.has(key) || signal.aborted) return undefined;
     const text = lines.join("\n");
     let result: StepResult = "sent";
+    let unreachable: string | undefined;
     const steps = noticeProgress(progress, name);
     try {
       const report = await channel.deliver(
@@ -592,13 +621,15 @@ export class Outbox {
       );
       if (report.textPending === true || [...steps.done.values()].includes("failed"))
         result = "failed";
+      unreachable = report.unreachable;
     } catch (error) {
       if (!signal.aborted)
         this.#log.warn({ err: error, replyId: record.id, key }, "could not send a notice");
       result = "failed";
     }
-    if (signal.aborted) return;
+    if (signal.aborted) return unreachable;
     await progress.step(key, result);
+    return unreachable;
   }
 
   async #retryLater(

@@ -13,7 +13,7 @@ import type {
   StepResult,
 } from "../types.js";
 import { batchFiles } from "./batches.js";
-import { DiscordRequestError, describeError } from "./errors.js";
+import { chatUnreachable, DiscordRequestError, describeError } from "./errors.js";
 import { type MessageDraft, newNonce, stepNonce } from "./message-create.js";
 import { type DiscordOutbox, DiscordTextLimit } from "./outbox.js";
 
@@ -80,6 +80,8 @@ export async function deliverReply(
   let replyTo = done.size === 0 ? reply.target.replyToMessageId : undefined;
   let halt: Halt | undefined;
   let textPending = false;
+  /** Discord's answer when it said the channel is gone for the bot. */
+  let unreachable: string | undefined;
 
   const record = async (keys: readonly string[], result: StepResult) => {
     for (const key of keys) await progress?.step(key, result);
@@ -98,6 +100,7 @@ export async function deliverReply(
       await outbox.create(channelId, { ...draft, replyTo }, nonce, signal);
     } catch (error) {
       halt = haltFor(error, signal);
+      if (chatUnreachable(error) && error instanceof Error) unreachable ??= error.message;
       return halt === undefined ? { status: "failed", error } : { status: "halted" };
     }
     replyTo = undefined;
@@ -197,6 +200,7 @@ export async function deliverReply(
     outcomes: ready.map((item) => outcomes.get(item) ?? undone(item, halt)),
     ...(halt?.kind === "rate_limited" ? { retryAfterSeconds: halt.retryAfterSeconds } : {}),
     ...(textPending ? { textPending: true } : {}),
+    ...(unreachable === undefined ? {} : { unreachable }),
   };
 }
 

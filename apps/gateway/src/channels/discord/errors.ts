@@ -39,6 +39,26 @@ export class DiscordRequestError extends MediagateError {
   }
 }
 
+/**
+ * Discord's JSON error codes that say a channel is gone for the bot, so that no message can
+ * reach it: 10003 Unknown Channel (deleted), 50001 Missing Access (the bot was removed from the
+ * server, or can no longer see the channel), 50007 Cannot send messages to this user (they
+ * blocked the bot, or share no server with it any more). Other refusals (a missing permission
+ * to attach files, a message too long) say nothing about the channel itself.
+ */
+const UnreachableCodes: ReadonlySet<number> = new Set([10003, 50001, 50007]);
+
+/** Whether a failed send's error says the channel is unreachable for the bot. */
+export function chatUnreachable(error: unknown): boolean {
+  const code =
+    error instanceof DiscordRequestError
+      ? error.discordCode
+      : error instanceof DiscordAPIError
+        ? error.code
+        : undefined;
+  return typeof code === "number" && UnreachableCodes.has(code);
+}
+
 /** How one failed attempt should be treated by the retry policy. */
 export type AttemptFailure =
   | { readonly kind: "rate_limited"; readonly retryAfterMs: number }

@@ -82,6 +82,8 @@ class ReplyRun {
   private limitedUntilMs: number | undefined;
   private aborted = false;
   private recordFailed = false;
+  /** Telegram's answer when it said the chat is gone for the bot. */
+  private unreachable: string | undefined;
   private readonly idempotence: Idempotence;
 
   constructor(
@@ -242,6 +244,7 @@ class ReplyRun {
           await this.unbegin(key);
           return;
         }
+        if (failure.chatUnreachable) this.unreachable ??= failure.message;
         this.ctx.logger.error({ chunk: n, error: failure.message }, "reply text not delivered");
         await this.record(key, "failed");
       }
@@ -263,6 +266,7 @@ class ReplyRun {
       step.type === "album"
         ? await sendAlbum(this.ctx, stepItems, caption)
         : await sendSingle(this.ctx, stepItems[0] as ReadyMedia, caption);
+    this.unreachable ??= result.unreachable;
     for (const [n, outcome] of result.outcomes.entries()) {
       const index = indices[n] as number;
       this.outcomes[index] = outcome;
@@ -299,6 +303,7 @@ class ReplyRun {
       outcomes,
       ...(limited ? { retryAfterSeconds: this.secondsLeft() } : {}),
       ...(textPending ? { textPending: true } : {}),
+      ...(this.unreachable === undefined ? {} : { unreachable: this.unreachable }),
     };
   }
 }

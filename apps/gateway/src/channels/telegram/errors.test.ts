@@ -4,6 +4,7 @@ import { RateLimitedError } from "../../delivery/retry.js";
 import { redactText } from "../../redact.js";
 import {
   AttemptError,
+  chatUnreachable,
   classifyTelegramError,
   failureFacts,
   mayHaveArrived,
@@ -115,5 +116,53 @@ describe("token hygiene", () => {
       failureFacts(apiError(400, "Bad Request: chat not found"), token),
     );
     expect(chat.photoRejected).toBe(false);
+  });
+});
+
+describe("a chat gone for the bot", () => {
+  it.each([
+    [403, "Forbidden: bot was blocked by the user"],
+    [403, "Forbidden: user is deactivated"],
+    [403, "Forbidden: bot was kicked from the group chat"],
+    [403, "Forbidden: bot was kicked from the supergroup chat"],
+    [400, "Bad Request: chat not found"],
+  ])("is told by %i %s", (status, description) => {
+    expect(chatUnreachable(status, description)).toBe(true);
+    const error = new TelegramDeliveryError(
+      "sendMessage",
+      failureFacts(apiError(status, description), token),
+    );
+    expect(error.chatUnreachable).toBe(true);
+    expect(classifyTelegramError(apiError(status, description))).toEqual({ retry: false });
+  });
+
+  it.each([
+    [403, "Forbidden: bot is not a member of the channel chat"],
+    [403, "Forbidden: not enough rights to send photos to the chat"],
+    [400, "Bad Request: message text is empty"],
+    [400, "Bad Request: PHOTO_INVALID_DIMENSIONS"],
+    [403, "Bad Request: chat not found"],
+    [400, "Forbidden: bot was blocked by the user"],
+    [500, "Internal Server Error"],
+  ])("is not told by %i %s", (status, description) => {
+    expect(chatUnreachable(status, description)).toBe(false);
+    const error = new TelegramDeliveryError(
+      "sendMessage",
+      failureFacts(apiError(status, description), token),
+    );
+    expect(error.chatUnreachable).toBe(false);
+  });
+
+  it("is not told by a rate limit or a transport failure", () => {
+    const limited = new TelegramDeliveryError(
+      "sendMessage",
+      failureFacts(new RateLimitedError(9, 1), token),
+    );
+    expect(limited.chatUnreachable).toBe(false);
+    const reset = new TelegramDeliveryError(
+      "sendMessage",
+      failureFacts(transport("ECONNRESET"), token),
+    );
+    expect(reset.chatUnreachable).toBe(false);
   });
 });

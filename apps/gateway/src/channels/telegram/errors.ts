@@ -88,6 +88,29 @@ export function classifyTelegramError(
 /** Descriptions Telegram gives for a photo it cannot take as a photo (dimensions, size, format). */
 const PhotoRejection = /PHOTO_|IMAGE_PROCESS_FAILED|dimensions|too big|too large|Entity Too Large/i;
 
+/**
+ * What Telegram answers when a chat is gone for the bot, so that no message can reach it: the
+ * user blocked the bot or deleted their account, the bot was removed from the group, or the
+ * chat no longer exists. Matched on code and description both: a 403 or 400 for any other
+ * reason (a missing right, a bad parameter) says nothing about the chat itself.
+ */
+const UnreachableChat: readonly { readonly status: number; readonly description: RegExp }[] = [
+  { status: 403, description: /^Forbidden: bot was blocked by the user\b/ },
+  { status: 403, description: /^Forbidden: user is deactivated\b/ },
+  {
+    status: 403,
+    description: /^Forbidden: bot was kicked from the (group|supergroup|channel) chat\b/,
+  },
+  { status: 400, description: /^Bad Request: chat not found\b/ },
+];
+
+/** Whether Telegram's answer (`status`, `description`) says the chat is unreachable for the bot. */
+export function chatUnreachable(status: number | undefined, description: string): boolean {
+  return UnreachableChat.some(
+    (known) => known.status === status && known.description.test(description),
+  );
+}
+
 /** Structured, token-free facts about a failed call, for logs and outcomes. */
 export interface FailureFacts {
   readonly errorType: string;
@@ -192,6 +215,14 @@ export class TelegramDeliveryError extends MediagateError {
    */
   get markupRefused(): boolean {
     return this.facts.status === 400 && /can't parse entities/i.test(this.facts.description);
+  }
+
+  /**
+   * Telegram said the chat is gone for the bot (blocked, deactivated, kicked, not found): no
+   * message can reach it (see {@link chatUnreachable}).
+   */
+  get chatUnreachable(): boolean {
+    return chatUnreachable(this.facts.status, this.facts.description);
   }
 
   /**

@@ -32,6 +32,8 @@ export interface MediaSendContext {
 export interface SendResult {
   readonly outcomes: readonly DeliveryOutcome[];
   readonly caption: "sent" | "unconfirmed" | undefined;
+  /** Telegram's answer when it said the chat is gone for the bot (`DeliveryReport.unreachable`). */
+  readonly unreachable?: string | undefined;
 }
 
 /** Whether an outcome ends the reply for now: a long flood wait, or an abort. */
@@ -175,9 +177,11 @@ function failed(
   caption: RenderedText | undefined,
 ): SendResult {
   const unconfirmed = error instanceof TelegramDeliveryError && error.unconfirmed;
+  const unreachable = error instanceof TelegramDeliveryError && error.chatUnreachable;
   return {
     outcomes: items.map((item) => failedOutcome(item, error, ctx.token)),
     caption: unconfirmed && caption !== undefined ? "unconfirmed" : undefined,
+    ...(unreachable ? { unreachable: error.message } : {}),
   };
 }
 
@@ -225,6 +229,7 @@ export async function sendAlbum(
     );
     const outcomes: DeliveryOutcome[] = [];
     let carried: SendResult["caption"];
+    let unreachable: string | undefined;
     for (const item of items) {
       const halted = outcomes.find(haltsDelivery);
       if (halted !== undefined) {
@@ -234,7 +239,8 @@ export async function sendAlbum(
       const result = await sendSingle(ctx, item, carried === undefined ? caption : undefined);
       outcomes.push(...result.outcomes);
       carried ??= result.caption;
+      unreachable ??= result.unreachable;
     }
-    return { outcomes, caption: carried };
+    return { outcomes, caption: carried, ...(unreachable === undefined ? {} : { unreachable }) };
   }
 }
