@@ -179,4 +179,12 @@ export const PostgresStateMigrations: readonly PostgresMigration[] = [
       );
     `,
   },
+  {
+    version: 9,
+    sql: `
+      ALTER TABLE state_tasks
+        ADD COLUMN unreachable_in_a_row integer NOT NULL DEFAULT 0,
+        ADD COLUMN paused_reason text;
+    `,
+  },
 ];

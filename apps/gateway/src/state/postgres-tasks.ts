@@ -23,6 +23,8 @@ interface PgTaskRow {
   active: boolean;
   next_due_at: string;
   overlaps_in_a_row: number;
+  unreachable_in_a_row: number;
+  paused_reason: string | null;
   created_at: string;
   run_due_at: string | null;
   run_outcome: string | null;
@@ -253,15 +255,44 @@ export function postgresTaskStore(access: TaskStoreAccess): TaskStore {
         ).rows.map(runOf),
       ),
 
+    recordReach: (id, reach) =>
+      access.transaction("recordTaskReach", async (tx) => {
+        if (reach.reached) {
+          const reset = await tx.query(
+            "UPDATE state_tasks SET unreachable_in_a_row = 0 WHERE profile = $1 AND id = $2",
+            [profile, id],
+          );
+          return (reset.rowCount ?? 0) === 0 ? undefined : { unreachableInARow: 0, paused: false };
+        }
+        const row = (
+          await tx.query<{ count: number; paused: boolean; active: boolean }>(
+            `UPDATE state_tasks SET unreachable_in_a_row = unreachable_in_a_row + 1
+             WHERE profile = $1 AND id = $2
+             RETURNING unreachable_in_a_row AS count, paused, active`,
+            [profile, id],
+          )
+        ).rows[0];
+        if (row === undefined) return undefined;
+        const pause = row.count >= reach.pauseAfter && !row.paused && row.active;
+        if (pause) {
+          await tx.query(
+            "UPDATE state_tasks SET paused = true, paused_reason = $3 WHERE profile = $1 AND id = $2",
+            [profile, id, reach.reason],
+          );
+        }
+        return { unreachableInARow: row.count, paused: pause };
+      }),
+
     setPaused: (id, paused, nextDueMs) =>
       access.run("setTaskPaused", async (db) => {
         const result = paused
-          ? await db.query("UPDATE state_tasks SET paused = true WHERE profile = $1 AND id = $2", [
-              profile,
-              id,
-            ])
+          ? await db.query(
+              "UPDATE state_tasks SET paused = true, paused_reason = NULL WHERE profile = $1 AND id = $2",
+              [profile, id],
+            )
           : await db.query(
-              `UPDATE state_tasks SET paused = false, overlaps_in_a_row = 0, next_due_at = $3
+              `UPDATE state_tasks SET paused = false, paused_reason = NULL, overlaps_in_a_row = 0,
+                 unreachable_in_a_row = 0, next_due_at = $3
                WHERE profile = $1 AND id = $2`,
               [profile, id, nextDueMs],
             );

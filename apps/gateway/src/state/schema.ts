@@ -1,7 +1,11 @@
 import type { Database } from "better-sqlite3";
 import { upgradeLegacySessionKey } from "../session/key.js";
 import { StateSchemaError } from "./errors.js";
-import { createTaskTables, createUserTimezoneTable } from "./tasks-database.js";
+import {
+  addTaskReachColumns,
+  createTaskTables,
+  createUserTimezoneTable,
+} from "./tasks-database.js";
 
 /** One schema step; `version` is the `user_version` the database has after it ran. */
 export interface Migration {
@@ -164,6 +168,11 @@ export const MIGRATIONS: readonly Migration[] = [
     // The time zone each user chose with /tz (docs/schedules.md).
     version: 8,
     up: createUserTimezoneTable,
+  },
+  {
+    // Tasks whose chat is gone for the bot (docs/schedules.md, "Chats that are gone").
+    version: 9,
+    up: addTaskReachColumns,
   },
 ];
 

@@ -44,7 +44,9 @@ import { migrate } from "./schema.js";
 import type { Approver } from "./state-store.js";
 import type {
   AddTaskResult,
+  ChatReach,
   NewTask,
+  ReachCount,
   TaskAdvance,
   TaskCaps,
   TaskRecord,
@@ -654,6 +656,12 @@ export class StateDatabase {
 
   recentTaskRuns(taskId: string, limit: number): TaskRun[] {
     return this.#run("task runs", () => tasks.recentRuns(this.#db, taskId, limit));
+  }
+
+  recordTaskReach(id: string, reach: ChatReach): ReachCount | undefined {
+    return this.#run("task reach", () =>
+      this.#transactions.immediate(() => tasks.recordReach(this.#db, id, reach)),
+    );
   }
 
   setTaskPaused(id: string, paused: boolean, nextDueMs: number): boolean {

@@ -157,6 +157,8 @@ export const MovedStateTables: readonly MovedStateTable[] = [
       "active",
       "next_due_at",
       "overlaps_in_a_row",
+      "unreachable_in_a_row",
+      "paused_reason",
       "created_at",
     ),
   },

@@ -19,6 +19,7 @@ export function sqliteTaskStore(
     advanceTask: (advance, overlaps) => worker.call("advanceTask", advance, overlaps),
     recordRun: (run) => worker.call("recordTaskRun", run),
     recentRuns: (taskId, limit) => worker.call("recentTaskRuns", taskId, limit),
+    recordReach: (id, reach) => worker.call("recordTaskReach", id, reach),
     setPaused: (id, paused, nextDueMs) => worker.call("setTaskPaused", id, paused, nextDueMs),
     deleteTask: (id) => worker.call("deleteTask", id),
     syncOperatorTasks: (tasks) => worker.call("syncOperatorTasks", tasks, now()),

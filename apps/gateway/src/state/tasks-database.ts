@@ -2,7 +2,9 @@ import type { Database } from "better-sqlite3";
 import { Defaults } from "../defaults.js";
 import type {
   AddTaskResult,
+  ChatReach,
   NewTask,
+  ReachCount,
   TaskAdvance,
   TaskCaps,
   TaskChat,
@@ -14,7 +16,7 @@ import type {
 import { sameTask } from "./tasks.js";
 
 /**
- * The scheduled tasks' tables (schema v7, docs/schedules.md), read and written inside the state
+ * The scheduled tasks' tables (schema v7, v9, docs/schedules.md), read and written inside the state
  * database's worker thread; `StateDatabase` calls these within its error handling. All the SQL
  * of tasks is here.
  */
@@ -67,6 +69,8 @@ export interface TaskRow {
   active: number;
   next_due_at: number;
   overlaps_in_a_row: number;
+  unreachable_in_a_row: number;
+  paused_reason: string | null;
   created_at: number;
   run_due_at: number | null;
   run_outcome: string | null;
@@ -116,6 +120,8 @@ export function taskOf(row: TaskRow): TaskRecord {
     active: row.active === 1,
     nextDueMs: row.next_due_at,
     overlapsInARow: row.overlaps_in_a_row,
+    unreachableInARow: row.unreachable_in_a_row,
+    ...(row.paused_reason === null ? {} : { pausedReason: row.paused_reason }),
     createdAtMs: row.created_at,
     ...(lastRun === undefined ? {} : { lastRun }),
   };
@@ -260,10 +266,32 @@ export function recentRuns(db: Database, taskId: string, limit: number): TaskRun
     .map(runOf);
 }
 
+/** Counts a run that found the chat gone (pausing the task at the limit), or resets the count. */
+export function recordReach(db: Database, id: string, reach: ChatReach): ReachCount | undefined {
+  if (reach.reached) {
+    const reset = db.prepare("UPDATE tasks SET unreachable_in_a_row = 0 WHERE id = ?").run(id);
+    return reset.changes === 0 ? undefined : { unreachableInARow: 0, paused: false };
+  }
+  const row = db
+    .prepare<[string], { count: number; paused: number; active: number }>(
+      `UPDATE tasks SET unreachable_in_a_row = unreachable_in_a_row + 1 WHERE id = ?
+       RETURNING unreachable_in_a_row AS count, paused, active`,
+    )
+    .get(id);
+  if (row === undefined) return undefined;
+  const pause = row.count >= reach.pauseAfter && row.paused === 0 && row.active === 1;
+  if (pause) {
+    db.prepare("UPDATE tasks SET paused = 1, paused_reason = ? WHERE id = ?").run(reach.reason, id);
+  }
+  return { unreachableInARow: row.count, paused: pause };
+}
+
+/** A user's pause keeps no reason; a resume forgets the reason and the counts. */
 export function setPaused(db: Database, id: string, paused: boolean, nextDueMs: number): boolean {
   const sql = paused
-    ? "UPDATE tasks SET paused = 1 WHERE id = ?"
-    : "UPDATE tasks SET paused = 0, overlaps_in_a_row = 0, next_due_at = ? WHERE id = ?";
+    ? "UPDATE tasks SET paused = 1, paused_reason = NULL WHERE id = ?"
+    : `UPDATE tasks SET paused = 0, paused_reason = NULL, overlaps_in_a_row = 0,
+         unreachable_in_a_row = 0, next_due_at = ? WHERE id = ?`;
   const result = paused ? db.prepare(sql).run(id) : db.prepare(sql).run(nextDueMs, id);
   return result.changes > 0;
 }
@@ -302,6 +330,17 @@ export function syncOperatorTasks(db: Database, tasks: readonly NewTask[], nowMs
     );
   }
   for (const gone of stored.values()) deleteTask(db, gone.id);
+}
+
+/**
+ * Schema step 9: the runs in a row whose answer found a task's chat gone for the bot, and why
+ * the gateway paused a task (docs/schedules.md, "Chats that are gone").
+ */
+export function addTaskReachColumns(db: Database): void {
+  db.exec(`
+    ALTER TABLE tasks ADD COLUMN unreachable_in_a_row INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE tasks ADD COLUMN paused_reason TEXT;
+  `);
 }
 
 /**

@@ -47,9 +47,25 @@ describe("the SQLite user time zones (schema v8)", () => {
       `INSERT INTO tasks (id, owner, timing, timezone, text, chat, catch_up, next_due_at, created_at)
        VALUES ('a', 'u', '{}', 'UTC', 't', '{}', 'once', 0, 0)`,
     ).run();
-    expect(migrate(db)).toEqual({ from: 7, to: 8 });
+    expect(migrate(db, MIGRATIONS.slice(0, 8))).toEqual({ from: 7, to: 8 });
     expect(db.prepare("SELECT id FROM tasks").all()).toEqual([{ id: "a" }]);
     expect(db.prepare("SELECT count(*) AS n FROM user_timezones").get()).toEqual({ n: 0 });
+    db.close();
+  });
+});
+
+describe("the SQLite tasks' chat reach (schema v9)", () => {
+  it("is added to a version 8 database: its tasks count no runs in a row, paused for no reason", async () => {
+    const db = new Database(join(await tempDirForTest("mg-tasks-"), "state.db"));
+    migrate(db, MIGRATIONS.slice(0, 8));
+    db.prepare(
+      `INSERT INTO tasks (id, owner, timing, timezone, text, chat, catch_up, paused, next_due_at, created_at)
+       VALUES ('a', 'u', '{}', 'UTC', 't', '{}', 'once', 1, 0, 0)`,
+    ).run();
+    expect(migrate(db)).toEqual({ from: 8, to: 9 });
+    expect(
+      db.prepare("SELECT id, paused, unreachable_in_a_row, paused_reason FROM tasks").all(),
+    ).toEqual([{ id: "a", paused: 1, unreachable_in_a_row: 0, paused_reason: null }]);
     db.close();
   });
 });
@@ -207,6 +223,39 @@ describe.each(StateBackends)("the task store on %s", (kind) => {
     });
     await tasks.syncOperatorTasks([]);
     expect(await tasks.listTasks("operator")).toEqual([]);
+  });
+
+  it("pauses a task at the runs in a row that found its chat gone, keeping why, until it is resumed", async () => {
+    const { tasks } = await open();
+    await tasks.addTask(task("a", "telegram:1"), { maxPerUser: 5, maxPerProfile: 5 });
+    const gone = { reached: false, reason: "blocked by the user", pauseAfter: 3 } as const;
+    expect(await tasks.recordReach("a", gone)).toEqual({ unreachableInARow: 1, paused: false });
+    expect(await tasks.recordReach("a", gone)).toEqual({ unreachableInARow: 2, paused: false });
+    // A run that reached the chat starts the count again.
+    expect(await tasks.recordReach("a", { reached: true })).toEqual({
+      unreachableInARow: 0,
+      paused: false,
+    });
+    await tasks.recordReach("a", gone);
+    await tasks.recordReach("a", gone);
+    expect(await tasks.getTask("a")).toMatchObject({ paused: false, unreachableInARow: 2 });
+    expect(await tasks.recordReach("a", gone)).toEqual({ unreachableInARow: 3, paused: true });
+    expect(await tasks.getTask("a")).toMatchObject({
+      paused: true,
+      pausedReason: "blocked by the user",
+      unreachableInARow: 3,
+    });
+    expect(await tasks.dueTasks(1_000_000)).toEqual([]);
+    // Paused already: counted, not paused again.
+    expect(await tasks.recordReach("a", gone)).toEqual({ unreachableInARow: 4, paused: false });
+    expect(await tasks.setPaused("a", false, 9_000)).toBe(true);
+    const resumed = await tasks.getTask("a");
+    expect(resumed).toMatchObject({ paused: false, unreachableInARow: 0, nextDueMs: 9_000 });
+    expect(resumed?.pausedReason).toBeUndefined();
+    // A user's pause keeps no reason.
+    await tasks.setPaused("a", true, 9_000);
+    expect((await tasks.getTask("a"))?.pausedReason).toBeUndefined();
+    expect(await tasks.recordReach("gone", gone)).toBeUndefined();
   });
 
   it("is one set of tasks for every process of the profile", async () => {

@@ -52,6 +52,10 @@ export interface TaskRecord extends NewTask {
   readonly createdAtMs: number;
   /** Due times skipped in a row because the run before was still going. */
   readonly overlapsInARow: number;
+  /** Runs in a row whose answer found the chat gone for the bot (see {@link ChatReach}). */
+  readonly unreachableInARow: number;
+  /** Why the gateway paused it (its chat is unreachable); absent when paused by a user. */
+  readonly pausedReason?: string | undefined;
   readonly lastRun?: TaskRun | undefined;
 }
 
@@ -78,6 +82,21 @@ export interface TaskRun {
   readonly outcome: TaskRunOutcome;
   readonly atMs: number;
   readonly detail?: string | undefined;
+}
+
+/**
+ * What a run's answers found of its task's chat, for {@link TaskStore.recordReach}: one was
+ * delivered (`reached`), or the platform said the chat is gone for the bot (`reason`, its
+ * answer), which pauses the task after `pauseAfter` such runs in a row.
+ */
+export type ChatReach =
+  | { readonly reached: true }
+  | { readonly reached: false; readonly reason: string; readonly pauseAfter: number };
+
+/** What {@link TaskStore.recordReach} left: the count, and whether it paused the task now. */
+export interface ReachCount {
+  readonly unreachableInARow: number;
+  readonly paused: boolean;
 }
 
 /** The caps {@link TaskStore.addTask} checks, atomically with the insert. */
@@ -140,7 +159,16 @@ export interface TaskStore {
   recordRun(run: TaskRun): Promise<void>;
   /** The newest runs of a task, newest first. */
   recentRuns(taskId: string, limit: number): Promise<TaskRun[]>;
-  /** Pauses or resumes a task; resuming sets its next due time. False: no such task. */
+  /**
+   * Counts a run whose answer could not reach the task's chat, or resets the count for one
+   * that did (one atomic step). At `pauseAfter` in a row an active task is paused with
+   * `reason` kept. `undefined`: no such task.
+   */
+  recordReach(id: string, reach: ChatReach): Promise<ReachCount | undefined>;
+  /**
+   * Pauses or resumes a task; resuming sets its next due time and forgets why it was paused
+   * and the runs that found its chat gone. False: no such task.
+   */
   setPaused(id: string, paused: boolean, nextDueMs: number): Promise<boolean>;
   /** Deletes a task and its runs. False: no such task. */
   deleteTask(id: string): Promise<boolean>;
