@@ -415,6 +415,12 @@ export const Defaults = {
     /** Runs skipped in a row because the one before was still going, before the chat is told. */
     overlapNoticeAfter: 3,
     /**
+     * Runs in a row whose answer could not reach the task's chat (the platform said it is gone
+     * for the bot: blocked, removed, deleted) before the task is paused: each run is an agent
+     * turn paid for with nobody to read it. Three tells a lasting state from a passing one.
+     */
+    pauseAfterUnreachable: 3,
+    /**
      * The longest the scheduler waits before it looks at the due times again, whatever the
      * next one is: a wall clock stepped by NTP or an operator, or a task another process of the
      * profile added, is noticed within this.

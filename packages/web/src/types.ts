@@ -197,6 +197,8 @@ export interface TaskView {
   /** Where its runs answer, `<platform>:<chat id>`. */
   readonly chat: string;
   readonly state: "active" | "paused" | "done";
+  /** Why the gateway paused it (its chat is gone for the bot); absent when a user paused it. */
+  readonly pausedReason?: string | undefined;
   /** The next due time (epoch ms), while active. */
   readonly nextMs?: number | undefined;
   readonly lastRun?:

@@ -1,9 +1,10 @@
 import type { ChannelAdapter, InboundMessage } from "../channels/types.js";
 import { interruptSession } from "../commands/stop.js";
 import { Defaults } from "../defaults.js";
+import type { Outbox } from "../durable/outbox.js";
 import type { Journal, JournalOutcome } from "../durable/types.js";
 import type { PipelineRuntime, PipelineServices } from "../pipeline/types.js";
-import type { SubmitRun, SubmittedRun } from "../schedules/scheduler.js";
+import type { RunEnd, SubmitRun, SubmittedRun } from "../schedules/scheduler.js";
 import { buildSessionKey } from "../session/key.js";
 import type { TaskRecord, TaskRunOutcome } from "../state/tasks.js";
 import { channelFor, type GatewayCore } from "./core.js";
@@ -51,25 +52,65 @@ function outcomeOf(closed: JournalOutcome | undefined): TaskRunOutcome {
   }
 }
 
-/** The journal, telling `seen` how entry `entryId` was closed. */
-function watching(journal: Journal, entryId: number, seen: (outcome: JournalOutcome) => void) {
-  return new Proxy(journal, {
-    get(target, property) {
-      if (property === "finished") {
-        return (ids: number | readonly number[], outcome: JournalOutcome) => {
-          if ((typeof ids === "number" ? [ids] : ids).includes(entryId)) seen(outcome);
-          return target.finished(ids, outcome);
-        };
-      }
-      const value: unknown = Reflect.get(target, property, target);
-      return typeof value === "function" ? value.bind(target) : value;
+/** What a run's replies found of its chat (see {@link RunEnd}). */
+interface ChatFindings {
+  /** One of its replies was delivered. */
+  reached: boolean;
+  /** The platform said its chat is gone for the bot: its answer. */
+  unreachable?: string | undefined;
+}
+
+/**
+ * How a run ended: by how its journal entry was closed, unless its chat was found gone for the
+ * bot (then `failed`: nobody got its answer, docs/schedules.md, "Chats that are gone").
+ */
+function endOf(closed: JournalOutcome | undefined, chat: ChatFindings): RunEnd {
+  if (chat.unreachable !== undefined) {
+    return {
+      outcome: "failed",
+      detail: `its chat is unreachable for the bot: ${chat.unreachable}`,
+      chat: "unreachable",
+    };
+  }
+  return { outcome: outcomeOf(closed), ...(chat.reached ? { chat: "reached" } : {}) };
+}
+
+/** `target` with its method `name` replaced by `wrap(original)`; the rest bound to it. */
+function intercepting<T extends object, K extends keyof T>(
+  target: T,
+  name: K,
+  wrap: (original: T[K]) => T[K],
+): T {
+  return new Proxy(target, {
+    get(object, property) {
+      const value: unknown = Reflect.get(object, property, object);
+      const bound = typeof value === "function" ? value.bind(object) : value;
+      return property === name ? wrap(bound as T[K]) : bound;
     },
   });
 }
 
+/** The journal, telling `seen` how entry `entryId` was closed. */
+function watching(journal: Journal, entryId: number, seen: (outcome: JournalOutcome) => void) {
+  return intercepting(journal, "finished", (finished) => (ids, outcome) => {
+    if ((typeof ids === "number" ? [ids] : ids).includes(entryId)) seen(outcome);
+    return finished(ids, outcome);
+  });
+}
+
+/** The outbox, noting in `chat` what each delivery attempt of the run found of its chat. */
+function watchingReplies(outbox: Outbox, chat: ChatFindings): Outbox {
+  return intercepting(outbox, "deliver", (deliver) => async (record) => {
+    const summary = await deliver(record);
+    if (summary.unreachable !== undefined) chat.unreachable ??= summary.unreachable;
+    else if (summary.result === "delivered") chat.reached = true;
+    return summary;
+  });
+}
+
 /**
- * Dispatches a run, watching how its journal entry ends and when its turn starts; `stop` stops
- * its session's turn as `/stop` does (the run timeout).
+ * Dispatches a run, watching how its journal entry ends, what its replies find of its chat and
+ * when its turn starts; `stop` stops its session's turn as `/stop` does (the run timeout).
  */
 function dispatchRun(
   gateway: GatewayCore,
@@ -80,6 +121,7 @@ function dispatchRun(
   recovered: boolean,
 ): SubmittedRun {
   let closed: JournalOutcome | undefined;
+  const chat: ChatFindings = { reached: false };
   let turnStarted = () => {};
   const started = new Promise<void>((resolve) => {
     turnStarted = resolve;
@@ -89,13 +131,14 @@ function dispatchRun(
     journal: watching(gateway.journal, entryId, (outcome) => {
       closed = outcome;
     }),
+    outbox: watchingReplies(gateway.services.outbox, chat),
     turnStarted,
   };
   const handled = dispatch(gateway, channel, message, entryId, recovered, [], services);
   const sessionKey = buildSessionKey(message, runtime.profile);
   return {
     fresh: true,
-    finished: handled.then(() => outcomeOf(closed)),
+    finished: handled.then(() => endOf(closed, chat)),
     started,
     stop: (reason) => {
       void interruptSession(runtime, services, sessionKey, reason).catch(() => {});
@@ -216,7 +259,7 @@ export function scheduledRuns(gateway: GatewayCore, profile: string): SubmitRun 
         { profile, taskId: task.id, platform: message.platform },
         "scheduled run for a channel that is not configured; refused",
       );
-      return { fresh: true, finished: Promise.resolve("refused"), stop: () => {} };
+      return { fresh: true, finished: Promise.resolve({ outcome: "refused" }), stop: () => {} };
     }
     const recorded = await gateway.journal.record(message);
     if (!recorded.fresh) return { fresh: false, stop: () => {} };

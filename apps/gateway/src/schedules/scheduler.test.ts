@@ -5,7 +5,7 @@ import { tempDirForTest } from "../../../../test-support/temp-dir.js";
 import { silentLogger } from "../log.js";
 import { SqliteStateStore } from "../state/store.js";
 import type { NewTask, TaskRunOutcome, TaskStore, TaskTiming } from "../state/tasks.js";
-import { type DueRun, type SubmittedRun, TaskScheduler } from "./scheduler.js";
+import { type DueRun, type RunEnd, type SubmittedRun, TaskScheduler } from "./scheduler.js";
 import { nextDueAfter } from "./timing.js";
 
 const Minute = 60_000;
@@ -55,8 +55,8 @@ function submitter(endAtOnce = true) {
     recorded.add(key);
     runs.push(run);
     const finished = endAtOnce
-      ? Promise.resolve<TaskRunOutcome>("done")
-      : new Promise<TaskRunOutcome>((resolve) => enders.push(resolve));
+      ? Promise.resolve<RunEnd>({ outcome: "done" })
+      : new Promise<RunEnd>((resolve) => enders.push((outcome) => resolve({ outcome })));
     return {
       fresh: true,
       finished,
@@ -97,6 +97,53 @@ async function run(clock: ManualClock, tasks: TaskScheduler, totalMs: number, st
 }
 
 describe("the scheduler on an injected clock", () => {
+  it("pauses a task after three runs in a row found its chat gone; a run that reached it starts the count again", async () => {
+    const clock = manualClock(Date.UTC(2026, 0, 5, 10, 0));
+    const store = await openTasks(clock);
+    await store.addTask(task("gone", { kind: "every", everyMs: Hour }, clock.now()), {
+      maxPerUser: 10,
+      maxPerProfile: 10,
+    });
+    const blocked: RunEnd = {
+      outcome: "failed",
+      detail: "its chat is unreachable for the bot: 403 Forbidden: bot was blocked by the user",
+      chat: "unreachable",
+    };
+    const ends: RunEnd[] = [blocked, blocked, { outcome: "done", chat: "reached" }];
+    ends.push(blocked, blocked, blocked);
+    const dueTimes: number[] = [];
+    const tasks = scheduler(clock, store, async (run) => {
+      dueTimes.push(run.dueMs);
+      return { fresh: true, finished: Promise.resolve(ends.shift() ?? blocked), stop: () => {} };
+    });
+    tasks.start();
+    await run(clock, tasks, 5 * Hour, Minute);
+    expect(await store.getTask("gone")).toMatchObject({ paused: false, unreachableInARow: 2 });
+    await run(clock, tasks, 5 * Hour, Minute);
+    expect(dueTimes).toHaveLength(6);
+    const paused = await store.getTask("gone");
+    expect(paused).toMatchObject({ paused: true, unreachableInARow: 3 });
+    expect(paused?.pausedReason).toBe(blocked.detail);
+    const runs = await store.recentRuns("gone", 10);
+    expect(runs.map((r) => r.outcome)).toEqual([
+      "failed",
+      "failed",
+      "failed",
+      "done",
+      "failed",
+      "failed",
+    ]);
+    expect(runs[0]?.detail).toBe(blocked.detail);
+    // Resumed, the task runs again, its reason and count forgotten.
+    await store.setPaused("gone", false, clock.now() + Hour);
+    expect(await store.getTask("gone")).toMatchObject({ paused: false, unreachableInARow: 0 });
+    expect((await store.getTask("gone"))?.pausedReason).toBeUndefined();
+    tasks.poke();
+    await run(clock, tasks, Hour, Minute);
+    expect(dueTimes).toHaveLength(7);
+    tasks.stop();
+  });
+
   it("runs a task every minute 60 times in a simulated hour, on its anchor, never overlapping", async () => {
     const clock = manualClock(Date.UTC(2026, 0, 5, 10, 0, 0, 123));
     const store = await openTasks(clock);
@@ -237,8 +284,8 @@ describe("a run recovery ran again after a restart", () => {
     let endRecovered = (_outcome: TaskRunOutcome) => {};
     tasks.adopt("rerun", created - Minute, {
       fresh: true,
-      finished: new Promise<TaskRunOutcome>((resolve) => {
-        endRecovered = resolve;
+      finished: new Promise<RunEnd>((resolve) => {
+        endRecovered = (outcome) => resolve({ outcome });
       }),
       stop: () => {},
     });
@@ -275,8 +322,8 @@ describe("a run recovery ran again after a restart", () => {
     const stops: Error[] = [];
     tasks.adopt("hang", clock.now() - Hour, {
       fresh: true,
-      finished: new Promise<TaskRunOutcome>((resolve) => {
-        end = resolve;
+      finished: new Promise<RunEnd>((resolve) => {
+        end = (outcome) => resolve({ outcome });
       }),
       started: Promise.resolve(),
       stop: (reason) => {
@@ -346,7 +393,7 @@ describe("the run timeout", () => {
     });
     const tasks = scheduler(clock, store, async () => ({
       fresh: true,
-      finished: Promise.resolve("refused"),
+      finished: Promise.resolve<RunEnd>({ outcome: "refused" }),
       started: new Promise<void>(() => {}),
       stop: () => {},
     }));

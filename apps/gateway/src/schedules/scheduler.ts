@@ -12,12 +12,25 @@ export interface DueRun {
   readonly dueMs: number;
 }
 
+/** How a run ended, as {@link SubmittedRun.finished} tells it. */
+export interface RunEnd {
+  readonly outcome: TaskRunOutcome;
+  /** Why, when the outcome alone does not say (the platform's answer for a chat gone). */
+  readonly detail?: string | undefined;
+  /**
+   * What its answers found of its chat: one was delivered (`reached`), or the platform said
+   * the chat is gone for the bot (`unreachable`, why in `detail`). Absent: neither is known
+   * (it answered nothing, or its answer waits for a later attempt).
+   */
+  readonly chat?: "reached" | "unreachable" | undefined;
+}
+
 /** A run handed on: recorded in the journal before {@link SubmitRun} resolved. */
 export interface SubmittedRun {
   /** False when the journal held this due time already (a restart found it there): not run again. */
   readonly fresh: boolean;
   /** How the run ended, once it has (never rejects). Absent when not `fresh`. */
-  readonly finished?: Promise<TaskRunOutcome> | undefined;
+  readonly finished?: Promise<RunEnd> | undefined;
   /**
    * Resolves when the run's turn starts, out of its owner's session queue: the run timeout
    * counts from then. Absent: it counts from the hand-over. Never resolving is fine (a run
@@ -49,6 +62,8 @@ export interface TaskSchedulerOptions {
   readonly runTimeoutMs?: number;
   /** Default `Defaults.schedules.overlapNoticeAfter`. */
   readonly overlapNoticeAfter?: number;
+  /** Default `Defaults.schedules.pauseAfterUnreachable`. */
+  readonly pauseAfterUnreachable?: number;
   /** Default `Defaults.schedules.maxWaitMs`. */
   readonly maxWaitMs?: number;
 }
@@ -64,12 +79,14 @@ export type RunNowResult = "started" | "running" | "recorded_before";
  * was recovered from there, not run again) and only moves the task on. Due times that passed
  * while the gateway was down run once (`catchUp: once`, however many were missed) or are
  * recorded as missed (`skip`). A task's runs never overlap: a due time that finds the run
- * before still going is recorded as skipped, and the chat is told when that keeps happening.
+ * before still going is recorded as skipped, and the chat is told when that keeps happening. A
+ * task whose runs keep finding its chat gone for the bot is paused.
  */
 export class TaskScheduler {
   readonly #options: TaskSchedulerOptions;
   readonly #runTimeoutMs: number;
   readonly #overlapNoticeAfter: number;
+  readonly #pauseAfterUnreachable: number;
   readonly #maxWaitMs: number;
   /** Runs going now, by task id. */
   readonly #running = new Map<string, Promise<void>>();
@@ -83,6 +100,8 @@ export class TaskScheduler {
     this.#options = options;
     this.#runTimeoutMs = options.runTimeoutMs ?? Defaults.schedules.runTimeoutSeconds * 1000;
     this.#overlapNoticeAfter = options.overlapNoticeAfter ?? Defaults.schedules.overlapNoticeAfter;
+    this.#pauseAfterUnreachable =
+      options.pauseAfterUnreachable ?? Defaults.schedules.pauseAfterUnreachable;
     this.#maxWaitMs = options.maxWaitMs ?? Defaults.schedules.maxWaitMs;
   }
 
@@ -290,9 +309,10 @@ export class TaskScheduler {
   }
 
   /**
-   * Keeps the run counted until it ends, stops it at its timeout, records how it ended. The
-   * timeout counts from the start of the run's turn: while the run waits behind its owner's
-   * other turns it is not running, and stopping "it" then would stop the owner's own turn.
+   * Keeps the run counted until it ends, stops it at its timeout, records how it ended and
+   * what it found of its chat ({@link #countReach}). The timeout counts from the start of the
+   * run's turn: while the run waits behind its owner's other turns it is not running, and
+   * stopping "it" then would stop the owner's own turn.
    */
   #follow(taskId: string, dueMs: number, submitted: SubmittedRun, detail?: string): void {
     const { store, clock, schedule, log } = this.#options;
@@ -309,13 +329,15 @@ export class TaskScheduler {
     };
     if (submitted.started === undefined) armTimeout();
     else void submitted.started.then(armTimeout);
-    const following = (submitted.finished ?? Promise.resolve<TaskRunOutcome>("done"))
-      .then(async (ended) => {
-        const outcome: TaskRunOutcome = timedOut ? "timeout" : ended;
-        const run = { ...this.#run(taskId, dueMs, outcome, detail), atMs: clock.wallMs() };
+    const following = (submitted.finished ?? Promise.resolve<RunEnd>({ outcome: "done" }))
+      .then(async (end) => {
+        const outcome: TaskRunOutcome = timedOut ? "timeout" : end.outcome;
+        const why = end.detail ?? detail;
+        const run = { ...this.#run(taskId, dueMs, outcome, why), atMs: clock.wallMs() };
         await store.recordRun(run);
         // Logged once recorded: the line means the task's record of runs shows the outcome.
         log.info({ taskId, dueMs, outcome }, "scheduled run ended");
+        await this.#countReach(taskId, end);
       })
       .catch((error: unknown) => log.error({ err: error, taskId }, "run not recorded"))
       .finally(() => {
@@ -324,6 +346,30 @@ export class TaskScheduler {
         this.#running.delete(taskId);
       });
     this.#running.set(taskId, following);
+  }
+
+  /**
+   * Counts a run whose answer found its chat gone for the bot, and pauses its task, as /pause
+   * does, at `pauseAfterUnreachable` in a row, with the reason kept for /tasks; a run that
+   * reached the chat starts the count again.
+   */
+  async #countReach(taskId: string, end: RunEnd): Promise<void> {
+    if (end.chat === undefined) return;
+    if (end.chat === "reached") {
+      await this.#options.store.recordReach(taskId, { reached: true });
+      return;
+    }
+    const reason = end.detail ?? "its chat is unreachable for the bot";
+    const count = await this.#options.store.recordReach(taskId, {
+      reached: false,
+      reason,
+      pauseAfter: this.#pauseAfterUnreachable,
+    });
+    if (count?.paused !== true) return;
+    this.#options.log.warn(
+      { taskId, unreachableInARow: count.unreachableInARow, reason },
+      "task paused: its runs could not reach its chat",
+    );
   }
 
   #run(taskId: string, dueMs: number, outcome: TaskRunOutcome, detail?: string): TaskRun {

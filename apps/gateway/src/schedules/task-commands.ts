@@ -132,7 +132,8 @@ export async function createTask(
 
 function state(task: TaskRecord): string {
   if (!task.active) return "done";
-  return task.paused ? "paused" : "active";
+  if (!task.paused) return "active";
+  return task.pausedReason === undefined ? "paused" : `paused: ${task.pausedReason}`;
 }
 
 function preview(text: string): string {

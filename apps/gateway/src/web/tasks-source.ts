@@ -22,6 +22,7 @@ export async function tasksView(
         text: task.text,
         chat: `${task.chat.platform}:${task.chat.chatId}${task.chat.threadId === undefined ? "" : `/${task.chat.threadId}`}`,
         state,
+        pausedReason: state === "paused" ? task.pausedReason : undefined,
         nextMs: state === "active" ? task.nextDueMs : undefined,
         lastRun:
           task.lastRun === undefined

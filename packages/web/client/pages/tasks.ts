@@ -42,6 +42,7 @@ export function Tasks() {
                   ${tasks.map(
                     (t) => html`<tr data-testid="task" data-task=${t.id}>
                       <td data-label="Task"><code>${t.id}</code> ${badge(t.state, t.state === "active" ? "good" : "")}
+                        ${t.pausedReason === undefined ? "" : html`<div data-testid="paused-reason">paused: ${t.pausedReason}</div>`}
                         <div class="muted">${t.text}</div><div class="muted">in ${t.chat}</div></td>
                       <td data-label="Profile">${t.profile}</td>
                       <td data-label="Owner">${t.ownerName ?? t.owner}</td>
