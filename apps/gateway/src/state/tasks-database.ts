@@ -16,9 +16,9 @@ import type {
 import { sameTask } from "./tasks.js";
 
 /**
- * The scheduled tasks' tables (schema v7, v9, docs/schedules.md), read and written inside the state
- * database's worker thread; `StateDatabase` calls these within its error handling. All the SQL
- * of tasks is here.
+ * The scheduled tasks' tables (schema v7 and v9, docs/schedules.md), read and written inside
+ * the state database's worker thread; `StateDatabase` calls these within its error handling.
+ * All the SQL of tasks is here.
  */
 
 /** Schema step 7: the tasks and the record of their runs (one row per due time). */
