@@ -8,6 +8,13 @@ export const WebDefaults = {
   maxSessions: 64,
   /** How often live updates are computed while at least one browser watches. */
   liveIntervalMs: 1_000,
+  /**
+   * A request whose headers and body have not all arrived this long after it began is answered
+   * 408 and its connection closed: the console's requests are small JSON bodies, and without a
+   * bound a client sending a byte now and then (slowloris) holds a connection, and the
+   * gateway's file descriptors, for ever. An event stream is a response, not bounded by it.
+   */
+  requestTimeoutMs: 30_000,
   /** A comment line on idle event streams, so proxies keep them open. */
   heartbeatMs: 15_000,
   /** Largest file shown inline (images, audio, video); bigger ones are offered for download. */

@@ -1,7 +1,13 @@
 import { Agent, request } from "node:http";
+import { connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { type ManualClock, manualClock } from "../../../test-support/clock.js";
-import { startWebConsole, type WebConsole, type WebLogger } from "./server.js";
+import {
+  startWebConsole,
+  type WebConsole,
+  type WebConsoleOptions,
+  type WebLogger,
+} from "./server.js";
 import type { ConsoleSource } from "./source.js";
 
 const Token = "the-console-token-the-console-token-0123";
@@ -93,7 +99,11 @@ describe("the web console's server", () => {
     web = undefined;
   });
 
-  async function start(listen = "127.0.0.1:0", allowedHosts?: readonly string[]) {
+  async function start(
+    listen = "127.0.0.1:0",
+    allowedHosts?: readonly string[],
+    more: Partial<WebConsoleOptions> = {},
+  ) {
     clock = manualClock();
     lines = [];
     const logger: WebLogger = {
@@ -108,6 +118,7 @@ describe("the web console's server", () => {
       now: clock.now,
       schedule: clock.schedule,
       ...(allowedHosts === undefined ? {} : { allowedHosts }),
+      ...more,
     });
     return web.url;
   }
@@ -248,5 +259,60 @@ describe("the web console's server", () => {
     await expect(start("0.0.0.0:0", ["not a name"])).rejects.toThrow(
       /web\.allowedHosts: "not a name" is not a host name/,
     );
+  });
+
+  it("drops a request whose body does not arrive in time (a slow client holds no connection)", async () => {
+    const url = await start("127.0.0.1:0", undefined, { requestTimeoutMs: 200 });
+    const { hostname, port } = new URL(url);
+    const form = await call(url, "/api/csrf");
+    const csrf = (JSON.parse(form.body) as { token: string }).token;
+    const cookie = [form.headers["set-cookie"] ?? []]
+      .flat()
+      .map((c) => c.split(";")[0])
+      .join("; ");
+    const socket = connect(Number(port), hostname);
+    let answer = "";
+    socket.setEncoding("utf8");
+    socket.on("data", (chunk: string) => {
+      answer += chunk;
+    });
+    const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()));
+    // Headers in full, then one byte of a body announced as 1,000: the slowloris's way.
+    socket.write(
+      [
+        "POST /login HTTP/1.1",
+        `Host: ${hostname}:${port}`,
+        `Origin: ${url}`,
+        `Cookie: ${cookie}`,
+        `X-CSRF-Token: ${csrf}`,
+        "Content-Type: application/json",
+        "Content-Length: 1000",
+        "",
+        "{",
+      ].join("\r\n"),
+    );
+    try {
+      await closed;
+    } finally {
+      socket.destroy();
+    }
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+  });
+
+  it("stops at once while a client is half-way through sending a request", async () => {
+    const url = await start();
+    const { hostname, port } = new URL(url);
+    const socket = connect(Number(port), hostname);
+    const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()));
+    await new Promise<void>((resolve) => socket.on("connect", () => resolve()));
+    socket.write(`GET /login HTTP/1.1\r\nHost: ${hostname}:${port}\r\n`);
+    try {
+      await web?.close();
+      web = undefined;
+      await closed;
+    } finally {
+      socket.destroy();
+    }
+    expect(socket.destroyed).toBe(true);
   });
 });

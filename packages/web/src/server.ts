@@ -44,6 +44,8 @@ export interface WebConsoleOptions {
   readonly schedule?: Schedule | undefined;
   /** Live update period while a browser watches (default `WebDefaults.liveIntervalMs`). */
   readonly liveIntervalMs?: number | undefined;
+  /** How long a request may take to arrive in full (default `WebDefaults.requestTimeoutMs`). */
+  readonly requestTimeoutMs?: number | undefined;
   /** The built front end (default the package's `dist/public`). */
   readonly publicDir?: string | undefined;
 }
@@ -102,7 +104,20 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
     valid: (sessionId) => sessions.valid(sessionId),
     onError: (error) => log.warn({ err: error }, "web console: live update failed"),
   });
-  const app = Fastify({ logger: false, trustProxy: false, bodyLimit: 64 * 1024 });
+  const requestTimeoutMs = options.requestTimeoutMs ?? WebDefaults.requestTimeoutMs;
+  const app = Fastify({
+    logger: false,
+    trustProxy: false,
+    bodyLimit: 64 * 1024,
+    requestTimeout: requestTimeoutMs,
+    // Node looks for late requests this often (its default, 30 s, would double the bound).
+    http: {
+      headersTimeout: requestTimeoutMs,
+      connectionsCheckingInterval: Math.max(10, Math.ceil(requestTimeoutMs / 4)),
+    },
+    // A stop closes the connections still open (a request half sent) instead of waiting for them.
+    forceCloseConnections: true,
+  });
   const cookieSecret = randomBytes(32).toString("hex");
   await app.register(fastifyCookie, { secret: cookieSecret });
   await app.register(fastifyCsrf, {
