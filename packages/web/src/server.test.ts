@@ -261,6 +261,50 @@ describe("the web console's server", () => {
     );
   });
 
+  it("logs in through a TLS proxy: an https Origin of its own name, and a Secure cookie", async () => {
+    const url = await start("0.0.0.0:0", ["console.example"]);
+    const port = new URL(url).port;
+    const local = `http://127.0.0.1:${port}`;
+    const host = { host: "console.example" };
+    const form = await call(local, "/api/csrf", { headers: host });
+    const csrf = (JSON.parse(form.body) as { token: string }).token;
+    const cookie = [form.headers["set-cookie"] ?? []]
+      .flat()
+      .map((c) => c.split(";")[0])
+      .join("; ");
+    const login = (origin: string) =>
+      call(local, "/login", {
+        method: "POST",
+        headers: {
+          ...host,
+          origin,
+          cookie,
+          "x-csrf-token": csrf,
+          "content-type": "application/json",
+        },
+        body: JSON.stringify({ token: Token }),
+      });
+    expect((await login("https://evil.example")).status).toBe(403);
+    const answer = await login("https://console.example");
+    expect(answer.status).toBe(204);
+    const session = [answer.headers["set-cookie"] ?? []]
+      .flat()
+      .find((c) => c.startsWith("mg_session="));
+    expect(session?.split("; ").slice(1).sort()).toEqual([
+      "HttpOnly",
+      "Path=/",
+      "SameSite=Strict",
+      "Secure",
+    ]);
+    // Over plain HTTP the cookie cannot be Secure (the browser would not send it back).
+    const plain = await loginForm(local);
+    const over = await plain(Token);
+    const plainSession = [over.headers["set-cookie"] ?? []]
+      .flat()
+      .find((c) => c.startsWith("mg_session="));
+    expect(plainSession).not.toMatch(/Secure/);
+  });
+
   it("drops a request whose body does not arrive in time (a slow client holds no connection)", async () => {
     const url = await start("127.0.0.1:0", undefined, { requestTimeoutMs: 200 });
     const { hostname, port } = new URL(url);

@@ -174,17 +174,17 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
     return reply.code(401).send({ error: "log in first" });
   });
 
-  /** The request's Origin (or, lacking one, its Referer) is this console. */
+  /**
+   * The request's Origin (or, lacking one, its Referer) is this console: reached directly
+   * (`http:`) or through a TLS proxy that passes the `Host` on (`https:`).
+   */
   function sameOrigin(request: FastifyRequest): boolean {
-    const claimed = request.headers.origin ?? request.headers.referer;
-    if (claimed === undefined || claimed === "null") return false;
-    let origin: URL;
-    try {
-      origin = new URL(claimed);
-    } catch {
-      return false;
-    }
-    return origin.protocol === "http:" && origin.host === request.headers.host;
+    const origin = originOf(request);
+    return (
+      origin !== undefined &&
+      (origin.protocol === "http:" || origin.protocol === "https:") &&
+      origin.host === request.headers.host
+    );
   }
 
   const csrf = app.csrfProtection;
@@ -231,6 +231,8 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
       path: "/",
       httpOnly: true,
       sameSite: "strict",
+      // The page was reached over TLS (a proxy in front): the cookie never crosses plain HTTP.
+      secure: originOf(request)?.protocol === "https:",
     });
     return reply.code(204).send();
   });
@@ -374,6 +376,17 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
       refusals.close();
     },
   };
+}
+
+/** The URL a request's Origin (or, lacking one, its Referer) names, if it names one. */
+function originOf(request: FastifyRequest): URL | undefined {
+  const claimed = request.headers.origin ?? request.headers.referer;
+  if (claimed === undefined || claimed === "null") return undefined;
+  try {
+    return new URL(claimed);
+  } catch {
+    return undefined;
+  }
 }
 
 function sessionKeyOf(request: FastifyRequest): string | undefined {
