@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { formatListenAddress, parseListenAddress } from "@mediagate/io";
+import { type AddressInfo, isIP } from "node:net";
+import { formatListenAddress, isLoopbackHost, parseListenAddress } from "@mediagate/io";
 import type { ChannelHealth } from "../channels/types.js";
 
 /** What the health endpoint reports (docs/durability.md). Token-free. */
@@ -91,8 +91,25 @@ export interface HealthServer {
 }
 
 /**
+ * Whether a `Host` header is one the health endpoint answers: `localhost` or an IP address.
+ * A web page whose own name an attacker made resolve to 127.0.0.1 (DNS rebinding) sends that
+ * name, and must not read the report; probes and the CLI ask for an address.
+ */
+function answeredHost(header: string | undefined): boolean {
+  if (header === undefined) return false;
+  let name: string;
+  try {
+    name = new URL(`http://${header}`).hostname.replace(/^\[|\]$/g, "");
+  } catch {
+    return false;
+  }
+  return isLoopbackHost(name) || isIP(name) !== 0;
+}
+
+/**
  * Serves `GET /health` on a loopback `host:port`: the {@link HealthReport} as JSON, HTTP 200
- * when `ok` or `degraded`, 503 when `failed` (a probe restarts or alerts). Any other path is 404.
+ * when `ok` or `degraded`, 503 when `failed` (a probe restarts or alerts). Any other path is 404;
+ * a `Host` that is neither `localhost` nor an IP address is 421 (DNS rebinding).
  * `listen` is read by @mediagate/io's `parseListenAddress` (`[::1]:9464` for IPv6), which throws
  * `ListenAddressError` for anything else.
  */
@@ -103,6 +120,12 @@ export async function startHealthServer(
   const { host, port } = parseListenAddress(listen);
   const server: Server = createServer((request, response) => {
     const path = (request.url ?? "/").split("?")[0];
+    if (!answeredHost(request.headers.host)) {
+      response
+        .writeHead(421, { "content-type": "text/plain" })
+        .end("unknown host: the health endpoint answers only localhost and IP addresses\n");
+      return;
+    }
     if (request.method !== "GET" || (path !== "/health" && path !== "/healthz")) {
       response.writeHead(404, { "content-type": "text/plain" }).end("not found; try GET /health\n");
       return;
