@@ -1,6 +1,7 @@
 /**
  * The gateway's one escaping of text users chose (display names, chat titles) before it is
- * printed for an operator: the CLI's tables and any log line that carries such a name. A
+ * printed for an operator: the CLI's tables, any log line that carries such a name, and the
+ * web console's Sessions page (names and the command a turn runs). A
  * name is whatever a platform account set, so it may hold terminal escapes (`\x1b[31m`
  * recolours or clears the operator's terminal), bidi overrides (U+202E shows `exe.pdf` for
  * `fdp.exe`) and line or column breaks (a newline or a tab forges a row of a table).

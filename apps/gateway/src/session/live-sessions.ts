@@ -1,4 +1,5 @@
 import { type Clock, systemClock } from "@mediagate/io";
+import { printable } from "../printable.js";
 import type { SessionContext } from "../session/context.js";
 
 /** One session as the web console's Sessions page shows it. */
@@ -53,7 +54,9 @@ export class LiveSessions {
       this.#sessions.delete(key);
       this.#sessions.set(key, known);
     } else {
-      const chat = [session.chatType, session.chatName ?? session.chatId]
+      // Names and commands come from chat users: escaped, so a bidi override or a control
+      // cannot disguise on the Sessions page which session Stop and Reset act on.
+      const chat = [session.chatType, printable(session.chatName ?? session.chatId)]
         .concat(session.threadId === undefined ? [] : [`thread ${session.threadId}`])
         .join(" ");
       this.#sessions.set(key, {
@@ -64,7 +67,7 @@ export class LiveSessions {
         user:
           session.userName === undefined
             ? session.userId
-            : `${session.userName} (${session.userId})`,
+            : `${printable(session.userName)} (${session.userId})`,
         slot,
         lastActivityMs: now,
       });
@@ -91,7 +94,7 @@ export class LiveSessions {
   doing(sessionKey: string, activity: string | undefined): void {
     const session = this.#sessions.get(sessionKey);
     if (session === undefined || session.turnStartedMs === undefined) return;
-    session.doing = activity;
+    session.doing = activity === undefined ? undefined : printable(activity);
     this.#emit("sessions");
   }
 

@@ -105,6 +105,22 @@ describe("web: live sessions", () => {
     expect(heard).toContain("deliveries");
   });
 
+  it("shows names and commands with their bidi overrides and controls escaped, so none can disguise what Stop stops", () => {
+    const live = new LiveSessions({ max: 2 });
+    // U+202E shows "Ada (admin)" for a user who is not the operator's admin Ada.
+    live.seen(
+      { ...session("a"), userName: "Ada \u202e)nimda(", chatName: "ops\nroom", chatType: "group" },
+      "s",
+    );
+    live.turnStarted("a");
+    live.doing("a", "$ echo \u202egnp.tac; rm -rf ~");
+    expect(live.get("a")).toMatchObject({
+      user: "Ada \\u202e)nimda( (7)",
+      chat: "group ops\\nroom",
+      doing: "$ echo \\u202egnp.tac; rm -rf ~",
+    });
+  });
+
   it("counts turns per minute on the monotonic clock: a wall clock stepped back does not keep a turn counted", () => {
     let wall = 5_000_000;
     let mono = 0;
