@@ -1,5 +1,6 @@
 import type { ApprovalsView, ApprovalView } from "@mediagate/web";
 import { Defaults } from "../defaults.js";
+import { printable } from "../printable.js";
 import type { ProfileRuntime } from "../profiles/profile-runtime.js";
 
 /**
@@ -20,13 +21,16 @@ export async function approvalsView(
         platform: record.platform,
         chatId: record.chatId,
         requester: record.requester,
-        action: record.action,
-        reason: record.reason,
+        // Chat users' words (the command asked about, an approver's name): escaped, so a bidi
+        // override or a control cannot disguise what was approved (src/printable.ts).
+        action: printable(record.action),
+        reason: printable(record.reason),
         status: record.status,
         createdMs: record.createdMs,
         expiresMs: record.expiresMs,
         decidedBy: record.decidedBy,
-        decidedByName: record.decidedByName,
+        decidedByName:
+          record.decidedByName === undefined ? undefined : printable(record.decidedByName),
         decidedMs: record.decidedMs,
       });
     }

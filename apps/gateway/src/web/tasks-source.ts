@@ -1,5 +1,6 @@
 import type { TaskActionName, TaskView, WebActor } from "@mediagate/web";
 import type { Logger } from "../log.js";
+import { printable } from "../printable.js";
 import type { ProfileRuntime } from "../profiles/profile-runtime.js";
 import type { TaskServices } from "../schedules/services.js";
 import { actOnTask } from "../schedules/task-commands.js";
@@ -17,9 +18,11 @@ export async function tasksView(
         profile: runtime.name,
         id: task.id,
         owner: task.owner === "operator" ? `operator (${task.name ?? ""})` : task.owner,
-        ownerName: task.ownerName,
+        // Chat users' words: escaped, so a bidi override or a control cannot disguise which
+        // task Run now or Pause acts on (src/printable.ts).
+        ownerName: task.ownerName === undefined ? undefined : printable(task.ownerName),
         timing: describeTiming(task.timing, task.timezone),
-        text: task.text,
+        text: printable(task.text),
         chat: `${task.chat.platform}:${task.chat.chatId}${task.chat.threadId === undefined ? "" : `/${task.chat.threadId}`}`,
         state,
         pausedReason: state === "paused" ? task.pausedReason : undefined,

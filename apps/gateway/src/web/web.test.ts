@@ -1,10 +1,14 @@
 import { describe, expect, it } from "vitest";
+import { useStateBackend } from "../../test/fixtures/state-backends.js";
 import { emptyEnv } from "../config/env.js";
 import { resolveConfig } from "../config/load.js";
 import { createLogger } from "../log.js";
+import type { ProfileRuntime } from "../profiles/profile-runtime.js";
 import type { SessionContext } from "../session/context.js";
 import { LiveSessions } from "../session/live-sessions.js";
+import { approvalsView } from "./approvals-source.js";
 import { LogRing } from "./log-ring.js";
+import { tasksView } from "./tasks-source.js";
 
 const env = emptyEnv();
 
@@ -131,5 +135,55 @@ describe("web: live sessions", () => {
     mono += 61_000;
     expect(live.turnsPerMinute()).toBe(0);
     expect(live.get("a")?.lastActivityMs).toBe(5_000_000);
+  });
+});
+
+describe("the Approvals and Tasks pages", () => {
+  const backend = useStateBackend("sqlite", "web-views");
+
+  it("show chat users' words with their bidi overrides and controls escaped, so none disguises what was approved or what Run now runs", async () => {
+    const store = await backend.open({ now: () => 1_000 });
+    const runtimes = new Map([["p", { name: "p", store } as unknown as ProfileRuntime]]);
+    // U+202E shows "rm -rf ~; echo cat.png" as a harmless "echo gnp.tac…" line, reversed.
+    await store.addApproval(
+      {
+        id: "q1",
+        sessionKey: "telegram:1",
+        sessionId: "s1",
+        platform: "telegram",
+        chatId: "1",
+        requester: "telegram:1",
+        approvers: "sender",
+        action: "$ echo \u202egnp.tac; rm -rf ~",
+        reason: "always\nforged line",
+        waiter: "w",
+        createdMs: 1_000,
+        expiresMs: 601_000,
+        status: "pending",
+      },
+      10,
+      60_000,
+    );
+    await store.tasks.addTask(
+      {
+        id: "t1",
+        owner: "telegram:1",
+        ownerName: "Ada \u202e)nimda(",
+        timing: { kind: "every", everyMs: 3_600_000 },
+        timezone: "UTC",
+        text: "report \u202eexe.pdf",
+        chat: { platform: "telegram", chatId: "1", chatType: "dm" },
+        catchUp: "once",
+        nextDueMs: 5_000,
+      },
+      { maxPerUser: 5, maxPerProfile: 10 },
+    );
+    const { approvals } = await approvalsView(runtimes);
+    expect(approvals[0]).toMatchObject({
+      action: "$ echo \\u202egnp.tac; rm -rf ~",
+      reason: "always\\nforged line",
+    });
+    const [task] = await tasksView(runtimes);
+    expect(task).toMatchObject({ ownerName: "Ada \\u202e)nimda(", text: "report \\u202eexe.pdf" });
   });
 });
