@@ -196,6 +196,50 @@ describe("the web console's server", () => {
     }
   });
 
+  it("cuts secrets out of a failed action's message before the browser is shown it", async () => {
+    const failing = {
+      ...source,
+      stopTurn: async () => {
+        throw new Error("could not reach postgres://mg:hunter2-secret@db.internal/mediagate");
+      },
+    } as unknown as ConsoleSource;
+    const url = await start("127.0.0.1:0", undefined, {
+      source: failing,
+      redact: (text) => text.replaceAll("hunter2-secret", "<redacted>"),
+    });
+    const form = await call(url, "/api/csrf");
+    const csrf = (JSON.parse(form.body) as { token: string }).token;
+    const csrfCookie = [form.headers["set-cookie"] ?? []].flat().map((c) => c.split(";")[0]);
+    const login = await call(url, "/login", {
+      method: "POST",
+      headers: {
+        origin: url,
+        cookie: csrfCookie.join("; "),
+        "x-csrf-token": csrf,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify({ token: Token }),
+    });
+    const session = [login.headers["set-cookie"] ?? []].flat().map((c) => c.split(";")[0]);
+    // The CSRF token is bound to the session: the page asks for a new one once logged in.
+    const cookie = [...csrfCookie, ...session].join("; ");
+    const ours = await call(url, "/api/csrf", { headers: { cookie } });
+    const stopped = await call(url, "/api/sessions/stop", {
+      method: "POST",
+      headers: {
+        origin: url,
+        cookie,
+        "x-csrf-token": (JSON.parse(ours.body) as { token: string }).token,
+        "content-type": "application/json",
+      },
+      body: JSON.stringify({ sessionKey: "telegram:1" }),
+    });
+    expect([stopped.status, JSON.parse(stopped.body)]).toEqual([
+      500,
+      { error: "could not reach postgres://mg:<redacted>@db.internal/mediagate" },
+    ]);
+  });
+
   it("makes only the address that sent the wrong tokens wait", async () => {
     const url = await start();
     const login = await loginForm(url);

@@ -46,6 +46,11 @@ export interface WebConsoleOptions {
   readonly liveIntervalMs?: number | undefined;
   /** How long a request may take to arrive in full (default `WebDefaults.requestTimeoutMs`). */
   readonly requestTimeoutMs?: number | undefined;
+  /**
+   * Cuts secrets out of a failed action's message before the browser is shown it (the
+   * gateway's redaction, which knows its config's secrets). Default: the message as it is.
+   */
+  readonly redact?: ((text: string) => string) | undefined;
   /** The built front end (default the package's `dist/public`). */
   readonly publicDir?: string | undefined;
 }
@@ -326,9 +331,8 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
       return await run(by);
     } catch (error) {
       log.warn({ err: error, by: by.id, action: name }, `web console: ${name} failed`);
-      return reply
-        .code(500)
-        .send({ error: error instanceof Error ? error.message : String(error) });
+      const message = error instanceof Error ? error.message : String(error);
+      return reply.code(500).send({ error: options.redact?.(message) ?? message });
     }
   };
 
