@@ -187,4 +187,26 @@ describe("scheduled tasks over Discord", () => {
     // No message is behind a scheduled run: it replies to none.
     expect(post?.replyTo).toBeUndefined();
   }, 120_000);
+
+  // Last in the file: the fake keeps refusing the channel it denies.
+  it("fails each run whose channel the bot lost, and pauses the task after three (docs/schedules.md)", async () => {
+    const id = idOf(await ask(Other, "/every 5m echo gone-report"));
+    const tasks = harness.gateway.runtimes.get(harness.profile)!.store.tasks;
+    // Discord now answers every send to that DM 403 Missing Access (code 50001).
+    fake.denyAccess(dm(Other));
+    for (let run = 1; run <= 3; run++) {
+      clock.advance(5 * Minute);
+      await waitUntil(async () => {
+        clock.advance(0);
+        const runs = await tasks.recentRuns(id, 10);
+        return runs.filter((r) => r.outcome !== "running").length === run;
+      }, `run ${run} ended`);
+    }
+    const runs = await tasks.recentRuns(id, 10);
+    expect(runs.map((r) => r.outcome)).toEqual(["failed", "failed", "failed"]);
+    expect(runs[0]?.detail).toMatch(/^its chat is unreachable for the bot: .*Missing Access/);
+    const task = await tasks.getTask(id);
+    expect(task).toMatchObject({ paused: true, unreachableInARow: 3 });
+    expect(task?.pausedReason).toBe(runs[0]?.detail);
+  }, 120_000);
 });
