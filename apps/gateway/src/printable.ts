@@ -17,6 +17,25 @@ const Unprintable =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: escaping them is the point
   /[\\\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
+/** {@link Unprintable} but the backslash: see {@link PrintableOptions.keepBackslashes}. */
+const UnprintableKeepingBackslashes =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: escaping them is the point
+  /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/** How {@link printable} escapes. */
+export interface PrintableOptions {
+  /**
+   * Leaves backslashes as they are (default: each written `\\`). For the web console, which
+   * shows commands and task texts an operator approves or runs: there the command must read
+   * as it runs (`grep 'a\|b'`, not `grep 'a\\|b'`), and an escape's one ambiguity (text that
+   * spells `\u202e` reads like the escaped character) reorders nothing.
+   */
+  readonly keepBackslashes?: boolean | undefined;
+}
+
+/** The web console's escaping: backslashes kept ({@link PrintableOptions.keepBackslashes}). */
+export const InBrowser: PrintableOptions = { keepBackslashes: true };
+
 const Named: Readonly<Record<string, string>> = {
   "\\": "\\\\",
   "\n": "\\n",
@@ -30,8 +49,10 @@ const Named: Readonly<Record<string, string>> = {
  * backslash, so an escape in the output always stands for that one character and never
  * for text the user typed. Everything else is kept as it is.
  */
-export function printable(text: string): string {
-  return text.replace(Unprintable, (char) => {
+export function printable(text: string, options: PrintableOptions = {}): string {
+  const unprintable =
+    options.keepBackslashes === true ? UnprintableKeepingBackslashes : Unprintable;
+  return text.replace(unprintable, (char) => {
     const named = Named[char];
     if (named !== undefined) return named;
     const code = char.charCodeAt(0);

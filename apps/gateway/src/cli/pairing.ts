@@ -78,7 +78,7 @@ export async function pairingList(options: PairingCommandOptions, print: Print):
   // a newline or a terminal escape in one would forge or hide rows.
   const row = (cells: readonly string[]) => {
     if (rows++ === 0) print(PairingListHeader);
-    print(cells.map(printable).join("\t"));
+    print(cells.map((cell) => printable(cell)).join("\t"));
   };
   const notes: string[] = [];
   for (const profile of await profilesOf(options)) {

@@ -88,7 +88,7 @@ export async function usageReport(options: UsageCommandOptions, print: Print): P
   let rows = 0;
   const row = (values: readonly string[]) => {
     if (rows++ === 0) print(UsageHeader);
-    print(values.map(printable).join("\t"));
+    print(values.map((value) => printable(value)).join("\t"));
   };
   const notes: string[] = [];
   for (const profile of await profilesOf(options)) {

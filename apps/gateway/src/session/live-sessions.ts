@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from "@mediagate/io";
-import { printable } from "../printable.js";
+import { InBrowser, printable } from "../printable.js";
 import type { SessionContext } from "../session/context.js";
 
 /** One session as the web console's Sessions page shows it. */
@@ -56,7 +56,7 @@ export class LiveSessions {
     } else {
       // Names and commands come from chat users: escaped, so a bidi override or a control
       // cannot disguise on the Sessions page which session Stop and Reset act on.
-      const chat = [session.chatType, printable(session.chatName ?? session.chatId)]
+      const chat = [session.chatType, printable(session.chatName ?? session.chatId, InBrowser)]
         .concat(session.threadId === undefined ? [] : [`thread ${session.threadId}`])
         .join(" ");
       this.#sessions.set(key, {
@@ -67,7 +67,7 @@ export class LiveSessions {
         user:
           session.userName === undefined
             ? session.userId
-            : `${printable(session.userName)} (${session.userId})`,
+            : `${printable(session.userName, InBrowser)} (${session.userId})`,
         slot,
         lastActivityMs: now,
       });
@@ -94,7 +94,7 @@ export class LiveSessions {
   doing(sessionKey: string, activity: string | undefined): void {
     const session = this.#sessions.get(sessionKey);
     if (session === undefined || session.turnStartedMs === undefined) return;
-    session.doing = activity === undefined ? undefined : printable(activity);
+    session.doing = activity === undefined ? undefined : printable(activity, InBrowser);
     this.#emit("sessions");
   }
 

@@ -1,6 +1,6 @@
 import type { ApprovalsView, ApprovalView } from "@mediagate/web";
 import { Defaults } from "../defaults.js";
-import { printable } from "../printable.js";
+import { InBrowser, printable } from "../printable.js";
 import type { ProfileRuntime } from "../profiles/profile-runtime.js";
 
 /**
@@ -23,14 +23,16 @@ export async function approvalsView(
         requester: record.requester,
         // Chat users' words (the command asked about, an approver's name): escaped, so a bidi
         // override or a control cannot disguise what was approved (src/printable.ts).
-        action: printable(record.action),
-        reason: printable(record.reason),
+        action: printable(record.action, InBrowser),
+        reason: printable(record.reason, InBrowser),
         status: record.status,
         createdMs: record.createdMs,
         expiresMs: record.expiresMs,
         decidedBy: record.decidedBy,
         decidedByName:
-          record.decidedByName === undefined ? undefined : printable(record.decidedByName),
+          record.decidedByName === undefined
+            ? undefined
+            : printable(record.decidedByName, InBrowser),
         decidedMs: record.decidedMs,
       });
     }

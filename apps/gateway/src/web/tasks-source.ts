@@ -1,6 +1,6 @@
 import type { TaskActionName, TaskView, WebActor } from "@mediagate/web";
 import type { Logger } from "../log.js";
-import { printable } from "../printable.js";
+import { InBrowser, printable } from "../printable.js";
 import type { ProfileRuntime } from "../profiles/profile-runtime.js";
 import type { TaskServices } from "../schedules/services.js";
 import { actOnTask } from "../schedules/task-commands.js";
@@ -20,9 +20,9 @@ export async function tasksView(
         owner: task.owner === "operator" ? `operator (${task.name ?? ""})` : task.owner,
         // Chat users' words: escaped, so a bidi override or a control cannot disguise which
         // task Run now or Pause acts on (src/printable.ts).
-        ownerName: task.ownerName === undefined ? undefined : printable(task.ownerName),
+        ownerName: task.ownerName === undefined ? undefined : printable(task.ownerName, InBrowser),
         timing: describeTiming(task.timing, task.timezone),
-        text: printable(task.text),
+        text: printable(task.text, InBrowser),
         chat: `${task.chat.platform}:${task.chat.chatId}${task.chat.threadId === undefined ? "" : `/${task.chat.threadId}`}`,
         state,
         pausedReason: state === "paused" ? task.pausedReason : undefined,

@@ -171,7 +171,7 @@ describe("the Approvals and Tasks pages", () => {
         ownerName: "Ada \u202e)nimda(",
         timing: { kind: "every", everyMs: 3_600_000 },
         timezone: "UTC",
-        text: "report \u202eexe.pdf",
+        text: "grep 'a\\|b' log; report \u202eexe.pdf",
         chat: { platform: "telegram", chatId: "1", chatType: "dm" },
         catchUp: "once",
         nextDueMs: 5_000,
@@ -184,6 +184,10 @@ describe("the Approvals and Tasks pages", () => {
       reason: "always\\nforged line",
     });
     const [task] = await tasksView(runtimes);
-    expect(task).toMatchObject({ ownerName: "Ada \\u202e)nimda(", text: "report \\u202eexe.pdf" });
+    // Backslashes as typed: the text reads as it runs.
+    expect(task).toMatchObject({
+      ownerName: "Ada \\u202e)nimda(",
+      text: "grep 'a\\|b' log; report \\u202eexe.pdf",
+    });
   });
 });
