@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine of this kind (or a workstation): a Docker engine,
 # the sandbox test image, dependencies from the lockfile, then build, typecheck, lint and
-# every test. Fails when the tests leave any mediagate container or slot disk behind.
+# every test. Fails when the tests leave any mediagate container, slot disk or mg-* temp dir behind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=lib/suite.sh

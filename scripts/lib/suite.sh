@@ -99,19 +99,25 @@ suite_containers() {
 suite_volumes() { docker volume ls -q --filter label=mediagate.install --filter dangling=true | sort; }
 # Slot disks (loop-mounted images on <home>/sandboxes/docker/<slot>) a test left mounted.
 suite_slot_mounts() { awk '$2 ~ /\/sandboxes\/docker\// { print $2 }' /proc/self/mounts | sort; }
+# The tests' temporary homes and clones (`mg-*` in the temp directory, test-support/temp-dir.ts
+# and the suites' own mkdtemp calls). A run whose workers were killed (turbo stops the other
+# packages when one fails) leaves those of the tests it cut short.
+suite_temp_dirs() { find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'mg-*' 2>/dev/null | sort; }
 
 # suite_run <pnpm script>: runs it, fails when it leaves mediagate containers, their volumes or
 # mounted slot disks behind (and removes them), and prints one closing line over every vitest summary.
 suite_run() {
-  local script=$1 before mounts_before volumes_before out status=0 leaked leaked_mounts
-  local leaked_volumes
+  local script=$1 before mounts_before volumes_before temps_before out status=0 leaked
+  local leaked_mounts leaked_volumes leaked_temps
   before=$(mktemp)
   mounts_before=$(mktemp)
   volumes_before=$(mktemp)
+  temps_before=$(mktemp)
   out=$(mktemp)
   suite_containers >"$before"
   suite_slot_mounts >"$mounts_before"
   suite_volumes >"$volumes_before"
+  suite_temp_dirs >"$temps_before"
   pnpm "$script" 2>&1 | tee "$out" || status=$?
 
   leaked=$(suite_containers | comm -13 "$before" - || true)
@@ -139,6 +145,15 @@ suite_run() {
     status=1
   fi
 
+  # After the unmounts: a slot disk's mount point lies inside a test's temporary home.
+  leaked_temps=$(suite_temp_dirs | comm -13 "$temps_before" - || true)
+  if [ -n "$leaked_temps" ]; then
+    echo "$script: the tests left temporary directories behind (removing them):" >&2
+    echo "$leaked_temps" >&2
+    echo "$leaked_temps" | xargs -r rm -rf
+    status=1
+  fi
+
   suite_checks_wait || status=1
 
   # vitest prints "Tests  N passed | M failed (T)" per package. awk alone: a grep matching
@@ -153,7 +168,7 @@ suite_run() {
   local passed failed
   passed=$(count passed)
   failed=$(count failed)
-  rm -f "$before" "$mounts_before" "$volumes_before" "$out"
+  rm -f "$before" "$mounts_before" "$volumes_before" "$temps_before" "$out"
   echo
   echo "${passed} passed, ${failed} failed"
   return "$status"
