@@ -11,6 +11,7 @@ import {
   MessageFlags,
   type REST,
 } from "discord.js";
+import { LRUCache } from "lru-cache";
 import type { Logger } from "pino";
 import { LeadershipLostError } from "../../cluster/errors.js";
 import type { BotLeadership } from "../../cluster/leader-lease.js";
@@ -49,7 +50,6 @@ import { InboundQueues, type InboundRetryOptions } from "./inbound-queue.js";
 import { flatLimits, uploadLimitFor } from "./limits.js";
 import { DiscordOutbox, type DiscordRetryOptions } from "./outbox.js";
 import { createReactionRest, DiscordStatusReactions } from "./reactions.js";
-import { RecentSet } from "./recent-set.js";
 import { DiscordStatusMessages } from "./status.js";
 
 /** Constructor options of {@link DiscordChannel}. */
@@ -176,7 +176,10 @@ export class DiscordChannel implements ChannelAdapter {
   readonly #channelIds: ReadonlySet<string>;
   readonly #allowedChannelIds: ReadonlySet<string> | undefined;
   readonly #configuredMaxBytes: number | undefined;
-  readonly #answeredThreads = new RecentSet<string>(Defaults.discord.answeredThreadsKept);
+  /** Threads answered in, the most recent `answeredThreadsKept` (lru-cache drops the oldest). */
+  readonly #answeredThreads = new LRUCache<string, true>({
+    max: Defaults.discord.answeredThreadsKept,
+  });
   readonly #health: HealthMonitor;
   readonly #leader: BotLeadership | undefined;
   readonly #inbound: InboundQueues;
@@ -615,7 +618,7 @@ export class DiscordChannel implements ChannelAdapter {
   }
 
   #noteAnswered(target: ChatTarget): void {
-    if (target.threadId !== undefined) this.#answeredThreads.add(target.threadId);
+    if (target.threadId !== undefined) this.#answeredThreads.set(target.threadId, true);
   }
 
   #limitFor(target: ChatTarget): number {
