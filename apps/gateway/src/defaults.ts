@@ -164,6 +164,13 @@ export const Defaults = {
   sessions: {
     groupSessionsPerUser: true,
     threadSessionsPerUser: false,
+    /**
+     * Sessions a process remembers per container slot for `/reset`, `/status` and `/stop all`
+     * (docs/sessions.md): the most recently queued, and every one with a turn running or a
+     * message queued. A persistent profile's slot sees every user of the profile; unbounded,
+     * it grew by a key for each, for the process's life.
+     */
+    keptPerSlot: 10_000,
   },
   /** The state stores of the profiles (docs/store.md). */
   state: {

@@ -277,19 +277,22 @@ export function composeCore(
     TaskChoiceKind,
     taskPresses({ ...schedules, runtimeOf: (name) => runtimes.get(name), logger }),
   );
+  const queue = new TurnQueue({
+    concurrency: config.concurrency,
+    onError: (sessionKey, error) =>
+      logger.error({ err: error, sessionKey }, "turn failed outside its handlers"),
+  });
   const services: PipelineServices = {
     approvals,
     resetButtons: resets,
     modelButtons: models,
     schedules,
-    queue: new TurnQueue({
-      concurrency: config.concurrency,
-      onError: (sessionKey, error) =>
-        logger.error({ err: error, sessionKey }, "turn failed outside its handlers"),
-    }),
+    queue,
     busy: new BusySessions(),
     scope: new SessionScope({ fallbackSessionKey: env.sessionKey }),
-    slots: new SlotRegistry(),
+    slots: new SlotRegistry({
+      busy: (sessionKey) => queue.isRunning(sessionKey) || queue.queued(sessionKey) > 0,
+    }),
     journal,
     outbox,
     channels: () => channels.map((c) => c.health()),
