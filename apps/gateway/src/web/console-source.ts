@@ -1,11 +1,10 @@
 import { Transform } from "node:stream";
-import { type PlannedItem, planMedia, resumePlan } from "@mediagate/media";
+import { planMedia, resumePlan } from "@mediagate/media";
 import { directoryUsage } from "@mediagate/sandbox";
 import type {
   ConsoleSource,
   ContainerView,
   DeliveryView,
-  FileView,
   OverviewView,
   PreviewFile,
   ResetAnswer,
@@ -22,6 +21,7 @@ import type { PipelineServices } from "../pipeline/types.js";
 import type { ProfileRuntime } from "../profiles/profile-runtime.js";
 import type { LiveSessions } from "../session/live-sessions.js";
 import { approvalsView } from "./approvals-source.js";
+import { deliveryView } from "./deliveries-source.js";
 import type { LogRing } from "./log-ring.js";
 import { taskAction, tasksView } from "./tasks-source.js";
 import { usageView } from "./usage-source.js";
@@ -37,9 +37,6 @@ export interface ConsoleSourceDeps {
   readonly health: () => Promise<HealthReport>;
   readonly channelFor: (profile: string, platform: Platform) => ChannelAdapter | undefined;
 }
-
-/** Characters of a reply's text the deliveries page shows. */
-const ReplyTextChars = 600;
 
 /**
  * The gateway seen by the web console (docs/web-console.md). It reads the channels' health,
@@ -94,43 +91,6 @@ export function createConsoleSource(deps: ConsoleSourceDeps): ConsoleSource {
     if (triedCache.size > 1000) triedCache.clear();
     triedCache.set(key, paths);
     return paths;
-  }
-
-  async function fileView(
-    record: OutboxRecord,
-    item: PlannedItem,
-    index: number,
-  ): Promise<FileView> {
-    switch (item.status) {
-      case "ready":
-        return {
-          status:
-            record.state === "delivered"
-              ? "delivered"
-              : record.state === "pending"
-                ? "pending"
-                : "failed",
-          index,
-          name: item.filename,
-          kind: item.kind,
-          mime: item.mime,
-          size: item.size,
-        };
-      case "denied":
-        return { status: "withheld", index, reason: item.reason };
-      case "too_large":
-        return { status: "too_large", index, path: item.path, size: item.size, limit: item.limit };
-      case "unreachable":
-        return {
-          status: "missing",
-          index,
-          path: item.path,
-          tried:
-            item.reason === "over_max_files"
-              ? ["not looked for: the reply named more files than are sent"]
-              : await tried(record, index, item.path),
-        };
-    }
   }
 
   return {
@@ -203,25 +163,7 @@ export function createConsoleSource(deps: ConsoleSourceDeps): ConsoleSource {
     async deliveries(limit: number): Promise<DeliveryView[]> {
       const records = await journal.replies({ limit });
       const views: DeliveryView[] = [];
-      for (const record of records) {
-        const items = record.plan?.items ?? [];
-        const files: FileView[] = [];
-        for (const [index, item] of items.entries())
-          files.push(await fileView(record, item, index));
-        const text = record.plan?.text ?? record.text;
-        views.push({
-          id: record.id,
-          profile: record.profile,
-          platform: record.platform,
-          sessionKey: record.sessionKey,
-          createdMs: record.createdAtMs,
-          state: record.state,
-          attempts: record.attempts,
-          lastError: record.lastError,
-          text: text.length > ReplyTextChars ? `${text.slice(0, ReplyTextChars - 1)}…` : text,
-          files,
-        });
-      }
+      for (const record of records) views.push(await deliveryView(record, tried));
       return views;
     },
 

@@ -2,11 +2,13 @@ import { describe, expect, it } from "vitest";
 import { useStateBackend } from "../../test/fixtures/state-backends.js";
 import { emptyEnv } from "../config/env.js";
 import { resolveConfig } from "../config/load.js";
+import type { OutboxRecord } from "../durable/types.js";
 import { createLogger } from "../log.js";
 import type { ProfileRuntime } from "../profiles/profile-runtime.js";
 import type { SessionContext } from "../session/context.js";
 import { LiveSessions } from "../session/live-sessions.js";
 import { approvalsView } from "./approvals-source.js";
+import { deliveryView } from "./deliveries-source.js";
 import { LogRing } from "./log-ring.js";
 import { tasksView } from "./tasks-source.js";
 
@@ -189,5 +191,61 @@ describe("the Approvals and Tasks pages", () => {
       ownerName: "Ada \\u202e)nimda(",
       text: "grep 'a\\|b' log; report \\u202eexe.pdf",
     });
+  });
+});
+
+describe("the Deliveries page", () => {
+  it("escapes the names and paths of a reply's files, so none disguises what a download saves", async () => {
+    // U+202E shows "report\\u202etxt.exe" as "reportexe.txt": a download saves an .exe.
+    const record = {
+      id: "r1",
+      profile: "p",
+      platform: "telegram",
+      sessionKey: "telegram:1",
+      createdAtMs: 1_000,
+      state: "delivered",
+      attempts: 1,
+      lastError: "send failed: bad\nforged line \u202e",
+      text: "see the files\nbelow",
+      plan: {
+        version: 1,
+        text: "see the files\nbelow",
+        asVoice: false,
+        asDocument: false,
+        items: [
+          {
+            status: "ready",
+            path: "/workspace/report\u202etxt.exe",
+            kind: "document",
+            filename: "report\u202etxt.exe",
+            mime: "application/octet-stream",
+            size: 3,
+          },
+          { status: "unreachable", path: "/workspace/gone\u202egnp.sh", reason: "not_found" },
+        ],
+      },
+    } as unknown as OutboxRecord;
+    const view = await deliveryView(record, async (_record, _index, path) => [
+      `${path} (container: missing)`,
+    ]);
+    expect(view.files).toEqual([
+      {
+        status: "delivered",
+        index: 0,
+        name: "report\\u202etxt.exe",
+        kind: "document",
+        mime: "application/octet-stream",
+        size: 3,
+      },
+      {
+        status: "missing",
+        index: 1,
+        path: "/workspace/gone\\u202egnp.sh",
+        tried: ["/workspace/gone\\u202egnp.sh (container: missing)"],
+      },
+    ]);
+    expect(view.lastError).toBe("send failed: bad\\nforged line \\u202e");
+    // The reply's own text as it was sent, line breaks and all.
+    expect(view.text).toBe("see the files\nbelow");
   });
 });
