@@ -17,6 +17,17 @@ export const WebDefaults = {
   requestTimeoutMs: 30_000,
   /** A comment line on idle event streams, so proxies keep them open. */
   heartbeatMs: 15_000,
+  /**
+   * Event streams one login session keeps open at once (a browser's tabs); one more closes its
+   * oldest. With `maxSessions`, at most 512 streams are written to each second.
+   */
+  eventStreamsPerLogin: 8,
+  /**
+   * An event stream whose client has left this many bytes unread (a laptop asleep with its
+   * connection open, a client that never reads) is closed: each update is queued for it in
+   * the gateway's memory until it reads, without bound. A browser that wakes reconnects.
+   */
+  eventStreamBacklogBytes: 1024 * 1024,
   /** Largest file shown inline (images, audio, video); bigger ones are offered for download. */
   previewMaxBytes: 50 * 1024 * 1024,
   /** How much of a text file the deliveries page shows. */

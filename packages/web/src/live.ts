@@ -22,6 +22,10 @@ export interface LiveHubOptions {
   readonly valid?: ((sessionId: string) => boolean) | undefined;
   /** Runs `run` every `ms` until the answered function is called (default an unref'd interval). */
   readonly every?: ((run: () => void, ms: number) => () => void) | undefined;
+  /** Streams one login session keeps at once (default `WebDefaults.eventStreamsPerLogin`). */
+  readonly streamsPerLogin?: number | undefined;
+  /** Unread bytes past which a stream is closed (default `WebDefaults.eventStreamBacklogBytes`). */
+  readonly backlogBytes?: number | undefined;
 }
 
 /** An unref'd `setInterval`: live updates never keep the process alive. */
@@ -47,6 +51,8 @@ export class LiveHub {
   readonly #changed = new Set<ChangeKind>();
   readonly #every: (run: () => void, ms: number) => () => void;
   readonly #valid: (sessionId: string) => boolean;
+  readonly #streamsPerLogin: number;
+  readonly #backlogBytes: number;
   #unlisten: (() => void) | undefined;
   #timer: (() => void) | undefined;
   #heartbeat: (() => void) | undefined;
@@ -68,14 +74,24 @@ export class LiveHub {
     this.#onError = options.onError ?? (() => {});
     this.#every = options.every ?? everyWithTimer;
     this.#valid = options.valid ?? (() => true);
+    this.#streamsPerLogin = Math.max(
+      1,
+      options.streamsPerLogin ?? WebDefaults.eventStreamsPerLogin,
+    );
+    this.#backlogBytes = options.backlogBytes ?? WebDefaults.eventStreamBacklogBytes;
   }
 
   get subscribers(): number {
     return this.#subscribers.size;
   }
 
-  /** Starts streaming to `response` (headers already written); ends when it closes. */
+  /**
+   * Starts streaming to `response` (headers already written); ends when it closes. The login
+   * session's oldest stream is closed first if it holds `streamsPerLogin` already.
+   */
   add(sessionId: string, response: ServerResponse): void {
+    const own = [...this.#subscribers].filter((s) => s.sessionId === sessionId);
+    for (const oldest of own.slice(0, own.length - this.#streamsPerLogin + 1)) this.#drop(oldest);
     const subscriber = { sessionId, response };
     this.#subscribers.add(subscriber);
     response.on("close", () => this.#remove(subscriber));
@@ -100,7 +116,7 @@ export class LiveHub {
   }
 
   #remove(subscriber: Subscriber): void {
-    this.#subscribers.delete(subscriber);
+    if (!this.#subscribers.delete(subscriber)) return;
     if (this.#subscribers.size === 0) this.#end();
   }
 
@@ -111,7 +127,7 @@ export class LiveHub {
     this.#unlisten = this.#source.onChange((what) => this.#changed.add(what));
     this.#timer = this.#every(() => void this.#tick(), this.#intervalMs);
     this.#heartbeat = this.#every(() => {
-      for (const subscriber of this.#subscribers) subscriber.response.write(": keep-alive\n\n");
+      for (const subscriber of [...this.#subscribers]) this.#write(subscriber, ": keep-alive\n\n");
     }, this.#heartbeatMs);
     void this.#tick();
   }
@@ -156,10 +172,22 @@ export class LiveHub {
   }
 
   #broadcast(event: string, data: string): void {
-    for (const subscriber of this.#subscribers) this.#send(subscriber, event, data);
+    for (const subscriber of [...this.#subscribers]) this.#send(subscriber, event, data);
   }
 
   #send(subscriber: Subscriber, event: string, data: string): void {
-    subscriber.response.write(`event: ${event}\ndata: ${data}\n\n`);
+    this.#write(subscriber, `event: ${event}\ndata: ${data}\n\n`);
+  }
+
+  /** Writes to the stream, closing it if its client has left too much unread. */
+  #write(subscriber: Subscriber, text: string): void {
+    subscriber.response.write(text);
+    if (subscriber.response.writableLength > this.#backlogBytes) this.#drop(subscriber);
+  }
+
+  /** Closes a stream now, its unsent updates discarded. */
+  #drop(subscriber: Subscriber): void {
+    this.#remove(subscriber);
+    subscriber.response.destroy();
   }
 }

@@ -1,7 +1,7 @@
 import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PassThrough } from "node:stream";
+import { PassThrough, Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../../../test-support/wait.js";
 import { answeredHostNames, hostNameOf, WebHostsError } from "./hosts.js";
@@ -206,6 +206,49 @@ describe("live updates", () => {
     const ticks = hub.ticks;
     await hub.tick();
     expect(hub.ticks).toBe(ticks);
+  });
+
+  it("closes a stream whose client leaves too much unread, and a login's oldest past its cap", async () => {
+    const sessions = Array.from({ length: 50 }, (_, i) => ({ sessionKey: `telegram:${i}` }));
+    const source = {
+      overview: async () => ({}),
+      sessions: () => sessions,
+      onChange: () => () => {},
+    } as unknown as ConsoleSource;
+    const hub = new LiveHub({
+      source,
+      every: () => () => {},
+      streamsPerLogin: 2,
+      backlogBytes: 4096,
+    });
+    // A client that never reads: nothing it is sent leaves the gateway's memory.
+    const stalled = new Writable({ write: () => {} });
+    const reader = new PassThrough();
+    reader.resume();
+    hub.add("s1", stalled as never);
+    hub.add("s2", reader as never);
+    for (let i = 0; i < 40 && hub.subscribers === 2; i += 1) {
+      sessions.push({ sessionKey: `telegram:new${i}` });
+      await hub.tick();
+    }
+    expect([stalled.destroyed, reader.destroyed, hub.subscribers]).toEqual([true, false, 1]);
+
+    // A third stream of login s2 closes its oldest; other logins' streams stay.
+    const second = new PassThrough().resume();
+    const third = new PassThrough().resume();
+    const other = new PassThrough().resume();
+    hub.add("s3", other as never);
+    hub.add("s2", second as never);
+    expect(reader.destroyed).toBe(false);
+    hub.add("s2", third as never);
+    expect([reader.destroyed, second.destroyed, third.destroyed, other.destroyed]).toEqual([
+      true,
+      false,
+      false,
+      false,
+    ]);
+    expect(hub.subscribers).toBe(3);
+    hub.close();
   });
 
   it("closes the stream of a login session that ended", async () => {
