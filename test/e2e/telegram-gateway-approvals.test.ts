@@ -259,6 +259,35 @@ describe("gateway over Telegram: approvals with buttons", () => {
     expect(shown(Asker, q)?.reply_markup).toBeUndefined();
   });
 
+  it("a typed /allow sent before the question was asked decides nothing, and says so", async () => {
+    const since = bot.mark();
+    await send(Asker, "touch /workspace/late-question");
+    const q = await question(Asker, since);
+    // Sent ten seconds ago, for a question since gone: it waited in Telegram's queue.
+    const answered = bot.mark();
+    await bot.post((fake) =>
+      fake.sendPrivateText({
+        userId: Asker,
+        text: "/allow",
+        date: Math.floor(harness.stateClock.now() / 1000) - 10,
+      }),
+    );
+    const refusal = await waitFor(() => {
+      const said = bot
+        .callsIn(Asker, answered)
+        .find((c) => c.method === "sendMessage" && String(c.params.text).startsWith("⚠️"));
+      expect(said).toBeDefined();
+      return String(said?.params.text);
+    });
+    expect(refusal).toMatch(/^⚠️ Not decided: your \/allow was sent before the question/);
+    expect(refusal).toContain("$ touch /workspace/late-question");
+    expect(made("late-question")).toBe(false);
+    expect(shown(Asker, q)?.reply_markup).toBeDefined();
+    await send(Asker, "/allow");
+    await harness.gateway.idle();
+    expect(made("late-question")).toBe(true);
+  });
+
   it("a press after a restart is answered clearly, and the message asks anew", async () => {
     const since = bot.mark();
     await send(Asker, "touch /workspace/after-restart");

@@ -158,6 +158,12 @@ export const Defaults = {
     actionMaxChars: 600,
     /** Newest approvals the web console lists per profile. */
     listed: 20,
+    /**
+     * A typed answer decides no question asked more than this after it was sent (its platform's
+     * send time against the gateway's clock; docs/approvals.md): it covers Telegram's
+     * whole-second dates and a clock or two a second apart.
+     */
+    typedAnswerSlackMs: 2_000,
   },
   /** Re-run a turn a crash cut off (off: its chat gets a notice; commands are not idempotent). */
   rerunInterrupted: false,

@@ -273,6 +273,7 @@ export class TelegramGatewayHarness {
   ): Promise<TelegramGatewayHarness> {
     const home = await createTempHome(prefix);
     const fakes: FakeTelegram[] = [];
+    const stateClock = manualClock(Date.now());
     let gateway: Gateway | undefined;
     try {
       const profiles = [];
@@ -282,6 +283,9 @@ export class TelegramGatewayHarness {
           token: `${botId}:AA${randomBytes(12).toString("hex")}`,
           botId,
           botUsername: `mg_e2e_${index}_bot`,
+          // Telegram's clock is the test's: a message sent after the state clock moved on is
+          // dated then, as the gateway's answers to typed approvals expect (docs/approvals.md).
+          now: stateClock.now,
           ...spec.fake,
         });
         const { apiRoot } = await fake.start();
@@ -318,7 +322,6 @@ export class TelegramGatewayHarness {
         destination: { write: (line: string) => void logs.push(line) },
         ring: logRing,
       });
-      const stateClock = manualClock(Date.now());
       const gatewayOptions: GatewayOptions = {
         logger,
         activityIntervalMs: 200,

@@ -84,6 +84,11 @@ export interface FakeTelegramOptions {
   readonly downloadMaxBytes?: number;
   /** How a set webhook's failed deliveries are retried (test/fakes/telegram/webhook-delivery.ts). */
   readonly webhook?: WebhookDeliveryOptions;
+  /**
+   * Telegram's clock, in ms (default `Date.now`): the `date` of the text messages users send.
+   * A harness whose gateway runs on a manual clock hands it that clock, so the two agree.
+   */
+  readonly now?: () => number;
 }
 
 /** Telegram's answer to a call aimed at a chat gone for the bot (see `FakeTelegram.blockChat`). */
@@ -105,6 +110,7 @@ export const FakeTelegramDefaults = {
   localFiles: false,
   downloadMaxBytes: PublicDownloadMaxBytes,
   webhook: {},
+  now: Date.now,
   /** How long an idle client connection is kept open (the server's `keepAliveTimeout`). */
   keepAliveTimeoutMs: 60_000,
 } as const satisfies Required<FakeTelegramOptions> & { keepAliveTimeoutMs: number };
@@ -152,6 +158,7 @@ export class FakeTelegram {
   readonly menus = new CommandMenus((chatId) => this.chats.has(chatId));
   private server: Server | undefined;
   private inboundMessageId = 1000;
+  private readonly now: () => number;
   /** Calls dropped by {@link forgetCalls}, so `seq` keeps counting. */
   private forgotten = 0;
   private uploadBytesPerSecond: number | undefined;
@@ -168,6 +175,7 @@ export class FakeTelegram {
     this.token = settings.token;
     this.localFiles = settings.localFiles;
     this.downloadMaxBytes = settings.downloadMaxBytes;
+    this.now = settings.now;
     this.webhook = new WebhookDelivery(this.updates, settings.webhook);
     this.bot = {
       id: settings.botId,
@@ -303,6 +311,11 @@ export class FakeTelegram {
     return this.updates.push(update);
   }
 
+  /** Now by the fake's clock, in Unix seconds, as a message's `date`. */
+  private seconds(): number {
+    return Math.floor(this.now() / 1000);
+  }
+
   private noteChat(update: UpdateInput): void {
     const message = update.message ?? update.channel_post;
     if (message !== undefined) this.chats.set(String(message.chat.id), { ...message.chat });
@@ -310,22 +323,30 @@ export class FakeTelegram {
 
   /** A user writes `text` to the bot in a private chat (chat id = user id). */
   sendPrivateText(input: PrivateTextInput): Update {
-    return this.pushUpdate(privateTextUpdate(this.inboundMessageId++, input));
+    return this.pushUpdate(
+      privateTextUpdate(this.inboundMessageId++, { date: this.seconds(), ...input }),
+    );
   }
 
   /** A user writes in a group or supergroup (not a forum topic). */
   sendGroupText(input: GroupTextInput): Update {
-    return this.pushUpdate(groupTextUpdate(this.inboundMessageId++, input));
+    return this.pushUpdate(
+      groupTextUpdate(this.inboundMessageId++, { date: this.seconds(), ...input }),
+    );
   }
 
   /** A user writes in a forum topic: `message_thread_id` set, `is_topic_message: true`. */
   sendTopicText(input: TopicTextInput): Update {
-    return this.pushUpdate(topicTextUpdate(this.inboundMessageId++, input));
+    return this.pushUpdate(
+      topicTextUpdate(this.inboundMessageId++, { date: this.seconds(), ...input }),
+    );
   }
 
   /** A post in a channel the bot administers (no `from`, `sender_chat` set). */
   sendChannelPost(input: ChannelPostInput): Update {
-    return this.pushUpdate(channelPostUpdate(this.inboundMessageId++, input));
+    return this.pushUpdate(
+      channelPostUpdate(this.inboundMessageId++, { date: this.seconds(), ...input }),
+    );
   }
 
   /**

@@ -5,6 +5,11 @@ export type UpdateInput = Omit<Update, "update_id"> & { update_id?: number };
 
 /** Who sends a message; defaults give a plausible human. */
 export interface SenderInput {
+  /**
+   * The message's `date` (Unix seconds): when Telegram says it was sent. Default: the fake's
+   * clock (`FakeTelegramOptions.now`); earlier for a message that waited in Telegram's queue.
+   */
+  readonly date?: number;
   readonly userId?: number;
   readonly firstName?: string;
   readonly lastName?: string;
@@ -38,6 +43,8 @@ export interface TopicTextInput extends SenderInput {
 }
 
 export interface ChannelPostInput {
+  /** As {@link SenderInput.date}. */
+  readonly date?: number;
   readonly chatId: number;
   readonly text: string;
   readonly title?: string;
@@ -103,7 +110,9 @@ export function privateTextUpdate(messageId: number, input: PrivateTextInput): U
   const from = userOf(input);
   const chat: Chat.PrivateChat = { id: from.id, type: "private", first_name: from.first_name };
   if (from.username !== undefined) chat.username = from.username;
-  return { message: textMessage(messageId, now(), chat, from, input.text) } as UpdateInput;
+  return {
+    message: textMessage(messageId, input.date ?? now(), chat, from, input.text),
+  } as UpdateInput;
 }
 
 export function groupTextUpdate(messageId: number, input: GroupTextInput): UpdateInput {
@@ -112,7 +121,7 @@ export function groupTextUpdate(messageId: number, input: GroupTextInput): Updat
     input.chatType === "group"
       ? { id: input.chatId, type: "group", title }
       : { id: input.chatId, type: "supergroup", title };
-  const message = textMessage(messageId, now(), chat, userOf(input), input.text);
+  const message = textMessage(messageId, input.date ?? now(), chat, userOf(input), input.text);
   if (input.replyThreadId !== undefined) {
     message.message_thread_id = input.replyThreadId;
   }
@@ -129,7 +138,7 @@ export function topicTextUpdate(messageId: number, input: TopicTextInput): Updat
     title: input.title ?? "Test forum",
     is_forum: true,
   };
-  const message = textMessage(messageId, now(), chat, userOf(input), input.text);
+  const message = textMessage(messageId, input.date ?? now(), chat, userOf(input), input.text);
   message.message_thread_id = input.threadId;
   message.is_topic_message = true;
   return { message } as UpdateInput;
@@ -141,7 +150,7 @@ export function channelPostUpdate(messageId: number, input: ChannelPostInput): U
     type: "channel",
     title: input.title ?? "Test channel",
   };
-  const message = textMessage(messageId, now(), chat, undefined, input.text);
+  const message = textMessage(messageId, input.date ?? now(), chat, undefined, input.text);
   message.sender_chat = chat;
   return { channel_post: message } as UpdateInput;
 }

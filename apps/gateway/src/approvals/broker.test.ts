@@ -144,9 +144,7 @@ describe("a question another live process waits for (replicas)", () => {
     const line = await other.typed(
       "p",
       { platform: "telegram", chatId: "-100" },
-      "2",
-      "Ann",
-      "denied",
+      { userId: "2", userName: "Ann", status: "denied" },
       typedIn.channel,
     );
     expect(line).toMatch(/^🚫 Denied by Ann/);
@@ -166,5 +164,40 @@ describe("a question another live process waits for (replicas)", () => {
     expect(answer).toMatchObject({ kind: "decided", notice: expect.stringMatching(/^⚠️ Not run/) });
     clock.advance(1_000);
     expect(await settled).toMatch(/another gateway process.*not run/);
+  });
+});
+
+describe("a typed answer", () => {
+  it("decides no question asked after it was sent: it was meant for an earlier one", async () => {
+    const shared = await profileWithStore();
+    const broker = new ApprovalBroker({ profileOf: () => shared, logger: silentLogger() });
+    const asked = recordingChannel();
+    const settled = broker.ask(
+      request(asked.channel, "2", "rm -rf build", new AbortController().signal),
+    );
+    await waitUntil(() => asked.posted.length === 1, "the question posted");
+    const question = await shared.store.latestPendingApproval("telegram", "-100", undefined);
+    const where = { platform: "telegram", chatId: "-100" } as const;
+    // Sent five seconds before this question was asked: the /allow answered another one.
+    const early = await broker.typed("p", where, {
+      userId: "2",
+      status: "allowed",
+      sentAtMs: question!.createdMs - 5_000,
+    });
+    expect(early).toMatch(/^⚠️ Not decided: your \/allow was sent before the question/);
+    expect(early).toContain("$ rm -rf build");
+    expect(await shared.store.latestPendingApproval("telegram", "-100", undefined)).toMatchObject({
+      id: question!.id,
+      status: "pending",
+    });
+    // Within a second or two of it (Telegram's whole-second dates, clocks apart): decided.
+    const line = await broker.typed("p", where, {
+      userId: "2",
+      userName: "Ann",
+      status: "allowed",
+      sentAtMs: question!.createdMs - 1_500,
+    });
+    expect(line).toMatch(/^✅ Allowed once by Ann/);
+    expect(await settled).toBe("once");
   });
 });

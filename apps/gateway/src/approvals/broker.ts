@@ -18,7 +18,7 @@ import { abortedByStop } from "../session/stopping.js";
 import type { ApprovalRecord, ApprovalStatus } from "../state/approvals.js";
 import type { StateStore } from "../state/state-store.js";
 import { type AgentAction, describeAction } from "./rules.js";
-import { decidedText, questionText, refusalOf, TypedHint } from "./texts.js";
+import { decidedText, questionText, refusalOf, sentBeforeText, TypedHint } from "./texts.js";
 
 /** The button kind of approvals in choice data (`ap:<id>:<option>`). */
 export const ApprovalChoiceKind = "ap";
@@ -65,6 +65,15 @@ export interface ApprovalRequest {
 }
 
 /** Options of {@link ApprovalBroker}. */
+/** A typed `/allow`, `/allow session` or `/deny`: who sent it, when, and what it says. */
+export interface TypedAnswer {
+  readonly userId: string;
+  readonly userName?: string | undefined;
+  readonly status: "allowed" | "allowed_session" | "denied";
+  /** When the platform says it was sent (`InboundMessage.sentAtMs`); absent: not checked. */
+  readonly sentAtMs?: number | undefined;
+}
+
 export interface ApprovalBrokerOptions {
   /** The profile a press or typed answer belongs to, by name. */
   readonly profileOf: (name: string) => ApprovalProfile | undefined;
@@ -406,17 +415,17 @@ export class ApprovalBroker {
 
   /**
    * A typed `/allow`, `/allow session` or `/deny` in a chat: decides the chat's newest pending
-   * approval. Answers the line to say. `channel` is the chat's: when another process waits for
-   * the question, its buttons are closed through it here.
+   * approval, unless the answer was sent before that question was asked (docs/approvals.md).
+   * Answers the line to say. `channel` is the chat's: when another process waits for the
+   * question, its buttons are closed through it here.
    */
   async typed(
     profileName: string,
     where: { platform: Platform; chatId: string; threadId?: string | undefined },
-    userId: string,
-    userName: string | undefined,
-    status: "allowed" | "allowed_session" | "denied",
+    answer: TypedAnswer,
     channel?: ChannelAdapter,
   ): Promise<string> {
+    const { userId, userName, status } = answer;
     const profile = this.#options.profileOf(profileName);
     const record =
       profile === undefined
@@ -424,8 +433,18 @@ export class ApprovalBroker {
         : await profile.store.latestPendingApproval(where.platform, where.chatId, where.threadId);
     if (profile === undefined || record === undefined)
       return "Nothing is waiting for approval here.";
+    if (
+      answer.sentAtMs !== undefined &&
+      answer.sentAtMs + Defaults.approvals.typedAnswerSlackMs < record.createdMs
+    ) {
+      this.#options.logger.info(
+        { approval: record.id, user: `${where.platform}:${userId}` },
+        "typed approval answer refused: sent before the question was asked",
+      );
+      return sentBeforeText(record, status);
+    }
     const waitingHere = this.#waiting.has(record.id);
-    const answer = await this.#answer(
+    const decided = await this.#answer(
       profile,
       record,
       where.platform,
@@ -434,14 +453,14 @@ export class ApprovalBroker {
       status,
       false,
     );
-    if (answer.kind !== "decided") return answer.notice;
+    if (decided.kind !== "decided") return decided.notice;
     // Another process waits for it (or none does any more): no waiting turn here closes the
     // buttons, so the answer does, as a press's answer does.
     const messageId = record.messageId;
     if (!waitingHere && channel !== undefined && messageId !== undefined) {
-      await this.#close({ channel, target: where }, messageId, answer.text, record.id);
+      await this.#close({ channel, target: where }, messageId, decided.text, record.id);
     }
-    return answer.notice ?? answer.text;
+    return decided.notice ?? decided.text;
   }
 
   async #answer(

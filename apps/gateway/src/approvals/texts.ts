@@ -49,3 +49,24 @@ export function refusalOf(record: ApprovalRecord): string {
     ? "Only an admin can decide this; nothing was done."
     : "Only the person who asked (or an admin) can decide this; nothing was done.";
 }
+
+const TypedCommands = {
+  allowed: "/allow",
+  allowed_session: "/allow session",
+  denied: "/deny",
+} as const;
+
+/**
+ * A typed answer sent before the chat's newest question was asked: it was meant for an
+ * earlier one (expired or decided since), so it decides nothing.
+ */
+export function sentBeforeText(
+  record: ApprovalRecord,
+  status: "allowed" | "allowed_session" | "denied",
+): string {
+  return [
+    `⚠️ Not decided: your ${TypedCommands[status]} was sent before the question waiting now was asked, so it was meant for an earlier one. Waiting now:`,
+    record.action,
+    `Answer again if you mean this one. ${TypedHint}`,
+  ].join("\n");
+}

@@ -21,6 +21,13 @@ export interface InboundMessage {
   readonly messageId: string;
   readonly text: string;
   /**
+   * When the platform says the message was sent, by its clock: Telegram's `date` (whole
+   * seconds), the Discord message's or slash command's timestamp. A typed approval answer
+   * decides no question asked after it (docs/approvals.md). Absent for the console and
+   * scheduled runs, and in messages recorded by a version before it.
+   */
+  readonly sentAtMs?: number | undefined;
+  /**
    * What the platform redelivers the message under, unique per profile and platform: the
    * Telegram `update_id`, the Discord message id. The journal dedupes on it (docs/durability.md).
    */

@@ -85,7 +85,8 @@ async function answering(
 
 /**
  * `/allow [session]` and `/deny` (docs/approvals.md): decide the chat's newest pending
- * approval, for whoever may; the broker says who may and answers everyone else politely.
+ * approval, if it was asked before the answer was sent, for whoever may; the broker says who
+ * may and answers everyone else politely.
  */
 async function answerApproval(ctx: MessageContext, command: ApprovalCommand): Promise<void> {
   const { message } = ctx;
@@ -100,9 +101,13 @@ async function answerApproval(ctx: MessageContext, command: ApprovalCommand): Pr
     await broker.typed(
       message.profile,
       { platform: message.platform, chatId: message.chatId, threadId: message.threadId },
-      message.userId,
-      message.userName,
-      command.name === "deny" ? "denied" : command.session ? "allowed_session" : "allowed",
+      {
+        userId: message.userId,
+        userName: message.userName,
+        status:
+          command.name === "deny" ? "denied" : command.session ? "allowed_session" : "allowed",
+        sentAtMs: message.sentAtMs,
+      },
       ctx.channel,
     ),
   );

@@ -160,6 +160,7 @@ export function interactionToInbound(
     messageId: id,
     receiptId: id,
     text,
+    sentAtMs: interaction.createdTimestamp,
   };
   if (!interaction.inGuild()) {
     const inbound: InboundMessage = {

@@ -90,6 +90,7 @@ export function toInboundMessage(
     userName: message.author.globalName ?? message.author.username,
     messageId: message.id,
     text,
+    sentAtMs: message.createdTimestamp,
     receiptId: message.id,
     ...(attachments.length === 0 ? {} : { attachments }),
   };

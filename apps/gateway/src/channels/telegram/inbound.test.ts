@@ -19,7 +19,10 @@ function message(fields: Record<string, unknown>): Message {
 describe("toInboundMessage", () => {
   it("maps a private chat to a dm with string ids and the raw numeric user id", () => {
     const inbound = toInboundMessage(
-      message({ chat: { id: 42, type: "private", first_name: "Ada", last_name: "L" } }),
+      message({
+        chat: { id: 42, type: "private", first_name: "Ada", last_name: "L" },
+        date: 1_700_000_000,
+      }),
       context,
     );
     expect(inbound).toEqual({
@@ -33,6 +36,8 @@ describe("toInboundMessage", () => {
       userName: "ada",
       messageId: "9",
       text: "hi",
+      // Telegram's date, in whole seconds.
+      sentAtMs: 1_700_000_000_000,
       receiptId: "1",
     });
   });

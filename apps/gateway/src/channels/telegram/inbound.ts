@@ -292,6 +292,7 @@ export function toInboundMessage(
     userName,
     messageId: String(first.message_id),
     text: newText ? text : "",
+    sentAtMs: message.date * 1000,
     receiptId: String(freshIds[0]),
     ...(freshIds.length > 1 ? { receiptIds: freshIds.map(String) } : {}),
     ...(attachments.length === 0 ? {} : { attachments }),
