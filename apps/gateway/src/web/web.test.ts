@@ -196,7 +196,7 @@ describe("the Approvals and Tasks pages", () => {
 
 describe("the Deliveries page", () => {
   it("escapes the names and paths of a reply's files, so none disguises what a download saves", async () => {
-    // U+202E shows "report\\u202etxt.exe" as "reportexe.txt": a download saves an .exe.
+    // U+202E shows "report\u202etxt.exe" as "reportexe.txt": a download saves an .exe.
     const record = {
       id: "r1",
       profile: "p",
