@@ -412,4 +412,41 @@ describe("mediagate store migrate", () => {
       await other.drop();
     }
   });
+
+  it("counts a pairing or a /model pick made on PostgreSQL as newer than the file", async () => {
+    const file = await install();
+    const config = await loadConfig({ path: file, env: emptyEnv() });
+    const store = await SqliteStateStore.open(stateDbPath(config.profiles[0]!.home), {
+      now: () => nowMs,
+    });
+    await store.appendHistory(await store.currentSessionId("k"), [{ role: "user", content: "hi" }]);
+    await store.close();
+    const other = await freshPostgresDatabase("migrate_newer_kinds");
+    const options = {
+      config: file,
+      env: emptyEnv(),
+      redactor: new Redactor(),
+      from: "sqlite",
+      to: other.url,
+    };
+    const database = new PostgresDatabase({ url: other.url, applicationName: "test" });
+    try {
+      expect(await migrateStore(options, () => {})).toBe(0);
+      // The gateway ran on PostgreSQL since: an operator paired a user, a chat picked a model.
+      const pg = PostgresStateStore.attach(database, "default", { now: () => nowMs + 60_000 });
+      const code = await pg.requestPairing({ user: "telegram:7", chatId: "7" }, limits);
+      if (code.status !== "issued") throw new Error(code.status);
+      await pg.approvePairing(code.code, "cli");
+      await pg.setSessionModel("k", "large");
+      await expect(migrateStore(options, () => {})).rejects.toThrow(
+        /profile default: PostgreSQL .* holds state written at .*after the newest of .*--replace/,
+      );
+      expect((await pg.listPairing()).approved.map((p) => p.user)).toEqual(["telegram:7"]);
+      expect(await pg.sessionModel("k")).toBe("large");
+      await pg.close();
+    } finally {
+      await database.close();
+      await other.drop();
+    }
+  });
 });

@@ -191,6 +191,28 @@ export interface SqliteStateRows {
   readonly newestMs: number;
 }
 
+/**
+ * When a row of each state table was written, by table (PostgreSQL's is `state_` and the
+ * same name): the newest of them all dates a profile's state on either side. Every table
+ * whose rows carry a time of writing is here, pairing and `/model` picks as much as
+ * messages: a profile whose only change on PostgreSQL was an approved pairing or a model
+ * pick is still newer than its file (`store migrate` would otherwise overwrite it).
+ * `pairing_guard` has no such time (its `locked_until` is a deadline).
+ */
+const WrittenAt: readonly (readonly [table: string, time: string])[] = [
+  ["sessions", "updated_at"],
+  ["messages", "created_at"],
+  ["summaries", "created_at"],
+  ["approvals", "coalesce(decided_at, created_at)"],
+  ["pairing_codes", "created_at"],
+  ["paired_users", "approved_at"],
+  ["usage", "at"],
+  ["session_models", "updated_at"],
+  ["tasks", "created_at"],
+  ["task_runs", "at"],
+  ["user_timezones", "updated_at"],
+];
+
 const Latest = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);
 
 /**
@@ -206,14 +228,9 @@ export function readSqliteState(path: string): SqliteStateRows {
     return db.transaction(() => {
       const newest = db
         .prepare<[], { t: number | null }>(
-          `SELECT max(t) AS t FROM (
-             SELECT max(updated_at) AS t FROM sessions UNION ALL
-             SELECT max(created_at) FROM messages UNION ALL
-             SELECT max(at) FROM usage UNION ALL
-             SELECT max(coalesce(decided_at, created_at)) FROM approvals UNION ALL
-             SELECT max(created_at) FROM tasks UNION ALL
-             SELECT max(at) FROM task_runs UNION ALL
-             SELECT max(updated_at) FROM user_timezones)`,
+          `SELECT max(t) AS t FROM (${WrittenAt.map(
+            ([table, time]) => `SELECT max(${time}) AS t FROM ${table}`,
+          ).join(" UNION ALL ")})`,
         )
         .get()?.t;
       const tables = new Map<string, Row[]>();
@@ -237,14 +254,9 @@ export async function newestPostgresState(
 ): Promise<number> {
   const result = await database.query<{ t: string | null }>(
     "newest state",
-    `SELECT max(t) AS t FROM (
-       SELECT max(updated_at) AS t FROM state_sessions WHERE profile = $1 UNION ALL
-       SELECT max(created_at) FROM state_messages WHERE profile = $1 UNION ALL
-       SELECT max(at) FROM state_usage WHERE profile = $1 UNION ALL
-       SELECT max(coalesce(decided_at, created_at)) FROM state_approvals WHERE profile = $1 UNION ALL
-       SELECT max(created_at) FROM state_tasks WHERE profile = $1 UNION ALL
-       SELECT max(at) FROM state_task_runs WHERE profile = $1 UNION ALL
-       SELECT max(updated_at) FROM state_user_timezones WHERE profile = $1) times`,
+    `SELECT max(t) AS t FROM (${WrittenAt.map(
+      ([table, time]) => `SELECT max(${time}) AS t FROM state_${table} WHERE profile = $1`,
+    ).join(" UNION ALL ")}) times`,
     [profile],
   );
   return Number(result.rows[0]?.t ?? 0);
