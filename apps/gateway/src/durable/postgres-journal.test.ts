@@ -96,9 +96,11 @@ async function processHolding(owner: string): Promise<ChildProcess> {
 /**
  * A TCP proxy to the test server that, once `armed`, passes the next request holding `marker`
  * on and then cuts the connection instead of passing the answer back: the statement is
- * committed, and the client only knows the connection was lost.
+ * committed, and the client only knows the connection was lost. With `swallow` it keeps the
+ * connection open and drops the answers instead (a network that stopped carrying them): the
+ * client only knows that no answer came within its query timeout.
  */
-async function commitCuttingProxy(url: string, marker: string) {
+async function commitCuttingProxy(url: string, marker: string, swallow = false) {
   const target = new URL(url);
   const sockets = new Set<Socket>();
   const state = { armed: false };
@@ -122,8 +124,8 @@ async function commitCuttingProxy(url: string, marker: string) {
       upstream.write(chunk);
     });
     upstream.on("data", (chunk: Buffer) => {
-      if (cutting) client.destroy();
-      else client.write(chunk);
+      if (!cutting) client.write(chunk);
+      else if (!swallow) client.destroy();
     });
   });
   server.listen(0, "127.0.0.1");
@@ -239,6 +241,29 @@ describe("PostgresJournal, beyond what both backends share", () => {
       // Told it failed, the gateway did not run it: offered again, it is fresh, once.
       expect(await journal.record(telegramMessage("cut"))).toEqual({ id, fresh: true });
       expect(await journal.record(telegramMessage("cut"))).toEqual({ id, fresh: false });
+      await journal.close();
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("runs a message whose record committed although its answer never came in time", async () => {
+    const proxy = await commitCuttingProxy(testDatabase.url, "INSERT INTO journal.entries", true);
+    try {
+      const journal = await open("host-g/boot/1/2", database({ queryTimeoutMs: 500 }, proxy.url));
+      proxy.state.armed = true;
+      const failed = await journal.record(telegramMessage("unheard")).catch((e: unknown) => e);
+      expect(failed).toBeInstanceOf(StorageError);
+      expect(((failed as StorageError).cause as PostgresStoreError).unreachable).toBe(true);
+      const committed = await database().query<{ id: string }>(
+        "read",
+        "SELECT id FROM journal.entries WHERE key = 'work:telegram:unheard'",
+      );
+      expect(committed.rowCount).toBe(1);
+      const id = Number(committed.rows[0]?.id);
+      // Told it failed, the gateway did not run it: offered again, it is fresh, once.
+      expect(await journal.record(telegramMessage("unheard"))).toEqual({ id, fresh: true });
+      expect(await journal.record(telegramMessage("unheard"))).toEqual({ id, fresh: false });
       await journal.close();
     } finally {
       await proxy.close();

@@ -45,13 +45,16 @@ function messageOf(cause: unknown): string {
 
 /**
  * Whether `cause` (an error of node-postgres or of the pool) says the server could not be
- * reached or dropped the connection: the call may succeed once it is back.
+ * reached or dropped the connection: the call may succeed once it is back. No answer within
+ * `query_timeout` (`Query read timeout`: a network that drops packets rather than refusing
+ * them, a server that froze) is one too: the statement may have been carried out unheard,
+ * exactly as when the connection is lost after it was sent.
  */
 export function isUnreachable(cause: unknown): boolean {
   const code = codeOf(cause);
   if (code !== undefined && (UnreachableCodes.has(code) || code.startsWith("08"))) return true;
   const message = messageOf(cause);
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connection timeout/i.test(
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|connection timeout|Query read timeout/i.test(
     message,
   );
 }
