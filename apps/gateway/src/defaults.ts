@@ -364,6 +364,15 @@ export const Defaults = {
     webhookBodyMaxBytes: 1024 * 1024,
     /** Bound of reading one webhook request (Node's `requestTimeout`). */
     webhookCallTimeoutMs: 15_000,
+    /**
+     * Webhook requests refused for a missing or wrong secret (401) are logged as one summary
+     * line per this period, never one line each (docs/telegram-webhooks.md).
+     */
+    webhookRefusalSummaryMs: 60_000,
+    /** Addresses a refusal summary counts one by one (the rest are counted together). */
+    webhookRefusalMaxAddresses: 10_000,
+    /** Addresses a refusal summary names, the most refused first. */
+    webhookRefusalTopAddresses: 5,
     /** How often getWebhookInfo is asked for Telegram's last delivery error (health, `/status`). */
     webhookInfoEveryMs: 60_000,
   },

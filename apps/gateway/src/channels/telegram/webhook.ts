@@ -2,7 +2,13 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { formatListenAddress, MediagateError, settledWithin } from "@mediagate/io";
+import {
+  formatListenAddress,
+  MediagateError,
+  type Schedule,
+  scheduleWithTimer,
+  settledWithin,
+} from "@mediagate/io";
 import type { Update } from "grammy/types";
 import type { Logger } from "pino";
 import { Defaults } from "../../defaults.js";
@@ -23,6 +29,8 @@ export interface WebhookDependencies {
   readonly handle: (unit: UpdateUnit) => Promise<void>;
   /** Makes what `handle` resolved for durable against a power cut, before the 200. */
   readonly flush: () => Promise<void>;
+  /** The refusals' summary timer. Default real (unref'd) timers; tests fire it by hand. */
+  readonly schedule?: Schedule | undefined;
 }
 
 /** The webhook's port could not be opened. */
@@ -41,6 +49,56 @@ export class TelegramWebhookListenError extends MediagateError {
   }
 }
 
+/**
+ * Requests refused for a missing or wrong secret (401), counted and logged as one summary line
+ * per `Defaults.telegram.webhookRefusalSummaryMs` in which any came, never a line each: whoever
+ * reaches the webhook's URL needs no secret to be refused, and must not flood the log (and
+ * the web console's ring of its last lines). The period starts at its first refusal; a summary
+ * still owed is written at {@link flush} (the receiver's stop).
+ */
+class RefusalSummary {
+  #refused = 0;
+  readonly #byAddress = new Map<string, number>();
+  /** More addresses refused than were counted one by one. */
+  #moreAddresses = false;
+  #cancel: (() => void) | undefined;
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly schedule: Schedule,
+  ) {}
+
+  count(address: string): void {
+    this.#cancel ??= this.schedule(() => this.flush(), Defaults.telegram.webhookRefusalSummaryMs);
+    this.#refused += 1;
+    const seen = this.#byAddress.get(address);
+    if (seen !== undefined) this.#byAddress.set(address, seen + 1);
+    else if (this.#byAddress.size < Defaults.telegram.webhookRefusalMaxAddresses)
+      this.#byAddress.set(address, 1);
+    else this.#moreAddresses = true;
+  }
+
+  flush(): void {
+    this.#cancel?.();
+    this.#cancel = undefined;
+    const refused = this.#refused;
+    if (refused === 0) return;
+    const addresses = this.#byAddress.size;
+    const top = [...this.#byAddress]
+      .sort(([, a], [, b]) => b - a)
+      .slice(0, Defaults.telegram.webhookRefusalTopAddresses)
+      .map(([address, count]) => ({ address, refused: count }));
+    const from = `${this.#moreAddresses ? "more than " : ""}${addresses} address${addresses === 1 ? "" : "es"}`;
+    this.logger.warn(
+      { refused, addresses, top },
+      `telegram webhook: refused ${refused} request${refused === 1 ? "" : "s"} without the right secret token (401) from ${from}`,
+    );
+    this.#refused = 0;
+    this.#byAddress.clear();
+    this.#moreAddresses = false;
+  }
+}
+
 /** A body that is not an Update: the reason, answered with 400. */
 class BadUpdateError extends Error {}
 /** A body past `bodyMaxBytes`. */
@@ -51,7 +109,8 @@ class BodyTooLargeError extends Error {}
  * on its own `listen` address that answers `POST <path of url>` only.
  *
  * The order of checks is the contract: a wrong or missing secret header → 401 (compared in
- * constant time over SHA-256 digests, so neither length nor content leaks); a body past
+ * constant time over SHA-256 digests, so neither length nor content leaks; logged as one
+ * summary per period, {@link RefusalSummary}); a body past
  * `bodyMaxBytes` → 413 (read no further); not JSON or not an Update → 400; while stopping →
  * 503. Nothing of those is recorded. Otherwise the update is recorded and flushed to disk
  * before the 200; when that fails the answer is 500 and Telegram sends it again later. A
@@ -66,12 +125,14 @@ export class WebhookReceiver {
   private stopping = false;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly secretDigest: Buffer;
+  private readonly refusals: RefusalSummary;
 
   constructor(
     private readonly deps: WebhookDependencies,
     private readonly settings: WebhookSettings,
   ) {
     this.secretDigest = digest(settings.secretToken);
+    this.refusals = new RefusalSummary(deps.logger, deps.schedule ?? scheduleWithTimer);
   }
 
   /** `host:port` the receiver listens on (the real port when 0 was asked for). */
@@ -114,6 +175,7 @@ export class WebhookReceiver {
     await settledWithin(Promise.allSettled([...this.inFlight]), Defaults.telegram.stopWaitMs);
     server.closeAllConnections();
     await closed;
+    this.refusals.flush();
   }
 
   private serve(request: IncomingMessage, response: ServerResponse): void {
@@ -133,10 +195,7 @@ export class WebhookReceiver {
     if (path !== this.settings.path) return reply(response, 404, "not found", request);
     if (request.method !== "POST") return reply(response, 405, "POST only", request);
     if (!this.secretMatches(request.headers[SecretHeader])) {
-      this.deps.logger.warn(
-        { remote: request.socket.remoteAddress },
-        "telegram webhook request without the right secret token; refused (401)",
-      );
+      this.refusals.count(request.socket.remoteAddress ?? "unknown");
       return reply(response, 401, "unauthorized", request);
     }
     if (this.stopping) return reply(response, 503, "stopping", request);
