@@ -495,13 +495,17 @@ export class JournalDatabase {
     if (changes === 0) throw new Error(`no outbox reply ${replyId}`);
   }
 
-  replies(limit: number, id: string | undefined): OutboxRecord[] {
+  replies(limit: number, id: string | undefined, entryId?: number): OutboxRecord[] {
     const rows =
-      id === undefined
-        ? this.#prepare<[number], ReplyRow>(
-            "SELECT * FROM replies ORDER BY created_at DESC, rowid DESC LIMIT ?",
-          ).all(limit)
-        : this.#prepare<[string], ReplyRow>("SELECT * FROM replies WHERE id = ?").all(id);
+      id !== undefined
+        ? this.#prepare<[string], ReplyRow>("SELECT * FROM replies WHERE id = ?").all(id)
+        : entryId !== undefined
+          ? this.#prepare<[number], ReplyRow>(
+              "SELECT * FROM replies WHERE entry_id = ? ORDER BY rowid",
+            ).all(entryId)
+          : this.#prepare<[number], ReplyRow>(
+              "SELECT * FROM replies ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            ).all(limit);
     return rows.map((row) => this.#replyOf(row));
   }
 

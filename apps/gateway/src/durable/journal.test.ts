@@ -349,6 +349,16 @@ describe.each(journalBackends())("the journal on $name", (backend) => {
       ["done", true],
       ["⚠️", true],
     ]);
+    // The replies answering one entry, oldest first (a kept turn's hand-on reads them).
+    const other = await journal.record(telegramMessage("2"));
+    await journal.addReply(replyTo(telegramMessage("2"), "other"), other.id);
+    expect((await journal.replies({ entryId: entry.id })).map((r) => r.text)).toEqual([
+      "done",
+      "⚠️",
+    ]);
+    expect((await journal.replies({ entryId: other.id })).map((r) => r.owner)).toEqual([
+      journal.owner,
+    ]);
   });
 
   it("starts, answers and closes the messages of one collected turn together", async () => {

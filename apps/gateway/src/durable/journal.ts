@@ -268,8 +268,8 @@ export class SqliteJournal implements Journal {
   }
 
   /** Recent replies, newest first (or the one with `id`); only reads (the web console). */
-  replies(query: { limit?: number; id?: string }): Promise<OutboxRecord[]> {
-    return this.#worker.call("replies", query.limit ?? 50, query.id);
+  replies(query: { limit?: number; id?: string; entryId?: number }): Promise<OutboxRecord[]> {
+    return this.#worker.call("replies", query.limit ?? 50, query.id, query.entryId);
   }
 
   release(): Promise<number> {

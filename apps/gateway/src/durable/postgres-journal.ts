@@ -819,16 +819,21 @@ export class PostgresJournal implements Journal {
   }
 
   /** Recent replies, newest first (or the one with `id`); only reads (the web console). */
-  replies(query: { limit?: number; id?: string }): Promise<OutboxRecord[]> {
+  replies(query: { limit?: number; id?: string; entryId?: number }): Promise<OutboxRecord[]> {
     return this.#call("replies", [], async () => {
       const tx = this.#query("replies");
       const rows =
-        query.id === undefined
-          ? await tx.query<ReplyRow>(
-              "SELECT * FROM journal.replies ORDER BY created_at DESC, seq DESC LIMIT $1",
-              [query.limit ?? 50],
-            )
-          : await tx.query<ReplyRow>("SELECT * FROM journal.replies WHERE id = $1", [query.id]);
+        query.id !== undefined
+          ? await tx.query<ReplyRow>("SELECT * FROM journal.replies WHERE id = $1", [query.id])
+          : query.entryId !== undefined
+            ? await tx.query<ReplyRow>(
+                "SELECT * FROM journal.replies WHERE entry_id = $1 ORDER BY seq",
+                [query.entryId],
+              )
+            : await tx.query<ReplyRow>(
+                "SELECT * FROM journal.replies ORDER BY created_at DESC, seq DESC LIMIT $1",
+                [query.limit ?? 50],
+              );
       return repliesOf(tx, rows.rows);
     });
   }

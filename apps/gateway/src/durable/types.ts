@@ -142,6 +142,8 @@ export interface OutboxRecord extends OutboxReply {
  * database cannot be written.
  */
 export interface Journal {
+  /** The owner this process records, takes over and replies with (its instance id). */
+  readonly owner: InstanceId;
   /**
    * Set once the journal was found damaged (a call failed on the damaged file, or the check at
    * open said so after the start went on): it stays set, since nothing heals it but moving the
@@ -237,8 +239,11 @@ export interface Journal {
   closeReply(replyId: string, state: "delivered" | "given_up", error?: string): Promise<void>;
   /** Pending replies whose owner is gone, taken over by this process, oldest first. */
   takeOverReplies(): Promise<OutboxRecord[]>;
-  /** Recent replies, newest first, or the one with `id`; only reads (the web console). */
-  replies(query: { limit?: number; id?: string }): Promise<OutboxRecord[]>;
+  /**
+   * Recent replies, newest first, the one with `id`, or those answering entry `entryId`
+   * (oldest first); only reads (the web console, a kept turn's hand-on).
+   */
+  replies(query: { limit?: number; id?: string; entryId?: number }): Promise<OutboxRecord[]>;
   /**
    * At a graceful stop: this process's unfinished entries, pending replies and status messages
    * still showing are released, so the next start takes them over even if this process (e.g.

@@ -175,6 +175,16 @@ export async function recoverEntry(
 export async function resumeKeptTurn(gateway: GatewayCore, turn: KeptTurn): Promise<void> {
   const { message, entryId, mergedEntryIds } = turn;
   const found = await gateway.journal.entryState(entryId);
+  // Closed by the turn's own reply, recorded although the answer to its COMMIT was lost (the
+  // turn was kept as if it had failed): the reply is this process's to send, and nothing else
+  // would send it before the next start.
+  if (found?.state === "done" && found.mine && gateway.accepting) {
+    const mine = (await gateway.journal.replies({ entryId })).filter(
+      (reply) => reply.state === "pending" && reply.owner === gateway.journal.owner,
+    );
+    if (mine.length > 0) track(gateway, gateway.outbox.resume(mine));
+    return;
+  }
   // Closed meanwhile; taken over by another replica while this one could not reach the
   // database (docs/cluster.md); or the gateway stops, and the next start takes it over.
   if (found === undefined || found.state === "done" || !found.mine || !gateway.accepting) return;

@@ -1,4 +1,6 @@
+import { once } from "node:events";
 import { mkdtemp, rm } from "node:fs/promises";
+import { createConnection, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type pg from "pg";
@@ -20,6 +22,7 @@ import { PostgresJournal } from "../durable/postgres-journal.js";
 import { ownerLockKey } from "../durable/postgres-owner.js";
 import { SessionLeaseLostError, SessionLeases } from "../durable/session-leases.js";
 import { Gateway } from "../gateway.js";
+import { StoreDownText } from "../pipeline/boundary.js";
 import { queuedText, queueFullText } from "../pipeline/enqueue-turn.js";
 import { PostgresDatabase } from "../postgres/database.js";
 import { buildSessionKey } from "../session/key.js";
@@ -104,6 +107,59 @@ async function holdOwnerLock(owner: string): Promise<{ release: () => Promise<vo
   return {
     release: async () => {
       await session.query("SELECT pg_advisory_unlock($1::bigint)", [ownerLockKey(owner)]);
+    },
+  };
+}
+
+/**
+ * A TCP proxy to the test server that, once `armed`, passes on the COMMIT of the next
+ * transaction recording a reply and then cuts the connection instead of passing its answer
+ * back: the reply is committed, and the gateway only knows the connection was lost.
+ */
+async function replyCommitCuttingProxy() {
+  const target = new URL(testDatabase.url);
+  const sockets = new Set<Socket>();
+  const state = { armed: false };
+  const server = createServer((client) => {
+    const upstream = createConnection(Number(target.port), target.hostname);
+    let inserted = false;
+    let cutting = false;
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on("error", () => {});
+      socket.on("close", () => {
+        sockets.delete(socket);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.on("data", (chunk: Buffer) => {
+      if (state.armed && chunk.includes("INSERT INTO journal.replies")) inserted = true;
+      if (inserted && chunk.includes("COMMIT")) {
+        state.armed = false;
+        inserted = false;
+        cutting = true;
+      }
+      upstream.write(chunk);
+    });
+    upstream.on("data", (chunk: Buffer) => {
+      if (cutting) client.destroy();
+      else client.write(chunk);
+    });
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const address = server.address();
+  if (address === null || typeof address === "string") throw new Error("no proxy port");
+  const url = new URL(testDatabase.url);
+  url.host = `127.0.0.1:${address.port}`;
+  return {
+    url: url.toString(),
+    state,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+      await once(server, "close");
     },
   };
 }
@@ -364,6 +420,28 @@ describe("sessions across replicas on one PostgreSQL store", () => {
       expect(await ownerOf(2)).toBe("b/boot/1/1");
     });
   }
+
+  it("sends a reply whose record committed although the connection was lost before the answer", async () => {
+    const proxy = await replyCommitCuttingProxy();
+    try {
+      const a = await replica("a", undefined, undefined, false, proxy.url);
+      proxy.state.armed = true;
+      await a.send("1", "hello");
+      // Told the database went away, the turn was kept; its reply is in the journal already.
+      expect(a.inbox.texts).toEqual([StoreDownText]);
+      // The database answers (a message is recorded): the kept turn is handed on, once.
+      await a.send("2", "again");
+      await waitFor(() =>
+        expect([...a.inbox.texts].sort()).toEqual([StoreDownText, "a: again", "a: hello"].sort()),
+      );
+      await a.gateway.idle();
+      expect(a.ran).toEqual(["hello", "again"]);
+      expect(a.inbox.texts.filter((text) => text === "a: hello")).toHaveLength(1);
+    } finally {
+      for (const gateway of gateways.splice(0)) await gateway.stop();
+      await proxy.close();
+    }
+  });
 
   it("runs a message handed over before a later one the holder received itself", async () => {
     const a = await replica("a");
