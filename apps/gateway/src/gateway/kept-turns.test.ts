@@ -45,6 +45,7 @@ const turn = (entryId: number): KeptTurn => ({
   message: telegramMessage(String(entryId), "sleep 3; echo running"),
   entryId,
   mergedEntryIds: [],
+  commandMayHaveRun: false,
 });
 
 describe("KeptTurns", () => {

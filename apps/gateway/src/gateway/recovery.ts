@@ -189,7 +189,10 @@ export async function resumeKeptTurn(gateway: GatewayCore, turn: KeptTurn): Prom
   // database (docs/cluster.md); or the gateway stops, and the next start takes it over.
   if (found === undefined || found.state === "done" || !found.mine || !gateway.accepting) return;
   const channel = channelFor(gateway, message.profile, message.platform);
-  if (channel !== undefined && (found.state === "received" || gateway.config.rerunInterrupted)) {
+  // A turn whose start the journal took although it was told the write failed (its answer
+  // was lost) ran no command: it runs again, as one that never started.
+  const ranNothing = found.state === "received" || !turn.commandMayHaveRun;
+  if (channel !== undefined && (ranNothing || gateway.config.rerunInterrupted)) {
     if (message.scheduled !== undefined) dispatchRecoveredRun(gateway, channel, message, entryId);
     else void dispatch(gateway, channel, message, entryId, true, mergedEntryIds);
     return;

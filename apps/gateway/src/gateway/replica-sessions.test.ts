@@ -113,10 +113,11 @@ async function holdOwnerLock(owner: string): Promise<{ release: () => Promise<vo
 
 /**
  * A TCP proxy to the test server that, once `armed`, passes on the COMMIT of the next
- * transaction recording a reply and then cuts the connection instead of passing its answer
- * back: the reply is committed, and the gateway only knows the connection was lost.
+ * transaction holding `marker` (by default the one recording a reply) and then cuts the
+ * connection instead of passing its answer back: the transaction is committed, and the
+ * gateway only knows the connection was lost.
  */
-async function replyCommitCuttingProxy() {
+async function commitCuttingProxy(marker = "INSERT INTO journal.replies") {
   const target = new URL(testDatabase.url);
   const sockets = new Set<Socket>();
   const state = { armed: false };
@@ -134,7 +135,7 @@ async function replyCommitCuttingProxy() {
       });
     }
     client.on("data", (chunk: Buffer) => {
-      if (state.armed && chunk.includes("INSERT INTO journal.replies")) inserted = true;
+      if (state.armed && chunk.includes(marker)) inserted = true;
       if (inserted && chunk.includes("COMMIT")) {
         state.armed = false;
         inserted = false;
@@ -422,7 +423,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
   }
 
   it("sends a reply whose record committed although the connection was lost before the answer", async () => {
-    const proxy = await replyCommitCuttingProxy();
+    const proxy = await commitCuttingProxy();
     try {
       const a = await replica("a", undefined, undefined, false, proxy.url);
       proxy.state.armed = true;
@@ -437,6 +438,39 @@ describe("sessions across replicas on one PostgreSQL store", () => {
       await a.gateway.idle();
       expect(a.ran).toEqual(["hello", "again"]);
       expect(a.inbox.texts.filter((text) => text === "a: hello")).toHaveLength(1);
+    } finally {
+      for (const gateway of gateways.splice(0)) await gateway.stop();
+      await proxy.close();
+    }
+  });
+
+  it("runs a turn again whose start was recorded although the connection was lost before the answer", async () => {
+    const proxy = await commitCuttingProxy("SET state = 'started'");
+    try {
+      let turns = 0;
+      const a = await replica(
+        "a",
+        undefined,
+        async (input) => {
+          turns += 1;
+          // The first turn's first command: its start is recorded, the answer lost, so the
+          // command does not run. The turn run again answers without one.
+          if (turns === 1) await input.tools.run("echo never");
+          return { reply: `a: ${input.text} (turn ${turns})` };
+        },
+        false,
+        proxy.url,
+      );
+      proxy.state.armed = true;
+      await a.send("1", "hello");
+      expect(a.inbox.texts).toEqual([StoreDownText]);
+      // The database answers (a message is recorded): the kept turn, which ran no command,
+      // runs again instead of being told it was cut off.
+      // The newer message waits behind the older one still open (the loop's rounds look again).
+      void a.inbox.onMessage?.(replicaDm("2", "again"));
+      await roundsUntil(a.loop, () => expect(a.ran).toEqual(["hello", "hello", "again"]));
+      await a.gateway.idle();
+      expect(a.inbox.texts).toEqual([StoreDownText, "a: hello (turn 2)", "a: again (turn 3)"]);
     } finally {
       for (const gateway of gateways.splice(0)) await gateway.stop();
       await proxy.close();

@@ -49,6 +49,7 @@ export async function reportStepFailure(
         message: ctx.message,
         entryId: ctx.entryId,
         mergedEntryIds: ctx.mergedEntryIds ?? [],
+        commandMayHaveRun: ctx.started === true,
       });
     }
     return;

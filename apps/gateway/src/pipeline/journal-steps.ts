@@ -42,6 +42,7 @@ export async function startEntry(ctx: MessageContext): Promise<void> {
   const session = { profile: ctx.message.profile, sessionKey: sessionOf(ctx).sessionKey };
   try {
     await ctx.services.journal.started(ids, session);
+    ctx.started = true;
   } catch (error) {
     // The session's lease is lost: the whole turn is cut off, not only its command.
     if (error instanceof Error && error.cause instanceof SessionLeaseLostError)

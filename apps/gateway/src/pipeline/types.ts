@@ -74,6 +74,12 @@ export interface KeptTurn {
   readonly entryId: number;
   /** The entries of the messages merged into its turn (an album's items). */
   readonly mergedEntryIds: readonly number[];
+  /**
+   * The journal took the turn's start, so its first command may have run. `false` also when
+   * the start's write went through unheard (the server's answer was lost): the command did
+   * not run then, whatever the journal says, and the turn runs again.
+   */
+  readonly commandMayHaveRun: boolean;
 }
 
 /** Process-wide services shared by every message. */
@@ -272,6 +278,8 @@ export interface MessageContext {
   answer?: AnswerCollector | undefined;
   /** The message's status reaction, when it shows one (`reactToMessage`). */
   reaction?: MessageReaction;
+  /** The journal took the turn's start (`startEntry`): its first command may run from then. */
+  started?: boolean;
   /** The status reactions of the messages merged into this turn (`collect` mode). */
   mergedReactions?: readonly MessageReaction[];
 }
