@@ -28,6 +28,7 @@ const Compacted = /^🗜️ Compacted the conversation: \d+ older messages? summ
 
 let dir: string;
 let server: FakeOpenAIServer | undefined;
+let second: FakeOpenAIServer | undefined;
 let store: StateStore;
 let runner: LocalToolRunner;
 
@@ -45,7 +46,9 @@ beforeEach(async () => {
 
 afterEach(async () => {
   await server?.close();
+  await second?.close();
   server = undefined;
+  second = undefined;
   await store.close();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -236,6 +239,74 @@ describe("openai agent compaction", () => {
     // Stored whole: trimming changes the request only.
     const stored = await store.loadHistory(await store.currentSessionId(SessionKey));
     expect(stored.filter((m) => m.role === "tool" && m.content.includes("trimmed"))).toEqual([]);
+  });
+
+  it("answers after /model switches to a smaller context the two newest turns alone outgrow", async () => {
+    // The newest turns are kept whole, but two of them read big.txt four times each on a large
+    // model: more than the small model's whole context. Every later turn on it would overflow.
+    const large = await startServer();
+    second = await FakeOpenAIServer.start({ contextTokens: 6_000 });
+    const small = second.respondWith(() => reply.text("answered on the small model"));
+    const agent = makeAgent(large, {
+      models: [
+        { name: "large", baseUrl: large.baseUrl, model: "large-model", contextTokens: 100_000 },
+        { name: "small", baseUrl: small.baseUrl, model: "small-model", contextTokens: 6_000 },
+      ],
+    });
+    for (let n = 0; n < 2; n++) {
+      large.enqueue(
+        reply.toolCalls(
+          Array.from({ length: 4 }, () => ({ name: "read_file", arguments: { path: "big.txt" } })),
+        ),
+      );
+      large.enqueue(reply.text(`read it four times (${n})`));
+      expect((await turn(agent, `read big.txt four times (${n})`)).reply).toBe(
+        `read it four times (${n})`,
+      );
+    }
+    await store.setSessionModel(SessionKey, "small");
+
+    for (const text of ["hello on the small model", "and once more"]) {
+      const result = await turn(agent, text);
+      expect(result.reply).toBe("answered on the small model");
+    }
+    expect(small.requests.every((request) => request.promptTokens <= 6_000 * 0.75)).toBe(true);
+    // Trimming the reads was enough: the two earlier turns themselves are still sent.
+    const users = small.requests[0]!.body.messages.filter((m) => m.role === "user");
+    expect(users.map((m) => contentText(m.content))).toEqual([
+      "read big.txt four times (0)",
+      "read big.txt four times (1)",
+      "hello on the small model",
+    ]);
+    // Trimmed in the request only: every read is stored whole.
+    const stored = await store.loadHistory(await store.currentSessionId(SessionKey));
+    expect(stored.filter((m) => m.role === "tool" && !m.content.includes("trimmed"))).toHaveLength(
+      8,
+    );
+  });
+
+  it("leaves out the older of the newest turns when, without tool outputs, they outgrow a smaller context", async () => {
+    const large = (await startServer()).respondWith(() => reply.text("noted"));
+    second = await FakeOpenAIServer.start({ contextTokens: 6_000 });
+    const small = second.respondWith(() => reply.text("answered on the small model"));
+    const agent = makeAgent(large, {
+      models: [
+        { name: "large", baseUrl: large.baseUrl, model: "large-model", contextTokens: 100_000 },
+        { name: "small", baseUrl: small.baseUrl, model: "small-model", contextTokens: 6_000 },
+      ],
+    });
+    // Two long messages of about 3,200 tokens each: nothing in them to trim.
+    for (const n of [0, 1]) await turn(agent, `long message ${n}: ${"word ".repeat(3_200)}`);
+    await store.setSessionModel(SessionKey, "small");
+
+    expect((await turn(agent, "hello on the small model")).reply).toBe(
+      "answered on the small model",
+    );
+    const users = small.requests[0]!.body.messages.filter((m) => m.role === "user");
+    expect(users.map((m) => contentText(m.content)?.slice(0, 14))).toEqual([
+      "long message 1",
+      "hello on the s",
+    ]);
   });
 
   it("compacts on demand with a focus, keeping the newest turns", async () => {

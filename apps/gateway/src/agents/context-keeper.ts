@@ -177,6 +177,18 @@ export class ContextKeeper {
       messages = trimTurnOutputs(messages, input.turn.length);
     }
     if (this.tokens(messages) > this.budgetTokens) {
+      // The newest turns alone outgrow the budget (a model with a smaller context after
+      // `/model` or a fallback): kept whole, every request of the session could overflow.
+      // Their tool outputs are trimmed too, this time only; and while the request is still
+      // over the whole context, which the server refuses, their oldest turns are left out.
+      const turn = trimTurnOutputs(input.turn, input.turn.length);
+      messages = this.#dropOldest(input.system, conversation, turn, false);
+      this.#options.log.warn(
+        { tokens: this.tokens(messages), budget: this.budgetTokens },
+        "the newest turns outgrow the context budget: trimmed in the request",
+      );
+    }
+    if (this.tokens(messages) > this.budgetTokens) {
       this.#options.log.warn(
         { tokens: this.tokens(messages), budget: this.budgetTokens },
         "the request is over the context budget after compaction",
@@ -331,18 +343,19 @@ export class ContextKeeper {
 
   /**
    * The request with the history's older tool outputs trimmed, oldest first, until it fits
-   * (or none is left to trim); the newest turns keep theirs.
+   * (or none is left to trim); the newest turns keep theirs unless `keepRecent` is false.
    */
   #fitHistory(
     system: string,
     conversation: Conversation,
     turn: readonly ChatCompletionMessageParam[],
+    keepRecent = true,
   ): ChatCompletionMessageParam[] {
     const history = historyOf(conversation).map((stored) => stored.message);
     const head = systemMessage(system, conversation);
     let total = this.tokens([head, ...history, ...turn]);
     if (total <= this.budgetTokens) return [head, ...history, ...turn];
-    const protectedFrom = recentStart(history);
+    const protectedFrom = keepRecent ? recentStart(history) : history.length;
     const trimmed = [...history];
     const chars = Defaults.compaction.trimmedToolOutputChars;
     for (let index = 0; index < protectedFrom && total > this.budgetTokens; index++) {
@@ -355,19 +368,26 @@ export class ContextKeeper {
     return [head, ...trimmed, ...turn];
   }
 
-  /** The trimmed request without its oldest turns, as many as it takes (the newest stay). */
+  /**
+   * The trimmed request without its oldest turns, as many as it takes to fit the budget (the
+   * newest stay); with `keepRecent` false, the newest' tool outputs are trimmed too and turns
+   * are left out only while the request is over the whole context.
+   */
   #dropOldest(
     system: string,
     conversation: Conversation,
     turn: readonly ChatCompletionMessageParam[],
+    keepRecent = true,
   ): ChatCompletionMessageParam[] {
-    const all = this.#fitHistory(system, conversation, turn);
+    const all = this.#fitHistory(system, conversation, turn, keepRecent);
     const [head, ...rest] = all;
     const history = rest.slice(0, rest.length - turn.length);
-    const keepFrom = recentStart(history as ChatMessage[]);
+    const keepFrom = keepRecent ? recentStart(history as ChatMessage[]) : history.length;
+    // The newest turns are left out only for a request the server would refuse.
+    const limit = keepRecent ? this.budgetTokens : this.contextTokens;
     let start = 0;
     let total = this.tokens(all);
-    while (start < keepFrom && total > this.budgetTokens) {
+    while (start < keepFrom && total > limit) {
       let end = start + 1;
       while (end < keepFrom && history[end]!.role !== "user") end++;
       for (const message of history.slice(start, end)) {
