@@ -385,6 +385,27 @@ describe("daily budget", () => {
   });
 });
 
+describe("usage an endpoint reports", () => {
+  it("keeps /usage and the budget working after answers claimed absurd token counts", async () => {
+    // A broken or hostile endpoint claims 2^62 tokens a call: summed as integers, the totals
+    // of two such calls overflow SQLite's 64 bits, and every report fails from then on.
+    const absurd: FakeUsage = { promptTokens: 2 ** 62, completionTokens: 2 ** 62, cachedTokens: 0 };
+    main.respondWith(() => reply.text("ok", { usage: absurd }));
+    const agent = makeAgent();
+    expect((await turn(agent, "one")).reply).toBe("ok");
+    expect((await turn(agent, "two")).reply).toBe("ok");
+
+    const totals = await profileTotals();
+    expect(totals.all.calls).toBe(2);
+    expect(Number.isFinite(totals.all.cost)).toBe(true);
+    const budgeted = makeAgent({ budget: { dailyTokens: 1_000_000 } });
+    expect((await turn(budgeted, "three")).reply).toMatch(
+      /^⛔ This bot's daily model budget is used up/,
+    );
+    expect(main.requests).toHaveLength(2);
+  });
+});
+
 describe.each<[FakeProvider, string, number]>([
   ["anthropic", "/v1/chat/completions", 0],
   ["gemini", "/v1beta/openai/chat/completions", 1],

@@ -283,6 +283,13 @@ export const Defaults = {
     retryMaxMs: 8_000,
     /** Days `/usage` and `mediagate usage` look back for "7 days", today included. */
     weekDays: 7,
+    /**
+     * The most tokens one figure of a call's `usage` counts (a billion: a hundred times the
+     * largest context there is). An endpoint claiming more is counted this many: summed
+     * unbounded, a few such claims would overflow the usage table's 64-bit totals and fail
+     * every report and budget check from then on.
+     */
+    maxCallTokens: 1_000_000_000,
   },
   /** The openai agent's context budget and compaction (docs/sessions.md). */
   compaction: {

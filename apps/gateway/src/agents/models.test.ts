@@ -56,6 +56,14 @@ describe("usageOf", () => {
       }),
     ).toEqual({ inputTokens: 0, outputTokens: 0, cachedTokens: 0 });
     expect(usageOf({ choices: [] })).toBeUndefined();
+    expect(
+      usageOf({ usage: { prompt_tokens: 2 ** 62, completion_tokens: Number.POSITIVE_INFINITY } }),
+    ).toEqual({
+      inputTokens: Defaults.models.maxCallTokens,
+      outputTokens: Defaults.models.maxCallTokens,
+      cachedTokens: 0,
+    });
+    expect(usageOf({ usage: { prompt_tokens: Number.NaN } })?.inputTokens).toBe(0);
     expect(usageOf(null)).toBeUndefined();
   });
 });

@@ -51,8 +51,10 @@ export interface TokenUsage {
   readonly cachedTokens: number;
 }
 
+/** A token figure: a positive number, at most `Defaults.models.maxCallTokens`; else 0. */
 function count(value: unknown): number {
-  return typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.trunc(value) : 0;
+  if (typeof value !== "number" || !(value > 0)) return 0;
+  return Math.min(Math.trunc(value), Defaults.models.maxCallTokens);
 }
 
 function record(value: unknown): Record<string, unknown> | undefined {
@@ -65,8 +67,9 @@ function record(value: unknown): Record<string, unknown> | undefined {
  * The token counts of a chat completion (or of a stream's last chunk, which carries `usage`
  * with `stream_options.include_usage`): `usage.prompt_tokens`, `usage.completion_tokens` and
  * `usage.prompt_tokens_details.cached_tokens` (OpenAI, Gemini; Anthropic's compatibility layer
- * reports no cached tokens there). Missing or malformed fields count 0; an answer without
- * `usage` gives `undefined` (docs/models-and-usage.md, "Providers").
+ * reports no cached tokens there). Missing or malformed fields count 0, figures above
+ * `Defaults.models.maxCallTokens` count that many; an answer without `usage` gives `undefined`
+ * (docs/models-and-usage.md, "Providers").
  */
 export function usageOf(response: unknown): TokenUsage | undefined {
   const usage = record(record(response)?.usage);
