@@ -406,6 +406,38 @@ describe("usage an endpoint reports", () => {
   });
 });
 
+describe("tool calls an endpoint sends", () => {
+  it("keeps arguments that are not JSON out of the conversation a strict endpoint reads", async () => {
+    // vLLM and Anthropic's and Google's compatible layers refuse a conversation whose earlier
+    // tool call carries arguments that are not a JSON object: sent back as they came, the
+    // turn's next request fails, and once stored, every later one.
+    const strict = await FakeOpenAIServer.start({ strictToolArguments: true });
+    try {
+      strict.enqueue(
+        reply.toolCall("terminal", '{"command": "echo hi'),
+        reply.text("fixed it"),
+        reply.text("again"),
+      );
+      const agent = makeAgent({
+        models: [{ name: "strict", baseUrl: strict.baseUrl, model: "strict-model" }],
+        fallback: [],
+      });
+      expect((await turn(agent, "run it")).reply).toBe("fixed it");
+      expect((await turn(agent, "and now")).reply).toBe("again");
+
+      const sent = strict.requests[1]!.body.messages;
+      expect(sent.find((m) => m.role === "assistant")?.tool_calls?.[0]?.function.arguments).toBe(
+        "{}",
+      );
+      expect(sent.find((m) => m.role === "tool")?.content).toBe(
+        "error: the arguments of terminal are not valid JSON",
+      );
+    } finally {
+      await strict.close();
+    }
+  });
+});
+
 describe.each<[FakeProvider, string, number]>([
   ["anthropic", "/v1/chat/completions", 0],
   ["gemini", "/v1beta/openai/chat/completions", 1],

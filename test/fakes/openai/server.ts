@@ -127,6 +127,15 @@ function sendJson(
   res.end(JSON.stringify(body));
 }
 
+function isJsonObject(text: string): boolean {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === "object" && value !== null && !Array.isArray(value);
+  } catch {
+    return false;
+  }
+}
+
 function errorBody(message: string, type = "invalid_request_error") {
   return { error: { message, type, param: null, code: null } };
 }
@@ -146,6 +155,12 @@ export interface FakeOpenAIOptions {
   readonly contextTokens?: number;
   /** Scales the fake's token counts (a server tokenizer that counts more). Default 1. */
   readonly tokenScale?: number;
+  /**
+   * Reads the tool calls of the request's assistant messages as vLLM and Anthropic's and
+   * Google's compatible layers do: arguments that are not a JSON object get a 400, unscripted.
+   * Default false: OpenAI's own API passes them on as text.
+   */
+  readonly strictToolArguments?: boolean;
 }
 
 /** A `GET /v1/models` the fake answered. */
@@ -182,6 +197,7 @@ export class FakeOpenAIServer {
   readonly #provider: FakeProvider;
   readonly #contextTokens: number | undefined;
   readonly #tokenScale: number;
+  readonly #strictToolArguments: boolean;
   readonly #queue: FakeReply[] = [];
   readonly #waiters: { count: number; resolve: () => void }[] = [];
   #handler: ReplyHandler | undefined;
@@ -194,6 +210,7 @@ export class FakeOpenAIServer {
     this.#provider = options.provider ?? "openai";
     this.#contextTokens = options.contextTokens;
     this.#tokenScale = options.tokenScale ?? 1;
+    this.#strictToolArguments = options.strictToolArguments === true;
     this.#server = createServer((req, res) => {
       this.#handle(req, res).catch((error: unknown) => {
         if (!res.headersSent) sendJson(res, 500, errorBody(`fake crashed: ${String(error)}`));
@@ -343,6 +360,7 @@ export class FakeOpenAIServer {
     this.#notify();
 
     if (this.#overflows(record, res)) return;
+    if (this.#badToolArguments(record, res)) return;
     const scripted = this.#queue.shift() ?? (await this.#handler?.(record));
     if (scripted === undefined) {
       sendJson(
@@ -429,6 +447,23 @@ export class FakeOpenAIServer {
     sendJson(res, 400, contextLengthErrorBody(this.#contextTokens, record.promptTokens), {
       "x-request-id": `req_fake_${record.index}`,
     });
+    return true;
+  }
+
+  /** With `strictToolArguments`, answers the 400 of a tool call whose arguments are not an object. */
+  #badToolArguments(record: RecordedRequest, res: ServerResponse): boolean {
+    if (!this.#strictToolArguments) return false;
+    const position = record.body.messages.findIndex((message) =>
+      (message.tool_calls ?? []).some((call) => !isJsonObject(call.function.arguments)),
+    );
+    if (position === -1) return false;
+    sendJson(
+      res,
+      400,
+      errorBody(
+        `messages.${position}.tool_calls: function.arguments must be a valid JSON object string`,
+      ),
+    );
     return true;
   }
 

@@ -49,6 +49,22 @@ describe("assistant messages from the model", () => {
       content: "hi",
     });
   });
+
+  it("carry {} for arguments that are not a JSON object, which strict endpoints refuse", () => {
+    const args = (text: string) => ({ ...call, function: { name: "terminal", arguments: text } });
+    const stored = toAssistantMessage(message, [
+      args('{"command": "ls'),
+      args(""),
+      args("[1]"),
+      args('{"command":"ls"}'),
+    ]);
+    expect(stored.tool_calls?.map((c) => c.function.arguments)).toEqual([
+      "{}",
+      "{}",
+      "{}",
+      '{"command":"ls"}',
+    ]);
+  });
 });
 
 describe("buildSystemPrompt", () => {

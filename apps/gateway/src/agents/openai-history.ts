@@ -25,13 +25,36 @@ export function functionToolCalls(message: ChatCompletionMessage): ChatToolCall[
   return calls;
 }
 
-/** The model message as it is stored and sent back: content and function calls only. */
+/**
+ * The model message as it is stored and sent back: content and function calls only. A call's
+ * arguments that are not a JSON object (cut off, malformed, empty) become `{}`: vLLM and
+ * Anthropic's and Google's compatible layers refuse a conversation carrying them, so one bad
+ * call would fail the rest of the turn and, stored, every later request of the session. The
+ * call's tool message says what was wrong (`executeToolCall`).
+ */
 export function toAssistantMessage(
   message: ChatCompletionMessage,
   calls: readonly ChatToolCall[],
 ): AssistantChatMessage {
   const content = message.content ?? null;
   return calls.length > 0
-    ? { role: "assistant", content, tool_calls: [...calls] }
+    ? {
+        role: "assistant",
+        content,
+        tool_calls: calls.map((call) =>
+          isJsonObject(call.function.arguments)
+            ? call
+            : { ...call, function: { ...call.function, arguments: "{}" } },
+        ),
+      }
     : { role: "assistant", content };
+}
+
+function isJsonObject(text: string): boolean {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === "object" && value !== null && !Array.isArray(value);
+  } catch {
+    return false;
+  }
 }
