@@ -309,6 +309,28 @@ describe("openai agent compaction", () => {
     ]);
   });
 
+  it("does not believe a server's prompt count far off the estimate, and summarizes nothing for it", async () => {
+    const facts = factsModel();
+    let absurd = false;
+    const fake = (await startServer()).respondWith(async (request) => {
+      const answer = await facts(request);
+      // One answer claims ~2^62 prompt tokens (counted as a billion): a broken usage report.
+      if (!absurd || answer.type !== "text") return answer;
+      absurd = false;
+      return { ...answer, usage: { promptTokens: 2 ** 62, completionTokens: 5, cachedTokens: 0 } };
+    });
+    const agent = makeAgent(fake, { contextTokens: 100_000 });
+    for (let n = 0; n < 5; n++) await turn(agent, userText(n));
+    absurd = true;
+    await turn(agent, "the answer to this one reports absurd usage");
+    const before = fake.requests.length;
+
+    const next = await turn(agent, "and the next one");
+
+    expect(summaryRequestsIn(fake.requests.slice(before))).toEqual([]);
+    expect(next.notices ?? []).toEqual([]);
+  });
+
   it("compacts on demand with a focus, keeping the newest turns", async () => {
     const fake = (await startServer()).respondWith(factsModel());
     const agent = makeAgent(fake, { contextTokens: 100_000 });

@@ -309,6 +309,13 @@ export const Defaults = {
     summaryMaxShare: 0.1,
     /** Counted for each image input: its tokens depend on the provider and the size. */
     imageTokens: 1_500,
+    /**
+     * The server's prompt tokens per estimated token are believed from 1/`countRatioMax` to
+     * `countRatioMax`: tokenizers differ by a factor of two or three at most, and a broken usage
+     * report (a billion tokens for a short request) would otherwise have the next turn
+     * summarize the whole conversation.
+     */
+    countRatioMax: 4,
     /** The focus text of `/compact` passed to the summary request, at most. */
     focusMaxChars: 500,
   },

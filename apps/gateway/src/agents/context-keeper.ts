@@ -101,10 +101,15 @@ export class ContextKeeper {
     return Math.ceil(requestTokens(messages, this.#options.fixedTokens) * this.#ratio);
   }
 
-  /** Learns from an answer's `usage.prompt_tokens` how the server counts. */
+  /**
+   * Learns from an answer's `usage.prompt_tokens` how the server counts, within
+   * `Defaults.compaction.countRatioMax` of the estimate either way.
+   */
   observe(messages: readonly ChatCompletionMessageParam[], promptTokens: number): void {
     if (!(promptTokens > 0)) return;
-    this.#ratio = promptTokens / requestTokens(messages, this.#options.fixedTokens);
+    const max = Defaults.compaction.countRatioMax;
+    const ratio = promptTokens / requestTokens(messages, this.#options.fixedTokens);
+    this.#ratio = Math.min(max, Math.max(1 / max, ratio));
   }
 
   /**
