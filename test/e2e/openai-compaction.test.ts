@@ -331,6 +331,26 @@ describe("openai agent compaction", () => {
     expect(next.notices ?? []).toEqual([]);
   });
 
+  it("answers a message too long for the context on its own clearly, asking the model nothing", async () => {
+    const fake = (await startServer({ contextTokens: 6_000 })).respondWith(factsModel());
+    const agent = makeAgent(fake, { contextTokens: 6_000 });
+    for (let n = 0; n < 6; n++) await turn(agent, userText(n));
+    const sessionId = await store.currentSessionId(SessionKey);
+    const before = await store.loadConversation(sessionId);
+    const asked = fake.requests.length;
+
+    // A long voice note's transcript, a pasted log: ~8,000 tokens, more than the whole context.
+    const result = await turn(agent, "word ".repeat(8_000));
+
+    expect(result.reply).toMatch(
+      /^⚠️ That message is too long for the model: ≈\d+ tokens, where fake-model reads at most ≈4500 at once\./,
+    );
+    // No summary of the history that could not make room, no request the server refuses.
+    expect(fake.requests.length).toBe(asked);
+    expect(await store.loadConversation(sessionId)).toEqual(before);
+    expect((await turn(agent, "a short one")).reply).toBeTruthy();
+  });
+
   it("compacts on demand with a focus, keeping the newest turns", async () => {
     const fake = (await startServer()).respondWith(factsModel());
     const agent = makeAgent(fake, { contextTokens: 100_000 });

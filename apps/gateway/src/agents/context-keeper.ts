@@ -102,6 +102,14 @@ export class ContextKeeper {
   }
 
   /**
+   * The tokens of the smallest request a turn can make: the system prompt (without a summary),
+   * the tool definitions and the turn's own messages. Over the budget, no compaction makes room.
+   */
+  leastTokens(system: string, turn: readonly ChatCompletionMessageParam[]): number {
+    return this.tokens([{ role: "system", content: system }, ...turn]);
+  }
+
+  /**
    * Learns from an answer's `usage.prompt_tokens` how the server counts, within
    * `Defaults.compaction.countRatioMax` of the estimate either way.
    */

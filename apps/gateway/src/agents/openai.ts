@@ -162,6 +162,10 @@ export class OpenAIAgent implements Agent {
     const turn: ChatMessage[] = [{ role: "user", content: user.text }];
     const notices = [...user.notices];
     let chain = modelChain(this.#models, await chosenModel);
+    const tooLong = this.#tooLong(chain[0]!, user.text, log);
+    if (tooLong !== undefined) {
+      return { reply: tooLong, ...(notices.length === 0 ? {} : { notices }) };
+    }
     let toldFallback = false;
     let summaryFailed = false;
     const summarize = (request: SummaryRequest) => this.#summarize(chain, request, input, log);
@@ -270,6 +274,20 @@ export class OpenAIAgent implements Agent {
       beforeTokens: report.beforeTokens,
       afterTokens: report.afterTokens,
     };
+  }
+
+  /**
+   * The answer to a message whose text is too long for `entry`'s context budget on its own (a
+   * pasted log, a long voice note's transcript): no compaction can make room for it, and the
+   * server would refuse it (docs/sessions.md, "Context budget and compaction"). `undefined`
+   * when it fits. Image inputs are not counted: their tokens are only a rough guess.
+   */
+  #tooLong(entry: ModelSettings, text: string, log: Logger): string | undefined {
+    const keeper = this.#keeper(entry);
+    const tokens = keeper.leastTokens(this.#system, [{ role: "user", content: text }]);
+    if (tokens <= keeper.budgetTokens) return undefined;
+    log.warn({ tokens, budget: keeper.budgetTokens, model: entry.name }, "message too long");
+    return `⚠️ That message is too long for the model: ≈${tokens} tokens, where ${entry.name} reads at most ≈${keeper.budgetTokens} at once. Nothing was sent to it; send the text as a file (the model can read it in parts) or in shorter messages.`;
   }
 
   /** The context keeper of `entry`'s model, sized by `contextTokensOf(entry)`. */
