@@ -351,6 +351,21 @@ describe("openai agent compaction", () => {
     expect((await turn(agent, "a short one")).reply).toBeTruthy();
   });
 
+  it("never cuts a trimmed output inside a surrogate pair, which endpoints refuse", async () => {
+    // Emoji are two UTF-16 units; after the "x" every cut at an even position splits one.
+    writeFileSync(join(dir, "workspace", "emoji.txt"), `x${"😀".repeat(2_000)}`);
+    const fake = await startServer({ contextTokens: 6_000 });
+    for (let n = 0; n < 4; n++) fake.enqueue(reply.toolCall("read_file", { path: "emoji.txt" }));
+    fake.enqueue(reply.text("read them all"));
+    const agent = makeAgent(fake, { contextTokens: 6_000 });
+
+    const result = await turn(agent, "read emoji.txt four times");
+
+    expect(result.reply).toBe("read them all");
+    const tools = fake.requests.at(-1)!.body.messages.filter((m) => m.role === "tool");
+    expect(contentText(tools[0]?.content)).toContain("chars trimmed to fit the context");
+  });
+
   it("compacts on demand with a focus, keeping the newest turns", async () => {
     const fake = (await startServer()).respondWith(factsModel());
     const agent = makeAgent(fake, { contextTokens: 100_000 });

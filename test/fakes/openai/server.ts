@@ -127,6 +127,15 @@ function sendJson(
   res.end(JSON.stringify(body));
 }
 
+const LoneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Whether a string anywhere in `value` holds half a surrogate pair (JSON.stringify escapes it). */
+function hasLoneSurrogate(value: unknown): boolean {
+  if (typeof value === "string") return LoneSurrogate.test(value);
+  if (typeof value !== "object" || value === null) return false;
+  return Object.values(value).some(hasLoneSurrogate);
+}
+
 function isJsonObject(text: string): boolean {
   try {
     const value: unknown = JSON.parse(text);
@@ -174,7 +183,8 @@ export interface ModelListing {
  * events when the request asks for `stream: true` (cut as each reply's `stream` shape says,
  * see `writeStream`), one JSON answer otherwise; usage from the fake's token counts
  * (tokens.ts), and a request longer than `contextTokens` gets OpenAI's context-length 400,
- * streamed or not;
+ * streamed or not, one with half a UTF-16 surrogate pair in a string a 400 as real endpoints
+ * answer it (unrecorded);
  * `POST /v1/audio/transcriptions` (multipart `file` + `model`; answers scripted with
  * `enqueueTranscription`/`transcribeWith`, else derived from the bytes; recorded in
  * `transcriptions`), and `GET /v1/models` listing the configured models. Answers come from a queue of scripted
@@ -342,6 +352,15 @@ export class FakeOpenAIServer {
     }
     if (!isBody(parsed)) {
       sendJson(res, 400, errorBody("fake: body has no messages array"));
+      return;
+    }
+    if (hasLoneSurrogate(parsed)) {
+      // OpenAI's and Anthropic's parsers refuse a `\ud83d` escape without its pair.
+      sendJson(
+        res,
+        400,
+        errorBody("The request body is not valid JSON: no low surrogate in string"),
+      );
       return;
     }
     const record: RecordedRequest = {

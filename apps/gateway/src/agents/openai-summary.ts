@@ -1,5 +1,6 @@
 import type { ChatMessage } from "../state/types.js";
 import { tokenizer } from "./tokenizer.js";
+import { safeHead, safeTail } from "./tools-text.js";
 
 /** What a compaction asks the model to summarize. */
 export interface SummaryRequest {
@@ -76,16 +77,20 @@ export function renderTranscript(messages: readonly ChatMessage[], toolChars: nu
   return lines.join("\n");
 }
 
-/** `text` with its middle replaced by a note when it is longer than `maxChars`. */
+/**
+ * `text` with its middle replaced by a note when it is longer than `maxChars`. The cuts never
+ * split a surrogate pair: half of one in a request is invalid JSON to OpenAI's and Anthropic's
+ * endpoints, which would refuse every request carrying the trimmed output.
+ */
 export function cutMiddle(text: string, maxChars: number): string {
   if (text.length <= maxChars) return text;
   const keep = Math.max(0, maxChars);
-  const head = Math.ceil(keep / 2);
-  const tail = keep - head;
-  const dropped = text.length - keep;
-  return `${text.slice(0, head)}\n[… ${dropped} chars trimmed to fit the context …]\n${
-    tail > 0 ? text.slice(-tail) : ""
-  }`;
+  const headChars = Math.ceil(keep / 2);
+  const tailChars = keep - headChars;
+  const head = safeHead(text, headChars);
+  const tail = tailChars > 0 ? safeTail(text, text.length - tailChars) : "";
+  const dropped = text.length - head.length - tail.length;
+  return `${head}\n[… ${dropped} chars trimmed to fit the context …]\n${tail}`;
 }
 
 /** The model's summary, cut to `maxTokens` (a model may not keep to the length it was told). */
