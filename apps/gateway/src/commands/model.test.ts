@@ -55,6 +55,12 @@ describe("chooseModel", () => {
     );
     expect(store.picks.size).toBe(0);
   });
+
+  it("echoes at most 64 characters of an unknown name, never half an emoji", async () => {
+    const name = `${"a".repeat(63)}😀${"b".repeat(100)}`;
+    const text = describeChoice(await chooseModel(memoryStore(), settings, "k", name, false));
+    expect(text).toBe(`No model is named "${"a".repeat(63)}". Pick one of: main (/model <name>).`);
+  });
 });
 
 describe("describeModels", () => {
