@@ -1,3 +1,4 @@
+import { safeHead } from "../agents/tools-text.js";
 import { Defaults } from "../defaults.js";
 import type { PipelineRuntime, PipelineServices } from "../pipeline/types.js";
 import { describeStop, type StopSummary } from "./stop.js";
@@ -29,12 +30,13 @@ export async function newConversation(
 
 /**
  * `/compact [focus]`: the agent summarizes the session's older turns now, the focus guiding
- * the summary (cut to `Defaults.compaction.focusMaxChars`). A failure changes nothing stored.
+ * the summary (cut to `Defaults.compaction.focusMaxChars`, never inside a surrogate pair: half
+ * of one makes the summary request invalid JSON to OpenAI's and Anthropic's endpoints). A failure changes nothing stored.
  * The summary is a model call of the session's model, recorded as the user's usage; with the
  * daily budget used up, the budget's message is the answer and nothing is asked.
  */
 export async function compactConversation(
-  runtime: PipelineRuntime,
+  runtime: Pick<PipelineRuntime, "agent" | "log">,
   session: { readonly sessionKey: string; readonly sessionId: string; readonly user: string },
   focus: string | undefined,
   signal: AbortSignal,
@@ -48,7 +50,7 @@ export async function compactConversation(
   try {
     const result = await agent.compact({
       ...session,
-      focus: focus === undefined ? undefined : focus.slice(0, limit),
+      focus: focus === undefined ? undefined : safeHead(focus, limit),
       signal,
     });
     if (result.stopped !== undefined) return result.stopped;
