@@ -79,6 +79,11 @@ describe("agent.models", () => {
       'profiles[0].agent.models[1].name: got "main", expected a unique name ("main" is used twice)',
     ],
     [
+      "names that differ only in case (/model picks by name, case-insensitively)",
+      { kind: "openai", models: [main, { ...backup, name: "Main" }] },
+      'profiles[0].agent.models[1].name: got "Main", expected a unique name, whatever its case ("main" is used already: /model main could not tell them apart)',
+    ],
+    [
       "a name with a space",
       { kind: "openai", models: [{ ...main, name: "my model" }] },
       'profiles[0].agent.models[0].name: got "my model", expected a model entry name',

@@ -203,13 +203,19 @@ function checkModelList(
     });
   }
   const names = agent.models.map((entry) => entry.name);
+  // `/model <name>` matches names case-insensitively: two that differ only in case would be one.
+  const folded = names.map((name) => name.toLowerCase());
   names.forEach((name, index) => {
-    if (names.indexOf(name) !== index)
-      ctx.addIssue({
-        code: "custom",
-        path: ["models", index, "name"],
-        message: `a unique name ("${name}" is used twice)`,
-      });
+    const first = folded.indexOf(folded[index]!);
+    if (first === index) return;
+    ctx.addIssue({
+      code: "custom",
+      path: ["models", index, "name"],
+      message:
+        names[first] === name
+          ? `a unique name ("${name}" is used twice)`
+          : `a unique name, whatever its case ("${names[first]}" is used already: /model ${name.toLowerCase()} could not tell them apart)`,
+    });
   });
   const known = `one of the models entries (${names.join(", ")})`;
   if (agent.default !== undefined && !names.includes(agent.default))
