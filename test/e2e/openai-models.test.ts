@@ -438,6 +438,22 @@ describe("tool calls an endpoint sends", () => {
   });
 });
 
+describe("text an endpoint sends", () => {
+  it("stores and delivers half a surrogate pair as U+FFFD, so the next request is valid JSON", async () => {
+    // Some local servers stream broken emoji; OpenAI's and Anthropic's parsers refuse half a
+    // pair in a request, so stored as it came it would fail every later turn of the session.
+    // One UTF-16 unit per chunk: the whole emoji's halves come in two events.
+    main.enqueue(
+      reply.text("broken \ud83d emoji, whole 😀 emoji", { stream: { chunkChars: 1 } }),
+      reply.text("next"),
+    );
+    const agent = makeAgent({ fallback: [] });
+
+    expect((await turn(agent, "one")).reply).toBe("broken \ufffd emoji, whole 😀 emoji");
+    expect((await turn(agent, "two")).reply).toBe("next");
+  });
+});
+
 describe.each<[FakeProvider, string, number]>([
   ["anthropic", "/v1/chat/completions", 0],
   ["gemini", "/v1beta/openai/chat/completions", 1],

@@ -8,6 +8,7 @@ import type {
 } from "openai/resources/chat/completions";
 import { Agent, type Dispatcher, request } from "undici";
 import { openaiSdk } from "./openai-sdk.js";
+import { wellFormed } from "./tools-text.js";
 
 /** One request of {@link ChatStreams.complete}. */
 export interface ChatStreamRequest {
@@ -296,10 +297,12 @@ class CompletionSnapshot {
     const choices = this.#choices.map(({ message, finish_reason, index, logprobs }) => {
       if (!finish_reason) throw new OpenAIError(`missing finish_reason for choice ${index}`);
       if (!message.role) throw new OpenAIError(`missing role for choice ${index}`);
+      // Made well-formed once whole (a pair's halves may come in two chunks): half of a pair
+      // stored in the history would be invalid JSON in every later request of the session.
       const answer: ChatCompletion.Choice["message"] = {
         role: message.role,
-        content: message.content ?? null,
-        refusal: message.refusal ?? null,
+        content: message.content === undefined ? null : wellFormed(message.content),
+        refusal: message.refusal === undefined ? null : wellFormed(message.refusal),
       };
       if (message.tool_calls) {
         answer.tool_calls = Array.from(message.tool_calls, (call, at) => {
@@ -310,7 +313,10 @@ class CompletionSnapshot {
           return {
             id: call.id || `call_${randomUUID()}`,
             type: call.type,
-            function: { name: call.function.name, arguments: call.function.arguments },
+            function: {
+              name: wellFormed(call.function.name),
+              arguments: wellFormed(call.function.arguments),
+            },
           };
         });
       }
