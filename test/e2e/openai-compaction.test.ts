@@ -366,6 +366,40 @@ describe("openai agent compaction", () => {
     expect(contentText(tools[0]?.content)).toContain("chars trimmed to fit the context");
   });
 
+  it("runs one /compact of a session at a time: a second is told, asking the model nothing", async () => {
+    const facts = factsModel();
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const fake = (await startServer()).respondWith(async (request) => {
+      if (isSummaryRequest(request)) await held;
+      return facts(request);
+    });
+    const agent = makeAgent(fake, { contextTokens: 100_000 });
+    for (let n = 0; n < 5; n++) await turn(agent, userText(n));
+    const sessionId = await store.currentSessionId(SessionKey);
+    const compact = () =>
+      agent.compact({ sessionId, sessionKey: SessionKey, signal: new AbortController().signal });
+
+    // Each /compact bypasses the session's queue: typed ten times, ten summaries of the whole
+    // conversation would be billed at once, past the daily budget's one call per session.
+    const first = compact();
+    await fake.waitForRequests(6);
+    const second = compact();
+    // Done at once, or (without the bound) its own summary request reached the model.
+    await Promise.race([second, fake.waitForRequests(7)]);
+    release();
+
+    expect((await second).stopped).toBe(
+      "A compaction of this conversation is already running; its answer comes when it is done.",
+    );
+    expect((await first).summarizedMessages).toBeGreaterThan(0);
+    expect(summaryRequestsIn(fake.requests)).toHaveLength(1);
+    // Once done, the next /compact runs again.
+    expect((await compact()).stopped).toBeUndefined();
+  });
+
   it("compacts on demand with a focus, keeping the newest turns", async () => {
     const fake = (await startServer()).respondWith(factsModel());
     const agent = makeAgent(fake, { contextTokens: 100_000 });

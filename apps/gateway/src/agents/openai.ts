@@ -63,6 +63,8 @@ const MaxCallsPerRound = 16;
 const NotExecutedLimit = "not executed: the tool-round limit of this turn was reached";
 const NotExecutedTooMany = `not executed: at most ${MaxCallsPerRound} tool calls per answer`;
 const EmptyReply = "(the model sent an empty reply)";
+const CompactionRunning =
+  "A compaction of this conversation is already running; its answer comes when it is done.";
 
 /**
  * The `openai` agent (docs/sessions.md): any OpenAI-compatible chat-completions endpoint, with the
@@ -109,6 +111,8 @@ export class OpenAIAgent implements Agent {
   /** One per model entry: each has its own context size and learns its own token ratio. */
   readonly #keepers = new Map<string, ContextKeeper>();
   readonly #fixedTokens = textTokens(JSON.stringify(TOOL_DEFINITIONS));
+  /** Session ids with a `/compact` running (this process's). */
+  readonly #compacting = new Set<string>();
 
   constructor(options: OpenAIAgentOptions) {
     const settings = resolveOpenAIOptions(options);
@@ -253,27 +257,36 @@ export class OpenAIAgent implements Agent {
   /**
    * `/compact [focus]`: summarizes the session's older turns now (all but the newest
    * `Defaults.compaction.keepRecentTurns`), guided by `focus`, with the session's model (and
-   * its fallbacks). Asks nothing when the daily budget is used up.
+   * its fallbacks). Asks nothing when the daily budget is used up, nor while another
+   * `/compact` of the session runs: the command bypasses the session's queue, and repeated it
+   * would have the whole conversation summarized (and billed) that many times at once.
    */
   async compact(request: CompactRequest): Promise<CompactResult> {
     const log = this.#log.child({ sessionId: request.sessionId });
-    const stopped = await this.#budgetStop(log);
-    if (stopped !== undefined) {
-      return { summarizedMessages: 0, beforeTokens: 0, afterTokens: 0, stopped };
+    const nothing = { summarizedMessages: 0, beforeTokens: 0, afterTokens: 0 };
+    if (this.#compacting.has(request.sessionId)) {
+      return { ...nothing, stopped: CompactionRunning };
     }
-    const chain = modelChain(this.#models, await this.#chosenModel(request.sessionKey, log));
-    const report: CompactionReport = await this.#keeper(chain[0]!).compact(request.sessionId, {
-      signal: request.signal,
-      summarize: (summary) => this.#summarize(chain, summary, request, log),
-      force: true,
-      focus: request.focus,
-      system: this.#system,
-    });
-    return {
-      summarizedMessages: report.summarizedMessages,
-      beforeTokens: report.beforeTokens,
-      afterTokens: report.afterTokens,
-    };
+    this.#compacting.add(request.sessionId);
+    try {
+      const stopped = await this.#budgetStop(log);
+      if (stopped !== undefined) return { ...nothing, stopped };
+      const chain = modelChain(this.#models, await this.#chosenModel(request.sessionKey, log));
+      const report: CompactionReport = await this.#keeper(chain[0]!).compact(request.sessionId, {
+        signal: request.signal,
+        summarize: (summary) => this.#summarize(chain, summary, request, log),
+        force: true,
+        focus: request.focus,
+        system: this.#system,
+      });
+      return {
+        summarizedMessages: report.summarizedMessages,
+        beforeTokens: report.beforeTokens,
+        afterTokens: report.afterTokens,
+      };
+    } finally {
+      this.#compacting.delete(request.sessionId);
+    }
   }
 
   /**

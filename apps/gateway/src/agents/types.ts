@@ -118,7 +118,10 @@ export interface CompactResult {
   /** The conversation's estimated tokens before and after. */
   readonly beforeTokens: number;
   readonly afterTokens: number;
-  /** The daily budget's stop message when it is used up and no summary was asked for. */
+  /**
+   * Why no summary was asked for, as the answer: the daily budget is used up, or another
+   * `/compact` of the session is running.
+   */
   readonly stopped?: string | undefined;
 }
 
