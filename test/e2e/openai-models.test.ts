@@ -438,6 +438,23 @@ describe("tool calls an endpoint sends", () => {
   });
 });
 
+describe("usage a stream reports", () => {
+  it("records the usage of a stream whose chunks carry no id", async () => {
+    // OpenVINO's model server (and Google's layer in 2025) send no id: the usage of the last
+    // chunk was merged only from chunks with one, so every call counted 0 and the budget
+    // never stopped anything.
+    const usage: FakeUsage = { promptTokens: 600, completionTokens: 400, cachedTokens: 0 };
+    main.respondWith(() => reply.text("ok", { usage, stream: { withoutIds: true } }));
+    const agent = makeAgent({ fallback: [], budget: { dailyTokens: 1_000 } });
+
+    expect((await turn(agent, "one")).reply).toBe("ok");
+    expect((await profileTotals()).today).toMatchObject({ inputTokens: 600, outputTokens: 400 });
+    expect((await turn(agent, "two")).reply).toMatch(
+      /^⛔ This bot's daily model budget is used up/,
+    );
+  });
+});
+
 describe("text an endpoint sends", () => {
   it("stores and delivers half a surrogate pair as U+FFFD, so the next request is valid JSON", async () => {
     // Some local servers stream broken emoji; OpenAI's and Anthropic's parsers refuse half a

@@ -23,6 +23,11 @@ export interface StreamShape {
   readonly everyMs?: number;
   /** Stop after this many characters of content and never finish (a stream cut mid-way). */
   readonly hangAfterChars?: number;
+  /**
+   * Chunks without an `id`, as OpenVINO's model server sends them and Google's compatible
+   * layer did in 2025. Default: every chunk carries the answer's id.
+   */
+  readonly withoutIds?: boolean;
 }
 
 /** Answer with a final assistant message. */

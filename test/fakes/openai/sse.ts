@@ -47,7 +47,7 @@ export async function writeStream(res: ServerResponse, answer: StreamedAnswer): 
           res.once("close", onClose);
         });
   const base = {
-    id: answer.id,
+    ...(shape.withoutIds === true ? {} : { id: answer.id }),
     object: "chat.completion.chunk",
     created: Math.floor(Date.now() / 1000),
     model: answer.model,

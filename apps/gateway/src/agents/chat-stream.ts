@@ -198,7 +198,7 @@ interface ChoiceSnapshot {
 /**
  * The answer as its chunks arrive, the way the SDK's `ChatCompletionStream` accumulates it: the
  * first chunk's fields, then those of every later chunk with an id (the last one carries the
- * usage), and per choice the role, the text and refusal appended, and the tool calls by index
+ * usage; unlike the SDK, a chunk without an id still gives its usage), and per choice the role, the text and refusal appended, and the tool calls by index
  * with their arguments appended.
  */
 class CompletionSnapshot {
@@ -243,6 +243,9 @@ class CompletionSnapshot {
       );
     if (this.#base === undefined) this.#base = rest;
     else if (rest.id) Object.assign(this.#base, rest);
+    // A server whose chunks carry no id (OpenVINO's, Google's in 2025) still reports usage:
+    // where the SDK would drop it, every call would count 0 tokens and the budget nothing.
+    else if (rest.usage) this.#base.usage = rest.usage;
     if (!Array.isArray(choices)) return undefined;
     for (const choice of choices as ChatCompletionChunk.Choice[]) {
       const failure = this.#addChoice(choice);
