@@ -400,6 +400,31 @@ describe("openai agent compaction", () => {
     expect((await compact()).stopped).toBeUndefined();
   });
 
+  it("asks no further summary request of a compaction once the daily budget is used up", async () => {
+    const fake = (await startServer()).respondWith(factsModel());
+    // Eight turns of ~700 tokens: at a 3,000-token context, the six older ones take three
+    // summary requests to fold in.
+    const filler = (n: number) => `turn ${n}: ${"many words that fill the turn ".repeat(115)}`;
+    const build = makeAgent(fake, { contextTokens: 100_000 });
+    for (let n = 0; n < 8; n++) await turn(build, filler(n));
+    const spent = await store.usageOfDay(usageDays(Date.now(), 7).today);
+    // The budget has room for one more call: the first summary request uses it up.
+    const agent = makeAgent(fake, {
+      contextTokens: 3_000,
+      budget: { dailyTokens: spent.inputTokens + spent.outputTokens + 1 },
+    });
+    const before = fake.requests.length;
+
+    const result = await agent.compact({
+      sessionId: await store.currentSessionId(SessionKey),
+      sessionKey: SessionKey,
+      signal: new AbortController().signal,
+    });
+
+    expect(summaryRequestsIn(fake.requests.slice(before))).toHaveLength(1);
+    expect(result.summarizedMessages).toBeGreaterThan(0);
+  });
+
   it("compacts on demand with a focus, keeping the newest turns", async () => {
     const fake = (await startServer()).respondWith(factsModel());
     const agent = makeAgent(fake, { contextTokens: 100_000 });

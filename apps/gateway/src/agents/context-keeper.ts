@@ -51,6 +51,8 @@ export interface FitInput {
   readonly force?: boolean | undefined;
   /** A summary failed earlier in this turn: do not ask again before the next turn. */
   readonly summaryFailed?: boolean | undefined;
+  /** Asked before each summary request but the first; false ends the compaction there. */
+  readonly mayContinue?: (() => Promise<boolean>) | undefined;
 }
 
 /** The request to send and what fitting it did. */
@@ -172,6 +174,7 @@ export class ContextKeeper {
           system: input.system,
           turn: input.turn,
           force: input.force === true,
+          mayContinue: input.mayContinue,
         });
         conversation = report.conversation;
         if (report.summarizedMessages > 0) notice = compactedNotice(report);
@@ -227,6 +230,12 @@ export class ContextKeeper {
       readonly conversation?: Conversation | undefined;
       readonly system?: string | undefined;
       readonly turn?: readonly ChatCompletionMessageParam[] | undefined;
+      /**
+       * Asked before each summary request but the first (the caller's own check covers that
+       * one): false ends the compaction with what was stored so far (the daily budget is used
+       * up: docs/models-and-usage.md, "Budget").
+       */
+      readonly mayContinue?: (() => Promise<boolean>) | undefined;
     },
   ): Promise<CompactionReport> {
     const { store } = this.#options;
@@ -258,6 +267,10 @@ export class ContextKeeper {
     let calls = 0;
     let next = 0;
     while (next < chosen.length) {
+      if (calls > 0 && options.mayContinue !== undefined && !(await options.mayContinue())) {
+        this.#options.log.info({ sessionId, calls }, "compaction stopped by the daily budget");
+        break;
+      }
       const chunk = this.#chunk(chosen, next, base?.content, options.focus);
       const messages = chunk.turns.flat();
       calls += 1;

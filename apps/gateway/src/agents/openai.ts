@@ -173,6 +173,7 @@ export class OpenAIAgent implements Agent {
     let toldFallback = false;
     let summaryFailed = false;
     const summarize = (request: SummaryRequest) => this.#summarize(chain, request, input, log);
+    const mayContinue = async () => (await this.#budgetStop(log)) === undefined;
     const fit = async (force: boolean, entry: ModelSettings) => {
       const fitted = await this.#keeper(entry)
         .fit({
@@ -184,6 +185,7 @@ export class OpenAIAgent implements Agent {
           summarize,
           force,
           summaryFailed,
+          mayContinue,
         })
         .catch((error: unknown) => {
           throw signal.aborted ? aborted("model") : error;
@@ -278,6 +280,7 @@ export class OpenAIAgent implements Agent {
         force: true,
         focus: request.focus,
         system: this.#system,
+        mayContinue: async () => (await this.#budgetStop(log)) === undefined,
       });
       return {
         summarizedMessages: report.summarizedMessages,
