@@ -245,6 +245,25 @@ describe("TelegramChannel text and activity", () => {
     expect(fake.callsTo("sendMessage")).toHaveLength(1);
   });
 
+  it("takes a status edit that only adds whitespace as done, as Telegram shows it so already", async () => {
+    const tg = newChannel();
+    const target = { platform: "telegram", chatId: "5" } as const;
+    const signal = () => AbortSignal.timeout(5000);
+    const id = await tg.status.post(target, "Let me check.", signal());
+    // A streamed reply grown by a newline: Telegram strips it and answers "not modified".
+    await expect(tg.status.edit(target, id, "Let me check.\n", signal())).resolves.toBeUndefined();
+    expect(fake.callsTo("editMessageText").map((call) => call.description)).toEqual([
+      expect.stringMatching(/^Bad Request: message is not modified/),
+    ]);
+    await tg.status.edit(target, id, "Let me check.\nDone.", signal());
+    expect(fake.botMessage(5, Number(id))?.text).toBe("Let me check.\nDone.");
+    // Any other refusal still fails the call.
+    await expect(tg.status.edit(target, "999", "x", signal())).rejects.toMatchObject({
+      name: "StatusCallError",
+      status: 400,
+    });
+  });
+
   it("shows typing in the chat and topic, and never throws when that fails", async () => {
     const tg = newChannel();
     await tg.showActivity({ platform: "telegram", chatId: "-100400", threadId: "77" });

@@ -173,7 +173,9 @@ function messageIdOf(ctx: MethodContext): number | undefined {
  * `editMessageText` of a message the bot sent, as the Bot API answers it: the edited message
  * (with `edit_date`); 400 for an unknown or deleted message ("message to edit not found"), a
  * message without text, the same text again ("message is not modified"), an empty or too long
- * text. Inline messages (`inline_message_id`) are not modelled.
+ * text. The same text is compared as Telegram keeps a message's text, leading and trailing
+ * whitespace stripped: an edit that only adds a trailing newline is "not modified" too.
+ * Inline messages (`inline_message_id`) are not modelled.
  */
 export function editMessageText(ctx: MethodContext): MethodResult {
   const plain = (answer: ApiAnswer): MethodResult => ({ answer, files: [] });
@@ -200,7 +202,7 @@ export function editMessageText(ctx: MethodContext): MethodResult {
   if ("error" in markup) return plain(markup.error);
   const newMarkup = markupField(markup.keyboard);
   if (
-    message.text === text &&
+    message.text.trim() === text.trim() &&
     JSON.stringify(message.reply_markup) === JSON.stringify(newMarkup.reply_markup)
   ) {
     return plain(

@@ -332,6 +332,10 @@ describe("FakeTelegram edits and deletes the bot's messages with the real grammY
     expect(await refused(bot.api.editMessageText(5, sent.message_id, "working 2s"))).toMatch(
       /^Bad Request: message is not modified/,
     );
+    // Telegram strips a text's leading and trailing whitespace: only they changed, nothing did.
+    expect(await refused(bot.api.editMessageText(5, sent.message_id, "working 2s\n\n "))).toMatch(
+      /^Bad Request: message is not modified/,
+    );
     expect(await refused(bot.api.editMessageText(5, 999, "x"))).toBe(
       "Bad Request: message to edit not found",
     );

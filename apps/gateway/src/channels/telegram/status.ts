@@ -1,4 +1,4 @@
-import type { Api } from "grammy";
+import { type Api, GrammyError } from "grammy";
 import { Defaults } from "../../defaults.js";
 import { utf16Length } from "../../delivery/split-text.js";
 import { type ChatTarget, StatusCallError, type StatusMessages } from "../types.js";
@@ -15,7 +15,8 @@ const GroupEditIntervalMs = Defaults.progress.telegramGroupEverySeconds * 1000;
  * the chat and topic, replying to the user's message, then `editMessageText` and
  * `deleteMessage`; a streamed reply's drafts with `sendMessageDraft` (docs/streaming.md). Plain
  * text. One try per call with the caller's signal; a failure is a
- * token-free {@link StatusCallError} (a 429 carries its `retry_after`).
+ * token-free {@link StatusCallError} (a 429 carries its `retry_after`). An edit Telegram
+ * answers "message is not modified" is done: the message shows that text already.
  */
 export class TelegramStatusMessages implements StatusMessages {
   /** Split as the final reply is (telegram/deliver-reply.ts), so previews match it. */
@@ -50,9 +51,13 @@ export class TelegramStatusMessages implements StatusMessages {
     signal: AbortSignal,
   ): Promise<void> {
     const out = new OutgoingTarget(target);
-    await this.#call("edit", () =>
-      this.api.editMessageText(out.chat, Number(messageId), text, {}, grammySignal(signal)),
-    );
+    await this.#call("edit", async () => {
+      try {
+        await this.api.editMessageText(out.chat, Number(messageId), text, {}, grammySignal(signal));
+      } catch (error) {
+        if (!notModified(error)) throw error;
+      }
+    });
   }
 
   async draft(
@@ -90,4 +95,18 @@ export class TelegramStatusMessages implements StatusMessages {
       throw new StatusCallError(operation, facts.status, facts.description, retryAfterMs);
     }
   }
+}
+
+/**
+ * Whether Telegram refused an edit as "message is not modified". It keeps a text without its
+ * leading and trailing whitespace, so an edit that changes only those (a streamed reply grown
+ * by a newline, or a message completed at a rollover by dropping its trailing one) gets that
+ * answer: the message shows that text already, which is what the edit was for.
+ */
+function notModified(error: unknown): boolean {
+  return (
+    error instanceof GrammyError &&
+    error.error_code === 400 &&
+    /^Bad Request: message is not modified\b/.test(error.description)
+  );
 }
