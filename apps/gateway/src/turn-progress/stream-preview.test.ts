@@ -145,6 +145,27 @@ describe("StreamPreview", () => {
     expect(status.calls.slice(2)).toEqual(["draft 101 twenty! ✗", "post a draft of text past"]);
   });
 
+  it("keeps drafting when a draft is lost on the way: only the platform's refusal switches to editing", async () => {
+    const status = new RecordingStatus();
+    const { preview, advance } = previewOf(status, "draft");
+    status.failures.push(new StatusCallError("draft", undefined, "no answer within 10000 ms"));
+    preview.push("Hello");
+    await advance(0);
+    status.failures.push(new StatusCallError("draft", 502, "Bad Gateway"));
+    preview.push(" there");
+    await advance(1000);
+    preview.push(" again");
+    await advance(1000);
+    expect(preview.mode).toBe("draft");
+    expect(status.calls).toEqual([
+      "draft 100 Hello ✗",
+      "draft 100 Hello there ✗",
+      "draft 100 Hello there again",
+    ]);
+    await preview.finish();
+    expect(status.calls).toHaveLength(3);
+  });
+
   it("never takes more messages than the final reply: past maxChunks, its head and the cut notice", async () => {
     const status = new RecordingStatus({ maxLength: 100, maxChunks: 2 });
     const { preview, advance } = previewOf(status, "edit");

@@ -77,8 +77,9 @@ interface Shown {
  *
  * Best effort, like the status message: one try per call, never a repeated post (a post whose
  * answer was lost may be in the chat), a rate limit pauses the preview for as long as the
- * platform asked, `maxFailures` failures in a row stop it, and a refused draft switches to
- * `edit`. The final reply never depends on it: it goes through the outbox, and {@link finish}
+ * platform asked, `maxFailures` failures in a row stop it, and a draft the platform refused
+ * (a 4xx) switches to `edit`; a draft lost on the way (a timeout, a 5xx) is only a failure,
+ * its chunk drafted again at the next call. The final reply never depends on it: it goes through the outbox, and {@link finish}
  * then deletes every preview message (drafts vanish on their own).
  */
 export class StreamPreview {
@@ -325,7 +326,7 @@ export class StreamPreview {
       this.#onProblem(`preview rate limited; pausing it for ${retryAfterMs} ms`, error);
       return;
     }
-    if (this.#mode === "draft") {
+    if (this.#mode === "draft" && refusedByPlatform(error)) {
       this.#mode = "edit";
       this.#onProblem("the platform refused the draft; the preview edits a message instead", error);
       return;
@@ -364,4 +365,17 @@ export class StreamPreview {
   #bound(): AbortSignal {
     return AbortSignal.timeout(this.#requestTimeoutMs);
   }
+}
+
+/**
+ * Whether the platform answered a call with a refusal (a 4xx): a bot or client without
+ * drafts. A timeout, a lost connection or a 5xx says nothing about drafts.
+ */
+function refusedByPlatform(error: unknown): boolean {
+  return (
+    error instanceof StatusCallError &&
+    error.status !== undefined &&
+    error.status >= 400 &&
+    error.status < 500
+  );
 }
