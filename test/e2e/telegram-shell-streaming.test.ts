@@ -70,6 +70,12 @@ describe("gateway over Telegram: the shell agent streams its command's output", 
       "the first line as a draft while the command runs",
     );
     expect(bot.texts(User, since)).not.toContain("first\nsecond");
+    // The draft shows progress: no status message was posted (and deleted at once) beside it.
+    expect(
+      bot
+        .callsIn(User, since)
+        .filter((c) => c.method === "sendMessage" || c.method === "deleteMessage"),
+    ).toEqual([]);
     await release("go-dm");
     await harness.gateway.idle();
     expect(bot.texts(User, since).filter((text) => text.startsWith("first"))).toEqual([

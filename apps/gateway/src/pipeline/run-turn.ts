@@ -36,8 +36,13 @@ export const TurnFailedText = "⚠️ Something went wrong while handling that m
  * (docs/inbound-media.md).
  */
 export const runTurn: Middleware = async (ctx, next) => {
-  const progress = startProgress(ctx);
+  const progress = newProgress(ctx);
+  // The preview's wait is armed before the status's: a shell command's output waits exactly as
+  // long as the status does, and when both end together the text comes first. In a private
+  // chat's draft the status would otherwise be posted only to be deleted the same moment (a
+  // notification for nothing); in edit mode the preview's own message is then the only one.
   const preview = startPreview(ctx, progress);
+  progress?.start();
   try {
     await agentTurn(ctx, next, progress, preview);
   } finally {
@@ -50,7 +55,7 @@ export const runTurn: Middleware = async (ctx, next) => {
 };
 
 /** The turn's status message, when the profile wants one and the channel can edit. */
-function startProgress(ctx: MessageContext): TurnProgress | undefined {
+function newProgress(ctx: MessageContext): TurnProgress | undefined {
   const settings = ctx.runtime.profile.progress;
   const status = ctx.channel.status;
   if (!settings.enabled || status === undefined) return undefined;
@@ -61,7 +66,6 @@ function startProgress(ctx: MessageContext): TurnProgress | undefined {
     onProblem: (what, error) => ctx.log.warn({ err: error }, what),
     ledger: statusLedger(ctx),
   });
-  progress.start();
   return progress;
 }
 
