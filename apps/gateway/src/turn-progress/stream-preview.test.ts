@@ -193,6 +193,30 @@ describe("StreamPreview", () => {
     expect([...shown.values()]).toEqual(finalTexts);
   });
 
+  it("posts after a rate-limited post once the wait passed: Telegram and Discord posted nothing", async () => {
+    const status = new RecordingStatus();
+    const { preview, advance, ledger } = previewOf(status, "edit");
+    preview.push("Hello world");
+    await advance(0);
+    preview.push(" and more text");
+    await advance(1000);
+    status.failures.push(new StatusCallError("post", 429, "Too Many Requests", 5000));
+    await advance(1000);
+    expect(status.calls).toEqual([
+      "post Hello world",
+      "edit 1 Hello world and more",
+      "post text ✗",
+    ]);
+    preview.push(" yet");
+    await advance(4000);
+    expect(status.calls).toHaveLength(3);
+    await advance(1000);
+    expect(status.calls.slice(3)).toEqual(["post text yet"]);
+    expect(ledger).toEqual(["first 1", "rollovers 2"]);
+    await preview.finish();
+    expect(status.calls.slice(4)).toEqual(["remove 1", "remove 2"]);
+  });
+
   it("never posts again after a post failed", async () => {
     const status = new RecordingStatus();
     status.failures.push(new StatusCallError("post", 502, "Bad Gateway"));

@@ -76,11 +76,12 @@ interface Shown {
  * posted; in `draft` mode the current chunk goes out as a draft (a new draft id per chunk).
  *
  * Best effort, like the status message: one try per call, never a repeated post (a post whose
- * answer was lost may be in the chat), a rate limit pauses the preview for as long as the
- * platform asked, `maxFailures` failures in a row stop it, and a draft the platform refused
- * (a 4xx) switches to `edit`; a draft lost on the way (a timeout, a 5xx) is only a failure,
- * its chunk drafted again at the next call. The final reply never depends on it: it goes through the outbox, and {@link finish}
- * then deletes every preview message (drafts vanish on their own).
+ * answer was lost may be in the chat; one refused by a rate limit was not posted, and goes out
+ * once the wait passed), a rate limit pauses the preview for as long as the platform asked,
+ * `maxFailures` failures in a row stop it, and a draft the platform refused (a 4xx) switches
+ * to `edit`; a draft lost on the way (a timeout, a 5xx) is only a failure, its chunk drafted
+ * again at the next call. The final reply never depends on it: it goes through the outbox,
+ * and {@link finish} then deletes every preview message (drafts vanish on their own).
  */
 export class StreamPreview {
   readonly #status: StatusMessages;
@@ -303,8 +304,11 @@ export class StreamPreview {
     try {
       return await this.#status.post(this.#target, text, this.#bound(), { verbatim: true });
     } catch (error) {
-      // Never posted again: a post whose answer was lost may be in the chat already.
-      this.#stopped = true;
+      // Never posted again: a post whose answer was lost may be in the chat already. A rate
+      // limit is an answer that nothing was posted: the preview pauses and posts it then.
+      if (!(error instanceof StatusCallError && error.retryAfterMs !== undefined)) {
+        this.#stopped = true;
+      }
       throw error;
     }
   }
