@@ -106,6 +106,14 @@ describe("formatted replies over Telegram", () => {
     expect(bot.fake.botMessagesIn(Admin).at(-1)).not.toHaveProperty("entities");
   });
 
+  it("sends a reply whose Markdown shows no text (an empty code block) as written", async () => {
+    model.enqueue(reply.text("```\n```"));
+    const since = bot.mark();
+    await bot.handle((fake) => fake.sendPrivateText({ userId: Admin, text: "empty block" }));
+    const sends = bot.callsIn(Admin, since).filter((c) => c.method === "sendMessage" && c.ok);
+    expect(sends.map((c) => c.params.text)).toEqual(["```\n```"]);
+  });
+
   it("formats a caption, and sends it plain once when Telegram refuses its markup", async () => {
     bot.fake.failNext("sendDocument", {
       kind: "error",

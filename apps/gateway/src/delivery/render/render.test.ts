@@ -254,6 +254,14 @@ describe("plain, Discord and the console", () => {
     }
   });
 
+  test("Markdown that shows no text on Telegram is sent as written, never as nothing", () => {
+    for (const text of ["#", "> ", "```\n```", "|   |\n|---|", "[1]: https://example.com"]) {
+      const parts = telegram(text);
+      expect(parts).toHaveLength(1);
+      expect(telegramSees(parts[0] as RenderedText).text).toBe(text.trim());
+    }
+  });
+
   test("empty text gives no parts", () => {
     expect(render("telegram", "  \n", "markdown", { maxLength: 4096 })).toEqual([]);
   });

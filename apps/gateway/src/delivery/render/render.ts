@@ -57,7 +57,8 @@ export interface RenderOptions {
  * - The console: the text as written, in any format.
  *
  * Lines holding a `MEDIA:` marker are never formatted (docs/media.md): a tag the gateway did
- * not deliver shows as the agent wrote it.
+ * not deliver shows as the agent wrote it. Text that is not blank never renders to no parts:
+ * Markdown that shows nothing on Telegram (`#`, an empty code block) is sent as written.
  */
 export function render(
   platform: RenderPlatform,
@@ -96,7 +97,12 @@ function renderTelegram(text: string, options: RenderOptions): RenderedText[] {
   const formatted = markdownToEntities(protectMediaLines(text), {
     maxGridWidth: Defaults.render.tableGridMaxWidth,
   });
-  let parts = splitFormatted(formatted, options.maxLength);
+  // Markdown that shows no text at all (an empty heading, quote or code block, a table of
+  // empty cells, a lone link definition) is shown as written: a reply never goes out as nothing.
+  let parts =
+    formatted.text.trim() === ""
+      ? splitFormatted({ text, entities: [] }, options.maxLength)
+      : splitFormatted(formatted, options.maxLength);
   const { maxParts, notice = "" } = options;
   if (maxParts !== undefined && (parts.length > maxParts || options.truncated === true)) {
     const keep = Math.min(maxParts, parts.length);
