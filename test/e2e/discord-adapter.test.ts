@@ -331,6 +331,37 @@ describe("Discord adapter: delivery", () => {
     ]);
   });
 
+  it("posts a status (a streamed preview) answered 5xx after it was processed once more with the same nonce: one message, its id known", async () => {
+    const h = await startHarness();
+    const { dm } = targets(h.fake);
+    for (const kind of [
+      "server_error_after_processing",
+      "connection_drop_after_processing",
+    ] as const) {
+      h.fake.injectFailure({ kind, status: 502 });
+      const text = `the text so far (${kind})`;
+      const id = await h.channel.status.post(dm, text, AbortSignal.timeout(5000), {
+        verbatim: true,
+      });
+      // The preview deletes the message by this id at the end: none is left behind.
+      expect(
+        h.fake
+          .messagesIn(dm.chatId)
+          .filter((m) => m.content === text)
+          .map((m) => m.id),
+      ).toEqual([id]);
+      await h.channel.status.remove(dm, id, AbortSignal.timeout(5000));
+    }
+    const creates = h.fake.messageCreates(dm.chatId);
+    expect(creates.map((call) => [call.status, call.deduplicated])).toEqual([
+      [502, false],
+      [200, true],
+      [0, false],
+      [200, true],
+    ]);
+    expect(h.fake.messagesIn(dm.chatId)).toEqual([]);
+  });
+
   it("resends a refused message file by file, so one bad file spares the others", async () => {
     const h = await startHarness();
     const { guild } = targets(h.fake);

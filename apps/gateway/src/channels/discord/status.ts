@@ -17,7 +17,9 @@ const EditIntervalMs = 1000;
  * (with a nonce, replying to the user's message, mentions off), then `PATCH` and `DELETE` of
  * it, through the delivery REST instance (no retries of its own, rate limits thrown). The text
  * is escaped so a command's `*` or `_` shows as typed; a streamed reply's preview (`verbatim`)
- * is not, it is Markdown already (docs/streaming.md). One try per call; a failure is a
+ * is not, it is Markdown already (docs/streaming.md). One try per call, except that a post
+ * whose answer was lost (a 5xx, a dropped connection) is made once more at once with its
+ * nonce, so a message Discord made is never left unknown; a failure is a
  * {@link StatusCallError} (a 429 carries Discord's wait).
  */
 export class DiscordStatusMessages implements StatusMessages {
@@ -42,15 +44,20 @@ export class DiscordStatusMessages implements StatusMessages {
     signal: AbortSignal,
     options?: StatusTextOptions,
   ): Promise<string> {
-    const created = await this.#call("post", () =>
-      createMessageAttempt(
-        this.rest,
-        channelOf(target),
-        { content: shown(text, options), replyTo: target.replyToMessageId },
-        newNonce(),
-        signal,
-      ),
-    );
+    const draft = { content: shown(text, options), replyTo: target.replyToMessageId };
+    const nonce = newNonce();
+    const attempt = () => createMessageAttempt(this.rest, channelOf(target), draft, nonce, signal);
+    const created = await this.#call("post", async () => {
+      try {
+        return await attempt();
+      } catch (error) {
+        // A 5xx or a dropped connection may come after Discord made the message: one that
+        // lost its answer would stay in the chat, its id unknown, never deleted. The same
+        // nonce again answers that message (or makes it now): never a second one.
+        if (signal.aborted || !answerLost(error)) throw error;
+        return attempt();
+      }
+    });
     return created.id;
   }
 
@@ -102,4 +109,10 @@ function channelOf(target: ChatTarget): string {
 
 function shown(text: string, options: StatusTextOptions | undefined): string {
   return options?.verbatim === true ? text : escapeMarkdown(text);
+}
+
+/** Whether a failed create may have made the message: a 5xx or a transport failure. */
+function answerLost(error: unknown): boolean {
+  const kind = classifyFailure(error)?.kind;
+  return kind === "server_error" || kind === "network";
 }
