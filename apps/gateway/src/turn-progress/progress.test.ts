@@ -207,6 +207,29 @@ describe("TurnProgress", () => {
   });
 });
 
+describe("TurnProgress, rate limited", () => {
+  it("posts the status once a rate-limited post's wait passed: the platform posted nothing", async () => {
+    const status = new RecordingStatus();
+    status.failNext(new StatusCallError("post", 429, "Too Many Requests", 5000));
+    const { progress, advance } = progressOf(status);
+    await advance(3000);
+    await advance(4999);
+    expect(status.calls).toEqual(["post ⏳ working — 3s ✗"]);
+    await advance(1);
+    expect(status.calls).toEqual(["post ⏳ working — 3s ✗", "post ⏳ working — 8s"]);
+    await progress.finish();
+    expect(status.calls.at(-1)).toBe("remove 1");
+
+    const ended = new RecordingStatus();
+    ended.failNext(new StatusCallError("post", 429, "Too Many Requests", 5000));
+    const quick = progressOf(ended);
+    await quick.advance(3000);
+    await quick.progress.finish();
+    await quick.advance(10_000);
+    expect(ended.calls).toEqual(["post ⏳ working — 3s ✗"]);
+  });
+});
+
 describe("TurnProgress's ledger", () => {
   it("records the status once posted, before any edit, and forgets it once deleted", async () => {
     const status = new RecordingStatus();

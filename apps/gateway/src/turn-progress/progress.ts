@@ -102,8 +102,9 @@ export function statusText(elapsedMs: number, doing: string | undefined): string
  * deleted nor marked ended stays in it, for the next start to clear.
  *
  * Nothing here can break the turn or touch its reply: every call is caught, none is retried
- * (the post is never repeated, so there is never a second status), a rate limit pauses the
- * edits for as long as the platform asked, and `maxFailedEdits` failures in a row stop them.
+ * (the post is never repeated, so there is never a second status, unless a rate limit refused
+ * it: then it is made once the wait passed), a rate limit pauses the edits for as long as the
+ * platform asked, and `maxFailedEdits` failures in a row stop them.
  */
 export class TurnProgress {
   readonly #status: StatusMessages;
@@ -237,6 +238,14 @@ export class TurnProgress {
         this.#next();
       })
       .catch((error: unknown) => {
+        // A rate limit is an answer that nothing was posted: the post is made once the wait
+        // passed, unless the turn ended by then.
+        const retryAfterMs = error instanceof StatusCallError ? error.retryAfterMs : undefined;
+        if (retryAfterMs !== undefined && this.#finished === undefined) {
+          this.#onProblem(`status post rate limited; posting it in ${retryAfterMs} ms`, error);
+          this.#cancel = this.#clock.schedule(() => this.#post(), retryAfterMs);
+          return;
+        }
         // Not posted again: a post whose answer was lost may be in the chat already.
         this.#onProblem("could not post the status message; this turn shows none", error);
       });
