@@ -48,6 +48,21 @@ describe("splitText", () => {
     expect(chunks).toEqual(["a".repeat(15), `😀${"b".repeat(10)}`]);
   });
 
+  it.each([
+    ["an emoji sequence", 12, "👨‍👩‍👧"],
+    ["a flag", 14, "🇩🇪"],
+    ["an accent", 15, "e\u0301"],
+  ] as const)(
+    "never splits %s at a hard cut: it starts the next chunk whole",
+    (_name, before, grapheme) => {
+      const text = `${"a".repeat(before)}${grapheme}${"b".repeat(6)}`;
+      expect(splitText(text, { maxLength: 16 })).toEqual([
+        "a".repeat(before),
+        `${grapheme}${"b".repeat(6)}`,
+      ]);
+    },
+  );
+
   it("closes a code fence at a cut and reopens it with its language", () => {
     const code = Array.from({ length: 12 }, (_, i) => `line ${i}`).join("\n");
     const text = `Here:\n\`\`\`ts\n${code}\n\`\`\`\nDone.`;

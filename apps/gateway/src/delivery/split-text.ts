@@ -36,7 +36,9 @@ const FenceCloseLine = /^ {0,3}`{3,}\s*$/;
 /**
  * Splits `text` into chunks of at most `maxLength` units each. A chunk ends at the last
  * newline that fits, else at the last space, else hard at the limit; whitespace at the cut
- * (trailing blanks, the separator, blank lines) is dropped, nothing else is. A surrogate pair is never split. A chunk that ends inside a
+ * (trailing blanks, the separator, blank lines) is dropped, nothing else is. A hard cut falls
+ * between two graphemes (never inside a surrogate pair, an emoji sequence, a flag or an
+ * accented letter), except in one grapheme longer than a chunk. A chunk that ends inside a
  * fenced code block (```) is closed with a fence, and the next chunk reopens it with the same
  * opening line (language kept), so every chunk renders on its own. Whitespace-only chunks are
  * dropped (platforms refuse empty messages); empty text gives no chunks.
@@ -117,8 +119,38 @@ function chooseCut(
   if (newline > 0) return { pieceEnd: start + newline, nextStart: start + newline + 1 };
   const space = separatorAtEnd === " " ? window.length : window.lastIndexOf(" ");
   if (space > 0) return { pieceEnd: start + space, nextStart: start + space + 1 };
-  return { pieceEnd: end, nextStart: end };
+  const cut = graphemeBoundary(text, start, end);
+  return { pieceEnd: cut, nextStart: cut };
 }
+
+const Graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+/** How much text around a hard cut is read to tell the grapheme the cut falls in. */
+const GraphemeWindow = 64;
+
+/**
+ * The last grapheme boundary in `(start, end]` (`end` itself when it is one): a hard cut there
+ * splits no emoji sequence, flag or accented letter between two messages. `end` when one
+ * grapheme fills the whole range (splitting must go on; `end` is on a code point already).
+ * Reads a few dozen characters around the cut (a run of flags from `start`: their pairs count
+ * from its beginning); between two ASCII characters there is always a boundary.
+ */
+export function graphemeBoundary(text: string, start: number, end: number): number {
+  if (end >= text.length || end <= start) return end;
+  if (text.charCodeAt(end - 1) < 0x80 && text.charCodeAt(end) < 0x80) return end;
+  let from = Math.max(start, end - GraphemeWindow);
+  if (isLowSurrogate(text.charCodeAt(from))) from -= 1;
+  if (from > start && isRegionalIndicator(text.codePointAt(from - 2))) from = start;
+  const window = text.slice(from, Math.min(text.length, end + GraphemeWindow));
+  let last = 0;
+  for (const { index } of Graphemes.segment(window)) {
+    if (index > end - from) break;
+    last = index;
+  }
+  return last > 0 ? from + last : end;
+}
+
+const isRegionalIndicator = (code: number | undefined): boolean =>
+  code !== undefined && code >= 0x1f1e6 && code <= 0x1f1ff;
 
 /** The opening fence line still open after `piece`, given the one open before it. */
 function fenceStateAfter(piece: string, open: string | undefined): string | undefined {

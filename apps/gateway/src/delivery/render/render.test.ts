@@ -192,6 +192,16 @@ describe("Telegram, split", () => {
     expect(parts.map((p) => p.text.length)).toEqual([4095, 1906]);
   });
 
+  test("an emoji sequence or a flag is never cut", () => {
+    for (const [before, grapheme] of [
+      [4092, "👨‍👩‍👧"],
+      [4094, "🇩🇪"],
+    ] as const) {
+      const parts = telegram(`${"a".repeat(before)}${grapheme}b`).map(telegramSees);
+      expect(parts.map((p) => p.text)).toEqual(["a".repeat(before), `${grapheme}b`]);
+    }
+  });
+
   test("past maxParts the last part ends with the notice", () => {
     const text = Array.from({ length: 200 }, (_, i) => `**item ${i}** ${"z".repeat(30)}`).join(
       "\n\n",

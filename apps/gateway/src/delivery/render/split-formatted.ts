@@ -1,3 +1,4 @@
+import { graphemeBoundary } from "../split-text.js";
 import { appendPlain, type FormattedText, sliceFormatted } from "./formatted-text.js";
 
 const MinMaxLength = 16;
@@ -6,7 +7,7 @@ const MinMaxLength = 16;
  * Splits formatted text into parts of at most `maxLength` UTF-16 units of visible text (what
  * Telegram counts, "after entities parsing"). A part ends at the last newline that fits, else
  * at the last space outside a link or code span (else any space), else hard at the limit,
- * never inside a surrogate pair; whitespace at a cut is dropped. Entities are clipped to each
+ * between two graphemes (never inside a surrogate pair, an emoji sequence or a flag); whitespace at a cut is dropped. Entities are clipped to each
  * part, so a style, a link or a code block cut in two is closed at the end of one part and
  * opened again (a code block with its language) at the start of the next.
  */
@@ -78,5 +79,6 @@ function cutAt(
   let end = limit;
   const code = text.charCodeAt(end - 1);
   if (code >= 0xd800 && code <= 0xdbff) end -= 1;
+  end = graphemeBoundary(text, start, end);
   return { end, next: end };
 }
