@@ -95,6 +95,7 @@ function startPreview(
   return new StreamPreview(status, ctx.target, {
     mode,
     holdMs,
+    render: { platform: ctx.message.platform, format: ctx.runtime.profile.format },
     clock: ctx.services.progressClock,
     onProblem: (what, error) => ctx.log.warn({ err: error }, what),
     ledger: previewLedger(ctx),

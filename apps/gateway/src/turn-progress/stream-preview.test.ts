@@ -36,7 +36,13 @@ class RecordingStatus implements StatusMessages {
 
 const target: ChatTarget = { platform: "telegram", chatId: "7" };
 
-function previewOf(status: RecordingStatus, mode: PreviewMode, adopt?: string, holdMs?: number) {
+function previewOf(
+  status: RecordingStatus,
+  mode: PreviewMode,
+  adopt?: string,
+  holdMs?: number,
+  render?: { platform: "telegram" | "discord"; format: "plain" | "markdown" },
+) {
   const clock = manualClock();
   const ledger: string[] = [];
   const recording: PreviewLedger = {
@@ -52,6 +58,7 @@ function previewOf(status: RecordingStatus, mode: PreviewMode, adopt?: string, h
     ledger: recording,
     takeOver: async () => adopt,
     holdMs,
+    render,
   });
   const advance = async (ms: number) => {
     clock.advance(ms);
@@ -215,6 +222,33 @@ describe("StreamPreview", () => {
     expect(ledger).toEqual(["first 1", "rollovers 2"]);
     await preview.finish();
     expect(status.calls.slice(4)).toEqual(["remove 1", "remove 2"]);
+  });
+
+  it("shows a plain reply on Discord escaped, split as its messages will be; Markdown as written", async () => {
+    const output = "__init__.py\n# built *all* of it\n";
+    const finalTexts = (format: "plain" | "markdown") =>
+      replyParts(output, { maxLength: 40, maxChunks: 4, platform: "discord", format }).flatMap(
+        (part) => (part.kind === "text" ? [part.text] : []),
+      );
+    const plain = new RecordingStatus({ maxLength: 40, maxChunks: 4 });
+    const shell = previewOf(plain, "edit", undefined, undefined, {
+      platform: "discord",
+      format: "plain",
+    });
+    shell.preview.push(output);
+    await shell.advance(0);
+    await shell.advance(1000);
+    expect(plain.calls).toEqual(finalTexts("plain").map((text) => `post ${text}`));
+    expect(plain.calls[0]).toContain("\\_\\_init\\_\\_.py");
+
+    const markdown = new RecordingStatus({ maxLength: 40, maxChunks: 4 });
+    const model = previewOf(markdown, "edit", undefined, undefined, {
+      platform: "discord",
+      format: "markdown",
+    });
+    model.preview.push(output);
+    await model.advance(0);
+    expect(markdown.calls).toEqual([`post ${output}`]);
   });
 
   it("never posts again after a post failed", async () => {

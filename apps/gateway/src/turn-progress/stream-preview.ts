@@ -1,5 +1,6 @@
 import { type ChatTarget, StatusCallError, type StatusMessages } from "../channels/types.js";
 import { Defaults } from "../defaults.js";
+import type { RenderPlatform, TextFormat } from "../delivery/render/render.js";
 import { replyParts } from "../delivery/reply-parts.js";
 import { splitText } from "../delivery/split-text.js";
 import { type ProgressClock, ProgressDefaults, RealProgressClock } from "./progress.js";
@@ -61,6 +62,13 @@ export interface StreamPreviewOptions {
    * (`progress.afterSeconds`), so a quick command's output never flashes by. Default 0.
    */
   readonly holdMs?: number | undefined;
+  /**
+   * Where the reply goes and how it is shown (docs/formatting.md). A `plain` reply's preview
+   * is split exactly as its messages will be, escaped as they are (on Discord its Markdown
+   * shows literally, as a command's output must); a `markdown` reply's preview is the text as
+   * written (on Discord, Markdown that Discord renders). Default: the text as written.
+   */
+  readonly render?: { readonly platform: RenderPlatform; readonly format: TextFormat } | undefined;
 }
 
 interface Shown {
@@ -94,6 +102,7 @@ export class StreamPreview {
   readonly #ledger: PreviewLedger | undefined;
   readonly #takeOver: StreamPreviewOptions["takeOver"];
   readonly #draftId: number;
+  readonly #shownAs: { readonly platform?: RenderPlatform; readonly format?: TextFormat };
   #mode: PreviewMode;
   #text = "";
   #shown: Shown[] = [];
@@ -124,6 +133,7 @@ export class StreamPreview {
     this.#onProblem = options.onProblem ?? (() => {});
     this.#ledger = options.ledger;
     this.#takeOver = options.takeOver;
+    this.#shownAs = options.render?.format === "plain" ? options.render : {};
     this.#draftId = options.draftId ?? (Math.floor(this.#clock.now()) % 1_000_000_000) + 1;
     const holdMs = options.holdMs ?? 0;
     if (holdMs > 0) {
@@ -243,7 +253,7 @@ export class StreamPreview {
     const { maxLength, measure, maxChunks } = this.#status.textLimit;
     const text = previewText(this.#text);
     if (maxChunks === undefined) return splitText(text, { maxLength, measure });
-    return replyParts(text, { maxLength, measure, maxChunks }).flatMap((part) =>
+    return replyParts(text, { maxLength, measure, maxChunks, ...this.#shownAs }).flatMap((part) =>
       part.kind === "text" ? [part.text] : [],
     );
   }
