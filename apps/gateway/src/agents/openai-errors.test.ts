@@ -57,6 +57,14 @@ describe("toEndpointError", () => {
     expect(toEndpointError(sdk, context)?.message.length).toBeLessThan(450);
   });
 
+  it("cuts an error body without splitting an emoji, which Telegram would refuse", () => {
+    // "x" then emoji: the 300th unit is the first half of one.
+    const sdk = APIError.generate(500, undefined, `x${"😀".repeat(400)}`, new Headers());
+    const message = toEndpointError(sdk, context)?.message ?? "";
+    expect(message).toContain("😀");
+    expect(message).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])/);
+  });
+
   it("tells timeouts and unreachable endpoints apart", () => {
     expect(toEndpointError(new APIConnectionTimeoutError(), context)?.kind).toBe("timeout");
     const refused = Object.assign(new TypeError("fetch failed"), {

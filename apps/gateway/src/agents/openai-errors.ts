@@ -1,6 +1,7 @@
 import { MediagateError } from "@mediagate/io";
 import type { APIConnectionError, APIError } from "openai";
 import { loadedOpenaiSdk } from "./openai-sdk.js";
+import { safeHead } from "./tools-text.js";
 
 /** How a request to the model endpoint failed. */
 export type OpenAIFailureKind = "http" | "connection" | "timeout" | "bad_response";
@@ -165,14 +166,14 @@ export function toEndpointError(
       kind: "bad_response",
       host: context.host,
       model: context.model,
-      detail: redactSecret(error.message, context.apiKey ?? "").slice(0, MaxDetailChars),
+      detail: safeHead(redactSecret(error.message, context.apiKey ?? ""), MaxDetailChars),
     });
   }
   if (!(error instanceof APIError) || error instanceof APIUserAbortError) return undefined;
+  // Cut without splitting a surrogate pair: the detail reaches the chat (a compaction's
+  // notice, /compact's answer), and Telegram refuses text holding half of one.
   const clean = (text: string) =>
-    redactSecret(text, context.apiKey ?? "")
-      .replace(/\s+/g, " ")
-      .slice(0, MaxDetailChars);
+    safeHead(redactSecret(text, context.apiKey ?? "").replace(/\s+/g, " "), MaxDetailChars);
   const base = { host: context.host, model: context.model };
   if (error instanceof APIConnectionTimeoutError) {
     return new OpenAIEndpointError({ ...base, kind: "timeout", detail: "" });
