@@ -292,8 +292,8 @@ const store = program
     "after",
     examples([
       [
-        'mediagate store migrate --from sqlite --to "$DATABASE_URL"',
-        "move a stopped SQLite install's state into PostgreSQL",
+        "mediagate store migrate --from sqlite",
+        "move a stopped SQLite install's state into the PostgreSQL database of the config's store",
       ],
     ]),
   );
@@ -307,7 +307,7 @@ store
   .requiredOption("--from <kind>", "where from: sqlite")
   .option(
     "--to <url>",
-    "postgres://user:password@host:5432/database (default: the config's store.url)",
+    "postgres://user:password@host:5432/database (default: the config's store.url; a URL given here shows in the host's process list, password and all)",
   )
   .option("--replace", "overwrite a profile whose PostgreSQL state is newer than its file")
   .option("--force", "go on when this host cannot tell who has the files open (no /proc)")
@@ -315,8 +315,8 @@ store
     "after",
     examples([
       [
-        'mediagate store migrate --from sqlite --to "$DATABASE_URL"',
-        "after `systemctl stop mediagate`, before the first start with store: { kind: postgres }",
+        "mediagate store migrate --from sqlite",
+        "after `systemctl stop mediagate` and setting store: { kind: postgres } with its url, before the next start",
       ],
     ]),
   )

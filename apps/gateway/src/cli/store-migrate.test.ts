@@ -1,4 +1,4 @@
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type Sleep, sleep } from "@mediagate/io";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -158,23 +158,37 @@ describe("mediagate store migrate", () => {
       ["t-work", false, "running"],
     ]);
     expect(expected.work!.runs).toHaveLength(2);
-    const run = async () => {
+    // The second run as docs/store.md shows it: no --to, the config's store.url (from the
+    // environment), so no password shows in the host's process list.
+    const inConfig = join(config.home, "postgres.yaml");
+    await writeFile(
+      inConfig,
+      `${await readFile(file, "utf8")}store: { kind: postgres, url: "\${DATABASE_URL}" }\n`,
+    );
+    const run = async (attempt: number) => {
       const lines: string[] = [];
       const code = await migrateStore(
-        {
-          config: file,
-          env: emptyEnv(),
-          redactor: new Redactor(),
-          from: "sqlite",
-          to: testDatabase.url,
-        },
+        attempt === 1
+          ? {
+              config: file,
+              env: emptyEnv(),
+              redactor: new Redactor(),
+              from: "sqlite",
+              to: testDatabase.url,
+            }
+          : {
+              config: inConfig,
+              env: { ...emptyEnv(), variables: { DATABASE_URL: testDatabase.url } },
+              redactor: new Redactor(),
+              from: "sqlite",
+            },
         (line) => lines.push(line),
       );
       return { code, lines };
     };
 
     for (const attempt of [1, 2]) {
-      const { code, lines } = await run();
+      const { code, lines } = await run(attempt);
       expect(code, `run ${attempt}`).toBe(0);
       expect(lines[0]).toMatch(
         /^profile default: moved 1 session\(s\), 3 message\(s\), 1 summary, 1 approval\(s\), 2 pairing record\(s\), 1 usage record\(s\), 1 model pick\(s\), 3 scheduled task\(s\) with 2 run\(s\) from /,
