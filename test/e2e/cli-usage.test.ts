@@ -22,7 +22,10 @@ describe("mediagate usage", () => {
         "profiles:",
         `  - name: ${profile}`,
         `    sandbox: { image: ${TestImage}, diskLimitBytes: 0 }`,
-        "    agent: { kind: openai, baseUrl: http://127.0.0.1:1/v1, model: m, budget: { dailyCost: 1 } }",
+        "    agent:",
+        "      kind: openai",
+        "      models: [{ name: m, baseUrl: http://127.0.0.1:1/v1, model: m, prices: { input: 1, output: 1 } }]",
+        "      budget: { dailyCost: 1 }",
         "",
       ].join("\n"),
     );

@@ -22,6 +22,25 @@ function messageOf(agent: Record<string, unknown>): string {
 }
 
 describe("agent.models", () => {
+  it("refuses a cost budget that no model's prices could ever reach", () => {
+    expect(() =>
+      agentOf({ kind: "openai", baseUrl: main.baseUrl, model: "gpt-x", budget: { dailyCost: 1 } }),
+    ).toThrow(
+      /budget\.dailyCost: got 1, expected a models list whose entries have prices: without prices every call costs 0/,
+    );
+    expect(() =>
+      agentOf({ kind: "openai", models: [main, backup], budget: { dailyCost: 1 } }),
+    ).toThrow(/budget\.dailyCost: got 1, expected prices on the models entries/);
+    // One priced entry is enough: an unpriced one beside it is a free (local) model.
+    expect(
+      agentOf({
+        kind: "openai",
+        models: [{ ...main, prices: { input: 2, output: 8 } }, backup],
+        budget: { dailyCost: 1 },
+      }),
+    ).toMatchObject({ budget: { dailyCost: 1 } });
+  });
+
   it("takes named entries with prices, a default, a fallback chain, member models and a budget", () => {
     expect(
       agentOf({

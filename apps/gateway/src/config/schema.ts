@@ -152,7 +152,34 @@ const openaiAgentSchema = z
       })
       .optional(),
   })
-  .superRefine((agent, ctx) => checkModelList(agent, ctx));
+  .superRefine((agent, ctx) => {
+    checkModelList(agent, ctx);
+    checkCostBudget(agent, ctx);
+  });
+
+/**
+ * A cost budget needs a model with prices: a call's cost comes from its entry's `prices`, so
+ * without any (the single-model form has none) every call costs 0 and the budget would never
+ * stop one, silently. An entry without prices among priced ones is a free model (a local one).
+ */
+function checkCostBudget(
+  agent: {
+    budget?: { dailyCost?: number | undefined } | undefined;
+    models?: readonly { prices?: unknown }[] | undefined;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  if (agent.budget?.dailyCost === undefined) return;
+  if (agent.models?.some((entry) => entry.prices !== undefined) === true) return;
+  ctx.addIssue({
+    code: "custom",
+    path: ["budget", "dailyCost"],
+    message:
+      agent.models === undefined
+        ? "a models list whose entries have prices: without prices every call costs 0 and this budget would never stop one (or budget.dailyTokens)"
+        : "prices on the models entries: without prices every call costs 0 and this budget would never stop one (or budget.dailyTokens)",
+  });
+}
 
 /** Either the single-model form or `models`, and every name given refers to an entry. */
 function checkModelList(
