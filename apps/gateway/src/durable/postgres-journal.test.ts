@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { createConnection, createServer, type Socket } from "node:net";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -12,6 +11,7 @@ import {
   type TestDatabase,
 } from "../../../../test-support/postgres.js";
 import { waitFor, waitUntil } from "../../../../test-support/wait.js";
+import { commitCuttingProxy } from "../../test/fixtures/cutting-proxy.js";
 import { telegramMessage } from "../../test/fixtures/inbound-message.js";
 import { Defaults } from "../defaults.js";
 import { PostgresDatabase, type PostgresSettings } from "../postgres/database.js";
@@ -91,58 +91,6 @@ async function processHolding(owner: string): Promise<ChildProcess> {
   const [line] = (await once(child.stdout!, "data")) as [Buffer];
   expect(line.toString()).toBe("locked\n");
   return child;
-}
-
-/**
- * A TCP proxy to the test server that, once `armed`, passes the next request holding `marker`
- * on and then cuts the connection instead of passing the answer back: the statement is
- * committed, and the client only knows the connection was lost. With `swallow` it keeps the
- * connection open and drops the answers instead (a network that stopped carrying them): the
- * client only knows that no answer came within its query timeout.
- */
-async function commitCuttingProxy(url: string, marker: string, swallow = false) {
-  const target = new URL(url);
-  const sockets = new Set<Socket>();
-  const state = { armed: false };
-  const server = createServer((client) => {
-    const upstream = createConnection(Number(target.port), target.hostname);
-    let cutting = false;
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on("error", () => {});
-      socket.on("close", () => {
-        sockets.delete(socket);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.on("data", (chunk: Buffer) => {
-      if (state.armed && chunk.includes(marker)) {
-        state.armed = false;
-        cutting = true;
-      }
-      upstream.write(chunk);
-    });
-    upstream.on("data", (chunk: Buffer) => {
-      if (!cutting) client.write(chunk);
-      else if (!swallow) client.destroy();
-    });
-  });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const address = server.address();
-  if (address === null || typeof address === "string") throw new Error("no proxy port");
-  const proxied = new URL(url);
-  proxied.port = String(address.port);
-  return {
-    url: proxied.toString(),
-    state,
-    close: async () => {
-      for (const socket of sockets) socket.destroy();
-      server.close();
-      await once(server, "close");
-    },
-  };
 }
 
 describe("PostgresJournal, beyond what both backends share", () => {
@@ -248,7 +196,9 @@ describe("PostgresJournal, beyond what both backends share", () => {
   });
 
   it("runs a message whose record committed although its answer never came in time", async () => {
-    const proxy = await commitCuttingProxy(testDatabase.url, "INSERT INTO journal.entries", true);
+    const proxy = await commitCuttingProxy(testDatabase.url, "INSERT INTO journal.entries", {
+      swallow: true,
+    });
     try {
       const journal = await open("host-g/boot/1/2", database({ queryTimeoutMs: 500 }, proxy.url));
       proxy.state.armed = true;

@@ -1,6 +1,4 @@
-import { once } from "node:events";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createConnection, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type pg from "pg";
@@ -12,6 +10,7 @@ import {
   startSeverableProxy,
 } from "../../../../test-support/severable-proxy.js";
 import { waitFor, waitUntil } from "../../../../test-support/wait.js";
+import { commitCuttingProxy } from "../../test/fixtures/cutting-proxy.js";
 import { manualSchedule, ReplicaInbox, replicaDm } from "../../test/fixtures/replica-chat.js";
 import type { AgentTurnInput, AgentTurnResult } from "../agents/types.js";
 import { stoppedElsewhereText, stoppedOnReplicasText } from "../commands/stop.js";
@@ -107,60 +106,6 @@ async function holdOwnerLock(owner: string): Promise<{ release: () => Promise<vo
   return {
     release: async () => {
       await session.query("SELECT pg_advisory_unlock($1::bigint)", [ownerLockKey(owner)]);
-    },
-  };
-}
-
-/**
- * A TCP proxy to the test server that, once `armed`, passes on the COMMIT of the next
- * transaction holding `marker` (by default the one recording a reply) and then cuts the
- * connection instead of passing its answer back: the transaction is committed, and the
- * gateway only knows the connection was lost.
- */
-async function commitCuttingProxy(marker = "INSERT INTO journal.replies") {
-  const target = new URL(testDatabase.url);
-  const sockets = new Set<Socket>();
-  const state = { armed: false };
-  const server = createServer((client) => {
-    const upstream = createConnection(Number(target.port), target.hostname);
-    let inserted = false;
-    let cutting = false;
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on("error", () => {});
-      socket.on("close", () => {
-        sockets.delete(socket);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.on("data", (chunk: Buffer) => {
-      if (state.armed && chunk.includes(marker)) inserted = true;
-      if (inserted && chunk.includes("COMMIT")) {
-        state.armed = false;
-        inserted = false;
-        cutting = true;
-      }
-      upstream.write(chunk);
-    });
-    upstream.on("data", (chunk: Buffer) => {
-      if (cutting) client.destroy();
-      else client.write(chunk);
-    });
-  });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const address = server.address();
-  if (address === null || typeof address === "string") throw new Error("no proxy port");
-  const url = new URL(testDatabase.url);
-  url.host = `127.0.0.1:${address.port}`;
-  return {
-    url: url.toString(),
-    state,
-    close: async () => {
-      for (const socket of sockets) socket.destroy();
-      server.close();
-      await once(server, "close");
     },
   };
 }
@@ -423,7 +368,9 @@ describe("sessions across replicas on one PostgreSQL store", () => {
   }
 
   it("sends a reply whose record committed although the connection was lost before the answer", async () => {
-    const proxy = await commitCuttingProxy();
+    const proxy = await commitCuttingProxy(testDatabase.url, "INSERT INTO journal.replies", {
+      after: "commit",
+    });
     try {
       const a = await replica("a", undefined, undefined, false, proxy.url);
       proxy.state.armed = true;
@@ -445,7 +392,9 @@ describe("sessions across replicas on one PostgreSQL store", () => {
   });
 
   it("runs a turn again whose start was recorded although the connection was lost before the answer", async () => {
-    const proxy = await commitCuttingProxy("SET state = 'started'");
+    const proxy = await commitCuttingProxy(testDatabase.url, "SET state = 'started'", {
+      after: "commit",
+    });
     try {
       let turns = 0;
       const a = await replica(
