@@ -19,6 +19,8 @@ export {
 } from "./listen-address.js";
 export type { ErrorCode } from "./mediagate-error.js";
 export { errorCodeOf, isErrorCode, MediagateError } from "./mediagate-error.js";
+export type { RefusalPeriod, RefusalTallyOptions } from "./refusal-tally.js";
+export { RefusalTally } from "./refusal-tally.js";
 export type { RetryFailure, RetryLoopOptions } from "./retry.js";
 export { RetryLoopDefaults, retry } from "./retry.js";
 export type { BufferRingOptions, ChunkSource, ReadChunksOptions } from "./reused-buffers.js";

@@ -5,6 +5,7 @@ import type { AddressInfo } from "node:net";
 import {
   formatListenAddress,
   MediagateError,
+  RefusalTally,
   type Schedule,
   scheduleWithTimer,
   settledWithin,
@@ -51,52 +52,24 @@ export class TelegramWebhookListenError extends MediagateError {
 
 /**
  * Requests refused for a missing or wrong secret (401), counted and logged as one summary line
- * per `Defaults.telegram.webhookRefusalSummaryMs` in which any came, never a line each: whoever
- * reaches the webhook's URL needs no secret to be refused, and must not flood the log (and
- * the web console's ring of its last lines). The period starts at its first refusal; a summary
- * still owed is written at {@link flush} (the receiver's stop).
+ * per `Defaults.telegram.webhookRefusalSummaryMs` in which any came, never a line each
+ * (@mediagate/io's `RefusalTally`, as the web console's refusals): whoever reaches the
+ * webhook's URL needs no secret to be refused, and must not flood the log (and the web
+ * console's ring of its last lines). A summary still owed is written at the receiver's stop.
  */
-class RefusalSummary {
-  #refused = 0;
-  readonly #byAddress = new Map<string, number>();
-  /** More addresses refused than were counted one by one. */
-  #moreAddresses = false;
-  #cancel: (() => void) | undefined;
-
-  constructor(
-    private readonly logger: Logger,
-    private readonly schedule: Schedule,
-  ) {}
-
-  count(address: string): void {
-    this.#cancel ??= this.schedule(() => this.flush(), Defaults.telegram.webhookRefusalSummaryMs);
-    this.#refused += 1;
-    const seen = this.#byAddress.get(address);
-    if (seen !== undefined) this.#byAddress.set(address, seen + 1);
-    else if (this.#byAddress.size < Defaults.telegram.webhookRefusalMaxAddresses)
-      this.#byAddress.set(address, 1);
-    else this.#moreAddresses = true;
-  }
-
-  flush(): void {
-    this.#cancel?.();
-    this.#cancel = undefined;
-    const refused = this.#refused;
-    if (refused === 0) return;
-    const addresses = this.#byAddress.size;
-    const top = [...this.#byAddress]
-      .sort(([, a], [, b]) => b - a)
-      .slice(0, Defaults.telegram.webhookRefusalTopAddresses)
-      .map(([address, count]) => ({ address, refused: count }));
-    const from = `${this.#moreAddresses ? "more than " : ""}${addresses} address${addresses === 1 ? "" : "es"}`;
-    this.logger.warn(
-      { refused, addresses, top },
-      `telegram webhook: refused ${refused} request${refused === 1 ? "" : "s"} without the right secret token (401) from ${from}`,
-    );
-    this.#refused = 0;
-    this.#byAddress.clear();
-    this.#moreAddresses = false;
-  }
+function refusalTally(logger: Logger, schedule: Schedule): RefusalTally<"secret"> {
+  return new RefusalTally({
+    kinds: ["secret"],
+    write: ({ total, addresses, top, from }) =>
+      logger.warn(
+        { refused: total, addresses, top },
+        `telegram webhook: refused ${total} request${total === 1 ? "" : "s"} without the right secret token (401) from ${from}`,
+      ),
+    intervalMs: Defaults.telegram.webhookRefusalSummaryMs,
+    maxAddresses: Defaults.telegram.webhookRefusalMaxAddresses,
+    topAddresses: Defaults.telegram.webhookRefusalTopAddresses,
+    schedule,
+  });
 }
 
 /** A body that is not an Update: the reason, answered with 400. */
@@ -110,7 +83,7 @@ class BodyTooLargeError extends Error {}
  *
  * The order of checks is the contract: a wrong or missing secret header → 401 (compared in
  * constant time over SHA-256 digests, so neither length nor content leaks; logged as one
- * summary per period, {@link RefusalSummary}); a body past
+ * summary per period, {@link refusalTally}); a body past
  * `bodyMaxBytes` → 413 (read no further); not JSON or not an Update → 400; while stopping →
  * 503. Nothing of those is recorded. Otherwise the update is recorded and flushed to disk
  * before the 200; when that fails the answer is 500 and Telegram sends it again later. A
@@ -125,14 +98,14 @@ export class WebhookReceiver {
   private stopping = false;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly secretDigest: Buffer;
-  private readonly refusals: RefusalSummary;
+  private readonly refusals: RefusalTally<"secret">;
 
   constructor(
     private readonly deps: WebhookDependencies,
     private readonly settings: WebhookSettings,
   ) {
     this.secretDigest = digest(settings.secretToken);
-    this.refusals = new RefusalSummary(deps.logger, deps.schedule ?? scheduleWithTimer);
+    this.refusals = refusalTally(deps.logger, deps.schedule ?? scheduleWithTimer);
   }
 
   /** `host:port` the receiver listens on (the real port when 0 was asked for). */
@@ -195,7 +168,7 @@ export class WebhookReceiver {
     if (path !== this.settings.path) return reply(response, 404, "not found", request);
     if (request.method !== "POST") return reply(response, 405, "POST only", request);
     if (!this.secretMatches(request.headers[SecretHeader])) {
-      this.refusals.count(request.socket.remoteAddress ?? "unknown");
+      this.refusals.count("secret", request.socket.remoteAddress ?? "unknown");
       return reply(response, 401, "unauthorized", request);
     }
     if (this.stopping) return reply(response, 503, "stopping", request);
