@@ -50,8 +50,7 @@ export async function resetSession(
       await repliesOnTheirWay(services, sessions);
       await runtime.sandbox.cleanup(slot, { force: true, deleteDirs: true });
       // Other sessions' turns and queued messages on the slot go on: /stop all still stops them.
-      const { queue } = services;
-      services.slots.forget(slotId, (key) => queue.isRunning(key) || queue.queued(key) > 0);
+      services.slots.forget(slotId, (key) => services.queue.busy(key));
     } catch (error) {
       const problem = commandProblem(
         runtime,

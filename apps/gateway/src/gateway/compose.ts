@@ -290,9 +290,7 @@ export function composeCore(
     queue,
     busy: new BusySessions(),
     scope: new SessionScope({ fallbackSessionKey: env.sessionKey }),
-    slots: new SlotRegistry({
-      busy: (sessionKey) => queue.isRunning(sessionKey) || queue.queued(sessionKey) > 0,
-    }),
+    slots: new SlotRegistry({ busy: (sessionKey) => queue.busy(sessionKey) }),
     journal,
     outbox,
     channels: () => channels.map((c) => c.health()),

@@ -453,7 +453,7 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
     const { queue } = gateway.services;
     for (const { session, claimedAtMs } of this.leases.held()) {
       if (nowMs - claimedAtMs < this.#idleReleaseMs) continue;
-      if (queue.isRunning(session.sessionKey) || queue.queued(session.sessionKey) > 0) continue;
+      if (queue.busy(session.sessionKey)) continue;
       await this.leases.release(session);
     }
   }

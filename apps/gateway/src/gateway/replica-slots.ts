@@ -222,9 +222,7 @@ export class ReplicaSlots {
     for (const { slot: key, claimedAtMs } of this.pins.held()) {
       if (nowMs - claimedAtMs < this.#idleReleaseMs) continue;
       const pin = this.#pinned.get(key);
-      const busy = [...(pin?.sessions ?? [])].some(
-        (sessionKey) => queue.isRunning(sessionKey) || queue.queued(sessionKey) > 0,
-      );
+      const busy = [...(pin?.sessions ?? [])].some((sessionKey) => queue.busy(sessionKey));
       if (busy) continue;
       if (pin !== undefined) await this.#removeContainer(gateway, pin);
       await this.pins.release(key);

@@ -196,6 +196,11 @@ export class TurnQueue {
     return this.#lanes.get(sessionKey)?.running !== undefined;
   }
 
+  /** Whether the session has a turn running or messages waiting: it is not idle. */
+  busy(sessionKey: string): boolean {
+    return this.isRunning(sessionKey) || this.queued(sessionKey) > 0;
+  }
+
   /**
    * Whether a turn of the session is running and has not handed its reply over for delivery
    * yet: what a message arriving now waits behind, as its chat is told (docs/sessions.md).
