@@ -590,10 +590,18 @@ export const Defaults = {
     renewMs: 3_000,
     /**
      * A holder stops acting for a session this long before its lease's expiry as it last wrote
-     * it, so a clock of another replica running up to this much ahead never takes a session
-     * still being worked on. Replicas' clocks are expected within it (NTP).
+     * it, by its own monotonic clock. Leases are written and judged on the database server's
+     * clock (durable/lease-clock.ts), which each replica knows within half a round trip: the
+     * margin covers two replicas' errors of up to `clockMaxRoundTripMs` / 2 each, with room.
      */
     marginMs: 2_000,
+    /** How often a replica reads the database server's clock again (its drift and steps). */
+    clockResyncMs: 60_000,
+    /**
+     * A reading of the database's clock whose round trip took longer is not believed (an older
+     * one is kept): a replica's error is at most half its reading's round trip.
+     */
+    clockMaxRoundTripMs: 500,
     /**
      * How often a replica looks for messages handed to it, for dead replicas' entries and
      * replies, and renews its leases when `renewMs` is due.

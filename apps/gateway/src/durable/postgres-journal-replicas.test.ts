@@ -34,11 +34,19 @@ async function replica(owner: string): Promise<PostgresJournal> {
   return (await leasedReplica(owner)).journal;
 }
 
-/** A replica's journal whose replies are fenced by its session leases, on the clock `now`. */
+/**
+ * A replica's journal whose replies are fenced by its session leases, on the clock `now`. The
+ * server's clock reads as `now` too: a replica's clock ahead here is time passed for it alone
+ * (session-leases.test.ts reads the real server's clock for skew).
+ */
 async function leasedReplica(owner: string, now: () => number = Date.now) {
   const database = new PostgresDatabase({ url: testDatabase.url, maxConnections: 4 });
   databases.push(database);
-  const leases = await SessionLeases.open(database, { owner, now });
+  const leases = await SessionLeases.open(database, {
+    owner,
+    now,
+    readServerMs: async () => now(),
+  });
   const journal = await PostgresJournal.open(database, {
     owner,
     ownerGraceMs: 0,

@@ -27,12 +27,18 @@ function clock(startMs = 1_000_000) {
   return { state, now: () => state.nowMs };
 }
 
-async function replica(owner: string, now: () => number) {
+/**
+ * One replica on clock `now`. Unless `realServer`, the server's clock reads as `now` too, so
+ * the tests of what leases do run on one timeline (a replica's clock ahead is time passed for
+ * it alone); the clock tests read the real server's.
+ */
+async function replica(owner: string, now: () => number, realServer = false) {
   const database = new PostgresDatabase({ url: testDatabase.url, maxConnections: 2 });
   databases.push(database);
   const leases = await SessionLeases.open(database, {
     owner,
     now,
+    ...(realServer ? {} : { readServerMs: async () => now() }),
     leaseMs: 10_000,
     marginMs: 2_000,
   });
@@ -40,6 +46,15 @@ async function replica(owner: string, now: () => number) {
 }
 
 const session = { profile: "work", sessionKey: "telegram:dm:7" };
+
+/** The database server's clock, in epoch ms. */
+async function serverMs(database: PostgresDatabase): Promise<number> {
+  const row = await database.query<{ ms: number }>(
+    "test",
+    "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms",
+  );
+  return Number(row.rows[0]?.ms);
+}
 
 describe("SessionLeases", () => {
   it("gives a free session to the first replica and tells the second who holds it", async () => {
@@ -150,6 +165,23 @@ describe("SessionLeases", () => {
     expect(await leases.claim(session)).toEqual({ held: true, token: 1 });
     time.state.nowMs += 7_000;
     expect(leases.holds(session)).toBe(true);
+  });
+
+  it("judges leases on the database's clock, so a replica whose own clock is a minute ahead takes no live session", async () => {
+    const [a, b] = await Promise.all([
+      replica("a/10/1/1", clock(1_000_000).now, true),
+      replica("b/10/1/1", clock(61_000_000).now, true),
+    ]);
+    const before = await serverMs(a.database);
+    expect(await a.leases.claim(session)).toEqual({ held: true, token: 1 });
+    const claim = await b.leases.claim(session);
+    expect(claim).toMatchObject({ held: false, holder: "a/10/1/1" });
+    // The expiry is the server's time plus the lease, whatever either replica's clock says.
+    const { expiresAtMs } = claim as { expiresAtMs: number };
+    expect(expiresAtMs).toBeGreaterThanOrEqual(before + 10_000 - 1_000);
+    expect(expiresAtMs).toBeLessThanOrEqual((await serverMs(a.database)) + 10_000 + 1_000);
+    expect(await b.leases.holder(session)).toBe("a/10/1/1");
+    expect(await b.leases.ask(session, "stop")).toBe("a/10/1/1");
   });
 
   it("forgets the requests made of a replica that never took them once they expired", async () => {

@@ -3,14 +3,21 @@ import { currentInstanceId, type InstanceId } from "@mediagate/sandbox";
 import { Defaults } from "../defaults.js";
 import type { PostgresDatabase, Queryable } from "../postgres/database.js";
 import { migratePostgres } from "../postgres/migrate.js";
+import { LeaseClock, type LeaseClockOptions } from "./lease-clock.js";
 import { LeasesComponent, POSTGRES_LEASE_MIGRATIONS } from "./session-leases-schema.js";
 
 /** Options of {@link SessionLeases.open}. */
 export interface SessionLeasesOptions {
   /** Who holds what this process claims (tests hand in another process's id). Default `currentInstanceId()`. */
   readonly owner?: InstanceId;
-  /** The clock leases are written and judged with. Default `Date.now`. */
+  /**
+   * This process's clock: how long it acts for a lease it holds. Monotonic in production
+   * (`performance.now`); leases themselves are written and judged on the database server's
+   * clock, followed through this one ({@link LeaseClock}). Default `performance.now`.
+   */
   readonly now?: () => number;
+  /** The database server's clock ({@link LeaseClockOptions.readServerMs}). Default read from it. */
+  readonly readServerMs?: LeaseClockOptions["readServerMs"];
   /** Default `Defaults.sessionLeases.leaseMs`. */
   readonly leaseMs?: number;
   /** Default `Defaults.sessionLeases.marginMs`. */
@@ -21,11 +28,11 @@ export interface SessionLeasesOptions {
 
 /** Defaults of {@link SessionLeasesOptions}. */
 export const SessionLeasesDefaults = {
-  now: Date.now,
+  now: () => performance.now(),
   leaseMs: Defaults.sessionLeases.leaseMs,
   marginMs: Defaults.sessionLeases.marginMs,
   requestExpiryMs: Defaults.sessionLeases.requestExpiryMs,
-} as const satisfies Required<Omit<SessionLeasesOptions, "owner">>;
+} as const satisfies Required<Omit<SessionLeasesOptions, "owner" | "readServerMs">>;
 
 /** One session of one profile. */
 export interface LeasedSession {
@@ -36,7 +43,12 @@ export interface LeasedSession {
 /** What {@link SessionLeases.claim} found: the lease is this process's now, or another live one's. */
 export type LeaseClaim =
   | { readonly held: true; readonly token: number }
-  | { readonly held: false; readonly holder: string; readonly expiresAtMs: number };
+  | {
+      readonly held: false;
+      readonly holder: string;
+      /** When the holder's lease runs out unless renewed, on the database server's clock. */
+      readonly expiresAtMs: number;
+    };
 
 /**
  * An admin action asked on one replica for another one to act on: `stop` a session that replica
@@ -74,7 +86,7 @@ export class SessionLeaseLostError extends MediagateError {
 interface Held {
   readonly session: LeasedSession;
   readonly token: number;
-  /** Local time until which this process acts for the session (the expiry less the margin). */
+  /** Local time (`now`) until which this process acts for the session (the expiry less the margin). */
   validUntilMs: number;
   /** When it was last claimed (a turn about to start): idle releases judge by it. */
   claimedAtMs: number;
@@ -88,11 +100,12 @@ interface Held {
 /**
  * Leases on sessions, in the PostgreSQL store (docs/cluster.md, "Sessions across replicas"):
  * each session's turns run on the one live process that holds its lease. A lease has a holder
- * (the process's instance id, the journal's owner), an expiry and a fencing token that every
- * take bumps. A free or expired lease is taken by whoever claims it; the holder renews its
- * leases before they expire and acts for a session only while its own clock is `marginMs`
- * short of the expiry it wrote, so a cut-off holder stops before anyone may take over; a write
- * fenced by the token ({@link fence}) is refused once the lease moved on.
+ * (the process's instance id, the journal's owner), an expiry on the database server's clock
+ * ({@link LeaseClock}: replicas' own clocks may disagree) and a fencing token that every take
+ * bumps. A free or expired lease is taken by whoever claims it; the holder renews its leases
+ * before they expire and acts for a session only until `leaseMs − marginMs` after it sent the
+ * claim or renewal, by its own monotonic clock, so a cut-off holder stops before anyone may
+ * take over; a write fenced by the token ({@link fence}) is refused once the lease moved on.
  *
  * Hand-written rather than a job queue's named queues (graphile-worker): a session is not a
  * job but a holder with state (its conversation, its sandbox on that host), and what must be
@@ -101,8 +114,9 @@ interface Held {
 export class SessionLeases {
   /** The holder this process claims as. */
   readonly owner: InstanceId;
+  /** The timeline leases are written and judged on. */
+  readonly clock: LeaseClock;
   readonly #database: PostgresDatabase;
-  readonly #now: () => number;
   readonly #leaseMs: number;
   readonly #marginMs: number;
   readonly #requestExpiryMs: number;
@@ -111,11 +125,12 @@ export class SessionLeases {
   private constructor(
     database: PostgresDatabase,
     owner: InstanceId,
-    settings: Required<Omit<SessionLeasesOptions, "owner">>,
+    clock: LeaseClock,
+    settings: Required<Omit<SessionLeasesOptions, "owner" | "now" | "readServerMs">>,
   ) {
     this.#database = database;
     this.owner = owner;
-    this.#now = settings.now;
+    this.clock = clock;
     this.#leaseMs = settings.leaseMs;
     this.#marginMs = settings.marginMs;
     this.#requestExpiryMs = settings.requestExpiryMs;
@@ -126,14 +141,20 @@ export class SessionLeases {
     }
   }
 
-  /** Migrates the leases' schema on `database` (under the migrations' lock). */
+  /** Migrates the leases' schema on `database` (under the migrations' lock) and reads its clock. */
   static async open(
     database: PostgresDatabase,
     options: SessionLeasesOptions = {},
   ): Promise<SessionLeases> {
     const settings = { ...SessionLeasesDefaults, ...options };
     await migratePostgres(database, LeasesComponent, POSTGRES_LEASE_MIGRATIONS);
-    return new SessionLeases(database, options.owner ?? currentInstanceId(), settings);
+    const clock = await LeaseClock.open(database, {
+      localMs: settings.now,
+      resyncMs: Defaults.sessionLeases.clockResyncMs,
+      maxRoundTripMs: Defaults.sessionLeases.clockMaxRoundTripMs,
+      ...(options.readServerMs === undefined ? {} : { readServerMs: options.readServerMs }),
+    });
+    return new SessionLeases(database, options.owner ?? currentInstanceId(), clock, settings);
   }
 
   /**
@@ -142,8 +163,9 @@ export class SessionLeases {
    * token. Rejects with the database's error when the server does not answer.
    */
   async claim(session: LeasedSession): Promise<LeaseClaim> {
-    const sentAtMs = this.#now();
-    const expiresAtMs = sentAtMs + this.#leaseMs;
+    const sentAtMs = this.clock.localMs();
+    const sharedAtMs = this.clock.sharedMs();
+    const expiresAtMs = sharedAtMs + this.#leaseMs;
     for (;;) {
       const taken = await this.#database.query<{ token: string }>(
         "claim lease",
@@ -155,14 +177,14 @@ export class SessionLeases {
                               THEN l.token ELSE l.token + 1 END
              WHERE l.holder = excluded.holder OR l.expires_at <= $5
            RETURNING token`,
-        [session.profile, session.sessionKey, this.owner, expiresAtMs, sentAtMs],
+        [session.profile, session.sessionKey, this.owner, expiresAtMs, sharedAtMs],
       );
       const row = taken.rows[0];
       if (row !== undefined) {
         const token = Number(row.token);
         const key = keyOf(session);
         const before = this.#held.get(key);
-        const validUntilMs = expiresAtMs - this.#marginMs;
+        const validUntilMs = sentAtMs + this.#leaseMs - this.#marginMs;
         if (before !== undefined && before.token === token && !before.lost) {
           before.validUntilMs = validUntilMs;
           before.claimedAtMs = sentAtMs;
@@ -185,13 +207,15 @@ export class SessionLeases {
   }
 
   /**
-   * Extends every lease this process still acts for, in one statement. Resolves with the
-   * sessions lost: those whose lease was taken over, or had lapsed by this process's clock,
-   * which it no longer holds from now on. Rejects when the server does not answer (the caller
-   * then asks {@link lapsed}).
+   * Extends every lease this process still acts for, in one statement (reading the database's
+   * clock again first when that is due). Resolves with the sessions lost: those whose lease
+   * was taken over, or had lapsed by this process's clock, which it no longer holds from now
+   * on. Rejects when the server does not answer (the caller then asks {@link lapsed}).
    */
   async renew(): Promise<LeasedSession[]> {
-    const sentAtMs = this.#now();
+    await this.clock.resyncWhenDue();
+    const sentAtMs = this.clock.localMs();
+    const sharedAtMs = this.clock.sharedMs();
     const lost = this.lapsed();
     const live = [...this.#held.values()].filter((held) => !held.lost);
     if (live.length === 0) return lost;
@@ -203,12 +227,12 @@ export class SessionLeases {
            AND l.token = mine.token AND l.holder = $2 AND l.expires_at > $6
          RETURNING l.profile, l.session_key`,
       [
-        sentAtMs + this.#leaseMs,
+        sharedAtMs + this.#leaseMs,
         this.owner,
         live.map((held) => held.session.profile),
         live.map((held) => held.session.sessionKey),
         live.map((held) => held.token),
-        sentAtMs,
+        sharedAtMs,
       ],
     );
     const kept = new Set(renewed.rows.map((row) => keyOf({ ...row, sessionKey: row.session_key })));
@@ -228,7 +252,7 @@ export class SessionLeases {
 
   /** The sessions whose lease lapsed by this process's clock, forgotten from now on. */
   lapsed(): LeasedSession[] {
-    const nowMs = this.#now();
+    const nowMs = this.clock.localMs();
     const lost: LeasedSession[] = [];
     for (const held of this.#held.values()) {
       if (held.lost || nowMs < held.validUntilMs) continue;
@@ -241,7 +265,7 @@ export class SessionLeases {
   /** Whether this process acts for the session now (it holds the lease, not lapsed). */
   holds(session: LeasedSession): boolean {
     const held = this.#held.get(keyOf(session));
-    return held !== undefined && !held.lost && this.#now() < held.validUntilMs;
+    return held !== undefined && !held.lost && this.clock.localMs() < held.validUntilMs;
   }
 
   /** The sessions this process holds, with when each was last claimed. */
@@ -259,7 +283,7 @@ export class SessionLeases {
   fenceOf(session: LeasedSession): LeaseFence {
     const held = this.#held.get(keyOf(session));
     if (held === undefined) return undefined;
-    if (held.lost || this.#now() >= held.validUntilMs) return "lost";
+    if (held.lost || this.clock.localMs() >= held.validUntilMs) return "lost";
     return { token: held.token };
   }
 
@@ -286,7 +310,7 @@ export class SessionLeases {
   }
 
   /**
-   * The process holding the session's lease now, unexpired by this process's clock (itself
+   * The process holding the session's lease now, unexpired on the database's clock (itself
    * included), or `undefined`. Rejects when the server does not answer.
    */
   async holder(session: LeasedSession): Promise<string | undefined> {
@@ -294,7 +318,7 @@ export class SessionLeases {
       "lease holder",
       `SELECT holder FROM leases.sessions
          WHERE profile = $1 AND session_key = $2 AND expires_at > $3`,
-      [session.profile, session.sessionKey, this.#now()],
+      [session.profile, session.sessionKey, this.clock.sharedMs()],
     );
     return row.rows[0]?.holder;
   }
@@ -311,7 +335,7 @@ export class SessionLeases {
          SELECT holder, profile, session_key, $3, $4 FROM leases.sessions
            WHERE profile = $1 AND session_key = $2 AND holder <> $5 AND expires_at > $4
          RETURNING holder`,
-      [session.profile, session.sessionKey, action, this.#now(), this.owner],
+      [session.profile, session.sessionKey, action, this.clock.sharedMs(), this.owner],
     );
     return asked.rows[0]?.holder;
   }
@@ -335,7 +359,14 @@ export class SessionLeases {
          ) AS live (holder)
            WHERE live.holder <> $5
          RETURNING holder`,
-      [session.profile, session.sessionKey, action, this.#now(), this.owner, [...replicas]],
+      [
+        session.profile,
+        session.sessionKey,
+        action,
+        this.clock.sharedMs(),
+        this.owner,
+        [...replicas],
+      ],
     );
     return asked.rows.map((row) => row.holder).sort();
   }
@@ -358,7 +389,7 @@ export class SessionLeases {
          DELETE FROM leases.requests WHERE holder <> $1 AND asked_at < $2
        )
        DELETE FROM leases.requests WHERE holder = $1 RETURNING id, profile, session_key, action`,
-      [this.owner, this.#now() - this.#requestExpiryMs],
+      [this.owner, this.clock.sharedMs() - this.#requestExpiryMs],
     );
     return [...taken.rows]
       .sort((a, b) => Number(a.id) - Number(b.id))
@@ -384,7 +415,7 @@ export class SessionLeases {
     const live = await tx.query<{ holder: string }>(
       `SELECT DISTINCT holder FROM leases.sessions
          WHERE holder = ANY($1::text[]) AND expires_at > $2`,
-      [owners.map(holderOf), this.#now()],
+      [owners.map(holderOf), this.clock.sharedMs()],
     );
     const holding = new Set(live.rows.map((row) => row.holder));
     return owners.filter((owner) => !holding.has(holderOf(owner)));

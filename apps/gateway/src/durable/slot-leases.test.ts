@@ -31,6 +31,8 @@ async function replica(replicaId: string, sharedFiles: boolean, pid = 1) {
     sharedFiles,
     owner: `${replicaId}/1/${pid}/1`,
     now,
+    // One timeline for every replica here: the server's clock reads as the test's.
+    readServerMs: async () => now(),
     leaseMs: 10_000,
     marginMs: 2_000,
   });

@@ -2,6 +2,7 @@ import { currentInstanceId, type InstanceId } from "@mediagate/sandbox";
 import { Defaults } from "../defaults.js";
 import type { PostgresDatabase } from "../postgres/database.js";
 import { migratePostgres } from "../postgres/migrate.js";
+import { LeaseClock, type LeaseClockOptions } from "./lease-clock.js";
 import { LeasesComponent, POSTGRES_LEASE_MIGRATIONS } from "./session-leases-schema.js";
 
 /** Options of {@link SlotLeases.open}. */
@@ -15,8 +16,15 @@ export interface SlotLeasesOptions {
   readonly sharedFiles: boolean;
   /** Who holds what this process claims. Default `currentInstanceId()`. */
   readonly owner?: InstanceId;
-  /** The clock pins are written and judged with. Default `Date.now`. */
+  /**
+   * The timeline pins are written and judged on (the session leases' own, `SessionLeases.clock`).
+   * Default one read from `database`, following `now`.
+   */
+  readonly clock?: LeaseClock;
+  /** This process's clock, when no `clock` is given (see `SessionLeasesOptions.now`). Default `performance.now`. */
   readonly now?: () => number;
+  /** The database server's clock, when no `clock` is given (see `SessionLeasesOptions`). */
+  readonly readServerMs?: LeaseClockOptions["readServerMs"];
   /** Default `Defaults.sessionLeases.leaseMs`: a pin lives as long as a session's lease. */
   readonly leaseMs?: number;
   /** Default `Defaults.sessionLeases.marginMs`. */
@@ -59,17 +67,17 @@ export class SlotLeases {
   readonly replicaId: string;
   readonly sharedFiles: boolean;
   readonly #database: PostgresDatabase;
-  readonly #now: () => number;
+  readonly #clock: LeaseClock;
   readonly #leaseMs: number;
   readonly #marginMs: number;
   readonly #held = new Map<string, Held>();
 
-  private constructor(database: PostgresDatabase, options: SlotLeasesOptions) {
+  private constructor(database: PostgresDatabase, clock: LeaseClock, options: SlotLeasesOptions) {
     this.#database = database;
+    this.#clock = clock;
     this.owner = options.owner ?? currentInstanceId();
     this.replicaId = options.replicaId;
     this.sharedFiles = options.sharedFiles;
-    this.#now = options.now ?? Date.now;
     this.#leaseMs = options.leaseMs ?? Defaults.sessionLeases.leaseMs;
     this.#marginMs = options.marginMs ?? Defaults.sessionLeases.marginMs;
     if (this.#marginMs >= this.#leaseMs) {
@@ -82,7 +90,15 @@ export class SlotLeases {
   /** Migrates the leases' schema on `database` (under the migrations' lock). */
   static async open(database: PostgresDatabase, options: SlotLeasesOptions): Promise<SlotLeases> {
     await migratePostgres(database, LeasesComponent, POSTGRES_LEASE_MIGRATIONS);
-    return new SlotLeases(database, options);
+    const clock =
+      options.clock ??
+      (await LeaseClock.open(database, {
+        localMs: options.now ?? (() => performance.now()),
+        resyncMs: Defaults.sessionLeases.clockResyncMs,
+        maxRoundTripMs: Defaults.sessionLeases.clockMaxRoundTripMs,
+        ...(options.readServerMs === undefined ? {} : { readServerMs: options.readServerMs }),
+      }));
+    return new SlotLeases(database, clock, options);
   }
 
   /**
@@ -92,7 +108,8 @@ export class SlotLeases {
    */
   async claim(slot: string, liveInstanceOf: LiveInstanceOf): Promise<SlotClaim> {
     for (;;) {
-      const sentAtMs = this.#now();
+      const sentAtMs = this.#clock.localMs();
+      const sharedAtMs = this.#clock.sharedMs();
       const row = (
         await this.#database.query<{ holder: string; expires_at: string; home: string }>(
           "read slot pin",
@@ -102,7 +119,7 @@ export class SlotLeases {
       ).rows[0];
       // A pin this process held and lost stays held here until the next renewal finds it lost,
       // which cuts its turns off.
-      if (row !== undefined && row.holder !== this.owner && Number(row.expires_at) > sentAtMs) {
+      if (row !== undefined && row.holder !== this.owner && Number(row.expires_at) > sharedAtMs) {
         return { held: false, holder: row.holder };
       }
       if (row !== undefined && !this.sharedFiles && row.home !== this.replicaId) {
@@ -127,7 +144,14 @@ export class SlotLeases {
                                     ELSE l.moved_token END
              WHERE l.holder = excluded.holder OR l.expires_at <= $5
            RETURNING token, moved_from, moved_token`,
-        [slot, this.owner, sentAtMs + this.#leaseMs, this.replicaId, sentAtMs, !this.sharedFiles],
+        [
+          slot,
+          this.owner,
+          sharedAtMs + this.#leaseMs,
+          this.replicaId,
+          sharedAtMs,
+          !this.sharedFiles,
+        ],
       );
       const mine = taken.rows[0];
       // Taken by another replica between the two statements: read it again.
@@ -172,11 +196,14 @@ export class SlotLeases {
   }
 
   /**
-   * Extends every pin this process holds, in one statement. Resolves with the slots lost (taken
-   * over, or lapsed by this process's clock), forgotten from now on.
+   * Extends every pin this process holds, in one statement (reading the database's clock again
+   * first when that is due). Resolves with the slots lost (taken over, or lapsed by this
+   * process's clock), forgotten from now on.
    */
   async renew(): Promise<string[]> {
-    const sentAtMs = this.#now();
+    await this.#clock.resyncWhenDue();
+    const sentAtMs = this.#clock.localMs();
+    const sharedAtMs = this.#clock.sharedMs();
     const lost = this.lapsed();
     const live = [...this.#held.entries()];
     if (live.length === 0) return lost;
@@ -187,11 +214,11 @@ export class SlotLeases {
          WHERE l.slot = mine.slot AND l.token = mine.token AND l.holder = $2 AND l.expires_at > $5
          RETURNING l.slot`,
       [
-        sentAtMs + this.#leaseMs,
+        sharedAtMs + this.#leaseMs,
         this.owner,
         live.map(([slot]) => slot),
         live.map(([, held]) => held.token),
-        sentAtMs,
+        sharedAtMs,
       ],
     );
     const kept = new Set(renewed.rows.map((row) => row.slot));
@@ -209,7 +236,7 @@ export class SlotLeases {
 
   /** The slots whose pin lapsed by this process's clock, forgotten from now on. */
   lapsed(): string[] {
-    const nowMs = this.#now();
+    const nowMs = this.#clock.localMs();
     const lost: string[] = [];
     for (const [slot, held] of this.#held) {
       if (nowMs < held.validUntilMs) continue;
@@ -222,7 +249,7 @@ export class SlotLeases {
   /** Whether this process holds the slot's pin now (not lapsed). */
   holds(slot: string): boolean {
     const held = this.#held.get(slot);
-    return held !== undefined && this.#now() < held.validUntilMs;
+    return held !== undefined && this.#clock.localMs() < held.validUntilMs;
   }
 
   /** The slots this process holds, with when each was last claimed. */

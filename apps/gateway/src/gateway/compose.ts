@@ -86,8 +86,8 @@ export async function openParts(
   try {
     cluster = await openCluster(config, stores);
     const clock = options.clock ?? systemClock;
-    leases = await stores.openLeases({ now: () => clock.wallMs(), owner: options.instanceId });
-    pins = await openPins(cluster, config, leases, () => clock.wallMs());
+    leases = await stores.openLeases({ now: () => clock.monoMs(), owner: options.instanceId });
+    pins = await openPins(cluster, config, leases);
     const opened = await stores.openJournal(config.home, {
       now: () => clock.wallMs(),
       integrityWaitMs: options.integrityWaitMs,
@@ -158,14 +158,13 @@ async function openPins(
   cluster: ClusterIdentity | undefined,
   config: GatewayConfig,
   leases: SessionLeases | undefined,
-  now: () => number,
 ): Promise<SlotLeases | undefined> {
   if (cluster === undefined || leases === undefined) return undefined;
   return SlotLeases.open(cluster.database, {
     replicaId: cluster.replicaId,
     sharedFiles: config.cluster?.slotsDir !== undefined,
     owner: leases.owner,
-    now,
+    clock: leases.clock,
   });
 }
 
@@ -219,14 +218,14 @@ export function composeCore(
           leases,
           journal,
           schedule: options.replicaSchedule ?? scheduleWithTimer,
-          now: () => clock.wallMs(),
+          now: () => clock.monoMs(),
           slots:
             pins === undefined || cluster === undefined
               ? undefined
               : new ReplicaSlots({
                   pins,
                   database: cluster.database,
-                  now: () => clock.wallMs(),
+                  now: () => clock.monoMs(),
                   idleReleaseMs: options.slotIdleReleaseMs,
                 }),
         })

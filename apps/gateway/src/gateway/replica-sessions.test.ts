@@ -141,11 +141,13 @@ function longTurn(name: string): {
 
 /**
  * One replica: a gateway of its own id on the shared database, its agent answering
- * `<name>: text`, its wall clock `aheadMs` ahead of the real one.
+ * `<name>: text`, its clocks moved `aheadMs` ahead of the real ones (after it read the
+ * database's clock: as time passing for it alone), its wall clock `wallAheadMs` more (a host
+ * clock set wrong or stepped).
  */
 async function replica(
   name: string,
-  clock = { aheadMs: 0 },
+  clock: { aheadMs: number; wallAheadMs?: number } = { aheadMs: 0 },
   runTurn?: (input: AgentTurnInput) => Promise<AgentTurnResult>,
   persistent = false,
   url = testDatabase.url,
@@ -180,7 +182,10 @@ async function replica(
     channels: [inbox],
     instanceId: `${name}/boot/1/1`,
     replicaSchedule: loop.schedule,
-    clock: { wallMs: () => Date.now() + clock.aheadMs, monoMs: () => performance.now() },
+    clock: {
+      wallMs: () => Date.now() + clock.aheadMs + (clock.wallAheadMs ?? 0),
+      monoMs: () => performance.now() + clock.aheadMs,
+    },
     agent: () => ({
       kind: "shell",
       runTurn: async (input) => {
@@ -210,6 +215,28 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     await roundsUntil(a.loop, () => expect(a.ran).toEqual(["first", "second"]));
     await a.gateway.idle();
     expect(a.inbox.texts).toEqual(["a: first", "a: second"]);
+    expect(b.inbox.texts).toEqual([]);
+  });
+
+  it("keeps its session and running turn when its wall clock steps, and a replica whose wall clock is ahead takes nothing", async () => {
+    const aClock = { aheadMs: 0, wallAheadMs: 0 };
+    const turns = longTurn("a");
+    const a = await replica("a", aClock, turns.runTurn);
+    // b's host clock is a minute ahead of a's; the database's clock is one for both.
+    const b = await replica("b", { aheadMs: 0, wallAheadMs: 60_000 });
+    void a.inbox.onMessage?.(replicaDm("1", "long"));
+    await waitFor(() => expect(a.ran).toEqual(["long"]));
+    // An operator (or NTP) steps a's host clock forward by a minute while its turn runs.
+    aClock.wallAheadMs = 60_000;
+    for (let round = 0; round < 3; round++) await a.loop.fire();
+    await b.send("2", "next");
+    // b hands the message to a, which still holds the session: b runs nothing.
+    expect(b.ran).toEqual([]);
+    expect(await sessionHolder()).toMatch(/^a\//);
+    turns.finish();
+    await roundsUntil(a.loop, () => expect(a.ran).toEqual(["long", "next"]));
+    await a.gateway.idle();
+    expect(a.inbox.texts).toEqual(["a: long", "a: next"]);
     expect(b.inbox.texts).toEqual([]);
   });
 
@@ -265,7 +292,10 @@ describe("sessions across replicas on one PostgreSQL store", () => {
         });
       });
     });
-    const b = await replica("b", { aheadMs: Defaults.sessionLeases.leaseMs });
+    // b's time runs a lease ahead of a's (a is frozen in a pause): a's lease expired for b.
+    const bClock = { aheadMs: 0 };
+    const b = await replica("b", bClock);
+    bClock.aheadMs = Defaults.sessionLeases.leaseMs;
     void a.inbox.onMessage?.(replicaDm("1", "long"));
     await waitFor(() => expect(a.ran).toEqual(["long"]));
     // a is cut off from the database past its lease (b's clock says it expired): b takes the
@@ -314,7 +344,9 @@ describe("sessions across replicas on one PostgreSQL store", () => {
         false,
         throughProxy.toString(),
       );
-      const b = await replica("b", { aheadMs: Defaults.sessionLeases.leaseMs });
+      const bClock = { aheadMs: 0 };
+      const b = await replica("b", bClock);
+      bClock.aheadMs = Defaults.sessionLeases.leaseMs;
       await a.send("1", "first");
       expect(a.inbox.texts).toEqual(["a: first"]);
       void a.inbox.onMessage?.(replicaDm("2", "long"));

@@ -95,7 +95,8 @@ async function pinExpiry(): Promise<number | undefined> {
 /**
  * One replica `<name>-<tag>` of a persistent profile on the shared database, its agent running
  * each message's text as a command in the sandbox (`mediagate-sandbox:test`) and answering
- * `<name>: <output>`; its wall clock `aheadMs` ahead of the real one.
+ * `<name>: <output>`; its clocks moved `aheadMs` ahead of the real ones once it read the
+ * database's clock (as time passing for it alone).
  */
 async function replica(
   name: string,
@@ -155,7 +156,10 @@ async function replica(
             destination: { write: (line: string) => void options.logLines?.push(line) },
           }),
         }),
-    clock: { wallMs: () => Date.now() + clock.aheadMs, monoMs: () => performance.now() },
+    clock: {
+      wallMs: () => Date.now() + clock.aheadMs,
+      monoMs: () => performance.now() + clock.aheadMs,
+    },
     agent: () => ({ kind: "shell", runTurn }),
   });
   gateways.push(gateway);
@@ -248,12 +252,10 @@ describe("persistent slots across replicas", () => {
     const slotsDir = await mkdtemp(join(tmpdir(), "mg-slots-"));
     dirs.push(slotsDir);
     const a = await replica("a", { agent: "shell", slotsDir });
-    // b's clock is a lease ahead: to b, a stopped renewing (a killed holder looks the same).
-    const b = await replica("b", {
-      agent: "shell",
-      slotsDir,
-      clock: { aheadMs: Defaults.sessionLeases.leaseMs },
-    });
+    // b's time runs a lease ahead: to b, a stopped renewing (a killed holder looks the same).
+    const bClock = { aheadMs: 0 };
+    const b = await replica("b", { agent: "shell", slotsDir, clock: bClock });
+    bClock.aheadMs = Defaults.sessionLeases.leaseMs;
     await a.send("1", "echo kept > /workspace/note && echo written");
     expect(a.inbox.texts).toEqual(["1> a: written"]);
     await b.send("2", "cat /workspace/note");
@@ -328,7 +330,9 @@ describe("persistent slots across replicas", () => {
           });
         }),
     });
-    const b = await replica("b", { slotsDir, clock: { aheadMs: Defaults.sessionLeases.leaseMs } });
+    const bClock = { aheadMs: 0 };
+    const b = await replica("b", { slotsDir, clock: bClock });
+    bClock.aheadMs = Defaults.sessionLeases.leaseMs;
     void a.inbox.onMessage?.(replicaDm("1", "long", "1"));
     await waitFor(() => expect(a.ran).toEqual(["long"]));
     // To b, a stopped renewing: b takes the pin with another chat's message.
