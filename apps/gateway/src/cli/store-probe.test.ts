@@ -71,6 +71,26 @@ describe("doctor's store check", () => {
     expect(`${result.detail} ${result.fix}`).not.toContain("hunter2-pw");
   });
 
+  it("says to point store.url at the primary when the server takes no writes", async () => {
+    const standby = await freshPostgresDatabase("doctor_standby");
+    try {
+      const setup = new PostgresDatabase({ url: standby.url });
+      await setup.query(
+        "setup",
+        `ALTER DATABASE "${standby.name}" SET default_transaction_read_only = on`,
+      );
+      await setup.close();
+      const result = await probe(standby.url);
+      expect(result.ok).toBe(false);
+      expect(result.detail).toMatch(
+        /^PostgreSQL 127\.0\.0\.1:\d+\/mg_doctor_standby_\w+: reachable, but takes no writes/,
+      );
+      expect(result.fix).toMatch(/^point store\.url at the primary/);
+    } finally {
+      await standby.drop();
+    }
+  });
+
   it("says to create a database that does not exist", async () => {
     const url = new URL(testDatabase.url);
     url.pathname = "/mg_no_such_database";

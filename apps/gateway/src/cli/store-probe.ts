@@ -1,6 +1,6 @@
 import type { StoreSettings } from "../config/types.js";
 import { PostgresDatabase } from "../postgres/database.js";
-import { PostgresStoreError } from "../postgres/errors.js";
+import { PostgresStoreError, ReadOnlyCode } from "../postgres/errors.js";
 import { postgresSchemaVersion } from "../postgres/migrate.js";
 import { PostgresStateMigrations, StateComponent } from "../state/postgres-schema.js";
 import type { CheckResult } from "./preflight.js";
@@ -12,7 +12,7 @@ const StateVersion = PostgresStateMigrations.reduce((max, step) => Math.max(max,
 
 /**
  * `doctor`'s store check (docs/store.md): SQLite passes with where its files are; PostgreSQL
- * must answer (`SELECT 1`, its round trip shown) with a state schema this build knows. Each
+ * must answer and take writes (its round trip shown) with a state schema this build knows. Each
  * failure says what to do: the server down or unreachable, the password refused, the database
  * missing, a schema newer than this mediagate. Bounded by `timeoutMs` (connect and query).
  */
@@ -71,6 +71,7 @@ function causeCode(error: unknown): string | undefined {
 function reasonOf(error: unknown): string {
   const cause = error instanceof PostgresStoreError ? error.cause : error;
   const message = cause instanceof Error ? cause.message : String(cause);
+  if (causeCode(error) === ReadOnlyCode) return `reachable, but takes no writes (${message})`;
   return error instanceof PostgresStoreError && error.unreachable
     ? `not reachable (${message})`
     : message;
@@ -84,6 +85,9 @@ function fixFor(error: unknown): string {
   }
   if (code === "3D000") {
     return "create the database (createdb -O <user> <database>), or fix the database name in store.url";
+  }
+  if (code === ReadOnlyCode) {
+    return "point store.url at the primary: this server is a standby, or a primary being failed over";
   }
   if (code === "42501") {
     return "grant the store.url user CREATE on the database (GRANT CREATE ON DATABASE … TO …)";

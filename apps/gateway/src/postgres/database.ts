@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import { MediagateError } from "@mediagate/io/mediagate-error";
 import type pg from "pg";
 import { Defaults } from "../defaults.js";
-import { PostgresStoreError, postgresWhere } from "./errors.js";
+import { PostgresStoreError, postgresWhere, ReadOnlyCode } from "./errors.js";
 import { storableParams } from "./stored-text.js";
 
 /** How the pool of the PostgreSQL store is made (from `store:` in the config, docs/store.md). */
@@ -167,10 +167,24 @@ export class PostgresDatabase {
     }
   }
 
-  /** One round trip (`SELECT 1`), in milliseconds: for `doctor` and the health endpoint. */
+  /**
+   * One round trip, in milliseconds: for `doctor`, the health endpoint and the probe of kept
+   * turns. Rejects as a read-only server does on a write (SQLSTATE 25006, counted as
+   * unreachable) when the server takes no writes: a standby, or a primary being failed over,
+   * answers `SELECT 1` but keeps no message.
+   */
   async ping(now: () => number = performance.now.bind(performance)): Promise<number> {
     const start = now();
-    await this.query("ping", "SELECT 1");
+    const row = await this.query<{ read_only: string }>(
+      "ping",
+      "SELECT current_setting('transaction_read_only') AS read_only",
+    );
+    if (row.rows[0]?.read_only === "on") {
+      const refusal = Object.assign(new Error("transaction_read_only is on"), {
+        code: ReadOnlyCode,
+      });
+      throw new PostgresStoreError("ping", this.where, refusal);
+    }
     return now() - start;
   }
 

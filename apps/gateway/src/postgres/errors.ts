@@ -15,7 +15,13 @@ export function postgresWhere(url: string): string {
   }
 }
 
-/** SQLSTATE classes and codes that mean the server is not there (or went away), not a bad query. */
+/** SQLSTATE `read_only_sql_transaction`: the server takes no writes (a standby, a demoted primary). */
+export const ReadOnlyCode = "25006";
+
+/**
+ * SQLSTATE classes and codes that mean the server is not there (or went away), or takes no
+ * writes for now: the call may succeed once the primary is back, not a bad query.
+ */
 const UnreachableCodes = new Set([
   "ECONNREFUSED",
   "ECONNRESET",
@@ -31,6 +37,8 @@ const UnreachableCodes = new Set([
   "57P03",
   // too_many_connections
   "53300",
+  // read_only_sql_transaction: a standby, or a primary being failed over or demoted
+  ReadOnlyCode,
 ]);
 
 function codeOf(cause: unknown): string | undefined {
@@ -45,7 +53,8 @@ function messageOf(cause: unknown): string {
 
 /**
  * Whether `cause` (an error of node-postgres or of the pool) says the server could not be
- * reached or dropped the connection: the call may succeed once it is back. No answer within
+ * reached or dropped the connection, or is read-only (a failover under way, or `store.url`
+ * reaching a standby): the call may succeed once the primary is back. No answer within
  * `query_timeout` (`Query read timeout`: a network that drops packets rather than refusing
  * them, a server that froze) is one too: the statement may have been carried out unheard,
  * exactly as when the connection is lost after it was sent.
@@ -76,10 +85,13 @@ export class PostgresStoreError extends MediagateError {
   constructor(operation: string, where: string, cause: unknown) {
     const unreachable = isUnreachable(cause);
     super(
-      unreachable
-        ? `PostgreSQL ${where}: ${operation} failed: the server is not reachable (${messageOf(cause)}); ` +
+      codeOf(cause) === ReadOnlyCode
+        ? `PostgreSQL ${where}: ${operation} failed: the server takes no writes (${messageOf(cause)}): ` +
+            "a standby, or a primary being failed over; check that store.url points at the primary"
+        : unreachable
+          ? `PostgreSQL ${where}: ${operation} failed: the server is not reachable (${messageOf(cause)}); ` +
             "check that it runs and that store.url points at it"
-        : `PostgreSQL ${where}: ${operation} failed: ${messageOf(cause)}`,
+          : `PostgreSQL ${where}: ${operation} failed: ${messageOf(cause)}`,
       { cause },
     );
     this.code = unreachable ? "MG_POSTGRES_UNREACHABLE" : "MG_POSTGRES_FAILED";

@@ -12,6 +12,16 @@ afterAll(async () => {
   await testDatabase?.drop();
 });
 
+/** A ping of the suite's own (writable) database. */
+async function testPing(): Promise<number> {
+  const database = new PostgresDatabase({ url: testDatabase.url });
+  try {
+    return await database.ping();
+  } finally {
+    await database.close();
+  }
+}
+
 const Steps = [
   { version: 1, sql: "CREATE TABLE ran (step integer NOT NULL); INSERT INTO ran VALUES (1)" },
   { version: 2, sql: "INSERT INTO ran VALUES (2)" },
@@ -105,6 +115,39 @@ describe("PostgresDatabase", () => {
       expect((failure as Error).message).not.toContain("hunter2");
     } finally {
       await database.close();
+    }
+  });
+
+  it("counts a server that takes no writes as unreachable, saying to point store.url at the primary", async () => {
+    // A standby, or a primary demoted in a failover: reads work, every write is refused.
+    const readOnly = await freshPostgresDatabase("read_only");
+    const setup = new PostgresDatabase({ url: readOnly.url });
+    await setup.query("setup", "CREATE TABLE kept (n integer)");
+    await setup.query(
+      "setup",
+      `ALTER DATABASE "${readOnly.name}" SET default_transaction_read_only = on`,
+    );
+    await setup.close();
+    const database = new PostgresDatabase({ url: readOnly.url });
+    try {
+      expect((await database.query("read", "SELECT n FROM kept")).rowCount).toBe(0);
+      const failure = await database
+        .query("record", "INSERT INTO kept VALUES (1)")
+        .catch((e: unknown) => e);
+      expect(failure).toBeInstanceOf(PostgresStoreError);
+      expect((failure as PostgresStoreError).code).toBe("MG_POSTGRES_UNREACHABLE");
+      expect((failure as Error).message).toMatch(
+        /record failed: the server takes no writes \(.*read-only transaction\): a standby, or a primary being failed over; check that store\.url points at the primary$/,
+      );
+      // The probe of kept turns and the health endpoint do not take it for a server that is back.
+      const ping = await database.ping().catch((e: unknown) => e);
+      expect(ping).toBeInstanceOf(PostgresStoreError);
+      expect((ping as PostgresStoreError).unreachable).toBe(true);
+      expect((ping as Error).message).toMatch(/ping failed: the server takes no writes/);
+      expect(await testPing()).toBeGreaterThanOrEqual(0);
+    } finally {
+      await database.close();
+      await readOnly.drop();
     }
   });
 
