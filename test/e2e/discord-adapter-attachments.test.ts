@@ -290,7 +290,7 @@ describe("Discord adapter: the attachment fetcher", () => {
     const reasons = failures.map((e) => e?.reason);
     expect(reasons).toEqual([
       "Discord's file server answered 503",
-      "the download broke off",
+      "the download broke off: the connection closed before the body's end",
       "Discord no longer has it (the link expired or the message was deleted)",
       "Discord gave no web address for it",
       "Discord gave no usable address for it",

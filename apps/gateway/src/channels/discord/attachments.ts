@@ -50,8 +50,12 @@ export interface DiscordAttachmentFetcherOptions {
   readonly resolve?: ResolveHost | undefined;
   /** Largest attachment saved (`discord.downloadMaxBytes`). */
   readonly maxBytes: number;
-  /** How long the CDN may take to answer with headers; the body then streams unbounded. */
-  readonly headersTimeoutMs: number;
+  /**
+   * How long the CDN may send nothing: until its answer's head, and then between the body's
+   * chunks while they are waited for. A download that stalls is given up (a session's queue
+   * waits on its files).
+   */
+  readonly stallTimeoutMs: number;
 }
 
 /**
@@ -65,12 +69,12 @@ export interface DiscordAttachmentFetcherOptions {
  */
 export class DiscordAttachmentFetcher implements AttachmentFetcher {
   readonly maxBytes: number;
-  readonly #headersTimeoutMs: number;
+  readonly #stallTimeoutMs: number;
   readonly #hosts: DownloadHosts;
 
   constructor(options: DiscordAttachmentFetcherOptions) {
     this.maxBytes = options.maxBytes;
-    this.#headersTimeoutMs = options.headersTimeoutMs;
+    this.#stallTimeoutMs = options.stallTimeoutMs;
     this.#hosts = new DownloadHosts({
       platform: "Discord",
       roots: [options.apiRoot],
@@ -94,11 +98,13 @@ export class DiscordAttachmentFetcher implements AttachmentFetcher {
     }
     let response: DownloadResponse;
     try {
-      // The caller's signal ends it at any point, the timer only until the headers arrived.
+      // The caller's signal ends it at any point; the timer, whenever the CDN goes silent.
+      // Only the waits for the network count: a slow inbox write is not a stall.
       response = await httpDownload(url, {
         signal,
         hosts: this.#hosts,
-        headersTimeoutMs: this.#headersTimeoutMs,
+        headersTimeoutMs: this.#stallTimeoutMs,
+        stallTimeoutMs: this.#stallTimeoutMs,
       });
     } catch (error) {
       throw new AttachmentFetchError(this.#reasonOf(error), { cause: error });
@@ -125,7 +131,7 @@ export class DiscordAttachmentFetcher implements AttachmentFetcher {
   #reasonOf(error: unknown): string {
     const failure = error instanceof DownloadError ? error.failure : undefined;
     if (failure === "timeout") {
-      return `Discord's file server did not answer within ${Math.round(this.#headersTimeoutMs / 1000)} s`;
+      return `Discord's file server did not answer within ${Math.round(this.#stallTimeoutMs / 1000)} s`;
     }
     // Says which rule refused it, never the host or the address.
     if (failure === "refused" && error instanceof Error) return error.message;
@@ -133,11 +139,15 @@ export class DiscordAttachmentFetcher implements AttachmentFetcher {
   }
 }
 
-/** The body's chunks as they arrive; giving up early closes the connection. */
+/**
+ * The body's chunks as they arrive; giving up early closes the connection. A failure says
+ * what happened (cut off, nothing arrived for a while), never where.
+ */
 async function* chunksOf(response: DownloadResponse): AsyncGenerator<Uint8Array> {
   try {
     yield* response.body;
   } catch (error) {
-    throw new AttachmentFetchError("the download broke off", { cause: error });
+    const said = error instanceof DownloadError ? `: ${error.message}` : "";
+    throw new AttachmentFetchError(`the download broke off${said}`, { cause: error });
   }
 }

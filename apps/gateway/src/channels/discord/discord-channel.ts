@@ -240,7 +240,7 @@ export class DiscordChannel implements ChannelAdapter {
       apiRoot: connection.apiRoot,
       resolve: options.resolveHost,
       maxBytes: downloadMaxBytes,
-      headersTimeoutMs: connection.requestTimeoutMs,
+      stallTimeoutMs: connection.requestTimeoutMs,
     });
     this.#token = options.token;
     this.#leader = options.leader;
