@@ -1,3 +1,5 @@
+import { execFileSync } from "node:child_process";
+import { closeSync, constants, openSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,7 +13,24 @@ beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), "mg-attach-"));
 });
 
+/** FIFOs a test made: a reader blocked on one is let go by opening it for writing. */
+const fifos: string[] = [];
+
+/** A named pipe at `path` (what a path may be by the time a message is run again). */
+function fifoAt(path: string): string {
+  execFileSync("mkfifo", [path]);
+  fifos.push(path);
+  return path;
+}
+
 afterEach(async () => {
+  for (const path of fifos.splice(0)) {
+    try {
+      closeSync(openSync(path, constants.O_WRONLY | constants.O_NONBLOCK));
+    } catch {
+      // ENXIO: nobody is reading it
+    }
+  }
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -103,5 +122,18 @@ describe("consoleFetcher", () => {
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(AttachmentFetchError);
     expect((error as AttachmentFetchError).reason).toBe(`${path} is no longer there`);
+  });
+
+  it("refuses a path that became a pipe, without waiting for a writer", async () => {
+    // /attach checked a file; the message runs again after a restart and finds a FIFO there.
+    // Opening it for reading would block until something writes: the session would hang.
+    const path = fifoAt(join(dir, "was-a-file.txt"));
+    const error = await consoleFetcher(1000)
+      .open({ name: "was-a-file.txt", sentAs: "document", ref: path }, new AbortController().signal)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AttachmentFetchError);
+    expect((error as AttachmentFetchError).reason).toBe(
+      `${path} is no longer a regular file (a device, socket or pipe)`,
+    );
   });
 });

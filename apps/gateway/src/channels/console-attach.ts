@@ -1,3 +1,4 @@
+import { constants } from "node:fs";
 import { type FileHandle, open, stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, resolve } from "node:path";
@@ -8,6 +9,15 @@ import {
   type AttachmentSentAs,
   type InboundAttachment,
 } from "./types.js";
+
+/**
+ * How an attached file is opened: read-only, never waiting for a writer. A path that is a FIFO
+ * by the time it is opened (swapped in after the check, or by the time a message is run again)
+ * opens at once and is refused by its `fstat`, instead of blocking the session (and a thread
+ * of libuv's pool, which no `/stop` frees) until something writes to it. Reads of a regular
+ * file ignore the flag.
+ */
+const ReadFlags = constants.O_RDONLY | constants.O_NONBLOCK;
 
 /** How the console says how `/attach` is used (its help lists it the same way). */
 export const AttachUsage =
@@ -70,7 +80,7 @@ export async function attachmentFor(path: string): Promise<InboundAttachment | s
       return `📎 ${path} is not a regular file (a device, socket or pipe); /attach sends regular files only.`;
     }
     // stat does not prove the file can be read: open it, as the fetch will.
-    await (await open(path, "r")).close();
+    await (await open(path, ReadFlags)).close();
     return { name: basename(path), sentAs: sentAsOf(path), size: info.size, ref: path };
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
@@ -91,8 +101,9 @@ function sentAsOf(path: string): AttachmentSentAs {
 
 /**
  * The console's {@link AttachmentFetcher}: an attachment's `ref` is an absolute path on this
- * host, streamed from disk into one reused buffer ({@link fileChunks}). A file gone or unreadable by the time it is fetched (a message run
- * again after a restart) fails with a reason that names the path.
+ * host, streamed from disk into one reused buffer ({@link fileChunks}). A file gone, unreadable
+ * or no longer a regular file by the time it is fetched (a message run again after a restart)
+ * fails with a reason that names the path.
  */
 export function consoleFetcher(maxBytes: number): AttachmentFetcher {
   return {
@@ -100,7 +111,7 @@ export function consoleFetcher(maxBytes: number): AttachmentFetcher {
     async open(attachment, signal) {
       let handle: FileHandle;
       try {
-        handle = await open(attachment.ref, "r");
+        handle = await open(attachment.ref, ReadFlags);
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         throw new AttachmentFetchError(
@@ -108,6 +119,16 @@ export function consoleFetcher(maxBytes: number): AttachmentFetcher {
             ? `${attachment.ref} is no longer there`
             : `${attachment.ref} cannot be read: ${code ?? "unknown error"}`,
           { cause: error },
+        );
+      }
+      const regular = await handle.stat().then(
+        (info) => info.isFile(),
+        () => false,
+      );
+      if (!regular) {
+        await handle.close();
+        throw new AttachmentFetchError(
+          `${attachment.ref} is no longer a regular file (a device, socket or pipe)`,
         );
       }
       // Over maxBytes, the inbox stops reading and refuses the file with its notice.
