@@ -129,7 +129,9 @@ describe("gateway over Telegram: media from the sandbox", () => {
     expect(docs.map((f) => f.filename)).toEqual(
       Array.from({ length: 9 }, (_, i) => `d${i + 1}.txt`),
     );
-    expect(bot.texts(Admin, since).join("\n")).toContain("Couldn't deliver d10.txt");
+    expect(bot.texts(Admin, since).join("\n")).toContain(
+      "⚠️ 1 more file was not sent (d10.txt): one reply sends at most 20 files.",
+    );
   });
 
   it("sends a reply too long for a caption as text first, then the file without one", async () => {

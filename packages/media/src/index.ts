@@ -5,7 +5,7 @@ export type { MediaExtraction, MediaTag } from "./extract.js";
 export { extractMedia } from "./extract.js";
 export type { DiscordLimitOptions, TelegramLimitOptions } from "./limits.js";
 export { DiscordDefaults, discordLimits, TelegramDefaults, telegramLimits } from "./limits.js";
-export { formatBytes, noticeFor } from "./notice.js";
+export { displayName, formatBytes, noticeFor } from "./notice.js";
 export { ChunkRing, DescriptorFile } from "./open-file.js";
 export { PlanDefaults, planMedia, recordPlan, resumePlan } from "./plan.js";
 export { isPlanRecord } from "./plan-record.js";

@@ -38,8 +38,8 @@ export function formatBytes(bytes: number): string {
   return `${rounded} ${unit}`;
 }
 
-/** Basename without control characters, at most 120 characters. */
-function displayName(p: string): string {
+/** How a notice names a file: its basename without control characters, at most 120 characters. */
+export function displayName(p: string): string {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping them is the point
   const name = path.posix.basename(p).replace(/[\u0000-\u001f\u007f]/g, "");
   const safe = name === "" ? "file" : name;

@@ -1,6 +1,7 @@
+import type { MediaOutcome } from "@mediagate/media";
 import { describe, expect, it } from "vitest";
 import type { StepResult } from "../channels/types.js";
-import { TextUnconfirmedText, textFailedText, textNotices } from "./notices.js";
+import { planNotices, TextUnconfirmedText, textFailedText, textNotices } from "./notices.js";
 
 const steps = (...entries: [string, StepResult][]) => new Map(entries);
 
@@ -35,5 +36,38 @@ describe("textNotices", () => {
       ["given_up", "failed"],
     );
     expect(textNotices(others, "telegram")).toEqual([]);
+  });
+});
+
+describe("planNotices", () => {
+  const unreachable = (path: string, reason: "not_found" | "over_max_files"): MediaOutcome => ({
+    status: "unreachable",
+    path,
+    reason,
+    candidates: [],
+  });
+
+  it("gives the files past the reply's cap one line saying why, however many there are", () => {
+    // A reply that names 500 files: 20 are planned, the other 480 are left out on purpose.
+    // Each of them used to get its own "Couldn't deliver" line, as if it were missing.
+    const overCap = Array.from({ length: 480 }, (_, i) =>
+      unreachable(`/workspace/charts/chart-${i + 21}.png`, "over_max_files"),
+    );
+    const outcomes = [unreachable("/workspace/nope.png", "not_found"), ...overCap];
+    expect(planNotices({ outcomes })).toEqual([
+      "⚠️ Couldn't deliver nope.png",
+      "⚠️ 480 more files were not sent (chart-21.png, chart-22.png, chart-23.png and 477 more): one reply sends at most 20 files.",
+    ]);
+    expect(planNotices({ outcomes: overCap.slice(0, 1) })).toEqual([
+      "⚠️ 1 more file was not sent (chart-21.png): one reply sends at most 20 files.",
+    ]);
+  });
+
+  it("shows a tag's name as a notice may: no control characters, bounded", () => {
+    const long = `/workspace/${"x".repeat(500)}\u0007.png`;
+    const [line] = planNotices({ outcomes: [unreachable(long, "over_max_files")] });
+    expect(line).toBe(
+      `⚠️ 1 more file was not sent (${"x".repeat(119)}…): one reply sends at most 20 files.`,
+    );
   });
 });

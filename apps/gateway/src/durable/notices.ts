@@ -1,4 +1,10 @@
-import { type MediaOutcome, type MediaPlan, noticeFor } from "@mediagate/media";
+import {
+  displayName,
+  type MediaOutcome,
+  type MediaPlan,
+  noticeFor,
+  PlanDefaults,
+} from "@mediagate/media";
 import type { DeliveryOutcome, Platform, StepResult } from "../channels/types.js";
 import { isTextStepKey } from "./step-keys.js";
 
@@ -55,18 +61,44 @@ export function textNotices(steps: ReadonlyMap<string, StepResult>, platform: Pl
   ];
 }
 
+/** How many names the line for files over a reply's cap shows before "and N more". */
+const OverCapNamesShown = 3;
+
+/**
+ * The one line for the files a reply named past the files one reply sends
+ * (`PlanDefaults.maxFiles`): how many, the first few names, and why, so the user knows
+ * they were left out on purpose (and that asking for fewer at a time gets them).
+ */
+export function overMaxFilesText(paths: readonly string[]): string {
+  const shown = paths.slice(0, OverCapNamesShown).map(displayName);
+  const more = paths.length - shown.length;
+  const names = more > 0 ? `${shown.join(", ")} and ${more} more` : shown.join(", ");
+  const count = paths.length === 1 ? "1 more file was" : `${paths.length} more files were`;
+  return `⚠️ ${count} not sent (${names}): one reply sends at most ${PlanDefaults.maxFiles} files.`;
+}
+
 /**
  * One line per file the plan did not mark ready: unreachable, denied (the path is never
- * echoed), too large (size and limit). Outcomes in `except` are left out (a resumed plan's
- * files lost since it was recorded: their lines go with the delivery's).
+ * echoed), too large (size and limit); the files past the reply's cap share one line
+ * ({@link overMaxFilesText}), however many the reply named. Outcomes in `except` are left out
+ * (a resumed plan's files lost since it was recorded: their lines go with the delivery's).
  */
-export function planNotices(plan: MediaPlan, except: readonly MediaOutcome[] = []): string[] {
+export function planNotices(
+  plan: Pick<MediaPlan, "outcomes">,
+  except: readonly MediaOutcome[] = [],
+): string[] {
   const lines: string[] = [];
+  const overCap: string[] = [];
   for (const outcome of plan.outcomes) {
     if (outcome.status === "ready" || except.includes(outcome)) continue;
+    if (outcome.status === "unreachable" && outcome.reason === "over_max_files") {
+      overCap.push(outcome.path);
+      continue;
+    }
     const text = noticeFor(outcome);
     if (text !== undefined) lines.push(text);
   }
+  if (overCap.length > 0) lines.push(overMaxFilesText(overCap));
   return lines;
 }
 
