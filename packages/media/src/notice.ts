@@ -38,10 +38,26 @@ export function formatBytes(bytes: number): string {
   return `${rounded} ${unit}`;
 }
 
-/** How a notice names a file: its basename without control characters, at most 120 characters. */
-export function displayName(p: string): string {
+/**
+ * What a notice's file name leaves out: C0 and C1 controls and DEL, the line and paragraph
+ * separators, and the bidirectional formatting characters. An agent names its files, and a
+ * prompt can make it name one `report\u202etxt.exe`, which a chat shows as `reportexe.txt`.
+ */
+const Unshown =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping them is the point
-  const name = path.posix.basename(p).replace(/[\u0000-\u001f\u007f]/g, "");
+  /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/** How many characters (code points) of a name a notice shows. */
+const ShownNameChars = 120;
+
+/**
+ * How a notice names a file: its basename without control or bidi formatting characters, at
+ * most 120 characters, cut between code points (half an emoji makes Telegram refuse the whole
+ * message).
+ */
+export function displayName(p: string): string {
+  const name = path.posix.basename(p).replace(Unshown, "");
   const safe = name === "" ? "file" : name;
-  return safe.length > 120 ? `${safe.slice(0, 119)}…` : safe;
+  const chars = Array.from(safe);
+  return chars.length > ShownNameChars ? `${chars.slice(0, ShownNameChars - 1).join("")}…` : safe;
 }

@@ -1,7 +1,13 @@
 import type { MediaOutcome } from "@mediagate/media";
 import { describe, expect, it } from "vitest";
 import type { StepResult } from "../channels/types.js";
-import { planNotices, TextUnconfirmedText, textFailedText, textNotices } from "./notices.js";
+import {
+  deliveryNotice,
+  planNotices,
+  TextUnconfirmedText,
+  textFailedText,
+  textNotices,
+} from "./notices.js";
 
 const steps = (...entries: [string, StepResult][]) => new Map(entries);
 
@@ -61,6 +67,22 @@ describe("planNotices", () => {
     expect(planNotices({ outcomes: overCap.slice(0, 1) })).toEqual([
       "⚠️ 1 more file was not sent (chart-21.png): one reply sends at most 20 files.",
     ]);
+  });
+
+  it("shows an agent's file name without bidi overrides, cut between code points", () => {
+    // U+202E would show "report<U+202E>txt.exe" as "reportexe.txt".
+    const [spoofed] = planNotices({
+      outcomes: [unreachable("/workspace/report\u202etxt.exe", "not_found")],
+    });
+    expect(spoofed).toBe("⚠️ Couldn't deliver reporttxt.exe");
+    // An emoji across the cut: half of it would make Telegram refuse the whole notice.
+    const [cut] = planNotices({
+      outcomes: [unreachable(`/workspace/${"x".repeat(118)}📊📊.png`, "not_found")],
+    });
+    expect(cut).toBe(`⚠️ Couldn't deliver ${"x".repeat(118)}📊…`);
+    expect(
+      deliveryNotice({ status: "upload_failed", path: "/workspace/a\u2067b.txt", error: "500" }),
+    ).toBe("⚠️ Couldn't deliver ab.txt: the upload failed.");
   });
 
   it("shows a tag's name as a notice may: no control characters, bounded", () => {

@@ -8,11 +8,6 @@ import {
 import type { DeliveryOutcome, Platform, StepResult } from "../channels/types.js";
 import { isTextStepKey } from "./step-keys.js";
 
-function basename(path: string): string {
-  const parts = path.split("/");
-  return parts[parts.length - 1] || path;
-}
-
 /** The chat's notice for a file the platform did not take (or may not have). */
 export function deliveryNotice(outcome: DeliveryOutcome): string | undefined {
   switch (outcome.status) {
@@ -20,11 +15,11 @@ export function deliveryNotice(outcome: DeliveryOutcome): string | undefined {
     case "pending":
       return undefined;
     case "upload_failed":
-      return `⚠️ Couldn't deliver ${basename(outcome.path)}: the upload failed.`;
+      return `⚠️ Couldn't deliver ${displayName(outcome.path)}: the upload failed.`;
     case "rate_limited":
-      return `⚠️ Couldn't deliver ${basename(outcome.path)}: the platform is rate-limiting uploads (retry after ${Math.ceil(outcome.retryAfterSeconds)} s).`;
+      return `⚠️ Couldn't deliver ${displayName(outcome.path)}: the platform is rate-limiting uploads (retry after ${Math.ceil(outcome.retryAfterSeconds)} s).`;
     case "unconfirmed":
-      return `⚠️ ${basename(outcome.path)} may not have arrived: the connection broke while it was being sent, and it is not sent twice.`;
+      return `⚠️ ${displayName(outcome.path)} may not have arrived: the connection broke while it was being sent, and it is not sent twice.`;
   }
 }
 
