@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { manualClock } from "../../../../test-support/clock.js";
 import { testEnvironment } from "../../../../test-support/engine.js";
 import { freshPostgresDatabase, type TestDatabase } from "../../../../test-support/postgres.js";
 import {
@@ -26,6 +27,7 @@ import { queuedText, queueFullText } from "../pipeline/enqueue-turn.js";
 import { PostgresDatabase } from "../postgres/database.js";
 import { buildSessionKey } from "../session/key.js";
 import { NotRecordedUnreachableText } from "./inbound.js";
+import type { GatewayOptions } from "./options.js";
 
 let testDatabase: TestDatabase;
 const homes: string[] = [];
@@ -154,6 +156,7 @@ async function replica(
   rerunInterrupted = false,
   maxQueuedMessages?: number,
   profileSettings: Record<string, unknown> = {},
+  gatewayOptions: Partial<GatewayOptions> = {},
 ) {
   const home = await mkdtemp(join(tmpdir(), "mg-replica-"));
   homes.push(home);
@@ -193,6 +196,7 @@ async function replica(
         return runTurn === undefined ? { reply: `${name}: ${input.text}` } : runTurn(input);
       },
     }),
+    ...gatewayOptions,
   });
   gateways.push(gateway);
   await gateway.start();
@@ -238,6 +242,71 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     await a.gateway.idle();
     expect(a.inbox.texts).toEqual(["a: long", "a: next"]);
     expect(b.inbox.texts).toEqual([]);
+  });
+
+  it("leaves a scheduled run handed to the session's holder running in its task's record until the holder ends it", async () => {
+    // Each replica's scheduler on a clock of its own: only b's comes to the task's due time.
+    const aTime = manualClock(Date.now());
+    const bTime = manualClock(Date.now());
+    const tasksOn = (time: typeof aTime): Partial<GatewayOptions> => ({
+      taskClock: { wallMs: time.now, monoMs: time.now },
+      taskSchedule: time.schedule,
+    });
+    const long = longTurn("a");
+    const a = await replica(
+      "a",
+      { aheadMs: 0 },
+      long.runTurn,
+      false,
+      testDatabase.url,
+      false,
+      undefined,
+      {},
+      tasksOn(aTime),
+    );
+    const b = await replica(
+      "b",
+      { aheadMs: 0 },
+      undefined,
+      false,
+      testDatabase.url,
+      false,
+      undefined,
+      {},
+      tasksOn(bTime),
+    );
+    await a.send("1", "first");
+    expect(await sessionHolder()).toMatch(/^a\//);
+    const tasks = b.gateway.runtimes.get("solo")?.store.tasks;
+    if (tasks === undefined) throw new Error("no task store");
+    const added = await tasks.addTask(
+      {
+        id: "handed1",
+        owner: "telegram:1",
+        timing: { kind: "every", everyMs: 3_600_000 },
+        timezone: "UTC",
+        text: "long",
+        chat: { platform: "telegram", chatId: "1", chatType: "dm" },
+        catchUp: "skip",
+        nextDueMs: bTime.now(),
+      },
+      { maxPerUser: 10, maxPerProfile: 10 },
+    );
+    expect(added.status).toBe("added");
+    // b's scheduler looks again (its longest wait) and starts the run; a holds the session.
+    bTime.advance(Defaults.schedules.maxWaitMs);
+    await roundsUntil(a.loop, () => expect(a.ran).toEqual(["first", "long"]));
+    await b.gateway.idle();
+    expect(b.ran).toEqual([]);
+    // b handed the run on: it is running on a, and the record says so.
+    const outcome = async () => (await tasks.recentRuns("handed1", 5))[0]?.outcome;
+    await waitFor(async () => expect(await outcome()).toBe("running"));
+    await b.gateway.idle();
+    expect(await outcome()).toBe("running");
+    long.finish();
+    await a.gateway.idle();
+    await waitFor(async () => expect(await outcome()).toBe("done"));
+    expect(a.inbox.texts).toEqual(["a: first", "a: long"]);
   });
 
   it("hands its sessions over at once when it stops gracefully", async () => {

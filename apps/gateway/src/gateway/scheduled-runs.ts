@@ -36,6 +36,13 @@ export function scheduledMessage(profile: string, task: TaskRecord, dueMs: numbe
   };
 }
 
+/** Whether entry `entryId` is another process's now (handed to its session's holder). */
+async function handedOn(gateway: GatewayCore, entryId: number): Promise<boolean> {
+  if (gateway.replicas === undefined) return false;
+  const entry = await gateway.journal.entryState(entryId).catch(() => undefined);
+  return entry !== undefined && !entry.mine;
+}
+
 /** How a run ended, read from how its journal entry was closed (`undefined`: its reply went out). */
 function outcomeOf(closed: JournalOutcome | undefined): TaskRunOutcome {
   switch (closed) {
@@ -138,7 +145,14 @@ function dispatchRun(
   const sessionKey = buildSessionKey(message, runtime.profile);
   return {
     fresh: true,
-    finished: handled.then(() => endOf(closed, chat)),
+    finished: handled.then(async (): Promise<RunEnd> => {
+      // Not closed here: its reply went out, or another replica holds the session and was
+      // handed the run (its entry is that replica's now), which follows it to its end.
+      if (closed === undefined && (await handedOn(gateway, entryId))) {
+        return { outcome: "running", handedOn: true };
+      }
+      return endOf(closed, chat);
+    }),
     started,
     stop: (reason) => {
       void interruptSession(runtime, services, sessionKey, reason).catch(() => {});

@@ -23,6 +23,12 @@ export interface RunEnd {
    * (it answered nothing, or its answer waits for a later attempt).
    */
   readonly chat?: "reached" | "unreachable" | undefined;
+  /**
+   * The run was handed to the replica holding its session (docs/cluster.md): that replica
+   * follows it and records how it ended; this one records nothing (its record says
+   * `running`, as it does while the run goes on).
+   */
+  readonly handedOn?: true | undefined;
 }
 
 /** A run handed on: recorded in the journal before {@link SubmitRun} resolved. */
@@ -331,6 +337,10 @@ export class TaskScheduler {
     else void submitted.started.then(armTimeout);
     const following = (submitted.finished ?? Promise.resolve<RunEnd>({ outcome: "done" }))
       .then(async (end) => {
+        if (end.handedOn === true) {
+          log.info({ taskId, dueMs }, "scheduled run handed to the replica holding its session");
+          return;
+        }
         const outcome: TaskRunOutcome = timedOut ? "timeout" : end.outcome;
         const why = end.detail ?? detail;
         const run = { ...this.#run(taskId, dueMs, outcome, why), atMs: clock.wallMs() };
