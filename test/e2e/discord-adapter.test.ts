@@ -4,6 +4,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import {
+  type ChannelStartOptions,
   type ChatTarget,
   createLogger,
   DiscordChannel,
@@ -12,6 +13,7 @@ import {
 } from "@mediagate/gateway";
 import { type MediaPlan, planMedia, type UploadLimits } from "@mediagate/media";
 import { afterEach, describe, expect, it } from "vitest";
+import { waitUntil } from "../../test-support/wait.js";
 import { defaultGuild, FakeDiscord, type FakeDiscordOptions } from "../fakes/discord/index.js";
 
 const MiB = 1024 * 1024;
@@ -41,6 +43,7 @@ async function startHarness(
   adapterOptions:
     | Partial<DiscordChannelOptions>
     | ((fake: FakeDiscord) => Partial<DiscordChannelOptions>) = {},
+  onChoice?: ChannelStartOptions["onChoice"],
 ): Promise<Harness> {
   const fake = await FakeDiscord.start({ token: Token, ...fakeOptions });
   const extra = typeof adapterOptions === "function" ? adapterOptions(fake) : adapterOptions;
@@ -77,6 +80,7 @@ async function startHarness(
       for (const wake of waiters.splice(0)) wake();
     },
     onFatal: () => {},
+    ...(onChoice === undefined ? {} : { onChoice }),
   });
   cleanups.push(() => channel.stop());
   return {
@@ -252,6 +256,33 @@ describe("Discord adapter: delivery", () => {
     const creates = h.fake.messageCreates();
     expect(creates.every((call) => call.enforceNonce && typeof call.nonce === "string")).toBe(true);
     expect(creates[0]?.payload).toMatchObject({ allowed_mentions: { parse: [] } });
+  });
+
+  it("lets no mention in a pressed question's new text ping: not @everyone, a role or a user", async () => {
+    // The decided text carries the presser's display name and the agent's command line.
+    const text =
+      "✅ Allowed once by @everyone:\n$ echo @here <@&400000000000000001> <@300000000000000005>";
+    const h = await startHarness({}, {}, async () => ({ kind: "decided", text }));
+    const { guild } = targets(h.fake);
+    const asked = await h.channel.choices.post(
+      guild,
+      "🔐 Approval needed: the agent wants to\n$ echo @everyone",
+      [[{ label: "Allow once", data: "ap:0123:once" }]],
+      new AbortController().signal,
+    );
+    const shown = () => h.fake.messagesIn(guild.chatId).find((message) => message.id === asked);
+    const noMention = { mention_everyone: false, mention_roles: [], mentions: [] };
+    expect(shown()?.json).toMatchObject(noMention);
+
+    const press = h.fake.pressButton({
+      channelId: guild.chatId,
+      messageId: asked,
+      button: "Allow once",
+    });
+    await waitUntil(() => press.callback !== undefined, "the press answered");
+    expect(press.callback?.type).toBe(7);
+    expect(shown()?.content).toContain("@everyone");
+    expect(shown()?.json).toMatchObject(noMention);
   });
 
   it("sends twelve files as two messages of ten and two, in order", async () => {

@@ -326,7 +326,13 @@ export class FakeRest extends EventEmitter {
     if (content === "" && mine.files.length === 0 && rows.length === 0) {
       return { status: 400, body: discordError(50006, "Cannot send an empty message") };
     }
-    const edited = world.editMessage(channelId, messageId, content, components.rows);
+    const edited = world.editMessage(
+      channelId,
+      messageId,
+      content,
+      components.rows,
+      typeof payload.content === "string" ? { allowed: payload.allowed_mentions } : undefined,
+    );
     if (edited === undefined) return { status: 404, body: discordError(10008, "Unknown Message") };
     this.options.onEdited(edited);
     return { status: 200, body: edited.json, messageId };
@@ -396,9 +402,7 @@ export class FakeRest extends EventEmitter {
       timestamp: new Date().toISOString(),
       edited_timestamp: null,
       tts: false,
-      mention_everyone: false,
-      mentions: [],
-      mention_roles: [],
+      ...world.mentionJson(content, payload.allowed_mentions),
       attachments: parsed.files.map((file) =>
         this.options.cdn.add(channelId, {
           filename: file.filename,

@@ -152,7 +152,13 @@ export class FakeDiscord {
         if (message === undefined) return false;
         const content = typeof data.content === "string" ? data.content : message.content;
         const components = Array.isArray(data.components) ? data.components : undefined;
-        const edited = this.world.editMessage(message.channelId, message.id, content, components);
+        const edited = this.world.editMessage(
+          message.channelId,
+          message.id,
+          content,
+          components,
+          typeof data.content === "string" ? { allowed: data.allowed_mentions } : undefined,
+        );
         if (edited !== undefined) this.#echo(edited, "MESSAGE_UPDATE");
         return edited !== undefined;
       },

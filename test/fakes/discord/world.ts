@@ -9,6 +9,7 @@ import {
   uploadLimitForTier,
   userObject,
 } from "./fixtures.js";
+import { mentionsOf } from "./mentions.js";
 import type { RecordedFile } from "./requests.js";
 
 /** A message the bot created through REST, with the bytes of every attachment. */
@@ -141,14 +142,32 @@ export class World {
   }
 
   /**
+   * The mention fields of a bot's message with this content (`mention_everyone`, `mentions`,
+   * `mention_roles`), parsed as the request's `allowed_mentions` lets Discord (see
+   * {@link mentionsOf}).
+   */
+  mentionJson(content: string, allowedMentions: unknown): Record<string, unknown> {
+    const parsed = mentionsOf(content, allowedMentions);
+    return {
+      mention_everyone: parsed.mention_everyone,
+      mentions: parsed.mentionedUserIds.map((id) => this.user(id)),
+      mention_roles: parsed.mention_roles,
+    };
+  }
+
+  /**
    * The bot's message `messageId` of the channel with new content (`edited_timestamp` set),
-   * in `messages` and the history alike; `undefined` when the bot has no such message.
+   * in `messages` and the history alike; `undefined` when the bot has no such message. When the
+   * edit sets the content (`mentions` given), its mentions are parsed anew, as the edit's
+   * `allowed_mentions` lets them be (`mentions.allowed` undefined: every kind, as Discord does);
+   * otherwise they stay as they were.
    */
   editMessage(
     channelId: string,
     messageId: string,
     content: string,
-    components?: readonly unknown[],
+    components: readonly unknown[] | undefined,
+    mentions: { readonly allowed: unknown } | undefined,
   ): StoredMessage | undefined {
     const index = this.messages.findIndex((m) => m.id === messageId && m.channelId === channelId);
     const found = this.messages[index];
@@ -156,6 +175,7 @@ export class World {
     const json = {
       ...found.json,
       content,
+      ...(mentions === undefined ? {} : this.mentionJson(content, mentions.allowed)),
       ...(components === undefined ? {} : { components }),
       edited_timestamp: new Date().toISOString(),
     };

@@ -86,7 +86,7 @@ export class DiscordChoiceButtons implements ChoiceButtons {
 
   /**
    * Answers a button interaction: a decision updates the pressed message (its new text, no
-   * buttons: the interaction's `update` callback), a refusal is an ephemeral reply only the
+   * buttons, mentions off: the interaction's `update` callback), a refusal is an ephemeral reply only the
    * presser sees. The handler decides with one state-store write, well inside the 3 s Discord
    * gives an interaction. Never throws.
    */
@@ -112,7 +112,13 @@ export class DiscordChoiceButtons implements ChoiceButtons {
         });
       }
       if (answer.kind === "decided") {
-        await interaction.update({ content: escapeMarkdown(answer.text), components: [] });
+        // An edit's mentions are parsed anew, every kind unless the edit says otherwise; the
+        // text carries the agent's command line and the presser's name.
+        await interaction.update({
+          content: escapeMarkdown(answer.text),
+          components: [],
+          allowedMentions: { parse: [] },
+        });
       } else {
         await interaction.reply({ content: answer.notice, flags: MessageFlags.Ephemeral });
       }
