@@ -207,6 +207,29 @@ describe("Discord adapter: inbound", () => {
     expect(logs.join("\n")).not.toContain("wrong-token-Hq9x");
   });
 
+  it("fails start saying to enable the Message Content intent when Discord closes with 4014", async () => {
+    const fake = await FakeDiscord.start({ token: Token, messageContentEnabled: false });
+    cleanups.push(() => fake.close());
+    const channel = new DiscordChannel({
+      token: Token,
+      apiRoot: fake.apiRoot,
+      profile: "e2e",
+      logger: createLogger({ level: "silent" }),
+      commands: { register: false },
+    });
+    const failure = channel.start({ onMessage: async () => {}, onFatal: () => {} });
+    await expect(failure).rejects.toMatchObject({
+      name: "DiscordRequestError",
+      code: "MG_DISCORD_GATEWAY_CLOSED",
+      discordCode: 4014,
+    });
+    await expect(failure).rejects.toThrow(/enable the Message Content intent/);
+    expect(channel.health()).toMatchObject({
+      state: "failed",
+      detail: expect.stringMatching(/enable the Message Content intent/),
+    });
+  });
+
   it("resumes after the websocket drops and still receives the next message", async () => {
     const h = await startHarness();
     const { fake } = h;

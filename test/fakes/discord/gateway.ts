@@ -52,6 +52,8 @@ interface GatewayOptions {
   readonly token: () => string;
   readonly world: World;
   readonly heartbeatIntervalMs: number;
+  /** The privileged Message Content intent is enabled in the portal: else IDENTIFY gets 4014. */
+  readonly messageContentEnabled: boolean;
   readonly resumeUrl: () => string;
 }
 
@@ -205,6 +207,10 @@ export class FakeGateway extends EventEmitter {
       return;
     }
     const intents = typeof d.intents === "number" ? d.intents : 0;
+    if ((intents & Intent.MessageContent) !== 0 && !this.options.messageContentEnabled) {
+      socket.close(4014, "Disallowed intent(s).");
+      return;
+    }
     const session: Session = { id: snowflake(), intents, seq: 0, log: [], socket };
     this.sessions.push(session);
     this.identifyCount += 1;

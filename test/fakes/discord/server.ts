@@ -35,6 +35,12 @@ export interface FakeDiscordOptions {
   readonly guilds?: readonly GuildFixture[];
   /** HELLO's heartbeat interval (default 41250 ms, as Discord). */
   readonly heartbeatIntervalMs?: number;
+  /**
+   * Whether the privileged Message Content intent is enabled for the bot in the developer
+   * portal (default true); when not, an IDENTIFY asking for it is closed with 4014 Disallowed
+   * intent(s), as Discord does.
+   */
+  readonly messageContentEnabled?: boolean;
   /** How long a nonce with enforce_nonce returns the earlier message (default 5 minutes). */
   readonly nonceWindowMs?: number;
   /** What `GET /gateway/bot` advertises instead of the real socket URL (to test an override). */
@@ -191,6 +197,7 @@ export class FakeDiscord {
       token: () => this.#token,
       world: this.world,
       heartbeatIntervalMs: options.heartbeatIntervalMs ?? 41_250,
+      messageContentEnabled: options.messageContentEnabled ?? true,
       resumeUrl: () => this.gatewayUrl,
     });
     server.on("request", (req, res) => {

@@ -380,7 +380,7 @@ export class DiscordChannel implements ChannelAdapter {
     } catch (error) {
       this.#log.error({ err: describeError(error) }, "discord login failed");
       await client.destroy();
-      const failure = toRequestError("login", error);
+      const failure = this.#health.closedForGood ?? toRequestError("login", error);
       this.#health.startFailed(failure.message);
       throw failure;
     }

@@ -27,6 +27,12 @@ export class HealthMonitor {
   #detail: string | undefined;
   /** In a cluster: another replica holds this bot's connection (docs/cluster.md). */
   standby = false;
+  /**
+   * The first close Discord ended the gateway with for good (4014 disallowed intents, …), also
+   * during `start`: a login it failed rejects with this, which says what to do, rather than
+   * with discord.js's bare "Used disallowed intents".
+   */
+  closedForGood: DiscordRequestError | undefined;
   /** Set once `start` resolved: from then on, failures go to it. */
   #onFatal: ((error: Error) => void) | undefined;
 
@@ -55,7 +61,9 @@ export class HealthMonitor {
     client.on(Events.ShardDisconnect, (event) => {
       log.warn({ code: event.code }, "gateway closed");
       const reason = FatalCloseCodes[event.code] ?? `gateway closed for good (code ${event.code})`;
-      this.fatal(new DiscordRequestError("gateway", undefined, event.code, reason));
+      const error = new DiscordRequestError("gateway", undefined, event.code, reason);
+      this.closedForGood ??= error;
+      this.fatal(error);
     });
     client.on(Events.ShardError, (error) => {
       log.warn({ err: describeError(error) }, "gateway connection error");
