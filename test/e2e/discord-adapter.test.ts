@@ -13,6 +13,7 @@ import {
 } from "@mediagate/gateway";
 import { type MediaPlan, planMedia, type UploadLimits } from "@mediagate/media";
 import { afterEach, describe, expect, it } from "vitest";
+import { manualClock } from "../../test-support/clock.js";
 import { waitUntil } from "../../test-support/wait.js";
 import { defaultGuild, FakeDiscord, type FakeDiscordOptions } from "../fakes/discord/index.js";
 
@@ -306,6 +307,36 @@ describe("Discord adapter: delivery", () => {
     expect(press.callback?.type).toBe(7);
     expect(shown()?.content).toContain("@everyone");
     expect(shown()?.json).toMatchObject(noMention);
+  });
+
+  it("closes a pressed question by editing it when the press is answered after Discord's 3 s", async () => {
+    const clock = manualClock();
+    const text = "✅ Allowed once by ada:\n$ make";
+    const h = await startHarness({ interactionClock: clock.now }, {}, async () => {
+      clock.advance(3_001); // the decision took longer than the interaction lives
+      return { kind: "decided", text };
+    });
+    const { guild } = targets(h.fake);
+    const asked = await h.channel.choices.post(
+      guild,
+      "🔐 Approval needed: the agent wants to\n$ make",
+      [[{ label: "Allow once", data: "ap:0123:once" }]],
+      new AbortController().signal,
+    );
+    const shown = () => h.fake.messagesIn(guild.chatId).find((message) => message.id === asked);
+    const press = h.fake.pressButton({
+      channelId: guild.chatId,
+      messageId: asked,
+      button: "Allow once",
+    });
+    await waitUntil(
+      () => h.logs.some((line) => line.includes("button press")),
+      "the late press handled",
+    );
+    expect(press.callback).toBeUndefined(); // Discord refused the late answer
+    expect(shown()?.content).toBe("✅ Allowed once by ada:\n$ make");
+    expect(shown()?.json.components).toEqual([]);
+    expect(shown()?.json).toMatchObject({ mention_everyone: false, mentions: [] });
   });
 
   it("sends twelve files as two messages of ten and two, in order", async () => {

@@ -33,6 +33,8 @@ export interface InteractionMessage {
 export interface FakeInteraction {
   readonly id: string;
   readonly token: string;
+  /** When the user ran it, on the fake's interaction clock (see `FakeInteractions`). */
+  readonly createdAtMs: number;
   /** The slash command's name; `""` for a button press. */
   readonly commandName: string;
   /** A button press (type 3, MESSAGE_COMPONENT): the button's `custom_id` and its message. */
@@ -50,6 +52,10 @@ export interface FakeInteraction {
 }
 
 const Ephemeral = 1 << 6;
+/** Discord's window for an interaction's first answer (its callback). */
+export const InteractionCallbackWindowMs = 3_000;
+/** How long an interaction's token answers its webhook routes (edits, follow-ups). */
+export const InteractionTokenLifetimeMs = 15 * 60_000;
 const CommandName = /^[-_\p{Ll}\p{Lo}\p{N}]{1,32}$/u;
 
 /**
@@ -69,6 +75,11 @@ const CommandName = /^[-_\p{Ll}\p{Lo}\p{N}]{1,32}$/u;
  *   (with `flags` 64 it is ephemeral too).
  *
  * These routes take no bot token (discord.js sends none): the interaction token is the key.
+ *
+ * With a `clock`, Discord's windows hold on it: a callback more than 3 s after the interaction
+ * is 404 10062 "Unknown interaction", a webhook call more than 15 minutes after it is 401 50027
+ * "Invalid Webhook Token". Without one (the default) there are none: a wall-clock window would
+ * make tests on a busy machine fail by their speed.
  */
 export class FakeInteractions {
   readonly #commands = new Map<string, ApplicationCommand[]>();
@@ -84,6 +95,7 @@ export class FakeInteractions {
       interaction: FakeInteraction,
       data: Record<string, unknown>,
     ) => boolean = () => false,
+    private readonly clock?: () => number,
   ) {}
 
   /** The registered commands: global, or one guild's. */
@@ -97,6 +109,7 @@ export class FakeInteractions {
   ): FakeInteraction {
     const interaction: FakeInteraction = {
       ...input,
+      createdAtMs: this.clock?.() ?? Date.now(),
       id: snowflake(),
       token: `interaction-token-${snowflake()}`,
       callback: undefined,
@@ -187,7 +200,7 @@ export class FakeInteractions {
     query: URLSearchParams,
   ): InteractionAnswer {
     const interaction = this.interactions.find((i) => i.id === id && i.token === token);
-    if (interaction === undefined) {
+    if (interaction === undefined || this.#olderThan(interaction, InteractionCallbackWindowMs)) {
       return { status: 404, body: discordError(10062, "Unknown interaction") };
     }
     if (interaction.callback !== undefined) {
@@ -238,6 +251,9 @@ export class FakeInteractions {
     if (interaction === undefined || applicationId !== this.applicationId()) {
       return { status: 404, body: discordError(10015, "Unknown Webhook") };
     }
+    if (this.#olderThan(interaction, InteractionTokenLifetimeMs)) {
+      return { status: 401, body: discordError(50027, "Invalid Webhook Token") };
+    }
     const body = isRecord(payload) ? payload : {};
     const content = typeof body.content === "string" ? body.content : undefined;
     if (content !== undefined && content.length > 2000) {
@@ -268,6 +284,11 @@ export class FakeInteractions {
     const message: InteractionMessage = { id: snowflake(), content, flags };
     interaction.followUps.push(message);
     return { status: 200, body: this.#message(interaction, message) };
+  }
+
+  /** Whether the interaction is more than `windowMs` old on the clock (never without one). */
+  #olderThan(interaction: FakeInteraction, windowMs: number): boolean {
+    return this.clock !== undefined && this.clock() - interaction.createdAtMs > windowMs;
   }
 
   /** The original reply a deferred callback stands for: empty, with the callback's flags. */

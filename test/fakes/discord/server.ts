@@ -43,6 +43,11 @@ export interface FakeDiscordOptions {
   readonly messageContentEnabled?: boolean;
   /** How long a nonce with enforce_nonce returns the earlier message (default 5 minutes). */
   readonly nonceWindowMs?: number;
+  /**
+   * The clock of interactions' windows (3 s to answer, 15 minutes for the token), which hold
+   * only when it is given (see `FakeInteractions`): a test moves it on instead of waiting.
+   */
+  readonly interactionClock?: () => number;
   /** What `GET /gateway/bot` advertises instead of the real socket URL (to test an override). */
   readonly advertisedGatewayUrl?: string;
 }
@@ -168,6 +173,7 @@ export class FakeDiscord {
         if (edited !== undefined) this.#echo(edited, "MESSAGE_UPDATE");
         return edited !== undefined;
       },
+      options.interactionClock,
     );
     this.rest = new FakeRest({
       interactions: this.interactions,

@@ -86,9 +86,11 @@ export class DiscordChoiceButtons implements ChoiceButtons {
 
   /**
    * Answers a button interaction: a decision updates the pressed message (its new text, no
-   * buttons, mentions off: the interaction's `update` callback), a refusal is an ephemeral reply only the
-   * presser sees. The handler decides with one state-store write, well inside the 3 s Discord
-   * gives an interaction. Never throws.
+   * buttons, mentions off: the interaction's `update` callback), a refusal is an ephemeral reply
+   * only the presser sees. The handler decides with one state-store write, meant to fit in the
+   * 3 s Discord gives an interaction; when the update fails (too late: 10062 Unknown
+   * interaction), the decision stands, so the message is edited as the bot's own instead: it
+   * never keeps asking with buttons for what was decided. Never throws.
    */
   async answer(
     interaction: ButtonInteraction,
@@ -111,19 +113,35 @@ export class DiscordChoiceButtons implements ChoiceButtons {
           data: interaction.customId,
         });
       }
-      if (answer.kind === "decided") {
-        // An edit's mentions are parsed anew, every kind unless the edit says otherwise; the
-        // text carries the agent's command line and the presser's name.
-        await interaction.update({
-          content: escapeMarkdown(answer.text),
-          components: [],
-          allowedMentions: { parse: [] },
-        });
-      } else {
+      if (answer.kind !== "decided") {
         await interaction.reply({ content: answer.notice, flags: MessageFlags.Ephemeral });
+        return;
       }
     } catch (error) {
       this.log.warn({ err: describeError(error) }, "could not answer a discord button press");
+      return;
+    }
+    // An edit's mentions are parsed anew, every kind unless the edit says otherwise; the text
+    // carries the agent's command line and the presser's name.
+    const content = escapeMarkdown(answer.text);
+    try {
+      await interaction.update({ content, components: [], allowedMentions: { parse: [] } });
+      return;
+    } catch (error) {
+      this.log.warn(
+        { err: describeError(error) },
+        "discord button press not answered through its interaction; editing its message instead",
+      );
+    }
+    try {
+      await this.rest.patch(Routes.channelMessage(interaction.channelId, interaction.message.id), {
+        body: { content, components: [], allowed_mentions: { parse: [] } },
+      });
+    } catch (error) {
+      this.log.error(
+        { err: describeError(error) },
+        "a decided discord question could not be closed; it still shows its buttons",
+      );
     }
   }
 }
