@@ -167,6 +167,20 @@ describe("Discord adapter: inbound", () => {
     expect(got.every((message) => !message.text.includes(`<@${bot}>`))).toBe(true);
   });
 
+  it("answers a mention of the bot's own role, which Discord offers for @ and the bot's name", async () => {
+    const h = await startHarness();
+    const { fake } = h;
+    const [general] = fake.guild.channels;
+    const [thread] = fake.guild.threads;
+    fake.sendGuildMessage(general!.id, { content: "what is in /workspace?", mentionBotRole: true });
+    fake.sendThreadMessage(thread!.id, { content: "and here?", mentionBotRole: true });
+    const got = await h.received(2);
+    expect(got.map((message) => [message.chatId, message.threadId, message.text])).toEqual([
+      [general!.id, undefined, "what is in /workspace?"],
+      [general!.id, thread!.id, "and here?"],
+    ]);
+  });
+
   it("keeps answering in a thread it replied in, and ignores its own echoed messages", async () => {
     const h = await startHarness();
     const { fake, channel } = h;

@@ -122,6 +122,15 @@ export function memberObject(user?: UserObject) {
   };
 }
 
+/**
+ * The id of the bot's own role in a guild: the managed role Discord makes when a bot joins,
+ * named after it and tagged with its id (`tags.bot_id`). Users can mention it (`<@&id>`), and
+ * Discord clients offer it beside the bot's user when one types `@` and the bot's name.
+ */
+export function botRoleId(guild: Pick<GuildFixture, "id">): string {
+  return (BigInt(guild.id) + 1n).toString();
+}
+
 /** The full GUILD_CREATE payload for a guild the bot is in. */
 export function guildCreateObject(guild: GuildFixture, botUser: UserObject) {
   return {
@@ -150,6 +159,20 @@ export function guildCreateObject(guild: GuildFixture, botUser: UserObject) {
         mentionable: false,
         flags: 0,
       },
+      {
+        id: botRoleId(guild),
+        name: botUser.username,
+        color: 0,
+        hoist: false,
+        icon: null,
+        unicode_emoji: null,
+        position: 1,
+        permissions: "1071698660929",
+        managed: true,
+        mentionable: false,
+        flags: 0,
+        tags: { bot_id: botUser.id },
+      },
     ],
     emojis: [],
     stickers: [],
@@ -173,7 +196,7 @@ export function guildCreateObject(guild: GuildFixture, botUser: UserObject) {
     unavailable: false,
     member_count: 2,
     voice_states: [],
-    members: [memberObject(botUser)],
+    members: [{ ...memberObject(botUser), roles: [botRoleId(guild)] }],
     channels: guild.channels.map((channel, index) => channelObject(guild.id, channel, index)),
     threads: guild.threads.map((thread) => threadObject(guild.id, thread, botUser.id)),
     presences: [],

@@ -7,7 +7,13 @@ export type {
 export { FakeCdn, IsVoiceMessage } from "./cdn.js";
 export { type DiscordEditLimitOptions, DiscordEditLimits } from "./edit-limits.js";
 export type { ChannelFixture, GuildFixture, ThreadFixture, UserObject } from "./fixtures.js";
-export { defaultGuild, snowflake, uploadLimitForTier, userObject } from "./fixtures.js";
+export {
+  botRoleId,
+  defaultGuild,
+  snowflake,
+  uploadLimitForTier,
+  userObject,
+} from "./fixtures.js";
 export { Intent, Op } from "./gateway.js";
 export type {
   ApplicationCommand,

@@ -11,6 +11,7 @@ import {
 } from "./cdn.js";
 import { type DiscordEditLimitOptions, DiscordEditLimits } from "./edit-limits.js";
 import {
+  botRoleId,
   defaultGuild,
   type GuildFixture,
   memberObject,
@@ -62,6 +63,11 @@ export interface MessageInput {
   /** User ids mentioned; `mentionBot` adds `<@bot>` to the content and the mentions. */
   readonly mentions?: readonly string[];
   readonly mentionBot?: boolean;
+  /**
+   * Mentions the bot's managed role (`<@&role>`, see `botRoleId`) at the start of the content,
+   * as a user who picked the role Discord offers beside the bot when typing `@` and its name.
+   */
+  readonly mentionBotRole?: boolean;
   /**
    * Files sent with the message: stored by the fake's CDN, listed in the message's
    * `attachments` (live and in `GET /channels/:id/messages`) with URLs on the fake itself.
@@ -561,7 +567,12 @@ export class FakeDiscord {
     const authorObject = input.authorIsBot ? { ...author, bot: true } : author;
     const mentionIds = [...(input.mentions ?? []), ...(input.mentionBot ? [this.botUser.id] : [])];
     const text = input.content ?? "";
-    const content = input.mentionBot ? `<@${this.botUser.id}> ${text}` : text;
+    const roleId =
+      input.mentionBotRole === true && guildId !== undefined
+        ? botRoleId(this.world.guild(guildId))
+        : undefined;
+    const withRole = roleId === undefined ? text : `<@&${roleId}> ${text}`;
+    const content = input.mentionBot ? `<@${this.botUser.id}> ${withRole}` : withRole;
     const id = snowflake();
     const inputs = input.attachments ?? [];
     const attachments = inputs.map((file) => this.cdn.add(channelId, file));
@@ -581,7 +592,7 @@ export class FakeDiscord {
         ...this.world.user(userId),
         ...(guildId === undefined ? {} : { member: memberObject() }),
       })),
-      mention_roles: [],
+      mention_roles: roleId === undefined ? [] : [roleId],
       attachments,
       embeds: [],
       pinned: false,

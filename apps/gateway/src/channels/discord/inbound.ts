@@ -35,9 +35,29 @@ export function channelAllowed(
   );
 }
 
-/** Removes `<@id>` / `<@!id>` mentions of the bot and the whitespace they leave at the edges. */
-export function stripMention(text: string, botUserId: string): string {
-  return text.split(`<@!${botUserId}>`).join("").split(`<@${botUserId}>`).join("").trim();
+/**
+ * Removes `<@id>` / `<@!id>` mentions of the bot (and `<@&id>` of each of `roleIds`, its own
+ * roles) and the whitespace they leave at the edges.
+ */
+export function stripMention(
+  text: string,
+  botUserId: string,
+  roleIds: readonly string[] = [],
+): string {
+  const mentions = [`<@!${botUserId}>`, `<@${botUserId}>`, ...roleIds.map((id) => `<@&${id}>`)];
+  return mentions.reduce((rest, mention) => rest.split(mention).join(""), text).trim();
+}
+
+/**
+ * The roles mentioned in a guild message that are the bot's own: the managed role Discord
+ * gives a bot in each server (tagged with its id), which Discord clients offer beside the bot's
+ * user when one types `@` and its name. Mentioning it addresses the bot.
+ */
+function botRolesMentioned(message: Message, botUserId: string): string[] {
+  if (!message.inGuild()) return [];
+  return [...message.mentions.roles.values()]
+    .filter((role) => role.tags?.botId === botUserId)
+    .map((role) => role.id);
 }
 
 /**
@@ -69,18 +89,21 @@ export function toInboundMessage(
     return undefined;
   }
   if (message.type !== MessageType.Default && message.type !== MessageType.Reply) return undefined;
-  const stripped = stripMention(message.content, rules.botUserId);
+  const botRoles = botRolesMentioned(message, rules.botUserId);
+  const stripped = stripMention(message.content, rules.botUserId, botRoles);
   const attachments = inboundAttachmentsOf(message);
   if (stripped === "" && attachments.length === 0 && message.content.trim() === "") {
     return undefined;
   }
   // A message that is only the bot's mention asks what the bot is, as on Telegram.
   const text = stripped === "" && attachments.length === 0 ? "/help" : stripped;
-  // Addressed: mentioned, a reply to one of the bot's messages (ping or not), or one of the
-  // gateway's own commands typed bare (`/help`, `/status`, …: a Discord client sends the text
-  // when no slash command matches), as on Telegram (docs/sessions.md, "Groups").
+  // Addressed: mentioned (its user or its own role), a reply to one of the bot's messages (ping
+  // or not), or one of the gateway's own commands typed bare (`/help`, `/status`, …: a Discord
+  // client sends the text when no slash command matches), as on Telegram (docs/sessions.md,
+  // "Groups").
   const addressed =
     message.mentions.users.has(rules.botUserId) ||
+    botRoles.length > 0 ||
     message.mentions.repliedUser?.id === rules.botUserId ||
     isBareGroupCommand(text);
   const base = {

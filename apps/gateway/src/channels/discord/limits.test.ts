@@ -32,4 +32,8 @@ describe("stripMention", () => {
   ])("%j → %j", (text, expected) => {
     expect(stripMention(text, "42")).toBe(expected);
   });
+
+  it("removes mentions of the bot's own roles, and no other role's", () => {
+    expect(stripMention("<@&7> /stop <@&8>", "42", ["7"])).toBe("/stop <@&8>");
+  });
 });
