@@ -353,6 +353,26 @@ describe("Discord adapter: delivery", () => {
     expect(shown()?.json).toMatchObject({ mention_everyone: false, mentions: [] });
   });
 
+  it("posts a slash command's answer in the chat once its interaction token expired (15 minutes)", async () => {
+    const clock = manualClock();
+    const h = await startHarness({ interactionClock: clock.now });
+    await h.channel.registering;
+    const { guild } = targets(h.fake);
+    const command = h.fake.sendSlashCommand({ name: "status", channelId: guild.chatId });
+    const [slash] = await h.received(1);
+    expect(command.callback).toMatchObject({ type: 5 }); // deferred, "thinking…"
+    clock.advance(15 * 60_000 + 1); // the command took longer than its token lives
+    const target = { ...guild, replyToMessageId: slash!.messageId };
+    expect(h.channel.answersInPlace(target)).toBe(true);
+    await h.channel.sendText(target, "🟢 status, late");
+    expect(h.fake.messagesIn(guild.chatId).map((message) => message.content)).toEqual([
+      "🟢 status, late",
+    ]);
+    expect(h.channel.answersInPlace(target)).toBe(false);
+    await h.channel.settled(slash!); // nothing more to say: no "not allowed" edit attempted
+    expect(command.original?.content ?? "").toBe("");
+  });
+
   it("sends twelve files as two messages of ten and two, in order", async () => {
     const h = await startHarness();
     const { guild } = targets(h.fake);

@@ -38,6 +38,7 @@ import { createDeliveryRest, createGatewayClient, type IdentifyWait } from "./cl
 import {
   type DiscordCommandOptions,
   InteractionReplies,
+  interactionGone,
   interactionToInbound,
   isInteractionMessageId,
   registerDiscordCommands,
@@ -471,14 +472,24 @@ export class DiscordChannel implements ChannelAdapter {
 
   /**
    * Sends `text` to the chat; the answer to a slash command (its target's message id is the
-   * interaction's) is the command's ephemeral reply instead. After a restart the interaction
-   * is gone: the answer is then posted in the chat, as a text command's would be.
+   * interaction's) is the command's ephemeral reply instead. After a restart, or once Discord
+   * no longer takes answers to it (its token lives 15 minutes), the interaction is gone: the
+   * answer is then posted in the chat, as a text command's would be.
    */
   async sendText(target: ChatTarget, text: string, signal?: AbortSignal): Promise<void> {
     const replyTo = target.replyToMessageId;
     if (this.#interactions.has(replyTo)) {
-      await this.#interactions.answer(replyTo!, text);
-      return;
+      try {
+        await this.#interactions.answer(replyTo!, text);
+        return;
+      } catch (error) {
+        if (!interactionGone(error)) throw error;
+        this.#interactions.forget(replyTo!);
+        this.#log.warn(
+          { err: describeError(error) },
+          "discord slash command's interaction expired; its answer goes to the chat",
+        );
+      }
     }
     const reference = isInteractionMessageId(replyTo) ? undefined : replyTo;
     await this.#outbox.sendText(channelOf(target), text, reference, signal);
