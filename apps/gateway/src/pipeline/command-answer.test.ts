@@ -20,6 +20,7 @@ import { SlotRegistry } from "../sandbox-access/slot-registry.js";
 import { BusySessions } from "../session/busy.js";
 import { SessionScope } from "../session/context.js";
 import { TurnQueue } from "../session/queue.js";
+import { answerAndFinish, CommandAnswer } from "./command-answer.js";
 import { handleMessage } from "./pipeline.js";
 import type { MessageContext, PipelineRuntime, PipelineServices } from "./types.js";
 
@@ -250,5 +251,37 @@ describe.each(journalBackends())("a command's answer on $name", (backend) => {
     expect((await outbox.deliver(record)).result).toBe("delivered");
     expect(channel.said).toEqual([text]);
     expect(format).toBe("verbatim");
+  });
+
+  it("goes to a slash command in place when its buttons could not be posted in the chat", async () => {
+    // Discord: the bot may answer an interaction in a channel where it may not post (50013);
+    // the chat would not get the answer, and the command would be told it is not allowed.
+    const journal = await backend.open();
+    const channel = new AnsweringChannel(false);
+    const inPlace: string[] = [];
+    Object.assign(channel, {
+      answersInPlace: () => true,
+      sendText: async (_target: ChatTarget, text: string) => {
+        inPlace.push(text);
+      },
+    });
+    const message = { ...telegramMessage("6", "/reset"), profile: "work" };
+    const { id: entryId } = await journal.record(message);
+    const ctx: MessageContext = {
+      message,
+      channel,
+      runtime: runtime([]),
+      services: services(journal, channel),
+      target: { platform: "telegram", chatId: message.chatId, replyToMessageId: "interaction:1" },
+      entryId,
+      log: silentLogger(),
+    };
+    const answer = new CommandAnswer();
+    answer.offer("Reset the shared sandbox? Send /reset confirm", async () => false);
+    await answerAndFinish(ctx, "command", answer);
+    expect(inPlace).toEqual(["Reset the shared sandbox? Send /reset confirm"]);
+    expect(channel.attempted).toEqual([]);
+    const [reply] = await journal.replies({ entryId });
+    expect(reply?.state).toBe("delivered");
   });
 });

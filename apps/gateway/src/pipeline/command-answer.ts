@@ -59,8 +59,9 @@ export async function sayAndFinish(
  * and then delivered through the outbox, like a turn's reply: a crash before the record runs
  * the message again (nothing of it reached the chat), one after it delivers the answer on the
  * next start. An answer posted with buttons, or through a handle only this process holds (a
- * Discord slash command's ephemeral reply), is sent that way with its first step marked
- * `sending` first (Outbox#sendOwnWay). When the journal cannot take the record, the answer is
+ * Discord slash command's ephemeral reply; also the typed form of a question whose buttons
+ * could not be posted), is sent that way with its first step marked `sending` first
+ * (Outbox#sendOwnWay). When the journal cannot take the record, the answer is
  * sent directly and the entry closed after it, as before.
  */
 export async function answerAndFinish(
@@ -101,7 +102,10 @@ export async function answerAndFinish(
   const { channel, target } = ctx;
   if (post !== undefined) {
     if (await outbox.sendOwnWay(record, async () => ((await post()) ? "sent" : "declined"))) return;
-  } else if (channel.answersInPlace?.(target) === true) {
+  }
+  // Also when its buttons could not be posted: a Discord slash command is answered through its
+  // interaction, which works where the bot may not post in the chat at all (50013).
+  if (channel.answersInPlace?.(target) === true) {
     const sent = await outbox.sendOwnWay(record, async () => {
       await channel.sendText(target, text, outbox.signal);
       return "sent";
