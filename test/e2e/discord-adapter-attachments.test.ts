@@ -188,6 +188,25 @@ describe("Discord adapter: inbound attachments", () => {
     expect(started.inbound.map((m) => m.text)).toEqual(["with mention"]);
   });
 
+  it("takes a forwarded message's text and files as the sender's own", async () => {
+    // Discord's "Forward": the message's own content is empty; what was forwarded is in its
+    // snapshot. It used to be ignored, silently, as a message with nothing in it.
+    const fake = await startFake();
+    const started = await startChannel(fake);
+    fake.sendDirectMessage({
+      forwardOf: {
+        content: "what does this error mean?",
+        attachments: [file("trace.txt", "text/plain")],
+      },
+    });
+    const forward = await handed(started, 1);
+    expect(forward).toMatchObject({ chatType: "dm", text: "what does this error mean?" });
+    expect(forward.attachments?.map((a) => [a.name, a.sentAs])).toEqual([["trace.txt", "file"]]);
+    fake.sendDirectMessage({ forwardOf: { attachments: [file("photo.jpg", "image/jpeg")] } });
+    const fileOnly = await handed(started, 2);
+    expect(fileOnly.attachments?.map((a) => [a.name, a.sentAs])).toEqual([["photo.jpg", "photo"]]);
+  });
+
   it("carries the attachments of a message caught up after a restart", async () => {
     const fake = await startFake();
     const general = fake.guild.channels[0]!.id;

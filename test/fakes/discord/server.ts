@@ -80,6 +80,16 @@ export interface MessageInput {
    * for one with the ping.
    */
   readonly replyTo?: string;
+  /**
+   * A forward (Discord's "Forward" of another message): the message's own content is empty and
+   * it carries `message_reference` of type 1 (FORWARD) and `message_snapshots` with the
+   * forwarded message's content and attachments, as Discord sends it (the snapshot's text and
+   * files follow the Message Content intent as the message's own do).
+   */
+  readonly forwardOf?: {
+    readonly content?: string;
+    readonly attachments?: readonly AttachmentInput[];
+  };
 }
 
 /** The message a helper dispatched as MESSAGE_CREATE. */
@@ -599,6 +609,7 @@ export class FakeDiscord {
       type: 0,
       flags: voice ? IsVoiceMessage : 0,
       ...this.#replyFields(channelId, guildId, input.replyTo),
+      ...this.#forwardFields(channelId, input.forwardOf),
     };
     const mentionsBot = mentionIds.includes(this.botUser.id);
     this.world.remember(channelId, base);
@@ -610,6 +621,30 @@ export class FakeDiscord {
       authorId: author.id,
       content,
       attachments,
+    };
+  }
+
+  /** The fields that make a message a forward of `forwardOf` (nothing without one). */
+  #forwardFields(channelId: string, forwardOf: MessageInput["forwardOf"]): Record<string, unknown> {
+    if (forwardOf === undefined) return {};
+    const files = (forwardOf.attachments ?? []).map((file) => this.cdn.add(channelId, file));
+    return {
+      message_reference: { type: 1, message_id: snowflake(), channel_id: snowflake() },
+      message_snapshots: [
+        {
+          message: {
+            type: 0,
+            content: forwardOf.content ?? "",
+            embeds: [],
+            attachments: files,
+            timestamp: new Date().toISOString(),
+            edited_timestamp: null,
+            flags: 0,
+            mentions: [],
+            mention_roles: [],
+          },
+        },
+      ],
     };
   }
 
@@ -660,5 +695,18 @@ function messageView(
   }
   if (!(intents & Intent.GuildMessages)) return undefined;
   if (contentAlwaysVisible || intents & Intent.MessageContent) return message;
-  return { ...message, content: "", attachments: [], embeds: [] };
+  const snapshots = message.message_snapshots as { message: object }[] | undefined;
+  return {
+    ...message,
+    content: "",
+    attachments: [],
+    embeds: [],
+    ...(snapshots === undefined
+      ? {}
+      : {
+          message_snapshots: snapshots.map((snapshot) => ({
+            message: { ...snapshot.message, content: "", attachments: [], embeds: [] },
+          })),
+        }),
+  };
 }

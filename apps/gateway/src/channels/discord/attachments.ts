@@ -19,7 +19,9 @@ import {
  * the file name, Discord's announced size and content type, and the CDN URL to fetch it by.
  * Nothing is downloaded here.
  */
-export function inboundAttachmentsOf(message: Message): InboundAttachment[] {
+export function inboundAttachmentsOf(
+  message: Pick<Message, "attachments" | "flags">,
+): InboundAttachment[] {
   const voice = message.flags.has(MessageFlags.IsVoiceMessage);
   return [...message.attachments.values()].map((attachment) => ({
     name: attachment.name,

@@ -1,4 +1,4 @@
-import { type Message, MessageType } from "discord.js";
+import { type Message, MessageReferenceType, MessageType } from "discord.js";
 import { isBareGroupCommand } from "../../commands/parse.js";
 import type { InboundMessage } from "../types.js";
 import { inboundAttachmentsOf } from "./attachments.js";
@@ -61,6 +61,25 @@ function botRolesMentioned(message: Message, botUserId: string): string[] {
 }
 
 /**
+ * What a forward (Discord's "Forward" of another message) carries: the forwarded message's
+ * snapshot, whose text and files are the forward's (its own content is empty). Taken as the
+ * sender's message, as a forward on Telegram is; `undefined` for any other message.
+ */
+function forwardedOf(message: Message): SaidIn | undefined {
+  if (message.reference?.type !== MessageReferenceType.Forward) return undefined;
+  const snapshot = message.messageSnapshots.first();
+  if (snapshot === undefined) return undefined;
+  return {
+    content: snapshot.content ?? "",
+    attachments: snapshot.attachments,
+    flags: snapshot.flags,
+  };
+}
+
+/** Where a message's words and files are: itself, or the message it forwards. */
+type SaidIn = Pick<Message, "content" | "attachments" | "flags">;
+
+/**
  * Maps a discord.js message to what the core sees, or `undefined` when the bot should not
  * answer it (docs/sessions.md keys follow from chatType/chatId/threadId):
  *
@@ -90,9 +109,10 @@ export function toInboundMessage(
   }
   if (message.type !== MessageType.Default && message.type !== MessageType.Reply) return undefined;
   const botRoles = botRolesMentioned(message, rules.botUserId);
-  const stripped = stripMention(message.content, rules.botUserId, botRoles);
-  const attachments = inboundAttachmentsOf(message);
-  if (stripped === "" && attachments.length === 0 && message.content.trim() === "") {
+  const said: SaidIn = forwardedOf(message) ?? message;
+  const stripped = stripMention(said.content, rules.botUserId, botRoles);
+  const attachments = inboundAttachmentsOf(said);
+  if (stripped === "" && attachments.length === 0 && said.content.trim() === "") {
     return undefined;
   }
   // A message that is only the bot's mention asks what the bot is, as on Telegram.
