@@ -1,4 +1,4 @@
-import { rm, writeFile } from "node:fs/promises";
+import { open, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./harness/cli.js";
@@ -83,5 +83,24 @@ describe("mediagate CLI details", () => {
     });
     expect(short.code).toBe(1);
     expect(short.stderr).toContain("--older-than must be at least 1 minute, got 10 seconds");
+  });
+
+  it("a reader that went away (| head -1) ends no command early: it finishes and exits 0, no trace", async () => {
+    const run = await runCli(["status", "--config", config], { home: dir, stdout: "closed" });
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+  });
+
+  it("output lost to a full disk is said on stderr and exits 1, not as Node's stack trace", async () => {
+    const full = await open("/dev/full", "w");
+    try {
+      const run = await runCli(["status", "--config", config], { home: dir, stdout: full.fd });
+      expect(run.stderr).toBe(
+        "mediagate: could not write the output (ENOSPC): the rest of it is lost; the command goes on and exits 1\n",
+      );
+      expect(run.code).toBe(1);
+    } finally {
+      await full.close();
+    }
   });
 });

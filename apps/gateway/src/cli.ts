@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError } from "commander";
 import { parseDurationSeconds } from "./cli/duration.js";
+import { CliOutput } from "./cli/output.js";
 import { packageVersion } from "./cli/version.js";
 import { readEnv } from "./config/env.js";
 import { secretsOfEnv } from "./config/secrets.js";
@@ -9,11 +10,31 @@ import { Redactor } from "./redact.js";
 const env = readEnv();
 /** Everything the CLI prints goes through it; loading the config teaches it the config's secrets. */
 const redactor = new Redactor(secretsOfEnv(env));
-const print = (line: string) => process.stdout.write(`${redactor.text(line)}\n`);
+/**
+ * The commands' stdout and stderr, made at their first line: `start` never asks for them, so
+ * its console chat and logs keep their own handling of a stream that fails.
+ */
+let outputs: { stdout: CliOutput; stderr: CliOutput } | undefined;
+function output(): { stdout: CliOutput; stderr: CliOutput } {
+  if (outputs !== undefined) return outputs;
+  const stderr = new CliOutput(process.stderr, () => {});
+  const stdout = new CliOutput(process.stdout, (error) =>
+    stderr.write(
+      `mediagate: could not write the output (${error.code ?? error.message}): the rest of it is lost; the command goes on and exits 1\n`,
+    ),
+  );
+  // Output that was lost makes the run fail, whatever exit code the command chose.
+  process.on("exit", () => {
+    if (stdout.lost !== undefined) process.exitCode = 1;
+  });
+  outputs = { stdout, stderr };
+  return outputs;
+}
+const print = (line: string) => output().stdout.write(`${redactor.text(line)}\n`);
 
 function fail(error: unknown): never {
   const message = error instanceof Error ? error.message : String(error);
-  process.stderr.write(`mediagate: ${redactor.text(message)}\n`);
+  output().stderr.write(`mediagate: ${redactor.text(message)}\n`);
   process.exit(1);
 }
 
@@ -355,7 +376,9 @@ web
   .action(async (opts: { config?: string }) => {
     const { webToken } = await import("./cli/web-token.js");
     // The one place the token is shown: straight to stdout, never through a log.
-    process.stdout.write(`${await webToken({ config: opts.config, env, redactor }).catch(fail)}\n`);
+    output().stdout.write(
+      `${await webToken({ config: opts.config, env, redactor }).catch(fail)}\n`,
+    );
   });
 
 /** The "Examples:" section of a command's `--help`: each command line with what it does. */

@@ -33,7 +33,9 @@ export interface RunningCli {
  * Runs `node apps/gateway/dist/cli.js <args>` with `env` on top of a minimal environment
  * (PATH, HOME pointing at `home`, and the test run's `DOCKER_HOST` when it has one, so the CLI
  * talks to the same engine as the test), stdin closed (so `start` on the console stops at once)
- * unless `stdin: "pipe"` asks for it to be written to.
+ * unless `stdin: "pipe"` asks for it to be written to. `stdout: "closed"` hands it a pipe whose
+ * reader is gone before it starts (`mediagate … | head -1` once head has its line); a file
+ * descriptor sends its stdout there (`/dev/full`: a full disk), and `stdout()` stays empty.
  * Bounded by `timeoutMs`, after which it is killed.
  */
 export function spawnCli(
@@ -43,6 +45,7 @@ export function spawnCli(
     env?: Record<string, string>;
     timeoutMs?: number;
     stdin?: "ignore" | "pipe";
+    stdout?: "pipe" | "closed" | number;
   },
 ): RunningCli {
   const base: Record<string, string> = {
@@ -52,8 +55,13 @@ export function spawnCli(
   };
   const child = spawn(process.execPath, [CliPath, ...args], {
     env: { ...base, ...options.env },
-    stdio: [options.stdin ?? "ignore", "pipe", "pipe"],
+    stdio: [
+      options.stdin ?? "ignore",
+      typeof options.stdout === "number" ? options.stdout : "pipe",
+      "pipe",
+    ],
   });
+  if (options.stdout === "closed") child.stdout?.destroy();
   let stdout = "";
   let stderr = "";
   child.stdout?.on("data", (chunk: Buffer) => {
@@ -84,7 +92,12 @@ export function spawnCli(
 /** Runs the CLI to its end (see {@link spawnCli}). */
 export function runCli(
   args: readonly string[],
-  options: { home: string; env?: Record<string, string>; timeoutMs?: number },
+  options: {
+    home: string;
+    env?: Record<string, string>;
+    timeoutMs?: number;
+    stdout?: "pipe" | "closed" | number;
+  },
 ): Promise<CliRun> {
   return spawnCli(args, options).ended;
 }
