@@ -1,5 +1,6 @@
-import { mkdir, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { constants } from "node:fs";
+import { access, mkdir, stat } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import type { GatewayConfig } from "../config/types.js";
 import type { CheckResult } from "./preflight.js";
 
@@ -29,7 +30,9 @@ export async function createHomes(config: GatewayConfig): Promise<void> {
  * or other permission bits. A home other host users can enter would let them run what a chat
  * user left in a slot's bind (a setuid file, say) or read the profiles' state, so `start`
  * refuses it, naming the directory and the fix. A home that does not exist yet passes (`start`
- * creates it 0700).
+ * creates it 0700) when the directory it would be made in is writable. A home this user cannot
+ * write in (a read-only file system, a mode without `w`) fails too: the journal and the state
+ * databases could not be opened.
  */
 export async function checkHomes(config: GatewayConfig): Promise<CheckResult[]> {
   const uid = process.geteuid?.();
@@ -41,11 +44,22 @@ export async function checkHomes(config: GatewayConfig): Promise<CheckResult[]> 
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === "ENOENT") {
-        results.push({
-          name: "home",
-          ok: true,
-          detail: `${home} does not exist yet (start creates it, mode 0700)`,
-        });
+        const parent = await existingAncestor(home);
+        const unwritable = await notWritable(parent);
+        results.push(
+          unwritable === undefined
+            ? {
+                name: "home",
+                ok: true,
+                detail: `${home} does not exist yet (start creates it, mode 0700)`,
+              }
+            : {
+                name: "home",
+                ok: false,
+                detail: `${home} does not exist and cannot be made: ${parent} ${unwritable.detail}`,
+                fix: unwritable.fix(parent),
+              },
+        );
       } else {
         results.push({
           name: "home",
@@ -71,8 +85,56 @@ export async function checkHomes(config: GatewayConfig): Promise<CheckResult[]> 
         detail: `${home} is reachable by other host users (mode ${mode}); fix: chmod 700 ${home}`,
       });
     } else {
-      results.push({ name: "home", ok: true, detail: `${home} private (mode ${mode})` });
+      const unwritable = await notWritable(home);
+      results.push(
+        unwritable === undefined
+          ? { name: "home", ok: true, detail: `${home} private (mode ${mode})` }
+          : {
+              name: "home",
+              ok: false,
+              detail: `${home} ${unwritable.detail}`,
+              fix: unwritable.fix(home),
+            },
+      );
     }
   }
   return results;
+}
+
+/** The nearest directory above `path` (or `path` itself) that exists. */
+async function existingAncestor(path: string): Promise<string> {
+  let dir = dirname(path);
+  for (;;) {
+    try {
+      await stat(dir);
+      return dir;
+    } catch {
+      const up = dirname(dir);
+      if (up === dir) return dir;
+      dir = up;
+    }
+  }
+}
+
+/** Why this user cannot write in `dir`, with the fix, or `undefined` when it can. */
+async function notWritable(
+  dir: string,
+): Promise<{ detail: string; fix: (dir: string) => string } | undefined> {
+  try {
+    await access(dir, constants.W_OK);
+    return undefined;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EROFS") {
+      return {
+        detail: "is on a read-only file system",
+        fix: (d) =>
+          `remount the file system of ${d} read-write, or set home: to a directory on a writable one`,
+      };
+    }
+    return {
+      detail: `is not writable by this user (${String(code)})`,
+      fix: (d) => `chmod u+w ${d}, or run mediagate as the user that owns it`,
+    };
+  }
 }

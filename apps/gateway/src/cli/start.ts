@@ -15,6 +15,7 @@ import {
 import { Redactor } from "../redact.js";
 import { LogRing } from "../web/log-ring.js";
 import { checkHomes, createHomes } from "./homes.js";
+import type { CheckResult } from "./preflight.js";
 import { onStopSignals } from "./stop-signals.js";
 import { onUncaughtErrors } from "./uncaught-errors.js";
 
@@ -74,6 +75,9 @@ export async function runStart(options: {
     destination: stderr,
     format: stderrLogFormat(),
   });
+  // Checked before they are made: a home that cannot be made (a read-only file system) is
+  // said as such, not as the ENOENT a recursive mkdir answers there.
+  refuseFailed(await checkHomes(config));
   await createHomes(config);
   // The engine client and the gateway (grammY, discord.js, dockerode, the web server) load
   // once the config is valid: a config error is answered without loading them (about 1 s of
@@ -88,12 +92,8 @@ export async function runStart(options: {
     pull: true,
     onProgress: (progress: ImagePullProgress) => logger.info({ pull: progress }, progress.text),
   } as const;
-  const checks = [...(await checkHomes(config)), ...(await checkSandbox(config, engine, pull))];
-  const failed = checks.filter((c) => !c.ok);
-  if (failed.length > 0) {
-    const lines = failed.map((c) => `${c.name}: ${c.detail}${c.fix ? `\n  fix: ${c.fix}` : ""}`);
-    throw new StartupError(failed[0]!.name, lines.join("\n"));
-  }
+  // The homes again, as made: one made meanwhile by another user or with another mode.
+  refuseFailed([...(await checkHomes(config)), ...(await checkSandbox(config, engine, pull))]);
   let requestStop: () => void = () => {};
   const stopRequested = new Promise<void>((resolve) => {
     requestStop = resolve;
@@ -152,4 +152,12 @@ export async function runStart(options: {
     // gateway or alert.
     throw new StartupError(fatal.check, `stopped: ${fatal.error.message}`);
   }
+}
+
+/** Throws the failed checks among `checks`, each with its fix, as one {@link StartupError}. */
+function refuseFailed(checks: readonly CheckResult[]): void {
+  const failed = checks.filter((c) => !c.ok);
+  if (failed.length === 0) return;
+  const lines = failed.map((c) => `${c.name}: ${c.detail}${c.fix ? `\n  fix: ${c.fix}` : ""}`);
+  throw new StartupError(failed[0]!.name, lines.join("\n"));
 }
