@@ -1,4 +1,4 @@
-import { rm, writeFile } from "node:fs/promises";
+import { chmod, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { emptyEnv, loadConfig, SqliteStateStore, stateDbPath } from "@mediagate/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -71,5 +71,20 @@ describe("mediagate usage", () => {
     const run = await runCli(["usage", "-p", "nosuch", "--config", config], { home: dir });
     expect(run.code).toBe(1);
     expect(run.stderr).toContain(`unknown profile "nosuch": the config has "${profile}"`);
+  });
+
+  it("run as another user than the home's, exits 1 naming the file instead of 'nothing recorded'", async () => {
+    // The other user reaches the config, as in /etc/mediagate; the home stays private to root.
+    await chmod(dir, 0o711);
+    await chmod(config, 0o644);
+    await chmod(join(dir, "home"), 0o700);
+    const nobody = { uid: 65534, gid: 65534 };
+    const run = await runCli(["usage", "--config", config], { home: dir, user: nobody });
+    const [entry] = (await loadConfig({ path: config, env: emptyEnv(dir) })).profiles;
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toBe(
+      `mediagate: cannot look at ${stateDbPath(entry!.home)} as uid 65534 (EACCES): run mediagate as the user the gateway runs as, who owns its home\n`,
+    );
+    expect(run.code).toBe(1);
   });
 });

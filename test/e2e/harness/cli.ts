@@ -46,6 +46,8 @@ export function spawnCli(
     timeoutMs?: number;
     stdin?: "ignore" | "pipe";
     stdout?: "pipe" | "closed" | number;
+    /** Runs it as this user and group (the test runs as root), e.g. not the home's owner. */
+    user?: { uid: number; gid: number };
   },
 ): RunningCli {
   const base: Record<string, string> = {
@@ -55,6 +57,7 @@ export function spawnCli(
   };
   const child = spawn(process.execPath, [CliPath, ...args], {
     env: { ...base, ...options.env },
+    ...options.user,
     stdio: [
       options.stdin ?? "ignore",
       typeof options.stdout === "number" ? options.stdout : "pipe",
@@ -97,6 +100,7 @@ export function runCli(
     env?: Record<string, string>;
     timeoutMs?: number;
     stdout?: "pipe" | "closed" | number;
+    user?: { uid: number; gid: number };
   },
 ): Promise<CliRun> {
   return spawnCli(args, options).ended;

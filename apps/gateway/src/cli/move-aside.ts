@@ -1,9 +1,10 @@
-import { existsSync, renameSync } from "node:fs";
+import { renameSync } from "node:fs";
 import { basename, resolve } from "node:path";
 import { MediagateError } from "@mediagate/io";
 import { forgetJournal } from "../durable/journal-marker.js";
 import { type DatabaseKind, LostWithDatabase } from "../sqlite/damage.js";
 import { type FileHolder, processesHolding } from "./file-holders.js";
+import { homeFileExists } from "./home-files.js";
 
 /**
  * The files a database is made of, in the order they are moved: the log first, so a command
@@ -66,7 +67,7 @@ export async function moveAside(
       `${path} is not a mediagate database: the command moves a journal.db (the root home's) or a state.db (a profile home's)`,
     );
   }
-  const present = Suffixes.map((suffix) => `${path}${suffix}`).filter((p) => existsSync(p));
+  const present = Suffixes.map((suffix) => `${path}${suffix}`).filter((p) => homeFileExists(p));
   if (present.length === 0) throw new MoveAsideError(`there is no database at ${path}`);
   const holders = (options.holders ?? processesHolding)(present);
   if (holders === undefined && options.force !== true) {
@@ -80,11 +81,11 @@ export async function moveAside(
     );
   }
   const aside = `${path}.damaged-${stampOf((options.now ?? Date.now)())}`;
-  const taken = Suffixes.map((suffix) => `${aside}${suffix}`).filter((p) => existsSync(p));
+  const taken = Suffixes.map((suffix) => `${aside}${suffix}`).filter((p) => homeFileExists(p));
   if (taken.length > 0) throw new MoveAsideError(`${taken[0]} exists already; run it again`);
   const moved: string[] = [];
   for (const suffix of Suffixes) {
-    if (!existsSync(`${path}${suffix}`)) continue;
+    if (!homeFileExists(`${path}${suffix}`)) continue;
     renameSync(`${path}${suffix}`, `${aside}${suffix}`);
     if (suffix !== "") moved.push(suffix);
   }

@@ -1,4 +1,3 @@
-import { existsSync } from "node:fs";
 import { MediagateError, retry, type Sleep, sleep } from "@mediagate/io";
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
@@ -20,6 +19,7 @@ import {
 } from "../state/state-transfer.js";
 import { SqliteStateStore, stateDbPath } from "../state/store.js";
 import { type FileHolder, processesHolding } from "./file-holders.js";
+import { homeFileExists } from "./home-files.js";
 
 /** `mediagate store migrate` refused, before it moved anything of the profile it names. */
 export class StoreMigrateError extends MediagateError {
@@ -88,7 +88,7 @@ export async function migrateStore(
   options.redactor.add([to]);
   const journal = journalDbPath(config.home);
   const files = [journal, ...config.profiles.map((p) => stateDbPath(p.home))].flatMap((path) =>
-    Sidecars.map((suffix) => `${path}${suffix}`).filter((file) => existsSync(file)),
+    Sidecars.map((suffix) => `${path}${suffix}`).filter((file) => homeFileExists(file)),
   );
   const holders = (options.holders ?? processesHolding)(files);
   if (holders === undefined && options.force !== true) {
@@ -109,7 +109,7 @@ export async function migrateStore(
     await migratePostgresState(database);
     for (const profile of config.profiles) {
       const path = stateDbPath(profile.home);
-      if (!existsSync(path)) {
+      if (!homeFileExists(path)) {
         print(`profile ${profile.name}: no ${path}, nothing to move`);
         continue;
       }
@@ -133,7 +133,7 @@ export async function migrateStore(
 
 /** A live owner of unfinished work in the PostgreSQL journal, checked before anything moves. */
 async function refuseLiveJournalOwners(database: PostgresDatabase, path: string): Promise<void> {
-  if (!existsSync(path)) return;
+  if (!homeFileExists(path)) return;
   const live = await database.transaction("journal owners", liveJournalOwners);
   if (live.length > 0) {
     throw new StoreMigrateError(
@@ -183,7 +183,7 @@ async function moveJournal(
   database: PostgresDatabase,
   print: (line: string) => void,
 ): Promise<number> {
-  if (!existsSync(path)) {
+  if (!homeFileExists(path)) {
     print(`journal: no ${path}, nothing to move`);
     return 0;
   }
