@@ -20,6 +20,7 @@ import {
   createDiskImage,
   diskCeilingObstacle,
   isMountPoint,
+  lacksExt4Superblock,
   mountDiskImage,
   unmountAll,
 } from "./slot-disk.js";
@@ -139,6 +140,17 @@ async function attachDisk(
     if (!hasImage) await createDiskImage(image, sizeBytes);
     await mountDiskImage(image, slotDir);
   } catch (error) {
+    // An image that is there but holds no ext4 file system any more (overwritten, cut short)
+    // is no question of root or loop devices: diskLimitBytes: 0 would not bring the files
+    // back, and would run every slot without its ceiling.
+    if (hasImage && (await lacksExt4Superblock(image))) {
+      throw new SlotDirectoryError(
+        "prepare",
+        slotDir,
+        `cannot give slot directory ${slotDir} its disk ceiling: its disk image ${image} holds no ext4 file system (damaged or overwritten; ${messageOf(error)}). /reset deletes the slot's files with the image, and the next command makes a new one; to try to recover them first, stop the gateway and run e2fsck ${image} (it names the backup superblocks to try with -b)`,
+        { cause: error },
+      );
+    }
     throw new SlotDirectoryError(
       "prepare",
       slotDir,

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { open, readFile, realpath, unlink } from "node:fs/promises";
+import { lstat, open, readFile, realpath, unlink } from "node:fs/promises";
 import { Defaults } from "./defaults.js";
 
 /**
@@ -83,6 +83,30 @@ export async function createDiskImage(image: string, sizeBytes: number): Promise
   } catch (error) {
     await unlink(image).catch(() => undefined);
     throw error;
+  }
+}
+
+/** Where an ext4 superblock keeps its magic number, 0xEF53 little-endian (fs/ext4/ext4.h). */
+const Ext4MagicOffset = 1024 + 0x38;
+
+/**
+ * Whether `image` is a regular file without an ext4 superblock at its start (its primary
+ * one; the backups further in are what `e2fsck -b` recovers from): overwritten or cut short.
+ * Anything that cannot be read, or is no regular file, is not judged here (`false`).
+ */
+export async function lacksExt4Superblock(image: string): Promise<boolean> {
+  try {
+    if (!(await lstat(image)).isFile()) return false;
+    const file = await open(image, "r");
+    try {
+      const magic = Buffer.alloc(2);
+      const { bytesRead } = await file.read(magic, 0, 2, Ext4MagicOffset);
+      return bytesRead < 2 || magic.readUInt16LE(0) !== 0xef53;
+    } finally {
+      await file.close();
+    }
+  } catch {
+    return false;
   }
 }
 

@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from "node:child_process";
-import { mkdir, readFile, stat } from "node:fs/promises";
+import { mkdir, open, readFile, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -150,6 +150,33 @@ describe("disk ceiling (diskLimitBytes)", () => {
       (c) => c.Labels[LabelKeys.slot] === "unmountable",
     );
     expect(made).toEqual([]);
+  });
+  it("names a damaged disk image and /reset, not diskLimitBytes: 0, and /reset makes a new one", async () => {
+    const settings = { diskLimitBytes: 64 * MiB };
+    const sandbox = fx.sandbox(settings);
+    const slot = "damaged";
+    const dir = sandbox.slotDirectory(slot);
+    await sandbox.exec(slot, "echo lost > /workspace/note");
+    await sandbox.cleanup(slot, { force: true });
+    execFileSync("umount", [dir]);
+    // Its first 4 MiB overwritten between two runs: the superblock is gone.
+    const image = await open(imageOf(dir), "r+");
+    await image.write(Buffer.alloc(4 * MiB), 0, 4 * MiB, 0);
+    await image.close();
+
+    const restarted = fx.sandbox(settings);
+    const error = await restarted.exec(slot, "true").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SlotDirectoryError);
+    expect(String(error)).toContain(`its disk image ${imageOf(dir)} holds no ext4 file system`);
+    expect(String(error)).toContain("/reset deletes the slot's files with the image");
+    expect(String(error)).not.toContain("diskLimitBytes: 0");
+
+    await restarted.cleanup(slot, { force: true, deleteDirs: true });
+    expect((await restarted.exec(slot, "ls /workspace")).stdout).toBe("");
+    expect(await mountsUnder(dir)).toEqual([dir]);
+    await restarted.cleanup(slot, { force: true, deleteDirs: true });
+    expect(await mountsUnder(dir)).toEqual([]);
+    await loopDevicesGone(dirname(imageOf(dir)));
   });
 });
 
