@@ -4,7 +4,9 @@ import {
   chown,
   lstat,
   mkdir,
+  open,
   readdir,
+  readFile,
   rename,
   rmdir,
   unlink,
@@ -77,11 +79,36 @@ export async function prepareSlotDirectory(
 /** The owner file's temporary name while it is written (renamed over {@link SlotOwnerFile}). */
 export const SlotOwnerTemporary = `${SlotOwnerFile}.tmp`;
 
-/** Writes this process's id to the slot's owner file, whole or not at all (rename). */
+/**
+ * Writes this process's id to the slot's owner file, whole or not at all (rename), unless it
+ * holds that id already. On a slot disk the sandbox filled (its blocks or, with many small
+ * files, its inodes) there is no room for the temporary: the id is then written over the
+ * owner file in place, in the block and inode it has, so the slot gets a container again and
+ * its user can delete what filled it (else only `/reset` would, with all of its files).
+ */
 async function writeOwnerFile(slotDir: string): Promise<void> {
+  const id = currentInstanceId();
+  const path = join(slotDir, SlotOwnerFile);
+  if ((await readFile(path, "utf8").catch(() => undefined)) === id) return;
   const temporary = join(slotDir, SlotOwnerTemporary);
-  await writeFile(temporary, currentInstanceId(), { mode: 0o600 });
-  await rename(temporary, join(slotDir, SlotOwnerFile));
+  try {
+    await writeFile(temporary, id, { mode: 0o600 });
+    await rename(temporary, path);
+  } catch (error) {
+    const code = codeOf(error);
+    if (code !== "ENOSPC" && code !== "EDQUOT") throw error;
+    await unlink(temporary).catch(() => undefined);
+    const file = await open(path, "r+").catch(() => {
+      throw error;
+    });
+    try {
+      const bytes = Buffer.from(id);
+      await file.write(bytes, 0, bytes.length, 0);
+      await file.truncate(bytes.length);
+    } finally {
+      await file.close();
+    }
+  }
 }
 
 /** The owner file and its temporary: the gateway's own bookkeeping, not a sandbox's files. */

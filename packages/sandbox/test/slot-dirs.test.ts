@@ -3,7 +3,14 @@ import { mkdir, open, readFile, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Defaults, LabelKeys, Sandbox, SlotDirectoryError } from "../src/index.js";
+import {
+  currentInstanceId,
+  Defaults,
+  LabelKeys,
+  Sandbox,
+  SlotDirectoryError,
+} from "../src/index.js";
+import { SlotOwnerFile } from "../src/slot-dirs.js";
 import {
   containersOf,
   docker,
@@ -174,6 +181,39 @@ describe("disk ceiling (diskLimitBytes)", () => {
     await restarted.cleanup(slot, { force: true, deleteDirs: true });
     expect((await restarted.exec(slot, "ls /workspace")).stdout).toBe("");
     expect(await mountsUnder(dir)).toEqual([dir]);
+    await restarted.cleanup(slot, { force: true, deleteDirs: true });
+    expect(await mountsUnder(dir)).toEqual([]);
+    await loopDevicesGone(dirname(imageOf(dir)));
+  });
+  it("gives a slot whose disk the sandbox filled (every inode) a container again, in another process too", async () => {
+    const settings = { diskLimitBytes: 8 * MiB };
+    const sandbox = fx.sandbox(settings);
+    const slot = "no-inodes";
+    const dir = sandbox.slotDirectory(slot);
+    const session = "agent:full:telegram:dm:7";
+    const fill = await sandbox.run(
+      slot,
+      session,
+      "cd /workspace; i=0; while touch f$i 2>/dev/null; do i=$((i+1)); done; df -i . | tail -1",
+      { timeoutMs: 60_000 },
+    );
+    expect(fill.stdout).toMatch(/ 0 +100% \/workspace\n$/);
+    // The container goes (the engine restarted, the OOM killer, `sandbox rm`), and the owner
+    // file names a gateway process that is gone.
+    await sandbox.cleanup(slot, { force: true });
+    const owner = await open(join(dir, SlotOwnerFile), "r+");
+    await owner.truncate(0);
+    await owner.write("gone-host/boot/1/1", 0);
+    await owner.close();
+
+    const restarted = fx.sandbox(settings);
+    const freed = await restarted.run(
+      slot,
+      session,
+      "rm /workspace/f*; touch /workspace/ok && echo ok",
+    );
+    expect(freed.stdout).toBe("ok\n");
+    expect(await readFile(join(dir, SlotOwnerFile), "utf8")).toBe(currentInstanceId());
     await restarted.cleanup(slot, { force: true, deleteDirs: true });
     expect(await mountsUnder(dir)).toEqual([]);
     await loopDevicesGone(dirname(imageOf(dir)));
