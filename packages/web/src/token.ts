@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { chmod, readFile, stat, writeFile } from "node:fs/promises";
+import { chmod, link, readFile, stat, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { MediagateError } from "@mediagate/io";
 
@@ -30,8 +30,14 @@ export async function ensureWebToken(home: string): Promise<string> {
   const existing = await readToken(path);
   if (existing !== undefined) return existing;
   const token = randomBytes(32).toString("base64url");
+  // Written whole under a temporary name, then linked to its own (never replacing one): a
+  // full disk or a kill mid-write once left an empty web-token that every later start and
+  // `mediagate web token` refused as "no usable token".
+  const temporary = `${path}.${randomBytes(6).toString("hex")}.tmp`;
   try {
-    await writeFile(path, `${token}\n`, { mode: 0o600, flag: "wx" });
+    await writeFile(temporary, `${token}\n`, { mode: 0o600, flag: "wx" });
+    await chmod(temporary, 0o600);
+    await link(temporary, path);
   } catch (error) {
     // Another process made it first: use theirs.
     if ((error as NodeJS.ErrnoException).code === "EEXIST") {
@@ -39,8 +45,9 @@ export async function ensureWebToken(home: string): Promise<string> {
       if (raced !== undefined) return raced;
     }
     throw error;
+  } finally {
+    await unlink(temporary).catch(() => undefined);
   }
-  await chmod(path, 0o600);
   return token;
 }
 

@@ -1,7 +1,9 @@
-import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { mkdtemp, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough, Writable } from "node:stream";
+import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../../../test-support/wait.js";
 import { answeredHostNames, hostNameOf, WebHostsError } from "./hosts.js";
@@ -33,6 +35,25 @@ describe("the console token", () => {
     await rm(join(home, "web-token"));
     await writeFile(join(home, "web-token"), "short\n", { mode: 0o600 });
     await expect(ensureWebToken(home)).rejects.toBeInstanceOf(WebTokenError);
+  });
+
+  it("leaves no token file when the disk is full, and makes one once there is room", async () => {
+    home = await mkdtemp(join(tmpdir(), "mg-web-"));
+    const run = promisify(execFile);
+    // A one-page tmpfs as the home (root only, as on the dev machines and CI), filled.
+    await run("mount", ["-t", "tmpfs", "-o", "size=4k,mode=0700", "tmpfs", home]);
+    try {
+      await writeFile(join(home, "filler"), Buffer.alloc(4096));
+      await expect(ensureWebToken(home)).rejects.toMatchObject({ code: "ENOSPC" });
+      expect(await readdir(home)).toEqual(["filler"]);
+
+      await rm(join(home, "filler"));
+      const token = await ensureWebToken(home);
+      expect(await ensureWebToken(home)).toBe(token);
+      expect(await readdir(home)).toEqual(["web-token"]);
+    } finally {
+      await run("umount", [home]);
+    }
   });
 });
 
