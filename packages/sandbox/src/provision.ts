@@ -45,19 +45,24 @@ export interface ProvisionContext {
  * container, new or reused, binds it. Runs under the slot's lock.
  */
 export async function provisionContainer(context: ProvisionContext): Promise<string> {
-  await prepareSlotDirectory(context.slotDir, context.settings, context.onWarning);
-  const id = await findOrCreate(context);
+  const { madeBoundDirs } = await prepareSlotDirectory(
+    context.slotDir,
+    context.settings,
+    context.onWarning,
+  );
+  const id = await findOrCreate(context, madeBoundDirs);
   await prepareTmpfs(context, id);
   return id;
 }
 
-async function findOrCreate(context: ProvisionContext): Promise<string> {
+/** `staleIfLive`: the slot's bound directories were made anew, see {@link reuseExisting}. */
+async function findOrCreate(context: ProvisionContext, staleIfLive: boolean): Promise<string> {
   if (!context.settings.persistAcrossProcesses) {
     return createAndStart(context, randomBytes(4).toString("hex"));
   }
   for (let attempt = 0; ; attempt++) {
     context.bound.signal?.throwIfAborted();
-    const reused = await reuseExisting(context);
+    const reused = await reuseExisting(context, attempt === 0 && staleIfLive);
     if (reused !== undefined) return reused;
     try {
       return await createAndStart(context, undefined);
@@ -91,7 +96,17 @@ async function prepareTmpfs(context: ProvisionContext, containerId: string): Pro
   }
 }
 
-async function reuseExisting(context: ProvisionContext): Promise<string | undefined> {
+/**
+ * `staleIfLive`: the slot's `workspace/` or `home/` was just made anew (the slot directory
+ * was deleted, or its disk image replaced, while a container of it kept running). A running
+ * or paused container still binds the old directories, where every command then fails
+ * ("current working directory is outside of container mount namespace root"), so it is
+ * replaced; a stopped one binds the new ones when it starts.
+ */
+async function reuseExisting(
+  context: ProvisionContext,
+  staleIfLive: boolean,
+): Promise<string | undefined> {
   const { docker, bound } = context;
   const listed = await findSlotContainers(docker, context.owner, context.slot, bound);
   // A scratch container belongs to the process that made it (its idle timer, its shutdown);
@@ -99,7 +114,10 @@ async function reuseExisting(context: ProvisionContext): Promise<string | undefi
   // container in use always names a live process and the reaper never removes it.
   const found: typeof listed = [];
   for (const candidate of listed) {
-    if (keepsSlotDirs(candidate.Labels) || !ownerIsGone(candidate.Labels)) found.push(candidate);
+    const live = candidate.State === "running" || candidate.State === "paused";
+    if (staleIfLive && live) await removeContainer(docker, candidate.Id, true, bound);
+    else if (keepsSlotDirs(candidate.Labels) || !ownerIsGone(candidate.Labels))
+      found.push(candidate);
     else await removeContainer(docker, candidate.Id, true, bound);
   }
   const running = found.find((c) => c.State === "running");

@@ -59,11 +59,11 @@ export async function prepareSlotDirectory(
   slotDir: string,
   settings: SlotDirSettings,
   onWarning?: (message: string) => void,
-): Promise<void> {
+): Promise<PreparedSlotDirectory> {
   const paths = slotPaths(slotDir);
   await privateDir(paths.sandboxesDir);
   await privateDir(paths.kindDir);
-  if (settings.filesystem !== "bind") return;
+  if (settings.filesystem !== "bind") return { madeBoundDirs: false };
   await privateDir(slotDir);
   // The owner is recorded before anything else goes in, so a process killed while preparing
   // leaves a directory the reaper can judge (owner gone) or one with nothing in it.
@@ -73,7 +73,21 @@ export async function prepareSlotDirectory(
     await privateDir(slotDir);
     await writeOwnerFile(slotDir);
   }
-  for (const name of BoundDirs) await sandboxDir(slotDir, join(slotDir, name));
+  let madeBoundDirs = false;
+  for (const name of BoundDirs) {
+    if (await sandboxDir(slotDir, join(slotDir, name))) madeBoundDirs = true;
+  }
+  return { madeBoundDirs };
+}
+
+/** What {@link prepareSlotDirectory} found. */
+export interface PreparedSlotDirectory {
+  /**
+   * `workspace/` or `home/` did not exist and was made now: a container of the slot that is
+   * already running binds the ones that were there before (deleted since, or on a disk image
+   * that was replaced), which a running container never sees again.
+   */
+  readonly madeBoundDirs: boolean;
 }
 
 /** The owner file's temporary name while it is written (renamed over {@link SlotOwnerFile}). */
@@ -247,14 +261,20 @@ async function privateDir(dir: string): Promise<void> {
 /**
  * `workspace/` or `home/`: a real directory (never a link), `0:sandboxGid` mode 2770. A
  * gateway that is not root cannot hand it to the group and keeps it as its own, 2770.
+ * Answers whether it was made now.
  */
-async function sandboxDir(slotDir: string, dir: string): Promise<void> {
-  await mkdir(dir, { mode: 0o770 }).catch((error: unknown) => {
-    if (codeOf(error) !== "EEXIST") throw error;
-  });
+async function sandboxDir(slotDir: string, dir: string): Promise<boolean> {
+  const made = await mkdir(dir, { mode: 0o770 }).then(
+    () => true,
+    (error: unknown) => {
+      if (codeOf(error) !== "EEXIST") throw error;
+      return false;
+    },
+  );
   if (!(await lstat(dir)).isDirectory()) {
     throw new SlotDirectoryError("prepare", slotDir, `${dir} is not a directory`);
   }
   if (process.getuid?.() === 0) await chown(dir, 0, Defaults.sandboxGid);
   await chmod(dir, 0o2770);
+  return made;
 }

@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -45,6 +46,24 @@ describe("cross-process reuse", () => {
     const { containerId } = await fx.sandbox().acquire(slot);
     expect(containerId).toBe(first);
     expect((await docker.getContainer(first).inspect()).State.Running).toBe(true);
+  });
+
+  it("replaces a running container whose slot directories were deleted since", async () => {
+    // The operator deleted the slot's files between two gateway runs (`rm -rf` of its
+    // workspace/ and home/) while the persistent container kept running on the old ones.
+    const slot = `profile:${fx.profile}-gone`;
+    const first = await acquireInOtherProcess(fx, slot);
+    const dir = fx.sandbox().slotDirectory(slot);
+    for (const name of ["workspace", "home"]) {
+      await rm(join(dir, name), { recursive: true, force: true });
+    }
+
+    const sandbox = fx.sandbox();
+    const run = await sandbox.exec(slot, "touch /workspace/new && echo ok");
+    expect(run).toMatchObject({ exitCode: 0, stdout: "ok\n" });
+    expect((await sandbox.acquire(slot)).containerId).not.toBe(first);
+    await expect(docker.getContainer(first).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    await sandbox.cleanup(slot, { force: true, deleteDirs: true });
   });
 
   it("replaces a container that cannot be started", async () => {
