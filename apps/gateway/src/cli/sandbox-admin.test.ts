@@ -83,6 +83,27 @@ describe("mediagate sandbox ls | rm | reap", () => {
     expect(none).toEqual({ code: 1, lines: ["no container of this gateway matches ffffffffffff"] });
   });
 
+  it("refuses a target that names two containers (a slot key that is another's id prefix), removing none", async () => {
+    const { containerId } = await sandbox.acquire("session:y");
+    const prefix = containerId.slice(0, 8);
+    // A task slot whose key happens to be the first container's id prefix.
+    const other = (await sandbox.acquire(prefix)).containerId;
+    try {
+      const refused = await run((p) => sandboxRemove(prefix, opts(), p));
+      expect(refused.code).toBe(1);
+      expect(refused.lines).toHaveLength(1);
+      const line = refused.lines[0] ?? "";
+      expect(line).toMatch(new RegExp(`^${prefix} matches 2 containers: `));
+      expect(line).toContain(`${containerId.slice(0, 12)} (profile ${profile}, slot session_y)`);
+      expect(line).toContain(`${other.slice(0, 12)} (profile ${profile}, slot ${prefix})`);
+      expect(line).toMatch(/; nothing was removed: give more of the id/);
+      expect((await sandbox.list()).map((c) => c.id).sort()).toEqual([containerId, other].sort());
+    } finally {
+      await sandbox.remove(containerId);
+      await sandbox.remove(other);
+    }
+  });
+
   it("reap leaves running containers alone", async () => {
     await sandbox.acquire("session:reap-check");
     const reaped = await run((p) => sandboxReap(opts(), p));

@@ -1,5 +1,6 @@
 import { MediagateError } from "@mediagate/io";
 import {
+  type ContainerSummary,
   connectDocker,
   type LegacyContainer,
   Sandbox,
@@ -147,20 +148,44 @@ export async function sandboxRemove(
     env: options.env,
     redactor: options.redactor,
   });
+  // Every container the target could mean, in every profile, before anything is removed: an
+  // id prefix two containers share, or a slot key that is also another container's id
+  // prefix, names no one container, and the first found is not necessarily the one meant.
+  const matches: {
+    profile: string;
+    sandbox: Sandbox;
+    container: ContainerSummary;
+    byId: boolean;
+  }[] = [];
   for (const { profile, sandbox } of await sandboxes(config, options)) {
-    const containers = await sandbox.list();
-    const byId = containers.find((c) => c.id.startsWith(target) || c.name === target);
-    const bySlot = containers.find((c) => c.slot === sanitizeLabelValue(target));
-    const match = byId ?? bySlot;
-    if (match !== undefined) {
-      // By slot key when given one: the sandbox then also drops its in-process handle.
-      await sandbox.remove(byId !== undefined ? match.id : target);
-      print(`removed ${match.id.slice(0, 12)} (profile ${profile}, slot ${match.slot})`);
-      return 0;
+    for (const container of await sandbox.list()) {
+      const byId = container.id.startsWith(target) || container.name === target;
+      if (byId || container.slot === sanitizeLabelValue(target)) {
+        matches.push({ profile, sandbox, container, byId });
+      }
     }
   }
-  print(`no container of this gateway matches ${target}`);
-  return 1;
+  const distinct = new Set(matches.map((m) => m.container.id));
+  if (distinct.size > 1) {
+    const listed = matches.map(
+      (m) => `${m.container.id.slice(0, 12)} (profile ${m.profile}, slot ${m.container.slot})`,
+    );
+    print(
+      `${target} matches ${distinct.size} containers: ${listed.join(", ")}; nothing was removed: give more of the id (\`mediagate sandbox ls\`), or -p with the profile`,
+    );
+    return 1;
+  }
+  const [match] = matches;
+  if (match === undefined) {
+    print(`no container of this gateway matches ${target}`);
+    return 1;
+  }
+  // By slot key when given one: the sandbox then also drops its in-process handle.
+  await match.sandbox.remove(match.byId ? match.container.id : target);
+  print(
+    `removed ${match.container.id.slice(0, 12)} (profile ${match.profile}, slot ${match.container.slot})`,
+  );
+  return 0;
 }
 
 /**
