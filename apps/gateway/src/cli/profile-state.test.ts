@@ -62,4 +62,58 @@ describe("pairing and usage commands on the PostgreSQL store", () => {
       await database.close();
     }
   });
+
+  it("change no schema: a database without mediagate's tables has nothing, an older schema is refused", async () => {
+    // A newer CLI beside a cluster that runs an older version: migrating the schema would
+    // start the cluster's upgrade, and its replicas could not restart (docs/operations.md).
+    const other = await freshPostgresDatabase("cli_state_old");
+    const home = await tempDirForTest("mg-cli-pg-old-");
+    const file = join(home, "mediagate.yaml");
+    await writeFile(
+      file,
+      `home: ${home}\nstore: { kind: postgres, url: "\${DATABASE_URL}" }\nprofiles:\n  - name: default\n    telegram: { token: "1:a-token" }\n    access: pairing\n`,
+    );
+    const env = { ...emptyEnv(home), variables: { DATABASE_URL: other.url } };
+    const database = new PostgresDatabase({ url: other.url });
+    const tables = async () =>
+      (
+        await database.query<{ present: boolean }>(
+          "test",
+          "SELECT to_regclass('mediagate_schema') IS NOT NULL AS present",
+        )
+      ).rows[0]?.present;
+    try {
+      const listed: string[] = [];
+      expect(await pairingList({ config: file, env }, (l) => listed.push(l))).toBe(0);
+      expect(listed.join("\n")).toMatch(/no pending codes and no approved users/);
+      expect(await tables()).toBe(false);
+
+      await PostgresStateStore.open(database, "default");
+      const version = async () =>
+        (
+          await database.query<{ version: number }>(
+            "test",
+            "SELECT version FROM mediagate_schema WHERE component = 'state'",
+          )
+        ).rows[0]?.version;
+      const latest = await version();
+      await database.query(
+        "test",
+        "UPDATE mediagate_schema SET version = version - 1 WHERE component = 'state'",
+      );
+      const refused = await usageReport({ config: file, env }, () => {}).catch(
+        (error: unknown) => error,
+      );
+      expect(refused).toMatchObject({
+        code: "MG_CLI_STORE_SCHEMA_OLDER",
+        message: expect.stringMatching(
+          /older than this mediagate's .*run the mediagate version the gateway runs/,
+        ),
+      });
+      expect(await version()).toBe((latest ?? 0) - 1);
+    } finally {
+      await database.close();
+      await other.drop();
+    }
+  });
 });

@@ -46,14 +46,18 @@ export interface StoreBackend {
  * Opens the store `settings` names. PostgreSQL: makes the pool and brings the state tables to
  * the latest schema under the migration lock (a newer schema rejects with
  * `PostgresSchemaError`; a server that cannot be reached with `PostgresStoreError`, whose line
- * names the server without its credentials); the pool is closed again when that fails.
+ * names the server without its credentials); the pool is closed again when that fails. With
+ * `migrate: false` (the CLI's commands beside a running cluster) the schema is left as it is.
  */
-export async function openStoreBackend(settings: StoreSettings): Promise<StoreBackend> {
+export async function openStoreBackend(
+  settings: StoreSettings,
+  options: { readonly migrate?: boolean } = {},
+): Promise<StoreBackend> {
   if (settings.kind === "sqlite") return sqliteBackend;
   const { kind: _kind, ...pool } = settings;
   const database = new PostgresDatabase(withoutUndefined(pool));
   try {
-    await migratePostgresState(database);
+    if (options.migrate !== false) await migratePostgresState(database);
   } catch (error) {
     await database.close();
     throw error;
