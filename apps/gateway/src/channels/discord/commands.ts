@@ -16,7 +16,7 @@ import {
 } from "../../commands/menu.js";
 import { splitText } from "../../delivery/split-text.js";
 import type { InboundMessage } from "../types.js";
-import { DiscordRequestError, describeError, toRequestError } from "./errors.js";
+import { describeError, toRequestError } from "./errors.js";
 import { readSlashOptions, unreadableOptionsText } from "./slash-options.js";
 
 /** `commands` of {@link DiscordChannelOptions}: the slash commands (docs/sessions.md). */
@@ -190,18 +190,6 @@ export function interactionToInbound(
     chatName,
   };
   return { kind: "inbound", inbound };
-}
-
-/**
- * Discord's answers for an interaction that can no longer be answered: 50027 Invalid Webhook
- * Token (its token lives 15 minutes; a 401 that says nothing about the bot token), 10015
- * Unknown Webhook, 10062 Unknown interaction.
- */
-const InteractionGoneCodes: ReadonlySet<number | string> = new Set([50027, 10015, 10062]);
-
-/** Whether a failed interaction answer says the interaction is gone (see above). */
-export function interactionGone(error: unknown): boolean {
-  return error instanceof DiscordRequestError && InteractionGoneCodes.has(error.discordCode ?? "");
 }
 
 interface Pending {

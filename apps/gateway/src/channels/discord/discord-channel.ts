@@ -38,13 +38,12 @@ import { createDeliveryRest, createGatewayClient, type IdentifyWait } from "./cl
 import {
   type DiscordCommandOptions,
   InteractionReplies,
-  interactionGone,
   interactionToInbound,
   isInteractionMessageId,
   registerDiscordCommands,
 } from "./commands.js";
 import { deliverReply } from "./deliver-reply.js";
-import { describeError, toRequestError } from "./errors.js";
+import { describeError, interactionGone, toRequestError } from "./errors.js";
 import { HealthMonitor } from "./health.js";
 import { channelAllowed, toInboundMessage } from "./inbound.js";
 import { InboundQueues, type InboundRetryOptions } from "./inbound-queue.js";

@@ -1,7 +1,7 @@
 import { DiscordAPIError, HTTPError } from "discord.js";
 import { describe, expect, it } from "vitest";
 import { RateLimitedError } from "../../delivery/retry.js";
-import { chatUnreachable, DiscordRequestError, toRequestError } from "./errors.js";
+import { chatUnreachable, DiscordRequestError, interactionGone, toRequestError } from "./errors.js";
 
 /** Discord's answer to a message create, as discord.js's REST throws it. */
 const refusal = (status: number, code: number, message: string) =>
@@ -50,5 +50,17 @@ describe("a channel gone for the bot", () => {
     expect(chatUnreachable(new RateLimitedError(30, 1))).toBe(false);
     expect(chatUnreachable(new Error("Unknown Channel"))).toBe(false);
     expect(chatUnreachable(undefined)).toBe(false);
+  });
+});
+
+describe("a 401", () => {
+  it("refuses the bot token, but an interaction's expired token is no token refusal", () => {
+    const login = toRequestError("login", refusal(401, 0, "401: Unauthorized"));
+    expect(login).toMatchObject({ code: "MG_DISCORD_TOKEN_REFUSED", status: 401 });
+    // An answer to a slash command after its 15 minutes: the bot's token is fine.
+    const late = toRequestError("answer", refusal(401, 50027, "Invalid Webhook Token"));
+    expect(late).toMatchObject({ code: "MG_DISCORD_REQUEST_FAILED", status: 401 });
+    expect(interactionGone(late)).toBe(true);
+    expect(interactionGone(login)).toBe(false);
   });
 });

@@ -9,6 +9,18 @@ import {
 import { RateLimitedError, type RetryVerdict } from "../../delivery/retry.js";
 
 /**
+ * Discord's answers for an interaction that can no longer be answered: 50027 Invalid Webhook
+ * Token (its token lives 15 minutes; a 401 that says nothing about the bot token), 10015
+ * Unknown Webhook, 10062 Unknown interaction.
+ */
+const InteractionGoneCodes: ReadonlySet<number | string> = new Set([50027, 10015, 10062]);
+
+/** Whether a failed interaction answer says the interaction is gone (see above). */
+export function interactionGone(error: unknown): boolean {
+  return error instanceof DiscordRequestError && InteractionGoneCodes.has(error.discordCode ?? "");
+}
+
+/**
  * A Discord request failed for good (after the retry policy gave up), or the gateway closed for
  * good (`operation` = `gateway`). Carries the HTTP status and Discord's own error code
  * (`discordCode`: a JSON error code, or a gateway close code) when Discord answered, never the
@@ -30,8 +42,10 @@ export class DiscordRequestError extends MediagateError {
     message: string,
   ) {
     super(`discord ${operation} failed: ${message}`);
+    // A 401 for an interaction's token (an answer after its 15 minutes) says nothing of the
+    // bot's token: the operator must not be sent to reset it.
     this.code =
-      status === 401
+      status === 401 && !InteractionGoneCodes.has(discordCode ?? "")
         ? "MG_DISCORD_TOKEN_REFUSED"
         : operation === "gateway"
           ? "MG_DISCORD_GATEWAY_CLOSED"
