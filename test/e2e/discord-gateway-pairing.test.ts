@@ -1,4 +1,4 @@
-import { Gateway, resolveConfig } from "@mediagate/gateway";
+import { createLogger, Gateway, resolveConfig } from "@mediagate/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { manualClock } from "../../test-support/clock.js";
 import { FakeDiscord } from "../fakes/discord/index.js";
@@ -27,6 +27,8 @@ describe("gateway over Discord: access: pairing", () => {
   let gateway: Gateway | undefined;
   let home = "";
   let profile = "";
+  /** Every line the gateway logs, debug included: no code may be among them. */
+  const logs: string[] = [];
 
   beforeAll(async () => {
     fake = await FakeDiscord.start({ token: Token });
@@ -49,6 +51,11 @@ describe("gateway over Discord: access: pairing", () => {
     );
     // Status messages never post (their clock stands still): the chat gets only the answers.
     gateway = await Gateway.create(config, {
+      logger: createLogger({
+        level: "debug",
+        secrets: [Token],
+        destination: { write: (line: string) => void logs.push(line) },
+      }),
       activityIntervalMs: 100,
       progressClock: manualClock(),
     });
@@ -147,6 +154,11 @@ describe("gateway over Discord: access: pairing", () => {
     });
     await waitUntil(() => (slash.original?.content ?? "") !== "", "the slash answer");
     expect(slash.original?.content).toContain(`✅ Approved discord:${Newcomer}`);
+    // The command is logged, its code is not, at any level (docs/security.md, "Pairing").
+    const logged = logs.join("\n");
+    expect(logged).toContain('"command":"approve"');
+    expect(logged).not.toContain(code!);
+    expect(logged).not.toContain(code!.replace("-", ""));
     await waitUntil(() => fake.messagesIn(newcomerDm).length > since, "the approval notice");
     expect(texts(newcomerDm, since)).toEqual([
       "✅ An admin approved you: you may use this bot now. Send your message again.",

@@ -577,8 +577,10 @@ export class DiscordChannel implements ChannelAdapter {
         await this.#replyOnce(interaction, "This bot does not answer in this channel.");
         return;
       }
+      // The name only: the options are the sender's words, `/approve`'s a pairing code, which
+      // is never logged (docs/security.md, "Pairing").
       this.#log.debug(
-        { command: inbound.text, chatType: inbound.chatType, chatId: inbound.chatId },
+        { command: interaction.commandName, chatType: inbound.chatType, chatId: inbound.chatId },
         "slash command in",
       );
       step = "defer";
