@@ -32,6 +32,24 @@ export function formatPairingCode(code: string): string {
 
 const CodePattern = new RegExp(`^[${PairingAlphabet}]{${PairingCodeLength}}$`);
 
+/** A code as the chat shows it ({@link formatPairingCode}), wherever it stands in a text. */
+const ShownCodePattern = new RegExp(
+  `(?<![0-9A-Za-z])[${PairingAlphabet}]{${PairingCodeLength / 2}}-[${PairingAlphabet}]{${PairingCodeLength / 2}}(?![0-9A-Za-z])`,
+  "g",
+);
+
+/** What a code is shown as where it must not be read (the web console). */
+export const MaskedPairingCode = "••••-••••";
+
+/**
+ * `text` with every code in it as the chat shows it (`ABCD-EFGH`) replaced by
+ * {@link MaskedPairingCode}: for the gateway's own answers outside the chat they went to
+ * (docs/security.md, "Pairing": codes never appear in logs or the web console).
+ */
+export function maskPairingCodes(text: string): string {
+  return text.replace(ShownCodePattern, MaskedPairingCode);
+}
+
 /**
  * The code an admin typed, as stored: case, spaces and dashes ignored (`abcd efgh`,
  * `ABCD-EFGH`). Undefined when it cannot be a code (a wrong length, a symbol not in the

@@ -2,6 +2,7 @@ import type { PlannedItem } from "@mediagate/media";
 import type { DeliveryView, FileView } from "@mediagate/web";
 import type { OutboxRecord } from "../durable/types.js";
 import { InBrowser, printable } from "../printable.js";
+import { maskPairingCodes } from "../state/pairing.js";
 
 /** Characters of a reply's text the deliveries page shows. */
 const ReplyTextChars = 600;
@@ -18,14 +19,18 @@ export type TriedPaths = (
  * and the last error are escaped (src/printable.ts): the agent names its files, so a bidi
  * override in one would show `report.txt` for a file saved as `report\u202etxt.exe`, and that
  * name is also the one the page's download link saves under. The reply's text is shown as it
- * was sent, line breaks and all (docs/security.md).
+ * was sent, line breaks and all (docs/security.md), but for the pairing codes in the gateway's
+ * own answers, which are masked.
  */
 export async function deliveryView(record: OutboxRecord, tried: TriedPaths): Promise<DeliveryView> {
   const items = record.plan?.items ?? [];
   const files: FileView[] = [];
   for (const [index, item] of items.entries())
     files.push(await fileView(record, item, index, tried));
-  const text = record.plan?.text ?? record.text;
+  const sent = record.plan?.text ?? record.text;
+  // The gateway's own words may hold a pairing code: the one an unknown user was given, or
+  // one an admin typed. Codes never appear in the console (docs/security.md, "Pairing").
+  const text = record.plain === true ? maskPairingCodes(sent) : sent;
   return {
     id: record.id,
     profile: record.profile,

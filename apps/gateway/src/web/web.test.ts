@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { useStateBackend } from "../../test/fixtures/state-backends.js";
+import { describePairingRequest } from "../commands/approve.js";
 import { emptyEnv } from "../config/env.js";
 import { resolveConfig } from "../config/load.js";
 import type { OutboxRecord } from "../durable/types.js";
@@ -247,5 +248,50 @@ describe("the Deliveries page", () => {
     expect(view.lastError).toBe("send failed: bad\\nforged line \\u202e");
     // The reply's own text as it was sent, line breaks and all.
     expect(view.text).toBe("see the files\nbelow");
+  });
+
+  it("shows the gateway's answers with pairing codes masked: the code an unknown user got, and one an admin typed", async () => {
+    const answer = (id: string, text: string) =>
+      ({
+        id,
+        profile: "p",
+        platform: "telegram",
+        sessionKey: "",
+        createdAtMs: 1_000,
+        state: "delivered",
+        attempts: 1,
+        text,
+        plain: true,
+        steps: new Map(),
+      }) as unknown as OutboxRecord;
+    const nothingTried = async () => [];
+    const offered = await deliveryView(
+      answer(
+        "r2",
+        describePairingRequest(
+          { status: "issued", code: "K7QM3XWD", expiresAtMs: 3_600_000 },
+          "telegram:123456",
+          0,
+        ),
+      ),
+      nothingTried,
+    );
+    expect(offered.text).not.toContain("K7QM");
+    expect(offered.text).toContain("Your one-time code: ••••-••••");
+    expect(offered.text).toContain("they approve you with /approve ••••-••••.");
+    expect(offered.text).toContain("(You are telegram:123456.)");
+    const wrong = await deliveryView(
+      answer("r3", "⛔ No pending code ABCD-EFGH (mistyped, already used, revoked or expired)."),
+      nothingTried,
+    );
+    expect(wrong.text).toBe(
+      "⛔ No pending code ••••-•••• (mistyped, already used, revoked or expired).",
+    );
+    // An agent's reply is shown as it was sent.
+    const reply = await deliveryView(
+      { ...answer("r4", "the tag is ABCD-EFGH"), plain: undefined },
+      nothingTried,
+    );
+    expect(reply.text).toBe("the tag is ABCD-EFGH");
   });
 });
