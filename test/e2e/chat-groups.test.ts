@@ -221,12 +221,15 @@ describe("Discord guild channels: mentioned, a reply to the bot, or a configured
     expect(help).toContain("/help — this text");
   });
 
-  it("answers the gateway's own commands typed bare, but no other bare command or /approve", async () => {
+  it("answers the gateway's own commands typed bare, but no other bare command, /approve, or a shell profile's /model", async () => {
     const quiet = fake.guild.channels[0]!.id;
     let from = fake.messagesIn(quiet).length;
     // Not addressed: a turn for either would answer before the one after (one session, in order).
     fake.sendGuildMessage(quiet, { content: "/uptime", authorId: Member });
     fake.sendGuildMessage(quiet, { content: "/approve ABCD", authorId: Member });
+    // A shell profile's /model and /usage are its shell's, not the gateway's: not addressed.
+    fake.sendGuildMessage(quiet, { content: "/model", authorId: Member });
+    fake.sendGuildMessage(quiet, { content: "/usage", authorId: Member });
     fake.sendGuildMessage(quiet, { content: "echo after", mentionBot: true, authorId: Member });
     await fake.waitForCall(() => fake.messagesIn(quiet).length > from);
     await gateway.idle();

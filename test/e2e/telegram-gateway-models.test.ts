@@ -162,6 +162,17 @@ describe("models and usage over Telegram", () => {
     );
   });
 
+  it("answers a bare /usage in a group: in an openai profile it is the gateway's own command", async () => {
+    const group = -100_777_001;
+    const since = bot.mark();
+    await bot.handle((fake) =>
+      fake.sendGroupText({ chatId: group, userId: Member, text: "/usage" }),
+    );
+    expect(bot.texts(group, since)).toEqual([
+      expect.stringMatching(/^📊 Model usage of this session:\n/),
+    ]);
+  });
+
   it("stops the 11th model call of a 10-call daily budget with its message", async () => {
     const usage: FakeUsage = { promptTokens: 60, completionTokens: 40, cachedTokens: 0 };
     metered.respondWith(() => reply.text("ok", { usage }));

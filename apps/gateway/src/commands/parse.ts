@@ -136,10 +136,13 @@ export function commandLogFields(command: Command): Record<string, unknown> {
 /**
  * A gateway command (the task commands too, docs/schedules.md) sent bare (no mention, no `@bot`)
  * in a group or guild channel counts as addressed to the bot (docs/sessions.md, "Groups"); `/approve` does not (it was an ordinary
- * message before pairing, and still is in an allowlist profile): `/approve@bot CODE`.
+ * message before pairing, and still is in an allowlist profile): `/approve@bot CODE`. Nor do
+ * `/model` and `/usage` under the `shell` agent, whose profile hands them to its shell (they are
+ * the gateway's in an `openai` profile only): there they are another bot's, like `/uptime`.
  */
-export function isBareGroupCommand(text: string): boolean {
+export function isBareGroupCommand(text: string, agent: "shell" | "openai"): boolean {
   if (isTaskCommand(text)) return true;
   const command = parseCommand(text);
-  return command !== undefined && command.name !== "approve";
+  if (command === undefined || command.name === "approve") return false;
+  return agent === "openai" || (command.name !== "model" && command.name !== "usage");
 }

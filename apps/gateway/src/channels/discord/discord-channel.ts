@@ -626,6 +626,7 @@ export class DiscordChannel implements ChannelAdapter {
       channelIds: this.#channelIds,
       answeredThreads: this.#answeredThreads,
       allowedChannelIds: this.#allowedChannelIds,
+      agent: this.#commandOffer.agent,
     });
   }
 

@@ -17,6 +17,11 @@ export interface InboundRules {
    * too, and the `channelIds` besides); absent: every channel. DMs are not affected.
    */
   readonly allowedChannelIds?: ReadonlySet<string> | undefined;
+  /**
+   * The profile's agent: a bare `/model` or `/usage` is the gateway's under `openai` only
+   * (`isBareGroupCommand`). Absent: `shell`.
+   */
+  readonly agent?: "shell" | "openai" | undefined;
 }
 
 /**
@@ -125,7 +130,7 @@ export function toInboundMessage(
     message.mentions.users.has(rules.botUserId) ||
     botRoles.length > 0 ||
     message.mentions.repliedUser?.id === rules.botUserId ||
-    isBareGroupCommand(text);
+    isBareGroupCommand(text, rules.agent ?? "shell");
   const base = {
     profile: rules.profile,
     platform: "discord" as const,

@@ -180,6 +180,9 @@ describe("group messages under requireMention (docs/sessions.md, Groups)", () =>
     ["a bare gateway command", { text: "/status" }, "/status"],
     ["a bare /start", { text: "/start" }, "/start"],
     ["another bare command", { text: "/uptime" }, undefined],
+    // A shell profile forwards /model and /usage to its shell: not the gateway's, like /uptime.
+    ["a bare /model in a shell profile", { text: "/model" }, undefined],
+    ["a bare /usage in a shell profile", { text: "/usage" }, undefined],
     ["a bare /approve (an ordinary message without pairing)", { text: "/approve X" }, undefined],
     ["/approve@ourbot", { text: "/approve@gate_bot ABCD-EFGH" }, "/approve ABCD-EFGH"],
     [
@@ -205,6 +208,18 @@ describe("group messages under requireMention (docs/sessions.md, Groups)", () =>
   ];
   it.each(cases)("%s → %j", (_name, fields, expected) => {
     expect(toInboundMessage(message({ chat: group, ...fields }), quiet)?.text).toBe(expected);
+  });
+
+  it("takes a bare /model and /usage as the gateway's in an openai profile only", () => {
+    const openai = { ...quiet, groups: { requireMention: true, agent: "openai" as const } };
+    for (const text of ["/model", "/usage", "/model gpt-4o"]) {
+      expect(toInboundMessage(message({ chat: group, text }), openai)?.text, text).toBe(text);
+      expect(toInboundMessage(message({ chat: group, text }), quiet), text).toBeUndefined();
+    }
+    // Its other own commands are the gateway's whatever the agent.
+    expect(toInboundMessage(message({ chat: group, text: "/status" }), quiet)?.text).toBe(
+      "/status",
+    );
   });
 
   it("answers a private chat without a mention", () => {

@@ -42,6 +42,11 @@ export interface GroupRules {
   readonly requireMention: boolean;
   /** The group chat ids answered (as strings); absent: every group. */
   readonly allowedChats?: ReadonlySet<string> | undefined;
+  /**
+   * The profile's agent: a bare `/model` or `/usage` is the gateway's under `openai` only
+   * (`isBareGroupCommand`). Absent: `shell`.
+   */
+  readonly agent?: "shell" | "openai" | undefined;
 }
 
 /** The bot itself, from getMe. */
@@ -119,7 +124,7 @@ function groupText(
     addressedCommand ||
     mentions.length > 0 ||
     messages.some((m) => repliesToBot(m, bot)) ||
-    isBareGroupCommand(text);
+    isBareGroupCommand(text, rules.agent ?? "shell");
   return { text, addressed };
 }
 

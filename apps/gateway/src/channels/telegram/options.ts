@@ -201,6 +201,7 @@ export function resolveTelegramOptions(options: TelegramChannelOptions): Resolve
     groups: {
       requireMention: options.groups?.requireMention ?? Defaults.telegram.groups.requireMention,
       ...(allowedChats === undefined ? {} : { allowedChats: new Set(allowedChats.map(String)) }),
+      agent: (options.commands?.offer ?? PlainOffer).agent,
     },
     dropPendingUpdates: settings.dropPendingUpdates,
     downloadMaxBytes: settings.downloadMaxBytes,
