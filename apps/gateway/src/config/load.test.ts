@@ -417,6 +417,30 @@ describe("resolveConfig", () => {
     );
   });
 
+  it("takes user ids as the platforms give them, and refuses one no message could ever carry", () => {
+    const users = (ids: string[]) =>
+      resolveConfig({ profiles: [{ name: "p", allowedUsers: ids, admins: ids }] }, { env })
+        .profiles[0];
+    const good = ["telegram:7", "telegram:-1001234", "discord:300000000000000101", "console:local"];
+    expect(users(good)?.admins).toEqual(good);
+    // A Telegram or Discord id is a number without a leading zero or sign: `telegram:007` is
+    // never `telegram:7`, and a user name is never an id.
+    for (const id of [
+      "telegram:007",
+      "telegram:@ada",
+      "telegram:+7",
+      "discord:ada",
+      "discord:-3",
+    ]) {
+      const message = errorOf({ profiles: [{ name: "p", admins: [id] }] }).message;
+      expect(message, id).toContain(`profiles[0].admins[0]: got "${id}", expected`);
+      expect(message, id).toContain("telegram:123456");
+    }
+    expect(errorOf({ profiles: [{ name: "p", allowedUsers: ["telegram:0"] }] }).message).toContain(
+      'profiles[0].allowedUsers[0]: got "telegram:0", expected',
+    );
+  });
+
   it("uses the allowlist by default, takes pairing with its limits, and names a bad mode", () => {
     const [defaults] = resolveConfig({}, { env }).profiles;
     expect(defaults?.access).toBe("allowlist");

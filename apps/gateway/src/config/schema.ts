@@ -22,8 +22,14 @@ import { storeSchema } from "./store-schema.js";
 const positiveInt = z.number().int().positive();
 /** Smallest per-slot disk ceiling: an ext4 image needs room for its own metadata. */
 const MinDiskLimitBytes = 16 * 1024 * 1024;
-const userId = z.string().regex(/^(telegram|discord|console):[^:\s]+$/, {
-  error: 'a user id "<platform>:<id>" with platform telegram, discord or console',
+/**
+ * `<platform>:<id>` as the gateway compares it with each message's sender: Telegram and Discord
+ * ids are numbers written plainly (a Telegram channel's is negative), so `telegram:007` or
+ * `telegram:@ada` could never match anyone and would let nobody in without a word.
+ */
+const userId = z.string().regex(/^(telegram:-?[1-9][0-9]*|discord:[1-9][0-9]*|console:[^:\s]+)$/, {
+  error:
+    'a user id "<platform>:<id>": telegram:<number> or discord:<number>, the number written plainly (e.g. telegram:123456; the refusal line the bot sends a user names theirs), or console:<name>',
 });
 const url = z.url({ error: "an http(s) or ws(s) URL" });
 
