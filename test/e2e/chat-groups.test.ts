@@ -18,6 +18,8 @@ describe("Telegram groups: requireMention (default) and allowedChats", () => {
   const Member = 1202;
   const Team = -100_120_001;
   const Outside = -100_120_002;
+  /** A basic group, listed, that is upgraded to a supergroup by a test. */
+  const Basic = -120_003;
   let harness: TelegramGatewayHarness;
   let bot: TelegramBot;
   let fromBot: Message;
@@ -27,7 +29,7 @@ describe("Telegram groups: requireMention (default) and allowedChats", () => {
       {
         admins: [Admin],
         allowed: [Member],
-        telegram: { groups: { allowedChats: [Team] } },
+        telegram: { groups: { allowedChats: [Team, Basic] } },
       },
     ]);
     bot = harness.bot();
@@ -126,6 +128,31 @@ describe("Telegram groups: requireMention (default) and allowedChats", () => {
       expect(texts).toHaveLength(1);
       expect(texts[0]).toMatch(row.reply(marker));
     }
+  });
+
+  it("warns when a listed group becomes a supergroup whose new id allowedChats lacks", async () => {
+    const Upgraded = -100_120_003;
+    const logged = harness.logs.length;
+    const since = bot.mark();
+    await bot.handle((fake) =>
+      fake.migrateGroup({ chatId: Basic, toChatId: Upgraded, userId: Member }),
+    );
+    await bot.handle((fake) =>
+      fake.sendGroupText({ chatId: Upgraded, userId: Member, text: `@${name()} echo moved` }),
+    );
+    const warned = harness.logs
+      .slice(logged)
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line.level === 40);
+    expect(warned).toEqual([
+      expect.objectContaining({
+        chatId: Basic,
+        newChatId: Upgraded,
+        msg: `telegram group ${Basic} became supergroup ${Upgraded}, which telegram.groups.allowedChats does not list: the bot ignores it until ${Upgraded} is added there`,
+      }),
+    ]);
+    // As the warning says: the supergroup is outside the list.
+    expect(bot.callsIn(Upgraded, since)).toEqual([]);
   });
 
   it("fetches nothing for a file sent to the group without addressing the bot, and runs one that is", async () => {

@@ -25,6 +25,7 @@ export {
 } from "./server.js";
 export type {
   ChannelPostInput,
+  GroupMigrationInput,
   GroupTextInput,
   PrivateTextInput,
   SenderInput,

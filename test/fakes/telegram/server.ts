@@ -24,7 +24,9 @@ import { UpdateQueue } from "./update-queue.js";
 import {
   type ChannelPostInput,
   channelPostUpdate,
+  type GroupMigrationInput,
   type GroupTextInput,
+  groupMigrationUpdates,
   groupTextUpdate,
   type PrivateTextInput,
   privateTextUpdate,
@@ -340,6 +342,20 @@ export class FakeTelegram {
     return this.pushUpdate(
       topicTextUpdate(this.inboundMessageId++, { date: this.seconds(), ...input }),
     );
+  }
+
+  /**
+   * A basic group is upgraded to a supergroup (a new chat id): its two service messages, the
+   * old group's then the new one's; returns the first.
+   */
+  migrateGroup(input: GroupMigrationInput): Update {
+    const [old, moved] = groupMigrationUpdates(this.inboundMessageId++, {
+      date: this.seconds(),
+      ...input,
+    });
+    const first = this.pushUpdate(old);
+    this.pushUpdate(moved);
+    return first;
   }
 
   /** A post in a channel the bot administers (no `from`, `sender_chat` set). */

@@ -144,6 +144,45 @@ export function topicTextUpdate(messageId: number, input: TopicTextInput): Updat
   return { message } as UpdateInput;
 }
 
+/** Who upgraded a basic group to a supergroup, and the ids before and after. */
+export interface GroupMigrationInput extends SenderInput {
+  /** The basic group's id. */
+  readonly chatId: number;
+  /** The supergroup's id (`-100…`). */
+  readonly toChatId: number;
+  readonly title?: string;
+}
+
+/**
+ * A basic group upgraded to a supergroup, as the Bot API tells a bot in both: a service message
+ * in the old group with `migrate_to_chat_id`, then one in the supergroup with
+ * `migrate_from_chat_id`; neither has text. From then on the group's messages come from the
+ * new id.
+ */
+export function groupMigrationUpdates(
+  messageId: number,
+  input: GroupMigrationInput,
+): [UpdateInput, UpdateInput] {
+  const title = input.title ?? "Test group";
+  const date = input.date ?? now();
+  const from = userOf(input);
+  const old: Message = {
+    message_id: messageId,
+    date,
+    chat: { id: input.chatId, type: "group", title },
+    from,
+    migrate_to_chat_id: input.toChatId,
+  } as Message;
+  const moved: Message = {
+    message_id: 1,
+    date,
+    chat: { id: input.toChatId, type: "supergroup", title },
+    from,
+    migrate_from_chat_id: input.chatId,
+  } as Message;
+  return [{ message: old } as UpdateInput, { message: moved } as UpdateInput];
+}
+
 export function channelPostUpdate(messageId: number, input: ChannelPostInput): UpdateInput {
   const chat: Chat.ChannelChat = {
     id: input.chatId,

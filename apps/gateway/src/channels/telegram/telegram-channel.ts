@@ -475,6 +475,8 @@ export class TelegramChannel implements ChannelAdapter {
       },
     );
     if (inbound === undefined) {
+      const movedTo = first.message.migrate_to_chat_id;
+      if (movedTo !== undefined) this.noteUpgrade(first.message.chat.id, movedTo);
       this.logger.debug(
         { updateId: first.updateId, chatId: first.message.chat.id },
         "telegram message not for the bot (a bot's, empty, or a group message not addressed to it); ignored",
@@ -495,6 +497,24 @@ export class TelegramChannel implements ChannelAdapter {
       );
     }
     await onMessage(inbound);
+  }
+
+  /**
+   * A basic group became a supergroup, whose chat id is another (docs/sessions.md, "Groups"):
+   * its messages come from `to` from now on. A warning when `groups.allowedChats` lists the
+   * old id but not the new one: the bot would otherwise go quiet there without a word.
+   */
+  private noteUpgrade(from: number, to: number): void {
+    const allowed = this.groups.allowedChats;
+    const fields = { chatId: from, newChatId: to };
+    if (allowed === undefined) {
+      this.logger.info(fields, "telegram group became a supergroup with a new chat id");
+    } else if (allowed.has(String(from)) && !allowed.has(String(to))) {
+      this.logger.warn(
+        fields,
+        `telegram group ${from} became supergroup ${to}, which telegram.groups.allowedChats does not list: the bot ignores it until ${to} is added there`,
+      );
+    }
   }
 
   /** A long reply's whole text as a document (docs/media.md, "Long replies"). */
