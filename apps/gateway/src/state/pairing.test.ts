@@ -43,7 +43,18 @@ describe("pairing codes", () => {
 
   it("are shown as two halves and read back however an admin types them", () => {
     expect(formatPairingCode("ABCDEFGH")).toBe("ABCD-EFGH");
-    for (const typed of ["ABCD-EFGH", "abcd-efgh", " abcd efgh ", "ABCDEFGH", "AbCd-EfGh"]) {
+    for (const typed of [
+      "ABCD-EFGH",
+      "abcd-efgh",
+      " abcd efgh ",
+      "ABCDEFGH",
+      "AbCd-EfGh",
+      // A phone's smart punctuation, or a code copied out of a document.
+      "ABCD\u2013EFGH",
+      "ABCD\u2014EFGH",
+      "ABCD\u2011EFGH",
+      "abcd\u2212efgh",
+    ]) {
       expect(normalizePairingCode(typed)).toBe("ABCDEFGH");
     }
   });

@@ -51,12 +51,19 @@ export function maskPairingCodes(text: string): string {
 }
 
 /**
+ * What an admin may type between a code's halves: white space, the hyphen-minus, and the
+ * dashes a phone's keyboard or a chat client puts in its place (smart punctuation turns `-`
+ * into `–`; a code copied out of a document may carry `‐`, `‑`, `‒`, `—` or `−`).
+ */
+const CodeSeparators = /[\s\-\u2010-\u2015\u2212]/g;
+
+/**
  * The code an admin typed, as stored: case, spaces and dashes ignored (`abcd efgh`,
- * `ABCD-EFGH`). Undefined when it cannot be a code (a wrong length, a symbol not in the
- * alphabet): such a typo is not a guess and does not count against the attempt cap.
+ * `ABCD-EFGH`, `ABCD–EFGH`). Undefined when it cannot be a code (a wrong length, a symbol not
+ * in the alphabet): such a typo is not a guess and does not count against the attempt cap.
  */
 export function normalizePairingCode(text: string): string | undefined {
-  const code = text.replace(/[\s-]/g, "").toUpperCase();
+  const code = text.replace(CodeSeparators, "").toUpperCase();
   return CodePattern.test(code) ? code : undefined;
 }
 
