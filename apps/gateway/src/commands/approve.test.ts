@@ -72,6 +72,14 @@ describe("approveInChat", () => {
     expect(s.asked).toEqual([]);
   });
 
+  it("echoes an impossible code cut between characters, never inside an emoji", async () => {
+    const s = store({ status: "unknown", attemptsLeft: 4 });
+    const typed = `${"x".repeat(39)}🔑 more`;
+    const { text } = await approveInChat(profile, s, "telegram:1", typed, now);
+    expect(text).toContain(`"${"x".repeat(39)}" is not a pairing code`);
+    expect(text).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])/);
+  });
+
   it("says how many wrong codes are left, when it locked, and until when", async () => {
     const left = await approveInChat(
       profile,

@@ -1,3 +1,4 @@
+import { safeHead } from "../agents/tools-text.js";
 import type { ProfileConfig } from "../config/types.js";
 import {
   formatPairingCode,
@@ -81,7 +82,8 @@ export async function approveInChat(
   const code = normalizePairingCode(typed);
   if (code === undefined) {
     return {
-      text: `⛔ "${typed.slice(0, 40)}" is not a pairing code (8 letters and digits, like ABCD-EFGH); nothing was done.`,
+      // Cut between code points: half an emoji makes Telegram refuse the whole answer.
+      text: `⛔ "${safeHead(typed, 40)}" is not a pairing code (8 letters and digits, like ABCD-EFGH); nothing was done.`,
     };
   }
   const { pairing } = profile;
