@@ -166,6 +166,9 @@ describe("disk ceiling (diskLimitBytes)", () => {
     await sandbox.exec(slot, "echo lost > /workspace/note");
     await sandbox.cleanup(slot, { force: true });
     execFileSync("umount", [dir]);
+    // The next mount would reuse a loop device still bound to the image (util-linux does), and
+    // read the old superblock from its cache: wait until the kernel detached it.
+    await loopDevicesGone(dirname(imageOf(dir)));
     // Its first 4 MiB overwritten between two runs: the superblock is gone.
     const image = await open(imageOf(dir), "r+");
     await image.write(Buffer.alloc(4 * MiB), 0, 4 * MiB, 0);
