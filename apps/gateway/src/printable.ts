@@ -61,3 +61,21 @@ export function printable(text: string, options: PrintableOptions = {}): string 
       : `\\u${code.toString(16).padStart(4, "0")}`;
   });
 }
+
+/** C0 controls but tab and newline, DEL and the C1 controls: what drives a terminal. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: escaping them is the point
+const TerminalControls = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+
+/**
+ * Chat text as the console prints it on the operator's terminal: line breaks and tabs as they
+ * are (a CR before a line feed dropped, as a terminal shows it anyway), every other control
+ * written as {@link printable} writes it (`\x1b`, `\r`, `\x9b`), and all else, backslashes
+ * included, as written. A reply is whatever a command printed (`cat` of a file another chat
+ * user left in a shared container), and its escapes must not set the operator's clipboard
+ * (OSC 52), title or colours, clear the screen, or rewrite a line with a lone CR.
+ */
+export function forTerminal(text: string): string {
+  return text
+    .replaceAll("\r\n", "\n")
+    .replace(TerminalControls, (char) => printable(char, InBrowser));
+}

@@ -8,7 +8,7 @@ import { waitFor } from "../../../../test-support/wait.js";
 import { createLogger } from "../log.js";
 import { ConsoleChannel, ConsoleDefaults } from "./console.js";
 import { SharedTerminal } from "./console-terminal.js";
-import type { InboundMessage } from "./types.js";
+import type { InboundMessage, OutboundReply } from "./types.js";
 
 async function setup() {
   const home = await tempDirForTest("mg-console-");
@@ -79,6 +79,22 @@ describe("ConsoleChannel", () => {
     expect(files).toEqual(["20260102T030405678Z-1-r.txt", "20260102T030405678Z-r.txt"]);
     expect(await readFile(join(home, "outbox", files[1]!), "utf8")).toBe("report");
     expect(printed()).toContain(`done\n[document, 6 bytes, ${join(home, "outbox", files[1]!)}]\n`);
+  });
+
+  it("prints a reply's terminal escapes as text: a command's output cannot drive the terminal", async () => {
+    const { channel, printed } = await setup();
+    const target = { platform: "console", chatId: "local" } as const;
+    // What `cat` of a file another chat user left in a shared container would show: a
+    // clipboard write (OSC 52), a title, a screen clear, a C1 CSI, a line rewritten by a lone CR.
+    const text =
+      "a\u001b]52;c;cm0gLXJmIH4K\u0007b\u001b]0;title\u001b\\c\u001b[2J\u009b31md\u0000\rrm -rf ~\r\nsafe\tcol\\x";
+    const plan = { ready: () => [] } as unknown as OutboundReply["plan"];
+    await channel.deliver({ sessionKey: "k", profile: "default", target, text, plan });
+    await channel.sendText(target, "note\u001b[8mhidden");
+    expect(printed()).toBe(
+      "a\\x1b]52;c;cm0gLXJmIH4K\\x07b\\x1b]0;title\\x1b\\c\\x1b[2J\\x9b31md\\x00\\rrm -rf ~\nsafe\tcol\\x\n" +
+        "note\\x1b[8mhidden\n",
+    );
   });
 
   it("/attach sends a message with the file (ref = absolute path) and the rest of the line as text", async () => {

@@ -8,6 +8,7 @@ import type { UploadLimits } from "@mediagate/media";
 import { ConsoleUser } from "../access-control/access.js";
 import { Defaults } from "../defaults.js";
 import { type Logger, silentLogger } from "../log.js";
+import { forTerminal } from "../printable.js";
 import { attachmentFor, consoleFetcher, parseAttach } from "./console-attach.js";
 import type { SharedTerminal } from "./console-terminal.js";
 import { guardedListener } from "./listener-boundary.js";
@@ -222,12 +223,13 @@ export class ConsoleChannel implements ChannelAdapter {
   }
 
   async sendText(_target: ChatTarget, text: string): Promise<void> {
-    this.#write(`${text}\n`);
+    this.#write(`${forTerminal(text)}\n`);
     this.#showPrompt();
   }
 
   async deliver(reply: OutboundReply, _options?: DeliverOptions): Promise<DeliveryReport> {
-    if (reply.text.trim() !== "") this.#write(`${reply.text.replace(/\n*$/, "")}\n`);
+    // What a command printed reaches the operator's terminal: its escapes show as text.
+    if (reply.text.trim() !== "") this.#write(`${forTerminal(reply.text.replace(/\n*$/, ""))}\n`);
     const outcomes: DeliveryOutcome[] = [];
     const ready = reply.plan.ready();
     if (ready.length > 0) {
