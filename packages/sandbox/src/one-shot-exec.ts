@@ -53,6 +53,16 @@ export async function startAttached(
   argv: readonly string[],
   options: { readonly env?: readonly string[]; readonly user?: ExecUser | undefined } = {},
 ): Promise<Duplex> {
+  return (await startAttachedExec(docker, containerId, argv, options)).stream;
+}
+
+/** {@link startAttached}, with the exec itself (to ask the engine how it ended). */
+export async function startAttachedExec(
+  docker: Docker,
+  containerId: string,
+  argv: readonly string[],
+  options: { readonly env?: readonly string[]; readonly user?: ExecUser | undefined } = {},
+): Promise<{ readonly exec: Docker.Exec; readonly stream: Duplex }> {
   const exec = await docker.getContainer(containerId).exec({
     Cmd: [...argv],
     AttachStdin: true,
@@ -62,7 +72,13 @@ export async function startAttached(
     Env: [...(options.env ?? [])],
     ...(options.user === undefined ? {} : { User: userSpec(options.user) }),
   });
-  return (await exec.start({ hijack: true, stdin: true, Detach: false, Tty: false })) as Duplex;
+  const stream = (await exec.start({
+    hijack: true,
+    stdin: true,
+    Detach: false,
+    Tty: false,
+  })) as Duplex;
+  return { exec, stream };
 }
 
 /**
@@ -195,7 +211,7 @@ export async function killProcesses(
  * Exit code once Docker has recorded it (the stream can end a moment before); -1 when the
  * engine does not say (the exec is gone with its container, or the engine is).
  */
-async function exitCodeOf(exec: Docker.Exec): Promise<number> {
+export async function exitCodeOf(exec: Docker.Exec): Promise<number> {
   const bound = { timeoutMs: Defaults.operationTimeoutMs };
   for (let attempt = 0; attempt < 50; attempt++) {
     const info = await boundedCall("exec inspect", bound, (abortSignal) =>

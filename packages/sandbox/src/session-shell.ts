@@ -6,7 +6,13 @@ import { Defaults } from "./defaults.js";
 import { type ExecUser, RootUser, SessionHome } from "./exec-user.js";
 import { FrameDecoder, StreamType, streamEnded } from "./frames.js";
 import { exactEntry } from "./kill-script.js";
-import { execOnce, killProcesses, randomHex, startAttached } from "./one-shot-exec.js";
+import {
+  execOnce,
+  exitCodeOf,
+  killProcesses,
+  randomHex,
+  startAttachedExec,
+} from "./one-shot-exec.js";
 import { MarkerScanner, OutputBuffer } from "./output.js";
 import {
   CommandMarker,
@@ -46,6 +52,8 @@ export class SessionShell {
   #sessionHash: string;
   readonly #docker: Docker;
   readonly #stream: Duplex;
+  /** The controller's exec: how it ended, when a command killed it. */
+  readonly #controllerExec: Docker.Exec;
   readonly #user: ExecUser | undefined;
   #controllerPid = 0;
   #alive = true;
@@ -55,10 +63,12 @@ export class SessionShell {
     docker: Docker,
     containerId: string,
     sessionHash: string,
+    exec: Docker.Exec,
     stream: Duplex,
     user: ExecUser | undefined,
   ) {
     this.#docker = docker;
+    this.#controllerExec = exec;
     this.#user = user;
     this.containerId = containerId;
     this.#sessionHash = sessionHash;
@@ -127,11 +137,11 @@ export class SessionShell {
   ): Promise<SessionShell> {
     const home = user === undefined ? [] : [`HOME=${SessionHome.HOME}`];
     const marker = sessionHash === "" ? [] : [`${SessionMarker}=${sessionHash}`];
-    const stream = await startAttached(docker, containerId, ["sh"], {
+    const { exec, stream } = await startAttachedExec(docker, containerId, ["sh"], {
       env: [...marker, ...home],
       user,
     });
-    return new SessionShell(docker, containerId, sessionHash, stream, user);
+    return new SessionShell(docker, containerId, sessionHash, exec, stream, user);
   }
 
   /** Awaits a start-up step within `Defaults.shellOpenTimeoutMs`; the shell is closed if not. */
@@ -231,12 +241,14 @@ export class SessionShell {
     }
     running?.out.flush();
     running?.err.flush();
-    const code = Number.parseInt(running?.out.trailer ?? "", 10);
+    let code = Number.parseInt(running?.out.trailer ?? "", 10);
     // The controller's stream ended before the command reported: either the session's own
-    // processes killed the controller (the command's result stands, the shell reopens next
-    // call) or the container or engine went away under it.
+    // processes killed the controller (`kill -9 $PPID`, `kill 0`: the command ends with the
+    // shell's status, 128 + the signal, and the shell reopens next call) or the container or
+    // engine went away under it.
     if (Number.isNaN(code) && stopReason === undefined && !this.#alive) {
       await throwIfLost(this.#docker, this.containerId);
+      code = await exitCodeOf(this.#controllerExec);
     }
     return {
       exitCode: Number.isNaN(code) ? -1 : code,

@@ -100,7 +100,7 @@ describe("a sandbox that goes away mid-command", () => {
     // The command kills its session's shell (the controller, the parent of the command's own
     // `sh -c`): a result, and a new shell for the next command.
     const killed = await sandbox.run(slot, "s", "echo before; kill -9 $PPID");
-    expect(killed).toMatchObject({ exitCode: -1, stdout: "before\n" });
+    expect(killed).toMatchObject({ exitCode: 137, stdout: "before\n" });
     expect((await sandbox.run(slot, "s", "echo after")).stdout).toBe("after\n");
   });
 });

@@ -203,6 +203,17 @@ describe("session shell", () => {
     expect(await pidAlive(newPid ?? "")).toBe(true);
   });
 
+  it("reports the signal of a command that killed its own shell, and the next command runs", async () => {
+    await sandbox.run("shell", "suicide", "cd /tmp");
+    // `$PPID` is the session's shell: the command ends with it, its exit status unreported.
+    const killed = await sandbox.run("shell", "suicide", "echo before; kill -9 $PPID");
+    expect(killed).toMatchObject({ exitCode: 137, stdout: "before\n", timedOut: false });
+    const group = await sandbox.run("shell", "suicide", "kill 0");
+    expect(group).toMatchObject({ exitCode: 143, timedOut: false });
+    const next = await sandbox.run("shell", "suicide", "pwd");
+    expect(next).toMatchObject({ exitCode: 0, stdout: "/tmp\n" });
+  });
+
   it("shares the session state with the one-shot fallback", async () => {
     await sandbox.run("shell", "fallback", "cd /tmp && export VIA=shell");
     const script = oneShotCommand({
