@@ -20,6 +20,9 @@ describe("formatShellReply", () => {
     ["stderr only with its exit code", { stderr: "boom\n", exitCode: 2 }, "boom\n[exit code 2]"],
     ["no output", {}, "(no output)"],
     ["no output, failing", { exitCode: 1 }, "(no output)\n[exit code 1]"],
+    // A blank reply is sent as nothing at all (send-reply.ts): the user would get no answer.
+    ["only blank lines (`echo; echo`)", { stdout: "\n\n" }, "(no output)"],
+    ["only spaces and tabs", { stdout: "  \t", stderr: " \n" }, "(no output)"],
     [
       "a timeout instead of its exit code",
       { timedOut: true, exitCode: 137 },

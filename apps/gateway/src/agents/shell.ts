@@ -71,7 +71,7 @@ function shellOutput(result: ExecResult): string {
  *   where results and errors are), preceded by an omission marker and by any `MEDIA:` lines
  *   of the dropped part; when `file` says where the whole output was saved, its `MEDIA:` tag
  *   and a line naming it come first (or a line saying it could not be saved);
- * - `(no output)` when both are empty;
+ * - `(no output)` when both are empty or only whitespace (blank lines, spaces);
  * - then one line of notes: `[exit code N]` when non-zero, `[timed out]`, `[aborted]`,
  *   `[output truncated by the sandbox]`.
  */
@@ -88,7 +88,8 @@ export function formatShellReply(
     const saved = file === undefined ? [] : outputFileLines(file, result.truncated);
     body = [...saved, ...rescued, omittedMarker(omitted), text].join("\n");
   }
-  if (body.length === 0) body = NoOutput;
+  // Blank text is no message on any chat (a blank reply is sent as nothing at all): say so.
+  if (body.trim() === "") body = NoOutput;
 
   const notes: string[] = [];
   if (result.timedOut) notes.push("[timed out]");
