@@ -105,40 +105,51 @@ export const MaxScriptArgumentBytes = 100_000;
  * {@link MaxScriptArgumentBytes} is `eval`ed in the subshell.
  */
 export function commandSubshell(spec: CommandSpec): string {
-  const lines = [
-    "(",
+  const head = [
     '. "$__mg_s" 2>/dev/null',
     'cd -- "$PWD" 2>/dev/null',
     `export ${SessionMarker}=${spec.sessionHash} ${CommandMarker}=${spec.commandId}`,
   ];
-  if (spec.cwd !== undefined) lines.push(`cd -- ${shellQuote(spec.cwd)} || exit 1`);
+  if (spec.cwd !== undefined) head.push(`cd -- ${shellQuote(spec.cwd)} || exit 1`);
   const names: string[] = [];
   for (const [name, value] of Object.entries(spec.env ?? {})) {
     if (!EnvName.test(name)) continue;
     names.push(name);
-    lines.push(`export ${name}=${shellQuote(value)}`);
+    head.push(`export ${name}=${shellQuote(value)}`);
   }
   const unset = names.length > 0 ? `unset ${names.join(" ")}; ` : "";
   const save = (file: string) =>
     `__mg_rc=$?; ${unset}export PWD; export -p >${file}; exit $__mg_rc`;
-  if (Buffer.byteLength(spec.command) <= MaxScriptArgumentBytes) {
-    const script = `trap ${shellQuote(save(shellQuote(stateFile(spec.sessionHash))))} EXIT; ${spec.command}`;
-    // Found as plain `sh`, so its messages say `sh:`; the shell resolved at start when the
-    // session's PATH no longer finds one. No command name after the script: busybox would
-    // then add a `line 0:` to every message.
-    lines.push(
-      "command -v sh >/dev/null 2>&1 && __mg_x=sh || __mg_x=$__mg_sh",
-      `"$__mg_x" -c ${shellQuote(script)}`,
-    );
-  } else {
-    lines.push(
-      `__mg_c=${shellQuote(spec.command)}`,
-      `trap '${save('"$__mg_s"')}' EXIT`,
-      'eval "$__mg_c"',
-    );
+  const evaluated = [
+    `__mg_c=${shellQuote(spec.command)}`,
+    `trap '${save('"$__mg_s"')}' EXIT`,
+    'eval "$__mg_c"',
+  ];
+  if (Buffer.byteLength(spec.command) > MaxScriptArgumentBytes) {
+    return ["(", ...head, ...evaluated, ") </dev/null"].join("\n");
   }
-  lines.push(") </dev/null");
-  return lines.join("\n");
+  const script = `trap ${shellQuote(save(shellQuote(stateFile(spec.sessionHash))))} EXIT; ${spec.command}`;
+  // Found as plain `sh`, so its messages say `sh:`; the shell resolved at start when the
+  // session's PATH no longer finds one. No command name after the script: busybox would
+  // then add a `line 0:` to every message.
+  const findSh = "command -v sh >/dev/null 2>&1 && __mg_x=sh || __mg_x=$__mg_sh";
+  // The `sh -c` is the subshell's last command (so it is the one the subshell execs, and
+  // `$PPID` is the session's shell). A 126 that `sh -c :` gets too means no exec can start
+  // with the session's environment (an exported value over Linux's 128 KiB per string:
+  // E2BIG): the command never ran, and it is evaluated in a subshell instead, where builtins
+  // (`unset`) still work. Any other status is kept as it is (`(exit N)`).
+  return [
+    "(",
+    ...head,
+    findSh,
+    `"$__mg_x" -c ${shellQuote(script)}`,
+    ') </dev/null || { __mg_rc=$?; if [ "$__mg_rc" -eq 126 ]; then (',
+    ...head,
+    findSh,
+    '"$__mg_x" -c : 2>/dev/null && exit 126',
+    ...evaluated,
+    ') </dev/null; else (exit "$__mg_rc"); fi; }',
+  ].join("\n");
 }
 
 /** What the controller shell receives for one command: the subshell, then both end markers. */

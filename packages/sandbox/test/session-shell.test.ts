@@ -214,6 +214,33 @@ describe("session shell", () => {
     expect(next).toMatchObject({ exitCode: 0, stdout: "/tmp\n" });
   });
 
+  it("keeps running commands after an export too large for any exec, so `unset` can undo it", async () => {
+    // Linux refuses an exec whose environment holds a string over 128 KiB (E2BIG).
+    const big = await sandbox.run(
+      "shell",
+      "bigenv",
+      "cd /tmp && export BIG=$(head -c 200000 /dev/zero | tr '\\0' a); echo set",
+    );
+    expect(big).toMatchObject({ exitCode: 0, stdout: "set\n" });
+    // Builtins run (the length of BIG, the kept cwd), and `unset` is kept.
+    const builtin = await sandbox.run(
+      "shell",
+      "bigenv",
+      'printf "%s %s\\n" "$PWD" "$BIG"; unset BIG',
+    );
+    expect(builtin).toMatchObject({ exitCode: 0, stdout: `/tmp ${"a".repeat(200_000)}\n` });
+    const after = await sandbox.run("shell", "bigenv", "ls -d /tmp");
+    expect(after).toMatchObject({ exitCode: 0, stdout: "/tmp\n", stderr: "" });
+    // A command's own 126 (not executable) is its result: it does not run a second time.
+    const own = await sandbox.run(
+      "shell",
+      "bigenv",
+      "echo once >>/tmp/runs; printf 'echo x\\n' >/tmp/noexec.sh; /tmp/noexec.sh",
+    );
+    expect(own.exitCode).toBe(126);
+    expect((await sandbox.run("shell", "bigenv", "cat /tmp/runs")).stdout).toBe("once\n");
+  });
+
   it("shares the session state with the one-shot fallback", async () => {
     await sandbox.run("shell", "fallback", "cd /tmp && export VIA=shell");
     const script = oneShotCommand({
