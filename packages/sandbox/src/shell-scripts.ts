@@ -106,7 +106,10 @@ export const MaxScriptArgumentBytes = 100_000;
  */
 export function commandSubshell(spec: CommandSpec): string {
   const head = [
-    '. "$__mg_s" 2>/dev/null',
+    // `command .`: a state file cut short (saved while /run/mediagate was full) is a syntax
+    // error, which a plain `.` turns into the subshell's exit before the command runs, on
+    // every later call. Read so, it restores what it holds and the command's save mends it.
+    'command . "$__mg_s" 2>/dev/null',
     'cd -- "$PWD" 2>/dev/null',
     `export ${SessionMarker}=${spec.sessionHash} ${CommandMarker}=${spec.commandId}`,
   ];

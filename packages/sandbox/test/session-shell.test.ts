@@ -241,6 +241,27 @@ describe("session shell", () => {
     expect((await sandbox.run("shell", "bigenv", "cat /tmp/runs")).stdout).toBe("once\n");
   });
 
+  it("keeps a session's commands running after another session filled /run/mediagate", async () => {
+    // /run/mediagate holds every session's state file; one session can fill it through its
+    // own state directory (docs/security.md, "Shared space").
+    const small = fx.sandbox({ scratchBytes: 1024 * 1024 });
+    await small.run("tiny", "victim", "cd /tmp && export KEEP=1");
+    const fill = 'head -c 2000000 /dev/zero >"/run/mediagate/s/$MEDIAGATE_SESSION/fill"';
+    await small.run("tiny", "attacker", fill);
+    // The victim's state is saved into the full filesystem: its file is cut short.
+    await small.run("tiny", "victim", "export MORE=$(head -c 8000 /dev/zero | tr '\\0' m)");
+    expect(await small.run("tiny", "victim", "echo still")).toMatchObject({
+      exitCode: 0,
+      stdout: "still\n",
+    });
+    await small.run("tiny", "attacker", 'rm "/run/mediagate/s/$MEDIAGATE_SESSION/fill"');
+    await small.run("tiny", "victim", "cd /var && export NEW=2");
+    expect(await small.run("tiny", "victim", 'echo "$NEW"; pwd')).toMatchObject({
+      exitCode: 0,
+      stdout: "2\n/var\n",
+    });
+  });
+
   it("shares the session state with the one-shot fallback", async () => {
     await sandbox.run("shell", "fallback", "cd /tmp && export VIA=shell");
     const script = oneShotCommand({
