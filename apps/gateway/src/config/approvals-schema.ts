@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { Defaults } from "../defaults.js";
+import { timerSeconds } from "./durations.js";
 import type { ApprovalRules, ApprovalSettings } from "./types.js";
 
 const pattern = z.string().superRefine((source, ctx) => {
@@ -41,11 +42,7 @@ export const approvalsSchema = z.union([
         error: 'who may approve: "sender" (the person who asked, or an admin) or "admins"',
       })
       .optional(),
-    expiresSeconds: z
-      .number()
-      .int()
-      .min(10, { error: "a whole number of seconds, at least 10" })
-      .optional(),
+    expiresSeconds: timerSeconds(10, "a whole number of seconds, at least 10").optional(),
   }),
 ]);
 

@@ -643,6 +643,82 @@ describe("${VAR} references", () => {
   });
 });
 
+describe("durations that become timers", () => {
+  // 30 days: past the 2^31 - 1 ms a Node.js timer waits, so setTimeout would fire after 1 ms.
+  const month = 30 * 24 * 3600;
+  const openai = (extra: Record<string, unknown>) => ({
+    kind: "openai",
+    models: [{ name: "main", baseUrl: "http://127.0.0.1:1/v1", model: "m", ...extra }],
+  });
+  const cases: readonly [string, (seconds: number) => unknown][] = [
+    ["drainTimeoutSeconds", (s) => ({ drainTimeoutSeconds: s })],
+    [
+      "profiles[0].sandbox.lifetimeSeconds",
+      (s) => ({ profiles: [{ name: "a", sandbox: { lifetimeSeconds: s } }] }),
+    ],
+    [
+      "profiles[0].stillWorkingAfterSeconds",
+      (s) => ({ profiles: [{ name: "a", stillWorkingAfterSeconds: s }] }),
+    ],
+    [
+      "profiles[0].progress.afterSeconds",
+      (s) => ({ profiles: [{ name: "a", progress: { afterSeconds: s } }] }),
+    ],
+    [
+      "profiles[0].progress.everySeconds",
+      (s) => ({ profiles: [{ name: "a", progress: { everySeconds: s } }] }),
+    ],
+    [
+      "profiles[0].telegram.pollTimeoutSeconds",
+      (s) => ({ profiles: [{ name: "a", telegram: { token: "1:t", pollTimeoutSeconds: s } }] }),
+    ],
+    [
+      "profiles[0].agent.models[0].timeoutSeconds",
+      (s) => ({ profiles: [{ name: "a", agent: openai({ timeoutSeconds: s }) }] }),
+    ],
+    [
+      "profiles[0].agent.approvals.expiresSeconds",
+      (s) => ({
+        profiles: [
+          { name: "a", agent: { kind: "shell", approvals: { ask: "always", expiresSeconds: s } } },
+        ],
+      }),
+    ],
+    [
+      "profiles[0].schedules.runTimeoutSeconds",
+      (s) => ({ profiles: [{ name: "a", schedules: { runTimeoutSeconds: s } }] }),
+    ],
+    [
+      "store.queryTimeoutMs",
+      (s) => ({ store: { kind: "postgres", url: "postgres://h/d", queryTimeoutMs: s * 1000 } }),
+    ],
+    [
+      "store.connectTimeoutMs",
+      (s) => ({ store: { kind: "postgres", url: "postgres://h/d", connectTimeoutMs: s * 1000 } }),
+    ],
+    [
+      "store.idleTimeoutMs",
+      (s) => ({ store: { kind: "postgres", url: "postgres://h/d", idleTimeoutMs: s * 1000 } }),
+    ],
+    [
+      "store.statementTimeoutMs",
+      (s) => ({ store: { kind: "postgres", url: "postgres://h/d", statementTimeoutMs: s * 1000 } }),
+    ],
+  ];
+
+  it.each(cases)("refuses %s past the longest timer, naming the bound", (path, raw) => {
+    const error = errorOf(raw(month));
+    expect(error.issues.map((i) => i.path)).toEqual([path]);
+    expect(error.issues[0]?.expected).toMatch(
+      /^at most 2147483(647 ms|\d* seconds) \(about 24\.8 days/,
+    );
+  });
+
+  it.each(cases)("takes %s at the longest timer", (_path, raw) => {
+    expect(() => resolveConfig(raw(2_147_483), { env })).not.toThrow();
+  });
+});
+
 describe("loadConfig", () => {
   it("reads YAML from the file, and reports syntax errors and missing files with the path", async () => {
     const dir = await tempDirForTest("mg-config-");

@@ -9,6 +9,7 @@ import {
   shortestGapMs,
   TimingError,
 } from "../schedules/timing.js";
+import { timerSeconds } from "./durations.js";
 import type { OperatorTaskSettings, ScheduleSettings } from "./types.js";
 
 const positiveInt = z.number().int().positive({ error: "a positive whole number" });
@@ -84,7 +85,7 @@ export const schedulesSchema = z
     maxPerUser: z.number().int().min(0, { error: "a whole number, 0 or more" }).optional(),
     maxPerProfile: z.number().int().min(0, { error: "a whole number, 0 or more" }).optional(),
     minIntervalSeconds: positiveInt.optional(),
-    runTimeoutSeconds: positiveInt.optional(),
+    runTimeoutSeconds: timerSeconds().optional(),
     catchUp: catchUp.optional(),
     tasks: z.array(taskSchema).optional(),
   })

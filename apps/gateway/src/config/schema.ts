@@ -16,6 +16,7 @@ import { LogLevels } from "../log.js";
 import { approvalsSchema } from "./approvals-schema.js";
 import { clusterSchema } from "./cluster-schema.js";
 import { ConfigDefaults, ProfileNamePattern } from "./defaults.js";
+import { timerSeconds } from "./durations.js";
 import { schedulesSchema } from "./schedules-schema.js";
 import { storeSchema } from "./store-schema.js";
 
@@ -64,7 +65,7 @@ const telegramSchema = z.strictObject({
   apiRoot: url.optional(),
   photoMaxBytes: positiveInt.optional(),
   uploadMaxBytes: positiveInt.optional(),
-  pollTimeoutSeconds: positiveInt.optional(),
+  pollTimeoutSeconds: timerSeconds().optional(),
   downloadMaxBytes: positiveInt.optional(),
   localFiles: z.boolean().optional(),
   commands: commandsSchema.optional(),
@@ -126,7 +127,7 @@ const modelEntrySchema = z.strictObject({
   model: z.string().min(1, { error: "a model name" }),
   contextTokens: positiveInt.optional(),
   prices: z.strictObject({ input: price, output: price, cachedInput: price.optional() }).optional(),
-  timeoutSeconds: positiveInt.optional(),
+  timeoutSeconds: timerSeconds().optional(),
 });
 
 const openaiAgentSchema = z
@@ -293,7 +294,7 @@ const sandboxSchema = z.strictObject({
   filesystem: z.enum(["bind", "tmpfs"], { error: 'a filesystem: "bind" or "tmpfs"' }).optional(),
   persistAcrossProcesses: z.boolean().optional(),
   orphanReaper: z.boolean().optional(),
-  lifetimeSeconds: positiveInt.optional(),
+  lifetimeSeconds: timerSeconds().optional(),
   network: z.string().min(1, { error: "a Docker network mode" }).optional(),
   memoryBytes: positiveInt.optional(),
   nanoCpus: positiveInt.optional(),
@@ -373,7 +374,7 @@ const profileSchema = z.strictObject({
   media: z.strictObject({ allowDirs: z.array(z.string()).optional() }).optional(),
   groupSessionsPerUser: z.boolean().optional(),
   threadSessionsPerUser: z.boolean().optional(),
-  stillWorkingAfterSeconds: positiveInt.optional(),
+  stillWorkingAfterSeconds: timerSeconds().optional(),
   busyMode: z
     .enum(["queue", "interrupt", "collect"], {
       error:
@@ -384,8 +385,8 @@ const profileSchema = z.strictObject({
   progress: z
     .strictObject({
       enabled: z.boolean().optional(),
-      afterSeconds: positiveInt.optional(),
-      everySeconds: positiveInt.optional(),
+      afterSeconds: timerSeconds().optional(),
+      everySeconds: timerSeconds().optional(),
     })
     .optional(),
   reactions: z
@@ -459,7 +460,7 @@ export const configFileSchema = z.strictObject({
   home: z.string().min(1, { error: "a directory path" }).optional(),
   profiles: z.array(profileSchema).min(1, { error: "at least one profile" }).optional(),
   concurrency: positiveInt.optional(),
-  drainTimeoutSeconds: positiveInt.optional(),
+  drainTimeoutSeconds: timerSeconds().optional(),
   delivery: deliverySchema.optional(),
   recovery: z.strictObject({ rerunInterrupted: z.boolean().optional() }).optional(),
   health: z.strictObject({ listen: loopbackListen }).optional(),

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { timerMs } from "./durations.js";
 import type { StoreSettings } from "./types.js";
 
 const positiveInt = z.number().int().positive();
@@ -18,10 +19,10 @@ export const storeSchema = z.discriminatedUnion(
           "a PostgreSQL URL: postgres://user:password@host:5432/database (usually url: ${DATABASE_URL})",
       }),
       maxConnections: positiveInt.optional(),
-      statementTimeoutMs: positiveInt.optional(),
-      queryTimeoutMs: positiveInt.optional(),
-      connectTimeoutMs: positiveInt.optional(),
-      idleTimeoutMs: positiveInt.optional(),
+      statementTimeoutMs: timerMs().optional(),
+      queryTimeoutMs: timerMs().optional(),
+      connectTimeoutMs: timerMs().optional(),
+      idleTimeoutMs: timerMs().optional(),
     }),
   ],
   { error: 'a store: { kind: sqlite } or { kind: postgres, url: "postgres://…" }' },
