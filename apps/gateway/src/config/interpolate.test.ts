@@ -70,19 +70,27 @@ describe("${VAR} references in config strings", () => {
     });
   });
 
-  it.each([["${"], ["${1ABC}"], ["${A-B}"], ["pre ${TOKEN"], ["${}"]])(
-    "refuses the malformed reference %j without echoing it",
-    (text) => {
-      const { issues } = interpolate({ key: text }, variables);
-      expect(issues).toEqual([
-        {
-          path: "key",
-          keys: ["key"],
-          got: "a malformed ${…} reference",
-          expected:
-            "${NAME} or ${NAME:-default} with NAME made of letters, digits and _ (write $${ for a literal ${)",
-        },
-      ]);
-    },
-  );
+  it.each([
+    ["${"],
+    ["${1ABC}"],
+    ["${A-B}"],
+    ["pre ${TOKEN"],
+    ["${}"],
+    // Nested: the first `}` ends the reference, so these once loaded as `${B}` and `123:abc}`.
+    ["${MISSING:-${B}}"],
+    ["${TOKEN:-${B}}"],
+    ["${TOKEN:-$${B}}"],
+  ])("refuses the malformed reference %j without echoing it", (text) => {
+    const { value, issues } = interpolate({ key: text }, variables);
+    expect(issues).toEqual([
+      {
+        path: "key",
+        keys: ["key"],
+        got: "a malformed ${…} reference",
+        expected:
+          "${NAME} or ${NAME:-default} with NAME made of letters, digits and _ (write $${ for a literal ${)",
+      },
+    ]);
+    expect(value).toEqual({});
+  });
 });

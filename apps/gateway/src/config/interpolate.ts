@@ -2,8 +2,12 @@ import { type ConfigIssue, issueAt } from "./errors.js";
 
 /** `$${` (a literal `${`), or a `${…}` reference, or a `${` that is never closed. */
 const Token = /\$\$\{|\$\{([^}]*)\}|\$\{/g;
-/** The inside of a reference: `NAME` or `NAME:-default`. */
-const Reference = /^([A-Za-z_][A-Za-z0-9_]*)(?::-([\s\S]*))?$/;
+/**
+ * The inside of a reference: `NAME` or `NAME:-default`. A default holds no `${`: references do
+ * not nest, and the first `}` ends the reference, so `${A:-${B}}` would load as `${B}` (or as
+ * A's value and a stray `}`) without a word.
+ */
+const Reference = /^([A-Za-z_][A-Za-z0-9_]*)(?::-((?:(?!\$\{)[\s\S])*))?$/;
 const MaxDepth = 32;
 
 /** The result of {@link interpolate}: the document, and what could not be resolved. */
