@@ -159,6 +159,40 @@ describe("mediagate doctor", () => {
     }
   });
 
+  it("names what answered at health.listen when it is no health report, not the config", async () => {
+    const answers = [
+      { status: 200, type: "application/json", body: '{"status":"UP"}' },
+      { status: 500, type: "text/plain", body: "health report failed: journal closed\n" },
+    ];
+    let next = 0;
+    const other = createServer((_, response) => {
+      const answer = answers[next++ % answers.length]!;
+      response.writeHead(answer.status, { "content-type": answer.type }).end(answer.body);
+    });
+    await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+    const { port } = other.address() as AddressInfo;
+    const yaml = `health: { listen: "127.0.0.1:${port}" }\nprofiles:\n  - name: default\n    sandbox: { image: mediagate-sandbox:test }\n`;
+    const url = `http://127.0.0.1:${port}/health`;
+    try {
+      const json = await doctor(yaml);
+      expect(json.lines[0]).toMatch(/^✔ config: /);
+      expect(json.lines.filter((l) => l.startsWith("✖ config"))).toEqual([]);
+      expect(json.lines).toContain(
+        `✖ gateway: ${url} answered 200 with something that is not a mediagate health report; is health.listen this gateway's?`,
+      );
+      expect(json.code).toBe(1);
+      const failed = await doctor(yaml);
+      expect(failed.lines.filter((l) => l.startsWith("✖ config"))).toEqual([]);
+      expect(failed.lines).toContain(
+        `✖ gateway: ${url} answered 500: health report failed: journal closed`,
+      );
+      expect(failed.code).toBe(1);
+    } finally {
+      other.closeAllConnections();
+      await new Promise((resolve) => other.close(resolve));
+    }
+  });
+
   it("says so when the configured gateway does not answer", async () => {
     const { code, lines } = await doctor(
       'health: { listen: "127.0.0.1:9" }\nprofiles:\n  - name: default\n    sandbox: { image: mediagate-sandbox:test }\n',

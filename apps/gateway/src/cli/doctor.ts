@@ -12,6 +12,8 @@ import { probeTelegramWebhook } from "./webhook-probe.js";
 
 /** How long doctor waits for a running gateway's health endpoint. */
 const HealthTimeoutMs = ProbeDefaults.timeoutMs;
+/** The most of an answer's text a doctor line shows. */
+const MaxShownChars = 200;
 
 /**
  * The channel states of the gateway running on this config, from its health endpoint: one
@@ -20,10 +22,12 @@ const HealthTimeoutMs = ProbeDefaults.timeoutMs;
  */
 export async function checkRunningGateway(listen: string): Promise<CheckResult[]> {
   const url = `http://${listen}/health`;
-  let report: HealthReport;
+  let status: number;
+  let body: string;
   try {
     const response = await fetch(url, { signal: AbortSignal.timeout(HealthTimeoutMs) });
-    report = (await response.json()) as HealthReport;
+    status = response.status;
+    body = await response.text();
   } catch (error) {
     const why = error instanceof Error ? error.message : String(error);
     return [
@@ -31,6 +35,20 @@ export async function checkRunningGateway(listen: string): Promise<CheckResult[]
         name: "gateway",
         ok: false,
         detail: `no answer from ${url} (${why}); is the gateway running with this config?`,
+      },
+    ];
+  }
+  const report = healthReportOf(status, body);
+  if (report === undefined) {
+    const said = firstLine(body);
+    return [
+      {
+        name: "gateway",
+        ok: false,
+        detail:
+          status === 200 || status === 503
+            ? `${url} answered ${status} with something that is not a mediagate health report; is health.listen this gateway's?`
+            : `${url} answered ${status}${said === "" ? "" : `: ${said}`}`,
       },
     ];
   }
@@ -54,6 +72,30 @@ export async function checkRunningGateway(listen: string): Promise<CheckResult[]
     });
   }
   return checks;
+}
+
+/**
+ * The health endpoint's answer as a {@link HealthReport} (HTTP 200, or 503 when `failed`), or
+ * `undefined` when something else answered: an error page, another program on that port.
+ */
+function healthReportOf(status: number, body: string): HealthReport | undefined {
+  if (status !== 200 && status !== 503) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== "object" || value === null) return undefined;
+  const { channels, journal } = value as Partial<Record<keyof HealthReport, unknown>>;
+  if (!Array.isArray(channels) || typeof journal !== "object" || journal === null) return undefined;
+  return value as HealthReport;
+}
+
+/** The first line of an answer's text, cut to fit a doctor line. */
+function firstLine(text: string): string {
+  const line = text.trim().split("\n", 1)[0] ?? "";
+  return line.length > MaxShownChars ? `${line.slice(0, MaxShownChars - 1)}…` : line;
 }
 
 /**
