@@ -735,6 +735,25 @@ describe("loadConfig", () => {
     );
   });
 
+  it("refuses a file that is not UTF-8, naming its first such line and quoting nothing", async () => {
+    const dir = await tempDirForTest("mg-config-");
+    const file = join(dir, "latin1.yaml");
+    // Saved as Latin-1: "ü" is the lone byte 0xfc, which UTF-8 decoding turned into U+FFFD.
+    await writeFile(
+      file,
+      Buffer.concat([
+        Buffer.from("concurrency: 2\nhome: /srv/b"),
+        Buffer.from([0xfc]),
+        Buffer.from("cher\nprofiles:\n  - name: default\n"),
+      ]),
+    );
+    const error = await loadConfig({ path: file, env }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toBe(
+      `invalid config ${file}:2:1: got text that is not UTF-8, expected a UTF-8 file (convert it, e.g. iconv -f latin1 -t utf-8)`,
+    );
+  });
+
   it("names file:line:column of a YAML syntax error, without quoting the source", async () => {
     const dir = await tempDirForTest("mg-config-");
     const file = join(dir, "broken.yaml");

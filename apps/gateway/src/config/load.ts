@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { parseListenAddress } from "@mediagate/io";
@@ -52,9 +53,9 @@ export async function loadConfig(options: {
   const file = options.path ?? options.env.mediagateConfig;
   if (file === undefined) return resolveConfig({}, options);
   const absolute = resolve(file);
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await readFile(absolute, "utf8");
+    bytes = await readFile(absolute);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     throw new ConfigError(absolute, [
@@ -65,8 +66,35 @@ export async function loadConfig(options: {
       },
     ]);
   }
-  const { value, locate } = parseYaml(text, absolute);
+  const { value, locate } = parseYaml(utf8Text(bytes, absolute), absolute);
   return resolveConfig(value, { ...options, source: absolute, locate });
+}
+
+/**
+ * The file's text. Bytes that are not UTF-8 (a file saved as Latin-1) are refused, naming the
+ * first line that has one, instead of being read as U+FFFD: `home: /srv/bücher` would
+ * otherwise make a directory of another name, and a prompt or token would be quietly wrong.
+ * The line is not quoted (it could hold a token).
+ */
+function utf8Text(bytes: Buffer, source: string): string {
+  if (isUtf8(bytes)) return bytes.toString("utf8");
+  // A newline byte is never part of a multi-byte UTF-8 character: each line is checked alone.
+  let line = 1;
+  let start = 0;
+  for (;;) {
+    const end = bytes.indexOf(0x0a, start);
+    if (!isUtf8(bytes.subarray(start, end === -1 ? bytes.length : end)) || end === -1) break;
+    line++;
+    start = end + 1;
+  }
+  throw new ConfigError(source, [
+    {
+      path: "",
+      at: { line, column: 1 },
+      got: "text that is not UTF-8",
+      expected: "a UTF-8 file (convert it, e.g. iconv -f latin1 -t utf-8)",
+    },
+  ]);
 }
 
 /** A parsed config file: its value, and where each of its keys is written. */
