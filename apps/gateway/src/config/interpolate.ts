@@ -41,12 +41,14 @@ export function interpolate(
     }
     if (depth >= MaxDepth || value === null || typeof value !== "object") return value;
     if (Array.isArray(value)) return value.map((item, i) => visit(item, [...path, i], depth + 1));
-    const out: Record<string, unknown> = {};
+    const entries: [string, unknown][] = [];
     for (const [key, item] of Object.entries(value)) {
       const resolved = visit(item, [...path, key], depth + 1);
-      if (resolved !== undefined || item === undefined) out[key] = resolved;
+      if (resolved !== undefined || item === undefined) entries.push([key, resolved]);
     }
-    return out;
+    // Own properties, whatever the key: assigning `out["__proto__"]` would set the prototype,
+    // and the settings under a `__proto__:` key would be taken, unchecked, as the mapping's own.
+    return Object.fromEntries(entries);
   };
   const value = visit(raw, [], 0);
   return { value, issues };

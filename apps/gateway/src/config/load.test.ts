@@ -5,7 +5,7 @@ import { tempDirForTest } from "../../../../test-support/temp-dir.js";
 import { Redacted, Redactor } from "../redact.js";
 import { emptyEnv, type GatewayEnv, readEnv } from "./env.js";
 import { ConfigError } from "./errors.js";
-import { loadConfig, resolveConfig } from "./load.js";
+import { loadConfig, parseYaml, resolveConfig } from "./load.js";
 
 const env: GatewayEnv = { ...emptyEnv("/home/u") };
 
@@ -163,6 +163,18 @@ describe("resolveConfig", () => {
         `profiles[0].sandbox.volumes[${i}]: got "${volume}", expected a volume at a container path of its own: not /workspace or /root (the slot's directories), nor /tmp, /var/tmp, /run/mediagate or below /run/mediagate (the tmpfs mounts of sandbox.scratchBytes)`,
       );
     });
+  });
+
+  it("refuses a __proto__ key as unknown instead of taking the settings under it", () => {
+    const { value } = parseYaml(
+      "__proto__: { concurrency: 1 }\nprofiles:\n  - name: a\n    __proto__: { busyMode: interrupt }\n",
+      "/etc/mediagate.yaml",
+    );
+    const error = errorOf(value);
+    expect(error.issues.map((i) => `${i.path}: ${i.expected}`).sort()).toEqual([
+      "__proto__: no such key (unknown setting; check the spelling)",
+      "profiles[0].__proto__: no such key (unknown setting; check the spelling)",
+    ]);
   });
 
   it("reports every problem, including unknown keys and bad profile names", () => {
