@@ -107,6 +107,8 @@ export function formatPath(path: readonly PropertyKey[]): string {
 export function showValue(value: unknown, path: readonly PropertyKey[]): string {
   if (value === undefined) return "nothing";
   if (value === null) return "null";
+  // JSON has no Infinity or NaN: it would print them as null.
+  if (typeof value === "number" && !Number.isFinite(value)) return String(value);
   if (Array.isArray(value)) return "a list";
   if (typeof value === "object") return "a mapping";
   const simple =
@@ -171,10 +173,17 @@ function expectedFor(issue: z.core.$ZodIssue): string {
       if (issue.origin === "number" && issue.message.startsWith("Too small")) {
         return `a number ${issue.inclusive ? ">=" : ">"} ${String(issue.minimum)}`;
       }
+      // zod's own bound of `.int()`: the safe integers.
+      if (issue.origin === "int" && issue.message.startsWith("Too small")) {
+        return `a whole number >= ${String(issue.minimum)}`;
+      }
       return issue.message;
     case "too_big":
       if (issue.origin === "number" && issue.message.startsWith("Too big")) {
         return `a number ${issue.inclusive ? "<=" : "<"} ${String(issue.maximum)}`;
+      }
+      if (issue.origin === "int" && issue.message.startsWith("Too big")) {
+        return `a whole number <= ${String(issue.maximum)}`;
       }
       return issue.message;
     default:
@@ -203,11 +212,18 @@ export function issuesFromZod(raw: unknown, issues: readonly z.core.$ZodIssue[])
     out.push(
       issueAt(path, {
         got: showValue(value, path),
-        expected: expectedFor(issue) + tokenHint(issue, value, path),
+        expected: nonFinite(issue, value)
+          ? "a finite number"
+          : expectedFor(issue) + tokenHint(issue, value, path),
       }),
     );
   }
   return out;
+}
+
+/** YAML's `.inf` and `.nan`, and a number too large for a double (`1e400`), where one belongs. */
+function nonFinite(issue: z.core.$ZodIssue, value: unknown): boolean {
+  return issue.code === "invalid_type" && typeof value === "number" && !Number.isFinite(value);
 }
 
 /** A bot token given where its mapping belongs (`telegram: "123:abc"`): say where it goes. */

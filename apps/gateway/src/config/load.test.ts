@@ -63,6 +63,30 @@ describe("resolveConfig", () => {
     expect(error.issues).toHaveLength(1);
   });
 
+  it("names an infinite, NaN or too large number as it is, in words", async () => {
+    const dir = await tempDirForTest("mg-config-");
+    const shown = async (yaml: string) => {
+      const file = join(dir, "numbers.yaml");
+      await writeFile(file, yaml);
+      const error = await loadConfig({ path: file, env }).catch((e: unknown) => e);
+      return (error as ConfigError).issues.map(
+        (i) => `${i.path}: got ${i.got}, expected ${i.expected}`,
+      );
+    };
+    expect(await shown("concurrency: .inf\n")).toEqual([
+      "concurrency: got Infinity, expected a finite number",
+    ]);
+    expect(await shown("concurrency: .nan\n")).toEqual([
+      "concurrency: got NaN, expected a finite number",
+    ]);
+    expect(await shown("concurrency: 1e400\n")).toEqual([
+      "concurrency: got Infinity, expected a finite number",
+    ]);
+    expect(await shown("concurrency: 99999999999999999999\n")).toEqual([
+      "concurrency: got 100000000000000000000, expected a whole number <= 9007199254740991",
+    ]);
+  });
+
   it("runs sessions as their own users by default and names a bad user mode or limit", () => {
     const [defaults] = resolveConfig({}, { env }).profiles;
     expect(defaults?.sandbox).toMatchObject({ user: "per-session", sessionProcessLimit: 128 });
