@@ -502,6 +502,25 @@ describe("resolveConfig", () => {
     );
   });
 
+  it("refuses a URL setting without an http(s) or ws(s) scheme", () => {
+    // `localhost:11434/v1` is a URL to WHATWG (scheme "localhost"), and fails only at the first turn.
+    const error = errorOf({
+      profiles: [
+        {
+          name: "default",
+          telegram: { token: "1:t", apiRoot: "localhost:8081" },
+          discord: { token: "d", gatewayUrl: "file:///tmp/gw" },
+          agent: { kind: "openai", baseUrl: "localhost:11434/v1", model: "m" },
+        },
+      ],
+    });
+    expect(error.issues.map((i) => `${i.path}: got ${i.got}, expected ${i.expected}`)).toEqual([
+      "profiles[0].telegram.apiRoot: got a string (not shown), expected an http(s) or ws(s) URL",
+      "profiles[0].discord.gatewayUrl: got a string (not shown), expected an http(s) or ws(s) URL",
+      "profiles[0].agent.baseUrl: got a string (not shown), expected an http(s) or ws(s) URL",
+    ]);
+  });
+
   it("takes an openai agent without an API key (a local server) and with a system prompt", () => {
     const config = resolveConfig(
       {

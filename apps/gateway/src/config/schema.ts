@@ -32,7 +32,11 @@ const userId = z.string().regex(/^(telegram:-?[1-9][0-9]*|discord:[1-9][0-9]*|co
   error:
     'a user id "<platform>:<id>": telegram:<number> or discord:<number>, the number written plainly (e.g. telegram:123456; the refusal line the bot sends a user names theirs), or console:<name>',
 });
-const url = z.url({ error: "an http(s) or ws(s) URL" });
+/**
+ * An http(s) or ws(s) URL. The scheme is checked: `localhost:11434/v1` is a URL to WHATWG (of
+ * the scheme `localhost`) and would fail only when first fetched.
+ */
+const url = z.url({ protocol: /^(https?|wss?)$/, error: "an http(s) or ws(s) URL" });
 
 /** `telegram.commands` / `discord.commands` (docs/sessions.md, "Command menus"). */
 const commandsSchema = z.strictObject({ register: z.boolean().optional() });
