@@ -346,6 +346,28 @@ describe("resolveConfig", () => {
     expect(config.profiles[0]?.telegram).toBeUndefined();
   });
 
+  it("refuses an API root or gateway URL from the environment that is no URL, naming the variable", () => {
+    const error = errorOf(
+      {},
+      {
+        ...env,
+        telegramBotToken: "9:env",
+        telegramApiRoot: "localhost:8081",
+        discordBotToken: "dtok",
+        discordApiRoot: "http://u:pw-in-the-url@",
+        discordGatewayUrl: "gateway.local:443",
+      },
+    );
+    expect(error.message).toBe(
+      [
+        "invalid config /etc/mediagate.yaml:",
+        "  - TELEGRAM_API_ROOT: got a value (not shown), expected an http(s) URL, e.g. http://127.0.0.1:8081 (the environment variable sets profiles[0].telegram.apiRoot)",
+        "  - DISCORD_API_ROOT: got a value (not shown), expected an http(s) URL, e.g. http://127.0.0.1:8081 (the environment variable sets profiles[0].discord.apiRoot)",
+        "  - DISCORD_GATEWAY_URL: got a value (not shown), expected a ws(s) URL, e.g. ws://127.0.0.1:8080 (the environment variable sets profiles[0].discord.gatewayUrl)",
+      ].join("\n"),
+    );
+  });
+
   it("env tokens override the primary (first) profile only; file home wins over MEDIAGATE_HOME", () => {
     const e: GatewayEnv = {
       ...env,

@@ -5,6 +5,7 @@ import { parseListenAddress } from "@mediagate/io";
 import type { SandboxSettings } from "@mediagate/sandbox";
 import { needsAllowedHosts } from "@mediagate/web";
 import { LineCounter, parseDocument } from "yaml";
+import { z } from "zod";
 import type { Redactor } from "../redact.js";
 import { resolveApprovals } from "./approvals-schema.js";
 import { resolveCluster } from "./cluster-schema.js";
@@ -184,6 +185,7 @@ export function resolveConfig(
   const profiles = withEnv.map((entry) => resolveProfile(entry, home, baseDir));
   const web = resolveWeb(file.web);
   const issues = [
+    ...envUrlChecks(withEnv[0], env),
     ...missingTokens(withEnv),
     ...crossChecks(profiles, env),
     ...(web === undefined ? [] : webChecks(web)),
@@ -255,6 +257,54 @@ function applyEnvOverrides(entry: ProfileFile, env: GatewayEnv): ProfileFile {
   if (env.discordGatewayUrl !== undefined) dc.gatewayUrl = env.discordGatewayUrl;
   if (dc.token !== undefined) out = { ...out, discord: dc };
   return out;
+}
+
+/** The URL variables of the environment: what they set, and the schemes they take. */
+const EnvUrls = [
+  {
+    variable: "TELEGRAM_API_ROOT",
+    platform: "telegram",
+    key: "apiRoot",
+    value: (env: GatewayEnv) => env.telegramApiRoot,
+    schema: z.url({ protocol: /^https?$/ }),
+    example: "an http(s) URL, e.g. http://127.0.0.1:8081",
+  },
+  {
+    variable: "DISCORD_API_ROOT",
+    platform: "discord",
+    key: "apiRoot",
+    value: (env: GatewayEnv) => env.discordApiRoot,
+    schema: z.url({ protocol: /^https?$/ }),
+    example: "an http(s) URL, e.g. http://127.0.0.1:8081",
+  },
+  {
+    variable: "DISCORD_GATEWAY_URL",
+    platform: "discord",
+    key: "gatewayUrl",
+    value: (env: GatewayEnv) => env.discordGatewayUrl,
+    schema: z.url({ protocol: /^wss?$/ }),
+    example: "a ws(s) URL, e.g. ws://127.0.0.1:8080",
+  },
+] as const;
+
+/**
+ * The URL variables that set the primary profile's channel (its token set): they bypass the
+ * file's schema, so they are checked here, naming the variable. The value is not shown (a URL
+ * can carry a password).
+ */
+function envUrlChecks(primary: ProfileFile | undefined, env: GatewayEnv): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  for (const { variable, platform, key, value, schema, example } of EnvUrls) {
+    const url = value(env);
+    if (url === undefined || primary?.[platform] === undefined) continue;
+    if (schema.safeParse(url).success) continue;
+    issues.push({
+      path: variable,
+      got: "a value (not shown)",
+      expected: `${example} (the environment variable sets profiles[0].${platform}.${key})`,
+    });
+  }
+  return issues;
 }
 
 function resolveProfile(entry: ProfileFile, root: string, baseDir: string): ProfileConfig {
