@@ -41,6 +41,18 @@ describe("mediagate doctor", () => {
     expect(code).toBe(0);
   });
 
+  it("fails on a LOG_LEVEL that start would refuse", async () => {
+    const { code, lines } = await doctor(
+      "profiles:\n  - name: default\n    sandbox: { image: mediagate-sandbox:test }\n",
+      readEnv({ ...testEnvironment(dir), LOG_LEVEL: "verbose" }),
+    );
+    expect(lines[0]).toMatch(/^✔ config: /);
+    expect(lines).toContain(
+      '✖ log level: LOG_LEVEL="verbose" is not a log level; use one of: fatal, error, warn, info, debug, trace, silent',
+    );
+    expect(code).toBe(1);
+  });
+
   it("fails on a missing image the engine cannot pull, naming it and the offline build", async () => {
     const { code, lines } = await doctor(
       "profiles:\n  - name: default\n    sandbox: { image: mediagate-sandbox:absent-xyz }\n",

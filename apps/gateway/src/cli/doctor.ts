@@ -3,6 +3,7 @@ import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import type { GatewayConfig } from "../config/types.js";
 import type { HealthReport } from "../health/server.js";
+import { LogDefaults, LogLevelError, resolveLogLevel } from "../log.js";
 import { Redactor } from "../redact.js";
 import { checkHomes } from "./homes.js";
 import type { CheckResult } from "./preflight.js";
@@ -98,6 +99,21 @@ function firstLine(text: string): string {
   return line.length > MaxShownChars ? `${line.slice(0, MaxShownChars - 1)}…` : line;
 }
 
+/** `LOG_LEVEL` (or `log.level`) as `start` reads it: a failed check when start would refuse it. */
+function logLevelCheck(env: GatewayEnv, config: GatewayConfig): CheckResult[] {
+  try {
+    resolveLogLevel({
+      fromEnv: env.logLevel,
+      fromConfig: config.logLevel,
+      fallback: LogDefaults.level,
+    });
+    return [];
+  } catch (error) {
+    if (!(error instanceof LogLevelError)) throw error;
+    return [{ name: "log level", ok: false, detail: error.message }];
+  }
+}
+
 /**
  * Each profile's bot tokens and agent endpoint, probed at once (each bounded by `timeoutMs`),
  * in a stable order: Telegram, Discord, then the agent, profile by profile.
@@ -151,6 +167,7 @@ export async function runDoctor(
       ok: true,
       detail: `${config.source ?? "embedded defaults"}; home ${config.home}; profiles ${names.join(", ")}`,
     });
+    results.push(...logLevelCheck(options.env, config));
     for (const p of config.profiles) {
       if ((p.telegram || p.discord) && p.allowedUsers.length === 0 && p.admins.length === 0) {
         say(`! profile ${p.name}: nobody is allowed (allowedUsers and admins are empty)`);
