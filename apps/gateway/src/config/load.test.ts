@@ -598,6 +598,42 @@ describe("resolveConfig", () => {
     expect(config.profiles[0]?.agent).toMatchObject({ kind: "openai", maxToolRounds: 8 });
   });
 
+  it("refuses two listeners on one host:port, naming both keys", () => {
+    const webhook = (listen?: string) => ({
+      url: "https://bot.example.org/tg",
+      secretToken: "s3cret-token",
+      ...(listen === undefined ? {} : { listen }),
+    });
+    const error = errorOf({
+      health: { listen: "127.0.0.1:8787" },
+      web: {},
+      profiles: [
+        { name: "a", telegram: { token: "1:a", webhook: webhook() } },
+        { name: "b", telegram: { token: "2:b", webhook: webhook() } },
+        { name: "c", telegram: { token: "3:c", webhook: webhook("0.0.0.0:9464") } },
+        { name: "d", telegram: { token: "4:d", webhook: webhook("127.0.0.1:0") } },
+      ],
+    });
+    expect(error.issues.map((i) => `${i.path}: got ${i.got}, expected ${i.expected}`)).toEqual([
+      'web.listen: got "127.0.0.1:8787", the address of health.listen, expected a host:port of its own (two listeners cannot share one)',
+      'profiles[1].telegram.webhook.listen: got "127.0.0.1:8443", the address of profiles[0].telegram.webhook.listen, expected a host:port of its own (two listeners cannot share one)',
+    ]);
+    // Another port, another address family, or port 0 (a free one each) is fine.
+    expect(() =>
+      resolveConfig(
+        {
+          health: { listen: "127.0.0.1:9464" },
+          web: { listen: "[::1]:9464" },
+          profiles: [
+            { name: "a", telegram: { token: "1:a", webhook: webhook("127.0.0.1:0") } },
+            { name: "b", telegram: { token: "2:b", webhook: webhook("127.0.0.1:0") } },
+          ],
+        },
+        { env },
+      ),
+    ).not.toThrow();
+  });
+
   it("reads health.listen and web.listen as host:port, IPv6 in brackets, health on loopback only", () => {
     const config = resolveConfig(
       { health: { listen: "[::1]:9464" }, web: { listen: "[::]:8787", allowedHosts: [] } },

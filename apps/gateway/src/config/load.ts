@@ -1,11 +1,13 @@
 import { isUtf8 } from "node:buffer";
 import { readFile } from "node:fs/promises";
+import { isIP } from "node:net";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { parseListenAddress } from "@mediagate/io";
 import type { SandboxSettings } from "@mediagate/sandbox";
 import { needsAllowedHosts } from "@mediagate/web";
 import { LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
+import { Defaults } from "../defaults.js";
 import type { Redactor } from "../redact.js";
 import { resolveApprovals } from "./approvals-schema.js";
 import { resolveCluster } from "./cluster-schema.js";
@@ -14,6 +16,7 @@ import type { GatewayEnv } from "./env.js";
 import {
   ConfigError,
   type ConfigIssue,
+  formatPath,
   issueAt,
   issuesFromZod,
   placeIssues,
@@ -189,6 +192,7 @@ export function resolveConfig(
     ...missingTokens(withEnv),
     ...crossChecks(profiles, env),
     ...(web === undefined ? [] : webChecks(web)),
+    ...listenChecks(file.health?.listen, web, profiles),
   ];
   if (issues.length > 0) throw invalid(issues);
   const config: GatewayConfig = {
@@ -231,6 +235,54 @@ function webChecks(web: NonNullable<GatewayConfig["web"]>): ConfigIssue[] {
       expected: `the host names browsers use to reach the console, e.g. allowedHosts: ["gateway.example.org", "192.168.1.20"] ([] for the loopback names only, e.g. behind a port published on the host's 127.0.0.1)`,
     },
   ];
+}
+
+/**
+ * Two of the gateway's listeners (the health endpoint, the web console, each profile's Telegram
+ * webhook) on one `host:port`: the second would fail the start with a bare EADDRINUSE, as if
+ * another program held the port. A wildcard host (`0.0.0.0`, `::`) overlaps the addresses of
+ * its family (`::` every address); port 0 (a free port each) never collides.
+ */
+function listenChecks(
+  health: string | undefined,
+  web: GatewayConfig["web"],
+  profiles: readonly ProfileConfig[],
+): ConfigIssue[] {
+  const listeners: { keys: PropertyKey[]; listen: string }[] = [];
+  if (health !== undefined) listeners.push({ keys: ["health", "listen"], listen: health });
+  if (web !== undefined) listeners.push({ keys: ["web", "listen"], listen: web.listen });
+  profiles.forEach((profile, i) => {
+    const webhook = profile.telegram?.webhook;
+    if (webhook === undefined) return;
+    listeners.push({
+      keys: ["profiles", i, "telegram", "webhook", "listen"],
+      listen: webhook.listen ?? Defaults.telegram.webhookListen,
+    });
+  });
+  const taken: { keys: PropertyKey[]; host: string; port: number }[] = [];
+  const issues: ConfigIssue[] = [];
+  for (const { keys, listen } of listeners) {
+    const { host, port } = parseListenAddress(listen);
+    if (port === 0) continue;
+    const other = taken.find((t) => t.port === port && hostsOverlap(t.host, host));
+    if (other === undefined) {
+      taken.push({ keys, host, port });
+      continue;
+    }
+    issues.push(
+      issueAt(keys, {
+        got: `${JSON.stringify(listen)}, the address of ${formatPath(other.keys)}`,
+        expected: "a host:port of its own (two listeners cannot share one)",
+      }),
+    );
+  }
+  return issues;
+}
+
+function hostsOverlap(a: string, b: string): boolean {
+  const [x, y] = [a.toLowerCase(), b.toLowerCase()];
+  if (x === y || x === "::" || y === "::") return true;
+  return (x === "0.0.0.0" && isIP(y) === 4) || (y === "0.0.0.0" && isIP(x) === 4);
 }
 
 function expandHome(path: string, env: GatewayEnv, baseDir: string): string {
