@@ -21,15 +21,20 @@ function world(serverAheadMs: number) {
   return { state, localMs: () => state.localMs, readServerMs };
 }
 
+/** A clock of `w`: read again every minute, readings over 500 ms of round trip refused. */
+function clockIn(w: ReturnType<typeof world>): Promise<LeaseClock> {
+  return LeaseClock.open(unused, {
+    localMs: w.localMs,
+    resyncMs: 60_000,
+    maxRoundTripMs: 500,
+    readServerMs: w.readServerMs,
+  });
+}
+
 describe("LeaseClock", () => {
   it("reads the server's time as the midpoint of the round trip", async () => {
     const w = world(1_700_000_000_000);
-    const clock = await LeaseClock.open(unused, {
-      localMs: w.localMs,
-      resyncMs: 60_000,
-      maxRoundTripMs: 500,
-      readServerMs: w.readServerMs,
-    });
+    const clock = await clockIn(w);
     expect(w.state.readings).toBe(3);
     expect(clock.sharedMs()).toBe(w.state.localMs + 1_700_000_000_000);
     w.state.localMs += 5_000;
@@ -39,12 +44,7 @@ describe("LeaseClock", () => {
 
   it("follows a step of the server's clock at the next resync, not before", async () => {
     const w = world(0);
-    const clock = await LeaseClock.open(unused, {
-      localMs: w.localMs,
-      resyncMs: 60_000,
-      maxRoundTripMs: 500,
-      readServerMs: w.readServerMs,
-    });
+    const clock = await clockIn(w);
     w.state.serverAheadMs = 30_000;
     w.state.localMs += 59_000;
     await clock.resyncWhenDue();
@@ -58,12 +58,7 @@ describe("LeaseClock", () => {
 
   it("keeps its reading when a new one took longer than maxRoundTripMs", async () => {
     const w = world(0);
-    const clock = await LeaseClock.open(unused, {
-      localMs: w.localMs,
-      resyncMs: 60_000,
-      maxRoundTripMs: 500,
-      readServerMs: w.readServerMs,
-    });
+    const clock = await clockIn(w);
     // A congested link: the server's answer is 3 s late, its time known only within 1.5 s.
     w.state.roundTripMs = 3_000;
     w.state.serverAheadMs = 10_000;
