@@ -48,6 +48,7 @@ function openState(sessionHash: string): string {
   const dir = shellQuote(stateDirectory(sessionHash));
   return `__mg_s=${shellQuote(stateFile(sessionHash))}
 __mg_sh=$(command -v sh 2>/dev/null); : "\${__mg_sh:=/bin/sh}"
+${RetryFunction}
 [ -d ${dir} ] || (umask 077 && mkdir -p ${dir}) 2>/dev/null
 if [ ! -f "$__mg_s" ]; then export PWD; export -p >"$__mg_s"; fi`;
 }
@@ -132,28 +133,46 @@ export function commandSubshell(spec: CommandSpec): string {
     return ["(", ...head, ...evaluated, ") </dev/null"].join("\n");
   }
   const script = `trap ${shellQuote(save(shellQuote(stateFile(spec.sessionHash))))} EXIT; ${spec.command}`;
-  // Found as plain `sh`, so its messages say `sh:`; the shell resolved at start when the
-  // session's PATH no longer finds one. No command name after the script: busybox would
-  // then add a `line 0:` to every message.
-  const findSh = "command -v sh >/dev/null 2>&1 && __mg_x=sh || __mg_x=$__mg_sh";
+  // No command name after the script: busybox would then add a `line 0:` to every message.
   // The `sh -c` is the subshell's last command (so it is the one the subshell execs, and
-  // `$PPID` is the session's shell). A 126 that `sh -c :` gets too means no exec can start
-  // with the session's environment (an exported value over Linux's 128 KiB per string:
-  // E2BIG): the command never ran, and it is evaluated in a subshell instead, where builtins
-  // (`unset`) still work. Any other status is kept as it is (`(exit N)`).
+  // `$PPID` is the session's shell); a failure goes to `__mg_retry` (E2BIG, see there).
   return [
     "(",
     ...head,
-    findSh,
+    FindSh,
     `"$__mg_x" -c ${shellQuote(script)}`,
-    ') </dev/null || { __mg_rc=$?; if [ "$__mg_rc" -eq 126 ]; then (',
-    ...head,
-    findSh,
-    '"$__mg_x" -c : 2>/dev/null && exit 126',
-    ...evaluated,
-    ') </dev/null; else (exit "$__mg_rc"); fi; }',
+    `) </dev/null || __mg_retry "$?" ${shellQuote(head.join("\n"))} ${shellQuote(spec.command)} ${shellQuote(save('"$__mg_s"'))}`,
   ].join("\n");
 }
+
+/**
+ * Found as plain `sh`, so a command's messages say `sh:`; the shell resolved at start when the
+ * session's PATH no longer finds one.
+ */
+const FindSh = "command -v sh >/dev/null 2>&1 && __mg_x=sh || __mg_x=$__mg_sh";
+
+/**
+ * Defined once per controller ({@link openState}), called when a command's subshell failed:
+ * `__mg_retry <status> <head> <command> <save>`. A 126 that `sh -c :` gets too means no exec
+ * can start with the session's environment (an exported value over Linux's 128 KiB per
+ * string: E2BIG): the command never ran, and it is evaluated in a subshell instead (after the
+ * same `head`, saving the state with `save` on exit, with no positional parameters, as `sh -c`
+ * would have run it), where builtins (`unset`) still work. Any other status is returned as it is. A function, so the per-command text carries three quoted
+ * words for this rare case, not a second copy of the subshell for the shell to parse: that
+ * copy cost a warm call 0.04–0.14 ms (`pnpm bench:shell-cost`, `shell_cost_whole`).
+ */
+const RetryFunction = `__mg_retry() {
+  [ "$1" -eq 126 ] || return "$1"
+  (
+    __mg_h=$2 __mg_c=$3 __mg_t=$4
+    set --
+    eval "$__mg_h"
+    ${FindSh}
+    "$__mg_x" -c : 2>/dev/null && exit 126
+    trap "$__mg_t" EXIT
+    eval "$__mg_c"
+  ) </dev/null
+}`;
 
 /** What the controller shell receives for one command: the subshell, then both end markers. */
 export function controllerCommand(spec: CommandSpec, end: string): string {
