@@ -7,20 +7,18 @@
  * `fdp.exe`) and line or column breaks (a newline or a tab forges a row of a table).
  */
 
+import { UnshownCharClass, unshownChars } from "@mediagate/io";
+
 /**
- * Characters escaped by {@link printable}: C0 and C1 controls and DEL, the line and
- * paragraph separators, and the bidirectional formatting characters (marks, embeddings,
- * overrides, isolates). Other invisible characters (zero-width joiners in emoji sequences)
- * cannot reorder or break a line and are left alone.
+ * Characters escaped by {@link printable}: @mediagate/io's `UnshownCharClass` (C0 and C1
+ * controls and DEL, the line and paragraph separators, the bidirectional formatting
+ * characters) and the backslash. Other invisible characters (zero-width joiners in emoji
+ * sequences) cannot reorder or break a line and are left alone.
  */
-const Unprintable =
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: escaping them is the point
-  /[\\\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const Unprintable = new RegExp(`[\\\\${UnshownCharClass}]`, "g");
 
 /** {@link Unprintable} but the backslash: see {@link PrintableOptions.keepBackslashes}. */
-const UnprintableKeepingBackslashes =
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: escaping them is the point
-  /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const UnprintableKeepingBackslashes = unshownChars();
 
 /** How {@link printable} escapes. */
 export interface PrintableOptions {

@@ -29,3 +29,4 @@ export type { Schedule } from "./schedule.js";
 export { scheduleWithTimer } from "./schedule.js";
 export type { Sleep } from "./sleep.js";
 export { sleep } from "./sleep.js";
+export { UnshownCharClass, unshownChars } from "./unshown-chars.js";

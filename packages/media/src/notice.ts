@@ -1,4 +1,5 @@
 import path from "node:path";
+import { unshownChars } from "@mediagate/io";
 import { NotReadable } from "./access.js";
 import type { MediaOutcome } from "./types.js";
 
@@ -39,13 +40,11 @@ export function formatBytes(bytes: number): string {
 }
 
 /**
- * What a notice's file name leaves out: C0 and C1 controls and DEL, the line and paragraph
- * separators, and the bidirectional formatting characters. An agent names its files, and a
- * prompt can make it name one `report\u202etxt.exe`, which a chat shows as `reportexe.txt`.
+ * What a notice's file name leaves out (@mediagate/io's `UnshownCharClass`): the agent names
+ * its files, and a prompt can make it name one `report\u202etxt.exe`, which a chat shows as
+ * `reportexe.txt`.
  */
-const Unshown =
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping them is the point
-  /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const Unshown = unshownChars();
 
 /** How many characters (code points) of a name a notice shows. */
 const ShownNameChars = 120;
