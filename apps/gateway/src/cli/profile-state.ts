@@ -2,14 +2,14 @@ import { MediagateError } from "@mediagate/io";
 import type { ProfileConfig, StoreSettings } from "../config/types.js";
 import { openStoreBackend } from "../gateway/stores.js";
 import { PostgresSchemaError } from "../postgres/errors.js";
-import { postgresSchemaVersion } from "../postgres/migrate.js";
+import { latestVersion, postgresSchemaVersion } from "../postgres/migrate.js";
 import { PostgresStateMigrations, StateComponent } from "../state/postgres-schema.js";
 import type { StateStore } from "../state/state-store.js";
 import { stateDbPath } from "../state/store.js";
 import { homeFileExists } from "./home-files.js";
 
 /** The state schema version this build reads and writes. */
-const StateVersion = PostgresStateMigrations.reduce((max, step) => Math.max(max, step.version), 0);
+const StateVersion = latestVersion(PostgresStateMigrations);
 
 /**
  * The PostgreSQL store's state schema is older than this mediagate's: a command of a newer

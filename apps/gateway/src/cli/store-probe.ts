@@ -1,14 +1,14 @@
 import type { StoreSettings } from "../config/types.js";
 import { PostgresDatabase } from "../postgres/database.js";
 import { PostgresStoreError, ReadOnlyCode } from "../postgres/errors.js";
-import { postgresSchemaVersion } from "../postgres/migrate.js";
+import { latestVersion, postgresSchemaVersion } from "../postgres/migrate.js";
 import { PostgresStateMigrations, StateComponent } from "../state/postgres-schema.js";
 import type { CheckResult } from "./preflight.js";
 
 const Guide = "docs/store.md";
 
 /** The state schema version this build migrates to. */
-const StateVersion = PostgresStateMigrations.reduce((max, step) => Math.max(max, step.version), 0);
+const StateVersion = latestVersion(PostgresStateMigrations);
 
 /**
  * `doctor`'s store check (docs/store.md): SQLite passes with where its files are; PostgreSQL

@@ -32,7 +32,7 @@ export async function migratePostgres(
   component: string,
   migrations: readonly PostgresMigration[],
 ): Promise<PostgresMigrationResult> {
-  const latest = migrations.reduce((max, step) => Math.max(max, step.version), 0);
+  const latest = latestVersion(migrations);
   return database.transaction(`migrate ${component}`, async (tx) => {
     await tx.query("SELECT pg_advisory_xact_lock($1)", [MigrationLockKey]);
     await tx.query(`
@@ -60,6 +60,11 @@ export async function migratePostgres(
     );
     return { from, to };
   });
+}
+
+/** The version `migrations` bring a component to (0 when there are none). */
+export function latestVersion(migrations: readonly PostgresMigration[]): number {
+  return migrations.reduce((max, step) => Math.max(max, step.version), 0);
 }
 
 /** The version of `component` in the database (0: never migrated), without changing anything. */
