@@ -1,27 +1,38 @@
+import { Defaults } from "../defaults.js";
 import type { PostgresDatabase } from "../postgres/database.js";
 
 /** Options of {@link LeaseClock.open}. */
 export interface LeaseClockOptions {
   /**
    * This process's clock, for how long it acts for what it holds: monotonic in production
-   * (`performance.now`), so a step of the host's wall clock moves nothing; tests move it by hand.
+   * (`performance.now`, the default), so a step of the host's wall clock moves nothing; tests
+   * move it by hand.
    */
-  readonly localMs: () => number;
-  /** How often (by `localMs`) the database's clock is read again, to follow its drift and steps. */
-  readonly resyncMs: number;
+  readonly localMs?: (() => number) | undefined;
+  /**
+   * How often (by `localMs`) the database's clock is read again, to follow its drift and steps.
+   * Default `Defaults.sessionLeases.clockResyncMs`.
+   */
+  readonly resyncMs?: number | undefined;
   /**
    * A reading whose round trip took longer than this is not believed while an older one is
-   * kept: the database's time is only known within half a round trip.
+   * kept: the database's time is only known within half a round trip. Default
+   * `Defaults.sessionLeases.clockMaxRoundTripMs`.
    */
-  readonly maxRoundTripMs: number;
+  readonly maxRoundTripMs?: number | undefined;
   /** Readings taken per synchronization; the one of the shortest round trip is kept. */
-  readonly samples?: number;
+  readonly samples?: number | undefined;
   /**
    * Reads the database server's clock, in epoch ms. Default `clock_timestamp()` in one
    * statement; unit tests of what leases do on a shared timeline hand in their own.
    */
-  readonly readServerMs?: (database: PostgresDatabase) => Promise<number>;
+  readonly readServerMs?: ((database: PostgresDatabase) => Promise<number>) | undefined;
 }
+
+/** {@link LeaseClockOptions} with every default filled in. */
+type ClockSettings = {
+  readonly [K in keyof LeaseClockOptions]-?: Exclude<LeaseClockOptions[K], undefined>;
+};
 
 /** The database server's clock, in epoch ms, read in one statement. */
 async function readServerClock(database: PostgresDatabase): Promise<number> {
@@ -51,13 +62,13 @@ async function readServerClock(database: PostgresDatabase): Promise<number> {
  */
 export class LeaseClock {
   readonly #database: PostgresDatabase;
-  readonly #options: Required<LeaseClockOptions>;
+  readonly #options: ClockSettings;
   #offsetMs: number;
   #syncedAtMs: number;
 
   private constructor(
     database: PostgresDatabase,
-    options: Required<LeaseClockOptions>,
+    options: ClockSettings,
     offsetMs: number,
     syncedAtMs: number,
   ) {
@@ -68,8 +79,17 @@ export class LeaseClock {
   }
 
   /** Reads the database's clock (rejects when the server does not answer). */
-  static async open(database: PostgresDatabase, options: LeaseClockOptions): Promise<LeaseClock> {
-    const settings = { samples: 3, readServerMs: readServerClock, ...options };
+  static async open(
+    database: PostgresDatabase,
+    options: LeaseClockOptions = {},
+  ): Promise<LeaseClock> {
+    const settings: ClockSettings = {
+      localMs: options.localMs ?? (() => performance.now()),
+      resyncMs: options.resyncMs ?? Defaults.sessionLeases.clockResyncMs,
+      maxRoundTripMs: options.maxRoundTripMs ?? Defaults.sessionLeases.clockMaxRoundTripMs,
+      samples: options.samples ?? 3,
+      readServerMs: options.readServerMs ?? readServerClock,
+    };
     const best = await bestReading(database, settings);
     return new LeaseClock(database, settings, best.offsetMs, settings.localMs());
   }
@@ -99,7 +119,7 @@ export class LeaseClock {
 
 async function bestReading(
   database: PostgresDatabase,
-  options: Required<LeaseClockOptions>,
+  options: ClockSettings,
 ): Promise<{ offsetMs: number; roundTripMs: number }> {
   let best: { offsetMs: number; roundTripMs: number } | undefined;
   for (let i = 0; i < options.samples; i++) {

@@ -150,9 +150,7 @@ export class SessionLeases {
     await migratePostgres(database, LeasesComponent, POSTGRES_LEASE_MIGRATIONS);
     const clock = await LeaseClock.open(database, {
       localMs: settings.now,
-      resyncMs: Defaults.sessionLeases.clockResyncMs,
-      maxRoundTripMs: Defaults.sessionLeases.clockMaxRoundTripMs,
-      ...(options.readServerMs === undefined ? {} : { readServerMs: options.readServerMs }),
+      readServerMs: options.readServerMs,
     });
     return new SessionLeases(database, options.owner ?? currentInstanceId(), clock, settings);
   }

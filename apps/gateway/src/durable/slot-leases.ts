@@ -93,10 +93,8 @@ export class SlotLeases {
     const clock =
       options.clock ??
       (await LeaseClock.open(database, {
-        localMs: options.now ?? (() => performance.now()),
-        resyncMs: Defaults.sessionLeases.clockResyncMs,
-        maxRoundTripMs: Defaults.sessionLeases.clockMaxRoundTripMs,
-        ...(options.readServerMs === undefined ? {} : { readServerMs: options.readServerMs }),
+        localMs: options.now,
+        readServerMs: options.readServerMs,
       }));
     return new SlotLeases(database, clock, options);
   }
