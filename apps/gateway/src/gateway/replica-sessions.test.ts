@@ -141,23 +141,42 @@ function longTurn(name: string): {
   return { runTurn, finish: () => finish() };
 }
 
+interface ReplicaOptions {
+  /**
+   * Its clocks moved `aheadMs` ahead of the real ones (after it read the database's clock: as
+   * time passing for it alone), its wall clock `wallAheadMs` more (a host clock set wrong or
+   * stepped). Read on every call, so a test can move them.
+   */
+  clock?: { aheadMs: number; wallAheadMs?: number };
+  /** Its agent's turns; by default each answers `<name>: text` at once. */
+  runTurn?: (input: AgentTurnInput) => Promise<AgentTurnResult>;
+  /** The profile's `sandbox.persistent`. */
+  persistent?: boolean;
+  /** The store's URL: the test database, or a proxy in front of it. */
+  url?: string;
+  /** `recovery.rerunInterrupted`. */
+  rerunInterrupted?: boolean;
+  maxQueuedMessages?: number;
+  /** More of the profile's settings. */
+  profileSettings?: Record<string, unknown>;
+  gatewayOptions?: Partial<GatewayOptions>;
+}
+
 /**
  * One replica: a gateway of its own id on the shared database, its agent answering
- * `<name>: text`, its clocks moved `aheadMs` ahead of the real ones (after it read the
- * database's clock: as time passing for it alone), its wall clock `wallAheadMs` more (a host
- * clock set wrong or stepped).
+ * `<name>: text` unless `options.runTurn` says otherwise.
  */
-async function replica(
-  name: string,
-  clock: { aheadMs: number; wallAheadMs?: number } = { aheadMs: 0 },
-  runTurn?: (input: AgentTurnInput) => Promise<AgentTurnResult>,
-  persistent = false,
-  url = testDatabase.url,
-  rerunInterrupted = false,
-  maxQueuedMessages?: number,
-  profileSettings: Record<string, unknown> = {},
-  gatewayOptions: Partial<GatewayOptions> = {},
-) {
+async function replica(name: string, options: ReplicaOptions = {}) {
+  const {
+    clock = { aheadMs: 0 },
+    runTurn,
+    persistent = false,
+    url = testDatabase.url,
+    rerunInterrupted = false,
+    maxQueuedMessages,
+    profileSettings = {},
+    gatewayOptions = {},
+  } = options;
   const home = await mkdtemp(join(tmpdir(), "mg-replica-"));
   homes.push(home);
   const config = resolveConfig(
@@ -225,9 +244,9 @@ describe("sessions across replicas on one PostgreSQL store", () => {
   it("keeps its session and running turn when its wall clock steps, and a replica whose wall clock is ahead takes nothing", async () => {
     const aClock = { aheadMs: 0, wallAheadMs: 0 };
     const turns = longTurn("a");
-    const a = await replica("a", aClock, turns.runTurn);
+    const a = await replica("a", { clock: aClock, runTurn: turns.runTurn });
     // b's host clock is a minute ahead of a's; the database's clock is one for both.
-    const b = await replica("b", { aheadMs: 0, wallAheadMs: 60_000 });
+    const b = await replica("b", { clock: { aheadMs: 0, wallAheadMs: 60_000 } });
     void a.inbox.onMessage?.(replicaDm("1", "long"));
     await waitFor(() => expect(a.ran).toEqual(["long"]));
     // An operator (or NTP) steps a's host clock forward by a minute while its turn runs.
@@ -253,28 +272,8 @@ describe("sessions across replicas on one PostgreSQL store", () => {
       taskSchedule: time.schedule,
     });
     const long = longTurn("a");
-    const a = await replica(
-      "a",
-      { aheadMs: 0 },
-      long.runTurn,
-      false,
-      testDatabase.url,
-      false,
-      undefined,
-      {},
-      tasksOn(aTime),
-    );
-    const b = await replica(
-      "b",
-      { aheadMs: 0 },
-      undefined,
-      false,
-      testDatabase.url,
-      false,
-      undefined,
-      {},
-      tasksOn(bTime),
-    );
+    const a = await replica("a", { runTurn: long.runTurn, gatewayOptions: tasksOn(aTime) });
+    const b = await replica("b", { gatewayOptions: tasksOn(bTime) });
     await a.send("1", "first");
     expect(await sessionHolder()).toMatch(/^a\//);
     const tasks = b.gateway.runtimes.get("solo")?.store.tasks;
@@ -332,7 +331,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     await dead.close();
 
     const clock = { aheadMs: 0 };
-    const b = await replica("b", clock);
+    const b = await replica("b", { clock });
     await b.gateway.idle();
     // While its lease runs, the dead replica might only have lost its connection for a moment:
     // nothing of it is taken over.
@@ -352,18 +351,18 @@ describe("sessions across replicas on one PostgreSQL store", () => {
   it("cuts its turn off and sends nothing once another replica took its session over", async () => {
     const aborted: unknown[] = [];
     const clock = { aheadMs: 0 };
-    const a = await replica("a", clock, (input) => {
-      // Answers only after its abort, as a slow agent would: the reply must not go out.
-      return new Promise((resolve) => {
+    // Answers only after its abort, as a slow agent would: the reply must not go out.
+    const runTurn = (input: AgentTurnInput): Promise<AgentTurnResult> =>
+      new Promise((resolve) => {
         input.signal.addEventListener("abort", () => {
           aborted.push(input.signal.reason);
           resolve({ reply: "a: too late" });
         });
       });
-    });
+    const a = await replica("a", { clock, runTurn });
     // b's time runs a lease ahead of a's (a is frozen in a pause): a's lease expired for b.
     const bClock = { aheadMs: 0 };
-    const b = await replica("b", bClock);
+    const b = await replica("b", { clock: bClock });
     bClock.aheadMs = Defaults.sessionLeases.leaseMs;
     void a.inbox.onMessage?.(replicaDm("1", "long"));
     await waitFor(() => expect(a.ran).toEqual(["long"]));
@@ -399,10 +398,9 @@ describe("sessions across replicas on one PostgreSQL store", () => {
       const aborted: unknown[] = [];
       let finishLate: (() => void) | undefined;
       const clock = { aheadMs: 0 };
-      const a = await replica(
-        "a",
+      const a = await replica("a", {
         clock,
-        (input) => {
+        runTurn: (input) => {
           if (input.text !== "long") return Promise.resolve({ reply: `a: ${input.text}` });
           // An agent that ignores its abort and answers once the database is back.
           input.signal.addEventListener("abort", () => aborted.push(input.signal.reason));
@@ -410,11 +408,10 @@ describe("sessions across replicas on one PostgreSQL store", () => {
             finishLate = () => resolve({ reply: "a: too late" });
           });
         },
-        false,
-        throughProxy.toString(),
-      );
+        url: throughProxy.toString(),
+      });
       const bClock = { aheadMs: 0 };
-      const b = await replica("b", bClock);
+      const b = await replica("b", { clock: bClock });
       bClock.aheadMs = Defaults.sessionLeases.leaseMs;
       await a.send("1", "first");
       expect(a.inbox.texts).toEqual(["a: first"]);
@@ -473,7 +470,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
       after: "commit",
     });
     try {
-      const a = await replica("a", undefined, undefined, false, proxy.url);
+      const a = await replica("a", { url: proxy.url });
       proxy.state.armed = true;
       await a.send("1", "hello");
       // Told the database went away, the turn was kept; its reply is in the journal already.
@@ -498,19 +495,16 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     });
     try {
       let turns = 0;
-      const a = await replica(
-        "a",
-        undefined,
-        async (input) => {
+      const a = await replica("a", {
+        runTurn: async (input) => {
           turns += 1;
           // The first turn's first command: its start is recorded, the answer lost, so the
           // command does not run. The turn run again answers without one.
           if (turns === 1) await input.tools.run("echo never");
           return { reply: `a: ${input.text} (turn ${turns})` };
         },
-        false,
-        proxy.url,
-      );
+        url: proxy.url,
+      });
       proxy.state.armed = true;
       await a.send("1", "hello");
       expect(a.inbox.texts).toEqual([StoreDownText]);
@@ -552,8 +546,8 @@ describe("sessions across replicas on one PostgreSQL store", () => {
 
   it("holds the holder's queue to maxQueuedMessages with messages another replica hands over", async () => {
     const long = longTurn("a");
-    const a = await replica("a", { aheadMs: 0 }, long.runTurn, false, testDatabase.url, false, 2);
-    const b = await replica("b", { aheadMs: 0 }, undefined, false, testDatabase.url, false, 2);
+    const a = await replica("a", { runTurn: long.runTurn, maxQueuedMessages: 2 });
+    const b = await replica("b", { maxQueuedMessages: 2 });
     void a.inbox.onMessage?.(replicaDm("1", "long"));
     await waitFor(() => expect(a.ran).toEqual(["long"]));
     // The chat's updates now reach b (webhooks behind a load balancer): b hands each to a, the
@@ -594,7 +588,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
 
   it("does not cap messages its previous process left when it hands them to the holder", async () => {
     const long = longTurn("b");
-    const b = await replica("b", { aheadMs: 0 }, long.runTurn, false, testDatabase.url, false, 1);
+    const b = await replica("b", { runTurn: long.runTurn, maxQueuedMessages: 1 });
     void b.inbox.onMessage?.(replicaDm("1", "long"));
     await waitFor(() => expect(b.ran).toEqual(["long"]));
     // a's previous process (gone: its owner lock went with it) accepted three messages of the
@@ -604,7 +598,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     const before = await PostgresJournal.open(database, { owner: "a/boot/0/1", ownerGraceMs: 0 });
     for (const id of ["2", "3", "4"]) await before.record(replicaDm(id, `r${id}`));
     await before.close();
-    const a = await replica("a", { aheadMs: 0 }, undefined, false, testDatabase.url, false, 1);
+    const a = await replica("a", { maxQueuedMessages: 1 });
     await waitFor(async () => expect(await ownerOf(4)).toMatch(/^handed.*:b\/boot\/1\/1$/));
     await roundsUntil(b.loop, async () => expect((await b.gateway.health()).queue.queued).toBe(3));
     long.finish();
@@ -651,7 +645,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     await dead.close();
 
     const clock = { aheadMs: 0 };
-    const b = await replica("b", clock);
+    const b = await replica("b", { clock });
     await b.gateway.idle();
     expect(b.inbox.texts).toEqual([]);
     // The dead replica's lease has expired by b's clock; b has run no round since.
@@ -675,7 +669,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     await dead.close();
 
     const clock = { aheadMs: 0 };
-    const b = await replica("b", clock, undefined, false, testDatabase.url, true);
+    const b = await replica("b", { clock, rerunInterrupted: true });
     await b.gateway.idle();
     expect(b.ran).toEqual([]);
     // The dead replica's lease has expired by b's clock; b has run no round since.
@@ -688,13 +682,14 @@ describe("sessions across replicas on one PostgreSQL store", () => {
   });
 
   it("runs a message at once after /stop dropped the ones queued before it", async () => {
-    const a = await replica("a", { aheadMs: 0 }, (input) =>
-      input.text === "long"
-        ? new Promise((_resolve, reject) => {
-            input.signal.addEventListener("abort", () => reject(new Error("aborted")));
-          })
-        : Promise.resolve({ reply: `a: ${input.text}` }),
-    );
+    const a = await replica("a", {
+      runTurn: (input) =>
+        input.text === "long"
+          ? new Promise((_resolve, reject) => {
+              input.signal.addEventListener("abort", () => reject(new Error("aborted")));
+            })
+          : Promise.resolve({ reply: `a: ${input.text}` }),
+    });
     void a.inbox.onMessage?.(replicaDm("1", "long"));
     await waitFor(() => expect(a.ran).toEqual(["long"]));
     void a.inbox.onMessage?.(replicaDm("2", "queued"));
@@ -729,8 +724,8 @@ describe("sessions across replicas on one PostgreSQL store", () => {
   it("drops with /stop all the messages of every session on the slot handed to it, of every chat", async () => {
     // Both users' sessions run on a's persistent slot; b received a message of each and handed
     // it to a, whose round has not picked them up. One journal read finds both chats' messages.
-    const a = await replica("a", { aheadMs: 0 }, undefined, true);
-    const b = await replica("b", { aheadMs: 0 }, undefined, true);
+    const a = await replica("a", { persistent: true });
+    const b = await replica("b", { persistent: true });
     await a.send("1", "first", "2");
     await a.send("2", "hello", "1");
     await b.send("3", "second", "2");
@@ -758,26 +753,8 @@ describe("sessions across replicas on one PostgreSQL store", () => {
       const result = await input.tools.run("echo built");
       return { reply: `h: ${result.stdout.trim()}` };
     };
-    const h = await replica(
-      "h",
-      { aheadMs: 0 },
-      asks,
-      false,
-      testDatabase.url,
-      false,
-      undefined,
-      settings,
-    );
-    const l = await replica(
-      "l",
-      { aheadMs: 0 },
-      undefined,
-      false,
-      testDatabase.url,
-      false,
-      undefined,
-      settings,
-    );
+    const h = await replica("h", { runTurn: asks, profileSettings: settings });
+    const l = await replica("l", { profileSettings: settings });
     void h.inbox.onMessage?.(replicaDm("1", "build", "2"));
     await waitFor(() => expect(h.inbox.texts.join("\n")).toContain("/allow"));
     await l.send("2", "/allow", "2");
@@ -788,13 +765,14 @@ describe("sessions across replicas on one PostgreSQL store", () => {
 
   it("stops a session on the replica running it when an admin asks another replica", async () => {
     const aborted: unknown[] = [];
-    const a = await replica("a", { aheadMs: 0 }, (input) => {
-      return new Promise((_resolve, reject) => {
-        input.signal.addEventListener("abort", () => {
-          aborted.push(input.signal.reason);
-          reject(new Error("aborted"));
-        });
-      });
+    const a = await replica("a", {
+      runTurn: (input) =>
+        new Promise((_resolve, reject) => {
+          input.signal.addEventListener("abort", () => {
+            aborted.push(input.signal.reason);
+            reject(new Error("aborted"));
+          });
+        }),
     });
     const b = await replica("b");
     void a.inbox.onMessage?.(replicaDm("1", "long"));
@@ -821,8 +799,8 @@ describe("sessions across replicas on one PostgreSQL store", () => {
           reject(new Error("aborted"));
         });
       });
-    const a = await replica("a", { aheadMs: 0 }, hang, true);
-    const b = await replica("b", { aheadMs: 0 }, undefined, true);
+    const a = await replica("a", { runTurn: hang, persistent: true });
+    const b = await replica("b", { persistent: true });
     // User 2's session runs on a; the admin (user 1) shares the profile's slot and asks b.
     void a.inbox.onMessage?.(replicaDm("1", "fork loop", "2"));
     await waitFor(() => expect(a.ran).toEqual(["fork loop"]));
