@@ -2,6 +2,8 @@ import { randomBytes } from "node:crypto";
 import { deadline, scheduleWithTimer } from "@mediagate/io";
 import { destroyContainer } from "./containers.js";
 import { Defaults } from "./defaults.js";
+import { ImageMissingError } from "./errors.js";
+import { ensureImage, forgetImage } from "./image-ready.js";
 import { PreparedSession } from "./prepared-session.js";
 import { provisionContainer } from "./provision.js";
 import type { SandboxContext } from "./sandbox-context.js";
@@ -21,6 +23,9 @@ interface WarmMember {
   /** Its first session's shell (and uid), made ahead; none when that failed. */
   readonly ahead?: PreparedSession | undefined;
 }
+
+/** What {@link WarmPool} removes: a member, or the slot of a fill that made no container. */
+type Leftover = Pick<WarmMember, "slot" | "ahead"> & { readonly containerId?: string | undefined };
 
 /**
  * Started containers kept ready for new per-session slots (`settings.warmPool`, docs/sandbox.md,
@@ -157,27 +162,43 @@ export class WarmPool {
 
   async #provision(): Promise<WarmMember> {
     const ctx = this.#ctx;
+    // As an acquire does, before the slot's directory (and its disk) is made: a missing image
+    // is pulled, or the fill fails having made nothing.
+    await ctx.guard("warm pool", "the warm pool", () =>
+      ensureImage(ctx.options.engine, ctx.settings.image, {
+        stallTimeoutMs: ctx.options.pullStallTimeoutMs,
+        inspectTimeoutMs: ctx.bound.timeoutMs,
+      }),
+    );
     const sessionKey = `${WarmSessionPrefix}${randomBytes(12).toString("hex")}`;
     const slot = formatSlotKey({ kind: "session", sessionKey });
     const timeoutMs = ctx.options.provisionTimeoutMs ?? Defaults.provisionTimeoutMs;
-    const containerId = await ctx.locked(slot, () =>
-      ctx.guard("warm pool", slot, () =>
-        deadline(
-          (signal) =>
-            provisionContainer({
-              docker: ctx.docker,
-              owner: ctx.owner,
-              slot,
-              slotDir: ctx.slotDirectory(slot),
-              settings: ctx.settings,
-              bound: { ...ctx.bound, signal },
-              onAbandoned: (idOrName) => void this.#discard({ slot, containerId: idOrName }),
-              onWarning: (message) => ctx.options.onWarning?.(message),
-            }),
-          { timeoutMs, what: "filling the warm pool" },
+    const containerId = await ctx
+      .locked(slot, () =>
+        ctx.guard("warm pool", slot, () =>
+          deadline(
+            (signal) =>
+              provisionContainer({
+                docker: ctx.docker,
+                owner: ctx.owner,
+                slot,
+                slotDir: ctx.slotDirectory(slot),
+                settings: ctx.settings,
+                bound: { ...ctx.bound, signal },
+                onAbandoned: (idOrName) => void this.#discard({ slot, containerId: idOrName }),
+                onWarning: (message) => ctx.options.onWarning?.(message),
+              }),
+            { timeoutMs, what: "filling the warm pool" },
+          ),
         ),
-      ),
-    );
+      )
+      .catch(async (error: unknown) => {
+        if (error instanceof ImageMissingError) forgetImage(ctx.options.engine, error.image);
+        // The slot's directory, its disk mounted on a loop device, was made before the create
+        // failed, and no session will ever name this slot: nothing else would remove it.
+        await this.#discard({ slot });
+        throw error;
+      });
     // The first session's uid and shell, ready too: its first command then costs no exec.
     // Bounded, as the provision is: a claim may be waiting for this fill. One that comes
     // after its bound is closed.
@@ -209,13 +230,14 @@ export class WarmPool {
     for (const member of this.#ready.splice(0)) void this.#discard(member);
   }
 
-  /** Removes a member's container and directory, tracked so `shutdown()` awaits it. */
-  #discard(member: WarmMember): Promise<void> {
+  /** Removes a member's container (if any) and directory, tracked so `shutdown()` awaits it. */
+  #discard(member: Leftover): Promise<void> {
     const ctx = this.#ctx;
+    const { containerId } = member;
     member.ahead?.close();
-    ctx.sessionUsers.forget(member.containerId);
+    if (containerId !== undefined) ctx.sessionUsers.forget(containerId);
     const work = ctx.locked(member.slot, async () => {
-      await destroyContainer(ctx.docker, member.containerId, 0, ctx.bound);
+      if (containerId !== undefined) await destroyContainer(ctx.docker, containerId, 0, ctx.bound);
       await ctx.deleteSlotDir(ctx.slotDirectory(member.slot), ctx.settings.image);
     });
     return ctx.track(

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { readFile, stat } from "node:fs/promises";
+import { readdir, readFile, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -35,6 +35,17 @@ beforeAll(async () => {
 afterAll(async () => {
   await fx.dispose();
 });
+
+/** The pool's slot directories and disk images left in the fixture's profile. */
+async function poolLeftovers(): Promise<string[]> {
+  const sandboxes = join(fx.home, "profiles", fx.profile, "sandboxes");
+  const found: string[] = [];
+  for (const dir of [join(sandboxes, "docker"), join(sandboxes, "disks", "docker")]) {
+    const names = await readdir(dir).catch(() => []);
+    found.push(...names.filter((name) => name.includes("mediagate-warm-pool")));
+  }
+  return found;
+}
 
 describe("the warm pool", () => {
   it("hands a new session the container it made beforehand, with the session's directory", async () => {
@@ -272,6 +283,37 @@ describe("the warm pool", () => {
     await sandbox.shutdown();
     expect(await mountsUnder(join(fx.home, "profiles", fx.profile))).toEqual([]);
     await loopDevicesGone(fx.home);
+  });
+
+  it("leaves no directory, disk or loop device of a fill that failed", async () => {
+    const warnings: string[] = [];
+    // The engine refuses the create (below its 6 MB memory minimum) after the slot's
+    // directory and disk were made.
+    const sandbox = fx.sandbox(
+      { ...Pooled, diskLimitBytes: 64 * 1024 * 1024, memoryBytes: 1024 * 1024 },
+      { schedule: manualTimers().schedule, onWarning: (message) => warnings.push(message) },
+    );
+    await sandbox.warmUp();
+    expect(sandbox.warmContainers()).toEqual([]);
+    expect(warnings).toContain("could not fill the warm pool");
+    await sandbox.shutdown();
+    expect(await poolLeftovers()).toEqual([]);
+    expect(await mountsUnder(join(fx.home, "profiles", fx.profile))).toEqual([]);
+    await loopDevicesGone(fx.home);
+  });
+
+  it("makes nothing when the image is missing", async () => {
+    const warnings: string[] = [];
+    const sandbox = fx.sandbox(
+      { ...Pooled, diskLimitBytes: 64 * 1024 * 1024, image: "mediagate-sandbox:never-built" },
+      { schedule: manualTimers().schedule, onWarning: (message) => warnings.push(message) },
+    );
+    await sandbox.warmUp();
+    expect(warnings).toContain("could not fill the warm pool");
+    // Not even for a moment: the image is looked for before the slot's directory is made.
+    expect(await poolLeftovers()).toEqual([]);
+    expect(await mountsUnder(join(fx.home, "profiles", fx.profile))).toEqual([]);
+    await sandbox.shutdown();
   });
 
   it("leaves nothing of a killed process's pool after the next reap", async () => {
