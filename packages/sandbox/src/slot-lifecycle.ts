@@ -26,6 +26,11 @@ export class SlotLifecycle {
   readonly #housekeeping: Housekeeping;
   /** The container each slot holds in this process. */
   readonly #handles = new Map<string, string>();
+  /**
+   * Slots whose acquire failed after their directory (and disk) may have been made: removed
+   * as an idle slot is, and at shutdown, as they would be had a container come.
+   */
+  readonly #unheld = new Set<string>();
   /** Idle cleanup of non-persistent slots; `undefined` for persistent settings. */
   readonly #idle: IdleSlots | undefined;
   /** Ready containers for new session slots (`settings.warmPool`). */
@@ -61,9 +66,16 @@ export class SlotLifecycle {
   }
 
   async acquire(slot: string, signal?: AbortSignal): Promise<{ containerId: string }> {
-    const acquired = await this.#acquire(slot, signal);
-    if (this.#handles.has(slot)) this.#idle?.touch(slot);
-    return acquired;
+    try {
+      return await this.#acquire(slot, signal);
+    } finally {
+      if (this.#kept(slot)) this.#idle?.touch(slot);
+    }
+  }
+
+  /** Whether the slot has a container or a directory of this process's to clean up. */
+  #kept(slot: string): boolean {
+    return this.#handles.has(slot) || this.#unheld.has(slot);
   }
 
   async #acquire(slot: string, signal?: AbortSignal): Promise<{ containerId: string }> {
@@ -93,6 +105,7 @@ export class SlotLifecycle {
       signal?.throwIfAborted();
       const claimed = await this.#claimWarm(slot);
       if (claimed !== undefined) {
+        this.#unheld.delete(slot);
         this.#handles.set(slot, claimed);
         return { containerId: claimed };
       }
@@ -114,9 +127,11 @@ export class SlotLifecycle {
         );
       } catch (error) {
         this.#discardLate(slot, provisioning);
+        this.#unheld.add(slot);
         if (error instanceof ImageMissingError) forgetImage(ctx.options.engine, error.image);
         throw error;
       }
+      this.#unheld.delete(slot);
       this.#handles.set(slot, containerId);
       return { containerId };
     });
@@ -221,13 +236,16 @@ export class SlotLifecycle {
     this.pool.shutdown();
     ctx.shells.closeAll();
     if (!ctx.settings.persistent) {
-      for (const slot of [...this.#handles.keys()]) this.cleanup(slot).catch(() => undefined);
+      for (const slot of new Set([...this.#handles.keys(), ...this.#unheld])) {
+        this.cleanup(slot).catch(() => undefined);
+      }
     }
     await ctx.settled(timeoutMs);
   }
 
   #dropSlot(slot: string): string | undefined {
     this.#idle?.cancel(slot);
+    this.#unheld.delete(slot);
     const id = this.#handles.get(slot);
     this.#handles.delete(slot);
     this.#ctx.shells.closeSlot(slot);
@@ -273,7 +291,7 @@ export class SlotLifecycle {
   ): Promise<T> {
     const work = () => this.#onContainer(operation, slot, signal, fn);
     if (this.#idle === undefined) return work();
-    return this.#idle.using(slot, work, () => this.#handles.has(slot));
+    return this.#idle.using(slot, work, () => this.#kept(slot));
   }
 
   async #onContainer<T>(

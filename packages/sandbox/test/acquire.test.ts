@@ -3,7 +3,16 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../../../test-support/wait.js";
 import { ImageMissingError, LabelKeys } from "../src/index.js";
-import { containersOf, docker, type Fixture, fixture } from "./helpers.js";
+import {
+  containersOf,
+  docker,
+  type Fixture,
+  fixture,
+  loopDevicesGone,
+  manualTimers,
+  mountsUnder,
+  pathExists,
+} from "./helpers.js";
 import { classify } from "./inbox-helpers.js";
 
 let fx: Fixture;
@@ -136,6 +145,29 @@ describe("acquire", () => {
     expect(error).toMatchObject({ name: "ImageMissingError", image });
     expect((error as ImageMissingError).pullFailure).toContain("example.invalid");
     expect((await sandbox.list()).filter((c) => c.image === image)).toEqual([]);
+  });
+
+  it("removes the directory and disk of a session whose container the engine refused, when idle and at shutdown", async () => {
+    const timers = manualTimers();
+    // Below the engine's 6 MB minimum: the create is refused after the slot's directory and
+    // disk were made.
+    const refused = { persistent: false, diskLimitBytes: 64 * 1024 * 1024, memoryBytes: 1 << 20 };
+    const idle = fx.sandbox({ ...refused, warmPool: 0 }, { schedule: timers.schedule });
+    const idleDir = idle.slotDirectory("session:refused-idle");
+    await expect(idle.acquire("session:refused-idle")).rejects.toThrow(/Minimum memory limit/);
+    expect(await mountsUnder(idleDir)).toEqual([idleDir]);
+    timers.fireAll();
+    await waitUntil(async () => !(await pathExists(idleDir)), "the idle slot's directory removed");
+    expect(await mountsUnder(idleDir)).toEqual([]);
+    await idle.shutdown();
+
+    const stopping = fx.sandbox({ ...refused, warmPool: 0 }, { schedule: manualTimers().schedule });
+    const stoppingDir = stopping.slotDirectory("session:refused-stop");
+    await expect(stopping.acquire("session:refused-stop")).rejects.toThrow(/Minimum memory limit/);
+    await stopping.shutdown();
+    expect(await pathExists(stoppingDir)).toBe(false);
+    expect(await mountsUnder(stoppingDir)).toEqual([]);
+    await loopDevicesGone(join(fx.home, "profiles", fx.profile, "sandboxes", "disks"));
   });
 
   it("recovers when its container was removed behind its back", async () => {
