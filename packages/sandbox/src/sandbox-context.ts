@@ -6,10 +6,12 @@ import { Defaults } from "./defaults.js";
 import { dockerOf } from "./docker-client.js";
 import { guarded } from "./docker-errors.js";
 import { type UserMode, userModeOf } from "./exec-user.js";
+import { ensureImage } from "./image-ready.js";
 import { InboxSaves } from "./inbox.js";
 import { installIdOf } from "./install.js";
 import type { ContainerOwner } from "./labels.js";
 import { maxOpenShellsOf } from "./open-shell-cap.js";
+import { provisionContainer } from "./provision.js";
 import { sandboxRootsOf } from "./reaper.js";
 import type { SandboxOptions } from "./sandbox-options.js";
 import { SessionShells } from "./session-shells.js";
@@ -103,6 +105,40 @@ export class SandboxContext {
    */
   locked<T>(slot: string, fn: () => Promise<T>): Promise<T> {
     return withSlotLock(this.slotDirectory(slot), fn, { onWarning: this.options.onWarning });
+  }
+
+  /**
+   * Makes sure the settings' image is on the engine (`ensureImage`: looked up once, pulled
+   * when missing), before anything of a slot is made.
+   */
+  ensureImage(signal?: AbortSignal): Promise<void> {
+    return ensureImage(this.options.engine, this.settings.image, {
+      onProgress: this.options.onPullProgress,
+      stallTimeoutMs: this.options.pullStallTimeoutMs,
+      inspectTimeoutMs: this.bound.timeoutMs,
+      signal,
+    });
+  }
+
+  /**
+   * Finds or makes the container of `slot` (`provisionContainer`) with this sandbox's engine,
+   * owner, settings and bound; `signal` stops it. Call under the slot's lock.
+   */
+  provision(
+    slot: string,
+    signal: AbortSignal | undefined,
+    onAbandoned: (idOrName: string) => void,
+  ): Promise<string> {
+    return provisionContainer({
+      docker: this.docker,
+      owner: this.owner,
+      slot,
+      slotDir: this.slotDirectory(slot),
+      settings: this.settings,
+      bound: { ...this.bound, signal },
+      onAbandoned,
+      onWarning: (message) => this.options.onWarning?.(message),
+    });
   }
 
   /** Deletes a slot directory where no link can lead out of it; call under its lock. */

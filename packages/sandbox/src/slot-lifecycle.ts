@@ -6,9 +6,8 @@ import { isNotFound } from "./docker-errors.js";
 import { ImageMissingError, SandboxError, SandboxLostError } from "./errors.js";
 import type { Housekeeping } from "./housekeeping.js";
 import { IdleSlots } from "./idle-slots.js";
-import { ensureImage, forgetImage } from "./image-ready.js";
+import { forgetImage } from "./image-ready.js";
 import { removeOwnContainer } from "./inventory.js";
-import { provisionContainer } from "./provision.js";
 import type { SandboxContext } from "./sandbox-context.js";
 import { isGone } from "./session-shells.js";
 import type { ContainerState } from "./types.js";
@@ -86,14 +85,7 @@ export class SlotLifecycle {
     // shared sweep: an abort stops this caller's wait, not the sweep.
     await untilAborted(this.#housekeeping.retireLegacyOnce(), signal);
     // Before the lock and outside the provisioning bound: a pull may take minutes.
-    await ctx.guard("acquire", slot, () =>
-      ensureImage(ctx.options.engine, ctx.settings.image, {
-        onProgress: ctx.options.onPullProgress,
-        stallTimeoutMs: ctx.options.pullStallTimeoutMs,
-        inspectTimeoutMs: ctx.bound.timeoutMs,
-        signal,
-      }),
-    );
+    await ctx.guard("acquire", slot, () => ctx.ensureImage(signal));
     // Started, not awaited: reaping many dead sessions takes a contained delete each, and no
     // turn should wait for that. Provisioning and the reap serialise per slot on its lock.
     void this.#housekeeping.reapOrphansOnce();
@@ -109,16 +101,9 @@ export class SlotLifecycle {
         this.#handles.set(slot, claimed);
         return { containerId: claimed };
       }
-      const provisioning = provisionContainer({
-        docker: ctx.docker,
-        owner: ctx.owner,
-        slot,
-        slotDir: ctx.slotDirectory(slot),
-        settings: ctx.settings,
-        bound: { ...ctx.bound, signal },
-        onAbandoned: (idOrName) => this.#discardLate(slot, Promise.resolve(idOrName)),
-        onWarning: (message) => ctx.options.onWarning?.(message),
-      });
+      const provisioning = ctx.provision(slot, signal, (idOrName) =>
+        this.#discardLate(slot, Promise.resolve(idOrName)),
+      );
       const timeoutMs = ctx.options.provisionTimeoutMs ?? Defaults.provisionTimeoutMs;
       let containerId: string;
       try {

@@ -3,9 +3,8 @@ import { deadline, scheduleWithTimer } from "@mediagate/io";
 import { destroyContainer } from "./containers.js";
 import { Defaults } from "./defaults.js";
 import { ImageMissingError } from "./errors.js";
-import { ensureImage, forgetImage } from "./image-ready.js";
+import { forgetImage } from "./image-ready.js";
 import { PreparedSession } from "./prepared-session.js";
-import { provisionContainer } from "./provision.js";
 import type { SandboxContext } from "./sandbox-context.js";
 import { moveSlotDirectory, slotDirExists } from "./slot-claim.js";
 import { formatSlotKey, slotTraits } from "./slot-key.js";
@@ -164,12 +163,7 @@ export class WarmPool {
     const ctx = this.#ctx;
     // As an acquire does, before the slot's directory (and its disk) is made: a missing image
     // is pulled, or the fill fails having made nothing.
-    await ctx.guard("warm pool", "the warm pool", () =>
-      ensureImage(ctx.options.engine, ctx.settings.image, {
-        stallTimeoutMs: ctx.options.pullStallTimeoutMs,
-        inspectTimeoutMs: ctx.bound.timeoutMs,
-      }),
-    );
+    await ctx.guard("warm pool", "the warm pool", () => ctx.ensureImage());
     const sessionKey = `${WarmSessionPrefix}${randomBytes(12).toString("hex")}`;
     const slot = formatSlotKey({ kind: "session", sessionKey });
     const timeoutMs = ctx.options.provisionTimeoutMs ?? Defaults.provisionTimeoutMs;
@@ -178,15 +172,8 @@ export class WarmPool {
         ctx.guard("warm pool", slot, () =>
           deadline(
             (signal) =>
-              provisionContainer({
-                docker: ctx.docker,
-                owner: ctx.owner,
-                slot,
-                slotDir: ctx.slotDirectory(slot),
-                settings: ctx.settings,
-                bound: { ...ctx.bound, signal },
-                onAbandoned: (idOrName) => void this.#discard({ slot, containerId: idOrName }),
-                onWarning: (message) => ctx.options.onWarning?.(message),
+              ctx.provision(slot, signal, (idOrName) => {
+                void this.#discard({ slot, containerId: idOrName });
               }),
             { timeoutMs, what: "filling the warm pool" },
           ),
