@@ -1,3 +1,5 @@
+import type { RequestOptions } from "node:http";
+
 /**
  * The Docker endpoint of the test run: `DOCKER_HOST` when it is set (any scheme the sandbox's
  * `connectDocker` takes), else `undefined`, which means the default socket. Every test hands it
@@ -36,4 +38,19 @@ export function dockerHostVariable(): { DOCKER_HOST?: string } {
 export function testWarmPool(): number {
   const size = Number(process.env.MEDIAGATE_TEST_WARM_POOL ?? "0");
   return Number.isSafeInteger(size) && size > 0 ? size : 0;
+}
+
+/**
+ * Where the engine of the test run listens, as `node:http` request options: `DOCKER_HOST`
+ * (unix, tcp or http), else the default socket. For tests that speak the Engine API directly.
+ */
+export function testEngineAddress(): Pick<RequestOptions, "socketPath" | "host" | "port"> {
+  const host = testDockerHost();
+  if (host === undefined) return { socketPath: "/var/run/docker.sock" };
+  if (host.startsWith("unix://")) return { socketPath: host.slice("unix://".length) };
+  const url = new URL(host.includes("://") ? host : `tcp://${host}`);
+  if (url.protocol !== "tcp:" && url.protocol !== "http:") {
+    throw new Error(`DOCKER_HOST ${url.protocol}// is not supported here (unix, tcp, http)`);
+  }
+  return { host: url.hostname, port: Number(url.port || 2375) };
 }

@@ -1,5 +1,5 @@
-import { type RequestOptions, request } from "node:http";
-import { testDockerHost } from "../../../test-support/engine.js";
+import { request } from "node:http";
+import { testEngineAddress } from "../../../test-support/engine.js";
 
 /** A container as the engine lists it. */
 export interface ObservedContainer {
@@ -18,20 +18,6 @@ export interface ObservedExec {
 interface EngineAnswer {
   readonly status: number;
   readonly body: Buffer;
-}
-
-/** Where the engine of the test run listens: `DOCKER_HOST` (unix, tcp or http), else the default socket. */
-function engineAddress(): Pick<RequestOptions, "socketPath" | "host" | "port"> {
-  const host = testDockerHost();
-  if (host === undefined) return { socketPath: "/var/run/docker.sock" };
-  if (host.startsWith("unix://")) return { socketPath: host.slice("unix://".length) };
-  const url = new URL(host.includes("://") ? host : `tcp://${host}`);
-  if (url.protocol !== "tcp:" && url.protocol !== "http:") {
-    throw new Error(
-      `DockerObserver: DOCKER_HOST ${url.protocol}// is not supported (unix, tcp, http)`,
-    );
-  }
-  return { host: url.hostname, port: Number(url.port || 2375) };
 }
 
 /** Splits the engine's multiplexed exec stream (8-byte frame headers) into stdout and stderr. */
@@ -58,7 +44,7 @@ function demultiplex(raw: Buffer): { stdout: string; stderr: string } {
  * through the code under test. It creates nothing; `removeForce` and `removeImage` exist for cleanup only.
  */
 export class DockerObserver {
-  readonly #address = engineAddress();
+  readonly #address = testEngineAddress();
 
   async #call(method: string, path: string, body?: unknown): Promise<EngineAnswer> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));

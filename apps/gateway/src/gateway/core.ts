@@ -19,12 +19,23 @@ import type { StoreBackend } from "./stores.js";
 
 /** One probe of the store's database: whether it answered, and how fast. */
 export interface StoreCheck {
-  readonly atMs: number;
   readonly reachable: boolean;
   readonly roundTripMs?: number | undefined;
   readonly detail?: string | undefined;
   /** Wall-clock ms since when it has not answered. */
   readonly downSinceMs?: number | undefined;
+}
+
+/** The engine's answer to a ping. */
+export interface EngineCheck {
+  readonly reachable: boolean;
+  readonly detail?: string | undefined;
+}
+
+/** A health probe's last answer (and when, by the monotonic clock) and the probe under way. */
+export interface ProbeSlot<T> {
+  last?: { readonly atMs: number; readonly value: T } | undefined;
+  running?: Promise<T> | undefined;
 }
 
 /**
@@ -55,12 +66,10 @@ export interface GatewayCore {
   readonly toldNotRecorded: Set<string>;
   /** Why the journal could not be written last time, until it can again (inbound). */
   journalProblem: string | undefined;
-  /** The database check's cached answer (health; PostgreSQL only). */
-  storeCheck: StoreCheck | undefined;
-  /** The database probe under way, shared by the callers that come meanwhile. */
-  storeProbe: Promise<StoreCheck> | undefined;
-  /** The engine check's cached answer (health). */
-  engineCheck: { atMs: number; reachable: boolean; detail?: string | undefined } | undefined;
+  /** The database probe's last answer and the one under way (health; PostgreSQL only). */
+  readonly storeProbe: ProbeSlot<StoreCheck>;
+  /** The engine ping's last answer and the one under way (health). */
+  readonly engineProbe: ProbeSlot<EngineCheck>;
   /** The web console, while it runs (web-start). */
   web: WebConsole | undefined;
   /** Whether messages are taken (lifecycle). */

@@ -1,7 +1,8 @@
+import type { Clock } from "@mediagate/io";
 import type { ChannelHealth } from "../channels/types.js";
 import { type HealthReport, overallStatus, type StoreHealth } from "../health/server.js";
 import { clusterHealth } from "./cluster-health.js";
-import type { GatewayCore, StoreCheck } from "./core.js";
+import type { EngineCheck, GatewayCore, ProbeSlot, StoreCheck } from "./core.js";
 import { GatewayDefaults } from "./options.js";
 
 /** What the health endpoint reports (also used by `/status`). */
@@ -30,61 +31,68 @@ export async function healthReport(gateway: GatewayCore): Promise<HealthReport> 
   };
 }
 
-/** Whether the engine answers a ping, reused for a few seconds (probes may poll often). */
-export async function engineReachable(
-  gateway: GatewayCore,
-): Promise<{ reachable: boolean; detail?: string | undefined }> {
-  const cached = gateway.engineCheck;
-  const nowMs = gateway.clock.monoMs();
-  if (cached !== undefined && nowMs - cached.atMs < GatewayDefaults.engineCheckTtlMs)
-    return { reachable: cached.reachable, detail: cached.detail };
-  let check: { atMs: number; reachable: boolean; detail?: string | undefined };
-  try {
-    await gateway.engine.ping();
-    check = { atMs: gateway.clock.monoMs(), reachable: true };
-  } catch (error) {
-    check = {
-      atMs: gateway.clock.monoMs(),
-      reachable: false,
-      detail: error instanceof Error ? error.message : String(error),
-    };
-  }
-  gateway.engineCheck = check;
-  return { reachable: check.reachable, detail: check.detail };
+/**
+ * Whether the engine answers a ping. One ping at a time: callers that come while one is under
+ * way (a burst of probes, `/status`, the web console) share its answer, which is reused for
+ * `GatewayDefaults.engineCheckTtlMs`.
+ */
+export function engineReachable(gateway: GatewayCore): Promise<EngineCheck> {
+  return sharedProbe(gateway.engineProbe, gateway.clock, GatewayDefaults.engineCheckTtlMs, () =>
+    gateway.engine.ping().then(
+      (): EngineCheck => ({ reachable: true }),
+      (error: unknown): EngineCheck => ({
+        reachable: false,
+        detail: error instanceof Error ? error.message : String(error),
+      }),
+    ),
+  );
 }
 
 /**
  * Whether the PostgreSQL store answers a `SELECT 1` (bounded by the pool's connect and query
- * timeouts), reused for `GatewayDefaults.storeCheckTtlMs`; callers at once share one probe.
- * `undefined` on the SQLite store, whose files have no server to lose.
+ * timeouts), one probe at a time as {@link engineReachable}, reused for
+ * `GatewayDefaults.storeCheckTtlMs`. `undefined` on the SQLite store, whose files have no
+ * server to lose.
  */
 export async function storeHealth(gateway: GatewayCore): Promise<StoreHealth | undefined> {
   const database = gateway.stores.database;
   if (database === undefined) return undefined;
-  const cached = gateway.storeCheck;
-  const nowMs = gateway.clock.monoMs();
-  if (cached !== undefined && nowMs - cached.atMs < GatewayDefaults.storeCheckTtlMs)
-    return toStoreHealth(database.where, cached);
-  gateway.storeProbe ??= database
-    .ping()
-    .then(
-      (roundTripMs) => ({ atMs: gateway.clock.monoMs(), reachable: true, roundTripMs }),
-      (error: unknown) => ({
-        atMs: gateway.clock.monoMs(),
+  const slot = gateway.storeProbe;
+  const check = await sharedProbe(slot, gateway.clock, GatewayDefaults.storeCheckTtlMs, () =>
+    database.ping().then(
+      (roundTripMs): StoreCheck => ({ reachable: true, roundTripMs }),
+      (error: unknown): StoreCheck => ({
         reachable: false,
         detail: error instanceof Error ? error.message : String(error),
         downSinceMs:
-          gateway.storeCheck?.reachable === false
-            ? gateway.storeCheck.downSinceMs
+          slot.last?.value.reachable === false
+            ? slot.last.value.downSinceMs
             : gateway.clock.wallMs(),
       }),
-    )
-    .then((check) => {
-      gateway.storeCheck = check;
-      gateway.storeProbe = undefined;
-      return check;
-    });
-  return toStoreHealth(database.where, await gateway.storeProbe);
+    ),
+  );
+  return toStoreHealth(database.where, check);
+}
+
+/**
+ * `probe()`, one at a time: a caller that comes while it runs shares its answer, and the last
+ * answer is reused until it is `ttlMs` old (by the clock's `monoMs`). `probe` must not throw:
+ * it turns its failure into an answer.
+ */
+function sharedProbe<T>(
+  slot: ProbeSlot<T>,
+  clock: Clock,
+  ttlMs: number,
+  probe: () => Promise<T>,
+): Promise<T> {
+  const last = slot.last;
+  if (last !== undefined && clock.monoMs() - last.atMs < ttlMs) return Promise.resolve(last.value);
+  slot.running ??= probe().then((value) => {
+    slot.last = { atMs: clock.monoMs(), value };
+    slot.running = undefined;
+    return value;
+  });
+  return slot.running;
 }
 
 function toStoreHealth(where: string, check: StoreCheck): StoreHealth {

@@ -21,8 +21,7 @@ function healthParts(stores: StoreBackend) {
   let monoMs = 0;
   const parts = {
     stores,
-    storeCheck: undefined,
-    storeProbe: undefined,
+    storeProbe: {},
     clock: { monoMs: () => monoMs, wallMs: () => 1_700_000_000_000 + monoMs },
   };
   return {
@@ -88,13 +87,13 @@ describe("the store's health", () => {
     const { gateway, advance } = healthParts(stores);
     try {
       await storeHealth(gateway);
-      const first = gateway.storeCheck;
+      const first = gateway.storeProbe.last;
       advance(1_000);
       await storeHealth(gateway);
-      expect(gateway.storeCheck).toBe(first);
+      expect(gateway.storeProbe.last).toBe(first);
       advance(10_000);
       await storeHealth(gateway);
-      expect(gateway.storeCheck).not.toBe(first);
+      expect(gateway.storeProbe.last).not.toBe(first);
     } finally {
       await stores.close();
     }
