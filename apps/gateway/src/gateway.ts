@@ -90,7 +90,11 @@ export class Gateway {
     await joinCluster(this.#core, this.#options.version ?? packageVersion());
     this.#core.accepting = true;
     if (this.config.healthListen !== undefined) {
-      this.#health = await startHealthServer(this.config.healthListen, () => this.health());
+      this.#health = await startHealthServer(
+        this.config.healthListen,
+        () => this.health(),
+        this.#core.redactor,
+      );
       this.logger.info({ url: this.#health.url }, "health endpoint listening");
     }
     await startWeb(this.#core);

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { testEnvironment } from "../../../../test-support/engine.js";
 import { emptyEnv, readEnv } from "../config/env.js";
 import { type HealthReport, startHealthServer } from "../health/server.js";
+import { Redactor } from "../redact.js";
 import { runDoctor } from "./doctor.js";
 
 /** Runs against the real Docker engine (the busybox test image is present, others are not). */
@@ -121,7 +122,7 @@ describe("mediagate doctor", () => {
       queue: { running: 0, queued: 0 },
       outbox: { scheduled: 0 },
     };
-    const server = await startHealthServer("127.0.0.1:0", async () => report);
+    const server = await startHealthServer("127.0.0.1:0", async () => report, new Redactor());
     try {
       const listen = server.url.replace("http://", "");
       const { code, lines } = await doctor(

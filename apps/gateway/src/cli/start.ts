@@ -108,6 +108,7 @@ export async function runStart(options: {
   try {
     const gateway = await Gateway.create(config, {
       env: options.env,
+      redactor,
       logger,
       engine,
       logRing,

@@ -9,6 +9,7 @@ import { LeaderLease, leaseName } from "../cluster/leader-lease.js";
 import { ModelChoiceKind, ModelPickers } from "../commands/model-buttons.js";
 import { ResetChoiceKind, ResetConfirmations } from "../commands/reset-buttons.js";
 import { emptyEnv, type GatewayEnv } from "../config/env.js";
+import { secretsOfConfig } from "../config/secrets.js";
 import type { GatewayConfig } from "../config/types.js";
 import { Defaults } from "../defaults.js";
 import { SqliteJournal } from "../durable/journal.js";
@@ -22,6 +23,7 @@ import { logOpenCheck } from "../health/database-checks.js";
 import { type Logger, silentLogger } from "../log.js";
 import type { PipelineServices } from "../pipeline/types.js";
 import { ProfileRuntime } from "../profiles/profile-runtime.js";
+import { Redactor } from "../redact.js";
 import { SlotRegistry } from "../sandbox-access/slot-registry.js";
 import { taskPresses } from "../schedules/chat.js";
 import type { TaskScheduler } from "../schedules/scheduler.js";
@@ -322,6 +324,7 @@ export function composeCore(
     journalProblem: undefined,
     engineProbe: {},
     storeProbe: {},
+    redactor: options.redactor ?? new Redactor(secretsOfConfig(config)),
     web: undefined,
     accepting: false,
     choices,

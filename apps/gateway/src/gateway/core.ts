@@ -11,6 +11,7 @@ import type { Journal } from "../durable/types.js";
 import type { Logger } from "../log.js";
 import type { PipelineServices } from "../pipeline/types.js";
 import type { ProfileRuntime } from "../profiles/profile-runtime.js";
+import type { Redactor } from "../redact.js";
 import type { SubmittedRun, TaskScheduler } from "../schedules/scheduler.js";
 import type { AlbumGatherer } from "./albums.js";
 import type { KeptTurns } from "./kept-turns.js";
@@ -70,6 +71,11 @@ export interface GatewayCore {
   readonly storeProbe: ProbeSlot<StoreCheck>;
   /** The engine ping's last answer and the one under way (health). */
   readonly engineProbe: ProbeSlot<EngineCheck>;
+  /**
+   * Cuts the config's secrets (and secret-shaped values) out of what leaves the process by
+   * other ways than the log: the health endpoint's answers, the web console's failures.
+   */
+  readonly redactor: Redactor;
   /** The web console, while it runs (web-start). */
   web: WebConsole | undefined;
   /** Whether messages are taken (lifecycle). */

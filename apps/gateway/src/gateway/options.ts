@@ -8,6 +8,7 @@ import type { ProfileConfig } from "../config/types.js";
 import { Defaults } from "../defaults.js";
 import type { OutboxOptions } from "../durable/outbox.js";
 import type { Logger } from "../log.js";
+import type { Redactor } from "../redact.js";
 import type { StateStore } from "../state/state-store.js";
 import type { ProgressClock } from "../turn-progress/progress.js";
 import type { LogRing } from "../web/log-ring.js";
@@ -22,6 +23,12 @@ export const GatewayDefaults = {
 export interface GatewayOptions {
   readonly env?: GatewayEnv;
   readonly logger?: Logger;
+  /**
+   * What the health endpoint's answers and the web console's failures go through (the CLI's,
+   * which knows every secret of the environment and the config); default one that knows the
+   * config's secrets.
+   */
+  readonly redactor?: Redactor;
   /** Replaces the channels built from the config (tests drive the gateway through these). */
   readonly channels?: readonly ChannelAdapter[];
   /** A Docker engine to use instead of `connectDocker({ host: config.dockerHost })`. */

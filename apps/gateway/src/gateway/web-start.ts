@@ -1,7 +1,5 @@
 import { isLoopbackHost, parseListenAddress } from "@mediagate/io";
 import { ensureWebToken, startWebConsole } from "@mediagate/web";
-import { secretsOfConfig } from "../config/secrets.js";
-import { Redactor } from "../redact.js";
 import { createConsoleSource } from "../web/console-source.js";
 import { channelFor, type GatewayCore } from "./core.js";
 import { healthReport } from "./health.js";
@@ -18,14 +16,13 @@ export async function startWeb(gateway: GatewayCore): Promise<void> {
       "the web console listens on a non-loopback address: anyone who can reach it can try the console token, and it is plain HTTP (the token and the session cookie cross the network unencrypted); put it behind a TLS proxy or keep it on 127.0.0.1",
     );
   }
-  const redactor = new Redactor(secretsOfConfig(gateway.config));
   gateway.web = await startWebConsole({
     listen: web.listen,
     allowedHosts: web.allowedHosts,
     token: await ensureWebToken(gateway.config.home),
     logger: gateway.logger,
     // A failed action's message goes to the browser: no secret of the config in it.
-    redact: (text) => redactor.text(text),
+    redact: (text) => gateway.redactor.text(text),
     source: createConsoleSource({
       runtimes: gateway.runtimes,
       services: gateway.services,

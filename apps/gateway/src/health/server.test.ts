@@ -1,5 +1,6 @@
 import { request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
+import { Redactor } from "../redact.js";
 import { type HealthReport, type HealthServer, startHealthServer } from "./server.js";
 
 const Report: HealthReport = {
@@ -12,17 +13,27 @@ const Report: HealthReport = {
   outbox: { scheduled: 0 },
 };
 
-/** GET `path` with the `Host` header given (a browser sends the name it looked up). */
-function get(url: string, path: string, host: string): Promise<{ status: number; body: string }> {
+/** A secret of the config the reports below may carry. */
+const ApiKey = "sk-live-health-5f2b9c";
+
+/** `method` `path` with the `Host` header given (a browser sends the name it looked up). */
+function get(
+  url: string,
+  path: string,
+  host: string = new URL(url).host,
+  method = "GET",
+): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
-    const sent = request({ host: hostname, port, path, headers: { host } }, (answer) => {
+    const sent = request({ host: hostname, port, path, method, headers: { host } }, (answer) => {
       let body = "";
       answer.setEncoding("utf8");
       answer.on("data", (chunk: string) => {
         body += chunk;
       });
-      answer.on("end", () => resolve({ status: answer.statusCode ?? 0, body }));
+      answer.on("end", () =>
+        resolve({ status: answer.statusCode ?? 0, body, headers: answer.headers }),
+      );
     });
     sent.on("error", reject);
     sent.end();
@@ -38,7 +49,7 @@ describe("the health endpoint", () => {
   });
 
   it("answers loopback names and addresses, and refuses a name a rebinding page would send", async () => {
-    server = await startHealthServer("127.0.0.1:0", async () => Report);
+    server = await startHealthServer("127.0.0.1:0", async () => Report, new Redactor());
     const port = new URL(server.url).port;
     for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, "127.0.0.1"]) {
       const answer = await get(server.url, "/health", host);
@@ -55,5 +66,38 @@ describe("the health endpoint", () => {
       expect(answer.body).not.toContain("db.internal");
       expect(answer.body).toMatch(/^unknown host: /);
     }
+  });
+
+  it("keeps the config's secrets and secret-shaped values out of a failed report's 500", async () => {
+    const failure = new Error(
+      `listReplicas failed: key ${ApiKey} refused at https://bot123456:AAHsecret@api.example/x`,
+    );
+    server = await startHealthServer(
+      "127.0.0.1:0",
+      async () => {
+        throw failure;
+      },
+      new Redactor([ApiKey]),
+    );
+    const answer = await get(server.url, "/health");
+    expect(answer.status).toBe(500);
+    expect(answer.body).toMatch(/^health report failed: listReplicas failed: key <redacted>/);
+    expect(answer.body).not.toContain(ApiKey);
+    expect(answer.body).not.toContain("AAHsecret");
+  });
+
+  it("keeps the config's secrets out of the report's own fields", async () => {
+    const report: HealthReport = {
+      ...Report,
+      status: "degraded",
+      engine: { reachable: false, detail: `engine refused key ${ApiKey}` },
+    };
+    server = await startHealthServer("127.0.0.1:0", async () => report, new Redactor([ApiKey]));
+    const answer = await get(server.url, "/health");
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body).engine).toEqual({
+      reachable: false,
+      detail: "engine refused key <redacted>",
+    });
   });
 });

@@ -2,6 +2,7 @@ import { createServer, type Server } from "node:http";
 import { type AddressInfo, isIP } from "node:net";
 import { formatListenAddress, isLoopbackHost, parseListenAddress } from "@mediagate/io";
 import type { ChannelHealth } from "../channels/types.js";
+import type { Redactor } from "../redact.js";
 
 /** What the health endpoint reports (docs/durability.md). Token-free. */
 export interface HealthReport {
@@ -110,12 +111,16 @@ function answeredHost(header: string | undefined): boolean {
  * Serves `GET /health` on a loopback `host:port`: the {@link HealthReport} as JSON, HTTP 200
  * when `ok` or `degraded`, 503 when `failed` (a probe restarts or alerts). Any other path is 404;
  * a `Host` that is neither `localhost` nor an IP address is 421 (DNS rebinding).
+ * A report that fails is 500 with its error's message. Every string of the answer (the report's
+ * fields, the failure's message) goes through `redactor` first: a channel's or the store's error
+ * can quote a token or a URL with credentials.
  * `listen` is read by @mediagate/io's `parseListenAddress` (`[::1]:9464` for IPv6), which throws
  * `ListenAddressError` for anything else.
  */
 export async function startHealthServer(
   listen: string,
   report: () => Promise<HealthReport>,
+  redactor: Redactor,
 ): Promise<HealthServer> {
   const { host, port } = parseListenAddress(listen);
   const server: Server = createServer((request, response) => {
@@ -134,12 +139,16 @@ export async function startHealthServer(
       (body) => {
         response
           .writeHead(body.status === "failed" ? 503 : 200, { "content-type": "application/json" })
-          .end(`${JSON.stringify(body)}\n`);
+          .end(`${JSON.stringify(redactor.value(body))}\n`);
       },
       (error: unknown) => {
         response
           .writeHead(500, { "content-type": "text/plain" })
-          .end(`health report failed: ${error instanceof Error ? error.message : String(error)}\n`);
+          .end(
+            redactor.text(
+              `health report failed: ${error instanceof Error ? error.message : String(error)}\n`,
+            ),
+          );
       },
     );
   });
