@@ -100,4 +100,20 @@ describe("the health endpoint", () => {
       detail: "engine refused key <redacted>",
     });
   });
+  it("answers HEAD as GET without a body, and names the methods it takes", async () => {
+    let failed = false;
+    server = await startHealthServer(
+      "127.0.0.1:0",
+      async () => (failed ? { ...Report, status: "failed" } : Report),
+      new Redactor(),
+    );
+    const up = await get(server.url, "/health", undefined, "HEAD");
+    expect([up.status, up.body, up.headers["content-type"]]).toEqual([200, "", "application/json"]);
+    failed = true;
+    expect((await get(server.url, "/healthz", undefined, "HEAD")).status).toBe(503);
+    const posted = await get(server.url, "/health", undefined, "POST");
+    expect([posted.status, posted.headers.allow]).toEqual([405, "GET, HEAD"]);
+    expect(posted.body).toBe("method not allowed; use GET or HEAD /health\n");
+    expect((await get(server.url, "/metrics")).status).toBe(404);
+  });
 });

@@ -109,7 +109,8 @@ function answeredHost(header: string | undefined): boolean {
 
 /**
  * Serves `GET /health` on a loopback `host:port`: the {@link HealthReport} as JSON, HTTP 200
- * when `ok` or `degraded`, 503 when `failed` (a probe restarts or alerts). Any other path is 404;
+ * when `ok` or `degraded`, 503 when `failed` (a probe restarts or alerts). `HEAD` answers the
+ * same status without the body; other methods are 405. Any other path is 404;
  * a `Host` that is neither `localhost` nor an IP address is 421 (DNS rebinding).
  * A report that fails is 500 with its error's message. Every string of the answer (the report's
  * fields, the failure's message) goes through `redactor` first: a channel's or the store's error
@@ -131,8 +132,16 @@ export async function startHealthServer(
         .end("unknown host: the health endpoint answers only localhost and IP addresses\n");
       return;
     }
-    if (request.method !== "GET" || (path !== "/health" && path !== "/healthz")) {
+    if (path !== "/health" && path !== "/healthz") {
       response.writeHead(404, { "content-type": "text/plain" }).end("not found; try GET /health\n");
+      return;
+    }
+    // HEAD is what load balancers and uptime checkers send: the same status, no body (node
+    // leaves it out).
+    if (request.method !== "GET" && request.method !== "HEAD") {
+      response
+        .writeHead(405, { "content-type": "text/plain", allow: "GET, HEAD" })
+        .end("method not allowed; use GET or HEAD /health\n");
       return;
     }
     report().then(
