@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Redacted, Redactor, redactText } from "./redact.js";
+import { looksLikeToken, Redacted, Redactor, redactText } from "./redact.js";
 
 describe("Redactor", () => {
   it("cuts registered secrets out of text, the longest first", () => {
@@ -41,5 +41,31 @@ describe("Redactor", () => {
     expect(clean.error.message).toBe(`failed with ${Redacted}`);
     expect(String(clean.error.stack)).not.toContain("sk-secret-1");
     expect((clean.error.cause as Error).message).toBe(Redacted);
+  });
+});
+
+describe("looksLikeToken", () => {
+  it.each([
+    "7123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw",
+    "MTIzNDU2Nzg5MDEyMzQ1Njc4.GhIjKl.abcdefghijklmnopqrstuvwxyz0123456789AB",
+    "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv",
+    "ghp_0123456789abcdefABCDEF0123456789abcd",
+    "Zq3xW9vB7nM2kL5jH8gF4dS1aP6oI0uYtReWqAsD",
+  ])("recognises %s", (value) => {
+    expect(looksLikeToken(value)).toBe(true);
+  });
+
+  it.each([
+    "default",
+    "team-discord_2",
+    "claude-3-5-sonnet-20241022",
+    "meta-llama/Llama-3.3-70B-Instruct-Turbo",
+    "mediagate-sandbox:test",
+    "telegram:123456789",
+    "127.0.0.1:9464",
+    "pairing",
+    "/srv/mediagate/profiles/work",
+  ])("leaves %s alone", (value) => {
+    expect(looksLikeToken(value)).toBe(false);
   });
 });

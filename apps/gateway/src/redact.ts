@@ -28,6 +28,36 @@ const Patterns: readonly { readonly pattern: RegExp; readonly replacement: strin
 ];
 
 /**
+ * Shapes credentials are issued in, matched against a whole value: a Telegram bot token
+ * (`123456789:AA…`), a Discord bot token (three base64url parts joined by dots, a JWT too), an
+ * API key with a vendor prefix (`sk-…`, `ghp_…`, `xoxb-…`), and a long run of letters and
+ * digits mixing cases (how generated keys look; no name or word is written so).
+ */
+const TokenShapes: readonly RegExp[] = [
+  /^\d{5,}:[A-Za-z0-9_-]{30,}$/,
+  /^[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{20,}$/,
+  /^(?:sk|pk|rk|xox[abprs]|ghp|gho|ghs|github_pat|glpat)[-_][A-Za-z0-9_-]{16,}$/,
+];
+const MinGeneratedLength = 32;
+
+/**
+ * Whether `value` looks like a credential (see {@link TokenShapes}), whatever key it was found
+ * under: a token pasted under `name:` is still a token. Config errors never show such a value,
+ * and the config's redactor learns it.
+ */
+export function looksLikeToken(value: string): boolean {
+  const text = value.trim();
+  if (TokenShapes.some((shape) => shape.test(text))) return true;
+  return (
+    text.length >= MinGeneratedLength &&
+    /^[A-Za-z0-9_-]+$/.test(text) &&
+    /\d/.test(text) &&
+    /[a-z]/.test(text) &&
+    /[A-Z]/.test(text)
+  );
+}
+
+/**
  * Cuts secrets out of text and values: every registered secret (bot tokens, API keys, any
  * value of the raw config that is not a known non-secret setting) and the shapes in
  * {@link Patterns}. Secrets can be added after creation (the config is read after the CLI

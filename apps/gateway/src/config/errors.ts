@@ -1,6 +1,7 @@
 import { MediagateError } from "@mediagate/io";
 import { closest, distance } from "fastest-levenshtein";
 import type { z } from "zod";
+import { looksLikeToken } from "../redact.js";
 import type { Locate } from "./locate.js";
 import { isShownPath, knownKeysAt } from "./secrets.js";
 
@@ -102,7 +103,9 @@ export function formatPath(path: readonly PropertyKey[]): string {
  * Renders the value found at `path` for an error message. Only a known non-secret setting
  * ({@link isShownPath}) with a simple value (a number, a boolean, a string) is shown, cut at
  * 80 characters; anything else is named by its type (`a string (not shown)`, `a mapping`), so
- * a token under a mistyped key or where a mapping belongs never reaches the message.
+ * a token under a mistyped key or where a mapping belongs never reaches the message. A string
+ * that looks like a token (`looksLikeToken`) is never shown, whatever key holds it: a token
+ * pasted under `name:` stays out of the message too.
  */
 export function showValue(value: unknown, path: readonly PropertyKey[]): string {
   if (value === undefined) return "nothing";
@@ -114,6 +117,9 @@ export function showValue(value: unknown, path: readonly PropertyKey[]): string 
   const simple =
     typeof value === "string" || typeof value === "number" || typeof value === "boolean";
   if (!simple || !isShownPath(path)) return `${typeName(value)} (not shown)`;
+  if (typeof value === "string" && looksLikeToken(value)) {
+    return "a string that looks like a token (not shown)";
+  }
   const text = JSON.stringify(value);
   return text.length > MaxShown ? `${text.slice(0, MaxShown - 1)}…` : text;
 }

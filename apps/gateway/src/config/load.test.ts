@@ -257,6 +257,42 @@ describe("resolveConfig", () => {
     }
   });
 
+  it("never shows a token-shaped value, even under a key whose values are shown", () => {
+    const telegram = "7123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw";
+    const discord = "MTIzNDU2Nzg5MDEyMzQ1Njc4.GhIjKl.abcdefghijklmnopqrstuvwxyz0123456789AB";
+    const apiKey = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv";
+    const redactor = new Redactor();
+    let error: unknown;
+    try {
+      resolveConfig(
+        {
+          profiles: [
+            { name: telegram },
+            { name: "team", allowedUsers: [discord], agent: { kind: "shell" } },
+            { name: "work", access: apiKey },
+          ],
+        },
+        { env, source: "/etc/mediagate.yaml", redactor },
+      );
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as ConfigError).message;
+    for (const secret of [telegram, discord, apiKey]) expect(message).not.toContain(secret);
+    expect(message).toContain(
+      "profiles[0].name: got a string that looks like a token (not shown), expected a profile name",
+    );
+    expect(message).toContain(
+      "profiles[1].allowedUsers[0]: got a string that looks like a token (not shown)",
+    );
+    expect(message).toContain("profiles[2].access: got a string that looks like a token");
+    // Whatever else prints them (a log line, the CLI's error) goes through the redactor.
+    expect(redactor.text(`${telegram} ${discord} ${apiKey}`)).toBe(
+      `${Redacted} ${Redacted} ${Redacted}`,
+    );
+  });
+
   it("never shows a token in an error", () => {
     const error = errorOf({
       profiles: [{ name: "default", telegram: { token: 12345678 }, extra: { token: "SECRET99" } }],

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { looksLikeToken } from "../redact.js";
 import type { GatewayEnv } from "./env.js";
 import { configFileSchema } from "./schema.js";
 import type { GatewayConfig } from "./types.js";
@@ -166,7 +167,8 @@ export function knownKeysAt(path: readonly PropertyKey[]): string[] {
 
 /**
  * Every secret-looking string of a raw (unvalidated) config document: all strings and numbers
- * except the values of known non-secret settings ({@link isShownPath}); of a URL setting, its
+ * except the values of known non-secret settings ({@link isShownPath}) that do not look like a
+ * token (`looksLikeToken`: one pasted under `name:` is still learnt); of a URL setting, its
  * user, password and query values. Unknown keys, mistyped keys and a token given where a
  * mapping belongs are all covered, so a redactor fed with these never prints them.
  */
@@ -181,7 +183,7 @@ export function secretsOfRawConfig(raw: unknown): string[] {
         out.push(...storeUrlSecrets(text));
       } else if (setting !== undefined && UrlKeys.has(setting) && schemaAt(path) !== undefined) {
         out.push(...secretsOfUrl(text));
-      } else if (!isShownPath(path)) out.push(text);
+      } else if (!isShownPath(path) || looksLikeToken(text)) out.push(text);
       return;
     }
     if (Array.isArray(value)) {
