@@ -22,9 +22,10 @@ export interface Interpolated {
 
 /**
  * Resolves environment references in every string value of a parsed config document
- * (docs/configuration.md): `${NAME}` is the variable's value, `${NAME:-text}` falls back to
- * `text`, `$${` is a literal `${`. Keys, numbers and booleans are left alone. A variable that
- * is unset or empty, and a malformed reference, are issues naming the key path; the issue
+ * (docs/configuration.md): `${NAME}` is the variable's value without leading and trailing
+ * white space, `${NAME:-text}` falls back to `text` (as written), `$${` is a literal `${`. Keys,
+ * numbers and booleans are left alone. A variable that is unset, empty or only white space,
+ * and a malformed reference, are issues naming the key path; the issue
  * shows the reference (a variable name, written by the operator), never a value.
  */
 export function interpolate(
@@ -73,7 +74,9 @@ function resolveString(
       return match;
     }
     const [, name = "", fallback] = reference;
-    const value = variables[name];
+    // Trimmed as the override variables are (env.ts): an env file or a secrets file often
+    // ends its value with a newline, and a token with one is wrong.
+    const value = variables[name]?.trim();
     if (value !== undefined && value !== "") return value;
     if (fallback !== undefined) return fallback;
     problem ??= {

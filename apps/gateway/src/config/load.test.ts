@@ -782,6 +782,29 @@ describe("${VAR} references", () => {
     expect(redactor.text("inline-secret-token")).toBe(Redacted);
   });
 
+  it("trims a variable's value as the override variables are, and counts blank as unset", () => {
+    // `export TOKEN=$(cat /run/secrets/token)` keeps no newline, but `--env-file` and
+    // systemd's EnvironmentFile= can; a token with one is refused by Telegram as 404.
+    const config = resolveConfig(
+      {
+        profiles: [
+          {
+            name: "default",
+            telegram: { token: "${BOT_TOKEN}", apiRoot: "${BOT_API:-http://127.0.0.1:8081}" },
+          },
+        ],
+      },
+      { env: withVariables({ BOT_TOKEN: "777:AAH-from-a-file\n", BOT_API: " \n" }) },
+    );
+    expect(config.profiles[0]?.telegram).toMatchObject({
+      token: "777:AAH-from-a-file",
+      apiRoot: "http://127.0.0.1:8081",
+    });
+    expect(errorOf({ home: "${BLANK}" }, withVariables({ BLANK: "\t\n" })).message).toContain(
+      "home: got ${BLANK}, expected the environment variable BLANK to be set (it is unset or empty)",
+    );
+  });
+
   it("reads the variables from the process environment map", () => {
     const e = readEnv({ HOME: "/home/x", TEAM_TOKEN: "team-token-1" });
     const config = resolveConfig(
