@@ -926,6 +926,22 @@ describe("loadConfig", () => {
     );
   });
 
+  it("refuses a YAML tag it does not resolve instead of loading the text after it", async () => {
+    const dir = await tempDirForTest("mg-config-");
+    const file = join(dir, "tagged.yaml");
+    // Home Assistant's `!secret name` reads a secrets file; YAML alone loads the bare name as
+    // the token, and the bot fails with 401 far from the line that caused it.
+    await writeFile(
+      file,
+      "profiles:\n  - name: default\n    telegram:\n      token: !secret work_bot_token\n",
+    );
+    const error = await loadConfig({ path: file, env }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toBe(
+      `invalid config ${file}:4:14: got the YAML tag !secret, expected no tag: mediagate resolves none (write \${NAME} to read a secret from the environment variable NAME)`,
+    );
+  });
+
   it("names file:line:column of a YAML syntax error, without quoting the source", async () => {
     const dir = await tempDirForTest("mg-config-");
     const file = join(dir, "broken.yaml");

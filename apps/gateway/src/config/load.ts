@@ -108,7 +108,8 @@ export interface ParsedYaml {
 }
 
 /**
- * Parses YAML text; syntax errors become a {@link ConfigError} naming `file:line:column`. The
+ * Parses YAML text; syntax errors, and the parser's warnings (an unresolved tag such as
+ * `!secret x`), become a {@link ConfigError} naming `file:line:column`. The
  * YAML parser's own messages can quote the source (a tag, a scalar, the line around the error),
  * so only their error code and position are kept: a document too broken to parse gives up no
  * secret it holds.
@@ -127,6 +128,17 @@ export function parseYaml(text: string, source: string): ParsedYaml {
       })),
     );
   }
+  // The parser's warnings are errors here: each one means the file does not load as written.
+  if (doc.warnings.length > 0) {
+    throw new ConfigError(
+      source,
+      doc.warnings.map((w) => ({
+        path: "",
+        at: w.linePos ? { line: w.linePos[0].line, column: w.linePos[0].col } : undefined,
+        ...yamlWarning(w.code, w.message),
+      })),
+    );
+  }
   try {
     return { value: doc.toJS() ?? {}, locate: locatorOf(doc, lineCounter) };
   } catch {
@@ -138,6 +150,30 @@ export function parseYaml(text: string, source: string): ParsedYaml {
       },
     ]);
   }
+}
+
+/** A tag as written (`!secret`, `!!foo`, `tag:example.com,2000:x`): syntax, never a value. */
+const TagName = /^Unresolved tag: (![\w.:/!-]{0,60}|tag:[\w.,:/!-]{1,60}) /;
+
+/**
+ * What a YAML warning means for the file. A tag the parser does not resolve (Home Assistant's
+ * `!secret name`, a custom `!env`) would load the text after it as the value (the bare name
+ * as the token); nothing but `${NAME}` reads a value from elsewhere. The parser's message is
+ * quoted only for the tag's name (it can quote the source).
+ */
+function yamlWarning(code: string, message: string): { got: string; expected: string } {
+  if (code === "TAG_RESOLVE_FAILED") {
+    const tag = TagName.exec(message)?.[1];
+    return {
+      got: tag === undefined ? "a YAML tag" : `the YAML tag ${tag}`,
+      expected:
+        "no tag: mediagate resolves none (write ${NAME} to read a secret from the environment variable NAME)",
+    };
+  }
+  return {
+    got: `YAML the parser warns about (${code.toLowerCase().replaceAll("_", " ")})`,
+    expected: "plain YAML (remove or rewrite that part)",
+  };
 }
 
 /**
