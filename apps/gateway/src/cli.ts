@@ -147,7 +147,7 @@ sandboxOpts(
     )
     .option(
       "--older-than <duration>",
-      "minimum age of an exited container, at least 1m (default: twice the profile's lifetimeSeconds, at least 2m)",
+      "minimum age of an exited container, 1m to 3650d (default: twice the profile's lifetimeSeconds, at least 2m)",
       durationSeconds,
     ),
 )

@@ -155,6 +155,24 @@ describe("mediagate sandbox ls | rm | reap", () => {
     );
   });
 
+  it("reap refuses an --older-than no container can reach, before touching anything", async () => {
+    // `--older-than 30y` for 30m: every exited container is younger, and nothing would be reaped.
+    const lines: string[] = [];
+    await expect(
+      sandboxReap({ ...opts(), olderThanSeconds: 30 * 365 * 86_400 }, (line) => lines.push(line)),
+    ).rejects.toThrow(
+      "--older-than must be at most 3650 days, got 10950 days: no container exited that long ago, so it would reap none (write e.g. 30m, 2h or 7d)",
+    );
+    await expect(sandboxReap({ ...opts(), olderThanSeconds: 8.64e26 }, () => {})).rejects.toThrow(
+      "--older-than must be at most 3650 days",
+    );
+    expect(lines).toEqual([]);
+    // The bound itself is taken.
+    await expect(
+      sandboxReap({ ...opts(), olderThanSeconds: 3650 * 86_400 }, () => {}),
+    ).resolves.toBe(0);
+  });
+
   it("an unknown -p is an error naming the profile and the known ones, for every subcommand", async () => {
     const unknown = { ...opts(), profile: "nosuch" };
     const message = `unknown profile "nosuch": the config has "${profile}" (use -p with one of them, or leave it out for all)`;

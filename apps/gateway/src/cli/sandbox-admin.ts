@@ -84,6 +84,12 @@ export interface SandboxCommandOptions {
  */
 export const MinReapAgeSeconds = 60;
 
+/**
+ * The longest `--older-than`, 10 years: no container exited longer ago (the engine is younger),
+ * so a larger age (`30y` typed for `30m`, `1e9d`) would reap no exited container and say nothing.
+ */
+export const MaxReapAgeSeconds = 3650 * 86_400;
+
 /** The columns of `sandbox ls`, printed as its first line. */
 export const ListHeader = ["CONTAINER", "PROFILE", "SLOT", "STATE", "IMAGE", "CREATED"].join("\t");
 
@@ -200,6 +206,11 @@ export async function sandboxReap(options: SandboxCommandOptions, print: Print):
   if (olderThan !== undefined && !(olderThan >= MinReapAgeSeconds)) {
     throw new RangeError(
       `--older-than must be at least ${formatDuration(MinReapAgeSeconds)}, got ${formatDuration(olderThan)}: a younger exited container may be one a running gateway is about to start again`,
+    );
+  }
+  if (olderThan !== undefined && olderThan > MaxReapAgeSeconds) {
+    throw new RangeError(
+      `--older-than must be at most ${formatDuration(MaxReapAgeSeconds)}, got ${formatDuration(olderThan)}: no container exited that long ago, so it would reap none (write e.g. 30m, 2h or 7d)`,
     );
   }
   const config = await loadConfig({
