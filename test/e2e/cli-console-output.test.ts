@@ -1,4 +1,4 @@
-import { rm, writeFile } from "node:fs/promises";
+import { open, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { waitFor } from "../../test-support/wait.js";
@@ -84,5 +84,69 @@ describe("console mode: the chat on stdout, the logs on stderr", () => {
       "cut_off",
     ]);
     expect(logs.some((l) => l.level === 20)).toBe(true);
+  });
+
+  it("ends the session when stdout's reader goes away, as at the input's end: exit 0, no trace", async () => {
+    const config = join(dir, "closed-out.yaml");
+    await writeFile(
+      config,
+      [
+        `home: ${join(dir, "home")}`,
+        "drainTimeoutSeconds: 1",
+        "profiles:",
+        `  - name: ${profile}`,
+        `    sandbox: { image: ${TestImage}, diskLimitBytes: 0 }`,
+        "",
+      ].join("\n"),
+    );
+    // `mediagate start | head -1` once head has its line: the reader is gone before the reply.
+    const cli = spawnCli(["start", "--config", config], {
+      home: dir,
+      stdin: "pipe",
+      stdout: "closed",
+      timeoutMs: 120_000,
+    });
+    onTestFinished(() => cli.signal("SIGKILL"));
+    // The input stays open: only the lost reader ends the session.
+    cli.stdin?.write("echo hello\n");
+    const { code, stderr } = await cli.ended;
+    expect(stderr).not.toContain("uncaught");
+    expect(stderr).not.toContain("EPIPE\n    at");
+    expect(stderr).toContain("the console's output was closed (its reader went away): stopping");
+    expect(code, stderr).toBe(0);
+  });
+
+  it("stops with exit 1 when stdout fails otherwise (a full disk), saying so, no trace", async () => {
+    const config = join(dir, "full-out.yaml");
+    await writeFile(
+      config,
+      [
+        `home: ${join(dir, "home")}`,
+        "drainTimeoutSeconds: 1",
+        "profiles:",
+        `  - name: ${profile}`,
+        `    sandbox: { image: ${TestImage}, diskLimitBytes: 0 }`,
+        "",
+      ].join("\n"),
+    );
+    const full = await open("/dev/full", "w");
+    try {
+      const cli = spawnCli(["start", "--config", config], {
+        home: dir,
+        stdin: "pipe",
+        stdout: full.fd,
+        timeoutMs: 120_000,
+      });
+      onTestFinished(() => cli.signal("SIGKILL"));
+      cli.stdin?.write("echo hello\n");
+      const { code, stderr } = await cli.ended;
+      expect(stderr).not.toContain("uncaught");
+      expect(stderr).toContain(
+        "mediagate: stopped: could not write the console's output (ENOSPC)\n",
+      );
+      expect(code, stderr).toBe(1);
+    } finally {
+      await full.close();
+    }
   });
 });

@@ -101,10 +101,16 @@ export class ConsoleChannel implements ChannelAdapter {
   #started = false;
   #sinceMs = Date.now();
   #received: Promise<void> = Promise.resolve();
+  /** The output failed: nothing more is written to it. */
+  #outputGone = false;
+  #onFatal: ((error: Error) => void) | undefined;
 
   constructor(options: ConsoleChannelOptions) {
     this.#options = options;
     this.#output = options.output ?? process.stdout;
+    // Without a listener a failed write (a reader gone: `mediagate start | head -1`) is an
+    // uncaught exception on the next tick, which stops the gateway with exit 1 and a trace.
+    this.#output.on("error", (error: NodeJS.ErrnoException) => this.#outputFailed(error));
     this.#interactive = isTerminal(options.input ?? process.stdin) && isTerminal(this.#output);
     this.#prompt = options.prompt ?? (this.#interactive ? ConsoleDefaults.prompt : "");
     this.#log = options.logger ?? silentLogger();
@@ -129,8 +135,9 @@ export class ConsoleChannel implements ChannelAdapter {
    * Starts reading lines; each non-empty line becomes one message. Lines are handed on in
    * order, each once the previous one is recorded.
    */
-  async start({ onMessage }: ChannelStartOptions): Promise<void> {
+  async start({ onMessage, onFatal }: ChannelStartOptions): Promise<void> {
     this.#started = true;
+    this.#onFatal = onFatal;
     this.#sinceMs = Date.now();
     const input = this.#options.input ?? process.stdin;
     const rl = createInterface({
@@ -276,8 +283,33 @@ export class ConsoleChannel implements ChannelAdapter {
     }
   }
 
+  /**
+   * The chat can no longer be shown. A reader that went away (EPIPE) ends the session as the
+   * input's end does (the gateway stops, exit 0); any other failure (a full disk, EIO) stops
+   * the gateway as a fatal channel error (exit 1), since replies would be lost unseen.
+   */
+  #outputFailed(error: NodeJS.ErrnoException): void {
+    if (this.#outputGone) return;
+    this.#outputGone = true;
+    if (error.code === "EPIPE") {
+      this.#log.warn(
+        { profile: this.#options.profile },
+        "the console's output was closed (its reader went away): stopping",
+      );
+      this.#rl?.close();
+      return;
+    }
+    this.#log.error({ err: error }, "could not write the console's output");
+    this.#onFatal?.(
+      new Error(`could not write the console's output (${error.code ?? error.message})`, {
+        cause: error,
+      }),
+    );
+  }
+
   /** Writes chat output on lines of its own: a waiting prompt is taken off its line first. */
   #write(text: string): void {
+    if (this.#outputGone) return;
     if (this.#promptWaiting && this.#interactive) {
       clearLine(this.#output, 0);
       cursorTo(this.#output, 0);
@@ -294,7 +326,7 @@ export class ConsoleChannel implements ChannelAdapter {
   /** Shows the prompt with whatever was typed after it so far (line editing keeps it). */
   #showPrompt(): void {
     const rl = this.#rl;
-    if (rl === undefined || this.#prompt === "" || this.#promptWaiting) return;
+    if (rl === undefined || this.#prompt === "" || this.#promptWaiting || this.#outputGone) return;
     rl.prompt(true);
     this.#promptWaiting = true;
     this.#options.terminal?.promptShown(() => rl.prompt(true));
