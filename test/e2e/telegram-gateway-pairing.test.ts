@@ -218,7 +218,8 @@ describe("gateway over Telegram: access: pairing", () => {
     expect(approve.stdout).toContain(`in profile ${bot.profile}`);
     const again = await pairing("approve", code);
     expect(again.code).toBe(1);
-    expect(again.stdout).toContain(`no pending code ${code}`);
+    expect(again.stdout).toBe("");
+    expect(again.stderr).toContain(`mediagate: no pending code ${code}`);
 
     since = bot.mark();
     await dm(bot, Stranger, "echo back-$((1 + 1))");

@@ -1,9 +1,16 @@
+import { MediagateError } from "@mediagate/io";
 import { listReplicas, type ReplicaInfo } from "../cluster/replica-registry.js";
 import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import { Defaults } from "../defaults.js";
 import { PostgresDatabase } from "../postgres/database.js";
 import type { Redactor } from "../redact.js";
+
+/** `mediagate status` could not read the replicas from the store's database. */
+export class ClusterStatusError extends MediagateError {
+  override readonly name = "ClusterStatusError";
+  readonly code = "MG_CLI_STATUS_FAILED";
+}
 
 /** What `mediagate status` needs from the command line. */
 export interface ClusterStatusOptions {
@@ -15,8 +22,8 @@ export interface ClusterStatusOptions {
 /**
  * `mediagate status` (docs/cluster.md): the replicas of the config's PostgreSQL store, a header
  * row then one per replica (id, host, version, sessions held, last heartbeat, alive or dead).
- * On SQLite there is one replica and no cluster: it says so. Returns the exit code (1 when the
- * database cannot be read).
+ * On SQLite there is one replica and no cluster: it says so. Returns the exit code.
+ * @throws ClusterStatusError when the database cannot be read.
  */
 export async function clusterStatus(
   options: ClusterStatusOptions,
@@ -59,8 +66,10 @@ export async function clusterStatus(
     for (const line of replicaTable(replicas)) print(line);
     return 0;
   } catch (error) {
-    print(`could not read the cluster: ${error instanceof Error ? error.message : String(error)}`);
-    return 1;
+    throw new ClusterStatusError(
+      `could not read the cluster of PostgreSQL ${database.where}: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
   } finally {
     await database.close();
   }

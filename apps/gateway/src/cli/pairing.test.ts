@@ -8,7 +8,13 @@ import { rootPageOf } from "../../test/fixtures/sqlite-pages.js";
 import { emptyEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import { SqliteStateStore, stateDbPath } from "../state/store.js";
-import { PairingListHeader, pairingApprove, pairingList } from "./pairing.js";
+import {
+  PairingCommandError,
+  PairingListHeader,
+  pairingApprove,
+  pairingList,
+  pairingRevoke,
+} from "./pairing.js";
 
 /** A display name an attacker picks: a terminal colour, a bidi override, a forged row. */
 const Hostile = `\x1b[31mEve\u202egnp.exe\n${["main", "approved", "telegram:1", "Admin"].join("\t")}`;
@@ -66,6 +72,24 @@ describe("mediagate pairing list and approve with hostile display names", () => 
     ]);
     // biome-ignore lint/suspicious/noControlCharactersInRegex: none may be printed
     expect(lines.join("\n")).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f\u202e\u2066]/);
+  });
+
+  it("fails on stderr, not in its output, when there is no such code or nothing to revoke", async () => {
+    const printed: string[] = [];
+    const print = (line: string) => printed.push(line);
+    await expect(
+      pairingApprove("ZZZZ-ZZZZ", { config, env: emptyEnv(dir), now }, print),
+    ).rejects.toThrow(
+      new PairingCommandError(
+        "no pending code ZZZZ-ZZZZ in profile main (mistyped, already used, revoked or expired; see `mediagate pairing list`)",
+      ),
+    );
+    await expect(
+      pairingRevoke("telegram:404", { config, env: emptyEnv(dir), now }, print),
+    ).rejects.toThrow(
+      new PairingCommandError("nothing to revoke: no approval or pending code of telegram:404"),
+    );
+    expect(printed).toEqual([]);
   });
 
   it("prints the approved user's name escaped", async () => {

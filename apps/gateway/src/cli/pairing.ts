@@ -152,10 +152,9 @@ export async function pairingApprove(
     print(`approved ${who} in profile ${profile.name}: they may use the bot now (not as an admin)`);
     return 0;
   }
-  print(
+  throw new PairingCommandError(
     `no pending code ${formatPairingCode(code)} in profile ${profiles.map((p) => p.name).join(", ")} (mistyped, already used, revoked or expired; see \`mediagate pairing list\`)`,
   );
-  return 1;
 }
 
 /**
@@ -195,8 +194,7 @@ export async function pairingRevoke(
     }
   }
   if (removed === 0) {
-    print(`nothing to revoke: no approval or pending code of ${trimmed}`);
-    return 1;
+    throw new PairingCommandError(`nothing to revoke: no approval or pending code of ${trimmed}`);
   }
   return 0;
 }

@@ -11,6 +11,7 @@ import { readEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import {
   ListHeader,
+  SandboxCommandError,
   sandboxList,
   sandboxReap,
   sandboxRemove,
@@ -79,8 +80,19 @@ describe("mediagate sandbox ls | rm | reap", () => {
     const { containerId } = await sandbox.acquire("session:x");
     expect((await run((p) => sandboxRemove(containerId.slice(0, 12), opts(), p))).code).toBe(0);
     expect(await sandbox.list()).toEqual([]);
-    const none = await run((p) => sandboxRemove("ffffffffffff", opts(), p));
-    expect(none).toEqual({ code: 1, lines: ["no container of this gateway matches ffffffffffff"] });
+    // A failure is the command's error (stderr, exit 1), not a line of its output.
+    const printed: string[] = [];
+    const none = sandboxRemove("ffffffffffff", opts(), (l) => printed.push(l));
+    await expect(none).rejects.toThrow(
+      new SandboxCommandError(
+        "no container of this gateway matches ffffffffffff (see `mediagate sandbox ls`)",
+      ),
+    );
+    await expect(none).rejects.toMatchObject({ code: "MG_CLI_SANDBOX_REFUSED" });
+    await expect(sandboxRemove(" ", opts(), (l) => printed.push(l))).rejects.toThrow(
+      "name a container id (prefix) or a slot key",
+    );
+    expect(printed).toEqual([]);
   });
 
   it("refuses a target that names two containers (a slot key that is another's id prefix), removing none", async () => {
@@ -89,10 +101,13 @@ describe("mediagate sandbox ls | rm | reap", () => {
     // A task slot whose key happens to be the first container's id prefix.
     const other = (await sandbox.acquire(prefix)).containerId;
     try {
-      const refused = await run((p) => sandboxRemove(prefix, opts(), p));
-      expect(refused.code).toBe(1);
-      expect(refused.lines).toHaveLength(1);
-      const line = refused.lines[0] ?? "";
+      const printed: string[] = [];
+      const refused = await sandboxRemove(prefix, opts(), (l) => printed.push(l)).catch(
+        (error: unknown) => error,
+      );
+      expect(refused).toBeInstanceOf(SandboxCommandError);
+      expect(printed).toEqual([]);
+      const line = (refused as Error).message;
       expect(line).toMatch(new RegExp(`^${prefix} matches 2 containers: `));
       expect(line).toContain(`${containerId.slice(0, 12)} (profile ${profile}, slot session_y)`);
       expect(line).toContain(`${other.slice(0, 12)} (profile ${profile}, slot ${prefix})`);
@@ -251,8 +266,9 @@ describe("mediagate sandbox ls | rm | reap with two installs on one engine", () 
     const listed = await run((p) => sandboxList(opts(0), p));
     expect(listed.lines.map((l) => l.split("\t")[0])).toEqual(["CONTAINER", mine.slice(0, 12)]);
 
-    const byId = await run((p) => sandboxRemove(theirs.slice(0, 12), opts(0), p));
-    expect(byId.code).toBe(1);
+    await expect(sandboxRemove(theirs.slice(0, 12), opts(0), () => {})).rejects.toThrow(
+      `no container of this gateway matches ${theirs.slice(0, 12)}`,
+    );
     expect(await running(theirs)).toBe(true);
 
     const bySlot = await run((p) => sandboxRemove(slot, opts(0), p));

@@ -61,6 +61,12 @@ async function sandboxes(
     }));
 }
 
+/** `mediagate sandbox rm` removed nothing: no target, no container, or more than one matched. */
+export class SandboxCommandError extends MediagateError {
+  override readonly name = "SandboxCommandError";
+  readonly code = "MG_CLI_SANDBOX_REFUSED";
+}
+
 /** Options shared by the `mediagate sandbox` subcommands. */
 export interface SandboxCommandOptions {
   readonly config?: string | undefined;
@@ -139,6 +145,7 @@ export async function sandboxList(options: SandboxCommandOptions, print: Print):
 /**
  * `mediagate sandbox rm <id|slot>`: removes a container of this install by id prefix, name
  * or slot key (its dirs are kept). Another install's container is never matched.
+ * @throws SandboxCommandError when nothing was removed (no target, no match, several).
  */
 export async function sandboxRemove(
   target: string,
@@ -146,8 +153,7 @@ export async function sandboxRemove(
   print: Print,
 ): Promise<number> {
   if (target.trim() === "") {
-    print("name a container id (prefix) or a slot key");
-    return 1;
+    throw new SandboxCommandError("name a container id (prefix) or a slot key");
   }
   const config = await loadConfig({
     path: options.config,
@@ -176,15 +182,15 @@ export async function sandboxRemove(
     const listed = matches.map(
       (m) => `${m.container.id.slice(0, 12)} (profile ${m.profile}, slot ${m.container.slot})`,
     );
-    print(
+    throw new SandboxCommandError(
       `${target} matches ${distinct.size} containers: ${listed.join(", ")}; nothing was removed: give more of the id (\`mediagate sandbox ls\`), or -p with the profile`,
     );
-    return 1;
   }
   const [match] = matches;
   if (match === undefined) {
-    print(`no container of this gateway matches ${target}`);
-    return 1;
+    throw new SandboxCommandError(
+      `no container of this gateway matches ${target} (see \`mediagate sandbox ls\`)`,
+    );
   }
   // By slot key when given one: the sandbox then also drops its in-process handle.
   await match.sandbox.remove(match.byId ? match.container.id : target);
