@@ -324,6 +324,7 @@ export function composeCore(
     journalProblem: undefined,
     engineProbe: {},
     storeProbe: {},
+    clusterProbe: {},
     redactor: options.redactor ?? new Redactor(secretsOfConfig(config)),
     web: undefined,
     accepting: false,

@@ -8,6 +8,7 @@ import type { ReplicaRegistry } from "../cluster/replica-registry.js";
 import type { GatewayConfig } from "../config/types.js";
 import type { Outbox } from "../durable/outbox.js";
 import type { Journal } from "../durable/types.js";
+import type { ClusterHealth } from "../health/server.js";
 import type { Logger } from "../log.js";
 import type { PipelineServices } from "../pipeline/types.js";
 import type { ProfileRuntime } from "../profiles/profile-runtime.js";
@@ -71,6 +72,8 @@ export interface GatewayCore {
   readonly storeProbe: ProbeSlot<StoreCheck>;
   /** The engine ping's last answer and the one under way (health). */
   readonly engineProbe: ProbeSlot<EngineCheck>;
+  /** The cluster's replica list under way (health; PostgreSQL only). */
+  readonly clusterProbe: ProbeSlot<ClusterHealth>;
   /**
    * Cuts the config's secrets (and secret-shaped values) out of what leaves the process by
    * other ways than the log: the health endpoint's answers, the web console's failures.

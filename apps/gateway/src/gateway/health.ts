@@ -1,9 +1,9 @@
-import type { Clock } from "@mediagate/io";
 import type { ChannelHealth } from "../channels/types.js";
 import { type HealthReport, overallStatus, type StoreHealth } from "../health/server.js";
 import { clusterHealth } from "./cluster-health.js";
-import type { EngineCheck, GatewayCore, ProbeSlot, StoreCheck } from "./core.js";
+import type { EngineCheck, GatewayCore, StoreCheck } from "./core.js";
 import { GatewayDefaults } from "./options.js";
+import { sharedProbe } from "./shared-probe.js";
 
 /** What the health endpoint reports (also used by `/status`). */
 export async function healthReport(gateway: GatewayCore): Promise<HealthReport> {
@@ -72,27 +72,6 @@ export async function storeHealth(gateway: GatewayCore): Promise<StoreHealth | u
     ),
   );
   return toStoreHealth(database.where, check);
-}
-
-/**
- * `probe()`, one at a time: a caller that comes while it runs shares its answer, and the last
- * answer is reused until it is `ttlMs` old (by the clock's `monoMs`). `probe` must not throw:
- * it turns its failure into an answer.
- */
-function sharedProbe<T>(
-  slot: ProbeSlot<T>,
-  clock: Clock,
-  ttlMs: number,
-  probe: () => Promise<T>,
-): Promise<T> {
-  const last = slot.last;
-  if (last !== undefined && clock.monoMs() - last.atMs < ttlMs) return Promise.resolve(last.value);
-  slot.running ??= probe().then((value) => {
-    slot.last = { atMs: clock.monoMs(), value };
-    slot.running = undefined;
-    return value;
-  });
-  return slot.running;
 }
 
 function toStoreHealth(where: string, check: StoreCheck): StoreHealth {
