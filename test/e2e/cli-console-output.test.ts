@@ -27,6 +27,23 @@ describe("console mode: the chat on stdout, the logs on stderr", () => {
     dir = await createTempHome("console-out");
   });
 
+  /** A config file `name` in the test's home: the console only, drained within a second. */
+  const writeConfig = async (name: string): Promise<string> => {
+    const config = join(dir, name);
+    await writeFile(
+      config,
+      [
+        `home: ${join(dir, "home")}`,
+        "drainTimeoutSeconds: 1",
+        "profiles:",
+        `  - name: ${profile}`,
+        `    sandbox: { image: ${TestImage}, diskLimitBytes: 0 }`,
+        "",
+      ].join("\n"),
+    );
+    return config;
+  };
+
   afterAll(async () => {
     const docker = new DockerObserver();
     for (const c of await docker.containers({ "mediagate.profile": profile })) {
@@ -39,18 +56,7 @@ describe("console mode: the chat on stdout, the logs on stderr", () => {
   });
 
   it("keeps warnings and log lines out of stdout", async () => {
-    const config = join(dir, "mediagate.yaml");
-    await writeFile(
-      config,
-      [
-        `home: ${join(dir, "home")}`,
-        "drainTimeoutSeconds: 1",
-        "profiles:",
-        `  - name: ${profile}`,
-        `    sandbox: { image: ${TestImage}, diskLimitBytes: 0 }`,
-        "",
-      ].join("\n"),
-    );
+    const config = await writeConfig("mediagate.yaml");
     const cli = spawnCli(["start", "--config", config], {
       home: dir,
       env: { LOG_LEVEL: "debug" },
@@ -87,18 +93,7 @@ describe("console mode: the chat on stdout, the logs on stderr", () => {
   });
 
   it("ends the session when stdout's reader goes away, as at the input's end: exit 0, no trace", async () => {
-    const config = join(dir, "closed-out.yaml");
-    await writeFile(
-      config,
-      [
-        `home: ${join(dir, "home")}`,
-        "drainTimeoutSeconds: 1",
-        "profiles:",
-        `  - name: ${profile}`,
-        `    sandbox: { image: ${TestImage}, diskLimitBytes: 0 }`,
-        "",
-      ].join("\n"),
-    );
+    const config = await writeConfig("closed-out.yaml");
     // `mediagate start | head -1` once head has its line: the reader is gone before the reply.
     const cli = spawnCli(["start", "--config", config], {
       home: dir,
@@ -117,18 +112,7 @@ describe("console mode: the chat on stdout, the logs on stderr", () => {
   });
 
   it("stops with exit 1 when stdout fails otherwise (a full disk), saying so, no trace", async () => {
-    const config = join(dir, "full-out.yaml");
-    await writeFile(
-      config,
-      [
-        `home: ${join(dir, "home")}`,
-        "drainTimeoutSeconds: 1",
-        "profiles:",
-        `  - name: ${profile}`,
-        `    sandbox: { image: ${TestImage}, diskLimitBytes: 0 }`,
-        "",
-      ].join("\n"),
-    );
+    const config = await writeConfig("full-out.yaml");
     const full = await open("/dev/full", "w");
     try {
       const cli = spawnCli(["start", "--config", config], {
