@@ -52,6 +52,9 @@ describe("extractMedia: which tags are found", () => {
     ["a tag after inline code on the same line", "`code` MEDIA:/a.png", ["/a.png"]],
     ["a tag after a closed fence", "```\nx\n```\nMEDIA:/a.png", ["/a.png"]],
     ["a tag indented four spaces (no indented-code rule)", "    MEDIA:/a.png", ["/a.png"]],
+    ["a tag in angle brackets", "see <MEDIA:/x.png> now", ["/x.png"]],
+    ["a quoted tag in angle brackets", '<MEDIA:"/a b.png">', ["/a b.png"]],
+    ["an angle-bracketed tag with trailing punctuation", "<MEDIA:/x.png.>", ["/x.png"]],
   ])("finds %s", (_, reply, expected) => {
     expect(paths(reply)).toEqual(expected);
   });
@@ -102,6 +105,9 @@ describe("extractMedia: rendered text", () => {
     ["removes a tag between words", "a MEDIA:/x.png b", "a b"],
     ["removes a tag starting a line", "MEDIA:/x.png done", "done"],
     ["removes quoted tags", 'one MEDIA:"/a b.png" two', "one two"],
+    ["removes a tag with its angle brackets", "chart: <MEDIA:/x.png> done", "chart: done"],
+    ["removes a quoted tag with its angle brackets", 'a <MEDIA:"/a b.png">.', "a."],
+    ["keeps a lone < before a tag", "a <MEDIA:/x.png b", "a < b"],
     ["collapses 3+ newlines to 2", "a\n\n\n\nb", "a\n\nb"],
     ["collapses lines emptied by removal", "a\n\nMEDIA:/x.png\n\nb", "a\n\nb"],
     ["normalizes CRLF", "a\r\n\r\n\r\nb\r\nc", "a\n\nb\nc"],
@@ -136,6 +142,7 @@ describe("extractMedia: properties", () => {
     "```",
     "~~~",
     ">",
+    "<",
     "\n",
     "\r\n",
     " ",

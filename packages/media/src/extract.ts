@@ -59,6 +59,8 @@ function grow(array: Int32Array<ArrayBuffer>): Int32Array<ArrayBuffer> {
 const MARKER = "MEDIA:";
 const DIRECTIVES = { voice: "[[audio_as_voice]]", document: "[[as_document]]" } as const;
 const BACKTICK = 0x60;
+const LESS_THAN = 0x3c;
+const GREATER_THAN = 0x3e;
 const TRAILING = new Set(
   "`\"',.;:)}]!?*\u201d\u2019\u2026\u3001\u3002\uff0c\uff1b\uff1a\uff01\uff1f\uff09\u300d\u300f\u3011\u300b\u3009",
 );
@@ -74,6 +76,8 @@ const TRAILING = new Set(
  *   same line and may hold spaces. An unclosed quote reads as a bare path after the quote.
  * - A bare path ends at whitespace or CJK/fullwidth punctuation and is trimmed of trailing
  *   `` `"',.;:)}]!?* `` and their CJK/typographic counterparts.
+ * - Right after `<` (`<MEDIA:/x.png>`, the autolink form models write), a bare path also ends
+ *   at `>`, and a removed tag takes both brackets with it.
  * - `\r\n` and lone `\r` read as `\n`.
  *
  * Every step moves forward through the text or over a precomputed backtick-run table, so the
@@ -206,6 +210,9 @@ class Scanner {
   /** Parse a tag at `at`; returns where scanning resumes. */
   private tag(at: number, end: number, lineStart: number): number {
     const { text } = this;
+    const angled = text.charCodeAt(at - 1) === LESS_THAN;
+    /** `<` before the tag has its `>` at `stop`: the removed span takes both brackets. */
+    const bracketed = (stop: number) => angled && text.charCodeAt(stop) === GREATER_THAN;
     let b = at + MARKER.length;
     while (b < end && isHorizontalSpace(text.charCodeAt(b))) b++;
     const q = text.charCodeAt(b);
@@ -214,19 +221,25 @@ class Scanner {
       if (close !== -1 && close < end) {
         const path = text.slice(b + 1, close).trim();
         if (path === "") return at + MARKER.length;
-        this.record(at, close + 1, path, lineStart, end);
-        return close + 1;
+        const to = bracketed(close + 1) ? close + 2 : close + 1;
+        this.record(to > close + 1 ? at - 1 : at, to, path, lineStart, end);
+        return to;
       }
       b++;
     }
-    let e = b;
-    while (e < end && !isSpace(text.charCodeAt(e)) && !isCjkStop(text.charCodeAt(e))) e++;
+    let stop = b;
+    for (; stop < end; stop++) {
+      const c = text.charCodeAt(stop);
+      if (isSpace(c) || isCjkStop(c) || (angled && c === GREATER_THAN)) break;
+    }
+    let e = stop;
     while (e > b && TRAILING.has(text[e - 1]!)) e--;
     if (e === b) return at + MARKER.length;
     const last = this.paths.at(-1);
     const repeated = last !== undefined && last.length === e - b && text.startsWith(last, b);
-    this.record(at, e, repeated ? last : text.slice(b, e), lineStart, end);
-    return e;
+    const to = bracketed(stop) ? stop + 1 : e;
+    this.record(to > stop ? at - 1 : at, to, repeated ? last : text.slice(b, e), lineStart, end);
+    return to;
   }
 
   private directive(at: number, end: number, lineStart: number): number {
