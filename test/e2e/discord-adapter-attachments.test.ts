@@ -271,6 +271,20 @@ describe("Discord adapter: the attachment fetcher", () => {
     });
   });
 
+  it("refuses a body that ends cleanly short of the size the message announced", async () => {
+    const fake = await startFake();
+    const { channel, inbound } = await startChannel(fake);
+    fake.sendDirectMessage({ attachments: [file("short.bin", undefined, randomBytes(90_000))] });
+    await waitUntil(() => inbound.length === 1, "the message");
+    fake.failNextDownload({ endAfterBytes: 30_000 }); // no Content-Length, a clean close
+    expect(await reasonOf(channel, inbound[0]!.attachments![0]!)).toBe(
+      "AttachmentFetchError: only 30000 of the 90000 bytes Discord announced arrived",
+    );
+    expect(fake.downloads).toEqual([
+      expect.objectContaining({ status: 200, bytesSent: 30_000, complete: false }),
+    ]);
+  });
+
   it("turns CDN failures into reasons that name no token and no URL", async () => {
     const fake = await startFake();
     const { channel, inbound } = await startChannel(fake);

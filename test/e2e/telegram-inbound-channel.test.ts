@@ -413,6 +413,32 @@ describe("Telegram inbound files: fetching", () => {
     expect(fake.downloads.map((d) => d.status)).toEqual([302, 200, 302, 302, 302, 302]);
   });
 
+  it("refuses a download that ends cleanly short of the file_size Telegram announced", async () => {
+    const { fake, channel } = await setUp();
+    const bytes = randomBytes(50_000);
+    const file = fake.registerFile({ kind: "document", bytes });
+    fake.endDownloadsAfter(20_000); // no Content-Length: HTTP alone cannot tell it is short
+    await expect(
+      fetched(channel, { name: "short.bin", sentAs: "document", ref: file.fileId }),
+    ).rejects.toMatchObject({
+      name: "AttachmentFetchError",
+      reason: "only 20000 of the 50000 bytes Telegram announced arrived",
+    });
+    expect(fake.downloads.map((d) => [d.status, d.bytes])).toEqual([[200, 20_000]]);
+  });
+
+  it("refuses a local Bot API server's file that is shorter than its file_size", async () => {
+    const { fake, channel } = await setUp({ fakeLocalFiles: true, localFiles: true });
+    const bytes = randomBytes(5_000);
+    const file = fake.registerFile({ kind: "document", bytes, fileSize: 8_000 });
+    await expect(
+      fetched(channel, { name: "partial.bin", sentAs: "document", ref: file.fileId }),
+    ).rejects.toMatchObject({
+      name: "AttachmentFetchError",
+      reason: "only 5000 of the 8000 bytes Telegram announced arrived",
+    });
+  });
+
   it("refuses a file getFile says is over the limit without downloading it", async () => {
     const { fake, channel } = await setUp({ downloadMaxBytes: 1000 });
     const file = fake.registerFile({ kind: "document", bytes: randomBytes(2000) });

@@ -148,6 +148,26 @@ describe("gateway over Telegram: files users send", () => {
     expect(await inbox(bot)).toEqual(before);
   });
 
+  it("refuses a download cut short of its file_size with a notice, leaving nothing behind", async () => {
+    const before = await inbox(bot);
+    bot.fake.endDownloadsAfter(10_000); // a clean close and no Content-Length
+    try {
+      const reply = await send(bot, {
+        kind: "document",
+        bytes: randomBytes(40_000),
+        fileName: "cut.bin",
+        caption: "echo ran",
+      });
+      expect(reply).toContain(
+        "📎 “cut.bin” could not be downloaded (only 10000 of the 40000 bytes Telegram announced arrived). Send it again.",
+      );
+      expect(reply).toContain("ran");
+    } finally {
+      bot.fake.endDownloadsAfter(undefined);
+    }
+    expect(await inbox(bot)).toEqual(before);
+  });
+
   it("lands hostile names sanitized inside /workspace/inbox", async () => {
     const hostile = ["../../x", ";rm -rf ~;.txt", `${"n".repeat(296)}.txt`, "\u202Etxt.exe"];
     const since = bot.mark();

@@ -58,12 +58,17 @@ export interface RecordedDownload {
 }
 
 /**
- * How the next download(s) fail: an HTTP status, the connection cut after some bytes, or a
- * redirect (`302` to `redirectTo`).
+ * How the next download(s) fail: an HTTP status, the connection cut after some bytes, a body
+ * that ends cleanly short of the file, or a redirect (`302` to `redirectTo`).
  */
 export interface DownloadFailure {
   readonly status?: number;
   readonly cutAfterBytes?: number;
+  /**
+   * Send this many bytes with no `Content-Length` and close cleanly: a body short of the
+   * attachment's `size` that HTTP alone cannot tell from a whole one.
+   */
+  readonly endAfterBytes?: number;
   readonly redirectTo?: string;
   /** How many downloads fail (default 1). */
   readonly times?: number;
@@ -190,8 +195,17 @@ export class FakeCdn extends EventEmitter {
       res.end("upstream failure");
       return;
     }
+    const contentType = stored.contentType ?? "application/octet-stream";
+    if (failure?.endAfterBytes !== undefined) {
+      const sent = stored.bytes.subarray(0, failure.endAfterBytes);
+      res.useChunkedEncodingByDefault = false; // close-delimited: the close ends the body
+      res.writeHead(200, { "content-type": contentType, connection: "close" });
+      record.bytesSent = sent.length;
+      res.end(sent); // `complete` stays false: the file's end was never sent
+      return;
+    }
     res.writeHead(200, {
-      "content-type": stored.contentType ?? "application/octet-stream",
+      "content-type": contentType,
       "content-length": String(stored.bytes.length),
     });
     const cutAt = failure?.cutAfterBytes;

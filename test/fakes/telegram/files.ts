@@ -69,6 +69,11 @@ export class FileStore {
   readonly downloads: RecordedDownload[] = [];
   /** Downloads send this many bytes, then hold the connection (a stalled transfer). */
   holdAfterBytes: number | undefined;
+  /**
+   * Downloads send this many bytes with no `Content-Length` and close cleanly: a body cut
+   * short that HTTP alone cannot tell from a whole one (a proxy or server that lost the rest).
+   */
+  endAfterBytes: number | undefined;
   /** The next downloads are answered 302 to these addresses, one each, in order. */
   readonly redirects: string[] = [];
 
@@ -143,6 +148,16 @@ export class FileStore {
       const description = status === 401 ? "Unauthorized" : "Not Found";
       res.writeHead(status, { "content-type": "application/json" });
       res.end(JSON.stringify({ ok: false, error_code: status, description }));
+      return;
+    }
+    const end = this.endAfterBytes;
+    if (end !== undefined) {
+      const sent = bytes.subarray(0, end);
+      this.downloads.pop();
+      this.downloads.push({ filePath, tokenOk, status, bytes: sent.length });
+      res.useChunkedEncodingByDefault = false; // close-delimited: the close ends the body
+      res.writeHead(200, { "content-type": "application/octet-stream", connection: "close" });
+      res.end(sent);
       return;
     }
     res.writeHead(200, {

@@ -297,6 +297,15 @@ export class FakeTelegram {
     this.files.holdAfterBytes = bytes;
   }
 
+  /**
+   * Downloads send `bytes` of the file with no `Content-Length` and close cleanly (a body
+   * short of the file's `file_size` that HTTP cannot tell from a whole one); `undefined`
+   * serves whole files again.
+   */
+  endDownloadsAfter(bytes: number | undefined): void {
+    this.files.endAfterBytes = bytes;
+  }
+
   /** The next download is answered `302 Found` to `location` (once each call). */
   redirectNextDownload(location: string): void {
     this.files.redirects.push(location);

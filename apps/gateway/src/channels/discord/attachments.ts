@@ -1,5 +1,6 @@
 import { formatBytes } from "@mediagate/media";
 import { type Attachment, type Message, MessageFlags } from "discord.js";
+import { checkedAgainstAnnounced } from "../announced-size.js";
 import {
   DownloadError,
   DownloadHosts,
@@ -126,7 +127,7 @@ export class DiscordAttachmentFetcher implements AttachmentFetcher {
         `it is ${formatBytes(length)}, over the ${formatBytes(this.maxBytes)} limit`,
       );
     }
-    return chunksOf(response);
+    return checkedAgainstAnnounced(chunksOf(response), attachment.size, "Discord");
   }
 
   /** What the user is told of a download that failed before its answer's head. */

@@ -5,6 +5,7 @@ import type { Api } from "grammy";
 import type { File } from "grammy/types";
 import type { Logger } from "pino";
 import { redactText } from "../../redact.js";
+import { checkedAgainstAnnounced } from "../announced-size.js";
 import { fileChunks } from "../file-chunks.js";
 import {
   DownloadError,
@@ -71,7 +72,10 @@ export class TelegramFileFetcher implements AttachmentFetcher {
     if (path === undefined || path === "") {
       throw new AttachmentFetchError("Telegram gave no path to download the file from");
     }
-    return this.options.localFiles ? this.readLocal(path, signal) : this.download(path, signal);
+    const bytes = this.options.localFiles
+      ? this.readLocal(path, signal)
+      : await this.download(path, signal);
+    return checkedAgainstAnnounced(bytes, file.file_size ?? attachment.size, "Telegram");
   }
 
   private async getFile(attachment: InboundAttachment, signal: AbortSignal): Promise<File> {
