@@ -1,8 +1,10 @@
 import { createHash, randomBytes } from "node:crypto";
+import { rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { InboundMessage } from "@mediagate/gateway";
 import { TelegramChannel } from "@mediagate/gateway";
 import { afterEach, describe, expect, it } from "vitest";
+import { Fifos } from "../../test-support/fifo.js";
 import { waitFor } from "../../test-support/wait.js";
 import { botMethod, FaultProxy } from "../fakes/fault-proxy/index.js";
 import { FakeTelegram, PublicDownloadMaxBytes } from "../fakes/telegram/index.js";
@@ -23,7 +25,10 @@ let logs: ReturnType<typeof captureLogs>;
 
 const servers: Server[] = [];
 
+const fifos = new Fifos();
+
 afterEach(async () => {
+  fifos.release();
   await channel?.stop();
   channel = undefined;
   await fake?.stop();
@@ -470,6 +475,26 @@ describe("Telegram inbound files: fetching", () => {
     await waitFor(() => expect(received).toHaveLength(1));
     expect((await fetched(channel, received[0]!.attachments![0]!)).equals(bytes)).toBe(true);
     expect(fake.downloads).toEqual([]);
+  });
+
+  it("refuses a local file that became a pipe, without waiting for a writer", async () => {
+    const { fake, channel } = await setUp({ fakeLocalFiles: true, localFiles: true });
+    const file = fake.registerFile({ kind: "document", bytes: randomBytes(1000) });
+    const stream = await channel.attachments.open(
+      { name: "piped.bin", sentAs: "document", ref: file.fileId },
+      new AbortController().signal,
+    ); // getFile wrote the file; it is read from the first chunk on
+    const path = fake.localPathOf(file);
+    await rm(path);
+    fifos.at(path);
+    const reading = (async () => {
+      for await (const _ of stream);
+    })();
+    await expect(reading).rejects.toMatchObject({
+      name: "AttachmentFetchError",
+      reason:
+        "the local Bot API server's file is not a regular file (a device, socket or pipe); telegram.localFiles reads regular files only",
+    });
   });
 
   it("refuses a relative file_path in localFiles mode, saying what to change", async () => {

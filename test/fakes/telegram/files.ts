@@ -115,7 +115,7 @@ export class FileStore {
     }
     let filePath = file.filePath;
     if (this.localDir !== undefined) {
-      filePath = join(this.localDir, this.token, file.filePath);
+      filePath = this.localPathOf(file);
       await mkdir(dirname(filePath), { recursive: true });
       await writeFile(filePath, file.bytes ?? Buffer.alloc(0));
     }
@@ -125,6 +125,12 @@ export class FileStore {
       file_size: file.size,
       file_path: filePath,
     });
+  }
+
+  /** Where a local server keeps `file` on its disk: `<localDir>/<token>/<file_path>`. */
+  localPathOf(file: StoredFile): string {
+    if (this.localDir === undefined) throw new Error("this fake is not a local Bot API server");
+    return join(this.localDir, this.token, file.filePath);
   }
 
   /**

@@ -284,6 +284,14 @@ export class FakeTelegram {
     };
   }
 
+  /**
+   * Where, as a local Bot API server (`localFiles`), the fake keeps `file` on its disk: the
+   * absolute path its `getFile` answers (written by that call).
+   */
+  localPathOf(file: StoredFile): string {
+    return this.files.localPathOf(file);
+  }
+
   /** Registers a file without sending it (its `file_id` for a hand-made update). */
   registerFile(input: Parameters<FileStore["register"]>[0]): StoredFile {
     return this.files.register(input);

@@ -1,9 +1,8 @@
-import { execFileSync } from "node:child_process";
-import { closeSync, constants, openSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Fifos } from "../../../../test-support/fifo.js";
 import { attachmentFor, consoleFetcher, parseAttach } from "./console-attach.js";
 import { AttachmentFetchError } from "./types.js";
 
@@ -13,24 +12,11 @@ beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), "mg-attach-"));
 });
 
-/** FIFOs a test made: a reader blocked on one is let go by opening it for writing. */
-const fifos: string[] = [];
-
-/** A named pipe at `path` (what a path may be by the time a message is run again). */
-function fifoAt(path: string): string {
-  execFileSync("mkfifo", [path]);
-  fifos.push(path);
-  return path;
-}
+/** Pipes where a file was (what a path may be by the time a message is run again). */
+const fifos = new Fifos();
 
 afterEach(async () => {
-  for (const path of fifos.splice(0)) {
-    try {
-      closeSync(openSync(path, constants.O_WRONLY | constants.O_NONBLOCK));
-    } catch {
-      // ENXIO: nobody is reading it
-    }
-  }
+  fifos.release();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -127,7 +113,7 @@ describe("consoleFetcher", () => {
   it("refuses a path that became a pipe, without waiting for a writer", async () => {
     // /attach checked a file; the message runs again after a restart and finds a FIFO there.
     // Opening it for reading would block until something writes: the session would hang.
-    const path = fifoAt(join(dir, "was-a-file.txt"));
+    const path = fifos.at(join(dir, "was-a-file.txt"));
     const error = await consoleFetcher(1000)
       .open({ name: "was-a-file.txt", sentAs: "document", ref: path }, new AbortController().signal)
       .catch((e: unknown) => e);

@@ -1,23 +1,13 @@
-import { constants } from "node:fs";
 import { type FileHandle, open, stat } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, resolve } from "node:path";
-import { fileChunks } from "./file-chunks.js";
+import { fileChunks, openRegularFile, ReadFlags } from "./file-chunks.js";
 import {
   AttachmentFetchError,
   type AttachmentFetcher,
   type AttachmentSentAs,
   type InboundAttachment,
 } from "./types.js";
-
-/**
- * How an attached file is opened: read-only, never waiting for a writer. A path that is a FIFO
- * by the time it is opened (swapped in after the check, or by the time a message is run again)
- * opens at once and is refused by its `fstat`, instead of blocking the session (and a thread
- * of libuv's pool, which no `/stop` frees) until something writes to it. Reads of a regular
- * file ignore the flag.
- */
-const ReadFlags = constants.O_RDONLY | constants.O_NONBLOCK;
 
 /** How the console says how `/attach` is used (its help lists it the same way). */
 export const AttachUsage =
@@ -109,9 +99,9 @@ export function consoleFetcher(maxBytes: number): AttachmentFetcher {
   return {
     maxBytes,
     async open(attachment, signal) {
-      let handle: FileHandle;
+      let handle: FileHandle | undefined;
       try {
-        handle = await open(attachment.ref, ReadFlags);
+        handle = await openRegularFile(attachment.ref);
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         throw new AttachmentFetchError(
@@ -121,12 +111,7 @@ export function consoleFetcher(maxBytes: number): AttachmentFetcher {
           { cause: error },
         );
       }
-      const regular = await handle.stat().then(
-        (info) => info.isFile(),
-        () => false,
-      );
-      if (!regular) {
-        await handle.close();
+      if (handle === undefined) {
         throw new AttachmentFetchError(
           `${attachment.ref} is no longer a regular file (a device, socket or pipe)`,
         );

@@ -1,4 +1,4 @@
-import { open } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import { isAbsolute } from "node:path";
 import { formatBytes } from "@mediagate/media";
 import type { Api } from "grammy";
@@ -6,7 +6,7 @@ import type { File } from "grammy/types";
 import type { Logger } from "pino";
 import { redactText } from "../../redact.js";
 import { checkedAgainstAnnounced } from "../announced-size.js";
-import { fileChunks } from "../file-chunks.js";
+import { fileChunks, openRegularFile } from "../file-chunks.js";
 import {
   DownloadError,
   DownloadHosts,
@@ -145,8 +145,10 @@ export class TelegramFileFetcher implements AttachmentFetcher {
   }
 
   /**
-   * Reads an absolute path a local Bot API server answered. The path holds the token (the
-   * server keeps files under `<dir>/<token>/`): no error carries it, not even as a cause.
+   * Reads an absolute path a local Bot API server answered, opened without waiting for a
+   * writer ({@link openRegularFile}): a pipe there is refused, never waited on. The path holds
+   * the token (the server keeps files under `<dir>/<token>/`): no error carries it, not even
+   * as a cause.
    */
   private readLocal(path: string, signal: AbortSignal): AsyncIterable<Uint8Array> {
     if (!isAbsolute(path)) {
@@ -156,13 +158,20 @@ export class TelegramFileFetcher implements AttachmentFetcher {
     }
     return {
       async *[Symbol.asyncIterator]() {
+        let handle: FileHandle | undefined;
         try {
-          yield* fileChunks(await open(path, "r"), signal);
+          handle = await openRegularFile(path);
+          if (handle !== undefined) yield* fileChunks(handle, signal);
         } catch (error) {
           if (signal.aborted) throw new AttachmentFetchError("the read was stopped");
           const code = (error as { code?: unknown }).code;
           throw new AttachmentFetchError(
             `the local Bot API server's file could not be read${typeof code === "string" ? ` (${code})` : ""}; the gateway must see its --dir at the same path`,
+          );
+        }
+        if (handle === undefined) {
+          throw new AttachmentFetchError(
+            "the local Bot API server's file is not a regular file (a device, socket or pipe); telegram.localFiles reads regular files only",
           );
         }
       },
