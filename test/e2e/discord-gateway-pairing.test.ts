@@ -98,6 +98,19 @@ describe("gateway over Discord: access: pairing", () => {
     expect(texts(channel, inChannel)).toEqual([]);
   });
 
+  it("an unknown user's slash command in a server channel tells them to DM the bot, ephemerally", async () => {
+    await waitUntil(() => fake.interactions.commands().length > 0, "the commands registered");
+    const channel = fake.guild.channels[0]!.id;
+    const inChannel = fake.messagesIn(channel).length;
+    const slash = fake.sendSlashCommand({ name: "help", authorId: Stranger, channelId: channel });
+    await waitUntil(() => (slash.original?.content ?? "") !== "", "the slash answer");
+    expect(slash.original?.content).toBe(
+      `⛔ You are not allowed to use this bot yet. Send it a direct message to ask for access: it answers with a one-time code for an admin to approve. (discord:${Stranger})`,
+    );
+    expect(slash.original?.flags).toBe(64); // ephemeral: only the sender sees it
+    expect(texts(channel, inChannel)).toEqual([]); // no code, nothing posted in the channel
+  });
+
   it("/approve by an admin tells the user in their DM, and their next message runs a turn", async () => {
     const strangerDm = fake.world.dmChannel(Stranger);
     const adminDm = fake.world.dmChannel(Admin);

@@ -36,10 +36,15 @@ const ReplyLimit = 2000;
 /**
  * The answer a slash command gets when the pipeline said nothing (the sender is not allowed:
  * in a server channel the text command would be ignored silently; the ephemeral answer is
- * seen by the sender only).
+ * seen by the sender only). In a pairing profile (`pairing`) such a sender is pointed to a
+ * DM, where the bot gives them a code (a server channel never gets one: docs/security.md,
+ * "Pairing"); otherwise to the operator, who lists users in the config.
  */
-export function notAllowedText(userId: string): string {
-  return `⛔ You are not allowed to use this bot. Ask its operator to add your user id. (discord:${userId})`;
+export function notAllowedText(userId: string, pairing: boolean): string {
+  const what = pairing
+    ? "You are not allowed to use this bot yet. Send it a direct message to ask for access: it answers with a one-time code for an admin to approve."
+    : "You are not allowed to use this bot. Ask its operator to add your user id.";
+  return `⛔ ${what} (discord:${userId})`;
 }
 
 /** A slash command's message id (and receipt): never a snowflake, so no catch-up cursor moves. */
@@ -206,7 +211,11 @@ interface Pending {
 export class InteractionReplies {
   readonly #pending = new Map<string, Pending>();
 
-  constructor(private readonly log: Logger) {}
+  /** @param pairing the profile pairs unknown users (`access: pairing`): {@link notAllowedText}. */
+  constructor(
+    private readonly log: Logger,
+    private readonly pairing: boolean,
+  ) {}
 
   /** Defers the reply (ephemeral); false when Discord refused (then nothing more is sent). */
   async defer(messageId: string, interaction: ChatInputCommandInteraction): Promise<boolean> {
@@ -258,7 +267,7 @@ export class InteractionReplies {
     this.#pending.delete(messageId);
     if (pending.answered) return;
     try {
-      await pending.interaction.editReply({ content: notAllowedText(userId) });
+      await pending.interaction.editReply({ content: notAllowedText(userId, this.pairing) });
     } catch (error) {
       this.log.warn({ err: describeError(error) }, "discord slash command refusal not sent");
     }

@@ -253,7 +253,7 @@ export class DiscordChannel implements ChannelAdapter {
     });
     this.#registerCommands = options.commands?.register ?? Defaults.commandMenus.register;
     this.#commandOffer = options.commands?.offer ?? PlainOffer;
-    this.#interactions = new InteractionReplies(this.#log);
+    this.#interactions = new InteractionReplies(this.#log, this.#commandOffer.pairing);
     this.#health = new HealthMonitor(
       this.#client,
       options.profile,
