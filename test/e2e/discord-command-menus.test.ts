@@ -133,6 +133,19 @@ describe("gateway over Discord: slash commands", () => {
     expect(fake.messagesIn(thread)).toEqual([]);
   });
 
+  it("keeps answering in a thread after a slash command answered there privately, as after a typed one", async () => {
+    const { fake } = harness;
+    const thread = fake.createThread(fake.guild.channels[1]!.id, "slash-started").id;
+    const help = fake.sendSlashCommand({ name: "help", channelId: thread, authorId: Member });
+    await answerOf(help);
+    await harness.gateway.idle();
+    fake.sendThreadMessage(thread, { content: "echo thread-$((6 * 7))", authorId: Member });
+    await waitUntil(
+      () => fake.messagesIn(thread).some((m) => m.content.includes("thread-42")),
+      "the unmentioned message's answer",
+    );
+  });
+
   it("refuses slash /reset and /status from a member ephemerally and changes nothing", async () => {
     const { fake } = harness;
     const dm = fake.world.dmChannel(Member);

@@ -480,6 +480,8 @@ export class DiscordChannel implements ChannelAdapter {
     if (this.#interactions.has(replyTo)) {
       try {
         await this.#interactions.answer(replyTo!, text);
+        // Answered, if privately: the thread goes on without a mention, as after a typed command.
+        this.#noteAnswered(target);
         return;
       } catch (error) {
         if (!interactionGone(error)) throw error;
