@@ -379,6 +379,47 @@ describe("Discord: the catch-up's cursor moves past recorded messages only", () 
     expect(target.offered).toEqual(["seen", "in the gap", "right behind READY"]);
   });
 
+  it("answers an unmentioned message a thread the bot is a member of got while it was down, its server loading late", async () => {
+    const fake = await startFake();
+    const thread = fake.guild.threads[0]!;
+    const target = await journaled();
+    const first = await startChannel(fake, target);
+    fake.sendThreadMessage(thread.id, { content: "start", mentionBot: true, authorId: Human });
+    await waitFor(() => expect(target.ran).toEqual(["start"]));
+    // Posting there makes the bot a member of the thread (Discord's THREAD_MEMBERS_UPDATE).
+    const inThread = { platform: "discord", chatId: thread.parentId, threadId: thread.id } as const;
+    await first.channel.sendText(inThread, "on it");
+    await first.stop();
+
+    fake.sendThreadMessage(thread.id, { content: "while down, no mention", authorId: Human });
+    fake.holdGuilds(); // READY first; the server's GUILD_CREATE (and its threads) comes later
+    const logs: string[] = [];
+    const second = new DiscordChannel({
+      token: Token,
+      apiRoot: fake.apiRoot,
+      profile: Profile,
+      logger: createLogger({ level: "debug", destination: { write: (line) => logs.push(line) } }),
+      identifyWait: noIdentifyWait,
+      commands: { register: false },
+    });
+    cleanups.push(() => second.stop());
+    const starting = second.start({
+      onMessage: target.onMessage,
+      onFatal: () => {},
+      cursors: () => target.journal.cursors(Profile),
+    });
+    // Either the catch-up went ahead without the server, or it waits for it.
+    await waitFor(() =>
+      expect(
+        logged(logs, "discord catch-up done").length +
+          logged(logs, "waiting for its servers to catch up").length,
+      ).toBeGreaterThan(0),
+    );
+    fake.releaseGuilds();
+    await starting;
+    await waitFor(() => expect(target.ran).toEqual(["start", "while down, no mention"]));
+  });
+
   it("runs a message once that was recorded live while its chat's fetch was under way", async () => {
     const fake = await startFake();
     const dm = fake.world.dmChannel(Human);

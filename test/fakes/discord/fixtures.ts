@@ -74,8 +74,19 @@ export function channelObject(guildId: string, channel: ChannelFixture, position
   };
 }
 
-export function threadObject(guildId: string, thread: ThreadFixture, ownerId: string) {
+/**
+ * A thread as Discord sends it. `botJoinedAt`: the bot is a member of it since then; only
+ * GUILD_CREATE (and THREAD_CREATE when the bot is added) carry that, as `member` without its
+ * `id` and `user_id`: `GET /channels/:id` never does.
+ */
+export function threadObject(
+  guildId: string,
+  thread: ThreadFixture,
+  ownerId: string,
+  botJoinedAt?: string,
+) {
   return {
+    ...(botJoinedAt === undefined ? {} : { member: { join_timestamp: botJoinedAt, flags: 0 } }),
     id: thread.id,
     type: ChannelTypes.PublicThread,
     guild_id: guildId,
@@ -132,7 +143,15 @@ export function botRoleId(guild: Pick<GuildFixture, "id">): string {
 }
 
 /** The full GUILD_CREATE payload for a guild the bot is in. */
-export function guildCreateObject(guild: GuildFixture, botUser: UserObject) {
+/**
+ * GUILD_CREATE of `guild`; its active threads carry `member` where the bot joined them
+ * (`botJoinedAt` answers when, or `undefined`).
+ */
+export function guildCreateObject(
+  guild: GuildFixture,
+  botUser: UserObject,
+  botJoinedAt: (threadId: string) => string | undefined = () => undefined,
+) {
   return {
     id: guild.id,
     name: guild.name,
@@ -198,7 +217,9 @@ export function guildCreateObject(guild: GuildFixture, botUser: UserObject) {
     voice_states: [],
     members: [{ ...memberObject(botUser), roles: [botRoleId(guild)] }],
     channels: guild.channels.map((channel, index) => channelObject(guild.id, channel, index)),
-    threads: guild.threads.map((thread) => threadObject(guild.id, thread, botUser.id)),
+    threads: guild.threads.map((thread) =>
+      threadObject(guild.id, thread, botUser.id, botJoinedAt(thread.id)),
+    ),
     presences: [],
     stage_instances: [],
     guild_scheduled_events: [],

@@ -78,6 +78,8 @@ export class FakeGateway extends EventEmitter {
   readonly #wss: WebSocketServer;
   /** Sockets waiting for HELLO while the gateway is held; undefined when not held. */
   #held: WebSocket[] | undefined;
+  /** Sessions whose GUILD_CREATEs wait ({@link holdGuilds}); undefined when not held. */
+  #guildsHeld: Session[] | undefined;
 
   constructor(private readonly options: GatewayOptions) {
     super();
@@ -120,6 +122,21 @@ export class FakeGateway extends EventEmitter {
       session.socket?.close(code, reason);
       session.socket = undefined;
     }
+  }
+
+  /**
+   * The next sessions get READY but their GUILD_CREATEs wait until {@link releaseGuilds}: a
+   * bot in many servers, or a server that is slow to load, gets them long after READY.
+   */
+  holdGuilds(): void {
+    this.#guildsHeld ??= [];
+  }
+
+  /** Sends the GUILD_CREATEs held back, and those of later sessions at once. */
+  releaseGuilds(): void {
+    const waiting = this.#guildsHeld ?? [];
+    this.#guildsHeld = undefined;
+    for (const session of waiting) this.#sendGuilds(session);
   }
 
   /** New sockets are accepted but get no HELLO until {@link release}. */
@@ -230,10 +247,18 @@ export class FakeGateway extends EventEmitter {
       guild_join_requests: [],
       geo_ordered_rtc_regions: [],
     });
-    for (const guild of world.guilds) {
-      this.#send(session, "GUILD_CREATE", guildCreateObject(guild, world.botUser));
-    }
+    if (this.#guildsHeld === undefined) this.#sendGuilds(session);
+    else this.#guildsHeld.push(session);
     this.emit("identify", session.id);
+  }
+
+  /** A GUILD_CREATE for each guild, as Discord sends them after READY. */
+  #sendGuilds(session: Session): void {
+    const { world } = this.options;
+    for (const guild of world.guilds) {
+      const created = guildCreateObject(guild, world.botUser, (id) => world.botJoinedAt(id));
+      this.#send(session, "GUILD_CREATE", created);
+    }
   }
 
   #resume(socket: WebSocket, d: Record<string, unknown>): void {

@@ -198,7 +198,10 @@ export class FakeDiscord {
       world: this.world,
       gatewayUrl: () => options.advertisedGatewayUrl ?? this.gatewayUrl,
       nonceWindowMs: options.nonceWindowMs ?? 5 * 60_000,
-      onCreated: (message) => this.#echo(message),
+      onCreated: (message) => {
+        this.#joinThread(message);
+        this.#echo(message);
+      },
       onEdited: (message) => this.#echo(message, "MESSAGE_UPDATE"),
       onDeleted: (message) =>
         this.gateway.dispatch("MESSAGE_DELETE", (intents) =>
@@ -546,6 +549,39 @@ export class FakeDiscord {
       authorizing_integration_owners: { "0": guildId ?? "0" },
       attachment_size_limit: 10 * 1024 * 1024,
     };
+  }
+
+  /**
+   * Discord makes a user who posts in a thread a member of it: for the bot, THREAD_MEMBERS_UPDATE
+   * tells it (sent without the GUILD_MEMBERS intent too, since the member added is itself), and
+   * later GUILD_CREATEs carry the thread's `member`.
+   */
+  #joinThread(message: StoredMessage): void {
+    const found = this.world.channel(message.channelId);
+    if (found?.kind !== "thread") return;
+    const joinedAt = this.world.botJoinsThread(found.thread.id);
+    if (joinedAt === undefined) return;
+    this.gateway.dispatch("THREAD_MEMBERS_UPDATE", () => ({
+      id: found.thread.id,
+      guild_id: found.guild.id,
+      member_count: 2,
+      added_members: [
+        { id: found.thread.id, user_id: this.botUser.id, join_timestamp: joinedAt, flags: 0 },
+      ],
+    }));
+  }
+
+  /**
+   * GUILD_CREATEs of the next gateway sessions wait until {@link releaseGuilds}, as for a bot
+   * whose servers load slowly: READY comes first, with every guild unavailable.
+   */
+  holdGuilds(): void {
+    this.gateway.holdGuilds();
+  }
+
+  /** Sends the GUILD_CREATEs held back by {@link holdGuilds}. */
+  releaseGuilds(): void {
+    this.gateway.releaseGuilds();
   }
 
   /** Create a thread under a text channel and dispatch THREAD_CREATE. */

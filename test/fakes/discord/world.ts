@@ -42,6 +42,8 @@ export class World {
   readonly #denied = new Set<string>();
   readonly #dmByUser = new Map<string, string>();
   readonly #dmChannels = new Map<string, UserObject>();
+  /** The threads the bot is a member of, with when it joined. */
+  readonly #botThreads = new Map<string, string>();
 
   constructor(
     readonly botUser: UserObject,
@@ -73,6 +75,22 @@ export class World {
     this.#dmByUser.set(userId, id);
     this.#dmChannels.set(id, this.user(userId));
     return id;
+  }
+
+  /**
+   * Adds the bot to a thread's members, as Discord does when it posts there; answers the join
+   * time when it was not a member yet, `undefined` when it already was.
+   */
+  botJoinsThread(threadId: string): string | undefined {
+    if (this.#botThreads.has(threadId)) return undefined;
+    const at = new Date().toISOString();
+    this.#botThreads.set(threadId, at);
+    return at;
+  }
+
+  /** When the bot joined the thread, or `undefined` when it is not a member. */
+  botJoinedAt(threadId: string): string | undefined {
+    return this.#botThreads.get(threadId);
   }
 
   addThread(guildId: string, thread: ThreadFixture): void {

@@ -430,6 +430,11 @@ export class DiscordChannel implements ChannelAdapter {
    * Discord replays nothing into a new session (READY after an IDENTIFY, not a RESUME): what
    * was sent before it and not received is fetched. From the socket's close (or the start) to
    * RESUMED or the new session's cursors, no message is handed over.
+   *
+   * The fetch waits until the session's servers arrived (discord.js's `shardReady`: every
+   * GUILD_CREATE, or its 15 s wait for them), not READY itself: READY lists every server as
+   * unavailable, and only GUILD_CREATE says which threads the bot is a member of. A thread
+   * fetched before it looks joined by no one, and its unmentioned messages would be dropped.
    */
   #catchUpEverySession(
     cursors: () => Promise<readonly ChatCursor[]>,
@@ -443,6 +448,9 @@ export class DiscordChannel implements ChannelAdapter {
     this.#client.on(Events.ShardReconnecting, () => this.#catchUp.disconnected());
     this.#client.on(Events.ShardResume, () => this.#catchUp.resumed());
     this.#client.ws.on(GatewayDispatchEvents.Ready, () => {
+      this.#log.debug("discord gateway session began; waiting for its servers to catch up");
+    });
+    this.#client.on(Events.ShardReady, () => {
       void this.#catchUp.afterReady(cursors, onMessage);
     });
   }
