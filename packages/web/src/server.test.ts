@@ -1,5 +1,6 @@
 import { Agent, request } from "node:http";
 import { connect } from "node:net";
+import { Readable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { type ManualClock, manualClock } from "../../../test-support/clock.js";
 import {
@@ -238,6 +239,63 @@ describe("the web console's server", () => {
       500,
       { error: "could not reach postgres://mg:<redacted>@db.internal/mediagate" },
     ]);
+  });
+
+  /** Logs in as a browser would; answers the session's cookie header. */
+  async function loggedIn(url: string): Promise<string> {
+    const login = await (await loginForm(url))(Token);
+    return [login.headers["set-cookie"] ?? []]
+      .flat()
+      .map((c) => c.split(";")[0])
+      .join("; ");
+  }
+
+  /** GET `path` to its end or its cut: the bytes that came and whether the body was whole. */
+  function download(url: string, path: string, cookie: string) {
+    const { hostname, port } = new URL(url);
+    return new Promise<{ headers: Record<string, unknown>; bytes: number; complete: boolean }>(
+      (resolve, reject) => {
+        const sent = request({ host: hostname, port, path, headers: { cookie } }, (answer) => {
+          let bytes = 0;
+          answer.on("data", (chunk: Buffer) => {
+            bytes += chunk.length;
+          });
+          answer.on("error", () => {}); // "aborted": told by `complete`
+          answer.on("close", () =>
+            resolve({ headers: answer.headers, bytes, complete: answer.complete }),
+          );
+        });
+        sent.on("error", reject);
+        sent.end();
+      },
+    );
+  }
+
+  it("answers a preview with its length, and cuts it off when the file shrank after it was opened", async () => {
+    let served = Buffer.alloc(100, "a");
+    const previewing = {
+      ...source,
+      preview: async () => ({
+        mime: "text/plain",
+        size: 100, // what the file held when it was opened and checked
+        stream: Readable.from([served]),
+        close: async () => {},
+      }),
+    } as unknown as ConsoleSource;
+    const url = await start("127.0.0.1:0", undefined, { source: previewing });
+    const cookie = await loggedIn(url);
+
+    const whole = await download(url, "/api/preview/r1/0", cookie);
+    expect(whole).toMatchObject({ bytes: 100, complete: true });
+    expect(whole.headers["content-length"]).toBe("100");
+
+    served = Buffer.alloc(40, "a"); // truncated since: fewer bytes than announced
+    const shrunk = await download(url, "/api/preview/r1/0", cookie);
+    expect(shrunk.bytes).toBe(40);
+    expect(shrunk.complete).toBe(false);
+    expect(warnings().map((line) => line.msg)).toContain(
+      "web console: a previewed file shrank while it was sent; the answer was cut off",
+    );
   });
 
   it("makes only the address that sent the wrong tokens wait", async () => {

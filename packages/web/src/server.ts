@@ -11,6 +11,7 @@ import { WebDefaults } from "./defaults.js";
 import { answeredHostNames, hostNameOf } from "./hosts.js";
 import { LiveHub } from "./live.js";
 import { LoginLimiter } from "./login-limiter.js";
+import { previewBody } from "./preview-body.js";
 import { RefusalLog } from "./refusals.js";
 import { type LoginSession, LoginSessions, sameSecret } from "./sessions.js";
 import type { ConsoleSource } from "./source.js";
@@ -299,7 +300,14 @@ export async function startWebConsole(options: WebConsoleOptions): Promise<WebCo
       "default-src 'none'; style-src 'unsafe-inline'; sandbox",
     );
     if (!inline && !head) reply.header("content-disposition", "attachment");
-    return reply.type(type).send(file.stream);
+    reply.header("content-length", String(file.size));
+    const body = previewBody(file.stream, file.size, (sent) =>
+      log.warn(
+        { reply: params.reply, index, sent, size: file.size },
+        "web console: a previewed file shrank while it was sent; the answer was cut off",
+      ),
+    );
+    return reply.type(type).send(body);
   });
 
   app.get("/api/events", (request, reply) => {

@@ -17,6 +17,10 @@ import type {
 /** A preview's bytes. */
 export interface PreviewFile {
   readonly mime: string;
+  /**
+   * The bytes `stream` gives: the answer's `Content-Length`. A stream that ends short of it
+   * (the file shrank after it was opened) has the answer cut off, never ended as if whole.
+   */
   readonly size: number;
   readonly stream: NodeJS.ReadableStream;
   /** Called once the answer was sent or failed (closes descriptors). */
