@@ -228,8 +228,11 @@ describe("Discord: the catch-up's cursor moves past recorded messages only", () 
     return { journal, ran, offered, refuse, holdBack, onMessage };
   }
 
-  /** A DiscordChannel (one "process") that catches up from `target`'s journal. */
-  async function startChannel(
+  /**
+   * A DiscordChannel (one "process") that catches up from `target`'s journal, started;
+   * `starting` resolves once it is up.
+   */
+  function openChannel(
     fake: FakeDiscord,
     target: Journaled,
     options: Partial<DiscordChannelOptions> = {},
@@ -244,7 +247,7 @@ describe("Discord: the catch-up's cursor moves past recorded messages only", () 
       commands: { register: false },
       ...options,
     });
-    await channel.start({
+    const starting = channel.start({
       onMessage: target.onMessage,
       onFatal: () => {},
       cursors: () => target.journal.cursors(Profile),
@@ -256,7 +259,18 @@ describe("Discord: the catch-up's cursor moves past recorded messages only", () 
       await channel.stop();
     };
     cleanups.push(stop);
-    return { channel, logs, stop };
+    return { channel, logs, stop, starting };
+  }
+
+  /** {@link openChannel}, once it is up. */
+  async function startChannel(
+    fake: FakeDiscord,
+    target: Journaled,
+    options: Partial<DiscordChannelOptions> = {},
+  ) {
+    const opened = openChannel(fake, target, options);
+    await opened.starting;
+    return opened;
   }
 
   const historyPages = (fake: FakeDiscord, channelId: string) =>
@@ -393,21 +407,7 @@ describe("Discord: the catch-up's cursor moves past recorded messages only", () 
 
     fake.sendThreadMessage(thread.id, { content: "while down, no mention", authorId: Human });
     fake.holdGuilds(); // READY first; the server's GUILD_CREATE (and its threads) comes later
-    const logs: string[] = [];
-    const second = new DiscordChannel({
-      token: Token,
-      apiRoot: fake.apiRoot,
-      profile: Profile,
-      logger: createLogger({ level: "debug", destination: { write: (line) => logs.push(line) } }),
-      identifyWait: noIdentifyWait,
-      commands: { register: false },
-    });
-    cleanups.push(() => second.stop());
-    const starting = second.start({
-      onMessage: target.onMessage,
-      onFatal: () => {},
-      cursors: () => target.journal.cursors(Profile),
-    });
+    const { logs, starting } = openChannel(fake, target);
     // Either the catch-up went ahead without the server, or it waits for it.
     await waitFor(() =>
       expect(
