@@ -182,8 +182,9 @@ export class DiscordCatchUp {
   }
 
   /**
-   * A new gateway session began (READY after an IDENTIFY): Discord replays nothing from before
-   * it, so every chat with a cursor is caught up. Every chat stays held (since the socket
+   * A new gateway session began (READY after an IDENTIFY) and its servers arrived (the
+   * channel calls it at `shardReady`): Discord replays nothing from before it, so every chat
+   * with a cursor is caught up. Every chat stays held (since the socket
    * closed, or from now on) while the cursors are read (again after a backoff while that
    * fails); then their chats are held on their own, the others let go, and each chat fetched.
    * A catch-up of an earlier session still running is ended. Never rejects.
