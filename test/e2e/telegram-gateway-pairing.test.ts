@@ -1,5 +1,7 @@
+import { randomBytes } from "node:crypto";
 import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { queuedText, RevokedWhileQueuedText } from "@mediagate/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CliRun, runCli } from "./harness/cli.js";
 import { createTempHome, waitUntil } from "./harness/gateway-home.js";
@@ -11,6 +13,7 @@ const Stranger = 6601;
 const Late = 6602;
 const Guesser = 6603;
 const GroupStranger = 6604;
+const Waiter = 6605;
 const Group = -100_660;
 
 const TtlSeconds = 3600;
@@ -229,6 +232,51 @@ describe("gateway over Telegram: access: pairing", () => {
     const bad = await pairing("revoke", "nobody");
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('"nobody" is neither a user id');
+  });
+
+  it("a message queued before mediagate pairing revoke does not run once its turn comes; the user is told", async () => {
+    let since = bot.mark();
+    await dm(bot, Waiter, "hello");
+    const approve = await pairing("approve", codeIn(told(Waiter, since)[0]));
+    expect(approve.code, approve.output).toBe(0);
+
+    // The first turn waits in its container for a gate file, so the second surely queues.
+    const gate = `/workspace/gate-${randomBytes(4).toString("hex")}`;
+    const inEveryContainer = async (argv: readonly string[]) => {
+      const running = (await bot.containers()).filter((c) => c.state === "running");
+      const codes = await Promise.all(
+        running.map(async (c) => (await harness.docker.exec(c.id, argv)).exitCode),
+      );
+      return codes.includes(0);
+    };
+    since = bot.mark();
+    await bot.post((fake) =>
+      fake.sendPrivateText({
+        userId: Waiter,
+        text: `touch ${gate}.started; i=0; while [ ! -f ${gate} ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; echo gate-open`,
+      }),
+    );
+    await waitUntil(() => inEveryContainer(["test", "-f", `${gate}.started`]), "the first turn");
+    await bot.post((fake) => fake.sendPrivateText({ userId: Waiter, text: "echo ran-$((2 + 3))" }));
+    await waitUntil(() => told(Waiter, since).length >= 1, "the queued line");
+
+    const revoke = await pairing("revoke", `telegram:${Waiter}`);
+    expect(revoke.code, revoke.output).toBe(0);
+    await inEveryContainer(["touch", gate]);
+    await waitUntil(() => told(Waiter, since).length >= 3, "both answers");
+    await harness.gateway.idle();
+    // The turn already running when it was revoked finishes (docs/security.md); the one
+    // waiting behind it does not run.
+    expect(told(Waiter, since)).toEqual([
+      queuedText(1, false),
+      "gate-open",
+      RevokedWhileQueuedText,
+    ]);
+
+    // Closed in the journal: a restart does not run it either.
+    await harness.restart();
+    await harness.gateway.idle();
+    expect(told(Waiter, since).join("\n")).not.toContain("ran-5");
   });
 
   it("a code is refused once the clock passes its lifetime; the user's next DM gets a new one that works", async () => {

@@ -136,6 +136,7 @@ export {
   queuedText,
   queueFullText,
 } from "./pipeline/enqueue-turn.js";
+export { RevokedWhileQueuedText } from "./pipeline/recheck-access.js";
 export { PipelineStepError } from "./pipeline/step-error.js";
 export type { TurnExit } from "./pipeline/turn-report.js";
 export { ProfileRuntime } from "./profiles/profile-runtime.js";

@@ -8,6 +8,11 @@ export const ConsoleUser = { platform: "console", userId: "local" } as const;
 export interface Access {
   readonly allowed: boolean;
   readonly admin: boolean;
+  /**
+   * Let in by a pairing approval, not by the config: a revocation can take it back while the
+   * gateway runs, so it is checked again when the message's turn starts.
+   */
+  readonly paired?: boolean | undefined;
 }
 
 /**

@@ -31,7 +31,7 @@ export const authorize: Middleware = async (ctx, next) => {
   }
   if (runtime.profile.access === "pairing") {
     if (await runtime.store.isPaired(user)) {
-      ctx.access = { allowed: true, admin: false };
+      ctx.access = { allowed: true, admin: false, paired: true };
       return next();
     }
     if (told) {

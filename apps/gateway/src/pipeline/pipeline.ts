@@ -4,6 +4,7 @@ import { withErrorBoundary } from "./boundary.js";
 import { handleCommands } from "./commands.js";
 import { enqueueTurn } from "./enqueue-turn.js";
 import { reactToMessage, showWorking } from "./react.js";
+import { recheckAccess } from "./recheck-access.js";
 import { runTurn } from "./run-turn.js";
 import { saveAttachments } from "./save-attachments.js";
 import { sendReply } from "./send-reply.js";
@@ -11,7 +12,8 @@ import { compose, type Middleware } from "./types.js";
 
 /**
  * The message pipeline, in order: authorize → bind session → admin command | status reaction
- * (`seen`, then the turn's outcome) → enqueue turn → `working` → save the message's files in
+ * (`seen`, then the turn's outcome) → enqueue turn → (the turn starts) access checked again
+ * for a paired user → `working` → save the message's files in
  * the inbox → agent turn → send reply (outbox: record, plan media, deliver, notices).
  */
 export const PipelineSteps: readonly Middleware[] = [
@@ -20,6 +22,7 @@ export const PipelineSteps: readonly Middleware[] = [
   handleCommands,
   reactToMessage,
   enqueueTurn,
+  recheckAccess,
   showWorking,
   saveAttachments,
   runTurn,

@@ -61,6 +61,7 @@ export function reactionAfter(exit: TurnExit | undefined): ReactionStatus | null
     case undefined:
       return "failed";
     case "stopped":
+    case "refused":
       return null;
     case "cut_off":
     case "elsewhere":

@@ -6,9 +6,9 @@ import type { AttemptResult } from "../durable/outbox.js";
  * its sandbox or a step failed; the chat got a notice), `stopped` (by /stop or /reset),
  * `cut_off` (by the gateway's stop, or its session's lease was lost; the chat is told after the
  * restart or by the replica that takes the session), `elsewhere` (another replica holds the
- * session and runs it there).
+ * session and runs it there), `refused` (its user's pairing was revoked while it waited).
  */
-export type TurnExit = "ok" | "error" | "stopped" | "cut_off" | "elsewhere";
+export type TurnExit = "ok" | "error" | "stopped" | "cut_off" | "elsewhere" | "refused";
 
 /**
  * What one agent turn did, filled in by the steps as they run and logged once at its end as
