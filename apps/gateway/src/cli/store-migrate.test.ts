@@ -427,6 +427,42 @@ describe("mediagate store migrate", () => {
     }
   });
 
+  it("counts a wrong /approve on PostgreSQL (its count of wrong codes, its lock) as newer than the file", async () => {
+    const file = await install();
+    const config = await loadConfig({ path: file, env: emptyEnv() });
+    const store = await SqliteStateStore.open(stateDbPath(config.profiles[0]!.home), {
+      now: () => nowMs,
+    });
+    await store.appendHistory(await store.currentSessionId("k"), [{ role: "user", content: "hi" }]);
+    await store.close();
+    const other = await freshPostgresDatabase("migrate_newer_guard");
+    const options = {
+      config: file,
+      env: emptyEnv(),
+      redactor: new Redactor(),
+      from: "sqlite",
+      to: other.url,
+    };
+    const database = new PostgresDatabase({ url: other.url, applicationName: "test" });
+    try {
+      expect(await migrateStore(options, () => {})).toBe(0);
+      // The gateway ran on PostgreSQL since: an admin's wrong codes locked /approve.
+      const pg = PostgresStateStore.attach(database, "default", { now: () => nowMs + 60_000 });
+      const guard = { maxFailed: 1, lockMs: 900_000 };
+      expect(await pg.approvePairing("AAAAAAAA", "telegram:1", guard)).toMatchObject({
+        lockedUntilMs: nowMs + 60_000 + guard.lockMs,
+      });
+      await expect(migrateStore(options, () => {})).rejects.toThrow(
+        /profile default: PostgreSQL .* holds state written at .*after the newest of .*--replace/,
+      );
+      expect((await pg.listPairing()).lockedUntilMs).toBe(nowMs + 60_000 + guard.lockMs);
+      await pg.close();
+    } finally {
+      await database.close();
+      await other.drop();
+    }
+  });
+
   it("counts a pairing or a /model pick made on PostgreSQL as newer than the file", async () => {
     const file = await install();
     const config = await loadConfig({ path: file, env: emptyEnv() });

@@ -86,12 +86,20 @@ async function guardOf(
   return { failed: row?.failed_attempts ?? 0, lockedUntil: Number(row?.locked_until ?? 0) };
 }
 
-async function setGuard(tx: Queryable, profile: string, failed: number, lockedUntilMs: number) {
+async function setGuard(
+  tx: Queryable,
+  profile: string,
+  failed: number,
+  lockedUntilMs: number,
+  nowMs: number,
+) {
   await tx.query(
-    `INSERT INTO state_pairing_guard (profile, failed_attempts, locked_until) VALUES ($1, $2, $3)
+    `INSERT INTO state_pairing_guard (profile, failed_attempts, locked_until, updated_at)
+     VALUES ($1, $2, $3, $4)
      ON CONFLICT (profile) DO UPDATE SET failed_attempts = excluded.failed_attempts,
-                                         locked_until = excluded.locked_until`,
-    [profile, failed, lockedUntilMs],
+                                         locked_until = excluded.locked_until,
+                                         updated_at = excluded.updated_at`,
+    [profile, failed, lockedUntilMs, nowMs],
   );
 }
 
@@ -169,10 +177,10 @@ export async function approvePairing(
     const failed = state.failed + 1;
     if (failed >= guard.maxFailed) {
       const lockedUntilMs = nowMs + guard.lockMs;
-      await setGuard(tx, profile, 0, lockedUntilMs);
+      await setGuard(tx, profile, 0, lockedUntilMs, nowMs);
       return { status: "unknown", attemptsLeft: 0, lockedUntilMs };
     }
-    await setGuard(tx, profile, failed, 0);
+    await setGuard(tx, profile, failed, 0, nowMs);
     return { status: "unknown", attemptsLeft: guard.maxFailed - failed };
   }
   await tx.query(
@@ -182,7 +190,7 @@ export async function approvePairing(
        chat_id = excluded.chat_id, approved_at = excluded.approved_at, approved_by = excluded.approved_by`,
     [profile, row.user_id, row.user_name, row.chat_id, nowMs, approvedBy],
   );
-  if (guard !== undefined) await setGuard(tx, profile, 0, 0);
+  if (guard !== undefined) await setGuard(tx, profile, 0, 0, nowMs);
   return {
     status: "approved",
     user: row.user_id,

@@ -187,4 +187,10 @@ export const PostgresStateMigrations: readonly PostgresMigration[] = [
         ADD COLUMN paused_reason text;
     `,
   },
+  {
+    version: 10,
+    sql: `
+      ALTER TABLE state_pairing_guard ADD COLUMN updated_at bigint NOT NULL DEFAULT 0;
+    `,
+  },
 ];

@@ -94,6 +94,17 @@ describe("migrate", () => {
     );
   });
 
+  it("dates the attempt cap's row from version 10 on: one written before is dated 0", () => {
+    migrate(db, MIGRATIONS.slice(0, 9));
+    db.prepare(
+      "INSERT INTO pairing_guard (id, failed_attempts, locked_until) VALUES (1, 2, 0)",
+    ).run();
+    expect(migrate(db, MIGRATIONS.slice(0, 10))).toEqual({ from: 9, to: 10 });
+    expect(db.prepare("SELECT * FROM pairing_guard").all()).toEqual([
+      { id: 1, failed_attempts: 2, locked_until: 0, updated_at: 0 },
+    ]);
+  });
+
   it("does nothing on a database that is already current", () => {
     migrate(db);
     const latest = MIGRATIONS.at(-1)!.version;

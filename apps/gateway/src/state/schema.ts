@@ -174,6 +174,14 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 9,
     up: addTaskReachColumns,
   },
+  {
+    // When the attempt cap's row was last written, so that `mediagate store migrate` dates it
+    // like every other table (docs/store.md). A row written before is dated 0: unknown.
+    version: 10,
+    up(db) {
+      db.exec("ALTER TABLE pairing_guard ADD COLUMN updated_at INTEGER NOT NULL DEFAULT 0");
+    },
+  },
 ];
 
 /** Result of {@link migrate}: the version found and the version the database has now. */

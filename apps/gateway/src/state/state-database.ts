@@ -436,10 +436,10 @@ export class StateDatabase {
           const failed = state.failed_attempts + 1;
           if (failed >= guard.maxFailed) {
             const lockedUntilMs = nowMs + guard.lockMs;
-            this.#setGuard(0, lockedUntilMs);
+            this.#setGuard(0, lockedUntilMs, nowMs);
             return { status: "unknown", attemptsLeft: 0, lockedUntilMs };
           }
-          this.#setGuard(failed, 0);
+          this.#setGuard(failed, 0, nowMs);
           return { status: "unknown", attemptsLeft: guard.maxFailed - failed };
         }
         this.#db.prepare("DELETE FROM pairing_codes WHERE code = ?").run(code);
@@ -450,7 +450,7 @@ export class StateDatabase {
                  approved_at = excluded.approved_at, approved_by = excluded.approved_by`,
           )
           .run(row.user, row.user_name, row.chat_id, nowMs, approvedBy);
-        if (guard !== undefined) this.#setGuard(0, 0);
+        if (guard !== undefined) this.#setGuard(0, 0, nowMs);
         return {
           status: "approved",
           user: row.user,
@@ -533,14 +533,15 @@ export class StateDatabase {
     );
   }
 
-  #setGuard(failed: number, lockedUntilMs: number): void {
+  #setGuard(failed: number, lockedUntilMs: number, nowMs: number): void {
     this.#db
       .prepare(
-        `INSERT INTO pairing_guard (id, failed_attempts, locked_until) VALUES (1, ?, ?)
+        `INSERT INTO pairing_guard (id, failed_attempts, locked_until, updated_at) VALUES (1, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET failed_attempts = excluded.failed_attempts,
-                                        locked_until = excluded.locked_until`,
+                                        locked_until = excluded.locked_until,
+                                        updated_at = excluded.updated_at`,
       )
-      .run(failed, lockedUntilMs);
+      .run(failed, lockedUntilMs, nowMs);
   }
 
   /** Stores one model call's usage (usage-database.ts). */

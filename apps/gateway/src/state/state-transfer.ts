@@ -112,7 +112,7 @@ export const MovedStateTables: readonly MovedStateTable[] = [
     sqlite: "pairing_guard",
     postgres: "state_pairing_guard",
     order: "id",
-    columns: same("failed_attempts", "locked_until"),
+    columns: same("failed_attempts", "locked_until", "updated_at"),
     left: { id: "always 1: the one row of the file; PostgreSQL keys it by profile" },
   },
   {
@@ -196,8 +196,8 @@ export interface SqliteStateRows {
  * same name): the newest of them all dates a profile's state on either side. Every table
  * whose rows carry a time of writing is here, pairing and `/model` picks as much as
  * messages: a profile whose only change on PostgreSQL was an approved pairing or a model
- * pick is still newer than its file (`store migrate` would otherwise overwrite it).
- * `pairing_guard` has no such time (its `locked_until` is a deadline).
+ * pick is still newer than its file (`store migrate` would otherwise overwrite it), and so is
+ * one whose only change was a wrong `/approve` (the attempt cap's row: a lock would be lifted).
  */
 const WrittenAt: readonly (readonly [table: string, time: string])[] = [
   ["sessions", "updated_at"],
@@ -206,6 +206,7 @@ const WrittenAt: readonly (readonly [table: string, time: string])[] = [
   ["approvals", "coalesce(decided_at, created_at)"],
   ["pairing_codes", "created_at"],
   ["paired_users", "approved_at"],
+  ["pairing_guard", "updated_at"],
   ["usage", "at"],
   ["session_models", "updated_at"],
   ["tasks", "created_at"],

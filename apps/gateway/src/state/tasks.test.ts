@@ -62,7 +62,7 @@ describe("the SQLite tasks' chat reach (schema v9)", () => {
       `INSERT INTO tasks (id, owner, timing, timezone, text, chat, catch_up, paused, next_due_at, created_at)
        VALUES ('a', 'u', '{}', 'UTC', 't', '{}', 'once', 1, 0, 0)`,
     ).run();
-    expect(migrate(db)).toEqual({ from: 8, to: 9 });
+    expect(migrate(db, MIGRATIONS.slice(0, 9))).toEqual({ from: 8, to: 9 });
     expect(
       db.prepare("SELECT id, paused, unreachable_in_a_row, paused_reason FROM tasks").all(),
     ).toEqual([{ id: "a", paused: 1, unreachable_in_a_row: 0, paused_reason: null }]);
