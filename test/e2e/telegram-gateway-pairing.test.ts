@@ -172,6 +172,20 @@ describe("gateway over Telegram: access: pairing", () => {
     expect(told(Stranger, since)).toEqual([
       "✅ An admin approved you: you may use this bot now. Send your message again.",
     ]);
+    // Approved again (a second admin, the same message sent twice): said so, not a wrong code.
+    since = bot.mark();
+    for (let i = 0; i < 3; i++) await dm(bot, Admin, `/approve ${code}`);
+    expect(told(Admin, since)).toEqual(
+      Array(3).fill(
+        expect.stringMatching(
+          new RegExp(
+            `^☑️ ${code} was used already: telegram:${Stranger} \\(.+\\) was approved by telegram:${Admin} at .+ UTC, and still is\\. Nothing was done, and it does not count as a wrong code\\.$`,
+          ),
+        ),
+      ),
+    );
+    expect(told(Stranger, since)).toEqual([]);
+    expect((await pairing("list")).stdout).not.toContain("/approve is locked");
     // The admin's first message made their chat known: their menu lists /approve as well (a
     // shell profile: no /new or /compact, which are the openai agent's).
     const adminScope = { type: "chat", chat_id: Admin };
@@ -220,9 +234,13 @@ describe("gateway over Telegram: access: pairing", () => {
     expect(approve.stdout).toContain(`approved telegram:${Stranger}`);
     expect(approve.stdout).toContain(`in profile ${bot.profile}`);
     const again = await pairing("approve", code);
-    expect(again.code).toBe(1);
-    expect(again.stdout).toBe("");
-    expect(again.stderr).toContain(`mediagate: no pending code ${code}`);
+    expect(again.code, again.output).toBe(0);
+    expect(again.stdout).toContain(`code ${code} was used already: telegram:${Stranger}`);
+    expect(again.stdout).toContain(`in profile ${bot.profile} by cli at `);
+    const unknown = await pairing("approve", code.startsWith("A") ? "BBBB-BBBB" : "AAAA-AAAA");
+    expect(unknown.code).toBe(1);
+    expect(unknown.stdout).toBe("");
+    expect(unknown.stderr).toContain("no pending code");
 
     since = bot.mark();
     await dm(bot, Stranger, "echo back-$((1 + 1))");

@@ -3,7 +3,7 @@ import type { GatewayEnv } from "../config/env.js";
 import { loadConfig } from "../config/load.js";
 import { printable } from "../printable.js";
 import type { Redactor } from "../redact.js";
-import { formatPairingCode, normalizePairingCode } from "../state/pairing.js";
+import { formatPairingCode, normalizePairingCode, pairedUserName } from "../state/pairing.js";
 import type { StateStore } from "../state/state-store.js";
 import { type StoredProfile, withProfileState } from "./profile-state.js";
 
@@ -145,10 +145,15 @@ export async function pairingApprove(
   }
   for (const profile of profiles) {
     const result = await withStore(profile, options, (store) => store.approvePairing(code, "cli"));
+    if (result?.status === "used") {
+      const who = printable(pairedUserName(result));
+      print(
+        `code ${formatPairingCode(code)} was used already: ${who} was approved in profile ${profile.name} by ${printable(result.approvedBy)} at ${iso(result.approvedAtMs)}, and still is; nothing was done`,
+      );
+      return 0;
+    }
     if (result?.status !== "approved") continue;
-    const who = printable(
-      result.userName === undefined ? result.user : `${result.user} (${result.userName})`,
-    );
+    const who = printable(pairedUserName(result));
     print(`approved ${who} in profile ${profile.name}: they may use the bot now (not as an admin)`);
     return 0;
   }

@@ -5,6 +5,7 @@ import {
   normalizePairingCode,
   type PairingApproveResult,
   type PairingRequestResult,
+  pairedUserName,
 } from "../state/pairing.js";
 import type { StateStore } from "../state/state-store.js";
 
@@ -18,6 +19,11 @@ export function describeSpan(ms: number): string {
   const minutes = Math.max(1, Math.ceil(ms / 60_000));
   if (minutes >= 120 && minutes % 60 === 0) return `${minutes / 60} hours`;
   return minutes === 1 ? "1 minute" : `${minutes} minutes`;
+}
+
+/** `2026-06-01 07:15 UTC` */
+function dateTime(ms: number): string {
+  return `${new Date(ms).toISOString().slice(0, 10)} ${clockTime(ms)}`;
 }
 
 /** `07:15 UTC` */
@@ -97,11 +103,16 @@ export async function approveInChat(
 function outcomeText(result: PairingApproveResult, code: string, nowMs: number): ApproveOutcome {
   switch (result.status) {
     case "approved": {
-      const who =
-        result.userName === undefined ? result.user : `${result.user} (${result.userName})`;
+      const who = pairedUserName(result);
       return {
         text: `✅ Approved ${who}: they may use this bot now, as a user (not an admin). \`mediagate pairing revoke ${result.user}\` takes it back.`,
         approved: { user: result.user, chatId: result.chatId },
+      };
+    }
+    case "used": {
+      const who = pairedUserName(result);
+      return {
+        text: `☑️ ${code} was used already: ${who} was approved by ${result.approvedBy} at ${dateTime(result.approvedAtMs)}, and still is. Nothing was done, and it does not count as a wrong code.`,
       };
     }
     case "locked":

@@ -117,7 +117,43 @@ export type PairingApproveResult =
       readonly lockedUntilMs?: number | undefined;
     }
   /** Approvals are locked after too many wrong codes; nothing was checked. */
-  | { readonly status: "locked"; readonly lockedUntilMs: number };
+  | { readonly status: "locked"; readonly lockedUntilMs: number }
+  /**
+   * The code was used already: it approved `user`, who still is (two admins approving one
+   * request, a message sent twice). Nothing was done, and it is not a wrong code.
+   */
+  | {
+      readonly status: "used";
+      readonly user: string;
+      readonly userName?: string | undefined;
+      readonly approvedAtMs: number;
+      readonly approvedBy: string;
+    };
+
+/**
+ * The answer to a code that approved a user already: from their row of approved users (both
+ * stores' rows carry these columns; PostgreSQL's `bigint` read as a number).
+ */
+export function usedCode(
+  user: string,
+  row: { user_name: string | null; approved_at: number; approved_by: string },
+): PairingApproveResult {
+  return {
+    status: "used",
+    user,
+    ...(row.user_name === null ? {} : { userName: row.user_name }),
+    approvedAtMs: row.approved_at,
+    approvedBy: row.approved_by,
+  };
+}
+
+/** How an approved user is named in answers: `telegram:123 (ada)`, or the id alone. */
+export function pairedUserName(result: {
+  readonly user: string;
+  readonly userName?: string | undefined;
+}): string {
+  return result.userName === undefined ? result.user : `${result.user} (${result.userName})`;
+}
 
 /** A code waiting for an admin. */
 export interface PendingPairing extends PairingRequester {

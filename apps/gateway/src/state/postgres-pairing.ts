@@ -10,6 +10,7 @@ import {
   type PairingRequestResult,
   type PairingRevokeResult,
   type PendingPairing,
+  usedCode,
 } from "./pairing.js";
 import type { Approver } from "./state-store.js";
 
@@ -173,6 +174,15 @@ export async function approvePairing(
     )
   ).rows[0];
   if (row === undefined) {
+    const used = (
+      await tx.query<PairedRow>(
+        `SELECT * FROM state_paired_users WHERE profile = $1 AND code = $2
+         ORDER BY approved_at DESC LIMIT 1`,
+        [profile, code],
+      )
+    ).rows[0];
+    if (used !== undefined)
+      return usedCode(used.user_id, { ...used, approved_at: Number(used.approved_at) });
     if (guard === undefined) return { status: "unknown" };
     const failed = state.failed + 1;
     if (failed >= guard.maxFailed) {
@@ -184,11 +194,12 @@ export async function approvePairing(
     return { status: "unknown", attemptsLeft: guard.maxFailed - failed };
   }
   await tx.query(
-    `INSERT INTO state_paired_users (profile, user_id, user_name, chat_id, approved_at, approved_by)
-     VALUES ($1, $2, $3, $4, $5, $6)
+    `INSERT INTO state_paired_users (profile, user_id, user_name, chat_id, approved_at, approved_by, code)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
      ON CONFLICT (profile, user_id) DO UPDATE SET user_name = excluded.user_name,
-       chat_id = excluded.chat_id, approved_at = excluded.approved_at, approved_by = excluded.approved_by`,
-    [profile, row.user_id, row.user_name, row.chat_id, nowMs, approvedBy],
+       chat_id = excluded.chat_id, approved_at = excluded.approved_at,
+       approved_by = excluded.approved_by, code = excluded.code`,
+    [profile, row.user_id, row.user_name, row.chat_id, nowMs, approvedBy, code],
   );
   if (guard !== undefined) await setGuard(tx, profile, 0, 0, nowMs);
   return {

@@ -193,4 +193,11 @@ export const PostgresStateMigrations: readonly PostgresMigration[] = [
       ALTER TABLE state_pairing_guard ADD COLUMN updated_at bigint NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 11,
+    sql: `
+      ALTER TABLE state_paired_users ADD COLUMN code text;
+      CREATE INDEX state_paired_users_by_code ON state_paired_users (profile, code);
+    `,
+  },
 ];

@@ -182,6 +182,17 @@ export const MIGRATIONS: readonly Migration[] = [
       db.exec("ALTER TABLE pairing_guard ADD COLUMN updated_at INTEGER NOT NULL DEFAULT 0");
     },
   },
+  {
+    // The code that approved each user, so that approving it again says so instead of
+    // counting as a wrong code (docs/security.md). Users approved before have none.
+    version: 11,
+    up(db) {
+      db.exec(`
+        ALTER TABLE paired_users ADD COLUMN code TEXT;
+        CREATE INDEX paired_users_by_code ON paired_users (code);
+      `);
+    },
+  },
 ];
 
 /** Result of {@link migrate}: the version found and the version the database has now. */

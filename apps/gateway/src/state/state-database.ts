@@ -39,6 +39,7 @@ import {
   type PairingRequestResult,
   type PairingRevokeResult,
   type PendingPairing,
+  usedCode,
 } from "./pairing.js";
 import { migrate } from "./schema.js";
 import type { Approver } from "./state-store.js";
@@ -108,6 +109,7 @@ interface PairedRow {
   chat_id: string;
   approved_at: number;
   approved_by: string;
+  code: string | null;
 }
 
 interface GuardRow {
@@ -432,6 +434,12 @@ export class StateDatabase {
           .prepare<[string], CodeRow>("SELECT * FROM pairing_codes WHERE code = ?")
           .get(code);
         if (row === undefined) {
+          const used = this.#db
+            .prepare<[string], PairedRow>(
+              "SELECT * FROM paired_users WHERE code = ? ORDER BY approved_at DESC LIMIT 1",
+            )
+            .get(code);
+          if (used !== undefined) return usedCode(used.user, used);
           if (guard === undefined) return { status: "unknown" };
           const failed = state.failed_attempts + 1;
           if (failed >= guard.maxFailed) {
@@ -445,11 +453,11 @@ export class StateDatabase {
         this.#db.prepare("DELETE FROM pairing_codes WHERE code = ?").run(code);
         this.#db
           .prepare(
-            `INSERT INTO paired_users (user, user_name, chat_id, approved_at, approved_by) VALUES (?, ?, ?, ?, ?)
+            `INSERT INTO paired_users (user, user_name, chat_id, approved_at, approved_by, code) VALUES (?, ?, ?, ?, ?, ?)
                ON CONFLICT (user) DO UPDATE SET user_name = excluded.user_name, chat_id = excluded.chat_id,
-                 approved_at = excluded.approved_at, approved_by = excluded.approved_by`,
+                 approved_at = excluded.approved_at, approved_by = excluded.approved_by, code = excluded.code`,
           )
-          .run(row.user, row.user_name, row.chat_id, nowMs, approvedBy);
+          .run(row.user, row.user_name, row.chat_id, nowMs, approvedBy, code);
         if (guard !== undefined) this.#setGuard(0, 0, nowMs);
         return {
           status: "approved",

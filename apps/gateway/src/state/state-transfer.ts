@@ -106,6 +106,7 @@ export const MovedStateTables: readonly MovedStateTable[] = [
       ["chat_id", "chat_id"],
       ["approved_at", "approved_at"],
       ["approved_by", "approved_by"],
+      ["code", "code"],
     ],
   },
   {

@@ -217,9 +217,7 @@ describe.each(StateBackends)("StateStore on %s", (kind) => {
       });
       expect(await store.isPaired("telegram:1")).toBe(true);
       expect(await store.isPaired("telegram:2")).toBe(false);
-      expect((await store.approvePairing(issued.code, "telegram:1001", guard)).status).toBe(
-        "unknown",
-      );
+      expect((await store.approvePairing(issued.code, "telegram:1001", guard)).status).toBe("used");
       const list = await store.listPairing();
       expect(list.pending).toEqual([]);
       expect(list.approved).toEqual([
@@ -231,6 +229,37 @@ describe.each(StateBackends)("StateStore on %s", (kind) => {
           approvedBy: "telegram:1001",
         },
       ]);
+    });
+
+    it("answers a code approved again with who it let in, and does not count it as a wrong code", async () => {
+      const store = await openStore(clock);
+      const issued = await store.requestPairing(alice, limits);
+      if (issued.status !== "issued") throw new Error(issued.status);
+      const approvedAtMs = nowMs;
+      expect((await store.approvePairing(issued.code, "telegram:1001", guard)).status).toBe(
+        "approved",
+      );
+      nowMs += 60_000;
+      for (let i = 0; i < guard.maxFailed + 1; i++) {
+        expect(await store.approvePairing(issued.code, "telegram:1002", guard)).toEqual({
+          status: "used",
+          user: "telegram:1",
+          userName: "alice",
+          approvedAtMs,
+          approvedBy: "telegram:1001",
+        });
+      }
+      expect((await store.listPairing()).lockedUntilMs).toBeUndefined();
+      expect(await store.approvePairing("AAAAAAAA", "telegram:1001", guard)).toEqual({
+        status: "unknown",
+        attemptsLeft: guard.maxFailed - 1,
+      });
+      expect((await store.approvePairing(issued.code, "cli")).status).toBe("used");
+      // Revoked: the code is forgotten with the approval, and is a wrong code again.
+      await store.revokePairing({ user: alice.user });
+      expect((await store.approvePairing(issued.code, "telegram:1001", guard)).status).toBe(
+        "unknown",
+      );
     });
 
     it("locks chat approvals after maxFailed wrong codes, even for a right one, until lockMs passed", async () => {
