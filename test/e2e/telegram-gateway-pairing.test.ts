@@ -376,6 +376,27 @@ describe("gateway over Telegram: access: pairing", () => {
     await dm(bot, users[0]!, "still there?");
     expect(codeIn(told(users[0]!, since).at(-1))).toBe(codes[0]);
 
+    // A flood of strangers while it is full: one summary line per period (from the first
+    // refusal, `extra`'s above), not a line each.
+    const logged = harness.logs.length;
+    const flood = [6620, 6621, 6622, 6623];
+    for (const user of [...flood, ...flood, extra]) await dm(bot, user, "let me in");
+    const warnings = () =>
+      harness.logs
+        .slice(logged)
+        .map((line) => JSON.parse(line) as { level: number; msg: string })
+        .filter((line) => line.level >= 40);
+    expect(warnings()).toEqual([]);
+    harness.stateClock.advance(60_000);
+    expect(warnings()).toEqual([
+      expect.objectContaining({
+        msg: `pairing: refused a code to 10 requests of 5 users in the last 60 s: ${MaxPending} codes are pending already (pairing.maxPendingCodes)`,
+        refused: 10,
+        users: 5,
+        maxPendingCodes: MaxPending,
+      }),
+    ]);
+
     const revoke = await pairing("revoke", codes[1]!);
     expect(revoke.code, revoke.output).toBe(0);
     since = bot.mark();

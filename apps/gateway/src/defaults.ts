@@ -142,6 +142,19 @@ export const Defaults = {
     /** How long `/approve` stays locked after that. */
     lockSeconds: 15 * 60,
   },
+  /**
+   * Code requests refused because `pairing.maxPendingCodes` are waiting are logged as one
+   * summary line per `summaryMs` in which any came, never one each (docs/security.md,
+   * "Pairing"): anyone can DM the bot, and a flood of strangers must not flood the log. The
+   * same bounds as the webhook's refusals (`telegram.webhookRefusal…`).
+   */
+  pairingRefusals: {
+    summaryMs: 60_000,
+    /** Users a summary counts one by one (the rest are counted together). */
+    maxUsers: 10_000,
+    /** Users a summary names, the most refused first. */
+    topUsers: 5,
+  },
   /** docs/approvals.md: asking before the agent acts. */
   approvals: {
     /** Which actions ask: `never` (none), `always`, or rules (config `agent.approvals.ask`). */

@@ -31,6 +31,7 @@ describe("RefusalTally", () => {
         counts: { a: 4, b: 1 },
         total: 5,
         addresses: 2,
+        more: true,
         from: "more than 2 addresses",
         top: [{ address: "y", refused: 3 }],
         seconds: 30,

@@ -8,6 +8,8 @@ export interface RefusalPeriod<K extends string> {
   readonly total: number;
   /** Addresses counted one by one (at most `maxAddresses`). */
   readonly addresses: number;
+  /** More addresses were refused than `maxAddresses` counted one by one. */
+  readonly more: boolean;
   /** `"3 addresses"`, `"1 address"`, `"more than 10000 addresses"`: where they came from. */
   readonly from: string;
   /** The most refused addresses, the most first (at most `topAddresses`). */
@@ -83,12 +85,13 @@ export class RefusalTally<K extends string> {
       .sort(([, a], [, b]) => b - a)
       .slice(0, this.#options.topAddresses)
       .map(([address, refused]) => ({ address, refused }));
-    const from = `${this.#moreAddresses ? "more than " : ""}${addresses} ${addresses === 1 ? "address" : "addresses"}`;
+    const more = this.#moreAddresses;
+    const from = `${more ? "more than " : ""}${addresses} ${addresses === 1 ? "address" : "addresses"}`;
     const seconds = Math.max(1, Math.round((this.#now() - this.#startMs) / 1000));
     this.#counts = this.#none();
     this.#byAddress = new Map();
     this.#moreAddresses = false;
-    this.#options.write({ counts, total, addresses, from, top, seconds });
+    this.#options.write({ counts, total, addresses, more, from, top, seconds });
   }
 
   #none(): Record<K, number> {

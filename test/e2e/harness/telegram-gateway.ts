@@ -332,6 +332,8 @@ export class TelegramGatewayHarness {
         now: stateClock.now,
         // Approvals expire by the state clock: a test advances it past the expiry.
         approvalSchedule: stateClock.schedule,
+        // Pairing's refusal summaries are written once the test moves it past their period.
+        refusalSchedule: stateClock.schedule,
         // Tasks come due by it too (docs/schedules.md): a test advances it to a due time.
         taskClock: { wallMs: stateClock.now, monoMs: stateClock.now },
         taskSchedule: stateClock.schedule,

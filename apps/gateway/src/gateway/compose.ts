@@ -119,6 +119,7 @@ export async function openParts(
           logger,
           agent: agent === undefined ? undefined : (store) => agent(profile, store),
           now: options.now,
+          refusalSchedule: options.refusalSchedule,
           integrityWaitMs: options.integrityWaitMs,
           openStore: () =>
             stores.openState(profile, {

@@ -70,6 +70,11 @@ export interface GatewayOptions {
   readonly taskSchedule?: Schedule | undefined;
   /** Replaces the clock tasks are timed by (default `clock`); tests move it by hand. */
   readonly taskClock?: Clock | undefined;
+  /**
+   * The timers of the profiles' pairing refusal summaries (docs/security.md, "Pairing");
+   * default real timers. Tests fire them by hand.
+   */
+  readonly refusalSchedule?: Schedule | undefined;
   /** Approvals' expiry timers (docs/approvals.md); default real timers. Tests fire them by hand. */
   readonly approvalSchedule?: Schedule | undefined;
   /** Replaces the outbox's timers (tests fire a long `retry_after` at once). */

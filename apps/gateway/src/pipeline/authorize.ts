@@ -58,13 +58,9 @@ async function offerPairing(ctx: MessageContext, user: string): Promise<string> 
     { user, userName: message.userName, chatId: message.chatId },
     { codeTtlMs: pairing.codeTtlSeconds * 1000, maxPending: pairing.maxPendingCodes },
   );
-  // The code itself is not logged: `mediagate pairing list` shows it to the operator.
-  ctx.log.info({ user, pairing: result.status }, "unknown user in a DM: pairing code");
-  if (result.status === "full") {
-    ctx.log.warn(
-      { user, maxPendingCodes: pairing.maxPendingCodes },
-      "too many pairing codes pending; no code issued",
-    );
-  }
+  // The code itself is not logged: `mediagate pairing list` shows it to the operator. A
+  // refusal is counted, and logged with the others in one summary line per period.
+  if (result.status === "full") runtime.pairingRefusals.count(user);
+  else ctx.log.info({ user, pairing: result.status }, "unknown user in a DM: pairing code");
   return describePairingRequest(result, user, runtime.store.now());
 }

@@ -98,6 +98,7 @@ function runtime(statusCalls: string[]): PipelineRuntime {
     },
     slotFor: () => "profile:work",
     isSharedSlot: () => true,
+    pairingRefusals: { count: () => {} },
     translateContext: () => ({
       backend: "docker",
       slotDirs: [],

@@ -191,6 +191,7 @@ function testRuntime(
           : { kind: "session", sessionKey: key ?? "" },
       ),
     isSharedSlot: (slot) => slotTraits(slot).sharedBySessions,
+    pairingRefusals: { count: () => {} },
     translateContext: (): TranslateContext => ({
       backend: "docker",
       slotDirs: [],

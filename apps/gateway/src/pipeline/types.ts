@@ -1,6 +1,7 @@
 import type { TranslateContext } from "@mediagate/media";
 import type { Sandbox } from "@mediagate/sandbox";
 import type { Access } from "../access-control/access.js";
+import type { PairingRefusals } from "../access-control/pairing-refusals.js";
 import type { Agent, TurnAttachment } from "../agents/types.js";
 import type { ApprovalBroker } from "../approvals/broker.js";
 import type {
@@ -59,6 +60,8 @@ export interface PipelineRuntime {
     | "usagePeriods"
   >;
   readonly sandbox: SandboxOps;
+  /** Counts a code request refused because the profile's pending codes are full. */
+  readonly pairingRefusals: Pick<PairingRefusals, "count">;
   slotFor(sessionKey: string | undefined): string;
   isSharedSlot(slot: string): boolean;
   /**

@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import type { Schedule } from "@mediagate/io";
 import type { TranslateContext } from "@mediagate/media";
 import {
   type DockerEngine,
@@ -8,6 +9,7 @@ import {
   type SlotScope,
   slotTraits,
 } from "@mediagate/sandbox";
+import { PairingRefusals } from "../access-control/pairing-refusals.js";
 import { createAgent } from "../agents/agent-factory.js";
 import type { Agent } from "../agents/types.js";
 import type { ProfileConfig } from "../config/types.js";
@@ -35,6 +37,8 @@ export interface ProfileRuntimeOptions {
   readonly agent?: ((store: StateStore) => Agent) | undefined;
   /** The state database's clock (pairing codes expire by it). Default `Date.now`. */
   readonly now?: (() => number) | undefined;
+  /** The timer of the pairing refusals' summary (default real timers); tests fire it by hand. */
+  readonly refusalSchedule?: Schedule | undefined;
   /** How long opening the state database waits for its check. Default `StateStoreDefaults`. */
   readonly integrityWaitMs?: number | undefined;
   /**
@@ -55,6 +59,8 @@ export class ProfileRuntime {
   readonly sandbox: Sandbox;
   readonly store: StateStore;
   readonly agent: Agent;
+  /** Code requests refused while the profile's pending codes are full, summarized. */
+  readonly pairingRefusals: PairingRefusals;
   readonly #rootHome: string;
   readonly #protectedHomes: readonly string[];
 
@@ -94,6 +100,12 @@ export class ProfileRuntime {
       onPullProgress: (progress) => logger.info({ pull: progress }, progress.text),
     });
     this.store = store;
+    this.pairingRefusals = new PairingRefusals({
+      logger,
+      maxPendingCodes: options.profile.pairing.maxPendingCodes,
+      now: options.now,
+      schedule: options.refusalSchedule,
+    });
     this.agent =
       options.agent?.(this.store) ??
       createAgent(options.profile.agent, { store: this.store, logger });
@@ -168,8 +180,12 @@ export class ProfileRuntime {
     };
   }
 
-  /** Awaits the sandbox's outstanding cleanups (bounded) and closes the state database. */
+  /**
+   * Writes the pairing refusals' summary still owed, awaits the sandbox's outstanding cleanups
+   * (bounded) and closes the state database.
+   */
   async close(timeoutMs?: number): Promise<void> {
+    this.pairingRefusals.flush();
     try {
       await this.sandbox.shutdown(timeoutMs);
     } finally {
