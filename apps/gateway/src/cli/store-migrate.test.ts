@@ -427,7 +427,15 @@ describe("mediagate store migrate", () => {
     }
   });
 
-  it("counts a wrong /approve on PostgreSQL (its count of wrong codes, its lock) as newer than the file", async () => {
+  /**
+   * A profile's file with one message, moved to a fresh PostgreSQL database; `since` writes
+   * there a minute later, then a second move must refuse: the PostgreSQL state is newer.
+   */
+  async function refusedAfter(
+    database: string,
+    since: (pg: StateStore) => Promise<void>,
+    check: (pg: StateStore) => Promise<void>,
+  ): Promise<void> {
     const file = await install();
     const config = await loadConfig({ path: file, env: emptyEnv() });
     const store = await SqliteStateStore.open(stateDbPath(config.profiles[0]!.home), {
@@ -435,7 +443,7 @@ describe("mediagate store migrate", () => {
     });
     await store.appendHistory(await store.currentSessionId("k"), [{ role: "user", content: "hi" }]);
     await store.close();
-    const other = await freshPostgresDatabase("migrate_newer_guard");
+    const other = await freshPostgresDatabase(database);
     const options = {
       config: file,
       env: emptyEnv(),
@@ -443,60 +451,53 @@ describe("mediagate store migrate", () => {
       from: "sqlite",
       to: other.url,
     };
-    const database = new PostgresDatabase({ url: other.url, applicationName: "test" });
+    const pool = new PostgresDatabase({ url: other.url, applicationName: "test" });
     try {
       expect(await migrateStore(options, () => {})).toBe(0);
-      // The gateway ran on PostgreSQL since: an admin's wrong codes locked /approve.
-      const pg = PostgresStateStore.attach(database, "default", { now: () => nowMs + 60_000 });
-      const guard = { maxFailed: 1, lockMs: 900_000 };
-      expect(await pg.approvePairing("AAAAAAAA", "telegram:1", guard)).toMatchObject({
-        lockedUntilMs: nowMs + 60_000 + guard.lockMs,
-      });
+      const pg = PostgresStateStore.attach(pool, "default", { now: () => nowMs + 60_000 });
+      await since(pg);
       await expect(migrateStore(options, () => {})).rejects.toThrow(
         /profile default: PostgreSQL .* holds state written at .*after the newest of .*--replace/,
       );
-      expect((await pg.listPairing()).lockedUntilMs).toBe(nowMs + 60_000 + guard.lockMs);
+      await check(pg);
       await pg.close();
     } finally {
-      await database.close();
+      await pool.close();
       await other.drop();
     }
+  }
+
+  it("counts a wrong /approve on PostgreSQL (its count of wrong codes, its lock) as newer than the file", async () => {
+    // The gateway ran on PostgreSQL since: an admin's wrong code locked /approve.
+    const guard = { maxFailed: 1, lockMs: 900_000 };
+    const lockedUntilMs = nowMs + 60_000 + guard.lockMs;
+    await refusedAfter(
+      "migrate_newer_guard",
+      async (pg) => {
+        expect(await pg.approvePairing("AAAAAAAA", "telegram:1", guard)).toMatchObject({
+          lockedUntilMs,
+        });
+      },
+      async (pg) => {
+        expect((await pg.listPairing()).lockedUntilMs).toBe(lockedUntilMs);
+      },
+    );
   });
 
   it("counts a pairing or a /model pick made on PostgreSQL as newer than the file", async () => {
-    const file = await install();
-    const config = await loadConfig({ path: file, env: emptyEnv() });
-    const store = await SqliteStateStore.open(stateDbPath(config.profiles[0]!.home), {
-      now: () => nowMs,
-    });
-    await store.appendHistory(await store.currentSessionId("k"), [{ role: "user", content: "hi" }]);
-    await store.close();
-    const other = await freshPostgresDatabase("migrate_newer_kinds");
-    const options = {
-      config: file,
-      env: emptyEnv(),
-      redactor: new Redactor(),
-      from: "sqlite",
-      to: other.url,
-    };
-    const database = new PostgresDatabase({ url: other.url, applicationName: "test" });
-    try {
-      expect(await migrateStore(options, () => {})).toBe(0);
-      // The gateway ran on PostgreSQL since: an operator paired a user, a chat picked a model.
-      const pg = PostgresStateStore.attach(database, "default", { now: () => nowMs + 60_000 });
-      const code = await pg.requestPairing({ user: "telegram:7", chatId: "7" }, limits);
-      if (code.status !== "issued") throw new Error(code.status);
-      await pg.approvePairing(code.code, "cli");
-      await pg.setSessionModel("k", "large");
-      await expect(migrateStore(options, () => {})).rejects.toThrow(
-        /profile default: PostgreSQL .* holds state written at .*after the newest of .*--replace/,
-      );
-      expect((await pg.listPairing()).approved.map((p) => p.user)).toEqual(["telegram:7"]);
-      expect(await pg.sessionModel("k")).toBe("large");
-      await pg.close();
-    } finally {
-      await database.close();
-      await other.drop();
-    }
+    // The gateway ran on PostgreSQL since: an operator paired a user, a chat picked a model.
+    await refusedAfter(
+      "migrate_newer_kinds",
+      async (pg) => {
+        const code = await pg.requestPairing({ user: "telegram:7", chatId: "7" }, limits);
+        if (code.status !== "issued") throw new Error(code.status);
+        await pg.approvePairing(code.code, "cli");
+        await pg.setSessionModel("k", "large");
+      },
+      async (pg) => {
+        expect((await pg.listPairing()).approved.map((p) => p.user)).toEqual(["telegram:7"]);
+        expect(await pg.sessionModel("k")).toBe("large");
+      },
+    );
   });
 });
