@@ -49,9 +49,10 @@ export function messageReaction(scope: ReactionScope): MessageReaction | undefin
 /**
  * The reaction a turn leaves by how it ended: `done` when the agent answered (its reply went
  * to the outbox), `failed` when the agent, its sandbox or a step failed, none when /stop or
- * /reset stopped it; `undefined` (leave it) when the gateway's stop cut it off: the next start
- * runs it again or tells the chat, and sets the reaction then; so when another replica holds
- * the session (`elsewhere`) and runs it.
+ * /reset stopped it or its user's pairing was revoked while it waited (`refused`);
+ * `undefined` (leave it) when the gateway's stop cut it off: the next start runs it again or
+ * tells the chat, and sets the reaction then; so when another replica holds the session
+ * (`elsewhere`) and runs it.
  */
 export function reactionAfter(exit: TurnExit | undefined): ReactionStatus | null | undefined {
   switch (exit) {
