@@ -425,6 +425,35 @@ describe("openai agent compaction", () => {
     expect(result.summarizedMessages).toBeGreaterThan(0);
   });
 
+  it("bounds a summary's answer, so a model that writes on is stopped by the server", async () => {
+    // A model that ignores the summary's "at most N words": 6,000 tokens of notes.
+    const endless = `Facts: ${FirstFact} ${"and another long note about nothing at all. ".repeat(700)}`;
+    const fake = (await startServer()).respondWith((request) =>
+      isSummaryRequest(request) ? reply.text(endless) : factsModel()(request),
+    );
+    const agent = makeAgent(fake, { contextTokens: 100_000 });
+    const sessionId = await store.currentSessionId(SessionKey);
+    for (let n = 0; n < 5; n++) await turn(agent, userText(n));
+    const result = await agent.compact({
+      sessionId,
+      sessionKey: SessionKey,
+      signal: new AbortController().signal,
+    });
+
+    expect(result.summarizedMessages).toBeGreaterThan(0);
+    const summaries = summaryRequestsIn(fake.requests);
+    expect(summaries).toHaveLength(1);
+    // The summary is at most 2,000 tokens (Defaults.compaction.summaryMaxTokens); its answer
+    // may take twice that (room for a reasoning model's thinking), never the 6,000 written.
+    expect(summaries[0]!.body.max_completion_tokens).toBe(4_000);
+    expect(summaries[0]!.usage?.completionTokens).toBeLessThanOrEqual(4_000);
+    const { all } = await store.usagePeriods({ kind: "profile" }, usageDays(Date.now(), 7));
+    expect(all.outputTokens).toBe(fake.reportedUsage().completionTokens);
+    expect(fake.reportedUsage().completionTokens).toBeLessThan(4_100);
+    const summary = (await store.loadConversation(sessionId)).summary?.content ?? "";
+    expect(summary).toContain(FirstFact);
+  });
+
   it("compacts on demand with a focus, keeping the newest turns", async () => {
     const fake = (await startServer()).respondWith(factsModel());
     const agent = makeAgent(fake, { contextTokens: 100_000 });

@@ -320,6 +320,13 @@ export const Defaults = {
     /** The longest summary kept, in tokens; at most `summaryMaxShare` of the context. */
     summaryMaxTokens: 2_000,
     summaryMaxShare: 0.1,
+    /**
+     * A summary request's `max_completion_tokens`: this many times the summary's limit. The
+     * server stops a model that writes on (whose text would be cut to the limit anyway) instead
+     * of billing its every token, and a reasoning model, whose thinking counts against the
+     * same limit, keeps room to write the summary after it.
+     */
+    summaryAnswerFactor: 2,
     /** Counted for each image input: its tokens depend on the provider and the size. */
     imageTokens: 1_500,
     /**

@@ -2,9 +2,9 @@ import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { FakeReply, StreamShape } from "./replies.js";
+import type { FakeReply, StreamShape, TextReply } from "./replies.js";
 import { writeStream } from "./sse.js";
-import { completionTokens, contextLengthErrorBody, promptTokens } from "./tokens.js";
+import { completionTokens, contextLengthErrorBody, firstTokens, promptTokens } from "./tokens.js";
 import {
   derivedUsage,
   type FakeProvider,
@@ -182,7 +182,8 @@ export interface ModelListing {
  * A local OpenAI-compatible server: `POST /v1/chat/completions`, streamed as server-sent
  * events when the request asks for `stream: true` (cut as each reply's `stream` shape says,
  * see `writeStream`), one JSON answer otherwise; usage from the fake's token counts
- * (tokens.ts), and a request longer than `contextTokens` gets OpenAI's context-length 400,
+ * (tokens.ts), a text answer cut at the request's `max_completion_tokens` (or `max_tokens`)
+ * and finished `length`, and a request longer than `contextTokens` gets OpenAI's context-length 400,
  * streamed or not, one with half a UTF-16 surrogate pair in a string a 400 as real endpoints
  * answer it (unrecorded);
  * `POST /v1/audio/transcriptions` (multipart `file` + `model`; answers scripted with
@@ -523,14 +524,15 @@ export class FakeOpenAIServer {
         });
         res.end(scripted.body);
         return;
-      case "text":
+      case "text": {
+        const { content, finishReason } = this.#withinMaxTokens(record, scripted);
         if (record.body.stream === true) {
           await this.#stream(
             record,
             res,
-            scripted.content,
+            content,
             [],
-            scripted.finishReason ?? "stop",
+            finishReason,
             scripted.stream,
             scripted.usage,
           );
@@ -539,16 +541,11 @@ export class FakeOpenAIServer {
         sendJson(
           res,
           200,
-          this.#completion(
-            record,
-            scripted.content,
-            undefined,
-            scripted.finishReason,
-            scripted.usage,
-          ),
+          this.#completion(record, content, undefined, finishReason, scripted.usage),
           headers,
         );
         return;
+      }
       case "tool_calls": {
         const calls = scripted.calls.map((call) => ({
           id: call.id ?? `call_${this.#nextCallId++}`,
@@ -580,6 +577,25 @@ export class FakeOpenAIServer {
         return;
       }
     }
+  }
+
+  /**
+   * A text reply as a server sends it under the request's `max_completion_tokens` (or the
+   * older `max_tokens`; the first wins when both are there, as OpenAI reads them): cut after
+   * that many tokens (divided by `tokenScale`), finished `length`.
+   */
+  #withinMaxTokens(
+    record: RecordedRequest,
+    scripted: TextReply,
+  ): { content: string; finishReason: string } {
+    const finishReason = scripted.finishReason ?? "stop";
+    const limit = record.body.max_completion_tokens ?? record.body.max_tokens;
+    if (typeof limit !== "number") return { content: scripted.content, finishReason };
+    const tokens = Math.max(0, Math.floor(limit / this.#tokenScale));
+    if (completionTokens(scripted.content) <= tokens) {
+      return { content: scripted.content, finishReason };
+    }
+    return { content: firstTokens(scripted.content, tokens), finishReason: "length" };
   }
 
   /**

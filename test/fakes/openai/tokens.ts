@@ -1,4 +1,4 @@
-import { countTokens as countUncached } from "gpt-tokenizer";
+import { countTokens as countUncached, decode, encode } from "gpt-tokenizer";
 import type { ChatRequestBody, RequestMessage } from "./server.js";
 
 /**
@@ -58,6 +58,11 @@ export function promptTokens(body: ChatRequestBody, scale = 1): number {
 /** The tokens of an answer's text. */
 export function completionTokens(content: string | null): number {
   return content === null ? 0 : countTokens(content);
+}
+
+/** The first `tokens` tokens of `content`, as a server stops writing at its token limit. */
+export function firstTokens(content: string, tokens: number): string {
+  return decode(encode(content).slice(0, tokens));
 }
 
 /** The body OpenAI answers a request longer than the model's context with (HTTP 400). */

@@ -1,3 +1,4 @@
+import { Defaults } from "../defaults.js";
 import type { ChatMessage } from "../state/types.js";
 import { tokenizer } from "./tokenizer.js";
 import { safeHead, safeTail } from "./tools-text.js";
@@ -40,6 +41,14 @@ export function summaryInstructions(request: SummaryRequest): string {
   ]
     .filter((line) => line !== "")
     .join("\n");
+}
+
+/**
+ * The `max_completion_tokens` of a summary request: room for the summary (`maxTokens`) and a
+ * reasoning model's thinking, `Defaults.compaction.summaryAnswerFactor` times the limit.
+ */
+export function summaryAnswerMaxTokens(request: Pick<SummaryRequest, "maxTokens">): number {
+  return Math.ceil(request.maxTokens * Defaults.compaction.summaryAnswerFactor);
 }
 
 /** The user message of a summary request: the previous summary and the transcript. */

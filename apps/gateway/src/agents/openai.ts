@@ -27,6 +27,7 @@ import { buildSystemPrompt } from "./openai-prompt.js";
 import {
   clampSummary,
   type SummaryRequest,
+  summaryAnswerMaxTokens,
   summaryInput,
   summaryInstructions,
 } from "./openai-summary.js";
@@ -358,8 +359,9 @@ export class OpenAIAgent implements Agent {
   }
 
   /**
-   * One summary request through `chain`: no tools, the summary instructions, the transcript.
-   * Recorded as usage like any call (docs/models-and-usage.md, "Usage").
+   * One summary request through `chain`: no tools, the summary instructions, the transcript,
+   * the answer bounded ({@link summaryAnswerMaxTokens}). Recorded as usage like any call
+   * (docs/models-and-usage.md, "Usage").
    */
   async #summarize(
     chain: readonly ModelSettings[],
@@ -374,6 +376,7 @@ export class OpenAIAgent implements Agent {
           { role: "system", content: summaryInstructions(request) },
           { role: "user", content: summaryInput(request) },
         ],
+        max_completion_tokens: summaryAnswerMaxTokens(request),
       },
       request.signal,
     );
