@@ -14,6 +14,7 @@ import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   contentText,
+  contextLengthErrorBody,
   FakeOpenAIServer,
   factsModel,
   isSummaryRequest,
@@ -222,6 +223,22 @@ describe("openai agent compaction", () => {
         .map((r) => [r.index, r.promptTokens, isSummaryRequest(r)]),
     ).toEqual([]);
   }, 60_000);
+
+  it("does not shrink a model's budget below what it answered when its 400 names an absurd context", async () => {
+    const fake = (await startServer()).respondWith(factsModel());
+    const agent = makeAgent(fake, { contextTokens: 100_000 });
+    for (let n = 0; n < 3; n++) await turn(agent, userText(n));
+    // A broken proxy's 400: the model would have 16 tokens of context.
+    fake.enqueue(reply.raw(400, JSON.stringify(contextLengthErrorBody(16, 2_000))));
+    const refused = await turn(agent, userText(3));
+    expect(refused.reply).toBe("noted");
+
+    const before = fake.requests.length;
+    const next = await turn(agent, userText(4));
+    expect(next.reply).toBe("noted");
+    expect(next.notices ?? []).toEqual([]);
+    expect(fake.requests.length).toBe(before + 1);
+  });
 
   it("trims the running turn's older tool outputs when one turn alone outgrows the budget", async () => {
     const fake = await startServer({ contextTokens: 6_000 });

@@ -336,6 +336,13 @@ export const Defaults = {
      * summarize the whole conversation.
      */
     countRatioMax: 4,
+    /**
+     * The smallest context a server's "maximum context length is N" is believed down to (with
+     * the largest prompt the model answered in this process): a broken proxy's "16 tokens"
+     * would otherwise have every message refused as too long until a restart. 2,048 is the
+     * smallest context of the models still served (GPT-2's 1,024 runs no tool calls).
+     */
+    minReportedContextTokens: 2_048,
     /** The focus text of `/compact` passed to the summary request, at most. */
     focusMaxChars: 500,
   },

@@ -81,6 +81,8 @@ export class ContextKeeper {
   readonly #options: ContextKeeperOptions;
   /** Server-reported prompt tokens per estimated token, from the last answer. */
   #ratio = 1;
+  /** The largest prompt the server reported answering: its context is at least this. */
+  #largestAnswered = 0;
 
   constructor(options: ContextKeeperOptions) {
     this.#options = options;
@@ -117,6 +119,7 @@ export class ContextKeeper {
    */
   observe(messages: readonly ChatCompletionMessageParam[], promptTokens: number): void {
     if (!(promptTokens > 0)) return;
+    this.#largestAnswered = Math.max(this.#largestAnswered, promptTokens);
     const max = Defaults.compaction.countRatioMax;
     const ratio = promptTokens / requestTokens(messages, this.#options.fixedTokens);
     this.#ratio = Math.min(max, Math.max(1 / max, ratio));
@@ -125,17 +128,22 @@ export class ContextKeeper {
   /**
    * The server refused a request as longer than the context. When its error names a smaller
    * context than the configured one (OpenAI's "maximum context length is N tokens"), the budget
-   * follows it from now on (this process only: the config is what to fix).
+   * follows it from now on (this process only: the config is what to fix), but not below
+   * `Defaults.compaction.minReportedContextTokens` nor the largest prompt the server answered
+   * (a size it contradicts is a broken report, not the model's).
    */
   overflowed(detail: string): void {
     const match = /maximum context length is (\d+)/i.exec(detail);
     const reported = match === null ? Number.NaN : Number(match[1]);
-    if (!(reported > 0 && reported < this.contextTokens)) return;
+    if (!(reported > 0)) return;
+    const floor = Math.max(Defaults.compaction.minReportedContextTokens, this.#largestAnswered);
+    const believed = Math.max(reported, floor);
+    if (believed >= this.contextTokens) return;
     this.#options.log.warn(
-      { configured: this.contextTokens, reported },
+      { configured: this.contextTokens, reported, believed },
       "the model's context is smaller than configured: set its contextTokens",
     );
-    this.#size(reported);
+    this.#size(believed);
   }
 
   /** The messages of a request: system prompt with the summary, history, the turn. */
