@@ -2,12 +2,7 @@ import { contextTokensOf, type ModelAgentSettings, modelNamed } from "../agents/
 import { safeHead } from "../agents/tools-text.js";
 import type { ModelSettings } from "../config/types.js";
 import type { StateStore } from "../state/state-store.js";
-
-/**
- * Longest typed name echoed back (config names are at most 64 characters), never cut inside
- * a surrogate pair: Telegram refuses a text with half of one, and the answer would be lost.
- */
-const MaxEchoedName = 64;
+import { MaxShownChoiceChars } from "./parse.js";
 
 /** What the model commands need of the state store. */
 export type ModelStore = Pick<StateStore, "sessionModel" | "setSessionModel">;
@@ -78,7 +73,7 @@ export function describeChoice(choice: ModelChoice): string {
         ? `This session already uses ${choice.model.name} (${choice.model.model}).`
         : `✅ This session now uses ${choice.model.name} (${choice.model.model}). The conversation goes on.`;
     case "unknown":
-      return `No model is named "${safeHead(choice.name, MaxEchoedName)}". Pick one of: ${choice.choices.join(", ")} (/model <name>).`;
+      return `No model is named "${safeHead(choice.name, MaxShownChoiceChars)}". Pick one of: ${choice.choices.join(", ")} (/model <name>).`;
     case "not_allowed":
       return `⛔ ${choice.model.name} is for admins only; nothing was changed. /model lists the ones you may pick.`;
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseCommand } from "./parse.js";
+import { commandLogFields, parseCommand } from "./parse.js";
 
 describe("parseCommand", () => {
   it.each([
@@ -57,5 +57,26 @@ describe("parseCommand", () => {
     "/compacted",
   ])("leaves %j to the agent", (text) => {
     expect(parseCommand(text)).toBeUndefined();
+  });
+});
+
+describe("commandLogFields", () => {
+  it("logs the head of a long /model choice and its length, whole, with controls escaped", () => {
+    const typed = `x\u202e${"😀".repeat(2_000)}`;
+    const command = parseCommand(`/model ${typed}`);
+    expect(command).toEqual({ name: "model", choice: typed });
+    const fields = commandLogFields(command!);
+    const choice = String(fields.choice);
+    expect(choice.startsWith("x\\u202e😀")).toBe(true);
+    expect(choice.length).toBeLessThanOrEqual(70);
+    expect(choice).not.toMatch(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])/);
+    expect(fields.choiceChars).toBe(typed.length);
+  });
+
+  it("logs a short /model choice as typed", () => {
+    expect(commandLogFields({ name: "model", choice: "main" })).toEqual({
+      name: "model",
+      choice: "main",
+    });
   });
 });

@@ -1,3 +1,5 @@
+import { safeHead } from "../agents/tools-text.js";
+import { printable } from "../printable.js";
 import { isTaskCommand } from "../schedules/parse.js";
 
 /** The admin commands the gateway handles itself, ahead of the session queue. */
@@ -103,9 +105,17 @@ export function parseCommand(text: string): Command | undefined {
 }
 
 /**
+ * The longest typed `/model` name shown, in the answer or a log line (config names are at most
+ * 64 characters); a longer one (up to a message's 4,096) is cut, never inside a surrogate
+ * pair: Telegram refuses a text with half of one, and the answer would be lost.
+ */
+export const MaxShownChoiceChars = 64;
+
+/**
  * What a log line may say of a command: its name and its arguments, except those that are
  * secrets (the pairing code of `/approve`, docs/security.md "Pairing": codes are never
- * logged), which show only whether one was given.
+ * logged), which show only whether one was given. A `/model` name shows with its controls
+ * escaped; one longer than {@link MaxShownChoiceChars}, its head and its length.
  */
 export function commandLogFields(command: Command): Record<string, unknown> {
   switch (command.name) {
@@ -121,7 +131,15 @@ export function commandLogFields(command: Command): Record<string, unknown> {
     case "usage":
       return { name: command.name };
     case "model":
-      return { name: command.name, choice: command.choice };
+      return command.choice === undefined
+        ? { name: command.name }
+        : {
+            name: command.name,
+            choice: printable(safeHead(command.choice, MaxShownChoiceChars)),
+            ...(command.choice.length > MaxShownChoiceChars
+              ? { choiceChars: command.choice.length }
+              : {}),
+          };
     case "deny":
       return { name: command.name };
     case "allow":
