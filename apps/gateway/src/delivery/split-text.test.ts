@@ -77,6 +77,41 @@ describe("splitText", () => {
     expect(chunks.at(-1)?.endsWith("Done.")).toBe(true);
   });
 
+  it("closes a ~~~ fence at a cut with ~~~ and reopens it; a ``` line inside it is code", () => {
+    const code = ["```", ...Array.from({ length: 10 }, (_, i) => `line ${i}`), "```"].join("\n");
+    const text = `Here:\n~~~md\n${code}\n~~~\nDone.`;
+    const chunks = splitText(text, { maxLength: 40 });
+    expect(chunks.length).toBeGreaterThan(2);
+    for (const [index, chunk] of chunks.entries()) {
+      expect(chunk.length).toBeLessThanOrEqual(40);
+      const lines = chunk.split("\n");
+      if (index > 0) expect(lines[0]).toBe("~~~md");
+      if (index < chunks.length - 1) expect(lines.at(-1)).toBe("~~~");
+    }
+    // Nothing but the fences the cuts added: the ``` lines stay the model's two.
+    const added = (chunks.length - 1) * 2;
+    const tildes = chunks
+      .join("\n")
+      .split("\n")
+      .filter((line) => line.startsWith("~~~"));
+    expect(tildes).toHaveLength(2 + added);
+    expect(
+      chunks
+        .join("\n")
+        .split("\n")
+        .filter((line) => line === "```"),
+    ).toHaveLength(2);
+    expect(chunks.at(-1)?.endsWith("~~~\nDone.")).toBe(true);
+  });
+
+  it("closes a four-backtick fence with four, which a ``` line inside it does not close", () => {
+    const code = Array.from({ length: 8 }, (_, i) => (i === 3 ? "```" : `line ${i}`)).join("\n");
+    const chunks = splitText(`\`\`\`\`md\n${code}\n\`\`\`\``, { maxLength: 32 });
+    expect(chunks.length).toBeGreaterThan(1);
+    for (const chunk of chunks.slice(0, -1)) expect(chunk.endsWith("\n````")).toBe(true);
+    for (const chunk of chunks.slice(1)) expect(chunk.startsWith("````md\n")).toBe(true);
+  });
+
   it("counts with a custom measure (Discord-style code points)", () => {
     const text = "😀".repeat(20);
     const chunks = splitText(text, { maxLength: 16, measure: codePointLength });
@@ -96,7 +131,19 @@ describe("splitText", () => {
     .array(
       fc.oneof(
         fc.string({ unit: "grapheme", maxLength: 30 }),
-        fc.constantFrom("\n", " ", "\n\n", "😀", "a😀b", "```", "```py", "\n```\n", "x".repeat(50)),
+        fc.constantFrom(
+          "\n",
+          " ",
+          "\n\n",
+          "😀",
+          "a😀b",
+          "```",
+          "```py",
+          "\n```\n",
+          "\n~~~\n",
+          "~~~~js",
+          "x".repeat(50),
+        ),
       ),
       { maxLength: 60 },
     )
@@ -115,7 +162,7 @@ describe("splitText", () => {
             expect(LoneSurrogate.test(chunk)).toBe(false);
             expect(chunk.trim()).not.toBe("");
           }
-          if (!text.includes("```")) expect(squash(chunks.join(""))).toBe(squash(text));
+          if (!/```|~~~/.test(text)) expect(squash(chunks.join(""))).toBe(squash(text));
         }),
         { numRuns: 300 },
       );

@@ -27,11 +27,20 @@ export const codePointLength = (text: string): number => {
 };
 
 const MinMaxLength = 16;
-const FenceClose = "```";
-/** A line that opens a fenced code block (up to 3 spaces of indent, 3+ backticks). */
-const FenceOpenLine = /^ {0,3}`{3,}/;
-/** A line that closes one: backticks only, no info string. */
-const FenceCloseLine = /^ {0,3}`{3,}\s*$/;
+/**
+ * A line that opens a fenced code block, as CommonMark has it: up to 3 spaces of indent, then
+ * 3+ backticks (an info string without backticks may follow) or 3+ tildes (`~~~`, anything may
+ * follow). Group 1 is the fence.
+ */
+const FenceOpenLine = /^ {0,3}(`{3,}(?=[^`]*$)|~{3,})/;
+/** A line that may close one: a fence alone (the same character, at least as many). */
+const FenceCloseLine = /^ {0,3}(`{3,}|~{3,})[ \t]*$/;
+
+/** A fenced code block open at a cut: its opening line (trimmed) and its fence. */
+interface OpenFence {
+  readonly line: string;
+  readonly fence: string;
+}
 
 /**
  * Splits `text` into chunks of at most `maxLength` units each. A chunk ends at the last
@@ -39,8 +48,9 @@ const FenceCloseLine = /^ {0,3}`{3,}\s*$/;
  * (trailing blanks, the separator, blank lines) is dropped, nothing else is. A hard cut falls
  * between two graphemes (never inside a surrogate pair, an emoji sequence, a flag or an
  * accented letter), except in one grapheme longer than a chunk. A chunk that ends inside a
- * fenced code block (```) is closed with a fence, and the next chunk reopens it with the same
- * opening line (language kept), so every chunk renders on its own. Whitespace-only chunks are
+ * fenced code block (``` or `~~~`, told apart as CommonMark does: a block ends only at a fence
+ * of its own character at least as long) is closed with its fence, and the next chunk reopens
+ * it with the same opening line (language kept), so every chunk renders on its own. Whitespace-only chunks are
  * dropped (platforms refuse empty messages); empty text gives no chunks.
  */
 export function splitText(text: string, options: SplitTextOptions): string[] {
@@ -51,11 +61,11 @@ export function splitText(text: string, options: SplitTextOptions): string[] {
       `maxLength must be an integer of at least ${MinMaxLength}, got ${maxLength}`,
     );
   }
-  const closing = `\n${FenceClose}`;
-  const closingLength = measure(closing);
+  // A fence longer than this could not be closed and reopened within a chunk: not carried.
+  const maxFence = Math.floor(maxLength / 4);
   const chunks: string[] = [];
   let position = 0;
-  let openFence: string | undefined;
+  let openFence: OpenFence | undefined;
   while (position < text.length) {
     const reopen = openFence === undefined ? "" : `${reopenLine(openFence, maxLength, measure)}\n`;
     const budget = maxLength - measure(reopen);
@@ -66,13 +76,16 @@ export function splitText(text: string, options: SplitTextOptions): string[] {
     }
     let cut = chooseCut(text, position, end);
     let piece = text.slice(position, cut.pieceEnd);
-    let fenceAfter = fenceStateAfter(piece, openFence);
+    let fenceAfter = fenceStateAfter(piece, openFence, maxFence);
     if (fenceAfter !== undefined) {
-      cut = chooseCut(text, position, fit(text, position, budget - closingLength, measure));
+      // Room for the longest closing a fence that fits here can take.
+      const closingRoom = measure(`\n${fenceAfter.fence[0]!.repeat(maxFence)}`);
+      cut = chooseCut(text, position, fit(text, position, budget - closingRoom, measure));
       piece = text.slice(position, cut.pieceEnd);
-      fenceAfter = fenceStateAfter(piece, openFence);
+      fenceAfter = fenceStateAfter(piece, openFence, maxFence);
     }
-    chunks.push(reopen + piece.trimEnd() + (fenceAfter === undefined ? "" : closing));
+    const closing = fenceAfter === undefined ? "" : `\n${fenceAfter.fence}`;
+    chunks.push(reopen + piece.trimEnd() + closing);
     position = cut.nextStart;
     // Blank lines at a cut would only pad the next message.
     while (text[position] === "\n") position++;
@@ -152,22 +165,34 @@ export function graphemeBoundary(text: string, start: number, end: number): numb
 const isRegionalIndicator = (code: number | undefined): boolean =>
   code !== undefined && code >= 0x1f1e6 && code <= 0x1f1ff;
 
-/** The opening fence line still open after `piece`, given the one open before it. */
-function fenceStateAfter(piece: string, open: string | undefined): string | undefined {
+/**
+ * The fenced block still open after `piece`, given the one open before it. A block closes at
+ * a fence line of its own character at least as long as its fence (a ``` line inside a `~~~`
+ * or a ```` block is code); a fence longer than `maxFence` is not carried.
+ */
+function fenceStateAfter(
+  piece: string,
+  open: OpenFence | undefined,
+  maxFence: number,
+): OpenFence | undefined {
   let state = open;
   for (const line of piece.split("\n")) {
     if (state === undefined) {
-      if (FenceOpenLine.test(line)) state = line.trim();
-    } else if (FenceCloseLine.test(line)) {
+      const fence = FenceOpenLine.exec(line)?.[1];
+      if (fence !== undefined && fence.length <= maxFence) state = { line: line.trim(), fence };
+      continue;
+    }
+    const close = FenceCloseLine.exec(line)?.[1];
+    if (close !== undefined && close[0] === state.fence[0] && close.length >= state.fence.length) {
       state = undefined;
     }
   }
   return state;
 }
 
-/** The line that reopens a fence in the next chunk; a plain fence if the original is long. */
-function reopenLine(open: string, maxLength: number, measure: (s: string) => number): string {
-  return measure(open) <= Math.floor(maxLength / 4) ? open : FenceClose;
+/** The line that reopens a fence in the next chunk; the bare fence if the original is long. */
+function reopenLine(open: OpenFence, maxLength: number, measure: (s: string) => number): string {
+  return measure(open.line) <= Math.floor(maxLength / 4) ? open.line : open.fence;
 }
 
 function codePointWidth(text: string, index: number): number {
