@@ -200,6 +200,32 @@ describe("StreamPreview", () => {
     expect([...shown.values()]).toEqual(finalTexts);
   });
 
+  it("splits a Telegram Markdown preview as the rendered final: links take their label's room", async () => {
+    const links = Array.from(
+      { length: 12 },
+      (_, i) => `- [page ${i}](https://example.com/a/long/path/to/the/documentation/page-${i})`,
+    );
+    const answer = `Sources:\n${links.join("\n")}\n`;
+    const final = replyParts(answer, {
+      maxLength: 200,
+      maxChunks: 2,
+      platform: "telegram",
+      format: "markdown",
+    }).flatMap((part) => (part.kind === "text" ? [part.plain] : []));
+    // The final is one message: the URLs are in its links, not in its text.
+    expect(final).toHaveLength(1);
+    const status = new RecordingStatus({ maxLength: 200, maxChunks: 2 });
+    const { preview, advance } = previewOf(status, "edit", undefined, undefined, {
+      platform: "telegram",
+      format: "markdown",
+    });
+    preview.push(answer);
+    await advance(0);
+    await advance(1000);
+    expect(status.calls).toEqual(final.map((text) => `post ${text}`));
+    expect(status.calls.join("\n")).not.toContain("✂️");
+  });
+
   it("posts after a rate-limited post once the wait passed: Telegram and Discord posted nothing", async () => {
     const status = new RecordingStatus();
     const { preview, advance, ledger } = previewOf(status, "edit");
