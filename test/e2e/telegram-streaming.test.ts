@@ -94,6 +94,26 @@ describe("streamed replies on Telegram", () => {
     expect(streaming.fake.editLimits?.most(String(Group), 1000)).toBeLessThanOrEqual(1);
   }, 120_000);
 
+  it("deletes a preview message once more when its delete failed, leaving the final alone", async () => {
+    const gateway = await streaming.install("tg-stream-delete", { stream: "edit" });
+    await gateway.start();
+    // The first delete of a preview message fails with a 502.
+    streaming.fake.serverErrorNext("deleteMessage", 502);
+    streaming.model.enqueue(reply.text(LongAnswer, { stream: { chunkChars: 200, everyMs: 100 } }));
+    streaming.fake.sendPrivateText({ userId: StreamUser, text: "go" });
+    const parts = finalParts(LongAnswer);
+    await waitUntil(
+      () => JSON.stringify(streaming.shown(StreamUser)) === JSON.stringify(parts),
+      "the final messages alone",
+      30_000,
+    );
+    const faulted = streaming.fake.calls.filter(
+      (call) => call.method === "deleteMessage" && call.status === 502,
+    );
+    expect(faulted).toHaveLength(1);
+    expect(String(faulted[0]!.params.chat_id)).toBe(String(StreamUser));
+  }, 120_000);
+
   it("never loses the final to 429s on the preview's edits", async () => {
     const gateway = await streaming.install("tg-stream-429", { stream: "edit" });
     await gateway.start();

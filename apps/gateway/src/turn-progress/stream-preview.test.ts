@@ -3,7 +3,12 @@ import { describe, expect, it } from "vitest";
 import { manualClock } from "../../../../test-support/clock.js";
 import { type ChatTarget, StatusCallError, type StatusMessages } from "../channels/types.js";
 import { replyParts } from "../delivery/reply-parts.js";
-import { type PreviewLedger, type PreviewMode, StreamPreview } from "./stream-preview.js";
+import {
+  PreviewEndedNote,
+  type PreviewLedger,
+  type PreviewMode,
+  StreamPreview,
+} from "./stream-preview.js";
 
 /** A platform's status calls as the preview makes them: recorded, failing when told to. */
 class RecordingStatus implements StatusMessages {
@@ -275,6 +280,38 @@ describe("StreamPreview", () => {
     model.preview.push(output);
     await model.advance(0);
     expect(markdown.calls).toEqual([`post ${output}`]);
+  });
+
+  it("edits a preview message it could not delete twice into a short note; waits out a rate limit first", async () => {
+    const status = new RecordingStatus();
+    const { preview, advance, ledger } = previewOf(status, "edit");
+    preview.push("half an answer");
+    await advance(0);
+    status.failures.push(
+      new StatusCallError("remove", 502, "Bad Gateway"),
+      new StatusCallError("remove", 502, "Bad Gateway"),
+    );
+    await preview.finish();
+    expect(status.calls).toEqual([
+      "post half an answer",
+      "remove 1 ✗",
+      "remove 1 ✗",
+      `edit 1 ${PreviewEndedNote}`,
+    ]);
+    expect(ledger.at(-1)).toBe("gone");
+
+    const limited = new RecordingStatus();
+    const second = previewOf(limited, "edit");
+    second.preview.push("text");
+    await second.advance(0);
+    limited.failures.push(new StatusCallError("remove", 429, "Too Many Requests", 3000));
+    const finished = second.preview.finish();
+    await second.advance(0);
+    await second.advance(2999);
+    expect(limited.calls).toEqual(["post text", "remove 1 ✗"]);
+    await second.advance(1);
+    await finished;
+    expect(limited.calls).toEqual(["post text", "remove 1 ✗", "remove 1"]);
   });
 
   it("never posts again after a post failed", async () => {

@@ -217,7 +217,8 @@ export class StreamPreview {
 
   /**
    * Stops showing, waits for a call in flight and deletes every preview message (once the
-   * final reply's delivery attempt ended). Never rejects; safe to call twice.
+   * final reply's delivery attempt ended): a failed delete is made once more, and a message
+   * it still leaves is edited to {@link PreviewEndedNote}. Never rejects; safe to call twice.
    */
   finish(): Promise<void> {
     this.#finished ??= this.#finish();
@@ -382,17 +383,7 @@ export class StreamPreview {
   async #finish(): Promise<void> {
     await this.stop();
     if (this.#shown.length === 0) return;
-    const results = await Promise.all(
-      this.#shown.map((shown) =>
-        this.#status.remove(this.#target, shown.id, this.#bound()).then(
-          () => true,
-          (error: unknown) => {
-            this.#onProblem("could not delete a preview message", error);
-            return false;
-          },
-        ),
-      ),
-    );
+    const results = await Promise.all(this.#shown.map((shown) => this.#clear(shown.id)));
     if (!results.every(Boolean)) return;
     try {
       await this.#ledger?.gone();
@@ -401,9 +392,63 @@ export class StreamPreview {
     }
   }
 
+  /**
+   * Deletes one preview message; when that fails, once more (after the wait a rate limit asked
+   * for, up to `Defaults.progress.leftoverMaxWaitMs`), a message already gone counting as
+   * deleted; when that fails too, edits it to {@link PreviewEndedNote}, so no partial answer
+   * stays in the chat looking like a reply. False when none of it got through (the partial
+   * text stays, and the ledger keeps the message).
+   */
+  async #clear(id: string): Promise<boolean> {
+    const remove = () => this.#status.remove(this.#target, id, this.#bound());
+    let failure: unknown;
+    try {
+      await remove();
+      return true;
+    } catch (error) {
+      failure = error;
+      this.#onProblem("could not delete a preview message; trying once more", error);
+    }
+    const waitMs = failure instanceof StatusCallError ? (failure.retryAfterMs ?? 0) : 0;
+    if (waitMs <= Defaults.progress.leftoverMaxWaitMs) {
+      if (waitMs > 0) await new Promise<void>((done) => this.#clock.schedule(done, waitMs));
+      try {
+        await remove();
+        return true;
+      } catch (error) {
+        if (alreadyGone(error)) return true;
+        this.#onProblem("could not delete a preview message again; marking it ended", error);
+      }
+    }
+    try {
+      await this.#status.edit(this.#target, id, PreviewEndedNote, this.#bound(), {
+        verbatim: true,
+      });
+      return true;
+    } catch (error) {
+      this.#onProblem("could not mark a preview message ended; it stays as it is", error);
+      return false;
+    }
+  }
+
   #bound(): AbortSignal {
     return AbortSignal.timeout(this.#requestTimeoutMs);
   }
+}
+
+/**
+ * What a preview message that could not be deleted is edited to: the partial text would read
+ * as an answer, and the reply (or the turn's failure line) is below it.
+ */
+export const PreviewEndedNote = "✏️ (preview ended: the reply is below)";
+
+/**
+ * Whether a delete failed because the message is not there (Discord's 404, Telegram's 400
+ * "message to delete not found"): the first attempt deleted it and only its answer was lost.
+ */
+function alreadyGone(error: unknown): boolean {
+  if (!(error instanceof StatusCallError)) return false;
+  return error.status === 404 || (error.status === 400 && /not found/i.test(error.message));
 }
 
 /**
