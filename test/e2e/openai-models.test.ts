@@ -438,6 +438,45 @@ describe("tool calls an endpoint sends", () => {
   });
 });
 
+describe("histories stored before the repairs", () => {
+  it("are repaired when loaded, so a strict endpoint answers the session again", async () => {
+    // Written by a version that stored a cut-off call's arguments and half an emoji as they
+    // came: every request of the session carried them, and a strict endpoint refused each one.
+    const sessionId = await store.currentSessionId(SessionKey);
+    await store.appendHistory(sessionId, [
+      { role: "user", content: "run it" },
+      {
+        role: "assistant",
+        content: "on it \ud83d",
+        tool_calls: [
+          {
+            id: "c1",
+            type: "function",
+            function: { name: "terminal", arguments: '{"command": "echo hi' },
+          },
+        ],
+      },
+      { role: "tool", tool_call_id: "c1", content: "error: the arguments are not valid JSON" },
+      { role: "assistant", content: "sorry" },
+    ]);
+    const strict = await FakeOpenAIServer.start({ strictToolArguments: true });
+    try {
+      strict.enqueue(reply.text("answered"));
+      const agent = makeAgent({
+        models: [{ name: "strict", baseUrl: strict.baseUrl, model: "strict-model" }],
+        fallback: [],
+      });
+      expect((await turn(agent, "and now")).reply).toBe("answered");
+      const sent = strict.requests[0]!.body.messages;
+      const call = sent.find((m) => m.role === "assistant")!;
+      expect(call.tool_calls?.[0]?.function.arguments).toBe("{}");
+      expect(call.content).toBe("on it \ufffd");
+    } finally {
+      await strict.close();
+    }
+  });
+});
+
 describe("usage a stream reports", () => {
   it("records the usage of a stream whose chunks carry no id", async () => {
     // OpenVINO's model server (and Google's layer in 2025) send no id: the usage of the last

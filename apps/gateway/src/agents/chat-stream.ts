@@ -7,8 +7,8 @@ import type {
   ChatCompletionMessageFunctionToolCall,
 } from "openai/resources/chat/completions";
 import { Agent, type Dispatcher, request } from "undici";
+import { wellFormed } from "../state/chat-repair.js";
 import { openaiSdk } from "./openai-sdk.js";
-import { wellFormed } from "./tools-text.js";
 
 /** One request of {@link ChatStreams.complete}. */
 export interface ChatStreamRequest {

@@ -1,4 +1,5 @@
 import type { ChatCompletionMessage } from "openai/resources/chat/completions";
+import { objectArguments } from "../state/chat-repair.js";
 import type { AssistantChatMessage, ChatMessage, ChatToolCall } from "../state/types.js";
 
 /**
@@ -41,20 +42,12 @@ export function toAssistantMessage(
     ? {
         role: "assistant",
         content,
-        tool_calls: calls.map((call) =>
-          isJsonObject(call.function.arguments)
+        tool_calls: calls.map((call) => {
+          const args = objectArguments(call.function.arguments);
+          return args === call.function.arguments
             ? call
-            : { ...call, function: { ...call.function, arguments: "{}" } },
-        ),
+            : { ...call, function: { ...call.function, arguments: args } };
+        }),
       }
     : { role: "assistant", content };
-}
-
-function isJsonObject(text: string): boolean {
-  try {
-    const value: unknown = JSON.parse(text);
-    return typeof value === "object" && value !== null && !Array.isArray(value);
-  } catch {
-    return false;
-  }
 }

@@ -29,16 +29,6 @@ export function safeTail(text: string, start: number): string {
   return text.slice(cut);
 }
 
-const LoneSurrogates = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-
-/**
- * `text` with each half of a surrogate pair that has no other half replaced by U+FFFD (what
- * `String.prototype.toWellFormed` does, which ES2023 lacks).
- */
-export function wellFormed(text: string): string {
-  return text.replace(LoneSurrogates, "\uFFFD");
-}
-
 /** The marker put where text was dropped. */
 export function omittedMarker(omitted: number): string {
   return `[… ${omitted} chars omitted …]`;

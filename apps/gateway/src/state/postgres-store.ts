@@ -10,6 +10,7 @@ import type {
   ApprovalStatus,
   DecideResult,
 } from "./approvals.js";
+import { repairedMessage } from "./chat-repair.js";
 import {
   type Conversation,
   type ConversationRead,
@@ -418,7 +419,7 @@ export class PostgresStateStore implements StateStore {
     if (!isChatMessage(message)) {
       throw new StateStoreError("load", this.where, `message row ${row.id} is not a chat message`);
     }
-    return message;
+    return repairedMessage(message);
   }
 
   now(): number {

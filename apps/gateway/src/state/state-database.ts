@@ -18,6 +18,7 @@ import {
   sessionAllowed,
   setApprovalMessage,
 } from "./approvals.js";
+import { repairedMessage } from "./chat-repair.js";
 import {
   type ConversationRead,
   type ConversationSummary,
@@ -356,7 +357,7 @@ export class StateDatabase {
     if (!isChatMessage(message)) {
       throw new StateStoreError("load", this.path, `message row ${row.id} is not a chat message`);
     }
-    return message;
+    return repairedMessage(message);
   }
 
   /** Whether `user` (`<platform>:<id>`) was approved by pairing and not revoked since. */

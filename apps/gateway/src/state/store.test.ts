@@ -44,6 +44,74 @@ describe.each(StateBackends)("StateStore on %s", (kind) => {
     expect(await second.loadHistory(id)).toEqual(exchange);
   });
 
+  it("repairs on load what earlier versions stored: tool arguments not a JSON object, half emoji", async () => {
+    const store = await openStore();
+    // As versions before the repairs on receipt wrote them (appendHistory stores any shape).
+    const cut = "\ud83d";
+    const old: ChatMessage[] = [
+      { role: "user", content: `a cut emoji ${cut}` },
+      {
+        role: "assistant",
+        content: `thinking ${cut}`,
+        tool_calls: [
+          {
+            id: "c1",
+            type: "function",
+            function: { name: "terminal", arguments: '{"command":"l' },
+          },
+          { id: "c2", type: "function", function: { name: "read_file", arguments: "" } },
+          { id: "c3", type: "function", function: { name: "terminal", arguments: '["ls"]' } },
+          {
+            id: "c4",
+            type: "function",
+            function: { name: "terminal", arguments: `{"command":"echo ${cut}"}` },
+          },
+        ],
+      },
+      { role: "tool", tool_call_id: "c1", content: `out ${cut}x` },
+      { role: "tool", tool_call_id: "c2", content: "ok" },
+      { role: "tool", tool_call_id: "c3", content: "ok" },
+      { role: "tool", tool_call_id: "c4", content: "ok" },
+      { role: "assistant", content: "done 😀" },
+    ];
+    await store.appendHistory("s", old);
+    const repaired: ChatMessage[] = [
+      { role: "user", content: "a cut emoji \ufffd" },
+      {
+        role: "assistant",
+        content: "thinking \ufffd",
+        tool_calls: [
+          { id: "c1", type: "function", function: { name: "terminal", arguments: "{}" } },
+          { id: "c2", type: "function", function: { name: "read_file", arguments: "{}" } },
+          { id: "c3", type: "function", function: { name: "terminal", arguments: "{}" } },
+          {
+            id: "c4",
+            type: "function",
+            function: { name: "terminal", arguments: '{"command":"echo \ufffd"}' },
+          },
+        ],
+      },
+      { role: "tool", tool_call_id: "c1", content: "out \ufffdx" },
+      { role: "tool", tool_call_id: "c2", content: "ok" },
+      { role: "tool", tool_call_id: "c3", content: "ok" },
+      { role: "tool", tool_call_id: "c4", content: "ok" },
+      { role: "assistant", content: "done 😀" },
+    ];
+    expect(await store.loadHistory("s")).toEqual(repaired);
+    const ids = (await store.loadConversation("s")).messages.map((m) => m.id);
+    await store.saveSummary("s", {
+      content: `summary ${cut}`,
+      throughId: ids[0]!,
+      baseThroughId: undefined,
+    });
+    const again = await openStore();
+    const conversation = await again.loadConversation("s");
+    // A summary is a text column, not JSON: both stores write the half as U+FFFD already
+    // (SQLite as three of them).
+    expect(conversation.summary?.content).toMatch(/^summary \ufffd+$/);
+    expect(conversation.messages.map((m) => m.message)).toEqual(repaired.slice(1));
+  });
+
   it("gives each session key its own stable random id", async () => {
     const store = await openStore();
     const a = await store.currentSessionId("agent:work:telegram:dm:1");
