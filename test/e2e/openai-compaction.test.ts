@@ -442,6 +442,28 @@ describe("openai agent compaction", () => {
     expect(result.summarizedMessages).toBeGreaterThan(0);
   });
 
+  it("stores nothing of a turn under the old session id when /new replaced it while the turn ran", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const fake = (await startServer()).respondWith(async () => {
+      await gate;
+      return reply.text("late answer");
+    });
+    const agent = makeAgent(fake);
+    const old = await store.currentSessionId(SessionKey);
+    const running = turn(agent, "a question");
+    await fake.waitForRequests(1);
+    // /new (from this replica or another) lands while the model writes the answer.
+    const fresh = await store.rotateSessionId(SessionKey);
+    release();
+    expect((await running).reply).toBe("late answer");
+
+    expect(await store.loadHistory(old)).toEqual([]);
+    expect(await store.loadHistory(fresh)).toEqual([]);
+  });
+
   it("bounds a summary's answer, so a model that writes on is stopped by the server", async () => {
     // A model that ignores the summary's "at most N words": 6,000 tokens of notes.
     const endless = `Facts: ${FirstFact} ${"and another long note about nothing at all. ".repeat(700)}`;

@@ -153,7 +153,7 @@ export type {
   SummaryWrite,
 } from "./state/conversation.js";
 export { StateSchemaError, StateStoreError } from "./state/errors.js";
-export type { StateStore } from "./state/state-store.js";
+export type { CurrentSession, StateStore } from "./state/state-store.js";
 export type { StateStoreOptions } from "./state/store.js";
 export { SqliteStateStore, stateDbPath } from "./state/store.js";
 export type { ChatMessage, ChatToolCall } from "./state/types.js";

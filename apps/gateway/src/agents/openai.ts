@@ -249,7 +249,7 @@ export class OpenAIAgent implements Agent {
       await usageWrite;
       turn.push(...(await this.#executeRound(calls, input, () => aborted("tool"), log, rounds)));
     }
-    await Promise.all([usageWrite, this.#save(sessionId, turn, log)]);
+    await Promise.all([usageWrite, this.#save(input, turn, log)]);
     return {
       reply,
       ...(notices.length === 0 ? {} : { notices }),
@@ -529,11 +529,22 @@ export class OpenAIAgent implements Agent {
 
   /**
    * The reply has been produced: a failing history write is logged, not thrown, so the
-   * person still gets the answer (the next turn then lacks this exchange).
+   * person still gets the answer (the next turn then lacks this exchange). Written only while
+   * the session key still has the turn's session id: a `/new` or `/reset` that replaced the
+   * conversation meanwhile deleted it, and the turn's messages would stay behind under the
+   * old id, in no conversation.
    */
-  async #save(sessionId: string, turn: readonly ChatMessage[], log: Logger): Promise<void> {
+  async #save(
+    owner: Pick<AgentTurnInput, "sessionKey" | "sessionId">,
+    turn: readonly ChatMessage[],
+    log: Logger,
+  ): Promise<void> {
     try {
-      await this.#store.appendHistory(sessionId, turn);
+      const saved = await this.#store.appendHistory(owner.sessionId, turn, {
+        sessionKey: owner.sessionKey,
+      });
+      if (!saved)
+        log.info("the conversation was replaced while the turn ran; its messages were dropped");
     } catch (error) {
       log.error({ err: error }, "could not save the turn's history");
     }

@@ -35,7 +35,7 @@ import * as pairing from "./postgres-pairing.js";
 import { PostgresStateMigrations, StateComponent } from "./postgres-schema.js";
 import { postgresTaskStore } from "./postgres-tasks.js";
 import * as usage from "./postgres-usage.js";
-import type { Approver, StateStore } from "./state-store.js";
+import type { Approver, CurrentSession, StateStore } from "./state-store.js";
 import type { TaskStore } from "./tasks.js";
 import { type ChatMessage, isChatMessage } from "./types.js";
 import type {
@@ -244,10 +244,19 @@ export class PostgresStateStore implements StateStore {
     });
   }
 
-  /** One statement: all of `messages` are stored, in order, or none. */
-  appendHistory(sessionId: string, messages: readonly ChatMessage[]): Promise<void> {
+  /**
+   * One statement: all of `messages` are stored, in order, or none. With `current`, in a
+   * transaction that first takes the key's session row `FOR SHARE`: a rotation holds it `FOR
+   * UPDATE` while it deletes the conversation, so either this append commits first (and the
+   * rotation's delete sees its rows) or it finds the key on another id and writes nothing.
+   */
+  appendHistory(
+    sessionId: string,
+    messages: readonly ChatMessage[],
+    current?: CurrentSession,
+  ): Promise<boolean> {
     const nowMs = this.#now();
-    return this.#run("appendHistory", async (db) => {
+    const insert = async (db: Queryable): Promise<boolean> => {
       const roles: string[] = [];
       const bodies: string[] = [];
       messages.forEach((message: unknown, index) => {
@@ -257,13 +266,23 @@ export class PostgresStateStore implements StateStore {
         roles.push(message.role);
         bodies.push(JSON.stringify(message));
       });
-      if (bodies.length === 0) return;
+      if (bodies.length === 0) return true;
       await db.query(
         `INSERT INTO state_messages (profile, session_id, role, body, created_at)
          SELECT $1, $2, m.role, m.body, $3
          FROM unnest($4::text[], $5::text[]) WITH ORDINALITY AS m(role, body, n) ORDER BY m.n`,
         [this.profile, sessionId, nowMs, roles, bodies],
       );
+      return true;
+    };
+    if (current === undefined) return this.#run("appendHistory", insert);
+    return this.#transaction("appendHistory", async (tx) => {
+      const still = await tx.query(
+        `SELECT 1 FROM state_sessions WHERE profile = $1 AND session_key = $2 AND session_id = $3
+         FOR SHARE`,
+        [this.profile, current.sessionKey, sessionId],
+      );
+      return still.rows.length === 0 ? false : insert(tx);
     });
   }
 

@@ -241,12 +241,20 @@ export class StateDatabase {
    * Appends `messages` to the history of `sessionId` in one transaction: either all of them
    * are stored or, when any is invalid or a write fails, none.
    */
-  appendHistory(sessionId: string, messages: readonly ChatMessage[], nowMs: number): void {
-    this.#run("append", () => {
+  appendHistory(
+    sessionId: string,
+    messages: readonly ChatMessage[],
+    nowMs: number,
+    sessionKey?: string,
+  ): boolean {
+    return this.#run("append", () => {
       const insert = this.#db.prepare(
         "INSERT INTO messages (session_id, role, body, created_at) VALUES (?, ?, ?, ?)",
       );
-      this.#transactions.immediate(() => {
+      return this.#transactions.immediate(() => {
+        if (sessionKey !== undefined && this.#sessionOf.get(sessionKey)?.session_id !== sessionId) {
+          return false;
+        }
         messages.forEach((message: unknown, index) => {
           if (!isChatMessage(message)) {
             throw new StateStoreError(
@@ -257,6 +265,7 @@ export class StateDatabase {
           }
           insert.run(sessionId, message.role, JSON.stringify(message), nowMs);
         });
+        return true;
       });
     });
   }

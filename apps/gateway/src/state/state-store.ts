@@ -39,6 +39,11 @@ export type Approver = string;
  * {@link StateStoreError}; so does every failure of the SQLite backend, while the PostgreSQL one
  * rejects with `PostgresStoreError` when the server failed or could not be reached.
  */
+/** The session key an append belongs to ({@link StateStore.appendHistory}). */
+export interface CurrentSession {
+  readonly sessionKey: string;
+}
+
 export interface StateStore {
   /**
    * Set once the store is known to be damaged (a SQLite file: nothing heals it but moving it
@@ -101,9 +106,16 @@ export interface StateStore {
   loadHistory(sessionId: string, limit?: number): Promise<ChatMessage[]>;
   /**
    * Appends `messages` to the history of `sessionId` in one transaction: either all of them
-   * are stored or, when any is invalid or a write fails, none.
+   * are stored or, when any is invalid or a write fails, none. With `current`, only while
+   * `current.sessionKey` still has `sessionId`: a `/new` or `/reset` that replaced it meanwhile
+   * (its conversation deleted) leaves nothing written, and the answer is false; the check and
+   * the write are one step against such a replacement, on either store.
    */
-  appendHistory(sessionId: string, messages: readonly ChatMessage[]): Promise<void>;
+  appendHistory(
+    sessionId: string,
+    messages: readonly ChatMessage[],
+    current?: CurrentSession,
+  ): Promise<boolean>;
   /**
    * What the model sees of `sessionId`: its summary and the messages after it, oldest first,
    * read together. Rejects with {@link StateStoreError} on a corrupt row.

@@ -112,6 +112,19 @@ describe.each(StateBackends)("StateStore on %s", (kind) => {
     expect(conversation.messages.map((m) => m.message)).toEqual(repaired.slice(1));
   });
 
+  it("appends for a session key only while the key still has that id", async () => {
+    const store = await openStore();
+    const key = "agent:work:telegram:dm:5";
+    const old = await store.currentSessionId(key);
+    expect(await store.appendHistory(old, exchange, { sessionKey: key })).toBe(true);
+    const fresh = await store.rotateSessionId(key);
+    expect(await store.appendHistory(old, exchange, { sessionKey: key })).toBe(false);
+    expect(await store.loadHistory(old)).toEqual([]);
+    expect(await store.loadHistory(fresh)).toEqual([]);
+    expect(await store.appendHistory(fresh, exchange, { sessionKey: key })).toBe(true);
+    expect(await store.loadHistory(fresh)).toEqual(exchange);
+  });
+
   it("gives each session key its own stable random id", async () => {
     const store = await openStore();
     const a = await store.currentSessionId("agent:work:telegram:dm:1");

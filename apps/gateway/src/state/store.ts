@@ -23,7 +23,7 @@ import type {
   PairingRevokeResult,
 } from "./pairing.js";
 import type { StateDatabase } from "./state-database.js";
-import type { Approver, StateStore } from "./state-store.js";
+import type { Approver, CurrentSession, StateStore } from "./state-store.js";
 import { sqliteTaskStore } from "./task-store.js";
 import type { TaskStore } from "./tasks.js";
 import type { ChatMessage } from "./types.js";
@@ -234,12 +234,19 @@ export class SqliteStateStore implements StateStore {
     return this.#worker.call("loadHistory", sessionId, limit);
   }
 
-  /**
-   * Appends `messages` to the history of `sessionId` in one transaction: either all of them
-   * are stored or, when any is invalid or a write fails, none.
-   */
-  appendHistory(sessionId: string, messages: readonly ChatMessage[]): Promise<void> {
-    return this.#worker.call("appendHistory", sessionId, messages, this.#now());
+  /** See {@link StateStore.appendHistory}. */
+  appendHistory(
+    sessionId: string,
+    messages: readonly ChatMessage[],
+    current?: CurrentSession,
+  ): Promise<boolean> {
+    return this.#worker.call(
+      "appendHistory",
+      sessionId,
+      messages,
+      this.#now(),
+      current?.sessionKey,
+    );
   }
 
   /**
