@@ -9,7 +9,7 @@ import type { ContainerLostError } from "./errors.js";
 import { type ExecUser, userSpec } from "./exec-user.js";
 import { readFrames, StreamType } from "./frames.js";
 import { exactEntry, KillScript, type KillSelection, killArguments } from "./kill-script.js";
-import { OutputBuffer } from "./output.js";
+import { MarkerScanner, OutputBuffer } from "./output.js";
 import { ExecMarker } from "./shell-scripts.js";
 import type { ExecResult, OutputListener } from "./types.js";
 
@@ -35,6 +35,14 @@ export interface OneShotOptions {
    * the uid is at its process limit): this user then kills every process of the exec's uid.
    */
   readonly rescuer?: ExecUser | undefined;
+  /**
+   * The command ends its output with this marker (`oneShotCommand`): the exec is over when
+   * the marker came on both streams, with the exit status after it on stdout, though a job
+   * it started in the background still holds the streams open. Without one, the exec is
+   * over when its streams close (which the engine delays until every holder closed them or
+   * it gave up waiting, 2 s after the process ended on Docker 20.10).
+   */
+  readonly endMarker?: string | undefined;
 }
 
 export function randomHex(bytes: number): string {
@@ -133,10 +141,15 @@ export async function execOnce(
     Detach: false,
     Tty: false,
   })) as Duplex;
-  const ended = readFrames(stream, (type, payload) => {
-    if (type === StreamType.stderr) stderr.push(payload);
-    else stdout.push(payload);
+  const out = new Sink(options.endMarker, stdout);
+  const err = new Sink(options.endMarker, stderr);
+  let reported = () => {};
+  const marked = new Promise<void>((resolve) => (reported = resolve));
+  const streamed = readFrames(stream, (type, payload) => {
+    (type === StreamType.stderr ? err : out).push(payload);
+    if (out.done && err.done) reported();
   });
+  const ended = Promise.race([streamed, marked]);
 
   let stopReason: "timeout" | "abort" | undefined;
   const timeoutMs = options.timeoutMs ?? Defaults.execTimeoutMs;
@@ -147,15 +160,50 @@ export async function execOnce(
     stopReason = options.signal?.aborted ? "abort" : "timeout";
     if (killOnStop) await killExec(docker, containerId, markerId, options);
     await settledWithin(ended, Defaults.killGraceMs);
-    stream.destroy();
   }
-  const exitCode = await exitCodeOf(exec);
+  stream.destroy();
+  out.flush();
+  err.flush();
+  const exitCode = out.status ?? (await exitCodeOf(exec));
   // No exit code, or death by a signal: that is also what a removed or stopped container
   // (or a killed engine) leaves. Only the container's state tells them apart.
   if (stopReason === undefined && (exitCode < 0 || exitCode > 128)) {
     await throwIfLost(docker, containerId);
   }
   return result(exitCode, stopReason === "timeout", stopReason === "abort");
+}
+
+/** One stream of an exec into its buffer, up to the end marker when the command has one. */
+class Sink {
+  readonly #scanner: MarkerScanner | undefined;
+  readonly #buffer: OutputBuffer;
+
+  constructor(endMarker: string | undefined, buffer: OutputBuffer) {
+    this.#buffer = buffer;
+    this.#scanner =
+      endMarker === undefined ? undefined : new MarkerScanner(endMarker, (c) => buffer.push(c));
+  }
+
+  push(payload: Buffer): void {
+    if (this.#scanner === undefined) this.#buffer.push(payload);
+    else this.#scanner.push(payload);
+  }
+
+  /** The marker came (never without one). */
+  get done(): boolean {
+    return this.#scanner?.done === true;
+  }
+
+  /** The exit status the marker's line carried, if it came with one. */
+  get status(): number | undefined {
+    const code = Number.parseInt(this.#scanner?.trailer ?? "", 10);
+    return Number.isNaN(code) ? undefined : code;
+  }
+
+  /** Passes on what was held back as a possible start of the marker (the stream ended). */
+  flush(): void {
+    this.#scanner?.flush();
+  }
 }
 
 /** Kills a stopped one-shot exec's processes: by its marker, else every process of its uid. */

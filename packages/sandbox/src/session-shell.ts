@@ -17,6 +17,7 @@ import { MarkerScanner, OutputBuffer } from "./output.js";
 import {
   CommandMarker,
   type CommandSpec,
+  commandEndMarker,
   controllerCommand,
   controllerInit,
   controllerReady,
@@ -203,7 +204,7 @@ export class SessionShell {
     const listener = options.onOutput;
     const stdout = new OutputBuffer(cap, listener && ((chunk) => listener(chunk, "stdout")));
     const stderr = new OutputBuffer(cap, listener && ((chunk) => listener(chunk, "stderr")));
-    const end = `__mediagate_end_${randomHex(12)}__`;
+    const end = commandEndMarker();
     const spec: CommandSpec = {
       command,
       sessionHash: this.sessionHash,

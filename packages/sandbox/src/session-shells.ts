@@ -12,6 +12,7 @@ import { SessionShell } from "./session-shell.js";
 import type { SessionUsers } from "./session-users.js";
 import {
   CommandMarker,
+  commandEndMarker,
   ExecMarker,
   oneShotCommand,
   SessionMarker,
@@ -179,8 +180,10 @@ export class SessionShells {
     };
     const { cwd: _cwd, env: _env, ...rest } = opts;
     const umask = user === undefined ? undefined : SessionUmask;
-    return execOnce(this.#docker, containerId, ["sh", "-c", oneShotCommand(spec, umask)], {
+    const end = commandEndMarker();
+    return execOnce(this.#docker, containerId, ["sh", "-c", oneShotCommand(spec, end, umask)], {
       ...rest,
+      endMarker: end,
       env: { [SessionMarker]: hash, ...(user === undefined ? {} : SessionHome) },
       user,
       rescuer: this.#mode.housekeeper,

@@ -1,3 +1,5 @@
+import { randomBytes } from "node:crypto";
+
 /**
  * The POSIX sh snippets the sandbox writes into containers. They use shell builtins on
  * the hot path (no fork besides the command's own subshell) and only busybox-level tools
@@ -174,16 +176,32 @@ const RetryFunction = `__mg_retry() {
   ) </dev/null
 }`;
 
-/** What the controller shell receives for one command: the subshell, then both end markers. */
-export function controllerCommand(spec: CommandSpec, end: string): string {
-  const marker = shellQuote(end);
-  return `${commandSubshell(spec)}
-printf '%s%s\\n' ${marker} "$?"; printf '%s\\n' ${marker} >&2
-`;
+/** A fresh marker for {@link controllerCommand} and {@link oneShotCommand}. */
+export function commandEndMarker(): string {
+  return `__mediagate_end_${randomBytes(12).toString("hex")}__`;
 }
 
-/** The same command as a one-shot `sh -c` script (fallback when the shell is unusable). */
-export function oneShotCommand(spec: CommandSpec, umask?: string): string {
+/**
+ * Ends a command's output: `end` and the subshell's exit status on stdout, `end` on stderr.
+ * The reader knows the command is over when both came, without waiting for the streams to
+ * close, which a job the command left running in the background holds open.
+ */
+function endMarkers(end: string): string {
+  const marker = shellQuote(end);
+  return `printf '%s%s\\n' ${marker} "$?"; printf '%s\\n' ${marker} >&2\n`;
+}
+
+/** What the controller shell receives for one command: the subshell, then both end markers. */
+export function controllerCommand(spec: CommandSpec, end: string): string {
+  return `${commandSubshell(spec)}\n${endMarkers(end)}`;
+}
+
+/**
+ * The same command as a one-shot `sh -c` script (fallback when the shell is unusable),
+ * ending with the same markers as {@link controllerCommand} (`OneShotOptions.endMarker`).
+ */
+export function oneShotCommand(spec: CommandSpec, end: string, umask?: string): string {
   return `${umask === undefined ? "" : `umask ${umask}\n`}${openState(spec.sessionHash)}
-${commandSubshell(spec)}`;
+${commandSubshell(spec)}
+${endMarkers(end)}`;
 }

@@ -122,6 +122,31 @@ describe("open session shells per container", () => {
     }
   });
 
+  it("ends a one-shot exec when its command does, though a job it started in the background runs on", async () => {
+    const sandbox = fx.sandbox({ maxOpenShells: 1 });
+    const slot = "cap-background";
+    const { containerId } = await sandbox.acquire(slot);
+    const stop = new AbortController();
+    const busy = sandbox.run(slot, "a", "sleep 300", { signal: stop.signal });
+    try {
+      const started = async () => (await processesMatching(containerId, "sleep 300")).length > 0;
+      await waitUntil(started, "the command running");
+      // The background job holds the exec's stdout and stderr open: before, the one-shot
+      // waited for them to close (this engine gives up 2 s after the exec's process ended,
+      // others never), so the call ran to its time limit and killed the job.
+      const server = await sandbox.run(slot, "b", "sleep 4461 & echo started", {
+        timeoutMs: 1_500,
+      });
+      expect(server).toMatchObject({ exitCode: 0, stdout: "started\n", timedOut: false });
+      expect(await processesMatching(containerId, "sleep 4461")).toHaveLength(1);
+      expect(await openShells(containerId)).toBe(1);
+    } finally {
+      stop.abort();
+      await busy;
+      await sandbox.killSession("b");
+    }
+  });
+
   it("counts shells per container: another slot's container has its own room", async () => {
     const sandbox = fx.sandbox({ maxOpenShells: 1 });
     const first = await sandbox.acquire("cap-one");

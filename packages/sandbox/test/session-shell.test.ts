@@ -5,7 +5,7 @@ import { dockerOf } from "../src/docker-client.js";
 import { type Sandbox, sessionHash } from "../src/index.js";
 import { execOnce } from "../src/one-shot-exec.js";
 import { sessionUser } from "../src/session-user.js";
-import { MaxScriptArgumentBytes, oneShotCommand } from "../src/shell-scripts.js";
+import { commandEndMarker, MaxScriptArgumentBytes, oneShotCommand } from "../src/shell-scripts.js";
 import {
   execIn,
   type Fixture,
@@ -264,14 +264,21 @@ describe("session shell", () => {
 
   it("shares the session state with the one-shot fallback", async () => {
     await sandbox.run("shell", "fallback", "cd /tmp && export VIA=shell");
-    const script = oneShotCommand({
-      command: 'pwd; echo "$VIA"; cd /; export VIA=oneshot',
-      sessionHash: sessionHash("fallback"),
-      commandId: "0123456789abcdef",
-    });
+    const end = commandEndMarker();
+    const script = oneShotCommand(
+      {
+        command: 'pwd; echo "$VIA"; cd /; export VIA=oneshot',
+        sessionHash: sessionHash("fallback"),
+        commandId: "0123456789abcdef",
+      },
+      end,
+    );
     const docker = dockerOf(testEngine());
     const user = await sessionUser(docker, containerId, sessionHash("fallback"), false);
-    const viaOneShot = await execOnce(docker, containerId, ["sh", "-c", script], { user });
+    const viaOneShot = await execOnce(docker, containerId, ["sh", "-c", script], {
+      user,
+      endMarker: end,
+    });
     expect(viaOneShot.stdout).toBe("/tmp\nshell\n");
     expect((await sandbox.run("shell", "fallback", 'pwd; echo "$VIA"')).stdout).toBe(
       "/\noneshot\n",
