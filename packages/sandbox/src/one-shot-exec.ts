@@ -157,9 +157,15 @@ export async function execOnce(
     await deadline(ended, { timeoutMs, what: "exec", signal: options.signal });
   } catch {
     // The caller's signal decides: its reason may be a DeadlineError of its own (a turn's).
-    stopReason = options.signal?.aborted ? "abort" : "timeout";
-    if (killOnStop) await killExec(docker, containerId, markerId, options);
-    await settledWithin(ended, Defaults.killGraceMs);
+    const reason = options.signal?.aborted ? "abort" : "timeout";
+    // One that ended as its time ran out (its end marker came, or its kill found nothing of
+    // it left and then its streams closed) is reported as it ended, not as stopped.
+    let stopped = !out.done;
+    if (stopped && killOnStop) {
+      const killed = await killExec(docker, containerId, markerId, options);
+      stopped = !(await settledWithin(ended, Defaults.killGraceMs)) || killed > 0;
+    } else await settledWithin(ended, Defaults.killGraceMs);
+    if (stopped) stopReason = reason;
   }
   stream.destroy();
   out.flush();
@@ -206,25 +212,28 @@ class Sink {
   }
 }
 
-/** Kills a stopped one-shot exec's processes: by its marker, else every process of its uid. */
+/**
+ * Kills a stopped one-shot exec's processes: by its marker, else every process of its uid.
+ * Returns how many were killed, a kill that failed counting as one.
+ */
 async function killExec(
   docker: Docker,
   containerId: string,
   markerId: string,
   options: OneShotOptions,
-): Promise<void> {
+): Promise<number> {
   const marked = { environ: exactEntry(ExecMarker, markerId) };
   try {
-    await killProcesses(docker, containerId, marked, options.user);
+    return await killProcesses(docker, containerId, marked, options.user);
   } catch {
     const uid = options.user?.uid;
-    if (uid === undefined || uid === 0 || options.rescuer === undefined) return;
-    await killProcesses(
+    if (uid === undefined || uid === 0 || options.rescuer === undefined) return 1;
+    return await killProcesses(
       docker,
       containerId,
       { uids: { min: uid, max: uid } },
       options.rescuer,
-    ).catch(() => 0);
+    ).catch(() => 1);
   }
 }
 

@@ -230,12 +230,9 @@ export class SessionShell {
         await deadline(finished, { timeoutMs, what: "session command", signal: options.signal });
       } catch {
         // The caller's signal decides: its reason may be a DeadlineError of its own (a turn's).
-        stopReason = options.signal?.aborted ? "abort" : "timeout";
-        if (sent && running !== undefined && !running.out.done) {
-          await this.#kill(spec.commandId);
-          await settledWithin(finished, Defaults.killGraceMs);
-          if (!(running.out.done && running.err.done)) await this.#breakDown();
-        }
+        const reason = options.signal?.aborted ? "abort" : "timeout";
+        if (!sent || running === undefined) stopReason = reason;
+        else if (await this.#stop(running, finished, spec.commandId)) stopReason = reason;
       }
     } finally {
       this.#running = undefined;
@@ -263,23 +260,51 @@ export class SessionShell {
   }
 
   /**
+   * Stops a command whose time ran out (or whose caller aborted); true when it was stopped,
+   * false when it had ended by itself as the time ran out: its exit status had come, or it
+   * came after a kill that found nothing of the command left. Such a command is reported as
+   * it ended. A command that does not report after its kill breaks the shell down.
+   */
+  async #stop(running: Running, finished: Promise<void>, commandId: string): Promise<boolean> {
+    if (running.out.done) {
+      await settledWithin(finished, Defaults.killGraceMs);
+      return false;
+    }
+    const killed = await this.#kill(commandId);
+    await settledWithin(finished, Defaults.killGraceMs);
+    if (running.out.done && running.err.done) return killed > 0;
+    await this.#breakDown();
+    return true;
+  }
+
+  /**
    * Kills one command's processes, keeping the controller: its children (and theirs) and
    * everything marked with the command's id. The marker scan reads environments, which only
    * the session's own uid may do, so it runs as that uid; when that exec fails (the uid is
    * at its process limit and cannot fork) root kills the controller's process tree by the
-   * world-readable `/proc/<pid>/stat`, then the marker scan is tried once more.
+   * world-readable `/proc/<pid>/stat`, then the marker scan is tried once more. Returns how
+   * many processes were killed, a kill that failed counting as one.
    */
-  async #kill(commandId: string): Promise<void> {
+  async #kill(commandId: string): Promise<number> {
     const marked = { environ: exactEntry(CommandMarker, commandId) };
     const tree = { childrenOf: this.#controllerPid };
     try {
-      await killProcesses(this.#docker, this.containerId, { ...marked, ...tree }, this.#user);
-      return;
+      return await killProcesses(
+        this.#docker,
+        this.containerId,
+        { ...marked, ...tree },
+        this.#user,
+      );
     } catch {
-      if (this.#user === undefined) return;
+      if (this.#user === undefined) return 1;
     }
-    await killProcesses(this.#docker, this.containerId, tree, RootUser).catch(() => 0);
-    await killProcesses(this.#docker, this.containerId, marked, this.#user).catch(() => 0);
+    const byTree = await killProcesses(this.#docker, this.containerId, tree, RootUser).catch(
+      () => 1,
+    );
+    const byMarker = await killProcesses(this.#docker, this.containerId, marked, this.#user).catch(
+      () => 1,
+    );
+    return byTree + byMarker;
   }
 
   /** A command did not come back after its kill: give up on this shell. */

@@ -1,3 +1,5 @@
+import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { DeadlineError } from "@mediagate/io";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../../../test-support/wait.js";
@@ -28,6 +30,43 @@ afterAll(async () => {
 });
 
 const running = (needle: string) => processesMatching(containerId, needle);
+
+/**
+ * A command that ends as its time limit passes: it ends once its first output was read, and
+ * the gateway's event loop is held until it has and its limit has passed, so the timer fires
+ * before the end of the command is read (as when a command ends at the very moment of its
+ * limit). It exits with 3.
+ */
+function endingAtTheLimit() {
+  const workspace = join(sandbox.slotDirectory("shell"), "workspace");
+  const go = join(workspace, "limit-go");
+  const gone = join(workspace, "limit-gone");
+  const timeoutMs = 50;
+  return {
+    command:
+      "echo go; while [ ! -e /workspace/limit-go ]; do :; done; touch /workspace/limit-gone; exit 3",
+    options: {
+      timeoutMs,
+      onOutput: () => {
+        if (existsSync(go)) return;
+        writeFileSync(go, "");
+        const read = performance.now(); // the command was sent before
+        holdUntil(() => existsSync(gone) && performance.now() - read > timeoutMs);
+      },
+    },
+    clear: () => {
+      rmSync(go, { force: true });
+      rmSync(gone, { force: true });
+    },
+  };
+}
+
+/** Blocks the event loop (no timer, no I/O callback runs) until `done` holds, 10 s at most. */
+function holdUntil(done: () => boolean): void {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  const until = performance.now() + 10_000;
+  while (!done() && performance.now() < until) Atomics.wait(pause, 0, 0, 1);
+}
 
 describe("session shell", () => {
   it("starts in /workspace and keeps cwd, exports and unsets between calls", async () => {
@@ -122,6 +161,21 @@ describe("session shell", () => {
     expect(await running("sleep 411")).toEqual([]);
     const after = await sandbox.run("shell", "slow", "pwd");
     expect(after.stdout).toBe("/tmp\n");
+  });
+
+  it("reports a command that ended as its time limit passed by how it ended, not as timed out", async () => {
+    const limit = endingAtTheLimit();
+    const result = await sandbox.run("shell", "limit", limit.command, limit.options);
+    limit.clear();
+    expect(result).toMatchObject({ exitCode: 3, stdout: "go\n", timedOut: false, aborted: false });
+  });
+
+  it("reports a one-shot exec that ended as its time limit passed by how it ended", async () => {
+    const limit = endingAtTheLimit();
+    const docker = dockerOf(testEngine());
+    const result = await execOnce(docker, containerId, ["sh", "-c", limit.command], limit.options);
+    limit.clear();
+    expect(result).toMatchObject({ exitCode: 3, stdout: "go\n", timedOut: false, aborted: false });
   });
 
   it("kills a busy builtin loop on timeout", async () => {
