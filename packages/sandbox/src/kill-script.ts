@@ -8,6 +8,24 @@
  * `) ` included, so `stat` is read whole and cut after its last `) `.
  */
 
+/**
+ * Kills every process of uid `$1` in the PID namespace at once: it runs as that uid and sends
+ * SIGKILL to pid -1, which the kernel delivers to every process the sender may signal (its
+ * uid's) but PID 1 and the sender, in one pass under the process table's lock that a fork
+ * in flight cannot slip past (the fork is cancelled). No round of stopping and re-scanning
+ * can promise that against a process that forks a child and exits faster than a round. It
+ * counts the uid's processes (by `/proc/<pid>/status`, shell builtins only, nothing forks)
+ * before the kill and prints that count.
+ */
+export const UidKillScript = `me=$$; n=0
+for d in /proc/[0-9]*; do
+  [ "\${d#/proc/}" = "$me" ] && continue
+  { while read -r k r _; do [ "$k" = Uid: ] && { [ "$r" = "$1" ] && n=$((n + 1)); break; }; done <"$d/status"; } 2>/dev/null
+done
+kill -KILL -1 2>/dev/null
+echo $n
+`;
+
 /** Which processes a kill selects: the union of the given criteria. */
 export interface KillSelection {
   /**

@@ -2,9 +2,13 @@ import type Docker from "dockerode";
 import { boundedCall } from "./bounded-call.js";
 import { Defaults } from "./defaults.js";
 import { isNotFound } from "./docker-errors.js";
-import { type UserMode, userSpec } from "./exec-user.js";
-import { KillScript, type KillSelection, killArguments } from "./kill-script.js";
-import { runThrowaway, type ThrowawayContext } from "./throwaway-container.js";
+import { type ExecUser, type UserMode, userSpec } from "./exec-user.js";
+import { KillScript, type KillSelection, killArguments, UidKillScript } from "./kill-script.js";
+import {
+  runThrowaway,
+  type ThrowawayContext,
+  type ThrowawayResult,
+} from "./throwaway-container.js";
 
 /** What {@link killFromOutside} needs. */
 export type OutsideKillContext = ThrowawayContext;
@@ -34,20 +38,8 @@ export async function killFromOutside(
   selection: KillSelection,
   mode: Pick<UserMode, "housekeeper">,
 ): Promise<number> {
-  const { docker, bound } = context;
-  let target: Docker.ContainerInspectInfo;
-  try {
-    target = await boundedCall(
-      "inspect",
-      bound,
-      (abortSignal) => docker.getContainer(containerId).inspect({ abortSignal }),
-      containerId,
-    );
-  } catch (error) {
-    if (isNotFound(error)) return 0;
-    throw error;
-  }
-  if (!target.State.Running) return 0;
+  const target = await runningTarget(context, containerId);
+  if (target === undefined) return 0;
   const runner = mode.housekeeper;
   const ended = await runThrowaway(context, {
     kind: "processKill",
@@ -58,9 +50,66 @@ export async function killFromOutside(
     capAdd: runner === undefined ? [] : ["KILL"],
     memoryBytes: Defaults.outsideKillMemoryBytes,
     pidMode: `container:${containerId}`,
-    runTimeoutMs: bound.timeoutMs,
+    runTimeoutMs: context.bound.timeoutMs,
     job: "kill from outside",
   });
+  return killedCount(ended, containerId);
+}
+
+/**
+ * Kills every process of a session's uid in a container at once ({@link UidKillScript}): a
+ * throwaway container as in {@link killFromOutside}, running as `user` itself with no
+ * capability. It starts when the uid is at its process limit, where a `docker exec` as that
+ * uid cannot: RLIMIT_NPROC, which counts the uid's processes on the whole host, is the
+ * session container's `sessionProcessLimit` only inside that container; the kill container
+ * has the engine's default (dockerd's own, 96369 on the test machine), and setting a higher
+ * one is refused by runc. Returns how many processes the uid had; 0 when the target is gone
+ * or not running.
+ */
+export async function killUidFromOutside(
+  context: OutsideKillContext,
+  containerId: string,
+  user: ExecUser,
+): Promise<number> {
+  const target = await runningTarget(context, containerId);
+  if (target === undefined) return 0;
+  const ended = await runThrowaway(context, {
+    kind: "processKill",
+    image: target.Image,
+    entrypoint: ["sh", "-c", UidKillScript, "mediagate-kill"],
+    cmd: [String(user.uid)],
+    user: userSpec(user),
+    capAdd: [],
+    memoryBytes: Defaults.outsideKillMemoryBytes,
+    pidMode: `container:${containerId}`,
+    runTimeoutMs: context.bound.timeoutMs,
+    job: "kill from outside",
+  });
+  return killedCount(ended, containerId);
+}
+
+/** The container's inspect when it is running; undefined when it is gone or stopped. */
+async function runningTarget(
+  context: OutsideKillContext,
+  containerId: string,
+): Promise<Docker.ContainerInspectInfo | undefined> {
+  const { docker, bound } = context;
+  try {
+    const target = await boundedCall(
+      "inspect",
+      bound,
+      (abortSignal) => docker.getContainer(containerId).inspect({ abortSignal }),
+      containerId,
+    );
+    return target.State.Running ? target : undefined;
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
+/** The count a kill container printed; throws with what it printed when there is none. */
+function killedCount(ended: ThrowawayResult, containerId: string): number {
   const answer = ended.stdout.trim();
   if (!/^\d+$/.test(answer)) {
     const said = (ended.stderr.trim() || answer || "no output").slice(-QuotedOutput);

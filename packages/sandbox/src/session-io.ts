@@ -7,7 +7,7 @@ import { ArchiveInbox } from "./inbox-archive.js";
 import { discard } from "./inbox-bytes.js";
 import { HostInbox } from "./inbox-host.js";
 import { execOnce } from "./one-shot-exec.js";
-import { killFromOutside } from "./outside-kill.js";
+import { killFromOutside, killUidFromOutside, type OutsideKillContext } from "./outside-kill.js";
 import type { SandboxContext } from "./sandbox-context.js";
 import { sessionHash } from "./session-hash.js";
 import { sessionIdentity } from "./session-identity.js";
@@ -161,8 +161,16 @@ export class SessionIo {
 
   async killSession(sessionKey: string): Promise<number> {
     return this.#ctx.guard("killSession", "*", () =>
-      this.#ctx.shells.kill(sessionKey, this.#slots.heldContainers()),
+      this.#ctx.shells.kill(sessionKey, this.#slots.heldContainers(), (id, user) =>
+        killUidFromOutside(this.#outside(), id, user),
+      ),
     );
+  }
+
+  /** What a kill from a container beside the target needs. */
+  #outside(): OutsideKillContext {
+    const ctx = this.#ctx;
+    return { docker: ctx.docker, owner: ctx.owner, bound: ctx.bound };
   }
 
   async killSlot(slot: string): Promise<number> {
@@ -173,11 +181,15 @@ export class SessionIo {
       if (held !== undefined) ids.add(held);
       const found = await findSlotContainers(ctx.docker, ctx.owner, slot, ctx.bound);
       for (const c of found) if (c.State === "running") ids.add(c.Id);
-      const outside = { docker: ctx.docker, owner: ctx.owner, bound: ctx.bound };
       let killed = 0;
       try {
         for (const id of ids) {
-          killed += await killFromOutside(outside, id, ctx.shells.everySession(), ctx.users);
+          killed += await killFromOutside(
+            this.#outside(),
+            id,
+            ctx.shells.everySession(),
+            ctx.users,
+          );
         }
       } finally {
         ctx.shells.closeSlot(slot);

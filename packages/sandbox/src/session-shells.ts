@@ -342,11 +342,16 @@ export class SessionShells {
   /**
    * Closes the session's shells and kills every process of the session in the given
    * containers (plus those its shells ran in): in per-session mode every process of its
-   * uid (looked up, never claimed), killed by root, so a fork loop at the uid's process
-   * limit cannot stop it; and every process marked with its hash (root mode, and processes
-   * left from before per-session users). Returns how many processes were killed.
+   * uid (looked up, never claimed), first by `killUid` (all at once, as the uid itself), then
+   * by root, so a fork loop at the uid's process limit cannot stop it; and every process
+   * marked with its hash (root mode, and processes left from before per-session users).
+   * Returns how many processes were killed.
    */
-  async kill(sessionKey: string, containers: Iterable<string>): Promise<number> {
+  async kill(
+    sessionKey: string,
+    containers: Iterable<string>,
+    killUid: (containerId: string, user: ExecUser) => Promise<number>,
+  ): Promise<number> {
     const targets = new Set(containers);
     const mine = [...this.#entries].filter(([, entry]) => entry.sessionKey === sessionKey);
     for (const [, entry] of mine) targets.add(entry.shell.containerId);
@@ -354,13 +359,22 @@ export class SessionShells {
     let killed = 0;
     try {
       for (const id of targets) {
-        killed += await this.#killIn(id, async () => {
-          const user = this.#mode.perSession ? await this.#users.lookUp(id, hash) : undefined;
-          return {
-            environ: exactEntry(SessionMarker, hash),
-            uids: user === undefined ? undefined : { min: user.uid, max: user.uid },
-          };
+        let user: ExecUser | undefined;
+        killed += await this.#killIn(async () => {
+          user = this.#mode.perSession ? await this.#users.lookUp(id, hash) : undefined;
+          return user === undefined ? 0 : await killUid(id, user);
         });
+        killed += await this.#killIn(async () =>
+          killProcesses(
+            this.#docker,
+            id,
+            {
+              environ: exactEntry(SessionMarker, hash),
+              uids: user === undefined ? undefined : { min: user.uid, max: user.uid },
+            },
+            this.#mode.housekeeper,
+          ),
+        );
       }
     } finally {
       // Closed only now: a controller that exits on EOF while its background processes
@@ -382,10 +396,10 @@ export class SessionShells {
     };
   }
 
-  /** Runs a kill as the housekeeper; a container that is gone has nothing left to kill. */
-  async #killIn(containerId: string, select: () => Promise<KillSelection>): Promise<number> {
+  /** Runs a kill in a container; one that is gone has nothing left to kill. */
+  async #killIn(kill: () => Promise<number>): Promise<number> {
     try {
-      return await killProcesses(this.#docker, containerId, await select(), this.#mode.housekeeper);
+      return await kill();
     } catch (error) {
       if (isGone(error) || error instanceof ContainerLostError) return 0;
       throw error;

@@ -296,6 +296,21 @@ describe("a fork loop in one session", () => {
     expect((await sandbox.run(slot, attacker, "echo back")).stdout).toBe("back\n");
   });
 
+  it("killSession stops a session whose processes each fork the next and exit", async () => {
+    // Each generation lives for one fork, a few milliseconds (a builtin loop, so the
+    // container's init reaps the ones gone before the uid reaches its process limit): a kill
+    // that stops what it found and scans again finds a new one every round, never a set
+    // that stays. A chain whose fork fails ends, so a loop starts new ones.
+    const spin = (n: number) => `i=0; while [ $i -lt ${n} ]; do i=$((i+1)); done`;
+    const hop = `hop() { ${spin(100)}; hop & exit 0; }; hop`;
+    const walkers = `(while :; do sh -c '${hop}'; ${spin(20_000)}; done)`;
+    await sandbox.run(slot, attacker, `${walkers} >/dev/null 2>&1 & echo bg`);
+    await waitUntil(async () => (await count("hop()")) > 1, "the walkers running");
+    expect(await sandbox.killSession(attacker)).toBeGreaterThan(0);
+    expect(await count("hop()")).toBe(0);
+    expect((await sandbox.run(slot, attacker, "echo back")).stdout).toBe("back\n");
+  });
+
   it("kills a process that disguises its name in /proc/<pid>/stat", async () => {
     // A name with ") Z" and a newline once made the killer read it as a zombie and skip it.
     await sandbox.run(
