@@ -9,6 +9,7 @@ import {
   readFile,
   rename,
   rmdir,
+  stat,
   unlink,
   writeFile,
 } from "node:fs/promises";
@@ -78,6 +79,25 @@ export async function prepareSlotDirectory(
     if (await sandboxDir(slotDir, join(slotDir, name))) madeBoundDirs = true;
   }
   return { madeBoundDirs };
+}
+
+/**
+ * Which `workspace/` and `home/` a slot has now (their device and inode numbers), to tell
+ * whether the ones a running container binds were deleted (or their disk image replaced)
+ * since: `undefined` for a slot without bound directories (`filesystem` other than `bind`),
+ * `"gone"` when one is missing.
+ */
+export async function boundDirsIdentity(
+  slotDir: string,
+  settings: SlotDirSettings,
+): Promise<string | undefined> {
+  if (settings.filesystem !== "bind") return undefined;
+  try {
+    const found = await Promise.all(BoundDirs.map((name) => stat(join(slotDir, name))));
+    return found.map((dir) => `${dir.dev}:${dir.ino}`).join(" ");
+  } catch {
+    return "gone";
+  }
 }
 
 /** What {@link prepareSlotDirectory} found. */

@@ -10,6 +10,7 @@ import { forgetImage } from "./image-ready.js";
 import { removeOwnContainer } from "./inventory.js";
 import type { SandboxContext } from "./sandbox-context.js";
 import { isGone } from "./session-shells.js";
+import { boundDirsIdentity } from "./slot-dirs.js";
 import type { ContainerState } from "./types.js";
 import { WarmPool } from "./warm-pool.js";
 
@@ -30,6 +31,8 @@ export class SlotLifecycle {
    * as an idle slot is, and at shutdown, as they would be had a container come.
    */
   readonly #unheld = new Set<string>();
+  /** Per held slot, its bound directories when its container was taken (`boundDirsIdentity`). */
+  readonly #boundDirs = new Map<string, string | undefined>();
   /** Idle cleanup of non-persistent slots; `undefined` for persistent settings. */
   readonly #idle: IdleSlots | undefined;
   /** Ready containers for new session slots (`settings.warmPool`). */
@@ -80,7 +83,12 @@ export class SlotLifecycle {
   async #acquire(slot: string, signal?: AbortSignal): Promise<{ containerId: string }> {
     const ctx = this.#ctx;
     const cached = this.#handles.get(slot);
-    if (cached !== undefined) return { containerId: cached };
+    if (cached !== undefined) {
+      if (await this.#bindsSlotDirs(slot)) return { containerId: cached };
+      // Its workspace/ or home/ was deleted under it: every command there fails. Provisioning
+      // makes them anew and replaces the running container (`madeBoundDirs`).
+      if (this.#handles.get(slot) === cached) this.#dropSlot(slot);
+    }
     // Before the lock: the reaper takes the locks of the slot directories it deletes. A
     // shared sweep: an abort stops this caller's wait, not the sweep.
     await untilAborted(this.#housekeeping.retireLegacyOnce(), signal);
@@ -97,8 +105,7 @@ export class SlotLifecycle {
       signal?.throwIfAborted();
       const claimed = await this.#claimWarm(slot);
       if (claimed !== undefined) {
-        this.#unheld.delete(slot);
-        this.#handles.set(slot, claimed);
+        await this.#hold(slot, claimed);
         return { containerId: claimed };
       }
       const provisioning = ctx.provision(slot, signal, (idOrName) =>
@@ -116,11 +123,29 @@ export class SlotLifecycle {
         if (error instanceof ImageMissingError) forgetImage(ctx.options.engine, error.image);
         throw error;
       }
-      this.#unheld.delete(slot);
-      this.#handles.set(slot, containerId);
+      await this.#hold(slot, containerId);
       return { containerId };
     });
     return untilAborted(locked, signal);
+  }
+
+  /** Holds the slot's container, noting which bound directories it was taken with. */
+  async #hold(slot: string, containerId: string): Promise<void> {
+    const ctx = this.#ctx;
+    this.#boundDirs.set(slot, await boundDirsIdentity(ctx.slotDirectory(slot), ctx.settings));
+    this.#unheld.delete(slot);
+    this.#handles.set(slot, containerId);
+  }
+
+  /**
+   * Whether the slot's bound directories are still the ones its held container was taken
+   * with: two `stat`s on the host per acquire, nothing in the container.
+   */
+  async #bindsSlotDirs(slot: string): Promise<boolean> {
+    const ctx = this.#ctx;
+    const taken = this.#boundDirs.get(slot);
+    if (taken === undefined) return true;
+    return (await boundDirsIdentity(ctx.slotDirectory(slot), ctx.settings)) === taken;
   }
 
   /**
@@ -233,6 +258,7 @@ export class SlotLifecycle {
     this.#unheld.delete(slot);
     const id = this.#handles.get(slot);
     this.#handles.delete(slot);
+    this.#boundDirs.delete(slot);
     this.#ctx.shells.closeSlot(slot);
     if (id !== undefined) this.#ctx.sessionUsers.forget(id);
     return id;

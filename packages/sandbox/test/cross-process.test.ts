@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -46,6 +47,24 @@ describe("cross-process reuse", () => {
     const { containerId } = await fx.sandbox().acquire(slot);
     expect(containerId).toBe(first);
     expect((await docker.getContainer(first).inspect()).State.Running).toBe(true);
+  });
+
+  it("replaces the container it holds once the slot's directories were deleted under it", async () => {
+    // The operator deleted the slot's files while this gateway ran and held the container.
+    const sandbox = fx.sandbox();
+    const slot = `profile:${fx.profile}-gone-held`;
+    const first = (await sandbox.acquire(slot)).containerId;
+    expect((await sandbox.run(slot, "s", "echo before")).stdout).toBe("before\n");
+    const dir = sandbox.slotDirectory(slot);
+    for (const name of ["workspace", "home"]) {
+      await rm(join(dir, name), { recursive: true, force: true });
+    }
+
+    const run = await sandbox.run(slot, "s", "touch /workspace/new && echo ok");
+    expect(run).toMatchObject({ exitCode: 0, stdout: "ok\n" });
+    expect(existsSync(join(dir, "workspace", "new"))).toBe(true);
+    expect((await sandbox.acquire(slot)).containerId).not.toBe(first);
+    await sandbox.cleanup(slot, { force: true, deleteDirs: true });
   });
 
   it("replaces a running container whose slot directories were deleted since", async () => {
