@@ -96,22 +96,6 @@ const EnvName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const MaxScriptArgumentBytes = 100_000;
 
 /**
- * The session's state is two files beside the state file, `<file>.a` and `<file>.b`, and the
- * state file names the one that holds it (`a` or `b` on its first line; a state file that
- * names neither is the state itself: made by `openState`, or by an older version). A save
- * writes the other one and only then names it, by writing two bytes over the start of the
- * state file (`1<>`: no truncation, no new block), which a full filesystem cannot refuse; a
- * save that does not fit leaves the state saved before whole. Builtins and redirections
- * only: no process per command. `file` is the state file as a shell word.
- */
-function saveState(file: string): string {
-  return `__mg_p=; read -r __mg_p <${file} 2>/dev/null; case $__mg_p in a) __mg_p=b;; *) __mg_p=a;; esac; export -p >${file}.$__mg_p && echo $__mg_p 1<>${file}`;
-}
-
-/** Restores the state {@link saveState} saved; expects `$__mg_s` to name the state file. */
-const RestoreState = `__mg_p=; read -r __mg_p <"$__mg_s" 2>/dev/null; case $__mg_p in a|b) command . "$__mg_s.$__mg_p" 2>/dev/null;; *) command . "$__mg_s" 2>/dev/null;; esac`;
-
-/**
  * One command in its own subshell: restore the session's exports and cwd, mark the
  * processes, run the command with stdin from /dev/null, and on any exit (including the
  * command's own `exit`) save cwd and exports back. Per-call `env` is not saved.
@@ -125,11 +109,10 @@ const RestoreState = `__mg_p=; read -r __mg_p <"$__mg_s" 2>/dev/null; case $__mg
  */
 export function commandSubshell(spec: CommandSpec): string {
   const head = [
-    // `command .`: a state file cut short (one saved by an older version while
-    // /run/mediagate was full) is a syntax error, which a plain `.` turns into the
-    // subshell's exit before the command runs, on every later call. Read so, it restores
-    // what it holds and the command's save mends it.
-    RestoreState,
+    // `command .`: a state file cut short (saved while /run/mediagate was full) is a syntax
+    // error, which a plain `.` turns into the subshell's exit before the command runs, on
+    // every later call. Read so, it restores what it holds and the command's save mends it.
+    'command . "$__mg_s" 2>/dev/null',
     'cd -- "$PWD" 2>/dev/null',
     `export ${SessionMarker}=${spec.sessionHash} ${CommandMarker}=${spec.commandId}`,
   ];
@@ -142,7 +125,7 @@ export function commandSubshell(spec: CommandSpec): string {
   }
   const unset = names.length > 0 ? `unset ${names.join(" ")}; ` : "";
   const save = (file: string) =>
-    `__mg_rc=$?; ${unset}export PWD; ${saveState(file)}; exit $__mg_rc`;
+    `__mg_rc=$?; ${unset}export PWD; export -p >${file}; exit $__mg_rc`;
   const evaluated = [
     `__mg_c=${shellQuote(spec.command)}`,
     `trap '${save('"$__mg_s"')}' EXIT`,
