@@ -148,6 +148,11 @@ export const Defaults = {
    * so a lock without one for this long lost its holder in one of those two moments.
    */
   slotLockUnrecordedMs: 3_000,
+  /**
+   * A held slot's bound directories (`workspace/`, `home/`) are checked for having been
+   * deleted under its running container at most this often (two host `stat`s).
+   */
+  boundDirsCheckMs: 1_000,
   /** Bound `shutdown()` waits for outstanding cleanups. */
   shutdownTimeoutMs: 15_000,
   /**
