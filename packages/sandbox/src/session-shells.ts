@@ -362,7 +362,20 @@ export class SessionShells {
         let user: ExecUser | undefined;
         killed += await this.#killIn(async () => {
           user = this.#mode.perSession ? await this.#users.lookUp(id, hash) : undefined;
-          return user === undefined ? 0 : await killUid(id, user);
+          if (user === undefined) return 0;
+          try {
+            return await killUid(id, user);
+          } catch (error) {
+            if (isGone(error) || error instanceof ContainerLostError) throw error;
+            // The kill container could not run (the engine's disk full, its memory or its
+            // pids used up): the stop-and-rescan kill below, an exec in the session's own
+            // container, still runs, as before the kill as the uid existed.
+            this.#onWarning?.(
+              "could not kill the session's processes at once; stopping them one by one",
+              error,
+            );
+            return 0;
+          }
         });
         killed += await this.#killIn(async () =>
           killProcesses(
