@@ -117,25 +117,23 @@ export interface ParsedYaml {
 export function parseYaml(text: string, source: string): ParsedYaml {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { prettyErrors: true, lineCounter });
-  if (doc.errors.length > 0) {
+  // The parser's warnings are errors here too: each one means the file does not load as written.
+  const problems = [
+    ...doc.errors.map((e) => ({
+      at: e.linePos,
+      got: "invalid YAML",
+      expected: `valid YAML (${e.code.toLowerCase().replaceAll("_", " ")})`,
+    })),
+    ...doc.warnings.map((w) => ({ at: w.linePos, ...yamlWarning(w.code, w.message) })),
+  ];
+  if (problems.length > 0) {
     throw new ConfigError(
       source,
-      doc.errors.map((e) => ({
+      problems.map(({ at, got, expected }) => ({
         path: "",
-        at: e.linePos ? { line: e.linePos[0].line, column: e.linePos[0].col } : undefined,
-        got: "invalid YAML",
-        expected: `valid YAML (${e.code.toLowerCase().replaceAll("_", " ")})`,
-      })),
-    );
-  }
-  // The parser's warnings are errors here: each one means the file does not load as written.
-  if (doc.warnings.length > 0) {
-    throw new ConfigError(
-      source,
-      doc.warnings.map((w) => ({
-        path: "",
-        at: w.linePos ? { line: w.linePos[0].line, column: w.linePos[0].col } : undefined,
-        ...yamlWarning(w.code, w.message),
+        at: at ? { line: at[0].line, column: at[0].col } : undefined,
+        got,
+        expected,
       })),
     );
   }
