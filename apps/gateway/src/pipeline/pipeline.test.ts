@@ -39,6 +39,7 @@ import { RefusalText } from "./authorize.js";
 import { StoreDownText } from "./boundary.js";
 import { DeliveryFailedText, InterruptedTurnText } from "./enqueue-turn.js";
 import { handleMessage } from "./pipeline.js";
+import { RevokedWhileQueuedText } from "./recheck-access.js";
 import { TurnFailedText } from "./run-turn.js";
 import type {
   MessageContext,
@@ -1628,5 +1629,52 @@ describe("busy sessions, /stop and /reset racing a turn", () => {
       "🛑 Stopped everything in slot profile:t: killed 7 process(es), aborted 1 running turn(s), dropped 1 queued message(s).",
     );
     expect(started.map((input) => input.text)).toEqual(["sleep 1000"]);
+  });
+});
+
+describe("pairing checked again when a turn starts", () => {
+  /** A pairing profile whose store answers `isPaired` from `paired`. */
+  function pairingRuntime(agent: Agent, paired: Set<string>, overrides = {}): PipelineRuntime {
+    const runtime = testRuntime(agent, [], testProfile({ access: "pairing", ...overrides }));
+    return { ...runtime, store: { ...runtime.store, isPaired: async (user) => paired.has(user) } };
+  }
+
+  it("does not run a revoked user's message that waited", async () => {
+    const services = testServices();
+    const { agent, release, first } = heldAgent();
+    const paired = new Set(["telegram:3"]);
+    const runtime = pairingRuntime(agent, paired);
+    const channel = new RecordingChannel();
+    const running = handleMessage(testContext(runtime, services, channel, "one", "3"));
+    await first;
+    const waiting = handleMessage(testContext(runtime, services, channel, "two", "3"));
+    paired.delete("telegram:3");
+    release();
+    await Promise.all([running, waiting]);
+    expect(channel.replies.map((r) => r.text)).toEqual(["ran: one", RevokedWhileQueuedText]);
+  });
+
+  it("runs a collected turn whole: another member's message is never dropped with a revoked one's", async () => {
+    const services = testServices();
+    const { agent, release, first } = heldAgent();
+    const paired = new Set(["telegram:3", "telegram:4"]);
+    const runtime = pairingRuntime(agent, paired, {
+      busyMode: "collect",
+      groupSessionsPerUser: false,
+    });
+    const channel = new RecordingChannel();
+    const [a, b, c] = [
+      ["one", "1"],
+      ["two", "3"],
+      ["three", "4"],
+    ].map(([text, user]) => testContext(runtime, services, channel, text!, user, "group"));
+    const running = handleMessage(a!);
+    await first;
+    const collected = [handleMessage(b!), handleMessage(c!)];
+    // The collected turn's first message is the revoked user's: the other's came with it.
+    paired.delete("telegram:3");
+    release();
+    await Promise.all([running, ...collected]);
+    expect(channel.replies.map((r) => r.text)).toEqual(["ran: one", "ran: two\nthree"]);
   });
 });
