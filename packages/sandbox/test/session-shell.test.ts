@@ -41,7 +41,9 @@ function endingAtTheLimit() {
   const workspace = join(sandbox.slotDirectory("shell"), "workspace");
   const go = join(workspace, "limit-go");
   const gone = join(workspace, "limit-gone");
-  const timeoutMs = 50;
+  // The first output must be read within it, or the command is stopped before it ends; the
+  // 50 ms it was left little room for a pause of this worker or the engine beside the suite.
+  const timeoutMs = 1_000;
   return {
     command:
       "echo go; while [ ! -e /workspace/limit-go ]; do :; done; touch /workspace/limit-gone; exit 3",

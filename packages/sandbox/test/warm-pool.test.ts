@@ -305,7 +305,11 @@ describe("the warm pool", () => {
   it("makes nothing when the image is missing", async () => {
     const warnings: string[] = [];
     const sandbox = fx.sandbox(
-      { ...Pooled, diskLimitBytes: 64 * 1024 * 1024, image: "mediagate-sandbox:never-built" },
+      {
+        ...Pooled,
+        diskLimitBytes: 64 * 1024 * 1024,
+        image: "example.invalid/mediagate-sandbox:never-built",
+      },
       { schedule: manualTimers().schedule, onWarning: (message) => warnings.push(message) },
     );
     await sandbox.warmUp();
