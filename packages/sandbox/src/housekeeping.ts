@@ -32,6 +32,9 @@ const reapedThisProcess = new Map<string, Promise<ReapResult | undefined>>();
  */
 const legacyRetired = new Map<string, Promise<void>>();
 
+/** The slots whose directories a reap keeps (see `Housekeeping#deferReap`). */
+export type KeptSlots = () => Promise<Iterable<string>>;
+
 /**
  * A sandbox's housekeeping: what its containers are (`list`, `inventory`,
  * `legacyContainers`), and removing what earlier processes left (`reapOrphans`, its
@@ -42,6 +45,8 @@ export class Housekeeping {
   readonly #ctx: SandboxContext;
   /** What the once-per-process reap waits for first ({@link deferReap}). */
   #reapGate: Promise<unknown> = Promise.resolve();
+  /** The slots whose directories the reaps of this process keep ({@link deferReap}). */
+  #keep: KeptSlots = async () => [];
 
   constructor(ctx: SandboxContext) {
     this.#ctx = ctx;
@@ -84,6 +89,7 @@ export class Housekeeping {
     }
     const onWarning = ctx.options.onWarning;
     return ctx.guard("reapOrphans", "*", async () => {
+      const kept = await this.#keptDirs();
       const legacy = await retireLegacyContainers(ctx.docker, ctx.sandboxRoots, ctx.bound);
       const orphaned = await sweepGoneOwners({
         docker: ctx.docker,
@@ -91,7 +97,9 @@ export class Housekeeping {
         sandboxRoots: ctx.sandboxRoots,
         timeoutMs: ctx.bound.timeoutMs,
         locked: (slotDir, fn) => withSlotLock(slotDir, fn, { onWarning }),
-        deleteSlotDir: (slotDir, image) => ctx.deleteSlotDir(slotDir, image),
+        deleteSlotDir: async (slotDir, image) => {
+          if (!kept.has(slotDir)) await ctx.deleteSlotDir(slotDir, image);
+        },
       });
       const swept = await sweepOrphans({
         docker: ctx.docker,
@@ -104,19 +112,12 @@ export class Housekeeping {
           withSlotLock(
             slotDir,
             async () => {
-              if (!(await inUse())) await ctx.deleteSlotDir(slotDir, image);
+              if (!kept.has(slotDir) && !(await inUse())) await ctx.deleteSlotDir(slotDir, image);
             },
             { onWarning },
           ),
       });
-      const dirs = await sweepContainerlessScratchDirs({
-        docker: ctx.docker,
-        owner: ctx.owner,
-        slotRoot: slotRootOf(ctx.options.profileHome),
-        timeoutMs: ctx.bound.timeoutMs,
-        locked: (slotDir, fn) => withSlotLock(slotDir, fn, { onWarning }),
-        deleteSlotDir: (slotDir) => ctx.deleteSlotDir(slotDir, ctx.settings.image),
-      });
+      const dirs = await this.#sweepScratchDirs(kept);
       return {
         removed: [...legacy.removed, ...orphaned.removed, ...swept.removed, ...dirs.removed],
         failed: [...legacy.failed, ...orphaned.failed, ...swept.failed, ...dirs.failed],
@@ -155,14 +156,66 @@ export class Housekeeping {
 
   /**
    * Holds this process's reap ({@link reapOrphansOnce}, which a first `acquire` starts) until
-   * `until` settles: the gateway resumes the replies a dead process left first, whose files are
-   * in that process's slot directories (docs/durability.md). Call before the first acquire.
+   * `until` settles, and has every reap of this process keep the directories of the slots
+   * `keep` names when it runs: the gateway resumes the replies a dead process left first,
+   * whose files are in that process's slot directories, and keeps those of replies still
+   * pending after that attempt (docs/durability.md). Call before the first acquire.
    */
-  deferReap(until: Promise<unknown>): void {
+  deferReap(until: Promise<unknown>, keep?: KeptSlots): void {
     this.#reapGate = until.then(
       () => undefined,
       () => undefined,
     );
+    if (keep !== undefined) this.#keep = keep;
+  }
+
+  /**
+   * Deletes `slot`'s directory if a process that is gone left it: per-session, bound by no
+   * container, its owner gone, and no longer kept. For a reply that kept it ({@link deferReap}),
+   * once it is closed. Honours `orphanReaper: false`; never throws (failures go to
+   * `onWarning`).
+   */
+  sweepSlotDir(slot: string): Promise<void> {
+    const ctx = this.#ctx;
+    if (!ctx.settings.orphanReaper || ctx.settings.filesystem !== "bind") return Promise.resolve();
+    return ctx.track(this.#sweepSlotDir(slot));
+  }
+
+  async #sweepSlotDir(slot: string): Promise<void> {
+    const ctx = this.#ctx;
+    const slotDir = ctx.slotDirectory(slot);
+    try {
+      const kept = await this.#keptDirs();
+      if (kept.has(slotDir)) return;
+      const result = await this.#sweepScratchDirs(kept, slotDir);
+      for (const failure of result.failed) {
+        ctx.options.onWarning?.(`could not delete slot directory ${failure.id}: ${failure.error}`);
+      }
+    } catch (error) {
+      ctx.options.onWarning?.(`could not sweep the directory of ${slot}`, error);
+    }
+  }
+
+  /** The directories of the slots {@link deferReap}'s `keep` names now. */
+  async #keptDirs(): Promise<ReadonlySet<string>> {
+    const ctx = this.#ctx;
+    return new Set([...(await this.#keep())].map((slot) => ctx.slotDirectory(slot)));
+  }
+
+  /** {@link sweepContainerlessScratchDirs} of this profile (of `only` alone, if given). */
+  #sweepScratchDirs(kept: ReadonlySet<string>, only?: string): Promise<ReapResult> {
+    const ctx = this.#ctx;
+    const onWarning = ctx.options.onWarning;
+    return sweepContainerlessScratchDirs({
+      docker: ctx.docker,
+      owner: ctx.owner,
+      slotRoot: slotRootOf(ctx.options.profileHome),
+      timeoutMs: ctx.bound.timeoutMs,
+      locked: (slotDir, fn) => withSlotLock(slotDir, fn, { onWarning }),
+      deleteSlotDir: (slotDir) => ctx.deleteSlotDir(slotDir, ctx.settings.image),
+      kept,
+      only,
+    });
   }
 
   reapOrphansOnce(): Promise<ReapResult | undefined> {

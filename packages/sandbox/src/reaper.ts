@@ -1,5 +1,5 @@
 import { readdir, readFile } from "node:fs/promises";
-import { dirname, join, relative, sep } from "node:path";
+import { basename, dirname, join, relative, sep } from "node:path";
 import type Docker from "dockerode";
 import { boundedCall } from "./bounded-call.js";
 import { profileFilters, removeContainer } from "./containers.js";
@@ -266,6 +266,10 @@ export interface ScratchDirSweepContext {
   readonly timeoutMs: number;
   readonly locked: <T>(slotDir: string, fn: () => Promise<T>) => Promise<T>;
   readonly deleteSlotDir: (slotDir: string) => Promise<void>;
+  /** Directories never deleted (a pending reply's files are in them). */
+  readonly kept?: ReadonlySet<string> | undefined;
+  /** Only this directory is considered (it may be gone already). */
+  readonly only?: string | undefined;
 }
 
 /** Slot directories of per-session slots start with this (the sanitized `session:` kind). */
@@ -285,7 +289,18 @@ export async function sweepContainerlessScratchDirs(
   const result: ReapResult = { removed: [], failed: [] };
   let names: string[];
   try {
-    names = (await readdir(context.slotRoot)).filter((name) => name.startsWith(SessionDirPrefix));
+    const { only } = context;
+    names = (
+      only === undefined
+        ? await readdir(context.slotRoot)
+        : dirname(only) === context.slotRoot
+          ? [basename(only)]
+          : []
+    ).filter(
+      (name) =>
+        name.startsWith(SessionDirPrefix) &&
+        context.kept?.has(join(context.slotRoot, name)) !== true,
+    );
   } catch {
     return result;
   }

@@ -305,9 +305,21 @@ export class Sandbox {
    * Holds the once-per-process reap ({@link reapOrphansOnce}, which the first `acquire` also
    * starts, in the background) until `until` settles: a restarted gateway first resumes the
    * replies a dead process left, whose files are in that process's per-session slot
-   * directories. Call before the first `acquire`.
+   * directories. Every reap of this process then keeps the directories of the slots `keep`
+   * names when it runs (those of replies still pending: a retry later sends their files);
+   * their containers go as before. Call before the first `acquire`.
    */
-  deferReap(until: Promise<unknown>): void {
-    this.#housekeeping.deferReap(until);
+  deferReap(until: Promise<unknown>, keep?: () => Promise<Iterable<string>>): void {
+    this.#housekeeping.deferReap(until, keep);
+  }
+
+  /**
+   * Deletes the slot's directory if a process that is gone left it (per-session, bound by no
+   * container, its owner gone) and `deferReap`'s `keep` no longer names it: the gateway calls it
+   * when a reply that may have kept it is closed. Honours `orphanReaper: false`; never throws
+   * (failures go to `onWarning`).
+   */
+  sweepSlotDir(slot: string): Promise<void> {
+    return this.#housekeeping.sweepSlotDir(slot);
   }
 }

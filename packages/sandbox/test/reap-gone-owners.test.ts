@@ -159,6 +159,62 @@ describe("reaping the containers of a killed process", () => {
     }
   });
 
+  it("keeps the directories deferReap's keep names, removing their containers, and sweeps each once no longer kept", async () => {
+    const fresh = await fixture();
+    try {
+      const pending = "session:agent:x:dm:pending";
+      const done = "session:agent:x:dm:done";
+      const left = await holdThenKill(fresh, [pending, done]);
+      const sandbox = fresh.sandbox({ persistent: false });
+      // The slots pending replies name, as the gateway's journal would answer.
+      let kept = [pending];
+      sandbox.deferReap(Promise.resolve(), async () => kept);
+      const marker = join(sandbox.slotDirectory(pending), "workspace", "marker");
+
+      const result = await sandbox.reapOrphansOnce();
+
+      expect(result?.removed.sort()).toEqual([left[pending], left[done]].sort());
+      expect(await containerExists(left[pending] as string)).toBe(false);
+      expect(await pathExists(marker)).toBe(true);
+      expect(await pathExists(sandbox.slotDirectory(done))).toBe(false);
+      // Another reap of this process (the web console's) keeps it too.
+      await sandbox.reapOrphans();
+      expect(await pathExists(marker)).toBe(true);
+      // Still pending: a sweep leaves it.
+      await sandbox.sweepSlotDir(pending);
+      expect(await pathExists(marker)).toBe(true);
+      // Its reply closed: no container binds it, its process is gone.
+      kept = [];
+      await sandbox.sweepSlotDir(pending);
+      expect(await pathExists(sandbox.slotDirectory(pending))).toBe(false);
+      await sandbox.shutdown();
+    } finally {
+      await fresh.dispose();
+    }
+  });
+
+  it("sweeps no directory a live process holds or that has no owner file, and none with orphanReaper off", async () => {
+    const sandbox = fx.sandbox(Scratch);
+    const live = "session:agent:x:dm:swept-live";
+    await sandbox.acquire(live);
+    const legacy = "session:agent:x:dm:swept-legacy";
+    await mkdir(join(sandbox.slotDirectory(legacy), "workspace"), { recursive: true });
+    await writeFile(join(sandbox.slotDirectory(legacy), "workspace", "old"), "x");
+    const dead = "session:agent:x:dm:swept-off";
+    const left = await holdThenKill(fx, [dead]);
+    await promisify(execFile)("docker", ["rm", "-f", "-v", left[dead] as string]);
+
+    await sandbox.sweepSlotDir(live);
+    await sandbox.sweepSlotDir(legacy);
+    await sandbox.sweepSlotDir(dead); // Scratch has orphanReaper: false
+
+    expect(await pathExists(join(sandbox.slotDirectory(live), "workspace"))).toBe(true);
+    expect(await pathExists(join(sandbox.slotDirectory(legacy), "workspace", "old"))).toBe(true);
+    expect(await pathExists(join(sandbox.slotDirectory(dead), "workspace", "marker"))).toBe(true);
+    await fx.sandbox({ persistent: false }).sweepSlotDir(dead);
+    expect(await pathExists(sandbox.slotDirectory(dead))).toBe(false);
+  });
+
   it("replaces a killed process's scratch container instead of adopting it, keeping its files", async () => {
     const slot = "session:agent:x:dm:adopt";
     const left = await holdThenKill(fx, [slot]);
