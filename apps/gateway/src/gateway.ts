@@ -119,7 +119,11 @@ export class Gateway {
     const attempted = new Promise<void>((resolve) => {
       replyAttempted = resolve;
     });
-    for (const runtime of this.runtimes.values()) runtime.sandbox.deferReap(attempted);
+    for (const runtime of this.runtimes.values()) {
+      // Replies still pending after that (a failed first attempt, a long `retry_after`) keep
+      // their slot's directory through every reap, until closed (the outbox's onResumedClosed).
+      runtime.sandbox.deferReap(attempted, () => this.journal.pendingReplySlots(runtime.name));
+    }
     const recovered = await recover(this.#core);
     for (const channel of this.channels) {
       await channel.start({

@@ -24,8 +24,8 @@ export class CliInstall {
   ) {}
 
   /**
-   * @param profile the profile entry without its sandbox (channel keys, users); its name, when
-   *   absent, is a unique one.
+   * @param profile the profile entry (channel keys, users); its name, when absent, is a unique
+   *   one; its `sandbox`, when given, is laid over the test image without a disk ceiling.
    */
   static async create(
     prefix: string,
@@ -40,7 +40,13 @@ export class CliInstall {
     const config = {
       home,
       ...settings,
-      profiles: [{ ...profile, name, sandbox: { image: TestImage, diskLimitBytes: 0 } }],
+      profiles: [
+        {
+          ...profile,
+          name,
+          sandbox: { image: TestImage, diskLimitBytes: 0, ...(profile.sandbox ?? {}) },
+        },
+      ],
     };
     const configFile = join(workDir, "mediagate.yaml");
     // JSON is YAML; the loader reads it as the config file an operator writes.

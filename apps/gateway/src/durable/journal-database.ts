@@ -525,6 +525,14 @@ export class JournalDatabase {
     });
   }
 
+  pendingReplySlots(profile: string): string[] {
+    return this.#prepare<[string], { slot: string }>(
+      "SELECT DISTINCT slot FROM replies WHERE state = 'pending' AND profile = ?",
+    )
+      .all(profile)
+      .map((row) => row.slot);
+  }
+
   #replyOf(row: ReplyRow): OutboxRecord {
     const target = parseJson(row.target);
     if (!isChatTarget(target)) throw new Error(`outbox reply ${row.id} has no valid target`);

@@ -256,6 +256,27 @@ describe.each(journalBackends())("the journal on $name", (backend) => {
     expect(await journal.cursors("nobody")).toEqual([]);
   });
 
+  it("names the slots of a profile's pending replies, of any owner, and no closed one's", async () => {
+    const dead = await backend.open({ owner: deadOwner });
+    const slotOf = (reply: OutboxReply, slot: string): OutboxReply => ({ ...reply, slot });
+    const message = telegramMessage("1");
+    await dead.addReply(slotOf(replyTo(message), "session:a"), undefined);
+    await dead.addReply(slotOf(replyTo(message, "again"), "session:a"), undefined);
+    const closed = await dead.addReply(slotOf(replyTo(message), "session:closed"), undefined);
+    await dead.closeReply(closed.id, "delivered");
+    await dead.addReply(
+      slotOf({ ...replyTo(message), profile: "home" }, "session:home"),
+      undefined,
+    );
+    await dead.close();
+    const me = await backend.open();
+    await me.addReply(slotOf(replyTo(message), "session:mine"), undefined);
+
+    expect((await me.pendingReplySlots("work")).sort()).toEqual(["session:a", "session:mine"]);
+    expect(await me.pendingReplySlots("home")).toEqual(["session:home"]);
+    expect(await me.pendingReplySlots("nobody")).toEqual([]);
+  });
+
   it("keeps a reply's steps, attempts and schedule for the process that takes it over", async () => {
     const dead = await backend.open({ owner: deadOwner, now: () => 5_000 });
     const entry = await dead.record(telegramMessage("1"));

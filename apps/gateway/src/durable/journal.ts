@@ -280,6 +280,10 @@ export class SqliteJournal implements Journal {
     return this.#worker.call("takeOverReplies");
   }
 
+  pendingReplySlots(profile: string): Promise<string[]> {
+    return this.#worker.call("pendingReplySlots", profile);
+  }
+
   prune(olderThanMs: number): Promise<number> {
     return this.#worker.call("prune", olderThanMs);
   }

@@ -86,6 +86,12 @@ export interface OutboxOptions {
    * unref'd). Tests inject one to fire a long `retry_after` at once.
    */
   readonly schedule?: Schedule | undefined;
+  /**
+   * A reply {@link Outbox.resume} took on (a dead process's, or one handed over) is closed,
+   * delivered or given up: the sandbox slot whose directory the orphan reap kept for its files
+   * may go now.
+   */
+  readonly onResumedClosed?: ((record: OutboxRecord) => void) | undefined;
 }
 
 /** How one delivery attempt ended. */
@@ -231,6 +237,8 @@ export class Outbox {
   readonly #timers = new Map<string, () => void>();
   readonly #scheduleRun: Schedule;
   readonly #inFlight = new Set<Promise<unknown>>();
+  /** The replies {@link resume} took on that are not closed yet. */
+  readonly #resumed = new Set<string>();
 
   constructor(options: OutboxOptions) {
     this.#options = options;
@@ -326,7 +334,10 @@ export class Outbox {
   deliver(record: OutboxRecord): Promise<AttemptSummary> {
     const found: AttemptFindings = { deliveries: [] };
     const attempt = this.#attempt(record, found).then((result) => {
-      if (result === "delivered" || result === "given_up") this.#times.forget(record.id);
+      if (result === "delivered" || result === "given_up") {
+        this.#times.forget(record.id);
+        if (this.#resumed.delete(record.id)) this.#options.onResumedClosed?.(record);
+      }
       const { deliveries, unreachable } = found;
       return { result, deliveries, ...(unreachable === undefined ? {} : { unreachable }) };
     });
@@ -343,6 +354,7 @@ export class Outbox {
     const due: Promise<unknown>[] = [];
     let stepBackMs = 0;
     for (const record of records) {
+      this.#resumed.add(record.id);
       const timing = this.#times.resumed(record);
       stepBackMs = Math.max(stepBackMs, timing.stepBackMs);
       if (timing.waitMs > 0) this.#schedule(record.id, timing.waitMs, () => this.deliver(record));

@@ -861,6 +861,16 @@ export class PostgresJournal implements Journal {
     return taken;
   }
 
+  pendingReplySlots(profile: string): Promise<string[]> {
+    return this.#call("pendingReplySlots", [], async () => {
+      const rows = await this.#query("pendingReplySlots").query<{ slot: string }>(
+        "SELECT DISTINCT slot FROM journal.replies WHERE state = 'pending' AND profile = $1",
+        [profile],
+      );
+      return rows.rows.map((row) => row.slot);
+    });
+  }
+
   /**
    * Hands this owner's unfinished entries, pending replies and status messages still showing to
    * whoever starts next.

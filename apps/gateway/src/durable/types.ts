@@ -240,6 +240,11 @@ export interface Journal {
   /** Pending replies whose owner is gone, taken over by this process, oldest first. */
   takeOverReplies(): Promise<OutboxRecord[]>;
   /**
+   * The sandbox slots that `profile`'s pending replies (of any owner) were recorded with: the
+   * orphan reap keeps their directories, which the files still to send are in.
+   */
+  pendingReplySlots(profile: string): Promise<string[]>;
+  /**
    * Recent replies, newest first, the one with `id`, or those answering entry `entryId`
    * (oldest first); only reads (the web console, a kept turn's hand-on).
    */

@@ -248,6 +248,9 @@ export function composeCore(
     maxAgeMs: config.delivery.maxAgeSeconds * 1000,
     clock,
     schedule: options.outboxSchedule,
+    // Never rejects; the sandbox's shutdown awaits it.
+    onResumedClosed: (record) =>
+      void runtimes.get(record.profile)?.sandbox.sweepSlotDir(record.slot),
   });
   const approvals = new ApprovalBroker({
     profileOf: (name) => runtimes.get(name),
