@@ -1,11 +1,7 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { waitFor, waitUntil } from "../../test-support/wait.js";
-import {
-  type FakeCallbackQuery,
-  FakeTelegram,
-  type RecordedCall,
-} from "../fakes/telegram/index.js";
-import { CliInstall } from "./harness/cli-install.js";
+import type { FakeCallbackQuery, RecordedCall } from "../fakes/telegram/index.js";
+import { CliTelegram } from "./harness/cli-telegram.js";
 
 const Admin = 88;
 
@@ -15,22 +11,11 @@ interface Question {
   readonly data: readonly string[];
 }
 
-let fake: FakeTelegram;
-const disposers: (() => Promise<void>)[] = [];
-
-beforeEach(async () => {
-  fake = new FakeTelegram();
-  await fake.start();
-});
-
-afterEach(async () => {
-  await Promise.all(disposers.splice(0).map((dispose) => dispose()));
-  await fake.stop();
-});
+const telegram = CliTelegram.perTest();
 
 /** The questions with buttons the bot posted in the admin's chat from call `since` on. */
 function questions(since: number): Question[] {
-  return fake.calls
+  return telegram.fake.calls
     .slice(since)
     .filter(
       (c: RecordedCall) =>
@@ -54,7 +39,7 @@ function questions(since: number): Question[] {
 }
 
 async function press(q: Question, index: number): Promise<FakeCallbackQuery> {
-  const query = fake.sendCallbackQuery({
+  const query = telegram.fake.sendCallbackQuery({
     chatId: Admin,
     messageId: q.messageId,
     data: q.data[index]!,
@@ -71,21 +56,19 @@ async function press(q: Question, index: number): Promise<FakeCallbackQuery> {
  */
 describe("questions waiting on buttons when the gateway is SIGKILLed", () => {
   it("an old press is answered clearly and runs nothing; the message asks anew and runs after Allow", async () => {
-    const gateway = await CliInstall.create("tg-crash-q", {
-      telegram: { token: fake.token, apiRoot: fake.apiRoot, pollTimeoutSeconds: 1 },
+    const gateway = await telegram.install("tg-crash-q", {
       admins: [`telegram:${Admin}`],
       agent: { kind: "shell", approvals: "always" },
     });
-    disposers.push(() => gateway.dispose());
     await gateway.start();
-    fake.sendPrivateText({ userId: Admin, text: "touch /workspace/crashed && echo ran" });
+    telegram.fake.sendPrivateText({ userId: Admin, text: "touch /workspace/crashed && echo ran" });
     const [approval] = await waitFor(() => {
       const found = questions(0);
       expect(found).toHaveLength(1);
       return found;
     });
     expect(approval!.text).toContain("$ touch /workspace/crashed");
-    fake.sendPrivateText({ userId: Admin, text: "/reset" });
+    telegram.fake.sendPrivateText({ userId: Admin, text: "/reset" });
     const reset = await waitFor(() => {
       const found = questions(0);
       expect(found).toHaveLength(2);
@@ -94,7 +77,7 @@ describe("questions waiting on buttons when the gateway is SIGKILLed", () => {
     expect(reset.text).toContain("is shared");
 
     await gateway.kill();
-    const restart = fake.calls.length;
+    const restart = telegram.fake.calls.length;
     await gateway.start();
     // The message ran no command: the new process runs it again, and it asks anew.
     const [fresh] = await waitFor(() => {
@@ -107,11 +90,11 @@ describe("questions waiting on buttons when the gateway is SIGKILLed", () => {
     const stale = await press(approval!, 0);
     expect(stale.answer?.text).toMatch(/^⚠️ Not run: the gateway restarted/);
     await waitFor(() =>
-      expect(fake.botMessage(Admin, approval!.messageId)?.text).toMatch(
+      expect(telegram.fake.botMessage(Admin, approval!.messageId)?.text).toMatch(
         /^⚠️ Not run: the gateway restarted/,
       ),
     );
-    expect(fake.botMessage(Admin, approval!.messageId)?.reply_markup).toBeUndefined();
+    expect(telegram.fake.botMessage(Admin, approval!.messageId)?.reply_markup).toBeUndefined();
     const staleReset = await press(reset, 0);
     expect(staleReset.answer?.text).toMatch(
       /^This \/reset question is no longer open .* nothing was reset/,
@@ -122,7 +105,7 @@ describe("questions waiting on buttons when the gateway is SIGKILLed", () => {
     expect(allowed.answer?.text).toMatch(/^✅ Allowed once by/);
     await waitUntil(
       () =>
-        fake.calls
+        telegram.fake.calls
           .slice(restart)
           .some((c) => c.method === "sendMessage" && c.ok && c.params.text === "ran"),
       "the command's reply",
@@ -130,7 +113,7 @@ describe("questions waiting on buttons when the gateway is SIGKILLed", () => {
     expect(await gateway.hasFile("/workspace/crashed")).toBe(true);
     // The /reset question was recorded with its entry's close: the restart did not run /reset
     // again, so the chat got it once (with buttons, or typed if the kill came before the post).
-    const resetQuestions = fake.calls.filter(
+    const resetQuestions = telegram.fake.calls.filter(
       (c) =>
         c.method === "sendMessage" &&
         c.ok &&

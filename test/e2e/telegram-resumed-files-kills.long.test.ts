@@ -3,27 +3,17 @@ import { existsSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { waitUntil } from "../../test-support/wait.js";
-import { FakeTelegram, type RecordedCall } from "../fakes/telegram/index.js";
-import { CliInstall } from "./harness/cli-install.js";
+import type { RecordedCall } from "../fakes/telegram/index.js";
+import type { CliInstall } from "./harness/cli-install.js";
+import { CliTelegram } from "./harness/cli-telegram.js";
 import { installOf } from "./harness/telegram-gateway.js";
 
 const Admin = 91;
 const run = promisify(execFile);
 
-let fake: FakeTelegram;
-const disposers: (() => Promise<void>)[] = [];
-
-beforeEach(async () => {
-  fake = new FakeTelegram();
-  await fake.start();
-});
-
-afterEach(async () => {
-  await Promise.all(disposers.splice(0).map((dispose) => dispose()));
-  await fake.stop();
-});
+const telegram = CliTelegram.perTest();
 
 /** The install's per-session containers, in any state. */
 async function sessionContainers(home: string): Promise<string[]> {
@@ -63,15 +53,13 @@ const documents = (calls: readonly RecordedCall[], ok: boolean) =>
  */
 describe("a resumed reply put off past the orphan reap, per-session sandbox", () => {
   it("sends its file at its retry time, then deletes the dead process's directory", async () => {
-    const install = await CliInstall.create("tg-kept-dir", {
-      telegram: { token: fake.token, apiRoot: fake.apiRoot, pollTimeoutSeconds: 1 },
+    const install = await telegram.install("tg-kept-dir", {
       admins: [`telegram:${Admin}`],
       sandbox: { persistent: false },
     });
-    disposers.push(() => install.dispose());
     const first = await install.start();
-    fake.failNext("sendDocument", { kind: "rate_limit", retryAfterSeconds: 61 });
-    fake.sendPrivateText({
+    telegram.fake.failNext("sendDocument", { kind: "rate_limit", retryAfterSeconds: 61 });
+    telegram.fake.sendPrivateText({
       userId: Admin,
       text: "printf kept-bytes > /workspace/kept.txt && echo MEDIA:/workspace/kept.txt",
     });
@@ -94,17 +82,17 @@ describe("a resumed reply put off past the orphan reap, per-session sandbox", ()
       "the dead process's containers reaped",
     );
     expect(existsSync(file)).toBe(true);
-    expect(documents(fake.calls, true)).toEqual([]);
+    expect(documents(telegram.fake.calls, true)).toEqual([]);
 
     await waitUntil(
-      () => documents(fake.calls, true).length > 0,
+      () => documents(telegram.fake.calls, true).length > 0,
       "the file at its retry time",
       120_000,
     );
-    const [sent] = documents(fake.calls, true);
+    const [sent] = documents(telegram.fake.calls, true);
     expect(sent!.files.map((f) => f.bytes.toString())).toEqual(["kept-bytes"]);
     expect(
-      fake.calls.filter(
+      telegram.fake.calls.filter(
         (c) => c.method === "sendMessage" && String(c.params.text).includes("Couldn't deliver"),
       ),
     ).toEqual([]);

@@ -1,6 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { FakeTelegram, type RecordedCall } from "../fakes/telegram/index.js";
-import { CliInstall } from "./harness/cli-install.js";
+import { describe, expect, it } from "vitest";
+import type { RecordedCall } from "../fakes/telegram/index.js";
+import { CliTelegram } from "./harness/cli-telegram.js";
 import { waitUntil } from "./harness/gateway-home.js";
 
 /**
@@ -11,36 +11,25 @@ import { waitUntil } from "./harness/gateway-home.js";
  */
 
 const User = 78;
-let fake: FakeTelegram;
-const disposers: (() => Promise<void>)[] = [];
-
-beforeEach(async () => {
-  fake = new FakeTelegram();
-  await fake.start();
-});
-
-afterEach(async () => {
-  await Promise.all(disposers.splice(0).map((dispose) => dispose()));
-  await fake.stop();
-});
+const telegram = CliTelegram.perTest();
 
 const inChat = (since = 0): RecordedCall[] =>
-  fake.calls.slice(since).filter((call) => call.ok && String(call.params.chat_id) === String(User));
+  telegram.fake.calls
+    .slice(since)
+    .filter((call) => call.ok && String(call.params.chat_id) === String(User));
 
 const texts = (calls: readonly RecordedCall[]) =>
   calls.filter((call) => call.method === "sendMessage").map((call) => String(call.params.text));
 
 /** Starts an install whose member made the task `command`; its id. */
 async function installWithTask(name: string, command: string) {
-  const gateway = await CliInstall.create(name, {
-    telegram: { token: fake.token, apiRoot: fake.apiRoot, pollTimeoutSeconds: 1 },
+  const gateway = await telegram.install(name, {
     allowedUsers: [`telegram:${User}`],
     progress: { enabled: false },
     reactions: { enabled: false },
   });
-  disposers.push(() => gateway.dispose());
   await gateway.start();
-  fake.sendPrivateText({ userId: User, text: `/every 1h ${command}` });
+  telegram.fake.sendPrivateText({ userId: User, text: `/every 1h ${command}` });
   await waitUntil(() => texts(inChat()).some((t) => t.startsWith("✅ Task")), "the task made");
   const id = /Task ([A-Za-z0-9_-]+):/.exec(
     texts(inChat()).find((t) => t.startsWith("✅")) ?? "",
@@ -56,11 +45,11 @@ describe("a scheduled run SIGKILLed in the middle", () => {
       "tg-task-kill",
       'n=$(( $(cat /workspace/n 2>/dev/null || echo 0) + 1 )); echo $n > /workspace/n; if [ $n = 1 ]; then touch /workspace/began; sleep 120; fi; echo "answer of run $n"',
     );
-    fake.sendPrivateText({ userId: User, text: `/tasks run ${id}` });
+    telegram.fake.sendPrivateText({ userId: User, text: `/tasks run ${id}` });
     await waitUntil(() => gateway.hasFile("/workspace/began"), "the run's command to start");
     await gateway.kill();
 
-    const restart = fake.calls.length;
+    const restart = telegram.fake.calls.length;
     const rerun = await gateway.start();
     await waitUntil(
       () => texts(inChat(restart)).includes("answer of run 2"),
@@ -74,10 +63,10 @@ describe("a scheduled run SIGKILLed in the middle", () => {
     // Another restart sends nothing more for it: the answer was delivered once.
     await gateway.kill();
     await gateway.start();
-    fake.sendPrivateText({ userId: User, text: "cat /workspace/n" });
+    telegram.fake.sendPrivateText({ userId: User, text: "cat /workspace/n" });
     await waitUntil(() => texts(inChat(restart)).includes("2"), "the run count read back");
     expect(texts(inChat(restart))).toEqual(["answer of run 2", "2"]);
-    fake.sendPrivateText({ userId: User, text: "/tasks" });
+    telegram.fake.sendPrivateText({ userId: User, text: "/tasks" });
     await waitUntil(
       () => texts(inChat(restart)).some((t) => t.includes(`${id}: every 1h`)),
       "the task list",
@@ -90,15 +79,15 @@ describe("a scheduled run SIGKILLed in the middle", () => {
       "tg-task-kill2",
       "echo run >> /workspace/runs; touch /workspace/began-$(wc -l < /workspace/runs); sleep 120; echo never",
     );
-    fake.sendPrivateText({ userId: User, text: `/tasks run ${id}` });
+    telegram.fake.sendPrivateText({ userId: User, text: `/tasks run ${id}` });
     await waitUntil(() => gateway.hasFile("/workspace/began-1"), "the run's command to start");
     await gateway.kill();
-    let since = fake.calls.length;
+    let since = telegram.fake.calls.length;
     await gateway.start();
     await waitUntil(() => gateway.hasFile("/workspace/began-2"), "the run run again");
     // The run recovery runs again is the task's run going: no second one beside it.
     const runningAlready = `Task ${id} is running already; wait for its answer.`;
-    fake.sendPrivateText({ userId: User, text: `/tasks run ${id}` });
+    telegram.fake.sendPrivateText({ userId: User, text: `/tasks run ${id}` });
     await waitUntil(() => texts(inChat(since)).length > 0, "the answer to Run now");
     expect(texts(inChat(since))).toEqual([runningAlready]);
     // Killed as soon as the answer is in the chat: it was recorded with the command's entry's
@@ -106,14 +95,14 @@ describe("a scheduled run SIGKILLed in the middle", () => {
     // answer twice (docs/durability.md, "Command answers").
     await gateway.kill();
 
-    since = fake.calls.length;
+    since = telegram.fake.calls.length;
     await gateway.start();
     await waitUntil(
       () => texts(inChat(since)).some((t) => t.includes(`Task ${id} was cut off`)),
       "the notice for the run cut off again",
     );
     // Another message, answered after anything the restart would have sent for the run.
-    fake.sendPrivateText({ userId: User, text: "cat /workspace/runs" });
+    telegram.fake.sendPrivateText({ userId: User, text: "cat /workspace/runs" });
     await waitUntil(() => texts(inChat(since)).includes("run\nrun"), "the runs file read back");
     expect(texts(inChat()).filter((t) => t === runningAlready)).toHaveLength(1);
     // A kill between the answer's send and its record leaves it `unconfirmed`: the restart
@@ -124,7 +113,7 @@ describe("a scheduled run SIGKILLed in the middle", () => {
       "run\nrun",
     ]);
     expect(texts(inChat()).some((t) => t.includes("never"))).toBe(false);
-    fake.sendPrivateText({ userId: User, text: "/tasks" });
+    telegram.fake.sendPrivateText({ userId: User, text: "/tasks" });
     await waitUntil(
       () => texts(inChat(since)).some((t) => t.includes(`${id}: every 1h`)),
       "the task list",
