@@ -34,6 +34,8 @@ export interface KillRecord {
   /** The moment awaited did not come within `maxUptimeMs`; the kill came at that bound. */
   readonly fellBack: boolean;
   readonly afterMs: number;
+  /** When the SIGKILL was sent (epoch ms, as the fake's `RecordedCall.atMs`). */
+  readonly atMs: number;
   /** The call whose answer the kill followed (`seq`), for `after-receipt` and `after-send`. */
   readonly after?: number | undefined;
 }
@@ -86,10 +88,11 @@ export async function runCrashLoop(options: CrashLoopOptions): Promise<CrashLoop
       }
     })();
     const came = await momentOf(moment, fake, mark, random, options.maxUptimeMs);
+    const killedAtMs = Date.now();
     await bench.kill();
     const fellBack = came === false;
     const after = typeof came === "number" ? came : undefined;
-    kills.push({ run, moment, fellBack, afterMs: Date.now() - startedMs, after });
+    kills.push({ run, moment, fellBack, afterMs: killedAtMs - startedMs, atMs: killedAtMs, after });
     await feeding;
     send(whileDown);
   }

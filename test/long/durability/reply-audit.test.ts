@@ -1,7 +1,13 @@
 import { describe, expect, it } from "vitest";
 import type { RecordedCall } from "../../fakes/telegram/index.js";
 import type { KillRecord } from "./crash-loop.js";
-import { auditReplies, replyProblems, type StatusAudit, statusProblems } from "./reply-audit.js";
+import {
+  auditReplies,
+  replyProblems,
+  type StatusAudit,
+  StatusRecordWindowMs,
+  statusProblems,
+} from "./reply-audit.js";
 import type { SentMessage } from "./traffic.js";
 
 const message: SentMessage = {
@@ -90,11 +96,13 @@ describe("statusProblems", () => {
       { call: late, text: "⏳ working — 3s" },
     ],
   };
-  const kill = (moment: KillRecord["moment"], after: number): KillRecord => ({
+  /** A kill long after every post's answer (`atMs` 0), unless `atMs` says otherwise. */
+  const kill = (moment: KillRecord["moment"], after: number, atMs = 60_000): KillRecord => ({
     run: 1,
     moment,
     fellBack: false,
     afterMs: 900,
+    atMs,
     after,
   });
 
@@ -113,5 +121,13 @@ describe("statusProblems", () => {
     expect(
       statusProblems(audit, [kill("after-send", early.seq), kill("after-send", late.seq)]),
     ).toEqual([]);
+  });
+
+  it("excuses a status whose post's answer any kill followed within the record window", () => {
+    // Another turn's call was the one followed, or a timer kill: the record was cut off alike.
+    expect(statusProblems(audit, [kill("timer", 0, StatusRecordWindowMs)])).toEqual([]);
+    expect(statusProblems(audit, [kill("after-send", 999, 200)])).toEqual([]);
+    // Later, the record had been made: the next start should have cleared it.
+    expect(statusProblems(audit, [kill("timer", 0, StatusRecordWindowMs + 1)])).toHaveLength(1);
   });
 });

@@ -279,18 +279,31 @@ export function auditStatuses(fake: FakeTelegram, messages: readonly SentMessage
 }
 
 /**
+ * How long after Telegram answered a status post a kill still counts as cutting off its
+ * record: one journal write, which the gateway makes once its event loop reads the answer.
+ * On a loaded machine (the long suite runs its files side by side on two cores) that can take
+ * hundreds of ms; a kill later than this left a status the next start should have cleared.
+ */
+export const StatusRecordWindowMs = 1_000;
+
+/**
  * The status messages still reading `⏳ working` that a kill left where docs/sessions.md says
- * no later start can clear them: the process was killed right after Telegram answered the
- * post (an `after-send` kill that followed that very call), before it could record the
- * message's id. Telegram has no idempotency key, so the id is known only from that answer.
+ * no later start can clear them: the process was killed after Telegram answered the post,
+ * before it could record the message's id (an `after-send` kill that followed that very call,
+ * or any kill within {@link StatusRecordWindowMs} of that answer: with several turns running,
+ * a kill aimed at another call's answer lands in this one's window too). Telegram has no
+ * idempotency key, so the id is known only from that answer.
  */
 export function statusesInTheRecordWindow(
   audit: StatusAudit,
   kills: readonly KillRecord[],
 ): RecordedCall[] {
   const followed = new Set(kills.filter((k) => k.moment === "after-send").map((k) => k.after));
+  const cutOff = (call: RecordedCall) =>
+    followed.has(call.seq) ||
+    kills.some((k) => k.atMs >= call.atMs && k.atMs - call.atMs <= StatusRecordWindowMs);
   return audit.shown
-    .filter((s) => s.text.startsWith("⏳ working") && followed.has(s.call.seq))
+    .filter((s) => s.text.startsWith("⏳ working") && cutOff(s.call))
     .map((s) => s.call);
 }
 
