@@ -1,32 +1,26 @@
-import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { waitUntil } from "../../test-support/wait.js";
 import type { RecordedCall } from "../fakes/telegram/index.js";
 import type { CliInstall } from "./harness/cli-install.js";
 import { CliTelegram } from "./harness/cli-telegram.js";
+import { DockerObserver } from "./harness/docker-observer.js";
 import { installOf } from "./harness/telegram-gateway.js";
 
 const Admin = 91;
-const run = promisify(execFile);
+const docker = new DockerObserver();
 
 const telegram = CliTelegram.perTest();
 
 /** The install's per-session containers, in any state. */
 async function sessionContainers(home: string): Promise<string[]> {
-  const { stdout } = await run("docker", [
-    "ps",
-    "-aq",
-    "--no-trunc",
-    "--filter",
-    `label=mediagate.install=${installOf(home)}`,
-    "--filter",
-    "label=mediagate.persistent=0",
-  ]);
-  return stdout.split("\n").filter((id) => id !== "");
+  const found = await docker.containers({
+    "mediagate.install": installOf(home),
+    "mediagate.persistent": "0",
+  });
+  return found.map((c) => c.id);
 }
 
 /**
