@@ -183,11 +183,9 @@ export class Housekeeping {
 
   async #sweepSlotDir(slot: string): Promise<void> {
     const ctx = this.#ctx;
-    const slotDir = ctx.slotDirectory(slot);
     try {
-      const kept = await this.#keptDirs();
-      if (kept.has(slotDir)) return;
-      const result = await this.#sweepScratchDirs(kept, slotDir);
+      // A directory still kept is left out by the sweep itself.
+      const result = await this.#sweepScratchDirs(await this.#keptDirs(), ctx.slotDirectory(slot));
       for (const failure of result.failed) {
         ctx.options.onWarning?.(`could not delete slot directory ${failure.id}: ${failure.error}`);
       }
