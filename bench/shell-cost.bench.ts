@@ -13,8 +13,10 @@
  *   fork         a subshell `( : )` first
  *   fork_exec    a subshell that runs `sh -c ':'` (the command's own shell)
  *   fork_state   a subshell that sources the state file and saves it (tmpfs)
+ *   fork_function  a subshell that sources the state, defines the command as a function
+ *                (`eval`), sets the trap that saves the state and calls the function
  *   whole        what the session shell runs for `echo hi` (`controllerCommand`): subshell,
- *                state, markers, `sh -c` with the trap that saves the state
+ *                state, markers, the command's function with the trap that saves the state
  */
 import { randomBytes } from "node:crypto";
 import type { Duplex } from "node:stream";
@@ -38,6 +40,9 @@ const variants: Record<string, string> = {
   fork: `(:) </dev/null; printf '${End}\\n'`,
   fork_exec: `(sh -c ':') </dev/null; printf '${End}\\n'`,
   fork_state: `( . ${state}; export PWD; export -p >${state} ) </dev/null; printf '${End}\\n'`,
+  fork_function: `( . ${state}; __mg_c='echo hi'; eval "__mg_f() {
+$__mg_c
+}"; trap 'export PWD; export -p >${state}' EXIT; __mg_f ) </dev/null >/dev/null; printf '${End}\\n'`,
   // The session shell's own script (its stderr marker is `END` alone, like the others').
   whole: controllerCommand({ command: "echo hi", sessionHash: hash, commandId: hash }, End),
 };

@@ -17,7 +17,9 @@ import { MarkerScanner, OutputBuffer } from "./output.js";
 import {
   CommandMarker,
   type CommandSpec,
+  CommandsAsScripts,
   commandEndMarker,
+  controllerBind,
   controllerCommand,
   controllerInit,
   controllerReady,
@@ -126,7 +128,7 @@ export class SessionShell {
    */
   async bind(sessionHash: string): Promise<void> {
     if (this.#sessionHash !== "") throw new Error("the session shell serves a session already");
-    await this.#bounded(this.#start(sessionHash));
+    await this.#bounded(this.#start(sessionHash, "bind"));
     this.#sessionHash = sessionHash;
   }
 
@@ -172,8 +174,11 @@ export class SessionShell {
     return this.#controllerPid;
   }
 
-  /** Sends the controller its set-up for `sessionHash` (none: only the ready line). */
-  async #start(sessionHash: string | undefined): Promise<void> {
+  /**
+   * Sends the controller its set-up for `sessionHash` (none: only the ready line); `bind` for
+   * a blank controller, which has its first line ({@link controllerReady}) already.
+   */
+  async #start(sessionHash: string | undefined, how: "open" | "bind" = "open"): Promise<void> {
     const ready = `__mediagate_ready_${randomHex(8)}__`;
     const out = new MarkerScanner(ready, () => {});
     const err = new MarkerScanner(ready, () => {});
@@ -184,7 +189,11 @@ export class SessionShell {
       this.#stream.write(
         sessionHash === undefined
           ? controllerReady(ready)
-          : controllerInit(sessionHash, ready, umask),
+          : how === "open"
+            ? controllerInit(sessionHash, ready, umask)
+            : this.#user === undefined
+              ? `${CommandsAsScripts}\n${controllerBind(sessionHash, ready, umask)}`
+              : controllerBind(sessionHash, ready, umask),
       );
     });
     this.#running = undefined;
@@ -241,7 +250,7 @@ export class SessionShell {
     running?.err.flush();
     let code = Number.parseInt(running?.out.trailer ?? "", 10);
     // The controller's stream ended before the command reported: either the session's own
-    // processes killed the controller (`kill -9 $PPID`, `kill 0`: the command ends with the
+    // processes killed the controller (`kill -9 $$`, `kill 0`: the command ends with the
     // shell's status, 128 + the signal, and the shell reopens next call) or the container or
     // engine went away under it.
     if (Number.isNaN(code) && stopReason === undefined && !this.#alive) {

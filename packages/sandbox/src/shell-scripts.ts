@@ -59,13 +59,23 @@ if [ ! -f "$__mg_s" ]; then export PWD; export -p >"$__mg_s"; fi`;
 export const SessionUmask = "002";
 
 /**
- * Sent once to a fresh controller shell: sets the umask (per-session mode), creates the
- * session's state file from the container's environment unless an earlier shell left one
- * (so cwd and exports survive a shell restart and `/stop`), empties the controller's own environment (so an `unset` in
- * a command sticks: each command's environment is exactly the state file), and reports
- * the controller's pid after `ready`.
+ * Sent once to a fresh controller shell: {@link CommandFunction} on its first line, then
+ * {@link controllerBind}'s set-up.
  */
 export function controllerInit(sessionHash: string, ready: string, umask?: string): string {
+  return `${CommandFunction}\n${controllerBind(sessionHash, ready, umask)}`;
+}
+
+/**
+ * The set-up of a controller for its session, sent after {@link controllerReady} (a warm
+ * container's blank controller bound to a session) or as part of {@link controllerInit}:
+ * sets the umask (per-session mode), creates the session's state file from the container's
+ * environment unless an earlier shell left one (so cwd and exports survive a shell restart and
+ * `/stop`), empties the controller's own environment (so an `unset` in a command sticks: each
+ * command's environment is exactly the state file), and reports the controller's pid after
+ * `ready`.
+ */
+export function controllerBind(sessionHash: string, ready: string, umask?: string): string {
   return `${umask === undefined ? "" : `umask ${umask}\n`}${openState(sessionHash)}
 export -p >"$__mg_s.boot"
 while IFS= read -r __mg_l; do case $__mg_l in "export "*=*) __mg_n=\${__mg_l#export }; unset "\${__mg_n%%=*}" 2>/dev/null;; esac; done <"$__mg_s.boot"
@@ -73,10 +83,42 @@ printf '%s %s\\n' ${shellQuote(ready)} "$$"
 `;
 }
 
-/** Sent once to a blank controller (a warm container's): only reports its pid after `ready`. */
+/**
+ * Sent once to a blank controller (a warm container's): {@link CommandFunction} on its first
+ * line, then only its pid after `ready`.
+ */
 export function controllerReady(ready: string): string {
-  return `printf '%s %s\\n' ${shellQuote(ready)} "$$"\n`;
+  return `${CommandFunction}\nprintf '%s %s\\n' ${shellQuote(ready)} "$$"\n`;
 }
+
+/**
+ * `__mg_def` makes the command in `$__mg_c` the body of the function `__mg_f`, which the
+ * command's subshell then calls: the command runs in that subshell, a fork of the session's
+ * shell, with no `exec` of a shell of its own (which was more than half of a warm call: `pnpm
+ * bench:shell-cost`, `shell_cost_fork_exec` against `shell_cost_fork_function`; bench/README.md,
+ * "Sandbox"). Its errors read as they do in `sh`: busybox names a builtin that wraps the code it
+ * runs in every message (`sh: eval: line 3: …`), but a function call names nothing, and the
+ * definition's own `eval` is done before the command runs. busybox counts a function's lines
+ * from the line the `eval` was parsed on, so this function must be the first line its shell
+ * reads (line 1 of a controller, the line after the first of an `sh -c` script): the command's
+ * lines then count from 1. `__mg_def` fails, saying nothing, when the command is not a whole
+ * script on its own (a syntax error, an open quote, an empty command): that command runs as
+ * the script of an `sh -c` instead, which reports it as `sh` does ({@link commandSubshell}).
+ * So does every command where `sh` is bash: bash names a function's source in its messages
+ * (`main: line 2: …`), so there the command keeps its `sh -c` (dash and busybox name nothing).
+ */
+export const CommandFunction = `if [ -n "\${BASH_VERSION-}" ]; then __mg_def() { return 1; }; else __mg_def() { command eval "__mg_f() { $__mg_c
+}" 2>/dev/null; }; fi`;
+
+/**
+ * Makes every later command of the controller run as the script of its own `sh -c`, which
+ * carries the session's marker in its environment from its `exec` on. For a blank controller
+ * bound to a session in root mode: it was started before its session was known, so its own
+ * environment, which a command's subshell and every process that subshell forks without an
+ * `exec` shows in `/proc/<pid>/environ`, holds no session marker, and root mode finds a
+ * session's processes by that marker alone (`/stop`); per-session mode finds them by their uid.
+ */
+export const CommandsAsScripts = "__mg_def() { return 1; }";
 
 export interface CommandSpec {
   readonly command: string;
@@ -89,9 +131,10 @@ export interface CommandSpec {
 const EnvName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
- * Longest command (UTF-8 bytes) run as its own shell's script. Linux caps one exec argument
- * at 128 KiB (`MAX_ARG_STRLEN`); a longer command (a model writing a big file with a
- * here-document) is evaluated in the subshell instead, where no such cap applies.
+ * Longest command (UTF-8 bytes) that {@link commandSubshell} may hand to an `sh -c` when it is
+ * not a whole script on its own. Linux caps one exec argument at 128 KiB (`MAX_ARG_STRLEN`);
+ * a longer one (a model writing a big file with a here-document) is evaluated in the subshell
+ * instead, where no such cap applies.
  */
 export const MaxScriptArgumentBytes = 100_000;
 
@@ -99,12 +142,15 @@ export const MaxScriptArgumentBytes = 100_000;
  * One command in its own subshell: restore the session's exports and cwd, mark the
  * processes, run the command with stdin from /dev/null, and on any exit (including the
  * command's own `exit`) save cwd and exports back. Per-call `env` is not saved.
- * Expects `$__mg_s` to name the state file and `$__mg_sh` the shell.
+ * Expects `$__mg_s` to name the state file, `$__mg_sh` the shell and the shell to have run
+ * {@link CommandFunction} on its first line.
  *
- * The command is the script of a shell of its own (`sh -c '<command>'`), which sets the
- * trap that saves the state on the same line: its errors read as if the user had typed the
- * command into `sh` (`sh: foo: not found`, line numbers counted from the command's first
- * line), never as the gateway's wrapper (`sh: eval: line 40: …`). Only a command over
+ * The command is the body of a function the subshell calls ({@link CommandFunction}), after
+ * the trap that saves the state: its errors read as if the user had typed the command into
+ * `sh` (`sh: foo: not found`, line numbers counted from the command's first line), never as
+ * the gateway's wrapper (`sh: eval: line 40: …`), and nothing is exec'd for it. A command that
+ * is not a whole script on its own (a syntax error) runs as the script of an `sh -c` instead,
+ * so that `sh` reports it, after running the lines before it, as it would have; one over
  * {@link MaxScriptArgumentBytes} is `eval`ed in the subshell.
  */
 export function commandSubshell(spec: CommandSpec): string {
@@ -124,26 +170,25 @@ export function commandSubshell(spec: CommandSpec): string {
     head.push(`export ${name}=${shellQuote(value)}`);
   }
   const unset = names.length > 0 ? `unset ${names.join(" ")}; ` : "";
-  const save = (file: string) =>
-    `__mg_rc=$?; ${unset}export PWD; export -p >${file}; exit $__mg_rc`;
-  const evaluated = [
-    `__mg_c=${shellQuote(spec.command)}`,
-    `trap '${save('"$__mg_s"')}' EXIT`,
-    'eval "$__mg_c"',
-  ];
-  if (Buffer.byteLength(spec.command) > MaxScriptArgumentBytes) {
-    return ["(", ...head, ...evaluated, ") </dev/null"].join("\n");
-  }
-  const script = `trap ${shellQuote(save(shellQuote(stateFile(spec.sessionHash))))} EXIT; ${spec.command}`;
-  // No command name after the script: busybox would then add a `line 0:` to every message.
-  // The `sh -c` is the subshell's last command (so it is the one the subshell execs, and
-  // `$PPID` is the session's shell); a failure goes to `__mg_retry` (E2BIG, see there).
+  // The state file by its path, not `$__mg_s`: a command's `unset` must not stop the save.
+  const save = `__mg_rc=$?; ${unset}export PWD; export -p >${shellQuote(stateFile(spec.sessionHash))}; exit $__mg_rc`;
+  const trap = `trap ${shellQuote(save)} EXIT`;
+  const fallback =
+    Buffer.byteLength(spec.command) > MaxScriptArgumentBytes
+      ? [trap, 'eval "$__mg_c"']
+      : [
+          FindSh,
+          // No command name after the script: busybox would then add a `line 0:` to every
+          // message. A failure goes to `__mg_retry` (E2BIG, see there).
+          `"$__mg_x" -c ${shellQuote(`${trap}; `)}"$__mg_c" || __mg_retry "$?" ${shellQuote(save)}`,
+        ];
   return [
     "(",
     ...head,
-    FindSh,
-    `"$__mg_x" -c ${shellQuote(script)}`,
-    `) </dev/null || __mg_retry "$?" ${shellQuote(head.join("\n"))} ${shellQuote(spec.command)} ${shellQuote(save('"$__mg_s"'))}`,
+    `__mg_c=${shellQuote(spec.command)}`,
+    `if __mg_def; then unset __mg_c; ${trap}; __mg_f; exit; fi`,
+    ...fallback,
+    ") </dev/null",
   ].join("\n");
 }
 
@@ -154,26 +199,21 @@ export function commandSubshell(spec: CommandSpec): string {
 const FindSh = "command -v sh >/dev/null 2>&1 && __mg_x=sh || __mg_x=$__mg_sh";
 
 /**
- * Defined once per controller ({@link openState}), called when a command's subshell failed:
- * `__mg_retry <status> <head> <command> <save>`. A 126 that `sh -c :` gets too means no exec
- * can start with the session's environment (an exported value over Linux's 128 KiB per
- * string: E2BIG): the command never ran, and it is evaluated in a subshell instead (after the
- * same `head`, saving the state with `save` on exit, with no positional parameters, as `sh -c`
- * would have run it), where builtins (`unset`) still work. Any other status is returned as it is. A function, so the per-command text carries three quoted
- * words for this rare case, not a second copy of the subshell for the shell to parse: that
- * copy cost a warm call 0.04–0.14 ms (`pnpm bench:shell-cost`, `shell_cost_whole`).
+ * Defined once per controller ({@link openState}), called in a command's subshell when the
+ * `sh -c` of a command that is not a whole script on its own failed: `__mg_retry <status>
+ * <save>`. A 126 that `sh -c :` gets too means no exec can start with the session's
+ * environment (an exported value over Linux's 128 KiB per string: E2BIG): the command never
+ * ran, and it is evaluated in the subshell instead (saving the state with `save` on exit, with
+ * no positional parameters, as `sh -c` would have run it), so its syntax error is still
+ * reported. Any other status is returned as it is.
  */
 const RetryFunction = `__mg_retry() {
   [ "$1" -eq 126 ] || return "$1"
-  (
-    __mg_h=$2 __mg_c=$3 __mg_t=$4
-    set --
-    eval "$__mg_h"
-    ${FindSh}
-    "$__mg_x" -c : 2>/dev/null && exit 126
-    trap "$__mg_t" EXIT
-    eval "$__mg_c"
-  ) </dev/null
+  "$__mg_x" -c : 2>/dev/null && return 126
+  __mg_t=$2
+  set --
+  trap "$__mg_t" EXIT
+  eval "$__mg_c"
 }`;
 
 /** A fresh marker for {@link controllerCommand} and {@link oneShotCommand}. */
@@ -201,7 +241,10 @@ export function controllerCommand(spec: CommandSpec, end: string): string {
  * ending with the same markers as {@link controllerCommand} (`OneShotOptions.endMarker`).
  */
 export function oneShotCommand(spec: CommandSpec, end: string, umask?: string): string {
-  return `${umask === undefined ? "" : `umask ${umask}\n`}${openState(spec.sessionHash)}
+  // `sh -c` counts its script's first line as line 0: the function goes on line 1.
+  return `
+${CommandFunction}
+${umask === undefined ? "" : `umask ${umask}\n`}${openState(spec.sessionHash)}
 ${commandSubshell(spec)}
 ${endMarkers(end)}`;
 }

@@ -97,9 +97,9 @@ describe("a sandbox that goes away mid-command", () => {
   it("keeps a command killed by a signal inside a running container as its result", async () => {
     const slot = "lost-not";
     expect(await sandbox.exec(slot, "kill -9 $$")).toMatchObject({ exitCode: 137 });
-    // The command kills its session's shell (the controller, the parent of the command's own
-    // `sh -c`): a result, and a new shell for the next command.
-    const killed = await sandbox.run(slot, "s", "echo before; kill -9 $PPID");
+    // The command kills its session's shell (the controller, `$$` in the command's subshell):
+    // a result, and a new shell for the next command.
+    const killed = await sandbox.run(slot, "s", "echo before; kill -9 $$");
     expect(killed).toMatchObject({ exitCode: 137, stdout: "before\n" });
     expect((await sandbox.run(slot, "s", "echo after")).stdout).toBe("after\n");
   });

@@ -104,6 +104,22 @@ describe("session shell", () => {
     const syntax = await sandbox.run("shell", "errors", "echo 'open");
     expect(syntax.exitCode).toBe(2);
     expect(syntax.stderr).not.toMatch(/eval|line \d{2,}/);
+    // Line numbers count from the command's first line, whatever the shell ran before.
+    const lines = await sandbox.run("shell", "errors", 'echo "$LINENO"\ncd /nowhere');
+    expect(lines).toMatchObject({
+      exitCode: 2,
+      stdout: "1\n",
+      stderr: "sh: cd: line 2: can't cd to /nowhere: No such file or directory\n",
+    });
+    // A syntax error is `sh`'s: the lines before it run, as they would in `sh -c`.
+    const late = await sandbox.run("shell", "errors", "echo before\nif then");
+    expect(late).toMatchObject({ exitCode: 2, stdout: "before\n" });
+    expect(late.stderr).toBe('sh: syntax error: unexpected "then"\n');
+    expect(await sandbox.run("shell", "errors", "")).toMatchObject({ exitCode: 0, stderr: "" });
+    expect(await sandbox.run("shell", "errors", "set -e; false; echo on")).toMatchObject({
+      exitCode: 1,
+      stdout: "",
+    });
     // A session whose PATH finds no sh still runs commands (with the shell found at start).
     await sandbox.run("shell", "errors", "export PATH=/nowhere");
     const pathless = await sandbox.run("shell", "errors", 'echo "still $PATH"');
@@ -119,6 +135,9 @@ describe("session shell", () => {
     );
     expect(result).toMatchObject({ exitCode: 0, stdout: `${MaxScriptArgumentBytes}\n` });
     expect((await sandbox.run("shell", "long", 'pwd; echo "$LONG"')).stdout).toBe("/tmp\nyes\n");
+    // Its errors read as `sh`'s too, as a shorter command's do.
+    const missing = await sandbox.run("shell", "long", `: '${filler}'\nnosuchcommand`);
+    expect(missing).toMatchObject({ exitCode: 127, stderr: "sh: nosuchcommand: not found\n" });
   });
 
   it("never leaks cwd or env to another session in the same container", async () => {
@@ -212,8 +231,8 @@ describe("session shell", () => {
   });
 
   it("runs nothing for an already aborted signal and keeps the same shell", async () => {
-    // A command is its own `sh -c` child of the session's shell: `$PPID` is the shell.
-    const before = await sandbox.run("shell", "pre", "echo $PPID");
+    // A command runs in a subshell of the session's shell: `$$` is the shell.
+    const before = await sandbox.run("shell", "pre", "echo $$");
     const result = await sandbox.run("shell", "pre", "touch /tmp/pre-aborted", {
       signal: AbortSignal.abort(),
     });
@@ -224,7 +243,7 @@ describe("session shell", () => {
       "test -e /tmp/pre-aborted && echo yes || echo no",
     );
     expect(check.stdout).toBe("no\n");
-    expect((await sandbox.run("shell", "pre", "echo $PPID")).stdout).toBe(before.stdout);
+    expect((await sandbox.run("shell", "pre", "echo $$")).stdout).toBe(before.stdout);
   });
 
   it("killSession kills every process of that session, background ones too, and no other", async () => {
@@ -242,27 +261,27 @@ describe("session shell", () => {
 
   it("reopens a shell that died and keeps the session's state", async () => {
     await sandbox.run("shell", "phoenix", "cd /tmp && export KEEP=1");
-    const oldPid = (await sandbox.run("shell", "phoenix", "echo $PPID")).stdout.trim();
+    const oldPid = (await sandbox.run("shell", "phoenix", "echo $$")).stdout.trim();
     const pidAlive = async (pid: string) =>
       (await processList(containerId)).some((line) => line.trim().split(/\s+/)[0] === pid);
     expect(await pidAlive(oldPid)).toBe(true);
     // Root in the container cannot read a session uid's environment (no CAP_SYS_PTRACE), so
-    // the controller is killed by its pid (`$PPID` of a command is the controller's).
+    // the controller is killed by its pid (`$$` of a command is the controller's).
     await execIn(containerId, ["kill", "-9", oldPid]);
     await waitUntil(async () => !(await pidAlive(oldPid)), "the old shell gone");
-    const result = await sandbox.run("shell", "phoenix", 'pwd; echo "$KEEP"; echo $PPID');
+    const result = await sandbox.run("shell", "phoenix", 'pwd; echo "$KEEP"; echo $$');
     const [cwd, keep, newPid] = result.stdout.split("\n");
     expect([cwd, keep]).toEqual(["/tmp", "1"]);
     expect(newPid).not.toBe(oldPid);
     // A persistent shell answers with the same pid again; a one-shot fallback would not.
-    expect((await sandbox.run("shell", "phoenix", "echo $PPID")).stdout.trim()).toBe(newPid);
+    expect((await sandbox.run("shell", "phoenix", "echo $$")).stdout.trim()).toBe(newPid);
     expect(await pidAlive(newPid ?? "")).toBe(true);
   });
 
   it("reports the signal of a command that killed its own shell, and the next command runs", async () => {
     await sandbox.run("shell", "suicide", "cd /tmp");
-    // `$PPID` is the session's shell: the command ends with it, its exit status unreported.
-    const killed = await sandbox.run("shell", "suicide", "echo before; kill -9 $PPID");
+    // `$$` is the session's shell: the command ends with it, its exit status unreported.
+    const killed = await sandbox.run("shell", "suicide", "echo before; kill -9 $$");
     expect(killed).toMatchObject({ exitCode: 137, stdout: "before\n", timedOut: false });
     const group = await sandbox.run("shell", "suicide", "kill 0");
     expect(group).toMatchObject({ exitCode: 143, timedOut: false });
@@ -339,6 +358,23 @@ describe("session shell", () => {
     expect((await sandbox.run("shell", "fallback", 'pwd; echo "$VIA"')).stdout).toBe(
       "/\noneshot\n",
     );
+    // Its line numbers count from the command's first line, as the session shell's do.
+    const lines = oneShotCommand(
+      {
+        command: 'echo "$LINENO"\ncd /nowhere',
+        sessionHash: sessionHash("fallback"),
+        commandId: "1",
+      },
+      end,
+    );
+    const numbered = await execOnce(docker, containerId, ["sh", "-c", lines], {
+      user,
+      endMarker: end,
+    });
+    expect(numbered).toMatchObject({
+      stdout: "1\n",
+      stderr: "sh: cd: line 2: can't cd to /nowhere: No such file or directory\n",
+    });
   });
 
   it("caps output and still finds the end of the command", async () => {

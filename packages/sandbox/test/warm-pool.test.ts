@@ -192,6 +192,30 @@ describe("the warm pool", () => {
     await sandbox.shutdown();
   });
 
+  it("in root mode, /stop ends a shell loop a command left behind in the shell made ahead", async () => {
+    // Root mode finds a session's processes by the marker in their environment alone. The
+    // shell made ahead started before its session was known, so its environment has none:
+    // a loop its command forks (no `exec`, so no environment of its own) must get one anyway.
+    const sandbox = fx.sandbox({ ...Pooled, user: "root" }, { schedule: manualTimers().schedule });
+    await sandbox.warmUp();
+    const slot = "session:ahead-root-loop";
+    const { containerId } = await sandbox.acquire(slot);
+    const started = await sandbox.run(
+      slot,
+      "ahead-root-loop",
+      "( while :; do :; done ) >/dev/null 2>&1 & echo $!",
+    );
+    const pid = started.stdout.trim();
+    expect(pid).toMatch(/^\d+$/);
+    const alive = async () =>
+      (await execIn(containerId, ["ls", "/proc"])).split(/\s+/).includes(pid);
+    expect(await alive()).toBe(true);
+    expect(await sandbox.killSession("ahead-root-loop")).toBeGreaterThanOrEqual(1);
+    await waitUntil(async () => !(await alive()), "the session's loop killed");
+    await sandbox.cleanup(slot);
+    await sandbox.shutdown();
+  });
+
   it("refills after a claim and never hands a used container to another session", async () => {
     const sandbox = fx.sandbox(Pooled, { schedule: manualTimers().schedule });
     await sandbox.warmUp();
