@@ -297,6 +297,11 @@ describe("session shell", () => {
       "cd /tmp && export BIG=$(head -c 200000 /dev/zero | tr '\\0' a); echo set",
     );
     expect(big).toMatchObject({ exitCode: 0, stdout: "set\n" });
+    // A command that is not a whole script goes to an `sh -c`, which cannot start now: it is
+    // evaluated in the wrapper instead, so its own error still comes, after its first line.
+    const broken = await sandbox.run("shell", "bigenv", "echo first\nif then");
+    expect(broken).toMatchObject({ exitCode: 2, stdout: "first\n" });
+    expect(broken.stderr).toMatch(/^sh: sh: Argument list too long\n.*syntax error/s);
     // Builtins run (the length of BIG, the kept cwd), and `unset` is kept.
     const builtin = await sandbox.run(
       "shell",
