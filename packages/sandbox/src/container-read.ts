@@ -5,7 +5,8 @@ import { boundedCall, type CallBound } from "./bounded-call.js";
 import { type ExecUser, userSpec } from "./exec-user.js";
 import { FrameDecoder, StreamType } from "./frames.js";
 import { exactEntry } from "./kill-script.js";
-import { killProcesses, randomHex } from "./one-shot-exec.js";
+import { killProcesses } from "./one-shot-exec.js";
+import { randomHex } from "./random-hex.js";
 import { ExecMarker } from "./shell-scripts.js";
 import type { ContainerFile, ContainerLink } from "./types.js";
 

@@ -10,7 +10,8 @@ import { InboxFileError, writeAll } from "./inbox-bytes.js";
 import { type InboxOwner, noFreeName } from "./inbox-host.js";
 import { candidateNames } from "./inbox-name.js";
 import { SpoolArchive } from "./inbox-tar.js";
-import { execOnce, randomHex } from "./one-shot-exec.js";
+import { execOnce } from "./one-shot-exec.js";
+import { randomHex } from "./random-hex.js";
 import { RegistryDir } from "./shell-scripts.js";
 
 /**

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { codeOf } from "./docker-errors.js";
 import { InboxFileError, writeAll } from "./inbox-bytes.js";
 import { candidateNames } from "./inbox-name.js";
-import { randomHex } from "./one-shot-exec.js";
+import { randomHex } from "./random-hex.js";
 
 /** Why a file got no name: every one {@link candidateNames} offered was taken. */
 export function noFreeName(name: string): string {

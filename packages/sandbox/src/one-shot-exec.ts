@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import type { Duplex } from "node:stream";
 import { deadline, settledWithin, sleep } from "@mediagate/io";
 import type Docker from "dockerode";
@@ -10,6 +9,7 @@ import { type ExecUser, userSpec } from "./exec-user.js";
 import { readFrames, StreamType } from "./frames.js";
 import { exactEntry, KillScript, type KillSelection, killArguments } from "./kill-script.js";
 import { MarkerScanner, OutputBuffer } from "./output.js";
+import { randomHex } from "./random-hex.js";
 import { ExecMarker } from "./shell-scripts.js";
 import type { ExecResult, OutputListener } from "./types.js";
 
@@ -43,10 +43,6 @@ export interface OneShotOptions {
    * it gave up waiting, 2 s after the process ended on Docker 20.10).
    */
   readonly endMarker?: string | undefined;
-}
-
-export function randomHex(bytes: number): string {
-  return randomBytes(bytes).toString("hex");
 }
 
 /**

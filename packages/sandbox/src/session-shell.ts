@@ -6,14 +6,9 @@ import { Defaults } from "./defaults.js";
 import { type ExecUser, RootUser, SessionHome } from "./exec-user.js";
 import { FrameDecoder, StreamType, streamEnded } from "./frames.js";
 import { exactEntry } from "./kill-script.js";
-import {
-  execOnce,
-  exitCodeOf,
-  killProcesses,
-  randomHex,
-  startAttachedExec,
-} from "./one-shot-exec.js";
+import { execOnce, exitCodeOf, killProcesses, startAttachedExec } from "./one-shot-exec.js";
 import { MarkerScanner, OutputBuffer } from "./output.js";
+import { randomHex } from "./random-hex.js";
 import {
   CommandMarker,
   type CommandSpec,

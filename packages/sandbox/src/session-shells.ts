@@ -5,8 +5,9 @@ import { ContainerLostError } from "./errors.js";
 import { type ExecUser, SandboxUids, SessionHome, type UserMode } from "./exec-user.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { exactEntry, type KillSelection } from "./kill-script.js";
-import { execOnce, killProcesses, randomHex } from "./one-shot-exec.js";
+import { execOnce, killProcesses } from "./one-shot-exec.js";
 import type { PreparedSession } from "./prepared-session.js";
+import { randomHex } from "./random-hex.js";
 import { sessionHash } from "./session-hash.js";
 import { SessionShell } from "./session-shell.js";
 import type { SessionUsers } from "./session-users.js";
@@ -150,27 +151,16 @@ export class SessionShells {
       this.#drop(key, entry);
       entry = undefined;
     }
+    // A warm call goes straight to its shell: the session's hash (a SHA-256) is for opening.
+    if (entry !== undefined) return this.#runIn(key, entry, command, opts);
     const hash = sessionHash(sessionKey);
     let user: ExecUser | undefined;
-    if (entry === undefined) {
-      entry = await this.#openPrepared(key, { slot, sessionKey, containerId, hash });
-    }
+    entry = await this.#openPrepared(key, { slot, sessionKey, containerId, hash });
     if (entry === undefined) {
       if (this.#mode.perSession) user = await this.#users.claim(containerId, hash);
       entry = await this.#open(key, { slot, sessionKey, containerId, hash, user });
     }
-    if (entry !== undefined) {
-      clearTimeout(entry.idle);
-      entry.busy = true;
-      try {
-        return await entry.shell.run(command, opts);
-      } finally {
-        entry.busy = false;
-        entry.usedAtMs = this.#now();
-        if (entry.shell.alive) this.#closeWhenIdle(key, entry);
-        else if (this.#entries.get(key) === entry) this.#drop(key, entry);
-      }
-    }
+    if (entry !== undefined) return this.#runIn(key, entry, command, opts);
     const spec = {
       command,
       sessionHash: hash,
@@ -198,6 +188,20 @@ export class SessionShells {
   adopt(slot: string, ahead: PreparedSession): void {
     this.#prepared.get(ahead.containerId)?.ahead.close();
     this.#prepared.set(ahead.containerId, { slot, ahead });
+  }
+
+  /** Runs the command in the session's open shell, marked busy meanwhile. */
+  async #runIn(key: string, entry: Entry, command: string, opts: ExecOptions): Promise<ExecResult> {
+    clearTimeout(entry.idle);
+    entry.busy = true;
+    try {
+      return await entry.shell.run(command, opts);
+    } finally {
+      entry.busy = false;
+      entry.usedAtMs = this.#now();
+      if (entry.shell.alive) this.#closeWhenIdle(key, entry);
+      else if (this.#entries.get(key) === entry) this.#drop(key, entry);
+    }
   }
 
   /**

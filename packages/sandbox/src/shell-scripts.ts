@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomHex } from "./random-hex.js";
 
 /**
  * The POSIX sh snippets the sandbox writes into containers. They use shell builtins on
@@ -218,7 +218,7 @@ const RetryFunction = `__mg_retry() {
 
 /** A fresh marker for {@link controllerCommand} and {@link oneShotCommand}. */
 export function commandEndMarker(): string {
-  return `__mediagate_end_${randomBytes(12).toString("hex")}__`;
+  return `__mediagate_end_${randomHex(12)}__`;
 }
 
 /**
