@@ -180,22 +180,21 @@ export class SessionShell {
     err.trailer = "";
     await new Promise<void>((resolve) => {
       this.#running = { out, err, settle: resolve };
-      this.#stream.write(this.#setUp(ready, sessionHash, how));
+      const umask = this.#user === undefined ? undefined : SessionUmask;
+      this.#stream.write(
+        sessionHash === undefined
+          ? controllerReady(ready)
+          : how === "open"
+            ? controllerInit(sessionHash, ready, umask)
+            : this.#user === undefined
+              ? `${CommandsAsScripts}\n${controllerBind(sessionHash, ready, umask)}`
+              : controllerBind(sessionHash, ready, umask),
+      );
     });
     this.#running = undefined;
     const pid = Number.parseInt(out.trailer?.trim() ?? "", 10);
     if (!this.#alive || Number.isNaN(pid)) throw new Error("the session shell did not start");
     this.#controllerPid = pid;
-  }
-
-  /** The text {@link #start} sends the controller. */
-  #setUp(ready: string, sessionHash: string | undefined, how: "open" | "bind"): string {
-    if (sessionHash === undefined) return controllerReady(ready);
-    const umask = this.#user === undefined ? undefined : SessionUmask;
-    if (how === "open") return controllerInit(sessionHash, ready, umask);
-    const bind = controllerBind(sessionHash, ready, umask);
-    // Root mode finds a session's processes by their marker alone, which a blank shell lacks.
-    return this.#user === undefined ? `${CommandsAsScripts}\n${bind}` : bind;
   }
 
   /**
