@@ -300,19 +300,22 @@ describe("a fork loop in one session", () => {
     // Each generation lives for one fork, a few milliseconds (a builtin loop, so the
     // container's init reaps the ones gone before the uid reaches its process limit): a kill
     // that stops what it found and scans again finds a new one every round, never a set
-    // that stays. A chain whose fork fails ends, so a loop starts new ones.
+    // that stays. A chain whose fork fails ends, so a loop starts new ones. Each generation
+    // counts itself in /tmp/hops: a `ps` catches one of them only now and then, and under a
+    // loaded machine's scheduling it caught none for 30 s.
     const spin = (n: number) => `i=0; while [ $i -lt ${n} ]; do i=$((i+1)); done`;
-    const hop = `hop() { ${spin(100)}; hop & exit 0; }; hop`;
+    const hop = `hop() { ${spin(100)}; echo >>/tmp/hops; hop & exit 0; }; hop`;
     const walkers = `(while :; do sh -c '${hop}'; ${spin(20_000)}; done)`;
-    await sandbox.run(slot, attacker, `${walkers} >/dev/null 2>&1 & echo bg`);
-    // The outer loop is a fork of the session's shell, so its command line does not name
-    // hop(): only a generation does, and a snapshot often holds none (a chain ends when a
-    // fork fails), so the wait takes one as the sign.
-    await waitUntil(async () => (await count("hop()")) > 0, "the walkers running");
+    await sandbox.run(slot, attacker, `rm -f /tmp/hops; ${walkers} >/dev/null 2>&1 & echo bg`);
+    const hops = async () =>
+      Number((await execIn(containerId, ["sh", "-c", "cat /tmp/hops 2>/dev/null | wc -l"])).trim());
+    await waitUntil(async () => (await hops()) >= 3, "the walkers running");
     expect(await sandbox.killSession(attacker)).toBeGreaterThan(0);
-    // A surviving outer loop starts a new chain every few milliseconds: none may show in
-    // any of several snapshots.
+    // A surviving generation or outer loop would go on counting: none may show in any of
+    // several snapshots, and the count stays.
+    const counted = await hops();
     for (let look = 0; look < 5; look++) expect(await count("hop()")).toBe(0);
+    expect(await hops()).toBe(counted);
     expect((await sandbox.run(slot, attacker, "echo back")).stdout).toBe("back\n");
   });
 
