@@ -35,6 +35,14 @@ export function dockerHostVariable(): { DOCKER_HOST?: string } {
  * warm container: the isolation and fault suites run again with the pool on
  * (`pnpm --filter @mediagate/sandbox test:warm-pool`).
  */
+/**
+ * `MEDIAGATE_TEST_SHELL_CHANNEL=exec` runs the sandbox tests with `shellChannel: "exec"` (the
+ * long suite's second run of the shell and isolation tests); `auto` (the default) otherwise.
+ */
+export function testShellChannel(): "auto" | "exec" {
+  return process.env.MEDIAGATE_TEST_SHELL_CHANNEL === "exec" ? "exec" : "auto";
+}
+
 export function testWarmPool(): number {
   const size = Number(process.env.MEDIAGATE_TEST_WARM_POOL ?? "0");
   return Number.isSafeInteger(size) && size > 0 ? size : 0;

@@ -74,6 +74,7 @@ export class SandboxContext {
       maxOpenShells,
       users: this.sessionUsers,
       now: this.now,
+      channel: options.settings.shellChannel,
       onWarning: options.onWarning,
     });
   }

@@ -9,10 +9,14 @@ import { exactEntry } from "./kill-script.js";
 import { execOnce, exitCodeOf, killProcesses, startAttachedExec } from "./one-shot-exec.js";
 import { MarkerScanner, OutputBuffer } from "./output.js";
 import { randomHex } from "./random-hex.js";
+import { type Channel, channelFifos, openChannel } from "./shell-channel.js";
 import {
+  type ChannelFifos,
   CommandMarker,
   type CommandSpec,
   CommandsAsScripts,
+  channelDrop,
+  channelSwitch,
   commandEndMarker,
   controllerBind,
   controllerCommand,
@@ -40,6 +44,12 @@ interface Running {
  * With a session `user` (per-session mode) the controller, and so every command, runs as
  * that uid with `HOME=/root` and umask 002; without one, as the image's user.
  *
+ * Given the host's view of the container's registry (`registry`, per-session mode only), the
+ * controller moves its stdin, stdout and stderr to FIFOs there once set up
+ * (`shell-channel.ts`): commands and output then bypass the engine, and the exec's stream only
+ * tells when the controller ended. Where the FIFOs cannot be made or opened, it keeps the
+ * exec's stream.
+ *
  * Timeout/abort kills the command's processes (the controller's children, their
  * descendants and everything marked with the command's id) and keeps the shell. Commands
  * must be serialised by the caller; {@link SessionShell.run} assumes one at a time.
@@ -56,6 +66,8 @@ export class SessionShell {
   #controllerPid = 0;
   #alive = true;
   #running: Running | undefined;
+  /** The FIFOs the controller reads and writes once moved to them; none: the exec's stream. */
+  #channel: Channel | undefined;
 
   private constructor(
     docker: Docker,
@@ -71,20 +83,35 @@ export class SessionShell {
     this.containerId = containerId;
     this.#sessionHash = sessionHash;
     this.#stream = stream;
-    const decoder = new FrameDecoder((type, payload) => {
-      const running = this.#running;
-      if (running === undefined) return;
-      (type === StreamType.stderr ? running.err : running.out).push(payload);
-      if (running.out.done && running.err.done) running.settle();
-    });
+    const decoder = new FrameDecoder((type, payload) => this.#received(type, payload));
     stream.on("data", (chunk: Buffer) => decoder.push(chunk));
     const died = () => {
+      if (!this.#alive && this.#running === undefined) return;
       this.#alive = false;
-      this.#running?.settle();
+      // On the channel, what the controller wrote before it ended is in the FIFOs already (the
+      // engine reports the end long after): read it first, then settle.
+      if (this.#channel === undefined) this.#running?.settle();
+      else setImmediate(() => this.#running?.settle());
     };
     stream.once("end", died);
     stream.once("close", died);
     stream.on("error", died);
+    this.#died = died;
+  }
+
+  readonly #died: () => void;
+
+  /** Output of the controller: `type` is the stream it came on (`StreamType`). */
+  #received(type: number, payload: Buffer): void {
+    const running = this.#running;
+    if (running === undefined) return;
+    (type === StreamType.stderr ? running.err : running.out).push(payload);
+    if (running.out.done && running.err.done) running.settle();
+  }
+
+  /** Sends the controller a script: on its channel once it has one, else on the exec's stream. */
+  #write(script: string): void {
+    (this.#channel?.input ?? this.#stream).write(script);
   }
 
   /** Starts the controller and waits until it reports ready (bounded). */
@@ -93,9 +120,10 @@ export class SessionShell {
     containerId: string,
     sessionHash: string,
     user?: ExecUser,
+    registry?: string,
   ): Promise<SessionShell> {
     const shell = await SessionShell.#exec(docker, containerId, sessionHash, user);
-    await shell.#bounded(shell.#start(sessionHash));
+    await shell.#bounded(shell.#start(sessionHash, "open", registry));
     return shell;
   }
 
@@ -121,9 +149,9 @@ export class SessionShell {
    * (umask, the session's state file, the controller's environment emptied). In per-session
    * mode the session's state directory must be the shell's uid's already.
    */
-  async bind(sessionHash: string): Promise<void> {
+  async bind(sessionHash: string, registry?: string): Promise<void> {
     if (this.#sessionHash !== "") throw new Error("the session shell serves a session already");
-    await this.#bounded(this.#start(sessionHash, "bind"));
+    await this.#bounded(this.#start(sessionHash, "bind", registry));
     this.#sessionHash = sessionHash;
   }
 
@@ -169,32 +197,96 @@ export class SessionShell {
     return this.#controllerPid;
   }
 
+  /** How commands reach the controller: `fifo` (its channel) or `exec` (the exec's stream). */
+  get channel(): "fifo" | "exec" {
+    return this.#channel === undefined ? "exec" : "fifo";
+  }
+
   /**
    * Sends the controller its set-up for `sessionHash` (none: only the ready line); `bind` for
-   * a blank controller, which has its first line ({@link controllerReady}) already.
+   * a blank controller, which has its first line ({@link controllerReady}) already. With the
+   * host's view of the registry (per-session mode), the set-up makes the channel's FIFOs and
+   * the controller then moves to them ({@link #moveToChannel}).
    */
-  async #start(sessionHash: string | undefined, how: "open" | "bind" = "open"): Promise<void> {
+  async #start(
+    sessionHash: string | undefined,
+    how: "open" | "bind" = "open",
+    registry?: string,
+  ): Promise<void> {
+    const user = this.#user;
+    const fifos =
+      sessionHash === undefined || registry === undefined || user === undefined
+        ? undefined
+        : channelFifos(sessionHash, randomHex(6));
+    const umask = user === undefined ? undefined : SessionUmask;
+    const out = await this.#ask(
+      sessionHash === undefined
+        ? (ready) => controllerReady(ready)
+        : how === "open"
+          ? (ready) => controllerInit(sessionHash, ready, umask, fifos)
+          : user === undefined
+            ? (ready) => `${CommandsAsScripts}\n${controllerBind(sessionHash, ready, umask)}`
+            : (ready) => controllerBind(sessionHash, ready, umask, fifos),
+      "stdout",
+    );
+    const pid = Number.parseInt(out?.trim() ?? "", 10);
+    if (!this.#alive || Number.isNaN(pid)) throw new Error("the session shell did not start");
+    this.#controllerPid = pid;
+    if (fifos !== undefined && registry !== undefined && user !== undefined) {
+      await this.#moveToChannel(registry, fifos, user.uid);
+    }
+  }
+
+  /**
+   * Sends the controller the script `scriptFor(ready)` (with `send`, else as commands go) and
+   * waits for its `ready` line on stdout (and on stderr too with `on: "both"`); answers the rest
+   * of the stdout line.
+   */
+  async #ask(
+    scriptFor: (ready: string) => string,
+    on: "stdout" | "both",
+    send: (script: string) => void = (script) => this.#write(script),
+  ): Promise<string | undefined> {
     const ready = `__mediagate_ready_${randomHex(8)}__`;
     const out = new MarkerScanner(ready, () => {});
     const err = new MarkerScanner(ready, () => {});
-    err.trailer = "";
+    if (on === "stdout") err.trailer = "";
     await new Promise<void>((resolve) => {
       this.#running = { out, err, settle: resolve };
-      const umask = this.#user === undefined ? undefined : SessionUmask;
-      this.#stream.write(
-        sessionHash === undefined
-          ? controllerReady(ready)
-          : how === "open"
-            ? controllerInit(sessionHash, ready, umask)
-            : this.#user === undefined
-              ? `${CommandsAsScripts}\n${controllerBind(sessionHash, ready, umask)}`
-              : controllerBind(sessionHash, ready, umask),
-      );
+      send(scriptFor(ready));
     });
     this.#running = undefined;
-    const pid = Number.parseInt(out.trailer?.trim() ?? "", 10);
-    if (!this.#alive || Number.isNaN(pid)) throw new Error("the session shell did not start");
-    this.#controllerPid = pid;
+    return out.trailer;
+  }
+
+  /**
+   * Opens the channel's FIFOs on the host and moves the controller to them; when they cannot
+   * be opened (not made, or not the session's FIFOs), removes them and keeps the exec's stream.
+   */
+  async #moveToChannel(registry: string, fifos: ChannelFifos, uid: number): Promise<void> {
+    let channel: Channel;
+    try {
+      channel = await openChannel(registry, fifos, uid);
+    } catch {
+      this.#stream.write(channelDrop(fifos));
+      return;
+    }
+    const { output, errors } = channel;
+    output.on("data", (chunk: Buffer) => this.#received(StreamType.stdout, chunk));
+    errors.on("data", (chunk: Buffer) => this.#received(StreamType.stderr, chunk));
+    for (const end of [channel.input, output, errors]) end.on("error", this.#died);
+    // Every writer gone (the controller and its jobs): nothing more can come.
+    for (const read of [output, errors]) read.on("end", () => read.destroy());
+    this.#channel = channel;
+    // Sent on the exec's stream, which the controller reads until the switch; it answers on
+    // its FIFOs.
+    await this.#ask(
+      (ready) => channelSwitch(fifos, ready),
+      "both",
+      (script) => this.#stream.write(script),
+    );
+    if (!this.#alive) throw new Error("the session shell did not start");
+    channel.release();
   }
 
   /**
@@ -229,7 +321,7 @@ export class SessionShell {
     const timeoutMs = options.timeoutMs ?? Defaults.execTimeoutMs;
     try {
       const sent = options.signal?.aborted !== true;
-      if (sent) this.#stream.write(controllerCommand(spec, end));
+      if (sent) this.#write(controllerCommand(spec, end));
       try {
         await deadline(finished, { timeoutMs, what: "session command", signal: options.signal });
       } catch {
@@ -333,16 +425,32 @@ export class SessionShell {
     this.#alive = false;
     if (!this.#stream.destroyed) {
       const ended = streamEnded(this.#stream);
+      this.#closeChannel();
       this.#stream.end();
       await settledWithin(ended, timeoutMs);
     }
+    this.#closeChannel();
     this.#stream.destroy();
   }
 
   /** Closes the controller's stdin and the connection; the controller exits on EOF. */
   close(): void {
     this.#alive = false;
+    this.#closeChannel();
     this.#stream.end();
     this.#stream.destroy();
+  }
+
+  /**
+   * Closes the gateway's end of the controller's stdin, which had no other writer: the
+   * controller reads its end and exits. Its output and errors are read on (and dropped) until
+   * nothing writes to them any more: a job it left running keeps its output, as on the exec's
+   * stream (`Channel`).
+   */
+  #closeChannel(): void {
+    const channel = this.#channel;
+    if (channel === undefined) return;
+    channel.input.destroy();
+    channel.release();
   }
 }

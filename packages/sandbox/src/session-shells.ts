@@ -11,6 +11,7 @@ import { randomHex } from "./random-hex.js";
 import { sessionHash } from "./session-hash.js";
 import { SessionShell } from "./session-shell.js";
 import type { SessionUsers } from "./session-users.js";
+import { registryOnHost } from "./shell-channel.js";
 import {
   CommandMarker,
   commandEndMarker,
@@ -69,6 +70,13 @@ function settle(containerId: string): void {
   }
 }
 
+/**
+ * The host's view of each container's registry (`registryOnHost`), asked once per container;
+ * the oldest forgotten past `Defaults.sessionUserCacheEntries` (the engine gives a new
+ * container a new id, so an entry never goes stale, it only stops being asked for).
+ */
+const registries = new Map<string, Promise<string | undefined>>();
+
 /** Any process a session or a one-shot exec started (root mode: found by its marker). */
 const AnySessionMarker = `^(${SessionMarker}|${CommandMarker}|${ExecMarker})=`;
 
@@ -81,6 +89,8 @@ export interface SessionShellsOptions {
   readonly users: SessionUsers;
   /** The sandbox's clock: how recently a shell was used. */
   readonly now: () => number;
+  /** `SandboxSettings.shellChannel`; default `auto`. */
+  readonly channel?: "auto" | "exec" | undefined;
   readonly onWarning?: ((message: string, cause?: unknown) => void) | undefined;
 }
 
@@ -107,6 +117,7 @@ export class SessionShells {
   readonly #maxOpen: number;
   readonly #users: SessionUsers;
   readonly #now: () => number;
+  readonly #channel: boolean;
   readonly #onWarning: ((message: string, cause?: unknown) => void) | undefined;
   readonly #entries = new Map<string, Entry>();
   /** Warm containers' shells made ahead, by container, for the first session to run there. */
@@ -122,7 +133,28 @@ export class SessionShells {
     this.#maxOpen = options.maxOpenShells;
     this.#users = options.users;
     this.#now = options.now;
+    this.#channel = options.mode.perSession && options.channel !== "exec";
     this.#onWarning = options.onWarning;
+  }
+
+  /**
+   * Where this sandbox's shells in `containerId` find their channel's FIFOs on the host
+   * (`shell-channel.ts`); `undefined` when they keep the exec's stream: root mode,
+   * `shellChannel: exec`, or a registry the gateway cannot reach.
+   */
+  async registryOf(containerId: string): Promise<string | undefined> {
+    if (!this.#channel) return undefined;
+    let found = registries.get(containerId);
+    if (found === undefined) {
+      found = registryOnHost(this.#docker, containerId);
+      registries.set(containerId, found);
+      if (registries.size > Defaults.sessionUserCacheEntries) {
+        registries.delete(registries.keys().next().value as string);
+      }
+      // A failed look (the container going away) is not remembered.
+      found.catch(() => registries.delete(containerId));
+    }
+    return found.catch(() => undefined);
   }
 
   /** Serialises `fn` with the session's other calls in `slot`. */
@@ -267,7 +299,14 @@ export class SessionShells {
     if (!(await this.#makeRoom(containerId))) return undefined;
     const shells = shellsIn(containerId);
     try {
-      const shell = await SessionShell.open(this.#docker, containerId, session.hash, session.user);
+      const registry = await this.registryOf(containerId);
+      const shell = await SessionShell.open(
+        this.#docker,
+        containerId,
+        session.hash,
+        session.user,
+        registry,
+      );
       const entry: Entry = {
         slot: session.slot,
         sessionKey: session.sessionKey,

@@ -62,8 +62,52 @@ export const SessionUmask = "002";
  * Sent once to a fresh controller shell: {@link CommandFunction} on its first line, then
  * {@link controllerBind}'s set-up.
  */
-export function controllerInit(sessionHash: string, ready: string, umask?: string): string {
-  return `${CommandFunction}\n${controllerBind(sessionHash, ready, umask)}`;
+export function controllerInit(
+  sessionHash: string,
+  ready: string,
+  umask?: string,
+  fifos?: ChannelFifos,
+): string {
+  return `${CommandFunction}\n${controllerBind(sessionHash, ready, umask, fifos)}`;
+}
+
+/** The FIFOs a controller makes for its channel (`shell-channel.ts`), as the container names them. */
+export interface ChannelFifos {
+  readonly input: string;
+  readonly output: string;
+  readonly errors: string;
+}
+
+function fifoWords(fifos: ChannelFifos): string {
+  return [fifos.input, fifos.output, fifos.errors].map(shellQuote).join(" ");
+}
+
+/**
+ * Makes the channel's FIFOs, readable and writable by the session's uid alone; says nothing
+ * when it cannot (no `mkfifo` in the image, a full registry): the gateway then finds none to
+ * open and the shell keeps the exec's stream.
+ */
+function makeFifos(fifos: ChannelFifos): string {
+  const words = fifoWords(fifos);
+  return `rm -f -- ${words} 2>/dev/null; mkfifo -m 0600 -- ${words} 2>/dev/null\n`;
+}
+
+/**
+ * Moves the controller's stdin, stdout and stderr to the channel's FIFOs, which the gateway has
+ * open, removes their names (nothing else may open them, and nothing is left behind when the
+ * shell ends), and reports `ready` on both new outputs.
+ */
+export function channelSwitch(fifos: ChannelFifos, ready: string): string {
+  const words = fifoWords(fifos);
+  return `exec <${shellQuote(fifos.input)} >${shellQuote(fifos.output)} 2>${shellQuote(fifos.errors)}
+rm -f -- ${words}
+printf '%s\\n' ${shellQuote(ready)}; printf '%s\\n' ${shellQuote(ready)} >&2
+`;
+}
+
+/** Removes the channel's FIFOs the gateway could not open (the shell keeps the exec's stream). */
+export function channelDrop(fifos: ChannelFifos): string {
+  return `rm -f -- ${fifoWords(fifos)} 2>/dev/null\n`;
 }
 
 /**
@@ -75,11 +119,16 @@ export function controllerInit(sessionHash: string, ready: string, umask?: strin
  * command's environment is exactly the state file), and reports the controller's pid after
  * `ready`.
  */
-export function controllerBind(sessionHash: string, ready: string, umask?: string): string {
+export function controllerBind(
+  sessionHash: string,
+  ready: string,
+  umask?: string,
+  fifos?: ChannelFifos,
+): string {
   return `${umask === undefined ? "" : `umask ${umask}\n`}${openState(sessionHash)}
 export -p >"$__mg_s.boot"
 while IFS= read -r __mg_l; do case $__mg_l in "export "*=*) __mg_n=\${__mg_l#export }; unset "\${__mg_n%%=*}" 2>/dev/null;; esac; done <"$__mg_s.boot"
-printf '%s %s\\n' ${shellQuote(ready)} "$$"
+${fifos === undefined ? "" : makeFifos(fifos)}printf '%s %s\\n' ${shellQuote(ready)} "$$"
 `;
 }
 

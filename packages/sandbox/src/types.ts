@@ -126,6 +126,14 @@ export interface SandboxSettings {
    * with its state. Default: derived from `pidsLimit` and `memoryBytes` (`maxOpenShellsOf`).
    */
   readonly maxOpenShells?: number | undefined;
+  /**
+   * How a session shell gets its commands and gives its output (docs/sandbox.md, "How commands
+   * reach the shell"): `auto` (the default) through FIFOs in the session's private state
+   * directory when the gateway can reach the container's registry volume on this host and the
+   * sessions have uids of their own, else through the exec's stream; `exec` always through the
+   * exec's stream.
+   */
+  readonly shellChannel?: "auto" | "exec" | undefined;
 }
 
 export interface ExecOptions {

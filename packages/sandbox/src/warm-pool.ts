@@ -189,7 +189,11 @@ export class WarmPool {
     // The first session's uid and shell, ready too: its first command then costs no exec.
     // Bounded, as the provision is: a claim may be waiting for this fill. One that comes
     // after its bound is closed.
-    const preparing = PreparedSession.prepare(ctx.docker, containerId, ctx.users, ctx.sessionUsers);
+    const preparing = ctx.shells
+      .registryOf(containerId)
+      .then((registry) =>
+        PreparedSession.prepare(ctx.docker, containerId, ctx.users, ctx.sessionUsers, registry),
+      );
     const ahead = await deadline(preparing, {
       timeoutMs: Defaults.shellOpenTimeoutMs,
       what: "preparing a warm container's shell",

@@ -7,7 +7,10 @@ import type { Readable } from "node:stream";
 import type { Schedule } from "@mediagate/io";
 import type Docker from "dockerode";
 import { expect } from "vitest";
-import { testDockerHost, testWarmPool } from "../../../test-support/engine.js";
+import { testDockerHost, testShellChannel, testWarmPool } from "../../../test-support/engine.js";
+
+export { testShellChannel };
+
 import { waitFor, waitUntil } from "../../../test-support/wait.js";
 import { dockerOf } from "../src/docker-client.js";
 import {
@@ -88,7 +91,11 @@ export async function fixture(options: { home?: string; profile?: string } = {})
     owner: { install, profile },
     sandbox(overrides = {}, extra = {}) {
       const warmPool = testWarmPool();
-      const pooled = warmPool > 0 ? { persistent: false, warmPool, ...overrides } : overrides;
+      const channel = testShellChannel() === "exec" ? { shellChannel: "exec" as const } : {};
+      const pooled =
+        warmPool > 0
+          ? { persistent: false, warmPool, ...channel, ...overrides }
+          : { ...channel, ...overrides };
       const sandbox = new Sandbox({
         engine: testEngine(),
         profile,

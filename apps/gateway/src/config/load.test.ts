@@ -112,6 +112,20 @@ describe("resolveConfig", () => {
     );
   });
 
+  it("lets the shells use their FIFOs by default, takes exec and names a bad channel", () => {
+    const [defaults] = resolveConfig({}, { env }).profiles;
+    expect(defaults?.sandbox.shellChannel).toBe("auto");
+    const exec = resolveConfig(
+      { profiles: [{ name: "default", sandbox: { shellChannel: "exec" } }] },
+      { env },
+    );
+    expect(exec.profiles[0]?.sandbox.shellChannel).toBe("exec");
+    const bad = errorOf({ profiles: [{ name: "default", sandbox: { shellChannel: "fifo" } }] });
+    expect(bad.message).toContain(
+      'profiles[0].sandbox.shellChannel: got "fifo", expected one of "auto", "exec"',
+    );
+  });
+
   it("keeps a warm pool of one by default, takes a size and names a bad one", () => {
     const [defaults] = resolveConfig({}, { env }).profiles;
     expect(defaults?.sandbox.warmPool).toBe(1);

@@ -408,6 +408,7 @@ function resolveProfile(entry: ProfileFile, root: string, baseDir: string): Prof
     nanoCpus: s.nanoCpus,
     pidsLimit: s.pidsLimit ?? d.pidsLimit,
     maxOpenShells: s.maxOpenShells,
+    shellChannel: s.shellChannel ?? "auto",
     warmPool: s.warmPool ?? d.warmPool,
     tmpfsBytes: s.tmpfsBytes ?? d.tmpfsBytes,
     scratchBytes: s.scratchBytes ?? d.scratchBytes,

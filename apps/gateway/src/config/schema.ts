@@ -304,6 +304,7 @@ const sandboxSchema = z.strictObject({
   nanoCpus: positiveInt.optional(),
   pidsLimit: positiveInt.optional(),
   maxOpenShells: positiveInt.optional(),
+  shellChannel: z.enum(["auto", "exec"], { error: 'a shell channel: "auto" or "exec"' }).optional(),
   warmPool: z
     .number()
     .int({ error: "a whole number of containers" })

@@ -57,6 +57,7 @@ const ShownKeys: ReadonlySet<string> = new Set([
   "afterSeconds",
   "everySeconds",
   "maxOpenShells",
+  "shellChannel",
   "warmPool",
   "drainTimeoutSeconds",
   "ambiguousSends",
