@@ -17,8 +17,17 @@
  *                (`eval`), sets the trap that saves the state and calls the function
  *   whole        what the session shell runs for `echo hi` (`controllerCommand`): subshell,
  *                state, markers, the command's function with the trap that saves the state
+ * then the same shell moved to FIFOs in a directory bound from the host (as the session
+ * shell's channel, `packages/sandbox/src/shell-channel.ts`), and again:
+ *   fifo_relay   `printf` of the end marker through the FIFOs, no engine on the way
+ *   fifo_whole   `whole` through the FIFOs
  */
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { chmodSync, constants, mkdtempSync, openSync, rmSync } from "node:fs";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { controllerCommand, controllerInit } from "@mediagate/sandbox";
 import Docker from "dockerode";
@@ -48,14 +57,25 @@ $__mg_c
 };
 
 const docker = new Docker();
+// The FIFOs' directory, bound to /chan in the container.
+const chan = mkdtempSync(join(tmpdir(), "mg-bench-chan-"));
+chmodSync(chan, 0o755);
+execFileSync("mkfifo", ["-m", "0600", join(chan, "i"), join(chan, "o"), join(chan, "e")]);
 const container = await docker.createContainer({
   Image: image,
   Cmd: ["sleep", "3600"],
   name: `mg-bench-shell-cost-${randomBytes(4).toString("hex")}`,
   // \`/run/mediagate\` is a tmpfs in a sandbox container (docs/sandbox.md): the session's state.
-  HostConfig: { AutoRemove: false, Tmpfs: { "/run/mediagate": "mode=0711" } },
+  HostConfig: {
+    AutoRemove: false,
+    Tmpfs: { "/run/mediagate": "mode=0711" },
+    Binds: [`${chan}:/chan`],
+  },
 });
-const cleanUp = () => container.remove({ force: true }).catch(() => undefined);
+const cleanUp = async () => {
+  await container.remove({ force: true }).catch(() => undefined);
+  rmSync(chan, { recursive: true, force: true });
+};
 process.once("SIGINT", () => void cleanUp().then(() => process.exit(130)));
 try {
   await container.start();
@@ -74,7 +94,7 @@ try {
   })) as Duplex;
   let waiting: (() => void) | undefined;
   let seen = "";
-  stream.on("data", (chunk: Buffer) => {
+  const received = (chunk: Buffer) => {
     // The multiplexed frames' headers are binary: only whether the marker arrived matters.
     seen += chunk.toString("latin1");
     if (seen.includes(`${End}\n`) && waiting !== undefined) {
@@ -83,17 +103,19 @@ try {
       waiting = undefined;
       done();
     }
-  });
+  };
+  stream.on("data", received);
+  let input: { write(line: string): unknown } = stream;
   const roundTrip = (line: string) =>
     new Promise<void>((resolve) => {
       waiting = resolve;
-      stream.write(`${line}\n`);
+      input.write(`${line}\n`);
     });
   // The session's state as the session shell sets it up (root mode), and the bare variants'.
   await roundTrip(
     `${controllerInit(hash, "READY")}mkdir -p /dev/shm/mg-bench && export -p >${state}; printf '${End}\\n'`,
   );
-  for (const [name, script] of Object.entries(variants)) {
+  const measure = async (name: string, script: string) => {
     for (let i = 0; i < 50; i++) await roundTrip(script);
     const samples: number[] = [];
     for (let i = 0; i < calls; i++) {
@@ -111,7 +133,20 @@ try {
       n: calls,
     };
     process.stdout.write(`${JSON.stringify(line)}\n`);
-  }
+  };
+  for (const [name, script] of Object.entries(variants)) await measure(name, script);
+  // The shell moved to the FIFOs, opened here first (read and write: no open waits).
+  const fd = (name: string) => openSync(join(chan, name), constants.O_RDWR | constants.O_NONBLOCK);
+  const fifoIn = new net.Socket({ fd: fd("i"), readable: false, writable: true });
+  const fifoOut = new net.Socket({ fd: fd("o"), readable: true, writable: false });
+  const fifoErr = new net.Socket({ fd: fd("e"), readable: true, writable: false });
+  fifoOut.on("data", received);
+  fifoErr.on("data", received);
+  await roundTrip(`exec </chan/i >/chan/o 2>/chan/e; printf '${End}\\n'`);
+  input = fifoIn;
+  await measure("fifo_relay", variants.relay!);
+  await measure("fifo_whole", variants.whole!);
+  for (const socket of [fifoIn, fifoOut, fifoErr]) socket.destroy();
   stream.end();
   stream.destroy();
 } finally {
