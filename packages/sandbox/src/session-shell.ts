@@ -197,11 +197,6 @@ export class SessionShell {
     return this.#controllerPid;
   }
 
-  /** How commands reach the controller: `fifo` (its channel) or `exec` (the exec's stream). */
-  get channel(): "fifo" | "exec" {
-    return this.#channel === undefined ? "exec" : "fifo";
-  }
-
   /**
    * Sends the controller its set-up for `sessionHash` (none: only the ready line); `bind` for
    * a blank controller, which has its first line ({@link controllerReady}) already. With the
