@@ -100,8 +100,6 @@ export class PreparedSession {
   readonly #shell: SessionShell;
   readonly #user: ExecUser | undefined;
   readonly #handOver: HandOver | undefined;
-  /** Where the shell finds its channel's FIFOs once bound (`SessionShells#registryOf`). */
-  readonly #registry: string | undefined;
 
   private constructor(
     containerId: string,
@@ -109,19 +107,18 @@ export class PreparedSession {
     shell: SessionShell,
     user: ExecUser | undefined,
     handOver: HandOver | undefined,
-    registry: string | undefined,
   ) {
     this.containerId = containerId;
     this.#placeholder = placeholder;
     this.#shell = shell;
     this.#user = user;
     this.#handOver = handOver;
-    this.#registry = registry;
   }
 
   /**
    * Claims the placeholder's uid (per-session mode), opens the blank shell and the hand-over;
-   * `registry` is where the shell will find its channel once bound (none: the exec's stream).
+   * with `registry` (`SessionShells#registryOf`) the shell moves to its channel's FIFOs in the
+   * placeholder's state directory now, not on the session's first command.
    */
   static async prepare(
     docker: Docker,
@@ -133,13 +130,14 @@ export class PreparedSession {
     const placeholder = randomHex(32);
     if (!mode.perSession) {
       const shell = await SessionShell.openBlank(docker, containerId);
-      return new PreparedSession(containerId, placeholder, shell, undefined, undefined, undefined);
+      return new PreparedSession(containerId, placeholder, shell, undefined, undefined);
     }
     const user = await users.claim(containerId, placeholder);
     const handOver = await HandOver.start(docker, containerId, placeholder, user.uid);
     try {
-      const shell = await SessionShell.openBlank(docker, containerId, user);
-      return new PreparedSession(containerId, placeholder, shell, user, handOver, registry);
+      const channel = registry === undefined ? undefined : { registry, dir: placeholder };
+      const shell = await SessionShell.openBlank(docker, containerId, user, channel);
+      return new PreparedSession(containerId, placeholder, shell, user, handOver);
     } catch (error) {
       handOver.close();
       throw error;
@@ -162,7 +160,7 @@ export class PreparedSession {
         await this.#handOver.give(sessionHash, this.#user.uid);
         users.handedOver(this.containerId, this.#placeholder, sessionHash, this.#user);
       }
-      await this.#shell.bind(sessionHash, this.#registry);
+      await this.#shell.bind(sessionHash);
       return this.#shell;
     } catch (error) {
       this.close();

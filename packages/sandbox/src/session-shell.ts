@@ -123,7 +123,8 @@ export class SessionShell {
     registry?: string,
   ): Promise<SessionShell> {
     const shell = await SessionShell.#exec(docker, containerId, sessionHash, user);
-    await shell.#bounded(shell.#start(sessionHash, "open", registry));
+    const channel = registry === undefined ? undefined : { registry, dir: sessionHash };
+    await shell.#bounded(shell.#start(sessionHash, "open", channel));
     return shell;
   }
 
@@ -132,15 +133,19 @@ export class SessionShell {
    * container's, docs/sandbox.md "Warm pool"): it runs nothing until {@link bind} names its
    * session. Its process carries no session marker, so a kill aimed at sessions' processes by
    * marker (`/stop all` in root mode) does not count it; the commands it runs once bound carry
-   * their session's, as every command does.
+   * their session's, as every command does. With `channel` (per-session mode: the registry's
+   * host path and the placeholder session whose state directory the uid owns already), it
+   * moves to its FIFOs now, so that binding it costs nothing more: the names are gone once
+   * open, and the directory's rename to the session's leaves the open FIFOs as they are.
    */
   static async openBlank(
     docker: Docker,
     containerId: string,
     user?: ExecUser,
+    channel?: { readonly registry: string; readonly dir: string },
   ): Promise<SessionShell> {
     const shell = await SessionShell.#exec(docker, containerId, "", user);
-    await shell.#bounded(shell.#start(undefined));
+    await shell.#bounded(shell.#start(undefined, "open", channel));
     return shell;
   }
 
@@ -149,9 +154,9 @@ export class SessionShell {
    * (umask, the session's state file, the controller's environment emptied). In per-session
    * mode the session's state directory must be the shell's uid's already.
    */
-  async bind(sessionHash: string, registry?: string): Promise<void> {
+  async bind(sessionHash: string): Promise<void> {
     if (this.#sessionHash !== "") throw new Error("the session shell serves a session already");
-    await this.#bounded(this.#start(sessionHash, "bind", registry));
+    await this.#bounded(this.#start(sessionHash, "bind"));
     this.#sessionHash = sessionHash;
   }
 
@@ -199,24 +204,25 @@ export class SessionShell {
 
   /**
    * Sends the controller its set-up for `sessionHash` (none: only the ready line); `bind` for
-   * a blank controller, which has its first line ({@link controllerReady}) already. With the
-   * host's view of the registry (per-session mode), the set-up makes the channel's FIFOs and
-   * the controller then moves to them ({@link #moveToChannel}).
+   * a blank controller, which has its first line ({@link controllerReady}) already. With
+   * `channel` (per-session mode: the host's view of the registry, and the session whose state
+   * directory holds the FIFOs), the set-up makes the channel's FIFOs and the controller then
+   * moves to them ({@link #moveToChannel}).
    */
   async #start(
     sessionHash: string | undefined,
     how: "open" | "bind" = "open",
-    registry?: string,
+    channel?: { readonly registry: string; readonly dir: string },
   ): Promise<void> {
     const user = this.#user;
     const fifos =
-      sessionHash === undefined || registry === undefined || user === undefined
+      channel === undefined || user === undefined
         ? undefined
-        : channelFifos(sessionHash, randomHex(6));
+        : channelFifos(channel.dir, randomHex(6));
     const umask = user === undefined ? undefined : SessionUmask;
     const out = await this.#ask(
       sessionHash === undefined
-        ? (ready) => controllerReady(ready)
+        ? (ready) => controllerReady(ready, fifos)
         : how === "open"
           ? (ready) => controllerInit(sessionHash, ready, umask, fifos)
           : user === undefined
@@ -227,8 +233,8 @@ export class SessionShell {
     const pid = Number.parseInt(out?.trim() ?? "", 10);
     if (!this.#alive || Number.isNaN(pid)) throw new Error("the session shell did not start");
     this.#controllerPid = pid;
-    if (fifos !== undefined && registry !== undefined && user !== undefined) {
-      await this.#moveToChannel(registry, fifos, user.uid);
+    if (fifos !== undefined && channel !== undefined && user !== undefined) {
+      await this.#moveToChannel(channel.registry, fifos, user.uid);
     }
   }
 

@@ -136,8 +136,8 @@ ${fifos === undefined ? "" : makeFifos(fifos)}printf '%s %s\\n' ${shellQuote(rea
  * Sent once to a blank controller (a warm container's): {@link CommandFunction} on its first
  * line, then only its pid after `ready`.
  */
-export function controllerReady(ready: string): string {
-  return `${CommandFunction}\nprintf '%s %s\\n' ${shellQuote(ready)} "$$"\n`;
+export function controllerReady(ready: string, fifos?: ChannelFifos): string {
+  return `${CommandFunction}\n${fifos === undefined ? "" : makeFifos(fifos)}printf '%s %s\\n' ${shellQuote(ready)} "$$"\n`;
 }
 
 /**

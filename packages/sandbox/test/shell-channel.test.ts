@@ -1,5 +1,13 @@
 import { execFileSync } from "node:child_process";
-import { chownSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chownSync,
+  mkdirSync,
+  mkdtempSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,6 +16,7 @@ import { Defaults, type Sandbox, sessionHash } from "../src/index.js";
 import { openChannel } from "../src/shell-channel.js";
 import { StateDir } from "../src/shell-scripts.js";
 import {
+  docker,
   type Fixture,
   fixture,
   manualTimers,
@@ -55,18 +64,39 @@ describe.skipIf(testShellChannel() === "exec")("the channel of a per-session she
     expect(mixed).toMatchObject({ exitCode: 7, stdout: "out\n", stderr: "err\n" });
   });
 
-  it("moves a warm container's shell, made before its session was known, to the session's FIFOs", async () => {
+  it("moves a warm container's shell to its FIFOs before its session is known", async () => {
     const sandbox = fx.sandbox(
       { persistent: false, orphanReaper: false, warmPool: 1 },
       { schedule: manualTimers().schedule },
     );
     await sandbox.warmUp();
     const [warm] = sandbox.warmContainers();
+    // Its shell, made ahead (in the background), reads a FIFO already, in the directory of the
+    // placeholder it claimed. Read from the host: root in the container may not look at the
+    // descriptors of a process of another uid.
+    const movedShells = async () => {
+      const top = (await docker.getContainer(warm!).top({ ps_args: "-o pid,comm" })) as {
+        Processes: string[][] | null;
+      };
+      const shells = (top.Processes ?? []).filter((row) => row[1] === "sh");
+      const inputs = shells.map((row) => {
+        try {
+          return readlinkSync(`/proc/${row[0]}/fd/0`);
+        } catch {
+          return "";
+        }
+      });
+      return inputs.filter((input) => /\/c[0-9a-f]+i \(deleted\)$/.test(input));
+    };
+    await waitUntil(async () => (await movedShells()).length === 1, "the shell made ahead moved");
     const { containerId } = await sandbox.acquire("session:fifo-warm");
     expect(containerId).toBe(warm);
+    // The same FIFO, its directory renamed the session's.
     const input = await shellInput(sandbox, "session:fifo-warm", "ken");
     expect(input).toMatch(ViaFifo);
     expect(input).toContain(`${StateDir}/${sessionHash("ken")}/`);
+    const mixed = await sandbox.run("session:fifo-warm", "ken", "echo out; echo err >&2; exit 7");
+    expect(mixed).toMatchObject({ exitCode: 7, stdout: "out\n", stderr: "err\n" });
     await sandbox.shutdown();
   });
 
