@@ -29,13 +29,6 @@ export function dockerHostVariable(): { DOCKER_HOST?: string } {
 }
 
 /**
- * The warm pool size the sandbox suites run with (`MEDIAGATE_TEST_WARM_POOL`, default 0: off).
- * Above 0, the sandboxes the suites' fixtures make are per-session (`persistent: false`, unless a
- * test sets it) with that pool, warmed as they are made, so every new slot of a test claims a
- * warm container: the isolation and fault suites run again with the pool on
- * (`pnpm --filter @mediagate/sandbox test:warm-pool`).
- */
-/**
  * `MEDIAGATE_TEST_SHELL_CHANNEL=exec` runs the sandbox tests with `shellChannel: "exec"` (the
  * long suite's second run of the shell and isolation tests); `auto` (the default) otherwise.
  */
@@ -43,6 +36,13 @@ export function testShellChannel(): "auto" | "exec" {
   return process.env.MEDIAGATE_TEST_SHELL_CHANNEL === "exec" ? "exec" : "auto";
 }
 
+/**
+ * The warm pool size the sandbox suites run with (`MEDIAGATE_TEST_WARM_POOL`, default 0: off).
+ * Above 0, the sandboxes the suites' fixtures make are per-session (`persistent: false`, unless a
+ * test sets it) with that pool, warmed as they are made, so every new slot of a test claims a
+ * warm container: the isolation and fault suites run again with the pool on
+ * (`pnpm --filter @mediagate/sandbox test:warm-pool`).
+ */
 export function testWarmPool(): number {
   const size = Number(process.env.MEDIAGATE_TEST_WARM_POOL ?? "0");
   return Number.isSafeInteger(size) && size > 0 ? size : 0;
