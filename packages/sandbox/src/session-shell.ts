@@ -85,21 +85,19 @@ export class SessionShell {
     this.#stream = stream;
     const decoder = new FrameDecoder((type, payload) => this.#received(type, payload));
     stream.on("data", (chunk: Buffer) => decoder.push(chunk));
-    const died = () => {
-      if (!this.#alive && this.#running === undefined) return;
-      this.#alive = false;
-      // On the channel, what the controller wrote before it ended is in the FIFOs already (the
-      // engine reports the end long after): read it first, then settle.
-      if (this.#channel === undefined) this.#running?.settle();
-      else setImmediate(() => this.#running?.settle());
-    };
-    stream.once("end", died);
-    stream.once("close", died);
-    stream.on("error", died);
-    this.#died = died;
+    stream.once("end", this.#died);
+    stream.once("close", this.#died);
+    stream.on("error", this.#died);
   }
 
-  readonly #died: () => void;
+  /** The controller ended (its exec's stream, or one of its FIFOs, failed or ended). */
+  readonly #died = (): void => {
+    this.#alive = false;
+    // On the channel, what the controller wrote before it ended is in the FIFOs already (the
+    // engine reports the end long after): read it first, then settle.
+    if (this.#channel === undefined) this.#running?.settle();
+    else setImmediate(() => this.#running?.settle());
+  };
 
   /** Output of the controller: `type` is the stream it came on (`StreamType`). */
   #received(type: number, payload: Buffer): void {
@@ -215,10 +213,16 @@ export class SessionShell {
     channel?: { readonly registry: string; readonly dir: string },
   ): Promise<void> {
     const user = this.#user;
-    const fifos =
+    // The channel needs a uid of the session's own (shell-channel.ts).
+    const move =
       channel === undefined || user === undefined
         ? undefined
-        : channelFifos(channel.dir, randomHex(6));
+        : {
+            registry: channel.registry,
+            fifos: channelFifos(channel.dir, randomHex(6)),
+            uid: user.uid,
+          };
+    const fifos = move?.fifos;
     const umask = user === undefined ? undefined : SessionUmask;
     const out = await this.#ask(
       sessionHash === undefined
@@ -233,9 +237,7 @@ export class SessionShell {
     const pid = Number.parseInt(out?.trim() ?? "", 10);
     if (!this.#alive || Number.isNaN(pid)) throw new Error("the session shell did not start");
     this.#controllerPid = pid;
-    if (fifos !== undefined && channel !== undefined && user !== undefined) {
-      await this.#moveToChannel(channel.registry, fifos, user.uid);
-    }
+    if (move !== undefined) await this.#moveToChannel(move.registry, move.fifos, move.uid);
   }
 
   /**
@@ -424,13 +426,12 @@ export class SessionShell {
    */
   async closeAndWait(timeoutMs: number): Promise<void> {
     this.#alive = false;
+    this.#closeChannel();
     if (!this.#stream.destroyed) {
       const ended = streamEnded(this.#stream);
-      this.#closeChannel();
       this.#stream.end();
       await settledWithin(ended, timeoutMs);
     }
-    this.#closeChannel();
     this.#stream.destroy();
   }
 
@@ -445,8 +446,8 @@ export class SessionShell {
   /**
    * Closes the gateway's end of the controller's stdin, which had no other writer: the
    * controller reads its end and exits. Its output and errors are read on (and dropped) until
-   * nothing writes to them any more: a job it left running keeps its output, as on the exec's
-   * stream (`Channel`).
+   * nothing writes to them any more, so a job it left running does not die of SIGPIPE
+   * (`Channel`).
    */
   #closeChannel(): void {
     const channel = this.#channel;
