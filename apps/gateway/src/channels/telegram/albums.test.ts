@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import type { Update } from "grammy/types";
 import { describe, expect, it } from "vitest";
-import { albumOf, confirmableOffset, endsInAlbum, groupUpdates } from "./albums.js";
+import { albumOf, confirmableOffsets, endsInAlbum, groupUpdates } from "./albums.js";
 
 /** An update in chat `chat` from user `from`, in album `group` when given. */
 function update(id: number, group?: string, chat = 1, from = 7): Update {
@@ -116,28 +116,28 @@ describe("endsInAlbum", () => {
   });
 });
 
-describe("confirmableOffset", () => {
+describe("confirmableOffsets", () => {
   it("confirms everything once every unit is handled", () => {
     const units = groupUpdates([update(7), update(8, "a"), update(9, "a")]);
-    expect(confirmableOffset(units, 2, 7)).toBe(10);
+    expect(confirmableOffsets(units, 7)[2]).toBe(10);
   });
 
   it("confirms up to the first unhandled unit", () => {
     const units = groupUpdates([update(7), update(8, "a"), update(9, "a"), update(10)]);
-    expect(confirmableOffset(units, 1, 7)).toBe(8);
-    expect(confirmableOffset(units, 2, 7)).toBe(10);
+    expect(confirmableOffsets(units, 7)[1]).toBe(8);
+    expect(confirmableOffsets(units, 7)[2]).toBe(10);
   });
 
   it("confirms a handled album's head below an unhandled update, its tail only later", () => {
     // album [1, 3] handled, update 2 not yet: 3 is offered again, and known by its update id
     const units = groupUpdates([update(1, "a"), update(2), update(3, "a")]);
-    expect(confirmableOffset(units, 1, 1)).toBe(2);
-    expect(confirmableOffset(units, 2, 1)).toBe(4);
+    expect(confirmableOffsets(units, 1)[1]).toBe(2);
+    expect(confirmableOffsets(units, 1)[2]).toBe(4);
   });
 
   it("never goes back below the current offset", () => {
-    expect(confirmableOffset(groupUpdates([update(3)]), 0, 3)).toBe(3);
-    expect(confirmableOffset([], 0, 5)).toBe(5);
+    expect(confirmableOffsets(groupUpdates([update(3)]), 3)[0]).toBe(3);
+    expect(confirmableOffsets([], 5)[0]).toBe(5);
   });
 
   it("after any crash point, confirms no update of a unit not handled, and every update below it (property)", () => {
@@ -151,7 +151,13 @@ describe("confirmableOffset", () => {
       fc.property(batch, fc.nat(), (updates, cut) => {
         const units = groupUpdates(updates);
         const handled = cut % (units.length + 1);
-        const offset = confirmableOffset(units, handled, 1);
+        const offsets = confirmableOffsets(units, 1);
+        expect(offsets).toHaveLength(units.length + 1);
+        // Never lower for more handled units: the poller only ever moves its offset on.
+        for (let i = 1; i < offsets.length; i++) {
+          expect(offsets[i]).toBeGreaterThanOrEqual(offsets[i - 1] as number);
+        }
+        const offset = offsets[handled] as number;
         const pending = new Set(units.slice(handled).flat());
         for (const u of updates) {
           // below the offset: confirmed, so handled; at or above it: offered again

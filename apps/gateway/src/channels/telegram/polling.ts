@@ -13,7 +13,7 @@ import { type Api, GrammyError } from "grammy";
 import type { Update } from "grammy/types";
 import type { Logger } from "pino";
 import { Defaults } from "../../defaults.js";
-import { confirmableOffset, endsInAlbum, groupUpdates, type UpdateUnit } from "./albums.js";
+import { confirmableOffsets, endsInAlbum, groupUpdates, type UpdateUnit } from "./albums.js";
 import { failureFacts } from "./errors.js";
 import type { HealthTracker } from "./health.js";
 import { grammySignal } from "./send-media.js";
@@ -196,9 +196,10 @@ export class UpdatePoller {
         if (this.stopped) return;
       }
       const units = groupUpdates(updates);
+      const offsets = confirmableOffsets(units, this.offset);
       for (const [index, unit] of units.entries()) {
         if (!(await this.deliver(unit))) return;
-        this.offset = confirmableOffset(units, index + 1, this.offset);
+        this.offset = Math.max(this.offset, offsets[index + 1] as number);
       }
     }
   }
