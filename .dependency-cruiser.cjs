@@ -15,7 +15,7 @@ const Tests = "\\.test\\.ts$";
  */
 const Composition = `${Src}(gateway\\.ts|gateway/|index\\.ts|cli\\.ts|cli/)`;
 /** The shared modules at the root: they import no room. */
-const Shared = `${Src}(defaults|log|redact|printable|error-causes|error-summary)\\.ts$`;
+const Shared = `${Src}(defaults|log|log-levels|redact|printable|error-causes|error-summary)\\.ts$`;
 /** The contract every channel implements and the core talks to. */
 const ChannelContract = `${Src}channels/types\\.ts$`;
 /** The rooms below the pipeline: they never know who calls them. */
@@ -132,6 +132,24 @@ module.exports = {
       severity: "error",
       from: { path: Storage, pathNot: Tests },
       to: { path: Src, pathNot: [Storage, ChannelContract, Shared] },
+    },
+    {
+      name: "gateway-config-loads-light",
+      comment:
+        "Every CLI command, `--help` too, loads the config's schema: it takes the sandbox's " +
+        "constants from its light subpaths (`@mediagate/sandbox/defaults`, `/mount-points`), " +
+        "not the package with dockerode, and the log levels from log-levels.ts, not log.ts " +
+        "with pino (half of `mediagate --help`'s CPU before).",
+      severity: "error",
+      from: { path: `${Src}config/`, pathNot: Tests },
+      to: {
+        path: [
+          "^packages/sandbox/(src|dist)/index\\.[jt]s$",
+          "^@mediagate/sandbox$",
+          `${Src}log\\.ts$`,
+        ],
+        dependencyTypesNot: ["type-only"],
+      },
     },
   ],
   options: {

@@ -9,15 +9,11 @@ import {
 } from "pino";
 import { prettyFactory } from "pino-pretty";
 import { Defaults } from "./defaults.js";
+import { type LogLevel, LogLevels } from "./log-levels.js";
 import { Redacted, Redactor } from "./redact.js";
 
+export { type LogLevel, LogLevels } from "./log-levels.js";
 export type { Logger };
-
-/** pino's levels, most to least severe; `silent` logs nothing. */
-export const LogLevels = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
-
-/** One of {@link LogLevels}. */
-export type LogLevel = (typeof LogLevels)[number];
 
 /** How log lines are written: one JSON object per line, or pino-pretty's readable lines. */
 export type LogFormat = "json" | "pretty";

@@ -1,4 +1,4 @@
-import { Defaults as SandboxDefaults } from "@mediagate/sandbox";
+import { Defaults as SandboxDefaults } from "@mediagate/sandbox/defaults";
 import type { AmbiguousSends } from "../channels/telegram/errors.js";
 import type { TextFormat } from "../channels/types.js";
 import { Defaults } from "../defaults.js";

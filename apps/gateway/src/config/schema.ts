@@ -9,10 +9,10 @@ import {
   RegistryMountPoint,
   ScratchMountPoints,
   SlotMountPoints,
-} from "@mediagate/sandbox";
+} from "@mediagate/sandbox/mount-points";
 import { z } from "zod";
 import { WebhookSecretPattern, webhookUrlAllowed } from "../channels/telegram/webhook-settings.js";
-import { LogLevels } from "../log.js";
+import { LogLevels } from "../log-levels.js";
 import { approvalsSchema } from "./approvals-schema.js";
 import { clusterSchema } from "./cluster-schema.js";
 import { ConfigDefaults, ProfileNamePattern } from "./defaults.js";
