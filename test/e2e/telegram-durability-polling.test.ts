@@ -98,18 +98,27 @@ describe("TelegramChannel confirms an update only after it was recorded", () => 
 
   it("offers a rejected update again after a backoff, keeps later ones waiting, logs it once", async () => {
     const seen: string[] = [];
+    /** What the handler ran, as the gateway does: each only after the one ahead of it. */
+    const ran: string[] = [];
     let failures = 3;
+    // Both in one getUpdates answer: sent before the channel polls.
+    const first = fake.sendPrivateText({ text: "first" });
+    fake.sendPrivateText({ text: "second" });
     const channel = newChannel();
     await channel.start({
-      onMessage: async (message) => {
+      onMessage: async (message, options) => {
         seen.push(message.text);
         if (message.text === "first" && failures-- > 0) throw new Error("journal: disk full");
+        if (options?.after !== undefined && !(await options.after)) return;
+        ran.push(message.text);
       },
       onFatal: () => {},
     });
-    const first = fake.sendPrivateText({ text: "first" });
-    fake.sendPrivateText({ text: "second" });
-    await waitFor(() => expect(seen).toEqual(["first", "first", "first", "first", "second"]));
+    await waitFor(() => expect(ran).toEqual(["first", "second"]));
+    // The second was handed on at once, beside the first's first try, and waited for it.
+    expect(seen.slice(0, 2)).toEqual(["first", "second"]);
+    expect(seen.filter((text) => text === "first")).toHaveLength(4);
+    expect(seen.filter((text) => text === "second")).toHaveLength(1);
     expect(delays).toEqual([1000, 2000, 4000]);
     expect(healthAtWait[0]).toMatchObject({
       state: "retrying",
@@ -118,6 +127,43 @@ describe("TelegramChannel confirms an update only after it was recorded", () => 
     const errors = logLines().filter((l) => l.updateId === first.update_id && l.level === 50);
     expect(errors).toHaveLength(1);
     expect(channel.health().state).toBe("up");
+    await channel.stop();
+    expect(fake.pendingUpdates).toBe(0);
+  });
+
+  it("stopped while an update is not recorded, confirms neither it nor the ones after it", async () => {
+    fake.sendPrivateText({ text: "first" });
+    fake.sendPrivateText({ text: "second" });
+    const ran: string[] = [];
+    let secondRecorded = false;
+    // Its backoff ends only when the channel stops.
+    const first = newChannel({
+      sleep: (_ms, signal) =>
+        new Promise((_resolve, reject) =>
+          signal?.addEventListener("abort", () => reject(signal.reason), { once: true }),
+        ),
+    });
+    await first.start({
+      onMessage: async (message, options) => {
+        if (message.text === "first") throw new Error("journal: disk full");
+        secondRecorded = true;
+        if (options?.after !== undefined && !(await options.after)) return;
+        ran.push(message.text);
+      },
+      onFatal: () => {},
+    });
+    await waitFor(() => expect(secondRecorded).toBe(true));
+    await first.stop();
+    expect(ran).toEqual([]);
+
+    const received: string[] = [];
+    await newChannel().start({
+      onMessage: async (message) => void received.push(message.text),
+      onFatal: () => {},
+    });
+    await waitFor(() => expect(received).toEqual(["first", "second"]));
+    await channels[1]?.stop();
+    expect(fake.pendingUpdates).toBe(0);
   });
 });
 

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { UploadLimits } from "@mediagate/media";
 import { afterEach, describe, expect, it } from "vitest";
 import { testEnvironment } from "../../../test-support/engine.js";
+import { waitUntil } from "../../../test-support/wait.js";
 import type {
   ChannelAdapter,
   ChannelHealth,
@@ -39,7 +40,7 @@ class Inbox implements ChannelAdapter {
   started = 0;
   stopped = 0;
   constructor(readonly profile = "main") {}
-  onMessage: ((m: InboundMessage) => Promise<void>) | undefined;
+  onMessage: ChannelStartOptions["onMessage"] | undefined;
   recorded: ChannelStartOptions["recorded"];
   async start({ onMessage, recorded }: ChannelStartOptions): Promise<void> {
     this.started++;
@@ -146,6 +147,49 @@ describe("Gateway", () => {
     await gateway.idle();
     expect(runs()).toBe(2);
     await gateway.stop();
+  });
+
+  it("records a message handed on after another at once, and runs it only once that one was handed on", async () => {
+    const inbox = new Inbox("solo");
+    const gateway = await gatewayFor([{ name: "solo", allowedUsers: ["telegram:1"] }], inbox);
+    await gateway.start();
+    let handOn: (handed: boolean) => void = () => {};
+    const ahead = new Promise<boolean>((resolve) => {
+      handOn = resolve;
+    });
+    let done = false;
+    const receiving = inbox
+      .onMessage?.(dmFromUser1("solo", "20", "/status"), { after: ahead })
+      .then(() => {
+        done = true;
+      });
+    await waitUntil(
+      async () => (await inbox.recorded?.(["20"]))?.has("20") === true,
+      "the message recorded",
+    );
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(done).toBe(false);
+    expect(inbox.texts).toEqual([]);
+    handOn(true);
+    await receiving;
+    await gateway.idle();
+    expect(inbox.texts).toEqual(["⛔ /status is for admins only; nothing was done."]);
+
+    // The one ahead never handed on in this process: recorded, not run, and the next start
+    // runs it.
+    await inbox.onMessage?.(dmFromUser1("solo", "21", "/status"), {
+      after: Promise.resolve(false),
+    });
+    await gateway.idle();
+    expect(await inbox.recorded?.(["21"])).toEqual(new Set(["21"]));
+    expect(inbox.texts).toHaveLength(1);
+    await gateway.stop();
+    const next = new Inbox("solo");
+    const again = await Gateway.create(gateway.config, { channels: [next] });
+    await again.start();
+    await again.idle();
+    expect(next.texts).toEqual(["⛔ /status is for admins only; nothing was done."]);
+    await again.stop();
   });
 
   it("stop() lets a running turn drain, then aborts it once the drain bound passes", async () => {

@@ -127,9 +127,9 @@ export class Gateway {
     const recovered = await recover(this.#core);
     for (const channel of this.channels) {
       await channel.start({
-        onMessage: (message) => {
+        onMessage: (message, options) => {
           this.#idleCollection?.touch();
-          return received(this.#core, channel, message);
+          return received(this.#core, channel, message, options);
         },
         onChoice: (press) => this.#core.choices.press(press),
         onFatal: (error) => this.#onFatal(channel, error),

@@ -56,6 +56,7 @@ export type {
   DeliveryReport,
   InboundHandler,
   InboundMessage,
+  InboundOptions,
   OutboundReply,
   Platform,
   StatusMessages,

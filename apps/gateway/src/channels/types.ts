@@ -129,7 +129,20 @@ export class AttachmentFetchError extends MediagateError {
  * Telegram keeps the update and the channel offers the same message again after a backoff,
  * without taking later ones; Discord retries in memory and the next start's catch-up finds it.
  */
-export type InboundHandler = (message: InboundMessage) => Promise<void>;
+export type InboundHandler = (message: InboundMessage, options?: InboundOptions) => Promise<void>;
+
+/** What a channel may tell its {@link InboundHandler} beside the message. */
+export interface InboundOptions {
+  /**
+   * The channel's message ahead of this one, when the channel hands this one on before that
+   * one was handled (Telegram's poller hands on every update of a `getUpdates` answer at
+   * once, so that their records share one commit): resolves `true` once that one was handed
+   * on, `false` when it will not be in this process (the channel stopped first). The handler
+   * records this message at once and runs it only after that: order is kept. When it
+   * resolves `false`, this message stays recorded and not run, for the next start.
+   */
+  readonly after?: Promise<boolean> | undefined;
+}
 
 /** How a channel's connection to its platform is doing (docs/durability.md). */
 export type ChannelState =

@@ -1,5 +1,5 @@
 import { accessOf } from "../access-control/access.js";
-import type { ChannelAdapter, InboundMessage } from "../channels/types.js";
+import type { ChannelAdapter, InboundMessage, InboundOptions } from "../channels/types.js";
 import { PartlyRecordedError, StorageError } from "../durable/errors.js";
 import type { RecordResult } from "../durable/types.js";
 import { PostgresStoreError } from "../postgres/errors.js";
@@ -30,8 +30,9 @@ export function received(
   gateway: GatewayCore,
   channel: ChannelAdapter,
   message: InboundMessage,
+  options?: InboundOptions,
 ): Promise<void> {
-  const receiving = receive(gateway, channel, message);
+  const receiving = receive(gateway, channel, message, options);
   track(
     gateway,
     receiving.catch(() => {}),
@@ -47,12 +48,16 @@ export function received(
  * receipts were recorded with another message is not recorded and rejects with
  * {@link PartlyRecordedError}: its channel hands the rest on alone. An album's item
  * (`message.album`) waits for the rest of its album; any other message first runs the open
- * albums of its sender in that chat, so it comes after them.
+ * albums of its sender in that chat, so it comes after them. A message the channel handed on
+ * before the one ahead of it was handled (`options.after`) is recorded at once and runs only
+ * once that one was handed on; when that one will not be in this process, this one stays
+ * recorded, not run, and the next start runs it (docs/durability.md).
  */
 export async function receive(
   gateway: GatewayCore,
   channel: ChannelAdapter,
   message: InboundMessage,
+  options: InboundOptions = {},
 ): Promise<void> {
   if (!gateway.accepting)
     throw new Error("the gateway is stopping; the message is left unconfirmed");
@@ -78,6 +83,7 @@ export async function receive(
     );
     return;
   }
+  if (options.after !== undefined && !(await options.after)) return;
   if (message.album !== undefined) {
     gateway.albums.add({ channel, message, entryId: recorded.id, recovered: false });
     return;

@@ -59,8 +59,10 @@ export interface PollerDependencies {
    * Hands one update on, or the updates of one album together; resolves once every one of
    * them is recorded, now or before, or found not to be for the core (they are confirmed
    * after that). A rejection keeps them unconfirmed: they are offered again after a backoff.
+   * `after` is the unit ahead of this one being handed on (`InboundOptions.after`): the
+   * handler records this one at once and runs it only after that one.
    */
-  readonly handle: (unit: UpdateUnit) => Promise<void>;
+  readonly handle: (unit: UpdateUnit, after?: Promise<boolean>) => Promise<void>;
   /**
    * Makes what `handle` resolved for durable against a power cut; called before a getUpdates
    * confirms it. A rejection is a failed poll: nothing is confirmed, and it is tried again.
@@ -98,14 +100,15 @@ class PollHungError extends DeadlineError {
 
 /**
  * Telegram long polling where an update counts as confirmed (the next `offset`) only once it
- * is recorded and flushed to disk: the updates of one answer are recorded one by one, then
- * one flush covers them all before the next getUpdates confirms them. The updates of one
+ * is recorded and flushed to disk: the updates of one answer are handed on together, each run
+ * only after the one ahead of it (their records share the journal's commits), then one flush
+ * covers them all before the next getUpdates confirms them. The updates of one
  * album are handed on together: an answer that ends inside an album is completed by one more
  * poll from the same offset after `albumWaitMs`, and the offset never confirms an update of a
  * unit not yet handed on and recorded (`albums.ts`). Failures never end the loop except a
  * refused token: network errors, 5xx, 409 Conflict, hung polls and failed flushes back off
  * (1 s doubling to 60 s) and poll again; an update whose handler rejects is offered again
- * after the same backoff, and the ones after it wait.
+ * after the same backoff, and the ones after it wait, recorded and not run.
  */
 export class UpdatePoller {
   private offset = 0;
@@ -197,8 +200,17 @@ export class UpdatePoller {
       }
       const units = groupUpdates(updates);
       const offsets = confirmableOffsets(units, this.offset);
-      for (const [index, unit] of units.entries()) {
-        if (!(await this.deliver(unit))) return;
+      // Every unit is handed on at once, each told of the one ahead of it: their records reach
+      // the journal together (one commit and one trip to its thread, where one at a time made
+      // the poller wait a trip per update and capped the rate: bench/README.md, issue 31),
+      // and the handler runs each only after the one ahead of it was handed on.
+      let ahead: Promise<boolean> | undefined;
+      const handed = units.map((unit) => {
+        ahead = this.deliver(unit, ahead);
+        return ahead;
+      });
+      for (const [index, done] of handed.entries()) {
+        if (!(await done)) return;
         this.offset = Math.max(this.offset, offsets[index + 1] as number);
       }
     }
@@ -305,12 +317,15 @@ export class UpdatePoller {
     return !this.stopped;
   }
 
-  /** Hands `unit` on until it is recorded; `false` when stopped first. */
-  private async deliver(unit: UpdateUnit): Promise<boolean> {
+  /**
+   * Hands `unit` on until it is recorded; `false` when stopped first. `after`: the unit ahead
+   * of it being handed on (see `handle`).
+   */
+  private async deliver(unit: UpdateUnit, after?: Promise<boolean>): Promise<boolean> {
     const { logger, health, token } = this.deps;
     const update = unit[0] as Update;
     const recorded = async (attempt: number) => {
-      await this.deps.handle(unit);
+      await this.deps.handle(unit, after);
       if (attempt > 1) {
         health.set("up");
         logger.info({ updateId: update.update_id, attempts: attempt }, "telegram update recorded");

@@ -170,12 +170,18 @@ export class TelegramChannel implements ChannelAdapter {
   }: ChannelStartOptions): Promise<void> {
     if (this.polled || this.webhook !== undefined) return;
     this.health_.set("starting");
-    const handle = async (unit: UpdateUnit) => {
+    const handle = async (unit: UpdateUnit, after?: Promise<boolean>) => {
+      // A press is answered at once, not recorded: it waits for the unit ahead of it instead.
+      // When that one will not be handed on in this process, neither is the press, and the
+      // poller confirms neither: Telegram offers both again.
+      if (after !== undefined && unit.some((update) => update.callback_query !== undefined)) {
+        if (!(await after)) return;
+      }
       for (const update of unit) {
         if (update.callback_query !== undefined)
           await this.choices.answer(update.callback_query, this.profile, onChoice);
       }
-      await this.receive(unit, onMessage, recorded);
+      await this.receive(unit, onMessage, recorded, after);
     };
     try {
       const me = await this.caller.call(
@@ -437,6 +443,7 @@ export class TelegramChannel implements ChannelAdapter {
     unit: UpdateUnit,
     onMessage: InboundHandler,
     recorded: ChannelStartOptions["recorded"],
+    after?: Promise<boolean>,
   ): Promise<void> {
     const items = unit.flatMap((update): { updateId: number; message: Message }[] => {
       const message = update.message ?? update.channel_post;
@@ -496,7 +503,7 @@ export class TelegramChannel implements ChannelAdapter {
         ),
       );
     }
-    await onMessage(inbound);
+    await onMessage(inbound, after === undefined ? undefined : { after });
   }
 
   /**
