@@ -211,6 +211,35 @@ describe("TelegramChannel hands an album on by its items", () => {
     expect(received).toHaveLength(2);
   });
 
+  it("records an album between the messages around it in one answer, in the updates' order", async () => {
+    fake.sendPrivateText({ userId: 5, text: "before" });
+    fake.sendAlbum(
+      [
+        { kind: "photo", bytes: Buffer.from("one"), userId: 5 },
+        { kind: "photo", bytes: Buffer.from("two"), userId: 5 },
+      ],
+      "the album",
+    );
+    fake.sendPrivateText({ userId: 5, text: "after" });
+    /** The messages as the handler was asked to record them: the journal's order. */
+    const recorded: string[] = [];
+    await newChannel().start({
+      onMessage: async (message) => {
+        recorded.push(message.text);
+        // A record takes a while: the next message's must not overtake it.
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      },
+      onFatal: () => {},
+      // The journal holds none of the album's items; asking it takes a while too.
+      recorded: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        return new Set();
+      },
+    });
+    await waitFor(() => expect(recorded).toEqual(["before", "the album", "after"]));
+    await waitFor(() => expect(fake.pendingUpdates).toBe(0));
+  });
+
   it("confirms an album every item of which the journal holds, handing nothing on", async () => {
     const { updates } = fake.sendAlbum([
       { kind: "photo", bytes: Buffer.from("one"), userId: 5 },

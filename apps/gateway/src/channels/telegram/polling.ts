@@ -203,12 +203,19 @@ export class UpdatePoller {
       // Every unit is handed on at once, each told of the one ahead of it: their records reach
       // the journal together (one commit and one trip to its thread, where one at a time made
       // the poller wait a trip per update and capped the rate: bench/README.md, issue 31),
-      // and the handler runs each only after the one ahead of it was handed on.
+      // and the handler runs each only after the one ahead of it was handed on. An album is
+      // handed on alone, after the units ahead of it and before the ones behind: its handler
+      // first asks the journal which of its items it holds, so its record would come behind
+      // theirs, and the journal's order is the order a restart runs what it left.
       let ahead: Promise<boolean> | undefined;
-      const handed = units.map((unit) => {
-        ahead = this.deliver(unit, ahead);
-        return ahead;
-      });
+      const handed: Promise<boolean>[] = [];
+      for (const unit of units) {
+        const album = unit.length > 1;
+        if (album && ahead !== undefined && !(await ahead)) break;
+        ahead = this.deliver(unit, album ? undefined : ahead);
+        handed.push(ahead);
+        if (album && !(await ahead)) break;
+      }
       for (const [index, done] of handed.entries()) {
         if (!(await done)) return;
         this.offset = Math.max(this.offset, offsets[index + 1] as number);
