@@ -127,7 +127,8 @@ export class AttachmentFetchError extends MediagateError {
  * rejects (the journal cannot be written, e.g. a full disk, or some of its receipt ids were
  * recorded with another message while the others were not) the message is not confirmed:
  * Telegram keeps the update and the channel offers the same message again after a backoff,
- * without taking later ones; Discord retries in memory and the next start's catch-up finds it.
+ * and later ones wait (handed on already when they came in the same answer, told so through
+ * `InboundOptions.after`); Discord retries in memory and the next start's catch-up finds it.
  */
 export type InboundHandler = (message: InboundMessage, options?: InboundOptions) => Promise<void>;
 
