@@ -174,16 +174,32 @@ module.exports = {
       comment:
         "Every CLI command, `--help` too, loads the config's schema: it takes the sandbox's " +
         "constants from its light subpaths (`@mediagate/sandbox/defaults`, `/mount-points`), " +
-        "not the package with dockerode, and the log levels from log-levels.ts, not log.ts " +
-        "with pino (half of `mediagate --help`'s CPU before).",
+        "not the package with dockerode, the web console's host check from " +
+        "`@mediagate/web/hosts`, not the package with fastify, and the log levels from " +
+        "log-levels.ts, not log.ts with pino (half of `mediagate --help`'s CPU before).",
       severity: "error",
       from: { path: `${Src}config/`, pathNot: Tests },
       to: {
         path: [
-          "^packages/sandbox/(src|dist)/index\\.[jt]s$",
-          "^@mediagate/sandbox$",
+          "^packages/(sandbox|web)/(src|dist)/index\\.[jt]s$",
+          "^@mediagate/(sandbox|web)$",
           `${Src}log\\.ts$`,
         ],
+        dependencyTypesNot: ["type-only"],
+      },
+    },
+    {
+      name: "gateway-storage-loads-light",
+      comment:
+        "The pairing, usage and store commands load the storage (sqlite/, state/, durable/, " +
+        "session/, delivery/): it takes the sandbox's instance id from " +
+        "`@mediagate/sandbox/instance`, not the package with dockerode, and nothing of the " +
+        "web console's package with fastify (more than half of `mediagate pairing list`'s CPU " +
+        "before).",
+      severity: "error",
+      from: { path: Storage, pathNot: Tests },
+      to: {
+        path: ["^packages/(sandbox|web)/(src|dist)/index\\.[jt]s$", "^@mediagate/(sandbox|web)$"],
         dependencyTypesNot: ["type-only"],
       },
     },

@@ -4,7 +4,7 @@ import { isIP } from "node:net";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { parseListenAddress } from "@mediagate/io";
 import type { SandboxSettings } from "@mediagate/sandbox";
-import { needsAllowedHosts } from "@mediagate/web";
+import { needsAllowedHosts } from "@mediagate/web/hosts";
 import { LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { Defaults } from "../defaults.js";

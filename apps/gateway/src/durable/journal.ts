@@ -1,7 +1,7 @@
 import { open } from "node:fs/promises";
 import { join } from "node:path";
 import type { PlanRecord } from "@mediagate/media";
-import { currentInstanceId, type InstanceId } from "@mediagate/sandbox";
+import { currentInstanceId, type InstanceId } from "@mediagate/sandbox/instance";
 import type { ChatCursor, InboundMessage, StepResult } from "../channels/types.js";
 import { Defaults } from "../defaults.js";
 import { type CheckedDatabase, openChecked } from "../sqlite/checked-open.js";

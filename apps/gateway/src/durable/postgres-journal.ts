@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { type Sleep, sleep } from "@mediagate/io";
 import type { PlanRecord } from "@mediagate/media";
-import { currentInstanceId, type InstanceId } from "@mediagate/sandbox";
+import { currentInstanceId, type InstanceId } from "@mediagate/sandbox/instance";
 import type pg from "pg";
 import type { ChatCursor, InboundMessage, StepResult } from "../channels/types.js";
 import { Defaults } from "../defaults.js";

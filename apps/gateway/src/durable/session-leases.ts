@@ -1,5 +1,5 @@
 import { MediagateError } from "@mediagate/io/mediagate-error";
-import { currentInstanceId, type InstanceId } from "@mediagate/sandbox";
+import { currentInstanceId, type InstanceId } from "@mediagate/sandbox/instance";
 import { Defaults } from "../defaults.js";
 import type { PostgresDatabase, Queryable } from "../postgres/database.js";
 import { migratePostgres } from "../postgres/migrate.js";

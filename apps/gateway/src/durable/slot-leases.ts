@@ -1,4 +1,4 @@
-import { currentInstanceId, type InstanceId } from "@mediagate/sandbox";
+import { currentInstanceId, type InstanceId } from "@mediagate/sandbox/instance";
 import { Defaults } from "../defaults.js";
 import type { PostgresDatabase } from "../postgres/database.js";
 import { migratePostgres } from "../postgres/migrate.js";
