@@ -32,10 +32,10 @@ export const Defaults = {
   homeDirName: ".mediagate",
   agentKind: "shell",
   /**
-   * Turns running at once across all sessions (`concurrency`). Chosen from `pnpm bench:e2e`
-   * (bench/README.md): with 100 users on 2 cores, 16 answered 523 msg/s where 4 answered 452;
-   * 32 and 64 added 3-6 % more, within the noise, for twice and four times the commands
-   * running in the sandboxes at once (docs/configuration.md).
+   * Turns running at once across all sessions (`concurrency`), those delivering their reply
+   * not counted. Chosen from `pnpm bench:e2e` (bench/README.md): with 100 users on 2 cores,
+   * 16 answered 1,071 msg/s where 4 answered 810 and 32 1,069; 64 added 8 % for four times
+   * the commands running in the sandboxes at once (docs/configuration.md).
    */
   concurrency: 16,
   /** How long a stop lets running turns and deliveries finish (`drainTimeoutSeconds`). */

@@ -80,6 +80,44 @@ describe("TurnQueue", () => {
     expect(q.active).toBe(0);
   });
 
+  it("a turn delivering its reply leaves its place under the cap to another session's; idle waits for the delivery", async () => {
+    const q = new TurnQueue({ concurrency: 1 });
+    const log: string[] = [];
+    const [a1, a2, b] = [gated(log, "a1"), gated(log, "a2"), gated(log, "b")];
+    const done = [q.enqueue("a", a1.job), q.enqueue("a", a2.job), q.enqueue("b", b.job)];
+    await a1.started;
+    expect(log).toEqual(["start a1"]);
+    q.replied("a");
+    q.replied("a"); // once only: a second call frees no second place
+    await b.started;
+    expect(log).toEqual(["start a1", "start b"]);
+    expect(q.active).toBe(2);
+    let idle = false;
+    void q.idle().then(() => {
+      idle = true;
+    });
+    b.release();
+    await done[2];
+    // b ended while a1 still delivers: not idle, and a's next turn waits for a1.
+    expect(idle).toBe(false);
+    expect(log).toEqual(["start a1", "start b", "end b"]);
+    a1.release();
+    await a2.started;
+    expect(log).toEqual(["start a1", "start b", "end b", "end a1", "start a2"]);
+    // a2 holds the one place: a turn of a new session waits for it.
+    const c = gated(log, "c");
+    const third = q.enqueue("c", c.job);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(log).not.toContain("start c");
+    a2.release();
+    await c.started;
+    c.release();
+    await Promise.all([...done, third]);
+    await q.idle();
+    expect(idle).toBe(true);
+    expect(q.active).toBe(0);
+  });
+
   it("dropQueued drops waiting turns and abortRunning aborts the running one", async () => {
     const q = new TurnQueue({ concurrency: 1 });
     const log: string[] = [];

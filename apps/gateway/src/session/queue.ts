@@ -51,7 +51,10 @@ interface SessionLane {
 
 /** Options of {@link TurnQueue}. */
 export interface TurnQueueOptions {
-  /** Turns running at once across all sessions. Default: `Defaults.concurrency`. */
+  /**
+   * Turns running at once across all sessions, not counting those delivering their reply
+   * ({@link TurnQueue.replied}). Default: `Defaults.concurrency`.
+   */
   readonly concurrency?: number;
   /** Called when a job throws (the queue itself never rejects). */
   readonly onError?: (sessionKey: string, error: unknown) => void;
@@ -67,7 +70,8 @@ export const TurnQueueDefaults = {
  * order, except that a job with an `order` (its journal entry id, the order the messages were
  * received in) goes before the waiting jobs of a higher one (docs/cluster.md: a message handed
  * over by another replica may arrive after a later one); different sessions run in parallel up
- * to `concurrency`, admitted in the order they became ready. `/stop` uses {@link abortRunning} and {@link dropQueued}, which bypass the queue.
+ * to `concurrency` (a turn delivering its reply no longer counts), admitted in the order they
+ * became ready. `/stop` uses {@link abortRunning} and {@link dropQueued}, which bypass the queue.
  */
 export class TurnQueue {
   readonly #concurrency: number;
@@ -75,7 +79,13 @@ export class TurnQueue {
   readonly #lanes = new Map<string, SessionLane>();
   readonly #ready: string[] = [];
   readonly #idleWaiters: (() => void)[] = [];
+  /** Jobs running, those delivering their reply included ({@link active}). */
   #active = 0;
+  /**
+   * Jobs counted against `concurrency`: running ones that have not handed their reply over
+   * for delivery ({@link replied}).
+   */
+  #working = 0;
   #closed = false;
   #stopping = false;
 
@@ -212,12 +222,19 @@ export class TurnQueue {
 
   /**
    * The session's running turn handed its reply over for delivery: what is left of it is
-   * that delivery and its bookkeeping, so {@link isAnswering} is false from now on. The
-   * session's next turn still starts only when this one has ended.
+   * that delivery and its bookkeeping, so {@link isAnswering} is false from now on, and it no
+   * longer counts against `concurrency`: another session's turn may start. The session's next
+   * turn still starts only when this one has ended.
    */
   replied(sessionKey: string): void {
     const lane = this.#lanes.get(sessionKey);
-    if (lane?.running !== undefined) lane.replied = true;
+    if (lane?.running === undefined || lane.replied) return;
+    lane.replied = true;
+    // Its delivery goes on outside the cap (docs/configuration.md, `concurrency`): the cap
+    // bounds the commands and model calls running at once, and a slow send or upload to the
+    // platform must not keep another session's turn waiting. The session itself stays held.
+    this.#working--;
+    this.#pump();
   }
 
   /** Whether {@link close} was called. */
@@ -336,7 +353,7 @@ export class TurnQueue {
   }
 
   #pump(): void {
-    while (this.#active < this.#concurrency && this.#ready.length > 0) {
+    while (this.#working < this.#concurrency && this.#ready.length > 0) {
       const sessionKey = this.#ready.shift()!;
       const lane = this.#lanes.get(sessionKey);
       if (lane === undefined) continue;
@@ -361,6 +378,7 @@ export class TurnQueue {
       ended = resolve;
     });
     this.#active++;
+    this.#working++;
     let outcome: TurnOutcome = "done";
     let later = false;
     // Each job starts from a fresh microtask so no job inherits the caller's stack.
@@ -378,6 +396,7 @@ export class TurnQueue {
       })
       .finally(() => {
         this.#active--;
+        if (!lane.replied) this.#working--;
         lane.running = undefined;
         lane.replied = false;
         ended();
