@@ -14,10 +14,15 @@ export type Fault =
    * The call IS handled (a message is posted and recorded), but the answer is held for
    * `delayMs`: a client that times out first has no way to know the send went through.
    */
-  | { readonly kind: "slow"; readonly delayMs: number };
+  | { readonly kind: "slow"; readonly delayMs: number }
+  /**
+   * The call IS handled (a message is posted and recorded), and its answer is held until
+   * `until` resolves: a platform slow to answer, for as long as the test wants.
+   */
+  | { readonly kind: "held"; readonly until: Promise<void> };
 
 export function faultAnswer(
-  fault: Exclude<Fault, { kind: "disconnect" } | { kind: "slow" }>,
+  fault: Exclude<Fault, { kind: "disconnect" } | { kind: "slow" } | { kind: "held" }>,
 ): ApiAnswer {
   switch (fault.kind) {
     case "rate_limit":

@@ -640,9 +640,11 @@ export class FakeTelegram {
         res.socket?.destroy();
         return;
       }
-      if (fault.kind === "slow") {
+      if (fault.kind === "slow" || fault.kind === "held") {
         const result = this.dispatch(method, decoded.params, decoded.parts);
-        await new Promise((resolve) => setTimeout(resolve, fault.delayMs));
+        await (fault.kind === "slow"
+          ? new Promise((resolve) => setTimeout(resolve, fault.delayMs))
+          : fault.until);
         return this.answer(res, base, result.files, result.answer, fault.kind);
       }
       return this.answer(res, base, files, faultAnswer(fault), fault.kind);
