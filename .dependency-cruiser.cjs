@@ -194,7 +194,7 @@ module.exports = {
         "The pairing, usage and store commands load the storage (sqlite/, state/, durable/, " +
         "session/, delivery/): it takes the sandbox's instance id from " +
         "`@mediagate/sandbox/instance`, not the package with dockerode, and nothing of the " +
-        "web console's package with fastify (more than half of `mediagate pairing list`'s CPU " +
+        "web console's package with fastify (about half of `mediagate pairing list`'s CPU " +
         "before).",
       severity: "error",
       from: { path: Storage, pathNot: Tests },
