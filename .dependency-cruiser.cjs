@@ -8,32 +8,27 @@
 
 const { existsSync, realpathSync } = require("node:fs");
 const { createRequire } = require("node:module");
-const { dirname, join } = require("node:path");
+const { join } = require("node:path");
 
 /**
  * The rules read TypeScript through the compiler's JS API (`tsPreCompilationDeps`), which
  * TypeScript 7 (the native compiler the build runs) no longer has. Without a TypeScript it can
  * load, dependency-cruiser quietly cruises only the JavaScript it finds and reports no
  * violation, so this fails first; pnpm-workspace.yaml gives it a TypeScript 5 of its own. The
- * package is looked for from here, then from the working directory (import-rules.test.ts
- * loads a copy of this file from a directory of its own).
+ * package is looked for where Node looks from here, then from the working directory
+ * (import-rules.test.ts loads a copy of this file from a directory of its own).
  */
 const cruiserTypescript = (() => {
-  for (const start of [__dirname, process.cwd()]) {
-    for (let dir = start; ; dir = dirname(dir)) {
-      const cruiser = join(dir, "node_modules", "dependency-cruiser");
-      if (existsSync(cruiser)) {
-        const fromCruiser = createRequire(join(realpathSync(cruiser), "package.json"));
-        try {
-          return fromCruiser("typescript").version;
-        } catch {
-          return undefined;
-        }
-      }
-      if (dirname(dir) === dir) break;
-    }
+  const cruiser = [__dirname, process.cwd()]
+    .flatMap((dir) => createRequire(join(dir, "x.js")).resolve.paths("dependency-cruiser") ?? [])
+    .map((modules) => join(modules, "dependency-cruiser"))
+    .find((dir) => existsSync(dir));
+  if (cruiser === undefined) return undefined;
+  try {
+    return createRequire(join(realpathSync(cruiser), "package.json"))("typescript").version;
+  } catch {
+    return undefined;
   }
-  return undefined;
 })();
 if (cruiserTypescript === undefined || Number(cruiserTypescript.split(".")[0]) >= 7) {
   throw new Error(
