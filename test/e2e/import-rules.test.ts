@@ -197,6 +197,22 @@ describe("pnpm check:imports", () => {
     ]);
   });
 
+  it("fails on production code importing node:async_hooks, and lets a test use it", async () => {
+    const checked = await check({
+      "apps/gateway/src/session/scope.ts":
+        'import { AsyncLocalStorage } from "node:async_hooks";\nexport const scope = new AsyncLocalStorage();\n',
+      "packages/media/src/hooks.ts":
+        'import { createHook } from "async_hooks";\nexport const hook = createHook({});\n',
+      "apps/gateway/src/session/scope.test.ts":
+        'import { AsyncLocalStorage } from "node:async_hooks";\nexport const probe = new AsyncLocalStorage();\n',
+    });
+    expect(checked.code).not.toBe(0);
+    expect(checked.violations.map((v) => `${v.rule}: ${v.from} → ${v.to}`).sort()).toEqual([
+      "no-async-local-storage: apps/gateway/src/session/scope.ts → async_hooks",
+      "no-async-local-storage: packages/media/src/hooks.ts → async_hooks",
+    ]);
+  });
+
   it("passes the gateway's allowed directions, and tests that drive the whole gateway", async () => {
     const checked = await check({
       "apps/gateway/src/defaults.ts": "export const Defaults = { retries: 3 };\n",

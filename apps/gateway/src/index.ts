@@ -143,7 +143,6 @@ export type { TurnExit } from "./pipeline/turn-report.js";
 export { ProfileRuntime } from "./profiles/profile-runtime.js";
 export { Redacted, Redactor, redactText } from "./redact.js";
 export type { SessionContext } from "./session/context.js";
-export { SessionScope } from "./session/context.js";
 export type { ParsedSessionKey, SessionKeyParts, SessionKeyPolicy } from "./session/key.js";
 export { buildSessionKey, parseSessionKey } from "./session/key.js";
 export { TurnQueue } from "./session/queue.js";

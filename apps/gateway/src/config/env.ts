@@ -22,8 +22,6 @@ export interface GatewayEnv {
   readonly mediagateHome?: string | undefined;
   /** `MEDIAGATE_CONFIG`: config file path when `--config` is not given. */
   readonly mediagateConfig?: string | undefined;
-  /** `MEDIAGATE_SESSION_KEY`: session key fallback for CLI/scripted runs (docs/sessions.md). */
-  readonly sessionKey?: string | undefined;
   /** `LOG_LEVEL`: pino level, default `info`. */
   readonly logLevel?: string | undefined;
   /** The OS user's home directory; the root home defaults to `<userHome>/.mediagate`. */
@@ -53,7 +51,6 @@ export function readEnv(source: NodeJS.ProcessEnv = process.env): GatewayEnv {
     dockerHost: nonEmpty(source.DOCKER_HOST),
     mediagateHome: nonEmpty(source.MEDIAGATE_HOME),
     mediagateConfig: nonEmpty(source.MEDIAGATE_CONFIG),
-    sessionKey: nonEmpty(source.MEDIAGATE_SESSION_KEY),
     logLevel: nonEmpty(source.LOG_LEVEL),
     userHome: nonEmpty(source.HOME) ?? homedir(),
     variables: Object.freeze({ ...source }),

@@ -30,7 +30,6 @@ import type { TaskScheduler } from "../schedules/scheduler.js";
 import type { TaskServices } from "../schedules/services.js";
 import { TaskChoiceKind } from "../schedules/task-commands.js";
 import { BusySessions } from "../session/busy.js";
-import { SessionScope } from "../session/context.js";
 import { LiveSessions } from "../session/live-sessions.js";
 import { TurnQueue } from "../session/queue.js";
 import { SqliteStateStore } from "../state/store.js";
@@ -294,7 +293,6 @@ export function composeCore(
     schedules,
     queue,
     busy: new BusySessions(),
-    scope: new SessionScope({ fallbackSessionKey: env.sessionKey }),
     slots: new SlotRegistry({ busy: (sessionKey) => queue.busy(sessionKey) }),
     journal,
     outbox,

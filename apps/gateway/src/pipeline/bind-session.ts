@@ -3,8 +3,8 @@ import { buildSessionKey } from "../session/key.js";
 import type { Middleware } from "./types.js";
 
 /**
- * Step 2: builds the session key (docs/sessions.md), looks up the session id, resolves the slot and runs
- * the rest of the pipeline with the session context bound in AsyncLocalStorage.
+ * Step 2: builds the session key (docs/sessions.md), looks up the session id, resolves the slot and
+ * binds the session context to the message's pipeline context for the rest of the pipeline.
  */
 export const bindSession: Middleware = async (ctx, next) => {
   const { message, runtime } = ctx;
@@ -29,5 +29,5 @@ export const bindSession: Middleware = async (ctx, next) => {
   ctx.slot = runtime.slotFor(sessionKey);
   ctx.services.live?.seen(session, ctx.slot);
   ctx.log = lazyChild(ctx.log, { sessionKey, messageId: message.messageId });
-  return ctx.services.scope.run(session, next);
+  return next();
 };

@@ -18,7 +18,6 @@ import type { Journal } from "../durable/types.js";
 import { silentLogger } from "../log.js";
 import { SlotRegistry } from "../sandbox-access/slot-registry.js";
 import { BusySessions } from "../session/busy.js";
-import { SessionScope } from "../session/context.js";
 import { TurnQueue } from "../session/queue.js";
 import { answerAndFinish, CommandAnswer } from "./command-answer.js";
 import { handleMessage } from "./pipeline.js";
@@ -115,7 +114,6 @@ function services(journal: Journal, channel: ChannelAdapter): PipelineServices {
   return {
     queue: new TurnQueue({ concurrency: 2 }),
     busy: new BusySessions(),
-    scope: new SessionScope(),
     slots: new SlotRegistry(),
     journal,
     outbox: new Outbox({

@@ -81,7 +81,7 @@ export class InterruptedByMessageError extends MediagateError {
  */
 export const enqueueTurn: Middleware = async (ctx, next) => {
   const queued = sessionOf(ctx);
-  const { queue, scope, slots, busy } = ctx.services;
+  const { queue, slots, busy } = ctx.services;
   if (queue.closed) {
     ctx.log.info("gateway is stopping; the message stays in the journal for the next start");
     return;
@@ -171,7 +171,7 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
         ctx.session = session;
         ctx.slot = slot;
         ctx.signal = signal;
-        await scope.run(session, next);
+        await next();
       } catch (error) {
         if (abortedByStop(signal)) {
           turn.exit = "cut_off";

@@ -33,7 +33,6 @@ import { createLogger, type Logger, silentLogger } from "../log.js";
 import { PostgresStoreError } from "../postgres/errors.js";
 import { SlotRegistry } from "../sandbox-access/slot-registry.js";
 import { BusySessions } from "../session/busy.js";
-import { SessionScope } from "../session/context.js";
 import { RunLater, TurnQueue } from "../session/queue.js";
 import { RefusalText } from "./authorize.js";
 import { StoreDownText } from "./boundary.js";
@@ -227,7 +226,6 @@ function testServices(
   return {
     queue: new TurnQueue({ concurrency }),
     busy: new BusySessions(),
-    scope: new SessionScope(),
     slots: new SlotRegistry(),
     journal,
     outbox: new Outbox({
@@ -521,14 +519,16 @@ describe("message pipeline", () => {
     expect(order).toEqual(["text: 🎙️ v.ogg could not be transcribed", "reply: the answer"]);
   });
 
-  it("queued turns of different sessions each see their own identity, whoever ran before them", async () => {
+  it("queued turns of different sessions each run with their own identity, whoever ran before them", async () => {
     const services = testServices(1);
-    const observed: [string, string | undefined][] = [];
+    // What each turn was given, read again after each of its awaits: the turn's message text
+    // names its sender, the identity it carries must be that sender's.
+    const observed: [text: string, sessionKey: string, user: string | undefined][] = [];
     const agent: Agent = {
       kind: "shell",
       async runTurn(input) {
         for (let i = 0; i < 3; i++) {
-          observed.push([input.sessionKey, services.scope.current()?.sessionKey]);
+          observed.push([input.text, input.sessionKey, input.user]);
           await tick();
           await input.tools.run("true");
         }
@@ -543,8 +543,12 @@ describe("message pipeline", () => {
       ),
     );
     expect(observed).toHaveLength(12);
-    for (const [expected, actual] of observed) expect(actual).toBe(expected);
-    expect(new Set(observed.map(([k]) => k)).size).toBe(2);
+    for (const [text, sessionKey, user] of observed) {
+      const sender = text.slice("from ".length);
+      expect(sessionKey).toBe(`agent:${runtime.profile.name}:telegram:dm:${sender}`);
+      expect(user).toBe(`telegram:${sender}`);
+    }
+    expect(new Set(observed.map(([, key]) => key)).size).toBe(2);
   });
 
   it("a turn that starts at once runs with the session id read when its message was bound", async () => {

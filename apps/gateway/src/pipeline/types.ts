@@ -18,7 +18,7 @@ import type { Logger } from "../log.js";
 import type { SlotRegistry } from "../sandbox-access/slot-registry.js";
 import type { TaskServices } from "../schedules/services.js";
 import type { BusySessions } from "../session/busy.js";
-import type { SessionContext, SessionScope } from "../session/context.js";
+import type { SessionContext } from "../session/context.js";
 import type { LiveSessions } from "../session/live-sessions.js";
 import type { RunLater, TurnQueue } from "../session/queue.js";
 import type { StateStore } from "../state/state-store.js";
@@ -90,7 +90,6 @@ export interface PipelineServices {
   readonly queue: TurnQueue;
   /** The messages being collected per session (`collect` mode) and the overflow notices told. */
   readonly busy: BusySessions<MessageContext>;
-  readonly scope: SessionScope;
   readonly slots: SlotRegistry;
   /** The per-install journal of inbound messages (and the outbox's records). */
   readonly journal: Journal;

@@ -135,6 +135,26 @@ describe("grammY's fetch over undici (request tracking)", () => {
     expect(`${original.message} ${String(original.error)}`).not.toContain("secret-token");
   });
 
+  it("ties a call's progress to its own request only, not to one made after an await", async () => {
+    const root = await serve((req, res) => {
+      req.resume();
+      req.on("end", () => answer(res, { ok: true, result: sent }));
+    });
+    const api = apiAt(root);
+    // A call that waits before its request: the hand-off has ended by then (maybe sent, the
+    // safe side), and the progress is never given to the request another call makes meanwhile.
+    const late = new RequestProgress();
+    const lateCall = trackRequest(late, async () => {
+      await new Promise((resolve) => setImmediate(resolve));
+      return api.sendMessage(42, "late");
+    });
+    const own = await tracked(() => api.sendMessage(42, "own"));
+    const untracked = api.sendMessage(42, "outside");
+    await Promise.all([lateCall, untracked]);
+    expect(own.progress).toMatchObject({ created: true, bodyWritten: true });
+    expect(late).toMatchObject({ created: false, bodyWritten: false, knownNotSent: false });
+  });
+
   it("answers a call made outside trackRequest (polling, reactions)", async () => {
     const root = await serve((req, res) => {
       req.resume();

@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from "node:async_hooks";
 import type { Readable } from "node:stream";
 import { Agent, DecoratorHandler, type Dispatcher, request } from "undici";
 
@@ -22,11 +21,33 @@ export class RequestProgress {
   }
 }
 
-const current = new AsyncLocalStorage<RequestProgress>();
+/**
+ * The progress the request being made now reports to: set by {@link trackRequest} for as long
+ * as `call` runs synchronously, and taken by the first request made in that time.
+ *
+ * Not an `AsyncLocalStorage`: one in the process turns on Node 20's promise hooks for every
+ * promise of the gateway, which cost 0.15–0.29 ms of its CPU per answered text-only message
+ * (9–17 %) in `bench:e2e --text-only-users 100` (bench/README.md, "Issue 31, target 3: the
+ * session scope's `AsyncLocalStorage` taken out"), and
+ * nothing needs the request's progress past the call's first synchronous run: grammY makes its
+ * request there, with no await between the API method and its `fetch`.
+ */
+let handedTo: RequestProgress | undefined;
 
-/** Runs `call` so that the HTTP request it makes reports to `progress`. */
+/**
+ * Runs `call` so that the HTTP request it makes before its first await reports to `progress`
+ * (grammY's API methods make their one request there). A request made later, after an await,
+ * reports to nothing: its progress stays `created: false`, which counts as maybe sent, the
+ * safe side. Never another call's progress: the hand-off ends when `call` returns.
+ */
 export function trackRequest<T>(progress: RequestProgress, call: () => Promise<T>): Promise<T> {
-  return current.run(progress, call);
+  const outer = handedTo;
+  handedTo = progress;
+  try {
+    return call();
+  } finally {
+    handedTo = outer;
+  }
 }
 
 /**
@@ -50,8 +71,9 @@ class ProgressHandler extends DecoratorHandler {
 
 /** The undici interceptor that ties each request made inside {@link trackRequest} to it. */
 const tracking: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (options, handler) => {
-  const progress = current.getStore();
+  const progress = handedTo;
   if (progress === undefined) return dispatch(options, handler);
+  handedTo = undefined;
   progress.created = true;
   // undici's types give `DecoratorHandler` no methods; at run time it forwards them all.
   const decorated = new ProgressHandler(handler, progress) as unknown;
