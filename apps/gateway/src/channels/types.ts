@@ -341,8 +341,8 @@ export type TextFormat = "markdown" | "plain";
 export type ReplyFormat = TextFormat | "verbatim";
 
 /**
- * A finished turn, ready to deliver. It carries session key and profile explicitly:
- * delivery must never depend on the AsyncLocalStorage context still being bound (docs/sessions.md).
+ * A finished turn, ready to deliver. It carries session key and profile explicitly: delivery
+ * must never depend on the turn that made it still running (docs/sessions.md, "Turns").
  */
 export interface OutboundReply {
   readonly sessionKey: string;
