@@ -202,7 +202,7 @@ module.exports = {
       name: "no-async-local-storage",
       comment:
         "No production module imports node:async_hooks: on Node 20 one AsyncLocalStorage in " +
-        "use runs promise hooks for every promise of the process, 9–17 % of the gateway's CPU " +
+        "use runs promise hooks for every promise of the process, 8–17 % of the gateway's CPU " +
         "per text-only answer (bench/README.md, issue 31, target 3). Carry a turn's identity " +
         'by value (docs/sessions.md, "Turns"); tests may use it.',
       severity: "error",

@@ -26,11 +26,11 @@ export class RequestProgress {
  * as `call` runs synchronously, and taken by the first request made in that time.
  *
  * Not an `AsyncLocalStorage`: one in the process turns on Node 20's promise hooks for every
- * promise of the gateway, which cost 0.15–0.29 ms of its CPU per answered text-only message
- * (9–17 %) in `bench:e2e --text-only-users 100` (bench/README.md, "Issue 31, target 3: the
- * session scope's `AsyncLocalStorage` taken out"), and
- * nothing needs the request's progress past the call's first synchronous run: grammY makes its
- * request there, with no await between the API method and its `fetch`.
+ * promise of the gateway, which cost 0.14–0.29 ms of its CPU per answered text-only message
+ * (8–17 %) in `bench:e2e --text-only-users 100` (bench/README.md, "Issue 31, target 3: the
+ * session scope's `AsyncLocalStorage` taken out"), and nothing needs the request's progress
+ * past the call's first synchronous run: grammY makes its request there, with no await between
+ * the API method and its `fetch`.
  */
 let handedTo: RequestProgress | undefined;
 
