@@ -73,7 +73,7 @@ describe("gateway with an unreachable Docker daemon", () => {
       { env },
     );
     channel = new Recorder(profile);
-    gateway = await Gateway.create(config, { env, channels: [channel] });
+    gateway = await Gateway.create(config, { channels: [channel] });
     await gateway.start();
   });
 

@@ -26,7 +26,7 @@ describe("gateway whose sandbox container goes away mid-command", () => {
       { env },
     );
     channel = new ConsoleRecorder(profile);
-    gateway = await Gateway.create(config, { env, channels: [channel] });
+    gateway = await Gateway.create(config, { channels: [channel] });
     await gateway.start();
   });
 

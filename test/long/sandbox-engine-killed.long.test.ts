@@ -111,7 +111,7 @@ describe("a Docker engine killed mid-command", () => {
       { env },
     );
     const channel = new ConsoleRecorder(profile);
-    const gateway = await Gateway.create(config, { env, channels: [channel] });
+    const gateway = await Gateway.create(config, { channels: [channel] });
     try {
       await gateway.start();
       channel.send("echo ready");

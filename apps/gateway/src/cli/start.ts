@@ -107,7 +107,6 @@ export async function runStart(options: {
   listeners.push(onUncaughtErrors({ logger, onFatal: (error) => stopFor("uncaught", error) }));
   try {
     const gateway = await Gateway.create(config, {
-      env: options.env,
       redactor,
       logger,
       engine,

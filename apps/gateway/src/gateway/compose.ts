@@ -8,7 +8,6 @@ import type { ClusterIdentity } from "../cluster/identity.js";
 import { LeaderLease, leaseName } from "../cluster/leader-lease.js";
 import { ModelChoiceKind, ModelPickers } from "../commands/model-buttons.js";
 import { ResetChoiceKind, ResetConfirmations } from "../commands/reset-buttons.js";
-import { emptyEnv, type GatewayEnv } from "../config/env.js";
 import { secretsOfConfig } from "../config/secrets.js";
 import type { GatewayConfig } from "../config/types.js";
 import { Defaults } from "../defaults.js";
@@ -49,7 +48,6 @@ import { openStoreBackend, type StoreBackend } from "./stores.js";
 
 /** What `Gateway.create` opens before the gateway is built. */
 export interface OpenedParts {
-  readonly env: GatewayEnv;
   readonly logger: Logger;
   readonly engine: DockerEngine;
   readonly runtimes: Map<string, ProfileRuntime>;
@@ -73,7 +71,6 @@ export async function openParts(
   config: GatewayConfig,
   options: GatewayOptions,
 ): Promise<OpenedParts> {
-  const env = options.env ?? emptyEnv();
   const logger = options.logger ?? silentLogger();
   const engine = options.engine ?? connectDocker({ host: config.dockerHost });
   const homes = [config.home, ...config.profiles.map((p) => p.home)];
@@ -152,7 +149,7 @@ export async function openParts(
     await stores.close();
     throw error;
   }
-  return { env, logger, engine, runtimes, channels, journal, stores, cluster, leases, pins };
+  return { logger, engine, runtimes, channels, journal, stores, cluster, leases, pins };
 }
 
 /** The slot pins of a replica (docs/cluster.md, "Sandboxes across replicas"), held as its leases' owner. */
@@ -211,8 +208,7 @@ export function composeCore(
   opened: OpenedParts,
   options: GatewayOptions,
 ): GatewayCore {
-  const { env, logger, engine, runtimes, channels, journal, stores, cluster, leases, pins } =
-    opened;
+  const { logger, engine, runtimes, channels, journal, stores, cluster, leases, pins } = opened;
   const clock: Clock = options.clock ?? systemClock;
   const replicas =
     leases !== undefined && journal instanceof PostgresJournal

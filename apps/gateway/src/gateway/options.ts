@@ -3,7 +3,6 @@ import type { DockerEngine, InstanceId } from "@mediagate/sandbox";
 import type { Agent } from "../agents/types.js";
 import type { SharedTerminal } from "../channels/console-terminal.js";
 import type { ChannelAdapter } from "../channels/types.js";
-import type { GatewayEnv } from "../config/env.js";
 import type { ProfileConfig } from "../config/types.js";
 import { Defaults } from "../defaults.js";
 import type { OutboxOptions } from "../durable/outbox.js";
@@ -21,7 +20,6 @@ export const GatewayDefaults = {
 
 /** Options of `Gateway.create`. */
 export interface GatewayOptions {
-  readonly env?: GatewayEnv;
   readonly logger?: Logger;
   /**
    * What the health endpoint's answers and the web console's failures go through (the CLI's,
