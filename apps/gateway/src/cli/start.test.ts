@@ -26,6 +26,10 @@ describe("mediagate start", () => {
     const journal = await SqliteJournal.open(journalDbPath(home));
     await journal.close();
     damageHeader(journalDbPath(home));
+    // Loaded, the sandbox's lock library (proper-lockfile, through signal-exit) listens on
+    // SIGINT and SIGTERM for the process's life; `start` loads the sandbox lazily, so loaded
+    // here first those are in the count before, as when another test file loaded it earlier.
+    await import("@mediagate/sandbox");
     const before = listening();
 
     const failed = await runStart({ config, env: readEnv(testEnvironment(dir)) }).catch(
