@@ -14,7 +14,7 @@ import type { FakeTelegram, RecordedCall } from "../test/fakes/telegram/index.js
 import { dockerHostVariable } from "../test-support/engine.js";
 
 const run = promisify(execFile);
-const Cli = fileURLToPath(new URL("../apps/gateway/dist/cli.js", import.meta.url));
+const Cli = fileURLToPath(new URL("../apps/gateway/bin/mediagate.js", import.meta.url));
 export const ReplyTimeoutMs = 60_000;
 
 /** The bench's name (`e2e` for `bench:e2e`): its notes' prefix and its variables' infix. */

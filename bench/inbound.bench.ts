@@ -35,7 +35,7 @@ const image = process.env.MEDIAGATE_BENCH_IMAGE ?? "mediagate-sandbox:test";
 const MiB = 1024 * 1024;
 const fileBytes = Number(process.env.MEDIAGATE_BENCH_INBOX_MIB ?? 45) * MiB;
 const runs = Number(process.env.MEDIAGATE_BENCH_RUNS ?? 3);
-const Cli = fileURLToPath(new URL("../apps/gateway/dist/cli.js", import.meta.url));
+const Cli = fileURLToPath(new URL("../apps/gateway/bin/mediagate.js", import.meta.url));
 const Admin = "300000000000000001";
 const Command = 'sha256sum "$MEDIAGATE_ATTACHMENTS"';
 

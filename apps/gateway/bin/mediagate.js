@@ -5,7 +5,7 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
-const cli = new URL("../dist/cli.js", import.meta.url);
+const cli = new URL("../dist/bundle/cli.js", import.meta.url);
 const repo = fileURLToPath(new URL("../../..", import.meta.url));
 
 function stop(message) {

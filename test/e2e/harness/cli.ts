@@ -3,8 +3,13 @@ import type { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { dockerHostVariable } from "../../../test-support/engine.js";
 
-/** The built CLI (`pnpm build` makes it), run the way an operator runs it. */
-export const CliPath = fileURLToPath(new URL("../../../apps/gateway/dist/cli.js", import.meta.url));
+/**
+ * The `mediagate` command an operator runs: the package's bin, which runs the bundled CLI that
+ * `pnpm build` makes (`apps/gateway/dist/bundle/`).
+ */
+export const CliPath = fileURLToPath(
+  new URL("../../../apps/gateway/bin/mediagate.js", import.meta.url),
+);
 
 /** How one CLI run ended: its exit code and everything it printed. */
 export interface CliRun {
@@ -30,7 +35,7 @@ export interface RunningCli {
 }
 
 /**
- * Runs `node apps/gateway/dist/cli.js <args>` with `env` on top of a minimal environment
+ * Runs `node apps/gateway/bin/mediagate.js <args>` with `env` on top of a minimal environment
  * (PATH, HOME pointing at `home`, and the test run's `DOCKER_HOST` when it has one, so the CLI
  * talks to the same engine as the test), stdin closed (so `start` on the console stops at once)
  * unless `stdin: "pipe"` asks for it to be written to. `stdout: "closed"` hands it a pipe whose

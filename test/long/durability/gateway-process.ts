@@ -26,7 +26,7 @@ export interface GatewayProcessOptions {
 const ServingLine = /^mediagate: serving /m;
 
 /**
- * One `node apps/gateway/dist/cli.js start --config <file>` process, run as an operator
+ * One `node apps/gateway/bin/mediagate.js start --config <file>` process, run as an operator
  * runs it. Its stdout and stderr (pino JSON lines and the CLI's own lines) go to
  * `<workDir>/gateway-<run>.log` and are kept in memory for assertions and failure messages.
  */

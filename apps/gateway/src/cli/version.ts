@@ -2,9 +2,9 @@ import { readFileSync } from "node:fs";
 
 /**
  * The gateway's version: the `version` field of `apps/gateway/package.json`, read at run time
- * from the package the running code belongs to (`../../package.json` from `dist/cli/` or
- * `src/cli/`), so a build, a deployed copy and the Docker image all report the version they
- * were made from. Throws when the file is missing or has no version string.
+ * from the package the running code belongs to (`../../package.json` from `dist/bundle/`,
+ * `dist/cli/` or `src/cli/`), so a build, a deployed copy and the Docker image all report the
+ * version they were made from. Throws when the file is missing or has no version string.
  */
 export function packageVersion(): string {
   const file = new URL("../../package.json", import.meta.url);

@@ -1,14 +1,18 @@
 import { isLoopbackHost, parseListenAddress } from "@mediagate/io";
-import { ensureWebToken, startWebConsole } from "@mediagate/web";
 import { createConsoleSource } from "../web/console-source.js";
 import { channelFor, type GatewayCore } from "./core.js";
 import { healthReport } from "./health.js";
 
-/** Starts the web console when `web:` is configured; a non-loopback address is warned about. */
+/**
+ * Starts the web console when `web:` is configured; a non-loopback address is warned about.
+ * The console's package (Fastify and its plugins, about 0.2 s of CPU to load) is loaded only
+ * then: most gateways run without it.
+ */
 export async function startWeb(gateway: GatewayCore): Promise<void> {
   const web = gateway.config.web;
   const live = gateway.services.live;
   if (web === undefined || live === undefined) return;
+  const { ensureWebToken, startWebConsole } = await import("@mediagate/web");
   const { host } = parseListenAddress(web.listen);
   if (!isLoopbackHost(host)) {
     gateway.logger.warn(

@@ -1,0 +1,69 @@
+// The `mediagate` command as the few files `bin/mediagate.js` runs: tsc's `dist/` (one module per
+// source file, the package's library entry) bundled with its dependencies into `dist/bundle/`
+// by esbuild, the CLI and the database threads' programs as entries, their shared code and each
+// lazily imported part (the gateway, discord.js, ...) as chunks.
+//
+// Why: Node 20 has no compile cache, and loading the gateway from `dist/` meant resolving and
+// reading about 460 CommonJS files of node_modules besides our own: 0.85-0.95 s of CPU for
+// `import("dist/gateway.js")` on the 2-core machine, 0.44 s for the same code bundled. Every
+// start of the gateway and every CLI command pays it, and the test suites start about 190 of
+// them (bench/README.md, "Start-up: the command bundled").
+//
+// What stays outside, loaded from node_modules at run time:
+// - native addons (better-sqlite3) and optional native helpers of dependencies, which esbuild
+//   cannot bundle;
+// - @mediagate/web, which serves its files from its own `dist/public` next to its modules;
+// - what the code loads through `createRequire` on first use (openai, pg, gpt-tokenizer).
+// `programUrl` finds the database programs next to the module that names them, so the programs
+// are entries of the same directory, under the names the code gives them.
+import { rm } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+
+const packageDir = fileURLToPath(new URL("..", import.meta.url));
+const outdir = `${packageDir}dist/bundle`;
+
+await rm(outdir, { recursive: true, force: true });
+await build({
+  absWorkingDir: packageDir,
+  entryPoints: {
+    cli: "dist/cli.js",
+    "worker-thread": "dist/sqlite/worker-thread.js",
+    "state-database": "dist/state/state-database.js",
+    "journal-database": "dist/durable/journal-database.js",
+    "integrity-database": "dist/sqlite/integrity-database.js",
+  },
+  outdir,
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  external: [
+    "better-sqlite3",
+    "@mediagate/web",
+    "@mediagate/web/*",
+    // Optional native parts of ssh2 (docker-modem) and discord.js's WebSocket: each is loaded in
+    // a try/catch and absent here.
+    "cpu-features",
+    "bufferutil",
+    "utf-8-validate",
+    "zlib-sync",
+    "pg-native",
+    // The worker programs' compiler when the gateway runs from its TypeScript source
+    // (sqlite/source-bundle.ts): a bundle never loads it.
+    "esbuild",
+  ],
+  // CommonJS dependencies call `require` and read `__dirname`; an ES module has neither.
+  banner: {
+    js: [
+      'import { createRequire as __mgCreateRequire } from "node:module";',
+      'import { dirname as __mgDirname } from "node:path";',
+      'import { fileURLToPath as __mgFileURLToPath } from "node:url";',
+      "const require = __mgCreateRequire(import.meta.url);",
+      "const __filename = __mgFileURLToPath(import.meta.url);",
+      "const __dirname = __mgDirname(__filename);",
+    ].join("\n"),
+  },
+  logLevel: "warning",
+});
