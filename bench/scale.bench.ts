@@ -14,6 +14,9 @@
  *                       the first
  *   --active N          users of the active phase, the first N of every run (100)
  *   --batch N           users sending their one message at once while filling (100)
+ *   --fill-rounds N     rounds of the fill, each user's one message per round (1): more rounds
+ *                       give a run the message count of a larger one with its own sessions,
+ *                       to tell what grows with the messages from what grows with the sessions
  *   --restarts N        stops and starts on the filled home; the start-up figure is their
  *                       median (3)
  *   --windows N         windows of the active phase's closed loop (3), --window-ms N (2000)
@@ -74,6 +77,7 @@ const { flag, count, list } = benchFlags("scale", [
   "users-list",
   "active",
   "batch",
+  "fill-rounds",
   "restarts",
   "windows",
   "window-ms",
@@ -86,6 +90,7 @@ const options = {
   usersList: list("users-list", [100, 10_000]),
   active: count("active", 100),
   batch: count("batch", 100),
+  fillRounds: count("fill-rounds", 1),
   restarts: count("restarts", 3),
   windows: count("windows", 3),
   windowMs: count("window-ms", 2000, 100),
@@ -286,11 +291,20 @@ async function oneRun(users: number, fake: FakeTelegram): Promise<RunFigures> {
     machine: await machineBusyMs(),
   });
   const cpuBefore = await cpu();
-  const rate = await fill(fake, ids.slice(1), options.batch);
+  const fillStarted = performance.now();
+  await fill(fake, ids.slice(1), options.batch);
+  for (let round = 1; round < options.fillRounds; round++) {
+    note(`${users} users: round ${round + 1} of the fill`);
+    await fill(fake, ids, options.batch);
+  }
+  const fillMessages = users - 1 + (options.fillRounds - 1) * users;
+  const rate = fillMessages / ((performance.now() - fillStarted) / 1000);
   const cpuAfter = await cpu();
   const perMessage = (key: keyof typeof cpuBefore): number =>
-    round3((cpuAfter[key] - cpuBefore[key]) / (users - 1));
+    round3((cpuAfter[key] - cpuBefore[key]) / fillMessages);
   figure("fill", {
+    rounds: options.fillRounds,
+    messages: fillMessages,
     msg_per_s: round3(rate),
     cpu_ms_per_msg: {
       gateway: perMessage("gateway"),
@@ -459,6 +473,7 @@ async function main(): Promise<void> {
     users_list: options.usersList,
     active: options.active,
     batch: options.batch,
+    fill_rounds: options.fillRounds,
     restarts: options.restarts,
     max_open_shells: maxOpenShellsOf(probe.profiles[0]!.sandbox),
     concurrency: probe.concurrency,
