@@ -6,14 +6,16 @@
 // Why: Node 20 has no compile cache, and loading the gateway from `dist/` meant resolving and
 // reading about 460 CommonJS files of node_modules besides our own: 0.85-0.95 s of CPU for
 // `import("dist/gateway.js")` on the 2-core machine, 0.44 s for the same code bundled. Every
-// start of the gateway and every CLI command pays it, and the test suites start about 190 of
-// them (bench/README.md, "Start-up: the command bundled").
+// start of the gateway and every CLI command pays it: a console gateway's start and stop took
+// 1.32-1.57 s of CPU before, 0.68-0.73 s bundled (bench/README.md, "Start-up: the command
+// bundled").
 //
 // What stays outside, loaded from node_modules at run time:
 // - native addons (better-sqlite3) and optional native helpers of dependencies, which esbuild
 //   cannot bundle;
 // - @mediagate/web, which serves its files from its own `dist/public` next to its modules;
-// - what the code loads through `createRequire` on first use (openai, pg, gpt-tokenizer).
+// - what the code loads through `createRequire` on first use (openai, pg, gpt-tokenizer);
+// - esbuild, which only the test suites' worker compiler (sqlite/source-bundle.ts) loads.
 // `programUrl` finds the database programs next to the module that names them, so the programs
 // are entries of the same directory, under the names the code gives them.
 import { rm } from "node:fs/promises";
