@@ -17,24 +17,45 @@
 // - what the code loads through `createRequire` on first use (openai, pg, gpt-tokenizer);
 // - esbuild, which only the test suites' worker compiler (sqlite/source-bundle.ts) loads.
 // `programUrl` finds the database programs next to the module that names them, so the programs
-// are entries of the same directory, under the names the code gives them.
-import { rm } from "node:fs/promises";
+// are entries of the same directory, under the names the code gives them (`workerPrograms`).
+import { readdir, readFile, rm } from "node:fs/promises";
+import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
 const packageDir = fileURLToPath(new URL("..", import.meta.url));
-const outdir = `${packageDir}dist/bundle`;
+const distDir = join(packageDir, "dist");
+const outdir = join(distDir, "bundle");
+
+/**
+ * The modules the code starts worker threads on, read from its `programUrl("./<name>.js",
+ * import.meta.url)` calls: `<name>` → the module's path. Read, not listed here, so a new
+ * program is bundled under the name its caller looks for.
+ */
+async function workerPrograms() {
+  const call = /programUrl\("\.\/([A-Za-z0-9_-]+)\.js", import\.meta\.url\)/g;
+  const programs = {};
+  for (const file of await readdir(distDir, { recursive: true })) {
+    if (!file.endsWith(".js") || file.startsWith("bundle/")) continue;
+    const text = await readFile(join(distDir, file), "utf8");
+    for (const [, name] of text.matchAll(call)) {
+      const path = relative(packageDir, join(distDir, dirname(file), `${name}.js`));
+      if (programs[name] !== undefined && programs[name] !== path) {
+        throw new Error(
+          `bundle: two worker programs are named ${name}: ${programs[name]}, ${path}`,
+        );
+      }
+      programs[name] = path;
+    }
+  }
+  if (Object.keys(programs).length === 0) throw new Error("bundle: no programUrl call found");
+  return programs;
+}
 
 await rm(outdir, { recursive: true, force: true });
 await build({
   absWorkingDir: packageDir,
-  entryPoints: {
-    cli: "dist/cli.js",
-    "worker-thread": "dist/sqlite/worker-thread.js",
-    "state-database": "dist/state/state-database.js",
-    "journal-database": "dist/durable/journal-database.js",
-    "integrity-database": "dist/sqlite/integrity-database.js",
-  },
+  entryPoints: { cli: "dist/cli.js", ...(await workerPrograms()) },
   outdir,
   bundle: true,
   splitting: true,
