@@ -1,7 +1,11 @@
 import { once } from "node:events";
 import { connect, createServer, type Socket } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 
-/** A TCP proxy whose link can be cut and restored: a host cut off from its database. */
+/**
+ * A TCP proxy whose link can be cut and restored (a host cut off from its database), and whose
+ * writes of one statement can be made slow.
+ */
 export interface SeverableProxy {
   /** The loopback port to connect to instead of the target's. */
   readonly port: number;
@@ -9,6 +13,12 @@ export interface SeverableProxy {
   sever(): void;
   /** Takes connections again. */
   restore(): void;
+  /**
+   * From now on, a client write that contains `text` (a PostgreSQL statement's SQL, which the
+   * protocol sends as text) reaches the server `delayMs` later, and so does every write after it
+   * on that connection (their order kept): one statement made slow, the others as they were.
+   */
+  delayWrites(text: string, delayMs: number): void;
   close(): Promise<void>;
 }
 
@@ -20,6 +30,7 @@ export interface SeverableProxy {
 export async function startSeverableProxy(host: string, port: number): Promise<SeverableProxy> {
   const sockets = new Set<Socket>();
   let cut = false;
+  let delay: { text: Buffer; ms: number } | undefined;
   const track = (socket: Socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
@@ -33,7 +44,16 @@ export async function startSeverableProxy(host: string, port: number): Promise<S
     }
     const upstream = connect(port, host);
     track(upstream);
-    client.pipe(upstream);
+    // Each write waits for the one before it, so a delayed one holds back those after it.
+    let previous: Promise<void> = Promise.resolve();
+    client.on("data", (chunk: Buffer) => {
+      const wait = delay !== undefined && chunk.includes(delay.text) ? delay.ms : 0;
+      previous = previous.then(async () => {
+        if (wait > 0) await sleep(wait);
+        if (!upstream.destroyed) upstream.write(chunk);
+      });
+    });
+    client.on("end", () => void previous.then(() => upstream.end()));
     upstream.pipe(client);
     client.on("close", () => upstream.destroy());
     upstream.on("close", () => client.destroy());
@@ -51,6 +71,9 @@ export async function startSeverableProxy(host: string, port: number): Promise<S
     sever,
     restore: () => {
       cut = false;
+    },
+    delayWrites: (text, ms) => {
+      delay = { text: Buffer.from(text), ms };
     },
     close: async () => {
       sever();

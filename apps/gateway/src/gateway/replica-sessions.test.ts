@@ -681,6 +681,40 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     expect(b.inbox.texts).toEqual(["b: cut off", "b: next"]);
   });
 
+  it("runs a dead replica's message it takes before a newer one as soon as it is queued, with no round", async () => {
+    // The newer message's turn takes the older one and dispatches it; the older one's
+    // pipeline reads its session's id before it reaches the queue. That read is made slow
+    // here: the newer turn's next look finds the older one on its way, neither taken nor
+    // queued, and waits for it to be queued, not for a check later (this replica's loop, whose
+    // schedule no test fires here, would hold it forever).
+    const database = new PostgresDatabase({ url: testDatabase.url });
+    databases.push(database);
+    const deadLeases = await SessionLeases.open(database, { owner: "dead/boot/1/1" });
+    const dead = await PostgresJournal.open(database, { owner: "dead/boot/1/1", ownerGraceMs: 0 });
+    const cutOff = await dead.record(replicaDm("1", "cut off"));
+    await dead.started(cutOff.id);
+    await deadLeases.claim({ profile: "solo", sessionKey: buildSessionKey(replicaDm("1", "")) });
+    await dead.close();
+
+    const server = new URL(testDatabase.url);
+    const proxy = await startSeverableProxy(server.hostname, Number(server.port));
+    proxies.push(proxy);
+    const throughProxy = new URL(testDatabase.url);
+    throughProxy.host = `127.0.0.1:${proxy.port}`;
+    const clock = { aheadMs: 0 };
+    const b = await replica("b", { clock, rerunInterrupted: true, url: throughProxy.href });
+    await b.gateway.idle();
+    proxy.delayWrites("FROM state_sessions WHERE profile", 300);
+    // The dead replica's lease has expired by b's clock; b has run no round since.
+    clock.aheadMs = Defaults.sessionLeases.leaseMs;
+    const rounds = b.loop.waiting();
+    await b.send("2", "next");
+    expect(b.ran).toEqual(["cut off", "next"]);
+    expect(b.inbox.texts).toEqual(["b: cut off", "b: next"]);
+    // Nothing left scheduled for the held-back turn: only the loop's next round.
+    expect(b.loop.waiting()).toBe(rounds);
+  });
+
   it("runs a message at once after /stop dropped the ones queued before it", async () => {
     const a = await replica("a", {
       runTurn: (input) =>

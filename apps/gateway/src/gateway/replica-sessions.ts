@@ -61,6 +61,18 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
   readonly #waitingSince = new Map<string, number>();
   /** Entries to give back to the cluster, kept until the database takes the write. */
   readonly #givenBack = new Set<number>();
+  /**
+   * The entries #inOrder took to run before a newer message, from when they are dispatched
+   * until their message is in its session's queue ({@link queued}; forgotten after
+   * `2 × orderWaitMs` if it never gets there): a turn held back behind one looks again as soon
+   * as it arrives. Dispatched, it is this process's own but still on its way through the
+   * pipeline's first steps (a database read among them), and a look at the queue before then
+   * finds it neither taken nor waiting there.
+   */
+  readonly #onTheirWay = new Map<
+    number,
+    { readonly sinceMs: number; readonly arrived: Promise<void>; readonly arrive: () => void }
+  >();
   #gateway: GatewayCore | undefined;
   #cancel: (() => void) | undefined;
   #lastRenewMs = Number.NEGATIVE_INFINITY;
@@ -157,7 +169,14 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
         reclaim: this.#givenBack,
       });
       if (older.taken.length > 0) {
-        for (const entry of older.taken) this.#givenBack.delete(entry.id);
+        for (const entry of older.taken) {
+          this.#givenBack.delete(entry.id);
+          let arrive = (): void => {};
+          const arrived = new Promise<void>((resolve) => {
+            arrive = resolve;
+          });
+          this.#onTheirWay.set(entry.id, { sinceMs: this.#now(), arrived, arrive });
+        }
         turn.log.info(
           { entries: older.taken.map((entry) => entry.id) },
           "older messages of the session taken to run first",
@@ -178,19 +197,43 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
         );
         return true;
       }
-      // A turn dropped while held back (/stop) never comes back for its entry: forget it.
+      // A turn dropped while held back (/stop) never comes back for its entry, and a message
+      // dispatched may end before its queue (a command, a refusal): forget them.
       for (const [key, since] of this.#waitingSince) {
         if (this.#now() - since > 2 * this.#orderWaitMs) this.#waitingSince.delete(key);
       }
+      for (const [id, way] of this.#onTheirWay) {
+        if (this.#now() - way.sinceMs > 2 * this.#orderWaitMs) this.#arrived(id);
+      }
       this.#waitingSince.set(waitKey, sinceMs);
       // Waits out of the replica's running turns: the older message may itself wait for a
-      // free one here, or on a replica whose turns wait the same way.
+      // free one here, or on a replica whose turns wait the same way. One this process
+      // dispatched is looked for again as soon as it is queued, the others a check later.
+      const arriving = waiting.flatMap(({ id }) => this.#onTheirWay.get(id)?.arrived ?? []);
       queue.holdBack(
         turn.sessionKey,
-        new Promise((resolve) => this.#schedule(resolve, this.#orderCheckMs)),
+        new Promise<void>((resolve) => {
+          const cancel = this.#schedule(resolve, this.#orderCheckMs);
+          if (arriving.length === 0) return;
+          void Promise.all(arriving).then(() => {
+            cancel();
+            resolve();
+          });
+        }),
       );
       return RunLater;
     }
+  }
+
+  queued(entryIds: readonly number[]): void {
+    for (const id of entryIds) this.#arrived(id);
+  }
+
+  #arrived(id: number): void {
+    const way = this.#onTheirWay.get(id);
+    if (way === undefined) return;
+    this.#onTheirWay.delete(id);
+    way.arrive();
   }
 
   async dropWaiting(sessions: readonly LeasedSession[]): Promise<number> {

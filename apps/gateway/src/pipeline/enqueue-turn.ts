@@ -197,6 +197,7 @@ export const enqueueTurn: Middleware = async (ctx, next) => {
     },
     order,
   );
+  ctx.services.sessions?.queued(entryIdsOf(ctx));
   if (tell && interrupting !== undefined) await say(ctx, InterruptedTurnText);
   else if (tell && collected !== undefined && (running || waiting > 0)) {
     await say(ctx, collectedText(1, admin));

@@ -1288,6 +1288,7 @@ function leasesSendingBack(): SessionHold & { sendBack(): void } {
       return RunLater;
     },
     giveBack: () => {},
+    queued: () => {},
     askHolder: async () => undefined,
     askEveryReplica: async () => [],
     dropWaiting: async () => 0,

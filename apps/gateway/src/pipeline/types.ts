@@ -196,6 +196,11 @@ export interface SessionHold {
   /** A turn cut off because its lease was lost: its entries go back for the session's holder. */
   giveBack(entryIds: readonly number[]): void;
   /**
+   * The message of these entries is in its session's queue here now: a newer turn held back
+   * until it arrives ({@link acquire}, {@link RunLater}) looks again at once.
+   */
+  queued(entryIds: readonly number[]): void;
+  /**
    * `/stop` or `/reset` for a session another live replica holds: asks that one to stop it
    * there; resolves with its id, or `undefined` when this process is the one to act.
    */
