@@ -112,6 +112,26 @@ async function holdOwnerLock(owner: string): Promise<{ release: () => Promise<vo
   };
 }
 
+/**
+ * A replica that died in a turn: message "1" ("cut off") started in the journal, then `waiting`
+ * (message "2", if given) received, the session's lease held by the dead process
+ * (`dead/boot/1/1`, whose owner lock nobody holds). Resolves with the waiting message's entry id.
+ */
+async function deadReplicaCutOff(): Promise<undefined>;
+async function deadReplicaCutOff(waiting: string): Promise<number>;
+async function deadReplicaCutOff(waiting?: string): Promise<number | undefined> {
+  const database = new PostgresDatabase({ url: testDatabase.url });
+  databases.push(database);
+  const deadLeases = await SessionLeases.open(database, { owner: "dead/boot/1/1" });
+  const dead = await PostgresJournal.open(database, { owner: "dead/boot/1/1", ownerGraceMs: 0 });
+  const cutOff = await dead.record(replicaDm("1", "cut off"));
+  await dead.started(cutOff.id);
+  const recorded = waiting === undefined ? undefined : await dead.record(replicaDm("2", waiting));
+  await deadLeases.claim({ profile: "solo", sessionKey: buildSessionKey(replicaDm("1", "")) });
+  await dead.close();
+  return recorded?.id;
+}
+
 /** Runs the loop's rounds until `check` passes (what a round starts may end in a later one). */
 async function roundsUntil(
   loop: { fire: () => Promise<void> },
@@ -320,15 +340,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
 
   it("takes over a dead replica's messages and session once its lease expired", async () => {
     // A replica that died holding the session: its lease still runs, its owner lock is gone.
-    const database = new PostgresDatabase({ url: testDatabase.url });
-    databases.push(database);
-    const deadLeases = await SessionLeases.open(database, { owner: "dead/boot/1/1" });
-    const dead = await PostgresJournal.open(database, { owner: "dead/boot/1/1", ownerGraceMs: 0 });
-    const cutOff = await dead.record(replicaDm("1", "cut off"));
-    await dead.started(cutOff.id);
-    const waiting = await dead.record(replicaDm("2", "waiting"));
-    await deadLeases.claim({ profile: "solo", sessionKey: buildSessionKey(replicaDm("2", "")) });
-    await dead.close();
+    const waiting = await deadReplicaCutOff("waiting");
 
     const clock = { aheadMs: 0 };
     const b = await replica("b", { clock });
@@ -336,7 +348,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     // While its lease runs, the dead replica might only have lost its connection for a moment:
     // nothing of it is taken over.
     expect(b.inbox.texts).toEqual([]);
-    expect(await ownerOf(waiting.id)).toBe("dead/boot/1/1");
+    expect(await ownerOf(waiting)).toBe("dead/boot/1/1");
 
     clock.aheadMs = Defaults.sessionLeases.leaseMs;
     await roundsUntil(b.loop, () => expect(b.ran).toEqual(["waiting"]));
@@ -635,14 +647,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
   });
 
   it("tells of a dead replica's cut-off turn before answering a newer message", async () => {
-    const database = new PostgresDatabase({ url: testDatabase.url });
-    databases.push(database);
-    const deadLeases = await SessionLeases.open(database, { owner: "dead/boot/1/1" });
-    const dead = await PostgresJournal.open(database, { owner: "dead/boot/1/1", ownerGraceMs: 0 });
-    const cutOff = await dead.record(replicaDm("1", "cut off"));
-    await dead.started(cutOff.id);
-    await deadLeases.claim({ profile: "solo", sessionKey: buildSessionKey(replicaDm("1", "")) });
-    await dead.close();
+    await deadReplicaCutOff();
 
     const clock = { aheadMs: 0 };
     const b = await replica("b", { clock });
@@ -659,14 +664,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
   });
 
   it("reruns a dead replica's cut-off turn before a newer message with rerunInterrupted", async () => {
-    const database = new PostgresDatabase({ url: testDatabase.url });
-    databases.push(database);
-    const deadLeases = await SessionLeases.open(database, { owner: "dead/boot/1/1" });
-    const dead = await PostgresJournal.open(database, { owner: "dead/boot/1/1", ownerGraceMs: 0 });
-    const cutOff = await dead.record(replicaDm("1", "cut off"));
-    await dead.started(cutOff.id);
-    await deadLeases.claim({ profile: "solo", sessionKey: buildSessionKey(replicaDm("1", "")) });
-    await dead.close();
+    await deadReplicaCutOff();
 
     const clock = { aheadMs: 0 };
     const b = await replica("b", { clock, rerunInterrupted: true });
@@ -687,14 +685,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     // here: the newer turn's next look finds the older one on its way, neither taken nor
     // queued, and waits for it to be queued, not for a check later (this replica's loop, whose
     // schedule no test fires here, would hold it forever).
-    const database = new PostgresDatabase({ url: testDatabase.url });
-    databases.push(database);
-    const deadLeases = await SessionLeases.open(database, { owner: "dead/boot/1/1" });
-    const dead = await PostgresJournal.open(database, { owner: "dead/boot/1/1", ownerGraceMs: 0 });
-    const cutOff = await dead.record(replicaDm("1", "cut off"));
-    await dead.started(cutOff.id);
-    await deadLeases.claim({ profile: "solo", sessionKey: buildSessionKey(replicaDm("1", "")) });
-    await dead.close();
+    await deadReplicaCutOff();
 
     const server = new URL(testDatabase.url);
     const proxy = await startSeverableProxy(server.hostname, Number(server.port));

@@ -202,9 +202,7 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
       for (const [key, since] of this.#waitingSince) {
         if (this.#now() - since > 2 * this.#orderWaitMs) this.#waitingSince.delete(key);
       }
-      for (const [id, way] of this.#onTheirWay) {
-        if (this.#now() - way.sinceMs > 2 * this.#orderWaitMs) this.#arrived(id);
-      }
+      this.#forgetStale();
       this.#waitingSince.set(waitKey, sinceMs);
       // Waits out of the replica's running turns: the older message may itself wait for a
       // free one here, or on a replica whose turns wait the same way. One this process
@@ -227,6 +225,14 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
 
   queued(entryIds: readonly number[]): void {
     for (const id of entryIds) this.#arrived(id);
+    this.#forgetStale();
+  }
+
+  /** Forgets the entries dispatched `2 × orderWaitMs` ago that never reached the queue. */
+  #forgetStale(): void {
+    for (const [id, way] of this.#onTheirWay) {
+      if (this.#now() - way.sinceMs > 2 * this.#orderWaitMs) this.#arrived(id);
+    }
   }
 
   #arrived(id: number): void {
