@@ -209,7 +209,9 @@ async function replica(name: string, options: ReplicaOptions = {}) {
           name: "solo",
           admins: ["telegram:1"],
           allowedUsers: ["telegram:1", "telegram:2"],
-          sandbox: { persistent },
+          // The agent here runs no command: no warm container (one made and removed per
+          // replica started, about a second of the engine's CPU each, for nothing).
+          sandbox: { persistent, warmPool: 0 },
           ...(maxQueuedMessages === undefined ? {} : { maxQueuedMessages }),
           ...profileSettings,
         },
