@@ -144,8 +144,9 @@ export class ReplicaSessions implements SessionHold, ReplicaLoop {
    * replica, its own cut off by a lost lease) are taken and run before it (dispatched, or their
    * cut-off notice delivered); while one of them waits in the queue the turn goes back behind
    * it ({@link RunLater}); while an older one is still on its way (a live replica's, or this
-   * one's not queued yet) it goes back too, held back for `orderCheckMs` (its place among the
-   * running turns given up meanwhile), for `orderWaitMs` at most in all.
+   * one's not queued yet) it goes back too, held back for `orderCheckMs`, or until the one it
+   * dispatched is queued ({@link queued}), whichever comes first (its place among the running
+   * turns given up meanwhile), for `orderWaitMs` at most in all.
    */
   async #inOrder(turn: Parameters<SessionHold["acquire"]>[0]): Promise<boolean | typeof RunLater> {
     const gateway = this.#gateway;
