@@ -210,7 +210,7 @@ async function replica(name: string, options: ReplicaOptions = {}) {
           admins: ["telegram:1"],
           allowedUsers: ["telegram:1", "telegram:2"],
           // The agent here runs no command: no warm container (one made and removed per
-          // replica started, about a second of the engine's CPU each, for nothing).
+          // replica started, about 0.6 s of the machine's CPU each, for nothing).
           sandbox: { persistent, warmPool: 0 },
           ...(maxQueuedMessages === undefined ? {} : { maxQueuedMessages }),
           ...profileSettings,
