@@ -132,6 +132,16 @@ async function deadReplicaCutOff(waiting?: string): Promise<number | undefined> 
   return recorded?.id;
 }
 
+/** A proxy in front of the test database (closed after the test), and the URL through it. */
+async function databaseProxy(): Promise<{ proxy: SeverableProxy; url: string }> {
+  const server = new URL(testDatabase.url);
+  const proxy = await startSeverableProxy(server.hostname, Number(server.port));
+  proxies.push(proxy);
+  const url = new URL(testDatabase.url);
+  url.host = `127.0.0.1:${proxy.port}`;
+  return { proxy, url: url.href };
+}
+
 /** Runs the loop's rounds until `check` passes (what a round starts may end in a later one). */
 async function roundsUntil(
   loop: { fire: () => Promise<void> },
@@ -404,11 +414,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
 
   for (const seenLate of [false, true]) {
     it(`takes no work while cut off from the database and never answers a session taken over${seenLate ? ", the server seeing the cut late" : ""}`, async () => {
-      const server = new URL(testDatabase.url);
-      const proxy = await startSeverableProxy(server.hostname, Number(server.port));
-      proxies.push(proxy);
-      const throughProxy = new URL(testDatabase.url);
-      throughProxy.host = `127.0.0.1:${proxy.port}`;
+      const { proxy, url: throughProxy } = await databaseProxy();
       const aborted: unknown[] = [];
       let finishLate: (() => void) | undefined;
       const clock = { aheadMs: 0 };
@@ -422,7 +428,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
             finishLate = () => resolve({ reply: "a: too late" });
           });
         },
-        url: throughProxy.toString(),
+        url: throughProxy,
       });
       const bClock = { aheadMs: 0 };
       const b = await replica("b", { clock: bClock });
@@ -689,13 +695,9 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     // schedule no test fires here, would hold it forever).
     await deadReplicaCutOff();
 
-    const server = new URL(testDatabase.url);
-    const proxy = await startSeverableProxy(server.hostname, Number(server.port));
-    proxies.push(proxy);
-    const throughProxy = new URL(testDatabase.url);
-    throughProxy.host = `127.0.0.1:${proxy.port}`;
+    const { proxy, url: throughProxy } = await databaseProxy();
     const clock = { aheadMs: 0 };
-    const b = await replica("b", { clock, rerunInterrupted: true, url: throughProxy.href });
+    const b = await replica("b", { clock, rerunInterrupted: true, url: throughProxy });
     await b.gateway.idle();
     proxy.delayWrites("FROM state_sessions WHERE profile", 300);
     // The dead replica's lease has expired by b's clock; b has run no round since.
