@@ -46,7 +46,6 @@ pg_cluster_start() {
   PG_CLUSTER_DIR=$(mktemp -d /tmp/mediagate-pg.XXXXXX)
   chown "$PG_CLUSTER_USER" "$PG_CLUSTER_DIR"
   chmod 700 "$PG_CLUSTER_DIR"
-  port=$(pg_free_port)
   # trust on loopback: the cluster lives for one run, listens on 127.0.0.1 only, and its
   # socket directory is private to its owner.
   pg_as_owner "$bin/initdb" -D "$PG_CLUSTER_DIR/data" -U mediagate --auth=trust \
@@ -55,20 +54,34 @@ pg_cluster_start() {
     return 1
   }
   # In the cluster's own configuration, not on pg_ctl's command line: a `pg_ctl start` after
-  # a stop (an outage test) must come back on the same port. max_connections: the suites run
-  # test files in parallel, each with its own pool.
+  # a stop (an outage test) must come back on the same port (port.conf, written below).
+  # max_connections: the suites run test files in parallel, each with its own pool.
   cat >>"$PG_CLUSTER_DIR/data/postgresql.conf" <<EOF
 listen_addresses = '127.0.0.1'
-port = $port
 unix_socket_directories = '$PG_CLUSTER_DIR'
 max_connections = 300
 fsync = on
+include = 'port.conf'
 EOF
-  pg_as_owner "$bin/pg_ctl" -D "$PG_CLUSTER_DIR/data" -l "$PG_CLUSTER_DIR/server.log" -w \
-    start >/dev/null || {
-    cat "$PG_CLUSTER_DIR/server.log" >&2
-    return 1
-  }
+  # The port was free when the kernel named it, but another process may bind it (or take it
+  # as an outgoing connection's local port) before the server does, as a busy test run did
+  # once: then a new one is tried, up to five in all.
+  local tries=0
+  while :; do
+    port=$(pg_free_port)
+    echo "port = $port" >"$PG_CLUSTER_DIR/data/port.conf"
+    chown "$PG_CLUSTER_USER" "$PG_CLUSTER_DIR/data/port.conf"
+    if pg_as_owner "$bin/pg_ctl" -D "$PG_CLUSTER_DIR/data" -l "$PG_CLUSTER_DIR/server.log" -w \
+      start >/dev/null; then
+      break
+    fi
+    tries=$((tries + 1))
+    if [ "$tries" -ge 5 ] || ! grep -q "Address already in use" "$PG_CLUSTER_DIR/server.log"; then
+      cat "$PG_CLUSTER_DIR/server.log" >&2
+      return 1
+    fi
+    : >"$PG_CLUSTER_DIR/server.log"
+  done
   export MEDIAGATE_TEST_POSTGRES_URL="postgres://mediagate@127.0.0.1:$port/postgres"
   # The data directory and pg_ctl, for tests that restart or stop the server mid-run.
   export MEDIAGATE_TEST_POSTGRES_DATA="$PG_CLUSTER_DIR/data"
