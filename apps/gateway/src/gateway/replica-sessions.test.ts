@@ -142,6 +142,29 @@ async function databaseProxy(): Promise<{ proxy: SeverableProxy; url: string }> 
   return { proxy, url: url.href };
 }
 
+/**
+ * Waits until replica `name` holds the one session's lease: it claims it as the turn of the
+ * message it received starts, so that message is in its queue. Its rounds, fired after this, take the
+ * session's older messages to run before it. A round fired first may take one to the queue
+ * before the message gets there, and the message is then told it waits behind one, truthfully
+ * (docs/sessions.md, "Busy sessions"; seen once under CI's load).
+ */
+async function claimedBy(name: string): Promise<void> {
+  await waitFor(async () => expect(await sessionHolder()).toMatch(new RegExp(`^${name}/`)));
+}
+
+/**
+ * `texts` less the line telling a message it waits behind one other, once at most: an older
+ * message taken over or handed on may reach the session's queue before a newer one the replica
+ * received itself, which is then told so, truthfully (docs/sessions.md, "Busy sessions"), in
+ * a race the test does not decide.
+ */
+function lessOneAhead(texts: readonly string[]): string[] {
+  const rest = texts.filter((text) => text !== queuedText(1, true));
+  expect(texts.length - rest.length).toBeLessThanOrEqual(1);
+  return rest;
+}
+
 /** Runs the loop's rounds until `check` passes (what a round starts may end in a later one). */
 async function roundsUntil(
   loop: { fire: () => Promise<void> },
@@ -396,7 +419,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     await waitFor(async () => expect(await ownerOf(2)).toBe("b/boot/1/1"));
     // b records the message, then claims the session for its turn: only then may a's renewal
     // come, or a renews first and keeps the session (b then hands its message over to a).
-    await waitFor(async () => expect(await sessionHolder()).toMatch(/^b\//));
+    await claimedBy("b");
     clock.aheadMs = Defaults.sessionLeases.renewMs;
     await roundsUntil(a.loop, () => expect(aborted).toHaveLength(1));
     await a.gateway.idle();
@@ -458,6 +481,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
       // a stand-in holds a's lock for the server until b has held its message back.
       const standIn = seenLate ? await holdOwnerLock("a/boot/1/1") : undefined;
       void b.inbox.onMessage?.(replicaDm("4", "next"));
+      await claimedBy("b");
       if (standIn !== undefined) {
         await waitUntil(() => b.loop.waiting() > 1, "b holds its message back for a round");
         expect(b.ran).toEqual([]);
@@ -534,7 +558,12 @@ describe("sessions across replicas on one PostgreSQL store", () => {
       void a.inbox.onMessage?.(replicaDm("2", "again"));
       await roundsUntil(a.loop, () => expect(a.ran).toEqual(["hello", "hello", "again"]));
       await a.gateway.idle();
-      expect(a.inbox.texts).toEqual([StoreDownText, "a: hello (turn 2)", "a: again (turn 3)"]);
+      // The kept turn, handed on as "again" is recorded, may reach the queue before it.
+      expect(lessOneAhead(a.inbox.texts)).toEqual([
+        StoreDownText,
+        "a: hello (turn 2)",
+        "a: again (turn 3)",
+      ]);
     } finally {
       for (const gateway of gateways.splice(0)) await gateway.stop();
       await proxy.close();
@@ -552,16 +581,9 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     await roundsUntil(a.loop, () => expect(a.ran).toHaveLength(3));
     await a.gateway.idle();
     expect(a.ran).toEqual(["first", "second", "third"]);
-    // When "second" is already queued or running as "third" reaches the session's queue (seen
-    // once under a whole suite's load), "third" is told so, truthfully (docs/sessions.md, "Busy
-    // sessions"); the order of the answers is what this test is about.
-    const isNotice = (text: string) => text.startsWith("⏳");
-    expect(a.inbox.texts.filter((text) => !isNotice(text))).toEqual([
-      "a: first",
-      "a: second",
-      "a: third",
-    ]);
-    expect([[], [queuedText(1, true)]]).toContainEqual(a.inbox.texts.filter(isNotice));
+    // "second" may reach the session's queue before "third" (seen once under a whole suite's
+    // load): the order of the answers is what this test is about.
+    expect(lessOneAhead(a.inbox.texts)).toEqual(["a: first", "a: second", "a: third"]);
   });
 
   it("holds the holder's queue to maxQueuedMessages with messages another replica hands over", async () => {
@@ -681,6 +703,7 @@ describe("sessions across replicas on one PostgreSQL store", () => {
     // The dead replica's lease has expired by b's clock; b has run no round since.
     clock.aheadMs = Defaults.sessionLeases.leaseMs;
     void b.inbox.onMessage?.(replicaDm("2", "next"));
+    await claimedBy("b");
     await roundsUntil(b.loop, () => expect(b.ran).toHaveLength(2));
     await b.gateway.idle();
     expect(b.ran).toEqual(["cut off", "next"]);
