@@ -144,10 +144,10 @@ async function databaseProxy(): Promise<{ proxy: SeverableProxy; url: string }> 
 
 /**
  * Waits until replica `name` holds the one session's lease: it claims it as the turn of the
- * message it received starts, so that message is in its queue. Its rounds, fired after this, take the
- * session's older messages to run before it. A round fired first may take one to the queue
- * before the message gets there, and the message is then told it waits behind one, truthfully
- * (docs/sessions.md, "Busy sessions"; seen once under CI's load).
+ * message it received starts, so that message is in its queue. Its rounds, fired after this,
+ * take the session's older messages to run before it. A round fired first may take one to the
+ * queue before the message gets there, and the message is then told it waits behind one,
+ * truthfully (docs/sessions.md, "Busy sessions"; seen once under CI's load).
  */
 async function claimedBy(name: string): Promise<void> {
   await waitFor(async () => expect(await sessionHolder()).toMatch(new RegExp(`^${name}/`)));
