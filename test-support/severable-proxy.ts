@@ -81,3 +81,17 @@ export async function startSeverableProxy(host: string, port: number): Promise<S
     },
   };
 }
+
+/**
+ * A {@link startSeverableProxy} in front of the PostgreSQL server `databaseUrl` names, and the
+ * same URL through it (its database, user and options kept).
+ */
+export async function proxiedDatabase(
+  databaseUrl: string,
+): Promise<{ proxy: SeverableProxy; url: string }> {
+  const server = new URL(databaseUrl);
+  const proxy = await startSeverableProxy(server.hostname, Number(server.port));
+  const through = new URL(databaseUrl);
+  through.host = `127.0.0.1:${proxy.port}`;
+  return { proxy, url: through.href };
+}

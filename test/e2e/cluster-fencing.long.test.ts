@@ -5,7 +5,7 @@ import {
   type RoundRobinProxy,
   startRoundRobinProxy,
 } from "../../test-support/round-robin-proxy.js";
-import { type SeverableProxy, startSeverableProxy } from "../../test-support/severable-proxy.js";
+import { proxiedDatabase, type SeverableProxy } from "../../test-support/severable-proxy.js";
 import { FakeTelegram } from "../fakes/telegram/index.js";
 import type { CliInstall } from "./harness/cli-install.js";
 import { sentTo, turnsOf, webhookReplica } from "./harness/cluster-replicas.js";
@@ -48,18 +48,15 @@ const repliesTo = (user: number) => sentTo(fake, user);
 
 /** A replica whose database connections all pass through a link the test can cut. */
 async function replica(name: string, url: string, listen: string) {
-  const server = new URL(db.url);
-  const link = await startSeverableProxy(server.hostname, Number(server.port));
+  const { proxy: link, url: throughLink } = await proxiedDatabase(db.url);
   links.push(link);
-  const throughLink = new URL(db.url);
-  throughLink.host = `127.0.0.1:${link.port}`;
   const created = await webhookReplica(fake, {
     name,
     profile,
     user: User,
     url,
     listen,
-    databaseUrl: throughLink.toString(),
+    databaseUrl: throughLink,
   });
   installs.push(created);
   return { install: created, link };

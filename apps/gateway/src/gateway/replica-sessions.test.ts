@@ -6,10 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { manualClock } from "../../../../test-support/clock.js";
 import { testEnvironment } from "../../../../test-support/engine.js";
 import { freshPostgresDatabase, type TestDatabase } from "../../../../test-support/postgres.js";
-import {
-  type SeverableProxy,
-  startSeverableProxy,
-} from "../../../../test-support/severable-proxy.js";
+import { proxiedDatabase, type SeverableProxy } from "../../../../test-support/severable-proxy.js";
 import { waitFor, waitUntil } from "../../../../test-support/wait.js";
 import { commitCuttingProxy } from "../../test/fixtures/cutting-proxy.js";
 import { manualSchedule, ReplicaInbox, replicaDm } from "../../test/fixtures/replica-chat.js";
@@ -134,12 +131,9 @@ async function deadReplicaCutOff(waiting?: string): Promise<number | undefined> 
 
 /** A proxy in front of the test database (closed after the test), and the URL through it. */
 async function databaseProxy(): Promise<{ proxy: SeverableProxy; url: string }> {
-  const server = new URL(testDatabase.url);
-  const proxy = await startSeverableProxy(server.hostname, Number(server.port));
-  proxies.push(proxy);
-  const url = new URL(testDatabase.url);
-  url.host = `127.0.0.1:${proxy.port}`;
-  return { proxy, url: url.href };
+  const proxied = await proxiedDatabase(testDatabase.url);
+  proxies.push(proxied.proxy);
+  return proxied;
 }
 
 /**
