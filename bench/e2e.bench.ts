@@ -23,7 +23,8 @@
  *   --rtt N               fake round trips per round (200)
  *   --text-only-users LIST  concurrent users of a text-only throughput phase: a profile with
  *                         the `openai` agent against an instant fake model, no tool call,
- *                         no container (100; an empty list skips it)
+ *                         no container (100; an empty list skips it), and beside it the
+ *                         text-only floor (e2e-floor-bot.mjs) at the same user counts
  *   --first-replies N     new users, one at a time, each sending its first message to a
  *                         per-session profile (`persistent: false`) with the default warm
  *                         pool and to one with none (10; 0 skips the phase)
@@ -541,12 +542,22 @@ async function main(): Promise<void> {
     (_, i) => TextUserBase + i,
   );
   const textFake = new FakeTelegram({ token: token(800_005), botId: 800_005 });
+  // The text-only floors (e2e-floor-bot.mjs): the databases on the bot's main thread, and each
+  // on a thread of its own as the gateway's are.
+  const textFloors = [
+    { name: "floor_text_only_throughput", threads: false, botId: 800_006 },
+    { name: "floor_text_only_db_threads_throughput", threads: true, botId: 800_007 },
+  ].map((f) => ({ ...f, fake: new FakeTelegram({ token: token(f.botId), botId: f.botId }) }));
   const model = options.textOnlyUsers.length > 0 ? await FakeOpenAIServer.start() : undefined;
   if (model !== undefined) {
     model.respondWith(() => reply.text(TextAnswer));
     onCleanup("stop the fake model", () => model.close());
     await textFake.start();
     onCleanup("stop the text-only fake", () => textFake.stop());
+    for (const floor of textFloors) {
+      await floor.fake.start();
+      onCleanup(`stop the ${floor.name} fake`, () => floor.fake.stop());
+    }
   }
   if (options.firstReplies > 0) {
     for (const p of perSession) {
@@ -677,6 +688,22 @@ async function main(): Promise<void> {
     stdio: ["ignore", "inherit", "inherit"],
   });
   onCleanup("stop the floor bot", () => endProcess(floorBot, 5000));
+  // The text-only floors: the same bot, recording, asking the model and keeping conversations.
+  const textFloorBots = (model === undefined ? [] : textFloors).map((floor) => {
+    const bot = spawn(process.execPath, [FloorBot], {
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        FLOOR_API_ROOT: floor.fake.apiRoot,
+        FLOOR_TOKEN: floor.fake.token,
+        FLOOR_MODEL_ROOT: model!.baseUrl,
+        FLOOR_DB_DIR: join(home, floor.name),
+        FLOOR_DB_THREADS: floor.threads ? "1" : "0",
+      },
+      stdio: ["ignore", "inherit", "inherit"],
+    });
+    onCleanup(`stop the ${floor.name} bot`, () => endProcess(bot, 5000));
+    return { ...floor, bot };
+  });
   const shell = new OpenShell(container);
 
   const warmUps = Math.min(20, options.messages);
@@ -886,28 +913,39 @@ async function main(): Promise<void> {
 
   // Throughput: closed loops of distinct users, the floor bot's at the same user counts.
   note("throughput");
+  /**
+   * A floor bot's closed loop at `users` (ids it answers whatever the gateway allows), warmed
+   * up as the gateway's loops are: its rate, and its process's CPU per answered message (all
+   * threads, and the main thread's part).
+   */
+  const floorLoop = async (bot: FakeTelegram, pid: number, users: number, expected: string) => {
+    const ids = Array.from({ length: users }, (_, i) => ThroughputUserBase + i);
+    await closedLoop(bot, ids, "hi", expected, options.warmWindows, options.windowMs);
+    const [cpu, main] = [await cpuMsOf(pid), await mainThreadCpuMsOf(pid)];
+    const { rates, answered } = await closedLoop(
+      bot,
+      ids,
+      "hi",
+      expected,
+      options.windows,
+      options.windowMs,
+    );
+    return {
+      users,
+      msg_per_s: Math.round(median(rates)),
+      windows: rates.map(Math.round),
+      cpu_ms_per_msg: round3(((await cpuMsOf(pid)) - cpu) / answered),
+      main_thread_cpu_ms_per_msg: round3(((await mainThreadCpuMsOf(pid)) - main) / answered),
+      rate: median(rates),
+    };
+  };
   const floorRates = new Map<number, number>();
   /** The floor bot's closed loop at `users`, once per user count (a `floor_bot_throughput`). */
   const floorThroughput = async (users: number): Promise<void> => {
     if (floorRates.has(users)) return;
-    // The floor bot answers anyone: as many ids as asked, whatever the gateway allows.
-    const ids = Array.from({ length: users }, (_, i) => ThroughputUserBase + i);
-    await closedLoop(floorFake, ids, "t", "hi", 0, 0);
-    const { rates } = await closedLoop(
-      floorFake,
-      ids,
-      "t",
-      "hi",
-      options.windows,
-      options.windowMs,
-    );
-    floorRates.set(users, median(rates));
-    emit({
-      figure: "floor_bot_throughput",
-      users,
-      msg_per_s: Math.round(median(rates)),
-      windows: rates.map(Math.round),
-    });
+    const { rate, ...figures } = await floorLoop(floorFake, floorBot.pid!, users, "hi");
+    floorRates.set(users, rate);
+    emit({ figure: "floor_bot_throughput", ...figures });
   };
   for (const users of options.users) await floorThroughput(users);
   // Text only: the gateway in front of a model that answers at once, no command, no container.
@@ -917,6 +955,16 @@ async function main(): Promise<void> {
       note(`text-only throughput, ${users} users`);
       const ids = textUsers.slice(0, users);
       await floorThroughput(users);
+      const floorCpu: Record<string, number> = {};
+      for (const { name, fake: floorFake, bot } of textFloorBots) {
+        const recorded = model!.requests.length;
+        const { rate: _, ...floor } = await floorLoop(floorFake, bot.pid!, users, TextAnswer);
+        // The fake keeps every request's body: dropping the floor's leaves this process's
+        // heap, and so its share of the machine, as it was before the floor ran.
+        model!.requests.splice(recorded);
+        floorCpu[name] = floor.cpu_ms_per_msg;
+        emit({ figure: name, ...floor });
+      }
       await closedLoop(textFake, ids, "hi", TextAnswer, options.warmWindows, options.windowMs);
       const botCalls = new Map<string, number>();
       const stopCounting = textFake.onCall((call) => {
@@ -943,6 +991,10 @@ async function main(): Promise<void> {
         windows: rates.map(Math.round),
         ratio: round3(rate / (floorRates.get(users) ?? Number.NaN)),
         gateway_cpu_ms_per_msg: cpu.gateway,
+        // The gateway's CPU per answer over each text-only floor's.
+        gateway_cpu_over_floors: Object.fromEntries(
+          Object.entries(floorCpu).map(([name, ms]) => [name, round3((cpu.gateway ?? NaN) / ms)]),
+        ),
         cpu_ms_per_msg: cpu,
         // What each answered message cost outside the gateway: Bot API calls by method, and
         // requests to the model.
