@@ -214,6 +214,8 @@ function textFloor(dir, model, threads) {
   };
 }
 
+// Ended with SIGTERM, it exits as a program does, so that `node --cpu-prof` writes its profile.
+process.on("SIGTERM", () => process.exit(0));
 const floor =
   modelRoot !== undefined && dbDir !== undefined
     ? textFloor(dbDir, modelRoot, process.env.FLOOR_DB_THREADS === "1")

@@ -29,8 +29,8 @@
  *                         per-session profile (`persistent: false`) with the default warm
  *                         pool and to one with none (10; 0 skips the phase)
  *   --cpu-prof DIR        profile the gateway process (`node --cpu-prof`) during the throughput
- *                         phase (and the webhook one's); prints its top self-time functions
- *                         within the windows
+ *                         phase (and the webhook one's), and the text-only floors (a directory
+ *                         each in DIR); prints the top self-time functions within the windows
  *   --image NAME          sandbox image (MEDIAGATE_BENCH_IMAGE, else mediagate-sandbox:test)
  *   --webhook             then the latency figures and throughput again with Telegram updates
  *                         arriving by webhook (`*_webhook` lines)
@@ -47,7 +47,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
-import { mkdtemp, open, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, open, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -690,7 +690,12 @@ async function main(): Promise<void> {
   onCleanup("stop the floor bot", () => endProcess(floorBot, 5000));
   // The text-only floors: the same bot, recording, asking the model and keeping conversations.
   const textFloorBots = (model === undefined ? [] : textFloors).map((floor) => {
-    const bot = spawn(process.execPath, [FloorBot], {
+    // A directory of its own: node names each thread's profile `CPU.<date>.<time>.<pid>.<thread
+    // id>.<n>.cpuprofile` (the main thread's id is 0), and a name given would be every thread's.
+    const profileDir = options.cpuProf === undefined ? "" : join(options.cpuProf, floor.name);
+    const profiling =
+      options.cpuProf === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", profileDir];
+    const bot = spawn(process.execPath, [...profiling, FloorBot], {
       env: {
         PATH: process.env.PATH ?? "/usr/bin:/bin",
         FLOOR_API_ROOT: floor.fake.apiRoot,
@@ -702,7 +707,7 @@ async function main(): Promise<void> {
       stdio: ["ignore", "inherit", "inherit"],
     });
     onCleanup(`stop the ${floor.name} bot`, () => endProcess(bot, 5000));
-    return { ...floor, bot };
+    return { ...floor, bot, profileDir, windows: [] as { startUs: number; endUs: number }[] };
   });
   const shell = new OpenShell(container);
 
@@ -918,7 +923,13 @@ async function main(): Promise<void> {
    * up as the gateway's loops are: its rate, and its process's CPU per answered message (all
    * threads, and the main thread's part).
    */
-  const floorLoop = async (bot: FakeTelegram, pid: number, users: number, expected: string) => {
+  const floorLoop = async (
+    bot: FakeTelegram,
+    pid: number,
+    users: number,
+    expected: string,
+    windows?: { startUs: number; endUs: number }[],
+  ) => {
     const ids = Array.from({ length: users }, (_, i) => ThroughputUserBase + i);
     await closedLoop(bot, ids, "hi", expected, options.warmWindows, options.windowMs);
     const [cpu, main] = [await cpuMsOf(pid), await mainThreadCpuMsOf(pid)];
@@ -929,6 +940,7 @@ async function main(): Promise<void> {
       expected,
       options.windows,
       options.windowMs,
+      (w) => windows?.push(w),
     );
     return {
       users,
@@ -956,9 +968,15 @@ async function main(): Promise<void> {
       const ids = textUsers.slice(0, users);
       await floorThroughput(users);
       const floorCpu: Record<string, number> = {};
-      for (const { name, fake: floorFake, bot } of textFloorBots) {
+      for (const { name, fake: floorFake, bot, windows } of textFloorBots) {
         const recorded = model!.requests.length;
-        const { rate: _, ...floor } = await floorLoop(floorFake, bot.pid!, users, TextAnswer);
+        const { rate: _, ...floor } = await floorLoop(
+          floorFake,
+          bot.pid!,
+          users,
+          TextAnswer,
+          windows,
+        );
         // The fake keeps every request's body: dropping the floor's leaves this process's
         // heap, and so its share of the machine, as it was before the floor ran.
         model!.requests.splice(recorded);
@@ -1068,6 +1086,22 @@ async function main(): Promise<void> {
       });
       if (textWindows.length > 0) {
         emit({ figure: "cpu_profile_text_only", file, ...summariseProfile(profile, textWindows) });
+      }
+      // The text-only floors', from the same windows of theirs (their profiles are written as
+      // they exit).
+      for (const { name, bot, profileDir, windows: floorWindows } of textFloorBots) {
+        if (floorWindows.length === 0) continue;
+        await endProcess(bot, 5000);
+        const mainThread = (await readdir(profileDir)).find((f) => f.includes(`.${bot.pid}.0.`));
+        if (mainThread === undefined) throw new Error(`no main-thread profile in ${profileDir}`);
+        const floorFile = join(profileDir, mainThread);
+        const parsed = JSON.parse(await readFile(floorFile, "utf8")) as CpuProfile;
+        emit({
+          figure: `cpu_profile_${name}`,
+          file: floorFile,
+          ...summariseProfile(parsed, floorWindows),
+        });
+        floorWindows.length = 0;
       }
     }
   }
