@@ -431,6 +431,27 @@ interface CpuProfile {
   timeDeltas: number[];
 }
 
+/** `node` flags that profile every thread of a process into `dir`, a file each. */
+function profileFlags(dir: string): string[] {
+  return ["--cpu-prof", "--cpu-prof-dir", dir];
+}
+
+/**
+ * The main thread's profile of process `pid` in `dir`, once the process has exited. Node names
+ * each thread's `CPU.<date>.<time>.<pid>.<thread id>.<n>.cpuprofile`, the main thread's id 0;
+ * a `--cpu-prof-name` would be every thread's, and the last thread to exit would win (a
+ * floor's database thread did).
+ */
+async function mainThreadProfile(
+  dir: string,
+  pid: number,
+): Promise<{ file: string; profile: CpuProfile }> {
+  const name = (await readdir(dir)).find((f) => f.includes(`.${pid}.0.`));
+  if (name === undefined) throw new Error(`no main-thread profile of process ${pid} in ${dir}`);
+  const file = join(dir, name);
+  return { file, profile: JSON.parse(await readFile(file, "utf8")) as CpuProfile };
+}
+
 /** Self time per function within `windows` (monotonic µs), the top `top` by self time. */
 function summariseProfile(
   profile: CpuProfile,
@@ -690,11 +711,8 @@ async function main(): Promise<void> {
   onCleanup("stop the floor bot", () => endProcess(floorBot, 5000));
   // The text-only floors: the same bot, recording, asking the model and keeping conversations.
   const textFloorBots = (model === undefined ? [] : textFloors).map((floor) => {
-    // A directory of its own: node names each thread's profile `CPU.<date>.<time>.<pid>.<thread
-    // id>.<n>.cpuprofile` (the main thread's id is 0), and a name given would be every thread's.
     const profileDir = options.cpuProf === undefined ? "" : join(options.cpuProf, floor.name);
-    const profiling =
-      options.cpuProf === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", profileDir];
+    const profiling = options.cpuProf === undefined ? [] : profileFlags(profileDir);
     const bot = spawn(process.execPath, [...profiling, FloorBot], {
       env: {
         PATH: process.env.PATH ?? "/usr/bin:/bin",
@@ -1023,18 +1041,17 @@ async function main(): Promise<void> {
       });
     }
   };
+  const gatewayProfileDir = (concurrency: number | undefined) =>
+    `gateway-concurrency-${effectiveConcurrency(concurrency)}`;
   for (const [index, concurrency] of options.concurrency.entries()) {
     const profiling = options.cpuProf !== undefined;
     if (index > 0 || profiling) {
       await endProcess(gateway.child);
       await writeFile(configFile, JSON.stringify(config(concurrency)), { mode: 0o600 });
-      const name = `gateway-concurrency-${effectiveConcurrency(concurrency)}.cpuprofile`;
       gateway = await startGateway(
         home,
         configFile,
-        profiling
-          ? ["--cpu-prof", "--cpu-prof-dir", options.cpuProf!, "--cpu-prof-name", name]
-          : [],
+        profiling ? profileFlags(join(options.cpuProf!, gatewayProfileDir(concurrency))) : [],
       );
     }
     const windows: { startUs: number; endUs: number }[] = [];
@@ -1074,10 +1091,11 @@ async function main(): Promise<void> {
       });
     }
     if (profiling) {
-      const name = `gateway-concurrency-${effectiveConcurrency(concurrency)}.cpuprofile`;
       await endProcess(gateway.child);
-      const file = join(options.cpuProf!, name);
-      const profile = JSON.parse(await readFile(file, "utf8")) as CpuProfile;
+      const { file, profile } = await mainThreadProfile(
+        join(options.cpuProf!, gatewayProfileDir(concurrency)),
+        gateway.pid,
+      );
       emit({
         figure: "cpu_profile",
         concurrency: effectiveConcurrency(concurrency),
@@ -1092,10 +1110,7 @@ async function main(): Promise<void> {
       for (const { name, bot, profileDir, windows: floorWindows } of textFloorBots) {
         if (floorWindows.length === 0) continue;
         await endProcess(bot, 5000);
-        const mainThread = (await readdir(profileDir)).find((f) => f.includes(`.${bot.pid}.0.`));
-        if (mainThread === undefined) throw new Error(`no main-thread profile in ${profileDir}`);
-        const floorFile = join(profileDir, mainThread);
-        const parsed = JSON.parse(await readFile(floorFile, "utf8")) as CpuProfile;
+        const { file: floorFile, profile: parsed } = await mainThreadProfile(profileDir, bot.pid!);
         emit({
           figure: `cpu_profile_${name}`,
           file: floorFile,
@@ -1111,13 +1126,11 @@ async function main(): Promise<void> {
     await endProcess(gateway.child);
     await writeFile(configFile, settings, { mode: 0o600 });
     note(`${mode}: latency rounds and throughput`);
-    const profileName = `gateway-${mode}.cpuprofile`;
+    const profileDir = join(options.cpuProf ?? "", `gateway-${mode}`);
     gateway = await startGateway(
       home,
       configFile,
-      options.cpuProf === undefined
-        ? []
-        : ["--cpu-prof", "--cpu-prof-dir", options.cpuProf, "--cpu-prof-name", profileName],
+      options.cpuProf === undefined ? [] : profileFlags(profileDir),
     );
     const windows: { startUs: number; endUs: number }[] = [];
     await modeFigures({
@@ -1158,8 +1171,7 @@ async function main(): Promise<void> {
     });
     if (options.cpuProf !== undefined) {
       await endProcess(gateway.child);
-      const file = join(options.cpuProf, profileName);
-      const profile = JSON.parse(await readFile(file, "utf8")) as CpuProfile;
+      const { file, profile } = await mainThreadProfile(profileDir, gateway.pid);
       emit({ figure: `cpu_profile_${mode}`, file, ...summariseProfile(profile, windows) });
     }
   };
