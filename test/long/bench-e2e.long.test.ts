@@ -141,11 +141,15 @@ describe("pnpm bench:e2e", () => {
       "upload",
       "floor_bot_throughput",
       "floor_bot_throughput",
+      "floor_text_only_throughput",
+      "floor_text_only_db_threads_throughput",
       "throughput_text_only",
       "throughput",
       "throughput",
       "cpu_profile",
       "cpu_profile_text_only",
+      "cpu_profile_floor_text_only_throughput",
+      "cpu_profile_floor_text_only_db_threads_throughput",
       "done",
     ]);
     for (const figure of [
@@ -228,6 +232,23 @@ describe("pnpm bench:e2e", () => {
         ].sort(),
       );
     }
+    // The floors: each answered, and its process's CPU per answer (read in 10 ms ticks: a short
+    // loop of the bare floor bot may show 0), the main thread's part of it.
+    const floors = [
+      ...byFigure("floor_bot_throughput"),
+      ...byFigure("floor_text_only_throughput"),
+      ...byFigure("floor_text_only_db_threads_throughput"),
+    ];
+    expect(floors).toHaveLength(4);
+    for (const line of floors) {
+      expect(line.msg_per_s).toBeGreaterThan(0);
+      expect(line.cpu_ms_per_msg).toBeGreaterThanOrEqual(0);
+      expect(line.main_thread_cpu_ms_per_msg).toBeLessThanOrEqual(line.cpu_ms_per_msg as number);
+    }
+    for (const figure of ["floor_text_only_throughput", "floor_text_only_db_threads_throughput"]) {
+      expect(byFigure(figure)[0]).toMatchObject({ users: 2 });
+      expect(byFigure(figure)[0]?.cpu_ms_per_msg).toBeGreaterThan(0);
+    }
     const [textOnly] = byFigure("throughput_text_only");
     expect(textOnly).toMatchObject({ users: 2, model_requests_per_msg: 1 });
     expect(textOnly?.msg_per_s).toBeGreaterThan(0);
@@ -236,7 +257,18 @@ describe("pnpm bench:e2e", () => {
     expect(textOnly?.bot_calls_per_msg).toMatchObject({ sendMessage: 1 });
     expect(Object.keys(textOnly?.bot_calls_per_msg as object)).not.toContain("setMessageReaction");
     expect(Object.keys(textOnly?.bot_calls_per_msg as object)).not.toContain("sendMessageDraft");
-    for (const figure of ["cpu_profile", "cpu_profile_text_only"]) {
+    const overFloors = textOnly?.gateway_cpu_over_floors as Record<string, number>;
+    expect(Object.keys(overFloors).sort()).toEqual([
+      "floor_text_only_db_threads_throughput",
+      "floor_text_only_throughput",
+    ]);
+    for (const ratio of Object.values(overFloors)) expect(ratio).toBeGreaterThan(0);
+    for (const figure of [
+      "cpu_profile",
+      "cpu_profile_text_only",
+      "cpu_profile_floor_text_only_throughput",
+      "cpu_profile_floor_text_only_db_threads_throughput",
+    ]) {
       const [profile] = byFigure(figure) as {
         busy_ms: number;
         windows_us: [number, number][];
@@ -247,6 +279,8 @@ describe("pnpm bench:e2e", () => {
       expect(profile?.windows_us.length).toBeGreaterThan(0);
       expect(profile?.top_functions.length).toBeGreaterThan(0);
       expect(await exists(profile!.file)).toBe(true);
+      // The main thread's profile (thread id 0 in node's name for it), not a database thread's.
+      expect(profile?.file).toMatch(/\.\d+\.0\.\d+\.cpuprofile$/);
     }
 
     expect(bench.stdout() + bench.stderr()).not.toMatch(TokenPattern);
