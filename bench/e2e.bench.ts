@@ -986,10 +986,10 @@ async function main(): Promise<void> {
       const ids = textUsers.slice(0, users);
       await floorThroughput(users);
       const floorCpu: Record<string, number> = {};
-      for (const { name, fake: floorFake, bot, windows } of textFloorBots) {
+      for (const { name, fake: textFloorFake, bot, windows } of textFloorBots) {
         const recorded = model!.requests.length;
         const { rate: _, ...floor } = await floorLoop(
-          floorFake,
+          textFloorFake,
           bot.pid!,
           users,
           TextAnswer,
