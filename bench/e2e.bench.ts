@@ -960,12 +960,16 @@ async function main(): Promise<void> {
       options.windowMs,
       (w) => windows?.push(w),
     );
+    // The main thread's readings inside the process's (read after it before, before it after):
+    // the bot may still be finishing its last answers, and its part must stay a part.
+    const mainAfter = await mainThreadCpuMsOf(pid);
+    const cpuAfter = await cpuMsOf(pid);
     return {
       users,
       msg_per_s: Math.round(median(rates)),
       windows: rates.map(Math.round),
-      cpu_ms_per_msg: round3(((await cpuMsOf(pid)) - cpu) / answered),
-      main_thread_cpu_ms_per_msg: round3(((await mainThreadCpuMsOf(pid)) - main) / answered),
+      cpu_ms_per_msg: round3((cpuAfter - cpu) / answered),
+      main_thread_cpu_ms_per_msg: round3((mainAfter - main) / answered),
       rate: median(rates),
     };
   };
