@@ -94,6 +94,29 @@ import {
 } from "./proc.js";
 
 const FloorBot = fileURLToPath(new URL("./e2e-floor-bot.mjs", import.meta.url));
+
+/**
+ * The floor bot (e2e-floor-bot.mjs) as a process of its own, polling `fake`, with `env` (its
+ * mode) and `nodeArgs`; ended at clean-up.
+ */
+function startFloorBot(
+  name: string,
+  fake: FakeTelegram,
+  env: Record<string, string>,
+  nodeArgs: readonly string[] = [],
+): ChildProcess {
+  const bot = spawn(process.execPath, [...nodeArgs, FloorBot], {
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      FLOOR_API_ROOT: fake.apiRoot,
+      FLOOR_TOKEN: fake.token,
+      ...env,
+    },
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  onCleanup(`stop the ${name}`, () => endProcess(bot, 5000));
+  return bot;
+}
 const MiB = 1024 * 1024;
 const SmallFileBytes = 100 * 1024;
 const LatencyUser = 900_001;
@@ -699,32 +722,17 @@ async function main(): Promise<void> {
     }
     out.end();
   });
-  const floorBot = spawn(process.execPath, [FloorBot], {
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
-      FLOOR_API_ROOT: floorFake.apiRoot,
-      FLOOR_TOKEN: floorFake.token,
-      FLOOR_BIG_FILE: floorBig,
-    },
-    stdio: ["ignore", "inherit", "inherit"],
-  });
-  onCleanup("stop the floor bot", () => endProcess(floorBot, 5000));
+  const floorBot = startFloorBot("floor bot", floorFake, { FLOOR_BIG_FILE: floorBig });
   // The text-only floors: the same bot, recording, asking the model and keeping conversations.
   const textFloorBots = (model === undefined ? [] : textFloors).map((floor) => {
     const profileDir = options.cpuProf === undefined ? "" : join(options.cpuProf, floor.name);
     const profiling = options.cpuProf === undefined ? [] : profileFlags(profileDir);
-    const bot = spawn(process.execPath, [...profiling, FloorBot], {
-      env: {
-        PATH: process.env.PATH ?? "/usr/bin:/bin",
-        FLOOR_API_ROOT: floor.fake.apiRoot,
-        FLOOR_TOKEN: floor.fake.token,
-        FLOOR_MODEL_ROOT: model!.baseUrl,
-        FLOOR_DB_DIR: join(home, floor.name),
-        FLOOR_DB_THREADS: floor.threads ? "1" : "0",
-      },
-      stdio: ["ignore", "inherit", "inherit"],
-    });
-    onCleanup(`stop the ${floor.name} bot`, () => endProcess(bot, 5000));
+    const env = {
+      FLOOR_MODEL_ROOT: model!.baseUrl,
+      FLOOR_DB_DIR: join(home, floor.name),
+      FLOOR_DB_THREADS: floor.threads ? "1" : "0",
+    };
+    const bot = startFloorBot(`${floor.name} bot`, floor.fake, env, profiling);
     return { ...floor, bot, profileDir, windows: [] as { startUs: number; endUs: number }[] };
   });
   const shell = new OpenShell(container);
@@ -1033,7 +1041,10 @@ async function main(): Promise<void> {
         gateway_cpu_ms_per_msg: cpu.gateway,
         // The gateway's CPU per answer over each text-only floor's.
         gateway_cpu_over_floors: Object.fromEntries(
-          Object.entries(floorCpu).map(([name, ms]) => [name, round3((cpu.gateway ?? NaN) / ms)]),
+          Object.entries(floorCpu).map(([name, ms]) => [
+            name,
+            round3((cpu.gateway ?? Number.NaN) / ms),
+          ]),
         ),
         cpu_ms_per_msg: cpu,
         // What each answered message cost outside the gateway: Bot API calls by method, and
